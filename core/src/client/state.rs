@@ -1,0 +1,65 @@
+//! Connection states, Curator's vocabulary.
+
+use std::fmt;
+
+use tokio::sync::broadcast;
+
+/// Curator's ConnectionState.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// The first successful connection.
+    Connected,
+    /// The connection was lost; the session may still be alive. Locks and leadership must be
+    /// treated as uncertain (Curator's standard policy drops them here).
+    Suspended,
+    /// Connected again after SUSPENDED or LOST (after LOST, with a new session).
+    Reconnected,
+    /// The session is gone: it expired on the server, or SUSPENDED lasted the negotiated session
+    /// timeout. Ephemeral nodes of the old session (locks, latches) are gone or going.
+    Lost,
+    /// Connected to a read-only server (only when the client allows read-only mode).
+    ReadOnly,
+}
+
+impl ConnectionState {
+    /// CONNECTED, RECONNECTED and READ_ONLY.
+    pub fn is_connected(self) -> bool {
+        matches!(self, ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly)
+    }
+
+    /// Curator's name: `CONNECTED`, `SUSPENDED`, `RECONNECTED`, `LOST`, `READ_ONLY`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionState::Connected => "CONNECTED",
+            ConnectionState::Suspended => "SUSPENDED",
+            ConnectionState::Reconnected => "RECONNECTED",
+            ConnectionState::Lost => "LOST",
+            ConnectionState::ReadOnly => "READ_ONLY",
+        }
+    }
+}
+
+impl fmt::Display for ConnectionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stream of connection-state changes (Rust's face of Curator's ConnectionStateListener).
+pub struct StateStream {
+    pub(crate) rx: broadcast::Receiver<ConnectionState>,
+}
+
+impl StateStream {
+    /// The next state change; `None` once the client is closed (or dropped). A receiver that
+    /// fell behind by more than 64 changes skips to the oldest one it still has.
+    pub async fn next(&mut self) -> Option<ConnectionState> {
+        loop {
+            match self.rx.recv().await {
+                Ok(s) => return Some(s),
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The one process-wide tokio runtime shared by the blocking face and every binding.
+//!
+//! Built lazily on first use. Fork-safe: a child process created by `fork()` does not have the
+//! parent's worker threads, so when the process id changes the old runtime is forgotten (never
+//! dropped: dropping would wait for threads that do not exist) and a fresh one is built.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use once_cell::sync::Lazy;
+use tokio::runtime::{Builder, Handle, Runtime};
+
+static RUNTIME: Lazy<Mutex<Option<(u32, Arc<Runtime>)>>> = Lazy::new(|| Mutex::new(None));
+
+fn runtime() -> Arc<Runtime> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    match slot.as_ref() {
+        Some((owner_pid, rt)) if *owner_pid == pid => rt.clone(),
+        _ => {
+            if let Some((_, stale)) = slot.take() {
+                // Inherited across fork(): its threads are gone in this process.
+                std::mem::forget(stale);
+            }
+            let rt = Arc::new(
+                Builder::new_multi_thread()
+                    .worker_threads(std::thread::available_parallelism().map(|n| n.get().clamp(2, 4)).unwrap_or(2))
+                    .thread_name("zkrecipes-rt")
+                    .enable_all()
+                    .build()
+                    .expect("zkrecipes: cannot build the tokio runtime"),
+            );
+            *slot = Some((pid, rt.clone()));
+            rt
+        },
+    }
+}
+
+/// A handle to the shared runtime (built on first use, rebuilt in a forked child).
+pub fn handle() -> Handle {
+    runtime().handle().clone()
+}
+
+/// Runs a future on the shared runtime and waits for it on the calling thread.
+///
+/// This is the blocking face. It must not be called from inside an async context (a runtime
+/// worker thread): that would block the runtime; such a call gets `Err(Error::Internal)` from
+/// [`try_block_on`] instead of a panic.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    handle().block_on(future)
+}
+
+/// Like [`block_on`], but refuses (instead of panicking) when called from inside a runtime.
+pub fn try_block_on<F: Future>(future: F) -> crate::Result<F::Output> {
+    if Handle::try_current().is_ok() {
+        return Err(crate::Error::Internal(
+            "a blocking zkrecipes call was made from inside an async runtime; use the async API there".into(),
+        ));
+    }
+    Ok(block_on(future))
+}
+
+/// Spawns a task on the shared runtime.
+pub fn spawn<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    handle().spawn(future)
+}
