@@ -94,9 +94,10 @@ impl Error {
     pub fn message(&self) -> &str {
         use Error::*;
         match self {
-            InvalidArgument(m) | NotOwner(m) | ConnectionLoss(m) | SessionExpired(m) | OutcomeUnknown(m)
-            | Closed(m) | NoNode(m) | NodeExists(m) | BadVersion(m) | NoAuth(m) | NotEmpty(m) | Timeout(m)
-            | CorruptedData(m) | Overflow(m) | Server(m) | Internal(m) => m,
+            InvalidArgument(m) | NotOwner(m) | ConnectionLoss(m) | SessionExpired(m)
+            | OutcomeUnknown(m) | Closed(m) | NoNode(m) | NodeExists(m) | BadVersion(m)
+            | NoAuth(m) | NotEmpty(m) | Timeout(m) | CorruptedData(m) | Overflow(m) | Server(m)
+            | Internal(m) => m,
         }
     }
 
@@ -126,10 +127,14 @@ impl Error {
             Z::NotEmpty => Error::NotEmpty(msg),
             // Session moved and a server-side operation timeout are retried like a
             // connection loss (Curator's RetryLoop.shouldRetry).
-            Z::ConnectionLoss | Z::SessionMoved | Z::Timeout | Z::Throttled => Error::ConnectionLoss(msg),
+            Z::ConnectionLoss | Z::SessionMoved | Z::Timeout | Z::Throttled => {
+                Error::ConnectionLoss(msg)
+            }
             Z::SessionExpired => Error::SessionExpired(msg),
             Z::ClientClosed => Error::Closed(msg),
-            Z::BadArguments(_) | Z::InvalidAcl | Z::NoChildrenForEphemerals => Error::InvalidArgument(msg),
+            Z::BadArguments(_) | Z::InvalidAcl | Z::NoChildrenForEphemerals => {
+                Error::InvalidArgument(msg)
+            }
             _ => Error::Server(msg),
         }
     }

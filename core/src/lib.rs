@@ -17,7 +17,9 @@ pub mod path;
 pub mod retry;
 pub mod runtime;
 
-pub use client::{Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Stat};
+pub use client::{
+    Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Stat,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use owner::Owner;
 pub use retry::RetryPolicy;

@@ -41,16 +41,23 @@ fn validate(path: &str, allow_trailing_slash: bool) -> Result<()> {
     if path.ends_with('/') && !allow_trailing_slash {
         return bad("a path must not end with '/'");
     }
-    let body = if allow_trailing_slash { path.trim_end_matches('/') } else { path };
+    let body = if allow_trailing_slash {
+        path.trim_end_matches('/')
+    } else {
+        path
+    };
     for segment in body[1..].split('/') {
         match segment {
             "" => return bad("empty node name ('//')"),
             "." | ".." => return bad("relative segments '.' and '..' are not allowed"),
-            _ => {},
+            _ => {}
         }
     }
     if let Some(c) = path.chars().find(|&c| forbidden(c)) {
-        return bad(&format!("character U+{:04X} is not allowed in a ZooKeeper path", c as u32));
+        return bad(&format!(
+            "character U+{:04X} is not allowed in a ZooKeeper path",
+            c as u32
+        ));
     }
     Ok(())
 }
@@ -100,7 +107,17 @@ mod tests {
 
     #[test]
     fn accepts_good_paths() {
-        for p in ["/", "/a", "/a/b", "/zookeeper", "/a.b", "/a..b", "/日本", "/a b", "/_c_x-lock-0000000001"] {
+        for p in [
+            "/",
+            "/a",
+            "/a/b",
+            "/zookeeper",
+            "/a.b",
+            "/a..b",
+            "/日本",
+            "/a b",
+            "/_c_x-lock-0000000001",
+        ] {
             validate_path(p).unwrap_or_else(|e| panic!("{p}: {e}"));
         }
     }

@@ -12,16 +12,27 @@ pub const MAX_EXPONENTIAL_RETRIES: u32 = 29;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RetryPolicy {
     /// `base * max(1, rand(1 << (n + 1)))`, clamped to `max_sleep`, at most `max_retries`.
-    ExponentialBackoff { base_sleep: Duration, max_retries: u32, max_sleep: Duration },
+    ExponentialBackoff {
+        base_sleep: Duration,
+        max_retries: u32,
+        max_sleep: Duration,
+    },
     /// Exponential backoff whose every sleep is bounded by `max_sleep` (Curator's
     /// BoundedExponentialBackoffRetry).
-    BoundedExponentialBackoff { base_sleep: Duration, max_sleep: Duration, max_retries: u32 },
+    BoundedExponentialBackoff {
+        base_sleep: Duration,
+        max_sleep: Duration,
+        max_retries: u32,
+    },
     /// `n` retries, `sleep` between them.
     NTimes { n: u32, sleep: Duration },
     /// One retry after `sleep`.
     OneTime { sleep: Duration },
     /// Retries while less than `max_elapsed` has passed since the first try.
-    UntilElapsed { max_elapsed: Duration, sleep: Duration },
+    UntilElapsed {
+        max_elapsed: Duration,
+        sleep: Duration,
+    },
     /// Retries forever, `sleep` between tries.
     Forever { sleep: Duration },
 }
@@ -72,14 +83,23 @@ impl RetryPolicy {
         rand_below: impl FnOnce(u32) -> u32,
     ) -> Option<Duration> {
         match *self {
-            RetryPolicy::ExponentialBackoff { base_sleep, max_retries, max_sleep } => (retry_count < max_retries)
+            RetryPolicy::ExponentialBackoff {
+                base_sleep,
+                max_retries,
+                max_sleep,
+            } => (retry_count < max_retries)
                 .then(|| exponential(base_sleep, retry_count, rand_below).min(max_sleep)),
-            RetryPolicy::BoundedExponentialBackoff { base_sleep, max_sleep, max_retries } => (retry_count
-                < max_retries.min(MAX_EXPONENTIAL_RETRIES))
-            .then(|| exponential(base_sleep, retry_count, rand_below).min(max_sleep)),
+            RetryPolicy::BoundedExponentialBackoff {
+                base_sleep,
+                max_sleep,
+                max_retries,
+            } => (retry_count < max_retries.min(MAX_EXPONENTIAL_RETRIES))
+                .then(|| exponential(base_sleep, retry_count, rand_below).min(max_sleep)),
             RetryPolicy::NTimes { n, sleep } => (retry_count < n).then_some(sleep),
             RetryPolicy::OneTime { sleep } => (retry_count < 1).then_some(sleep),
-            RetryPolicy::UntilElapsed { max_elapsed, sleep } => (elapsed < max_elapsed).then_some(sleep),
+            RetryPolicy::UntilElapsed { max_elapsed, sleep } => {
+                (elapsed < max_elapsed).then_some(sleep)
+            }
             RetryPolicy::Forever { sleep } => Some(sleep),
         }
     }
@@ -123,27 +143,46 @@ mod tests {
         let p = RetryPolicy::exponential_backoff(MS, 1000);
         assert!(p.next_sleep_with(28, Duration::ZERO, |_| 1).is_some());
         assert_eq!(p.next_sleep_with(29, Duration::ZERO, |_| 1), None);
-        assert!(RetryPolicy::ExponentialBackoff { base_sleep: MS, max_retries: 30, max_sleep: MS }.validate().is_err());
+        assert!(RetryPolicy::ExponentialBackoff {
+            base_sleep: MS,
+            max_retries: 30,
+            max_sleep: MS
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]
     fn bounded_backoff_clamps_each_sleep() {
-        let p = RetryPolicy::BoundedExponentialBackoff { base_sleep: 100 * MS, max_sleep: 250 * MS, max_retries: 10 };
-        assert_eq!(p.next_sleep_with(3, Duration::ZERO, |b| b - 1), Some(250 * MS));
+        let p = RetryPolicy::BoundedExponentialBackoff {
+            base_sleep: 100 * MS,
+            max_sleep: 250 * MS,
+            max_retries: 10,
+        };
+        assert_eq!(
+            p.next_sleep_with(3, Duration::ZERO, |b| b - 1),
+            Some(250 * MS)
+        );
         assert_eq!(p.next_sleep_with(0, Duration::ZERO, |_| 2), Some(200 * MS));
         assert_eq!(p.next_sleep_with(10, Duration::ZERO, |_| 1), None);
     }
 
     #[test]
     fn fixed_policies() {
-        let n = RetryPolicy::NTimes { n: 2, sleep: 7 * MS };
+        let n = RetryPolicy::NTimes {
+            n: 2,
+            sleep: 7 * MS,
+        };
         assert_eq!(n.next_sleep(0, Duration::ZERO), Some(7 * MS));
         assert_eq!(n.next_sleep(1, Duration::ZERO), Some(7 * MS));
         assert_eq!(n.next_sleep(2, Duration::ZERO), None);
         let one = RetryPolicy::OneTime { sleep: 3 * MS };
         assert_eq!(one.next_sleep(0, Duration::ZERO), Some(3 * MS));
         assert_eq!(one.next_sleep(1, Duration::ZERO), None);
-        let until = RetryPolicy::UntilElapsed { max_elapsed: 50 * MS, sleep: 5 * MS };
+        let until = RetryPolicy::UntilElapsed {
+            max_elapsed: 50 * MS,
+            sleep: 5 * MS,
+        };
         assert_eq!(until.next_sleep(100, 49 * MS), Some(5 * MS));
         assert_eq!(until.next_sleep(0, 50 * MS), None);
         let forever = RetryPolicy::Forever { sleep: MS };
@@ -152,7 +191,10 @@ mod tests {
 
     #[test]
     fn default_is_exponential_1s_3_retries() {
-        assert_eq!(RetryPolicy::default(), RetryPolicy::exponential_backoff(Duration::from_secs(1), 3));
+        assert_eq!(
+            RetryPolicy::default(),
+            RetryPolicy::exponential_backoff(Duration::from_secs(1), 3)
+        );
     }
 
     #[test]

@@ -24,7 +24,11 @@ fn runtime() -> Arc<Runtime> {
             }
             let rt = Arc::new(
                 Builder::new_multi_thread()
-                    .worker_threads(std::thread::available_parallelism().map(|n| n.get().clamp(2, 4)).unwrap_or(2))
+                    .worker_threads(
+                        std::thread::available_parallelism()
+                            .map(|n| n.get().clamp(2, 4))
+                            .unwrap_or(2),
+                    )
                     .thread_name("zkrecipes-rt")
                     .enable_all()
                     .build()
@@ -32,7 +36,7 @@ fn runtime() -> Arc<Runtime> {
             );
             *slot = Some((pid, rt.clone()));
             rt
-        },
+        }
     }
 }
 

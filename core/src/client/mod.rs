@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, watch};
 use zookeeper_client as zk;
 
-pub use self::ops::{CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind, Watch};
+pub use self::ops::{
+    CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind, Watch,
+};
 pub use self::state::{ConnectionState, StateStream};
 pub use zookeeper_client::{Acl, AuthId, Permission, Stat};
 
@@ -110,7 +112,9 @@ impl ClientBuilder {
             return Err(Error::invalid("connection timeout must be positive"));
         }
         if self.acl.is_empty() {
-            return Err(Error::invalid("the ACL list for created nodes must not be empty"));
+            return Err(Error::invalid(
+                "the ACL list for created nodes must not be empty",
+            ));
         }
         for (scheme, _) in &self.auth {
             if scheme.is_empty() {
@@ -121,14 +125,19 @@ impl ClientBuilder {
         let prefix = match self.namespace.as_deref() {
             None | Some("") => String::new(),
             Some(ns) => {
-                let p = if ns.starts_with('/') { ns.to_string() } else { format!("/{ns}") };
-                path::validate_path(&p).map_err(|e| Error::invalid(format!("namespace {ns:?}: {}", e.message())))?;
+                let p = if ns.starts_with('/') {
+                    ns.to_string()
+                } else {
+                    format!("/{ns}")
+                };
+                path::validate_path(&p)
+                    .map_err(|e| Error::invalid(format!("namespace {ns:?}: {}", e.message())))?;
                 if p == "/" {
                     String::new()
                 } else {
                     p
                 }
-            },
+            }
         };
         Ok(prefix)
     }
@@ -148,7 +157,10 @@ impl ClientBuilder {
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.
-        let (zk, states) = runtime::handle().spawn(open_session(cfg.clone())).await.map_err(join_error)??;
+        let (zk, states) = runtime::handle()
+            .spawn(open_session(cfg.clone()))
+            .await
+            .map_err(join_error)??;
         Ok(Client::start(cfg, zk, states))
     }
 
@@ -164,7 +176,11 @@ pub(crate) fn join_error(e: tokio::task::JoinError) -> Error {
 
 /// Checks `host:port[,host:port...][/chroot]`.
 pub fn validate_connect_string(s: &str) -> Result<()> {
-    let bad = |why: String| Err(Error::invalid(format!("invalid connect string {s:?}: {why}")));
+    let bad = |why: String| {
+        Err(Error::invalid(format!(
+            "invalid connect string {s:?}: {why}"
+        )))
+    };
     if s.trim().is_empty() {
         return bad("it is empty; expected host:port[,host:port...][/chroot]".into());
     }
@@ -204,7 +220,7 @@ pub fn validate_connect_string(s: &str) -> Result<()> {
         }
         if let Some(port) = port {
             match port.parse::<u32>() {
-                Ok(p) if (1..=65535).contains(&p) => {},
+                Ok(p) if (1..=65535).contains(&p) => {}
                 _ => return bad(format!("bad port {port:?} in {host:?} (expected 1..65535)")),
             }
         }
@@ -279,7 +295,10 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("connect_string", &self.inner.cfg.connect_string)
             .field("namespace", &self.inner.cfg.prefix)
-            .field("session_id", &format_args!("{:#x}", self.inner.session_id.load(Ordering::Relaxed)))
+            .field(
+                "session_id",
+                &format_args!("{:#x}", self.inner.session_id.load(Ordering::Relaxed)),
+            )
             .field("state", &self.state())
             .finish()
     }
@@ -292,7 +311,12 @@ async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)
     for (scheme, cred) in &cfg.auth {
         connector = connector.with_auth(scheme, cred);
     }
-    match tokio::time::timeout(cfg.connection_timeout, connector.connect(&cfg.connect_string)).await {
+    match tokio::time::timeout(
+        cfg.connection_timeout,
+        connector.connect(&cfg.connect_string),
+    )
+    .await
+    {
         Err(_) => Err(Error::Timeout(format!(
             "could not connect to ZooKeeper at {} within the connection timeout of {:?}",
             cfg.connect_string, cfg.connection_timeout
@@ -300,13 +324,13 @@ async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)
         Ok(Err(e)) => Err(match e {
             zk::Error::BadArguments(_) | zk::Error::NoHosts => {
                 Error::invalid(format!("connect string {:?}: {e}", cfg.connect_string))
-            },
+            }
             e => Error::from_zk(e, "connect to", &cfg.connect_string),
         }),
         Ok(Ok(client)) => {
             let states = client.state_watcher();
             Ok((client, states))
-        },
+        }
     }
 }
 
@@ -322,8 +346,11 @@ impl Client {
     }
 
     fn start(cfg: Arc<Config>, zk: zk::Client, states: zk::StateWatcher) -> Client {
-        let initial =
-            if states.peek_state() == zk::SessionState::ConnectedReadOnly { ConnectionState::ReadOnly } else { ConnectionState::Connected };
+        let initial = if states.peek_state() == zk::SessionState::ConnectedReadOnly {
+            ConnectionState::ReadOnly
+        } else {
+            ConnectionState::Connected
+        };
         let (dispatch_tx, dispatch_rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             session_id: AtomicI64::new(zk.session_id().0),
@@ -386,15 +413,26 @@ impl Client {
     }
 
     /// Adds a connection-state listener; returns an id for [`remove_state_listener`](Self::remove_state_listener).
-    pub fn add_state_listener(&self, listener: impl Fn(ConnectionState) + Send + Sync + 'static) -> u64 {
+    pub fn add_state_listener(
+        &self,
+        listener: impl Fn(ConnectionState) + Send + Sync + 'static,
+    ) -> u64 {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner()).push((id, Arc::new(listener)));
+        self.inner
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, Arc::new(listener)));
         id
     }
 
     /// Removes a listener; returns whether it was there.
     pub fn remove_state_listener(&self, id: u64) -> bool {
-        let mut l = self.inner.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        let mut l = self
+            .inner
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let before = l.len();
         l.retain(|(i, _)| *i != id);
         l.len() != before
@@ -402,7 +440,9 @@ impl Client {
 
     /// A stream of the state changes from now on.
     pub fn state_stream(&self) -> StateStream {
-        StateStream { rx: self.inner.events.subscribe() }
+        StateStream {
+            rx: self.inner.events.subscribe(),
+        }
     }
 
     /// Waits until the state satisfies `pred` (checked against the current state first), or
@@ -426,7 +466,12 @@ impl Client {
         };
         tokio::time::timeout(timeout, fut)
             .await
-            .unwrap_or_else(|_| Err(Error::Timeout(format!("connection state still {} after {timeout:?}", self.state()))))
+            .unwrap_or_else(|_| {
+                Err(Error::Timeout(format!(
+                    "connection state still {} after {timeout:?}",
+                    self.state()
+                )))
+            })
     }
 
     /// Counts of requests sent so far, per operation.
@@ -455,7 +500,12 @@ impl Client {
             return;
         }
         self.inner.closed.send_replace(true);
-        let zk = self.inner.session.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let zk = self
+            .inner
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         self.inner.session_id.store(0, Ordering::SeqCst);
         if let Some(zk) = zk {
             let mut states = zk.state_watcher();
@@ -511,7 +561,13 @@ impl Client {
             }
             let connected = rx.borrow_and_update().is_connected();
             if connected {
-                if let Some(zk) = self.inner.session.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                if let Some(zk) = self
+                    .inner
+                    .session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone()
+                {
                     return Ok(zk);
                 }
             }
@@ -545,46 +601,92 @@ impl Client {
                 Err(e) => Err(e),
             };
             match result {
-                Err(e) if e.is_retryable() => match self.inner.cfg.retry.next_sleep(retries, start.elapsed()) {
-                    Some(sleep) => {
-                        retries += 1;
-                        tokio::select! {
-                            _ = tokio::time::sleep(sleep) => {},
-                            _ = self.closed() => return Err(Error::closed()),
+                Err(e) if e.is_retryable() => {
+                    match self.inner.cfg.retry.next_sleep(retries, start.elapsed()) {
+                        Some(sleep) => {
+                            retries += 1;
+                            tokio::select! {
+                                _ = tokio::time::sleep(sleep) => {},
+                                _ = self.closed() => return Err(Error::closed()),
+                            }
                         }
-                    },
-                    None => return Err(e),
-                },
+                        None => return Err(e),
+                    }
+                }
                 other => return other,
             }
         }
     }
 
     /// Expires this client's session on the server, as Curator's test KillSession does: a
-    /// second connection joins the session and closes it. For fault tests.
+    /// second connection joins the session and closes it. For fault tests. Returns once the
+    /// server has closed the session (its ephemeral nodes are gone then).
     pub async fn expire_session_for_testing(&self) -> Result<()> {
         let zk = self.zk().await?;
         let info = zk.session().clone();
+        let old = zk.session_id().0;
         drop(zk);
         let cfg = self.inner.cfg.clone();
         let connect_string = cfg.connect_string.clone();
+        let mut events = self.subscribe_events();
+        let weak = self.downgrade();
         runtime::spawn(async move {
-            let other = tokio::time::timeout(
-                cfg.connection_timeout,
-                zk::Client::connector()
-                    .with_session(info)
-                    .with_session_timeout(cfg.session_timeout)
-                    .connect(&connect_string),
-            )
-            .await
-            .map_err(|_| Error::Timeout("could not join the session to expire it".into()))?
-            .map_err(|e| Error::from_zk(e, "join session of", &connect_string))?;
-            let mut states = other.state_watcher();
-            drop(other);
-            while !states.state().is_terminated() {
-                states.changed().await;
-            }
-            Ok(())
+            let expire = async {
+                loop {
+                    // zookeeper-client 0.11.2 gives a joining connector an already-passed
+                    // deadline (its expected session timeout is 0 until negotiated), so its TCP
+                    // connect often loses the race against that deadline (`Timeout`, nothing
+                    // sent), and now and then a try never finishes: bound each try, try again.
+                    let joined = loop {
+                        let attempt = zk::Client::connector()
+                            .with_session(info.clone())
+                            .with_session_timeout(cfg.session_timeout)
+                            .with_connection_timeout(cfg.connection_timeout)
+                            .connect(&connect_string);
+                        match tokio::time::timeout(Duration::from_millis(500), attempt).await {
+                            Err(_) | Ok(Err(zk::Error::Timeout)) => {
+                                tokio::time::sleep(Duration::from_millis(5)).await
+                            }
+                            Ok(other) => break other,
+                        }
+                    };
+                    let other = match joined {
+                        Ok(other) => other,
+                        Err(zk::Error::SessionExpired) => return Ok(()),
+                        Err(e) => {
+                            return Err(Error::from_zk(e, "join session of", &connect_string))
+                        }
+                    };
+                    let mut states = other.state_watcher();
+                    drop(other);
+                    while !states.state().is_terminated() {
+                        states.changed().await;
+                    }
+                    // The server drops our own connection when the joiner takes the session
+                    // over; if our client got back onto the session before the joiner's close,
+                    // the close came from a non-owner and was refused. Our client then stays on
+                    // the old session: look, and try again if so (a join then answers
+                    // SessionExpired once the session is really gone).
+                    let gone = loop {
+                        match tokio::time::timeout(Duration::from_secs(2), events.recv()).await {
+                            Ok(Ok(ConnectionState::Lost))
+                            | Ok(Err(broadcast::error::RecvError::Closed)) => break true,
+                            Ok(Ok(ConnectionState::Suspended)) => continue,
+                            Ok(Ok(_))
+                            | Ok(Err(broadcast::error::RecvError::Lagged(_)))
+                            | Err(_) => {
+                                break weak.upgrade().map_or(true, |c| c.session_id() != old)
+                            }
+                        }
+                    };
+                    if gone {
+                        return Ok(());
+                    }
+                }
+            };
+            tokio::time::timeout(cfg.connection_timeout.max(Duration::from_secs(30)), expire)
+                .await
+                .map_err(|_| Error::Timeout("could not expire the session within 30 s".into()))?
         })
         .await
         .map_err(join_error)?
@@ -617,9 +719,16 @@ impl Inner {
 
 async fn dispatch_listeners(inner: Weak<Inner>, mut rx: mpsc::UnboundedReceiver<ConnectionState>) {
     while let Some(state) = rx.recv().await {
-        let Some(strong) = inner.upgrade() else { return };
-        let listeners: Vec<StateListener> =
-            strong.listeners.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(_, l)| l.clone()).collect();
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let listeners: Vec<StateListener> = strong
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
         drop(strong);
         if listeners.is_empty() {
             continue;
@@ -639,7 +748,15 @@ async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateWatcher) {
     let mut suspended_since: Option<Instant> = None;
     loop {
         let (closed_rx, session_timeout) = match inner.upgrade() {
-            Some(i) => (i.closed.subscribe(), i.session.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|z| z.session_timeout()).unwrap_or(i.cfg.session_timeout)),
+            Some(i) => (
+                i.closed.subscribe(),
+                i.session
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map(|z| z.session_timeout())
+                    .unwrap_or(i.cfg.session_timeout),
+            ),
             None => return,
         };
         let mut closed_rx = closed_rx;
@@ -700,17 +817,19 @@ async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateWatcher) {
                     }
                     i.replace_session(Some(zk));
                     states = new_states;
-                    i.publish(if states.peek_state() == zk::SessionState::ConnectedReadOnly {
-                        ConnectionState::ReadOnly
-                    } else {
-                        ConnectionState::Reconnected
-                    });
+                    i.publish(
+                        if states.peek_state() == zk::SessionState::ConnectedReadOnly {
+                            ConnectionState::ReadOnly
+                        } else {
+                            ConnectionState::Reconnected
+                        },
+                    );
                     break;
-                },
+                }
                 Err(_) => {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
-                },
+                }
             }
         }
     }

@@ -33,12 +33,18 @@ impl CreateMode {
 
     /// Whether the server appends a sequence number.
     pub fn is_sequential(self) -> bool {
-        matches!(self, CreateMode::PersistentSequential | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        )
     }
 
     /// Whether the node dies with the session.
     pub fn is_ephemeral(self) -> bool {
-        matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
     }
 }
 
@@ -56,7 +62,11 @@ pub struct CreateOptions {
 impl CreateOptions {
     /// Options with `mode`, no parents, not protected.
     pub const fn new(mode: CreateMode) -> CreateOptions {
-        CreateOptions { mode, create_parents: false, protected: false }
+        CreateOptions {
+            mode,
+            create_parents: false,
+            protected: false,
+        }
     }
 
     /// Also create missing parents as containers.
@@ -123,7 +133,10 @@ pub struct Watch {
 
 impl Watch {
     pub(crate) fn new(client: &Client, inner: zk::OneshotWatcher) -> Watch {
-        Watch { inner, prefix_len: client.cfg().prefix.len() }
+        Watch {
+            inner,
+            prefix_len: client.cfg().prefix.len(),
+        }
     }
 
     /// Waits for the event.
@@ -136,8 +149,15 @@ impl Watch {
             zk::EventType::NodeChildrenChanged => NodeEventKind::ChildrenChanged,
             zk::EventType::Session => NodeEventKind::SessionEnded,
         };
-        let path = if e.path.len() >= self.prefix_len { e.path[self.prefix_len..].to_string() } else { e.path };
-        NodeEvent { kind, path: if path.is_empty() { "/".into() } else { path } }
+        let path = if e.path.len() >= self.prefix_len {
+            e.path[self.prefix_len..].to_string()
+        } else {
+            e.path
+        };
+        NodeEvent {
+            kind,
+            path: if path.is_empty() { "/".into() } else { path },
+        }
     }
 }
 
@@ -193,25 +213,42 @@ impl Client {
             return self.create_protected(path, data, options).await;
         }
         let full = self.full_path(path);
-        let created = self.retry(|zk| self.create_once(zk, full.clone(), data, options)).await?;
+        let created = self
+            .retry(|zk| self.create_once(zk, full.clone(), data, options))
+            .await?;
         Ok(created)
     }
 
     /// One try of a create, making parents on NoNode if asked.
-    async fn create_once(&self, zk: zk::Client, full: String, data: &[u8], options: CreateOptions) -> Result<Created> {
+    async fn create_once(
+        &self,
+        zk: zk::Client,
+        full: String,
+        data: &[u8],
+        options: CreateOptions,
+    ) -> Result<Created> {
         let mut made_parents = false;
         loop {
             Counters::bump(&self.counters().create);
-            let result = zk.create(&full, data, &options.mode.to_zk().with_acls(acls(self))).await;
+            let result = zk
+                .create(&full, data, &options.mode.to_zk().with_acls(acls(self)))
+                .await;
             match result {
                 Ok((stat, seq)) => {
-                    let actual = if options.mode.is_sequential() { format!("{full}{seq}") } else { full.clone() };
-                    return Ok(Created { path: self.user_path(&actual), stat });
-                },
+                    let actual = if options.mode.is_sequential() {
+                        format!("{full}{seq}")
+                    } else {
+                        full.clone()
+                    };
+                    return Ok(Created {
+                        path: self.user_path(&actual),
+                        stat,
+                    });
+                }
                 Err(zk::Error::NoNode) if options.create_parents && !made_parents => {
                     self.make_parents(&zk, path::parent(&full)).await?;
                     made_parents = true;
-                },
+                }
                 Err(e) => return Err(Error::from_zk(e, "create", &self.user_path(&full))),
             }
         }
@@ -226,17 +263,22 @@ impl Client {
         // Walk up until a create succeeds or finds the node, then come back down.
         while let Some(&p) = missing.last() {
             Counters::bump(&self.counters().create);
-            match zk.create(p, &[], &zk::CreateMode::Container.with_acls(acls(self))).await {
+            match zk
+                .create(p, &[], &zk::CreateMode::Container.with_acls(acls(self)))
+                .await
+            {
                 Ok(_) | Err(zk::Error::NodeExists) => {
                     missing.pop();
-                },
+                }
                 Err(zk::Error::NoNode) => {
                     let up = path::parent(p);
                     if up == "/" {
-                        return Err(Error::NoNode(format!("create parents of {full}: the root refused")));
+                        return Err(Error::NoNode(format!(
+                            "create parents of {full}: the root refused"
+                        )));
                     }
                     missing.push(up);
-                },
+                }
                 Err(e) => return Err(Error::from_zk(e, "create parent", &self.user_path(p))),
             }
         }
@@ -246,7 +288,12 @@ impl Client {
     /// Curator's protected create: `_c_<uuid>-name`, and after a connection loss, look for our
     /// node before creating again; a node found must belong to the current session (for
     /// ephemerals), so one attempt never leaves two nodes.
-    async fn create_protected(&self, path: &str, data: &[u8], options: CreateOptions) -> Result<Created> {
+    async fn create_protected(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: CreateOptions,
+    ) -> Result<Created> {
         let id = uuid::Uuid::new_v4().to_string();
         let parent = path::parent(path).to_string();
         let name = path::node_name(path);
@@ -263,7 +310,10 @@ impl Client {
                 lost_once = true;
                 async move {
                     if !first {
-                        if let Some(found) = self.find_protected(&zk, &parent, &prefix, options.mode).await? {
+                        if let Some(found) = self
+                            .find_protected(&zk, &parent, &prefix, options.mode)
+                            .await?
+                        {
                             return Ok(found);
                         }
                     }
@@ -300,10 +350,15 @@ impl Client {
             let full = path::join(&full_parent, &child);
             Counters::bump(&self.counters().exists);
             match zk.check_stat(&full).await {
-                Ok(Some(stat)) if !mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id().0 => {
-                    return Ok(Some(Created { path: self.user_path(&full), stat }))
-                },
-                Ok(_) => {},
+                Ok(Some(stat))
+                    if !mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id().0 =>
+                {
+                    return Ok(Some(Created {
+                        path: self.user_path(&full),
+                        stat,
+                    }))
+                }
+                Ok(_) => {}
                 Err(e) => return Err(Error::from_zk(e, "exists", &self.user_path(&full))),
             }
         }
@@ -319,16 +374,19 @@ impl Client {
                     return; // closing the session removes an ephemeral anyway
                 }
                 let Ok(zk) = client.zk().await else { continue };
-                match client.find_protected(&zk, &parent, &prefix, CreateMode::Persistent).await {
+                match client
+                    .find_protected(&zk, &parent, &prefix, CreateMode::Persistent)
+                    .await
+                {
                     Ok(None) => return,
                     Ok(Some(found)) => {
                         let full = client.full_path(&found.path);
                         match zk.delete(&full, None).await {
                             Ok(()) | Err(zk::Error::NoNode) => return,
-                            Err(_) => {},
+                            Err(_) => {}
                         }
-                    },
-                    Err(_) => {},
+                    }
+                    Err(_) => {}
                 }
                 drop(zk);
                 drop(client);
@@ -346,7 +404,9 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().get_data);
-                zk.get_data(&full).await.map_err(|e| Error::from_zk(e, "get data", path))
+                zk.get_data(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "get data", path))
             }
         })
         .await
@@ -361,7 +421,10 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().get_data);
-                let (d, s, w) = zk.get_and_watch_data(&full).await.map_err(|e| Error::from_zk(e, "get data", path))?;
+                let (d, s, w) = zk
+                    .get_and_watch_data(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "get data", path))?;
                 Ok((d, s, Watch::new(self, w)))
             }
         })
@@ -369,13 +432,20 @@ impl Client {
     }
 
     /// Sets data, at `version` if given; returns the new stat.
-    pub async fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<zk::Stat> {
+    pub async fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<zk::Stat> {
         self.check_open()?;
         path::validate_path(path)?;
         path::validate_data(path, data)?;
         if let Some(v) = version {
             if v < -1 {
-                return Err(Error::invalid(format!("set data {path}: version {v} is negative")));
+                return Err(Error::invalid(format!(
+                    "set data {path}: version {v} is negative"
+                )));
             }
         }
         let full = self.full_path(path);
@@ -383,7 +453,9 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().set_data);
-                zk.set_data(&full, data, version).await.map_err(|e| Error::from_zk(e, "set data", path))
+                zk.set_data(&full, data, version)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "set data", path))
             }
         })
         .await
@@ -398,7 +470,9 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().exists);
-                zk.check_stat(&full).await.map_err(|e| Error::from_zk(e, "exists", path))
+                zk.check_stat(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "exists", path))
             }
         })
         .await
@@ -413,7 +487,10 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().exists);
-                let (s, w) = zk.check_and_watch_stat(&full).await.map_err(|e| Error::from_zk(e, "exists", path))?;
+                let (s, w) = zk
+                    .check_and_watch_stat(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "exists", path))?;
                 Ok((s, Watch::new(self, w)))
             }
         })
@@ -429,7 +506,9 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().get_children);
-                zk.list_children(&full).await.map_err(|e| Error::from_zk(e, "get children", path))
+                zk.list_children(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "get children", path))
             }
         })
         .await
@@ -444,8 +523,10 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().get_children);
-                let (c, w) =
-                    zk.list_and_watch_children(&full).await.map_err(|e| Error::from_zk(e, "get children", path))?;
+                let (c, w) = zk
+                    .list_and_watch_children(&full)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "get children", path))?;
                 Ok((c, Watch::new(self, w)))
             }
         })
@@ -461,15 +542,23 @@ impl Client {
         }
         if let Some(v) = options.version {
             if v < -1 {
-                return Err(Error::invalid(format!("delete {path}: version {v} is negative")));
+                return Err(Error::invalid(format!(
+                    "delete {path}: version {v} is negative"
+                )));
             }
         }
-        let result = if options.recursive { self.delete_recursive(path, options.version).await } else { self.delete_one(path, options.version).await };
+        let result = if options.recursive {
+            self.delete_recursive(path, options.version).await
+        } else {
+            self.delete_one(path, options.version).await
+        };
         match result {
-            Err(e) if options.guaranteed && (e.is_retryable() || matches!(e, Error::Timeout(_))) => {
+            Err(e)
+                if options.guaranteed && (e.is_retryable() || matches!(e, Error::Timeout(_))) =>
+            {
                 self.guaranteed_delete_in_background(path.to_string(), options);
                 Err(e)
-            },
+            }
             other => other,
         }
     }
@@ -480,7 +569,9 @@ impl Client {
             let full = full.clone();
             async move {
                 Counters::bump(&self.counters().delete);
-                zk.delete(&full, version).await.map_err(|e| Error::from_zk(e, "delete", path))
+                zk.delete(&full, version)
+                    .await
+                    .map_err(|e| Error::from_zk(e, "delete", path))
             }
         })
         .await
@@ -493,15 +584,17 @@ impl Client {
             if !expanded {
                 stack.push((p.clone(), true));
                 match self.get_children(&p).await {
-                    Ok(children) => stack.extend(children.into_iter().map(|c| (path::join(&p, &c), false))),
-                    Err(Error::NoNode(_)) => {},
+                    Ok(children) => {
+                        stack.extend(children.into_iter().map(|c| (path::join(&p, &c), false)))
+                    }
+                    Err(Error::NoNode(_)) => {}
                     Err(e) => return Err(e),
                 }
             } else {
                 let v = if p == path { version } else { None };
                 match self.delete_one(&p, v).await {
-                    Ok(()) => {},
-                    Err(Error::NoNode(_)) if p != path => {},
+                    Ok(()) => {}
+                    Err(Error::NoNode(_)) if p != path => {}
                     Err(e) => return Err(e),
                 }
             }
@@ -511,7 +604,10 @@ impl Client {
 
     fn guaranteed_delete_in_background(&self, path: String, options: DeleteOptions) {
         let client = self.clone();
-        client.inner.guaranteed_deletes.fetch_add(1, Ordering::SeqCst);
+        client
+            .inner
+            .guaranteed_deletes
+            .fetch_add(1, Ordering::SeqCst);
         runtime::spawn(async move {
             let mut backoff = Duration::from_millis(100);
             loop {
@@ -531,11 +627,14 @@ impl Client {
                             _ = client.closed() => break,
                         }
                         backoff = (backoff * 2).min(Duration::from_secs(2));
-                    },
+                    }
                     Err(_) => break,
                 }
             }
-            client.inner.guaranteed_deletes.fetch_sub(1, Ordering::SeqCst);
+            client
+                .inner
+                .guaranteed_deletes
+                .fetch_sub(1, Ordering::SeqCst);
         });
     }
 }

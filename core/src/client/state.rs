@@ -24,7 +24,10 @@ pub enum ConnectionState {
 impl ConnectionState {
     /// CONNECTED, RECONNECTED and READ_ONLY.
     pub fn is_connected(self) -> bool {
-        matches!(self, ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly)
+        matches!(
+            self,
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly
+        )
     }
 
     /// Curator's name: `CONNECTED`, `SUSPENDED`, `RECONNECTED`, `LOST`, `READ_ONLY`.

@@ -1,0 +1,264 @@
+//! `zk-harness`: real ZooKeeper servers for tests written in other languages (Python, Node, C).
+//! Run `zk-harness help` for the usage; see tests/harness/README.md.
+
+use std::collections::HashMap;
+use std::fs;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use zkrecipes_testing::detached::{attach, launch_detached};
+use zkrecipes_testing::{expire_session_id, TestingServerHandle};
+
+const USAGE: &str = "\
+usage: zk-harness COMMAND --dir DIR [OPTIONS]
+
+  start --dir DIR [--ensemble N]   start N servers (default 1: standalone) detached, record them
+                                   in DIR/zk-harness.state, print the connect string
+  stop --dir DIR                   stop every server of DIR and wait until they are gone
+  four-letter --dir DIR [--server I] CMD
+                                   print server I's answer to CMD (srvr, cons, wchc, mntr...);
+                                   nothing if it does not answer
+  stop-server --dir DIR --server I   stop server I (SIGTERM, SIGKILL after 5 s)
+  kill-server --dir DIR --server I   kill server I (SIGKILL)
+  start-server --dir DIR --server I  start server I again (same port, same data)
+  pause --dir DIR --server I         freeze server I (SIGSTOP)
+  resume --dir DIR --server I        unfreeze server I (SIGCONT)
+  expire --dir DIR --session-id HEX --password HEX
+                                   expire a session server-side and wait until it is gone
+
+Servers are numbered from 0; server I listens on 127.0.0.(I+1). Exit status: 0 on success,
+1 on failure, 2 on bad usage.";
+
+const STATE_FILE: &str = "zk-harness.state";
+
+#[derive(Default)]
+struct Args {
+    command: String,
+    dir: Option<PathBuf>,
+    ensemble: Option<usize>,
+    server: Option<usize>,
+    session_id: Option<String>,
+    password: Option<String>,
+    words: Vec<String>,
+}
+
+enum Failure {
+    Usage(String),
+    Error(String),
+}
+
+fn main() -> ExitCode {
+    // Library panics carry the explanation; print just that.
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or(payload.downcast_ref::<String>().map(String::as_str));
+        eprintln!("zk-harness: {}", message.unwrap_or("unexpected failure"));
+    }));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match std::panic::catch_unwind(|| parse(&args).and_then(|args| run(&args))) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(Failure::Usage(e))) => {
+            eprintln!("zk-harness: {e}\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Ok(Err(Failure::Error(e))) => {
+            eprintln!("zk-harness: {e}");
+            ExitCode::FAILURE
+        }
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn parse(raw: &[String]) -> Result<Args, Failure> {
+    let mut it = raw.iter();
+    let mut args = Args {
+        command: it.next().cloned().unwrap_or_default(),
+        ..Args::default()
+    };
+    while let Some(arg) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Failure::Usage(format!("{arg} needs a value")))
+        };
+        let number = |v: String| {
+            v.parse()
+                .map_err(|_| Failure::Usage(format!("{arg}: not a number: {v}")))
+        };
+        match arg.as_str() {
+            "--dir" => args.dir = Some(value()?.into()),
+            "--ensemble" => args.ensemble = Some(number(value()?)?),
+            "--server" => args.server = Some(number(value()?)?),
+            "--session-id" => args.session_id = Some(value()?),
+            "--password" => args.password = Some(value()?),
+            option if option.starts_with("--") => {
+                return Err(Failure::Usage(format!("unknown option {option}")))
+            }
+            word => args.words.push(word.to_owned()),
+        }
+    }
+    Ok(args)
+}
+
+fn run(args: &Args) -> Result<(), Failure> {
+    match args.command.as_str() {
+        "" => return Err(Failure::Usage("missing command".into())),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        _ => {}
+    }
+    let dir = args
+        .dir
+        .as_deref()
+        .ok_or_else(|| Failure::Usage("--dir DIR is required".into()))?;
+    match args.command.as_str() {
+        "start" => start(dir, args.ensemble.unwrap_or(1)),
+        "stop" => {
+            if !dir.join(STATE_FILE).exists() {
+                eprintln!("zk-harness: nothing to stop in {}", dir.display());
+                return Ok(());
+            }
+            let servers = load(dir)?;
+            servers.iter().for_each(TestingServerHandle::stop);
+            fs::remove_file(dir.join(STATE_FILE)).map_err(|e| Failure::Error(e.to_string()))
+        }
+        "four-letter" => {
+            let [cmd] = args.words.as_slice() else {
+                return Err(Failure::Usage("four-letter takes one command word".into()));
+            };
+            let servers = load(dir)?;
+            print!(
+                "{}",
+                server(&servers, args.server.unwrap_or(0))?.four_letter(cmd)
+            );
+            Ok(())
+        }
+        "stop-server" | "kill-server" | "start-server" | "pause" | "resume" => {
+            let index = args
+                .server
+                .ok_or_else(|| Failure::Usage("--server I is required".into()))?;
+            let servers = load(dir)?;
+            let server = server(&servers, index)?;
+            match args.command.as_str() {
+                "stop-server" => server.stop(),
+                "kill-server" => server.kill(),
+                "start-server" => server.start(),
+                "pause" => server.pause(),
+                _ => server.resume(),
+            }
+            save(dir, &servers)
+        }
+        "expire" => {
+            let required = |v: &Option<String>, name: &str| {
+                v.clone()
+                    .ok_or_else(|| Failure::Usage(format!("{name} HEX is required")))
+            };
+            let not_hex =
+                |name: &str, v: &str| Failure::Usage(format!("{name}: not hexadecimal: {v}"));
+            let id = required(&args.session_id, "--session-id")?;
+            let id = u64::from_str_radix(id.trim_start_matches("0x"), 16)
+                .map_err(|_| not_hex("--session-id", &id))?;
+            let password = required(&args.password, "--password")?;
+            let password = decode_hex(&password).ok_or_else(|| not_hex("--password", &password))?;
+            expire_session_id(&connect_string(&load(dir)?), id as i64, &password);
+            Ok(())
+        }
+        other => Err(Failure::Usage(format!("unknown command {other}"))),
+    }
+}
+
+fn start(dir: &Path, n: usize) -> Result<(), Failure> {
+    if n == 0 {
+        return Err(Failure::Usage("--ensemble must be at least 1".into()));
+    }
+    let error = |e: std::io::Error| Failure::Error(format!("{}: {e}", dir.display()));
+    fs::create_dir_all(dir).map_err(error)?;
+    let dir = &dir.canonicalize().map_err(error)?;
+    if load(dir).is_ok_and(|servers| servers.iter().any(TestingServerHandle::is_running)) {
+        return Err(Failure::Error(format!(
+            "servers of {0} are running; run `zk-harness stop --dir {0}` first",
+            dir.display()
+        )));
+    }
+    let servers = launch_detached(dir, n);
+    save(dir, &servers)?;
+    println!("{}", connect_string(&servers));
+    Ok(())
+}
+
+fn decode_hex(hex: &str) -> Option<Vec<u8>> {
+    let hex = hex.trim_start_matches("0x");
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+fn server(servers: &[TestingServerHandle], index: usize) -> Result<&TestingServerHandle, Failure> {
+    servers
+        .get(index)
+        .ok_or_else(|| Failure::Usage(format!("no server {index} (there are {})", servers.len())))
+}
+
+fn connect_string(servers: &[TestingServerHandle]) -> String {
+    servers
+        .iter()
+        .map(TestingServerHandle::connect_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Writes `DIR/zk-harness.state`: `key=value` lines, easy to read from any language.
+fn save(dir: &Path, servers: &[TestingServerHandle]) -> Result<(), Failure> {
+    let mut state = format!(
+        "connect_string={}\nservers={}\n",
+        connect_string(servers),
+        servers.len()
+    );
+    for (i, s) in servers.iter().enumerate() {
+        let (host, port, pid, dir) = (s.host(), s.port(), s.pid().unwrap_or(0), s.dir().display());
+        state += &format!("server{i}_host={host}\nserver{i}_port={port}\nserver{i}_pid={pid}\nserver{i}_dir={dir}\n");
+    }
+    let path = dir.join(STATE_FILE);
+    fs::write(&path, state)
+        .map_err(|e| Failure::Error(format!("cannot write {}: {e}", path.display())))
+}
+
+fn load(dir: &Path) -> Result<Vec<TestingServerHandle>, Failure> {
+    let path = dir.join(STATE_FILE);
+    let bad = |what: &str| Failure::Error(format!("{}: {what}", path.display()));
+    let text = fs::read_to_string(&path)
+        .map_err(|e| bad(&format!("{e} (did `zk-harness start` run?)")))?;
+    let state: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
+    let get = |key: &str| {
+        state
+            .get(key)
+            .copied()
+            .ok_or_else(|| bad(&format!("no {key}")))
+    };
+    let n: usize = get("servers")?.parse().map_err(|_| bad("bad servers"))?;
+    (0..n)
+        .map(|i| {
+            let host: Ipv4Addr = get(&format!("server{i}_host"))?
+                .parse()
+                .map_err(|_| bad("bad host"))?;
+            let port = get(&format!("server{i}_port"))?
+                .parse()
+                .map_err(|_| bad("bad port"))?;
+            let pid = get(&format!("server{i}_pid"))?
+                .parse()
+                .map_err(|_| bad("bad pid"))?;
+            let server_dir = get(&format!("server{i}_dir"))?.into();
+            Ok(attach(server_dir, n, i, host, port, pid))
+        })
+        .collect()
+}

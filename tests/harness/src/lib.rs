@@ -1,0 +1,118 @@
+//! ZooKeeper test harness for zkrecipes, in the spirit of Apache Curator's `curator-test`.
+//!
+//! Everything here runs **real** ZooKeeper servers (Debian's `zookeeper` package, installed on
+//! demand by [`ensure_zookeeper_installed`]) bound to loopback addresses only:
+//!
+//! * [`TestingServer`]: one standalone server in its own temporary directory.
+//! * [`TestingCluster`]: an ensemble (usually 3 servers), server `i` on `127.0.0.(i+1)`.
+//! * [`TestingServerHandle`]: per-server control (stop, start, restart, kill, pause, resume,
+//!   four-letter words), shared by both of the above.
+//! * [`FaultProxy`]: a TCP proxy that can cut, blackhole or delay client connections.
+//! * [`expire_session`]: expires a client's session server-side, the Curator way.
+//! * The `zk-harness` binary exposes the same to tests written in other languages.
+//!
+//! The API is blocking and needs no async runtime from the caller: it works from plain
+//! `#[test]` functions and from `#[tokio::test]` ones alike (async internals run on the
+//! harness's own background threads). Waits are always on conditions with deadlines.
+//!
+//! ```no_run
+//! use zkrecipes_testing::TestingServer;
+//!
+//! let server = TestingServer::start();
+//! assert!(server.four_letter("srvr").contains("Mode: standalone"));
+//! let connect = server.connect_string(); // "127.0.0.1:PORT"
+//! # drop(connect);
+//! server.restart(); // same port, same data
+//! ```
+
+#![warn(missing_docs)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+
+mod install;
+mod proxy;
+mod server;
+mod session;
+
+pub use install::ensure_zookeeper_installed;
+pub use proxy::FaultProxy;
+pub use server::{four_letter, TestingCluster, TestingServer, TestingServerHandle};
+pub use session::{expire_session, expire_session_id};
+
+/// Support for the `zk-harness` binary (detached servers); not a stable API.
+#[doc(hidden)]
+pub mod detached {
+    pub use crate::server::{attach, launch_detached};
+}
+
+/// The harness's own runtime, for async work (session expiry) that must not depend on the
+/// caller's runtime. Tasks spawned here (e.g. a closing ZooKeeper session) outlive the call.
+static RUNTIME: Lazy<tokio::runtime::Runtime> = Lazy::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("zkr-harness-rt")
+        .enable_all()
+        .build()
+        .expect("zkrecipes-testing: cannot build the harness tokio runtime")
+});
+
+/// Runs `future` on the harness runtime and blocks the current thread until it completes.
+/// Safe to call from inside another runtime: it never calls `block_on` on the caller's one.
+fn run_blocking<F>(future: F) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    RUNTIME.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    rx.recv().expect("zkrecipes-testing: harness task panicked")
+}
+
+/// Polls `done` every `every` until it returns true (-> true) or `timeout` passes (-> false).
+fn wait_until(timeout: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(every);
+    }
+}
+
+/// A directory `std::env::temp_dir()/zkr-XXXXXXXX`, removed with its contents on drop.
+#[derive(Debug)]
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        loop {
+            let path = std::env::temp_dir().join(format!("zkr-{:08x}", fastrand::u32(..)));
+            match std::fs::create_dir(&path) {
+                Ok(()) => return TempDir(path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("zkrecipes-testing: cannot create {}: {e}", path.display()),
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

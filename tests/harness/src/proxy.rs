@@ -1,0 +1,244 @@
+//! [`FaultProxy`]: a TCP proxy that injects network faults between clients and a server.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+use crate::wait_until;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Forward,
+    Cut,
+    Blackhole,
+    DropReplies,
+    Delay(Duration),
+}
+
+#[derive(Debug)]
+struct Shared {
+    mode: watch::Sender<Mode>,
+    connections: AtomicUsize,
+    bytes: AtomicU64,
+}
+
+/// A TCP proxy on a free 127.0.0.1 port in front of one server, to simulate network faults.
+///
+/// Point clients at [`connect_string`](Self::connect_string). The controls take effect at once
+/// on existing and new connections:
+///
+/// * [`cut`](Self::cut): closes every connection and closes new ones as soon as they are
+///   accepted (the server looks down), until [`restore`](Self::restore).
+/// * [`blackhole`](Self::blackhole): connections stay open (new ones are accepted) but bytes
+///   are silently dropped both ways, like a network partition: the client notices only by
+///   timeouts.
+/// * [`drop_replies`](Self::drop_replies): requests still reach the server but its replies are
+///   dropped: the server applies a write whose answer the client never sees.
+/// * [`delay`](Self::delay): adds latency to every chunk in each direction, keeping order.
+/// * [`restore`](Self::restore): forwards normally again.
+///
+/// It runs on its own thread with its own tokio runtime; dropping it closes every connection
+/// and ends the thread.
+#[derive(Debug)]
+pub struct FaultProxy {
+    addr: SocketAddr,
+    upstream: String,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FaultProxy {
+    /// Starts forwarding a free 127.0.0.1 port to `upstream` (`"host:port"`, e.g.
+    /// [`TestingServerHandle::connect_string`](crate::TestingServerHandle::connect_string)).
+    pub fn start(upstream: &str) -> FaultProxy {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .unwrap_or_else(|e| panic!("zkrecipes-testing: FaultProxy cannot bind 127.0.0.1: {e}"));
+        let addr = listener
+            .local_addr()
+            .expect("bound listener has an address");
+        let shared = Arc::new(Shared {
+            mode: watch::channel(Mode::Forward).0,
+            connections: AtomicUsize::new(0),
+            bytes: AtomicU64::new(0),
+        });
+        let (shutdown, stop) = oneshot::channel();
+        let (sh, up) = (shared.clone(), Arc::<str>::from(upstream));
+        let thread = thread::Builder::new()
+            .name(format!("zkr-proxy-{}", addr.port()))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let runtime =
+                    runtime.expect("zkrecipes-testing: cannot build the FaultProxy runtime");
+                runtime.block_on(async move {
+                    let listener =
+                        TcpListener::from_std(listener).expect("listener joins the runtime");
+                    tokio::select! {
+                        _ = stop => {}
+                        () = accept_loop(listener, up, sh) => {}
+                    }
+                });
+                // Dropping the runtime here drops every connection task, closing its sockets.
+            })
+            .expect("zkrecipes-testing: cannot start the FaultProxy thread");
+        FaultProxy {
+            addr,
+            upstream: upstream.to_owned(),
+            shared,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    /// `"127.0.0.1:PORT"`, for clients to connect to.
+    pub fn connect_string(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The proxy's port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The `"host:port"` it forwards to.
+    pub fn upstream(&self) -> &str {
+        &self.upstream
+    }
+
+    /// Closes all connections and closes new ones on accept until [`restore`](Self::restore).
+    /// Returns once every current connection is closed.
+    pub fn cut(&self) {
+        self.shared.mode.send_replace(Mode::Cut);
+        wait_until(Duration::from_secs(5), Duration::from_millis(2), || {
+            self.connections() == 0
+        });
+    }
+
+    /// Keeps connections open but silently drops all bytes both ways (a network partition).
+    pub fn blackhole(&self) {
+        self.shared.mode.send_replace(Mode::Blackhole);
+    }
+
+    /// Forwards client-to-server bytes but drops every server-to-client byte: requests are
+    /// applied while their replies are lost (the ambiguous-write fault).
+    pub fn drop_replies(&self) {
+        self.shared.mode.send_replace(Mode::DropReplies);
+    }
+
+    /// Delays every chunk by `latency` in each direction (a round trip gets `2 * latency`).
+    pub fn delay(&self, latency: Duration) {
+        self.shared.mode.send_replace(Mode::Delay(latency));
+    }
+
+    /// Back to normal forwarding, for new and (after blackhole or delay) existing connections.
+    pub fn restore(&self) {
+        self.shared.mode.send_replace(Mode::Forward);
+    }
+
+    /// Number of client connections currently open through the proxy.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Total bytes delivered so far, both directions.
+    pub fn bytes_forwarded(&self) -> u64 {
+        self.shared.bytes.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept_loop(listener: TcpListener, upstream: Arc<str>, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((client, _)) if *shared.mode.borrow() != Mode::Cut => {
+                tokio::spawn(connection(client, upstream.clone(), shared.clone()));
+            }
+            Ok(_) => {} // cut: dropping the socket closes it at once
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// Counts a connection while it lives.
+struct Counted(Arc<Shared>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn connection(client: TcpStream, upstream: Arc<str>, shared: Arc<Shared>) {
+    shared.connections.fetch_add(1, Ordering::SeqCst);
+    let _counted = Counted(shared.clone());
+    let mut mode = shared.mode.subscribe();
+    let Ok(server) = TcpStream::connect(&*upstream).await else {
+        return;
+    };
+    let _ = (client.set_nodelay(true), server.set_nodelay(true));
+    let ((client_read, client_write), (server_read, server_write)) =
+        (client.into_split(), server.into_split());
+    // Either direction ending (after flushing what it had) or a cut closes both sockets.
+    tokio::select! {
+        () = pipe(client_read, server_write, &shared, true) => {}
+        () = pipe(server_read, client_write, &shared, false) => {}
+        _ = mode.wait_for(|m| *m == Mode::Cut) => {}
+    }
+}
+
+/// Copies one direction: the reader stamps chunks, the writer delivers each no earlier than
+/// its stamp plus the current delay, so order is kept and throughput is not reduced.
+async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, to_server: bool) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let blackholed = || match *shared.mode.borrow() {
+        Mode::Blackhole => true,
+        Mode::DropReplies => !to_server,
+        _ => false,
+    };
+    let read = async move {
+        let mut buf = vec![0; 64 * 1024];
+        while let Ok(n @ 1..) = from.read(&mut buf).await {
+            if !blackholed() && tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
+                break;
+            }
+        }
+    };
+    let write = async move {
+        while let Some((read_at, chunk)) = rx.recv().await {
+            let mode = *shared.mode.borrow();
+            if let Mode::Delay(latency) = mode {
+                tokio::time::sleep_until(read_at + latency).await;
+            }
+            if blackholed() {
+                continue;
+            }
+            if to.write_all(&chunk).await.is_err() {
+                break;
+            }
+            shared.bytes.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(read, write);
+}

@@ -1,0 +1,715 @@
+//! ZooKeeper server processes: [`TestingServerHandle`], [`TestingServer`], [`TestingCluster`].
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream, ToSocketAddrs};
+use std::ops::Deref;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+
+use crate::install::{classpath, ensure_zookeeper_installed, JAVA, MAIN_CLASS};
+use crate::{wait_until, TempDir};
+
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+const STOP_GRACE: Duration = Duration::from_secs(5);
+const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
+const POLL: Duration = Duration::from_millis(20);
+const START_ATTEMPTS: usize = 5;
+/// Small, quick-starting JVMs: tests start many of them on small machines.
+const JVM_FLAGS: &[&str] = &[
+    "-Xms16m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Djava.net.preferIPv4Stack=true",
+    // Reap empty CONTAINER nodes within a second (default: a minute), so tests can see it.
+    "-Dznode.container.checkIntervalMs=250",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+];
+
+/// Sends a four-letter-word command (`srvr`, `stat`, `cons`, `dump`, `wchc`, `wchp`, `mntr`,
+/// `ruok`, ...) to `address` (`"host:port"`) and returns the answer, or `""` if the server
+/// does not answer within 2 s (stopped, paused, unreachable).
+pub fn four_letter(address: &str, cmd: &str) -> String {
+    let ask = || -> io::Result<String> {
+        let addr = address
+            .to_socket_addrs()?
+            .next()
+            .ok_or(io::ErrorKind::InvalidInput)?;
+        let mut stream = TcpStream::connect_timeout(&addr, FOUR_LETTER_TIMEOUT)?;
+        stream.set_read_timeout(Some(FOUR_LETTER_TIMEOUT))?;
+        stream.set_write_timeout(Some(FOUR_LETTER_TIMEOUT))?;
+        stream.write_all(cmd.as_bytes())?;
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer); // keeps what arrived before an error
+        Ok(String::from_utf8_lossy(&answer).into_owned())
+    };
+    ask().unwrap_or_default()
+}
+
+/// The value of the `Mode:` line of a `srvr` answer (`standalone`, `leader`, `follower`, ...).
+fn mode(srvr: &str) -> Option<&str> {
+    srvr.lines()
+        .find_map(|l| l.strip_prefix("Mode:"))
+        .map(str::trim)
+}
+
+/// One ZooKeeper server process of a [`TestingServer`] or [`TestingCluster`].
+///
+/// All methods take `&self` and are blocking; they can be called from any thread. Each server
+/// lives in its own directory (`zoo.cfg`, `data/`, `zookeeper.log`), which survives
+/// [`stop`](Self::stop)/[`start`](Self::start), so data survives restarts.
+#[derive(Debug)]
+pub struct TestingServerHandle {
+    index: usize,
+    host: Ipv4Addr,
+    port: u16,
+    dir: PathBuf,
+    standalone: bool,
+    detached: bool,
+    proc: Mutex<Proc>,
+}
+
+#[derive(Debug, Default)]
+struct Proc {
+    child: Option<Child>,
+    pid: u32,
+}
+
+#[derive(Debug)]
+struct StartError {
+    bind_conflict: bool,
+    message: String,
+}
+
+impl TestingServerHandle {
+    /// Index of this server in its ensemble (0 for a standalone server); its `myid` is `index + 1`.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// `"127.0.0.x:PORT"`, the client address of this server.
+    pub fn connect_string(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// The loopback address the server listens on (`127.0.0.(index+1)`).
+    pub fn host(&self) -> Ipv4Addr {
+        self.host
+    }
+
+    /// Client port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Directory holding `zoo.cfg`, `data/` and `zookeeper.log`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's log (stdout and stderr of every run, appended).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("zookeeper.log")
+    }
+
+    fn cfg_path(&self) -> PathBuf {
+        self.dir.join("zoo.cfg")
+    }
+
+    /// Process id, if the server process is alive (running or paused).
+    pub fn pid(&self) -> Option<u32> {
+        self.live_pid(&mut self.lock())
+    }
+
+    /// Whether the server process is alive (a paused server is still running).
+    pub fn is_running(&self) -> bool {
+        self.pid().is_some()
+    }
+
+    /// Whether the server process is stopped by [`pause`](Self::pause).
+    pub fn is_paused(&self) -> bool {
+        self.pid().is_some_and(|pid| proc_state(pid) == Some('T'))
+    }
+
+    /// Sends a four-letter word to this server; `""` if it does not answer (see [`four_letter`]).
+    pub fn four_letter(&self, cmd: &str) -> String {
+        four_letter(&self.connect_string(), cmd)
+    }
+
+    /// Starts the server again (same port, same data) and waits until it answers `srvr`
+    /// (standalone: with a `Mode:` line; ensemble member: with anything, since it serves only
+    /// once a quorum is up, see [`TestingCluster::wait_for_quorum`]). No-op if it is running.
+    /// Panics with the log's tail if it does not come up within 30 s.
+    pub fn start(&self) {
+        if let Err(e) = self.spawn().and_then(|offset| self.await_ready(offset)) {
+            self.kill();
+            panic!("{}", e.message);
+        }
+    }
+
+    /// Stops the server: SIGTERM (resuming it if paused), SIGKILL after 5 s, then waits for
+    /// the process to be gone. No-op if it is not running.
+    pub fn stop(&self) {
+        let mut p = self.lock();
+        self.terminate_locked(&mut p);
+        if !self.wait_exit(&mut p, STOP_GRACE) {
+            self.signal(&mut p, libc::SIGKILL);
+            self.wait_exit(&mut p, STOP_GRACE);
+        }
+    }
+
+    /// [`stop`](Self::stop) then [`start`](Self::start).
+    pub fn restart(&self) {
+        self.stop();
+        self.start();
+    }
+
+    /// Kills the server with SIGKILL (a crash) and waits for the process to be gone.
+    pub fn kill(&self) {
+        let mut p = self.lock();
+        self.signal(&mut p, libc::SIGKILL);
+        self.wait_exit(&mut p, STOP_GRACE);
+    }
+
+    /// Freezes the server with SIGSTOP (it keeps its sockets but answers nothing, like a hung
+    /// machine) and waits until the kernel reports it stopped. Panics if it is not running.
+    pub fn pause(&self) {
+        self.stop_or_continue(libc::SIGSTOP, true);
+    }
+
+    /// Resumes a [`pause`](Self::pause)d server with SIGCONT. Panics if it is not running.
+    pub fn resume(&self) {
+        self.stop_or_continue(libc::SIGCONT, false);
+    }
+
+    fn stop_or_continue(&self, signal: libc::c_int, stopped: bool) {
+        let pid = self
+            .pid()
+            .unwrap_or_else(|| panic!("ZooKeeper server {} is not running", self.index));
+        // SAFETY: plain kill(2) on the pid of our live child.
+        unsafe { libc::kill(pid as libc::pid_t, signal) };
+        wait_until(STOP_GRACE, Duration::from_millis(2), || {
+            (proc_state(pid) == Some('T')) == stopped
+        });
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Proc> {
+        self.proc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pid if the process is alive; reaps and forgets it once it has exited.
+    fn live_pid(&self, p: &mut Proc) -> Option<u32> {
+        let alive = p.pid != 0
+            && match &mut p.child {
+                Some(child) => matches!(child.try_wait(), Ok(None)),
+                None => is_server_process(p.pid, &self.cfg_path()),
+            };
+        if !alive {
+            *p = Proc::default();
+        }
+        alive.then_some(p.pid)
+    }
+
+    fn signal(&self, p: &mut Proc, signal: libc::c_int) -> bool {
+        // SAFETY: plain kill(2) on a pid that is alive and ours (checked just before).
+        self.live_pid(p)
+            .is_some_and(|pid| unsafe { libc::kill(pid as libc::pid_t, signal) } == 0)
+    }
+
+    fn terminate_locked(&self, p: &mut Proc) {
+        if self.signal(p, libc::SIGTERM) {
+            self.signal(p, libc::SIGCONT); // a paused JVM handles SIGTERM only once resumed
+        }
+    }
+
+    /// Sends SIGTERM without waiting (see [`stop`](Self::stop)).
+    fn terminate(&self) {
+        self.terminate_locked(&mut self.lock());
+    }
+
+    fn wait_exit(&self, p: &mut Proc, timeout: Duration) -> bool {
+        wait_until(timeout, Duration::from_millis(5), || {
+            self.live_pid(p).is_none()
+        })
+    }
+
+    /// Launches the process unless it is alive; returns the log size before the launch.
+    fn spawn(&self) -> Result<u64, StartError> {
+        let failed = |e: io::Error| StartError {
+            bind_conflict: false,
+            message: format!(
+                "zkrecipes-testing: cannot launch ZooKeeper server {}: {e}",
+                self.index
+            ),
+        };
+        let mut p = self.lock();
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .map_err(failed)?;
+        let offset = log.metadata().map_err(failed)?.len();
+        if self.live_pid(&mut p).is_some() {
+            return Ok(offset);
+        }
+        let mut cmd = Command::new(JAVA);
+        cmd.args(JVM_FLAGS)
+            .arg("-cp")
+            .arg(classpath())
+            .arg(MAIN_CLASS)
+            .arg(self.cfg_path())
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(failed)?)
+            .stderr(log);
+        let (detached, parent) = (self.detached, std::process::id() as libc::pid_t);
+        // SAFETY: the hook only makes async-signal-safe calls (setsid, prctl, getppid).
+        unsafe { cmd.pre_exec(move || child_setup(detached, parent)) };
+        let child = spawn_from_keeper(cmd).map_err(failed)?;
+        p.pid = child.id();
+        p.child = Some(child);
+        Ok(offset)
+    }
+
+    fn await_ready(&self, log_offset: u64) -> Result<(), StartError> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let srvr = self.four_letter("srvr");
+            if mode(&srvr).is_some() || (!self.standalone && !srvr.is_empty()) {
+                return Ok(());
+            }
+            let (what, log) = if !self.is_running() {
+                ("exited while starting", self.log_since(log_offset))
+            } else if Instant::now() >= deadline {
+                (
+                    "did not answer `srvr` within 30 s",
+                    self.log_since(log_offset),
+                )
+            } else {
+                thread::sleep(POLL);
+                continue;
+            };
+            return Err(self.error(what, &log));
+        }
+    }
+
+    fn error(&self, what: &str, log: &str) -> StartError {
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        StartError {
+            bind_conflict: log.contains("Address already in use"),
+            message: format!(
+                "zkrecipes-testing: ZooKeeper server {} ({}) {what}; last lines of {}:\n{tail}",
+                self.index,
+                self.connect_string(),
+                self.log_path().display()
+            ),
+        }
+    }
+
+    fn log_since(&self, offset: u64) -> String {
+        let log = fs::read(self.log_path()).unwrap_or_default();
+        String::from_utf8_lossy(log.get(offset as usize..).unwrap_or_default()).into_owned()
+    }
+}
+
+/// Runs in the child between fork and exec.
+fn child_setup(detached: bool, parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: async-signal-safe libc calls only.
+    unsafe {
+        if detached {
+            // Its own session: survives the `zk-harness` CLI and its terminal.
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        } else {
+            // Dies with the test process, even if that one crashes.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+    }
+    Ok(())
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, and test threads come
+/// and go (a server may outlive the test that started it, e.g. in a shared fixture), so servers
+/// are forked from this thread, which lives as long as the process.
+static KEEPER: Lazy<mpsc::Sender<Job>> = Lazy::new(|| {
+    let (tx, rx) = mpsc::channel::<Job>();
+    thread::Builder::new()
+        .name("zkr-process-keeper".into())
+        .spawn(move || rx.into_iter().for_each(|job| job()))
+        .expect("zkrecipes-testing: cannot start the process keeper thread");
+    tx
+});
+
+fn spawn_from_keeper(mut cmd: Command) -> io::Result<Child> {
+    let (tx, rx) = mpsc::channel();
+    KEEPER
+        .send(Box::new(move || {
+            let _ = tx.send(cmd.spawn());
+        }))
+        .expect("zkrecipes-testing: process keeper thread is gone");
+    rx.recv()
+        .expect("zkrecipes-testing: process keeper thread is gone")
+}
+
+/// Whether `pid` is alive (not a zombie) and is the server of `cfg` (guards against pid reuse
+/// when only a pid is known, as in the `zk-harness` CLI).
+fn is_server_process(pid: u32, cfg: &Path) -> bool {
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    cmdline
+        .split(|&b| b == 0)
+        .any(|arg| arg == cfg.as_os_str().as_encoded_bytes())
+}
+
+/// The state letter of `/proc/PID/stat` (`R`, `S`, `T` for stopped, `Z` ...).
+fn proc_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Creates fresh server directories for `n` servers under `root` (a standalone server if
+/// `n == 1`), on free ports: server `i` on `127.0.0.(i+1)`.
+fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> {
+    assert!(
+        (1..=254).contains(&n),
+        "an ensemble has 1 to 254 servers, not {n}"
+    );
+    let hosts: Vec<Ipv4Addr> = (1..=n as u8).map(|i| Ipv4Addr::new(127, 0, 0, i)).collect();
+    // [client, quorum, election] ports; listeners are held until all are picked so none repeats.
+    let mut held = Vec::new();
+    let mut pick = |host: Ipv4Addr| {
+        let listener = TcpListener::bind((host, 0))
+            .unwrap_or_else(|e| panic!("zkrecipes-testing: cannot bind a port on {host}: {e}"));
+        let port = listener
+            .local_addr()
+            .expect("bound listener has an address")
+            .port();
+        held.push(listener);
+        port
+    };
+    let ports: Vec<[u16; 3]> = hosts.iter().map(|&h| [pick(h), pick(h), pick(h)]).collect();
+    drop(held);
+    let mut members = String::new();
+    if n > 1 {
+        for (i, (host, [_, quorum, election])) in hosts.iter().zip(&ports).enumerate() {
+            members += &format!("server.{}={host}:{quorum}:{election}\n", i + 1);
+        }
+    }
+    let mut servers = Vec::new();
+    for (index, (&host, &[port, ..])) in hosts.iter().zip(&ports).enumerate() {
+        let dir = root.join(format!("server{index}"));
+        let data = dir.join("data");
+        let _ = fs::remove_dir_all(&dir);
+        let config = format!(
+            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPortAddress={host}\n\
+             clientPort={port}\nminSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
+             4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\npreAllocSize=1024\n\
+             {members}",
+            data.display()
+        );
+        let written = fs::create_dir_all(&data)
+            .and_then(|()| {
+                if n > 1 {
+                    fs::write(data.join("myid"), format!("{}\n", index + 1))
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| fs::write(dir.join("zoo.cfg"), config));
+        if let Err(e) = written {
+            panic!(
+                "zkrecipes-testing: cannot write the configuration in {}: {e}",
+                dir.display()
+            );
+        }
+        let (standalone, proc) = (n == 1, Mutex::default());
+        servers.push(TestingServerHandle {
+            index,
+            host,
+            port,
+            dir,
+            standalone,
+            detached,
+            proc,
+        });
+    }
+    servers
+}
+
+/// Configures and starts `n` servers under `root` and waits until they serve (and, for an
+/// ensemble, agree on one leader); retries on fresh ports if a port was taken meanwhile.
+fn launch(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> {
+    ensure_zookeeper_installed();
+    for attempt in 1.. {
+        let servers = configure(root, n, detached);
+        let started = servers
+            .iter()
+            .map(TestingServerHandle::spawn)
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|offsets| {
+                servers
+                    .iter()
+                    .zip(offsets)
+                    .try_for_each(|(s, o)| s.await_ready(o))
+            });
+        let error = match started {
+            Ok(()) if n == 1 => return servers,
+            // Every server must have joined: one that died (e.g. on a port conflict) does not
+            // prevent a quorum of the others.
+            Ok(())
+                if quorum_leader(&servers, START_TIMEOUT).is_some()
+                    && servers.iter().all(TestingServerHandle::is_running) =>
+            {
+                return servers
+            }
+            Ok(()) => {
+                let what = "(no quorum of all servers with one leader within 30 s)";
+                let errors: Vec<_> = servers
+                    .iter()
+                    .map(|s| s.error(what, &s.log_since(0)))
+                    .collect();
+                StartError {
+                    bind_conflict: errors.iter().any(|e| e.bind_conflict),
+                    message: errors
+                        .into_iter()
+                        .map(|e| e.message)
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                }
+            }
+            Err(e) => e,
+        };
+        stop_all(&servers);
+        if !error.bind_conflict || attempt == START_ATTEMPTS {
+            panic!("{}", error.message);
+        }
+    }
+    unreachable!()
+}
+
+fn stop_all(servers: &[TestingServerHandle]) {
+    servers.iter().for_each(TestingServerHandle::terminate);
+    servers.iter().for_each(TestingServerHandle::stop);
+}
+
+/// Waits until more than half of the servers run, every running (not paused) one reports a
+/// `Mode:`, and exactly one of them is the leader; returns its index.
+fn quorum_leader(servers: &[TestingServerHandle], timeout: Duration) -> Option<usize> {
+    let mut leader = None;
+    wait_until(timeout, POLL, || {
+        leader = None;
+        let live: Vec<_> = servers
+            .iter()
+            .filter(|s| s.is_running() && !s.is_paused())
+            .collect();
+        if live.len() <= servers.len() / 2 {
+            return false;
+        }
+        for server in live {
+            match mode(&server.four_letter("srvr")) {
+                Some("leader") if leader.replace(server.index).is_some() => return false,
+                Some(_) => {}
+                None => return false,
+            }
+        }
+        leader.is_some()
+    })
+    .then_some(leader?)
+}
+
+/// A standalone ZooKeeper server for tests, like Curator's `TestingServer`.
+///
+/// Runs in its own temporary directory (`std::env::temp_dir()/zkr-XXXXXXXX`) on a free port
+/// of 127.0.0.1 with `tickTime=200`, session timeouts from 400 ms to 120 s and every
+/// four-letter word enabled. All [`TestingServerHandle`] methods are available through `Deref`
+/// (`stop`, `start`, `restart`, `kill`, `pause`, `resume`, `four_letter`, `pid`, ...).
+/// Dropping it stops the server (resuming it first if paused) and removes the directory. The
+/// server is also SIGKILLed if the test process dies.
+#[derive(Debug)]
+pub struct TestingServer {
+    server: TestingServerHandle,
+    _dir: TempDir,
+}
+
+impl TestingServer {
+    /// Starts a standalone server and waits until it answers `srvr` (panics after 30 s, with
+    /// the tail of its log). Installs ZooKeeper first if needed, see
+    /// [`ensure_zookeeper_installed`](crate::ensure_zookeeper_installed).
+    pub fn start() -> TestingServer {
+        let dir = TempDir::new();
+        let server = launch(dir.path(), 1, false).pop().expect("one server");
+        TestingServer { server, _dir: dir }
+    }
+}
+
+impl Deref for TestingServer {
+    type Target = TestingServerHandle;
+
+    fn deref(&self) -> &TestingServerHandle {
+        &self.server
+    }
+}
+
+impl Drop for TestingServer {
+    fn drop(&mut self) {
+        self.server.stop();
+    }
+}
+
+/// A ZooKeeper ensemble for tests, like Curator's `TestingCluster`.
+///
+/// Server `i` (0-based, `myid` `i+1`) listens for clients, quorum and election traffic on
+/// `127.0.0.(i+1)`, with the same settings as [`TestingServer`] plus `initLimit=10`,
+/// `syncLimit=5`. Dropping it stops every server and removes the temporary directory.
+#[derive(Debug)]
+pub struct TestingCluster {
+    servers: Vec<TestingServerHandle>,
+    _dir: TempDir,
+}
+
+impl TestingCluster {
+    /// Starts `n` servers (3 typically; 1 gives a standalone server) and waits until each
+    /// answers `srvr` and exactly one is the leader. Panics after 30 s with the servers' logs.
+    pub fn start(n: usize) -> TestingCluster {
+        let dir = TempDir::new();
+        let servers = launch(dir.path(), n, false);
+        TestingCluster { servers, _dir: dir }
+    }
+
+    /// `"127.0.0.1:p1,127.0.0.2:p2,..."`, every server of the ensemble.
+    pub fn connect_string(&self) -> String {
+        self.servers
+            .iter()
+            .map(TestingServerHandle::connect_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Number of servers.
+    pub fn len(&self) -> usize {
+        self.servers.len()
+    }
+
+    /// Always false: an ensemble has at least one server.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Server `i` (0-based). Its methods take `&self`, so this is enough to stop, kill, pause...
+    pub fn server(&self, i: usize) -> &TestingServerHandle {
+        &self.servers[i]
+    }
+
+    /// Server `i`, mutably (same methods as [`server`](Self::server)).
+    pub fn server_mut(&mut self, i: usize) -> &mut TestingServerHandle {
+        &mut self.servers[i]
+    }
+
+    /// All servers.
+    pub fn servers(&self) -> &[TestingServerHandle] {
+        &self.servers
+    }
+
+    /// Index of the server whose `srvr` says `Mode: leader` now, skipping stopped and paused ones.
+    pub fn leader_index(&self) -> Option<usize> {
+        let live = self
+            .servers
+            .iter()
+            .filter(|s| s.is_running() && !s.is_paused());
+        live.into_iter()
+            .find(|s| mode(&s.four_letter("srvr")) == Some("leader"))
+            .map(|s| s.index)
+    }
+
+    /// Waits until a majority of servers runs, every running, unpaused server reports a mode and
+    /// exactly one is the leader. Returns the leader's index, or `None` after `timeout`.
+    pub fn wait_for_quorum(&self, timeout: Duration) -> Option<usize> {
+        quorum_leader(&self.servers, timeout)
+    }
+}
+
+impl Drop for TestingCluster {
+    fn drop(&mut self) {
+        stop_all(&self.servers);
+    }
+}
+
+/// Starts `n` servers under `dir` in their own sessions, without dying with this process.
+pub fn launch_detached(dir: &Path, n: usize) -> Vec<TestingServerHandle> {
+    launch(dir, n, true)
+}
+
+/// A handle on server `index` of an ensemble of `n` started by [`launch_detached`], from what
+/// was recorded about it: its directory ([`TestingServerHandle::dir`]), address and, if it
+/// runs, its pid (checked against `/proc/PID/cmdline` before any signal).
+pub fn attach(
+    dir: PathBuf,
+    n: usize,
+    index: usize,
+    host: Ipv4Addr,
+    port: u16,
+    pid: u32,
+) -> TestingServerHandle {
+    let proc = Mutex::new(Proc { child: None, pid });
+    TestingServerHandle {
+        index,
+        host,
+        port,
+        dir,
+        standalone: n == 1,
+        detached: true,
+        proc,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_taken_client_port_is_reported_as_a_bind_conflict() {
+        ensure_zookeeper_installed();
+        let dir = TempDir::new();
+        let server = configure(dir.path(), 1, false).pop().expect("one server");
+        let _taken = TcpListener::bind((server.host, server.port)).expect("bind the port first");
+        let error = server
+            .spawn()
+            .and_then(|offset| server.await_ready(offset))
+            .unwrap_err();
+        assert!(error.bind_conflict, "{}", error.message);
+        assert!(!server.is_running());
+    }
+
+    #[test]
+    fn modes_and_process_states_are_parsed() {
+        assert_eq!(
+            mode("Zxid: 0x0\nMode: follower\nNode count: 5\n"),
+            Some("follower")
+        );
+        assert_eq!(
+            mode("This ZooKeeper instance is not currently serving requests\n"),
+            None
+        );
+        assert!(matches!(proc_state(std::process::id()), Some('R' | 'S')));
+        assert!(!is_server_process(
+            std::process::id(),
+            Path::new("/nonexistent/zoo.cfg")
+        ));
+    }
+}

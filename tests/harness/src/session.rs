@@ -1,0 +1,152 @@
+//! Expiring ZooKeeper sessions server-side.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use zookeeper_client::{Client, Error, SessionInfo};
+
+use crate::{four_letter, run_blocking, wait_until};
+
+const EXPIRE_TIMEOUT: Duration = Duration::from_secs(30);
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Expires `session` server-side, the way Curator's tests do, and returns once the servers
+/// have dropped it (its ephemeral nodes are gone by then).
+///
+/// A second client attaches to the same session (`Client::connector().with_session(..)`,
+/// on the harness's own runtime) and closes it. The original client, whose connection the
+/// server drops meanwhile, sees `SessionState::Expired` when it reconnects. Completion is
+/// observed by polling the `dump` and `cons` four-letter words of every server in
+/// `connect_string` until none mentions the session. Panics after 30 s.
+///
+/// ```no_run
+/// # async fn demo(client: zookeeper_client::Client, server: &zkrecipes_testing::TestingServer) {
+/// let mut state = client.state_watcher(); // before expiring, not to miss the change
+/// zkrecipes_testing::expire_session(&server.connect_string(), client.session().clone());
+/// while state.changed().await != zookeeper_client::SessionState::Expired {}
+/// # }
+/// ```
+pub fn expire_session(connect_string: &str, session: SessionInfo) {
+    let id = session.id().0;
+    let servers = connect_string.to_owned();
+    let reattached = run_blocking(async move {
+        let connect = Client::connector().with_session(session).connect(&servers);
+        match tokio::time::timeout(EXPIRE_TIMEOUT, connect).await {
+            Ok(Ok(client)) => {
+                drop(client); // the last clone: its session task sends CloseSession
+                Ok(())
+            }
+            Ok(Err(Error::SessionExpired)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out after 30 s".to_owned()),
+        }
+    });
+    if let Err(e) = reattached {
+        panic!("zkrecipes-testing: cannot attach to session {id:#x} via {connect_string} to expire it: {e}");
+    }
+    await_session_gone(connect_string, id);
+}
+
+/// Like [`expire_session`], for a session known only by its id and password (as clients in
+/// other languages report them, e.g. kazoo's `client_id`); speaks the wire protocol directly
+/// (ConnectRequest for that session, then CloseSession). Used by `zk-harness expire`.
+pub fn expire_session_id(connect_string: &str, session_id: i64, password: &[u8]) {
+    let mut last_error = String::from("no server in the connect string");
+    let closed = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(50), || {
+        servers(connect_string).iter().any(|server| {
+            let closed = close_session(server, session_id, password);
+            closed
+                .map_err(|e| last_error = format!("{server}: {e}"))
+                .is_ok()
+        })
+    });
+    if !closed {
+        panic!("zkrecipes-testing: cannot close session {session_id:#x} within 30 s: {last_error}");
+    }
+    await_session_gone(connect_string, session_id);
+}
+
+/// `host:port` of each server of a connect string (`tcp://` prefixes and chroot removed).
+fn servers(connect_string: &str) -> Vec<String> {
+    connect_string
+        .split(',')
+        .map(|s| s.trim().trim_start_matches("tcp://"))
+        .map(|s| s.split('/').next().unwrap_or_default())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.contains(':') {
+                s.to_owned()
+            } else {
+                format!("{s}:2181")
+            }
+        })
+        .collect()
+}
+
+fn await_session_gone(connect_string: &str, id: i64) {
+    let hex = format!("{id:#x}"); // as ZooKeeper prints it: 0x + lowercase hex
+    let gone = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(10), || {
+        let mut answered = false;
+        for server in servers(connect_string) {
+            for cmd in ["dump", "cons"] {
+                let answer = four_letter(&server, cmd);
+                answered |= !answer.is_empty();
+                if answer
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .any(|word| word == hex)
+                {
+                    return false;
+                }
+            }
+        }
+        answered
+    });
+    assert!(
+        gone,
+        "zkrecipes-testing: session {hex} is still known to {connect_string} after 30 s \
+         (wrong password, or no server answering four-letter words?)"
+    );
+}
+
+/// Attaches to the session on `server` and closes it (Ok too if the server says it is gone).
+fn close_session(server: &str, id: i64, password: &[u8]) -> io::Result<()> {
+    let addr = server
+        .to_socket_addrs()?
+        .next()
+        .ok_or(io::ErrorKind::InvalidInput)?;
+    let mut stream = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    let mut connect = Vec::new();
+    connect.extend(0i32.to_be_bytes()); // protocol version
+    connect.extend(0i64.to_be_bytes()); // last zxid seen
+    connect.extend(10_000i32.to_be_bytes()); // session timeout, ms
+    connect.extend(id.to_be_bytes());
+    connect.extend((password.len() as i32).to_be_bytes());
+    connect.extend(password);
+    connect.push(0); // not read-only
+    send_frame(&mut stream, &connect)?;
+    // ConnectResponse: protocol version, timeout (0 if the session is unknown), id, password.
+    let reply = recv_frame(&mut stream)?;
+    let timeout = reply.get(4..8).ok_or(io::ErrorKind::InvalidData)?;
+    if i32::from_be_bytes(timeout.try_into().expect("4 bytes")) <= 0 {
+        return Ok(());
+    }
+    send_frame(
+        &mut stream,
+        &[1i32.to_be_bytes(), (-11i32).to_be_bytes()].concat(),
+    )?; // xid 1, CloseSession
+    recv_frame(&mut stream).map(drop) // its ReplyHeader comes once the session is closed
+}
+
+fn send_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
+    stream.write_all(&[&(body.len() as i32).to_be_bytes(), body].concat())
+}
+
+fn recv_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut len = [0; 4];
+    stream.read_exact(&mut len)?;
+    let mut body = vec![0; i32::from_be_bytes(len).clamp(0, 1 << 20) as usize];
+    stream.read_exact(&mut body)?;
+    Ok(body)
+}
