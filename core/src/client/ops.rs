@@ -638,3 +638,37 @@ impl Client {
         });
     }
 }
+
+/// The blocking face of the plain operations (each runs on the shared runtime; calling one
+/// from inside an async context is refused with `Error::Internal`).
+impl Client {
+    /// [`create`](Self::create), blocking.
+    pub fn create_blocking(&self, path: &str, data: &[u8], options: CreateOptions) -> Result<Created> {
+        runtime::try_block_on(self.create(path, data, options))?
+    }
+
+    /// [`get_data`](Self::get_data), blocking.
+    pub fn get_data_blocking(&self, path: &str) -> Result<(Vec<u8>, zk::Stat)> {
+        runtime::try_block_on(self.get_data(path))?
+    }
+
+    /// [`set_data`](Self::set_data), blocking.
+    pub fn set_data_blocking(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<zk::Stat> {
+        runtime::try_block_on(self.set_data(path, data, version))?
+    }
+
+    /// [`exists`](Self::exists), blocking.
+    pub fn exists_blocking(&self, path: &str) -> Result<Option<zk::Stat>> {
+        runtime::try_block_on(self.exists(path))?
+    }
+
+    /// [`get_children`](Self::get_children), blocking.
+    pub fn get_children_blocking(&self, path: &str) -> Result<Vec<String>> {
+        runtime::try_block_on(self.get_children(path))?
+    }
+
+    /// [`delete`](Self::delete), blocking.
+    pub fn delete_blocking(&self, path: &str, options: DeleteOptions) -> Result<()> {
+        runtime::try_block_on(self.delete(path, options))?
+    }
+}

@@ -1,0 +1,616 @@
+//! Combining: concurrent adds from one process to one counter become one compare-and-set.
+//!
+//! There is one [`Combiner`] per (client, counter path, width), found through a process-wide
+//! registry, and shared by every counter instance on that path. A caller queues its delta; if
+//! no round is running, a leader task is spawned. The leader takes every queued delta, computes
+//! each caller's pre/post value in queue order (as if the calls had run one after the other),
+//! and writes the sum with one conditional write — first at the cached version, reading the
+//! node only after a conflict. While a round is in flight new callers queue up for the next
+//! one, so N concurrent callers cost about one round trip per round instead of N contended
+//! ones.
+//!
+//! Each request keeps its own semantics: a Curator-style `add` wraps on overflow and gives up
+//! (`succeeded == false`) when its retry policy says so, counting one try per round it took
+//! part in; an `add_and_get` reports overflow as an error and retries until its caller's
+//! deadline. A request still queued when its caller gives up (timeout, dropped future) is
+//! withdrawn and certainly not applied; once its round is in flight, the caller gets
+//! [`Error::OutcomeUnknown`] instead.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use once_cell::sync::Lazy;
+use tokio::sync::{oneshot, Notify};
+
+use super::engine::{Engine, Written};
+use super::Width;
+use crate::retry::RetryPolicy;
+use crate::{runtime, Client, Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    /// The identity of the client's shared state (its address, unique while it lives; a live
+    /// combiner holds the client, so a key of a live combiner cannot be reused).
+    client: usize,
+    full_path: String,
+    width: Width,
+}
+
+static REGISTRY: Lazy<Mutex<HashMap<Key, Weak<Combiner>>>> =
+    Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// The combiner of `client` for the counter at `path` (created on first use).
+pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Combiner> {
+    let key = Key {
+        client: client.counters() as *const _ as usize,
+        full_path: client.full_path(path),
+        width,
+    };
+    let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(found) = registry.get(&key).and_then(Weak::upgrade) {
+        return found;
+    }
+    registry.retain(|_, c| c.strong_count() > 0);
+    let combiner = Arc::new(Combiner {
+        engine: Engine::new(client.clone(), path, width),
+        queue: Mutex::new(Queue {
+            waiting: VecDeque::new(),
+            leader: false,
+            next_id: 1,
+        }),
+        arrived: Notify::new(),
+    });
+    registry.insert(key, Arc::downgrade(&combiner));
+    combiner
+}
+
+/// How a queued delta is added.
+#[derive(Clone, Debug)]
+pub(crate) enum Mode {
+    /// `add_and_get`: overflow is an error; conflicts are retried until the caller's deadline.
+    Checked,
+    /// Curator's `add`: wraps; after a conflict, `policy` decides whether to try again.
+    Wrapping { policy: RetryPolicy },
+}
+
+/// A combined add's outcome for one caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Combined {
+    pub(crate) succeeded: bool,
+    pub(crate) pre: i64,
+    pub(crate) post: i64,
+    pub(crate) tries: u32,
+    pub(crate) elapsed: Duration,
+}
+
+/// A request's claim: who decides its fate when its caller gives up during a round.
+const PENDING: u8 = 0;
+/// Its delta is part of a write in flight: the caller can no longer withdraw it.
+const WRITING: u8 = 1;
+/// Its caller gave up first: the round must leave it out.
+const CANCELLED: u8 = 2;
+
+struct Request {
+    id: u64,
+    claim: Arc<AtomicU8>,
+    delta: i64,
+    mode: Mode,
+    start: Instant,
+    tries: u32,
+    not_before: Option<Instant>,
+    reply: oneshot::Sender<Result<Combined>>,
+}
+
+impl Request {
+    /// Takes the request into the coming write, unless its caller gave up.
+    fn claim_for_write(&self) -> bool {
+        self.claim
+            .compare_exchange(PENDING, WRITING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+            || self.claim.load(Ordering::SeqCst) == WRITING
+    }
+
+    /// Back to pending (the write did not happen, or a conflict sends it to the next round).
+    fn unclaim(&self) {
+        let _ = self
+            .claim
+            .compare_exchange(WRITING, PENDING, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    fn answer(self, result: Result<Combined>) {
+        let _ = self.reply.send(result);
+    }
+
+    fn done(&self, succeeded: bool, pre: i64, post: i64) -> Result<Combined> {
+        Ok(Combined {
+            succeeded,
+            pre,
+            post,
+            tries: self.tries,
+            elapsed: self.start.elapsed(),
+        })
+    }
+}
+
+/// If the leader task ends abnormally (a panic: a bug of ours), callers must not wait forever
+/// for it: answer them, and let the next caller start a new leader.
+struct LeaderGuard {
+    combiner: Arc<Combiner>,
+    armed: bool,
+}
+
+impl Drop for LeaderGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut q = self.combiner.lock();
+            q.leader = false;
+            for r in q.waiting.drain(..) {
+                r.answer(Err(Error::Internal(format!(
+                    "counter {}: the combining task failed",
+                    self.combiner.engine.path
+                ))));
+            }
+        }
+    }
+}
+
+enum Next {
+    Stop,
+    Wait(Instant),
+    Round(Vec<Request>),
+}
+
+struct Queue {
+    waiting: VecDeque<Request>,
+    leader: bool,
+    next_id: u64,
+}
+
+/// See the module documentation.
+pub(crate) struct Combiner {
+    pub(crate) engine: Engine,
+    queue: Mutex<Queue>,
+    arrived: Notify,
+}
+
+/// A queued add; await [`Ticket::wait`]. Dropping it before the answer withdraws the request
+/// if its round has not started.
+pub(crate) struct Ticket {
+    combiner: Arc<Combiner>,
+    id: u64,
+    claim: Arc<AtomicU8>,
+    rx: oneshot::Receiver<Result<Combined>>,
+    finished: bool,
+}
+
+impl Combiner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `delta`; the answer comes through the ticket.
+    pub(crate) fn submit(self: &Arc<Self>, delta: i64, mode: Mode) -> Ticket {
+        let (reply, rx) = oneshot::channel();
+        let mut q = self.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        let claim = Arc::new(AtomicU8::new(PENDING));
+        q.waiting.push_back(Request {
+            id,
+            claim: claim.clone(),
+            delta,
+            mode,
+            start: Instant::now(),
+            tries: 0,
+            not_before: None,
+            reply,
+        });
+        if !q.leader {
+            q.leader = true;
+            runtime::spawn(self.clone().lead());
+        } else {
+            self.arrived.notify_one();
+        }
+        drop(q);
+        Ticket {
+            combiner: self.clone(),
+            id,
+            claim,
+            rx,
+            finished: false,
+        }
+    }
+
+    /// Takes back a request whose caller gives up: true if it is certainly left out of every
+    /// write (it was queued, or its round has not started writing); false if a write carrying
+    /// it is (or was) in flight.
+    fn withdraw(&self, id: u64, claim: &AtomicU8) -> bool {
+        if self.dequeue(id) {
+            return true;
+        }
+        claim
+            .compare_exchange(PENDING, CANCELLED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+            || claim.load(Ordering::SeqCst) == CANCELLED
+    }
+
+    fn dequeue(&self, id: u64) -> bool {
+        let mut q = self.lock();
+        match q.waiting.iter().position(|r| r.id == id) {
+            Some(i) => {
+                q.waiting.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The leader: runs rounds until the queue is empty.
+    async fn lead(self: Arc<Self>) {
+        let mut guard = LeaderGuard {
+            combiner: self.clone(),
+            armed: true,
+        };
+        loop {
+            match self.next_batch() {
+                Next::Stop => {
+                    guard.armed = false;
+                    return;
+                }
+                Next::Wait(until) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(until.into()) => {},
+                        _ = self.arrived.notified() => {},
+                        _ = self.engine.client.closed() => {},
+                    }
+                }
+                Next::Round(batch) => {
+                    let again = self.round(batch).await;
+                    let mut q = self.lock();
+                    for r in again.into_iter().rev() {
+                        q.waiting.push_front(r);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the leader does next: a round with every ready request, a wait for the earliest
+    /// retry time, or stop (queue empty, or the client closed: then everyone is answered).
+    fn next_batch(&self) -> Next {
+        let mut q = self.lock();
+        q.waiting.retain(|r| !r.reply.is_closed());
+        if q.waiting.is_empty() {
+            q.leader = false;
+            return Next::Stop;
+        }
+        if self.engine.client.is_closed() {
+            for r in q.waiting.drain(..) {
+                r.answer(Err(Error::Closed(format!(
+                    "counter {}: the client is closed",
+                    self.engine.path
+                ))));
+            }
+            q.leader = false;
+            return Next::Stop;
+        }
+        let now = Instant::now();
+        let (ready, later): (VecDeque<Request>, VecDeque<Request>) = q
+            .waiting
+            .drain(..)
+            .partition(|r| r.not_before.map_or(true, |t| t <= now));
+        q.waiting = later;
+        if ready.is_empty() {
+            Next::Wait(
+                q.waiting
+                    .iter()
+                    .filter_map(|r| r.not_before)
+                    .min()
+                    .unwrap_or(now),
+            )
+        } else {
+            Next::Round(Vec::from(ready))
+        }
+    }
+
+    /// One compare-and-set round for `batch`; returns the requests to queue again.
+    async fn round(&self, mut batch: Vec<Request>) -> Vec<Request> {
+        batch.retain(|r| !r.reply.is_closed());
+        if batch.is_empty() {
+            return batch;
+        }
+        let engine = &self.engine;
+        let (mut base, mut fresh) = match engine.cached() {
+            Some(known) => (known, false),
+            None => match engine.read().await {
+                Ok(known) => (known, true),
+                Err(e) => return fail_all(batch, e),
+            },
+        };
+        loop {
+            let plan = plan(engine.width, base.value(), &batch);
+            if plan.overflows && !fresh {
+                // Decide overflow only against the node as read, never a cached guess.
+                match engine.read().await {
+                    Ok(known) => (base, fresh) = (known, true),
+                    Err(e) => return fail_all(batch, e),
+                }
+                continue;
+            }
+            if !plan.writes {
+                self.answer(batch, &plan);
+                return Vec::new();
+            }
+            // From here on the callers can no longer withdraw: leave out whoever already did.
+            let before = batch.len();
+            batch.retain(Request::claim_for_write);
+            if batch.len() != before {
+                batch.iter().for_each(Request::unclaim);
+                if batch.is_empty() {
+                    return batch;
+                }
+                continue;
+            }
+            match engine.write(base, plan.total).await {
+                Ok(Written::Applied(_)) => {
+                    self.answer(batch, &plan);
+                    return Vec::new();
+                }
+                Ok(Written::Conflict) if !fresh => {
+                    // The cached version was stale: this try goes on with the node as read.
+                    batch.iter().for_each(Request::unclaim);
+                    match engine.read().await {
+                        Ok(known) => (base, fresh) = (known, true),
+                        Err(e) => return fail_all(batch, e),
+                    }
+                }
+                Ok(Written::Conflict) => break,
+                Err(e @ Error::OutcomeUnknown(_)) => {
+                    // Deltas that overflowed were not part of the write: evaluate them again.
+                    let mut again = Vec::new();
+                    for (r, slot) in batch.into_iter().zip(&plan.slots) {
+                        match slot {
+                            Slot::Overflow { .. } => {
+                                r.unclaim();
+                                again.push(r)
+                            }
+                            Slot::Add { .. } => r.answer(Err(e.clone())),
+                        }
+                    }
+                    return again;
+                }
+                Err(e) => return fail_all(batch, e),
+            }
+        }
+        // Another writer won this version, against a fresh read: one try for every caller.
+        let pre = base.value();
+        let now = Instant::now();
+        let mut again = Vec::new();
+        for mut r in batch {
+            r.unclaim();
+            r.tries += 1;
+            let sleep = match &r.mode {
+                Mode::Wrapping { policy } => {
+                    match policy.next_sleep(r.tries - 1, r.start.elapsed()) {
+                        None => {
+                            let result = r.done(false, pre, 0);
+                            r.answer(result);
+                            continue;
+                        }
+                        Some(sleep) => sleep,
+                    }
+                }
+                Mode::Checked => contention_backoff(r.tries),
+            };
+            r.not_before = (!sleep.is_zero()).then(|| now + sleep);
+            again.push(r);
+        }
+        again
+    }
+
+    /// Answers every request of a committed round (or of a round that wrote nothing because
+    /// every delta overflowed).
+    fn answer(&self, batch: Vec<Request>, plan: &Plan) {
+        let width = self.engine.width;
+        for (mut r, slot) in batch.into_iter().zip(&plan.slots) {
+            r.tries += 1;
+            let result = match *slot {
+                Slot::Add { pre, post } => r.done(true, pre, post),
+                Slot::Overflow { pre } => Err(Error::Overflow(format!(
+                    "add_and_get({}) on {}: {pre} + {} does not fit in {}",
+                    r.delta,
+                    self.engine.path,
+                    r.delta,
+                    width.type_name()
+                ))),
+            };
+            r.answer(result);
+        }
+    }
+}
+
+fn fail_all(batch: Vec<Request>, e: Error) -> Vec<Request> {
+    for r in batch {
+        r.answer(Err(e.clone()));
+    }
+    Vec::new()
+}
+
+/// Backoff between conflicting rounds of `add_and_get` against other processes: none at
+/// first, then a random pause growing to 100 ms, so that contending processes spread out.
+fn contention_backoff(tries: u32) -> Duration {
+    if tries < 2 {
+        return Duration::ZERO;
+    }
+    let cap_ms = (1u64 << tries.min(7)).min(100);
+    Duration::from_millis(fastrand::u64(0..=cap_ms))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Add { pre: i64, post: i64 },
+    Overflow { pre: i64 },
+}
+
+struct Plan {
+    slots: Vec<Slot>,
+    /// The value to write.
+    total: i64,
+    overflows: bool,
+    writes: bool,
+}
+
+/// Each caller's pre/post value, in queue order, from `base`.
+fn plan(width: Width, base: i64, batch: &[Request]) -> Plan {
+    let mut acc = base;
+    let mut slots = Vec::with_capacity(batch.len());
+    let (mut overflows, mut writes) = (false, false);
+    for r in batch {
+        let next = match r.mode {
+            Mode::Checked => width.checked_add(acc, r.delta),
+            Mode::Wrapping { .. } => Some(width.wrapping_add(acc, r.delta)),
+        };
+        match next {
+            Some(post) => {
+                slots.push(Slot::Add { pre: acc, post });
+                acc = post;
+                writes = true;
+            }
+            None => {
+                slots.push(Slot::Overflow { pre: acc });
+                overflows = true;
+            }
+        }
+    }
+    Plan {
+        slots,
+        total: acc,
+        overflows,
+        writes,
+    }
+}
+
+impl Ticket {
+    /// Waits for the answer, at most `timeout`. A timeout while the request is still queued is
+    /// `Error::Timeout` (not applied); while its write is in flight, `Error::OutcomeUnknown`.
+    pub(crate) async fn wait(mut self, timeout: Option<Duration>) -> Result<Combined> {
+        let received = match timeout {
+            None => (&mut self.rx).await,
+            Some(limit) => match tokio::time::timeout(limit, &mut self.rx).await {
+                Ok(received) => received,
+                Err(_) => {
+                    self.finished = true;
+                    let path = &self.combiner.engine.path;
+                    if self.combiner.withdraw(self.id, &self.claim) {
+                        return Err(Error::Timeout(format!(
+                            "add on {path}: no compare-and-set round got through within {limit:?}; the delta was not applied"
+                        )));
+                    }
+                    return match self.rx.try_recv() {
+                        Ok(result) => result,
+                        Err(_) => Err(Error::OutcomeUnknown(format!(
+                            "add on {path}: timed out after {limit:?} while the write carrying this delta was in flight"
+                        ))),
+                    };
+                }
+            },
+        };
+        self.finished = true;
+        received.unwrap_or_else(|_| {
+            Err(Error::Internal(
+                "the counter's combiner stopped without an answer".into(),
+            ))
+        })
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if !self.finished {
+            // A cancelled caller: withdraw if still queued (else the round drops it when it
+            // sees the closed reply channel, or it is already in flight).
+            self.combiner.withdraw(self.id, &self.claim);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(delta: i64, mode: Mode) -> Request {
+        Request {
+            id: 0,
+            claim: Arc::default(),
+            delta,
+            mode,
+            start: Instant::now(),
+            tries: 0,
+            not_before: None,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    #[test]
+    fn plan_serializes_callers_in_queue_order() {
+        let batch = [
+            req(1, Mode::Checked),
+            req(5, Mode::Checked),
+            req(-2, Mode::Checked),
+        ];
+        let p = plan(Width::I64, 10, &batch);
+        assert_eq!(
+            p.slots,
+            vec![
+                Slot::Add { pre: 10, post: 11 },
+                Slot::Add { pre: 11, post: 16 },
+                Slot::Add { pre: 16, post: 14 }
+            ]
+        );
+        assert_eq!(p.total, 14);
+        assert!(p.writes && !p.overflows);
+    }
+
+    #[test]
+    fn plan_skips_overflowing_checked_adds_and_wraps_curator_adds() {
+        let wrap = Mode::Wrapping {
+            policy: RetryPolicy::default(),
+        };
+        let batch = [
+            req(1, Mode::Checked),
+            req(1, Mode::Checked),
+            req(1, wrap),
+            req(-1, Mode::Checked),
+        ];
+        let p = plan(Width::I32, (i32::MAX - 1) as i64, &batch);
+        let max = i32::MAX as i64;
+        let min = i32::MIN as i64;
+        assert_eq!(
+            p.slots,
+            vec![
+                Slot::Add {
+                    pre: max - 1,
+                    post: max
+                },
+                Slot::Overflow { pre: max },
+                Slot::Add {
+                    pre: max,
+                    post: min
+                },
+                Slot::Overflow { pre: min },
+            ]
+        );
+        assert!(p.overflows && p.writes);
+        assert_eq!(p.total, i32::MIN as i64);
+    }
+
+    #[test]
+    fn backoff_starts_at_zero_and_stays_bounded() {
+        assert_eq!(contention_backoff(1), Duration::ZERO);
+        for tries in 2..40 {
+            assert!(contention_backoff(tries) <= Duration::from_millis(100));
+        }
+    }
+}

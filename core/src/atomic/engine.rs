@@ -1,0 +1,476 @@
+//! One counter node: reads, conditional writes, and what to do when a write's reply is lost.
+//!
+//! # Exactly once, or say so
+//!
+//! A conditional write (`setData` at the version we read, or `create` when the node was
+//! missing) whose reply is lost — connection loss, operation timeout, session expiry — may or
+//! may not have been applied. Retrying it blindly is how counters double-count (kazoo's
+//! Counter does that; so does Curator, whose `setData` retries on connection loss inside the
+//! framework and then treats the retry's `BadVersion` as "lost the race, read and add again").
+//! We never resend a write before learning what happened to the first one:
+//!
+//! 1. Once connected again, send `sync` and then `getData`, pipelined on the same session. A
+//!    session's requests are executed in order, and `sync` makes the server we talk to catch up
+//!    with the leader. The lost write either was ordered before the `sync` — then the read sees
+//!    it — or it can never be applied any more: after a reconnection to another server the
+//!    leader rejects requests still in flight from the old one (the session moved), and after
+//!    a session expiry the old session's requests are rejected. So what the read shows is
+//!    final.
+//! 2. Compare with what the write would have produced (same incarnation of the node: same
+//!    `czxid`):
+//!    * version unchanged → not applied, and it never will be: resend (the resend is again
+//!      conditional on that version, so at most one copy can ever apply);
+//!    * version + 1 and different data → another writer won that version; ours was refused:
+//!      a plain conflict, read and try again;
+//!    * version + 1 and exactly our data → **unknown**. Another session that read the same
+//!      value at the same version and wrote the same bytes (two `increment`s from 41 both write
+//!      42) leaves exactly the same node behind, and ZooKeeper does not record who wrote a
+//!      version. Claiming "applied" could lose an increment, claiming "not applied" could
+//!      double one, so we report [`Error::OutcomeUnknown`];
+//!    * version further on, the node gone or recreated → **unknown**: our write may have been
+//!      one of the versions in between.
+//!
+//!    For a `create` (node missing): still missing → resend; present at version 0 with other
+//!    data → someone else created it, a conflict; otherwise unknown.
+//! 3. If the re-read itself cannot be done (the retry policy gives up, the client is closed),
+//!    the outcome is unknown.
+//!
+//! Residual assumption: counters are not deleted and recreated behind our back (a recreated
+//! node at the same version as our cached one is indistinguishable at write time; we limit
+//! how long a cached version is trusted to [`CACHE_TTL`] and check `czxid` when we can).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use zookeeper_client as zk;
+
+use super::{version_minus_one, Width};
+use crate::client::{Counters, CreateMode, CreateOptions};
+use crate::{path, Client, Error, Result};
+
+/// How long a cached (version, value) is tried before reading the node first. Bounds the
+/// window in which a deleted-and-recreated counter could be mistaken for the cached one.
+pub(crate) const CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// What we know of the counter node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// The node does not exist (counts as 0); the next write creates it.
+    Missing,
+    /// The node at data version `version`, created at `czxid`, holding `value`.
+    Present {
+        version: i32,
+        czxid: i64,
+        value: i64,
+    },
+}
+
+impl Known {
+    pub(crate) fn value(self) -> i64 {
+        match self {
+            Known::Missing => 0,
+            Known::Present { value, .. } => value,
+        }
+    }
+}
+
+/// A conditional write that certainly applied, or certainly did not because the node had moved
+/// on (another writer won).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Written {
+    Applied(Known),
+    Conflict,
+}
+
+/// What a re-read after a lost reply says about our write.
+enum Resolution {
+    /// Not applied and never will be; the node is where we expected: resend.
+    Unchanged,
+    /// Not applied: another writer got there first.
+    Superseded,
+    /// Cannot be known.
+    Unknown(String),
+}
+
+/// A counter node of one client (shared by every instance on that path, via the combiner).
+pub(crate) struct Engine {
+    pub(crate) client: Client,
+    /// The caller's path (without the namespace), for messages.
+    pub(crate) path: String,
+    /// The server-side path.
+    full: String,
+    pub(crate) width: Width,
+    cache: Mutex<Option<(Known, Instant)>>,
+}
+
+/// Errors that are the server's answer to the request itself: the request was refused (so a
+/// write was not applied). Everything else — connection loss, a timeout, an I/O error such as
+/// "connection reset by peer", session expiry, a reply that cannot be decoded — leaves the
+/// outcome of a write open.
+pub(crate) fn definitive(e: &zk::Error) -> bool {
+    use zk::Error as Z;
+    matches!(
+        e,
+        Z::NoNode
+            | Z::NoAuth
+            | Z::BadVersion
+            | Z::NoChildrenForEphemerals
+            | Z::NodeExists
+            | Z::NotEmpty
+            | Z::InvalidAcl
+            | Z::BadArguments(_)
+            | Z::NotReadOnly
+            | Z::QuotaExceeded
+            | Z::Throttled
+            | Z::MarshallingError
+            | Z::Unimplemented
+            | Z::ReconfigDisabled
+            | Z::NoWatcher
+    )
+}
+
+/// Maps an error of a read (safe to repeat) so that the client's retry loop tries again after
+/// anything but a definitive answer or a closed client: an I/O error or a session expiry on
+/// one try says nothing about the next one.
+pub(crate) fn read_error(e: zk::Error, op: &str, path: &str) -> Error {
+    match e {
+        zk::Error::ClientClosed => Error::from_zk(e, op, path),
+        e if definitive(&e) && !matches!(e, zk::Error::Throttled) => Error::from_zk(e, op, path),
+        e => Error::ConnectionLoss(format!("{op} {path}: {e}")),
+    }
+}
+
+impl Engine {
+    pub(crate) fn new(client: Client, path: &str, width: Width) -> Engine {
+        let full = client.full_path(path);
+        Engine {
+            client,
+            path: path.to_string(),
+            full,
+            width,
+            cache: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.client.is_closed() {
+            Err(Error::Closed(format!(
+                "counter {}: the client is closed",
+                self.path
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The cached knowledge, if recent enough to try a write on.
+    pub(crate) fn cached(&self) -> Option<Known> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .filter(|(_, at)| at.elapsed() < CACHE_TTL)
+            .map(|(k, _)| k)
+    }
+
+    pub(crate) fn remember(&self, known: Known) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        // Never move the cache back to an older version of the same node (a slow reader racing
+        // a fast writer); anything else (a first read, a recreated node) replaces it.
+        if let (
+            Some((
+                Known::Present {
+                    version: old,
+                    czxid: oc,
+                    ..
+                },
+                _,
+            )),
+            Known::Present { version, czxid, .. },
+        ) = (*cache, known)
+        {
+            if oc == czxid && super::version_is_newer(old, version) {
+                return;
+            }
+        }
+        *cache = Some((known, Instant::now()));
+    }
+
+    pub(crate) fn forget(&self) {
+        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Turns a read into knowledge: checks the node is a plain persistent node and decodes it.
+    fn interpret(&self, got: Option<(Vec<u8>, zk::Stat)>) -> Result<Known> {
+        let Some((data, stat)) = got else {
+            return Ok(Known::Missing);
+        };
+        check_counter_node(&self.path, &stat)?;
+        let value = self.width.decode(&self.path, &data)?;
+        Ok(Known::Present {
+            version: stat.version,
+            czxid: stat.czxid,
+            value,
+        })
+    }
+
+    /// Reads the node (under the client's retry policy; a read is safe to repeat).
+    pub(crate) async fn read(&self) -> Result<Known> {
+        self.check_open()?;
+        let full = self.full.as_str();
+        let path = self.path.as_str();
+        let counters = self.client.counters();
+        let got = self
+            .client
+            .retry(|zk| async move {
+                Counters::bump(&counters.get_data);
+                match zk.get_data(full).await {
+                    Ok(found) => Ok(Some(found)),
+                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(read_error(e, "get data", path)),
+                }
+            })
+            .await?;
+        let known = self.interpret(got)?;
+        self.remember(known);
+        Ok(known)
+    }
+
+    /// Writes `new_value` conditionally on `base` (setData at its version, or create if it was
+    /// missing). `Err(OutcomeUnknown)` when the outcome cannot be known; any other error means
+    /// not applied.
+    pub(crate) async fn write(&self, base: Known, new_value: i64) -> Result<Written> {
+        let data = self.width.encode(new_value);
+        let start = Instant::now();
+        let mut resends = 0u32;
+        let mut made_parents = false;
+        loop {
+            self.check_open()?;
+            // Waiting for a connection sends nothing: an error here is certain.
+            let zk = match self.client.zk().await {
+                Ok(zk) => zk,
+                Err(e) if e.is_retryable() => {
+                    self.backoff(&mut resends, start, e).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let counters = self.client.counters();
+            let sent = match base {
+                Known::Present { version: -1, .. } => return Err(version_minus_one(&self.path)),
+                Known::Present { version, .. } => {
+                    Counters::bump(&counters.set_data);
+                    zk.set_data(&self.full, &data, Some(version)).await
+                }
+                Known::Missing => {
+                    Counters::bump(&counters.create);
+                    let acl = &self.client.cfg().acl;
+                    let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(acl));
+                    zk.create(&self.full, &data, &options)
+                        .await
+                        .map(|(stat, _)| stat)
+                }
+            };
+            drop(zk);
+            let err = match (sent, base) {
+                (Ok(stat), _) => {
+                    if let Known::Present { czxid, .. } = base {
+                        if stat.czxid != czxid {
+                            // The node was recreated and reached our cached version: see the
+                            // module notes. Trust nothing cached from the old incarnation.
+                            self.forget();
+                        }
+                    }
+                    let known = Known::Present {
+                        version: stat.version,
+                        czxid: stat.czxid,
+                        value: new_value,
+                    };
+                    self.remember(known);
+                    return Ok(Written::Applied(known));
+                }
+                (Err(zk::Error::BadVersion | zk::Error::NoNode), Known::Present { .. })
+                | (Err(zk::Error::NodeExists), Known::Missing) => {
+                    self.forget();
+                    return Ok(Written::Conflict);
+                }
+                (Err(zk::Error::NoNode), Known::Missing) if !made_parents => {
+                    // Curator creates the counter's parents as containers (EnsurePathContainers).
+                    made_parents = true;
+                    self.make_parents().await?;
+                    continue;
+                }
+                (Err(e), _) => {
+                    let op = if base == Known::Missing {
+                        "create"
+                    } else {
+                        "set data"
+                    };
+                    if matches!(e, zk::Error::Throttled) {
+                        // Refused unprocessed by a loaded server: certainly not applied.
+                        self.backoff(&mut resends, start, Error::from_zk(e, op, &self.path))
+                            .await?;
+                        continue;
+                    }
+                    if definitive(&e) {
+                        return Err(Error::from_zk(e, op, &self.path)); // refused (NoAuth, ...): not applied
+                    }
+                    Error::ConnectionLoss(format!("{op} {}: {e}", self.path))
+                }
+            };
+            match self.resolve(base, &data, &err).await {
+                Resolution::Superseded => return Ok(Written::Conflict),
+                Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why)),
+                Resolution::Unchanged => {
+                    // Certainly not applied: resend under the client's retry policy.
+                    let err = Error::ConnectionLoss(format!(
+                        "{} (the write to {} was not applied)",
+                        err.message(),
+                        self.path
+                    ));
+                    self.backoff(&mut resends, start, err).await?;
+                }
+            }
+        }
+    }
+
+    /// Sleeps before the next try as the client's retry policy says, or returns `err` (which
+    /// must describe a write that was certainly not applied) when the policy gives up.
+    async fn backoff(&self, retries: &mut u32, start: Instant, err: Error) -> Result<()> {
+        match self
+            .client
+            .retry_policy()
+            .next_sleep(*retries, start.elapsed())
+        {
+            Some(sleep) => {
+                *retries += 1;
+                tokio::select! {
+                    _ = tokio::time::sleep(sleep) => Ok(()),
+                    _ = self.client.closed() => Err(Error::Closed(format!("counter {}: the client was closed", self.path))),
+                }
+            }
+            None => Err(err),
+        }
+    }
+
+    async fn make_parents(&self) -> Result<()> {
+        let parent = path::parent(&self.path);
+        if parent == "/" {
+            return Ok(());
+        }
+        match self
+            .client
+            .create(
+                parent,
+                &[],
+                CreateOptions::new(CreateMode::Container).parents(),
+            )
+            .await
+        {
+            Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// After a lost reply: sync, re-read, and decide (see the module notes).
+    async fn resolve(&self, base: Known, data: &[u8], cause: &Error) -> Resolution {
+        let unknown = |why: String| {
+            Resolution::Unknown(format!(
+                "the write of {} to {} may or may not have been applied: {why}",
+                fmt_bytes(data),
+                self.path
+            ))
+        };
+        if self.client.is_closed() {
+            return unknown(format!(
+                "the client was closed while it was in flight ({cause})"
+            ));
+        }
+        let full = self.full.as_str();
+        let path = self.path.as_str();
+        let counters = self.client.counters();
+        let got = self
+            .client
+            .retry(|zk| async move {
+                // Both requests are sent now, in this order; the session executes them in order.
+                let synced = zk.sync(full);
+                Counters::bump(&counters.get_data);
+                let read = zk.get_data(full);
+                let (synced, read) = tokio::join!(synced, read);
+                match synced {
+                    Ok(()) | Err(zk::Error::NoNode) => {}
+                    Err(e) => return Err(read_error(e, "sync", path)),
+                }
+                match read {
+                    Ok(found) => Ok(Some(found)),
+                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(read_error(e, "get data", path)),
+                }
+            })
+            .await;
+        let got = match got {
+            Ok(got) => got,
+            Err(e) => {
+                return unknown(format!(
+                    "its reply was lost ({cause}) and the node could not be read again ({e})"
+                ))
+            }
+        };
+        let now = got.as_ref().map(|(d, s)| (d.clone(), *s));
+        // Keep the cache true to what we just saw, whatever we conclude.
+        match self.interpret(got) {
+            Ok(k) => self.remember(k),
+            Err(_) => self.forget(),
+        }
+        match (base, now) {
+            (Known::Present { .. }, None) => unknown(format!("its reply was lost ({cause}) and the node is gone")),
+            (Known::Present { version, czxid, .. }, Some((d, s))) => {
+                if s.czxid != czxid {
+                    unknown(format!("its reply was lost ({cause}) and the node was recreated"))
+                } else if s.version == version {
+                    Resolution::Unchanged
+                } else if s.version == version.wrapping_add(1) && d != data {
+                    Resolution::Superseded
+                } else if s.version == version.wrapping_add(1) {
+                    unknown(format!(
+                        "its reply was lost ({cause}); the node now holds exactly these bytes at the next version, \
+                         which another writer starting from the same value would also have produced"
+                    ))
+                } else {
+                    unknown(format!(
+                        "its reply was lost ({cause}); the node moved on from version {version} to {} meanwhile",
+                        s.version
+                    ))
+                }
+            },
+            (Known::Missing, None) => Resolution::Unchanged,
+            (Known::Missing, Some((d, s))) if s.version == 0 && d != data => Resolution::Superseded,
+            (Known::Missing, Some(_)) => unknown(format!(
+                "its reply was lost ({cause}); the node exists now and may have been created by this write"
+            )),
+        }
+    }
+}
+
+/// A counter must be a persistent leaf. An ephemeral node (a lock or latch node) dies with its
+/// session; a node that has or had children is a directory — likely a lock's or latch's
+/// container, which ZooKeeper deletes once it is empty (servers report a container's
+/// ephemeralOwner as 0 to clients, so its history of children is what gives it away; a
+/// counter never has children). Counting there would silently lose the count.
+pub(crate) fn check_counter_node(path: &str, stat: &zk::Stat) -> Result<()> {
+    let what = if stat.ephemeral_owner != 0 {
+        format!(
+            "an ephemeral node of session {:#x} (a lock or latch node?)",
+            stat.ephemeral_owner
+        )
+    } else if stat.num_children > 0 || stat.cversion != 0 {
+        "a node that has or had children (a lock or latch directory? those are containers, deleted once empty)"
+            .to_string()
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(format!("counter path {path} is {what}; a counter must be a persistent leaf node, or the count would be lost")))
+}
+
+fn fmt_bytes(data: &[u8]) -> String {
+    let hex: Vec<String> = data.iter().map(|b| format!("{b:02x}")).collect();
+    format!("0x{}", hex.join(""))
+}

@@ -1,0 +1,605 @@
+//! [`SharedCount`]: Curator's SharedCount / SharedValue, a watched 4-byte integer.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, mpsc, watch};
+
+use super::engine::{check_counter_node, Engine, Known, Written};
+use super::{version_is_newer, version_minus_one, VersionedValue, Width};
+use crate::client::{ConnectionState, CreateMode, CreateOptions, NodeEvent, Watch};
+use crate::{path, runtime, Client, Error, Result};
+
+/// What a [`SharedCount`] listener hears (Curator's `SharedCountListener`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedCountEvent {
+    /// The count changed (by any client, this one included): the value and its version.
+    CountChanged(VersionedValue<i32>),
+    /// The client's connection state changed. After `Reconnected` the count is read again
+    /// (and a `CountChanged` follows if it moved meanwhile).
+    StateChanged(ConnectionState),
+}
+
+type Listener = Arc<dyn Fn(SharedCountEvent) + Send + Sync>;
+
+/// How long the watcher waits before reading again after a failed read.
+const REREAD_AFTER: Duration = Duration::from_millis(500);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Latent,
+    Starting,
+    Started,
+    Closed,
+}
+
+struct State {
+    phase: Phase,
+    current: VersionedValue<i32>,
+    czxid: i64,
+    /// Whether `current` came from the server (before `start`, it is the seed at version -1).
+    initialized: bool,
+    /// The version of the last `CountChanged` given to listeners.
+    notified: Option<i32>,
+}
+
+impl State {
+    /// Whether a value at `version` of the node created at `czxid` replaces ours: the first
+    /// one does, one of a recreated node does, otherwise only a newer version in wrapping
+    /// order (CURATOR-688: Curator's `>=` refused every version after the wrap to `i32::MIN`).
+    fn takes(&self, version: i32, czxid: i64) -> bool {
+        !self.initialized || self.czxid != czxid || version_is_newer(version, self.current.version)
+    }
+}
+
+struct Inner {
+    engine: Engine,
+    seed: i32,
+    state: Mutex<State>,
+    listeners: Mutex<Vec<(u64, Listener)>>,
+    next_listener: AtomicU64,
+    closed: AtomicBool,
+    stop: watch::Sender<bool>,
+    events: mpsc::UnboundedSender<SharedCountEvent>,
+    events_rx: Mutex<Option<mpsc::UnboundedReceiver<SharedCountEvent>>>,
+}
+
+/// Curator's `SharedCount`: an `i32` in one node (4 bytes, big-endian), kept up to date in
+/// every client that watches it.
+///
+/// [`start`](Self::start) creates the node with the seed if it is missing and reads it with a
+/// watch; from then on [`get_count`](Self::get_count) answers from memory and listeners hear
+/// every change made by any client (each watch event is followed by a re-read, and the count
+/// is read again after the connection comes back). [`try_set_count`](Self::try_set_count)
+/// writes only if the count is still at the version the caller saw.
+///
+/// **Data version wrap (CURATOR-688)**: ZooKeeper's data version is an `i32` that wraps from
+/// `i32::MAX` to `i32::MIN`. Curator compared versions with `>=` and stopped updating at the
+/// wrap; we compare them in wrapping (serial-number) order, so the count keeps updating across
+/// it. A node whose version is exactly -1 (reached on servers without ZOOKEEPER-4743) cannot
+/// be written conditionally, since ZooKeeper reads -1 as "any version": `try_set_count` then
+/// fails with [`Error::Overflow`] explaining this, instead of silently writing
+/// unconditionally; `set_count` moves the version on.
+///
+/// An empty node reads as 0 (as the distributed counters do); data of another length is
+/// [`Error::CorruptedData`]. A bad value written by someone else is skipped by the watcher (the
+/// last good count stays).
+pub struct SharedCount {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SharedCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.inner.lock();
+        f.debug_struct("SharedCount")
+            .field("path", &self.inner.engine.path)
+            .field("phase", &st.phase)
+            .field("current", &st.current)
+            .finish()
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn path(&self) -> &str {
+        &self.engine.path
+    }
+
+    fn client(&self) -> &Client {
+        &self.engine.client
+    }
+
+    /// Takes a value read or written at `version` if it is newer than what we have.
+    fn update(&self, version: i32, czxid: i64, value: i32) {
+        let mut st = self.lock();
+        if st.takes(version, czxid) {
+            st.current = VersionedValue { version, value };
+            st.czxid = czxid;
+            st.initialized = true;
+        }
+    }
+
+    /// Tells listeners about a value the watcher read, unless they heard of it already.
+    fn notify_read(&self, version: i32, value: i32) {
+        let fresh = {
+            let mut st = self.lock();
+            let fresh = st.notified.is_none_or_newer(version);
+            if fresh {
+                st.notified = Some(version);
+            }
+            fresh
+        };
+        if fresh {
+            self.emit(SharedCountEvent::CountChanged(VersionedValue {
+                version,
+                value,
+            }));
+        }
+    }
+
+    fn emit(&self, event: SharedCountEvent) {
+        if !self.closed.load(Ordering::SeqCst) {
+            let _ = self.events.send(event);
+        }
+    }
+
+    fn ensure_started(&self, op: &str) -> Result<()> {
+        match self.lock().phase {
+            Phase::Started => Ok(()),
+            Phase::Closed => Err(Error::Closed(format!(
+                "{op} on SharedCount {}: it is closed",
+                self.path()
+            ))),
+            _ => Err(Error::invalid(format!(
+                "{op} on SharedCount {}: call start() first",
+                self.path()
+            ))),
+        }
+    }
+}
+
+trait NewerThan {
+    fn is_none_or_newer(&self, version: i32) -> bool;
+}
+
+impl NewerThan for Option<i32> {
+    fn is_none_or_newer(&self, version: i32) -> bool {
+        match *self {
+            None => true,
+            Some(old) => version_is_newer(version, old),
+        }
+    }
+}
+
+fn decode(path: &str, data: &[u8]) -> Result<i32> {
+    Width::I32.decode(path, data).map(|v| v as i32)
+}
+
+impl SharedCount {
+    /// A shared count at `path` (validated) whose node is created with `seed` by
+    /// [`start`](Self::start) if it does not exist. Before `start`, the count is the seed at
+    /// version -1.
+    pub fn new(client: &Client, path: &str, seed: i32) -> Result<SharedCount> {
+        path::validate_path(path)?;
+        if path == "/" {
+            return Err(Error::invalid("the root node cannot be a shared count"));
+        }
+        let (events, events_rx) = mpsc::unbounded_channel();
+        Ok(SharedCount {
+            inner: Arc::new(Inner {
+                engine: Engine::new(client.clone(), path, Width::I32),
+                seed,
+                state: Mutex::new(State {
+                    phase: Phase::Latent,
+                    current: VersionedValue {
+                        version: -1,
+                        value: seed,
+                    },
+                    czxid: 0,
+                    initialized: false,
+                    notified: None,
+                }),
+                listeners: Mutex::new(Vec::new()),
+                next_listener: AtomicU64::new(1),
+                closed: AtomicBool::new(false),
+                stop: watch::channel(false).0,
+                events,
+                events_rx: Mutex::new(Some(events_rx)),
+            }),
+        })
+    }
+
+    /// The path.
+    pub fn path(&self) -> &str {
+        self.inner.path()
+    }
+
+    /// Creates the node with the seed if missing, reads it and starts watching. Once only:
+    /// a second call is `InvalidArgument`, a call after [`close`](Self::close) is `Closed`. If
+    /// it fails (connection, corrupted data), it may be called again.
+    pub async fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        {
+            let mut st = inner.lock();
+            match st.phase {
+                Phase::Latent => st.phase = Phase::Starting,
+                Phase::Closed => {
+                    return Err(Error::Closed(format!(
+                        "SharedCount {} is closed",
+                        inner.path()
+                    )))
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "SharedCount {} was already started",
+                        inner.path()
+                    )))
+                }
+            }
+        }
+        let result = self.start_inner().await;
+        let mut st = inner.lock();
+        match (&result, st.phase) {
+            (Ok(_), Phase::Starting) => st.phase = Phase::Started,
+            (Ok(_), _) => {} // closed meanwhile: the watcher sees the stop signal
+            (Err(_), Phase::Starting) => st.phase = Phase::Latent,
+            (Err(_), _) => {}
+        }
+        result
+    }
+
+    async fn start_inner(&self) -> Result<()> {
+        let inner = &self.inner;
+        let client = inner.client();
+        if client.is_closed() {
+            return Err(Error::Closed(format!(
+                "start SharedCount {}: the client is closed",
+                inner.path()
+            )));
+        }
+        // Subscribe before reading so that no state change between the two is missed.
+        let states = client.subscribe_events();
+        let seed = inner.seed.to_be_bytes();
+        match client
+            .create(
+                inner.path(),
+                &seed,
+                CreateOptions::new(CreateMode::Persistent).parents(),
+            )
+            .await
+        {
+            Ok(_) | Err(Error::NodeExists(_)) => {}
+            Err(e) => return Err(e),
+        }
+        let (data, stat, watch) = client.get_data_watch(inner.path()).await?;
+        check_counter_node(inner.path(), &stat)?;
+        let value = decode(inner.path(), &data)?;
+        inner.update(stat.version, stat.czxid, value);
+        inner.lock().notified = Some(stat.version);
+        let rx = inner
+            .events_rx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(rx) = rx {
+            runtime::spawn(dispatch(Arc::downgrade(inner), rx));
+        }
+        runtime::spawn(watch_count(inner.clone(), states, watch));
+        Ok(())
+    }
+
+    /// The count as last seen (the seed before [`start`](Self::start)).
+    pub fn get_count(&self) -> i32 {
+        self.inner.lock().current.value
+    }
+
+    /// The count with its data version, for [`try_set_count`](Self::try_set_count).
+    pub fn get_versioned_value(&self) -> VersionedValue<i32> {
+        self.inner.lock().current
+    }
+
+    /// Sets the count whatever it was.
+    pub async fn set_count(&self, count: i32) -> Result<()> {
+        let inner = &self.inner;
+        inner.ensure_started("set_count")?;
+        // An unconditional write may be repeated safely: the client's retrying set is right.
+        let stat = inner
+            .client()
+            .set_data(inner.path(), &count.to_be_bytes(), None)
+            .await?;
+        inner.update(stat.version, stat.czxid, count);
+        Ok(())
+    }
+
+    /// Sets the count to `count` only if it is still at `previous` (as returned by
+    /// [`get_versioned_value`](Self::get_versioned_value)). False if `previous` is stale (then
+    /// the fresh value is read, for `get_versioned_value`); `Err(OutcomeUnknown)` if the
+    /// write's reply was lost and its fate cannot be known; `Err(Overflow)` at data version -1
+    /// (see the type's documentation).
+    pub async fn try_set_count(&self, previous: &VersionedValue<i32>, count: i32) -> Result<bool> {
+        let inner = &self.inner;
+        inner.ensure_started("try_set_count")?;
+        let (current, czxid) = {
+            let st = inner.lock();
+            (st.current, st.czxid)
+        };
+        if *previous != current {
+            return Ok(false);
+        }
+        if previous.version == -1 {
+            return Err(version_minus_one(inner.path()));
+        }
+        let base = Known::Present {
+            version: previous.version,
+            czxid,
+            value: previous.value as i64,
+        };
+        match inner.engine.write(base, count as i64).await? {
+            Written::Applied(Known::Present { version, czxid, .. }) => {
+                inner.update(version, czxid, count);
+                Ok(true)
+            }
+            Written::Applied(Known::Missing) => {
+                Err(Error::Internal("a write reported a missing node".into()))
+            }
+            Written::Conflict => {
+                // Curator reads the value again so that the caller can retry with it.
+                let client = inner.client();
+                match client.get_data(inner.path()).await {
+                    Ok((data, stat)) => {
+                        if let Ok(value) = decode(inner.path(), &data) {
+                            inner.update(stat.version, stat.czxid, value);
+                        }
+                    }
+                    Err(Error::NoNode(_)) => {}
+                    Err(e) => return Err(e),
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Adds a listener; returns an id for [`remove_listener`](Self::remove_listener).
+    /// Listeners of one count run one at a time, in order, on a library thread.
+    pub fn add_listener(&self, listener: impl Fn(SharedCountEvent) + Send + Sync + 'static) -> u64 {
+        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, Arc::new(listener)));
+        id
+    }
+
+    /// Removes a listener; returns whether it was there.
+    pub fn remove_listener(&self, id: u64) -> bool {
+        let mut l = self
+            .inner
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let before = l.len();
+        l.retain(|(i, _)| *i != id);
+        l.len() != before
+    }
+
+    /// Stops watching and drops the listeners (none is called after this returns). The node
+    /// stays. Closing twice is a no-op; every later call but the getters gets `Closed`.
+    pub fn close(&self) {
+        let inner = &self.inner;
+        inner.lock().phase = Phase::Closed;
+        inner.closed.store(true, Ordering::SeqCst);
+        inner.stop.send_replace(true);
+        inner
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// [`start`](Self::start) for the blocking face.
+    pub fn start_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.start())?
+    }
+
+    /// [`set_count`](Self::set_count) for the blocking face.
+    pub fn set_count_blocking(&self, count: i32) -> Result<()> {
+        runtime::try_block_on(self.set_count(count))?
+    }
+
+    /// [`try_set_count`](Self::try_set_count) for the blocking face.
+    pub fn try_set_count_blocking(
+        &self,
+        previous: &VersionedValue<i32>,
+        count: i32,
+    ) -> Result<bool> {
+        runtime::try_block_on(self.try_set_count(previous, count))?
+    }
+}
+
+impl Drop for SharedCount {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Runs listeners in order, off the runtime's workers (a listener may block).
+async fn dispatch(
+    inner: std::sync::Weak<Inner>,
+    mut rx: mpsc::UnboundedReceiver<SharedCountEvent>,
+) {
+    while let Some(event) = rx.recv().await {
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        if strong.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let listeners: Vec<Listener> = strong
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        drop(strong);
+        if listeners.is_empty() {
+            continue;
+        }
+        let weak = inner.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for l in listeners {
+                if weak.upgrade().is_none_or_closed() {
+                    return;
+                }
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(event)));
+            }
+        })
+        .await;
+    }
+}
+
+trait ClosedCheck {
+    fn is_none_or_closed(&self) -> bool;
+}
+
+impl ClosedCheck for Option<Arc<Inner>> {
+    fn is_none_or_closed(&self) -> bool {
+        self.as_ref()
+            .map_or(true, |i| i.closed.load(Ordering::SeqCst))
+    }
+}
+
+type WatchFuture = Pin<Box<dyn Future<Output = NodeEvent> + Send>>;
+
+async fn next_event(w: &mut Option<WatchFuture>) -> NodeEvent {
+    match w {
+        Some(f) => f.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The watcher: re-reads after every watch event and after reconnection, and notifies.
+async fn watch_count(
+    inner: Arc<Inner>,
+    mut states: broadcast::Receiver<ConnectionState>,
+    first: Watch,
+) {
+    let mut stop = inner.stop.subscribe();
+    let client_closed = inner.client().closed();
+    tokio::pin!(client_closed);
+    let mut watch: Option<WatchFuture> = Some(Box::pin(first.changed()));
+    let mut reread_at: Option<Instant> = None;
+    loop {
+        let reread = tokio::select! {
+            _ = stop.wait_for(|s| *s) => return,
+            _ = &mut client_closed => return,
+            _ = next_event(&mut watch) => {
+                watch = None;
+                true
+            },
+            state = states.recv() => match state {
+                Ok(state) => {
+                    inner.emit(SharedCountEvent::StateChanged(state));
+                    // After RECONNECTED (possibly a new session, whose watches are gone) the
+                    // value may have moved while we were away.
+                    matches!(state, ConnectionState::Reconnected | ConnectionState::Connected)
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => true,
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = sleep_until(reread_at) => true,
+        };
+        if !reread {
+            continue;
+        }
+        reread_at = None;
+        match read_and_watch(&inner).await {
+            Ok(w) => watch = Some(w),
+            Err(_) if inner.closed.load(Ordering::SeqCst) => return,
+            Err(_) => reread_at = Some(Instant::now() + REREAD_AFTER),
+        }
+    }
+}
+
+/// Reads the count with a new watch (or, if the node is gone, watches for its creation).
+async fn read_and_watch(inner: &Inner) -> Result<WatchFuture> {
+    let client = inner.client();
+    loop {
+        match client.get_data_watch(inner.path()).await {
+            Ok((data, stat, watch)) => {
+                // A value that does not decode is skipped (the last good one stays), but the
+                // watch goes on so that a repaired value is seen.
+                if let Ok(value) = decode(inner.path(), &data) {
+                    inner.update(stat.version, stat.czxid, value);
+                    inner.notify_read(stat.version, value);
+                }
+                return Ok(Box::pin(watch.changed()));
+            }
+            Err(Error::NoNode(_)) => {
+                let (stat, watch) = client.exists_watch(inner.path()).await?;
+                if stat.is_none() {
+                    // A recreated node starts again at version 0: listen for any version.
+                    inner.lock().notified = None;
+                    return Ok(Box::pin(watch.changed()));
+                }
+                // Created between the two reads: read it again.
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(version: i32) -> State {
+        State {
+            phase: Phase::Started,
+            current: VersionedValue { version, value: 1 },
+            czxid: 7,
+            initialized: true,
+            notified: None,
+        }
+    }
+
+    #[test]
+    fn updates_keep_flowing_across_the_version_wrap() {
+        // CURATOR-688: after i32::MAX the server's version is i32::MIN, then i32::MIN + 1, ...
+        assert!(at(i32::MAX).takes(i32::MIN, 7));
+        assert!(at(i32::MIN).takes(i32::MIN + 1, 7));
+        assert!(at(-2).takes(0, 7)); // ZOOKEEPER-4743 servers skip -1
+        assert!(at(-2).takes(-1, 7));
+        // Older values (a slow read racing our own write) never move the count back.
+        assert!(!at(5).takes(4, 7));
+        assert!(!at(i32::MIN).takes(i32::MAX, 7));
+        assert!(!at(5).takes(5, 7));
+        // A recreated node (other czxid) starts again at version 0 and is taken.
+        assert!(at(5).takes(0, 8));
+        // Before the first read anything is taken.
+        let mut fresh = at(-1);
+        fresh.initialized = false;
+        assert!(fresh.takes(-5, 7));
+    }
+
+    #[test]
+    fn listeners_hear_versions_after_the_wrap() {
+        assert!(Some(i32::MAX).is_none_or_newer(i32::MIN));
+        assert!(None.is_none_or_newer(3));
+        assert!(!Some(3).is_none_or_newer(3));
+    }
+}

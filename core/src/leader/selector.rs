@@ -1,0 +1,779 @@
+//! LeaderSelector: leadership as a held InterProcessMutex, for as long as a callback runs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch, Notify};
+
+use super::common::{
+    read_leader, read_participants, sort_key, validate_group_path, validate_id, LostPolicy,
+    Participant, LOCK_NAME,
+};
+use crate::lock::{InterProcessMutex, LockLostPolicy};
+use crate::{runtime, Client, ConnectionState, Error, Owner, Result};
+
+/// Why leadership was cancelled (Curator's `CancelLeadershipException`, as a value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CancelReason {
+    /// The connection was SUSPENDED (standard policy): another participant may lead soon.
+    ConnectionSuspended,
+    /// The session was LOST (or the hold otherwise became invalid): another participant may
+    /// lead already.
+    SessionLost,
+    /// [`LeaderSelector::interrupt_leadership`] was called.
+    Interrupted,
+    /// The selector (or its client) was closed.
+    Closed,
+}
+
+/// The life cycle of a selector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SelectorState {
+    /// Made, not started.
+    Latent,
+    /// Taking part.
+    Started,
+    /// Closed for good.
+    Closed,
+}
+
+type CancelCallback = Box<dyn FnOnce(CancelReason) + Send>;
+
+struct CancelInner {
+    reason: Mutex<Option<CancelReason>>,
+    cv: Condvar,
+    tx: watch::Sender<Option<CancelReason>>,
+    callbacks: Mutex<Vec<CancelCallback>>,
+}
+
+struct CtxInner {
+    cancel: CancelInner,
+    fencing_token: Option<i64>,
+    id: String,
+    path: String,
+    term: u64,
+    client: Client,
+}
+
+/// What `take_leadership` gets: the term's cancellation token and its fencing token.
+///
+/// Leadership lasts while `take_leadership` runs. When it is cancelled — the connection is
+/// SUSPENDED or LOST (per the [`LostPolicy`]), [`interrupt_leadership`](LeaderSelector::interrupt_leadership),
+/// or [`close`](LeaderSelector::close) — the callee must stop acting as leader and return
+/// promptly; the mutex is released when it returns. Cloning shares the token.
+#[derive(Clone)]
+pub struct LeadershipContext {
+    inner: Arc<CtxInner>,
+}
+
+impl std::fmt::Debug for LeadershipContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeadershipContext")
+            .field("path", &self.inner.path)
+            .field("id", &self.inner.id)
+            .field("term", &self.inner.term)
+            .field("fencing_token", &self.inner.fencing_token)
+            .field("cancelled", &self.cancel_reason())
+            .finish()
+    }
+}
+
+impl LeadershipContext {
+    fn new(
+        client: Client,
+        path: String,
+        id: String,
+        term: u64,
+        fencing_token: Option<i64>,
+    ) -> LeadershipContext {
+        LeadershipContext {
+            inner: Arc::new(CtxInner {
+                cancel: CancelInner {
+                    reason: Mutex::new(None),
+                    cv: Condvar::new(),
+                    tx: watch::channel(None).0,
+                    callbacks: Mutex::new(Vec::new()),
+                },
+                fencing_token,
+                id,
+                path,
+                term,
+                client,
+            }),
+        }
+    }
+
+    /// Whether leadership is cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel_reason().is_some()
+    }
+
+    /// Why leadership was cancelled, if it was.
+    pub fn cancel_reason(&self) -> Option<CancelReason> {
+        *self
+            .inner
+            .cancel
+            .reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Resolves when leadership is cancelled, with the reason (for `select!` next to the work).
+    pub async fn cancelled(&self) -> CancelReason {
+        let mut rx = self.inner.cancel.tx.subscribe();
+        // The sender lives in `self`: it cannot be gone while we wait.
+        let reason = rx
+            .wait_for(|r| r.is_some())
+            .await
+            .map(|r| *r)
+            .ok()
+            .flatten();
+        reason.unwrap_or(CancelReason::Closed)
+    }
+
+    /// Blocks the calling thread until leadership is cancelled (`Some(reason)`) or `timeout`
+    /// passes (`None`); for blocking `take_leadership` callbacks. `None` timeout: no deadline.
+    pub fn wait_cancelled(&self, timeout: Option<Duration>) -> Option<CancelReason> {
+        let c = &self.inner.cancel;
+        let guard = c.reason.lock().unwrap_or_else(|e| e.into_inner());
+        match timeout {
+            None => *c
+                .cv
+                .wait_while(guard, |r| r.is_none())
+                .unwrap_or_else(|e| e.into_inner()),
+            Some(t) => {
+                *c.cv
+                    .wait_timeout_while(guard, t, |r| r.is_none())
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        }
+    }
+
+    /// Calls `f(reason)` once when leadership is cancelled (at once if it already is), on a
+    /// library thread (it may block). For faces: set a Python `threading.Event`, abort a JS
+    /// `AbortController`.
+    pub fn on_cancel(&self, f: impl FnOnce(CancelReason) + Send + 'static) {
+        let c = &self.inner.cancel;
+        let reason = c.reason.lock().unwrap_or_else(|e| e.into_inner());
+        match *reason {
+            Some(r) => {
+                drop(reason);
+                run_callbacks(vec![Box::new(f)], r);
+            }
+            None => c
+                .callbacks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Box::new(f)),
+        }
+    }
+
+    /// The fencing token of this leadership term: the lock node's czxid, strictly greater than
+    /// any earlier leader's. Pass it to the resources the leader writes to.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.inner.fencing_token
+    }
+
+    /// The leader path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// This participant's id.
+    pub fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    /// Which leadership term of this selector this is (1 for the first).
+    pub fn term(&self) -> u64 {
+        self.inner.term
+    }
+
+    /// The client (Curator passes it to `takeLeadership`).
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// Cancels; the first reason wins. Returns whether this call cancelled.
+    fn cancel(&self, reason: CancelReason) -> bool {
+        let c = &self.inner.cancel;
+        let mut r = c.reason.lock().unwrap_or_else(|e| e.into_inner());
+        if r.is_some() {
+            return false;
+        }
+        *r = Some(reason);
+        c.cv.notify_all();
+        c.tx.send_replace(Some(reason));
+        // Taken under the reason lock: on_cancel either ran before (queued) or sees the reason.
+        let callbacks = std::mem::take(&mut *c.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(r);
+        run_callbacks(callbacks, reason);
+        true
+    }
+}
+
+fn run_callbacks(callbacks: Vec<CancelCallback>, reason: CancelReason) {
+    if callbacks.is_empty() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("zkr-leadership-cancel".into())
+        .spawn(move || {
+            for cb in callbacks {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(reason)));
+            }
+        });
+}
+
+type AsyncLeader =
+    Arc<dyn Fn(LeadershipContext) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+type BlockingLeader = Arc<dyn Fn(&LeadershipContext) + Send + Sync>;
+
+#[derive(Clone)]
+enum TakeLeadership {
+    Async(AsyncLeader),
+    Blocking(BlockingLeader),
+}
+
+struct Control {
+    state: SelectorState,
+    queued: bool,
+    auto_requeue: bool,
+    policy: LostPolicy,
+    current: Option<LeadershipContext>,
+    /// Where the running take_leadership lives, so that a close from inside it does not wait
+    /// for itself.
+    callback_thread: Option<ThreadId>,
+    callback_task: Option<tokio::task::Id>,
+    worker: Option<tokio::task::JoinHandle<()>>,
+}
+
+struct Shared {
+    client: Client,
+    path: String,
+    id: String,
+    mutex: InterProcessMutex,
+    owner: Owner,
+    take: TakeLeadership,
+    control: Mutex<Control>,
+    leading: AtomicBool,
+    terms: AtomicU64,
+    wake: Notify,
+    closed: watch::Sender<bool>,
+    last_error: Mutex<Option<Error>>,
+}
+
+impl Shared {
+    fn control(&self) -> std::sync::MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Curator's LeaderSelector: leadership is an [`InterProcessMutex`] on the leader path (nodes
+/// `_c_<uuid>-lock-<seq>` holding the participant id), and lasts exactly as long as the
+/// `take_leadership` callback runs; the mutex is released when it returns. Fair: participants
+/// lead in the order they queued.
+///
+/// ```no_run
+/// # async fn demo(client: zkrecipes::Client) -> zkrecipes::Result<()> {
+/// use zkrecipes::leader::{LeaderSelector, LeadershipContext};
+///
+/// let selector = LeaderSelector::new(&client, "/services/billing/leader", "host-a", |ctx: LeadershipContext| async move {
+///     let token = ctx.fencing_token();
+///     tokio::select! {
+///         _ = ctx.cancelled() => {},             // SUSPENDED/LOST, interrupt or close
+///         _ = do_leader_work(token) => {},
+///     }
+/// })?;
+/// selector.auto_requeue();
+/// selector.start()?;
+/// # async fn do_leader_work(_: Option<i64>) {}
+/// # Ok(()) }
+/// ```
+///
+/// Dropping the selector closes it in the background (without waiting for `take_leadership`).
+pub struct LeaderSelector {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LeaderSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelector")
+            .field("path", &self.shared.path)
+            .field("id", &self.shared.id)
+            .field("state", &self.state())
+            .field("has_leadership", &self.has_leadership())
+            .finish()
+    }
+}
+
+impl LeaderSelector {
+    /// A selector on `path` for participant `id` (stored in the lock node; may be empty) whose
+    /// leadership runs the async `take_leadership(ctx)` on the library's runtime. Nothing
+    /// happens on the server before [`start`](Self::start).
+    ///
+    /// Errors: `InvalidArgument` for a bad path (including the root) or id.
+    pub fn new<F, Fut>(
+        client: &Client,
+        path: &str,
+        id: &str,
+        take_leadership: F,
+    ) -> Result<LeaderSelector>
+    where
+        F: Fn(LeadershipContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let f: AsyncLeader = Arc::new(move |ctx| Box::pin(take_leadership(ctx)));
+        LeaderSelector::build(client, path, id, TakeLeadership::Async(f))
+    }
+
+    /// Like [`new`](Self::new), with a blocking `take_leadership(&ctx)` run on a thread of its
+    /// own for each leadership (it may block, wait for a GIL, or call the blocking API; it
+    /// should watch [`LeadershipContext::is_cancelled`] or block in
+    /// [`LeadershipContext::wait_cancelled`]).
+    pub fn new_blocking<F>(
+        client: &Client,
+        path: &str,
+        id: &str,
+        take_leadership: F,
+    ) -> Result<LeaderSelector>
+    where
+        F: Fn(&LeadershipContext) + Send + Sync + 'static,
+    {
+        LeaderSelector::build(
+            client,
+            path,
+            id,
+            TakeLeadership::Blocking(Arc::new(take_leadership)),
+        )
+    }
+
+    fn build(
+        client: &Client,
+        path: &str,
+        id: &str,
+        take: TakeLeadership,
+    ) -> Result<LeaderSelector> {
+        validate_group_path("leader", path)?;
+        validate_id(id)?;
+        // Curator stores the id's UTF-8 bytes (an empty id: the client's default data, which
+        // we keep empty).
+        let mutex = InterProcessMutex::with_data(client, path, id.as_bytes().to_vec())?;
+        Ok(LeaderSelector {
+            shared: Arc::new(Shared {
+                client: client.clone(),
+                path: path.to_string(),
+                id: id.to_string(),
+                mutex,
+                owner: Owner::new(),
+                take,
+                control: Mutex::new(Control {
+                    state: SelectorState::Latent,
+                    queued: false,
+                    auto_requeue: false,
+                    policy: LostPolicy::Standard,
+                    current: None,
+                    callback_thread: None,
+                    callback_task: None,
+                    worker: None,
+                }),
+                leading: AtomicBool::new(false),
+                terms: AtomicU64::new(0),
+                wake: Notify::new(),
+                closed: watch::channel(false).0,
+                last_error: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Curator's `autoRequeue()`: after each leadership (and after an acquire that failed on
+    /// connection trouble), queue again by itself.
+    pub fn auto_requeue(&self) {
+        self.set_auto_requeue(true);
+    }
+
+    /// Turns automatic requeueing on or off.
+    pub fn set_auto_requeue(&self, on: bool) {
+        self.shared.control().auto_requeue = on;
+    }
+
+    /// Builder form of [`auto_requeue`](Self::auto_requeue).
+    pub fn with_auto_requeue(self) -> Self {
+        self.auto_requeue();
+        self
+    }
+
+    /// Which connection states cancel leadership; only before [`start`](Self::start).
+    pub fn set_lost_policy(&self, policy: LostPolicy) -> Result<()> {
+        let mut c = self.shared.control();
+        if c.state != SelectorState::Latent {
+            return Err(Error::invalid(format!(
+                "leader selector {}: the lost policy can only be set before start()",
+                self.shared.path
+            )));
+        }
+        c.policy = policy;
+        self.shared.mutex.set_lost_policy(match policy {
+            LostPolicy::Standard => LockLostPolicy::Standard,
+            LostPolicy::Session => LockLostPolicy::Session,
+        });
+        Ok(())
+    }
+
+    /// Builder form of [`set_lost_policy`](Self::set_lost_policy).
+    pub fn with_lost_policy(self, policy: LostPolicy) -> Result<Self> {
+        self.set_lost_policy(policy)?;
+        Ok(self)
+    }
+
+    /// This participant's id.
+    pub fn id(&self) -> &str {
+        &self.shared.id
+    }
+
+    /// The leader path.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// The life-cycle state.
+    pub fn state(&self) -> SelectorState {
+        self.shared.control().state
+    }
+
+    /// Joins the queue for leadership (in the background; returns at once).
+    ///
+    /// Errors: `InvalidArgument` when started twice, `Closed` after close or on a closed client.
+    pub fn start(&self) -> Result<()> {
+        let s = &self.shared;
+        if s.client.is_closed() {
+            return Err(Error::closed());
+        }
+        let mut c = s.control();
+        match c.state {
+            SelectorState::Latent => {}
+            SelectorState::Started => {
+                return Err(Error::invalid(format!(
+                    "leader selector {}: cannot be started more than once",
+                    s.path
+                )))
+            }
+            SelectorState::Closed => {
+                return Err(Error::Closed(format!(
+                    "leader selector {} is closed",
+                    s.path
+                )))
+            }
+        }
+        c.state = SelectorState::Started;
+        c.queued = true;
+        c.worker = Some(runtime::spawn(work(s.clone())));
+        Ok(())
+    }
+
+    /// Queues for leadership again (Curator's `requeue()`): `Ok(true)` if queued now,
+    /// `Ok(false)` if already queued or leading. `Closed` after close, `InvalidArgument` before
+    /// start.
+    pub fn requeue(&self) -> Result<bool> {
+        let s = &self.shared;
+        let mut c = s.control();
+        match c.state {
+            SelectorState::Started => {}
+            SelectorState::Latent => {
+                return Err(Error::invalid(format!(
+                    "leader selector {}: requeue() before start()",
+                    s.path
+                )))
+            }
+            SelectorState::Closed => {
+                return Err(Error::Closed(format!(
+                    "leader selector {} is closed",
+                    s.path
+                )))
+            }
+        }
+        if c.queued {
+            return Ok(false);
+        }
+        c.queued = true;
+        drop(c);
+        s.wake.notify_one();
+        Ok(true)
+    }
+
+    /// Cancels the current leadership, if any (its context reports
+    /// [`CancelReason::Interrupted`]); the selector requeues afterwards only with
+    /// [`auto_requeue`](Self::auto_requeue). Waiting participants are not affected.
+    pub fn interrupt_leadership(&self) {
+        let current = self.shared.control().current.clone();
+        if let Some(ctx) = current {
+            if ctx.cancel(CancelReason::Interrupted) {
+                self.shared.leading.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Whether this participant leads now: its `take_leadership` runs and has not been
+    /// cancelled.
+    pub fn has_leadership(&self) -> bool {
+        self.shared.leading.load(Ordering::SeqCst)
+    }
+
+    /// The fencing token of the current leadership, while leading.
+    pub fn leadership_epoch(&self) -> Option<i64> {
+        let current = self.shared.control().current.clone();
+        current
+            .filter(|c| !c.is_cancelled())
+            .and_then(|c| c.fencing_token())
+    }
+
+    /// How many leaderships this selector has started.
+    pub fn leadership_count(&self) -> u64 {
+        self.shared.terms.load(Ordering::SeqCst)
+    }
+
+    /// The last error the background worker met (it retries with auto requeue), if any.
+    pub fn last_error(&self) -> Option<Error> {
+        self.shared
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The current leader, read from the server: the participant holding the mutex, or
+    /// Curator's `Participant("", false)` when nobody takes part.
+    pub async fn get_leader(&self) -> Result<Participant> {
+        read_leader(&self.shared.client, &self.shared.path, lock_key).await
+    }
+
+    /// [`get_leader`](Self::get_leader) for the blocking face.
+    pub fn get_leader_blocking(&self) -> Result<Participant> {
+        runtime::try_block_on(self.get_leader())?
+    }
+
+    /// Every participant in queue order, ids read from the lock nodes, the leader flagged.
+    pub async fn get_participants(&self) -> Result<Vec<Participant>> {
+        read_participants(&self.shared.client, &self.shared.path, lock_key).await
+    }
+
+    /// [`get_participants`](Self::get_participants) for the blocking face.
+    pub fn get_participants_blocking(&self) -> Result<Vec<Participant>> {
+        runtime::try_block_on(self.get_participants())?
+    }
+
+    /// Leaves for good: cancels the current leadership ([`CancelReason::Closed`]), leaves the
+    /// queue, and waits until `take_leadership` has returned and the mutex is released — unless
+    /// called from inside `take_leadership` itself, which cannot be waited for. A participant
+    /// still waiting in the queue has its node removed in the background as close returns
+    /// (the mutex's cancelled-acquire cleanup). Closing again, or closing a selector never
+    /// started, is a no-op.
+    pub async fn close(&self) -> Result<()> {
+        let Some((worker, from_inside)) = self.begin_close() else {
+            return Ok(());
+        };
+        if let Some(worker) = worker {
+            if !from_inside {
+                let _ = worker.await;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`close`](Self::close) for the blocking face.
+    pub fn close_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.close())?
+    }
+
+    /// Marks the selector closed and cancels; returns the worker to wait for (and whether we
+    /// are inside take_leadership), or `None` if it was closed already.
+    #[allow(clippy::type_complexity)]
+    fn begin_close(&self) -> Option<(Option<tokio::task::JoinHandle<()>>, bool)> {
+        let s = &self.shared;
+        let mut c = s.control();
+        if c.state == SelectorState::Closed {
+            return None;
+        }
+        c.state = SelectorState::Closed;
+        c.queued = false;
+        let from_inside = c.callback_thread == Some(std::thread::current().id())
+            || (c.callback_task.is_some() && tokio::task::try_id() == c.callback_task);
+        let current = c.current.clone();
+        let worker = c.worker.take();
+        drop(c);
+        s.leading.store(false, Ordering::SeqCst);
+        if let Some(ctx) = current {
+            ctx.cancel(CancelReason::Closed);
+        }
+        s.closed.send_replace(true);
+        s.wake.notify_one();
+        Some((worker, from_inside))
+    }
+}
+
+impl Drop for LeaderSelector {
+    fn drop(&mut self) {
+        let _ = self.begin_close();
+    }
+}
+
+fn lock_key(name: &str) -> &str {
+    sort_key(name, LOCK_NAME)
+}
+
+/// The selector's worker: queue, acquire, lead while take_leadership runs, release, repeat.
+async fn work(s: Arc<Shared>) {
+    let mut closed = s.closed.subscribe();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        // Wait to be queued.
+        loop {
+            let notified = s.wake.notified();
+            {
+                let c = s.control();
+                if c.state == SelectorState::Closed {
+                    return;
+                }
+                if c.queued {
+                    break;
+                }
+            }
+            tokio::select! {
+                _ = notified => {},
+                _ = closed.wait_for(|c| *c) => return,
+            }
+        }
+        // Dropping the acquire (on close) removes its node and watch.
+        let acquired = tokio::select! {
+            r = s.mutex.acquire(s.owner, None) => r,
+            _ = closed.wait_for(|c| *c) => return,
+        };
+        match acquired {
+            Ok(true) => backoff = Duration::from_millis(50),
+            Ok(false) => continue,
+            Err(e) => {
+                let fatal = matches!(e, Error::Closed(_));
+                *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                if fatal {
+                    return;
+                }
+                {
+                    // Curator's doWorkLoop: without auto requeue, a failed attempt leaves the queue.
+                    let mut c = s.control();
+                    if !c.auto_requeue {
+                        c.queued = false;
+                        continue;
+                    }
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {},
+                    _ = closed.wait_for(|c| *c) => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(2));
+                continue;
+            }
+        }
+        lead(&s, &mut closed).await;
+        let _ = s.mutex.release(s.owner).await;
+        let mut c = s.control();
+        c.queued = c.auto_requeue && c.state == SelectorState::Started;
+    }
+}
+
+/// One leadership term: runs take_leadership until it returns, cancelling it on lost
+/// connection/session, interrupt or close.
+async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
+    let term = s.terms.fetch_add(1, Ordering::SeqCst) + 1;
+    let ctx = LeadershipContext::new(
+        s.client.clone(),
+        s.path.clone(),
+        s.id.clone(),
+        term,
+        s.mutex.fencing_token(s.owner),
+    );
+    let lost = s.mutex.lost_signal(s.owner);
+    {
+        let mut c = s.control();
+        if c.state == SelectorState::Closed {
+            ctx.cancel(CancelReason::Closed);
+        }
+        c.current = Some(ctx.clone());
+    }
+    // A hold that is already doubtful (a SUSPENDED between the acquire and now) starts cancelled.
+    if !s.mutex.is_held_valid(s.owner) && !ctx.is_cancelled() {
+        ctx.cancel(lost_reason(&s.client));
+    }
+    if !ctx.is_cancelled() {
+        s.leading.store(true, Ordering::SeqCst);
+    }
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    match &s.take {
+        TakeLeadership::Async(f) => {
+            let fut = f(ctx.clone());
+            let shared = s.clone();
+            // Its own task: a panic in the callee ends the term, not the worker. It records its
+            // id before the callee runs, so that a close() from inside never waits for itself.
+            runtime::spawn(async move {
+                shared.control().callback_task = Some(tokio::task::id());
+                fut.await;
+                let _ = done_tx.send(());
+            });
+        }
+        TakeLeadership::Blocking(f) => {
+            let (f, ctx2, shared) = (f.clone(), ctx.clone(), s.clone());
+            let spawned = std::thread::Builder::new()
+                .name("zkr-take-leadership".into())
+                .spawn(move || {
+                    shared.control().callback_thread = Some(std::thread::current().id());
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx2)));
+                    let _ = done_tx.send(());
+                });
+            match spawned {
+                Ok(_) => {}
+                Err(e) => {
+                    *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(
+                        Error::Internal(format!("cannot start a take_leadership thread: {e}")),
+                    );
+                }
+            }
+        }
+    }
+    tokio::pin!(lost);
+    tokio::pin!(done_rx);
+    let mut lost_seen = false;
+    let mut closed_seen = false;
+    loop {
+        tokio::select! {
+            // Returned, panicked (sender dropped) or never started.
+            _ = &mut done_rx => break,
+            was_lost = &mut lost, if !lost_seen => {
+                lost_seen = true;
+                if was_lost && ctx.cancel(lost_reason(&s.client)) {
+                    s.leading.store(false, Ordering::SeqCst);
+                }
+            },
+            _ = closed.wait_for(|c| *c), if !closed_seen => {
+                closed_seen = true;
+                ctx.cancel(CancelReason::Closed);
+                s.leading.store(false, Ordering::SeqCst);
+            },
+        }
+    }
+    s.leading.store(false, Ordering::SeqCst);
+    let mut c = s.control();
+    c.current = None;
+    c.callback_task = None;
+    c.callback_thread = None;
+}
+
+fn lost_reason(client: &Client) -> CancelReason {
+    match client.state() {
+        ConnectionState::Suspended => CancelReason::ConnectionSuspended,
+        _ => CancelReason::SessionLost,
+    }
+}

@@ -1,0 +1,592 @@
+//! Curator's LockInternals: the node protocol shared by the whole lock family.
+//!
+//! A contender creates a protected ephemeral-sequential node `_c_<uuid>-<lockName><seq>` under
+//! the lock path (parents as containers), lists the children, sorts them on the text after
+//! the lock name, and either holds the lock (the driver's predicate says so) or watches the
+//! one node it waits for with getData and re-checks when that node changes or vanishes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use zookeeper_client as zk;
+
+use crate::client::{Counters, Watch};
+use crate::{
+    path, runtime, Client, CreateMode, CreateOptions, DeleteOptions, Error, Owner, Result,
+};
+
+/// What a holder's node receives to be asked to release (Curator's `LockInternals.REVOKE_MESSAGE`).
+pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
+
+/// Curator's `fixForSorting`: the text after the last `lock_name`, or the whole name.
+pub(crate) fn fix_for_sorting<'a>(name: &'a str, lock_name: &str) -> &'a str {
+    match name.rfind(lock_name) {
+        Some(i) => &name[i + lock_name.len()..],
+        None => name,
+    }
+}
+
+/// How children are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sorter {
+    /// On the text after the last occurrence of this lock name (`lock-`).
+    Standard(&'static str),
+    /// The read/write lock's: after `__READ__`, then after `__WRIT__`, so that both kinds of
+    /// node share one sequence order.
+    ReadWrite,
+}
+
+pub(crate) const READ_LOCK_NAME: &str = "__READ__";
+pub(crate) const WRITE_LOCK_NAME: &str = "__WRIT__";
+
+impl Sorter {
+    fn key(self, name: &str) -> &str {
+        match self {
+            Sorter::Standard(lock_name) => fix_for_sorting(name, lock_name),
+            Sorter::ReadWrite => {
+                fix_for_sorting(fix_for_sorting(name, READ_LOCK_NAME), WRITE_LOCK_NAME)
+            }
+        }
+    }
+
+    /// Sorts in place. A stable sort, like Java's `Collections.sort`, so that ties keep the
+    /// server's order exactly as Curator would see them.
+    pub(crate) fn sort(self, children: &mut [String]) {
+        children.sort_by(|a, b| self.key(a).cmp(self.key(b)));
+    }
+}
+
+/// Curator's LockInternalsDriver predicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Driver {
+    /// Holds when our index is below `max_leases`; otherwise watches the node `max_leases`
+    /// places ahead (the predecessor, for a mutex), so one release wakes one waiter.
+    Standard { max_leases: usize },
+    /// The read lock: holds when no write node precedes ours (or when the same owner holds the
+    /// write lock); otherwise watches the first write node.
+    Read,
+}
+
+/// The outcome of the predicate for one sorted listing.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Predicate {
+    Granted,
+    /// Wait for this child (a node name) to change or go.
+    Watch(String),
+    /// Our node is not among the children ("Sequential path not found").
+    Missing,
+}
+
+impl Driver {
+    pub(crate) fn gets_the_lock(
+        self,
+        sorted: &[String],
+        ours: &str,
+        write_held_by_owner: bool,
+    ) -> Predicate {
+        match self {
+            Driver::Standard { max_leases } => match sorted.iter().position(|c| c == ours) {
+                None => Predicate::Missing,
+                Some(i) if i < max_leases => Predicate::Granted,
+                Some(_) => Predicate::Watch(sorted[0].clone()),
+            },
+            Driver::Read => {
+                if write_held_by_owner {
+                    return Predicate::Granted;
+                }
+                let mut first_write = None;
+                for (i, node) in sorted.iter().enumerate() {
+                    if node.contains(WRITE_LOCK_NAME) {
+                        first_write.get_or_insert(i);
+                    } else if node.starts_with(ours) {
+                        return match first_write {
+                            Some(w) => Predicate::Watch(sorted[w].clone()),
+                            None => Predicate::Granted,
+                        };
+                    }
+                }
+                Predicate::Missing
+            }
+        }
+    }
+}
+
+/// A lock node we created.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    /// The caller's path (without the namespace).
+    pub(crate) path: String,
+    /// The node's name (its last segment).
+    pub(crate) name: String,
+    /// Its czxid: the fencing token.
+    pub(crate) czxid: i64,
+    /// Its ephemeralOwner: the session it lives and dies with.
+    pub(crate) session: i64,
+}
+
+/// A granted attempt.
+pub(crate) struct Acquired {
+    pub(crate) node: Node,
+    /// Dropping it stops the revocation watcher of this node, if any.
+    pub(crate) revoke_stop: Option<watch::Sender<()>>,
+}
+
+/// Revocation: who to tell when `__REVOKE__` lands on our node.
+pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
+
+/// What one attempt needs besides the lock itself.
+pub(crate) struct AttemptOptions<'a> {
+    pub(crate) owner: Owner,
+    pub(crate) data: &'a [u8],
+    pub(crate) deadline: Option<Instant>,
+    /// Create a plain EPHEMERAL node with this sequence text instead of a sequential one
+    /// (the read lock taken by the write lock's holder, Curator 5.5+'s downgrade).
+    pub(crate) sequence: Option<String>,
+    /// Whether the same owner holds the write lock (read-lock driver only).
+    pub(crate) write_held: &'a (dyn Fn() -> bool + Send + Sync),
+    pub(crate) revocable: Option<RevokeListener>,
+}
+
+/// The lock path, the node naming and the predicate of one lock.
+#[derive(Clone)]
+pub(crate) struct Internals {
+    pub(crate) client: Client,
+    /// The lock path (the caller's, validated).
+    pub(crate) base: String,
+    pub(crate) lock_name: &'static str,
+    pub(crate) sorter: Sorter,
+    pub(crate) driver: Driver,
+}
+
+enum Outcome {
+    Granted(Acquired),
+    TimedOut,
+    /// Our node vanished or belongs to a dead session: try again with a new one.
+    NodeMissing(String),
+}
+
+/// Deletes a node we created unless disarmed: a failed, timed-out or cancelled (dropped)
+/// attempt leaves nothing behind.
+pub(crate) struct NodeGuard {
+    client: Client,
+    path: Option<String>,
+}
+
+impl NodeGuard {
+    pub(crate) fn new(client: &Client, path: &str) -> NodeGuard {
+        NodeGuard {
+            client: client.clone(),
+            path: Some(path.to_string()),
+        }
+    }
+
+    pub(crate) fn disarm(&mut self) {
+        self.path = None;
+    }
+
+    /// Deletes now and waits for it (the delete itself runs as its own task, so dropping
+    /// this future does not abort it).
+    pub(crate) async fn delete_now(&mut self) -> Result<()> {
+        match self.path.take() {
+            Some(p) => delete_node(&self.client, p).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for NodeGuard {
+    fn drop(&mut self) {
+        if let Some(p) = self.path.take() {
+            let client = self.client.clone();
+            runtime::spawn(async move {
+                let _ = client
+                    .delete(
+                        &p,
+                        DeleteOptions {
+                            guaranteed: true,
+                            ..Default::default()
+                        },
+                    )
+                    .await;
+            });
+        }
+    }
+}
+
+/// Curator's deleteOurPath: a guaranteed delete; a node already gone is fine. Runs as its own
+/// task so that a caller who stops waiting does not stop the delete.
+pub(crate) async fn delete_node(client: &Client, path: String) -> Result<()> {
+    let client = client.clone();
+    let task = runtime::spawn(async move {
+        match client
+            .delete(
+                &path,
+                DeleteOptions {
+                    guaranteed: true,
+                    ..Default::default()
+                },
+            )
+            .await
+        {
+            Ok(()) | Err(Error::NoNode(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    });
+    task.await.map_err(crate::client::join_error)?
+}
+
+/// Sleeps until `deadline` (forever when `None`).
+pub(crate) async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `now + timeout`, or `None` (wait forever) when there is no timeout or it does not fit.
+pub(crate) fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
+pub(crate) fn passed(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+impl Internals {
+    /// Curator's attemptLock: create our node and run the lock loop; when our node vanishes
+    /// (session expiry), try again under the client's retry policy. `Ok(None)` = timed out.
+    pub(crate) async fn attempt(&self, opts: &AttemptOptions<'_>) -> Result<Option<Acquired>> {
+        let start = Instant::now();
+        let mut retries = 0u32;
+        loop {
+            if self.client.is_closed() {
+                return Err(Error::closed());
+            }
+            match self.attempt_once(opts).await? {
+                Outcome::Granted(a) => return Ok(Some(a)),
+                Outcome::TimedOut => return Ok(None),
+                Outcome::NodeMissing(why) => match self
+                    .client
+                    .retry_policy()
+                    .next_sleep(retries, start.elapsed())
+                {
+                    Some(sleep) => {
+                        retries += 1;
+                        let wake = deadline_of(Some(sleep));
+                        let wake = match (wake, opts.deadline) {
+                            (Some(w), Some(d)) => Some(w.min(d)),
+                            (w, d) => w.or(d),
+                        };
+                        tokio::select! {
+                            _ = sleep_until(wake) => {},
+                            _ = self.client.closed() => return Err(Error::closed()),
+                        }
+                        if passed(opts.deadline) {
+                            return Ok(None);
+                        }
+                    }
+                    None => {
+                        return Err(Error::NoNode(format!(
+                            "acquire lock {}: {why}; the retry policy gave up",
+                            self.base
+                        )))
+                    }
+                },
+            }
+        }
+    }
+
+    async fn attempt_once(&self, opts: &AttemptOptions<'_>) -> Result<Outcome> {
+        let (node, first_listing) = self
+            .create_node(opts.data, opts.sequence.as_deref())
+            .await?;
+        let mut guard = NodeGuard::new(&self.client, &node.path);
+        let revoke_stop = opts
+            .revocable
+            .as_ref()
+            .map(|l| self.watch_revocation(&node.path, opts.owner, l.clone()));
+        let mut listing = first_listing.map(|c| (c, node.session));
+        loop {
+            let (mut children, session) = match listing.take() {
+                Some(l) => l,
+                None => self.children_with_session().await?,
+            };
+            // Grant only to a node of the current session: a node of an expired session is
+            // gone or going, and its position means nothing.
+            if session != node.session {
+                return Ok(Outcome::NodeMissing(format!(
+                    "our lock node {} belongs to session {:#x}, the client is now on session {session:#x}",
+                    node.path, node.session
+                )));
+            }
+            self.sorter.sort(&mut children);
+            let watch_name =
+                match self
+                    .driver
+                    .gets_the_lock(&children, &node.name, (opts.write_held)())
+                {
+                    Predicate::Granted => {
+                        guard.disarm();
+                        return Ok(Outcome::Granted(Acquired { node, revoke_stop }));
+                    }
+                    Predicate::Missing => {
+                        return Ok(Outcome::NodeMissing(format!(
+                            "sequential path not found: {}",
+                            node.path
+                        )));
+                    }
+                    Predicate::Watch(name) => name,
+                };
+            if passed(opts.deadline) {
+                let _ = guard.delete_now().await;
+                return Ok(Outcome::TimedOut);
+            }
+            // getData, not exists: a watch on a node that is already gone would never fire
+            // and would stay on the server.
+            let watched = path::join(&self.base, &watch_name);
+            match self.get_data_watch_with_session(&watched).await {
+                Err(Error::NoNode(_)) => continue, // released meanwhile: look again at once
+                Err(e) => return Err(e),
+                Ok((_, s)) if s != node.session => {
+                    return Ok(Outcome::NodeMissing(format!(
+                        "session changed from {:#x} to {s:#x} while waiting for {}",
+                        node.session, node.path
+                    )))
+                }
+                Ok((w, _)) => {
+                    tokio::select! {
+                        _ = w.changed() => {},
+                        _ = sleep_until(opts.deadline) => {
+                            let _ = guard.delete_now().await;
+                            return Ok(Outcome::TimedOut);
+                        },
+                        _ = self.client.closed() => return Err(Error::closed()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Creates our protected node and, pipelined behind the create, lists the lock's children:
+    /// ZooKeeper runs one session's requests in order, so the listing already shows our node
+    /// and the uncontended acquire costs one round trip. After a connection loss the node is
+    /// looked up by its `_c_<uuid>-` prefix before creating again (never two nodes).
+    async fn create_node(
+        &self,
+        data: &[u8],
+        sequence: Option<&str>,
+    ) -> Result<(Node, Option<Vec<String>>)> {
+        let client = &self.client;
+        let prefix = format!("_c_{}-", uuid::Uuid::new_v4());
+        let user_node = path::join(
+            &self.base,
+            &format!("{prefix}{}{}", self.lock_name, sequence.unwrap_or("")),
+        );
+        let full_node = client.full_path(&user_node);
+        let full_base = client.full_path(&self.base);
+        let (mode, zk_mode) = match sequence {
+            Some(_) => (CreateMode::Ephemeral, zk::CreateMode::Ephemeral),
+            None => (
+                CreateMode::EphemeralSequential,
+                zk::CreateMode::EphemeralSequential,
+            ),
+        };
+        let mut tries = 0u32;
+        let result = client
+            .retry(|zk| {
+                tries += 1;
+                let recovering = tries > 1;
+                let (prefix, user_node, full_node, full_base) =
+                    (&prefix, &user_node, &full_node, &full_base);
+                async move {
+                    if recovering {
+                        if let Some(found) =
+                            client.find_protected(&zk, &self.base, prefix, mode).await?
+                        {
+                            let name = path::node_name(&found.path).to_string();
+                            let node = Node {
+                                path: found.path,
+                                name,
+                                czxid: found.stat.czxid,
+                                session: found.stat.ephemeral_owner,
+                            };
+                            return Ok((node, None));
+                        }
+                    }
+                    let mut made_parents = false;
+                    loop {
+                        let acl = &client.cfg().acl;
+                        let options = zk_mode.with_acls(zk::Acls::new(acl));
+                        Counters::bump(&client.counters().create);
+                        Counters::bump(&client.counters().get_children);
+                        // Both requests are on the wire before either reply is awaited.
+                        let create = zk.create(full_node, data, &options);
+                        let list = zk.list_children(full_base);
+                        let (created, listed) = tokio::join!(create, list);
+                        match created {
+                            Ok((stat, seq)) => {
+                                let full = if sequence.is_none() {
+                                    format!("{full_node}{seq}")
+                                } else {
+                                    full_node.clone()
+                                };
+                                let path = client.user_path(&full);
+                                let name = path::node_name(&path).to_string();
+                                let node = Node {
+                                    path,
+                                    name,
+                                    czxid: stat.czxid,
+                                    session: stat.ephemeral_owner,
+                                };
+                                return Ok((node, listed.ok()));
+                            }
+                            Err(zk::Error::NoNode) if !made_parents => {
+                                made_parents = true;
+                                match client
+                                    .create(
+                                        &self.base,
+                                        &[],
+                                        CreateOptions::new(CreateMode::Container).parents(),
+                                    )
+                                    .await
+                                {
+                                    Ok(_) | Err(Error::NodeExists(_)) => {}
+                                    Err(e) => return Err(e),
+                                }
+                            }
+                            Err(e) => return Err(Error::from_zk(e, "create", user_node)),
+                        }
+                    }
+                }
+            })
+            .await;
+        if let Err(e) = &result {
+            if tries > 0 && (e.is_retryable() || matches!(e, Error::Closed(_))) {
+                // Gave up while a create's outcome is unknown: remove the node if it was made
+                // (Curator's findAndDeleteProtectedNodeInBackground).
+                self.delete_protected_in_background(prefix);
+            }
+        }
+        result
+    }
+
+    fn delete_protected_in_background(&self, prefix: String) {
+        let weak = self.client.downgrade();
+        let base = self.base.clone();
+        runtime::spawn(async move {
+            for _ in 0..30 {
+                let Some(client) = weak.upgrade() else { return };
+                if client.is_closed() {
+                    return; // the session's close removes an ephemeral anyway
+                }
+                if let Ok(zk) = client.zk().await {
+                    match client
+                        .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
+                        .await
+                    {
+                        Ok(None) => return,
+                        Ok(Some(found)) => {
+                            match client.delete(&found.path, DeleteOptions::default()).await {
+                                Ok(()) | Err(Error::NoNode(_)) => return,
+                                Err(_) => {}
+                            }
+                        }
+                        Err(_) => {}
+                    }
+                }
+                drop(client);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+
+    /// The lock's children and the session that listed them (none if the lock path is gone).
+    async fn children_with_session(&self) -> Result<(Vec<String>, i64)> {
+        let full = self.client.full_path(&self.base);
+        self.client
+            .retry(|zk| {
+                let full = full.clone();
+                async move {
+                    Counters::bump(&self.client.counters().get_children);
+                    match zk.list_children(&full).await {
+                        Ok(c) => Ok((c, zk.session_id().0)),
+                        Err(zk::Error::NoNode) => Ok((Vec::new(), zk.session_id().0)),
+                        Err(e) => Err(Error::from_zk(e, "get children", &self.base)),
+                    }
+                }
+            })
+            .await
+    }
+
+    /// getData with a watch, and the session the watch lives in.
+    async fn get_data_watch_with_session(&self, user_path: &str) -> Result<(Watch, i64)> {
+        let full = self.client.full_path(user_path);
+        self.client
+            .retry(|zk| {
+                let full = full.clone();
+                async move {
+                    Counters::bump(&self.client.counters().get_data);
+                    let (_, _, w) = zk
+                        .get_and_watch_data(&full)
+                        .await
+                        .map_err(|e| Error::from_zk(e, "get data", user_path))?;
+                    Ok((Watch::new(&self.client, w), zk.session_id().0))
+                }
+            })
+            .await
+    }
+
+    /// The sorted children, as full caller paths; none when the lock path does not exist.
+    pub(crate) async fn participant_nodes(&self, only_own_kind: bool) -> Result<Vec<String>> {
+        let mut children = match self.client.get_children(&self.base).await {
+            Ok(c) => c,
+            Err(Error::NoNode(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        self.sorter.sort(&mut children);
+        Ok(children
+            .into_iter()
+            .filter(|c| !only_own_kind || c.contains(self.lock_name))
+            .map(|c| path::join(&self.base, &c))
+            .collect())
+    }
+
+    /// Curator's revocable watcher: a getData watch on our node; when `__REVOKE__` is written
+    /// there, the listener hears it. Ends when the returned sender is dropped (the watch is
+    /// then removed) or the node goes.
+    fn watch_revocation(
+        &self,
+        node: &str,
+        owner: Owner,
+        listener: RevokeListener,
+    ) -> watch::Sender<()> {
+        let (stop_tx, mut stop_rx) = watch::channel(());
+        let weak = self.client.downgrade();
+        let node = node.to_string();
+        runtime::spawn(async move {
+            loop {
+                let Some(client) = weak.upgrade() else { return };
+                let (data, _, w) = tokio::select! {
+                    r = client.get_data_watch(&node) => match r { Ok(x) => x, Err(_) => return },
+                    _ = stop_rx.changed() => return,
+                };
+                drop(client);
+                if data == REVOKE_MESSAGE {
+                    let l = listener.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(owner)));
+                    });
+                }
+                tokio::select! {
+                    e = w.changed() => match e.kind {
+                        crate::client::NodeEventKind::DataChanged => continue,
+                        _ => return,
+                    },
+                    _ = stop_rx.changed() => return,
+                }
+            }
+        });
+        stop_tx
+    }
+}

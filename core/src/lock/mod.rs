@@ -1,0 +1,220 @@
+//! Curator's lock family: [`InterProcessMutex`] and friends (issue 3).
+//!
+//! Wire layout (Curator 5.x, DESIGN.md): each contender creates a protected
+//! ephemeral-sequential node `_c_<uuid>-lock-<10 digits>` under the lock path (parents as
+//! containers); the children sorted on the text after the last `lock-` form the line, the
+//! holder is index 0, and each waiter watches only its predecessor with getData, so one
+//! release wakes one waiter. The read/write lock names its nodes `__READ__`/`__WRIT__`;
+//! the semaphore takes the mutex at `path/locks` before creating `path/leases/_c_<uuid>-lease-<seq>`.
+
+mod internals;
+mod multi;
+mod mutex;
+mod rwlock;
+mod semaphore;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+pub use self::multi::InterProcessMultiLock;
+pub use self::mutex::{InterProcessMutex, LockLostPolicy, ReleaseStatus};
+pub use self::rwlock::InterProcessReadWriteLock;
+pub use self::semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
+use crate::{path, runtime, Client, Error, Owner, Result};
+
+/// A boxed future, for [`InterProcessLock`]'s object-safe methods.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Curator's InterProcessLock: what every lock of the family offers, object-safe, so that an
+/// [`InterProcessMultiLock`] can combine different kinds.
+pub trait InterProcessLock: Send + Sync {
+    /// Acquires for `owner` within `timeout` (`None`: until acquired); whether it was acquired.
+    fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> BoxFuture<'_, Result<bool>>;
+
+    /// Releases `owner`'s hold.
+    fn release(&self, owner: Owner) -> BoxFuture<'_, Result<()>>;
+
+    /// Whether the lock is held in this process.
+    fn is_acquired_in_this_process(&self) -> bool;
+}
+
+impl InterProcessLock for InterProcessMutex {
+    fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(InterProcessMutex::acquire(self, owner, timeout))
+    }
+
+    fn release(&self, owner: Owner) -> BoxFuture<'_, Result<()>> {
+        Box::pin(InterProcessMutex::release(self, owner))
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessMutex::is_acquired_in_this_process(self)
+    }
+}
+
+/// Not reentrant and not owned: the owner is ignored (any owner may release).
+impl InterProcessLock for InterProcessSemaphoreMutex {
+    fn acquire(&self, _owner: Owner, timeout: Option<Duration>) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(InterProcessSemaphoreMutex::acquire(self, timeout))
+    }
+
+    fn release(&self, _owner: Owner) -> BoxFuture<'_, Result<()>> {
+        Box::pin(InterProcessSemaphoreMutex::release(self))
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessSemaphoreMutex::is_acquired_in_this_process(self)
+    }
+}
+
+/// Curator's `Revoker.attemptRevoke`: writes `__REVOKE__` into the lock node at `node_path`
+/// (typically one of [`InterProcessMutex::participant_nodes`]) to ask its holder to release.
+/// A node that is already gone is fine. Revocation is cooperative: the holder's
+/// [`make_revocable`](InterProcessMutex::make_revocable) listener decides.
+pub async fn attempt_revoke(client: &Client, node_path: &str) -> Result<()> {
+    path::validate_path(node_path)?;
+    match client
+        .set_data(node_path, internals::REVOKE_MESSAGE, None)
+        .await
+    {
+        Ok(_) | Err(Error::NoNode(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`attempt_revoke`] for the blocking face.
+pub fn attempt_revoke_blocking(client: &Client, node_path: &str) -> Result<()> {
+    runtime::try_block_on(attempt_revoke(client, node_path))?
+}
+
+/// A timeout in milliseconds as the faces pass it: `-1` = wait forever (`None`), `0` = try
+/// once, any other negative value is an `InvalidArgument`.
+pub fn timeout_from_millis(ms: i64) -> Result<Option<Duration>> {
+    match ms {
+        -1 => Ok(None),
+        ms if ms < 0 => Err(Error::invalid(format!(
+            "timeout of {ms} ms is negative (use -1 to wait forever)"
+        ))),
+        ms => Ok(Some(Duration::from_millis(ms as u64))),
+    }
+}
+
+/// A timeout in seconds as Python passes it: `None`-equivalent is the caller's; negative or
+/// NaN is an `InvalidArgument`; infinity waits forever.
+pub fn timeout_from_secs_f64(secs: f64) -> Result<Option<Duration>> {
+    if secs.is_nan() || secs < 0.0 {
+        return Err(Error::invalid(format!(
+            "timeout of {secs} s is negative or not a number"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(secs).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::internals::{fix_for_sorting, Driver, Predicate, Sorter};
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn sorts_on_the_text_after_the_last_lock_name() {
+        let mut c = names(&[
+            "_c_b0000000-0000-4000-8000-000000000000-lock-0000000002",
+            "_c_a0000000-0000-4000-8000-000000000000-lock-0000000010",
+            "_c_c0000000-0000-4000-8000-000000000000-lock-0000000001",
+        ]);
+        Sorter::Standard("lock-").sort(&mut c);
+        assert!(
+            c[0].ends_with("0000000001")
+                && c[1].ends_with("0000000002")
+                && c[2].ends_with("0000000010")
+        );
+        assert_eq!(
+            fix_for_sorting("x-lock-lock-0000000007", "lock-"),
+            "0000000007"
+        );
+        assert_eq!(fix_for_sorting("other", "lock-"), "other");
+    }
+
+    #[test]
+    fn read_write_nodes_share_one_order() {
+        let mut c = names(&[
+            "_c_1-__WRIT__0000000003",
+            "_c_2-__READ__0000000001",
+            "_c_3-__READ__0000000004",
+        ]);
+        Sorter::ReadWrite.sort(&mut c);
+        assert_eq!(
+            c,
+            names(&[
+                "_c_2-__READ__0000000001",
+                "_c_1-__WRIT__0000000003",
+                "_c_3-__READ__0000000004"
+            ])
+        );
+    }
+
+    #[test]
+    fn standard_driver_watches_the_predecessor_only() {
+        let c = names(&["a-lock-1", "b-lock-2", "c-lock-3"]);
+        let d = Driver::Standard { max_leases: 1 };
+        assert_eq!(d.gets_the_lock(&c, "a-lock-1", false), Predicate::Granted);
+        assert_eq!(
+            d.gets_the_lock(&c, "c-lock-3", false),
+            Predicate::Watch("b-lock-2".into())
+        );
+        assert_eq!(d.gets_the_lock(&c, "z-lock-9", false), Predicate::Missing);
+    }
+
+    #[test]
+    fn read_driver_waits_only_for_an_earlier_writer() {
+        let c = names(&["r1__READ__1", "w1__WRIT__2", "r2__READ__3", "w2__WRIT__4"]);
+        assert_eq!(
+            Driver::Read.gets_the_lock(&c, "r1__READ__1", false),
+            Predicate::Granted
+        );
+        assert_eq!(
+            Driver::Read.gets_the_lock(&c, "r2__READ__3", false),
+            Predicate::Watch("w1__WRIT__2".into())
+        );
+        assert_eq!(
+            Driver::Read.gets_the_lock(&c, "r2__READ__3", true),
+            Predicate::Granted
+        );
+        assert_eq!(
+            Driver::Read.gets_the_lock(&c, "nope", false),
+            Predicate::Missing
+        );
+    }
+
+    #[test]
+    fn timeouts_from_faces() {
+        assert_eq!(timeout_from_millis(-1).unwrap(), None);
+        assert_eq!(timeout_from_millis(0).unwrap(), Some(Duration::ZERO));
+        assert_eq!(
+            timeout_from_millis(1500).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        assert!(matches!(
+            timeout_from_millis(-2),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            timeout_from_secs_f64(-0.5),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            timeout_from_secs_f64(f64::NAN),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(timeout_from_secs_f64(f64::INFINITY).unwrap(), None);
+        assert_eq!(
+            timeout_from_secs_f64(1.5).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+    }
+}

@@ -1,0 +1,672 @@
+//! InterProcessMutex: Curator's reentrant distributed mutex, with reentrancy per [`Owner`],
+//! fencing tokens, a lock-lost signal and a pipelined acquire.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
+
+use super::internals::{
+    deadline_of, delete_node, fix_for_sorting, sleep_until, Acquired, AttemptOptions, Driver,
+    Internals, Node, RevokeListener, Sorter, WRITE_LOCK_NAME,
+};
+use crate::{path, runtime, Client, ConnectionState, Error, Owner, Result};
+
+/// When a hold counts as lost (Curator's ConnectionStateErrorPolicy).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LockLostPolicy {
+    /// Curator's StandardConnectionStateErrorPolicy: the hold is lost as soon as the connection
+    /// is SUSPENDED (the session may be expiring unseen) or LOST. The safe default.
+    #[default]
+    Standard,
+    /// Curator's SessionConnectionStateErrorPolicy: the hold is lost only when the session is
+    /// LOST (or replaced); a SUSPENDED connection that comes back keeps it.
+    Session,
+}
+
+impl LockLostPolicy {
+    fn to_u8(self) -> u8 {
+        match self {
+            LockLostPolicy::Standard => 0,
+            LockLostPolicy::Session => 1,
+        }
+    }
+
+    fn from_u8(v: u8) -> LockLostPolicy {
+        if v == 1 {
+            LockLostPolicy::Session
+        } else {
+            LockLostPolicy::Standard
+        }
+    }
+}
+
+/// What a [`release`](InterProcessMutex::release_with_status) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseStatus {
+    /// A reentrant hold went down by one; this many acquires remain to be released.
+    StillHeld(u32),
+    /// The last release: our lock node is deleted.
+    Released,
+    /// The hold had already been reported lost (connection SUSPENDED/LOST); it is now gone,
+    /// and its node was deleted if it was still there.
+    WasLost,
+}
+
+type LostCallback = Arc<dyn Fn(Owner) + Send + Sync>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HoldState {
+    lost: bool,
+    ended: bool,
+}
+
+/// One owner's hold: DESIGN.md § Owners (owner, lock node, count, session, fencing token).
+struct Hold {
+    node: Node,
+    count: u32,
+    valid: bool,
+    state: watch::Sender<HoldState>,
+    _revoke_stop: Option<watch::Sender<()>>,
+}
+
+enum Slot {
+    /// An acquire of this owner is in flight; a second one of the same owner waits for it
+    /// (dropping the sender ends the wait) rather than creating a second node.
+    Acquiring {
+        id: u64,
+        done: watch::Receiver<()>,
+    },
+    Held(Hold),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Mutex,
+    Read,
+    Write,
+}
+
+pub(crate) struct Shared {
+    internals: Internals,
+    kind: Kind,
+    data: Vec<u8>,
+    slots: Mutex<HashMap<Owner, Slot>>,
+    policy: AtomicU8,
+    lost_callbacks: Mutex<Vec<LostCallback>>,
+    revocation: Mutex<Option<RevokeListener>>,
+    /// The read lock's write lock (for the owner-holds-write rule and the downgrade).
+    write_lock: Option<Weak<Shared>>,
+    monitor: Mutex<Option<tokio::task::AbortHandle>>,
+    next_attempt: AtomicU64,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(m) = self
+            .monitor
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            m.abort();
+        }
+    }
+}
+
+/// Curator's InterProcessMutex: a reentrant mutex across processes, fair (first come, first
+/// served), with Curator 5.x's node layout so that Curator and zkrecipes processes share it.
+///
+/// Reentrancy is per [`Owner`]: the same owner may acquire again without a round trip and must
+/// release as many times; a different owner contends for real, also in this process. The
+/// object is cheap to clone and clones share one hold table, like one Curator instance used by
+/// many threads; a second [`InterProcessMutex::new`] on the same path is a separate contender.
+///
+/// Beyond Curator: each hold has a [fencing token](Self::fencing_token) (the lock node's czxid,
+/// strictly increasing from one holder to the next), a [lost signal](Self::lost_signal) (the
+/// session went SUSPENDED or LOST, see [`LockLostPolicy`]), and the uncontended acquire sends
+/// its create and getChildren together (one round trip).
+#[derive(Clone)]
+pub struct InterProcessMutex {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for InterProcessMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterProcessMutex")
+            .field("path", &self.shared.internals.base)
+            .field("lock_name", &self.shared.internals.lock_name)
+            .field(
+                "holders",
+                &self
+                    .shared
+                    .lock_slots()
+                    .values()
+                    .filter(|s| matches!(s, Slot::Held(_)))
+                    .count(),
+            )
+            .finish()
+    }
+}
+
+/// The longest name we append to a lock path: `/_c_<36>-` + lock name + 19 digits.
+const NODE_SUFFIX_LEN: usize = 1 + 3 + 36 + 1 + 8 + 19;
+
+impl InterProcessMutex {
+    /// A mutex on `path` (validated: an absolute ZooKeeper path).
+    pub fn new(client: &Client, path: &str) -> Result<InterProcessMutex> {
+        InterProcessMutex::with_data(client, path, Vec::new())
+    }
+
+    /// A mutex whose lock nodes carry `data` (for example a participant id, as LeaderSelector
+    /// stores).
+    pub fn with_data(client: &Client, path: &str, data: Vec<u8>) -> Result<InterProcessMutex> {
+        let internals = Internals {
+            client: client.clone(),
+            base: path.to_string(),
+            lock_name: "lock-",
+            sorter: Sorter::Standard("lock-"),
+            driver: Driver::Standard { max_leases: 1 },
+        };
+        InterProcessMutex::build(internals, Kind::Mutex, data, None)
+    }
+
+    pub(crate) fn build(
+        internals: Internals,
+        kind: Kind,
+        data: Vec<u8>,
+        write_lock: Option<Weak<Shared>>,
+    ) -> Result<InterProcessMutex> {
+        let base = &internals.base;
+        path::validate_path(base)?;
+        if base.len() + NODE_SUFFIX_LEN > path::MAX_PATH_LEN {
+            return Err(Error::invalid(format!(
+                "lock path of {} bytes is too long: its lock nodes would pass the {}-byte path limit",
+                base.len(),
+                path::MAX_PATH_LEN
+            )));
+        }
+        path::validate_data(base, &data)?;
+        let events = internals.client.subscribe_events();
+        let closed = internals.client.closed();
+        let shared = Arc::new(Shared {
+            internals,
+            kind,
+            data,
+            slots: Mutex::new(HashMap::new()),
+            policy: AtomicU8::new(LockLostPolicy::Standard.to_u8()),
+            lost_callbacks: Mutex::new(Vec::new()),
+            revocation: Mutex::new(None),
+            write_lock,
+            monitor: Mutex::new(None),
+            next_attempt: AtomicU64::new(1),
+        });
+        let task = runtime::spawn(monitor(Arc::downgrade(&shared), events, closed));
+        *shared.monitor.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        Ok(InterProcessMutex { shared })
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<Shared> {
+        Arc::downgrade(&self.shared)
+    }
+
+    /// Sets when a hold counts as lost (default [`LockLostPolicy::Standard`]); applies to the
+    /// connection changes that follow.
+    pub fn set_lost_policy(&self, policy: LockLostPolicy) {
+        self.shared.policy.store(policy.to_u8(), Ordering::SeqCst);
+    }
+
+    /// Builder-style [`set_lost_policy`](Self::set_lost_policy).
+    pub fn with_lost_policy(self, policy: LockLostPolicy) -> Self {
+        self.set_lost_policy(policy);
+        self
+    }
+
+    /// The current lost policy.
+    pub fn lost_policy(&self) -> LockLostPolicy {
+        self.shared.policy()
+    }
+
+    /// Acquires the mutex for `owner`, waiting at most `timeout` (`None`: until acquired).
+    /// Returns whether it was acquired. A re-entry by the same owner returns at once.
+    ///
+    /// A timed-out, failed or cancelled (future dropped) acquire deletes its lock node and
+    /// its watch. Errors: `Closed` if the client is closed (also while waiting), connection
+    /// errors once the client's retry policy gives up; a re-entry of a hold that was reported
+    /// lost fails (`ConnectionLoss`, `SessionExpired` or `Closed`) until it is released.
+    pub async fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
+        let s = &self.shared;
+        let client = &s.internals.client;
+        if client.is_closed() {
+            return Err(Error::Closed(format!(
+                "acquire lock {}: the client is closed",
+                s.internals.base
+            )));
+        }
+        let deadline = deadline_of(timeout);
+        let (id, done) = loop {
+            let mut wait = {
+                let mut slots = s.lock_slots();
+                match slots.get_mut(&owner) {
+                    Some(Slot::Held(h)) => {
+                        if !h.valid {
+                            return Err(s.void_hold_error(h));
+                        }
+                        h.count = h.count.checked_add(1).ok_or_else(|| {
+                            Error::Overflow(format!(
+                                "acquire lock {}: reentrant count overflow",
+                                s.internals.base
+                            ))
+                        })?;
+                        return Ok(true);
+                    }
+                    Some(Slot::Acquiring { done, .. }) => done.clone(),
+                    None => {
+                        let id = s.next_attempt.fetch_add(1, Ordering::Relaxed);
+                        let (tx, rx) = watch::channel(());
+                        slots.insert(owner, Slot::Acquiring { id, done: rx });
+                        break (id, tx);
+                    }
+                }
+            };
+            tokio::select! {
+                _ = wait.changed() => {},
+                _ = sleep_until(deadline) => return Ok(false),
+                _ = client.closed() => return Err(Error::closed()),
+            }
+        };
+        let mut slot = SlotGuard {
+            shared: s.clone(),
+            owner,
+            id,
+            armed: true,
+            _done: done,
+        };
+        let write = s.write_lock.as_ref().and_then(Weak::upgrade);
+        let write_held = move || write.as_ref().is_some_and(|w| w.owns(owner));
+        // Curator 5.5+: the write lock's holder takes the read lock with a plain EPHEMERAL node
+        // carrying the write node's sequence, so the read hold keeps the write's place in line.
+        let sequence = match (&s.kind, s.write_lock.as_ref().and_then(Weak::upgrade)) {
+            (Kind::Read, Some(w)) => w
+                .held_node(owner)
+                .map(|n| fix_for_sorting(&n.name, WRITE_LOCK_NAME).to_string()),
+            _ => None,
+        };
+        let revocable = s
+            .revocation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // Curator writes empty data into revocable nodes, so that only `__REVOKE__` matches.
+        let data: &[u8] = if revocable.is_some() { &[] } else { &s.data };
+        let opts = AttemptOptions {
+            owner,
+            data,
+            deadline,
+            sequence,
+            write_held: &write_held,
+            revocable,
+        };
+        match s.internals.attempt(&opts).await? {
+            Some(acquired) => {
+                slot.armed = false;
+                s.install(owner, id, acquired);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Releases one acquire of `owner`; the last one deletes the lock node (a guaranteed
+    /// delete, as Curator's). `NotOwner` if `owner` does not hold it (the count never goes
+    /// negative); `Closed` if the client was closed meanwhile (the node went with the
+    /// session). Releasing a hold that was reported lost is a clean `Ok`.
+    pub async fn release(&self, owner: Owner) -> Result<()> {
+        self.release_with_status(owner).await.map(|_| ())
+    }
+
+    /// [`release`](Self::release), telling what happened.
+    pub async fn release_with_status(&self, owner: Owner) -> Result<ReleaseStatus> {
+        let s = &self.shared;
+        let hold = {
+            let mut slots = s.lock_slots();
+            match slots.get_mut(&owner) {
+                Some(Slot::Held(h)) if h.count > 1 => {
+                    h.count -= 1;
+                    return Ok(ReleaseStatus::StillHeld(h.count));
+                }
+                Some(Slot::Held(_)) => match slots.remove(&owner) {
+                    Some(Slot::Held(h)) => h,
+                    _ => {
+                        return Err(Error::Internal(
+                            "lock hold table changed under its lock".into(),
+                        ))
+                    }
+                },
+                _ => {
+                    return Err(Error::NotOwner(format!(
+                        "release lock {}: this owner does not hold it",
+                        s.internals.base
+                    )))
+                }
+            }
+        };
+        hold.state.send_modify(|st| st.ended = true);
+        let client = &s.internals.client;
+        if client.is_closed() {
+            return Err(Error::Closed(format!(
+                "release lock {}: the client is closed; the lock node {} went with its session",
+                s.internals.base, hold.node.path
+            )));
+        }
+        let deleted = delete_node(client, hold.node.path.clone()).await;
+        if !hold.valid {
+            // Already reported lost: the node is gone or going (the guaranteed delete keeps
+            // trying in the background); there is nothing more to tell.
+            return Ok(ReleaseStatus::WasLost);
+        }
+        deleted.map(|()| ReleaseStatus::Released)
+    }
+
+    /// [`acquire`](Self::acquire) for the blocking face, owned by the calling thread.
+    pub fn acquire_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.acquire_blocking_as(Owner::current_thread(), timeout)
+    }
+
+    /// [`acquire`](Self::acquire) for the blocking face, with an explicit owner.
+    pub fn acquire_blocking_as(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.acquire(owner, timeout))?
+    }
+
+    /// [`release`](Self::release) for the blocking face, by the calling thread.
+    pub fn release_blocking(&self) -> Result<()> {
+        self.release_blocking_as(Owner::current_thread())
+    }
+
+    /// [`release`](Self::release) for the blocking face, with an explicit owner.
+    pub fn release_blocking_as(&self, owner: Owner) -> Result<()> {
+        runtime::try_block_on(self.release(owner))?
+    }
+
+    /// Whether `owner` holds the mutex (Curator's isOwnedByCurrentThread). A hold that was
+    /// reported lost still counts until released; see [`is_held_valid`](Self::is_held_valid).
+    pub fn is_owned_by(&self, owner: Owner) -> bool {
+        self.shared.owns(owner)
+    }
+
+    /// Whether any owner of this object holds the mutex.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.shared
+            .lock_slots()
+            .values()
+            .any(|s| matches!(s, Slot::Held(_)))
+    }
+
+    /// The fencing token of `owner`'s hold: the lock node's czxid, strictly greater than any
+    /// earlier holder's. Pass it to the guarded resource so it can reject a stale holder.
+    pub fn fencing_token(&self, owner: Owner) -> Option<i64> {
+        self.shared.held_node(owner).map(|n| n.czxid)
+    }
+
+    /// The path of `owner`'s lock node.
+    pub fn lock_node(&self, owner: Owner) -> Option<String> {
+        self.shared.held_node(owner).map(|n| n.path)
+    }
+
+    /// The lock's nodes in line order (holder first), as full paths; empty if the lock path
+    /// does not exist.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        let s = &self.shared;
+        if s.internals.client.is_closed() {
+            return Err(Error::closed());
+        }
+        s.internals.participant_nodes(s.kind != Kind::Mutex).await
+    }
+
+    /// [`participant_nodes`](Self::participant_nodes) for the blocking face.
+    pub fn participant_nodes_blocking(&self) -> Result<Vec<String>> {
+        runtime::try_block_on(self.participant_nodes())?
+    }
+
+    /// Whether `owner` holds the mutex and the hold is still trustworthy: not reported lost,
+    /// same session, client open, and (standard policy) connected right now.
+    pub fn is_held_valid(&self, owner: Owner) -> bool {
+        let s = &self.shared;
+        let client = &s.internals.client;
+        let slots = s.lock_slots();
+        let Some(Slot::Held(h)) = slots.get(&owner) else {
+            return false;
+        };
+        h.valid
+            && !client.is_closed()
+            && h.node.session == client.session_id()
+            && (s.policy() == LockLostPolicy::Session || client.state().is_connected())
+    }
+
+    /// Calls `f(owner)` when a hold of this mutex is lost (see [`LockLostPolicy`]; also when
+    /// the client is closed). Callbacks run on a library thread, never on the caller's.
+    pub fn on_lost(&self, f: impl Fn(Owner) + Send + Sync + 'static) {
+        self.shared
+            .lost_callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::new(f));
+    }
+
+    /// A future that resolves when `owner`'s current hold ends: `true` if it was lost,
+    /// `false` if it was released first (or `owner` holds nothing now). For `select!` next to
+    /// the work done under the lock.
+    pub fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
+        let rx = match self.shared.lock_slots().get(&owner) {
+            Some(Slot::Held(h)) => Some(h.state.subscribe()),
+            _ => None,
+        };
+        async move {
+            let Some(mut rx) = rx else { return false };
+            let lost = match rx.wait_for(|s| s.lost || s.ended).await {
+                Ok(s) => s.lost,
+                Err(_) => false,
+            };
+            lost
+        }
+    }
+
+    /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
+    /// watched; when another process writes `__REVOKE__` into one (see
+    /// [`attempt_revoke`](super::attempt_revoke)), `listener(owner)` is called so the owner can
+    /// release. Revocation is cooperative. Applies to acquires that start after this call.
+    pub fn make_revocable(&self, listener: impl Fn(Owner) + Send + Sync + 'static) {
+        *self
+            .shared
+            .revocation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(listener));
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &str {
+        &self.shared.internals.base
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.shared.internals.client
+    }
+}
+
+/// Removes an in-flight marker that did not become a hold (timeout, error, cancellation).
+struct SlotGuard {
+    shared: Arc<Shared>,
+    owner: Owner,
+    id: u64,
+    armed: bool,
+    // Dropped after `drop` runs: wakes same-owner waiters once the slot is settled.
+    _done: watch::Sender<()>,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut slots = self.shared.lock_slots();
+            if matches!(slots.get(&self.owner), Some(Slot::Acquiring { id, .. }) if *id == self.id)
+            {
+                slots.remove(&self.owner);
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn lock_slots(&self) -> MutexGuard<'_, HashMap<Owner, Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn policy(&self) -> LockLostPolicy {
+        LockLostPolicy::from_u8(self.policy.load(Ordering::SeqCst))
+    }
+
+    fn owns(&self, owner: Owner) -> bool {
+        matches!(self.lock_slots().get(&owner), Some(Slot::Held(_)))
+    }
+
+    fn held_node(&self, owner: Owner) -> Option<Node> {
+        match self.lock_slots().get(&owner) {
+            Some(Slot::Held(h)) => Some(h.node.clone()),
+            _ => None,
+        }
+    }
+
+    fn void_hold_error(&self, h: &Hold) -> Error {
+        let client = &self.internals.client;
+        let why = format!(
+            "acquire lock {}: this owner's hold was lost; release it before acquiring again",
+            self.internals.base
+        );
+        if client.is_closed() {
+            Error::Closed(why)
+        } else if client.session_id() != h.node.session {
+            Error::SessionExpired(why)
+        } else {
+            Error::ConnectionLoss(why)
+        }
+    }
+
+    fn install(&self, owner: Owner, id: u64, acquired: Acquired) {
+        let client = &self.internals.client;
+        // The connection may have changed between the grant and now.
+        let valid = !client.is_closed()
+            && acquired.node.session == client.session_id()
+            && (self.policy() == LockLostPolicy::Session || client.state().is_connected());
+        let hold = Hold {
+            node: acquired.node,
+            count: 1,
+            valid,
+            state: watch::channel(HoldState {
+                lost: !valid,
+                ended: false,
+            })
+            .0,
+            _revoke_stop: acquired.revoke_stop,
+        };
+        {
+            let mut slots = self.lock_slots();
+            debug_assert!(
+                matches!(slots.get(&owner), Some(Slot::Acquiring { id: i, .. }) if *i == id)
+            );
+            slots.insert(owner, Slot::Held(hold));
+        }
+        if !valid {
+            self.fire_lost(vec![owner]);
+        }
+    }
+
+    /// Marks the valid holds matching `pred` lost and tells their owners.
+    fn mark_lost(&self, pred: impl Fn(&Hold) -> bool) {
+        let mut owners = Vec::new();
+        {
+            let mut slots = self.lock_slots();
+            for (owner, slot) in slots.iter_mut() {
+                if let Slot::Held(h) = slot {
+                    if h.valid && pred(h) {
+                        h.valid = false;
+                        h.state.send_modify(|s| s.lost = true);
+                        owners.push(*owner);
+                    }
+                }
+            }
+        }
+        if !owners.is_empty() {
+            self.fire_lost(owners);
+        }
+    }
+
+    fn fire_lost(&self, owners: Vec<Owner>) {
+        let callbacks: Vec<LostCallback> = self
+            .lost_callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if callbacks.is_empty() {
+            return;
+        }
+        // Callbacks may block (a Python callback waiting for the GIL): keep them off the workers.
+        runtime::handle().spawn_blocking(move || {
+            for owner in owners {
+                for cb in &callbacks {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(owner)));
+                }
+            }
+        });
+    }
+
+    fn on_state(&self, state: ConnectionState, lagged: bool) {
+        let policy = self.policy();
+        let session = self.internals.client.session_id();
+        match state {
+            ConnectionState::Suspended if policy == LockLostPolicy::Standard => {
+                self.mark_lost(|_| true)
+            }
+            ConnectionState::Suspended => {}
+            ConnectionState::Lost => self.mark_lost(|_| true),
+            // Missed events (lagged) may have hidden a SUSPENDED: the standard policy assumes one.
+            ConnectionState::Connected
+            | ConnectionState::Reconnected
+            | ConnectionState::ReadOnly => self.mark_lost(|h| {
+                h.node.session != session || (lagged && policy == LockLostPolicy::Standard)
+            }),
+        }
+    }
+}
+
+/// Follows the client's connection states for the holds of one mutex object.
+async fn monitor(
+    shared: Weak<Shared>,
+    mut events: broadcast::Receiver<ConnectionState>,
+    closed: impl Future<Output = ()> + Send + 'static,
+) {
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            _ = &mut closed => {
+                if let Some(s) = shared.upgrade() {
+                    s.mark_lost(|_| true);
+                }
+                return;
+            },
+            event = events.recv() => {
+                let Some(s) = shared.upgrade() else { return };
+                match event {
+                    Ok(state) => s.on_state(state, false),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let now = s.internals.client.state();
+                        s.on_state(now, true);
+                    },
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            },
+        }
+    }
+}

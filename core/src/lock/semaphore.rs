@@ -1,0 +1,425 @@
+//! InterProcessSemaphoreV2 (leases across processes) and InterProcessSemaphoreMutex (a
+//! non-reentrant mutex built on it), as Curator has them.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::internals::{deadline_of, delete_node, passed, sleep_until, NodeGuard};
+use super::mutex::InterProcessMutex;
+use crate::client::CreateMode;
+use crate::{path, runtime, Client, CreateOptions, DeleteOptions, Error, Owner, Result};
+
+const LOCK_PARENT: &str = "locks";
+const LEASE_PARENT: &str = "leases";
+const LEASE_BASE_NAME: &str = "lease-";
+
+/// One lease of an [`InterProcessSemaphoreV2`]: the node `leases/_c_<uuid>-lease-<seq>`.
+/// Return it with [`release`](Lease::release); dropping it returns it too (in the background).
+pub struct Lease {
+    client: Client,
+    path: String,
+    czxid: i64,
+    returned: bool,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("path", &self.path)
+            .field("czxid", &self.czxid)
+            .finish()
+    }
+}
+
+impl Lease {
+    /// The lease node's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The lease node's czxid (increases with every lease made).
+    pub fn czxid(&self) -> i64 {
+        self.czxid
+    }
+
+    /// The data stored in the lease node.
+    pub async fn data(&self) -> Result<Vec<u8>> {
+        self.client.get_data(&self.path).await.map(|(d, _)| d)
+    }
+
+    /// Returns the lease: deletes its node (guaranteed delete; a node already gone is fine).
+    pub async fn release(mut self) -> Result<()> {
+        self.returned = true;
+        delete_node(&self.client, self.path.clone()).await
+    }
+
+    /// [`release`](Self::release) for the blocking face.
+    pub fn release_blocking(self) -> Result<()> {
+        runtime::try_block_on(self.release())?
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.returned && !self.client.is_closed() {
+            let (client, path) = (self.client.clone(), self.path.clone());
+            runtime::spawn(async move {
+                let _ = client
+                    .delete(
+                        &path,
+                        DeleteOptions {
+                            guaranteed: true,
+                            ..Default::default()
+                        },
+                    )
+                    .await;
+            });
+        }
+    }
+}
+
+struct Shared {
+    client: Client,
+    path: String,
+    leases_path: String,
+    lock: InterProcessMutex,
+    max_leases: usize,
+    data: Vec<u8>,
+}
+
+/// Curator's InterProcessSemaphoreV2: at most `max_leases` leases are held at a time across
+/// every process using `path`. To take one, a contender holds the mutex at `path/locks`,
+/// creates `path/leases/_c_<uuid>-lease-<seq>`, and waits (watching the leases' children)
+/// until there are no more than `max_leases` of them; then it lets the mutex go.
+#[derive(Clone)]
+pub struct InterProcessSemaphoreV2 {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for InterProcessSemaphoreV2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterProcessSemaphoreV2")
+            .field("path", &self.shared.path)
+            .field("max_leases", &self.shared.max_leases)
+            .finish()
+    }
+}
+
+enum One {
+    Got(Lease),
+    TimedOut,
+    Missing,
+}
+
+impl InterProcessSemaphoreV2 {
+    /// A semaphore on `path` (validated) with `max_leases` (at least 1).
+    pub fn new(client: &Client, path: &str, max_leases: usize) -> Result<InterProcessSemaphoreV2> {
+        InterProcessSemaphoreV2::with_data(client, path, max_leases, Vec::new())
+    }
+
+    /// A semaphore whose lease nodes carry `data` (Curator's setNodeData).
+    pub fn with_data(
+        client: &Client,
+        path: &str,
+        max_leases: usize,
+        data: Vec<u8>,
+    ) -> Result<InterProcessSemaphoreV2> {
+        path::validate_path(path)?;
+        if max_leases == 0 {
+            return Err(Error::invalid(format!(
+                "semaphore {path}: max leases must be at least 1"
+            )));
+        }
+        path::validate_data(path, &data)?;
+        let lock = InterProcessMutex::new(client, &path::join(path, LOCK_PARENT))?;
+        Ok(InterProcessSemaphoreV2 {
+            shared: Arc::new(Shared {
+                client: client.clone(),
+                path: path.to_string(),
+                leases_path: path::join(path, LEASE_PARENT),
+                lock,
+                max_leases,
+                data,
+            }),
+        })
+    }
+
+    /// The semaphore's path.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// The most leases held at once.
+    pub fn max_leases(&self) -> usize {
+        self.shared.max_leases
+    }
+
+    /// Acquires `qty` leases, waiting at most `timeout` (`None`: until acquired). All or
+    /// nothing: on timeout the leases already taken are returned and the answer is `None`.
+    pub async fn acquire(
+        &self,
+        qty: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Vec<Lease>>> {
+        let s = &self.shared;
+        if qty == 0 {
+            return Err(Error::invalid(format!(
+                "acquire from semaphore {}: qty must be at least 1",
+                s.path
+            )));
+        }
+        if s.client.is_closed() {
+            return Err(Error::Closed(format!(
+                "acquire from semaphore {}: the client is closed",
+                s.path
+            )));
+        }
+        let deadline = deadline_of(timeout);
+        let mut leases = Vec::with_capacity(qty);
+        for _ in 0..qty {
+            let start = Instant::now();
+            let mut retries = 0;
+            loop {
+                match self.acquire_one(deadline).await {
+                    Ok(One::Got(lease)) => {
+                        leases.push(lease);
+                        break;
+                    }
+                    Ok(One::TimedOut) => {
+                        return_all(leases).await;
+                        return Ok(None);
+                    }
+                    Ok(One::Missing) => {
+                        match s.client.retry_policy().next_sleep(retries, start.elapsed()) {
+                            // Our lease node vanished (session loss): try again, as Curator does.
+                            Some(sleep) => {
+                                retries += 1;
+                                tokio::select! {
+                                    _ = tokio::time::sleep(sleep) => {},
+                                    _ = s.client.closed() => return Err(Error::closed()),
+                                }
+                            }
+                            None => {
+                                return_all(leases).await;
+                                return Err(Error::NoNode(format!(
+                                "acquire from semaphore {}: sequential path not found - possible session loss",
+                                s.path
+                            )));
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        return_all(leases).await;
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(Some(leases))
+    }
+
+    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<One> {
+        let s = &self.shared;
+        let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        // A fresh owner per take: tasks of one thread must not re-enter each other's hold.
+        let owner = Owner::new();
+        if !s.lock.acquire(owner, remaining).await? {
+            return Ok(One::TimedOut);
+        }
+        let mut unlock = Unlock {
+            lock: s.lock.clone(),
+            owner,
+            armed: true,
+        };
+        let result = self.create_and_wait(deadline).await;
+        let _ = s.lock.release(owner).await;
+        unlock.armed = false;
+        result
+    }
+
+    async fn create_and_wait(&self, deadline: Option<Instant>) -> Result<One> {
+        let s = &self.shared;
+        let options = CreateOptions::new(CreateMode::EphemeralSequential)
+            .parents()
+            .protected();
+        let created = s
+            .client
+            .create(
+                &path::join(&s.leases_path, LEASE_BASE_NAME),
+                &s.data,
+                options,
+            )
+            .await?;
+        let mut guard = NodeGuard::new(&s.client, &created.path);
+        let name = path::node_name(&created.path).to_string();
+        let lease_session = created.stat.ephemeral_owner;
+        loop {
+            let (children, watch) = s.client.get_children_watch(&s.leases_path).await?;
+            if !children.contains(&name) || s.client.session_id() != lease_session {
+                return Ok(One::Missing);
+            }
+            if children.len() <= s.max_leases {
+                guard.disarm();
+                return Ok(One::Got(Lease {
+                    client: s.client.clone(),
+                    path: created.path,
+                    czxid: created.stat.czxid,
+                    returned: false,
+                }));
+            }
+            if passed(deadline) {
+                let _ = guard.delete_now().await;
+                return Ok(One::TimedOut);
+            }
+            tokio::select! {
+                _ = watch.changed() => {},
+                _ = sleep_until(deadline) => {
+                    let _ = guard.delete_now().await;
+                    return Ok(One::TimedOut);
+                },
+                _ = s.client.closed() => return Err(Error::closed()),
+            }
+        }
+    }
+
+    /// [`acquire`](Self::acquire) for the blocking face.
+    pub fn acquire_blocking(
+        &self,
+        qty: usize,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Vec<Lease>>> {
+        runtime::try_block_on(self.acquire(qty, timeout))?
+    }
+
+    /// Returns a lease (Curator's returnLease).
+    pub async fn return_lease(&self, lease: Lease) -> Result<()> {
+        lease.release().await
+    }
+
+    /// Returns every lease (Curator's returnAll); the first error, if any, after trying all.
+    pub async fn return_all(&self, leases: Vec<Lease>) -> Result<()> {
+        let mut first = Ok(());
+        for lease in leases {
+            if let Err(e) = lease.release().await {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    /// The lease nodes, as full paths in sequence order.
+    pub async fn participant_nodes(&self) -> Result<Vec<String>> {
+        let s = &self.shared;
+        let mut children = match s.client.get_children(&s.leases_path).await {
+            Ok(c) => c,
+            Err(Error::NoNode(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        super::internals::Sorter::Standard(LEASE_BASE_NAME).sort(&mut children);
+        Ok(children
+            .into_iter()
+            .map(|c| path::join(&s.leases_path, &c))
+            .collect())
+    }
+}
+
+async fn return_all(leases: Vec<Lease>) {
+    for lease in leases.into_iter().rev() {
+        let _ = lease.release().await;
+    }
+}
+
+/// Lets the `locks` mutex go if an acquire is cancelled while holding it.
+struct Unlock {
+    lock: InterProcessMutex,
+    owner: Owner,
+    armed: bool,
+}
+
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        if self.armed {
+            let (lock, owner) = (self.lock.clone(), self.owner);
+            runtime::spawn(async move {
+                let _ = lock.release(owner).await;
+            });
+        }
+    }
+}
+
+/// Curator's InterProcessSemaphoreMutex: a mutex that is not reentrant (a second acquire
+/// waits even from the same owner) and that any owner may release. Built on an
+/// [`InterProcessSemaphoreV2`] with one lease, so it shares that layout.
+#[derive(Clone, Debug)]
+pub struct InterProcessSemaphoreMutex {
+    semaphore: InterProcessSemaphoreV2,
+    lease: Arc<Mutex<Option<Lease>>>,
+}
+
+impl InterProcessSemaphoreMutex {
+    /// A semaphore mutex on `path` (validated).
+    pub fn new(client: &Client, path: &str) -> Result<InterProcessSemaphoreMutex> {
+        Ok(InterProcessSemaphoreMutex {
+            semaphore: InterProcessSemaphoreV2::new(client, path, 1)?,
+            lease: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// Acquires, waiting at most `timeout` (`None`: until acquired); whether it was acquired.
+    pub async fn acquire(&self, timeout: Option<Duration>) -> Result<bool> {
+        match self.semaphore.acquire(1, timeout).await? {
+            Some(mut leases) => {
+                let lease = leases.pop();
+                *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = lease;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Releases; `NotOwner` if it is not acquired by this object.
+    pub async fn release(&self) -> Result<()> {
+        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match lease {
+            Some(lease) => lease.release().await,
+            None => Err(Error::NotOwner(format!(
+                "release semaphore mutex {}: not acquired",
+                self.semaphore.path()
+            ))),
+        }
+    }
+
+    /// [`acquire`](Self::acquire) for the blocking face.
+    pub fn acquire_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.acquire(timeout))?
+    }
+
+    /// [`release`](Self::release) for the blocking face.
+    pub fn release_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.release())?
+    }
+
+    /// Whether this object holds it.
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// The path of the lease node held, if any.
+    pub fn lease_node(&self) -> Option<String> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|l| l.path.clone())
+    }
+
+    /// The semaphore underneath.
+    pub fn semaphore(&self) -> &InterProcessSemaphoreV2 {
+        &self.semaphore
+    }
+}

@@ -1,0 +1,1465 @@
+//! The lock family against a real ZooKeeper (started by the harness): InterProcessMutex,
+//! InterProcessSemaphoreMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2 and
+//! InterProcessMultiLock.
+//!
+//! Most tests share one server (each on its own lock path); waits are condition-based with
+//! deadlines. `ZKR_LONG=1` makes the long scenarios longer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use zkrecipes::client::CreateMode;
+use zkrecipes::lock::{
+    self, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockLostPolicy, ReleaseStatus,
+};
+use zkrecipes::{Client, ClientBuilder, CreateOptions, Error, Owner};
+use zkrecipes_testing::{FaultProxy, TestingServer};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn server() -> &'static TestingServer {
+    static SERVER: OnceLock<TestingServer> = OnceLock::new();
+    SERVER.get_or_init(TestingServer::start)
+}
+
+fn long() -> bool {
+    std::env::var("ZKR_LONG").is_ok_and(|v| v == "1")
+}
+
+async fn connect_to(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+async fn connect() -> Client {
+    connect_to(&server().connect_string()).await
+}
+
+/// Waits (bounded) until `f` returns true.
+async fn eventually<F, Fut>(what: &str, timeout: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The paths `session` watches, from the server's `wchc` (session id -> paths).
+fn watched_paths(session: i64) -> Vec<String> {
+    let out = server().four_letter("wchc");
+    let mut current = None;
+    let mut paths = Vec::new();
+    for line in out.lines() {
+        if let Some(hex) = line.trim().strip_prefix("0x") {
+            current = u64::from_str_radix(hex.trim(), 16).ok().map(|v| v as i64);
+        } else if !line.trim().is_empty() && current == Some(session) {
+            paths.push(line.trim().to_string());
+        }
+    }
+    paths
+}
+
+fn is_curator_lock_node(name: &str, lock_name: &str) -> bool {
+    // _c_<uuid v4, lowercase, 36 chars>-<lockName><10 digits>
+    let Some(rest) = name.strip_prefix("_c_") else {
+        return false;
+    };
+    if rest.len() != 36 + 1 + lock_name.len() + 10 {
+        return false;
+    }
+    let (uuid, tail) = rest.split_at(36);
+    let uuid_ok = uuid.chars().enumerate().all(|(i, c)| match i {
+        8 | 13 | 18 | 23 => c == '-',
+        14 => c == '4',
+        _ => c.is_ascii_digit() || ('a'..='f').contains(&c),
+    });
+    let tail_ok = tail
+        .strip_prefix('-')
+        .and_then(|t| t.strip_prefix(lock_name))
+        .is_some_and(|seq| seq.chars().all(|c| c.is_ascii_digit()));
+    uuid_ok && tail_ok
+}
+
+// ---------------------------------------------------------------------------------------------
+// InterProcessMutex
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncontended_acquire_uses_curator_layout_and_one_pipelined_round_trip() {
+    let c = connect().await;
+    let m = InterProcessMutex::with_data(&c, "/layout/a/lock", b"worker-1".to_vec()).unwrap();
+    let owner = Owner::new();
+    // Warm up (parents, first connection), then measure a second, cold-node acquire.
+    assert!(m.acquire(owner, None).await.unwrap());
+    m.release(owner).await.unwrap();
+
+    let before = c.request_counts();
+    assert!(m
+        .acquire(owner, Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    let after = c.request_counts();
+    assert_eq!(after.create - before.create, 1, "one create");
+    assert_eq!(
+        after.get_children - before.get_children,
+        1,
+        "one getChildren, pipelined with the create"
+    );
+    assert_eq!(
+        after.get_data - before.get_data,
+        0,
+        "no watch when uncontended"
+    );
+
+    let node = m.lock_node(owner).unwrap();
+    let name = node.rsplit('/').next().unwrap();
+    assert!(node.starts_with("/layout/a/lock/"), "{node}");
+    assert!(
+        is_curator_lock_node(name, "lock-"),
+        "not Curator's layout: {name}"
+    );
+    let (data, stat) = c.get_data(&node).await.unwrap();
+    assert_eq!(data, b"worker-1");
+    assert_eq!(stat.ephemeral_owner, c.session_id());
+    assert_eq!(m.fencing_token(owner), Some(stat.czxid));
+    // (The parents are CONTAINER nodes, but servers report ephemeralOwner 0 for containers,
+    // so that is not observable here.)
+    for parent in ["/layout", "/layout/a", "/layout/a/lock"] {
+        assert!(c.exists(parent).await.unwrap().is_some(), "{parent}");
+    }
+    assert_eq!(m.participant_nodes().await.unwrap(), vec![node.clone()]);
+    assert!(m.is_owned_by(owner) && m.is_acquired_in_this_process() && m.is_held_valid(owner));
+    assert_eq!(
+        m.release_with_status(owner).await.unwrap(),
+        ReleaseStatus::Released
+    );
+    assert_eq!(c.exists(&node).await.unwrap(), None);
+    assert!(!m.is_owned_by(owner) && !m.is_acquired_in_this_process());
+    assert_eq!(m.fencing_token(owner), None);
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_owner_releases_as_often_while_another_owner_waits() {
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/reentrant").unwrap();
+    let (a, b) = (Owner::new(), Owner::new());
+    assert!(m.acquire(a, None).await.unwrap());
+    let node = m.lock_node(a).unwrap();
+    let before = c.request_counts();
+    assert!(m.acquire(a, None).await.unwrap());
+    assert!(m.acquire(a, Some(Duration::ZERO)).await.unwrap());
+    assert_eq!(c.request_counts(), before, "re-entry costs no round trip");
+
+    // Another owner of the same object contends for real.
+    let waiter = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(b, Some(WAIT)).await })
+    };
+    eventually("the second owner queues", WAIT, || async {
+        m.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(
+        m.release_with_status(a).await.unwrap(),
+        ReleaseStatus::StillHeld(2)
+    );
+    assert_eq!(
+        m.release_with_status(a).await.unwrap(),
+        ReleaseStatus::StillHeld(1)
+    );
+    assert!(
+        c.exists(&node).await.unwrap().is_some(),
+        "node stays until the last release"
+    );
+    assert!(!waiter.is_finished(), "the other owner still waits");
+    assert!(!m.is_owned_by(b));
+    assert_eq!(
+        m.release_with_status(a).await.unwrap(),
+        ReleaseStatus::Released
+    );
+    assert!(tokio::time::timeout(WAIT, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap());
+    assert_eq!(c.exists(&node).await.unwrap(), None);
+    assert!(m.is_owned_by(b) && !m.is_owned_by(a));
+    // The count never goes negative.
+    assert!(matches!(m.release(a).await, Err(Error::NotOwner(msg)) if msg.contains("/reentrant")));
+    m.release(b).await.unwrap();
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_another_owner_is_rejected() {
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/not-owner").unwrap();
+    let (a, b) = (Owner::new(), Owner::new());
+    assert!(m.acquire(a, None).await.unwrap());
+    assert!(matches!(m.release(b).await, Err(Error::NotOwner(_))));
+    assert!(
+        m.is_owned_by(a),
+        "a failed release by another owner changes nothing"
+    );
+    // A second object on the same path is another contender, even for the same owner.
+    let other = InterProcessMutex::new(&c, "/not-owner").unwrap();
+    assert!(!other
+        .acquire(a, Some(Duration::from_millis(100)))
+        .await
+        .unwrap());
+    assert!(matches!(other.release(a).await, Err(Error::NotOwner(_))));
+    m.release(a).await.unwrap();
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_acquire_leaves_no_node_and_no_watch() {
+    let holder = connect().await;
+    let waiter = connect().await;
+    let mh = InterProcessMutex::new(&holder, "/timeout").unwrap();
+    let mw = InterProcessMutex::new(&waiter, "/timeout").unwrap();
+    let (h, w) = (Owner::new(), Owner::new());
+    assert!(mh.acquire(h, None).await.unwrap());
+    let holder_node = mh.lock_node(h).unwrap();
+
+    // While it waits, the waiter watches the holder's node (so the check below can fail).
+    let started = Instant::now();
+    let pending = {
+        let mw = mw.clone();
+        tokio::spawn(async move { mw.acquire(w, Some(Duration::from_millis(1500))).await })
+    };
+    let session = waiter.session_id();
+    eventually("the waiter watches its predecessor", WAIT, || async {
+        watched_paths(session).contains(&holder_node)
+    })
+    .await;
+    assert!(!pending.await.unwrap().unwrap(), "timed out");
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    assert_eq!(
+        mh.participant_nodes().await.unwrap(),
+        vec![holder_node.clone()],
+        "no node left"
+    );
+    eventually("the watch is removed", WAIT, || async {
+        watched_paths(session).is_empty()
+    })
+    .await;
+
+    // Zero timeout: one look, no wait, nothing left.
+    let started = Instant::now();
+    assert!(!mw.acquire(w, Some(Duration::ZERO)).await.unwrap());
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(
+        mh.participant_nodes().await.unwrap(),
+        vec![holder_node.clone()]
+    );
+    assert!(!mw.is_owned_by(w));
+    eventually("no watch after a zero timeout", WAIT, || async {
+        watched_paths(session).is_empty()
+    })
+    .await;
+    mh.release(h).await.unwrap();
+    assert!(
+        mw.acquire(w, Some(WAIT)).await.unwrap(),
+        "the waiter can still get it afterwards"
+    );
+    mw.release(w).await.unwrap();
+    holder.close().await;
+    waiter.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_acquire_leaves_no_node_and_no_watch() {
+    let holder = connect().await;
+    let waiter = connect().await;
+    let mh = InterProcessMutex::new(&holder, "/cancel").unwrap();
+    let mw = InterProcessMutex::new(&waiter, "/cancel").unwrap();
+    let (h, w) = (Owner::new(), Owner::new());
+    assert!(mh.acquire(h, None).await.unwrap());
+    let holder_node = mh.lock_node(h).unwrap();
+    let task = {
+        let mw = mw.clone();
+        tokio::spawn(async move { mw.acquire(w, None).await })
+    };
+    let session = waiter.session_id();
+    eventually("the waiter watches its predecessor", WAIT, || async {
+        watched_paths(session).contains(&holder_node)
+    })
+    .await;
+    assert_eq!(mh.participant_nodes().await.unwrap().len(), 2);
+    task.abort(); // drops the acquire future mid-wait
+    assert!(task.await.unwrap_err().is_cancelled());
+    eventually("the cancelled attempt's node is deleted", WAIT, || async {
+        mh.participant_nodes().await.unwrap() == vec![holder_node.clone()]
+    })
+    .await;
+    eventually("its watch is removed", WAIT, || async {
+        watched_paths(session).is_empty()
+    })
+    .await;
+    assert!(!mw.is_owned_by(w));
+    // The owner is free to try again (no stale in-flight marker).
+    assert!(!mw
+        .acquire(w, Some(Duration::from_millis(50)))
+        .await
+        .unwrap());
+    mh.release(h).await.unwrap();
+    assert!(mw.acquire(w, Some(WAIT)).await.unwrap());
+    mw.release(w).await.unwrap();
+    holder.close().await;
+    waiter.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_release_wakes_exactly_one_waiter_of_twenty() {
+    const WAITERS: usize = 20;
+    let holder = connect().await;
+    let mh = InterProcessMutex::new(&holder, "/herd").unwrap();
+    let h = Owner::new();
+    assert!(mh.acquire(h, None).await.unwrap());
+    let holder_node = mh.lock_node(h).unwrap();
+
+    let mut clients = Vec::new();
+    for _ in 0..WAITERS {
+        clients.push(connect().await);
+    }
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let m = InterProcessMutex::new(c, "/herd").unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let o = Owner::new();
+            assert!(m.acquire(o, Some(WAIT * 2)).await.unwrap());
+            order.lock().unwrap().push(m.lock_node(o).unwrap());
+            m.release(o).await.unwrap();
+        }));
+    }
+    // Every waiter is queued and watches exactly one node: its own predecessor.
+    eventually("all waiters watch their predecessor", WAIT, || async {
+        clients
+            .iter()
+            .all(|c| watched_paths(c.session_id()).len() == 1)
+    })
+    .await;
+    let line = mh.participant_nodes().await.unwrap();
+    assert_eq!(line.len(), WAITERS + 1);
+    assert_eq!(line[0], holder_node);
+    let mut owners = HashMap::new();
+    for node in &line {
+        owners.insert(
+            holder.exists(node).await.unwrap().unwrap().ephemeral_owner,
+            node.clone(),
+        );
+    }
+    for c in &clients {
+        let own = &owners[&c.session_id()];
+        let pos = line.iter().position(|n| n == own).unwrap();
+        assert_eq!(
+            watched_paths(c.session_id()),
+            vec![line[pos - 1].clone()],
+            "each waiter watches its predecessor only"
+        );
+    }
+    let counts = |clients: &[Client]| -> (u64, u64) {
+        clients.iter().fold((0, 0), |(gc, gd), c| {
+            let r = c.request_counts();
+            (gc + r.get_children, gd + r.get_data)
+        })
+    };
+    let (gc0, gd0) = counts(&clients);
+    mh.release(h).await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(WAIT * 2, t)
+            .await
+            .expect("every waiter gets the lock")
+            .unwrap();
+    }
+    let (gc1, gd1) = counts(&clients);
+    // Each of the 20 releases (holder's and 19 waiters') woke one waiter, which listed the
+    // children once; a herd would have listed about 20+19+...+1 times.
+    assert_eq!(
+        gc1 - gc0,
+        WAITERS as u64,
+        "getChildren calls after the first release"
+    );
+    assert_eq!(gd1 - gd0, 0, "nobody had to re-watch");
+    // Fair: granted in line order.
+    assert_eq!(*order.lock().unwrap(), line[1..].to_vec());
+    for c in clients {
+        c.close().await;
+    }
+    holder.close().await;
+}
+
+#[test]
+fn hundred_threads_share_one_mutex_without_overlap() {
+    let client = zkrecipes::runtime::block_on(connect());
+    let m = InterProcessMutex::new(&client, "/seed/threads").unwrap();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..100)
+        .map(|_| {
+            let (m, inside, done) = (m.clone(), inside.clone(), done.clone());
+            std::thread::spawn(move || {
+                assert!(m.acquire_blocking(None).unwrap());
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
+                assert!(m.is_owned_by(Owner::current_thread()));
+                std::thread::sleep(Duration::from_millis(1));
+                inside.fetch_sub(1, Ordering::SeqCst);
+                m.release_blocking().unwrap();
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("worker thread");
+    }
+    assert_eq!(
+        done.load(Ordering::SeqCst),
+        100,
+        "every worker got the lock"
+    );
+    assert!(!m.is_acquired_in_this_process());
+    assert!(zkrecipes::runtime::block_on(m.participant_nodes())
+        .unwrap()
+        .is_empty());
+    zkrecipes::runtime::block_on(client.close());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hundred_tasks_share_one_mutex_without_overlap() {
+    let client = connect().await;
+    let m = InterProcessMutex::new(&client, "/seed/tasks").unwrap();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max_inside = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let (m, inside, max_inside) = (m.clone(), inside.clone(), max_inside.clone());
+            tokio::spawn(async move {
+                let me = Owner::new();
+                assert!(m.acquire(me, Some(Duration::from_secs(60))).await.unwrap());
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                max_inside.fetch_max(now, Ordering::SeqCst);
+                for _ in 0..5 {
+                    tokio::task::yield_now().await;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                m.release(me).await.unwrap();
+            })
+        })
+        .collect();
+    let mut got = 0;
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .unwrap()
+            .unwrap();
+        got += 1;
+    }
+    assert_eq!(got, 100);
+    assert_eq!(max_inside.load(Ordering::SeqCst), 1, "two holders at once");
+    assert!(m.participant_nodes().await.unwrap().is_empty());
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_owner_racing_itself_makes_one_node() {
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/same-owner-race").unwrap();
+    let o = Owner::new();
+    let (r1, r2) = tokio::join!(m.acquire(o, Some(WAIT)), m.acquire(o, Some(WAIT)));
+    assert!(r1.unwrap() && r2.unwrap());
+    assert_eq!(
+        m.participant_nodes().await.unwrap().len(),
+        1,
+        "one node for one owner"
+    );
+    assert_eq!(
+        m.release_with_status(o).await.unwrap(),
+        ReleaseStatus::StillHeld(1)
+    );
+    assert_eq!(
+        m.release_with_status(o).await.unwrap(),
+        ReleaseStatus::Released
+    );
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn holder_session_expiry_fires_lost_signal_and_hands_over() {
+    let a = connect().await;
+    let b = connect().await;
+    let ma = InterProcessMutex::new(&a, "/expiry").unwrap();
+    let mb = InterProcessMutex::new(&b, "/expiry").unwrap();
+    let lost_seen = Arc::new(Mutex::new(Vec::new()));
+    {
+        let lost_seen = lost_seen.clone();
+        ma.on_lost(move |o| lost_seen.lock().unwrap().push(o));
+    }
+    let (oa, ob) = (Owner::new(), Owner::new());
+    assert!(ma.acquire(oa, None).await.unwrap());
+    let token_a = ma.fencing_token(oa).unwrap();
+    let session_a = a.session_id();
+    let lost = ma.lost_signal(oa);
+    let waiter = {
+        let mb = mb.clone();
+        tokio::spawn(async move { mb.acquire(ob, Some(WAIT)).await })
+    };
+    eventually("b queues", WAIT, || async {
+        mb.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+
+    a.expire_session_for_testing().await.unwrap();
+    assert!(
+        tokio::time::timeout(WAIT, lost)
+            .await
+            .expect("lost signal fires"),
+        "lost, not released"
+    );
+    assert!(!ma.is_held_valid(oa));
+    assert!(ma.is_owned_by(oa), "the void hold stays until released");
+    assert!(
+        tokio::time::timeout(WAIT, waiter)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+        "next waiter gets it"
+    );
+    let token_b = mb.fencing_token(ob).unwrap();
+    assert!(
+        token_b > token_a,
+        "fencing token increases: {token_a} -> {token_b}"
+    );
+    eventually("the lost callback ran", WAIT, || async {
+        lost_seen.lock().unwrap().as_slice() == [oa]
+    })
+    .await;
+    // Re-entering a void hold is refused (once the client is on its new session, as
+    // SessionExpired); releasing it is a clean no-op with a clear status.
+    eventually("a is on a new session", WAIT, || async {
+        a.state().is_connected() && a.session_id() != 0 && a.session_id() != session_a
+    })
+    .await;
+    assert!(matches!(
+        ma.acquire(oa, Some(Duration::ZERO)).await,
+        Err(Error::SessionExpired(_))
+    ));
+    assert_eq!(
+        ma.release_with_status(oa).await.unwrap(),
+        ReleaseStatus::WasLost
+    );
+    assert!(!ma.is_owned_by(oa));
+    assert!(mb.is_held_valid(ob));
+    assert_eq!(
+        mb.participant_nodes().await.unwrap(),
+        vec![mb.lock_node(ob).unwrap()]
+    );
+    // The expired client has a new session and contends normally again.
+    assert!(!ma
+        .acquire(oa, Some(Duration::from_millis(50)))
+        .await
+        .unwrap());
+    mb.release(ob).await.unwrap();
+    assert!(ma.acquire(oa, Some(WAIT)).await.unwrap());
+    assert!(ma.is_held_valid(oa));
+    assert!(ma.fencing_token(oa).unwrap() > token_b);
+    ma.release(oa).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fencing_tokens_strictly_increase_over_1000_handoffs_among_5_clients() {
+    let handoffs: usize = if long() { 5000 } else { 1000 };
+    let mut clients = Vec::new();
+    for _ in 0..5 {
+        clients.push(connect().await);
+    }
+    let tokens = Arc::new(Mutex::new(Vec::with_capacity(handoffs)));
+    let taken = Arc::new(AtomicUsize::new(0));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let expiries = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let m = InterProcessMutex::new(c, "/fencing").unwrap();
+        let (c, tokens, taken, inside, expiries) = (
+            c.clone(),
+            tokens.clone(),
+            taken.clone(),
+            inside.clone(),
+            expiries.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let me = Owner::new();
+            loop {
+                assert!(
+                    m.acquire(me, Some(WAIT)).await.unwrap(),
+                    "acquire within {WAIT:?}"
+                );
+                let n = taken.fetch_add(1, Ordering::SeqCst);
+                if n >= handoffs {
+                    m.release(me).await.unwrap();
+                    return;
+                }
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders at once"
+                );
+                assert!(m.is_held_valid(me));
+                tokens.lock().unwrap().push(m.fencing_token(me).unwrap());
+                inside.fetch_sub(1, Ordering::SeqCst);
+                if n % 100 == 50 {
+                    // The holder's session expires under it: it must hear so, and the next
+                    // waiter takes over.
+                    let lost = m.lost_signal(me);
+                    c.expire_session_for_testing().await.unwrap();
+                    assert!(tokio::time::timeout(WAIT, lost).await.expect("lost signal"));
+                    assert!(!m.is_held_valid(me));
+                    assert_eq!(
+                        m.release_with_status(me).await.unwrap(),
+                        ReleaseStatus::WasLost
+                    );
+                    expiries.fetch_add(1, Ordering::SeqCst);
+                } else {
+                    m.release(me).await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .expect("workers finish")
+            .unwrap();
+    }
+    let tokens = tokens.lock().unwrap().clone();
+    assert_eq!(tokens.len(), handoffs);
+    assert!(expiries.load(Ordering::SeqCst) >= handoffs / 100);
+    for w in tokens.windows(2) {
+        assert!(w[1] > w[0], "fencing token went from {} to {}", w[0], w[1]);
+    }
+    for c in clients {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_policy_loses_the_hold_on_suspension_session_policy_keeps_it() {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connection_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    let standard = InterProcessMutex::new(&c, "/policy/standard").unwrap();
+    let session = InterProcessMutex::new(&c, "/policy/session")
+        .unwrap()
+        .with_lost_policy(LockLostPolicy::Session);
+    assert_eq!(standard.lost_policy(), LockLostPolicy::Standard);
+    let o = Owner::new();
+    assert!(standard.acquire(o, None).await.unwrap());
+    assert!(session.acquire(o, None).await.unwrap());
+    let standard_lost = standard.lost_signal(o);
+    let session_lost = session.lost_signal(o);
+    let session_id = c.session_id();
+
+    proxy.cut();
+    tokio::time::timeout(WAIT, standard_lost)
+        .await
+        .expect("standard policy: lost on SUSPENDED");
+    assert!(!standard.is_held_valid(o));
+    proxy.restore();
+    c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+    assert_eq!(c.session_id(), session_id, "same session after the blip");
+    assert!(
+        session.is_held_valid(o),
+        "session policy: still held after a blip"
+    );
+    assert!(!standard.is_held_valid(o), "standard policy: lost for good");
+    // The session-policy hold's signal has not fired; releasing it resolves it as released.
+    session.release(o).await.unwrap();
+    assert!(!tokio::time::timeout(WAIT, session_lost).await.unwrap());
+    // The standard hold's node is still there (same session): release deletes it.
+    let node = standard.lock_node(o).unwrap();
+    assert!(c.exists(&node).await.unwrap().is_some());
+    assert_eq!(
+        standard.release_with_status(o).await.unwrap(),
+        ReleaseStatus::WasLost
+    );
+    assert!(c.exists(&node).await.unwrap().is_none());
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_loss_during_create_finds_the_protected_node_instead_of_making_two() {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connection_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    let observer = connect().await;
+    let m = InterProcessMutex::new(&c, "/protected-recovery").unwrap();
+    let probe = InterProcessMutex::new(&observer, "/protected-recovery").unwrap();
+    let o = Owner::new();
+    assert!(m.acquire(o, None).await.unwrap()); // parents exist from here on
+    m.release(o).await.unwrap();
+    // The server applies the create, the client never hears back.
+    proxy.drop_replies();
+    let task = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(o, Some(WAIT)).await })
+    };
+    eventually("the create reached the server", WAIT, || async {
+        probe.participant_nodes().await.unwrap().len() == 1
+    })
+    .await;
+    let made = probe.participant_nodes().await.unwrap()[0].clone();
+    proxy.cut(); // the client sees a connection loss with its create's outcome unknown
+    proxy.restore();
+    assert!(tokio::time::timeout(WAIT, task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap());
+    assert_eq!(
+        m.lock_node(o).unwrap(),
+        made,
+        "found its own node by the _c_<uuid>- prefix"
+    );
+    assert_eq!(
+        probe.participant_nodes().await.unwrap(),
+        vec![made],
+        "one node for one attempt"
+    );
+    m.release(o).await.unwrap();
+    c.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_request_reaches_the_holder() {
+    let a = connect().await;
+    let b = connect().await;
+    let ma = InterProcessMutex::new(&a, "/revoke").unwrap();
+    let requested = Arc::new(Mutex::new(Vec::new()));
+    {
+        let requested = requested.clone();
+        ma.make_revocable(move |o| requested.lock().unwrap().push(o));
+    }
+    let o = Owner::new();
+    assert!(ma.acquire(o, None).await.unwrap());
+    let node = ma.lock_node(o).unwrap();
+    assert!(
+        a.get_data(&node).await.unwrap().0.is_empty(),
+        "revocable nodes carry empty data"
+    );
+    let mb = InterProcessMutex::new(&b, "/revoke").unwrap();
+    let nodes = mb.participant_nodes().await.unwrap();
+    lock::attempt_revoke(&b, &nodes[0]).await.unwrap();
+    eventually("the holder hears the revocation request", WAIT, || async {
+        requested.lock().unwrap().as_slice() == [o]
+    })
+    .await;
+    assert_eq!(b.get_data(&node).await.unwrap().0, b"__REVOKE__");
+    ma.release(o).await.unwrap();
+    // Revoking a node that is gone is fine.
+    lock::attempt_revoke(&b, &node).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_curator_style_foreign_node_is_respected() {
+    // A node made the way Curator makes it (another process) holds the lock for us too.
+    let foreign = connect().await;
+    let created = foreign
+        .create(
+            "/foreign/lock-",
+            b"",
+            CreateOptions::new(CreateMode::EphemeralSequential)
+                .parents()
+                .protected(),
+        )
+        .await
+        .unwrap();
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/foreign").unwrap();
+    let o = Owner::new();
+    assert!(!m
+        .acquire(o, Some(Duration::from_millis(200)))
+        .await
+        .unwrap());
+    let waiter = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(o, Some(WAIT)).await })
+    };
+    eventually("queued behind the foreign node", WAIT, || async {
+        m.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(m.participant_nodes().await.unwrap()[0], created.path);
+    foreign.close().await; // its ephemeral goes
+    assert!(tokio::time::timeout(WAIT, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap());
+    m.release(o).await.unwrap();
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_typed_errors() {
+    let c = connect().await;
+    for bad in ["", "relative", "/trailing/", "/a//b", "/a/../b", "/nul\0"] {
+        assert!(
+            matches!(
+                InterProcessMutex::new(&c, bad),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    let long_path = format!("/{}", "x".repeat(4090));
+    assert!(matches!(
+        InterProcessMutex::new(&c, &long_path),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        InterProcessMutex::with_data(&c, "/big", vec![0; 2 * 1024 * 1024]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        lock::timeout_from_millis(-5),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        lock::timeout_from_secs_f64(-0.1),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        lock::attempt_revoke(&c, "nope").await,
+        Err(Error::InvalidArgument(_))
+    ));
+
+    let m = InterProcessMutex::new(&c, "/bad-input").unwrap();
+    let o = Owner::new();
+    assert!(
+        matches!(m.release(o).await, Err(Error::NotOwner(_))),
+        "release without a hold"
+    );
+    // An absurdly long timeout is "forever", not a panic.
+    assert!(m.acquire(o, Some(Duration::MAX)).await.unwrap());
+    // The blocking face refuses to block an async runtime instead of deadlocking it.
+    assert!(matches!(m.acquire_blocking(None), Err(Error::Internal(_))));
+    c.close().await;
+    assert!(
+        matches!(m.release(o).await, Err(Error::Closed(_))),
+        "release after close"
+    );
+    assert!(!m.is_owned_by(o));
+    assert!(
+        matches!(m.acquire(o, None).await, Err(Error::Closed(_))),
+        "acquire on a closed client"
+    );
+    assert!(matches!(m.participant_nodes().await, Err(Error::Closed(_))));
+    let closed_new = InterProcessMutex::new(&c, "/bad-input").unwrap();
+    assert!(matches!(
+        closed_new.acquire(o, Some(Duration::ZERO)).await,
+        Err(Error::Closed(_))
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_while_waiting_ends_the_wait_with_closed() {
+    let holder = connect().await;
+    let waiter = connect().await;
+    let mh = InterProcessMutex::new(&holder, "/close-wait").unwrap();
+    let mw = InterProcessMutex::new(&waiter, "/close-wait").unwrap();
+    let (h, w) = (Owner::new(), Owner::new());
+    assert!(mh.acquire(h, None).await.unwrap());
+    let lost = mh.lost_signal(h);
+    let task = {
+        let mw = mw.clone();
+        tokio::spawn(async move { mw.acquire(w, None).await })
+    };
+    eventually("queued", WAIT, || async {
+        mh.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    waiter.close().await;
+    assert!(matches!(
+        tokio::time::timeout(WAIT, task).await.unwrap().unwrap(),
+        Err(Error::Closed(_))
+    ));
+    assert_eq!(mh.participant_nodes().await.unwrap().len(), 1);
+    holder.close().await;
+    assert!(
+        tokio::time::timeout(WAIT, lost).await.unwrap(),
+        "closing the client voids its holds"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// InterProcessReadWriteLock
+// ---------------------------------------------------------------------------------------------
+
+fn seq_of(node: &str, lock_name: &str) -> String {
+    node.rsplit(lock_name).next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn readers_share_and_writers_queue_fairly() {
+    let (a, b, c) = (connect().await, connect().await, connect().await);
+    let ra = InterProcessReadWriteLock::new(&a, "/rw/fair").unwrap();
+    let rb = InterProcessReadWriteLock::new(&b, "/rw/fair").unwrap();
+    let rc = InterProcessReadWriteLock::new(&c, "/rw/fair").unwrap();
+    let (r1, r2, w, r3) = (Owner::new(), Owner::new(), Owner::new(), Owner::new());
+    // Readers share.
+    assert!(ra.read_lock().acquire(r1, Some(WAIT)).await.unwrap());
+    assert!(
+        rb.read_lock()
+            .acquire(r2, Some(Duration::from_millis(500)))
+            .await
+            .unwrap(),
+        "readers share"
+    );
+    let read_node = ra.read_lock().lock_node(r1).unwrap();
+    assert!(
+        is_curator_lock_node(read_node.rsplit('/').next().unwrap(), "__READ__"),
+        "{read_node}"
+    );
+    // A writer waits for earlier readers.
+    assert!(!rc
+        .write_lock()
+        .acquire(w, Some(Duration::from_millis(200)))
+        .await
+        .unwrap());
+    let writer = {
+        let rc = rc.clone();
+        tokio::spawn(async move { rc.write_lock().acquire(w, Some(WAIT)).await })
+    };
+    eventually("the writer queues", WAIT, || async {
+        rc.write_lock().participant_nodes().await.unwrap().len() == 1
+    })
+    .await;
+    let write_node = rc.write_lock().participant_nodes().await.unwrap()[0].clone();
+    assert!(
+        is_curator_lock_node(write_node.rsplit('/').next().unwrap(), "__WRIT__"),
+        "{write_node}"
+    );
+    assert_eq!(
+        ra.read_lock().participant_nodes().await.unwrap().len(),
+        2,
+        "read lock lists __READ__ nodes only"
+    );
+    // A reader that comes after a waiting writer waits for it.
+    assert!(
+        !rb.read_lock()
+            .acquire(r3, Some(Duration::from_millis(200)))
+            .await
+            .unwrap(),
+        "no reader jumps a writer"
+    );
+    let late_reader = {
+        let rb = rb.clone();
+        tokio::spawn(async move { rb.read_lock().acquire(r3, Some(WAIT)).await })
+    };
+    eventually("the late reader queues", WAIT, || async {
+        ra.read_lock().participant_nodes().await.unwrap().len() == 3
+    })
+    .await;
+    ra.read_lock().release(r1).await.unwrap();
+    assert!(!writer.is_finished());
+    rb.read_lock().release(r2).await.unwrap();
+    assert!(
+        tokio::time::timeout(WAIT, writer)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+        "writer after the readers"
+    );
+    assert!(!late_reader.is_finished());
+    assert!(rc.write_lock().is_held_valid(w));
+    rc.write_lock().release(w).await.unwrap();
+    assert!(
+        tokio::time::timeout(WAIT, late_reader)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap(),
+        "reader after the writer"
+    );
+    rb.read_lock().release(r3).await.unwrap();
+    for x in [a, b, c] {
+        x.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn write_holder_downgrades_to_read_keeping_its_place() {
+    let (a, b) = (connect().await, connect().await);
+    let la = InterProcessReadWriteLock::new(&a, "/rw/downgrade").unwrap();
+    let lb = InterProcessReadWriteLock::new(&b, "/rw/downgrade").unwrap();
+    let (o, other_writer, other_reader) = (Owner::new(), Owner::new(), Owner::new());
+    assert!(la.write_lock().acquire(o, None).await.unwrap());
+    let write_node = la.write_lock().lock_node(o).unwrap();
+    let w2 = {
+        let lb = lb.clone();
+        tokio::spawn(async move { lb.write_lock().acquire(other_writer, Some(WAIT)).await })
+    };
+    eventually("another writer queues", WAIT, || async {
+        lb.write_lock().participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    // The write holder takes the read lock at once, although a writer waits.
+    assert!(la
+        .read_lock()
+        .acquire(o, Some(Duration::from_millis(500)))
+        .await
+        .unwrap());
+    let read_node = la.read_lock().lock_node(o).unwrap();
+    assert_eq!(
+        seq_of(&read_node, "__READ__"),
+        seq_of(&write_node, "__WRIT__"),
+        "the read node takes the write's place"
+    );
+    assert!(
+        is_curator_lock_node(read_node.rsplit('/').next().unwrap(), "__READ__"),
+        "{read_node}"
+    );
+    // Release the write lock: still a reader, ahead of the waiting writer.
+    la.write_lock().release(o).await.unwrap();
+    assert!(la.read_lock().is_owned_by(o) && !la.write_lock().is_owned_by(o));
+    assert!(
+        !w2.is_finished(),
+        "the waiting writer still waits for the downgraded reader"
+    );
+    // A new reader queues behind the waiting writer.
+    assert!(!lb
+        .read_lock()
+        .acquire(other_reader, Some(Duration::from_millis(200)))
+        .await
+        .unwrap());
+    la.read_lock().release(o).await.unwrap();
+    assert!(tokio::time::timeout(WAIT, w2)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap());
+    // Upgrading never succeeds: a reader's writer waits for itself.
+    lb.write_lock().release(other_writer).await.unwrap();
+    assert!(la.read_lock().acquire(o, None).await.unwrap());
+    assert!(!la
+        .write_lock()
+        .acquire(o, Some(Duration::from_millis(200)))
+        .await
+        .unwrap());
+    la.read_lock().release(o).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_readers_and_writers_never_conflict() {
+    let rounds = if long() { 40 } else { 8 };
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        clients.push(connect().await);
+    }
+    let readers = Arc::new(AtomicUsize::new(0));
+    let writers = Arc::new(AtomicUsize::new(0));
+    let max_readers = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for (i, c) in clients.iter().enumerate() {
+        let rw = InterProcessReadWriteLock::new(c, "/rw/stress").unwrap();
+        for j in 0..3 {
+            let (rw, readers, writers, max_readers) = (
+                rw.clone(),
+                readers.clone(),
+                writers.clone(),
+                max_readers.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                let me = Owner::new();
+                for k in 0..rounds {
+                    if (i + j + k) % 3 == 0 {
+                        assert!(rw.write_lock().acquire(me, Some(WAIT)).await.unwrap());
+                        assert_eq!(writers.fetch_add(1, Ordering::SeqCst), 0, "two writers");
+                        assert_eq!(readers.load(Ordering::SeqCst), 0, "a reader during a write");
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        writers.fetch_sub(1, Ordering::SeqCst);
+                        rw.write_lock().release(me).await.unwrap();
+                    } else {
+                        assert!(rw.read_lock().acquire(me, Some(WAIT)).await.unwrap());
+                        let now = readers.fetch_add(1, Ordering::SeqCst) + 1;
+                        max_readers.fetch_max(now, Ordering::SeqCst);
+                        assert_eq!(writers.load(Ordering::SeqCst), 0, "a writer during a read");
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        readers.fetch_sub(1, Ordering::SeqCst);
+                        rw.read_lock().release(me).await.unwrap();
+                    }
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    eprintln!(
+        "read/write stress: at most {} readers at once",
+        max_readers.load(Ordering::SeqCst)
+    );
+    for c in clients {
+        c.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// InterProcessSemaphoreV2 and InterProcessSemaphoreMutex
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn semaphore_grants_max_leases_across_clients_then_waits() {
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(connect().await);
+    }
+    let sems: Vec<_> = clients
+        .iter()
+        .map(|c| InterProcessSemaphoreV2::new(c, "/sem/max", 3).unwrap())
+        .collect();
+    let mut held = Vec::new();
+    for s in &sems[..3] {
+        let mut l = s
+            .acquire(1, Some(WAIT))
+            .await
+            .unwrap()
+            .expect("a free lease");
+        held.push(l.pop().unwrap());
+    }
+    for l in &held {
+        let name = l.path().rsplit('/').next().unwrap();
+        assert!(
+            l.path().starts_with("/sem/max/leases/") && is_curator_lock_node(name, "lease-"),
+            "{}",
+            l.path()
+        );
+    }
+    let mut top: Vec<String> = clients[0].get_children("/sem/max").await.unwrap();
+    top.sort();
+    assert_eq!(
+        top,
+        vec!["leases".to_string(), "locks".to_string()],
+        "Curator's schema"
+    );
+    assert!(
+        clients[0]
+            .get_children("/sem/max/locks")
+            .await
+            .unwrap()
+            .is_empty(),
+        "the locks mutex is let go"
+    );
+    // The fourth waits; it gets one as soon as one is returned.
+    assert!(sems[3]
+        .acquire(1, Some(Duration::from_millis(200)))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        sems[3].participant_nodes().await.unwrap().len(),
+        3,
+        "a timed-out take leaves no lease"
+    );
+    let fourth = {
+        let s = sems[3].clone();
+        tokio::spawn(async move { s.acquire(1, Some(WAIT)).await })
+    };
+    eventually("the fourth is waiting", WAIT, || async {
+        sems[0].participant_nodes().await.unwrap().len() == 4
+    })
+    .await;
+    sems[0].return_lease(held.remove(0)).await.unwrap();
+    let got = tokio::time::timeout(WAIT, fourth)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .expect("a lease");
+    assert_eq!(sems[0].participant_nodes().await.unwrap().len(), 3);
+    sems[3].return_all(got).await.unwrap();
+    sems[1].return_all(held).await.unwrap();
+    assert!(sems[0].participant_nodes().await.unwrap().is_empty());
+    for c in clients {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn semaphore_never_exceeds_max_leases_under_contention() {
+    let rounds = if long() { 20 } else { 4 };
+    let mut clients = Vec::new();
+    for _ in 0..4 {
+        clients.push(connect().await);
+    }
+    let holding = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let sem = InterProcessSemaphoreV2::new(c, "/sem/stress", 3).unwrap();
+        for _ in 0..3 {
+            let (sem, holding, most) = (sem.clone(), holding.clone(), most.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..rounds {
+                    let leases = sem
+                        .acquire(1, Some(Duration::from_secs(60)))
+                        .await
+                        .unwrap()
+                        .expect("lease");
+                    let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    assert!(now <= 3, "{now} leases held with max 3");
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    sem.return_all(leases).await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(80), t)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) >= 2, "leases were shared");
+    for c in clients {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn semaphore_multi_lease_timeout_returns_what_it_took() {
+    let (a, b) = (connect().await, connect().await);
+    let sa = InterProcessSemaphoreV2::new(&a, "/sem/partial", 2).unwrap();
+    let sb = InterProcessSemaphoreV2::with_data(&b, "/sem/partial", 2, b"b".to_vec()).unwrap();
+    let held = sa.acquire(1, None).await.unwrap().unwrap();
+    // b can take one of two leases but not two: all or nothing.
+    assert!(sb
+        .acquire(2, Some(Duration::from_millis(300)))
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(
+        sa.participant_nodes().await.unwrap(),
+        vec![held[0].path().to_string()]
+    );
+    assert!(a
+        .get_children("/sem/partial/locks")
+        .await
+        .unwrap()
+        .is_empty());
+    eventually("b's watches are gone", WAIT, || async {
+        watched_paths(b.session_id()).is_empty()
+    })
+    .await;
+    let two = sb.acquire(2, Some(Duration::ZERO)).await.unwrap();
+    assert!(two.is_none());
+    drop(held); // dropping a lease returns it
+    let two = sb
+        .acquire(2, Some(WAIT))
+        .await
+        .unwrap()
+        .expect("two leases");
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[0].data().await.unwrap(), b"b");
+    assert!(matches!(
+        sb.acquire(0, None).await,
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        InterProcessSemaphoreV2::new(&b, "/sem/zero", 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        InterProcessSemaphoreV2::new(&b, "no/slash", 1),
+        Err(Error::InvalidArgument(_))
+    ));
+    sb.return_all(two).await.unwrap();
+    a.close().await;
+    b.close().await;
+    assert!(matches!(sb.acquire(1, None).await, Err(Error::Closed(_))));
+}
+
+#[test]
+fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
+    let (a, b) = zkrecipes::runtime::block_on(async { (connect().await, connect().await) });
+    let m = InterProcessSemaphoreMutex::new(&a, "/semmutex").unwrap();
+    let other = InterProcessSemaphoreMutex::new(&b, "/semmutex").unwrap();
+    assert!(m.acquire_blocking(None).unwrap());
+    assert!(m.is_acquired_in_this_process());
+    assert!(
+        !m.acquire_blocking(Some(Duration::from_millis(200)))
+            .unwrap(),
+        "not reentrant"
+    );
+    assert!(!other
+        .acquire_blocking(Some(Duration::from_millis(100)))
+        .unwrap());
+    let node = m.lease_node().unwrap();
+    assert!(node.starts_with("/semmutex/leases/"));
+    {
+        let m = m.clone();
+        std::thread::spawn(move || m.release_blocking())
+            .join()
+            .unwrap()
+            .unwrap();
+    }
+    assert!(!m.is_acquired_in_this_process());
+    assert!(
+        matches!(m.release_blocking(), Err(Error::NotOwner(_))),
+        "release when not acquired"
+    );
+    assert!(other.acquire_blocking(Some(WAIT)).unwrap());
+    other.release_blocking().unwrap();
+    zkrecipes::runtime::block_on(async {
+        a.close().await;
+        b.close().await;
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// InterProcessMultiLock
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_lock_is_all_or_nothing() {
+    let (a, b) = (connect().await, connect().await);
+    let blocker = InterProcessMutex::new(&a, "/multi/b").unwrap();
+    let ob = Owner::new();
+    assert!(blocker.acquire(ob, None).await.unwrap());
+    let multi = InterProcessMultiLock::new(&b, &["/multi/a", "/multi/b"]).unwrap();
+    let probe = InterProcessMutex::new(&a, "/multi/a").unwrap();
+    let o = Owner::new();
+    assert!(!multi
+        .acquire(o, Some(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert!(
+        probe.participant_nodes().await.unwrap().is_empty(),
+        "the first lock was given back"
+    );
+    assert!(!multi.is_acquired_in_this_process());
+    // Cancelled while waiting for the second lock: the first is given back too.
+    let task = {
+        let multi = multi.clone();
+        tokio::spawn(async move { multi.acquire(o, None).await })
+    };
+    eventually("holds a, waits for b", WAIT, || async {
+        probe.participant_nodes().await.unwrap().len() == 1
+            && blocker.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    task.abort();
+    let _ = task.await;
+    eventually("a is given back after the cancel", WAIT, || async {
+        probe.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    eventually("b's queued node is gone", WAIT, || async {
+        blocker.participant_nodes().await.unwrap().len() == 1
+    })
+    .await;
+    blocker.release(ob).await.unwrap();
+    assert!(multi.acquire(o, Some(WAIT)).await.unwrap());
+    assert!(multi.is_acquired_in_this_process());
+    assert_eq!(probe.participant_nodes().await.unwrap().len(), 1);
+    assert_eq!(blocker.participant_nodes().await.unwrap().len(), 1);
+    multi.release(o).await.unwrap();
+    assert!(probe.participant_nodes().await.unwrap().is_empty());
+    assert!(blocker.participant_nodes().await.unwrap().is_empty());
+    assert!(matches!(multi.release(o).await, Err(Error::NotOwner(_))));
+    // Mixed kinds through the trait; bad input.
+    let mixed = InterProcessMultiLock::from_locks(vec![
+        Arc::new(InterProcessMutex::new(&b, "/multi/m1").unwrap()),
+        Arc::new(InterProcessSemaphoreMutex::new(&b, "/multi/m2").unwrap()),
+    ])
+    .unwrap();
+    assert!(mixed.acquire(o, Some(WAIT)).await.unwrap());
+    mixed.release(o).await.unwrap();
+    assert!(matches!(
+        InterProcessMultiLock::new(&b, &["/x", "/x"]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        InterProcessMultiLock::new(&b, &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        InterProcessMultiLock::new(&b, &["/ok", "bad"]),
+        Err(Error::InvalidArgument(_))
+    ));
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn overlapping_multi_locks_never_share_a_lock() {
+    let rounds = if long() { 20 } else { 5 };
+    let (a, b) = (connect().await, connect().await);
+    let xy = InterProcessMultiLock::new(&a, &["/overlap/x", "/overlap/y"]).unwrap();
+    let yz = InterProcessMultiLock::new(&b, &["/overlap/y", "/overlap/z"]).unwrap();
+    let in_y = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for multi in [xy, yz] {
+        for _ in 0..3 {
+            let (multi, in_y) = (multi.clone(), in_y.clone());
+            tasks.push(tokio::spawn(async move {
+                let me = Owner::new();
+                for _ in 0..rounds {
+                    assert!(multi.acquire(me, Some(WAIT)).await.unwrap());
+                    assert_eq!(in_y.fetch_add(1, Ordering::SeqCst), 0, "two holders of y");
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    in_y.fetch_sub(1, Ordering::SeqCst);
+                    multi.release(me).await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    a.close().await;
+    b.close().await;
+}
