@@ -10,7 +10,16 @@ use std::sync::{Arc, Mutex};
 use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
 
-static RUNTIME: Lazy<Mutex<Option<(u32, Arc<Runtime>)>>> = Lazy::new(|| Mutex::new(None));
+/// The runtime and the pid of the process that built it.
+type Slot = Option<(u32, Arc<Runtime>)>;
+
+static RUNTIME: Lazy<Mutex<Slot>> = Lazy::new(|| Mutex::new(None));
+
+thread_local! {
+    /// Set on the library threads that run user callbacks: they are not runtime workers, so a
+    /// callback may call the blocking face (a Python state listener that releases a lock).
+    static CALLBACK_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 fn runtime() -> Arc<Runtime> {
     let pid = std::process::id();
@@ -56,7 +65,7 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// Like [`block_on`], but refuses (instead of panicking) when called from inside a runtime.
 pub fn try_block_on<F: Future>(future: F) -> crate::Result<F::Output> {
-    if Handle::try_current().is_ok() {
+    if Handle::try_current().is_ok() && !CALLBACK_THREAD.with(|c| c.get()) {
         return Err(crate::Error::Internal(
             "a blocking zkrecipes call was made from inside an async runtime; use the async API there".into(),
         ));
@@ -71,4 +80,36 @@ where
     F::Output: Send + 'static,
 {
     handle().spawn(future)
+}
+
+/// Runs a user callback (a listener, a leadership function) on the runtime's blocking pool,
+/// off the async workers, where the callback may block and may call the blocking face.
+pub fn spawn_callback<F, R>(f: F) -> tokio::task::JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    handle().spawn_blocking(move || {
+        CALLBACK_THREAD.with(|c| c.set(true));
+        let r = f();
+        CALLBACK_THREAD.with(|c| c.set(false));
+        r
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callbacks_may_use_the_blocking_face() {
+        let r = block_on(spawn_callback(|| try_block_on(async { 7 }))).unwrap();
+        assert_eq!(r.unwrap(), 7);
+    }
+
+    #[test]
+    fn workers_may_not() {
+        let r = block_on(spawn(async { try_block_on(async { 7 }) })).unwrap();
+        assert!(matches!(r, Err(crate::Error::Internal(_))));
+    }
 }

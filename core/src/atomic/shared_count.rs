@@ -453,7 +453,7 @@ async fn dispatch(
             continue;
         }
         let weak = inner.clone();
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = crate::runtime::spawn_callback(move || {
             for l in listeners {
                 if weak.upgrade().is_none_or_closed() {
                     return;

@@ -734,7 +734,7 @@ async fn dispatch_listeners(inner: Weak<Inner>, mut rx: mpsc::UnboundedReceiver<
             continue;
         }
         // Listeners may block (a Python callback waiting for the GIL): run them off the workers.
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = runtime::spawn_callback(move || {
             for l in listeners {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(state)));
             }
