@@ -1,0 +1,149 @@
+"""zkrecipes — Apache Curator's coordination recipes on ZooKeeper, for Python.
+
+One Rust core (shared with the C, Node and Rust faces) speaking Curator 5.x's node layout, so a
+Python worker, a Java service using Curator and a Node server can take the same lock, elect one
+leader and count on one counter.
+
+    import zkrecipes
+
+    with zkrecipes.Client("127.0.0.1:2181") as client:
+        lock = zkrecipes.InterProcessMutex(client, "/locks/orders")
+        with lock:
+            ...  # critical section; lock.fencing_token fences your writes
+
+Owners: a lock is held by the current thread, or inside a coroutine by the current asyncio Task,
+or by an explicit ``zkrecipes.Owner()`` passed as ``owner=``. Every blocking call releases the
+GIL while it waits, can be interrupted with Ctrl-C (leaving no node behind), and has an
+``*_async`` twin. All exceptions derive from :class:`ZkRecipesError`.
+"""
+
+from __future__ import annotations
+
+from . import _native
+from ._owners import Owner
+from .atomic import (
+    AtomicStats,
+    AtomicValue,
+    DistributedAtomicInteger,
+    DistributedAtomicLong,
+    PromotedToLock,
+    SharedCount,
+    VersionedValue,
+)
+from .client import (
+    BoundedExponentialBackoffRetry,
+    Client,
+    ConnectionState,
+    CreateMode,
+    ExponentialBackoffRetry,
+    RetryForever,
+    RetryNTimes,
+    RetryOneTime,
+    RetryPolicy,
+    RetryUntilElapsed,
+    Stat,
+)
+from .leader import (
+    CancelReason,
+    CloseMode,
+    LatchState,
+    LeaderLatch,
+    LeaderLatchListener,
+    LeaderSelector,
+    LeadershipContext,
+    LeadershipLostPolicy,
+    Participant,
+)
+from .locks import (
+    InterProcessMultiLock,
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
+    Lease,
+    LockLostPolicy,
+    attempt_revoke,
+)
+from .errors import (
+    BadVersionError,
+    ClosedError,
+    ConnectionLossError,
+    CorruptedDataError,
+    InternalError,
+    InvalidArgumentError,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    NotOwnerError,
+    OutcomeUnknownError,
+    OverflowError,
+    ServerError,
+    SessionExpiredError,
+    TimeoutError,
+    ZkRecipesError,
+)
+
+__version__: str = _native.__version__
+
+__all__ = [
+    "__version__",
+    # client
+    "Client",
+    "ConnectionState",
+    "CreateMode",
+    "Stat",
+    "RetryPolicy",
+    "ExponentialBackoffRetry",
+    "BoundedExponentialBackoffRetry",
+    "RetryNTimes",
+    "RetryOneTime",
+    "RetryUntilElapsed",
+    "RetryForever",
+    # owners
+    "Owner",
+    # locks
+    "InterProcessMutex",
+    "InterProcessSemaphoreMutex",
+    "InterProcessReadWriteLock",
+    "InterProcessSemaphoreV2",
+    "InterProcessMultiLock",
+    "Lease",
+    "LockLostPolicy",
+    "attempt_revoke",
+    # leader election
+    "LeaderLatch",
+    "LeaderLatchListener",
+    "LeaderSelector",
+    "LeadershipContext",
+    "CancelReason",
+    "CloseMode",
+    "LatchState",
+    "LeadershipLostPolicy",
+    "Participant",
+    # counters
+    "DistributedAtomicLong",
+    "DistributedAtomicInteger",
+    "AtomicValue",
+    "AtomicStats",
+    "PromotedToLock",
+    "SharedCount",
+    "VersionedValue",
+    # errors (TimeoutError and OverflowError are zkrecipes.TimeoutError / zkrecipes.OverflowError,
+    # left out of * imports so as not to shadow the builtins they subclass)
+    "ZkRecipesError",
+    "InvalidArgumentError",
+    "NotOwnerError",
+    "ConnectionLossError",
+    "SessionExpiredError",
+    "OutcomeUnknownError",
+    "ClosedError",
+    "NoNodeError",
+    "NodeExistsError",
+    "BadVersionError",
+    "NoAuthError",
+    "NotEmptyError",
+    "CorruptedDataError",
+    "ServerError",
+    "InternalError",
+]

@@ -1,0 +1,434 @@
+"""The client: Curator's CuratorFramework — options, start/close, connection states, retry
+policies and the plain ZooKeeper operations the recipes are built from."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+
+from . import _native
+from ._native import Stat
+from .errors import InvalidArgumentError
+
+__all__ = [
+    "Client",
+    "ConnectionState",
+    "CreateMode",
+    "Stat",
+    "RetryPolicy",
+    "ExponentialBackoffRetry",
+    "BoundedExponentialBackoffRetry",
+    "RetryNTimes",
+    "RetryOneTime",
+    "RetryUntilElapsed",
+    "RetryForever",
+]
+
+
+class ConnectionState(str, enum.Enum):
+    """Curator's connection states."""
+
+    #: The first successful connection.
+    CONNECTED = "CONNECTED"
+    #: The connection was lost; the session may still be alive. Treat locks and leadership as uncertain.
+    SUSPENDED = "SUSPENDED"
+    #: Connected again after SUSPENDED or LOST (after LOST, with a new session).
+    RECONNECTED = "RECONNECTED"
+    #: The session is gone (expired, or SUSPENDED for the whole session timeout); its ephemeral nodes are gone.
+    LOST = "LOST"
+    #: Connected to a read-only server (only with ``can_be_read_only=True``).
+    READ_ONLY = "READ_ONLY"
+
+    @property
+    def is_connected(self) -> bool:
+        """CONNECTED, RECONNECTED and READ_ONLY."""
+        return self in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CreateMode(str, enum.Enum):
+    """ZooKeeper's node types."""
+
+    PERSISTENT = "PERSISTENT"
+    PERSISTENT_SEQUENTIAL = "PERSISTENT_SEQUENTIAL"
+    EPHEMERAL = "EPHEMERAL"
+    EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
+    #: Deleted by the server once its last child is gone.
+    CONTAINER = "CONTAINER"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _seconds(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not value >= 0 or value == float("inf"):
+        raise InvalidArgumentError(f"{name} must be a finite number of seconds >= 0, not {value!r} (INVALID_ARGUMENT)")
+    return float(value)
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not 0 <= value < 2**31:
+        raise InvalidArgumentError(f"{name} must be in 0..2^31-1, not {value} (INVALID_ARGUMENT)")
+    return value
+
+
+class RetryPolicy:
+    """Base of Curator's retry policies (how an operation is retried after a connection loss).
+    Times are in seconds. Session expiry is never retried silently."""
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ExponentialBackoffRetry(RetryPolicy):
+    """``base_sleep * max(1, random(2 ** (n + 1)))`` before retry ``n``, at most ``max_retries``
+    (Curator caps it at 29), each sleep at most ``max_sleep`` if given. The default policy is
+    ``ExponentialBackoffRetry(1.0, 3)``."""
+
+    base_sleep: float = 1.0
+    max_retries: int = 3
+    max_sleep: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        _seconds("base_sleep", self.base_sleep)
+        _count("max_retries", self.max_retries)
+        if self.max_sleep is not None:
+            _seconds("max_sleep", self.max_sleep)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        cap = float(2**31 - 1) / 1000.0 if self.max_sleep is None else self.max_sleep
+        return ("exponential_backoff", self.base_sleep, cap, self.max_retries)
+
+
+@dataclass(frozen=True)
+class BoundedExponentialBackoffRetry(RetryPolicy):
+    """Exponential backoff whose every sleep is at most ``max_sleep`` (Curator's argument order)."""
+
+    base_sleep: float
+    max_sleep: float
+    max_retries: int
+
+    def __post_init__(self) -> None:
+        _seconds("base_sleep", self.base_sleep)
+        _seconds("max_sleep", self.max_sleep)
+        _count("max_retries", self.max_retries)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        return ("bounded_exponential_backoff", self.base_sleep, self.max_sleep, self.max_retries)
+
+
+@dataclass(frozen=True)
+class RetryNTimes(RetryPolicy):
+    """``n`` retries, ``sleep`` seconds apart."""
+
+    n: int
+    sleep: float
+
+    def __post_init__(self) -> None:
+        _count("n", self.n)
+        _seconds("sleep", self.sleep)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        return ("n_times", self.sleep, 0.0, self.n)
+
+
+@dataclass(frozen=True)
+class RetryOneTime(RetryPolicy):
+    """One retry after ``sleep`` seconds."""
+
+    sleep: float
+
+    def __post_init__(self) -> None:
+        _seconds("sleep", self.sleep)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        return ("one_time", self.sleep, 0.0, 1)
+
+
+@dataclass(frozen=True)
+class RetryUntilElapsed(RetryPolicy):
+    """Retries, ``sleep`` seconds apart, while less than ``max_elapsed`` seconds have passed."""
+
+    max_elapsed: float
+    sleep: float
+
+    def __post_init__(self) -> None:
+        _seconds("max_elapsed", self.max_elapsed)
+        _seconds("sleep", self.sleep)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        return ("until_elapsed", self.max_elapsed, self.sleep, 0)
+
+
+@dataclass(frozen=True)
+class RetryForever(RetryPolicy):
+    """Retries forever, ``sleep`` seconds apart."""
+
+    sleep: float
+
+    def __post_init__(self) -> None:
+        _seconds("sleep", self.sleep)
+
+    def _spec(self) -> Tuple[str, float, float, int]:
+        return ("forever", self.sleep, 0.0, 0)
+
+
+Credentials = Union[str, bytes]
+Auth = Union[Tuple[str, Credentials], Sequence[Tuple[str, Credentials]]]
+StateListener = Callable[[ConnectionState], object]
+
+
+def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
+    if auth is None:
+        return []
+    if isinstance(auth, tuple) and len(auth) == 2 and isinstance(auth[0], str):
+        pairs: Sequence[Tuple[str, Credentials]] = [auth]
+    else:
+        pairs = auth
+    out: List[Tuple[str, bytes]] = []
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError("auth must be (scheme, credentials) or a list of them")
+        scheme, cred = pair
+        if not isinstance(scheme, str):
+            raise TypeError(f"auth scheme must be a str, not {type(scheme).__name__}")
+        if isinstance(cred, str):
+            cred = cred.encode("utf-8")
+        if not isinstance(cred, bytes):
+            raise TypeError(f"auth credentials must be str or bytes, not {type(cred).__name__}")
+        out.append((scheme, cred))
+    return out
+
+
+class Client:
+    """A ZooKeeper client (Curator's CuratorFramework).
+
+    ``hosts`` is ``"host:port[,host:port...][/chroot]"``. Times are in seconds. ``retry`` is one
+    of the retry policies (default ``ExponentialBackoffRetry(1.0, 3)``); ``namespace`` makes
+    every path relative to ``/namespace``; ``auth`` is ``(scheme, credentials)`` or a list of
+    them, e.g. ``("digest", "user:password")``.
+
+    Nothing connects until :meth:`start` (or ``with Client(...) as client:``). After
+    :meth:`close` every call raises :class:`~zkrecipes.ClosedError`. After the session is LOST
+    the client opens a new session by itself and reports RECONNECTED.
+
+    Every blocking call releases the GIL while it waits and can be interrupted with Ctrl-C;
+    every one has an ``*_async`` twin for asyncio.
+    """
+
+    def __init__(
+        self,
+        hosts: str,
+        *,
+        session_timeout: float = 60.0,
+        connection_timeout: float = 15.0,
+        retry: Optional[RetryPolicy] = None,
+        namespace: Optional[str] = None,
+        auth: Optional[Auth] = None,
+        can_be_read_only: bool = False,
+    ) -> None:
+        if not isinstance(hosts, str):
+            raise TypeError(f"hosts must be a str, not {type(hosts).__name__}")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a zkrecipes retry policy, not {type(retry).__name__}")
+        if namespace is not None and not isinstance(namespace, str):
+            raise TypeError(f"namespace must be a str, not {type(namespace).__name__}")
+        self._native = _native.Client(
+            hosts,
+            _seconds("session_timeout", session_timeout),
+            _seconds("connection_timeout", connection_timeout),
+            None if retry is None else retry._spec(),
+            namespace,
+            _auth_list(auth),
+            bool(can_be_read_only),
+        )
+        self._listener_ids: Dict[int, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.Client hosts={self.hosts!r} state={self.state} session_id={self.session_id:#x}>"
+
+    # ---- life cycle ----
+
+    def start(self) -> "Client":
+        """Connects, waiting up to the connection timeout (raises :class:`~zkrecipes.TimeoutError`).
+        Starting a started client does nothing. Returns the client."""
+        self._native.start()
+        return self
+
+    async def start_async(self) -> "Client":
+        """:meth:`start` for asyncio."""
+        await self._native.start_async(asyncio.get_running_loop())
+        return self
+
+    def close(self) -> None:
+        """Ends the session: its ephemeral nodes (locks, latches) vanish at once. Idempotent."""
+        self._native.close()
+
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio."""
+        await self._native.close_async(asyncio.get_running_loop())
+
+    def __enter__(self) -> "Client":
+        return self.start()
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Client":
+        return await self.start_async()
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.close_async()
+
+    # ---- state ----
+
+    @property
+    def state(self) -> Optional[ConnectionState]:
+        """The connection state; None before :meth:`start` and after :meth:`close`."""
+        s = self._native.state
+        return None if s is None else ConnectionState(s)
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` succeeded and :meth:`close` was not called."""
+        return self._native.started
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    @property
+    def session_id(self) -> int:
+        """The current session id (it changes after LOST then RECONNECTED); 0 when not connected."""
+        return self._native.session_id
+
+    @property
+    def session_timeout(self) -> float:
+        """The negotiated session timeout in seconds (the requested one before start)."""
+        return self._native.session_timeout
+
+    @property
+    def hosts(self) -> str:
+        """The connect string."""
+        return self._native.hosts
+
+    def add_state_listener(self, listener: StateListener) -> int:
+        """Calls ``listener(state)`` on every connection-state change, on a library thread, one
+        call at a time. A listener added before :meth:`start` also hears the first CONNECTED.
+        Exceptions it raises are reported through ``sys.unraisablehook``. Returns an id for
+        :meth:`remove_state_listener`."""
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+
+        def call(state: str) -> None:
+            listener(ConnectionState(state))
+
+        lid = self._native.add_state_listener(call)
+        self._listener_ids[id(listener)] = lid
+        return lid
+
+    def remove_state_listener(self, listener: Union[int, StateListener]) -> bool:
+        """Removes a listener (by the id :meth:`add_state_listener` returned, or the callable)."""
+        if isinstance(listener, int):
+            return self._native.remove_state_listener(listener)
+        lid = self._listener_ids.pop(id(listener), None)
+        return lid is not None and self._native.remove_state_listener(lid)
+
+    # ---- plain operations ----
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.PERSISTENT,
+        create_parents: bool = False,
+        protected: bool = False,
+    ) -> str:
+        """Creates a node and returns its actual path (with the sequence number and the
+        protected prefix, if any). ``create_parents`` makes missing parents as CONTAINER nodes;
+        ``protected`` is Curator's protected mode (``_c_<uuid>-`` prefix, found again after a
+        connection loss instead of created twice)."""
+        return self._native.create(path, data, CreateMode(mode).value, create_parents, protected)
+
+    async def create_async(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        mode: CreateMode = CreateMode.PERSISTENT,
+        create_parents: bool = False,
+        protected: bool = False,
+    ) -> str:
+        """:meth:`create` for asyncio."""
+        loop = asyncio.get_running_loop()
+        return await self._native.create_async(loop, path, data, CreateMode(mode).value, create_parents, protected)
+
+    def get_data(self, path: str) -> Tuple[bytes, Stat]:
+        """The node's data and stat (:class:`~zkrecipes.NoNodeError` if it does not exist)."""
+        return self._native.get_data(path)
+
+    async def get_data_async(self, path: str) -> Tuple[bytes, Stat]:
+        """:meth:`get_data` for asyncio."""
+        return await self._native.get_data_async(asyncio.get_running_loop(), path)
+
+    def set_data(self, path: str, data: bytes, *, version: int = -1) -> Stat:
+        """Sets the node's data, only at ``version`` unless it is -1; returns the new stat."""
+        return self._native.set_data(path, data, version)
+
+    async def set_data_async(self, path: str, data: bytes, *, version: int = -1) -> Stat:
+        """:meth:`set_data` for asyncio."""
+        return await self._native.set_data_async(asyncio.get_running_loop(), path, data, version)
+
+    def exists(self, path: str) -> Optional[Stat]:
+        """The node's stat, or None if it does not exist."""
+        return self._native.exists(path)
+
+    async def exists_async(self, path: str) -> Optional[Stat]:
+        """:meth:`exists` for asyncio."""
+        return await self._native.exists_async(asyncio.get_running_loop(), path)
+
+    def get_children(self, path: str) -> List[str]:
+        """The names of the node's children (in the server's order)."""
+        return self._native.get_children(path)
+
+    async def get_children_async(self, path: str) -> List[str]:
+        """:meth:`get_children` for asyncio."""
+        return await self._native.get_children_async(asyncio.get_running_loop(), path)
+
+    def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
+        """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;
+        ``guaranteed`` keeps retrying in the background after a connection loss."""
+        self._native.delete(path, version, guaranteed, recursive)
+
+    async def delete_async(
+        self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False
+    ) -> None:
+        """:meth:`delete` for asyncio."""
+        await self._native.delete_async(asyncio.get_running_loop(), path, version, guaranteed, recursive)
+
+    # ---- diagnostics and testing ----
+
+    def request_counts(self) -> Dict[str, int]:
+        """Requests sent so far, per operation (create, delete, get_data, set_data, exists, get_children)."""
+        return self._native.request_counts()
+
+    def _expire_session_for_testing(self) -> None:
+        """FOR TESTS: expires this client's session on the server (as Curator's KillSession).
+        The client reports LOST, then opens a new session and reports RECONNECTED."""
+        self._native._expire_session_for_testing()

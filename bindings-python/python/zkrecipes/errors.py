@@ -1,0 +1,172 @@
+"""The exceptions of zkrecipes: one class per kind of the core's error (``../shared/API.md``).
+
+Every exception derives from :class:`ZkRecipesError` and carries the kind as :attr:`~ZkRecipesError.code`
+(``"NO_NODE"``, ``"NOT_OWNER"``...), the same word as the C face's ``ZKR_*`` status and Node's
+``err.code``. Where ZooKeeper itself has a code for the failure, :attr:`~ZkRecipesError.zk_code` holds it
+(``-101`` for NONODE...) and the message names it, next to the path.
+
+``InvalidArgumentError`` is also a :class:`ValueError`, ``TimeoutError`` also the builtin
+:class:`TimeoutError` and ``OverflowError`` also the builtin :class:`OverflowError`, so generic
+handlers keep working.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Dict, Optional, Type
+
+__all__ = [
+    "ZkRecipesError",
+    "InvalidArgumentError",
+    "NotOwnerError",
+    "ConnectionLossError",
+    "SessionExpiredError",
+    "OutcomeUnknownError",
+    "ClosedError",
+    "NoNodeError",
+    "NodeExistsError",
+    "BadVersionError",
+    "NoAuthError",
+    "NotEmptyError",
+    "CorruptedDataError",
+    "ServerError",
+    "InternalError",
+    # TimeoutError and OverflowError are left out of ``*`` imports on purpose: they would shadow
+    # the builtins. Use ``zkrecipes.TimeoutError`` / ``zkrecipes.OverflowError``.
+]
+
+
+class ZkRecipesError(Exception):
+    """Base class of every zkrecipes failure."""
+
+    #: The kind, as in API.md's table (``"NO_NODE"``); the C face's status is ``"ZKR_" + code``.
+    code: str = "ERROR"
+    #: ZooKeeper's own error code for this kind, when there is one (``-101`` for NONODE).
+    zk_code: Optional[int] = None
+
+
+class InvalidArgumentError(ZkRecipesError, ValueError):
+    """A bad argument: path, timeout, option, connect string, data size."""
+
+    code = "INVALID_ARGUMENT"
+
+
+class NotOwnerError(ZkRecipesError):
+    """A release (or an operation) by an owner that does not hold the lock."""
+
+    code = "NOT_OWNER"
+
+
+class ConnectionLossError(ZkRecipesError):
+    """The connection to ZooKeeper was lost (the operation may be retried)."""
+
+    code = "CONNECTION_LOSS"
+    zk_code = -4
+
+
+class SessionExpiredError(ZkRecipesError):
+    """The ZooKeeper session expired."""
+
+    code = "SESSION_EXPIRED"
+    zk_code = -112
+
+
+class OutcomeUnknownError(ZkRecipesError):
+    """A write may or may not have been applied: its reply was lost, and it was not retried."""
+
+    code = "OUTCOME_UNKNOWN"
+
+
+class ClosedError(ZkRecipesError):
+    """The client or the recipe is closed (or the client belongs to the parent of a fork)."""
+
+    code = "CLOSED"
+
+
+class NoNodeError(ZkRecipesError):
+    """The server said the node does not exist."""
+
+    code = "NO_NODE"
+    zk_code = -101
+
+
+class NodeExistsError(ZkRecipesError):
+    """The server said the node exists already."""
+
+    code = "NODE_EXISTS"
+    zk_code = -110
+
+
+class BadVersionError(ZkRecipesError):
+    """The server said the expected version did not match."""
+
+    code = "BAD_VERSION"
+    zk_code = -103
+
+
+class NoAuthError(ZkRecipesError):
+    """The server refused for lack of authorization (or authentication failed)."""
+
+    code = "NO_AUTH"
+    zk_code = -102
+
+
+class NotEmptyError(ZkRecipesError):
+    """The server refused to delete a node that has children."""
+
+    code = "NOT_EMPTY"
+    zk_code = -111
+
+
+class TimeoutError(ZkRecipesError, builtins.TimeoutError):
+    """Timed out where a boolean is not the answer (connecting, ``add_and_get(timeout=...)``)."""
+
+    code = "TIMEOUT"
+
+
+class CorruptedDataError(ZkRecipesError):
+    """A node's data cannot be decoded (a counter node with too few bytes, say)."""
+
+    code = "CORRUPTED_DATA"
+
+
+class OverflowError(ZkRecipesError, builtins.OverflowError):
+    """An arithmetic result does not fit (checked counter operations)."""
+
+    code = "OVERFLOW"
+
+
+class ServerError(ZkRecipesError):
+    """Any other error code from the server or the protocol layer."""
+
+    code = "SERVER"
+
+
+class InternalError(ZkRecipesError):
+    """A bug of zkrecipes (a caught panic or a broken invariant): please report it."""
+
+    code = "INTERNAL"
+
+
+#: Exception class by code, used by the native module to raise the right class.
+BY_CODE: Dict[str, Type[ZkRecipesError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidArgumentError,
+        NotOwnerError,
+        ConnectionLossError,
+        SessionExpiredError,
+        OutcomeUnknownError,
+        ClosedError,
+        NoNodeError,
+        NodeExistsError,
+        BadVersionError,
+        NoAuthError,
+        NotEmptyError,
+        TimeoutError,
+        CorruptedDataError,
+        OverflowError,
+        ServerError,
+        InternalError,
+    )
+}

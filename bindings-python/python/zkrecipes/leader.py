@@ -1,0 +1,453 @@
+"""Leader election: :class:`LeaderLatch` (and, as the core lands it, LeaderSelector).
+
+Curator 5.x's node layout: a latch participant is ``<path>/_c_<uuid>-latch-<seq>`` holding its
+id, so Curator/Java processes take part in the same election. The leader gets a leadership
+epoch (its node's czxid) that strictly increases from one leadership to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from types import TracebackType
+import inspect
+import threading
+from typing import Any, Awaitable, Callable, List, Optional, Protocol, Type, Union
+
+
+from . import _native
+from ._native import Participant
+from .client import Client
+from .locks import _check_timeout, _native_client
+
+__all__ = [
+    "LeaderLatch",
+    "LeaderLatchListener",
+    "LeaderSelector",
+    "LeadershipContext",
+    "CancelReason",
+    "CloseMode",
+    "LatchState",
+    "LeadershipLostPolicy",
+    "Participant",
+]
+
+
+class CloseMode(str, enum.Enum):
+    """How :meth:`LeaderLatch.close` treats the listeners (Curator's LeaderLatch.CloseMode)."""
+
+    #: Closing does not call ``not_leader`` (the default).
+    SILENT = "SILENT"
+    #: Closing while leading calls ``not_leader``.
+    NOTIFY_LEADER = "NOTIFY_LEADER"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LeadershipLostPolicy(str, enum.Enum):
+    """Which connection states end leadership (Curator's ConnectionStateErrorPolicy)."""
+
+    #: SUSPENDED already ends leadership, as does LOST (the safe default).
+    STANDARD = "STANDARD"
+    #: Only LOST ends it; fence writes with the leadership epoch.
+    SESSION = "SESSION"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LatchState(str, enum.Enum):
+    """A latch's life cycle (Curator's LeaderLatch.State)."""
+
+    LATENT = "LATENT"
+    STARTED = "STARTED"
+    CLOSED = "CLOSED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LeaderLatchListener(Protocol):
+    """Curator's LeaderLatchListener."""
+
+    def is_leader(self) -> object:
+        """This participant became leader."""
+
+    def not_leader(self) -> object:
+        """This participant stopped being leader."""
+
+
+class LeaderLatch:
+    """Curator's LeaderLatch: among the participants on ``path``, the one whose node sorts first
+    leads, until it closes or loses its session.
+
+    ``with LeaderLatch(client, path, "me") as latch:`` starts it and closes it at the end.
+    Listeners run one at a time on the latch's own thread and may block.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        id: str = "",
+        *,
+        close_mode: CloseMode = CloseMode.SILENT,
+        lost_policy: LeadershipLostPolicy = LeadershipLostPolicy.STANDARD,
+    ) -> None:
+        self._n = _native.LeaderLatch(
+            _native_client(client), path, id, CloseMode(close_mode).value, LeadershipLostPolicy(lost_policy).value
+        )
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.LeaderLatch path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
+
+    @property
+    def id(self) -> str:
+        """This participant's id."""
+        return str(self._n.id)
+
+    @property
+    def path(self) -> str:
+        """The latch path."""
+        return str(self._n.path)
+
+    @property
+    def state(self) -> LatchState:
+        """LATENT, STARTED or CLOSED."""
+        return LatchState(self._n.state)
+
+    def start(self) -> None:
+        """Joins the election (returns once our node is created; it is retried in the
+        background if the first try fails: see :attr:`last_error`)."""
+        self._n.start()
+
+    async def start_async(self) -> None:
+        """:meth:`start` for asyncio."""
+        await self._n.start_async(asyncio.get_running_loop())
+
+    def await_leadership(self, timeout: Optional[float] = None) -> bool:
+        """Waits until this participant leads (True), or ``timeout`` seconds pass, or the latch
+        is closed (False). With no timeout a closed or unstarted latch raises ClosedError."""
+        return bool(self._n.await_leadership(_check_timeout(timeout)))
+
+    async def await_leadership_async(self, timeout: Optional[float] = None) -> bool:
+        """:meth:`await_leadership` for asyncio."""
+        return bool(await self._n.await_leadership_async(asyncio.get_running_loop(), _check_timeout(timeout)))
+
+    def has_leadership(self) -> bool:
+        """Whether this participant leads now (no server round trip)."""
+        return bool(self._n.has_leadership())
+
+    @property
+    def leadership_epoch(self) -> Optional[int]:
+        """While leading: our node's czxid, strictly increasing from one leadership to the next."""
+        epoch = self._n.leadership_epoch
+        return None if epoch is None else int(epoch)
+
+    @property
+    def our_path(self) -> Optional[str]:
+        """Our node's full path while we have one."""
+        p = self._n.our_path
+        return None if p is None else str(p)
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        """The last error the background state machine met (it keeps retrying), if any."""
+        return self._n.last_error
+
+    def get_leader(self) -> Participant:
+        """The current leader, read from the server (``Participant("", False)`` if nobody takes part)."""
+        return self._n.get_leader()
+
+    async def get_leader_async(self) -> Participant:
+        """:meth:`get_leader` for asyncio."""
+        return await self._n.get_leader_async(asyncio.get_running_loop())
+
+    def get_participants(self) -> List[Participant]:
+        """Every participant in node order, the leader flagged."""
+        return list(self._n.get_participants())
+
+    async def get_participants_async(self) -> List[Participant]:
+        """:meth:`get_participants` for asyncio."""
+        return list(await self._n.get_participants_async(asyncio.get_running_loop()))
+
+    def add_listener(
+        self,
+        listener: Optional[LeaderLatchListener] = None,
+        *,
+        is_leader: Optional[Callable[[], object]] = None,
+        not_leader: Optional[Callable[[], object]] = None,
+    ) -> int:
+        """Adds a listener: an object with ``is_leader()`` and ``not_leader()`` methods (Curator's
+        LeaderLatchListener), or the two callables as keywords. Returns an id for
+        :meth:`remove_listener`."""
+        if listener is not None:
+            is_leader, not_leader = listener.is_leader, listener.not_leader
+        if is_leader is None and not_leader is None:
+            raise TypeError("add_listener needs a listener or is_leader=/not_leader= callables")
+        on_leader, on_not_leader = is_leader, not_leader
+
+        def call(leader: bool) -> None:
+            fn = on_leader if leader else on_not_leader
+            if fn is not None:
+                fn()
+
+        return int(self._n.add_listener(call))
+
+    def remove_listener(self, listener_id: int) -> bool:
+        """Removes a listener by id; returns whether it was there."""
+        return bool(self._n.remove_listener(listener_id))
+
+    def close(self, close_mode: Optional[CloseMode] = None) -> None:
+        """Leaves the election: leadership ends, then our node is deleted so the next participant
+        takes over at once. Idempotent."""
+        self._n.close(None if close_mode is None else CloseMode(close_mode).value)
+
+    async def close_async(self, close_mode: Optional[CloseMode] = None) -> None:
+        """:meth:`close` for asyncio."""
+        await self._n.close_async(asyncio.get_running_loop(), None if close_mode is None else CloseMode(close_mode).value)
+
+    def __enter__(self) -> "LeaderLatch":
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "LeaderLatch":
+        await self.start_async()
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.close_async()
+
+
+class CancelReason(str, enum.Enum):
+    """Why leadership was cancelled."""
+
+    #: The connection was SUSPENDED (STANDARD policy): another participant may lead soon.
+    CONNECTION_SUSPENDED = "CONNECTION_SUSPENDED"
+    #: The session was LOST: another participant may lead already.
+    SESSION_LOST = "SESSION_LOST"
+    #: :meth:`LeaderSelector.interrupt_leadership` was called.
+    INTERRUPTED = "INTERRUPTED"
+    #: The selector (or its client) was closed.
+    CLOSED = "CLOSED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LeadershipContext:
+    """What ``take_leadership(ctx)`` gets: leadership lasts while it runs, and :attr:`cancelled`
+    (a :class:`threading.Event`) is set when it is cancelled (connection SUSPENDED or LOST,
+    :meth:`LeaderSelector.interrupt_leadership`, close); the callee must then return promptly."""
+
+    def __init__(self, native: _native.LeadershipContext, client: Client) -> None:
+        self._n = native
+        #: Set when leadership is cancelled.
+        self.cancelled = threading.Event()
+        #: The client (Curator passes it to takeLeadership).
+        self.client = client
+        native.on_cancel(lambda _reason: self.cancelled.set())
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.LeadershipContext id={self.id!r} term={self.term} cancelled={self.cancel_reason}>"
+
+    @property
+    def cancel_reason(self) -> Optional[CancelReason]:
+        """Why leadership was cancelled, or None while it lasts."""
+        r = self._n.cancel_reason
+        return None if r is None else CancelReason(r)
+
+    def wait_cancelled(self, timeout: Optional[float] = None) -> Optional[CancelReason]:
+        """Blocks (GIL released) until leadership is cancelled (the reason) or ``timeout``
+        seconds pass (None)."""
+        r = self._n.wait_cancelled(_check_timeout(timeout))
+        return None if r is None else CancelReason(r)
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """This leadership term's fencing token: the lock node's czxid, strictly greater than any
+        earlier leader's. Pass it to the resources the leader writes to."""
+        return self._n.fencing_token
+
+    @property
+    def path(self) -> str:
+        """The leader path."""
+        return self._n.path
+
+    @property
+    def id(self) -> str:
+        """This participant's id."""
+        return self._n.id
+
+    @property
+    def term(self) -> int:
+        """Which leadership of this selector this is (1 for the first)."""
+        return self._n.term
+
+
+TakeLeadership = Callable[[LeadershipContext], Union[None, Awaitable[None], Any]]
+
+
+class LeaderSelector:
+    """Curator's LeaderSelector: participants queue on an InterProcessMutex at ``path``; the
+    holder leads while ``take_leadership(ctx)`` runs and gives leadership up when it returns.
+
+    ``take_leadership`` runs on the selector's own thread. An ``async def`` runs instead on the
+    event loop that was running when :meth:`start` was called (cancelled as a Task when
+    leadership is cancelled). Call :meth:`auto_requeue` to queue again after each leadership.
+    ``with LeaderSelector(...) as selector:`` starts it and closes it at the end.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        take_leadership: TakeLeadership,
+        id: str = "",
+        *,
+        lost_policy: LeadershipLostPolicy = LeadershipLostPolicy.STANDARD,
+    ) -> None:
+        if not callable(take_leadership):
+            raise TypeError("take_leadership must be callable")
+        self._client = client
+        self._take = take_leadership
+        self._is_async = inspect.iscoroutinefunction(take_leadership)
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._n = _native.LeaderSelector(
+            _native_client(client), path, id, self._run, LeadershipLostPolicy(lost_policy).value
+        )
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.LeaderSelector path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
+
+    def _run(self, native_ctx: _native.LeadershipContext) -> None:
+        ctx = LeadershipContext(native_ctx, self._client)
+        if not self._is_async:
+            self._take(ctx)
+            return
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError("LeaderSelector: the event loop for the async take_leadership is gone")
+        coro = self._take(ctx)
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+        native_ctx.on_cancel(lambda _reason: fut.cancel())
+        try:
+            fut.result()
+        except BaseException as e:  # noqa: BLE001 - a cancelled leadership ends quietly
+            if not fut.cancelled() and not isinstance(e, asyncio.CancelledError):
+                raise
+
+    @property
+    def id(self) -> str:
+        """This participant's id."""
+        return self._n.id
+
+    @property
+    def path(self) -> str:
+        """The leader path."""
+        return self._n.path
+
+    @property
+    def state(self) -> LatchState:
+        """LATENT, STARTED or CLOSED."""
+        return LatchState(self._n.state)
+
+    def start(self) -> None:
+        """Joins the queue for leadership (in the background; returns at once)."""
+        if self._is_async:
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                raise TypeError(
+                    "an async take_leadership runs on the caller's event loop: call start() from a coroutine"
+                ) from None
+        self._n.start()
+
+    def auto_requeue(self) -> None:
+        """Curator's autoRequeue(): queue again after each leadership."""
+        self._n.auto_requeue()
+
+    def requeue(self) -> bool:
+        """Queues again now; False if already queued or leading."""
+        return self._n.requeue()
+
+    def interrupt_leadership(self) -> None:
+        """Cancels the current leadership, if any (``ctx.cancel_reason`` is INTERRUPTED)."""
+        self._n.interrupt_leadership()
+
+    def has_leadership(self) -> bool:
+        """Whether take_leadership runs now and has not been cancelled."""
+        return self._n.has_leadership()
+
+    @property
+    def leadership_epoch(self) -> Optional[int]:
+        """The current leadership's fencing token, while leading."""
+        return self._n.leadership_epoch
+
+    @property
+    def leadership_count(self) -> int:
+        """How many leaderships this selector has started."""
+        return self._n.leadership_count
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        """The last error the background worker met, if any."""
+        return self._n.last_error
+
+    def get_leader(self) -> Participant:
+        """The current leader, read from the server."""
+        return self._n.get_leader()
+
+    async def get_leader_async(self) -> Participant:
+        """:meth:`get_leader` for asyncio."""
+        return await self._n.get_leader_async(asyncio.get_running_loop())
+
+    def get_participants(self) -> List[Participant]:
+        """Every participant in queue order, the leader flagged."""
+        return list(self._n.get_participants())
+
+    async def get_participants_async(self) -> List[Participant]:
+        """:meth:`get_participants` for asyncio."""
+        return list(await self._n.get_participants_async(asyncio.get_running_loop()))
+
+    def close(self) -> None:
+        """Leaves for good: cancels the current leadership and waits until take_leadership has
+        returned (not when called from inside it). Idempotent."""
+        if self._is_async and self._loop is not None and _running_loop() is self._loop:
+            raise RuntimeError("close() would block the event loop take_leadership runs on: use await close_async()")
+        self._n.close()
+
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio."""
+        await self._n.close_async(asyncio.get_running_loop())
+
+    def __enter__(self) -> "LeaderSelector":
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "LeaderSelector":
+        self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.close_async()
+
+
+def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
+    return asyncio.events._get_running_loop()
+

@@ -1,0 +1,367 @@
+"""Curator's lock family: :class:`InterProcessMutex` (reentrant, per owner) and friends.
+
+Owners: by default the current thread, or inside a coroutine the current asyncio Task; pass
+``owner=zkrecipes.Owner()`` to acquire in one place and release in another. Blocking acquires
+release the GIL while they wait and Ctrl-C interrupts them within ~20 ms, deleting the lock node
+they created. Each hold has a fencing token (the lock node's czxid) that strictly increases from
+one holder to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from types import TracebackType
+from typing import Any, Callable, List, Optional, Sequence, Type, Union
+
+from . import _native
+from ._native import Lease
+from ._owners import Owner, current_owner_id, owner_id
+from .client import Client
+from .errors import NotOwnerError
+
+__all__ = [
+    "InterProcessMutex",
+    "InterProcessSemaphoreMutex",
+    "InterProcessReadWriteLock",
+    "InterProcessSemaphoreV2",
+    "InterProcessMultiLock",
+    "Lease",
+    "LockLostPolicy",
+    "attempt_revoke",
+]
+
+
+class LockLostPolicy(str, enum.Enum):
+    """When a hold counts as lost (Curator's ConnectionStateErrorPolicy)."""
+
+    #: Lost as soon as the connection is SUSPENDED or LOST (the safe default).
+    STANDARD = "STANDARD"
+    #: Lost only when the session is LOST; a SUSPENDED connection that comes back keeps it.
+    SESSION = "SESSION"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _check_timeout(timeout: Optional[float]) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    return float(timeout)
+
+
+def _native_client(client: Client) -> _native.Client:
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a zkrecipes.Client, not {type(client).__name__}")
+    return client._native
+
+
+class _OwnedLock:
+    """Acquire/release with owners, ``with`` and ``async with``, over a native lock that has
+    ``acquire(owner, timeout)``, ``acquire_async(loop, owner, timeout)``, ``release(owner)``,
+    ``release_async(loop, owner)`` and ``release_later(owner)``."""
+
+    _n: Any
+
+    def acquire(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
+        """Acquires, waiting at most ``timeout`` seconds (None: until acquired; 0: try once).
+        Returns whether it was acquired. The same owner may acquire again (reentrant locks)."""
+        return bool(self._n.acquire(owner_id(owner), _check_timeout(timeout)))
+
+    async def acquire_async(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
+        """:meth:`acquire` for asyncio; the default owner is the current Task. Cancelling the
+        awaiting task abandons the attempt and deletes its lock node."""
+        raw = owner_id(owner)
+        fut = self._n.acquire_async(asyncio.get_running_loop(), raw, _check_timeout(timeout))
+        try:
+            return bool(await fut)
+        except asyncio.CancelledError:
+            # The lock may have been granted in the instant the task was cancelled.
+            if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result():
+                self._n.release_later(raw)
+            raise
+
+    def release(self, *, owner: Optional[Owner] = None) -> None:
+        """Releases one acquire of the owner; the last one deletes the lock node.
+        :class:`~zkrecipes.NotOwnerError` if the owner does not hold the lock."""
+        self._n.release(owner_id(owner))
+
+    async def release_async(self, *, owner: Optional[Owner] = None) -> None:
+        """:meth:`release` for asyncio."""
+        await self._n.release_async(asyncio.get_running_loop(), owner_id(owner))
+
+    def __enter__(self) -> "_OwnedLock":
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.release()
+
+    async def __aenter__(self) -> "_OwnedLock":
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self.release_async()
+
+
+class InterProcessMutex(_OwnedLock):
+    """Curator's InterProcessMutex: a reentrant mutex across processes, fair (first come, first
+    served), with Curator 5.x's node layout so Curator and zkrecipes processes share it.
+
+    ``with lock:`` / ``async with lock:`` acquire (waiting as long as it takes) and release.
+    """
+
+    def __init__(self, client: Client, path: str, *, data: Optional[bytes] = None) -> None:
+        self._n = _native.InterProcessMutex(_native_client(client), path, data)
+        self._client = client
+
+    @classmethod
+    def _wrap(cls, native: _native.InterProcessMutex, client: Client) -> "InterProcessMutex":
+        self = cls.__new__(cls)
+        self._n = native
+        self._client = client
+        return self
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.InterProcessMutex path={self.path!r}>"
+
+    def __enter__(self) -> "InterProcessMutex":
+        self.acquire()
+        return self
+
+    async def __aenter__(self) -> "InterProcessMutex":
+        await self.acquire_async()
+        return self
+
+    @property
+    def path(self) -> str:
+        """The lock path."""
+        return str(self._n.path)
+
+    def is_owned_by_current_thread(self) -> bool:
+        """Whether the caller holds it: the current thread, or inside a coroutine the current Task
+        (Curator's isOwnedByCurrentThread)."""
+        return bool(self._n.is_owned_by(current_owner_id()))
+
+    def is_owned_by(self, owner: Optional[Owner] = None) -> bool:
+        """Whether ``owner`` (default: the caller) holds it."""
+        return bool(self._n.is_owned_by(owner_id(owner)))
+
+    def is_acquired_in_this_process(self) -> bool:
+        """Whether any owner holds it through this object."""
+        return bool(self._n.is_acquired_in_this_process())
+
+    def is_held_valid(self, *, owner: Optional[Owner] = None) -> bool:
+        """Whether the owner holds it and the hold is still trustworthy: not reported lost, same
+        session, client open, and (STANDARD policy) connected right now."""
+        return bool(self._n.is_held_valid(owner_id(owner)))
+
+    @property
+    def fencing_token(self) -> int:
+        """The fencing token of the caller's hold (the lock node's czxid, strictly greater than
+        any earlier holder's); :class:`~zkrecipes.NotOwnerError` if the caller does not hold it."""
+        token = self._n.fencing_token(current_owner_id())
+        if token is None:
+            raise NotOwnerError(f"fencing_token of lock {self.path}: the caller does not hold it (NOT_OWNER)")
+        return int(token)
+
+    def get_fencing_token(self, *, owner: Optional[Owner] = None) -> Optional[int]:
+        """The fencing token of ``owner``'s hold, or None if it holds nothing."""
+        token = self._n.fencing_token(owner_id(owner))
+        return None if token is None else int(token)
+
+    def lock_node(self, *, owner: Optional[Owner] = None) -> Optional[str]:
+        """The full path of the owner's lock node, or None."""
+        node = self._n.lock_node(owner_id(owner))
+        return None if node is None else str(node)
+
+    def participant_nodes(self) -> List[str]:
+        """The lock's nodes in line order (holder first), as full paths."""
+        return list(self._n.participant_nodes())
+
+    async def participant_nodes_async(self) -> List[str]:
+        """:meth:`participant_nodes` for asyncio."""
+        return list(await self._n.participant_nodes_async(asyncio.get_running_loop()))
+
+    def on_lost(self, callback: Callable[[int], object]) -> None:
+        """Calls ``callback(owner_id)`` on a library thread when a hold is lost (connection
+        SUSPENDED or LOST under the STANDARD policy, LOST under SESSION; also on close).
+        ``owner_id`` is the holder's :attr:`Owner.id`."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._n.on_lost(callback)
+
+    def make_revocable(self, callback: Callable[[int], object]) -> None:
+        """Curator's makeRevocable: ``callback(owner_id)`` when another process writes
+        ``__REVOKE__`` into our lock node (see :func:`attempt_revoke`); the holder decides."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._n.make_revocable(callback)
+
+    @property
+    def lost_policy(self) -> LockLostPolicy:
+        """When a hold counts as lost (default STANDARD)."""
+        return LockLostPolicy(self._n.lost_policy)
+
+    @lost_policy.setter
+    def lost_policy(self, policy: LockLostPolicy) -> None:
+        self._n.lost_policy = LockLostPolicy(policy).value
+
+
+class InterProcessSemaphoreMutex(_OwnedLock):
+    """Curator's InterProcessSemaphoreMutex: a mutex that is NOT reentrant (a second acquire
+    waits, even from the same thread) and not owned (any thread may release). Built on a
+    one-lease InterProcessSemaphoreV2, with its node layout. ``owner=`` is accepted and ignored."""
+
+    def __init__(self, client: Client, path: str) -> None:
+        self._n = _native.InterProcessSemaphoreMutex(_native_client(client), path)
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.InterProcessSemaphoreMutex path={self.path!r}>"
+
+    def __enter__(self) -> "InterProcessSemaphoreMutex":
+        self.acquire()
+        return self
+
+    async def __aenter__(self) -> "InterProcessSemaphoreMutex":
+        await self.acquire_async()
+        return self
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path."""
+        return str(self._n.path)
+
+    def is_acquired_in_this_process(self) -> bool:
+        """Whether this object holds it."""
+        return bool(self._n.is_acquired_in_this_process())
+
+    @property
+    def lease_node(self) -> Optional[str]:
+        """The path of the lease node held, if any."""
+        node = self._n.lease_node
+        return None if node is None else str(node)
+
+    def participant_nodes(self) -> List[str]:
+        """The lease nodes, as full paths."""
+        return list(self._n.participant_nodes())
+
+
+class InterProcessReadWriteLock:
+    """Curator's InterProcessReadWriteLock: many readers or one writer. Both sides are
+    reentrant :class:`InterProcessMutex` objects; a writer may also take the read lock (and then
+    release the write lock: a downgrade), never the other way round."""
+
+    def __init__(self, client: Client, path: str, *, data: Optional[bytes] = None) -> None:
+        self._n = _native.InterProcessReadWriteLock(_native_client(client), path, data)
+        self._read = InterProcessMutex._wrap(self._n.read_lock(), client)
+        self._write = InterProcessMutex._wrap(self._n.write_lock(), client)
+
+    def read_lock(self) -> InterProcessMutex:
+        """The shared side (``__READ__`` nodes)."""
+        return self._read
+
+    def write_lock(self) -> InterProcessMutex:
+        """The exclusive side (``__WRIT__`` nodes)."""
+        return self._write
+
+
+class InterProcessSemaphoreV2:
+    """Curator's InterProcessSemaphoreV2: at most ``max_leases`` leases held at once across
+    processes. Leases are returned with :meth:`Lease.release` (or ``with lease:``)."""
+
+    def __init__(self, client: Client, path: str, max_leases: int, *, data: Optional[bytes] = None) -> None:
+        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
+            raise TypeError(f"max_leases must be an int, not {type(max_leases).__name__}")
+        if max_leases < 1:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"max_leases must be at least 1, not {max_leases} (INVALID_ARGUMENT)")
+        self._n = _native.InterProcessSemaphoreV2(_native_client(client), path, max_leases, data)
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.InterProcessSemaphoreV2 path={self.path!r} max_leases={self.max_leases}>"
+
+    @property
+    def path(self) -> str:
+        """The semaphore's path."""
+        return str(self._n.path)
+
+    @property
+    def max_leases(self) -> int:
+        """The most leases held at once."""
+        return int(self._n.max_leases)
+
+    def acquire(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:
+        """``qty`` leases, waiting at most ``timeout`` seconds (None: until acquired); None on
+        timeout (all or nothing: nothing is kept)."""
+        if isinstance(qty, bool) or not isinstance(qty, int):
+            raise TypeError(f"qty must be an int, not {type(qty).__name__}")
+        if qty < 1:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"qty must be at least 1, not {qty} (INVALID_ARGUMENT)")
+        return self._n.acquire(qty, _check_timeout(timeout))
+
+    async def acquire_async(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:
+        """:meth:`acquire` for asyncio (a cancelled acquire returns what it took)."""
+        if isinstance(qty, bool) or not isinstance(qty, int) or qty < 1:
+            return self.acquire(qty, timeout)  # raises the right error
+        return await self._n.acquire_async(asyncio.get_running_loop(), qty, _check_timeout(timeout))
+
+    def return_lease(self, lease: Lease) -> None:
+        """Returns a lease (Curator's returnLease)."""
+        self._n.return_lease(lease)
+
+    def return_all(self, leases: Sequence[Lease]) -> None:
+        """Returns every lease (Curator's returnAll)."""
+        for lease in leases:
+            self._n.return_lease(lease)
+
+    def participant_nodes(self) -> List[str]:
+        """The lease nodes, as full paths in sequence order."""
+        return list(self._n.participant_nodes())
+
+
+class InterProcessMultiLock(_OwnedLock):
+    """Curator's InterProcessMultiLock: all of several locks or none. Give lock paths (a
+    reentrant mutex each) or lock objects (InterProcessMutex, InterProcessSemaphoreMutex).
+    The timeout bounds the whole acquire; on failure nothing is held."""
+
+    def __init__(
+        self, client: Client, locks: Sequence[Union[str, InterProcessMutex, InterProcessSemaphoreMutex]]
+    ) -> None:
+        members: List[Any] = []
+        for lock in locks:
+            if isinstance(lock, str):
+                members.append(lock)
+            elif isinstance(lock, (InterProcessMutex, InterProcessSemaphoreMutex)):
+                members.append(lock._n)
+            else:
+                raise TypeError(f"a multi lock takes paths or zkrecipes locks, not {type(lock).__name__}")
+        self._n = _native.InterProcessMultiLock(_native_client(client), members)
+
+    def __enter__(self) -> "InterProcessMultiLock":
+        self.acquire()
+        return self
+
+    async def __aenter__(self) -> "InterProcessMultiLock":
+        await self.acquire_async()
+        return self
+
+    def is_acquired_in_this_process(self) -> bool:
+        """Whether every lock is held in this process."""
+        return bool(self._n.is_acquired_in_this_process())
+
+
+def attempt_revoke(client: Client, node_path: str) -> None:
+    """Curator's Revoker.attemptRevoke: asks the holder of lock node ``node_path`` (one of
+    :meth:`InterProcessMutex.participant_nodes`) to release. A node already gone is fine."""
+    _native.attempt_revoke(_native_client(client), node_path)

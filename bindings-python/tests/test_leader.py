@@ -1,0 +1,153 @@
+"""LeaderLatch and LeaderSelector."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from typing import Callable, List
+
+import pytest
+
+import zkrecipes
+from zkrecipes import CancelReason, LatchState, LeaderLatch, LeaderSelector, LeadershipContext, Participant
+
+from conftest import wait_until
+
+
+def test_ten_latch_clients_take_turns(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    leaders: "queue.Queue[str]" = queue.Queue()
+    latches: List[LeaderLatch] = []
+    for i in range(10):
+        latch = LeaderLatch(make_client(), path, f"p{i}")
+        latch.add_listener(is_leader=lambda name=f"p{i}": leaders.put(name))
+        latch.start()
+        latches.append(latch)
+    by_id = {latch.id: latch for latch in latches}
+    order: List[str] = []
+    for _ in range(10):
+        leader = leaders.get(timeout=30)
+        assert sum(1 for latch in latches if latch.has_leadership()) == 1
+        assert by_id[leader].get_leader() == Participant(leader, True)
+        order.append(leader)
+        by_id[leader].close()
+        assert by_id[leader].state is LatchState.CLOSED
+    assert sorted(order) == sorted(by_id) and order == [f"p{i}" for i in range(10)]
+
+
+def test_latch_hands_over_when_the_leaders_session_expires(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    first_client = make_client()
+    first = LeaderLatch(first_client, path, "first")
+    second = LeaderLatch(make_client(), path, "second")
+    events: List[str] = []
+    first.add_listener(is_leader=lambda: events.append("is"), not_leader=lambda: events.append("not"))
+    with first, second:
+        assert first.await_leadership(10)
+        epoch1 = first.leadership_epoch
+        assert not second.await_leadership(0.2)
+        assert [p.id for p in second.get_participants()] == ["first", "second"]
+        first_client._expire_session_for_testing()
+        assert second.await_leadership(15)
+        epoch2 = second.leadership_epoch
+        assert epoch1 is not None and epoch2 is not None and epoch2 > epoch1
+        wait_until(lambda: events[:2] == ["is", "not"], what="first to hear not_leader")
+
+
+def test_latch_async_api(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    client = make_client()
+
+    async def main() -> None:
+        async with LeaderLatch(client, path, "a") as latch:
+            assert await latch.await_leadership_async(10)
+            assert (await latch.get_leader_async()).id == "a"
+            assert [p.id for p in await latch.get_participants_async()] == ["a"]
+            assert latch.our_path is not None and latch.our_path.startswith(path + "/_c_")
+        assert latch.state is LatchState.CLOSED
+
+    asyncio.run(main())
+
+
+def test_await_leadership_of_an_unstarted_latch(client: zkrecipes.Client, path: str) -> None:
+    latch = LeaderLatch(client, path, "x")
+    assert latch.await_leadership(0.1) is False
+    with pytest.raises(zkrecipes.ClosedError):
+        latch.await_leadership()
+
+
+def test_selector_with_auto_requeue_takes_turns(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    terms: "queue.Queue[tuple[str, int, int]]" = queue.Queue()
+
+    def take(ctx: LeadershipContext) -> None:
+        assert ctx.fencing_token is not None
+        terms.put((ctx.id, ctx.term, ctx.fencing_token))
+        ctx.cancelled.wait(0.05)  # lead a moment, then give up
+
+    selectors = [LeaderSelector(make_client(), path, take, f"s{i}") for i in range(3)]
+    for s in selectors:
+        s.auto_requeue()
+        s.start()
+    seen = [terms.get(timeout=30) for _ in range(9)]
+    for s in selectors:
+        s.close()
+    tokens = [t for _, _, t in seen]
+    assert tokens == sorted(tokens) and len(set(tokens)) == 9  # one leader at a time, fenced
+    for i in range(3):
+        mine = [term for sid, term, _ in seen if sid == f"s{i}"]
+        assert len(mine) >= 2 and mine == sorted(mine)  # requeued and led again
+    assert all(s.leadership_count >= 2 for s in selectors)
+
+
+def test_selector_cancels_on_interrupt_and_closes(client: zkrecipes.Client, path: str) -> None:
+    started = threading.Event()
+    reasons: List[CancelReason] = []
+
+    def take(ctx: LeadershipContext) -> None:
+        started.set()
+        assert ctx.cancelled.wait(10)
+        assert ctx.cancel_reason is not None
+        reasons.append(ctx.cancel_reason)
+
+    selector = LeaderSelector(client, path, take, "me")
+    with selector:
+        assert started.wait(10)
+        assert selector.has_leadership() and selector.get_leader().id == "me"
+        selector.interrupt_leadership()
+        wait_until(lambda: reasons == [CancelReason.INTERRUPTED], what="the interrupted leadership to end")
+        # requeue() is False while the ended leadership still holds the mutex, True once queued.
+        wait_until(selector.requeue, what="requeue() to queue again")
+        wait_until(lambda: selector.leadership_count == 2, what="the second leadership")
+    assert reasons == [CancelReason.INTERRUPTED, CancelReason.CLOSED]
+    assert selector.get_participants() == []
+
+
+def test_async_take_leadership_runs_on_the_callers_loop(client: zkrecipes.Client, path: str) -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        led = asyncio.Event()
+        cancelled = asyncio.Event()
+
+        async def take(ctx: LeadershipContext) -> None:
+            assert asyncio.get_running_loop() is loop
+            led.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                cancelled.set()
+                raise
+
+        async with LeaderSelector(client, path, take, "async") as selector:
+            await asyncio.wait_for(led.wait(), 10)
+            assert selector.has_leadership()
+        await asyncio.wait_for(cancelled.wait(), 10)
+
+    asyncio.run(main())
+
+
+def test_async_take_leadership_needs_a_running_loop(client: zkrecipes.Client, path: str) -> None:
+    async def take(ctx: LeadershipContext) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="event loop"):
+        LeaderSelector(client, path, take).start()

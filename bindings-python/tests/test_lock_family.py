@@ -1,0 +1,130 @@
+"""The rest of the lock family: semaphore mutex, read/write lock, semaphore, multi lock."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Callable, List
+
+import pytest
+
+import zkrecipes
+from zkrecipes import (
+    InterProcessMultiLock,
+    InterProcessMutex,
+    InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex,
+    InterProcessSemaphoreV2,
+    Owner,
+)
+
+from conftest import wait_until
+
+
+def test_semaphore_mutex_is_not_reentrant_and_any_thread_may_release(client: zkrecipes.Client, path: str) -> None:
+    m = InterProcessSemaphoreMutex(client, path)
+    assert m.acquire(timeout=5)
+    assert m.acquire(timeout=0.2) is False  # not reentrant, even for the same thread
+    assert m.is_acquired_in_this_process() and m.lease_node is not None
+    t = threading.Thread(target=m.release)  # not owned
+    t.start()
+    t.join()
+    assert not m.is_acquired_in_this_process()
+    with m:
+        assert "-lease-" in m.participant_nodes()[0]
+    assert m.participant_nodes() == []
+
+
+def test_read_write_lock_shares_reads_and_excludes_writes(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    a = InterProcessReadWriteLock(make_client(), path)
+    b = InterProcessReadWriteLock(make_client(), path)
+    with a.read_lock():
+        assert b.read_lock().acquire(timeout=5)  # readers share
+        assert b.write_lock().acquire(timeout=0.2) is False
+        b.read_lock().release()
+    with a.write_lock():
+        assert "__WRIT__" in a.write_lock().participant_nodes()[0]
+        assert b.read_lock().acquire(timeout=0.2) is False
+        with a.read_lock():  # the writer may read too (downgrade path)
+            pass
+    assert b.write_lock().acquire(timeout=5)
+    b.write_lock().release()
+
+
+def test_semaphore_hands_out_at_most_max_leases(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    s1 = InterProcessSemaphoreV2(make_client(), path, 2)
+    s2 = InterProcessSemaphoreV2(make_client(), path, 2)
+    leases = s1.acquire(2, timeout=5)
+    assert leases is not None and len(leases) == 2
+    assert s2.acquire(1, timeout=0.3) is None
+    assert len(s1.participant_nodes()) == 2
+    s1.return_lease(leases[0])
+    assert leases[0].returned
+    more = s2.acquire(1, timeout=5)
+    assert more is not None
+    with more[0] as lease:
+        assert lease.czxid > leases[1].czxid and lease.data() == b""
+    s1.return_all(leases)
+    assert s1.participant_nodes() == []
+
+
+def test_semaphore_async_acquire(client: zkrecipes.Client, path: str) -> None:
+    s = InterProcessSemaphoreV2(client, path, 1)
+
+    async def main() -> None:
+        leases = await s.acquire_async(1, timeout=5)
+        assert leases is not None
+        assert await s.acquire_async(1, timeout=0.2) is None
+        leases[0].release()
+
+    asyncio.run(main())
+    assert s.participant_nodes() == []
+
+
+def test_multi_lock_takes_all_or_none(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    c1, c2 = make_client(), make_client()
+    multi = InterProcessMultiLock(c1, [path + "/a", path + "/b"])
+    blocker = InterProcessMutex(c2, path + "/b")
+    assert blocker.acquire()
+    assert multi.acquire(timeout=0.3) is False
+    assert not multi.is_acquired_in_this_process()
+    assert InterProcessMutex(c2, path + "/a").participant_nodes() == []  # nothing kept
+    blocker.release()
+    owner = Owner()
+    with multi:
+        assert multi.is_acquired_in_this_process()
+    assert multi.acquire(owner=owner)
+    multi.release(owner=owner)
+
+
+def test_multi_lock_over_lock_objects(client: zkrecipes.Client, path: str) -> None:
+    m = InterProcessMutex(client, path + "/m")
+    s = InterProcessSemaphoreMutex(client, path + "/s")
+    multi = InterProcessMultiLock(client, [m, s])
+
+    async def main() -> None:
+        async with multi:
+            assert m.is_owned_by_current_thread() and s.is_acquired_in_this_process()
+
+    asyncio.run(main())
+    assert not m.is_acquired_in_this_process() and not s.is_acquired_in_this_process()
+    with pytest.raises(TypeError):
+        InterProcessMultiLock(client, [42])  # type: ignore[list-item]
+
+
+def test_cancelled_semaphore_mutex_acquire_leaves_no_lease(client: zkrecipes.Client, path: str) -> None:
+    holder = InterProcessSemaphoreMutex(client, path)
+    waiter = InterProcessSemaphoreMutex(client, path)
+    assert holder.acquire(timeout=5)
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(waiter.acquire_async(), 0.3)
+
+    asyncio.run(main())
+    wait_until(lambda: len(holder.participant_nodes()) == 1, what="the cancelled lease to go")
+    holder.release()
+    leases: List[str] = waiter.participant_nodes()
+    assert leases == []
