@@ -1,0 +1,33 @@
+//! The C ABI of zkrecipes: `libzkrecipes.so` / `libzkrecipes.a` and the generated, committed
+//! `include/zkrecipes.h` (see `docs/C_API.md` for the conventions).
+//!
+//! This crate holds no recipe logic: it checks arguments, maps types, owners and errors, and
+//! runs the core's blocking calls on the core's one runtime. Every export runs inside
+//! [`boundary::ffi_boundary`] (no panic unwinds into C) and checks its pointers with
+//! [`boundary::non_null`].
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
+
+pub mod atomic;
+mod boundary;
+mod callback;
+pub mod client;
+pub mod leader;
+pub mod lock;
+pub mod status;
+pub mod types;
+
+use std::ffi::c_char;
+
+use boundary::ffi_boundary;
+
+/// The library's version, "MAJOR.MINOR.PATCH" (compare with ZKR_VERSION_STRING, the version of
+/// the header you compiled against). A static string: never NULL, never freed.
+#[no_mangle]
+pub extern "C" fn zkr_version() -> *const c_char {
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    ffi_boundary("zkr_version", VERSION.as_ptr().cast(), || {
+        VERSION.as_ptr().cast()
+    })
+}

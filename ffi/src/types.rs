@@ -1,0 +1,201 @@
+//! Value types shared by every part of the C API: owners, returned strings, string lists, byte
+//! buffers and node stats.
+
+use std::ffi::{c_char, CString};
+use std::ptr;
+
+use zkrecipes::{Error, Owner, Result, Stat};
+
+use crate::boundary::ffi_boundary;
+
+/// Who holds a lock: a plain value (copy it freely; there is nothing to free).
+///
+/// Plain calls (`zkr_mutex_acquire`) use the calling OS thread's owner, as Curator ties a lock to
+/// a Java thread. The `_as` twins (`zkr_mutex_acquire_as`) take an explicit owner, made by
+/// zkr_owner_new(), so that a hold can be acquired on one thread and released on another, or
+/// several owners can share a thread. An owner whose `id` is 0 (a zeroed struct) is
+/// ZKR_INVALID_ARGUMENT.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct zkr_owner {
+    /// Opaque identity; two owners are the same exactly when their ids are equal.
+    pub id: u64,
+}
+
+impl zkr_owner {
+    pub(crate) fn to_core(self) -> Result<Owner> {
+        if self.id == 0 {
+            Err(Error::InvalidArgument(
+                "owner is not initialized (id 0): use zkr_owner_new() or zkr_owner_current_thread()".into(),
+            ))
+        } else {
+            Ok(Owner::from_raw(self.id))
+        }
+    }
+}
+
+/// A new owner, distinct from every other owner in this process (including every thread's).
+#[no_mangle]
+pub extern "C" fn zkr_owner_new() -> zkr_owner {
+    ffi_boundary("zkr_owner_new", zkr_owner { id: 0 }, || zkr_owner {
+        id: Owner::new().as_raw(),
+    })
+}
+
+/// The calling OS thread's owner: the owner the plain (non-`_as`) lock calls use. The same value
+/// for the thread's whole life.
+#[no_mangle]
+pub extern "C" fn zkr_owner_current_thread() -> zkr_owner {
+    ffi_boundary("zkr_owner_current_thread", zkr_owner { id: 0 }, || {
+        zkr_owner {
+            id: Owner::current_thread().as_raw(),
+        }
+    })
+}
+
+/// Copies a Rust string into a C string owned by the caller (freed with zkr_string_free). An
+/// interior NUL (impossible in ZooKeeper paths) would be reported, not truncated silently.
+pub(crate) fn c_string(s: &str) -> Result<*mut c_char> {
+    CString::new(s)
+        .map(CString::into_raw)
+        .map_err(|_| Error::Internal(format!("a returned string contains a NUL byte: {s:?}")))
+}
+
+/// Frees a string returned by this library. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_string_free(s: *mut c_char) {
+    ffi_boundary("zkr_string_free", (), || {
+        if !s.is_null() {
+            drop(CString::from_raw(s));
+        }
+    })
+}
+
+/// A list of strings returned by this library (node names, participant ids). Read it, then free
+/// it with zkr_string_list_free; never free its parts yourself.
+#[repr(C)]
+pub struct zkr_string_list {
+    /// `len` NUL-terminated UTF-8 strings.
+    pub items: *mut *mut c_char,
+    /// How many strings `items` holds.
+    pub len: usize,
+}
+
+impl zkr_string_list {
+    pub(crate) fn from_vec(strings: Vec<String>) -> Result<*mut zkr_string_list> {
+        let mut items = Vec::with_capacity(strings.len());
+        for s in &strings {
+            match c_string(s) {
+                Ok(p) => items.push(p),
+                Err(e) => {
+                    for p in items {
+                        // SAFETY: made by c_string just above.
+                        unsafe { drop(CString::from_raw(p)) };
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let boxed = items.into_boxed_slice();
+        let len = boxed.len();
+        let items = Box::into_raw(boxed) as *mut *mut c_char;
+        Ok(Box::into_raw(Box::new(zkr_string_list { items, len })))
+    }
+}
+
+/// Frees a string list and its strings. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_string_list_free(list: *mut zkr_string_list) {
+    ffi_boundary("zkr_string_list_free", (), || {
+        if list.is_null() {
+            return;
+        }
+        let list = Box::from_raw(list);
+        let items = Box::from_raw(ptr::slice_from_raw_parts_mut(list.items, list.len));
+        for p in items.iter() {
+            drop(CString::from_raw(*p));
+        }
+    })
+}
+
+/// Bytes returned by this library (node data). Free with zkr_buffer_free.
+#[repr(C)]
+pub struct zkr_buffer {
+    /// `len` bytes (NULL when `len` is 0).
+    pub data: *mut u8,
+    /// How many bytes `data` holds.
+    pub len: usize,
+}
+
+impl zkr_buffer {
+    pub(crate) fn from_vec(bytes: Vec<u8>) -> *mut zkr_buffer {
+        let boxed = bytes.into_boxed_slice();
+        let len = boxed.len();
+        let data = if len == 0 {
+            ptr::null_mut()
+        } else {
+            Box::into_raw(boxed) as *mut u8
+        };
+        Box::into_raw(Box::new(zkr_buffer { data, len }))
+    }
+}
+
+/// Frees a buffer and its bytes. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_buffer_free(buffer: *mut zkr_buffer) {
+    ffi_boundary("zkr_buffer_free", (), || {
+        if buffer.is_null() {
+            return;
+        }
+        let b = Box::from_raw(buffer);
+        if !b.data.is_null() {
+            drop(Box::from_raw(ptr::slice_from_raw_parts_mut(b.data, b.len)));
+        }
+    })
+}
+
+/// A node's metadata (ZooKeeper's Stat), filled by the plain operations.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct zkr_stat {
+    /// The zxid of the change that created the node.
+    pub czxid: i64,
+    /// The zxid of the change that last modified the node's data.
+    pub mzxid: i64,
+    /// The zxid of the change that last modified the node's children.
+    pub pzxid: i64,
+    /// Creation time, milliseconds since the epoch.
+    pub ctime: i64,
+    /// Last modification time, milliseconds since the epoch.
+    pub mtime: i64,
+    /// The session id owning the node if it is ephemeral, else 0.
+    pub ephemeral_owner: i64,
+    /// The number of changes to the data (the version for zkr_client_set_data).
+    pub version: i32,
+    /// The number of changes to the children.
+    pub cversion: i32,
+    /// The number of changes to the ACL.
+    pub aversion: i32,
+    /// The length of the data in bytes.
+    pub data_length: i32,
+    /// The number of children.
+    pub num_children: i32,
+}
+
+impl From<&Stat> for zkr_stat {
+    fn from(s: &Stat) -> zkr_stat {
+        zkr_stat {
+            czxid: s.czxid,
+            mzxid: s.mzxid,
+            pzxid: s.pzxid,
+            ctime: s.ctime,
+            mtime: s.mtime,
+            ephemeral_owner: s.ephemeral_owner,
+            version: s.version,
+            cversion: s.cversion,
+            aversion: s.aversion,
+            data_length: s.data_length,
+            num_children: s.num_children,
+        }
+    }
+}

@@ -1,0 +1,245 @@
+/* The client through the C API: options, connect/close/free, plain operations, namespace,
+ * connection-state callbacks (with a real server-side session expiry). */
+#include "testutil.h"
+
+static void test_version_matches_header(void) {
+    CHECK(strcmp(zkr_version(), ZKR_VERSION_STRING) == 0);
+    char expect[32];
+    snprintf(expect, sizeof expect, "%d.%d.%d", ZKR_VERSION_MAJOR, ZKR_VERSION_MINOR, ZKR_VERSION_PATCH);
+    CHECK(strcmp(expect, ZKR_VERSION_STRING) == 0);
+}
+
+static void test_status_names_are_stable(void) {
+    CHECK(ZKR_OK == 0);
+    CHECK(strcmp(zkr_status_name(ZKR_OK), "ZKR_OK") == 0);
+    CHECK(strcmp(zkr_status_name(ZKR_NO_NODE), "ZKR_NO_NODE") == 0);
+    CHECK(strcmp(zkr_status_name(ZKR_NOT_OWNER), "ZKR_NOT_OWNER") == 0);
+    CHECK(strcmp(zkr_status_name(ZKR_INTERNAL), "ZKR_INTERNAL") == 0);
+    CHECK(strcmp(zkr_status_name(12345), "ZKR_UNKNOWN_STATUS") == 0);
+    CHECK(strcmp(zkr_connection_state_name(ZKR_STATE_LOST), "LOST") == 0);
+    CHECK(strcmp(zkr_connection_state_name(99), "UNKNOWN") == 0);
+}
+
+static void test_options_init_sets_size_version_and_defaults(void) {
+    zkr_client_options opts;
+    memset(&opts, 0xAB, sizeof opts);
+    CHECK_OK(zkr_client_options_init(&opts));
+    CHECK(opts.size == sizeof(zkr_client_options));
+    CHECK(opts.version == ZKR_CLIENT_OPTIONS_VERSION);
+    CHECK(opts.session_timeout_ms == 60000);
+    CHECK(opts.connection_timeout_ms == 15000);
+    CHECK(opts.retry.kind == ZKR_RETRY_EXPONENTIAL_BACKOFF);
+    CHECK(opts.retry.base_sleep_ms == 1000 && opts.retry.max_retries == 3);
+    CHECK(opts.namespace_name == NULL && opts.auth_scheme == NULL && !opts.can_be_read_only);
+}
+
+static void test_connect_with_default_options_and_close_twice(void) {
+    zkr_client *c = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, NULL, &c));
+    zkr_connection_state st;
+    CHECK_OK(zkr_client_state(c, &st));
+    CHECK(st == ZKR_STATE_CONNECTED);
+    int64_t sid = 0;
+    CHECK_OK(zkr_client_session_id(c, &sid));
+    CHECK(sid != 0);
+    CHECK_OK(zkr_client_close(c));
+    CHECK_OK(zkr_client_close(c));
+    zkr_client_free(c);
+}
+
+static void test_older_smaller_options_struct_is_accepted(void) {
+    /* A program built against a header whose options ended after connection_timeout_ms. */
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.size = offsetof(zkr_client_options, retry);
+    opts.retry.kind = 77; /* beyond `size`: must be ignored */
+    zkr_client *c = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, &opts, &c));
+    zkr_client_free(c);
+}
+
+static void test_plain_operations_round_trip(void) {
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    char base[128], path[160];
+    zt_path(base, sizeof base, "plain");
+    snprintf(path, sizeof path, "%s/a/b", base);
+
+    char *created = NULL;
+    CHECK_OK(zkr_client_create(c, path, (const uint8_t *)"hello", 5, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, &created));
+    CHECK(created != NULL && strcmp(created, path) == 0);
+    zkr_string_free(created);
+
+    zkr_buffer *data = NULL;
+    zkr_stat stat;
+    CHECK_OK(zkr_client_get_data(c, path, &data, &stat));
+    CHECK(data->len == 5 && memcmp(data->data, "hello", 5) == 0);
+    CHECK(stat.version == 0 && stat.data_length == 5 && stat.czxid > 0);
+    zkr_buffer_free(data);
+
+    CHECK_OK(zkr_client_set_data(c, path, (const uint8_t *)"bye", 3, 0, &stat));
+    CHECK(stat.version == 1);
+    CHECK_STATUS(zkr_client_set_data(c, path, (const uint8_t *)"x", 1, 0, NULL), ZKR_BAD_VERSION, "zkr_client_set_data");
+    CHECK_STATUS(zkr_client_create(c, path, NULL, 0, ZKR_PERSISTENT, 0, NULL), ZKR_NODE_EXISTS, "zkr_client_create");
+
+    /* Empty data comes back as an empty buffer. */
+    CHECK_OK(zkr_client_set_data(c, path, NULL, 0, -1, NULL));
+    CHECK_OK(zkr_client_get_data(c, path, &data, NULL));
+    CHECK(data->len == 0 && data->data == NULL);
+    zkr_buffer_free(data);
+
+    char prefix[192];
+    snprintf(prefix, sizeof prefix, "%s/a/seq-", base);
+    CHECK_OK(zkr_client_create(c, prefix, NULL, 0, ZKR_EPHEMERAL_SEQUENTIAL, 0, &created));
+    CHECK(strncmp(created, prefix, strlen(prefix)) == 0 && strlen(created) == strlen(prefix) + 10);
+    zkr_stat eph;
+    bool exists = false;
+    CHECK_OK(zkr_client_exists(c, created, &exists, &eph));
+    int64_t sid;
+    CHECK_OK(zkr_client_session_id(c, &sid));
+    CHECK(exists && eph.ephemeral_owner == sid);
+    zkr_string_free(created);
+
+    char protected_path[192];
+    snprintf(protected_path, sizeof protected_path, "%s/a/p", base);
+    CHECK_OK(zkr_client_create(c, protected_path, NULL, 0, ZKR_EPHEMERAL, ZKR_CREATE_PROTECTED, &created));
+    CHECK(strstr(created, "/_c_") != NULL && strlen(created) > strlen(protected_path));
+    zkr_string_free(created);
+
+    char parent[160];
+    snprintf(parent, sizeof parent, "%s/a", base);
+    zkr_string_list *children = NULL;
+    CHECK_OK(zkr_client_get_children(c, parent, &children));
+    CHECK(children->len == 3);
+    int found_b = 0;
+    for (size_t i = 0; i < children->len; i++) found_b += strcmp(children->items[i], "b") == 0;
+    CHECK(found_b == 1);
+    zkr_string_list_free(children);
+
+    CHECK_STATUS(zkr_client_delete(c, parent, -1, 0), ZKR_NOT_EMPTY, "zkr_client_delete");
+    /* base is a container parent: the server may reap it as soon as it is empty. */
+    zkr_status deleted = zkr_client_delete(c, base, -1, ZKR_DELETE_RECURSIVE);
+    CHECK_MSG(deleted == ZKR_OK || deleted == ZKR_NO_NODE, "%s", zkr_last_error_message());
+    CHECK_OK(zkr_client_exists(c, base, &exists, NULL));
+    CHECK(!exists);
+    CHECK_STATUS(zkr_client_get_data(c, path, &data, NULL), ZKR_NO_NODE, "zkr_client_get_data");
+    zkr_client_free(c);
+}
+
+static void test_namespace_prefixes_every_path(void) {
+    char ns[64];
+    snprintf(ns, sizeof ns, "c-tests-ns-%ld", (long)getpid());
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.namespace_name = ns;
+    zkr_client *scoped = NULL, *plain = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, &opts, &scoped));
+    CHECK_OK(zkr_client_connect(zt_connect, NULL, &plain));
+    char *created = NULL;
+    CHECK_OK(zkr_client_create(scoped, "/x", NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, &created));
+    CHECK(strcmp(created, "/x") == 0);
+    zkr_string_free(created);
+    char full[96];
+    snprintf(full, sizeof full, "/%s/x", ns);
+    bool exists = false;
+    CHECK_OK(zkr_client_exists(plain, full, &exists, NULL));
+    CHECK(exists);
+    snprintf(full, sizeof full, "/%s", ns);
+    zkr_status deleted = zkr_client_delete(plain, full, -1, ZKR_DELETE_RECURSIVE);
+    CHECK_MSG(deleted == ZKR_OK || deleted == ZKR_NO_NODE, "%s", zkr_last_error_message());
+    zkr_client_free(scoped);
+    zkr_client_free(plain);
+}
+
+typedef struct states_seen {
+    zt_event event;
+    pthread_mutex_t mu;
+    zkr_connection_state seen[16];
+    int n;
+    pthread_t registering_thread;
+    int on_registering_thread;
+} states_seen;
+
+static void record_state(zkr_connection_state state, void *user_data) {
+    states_seen *s = (states_seen *)user_data;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < 16) s->seen[s->n++] = state;
+    if (pthread_equal(pthread_self(), s->registering_thread)) s->on_registering_thread = 1;
+    pthread_mutex_unlock(&s->mu);
+    zt_event_signal(&s->event, (int)state);
+}
+
+static void test_state_callback_sees_lost_then_reconnected_after_session_expiry(void) {
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    states_seen s;
+    memset(&s, 0, sizeof s);
+    zt_event_init(&s.event);
+    pthread_mutex_init(&s.mu, NULL);
+    s.registering_thread = pthread_self();
+    uint64_t id = 0;
+    CHECK_OK(zkr_client_add_state_listener(c, record_state, &s, &id));
+    int64_t before = 0, after = 0;
+    CHECK_OK(zkr_client_session_id(c, &before));
+    CHECK_OK(zkr_client_expire_session_for_testing(c));
+    /* LOST, then RECONNECTED with a new session. SUSPENDED/RECONNECTED of the old session may
+     * come first: the expiring connection takes the session over before closing it. */
+    int lost_at = -1;
+    bool reconnected = false;
+    for (int waited = 1; waited <= 16 && !reconnected; waited++) {
+        CHECK_MSG(zt_event_wait(&s.event, waited, 20000), "no state change within 20 s (seen %d)", s.n);
+        pthread_mutex_lock(&s.mu);
+        if (s.seen[waited - 1] == ZKR_STATE_LOST && lost_at < 0) lost_at = waited - 1;
+        reconnected = lost_at >= 0 && s.seen[waited - 1] == ZKR_STATE_RECONNECTED;
+        pthread_mutex_unlock(&s.mu);
+    }
+    CHECK_MSG(reconnected, "no LOST then RECONNECTED among %d states", s.n);
+    CHECK(!s.on_registering_thread);
+    CHECK_OK(zkr_client_session_id(c, &after));
+    CHECK(after != 0 && after != before);
+    CHECK_OK(zkr_client_remove_state_listener(c, id));
+    CHECK_STATUS(zkr_client_remove_state_listener(c, id), ZKR_INVALID_ARGUMENT, "zkr_client_remove_state_listener");
+    zkr_client_free(c);
+    pthread_mutex_destroy(&s.mu);
+    zt_event_destroy(&s.event);
+}
+
+static void test_closed_client_reports_closed_and_can_still_be_freed(void) {
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_client_close(c));
+    zkr_buffer *data = NULL;
+    CHECK_STATUS(zkr_client_get_data(c, "/", &data, NULL), ZKR_CLOSED, "zkr_client_get_data");
+    CHECK(data == NULL);
+    zkr_connection_state st;
+    CHECK_STATUS(zkr_client_state(c, &st), ZKR_CLOSED, "zkr_client_state");
+    zkr_client_free(c);
+}
+
+static void test_connect_to_nothing_times_out(void) {
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.connection_timeout_ms = 500;
+    zkr_client *c = NULL;
+    double t0 = zt_now_ms();
+    /* Port 1 on loopback: nothing listens there. */
+    zkr_status s = zkr_client_connect("127.0.0.1:1", &opts, &c);
+    CHECK_MSG(s == ZKR_TIMEOUT || s == ZKR_CONNECTION_LOSS, "got %s: %s", zkr_status_name(s), zkr_last_error_message());
+    CHECK(c == NULL);
+    CHECK(zt_now_ms() - t0 < 5000);
+}
+
+int main(int argc, char **argv) {
+    zt_begin(argc, argv);
+    RUN(test_version_matches_header);
+    RUN(test_status_names_are_stable);
+    RUN(test_options_init_sets_size_version_and_defaults);
+    RUN(test_connect_with_default_options_and_close_twice);
+    RUN(test_older_smaller_options_struct_is_accepted);
+    RUN(test_plain_operations_round_trip);
+    RUN(test_namespace_prefixes_every_path);
+    RUN(test_state_callback_sees_lost_then_reconnected_after_session_expiry);
+    RUN(test_closed_client_reports_closed_and_can_still_be_freed);
+    RUN(test_connect_to_nothing_times_out);
+    return zt_end("test_client");
+}

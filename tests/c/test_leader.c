@@ -1,0 +1,459 @@
+/* LeaderLatch through the C API: the seed scenario (10 clients taking turns), listeners,
+ * participants, epochs, hand-over on a real session expiry, and misuse. */
+#include "testutil.h"
+
+#define LATCHES 10
+
+static void test_seed_10_clients_take_turns(void) {
+    char path[128];
+    zt_path(path, sizeof path, "seed-latch");
+    zkr_client *clients[LATCHES];
+    zkr_leader_latch *latches[LATCHES];
+    bool done[LATCHES];
+    int led[LATCHES];
+    for (int i = 0; i < LATCHES; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "client-%d", i);
+        CHECK_OK(zt_connect_client(&clients[i]));
+        CHECK_OK(zkr_leader_latch_new(clients[i], path, id, &latches[i]));
+        CHECK_OK(zkr_leader_latch_start(latches[i]));
+        done[i] = false;
+        led[i] = 0;
+    }
+    int64_t last_epoch = 0;
+    for (int turn = 0; turn < LATCHES; turn++) {
+        /* Ask the server who leads, from any remaining participant. */
+        int any = -1;
+        for (int i = 0; i < LATCHES && any < 0; i++)
+            if (!done[i]) any = i;
+        zkr_participant *leader = NULL;
+        CHECK_OK(zkr_leader_latch_get_leader(latches[any], &leader));
+        int who = -1;
+        CHECK_MSG(sscanf(leader->id, "client-%d", &who) == 1 && who >= 0 && who < LATCHES && !done[who],
+                  "turn %d: leader %s", turn, leader->id);
+        CHECK(leader->is_leader);
+        zkr_participant_free(leader);
+        bool is_leader = false;
+        CHECK_OK(zkr_leader_latch_await(latches[who], 10000, &is_leader));
+        CHECK_MSG(is_leader, "turn %d: client-%d leads on the server but not locally", turn, who);
+        for (int i = 0; i < LATCHES; i++) {
+            if (done[i] || i == who) continue;
+            bool other = true;
+            CHECK_OK(zkr_leader_latch_has_leadership(latches[i], &other));
+            CHECK_MSG(!other, "turn %d: client-%d and client-%d both lead", turn, who, i);
+        }
+        int64_t epoch = 0;
+        CHECK_OK(zkr_leader_latch_leadership_epoch(latches[who], &epoch));
+        CHECK_MSG(epoch > last_epoch, "epochs must increase (%" PRId64 " then %" PRId64 ")", last_epoch, epoch);
+        last_epoch = epoch;
+        led[who]++;
+        CHECK_OK(zkr_leader_latch_close(latches[who]));
+        CHECK_OK(zkr_leader_latch_has_leadership(latches[who], &is_leader));
+        CHECK(!is_leader);
+        done[who] = true;
+    }
+    for (int i = 0; i < LATCHES; i++) CHECK_MSG(led[i] == 1, "client-%d led %d times", i, led[i]);
+    for (int i = 0; i < LATCHES; i++) {
+        zkr_leader_latch_free(latches[i]);
+        zkr_client_free(clients[i]);
+    }
+}
+
+typedef struct leadership_seen {
+    zt_event event;
+    bool last;
+    pthread_t caller;
+    int on_caller;
+} leadership_seen;
+
+static void record_leadership(bool is_leader, void *user_data) {
+    leadership_seen *s = (leadership_seen *)user_data;
+    s->last = is_leader;
+    if (pthread_equal(pthread_self(), s->caller)) s->on_caller = 1;
+    zt_event_signal(&s->event, is_leader);
+}
+
+static void test_listener_participants_and_notify_on_close(void) {
+    char path[128];
+    zt_path(path, sizeof path, "latch-listener");
+    zkr_client *c = NULL;
+    zkr_leader_latch *a = NULL, *b = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_leader_latch_new(c, path, "alpha", &a));
+    CHECK_OK(zkr_leader_latch_new(c, path, "beta", &b));
+    leadership_seen s;
+    memset(&s, 0, sizeof s);
+    zt_event_init(&s.event);
+    s.caller = pthread_self();
+    uint64_t id = 0;
+    CHECK_OK(zkr_leader_latch_add_listener(a, record_leadership, &s, &id));
+    CHECK_OK(zkr_leader_latch_set_close_mode(a, ZKR_CLOSE_NOTIFY_LEADER));
+    int64_t epoch = 0;
+    CHECK_STATUS(zkr_leader_latch_leadership_epoch(a, &epoch), ZKR_NOT_OWNER, "zkr_leader_latch_leadership_epoch");
+    char *our = NULL;
+    CHECK_STATUS(zkr_leader_latch_our_path(a, &our), ZKR_NO_NODE, "zkr_leader_latch_our_path");
+    CHECK_OK(zkr_leader_latch_start(a));
+    bool lead = false;
+    CHECK_OK(zkr_leader_latch_await(a, 10000, &lead));
+    CHECK(lead);
+    CHECK_MSG(zt_event_wait(&s.event, 1, 10000), "no is_leader callback");
+    CHECK(s.last == true);
+    CHECK_OK(zkr_leader_latch_start(b));
+    CHECK_OK(zkr_leader_latch_await(b, 200, &lead));
+    CHECK_MSG(!lead, "the second participant must wait");
+
+    zkr_participant_list *list = NULL;
+    CHECK_OK(zkr_leader_latch_get_participants(b, &list));
+    CHECK(list->len == 2);
+    CHECK(strcmp(list->items[0].id, "alpha") == 0 && list->items[0].is_leader);
+    CHECK(strcmp(list->items[1].id, "beta") == 0 && !list->items[1].is_leader);
+    zkr_participant_list_free(list);
+    CHECK_OK(zkr_leader_latch_our_path(a, &our));
+    CHECK(strncmp(our, path, strlen(path)) == 0 && strstr(our, "-latch-") != NULL);
+    zkr_string_free(our);
+
+    CHECK_OK(zkr_leader_latch_close(a));
+    CHECK_MSG(zt_event_wait(&s.event, 2, 10000), "no not_leader callback on close with NOTIFY_LEADER");
+    CHECK(s.last == false);
+    CHECK(!s.on_caller);
+    CHECK_OK(zkr_leader_latch_await(b, 10000, &lead));
+    CHECK_MSG(lead, "the next participant takes over at once after close");
+    CHECK_OK(zkr_leader_latch_remove_listener(a, id));
+    CHECK_STATUS(zkr_leader_latch_remove_listener(a, id), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_remove_listener");
+    zkr_leader_latch_free(a);
+    zkr_leader_latch_free(b);
+    zkr_client_free(c);
+    zt_event_destroy(&s.event);
+}
+
+static void test_leadership_moves_when_the_leaders_session_expires(void) {
+    char path[128];
+    zt_path(path, sizeof path, "latch-expiry");
+    zkr_client *c1 = NULL, *c2 = NULL;
+    zkr_leader_latch *l1 = NULL, *l2 = NULL;
+    CHECK_OK(zt_connect_client(&c1));
+    CHECK_OK(zt_connect_client(&c2));
+    CHECK_OK(zkr_leader_latch_new(c1, path, "first", &l1));
+    CHECK_OK(zkr_leader_latch_new(c2, path, "second", &l2));
+    leadership_seen s;
+    memset(&s, 0, sizeof s);
+    zt_event_init(&s.event);
+    uint64_t id;
+    CHECK_OK(zkr_leader_latch_add_listener(l1, record_leadership, &s, &id));
+    CHECK_OK(zkr_leader_latch_start(l1));
+    bool lead = false;
+    CHECK_OK(zkr_leader_latch_await(l1, 10000, &lead));
+    CHECK(lead);
+    CHECK_OK(zkr_leader_latch_start(l2));
+    CHECK_OK(zkr_client_expire_session_for_testing(c1));
+    CHECK_OK(zkr_leader_latch_await(l2, 20000, &lead));
+    CHECK_MSG(lead, "the second participant must lead after the first one's session expired");
+    CHECK_MSG(zt_event_wait(&s.event, 2, 20000), "the old leader must hear not_leader");
+    zkr_leader_latch_free(l1); /* frees with its listener still registered */
+    zkr_leader_latch_free(l2);
+    zkr_client_free(c1);
+    zkr_client_free(c2);
+    zt_event_destroy(&s.event);
+}
+
+static void test_misuse_of_a_latch(void) {
+    char path[128];
+    zt_path(path, sizeof path, "latch-misuse");
+    zkr_client *c = NULL;
+    zkr_leader_latch *l = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_leader_latch *bad = (zkr_leader_latch *)0x1;
+    CHECK_STATUS(zkr_leader_latch_new(c, "/", "x", &bad), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_new");
+    CHECK_STATUS(zkr_leader_latch_new(c, path, NULL, &bad), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_new");
+    CHECK_STATUS(zkr_leader_latch_new(c, path, "\xc0\xaf", &bad), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_new");
+    CHECK(bad == (zkr_leader_latch *)0x1);
+    CHECK_OK(zkr_leader_latch_new(c, path, "", &l));
+    bool lead = true;
+    CHECK_STATUS(zkr_leader_latch_await(l, -1, &lead), ZKR_CLOSED, "zkr_leader_latch_await"); /* not started */
+    CHECK_STATUS(zkr_leader_latch_await(l, -5, &lead), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_await");
+    CHECK(lead == true);
+    CHECK_STATUS(zkr_leader_latch_set_close_mode(l, 7), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_set_close_mode");
+    CHECK_OK(zkr_leader_latch_set_lost_policy(l, ZKR_LEADER_LOST_ON_SESSION_LOSS));
+    CHECK_OK(zkr_leader_latch_start(l));
+    CHECK_STATUS(zkr_leader_latch_start(l), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_start");
+    CHECK_STATUS(zkr_leader_latch_set_lost_policy(l, ZKR_LEADER_LOST_ON_SUSPENDED), ZKR_INVALID_ARGUMENT,
+                 "zkr_leader_latch_set_lost_policy");
+    CHECK_OK(zkr_leader_latch_close(l));
+    CHECK_OK(zkr_leader_latch_close(l));
+    CHECK_STATUS(zkr_leader_latch_await(l, -1, &lead), ZKR_CLOSED, "zkr_leader_latch_await");
+    CHECK_OK(zkr_leader_latch_await(l, 0, &lead));
+    CHECK(!lead);
+    CHECK_STATUS(zkr_leader_latch_start(l), ZKR_CLOSED, "zkr_leader_latch_start");
+    CHECK_STATUS(zkr_leader_latch_start(NULL), ZKR_INVALID_ARGUMENT, "zkr_leader_latch_start");
+    zkr_leader_latch_free(l);
+    zkr_leader_latch_free(NULL);
+    zkr_participant_free(NULL);
+    zkr_participant_list_free(NULL);
+    zkr_client_free(c);
+}
+
+
+/* ---- LeaderSelector ---- */
+
+#define SELECTORS 3
+
+typedef struct selector_shared {
+    int inside, overlaps, terms;
+    int64_t tokens[16];
+    int order[16];
+    pthread_mutex_t mu;
+} selector_shared;
+
+typedef struct selector_arg {
+    selector_shared *shared;
+    int index;
+    int cancelled_while_leading;
+} selector_arg;
+
+static void lead_briefly(zkr_leadership_context *ctx, void *user_data) {
+    selector_arg *a = (selector_arg *)user_data;
+    selector_shared *s = a->shared;
+    if (__atomic_add_fetch(&s->inside, 1, __ATOMIC_SEQ_CST) > 1) __atomic_fetch_add(&s->overlaps, 1, __ATOMIC_SEQ_CST);
+    if (zkr_leadership_cancelled(ctx)) a->cancelled_while_leading++;
+    int64_t token = 0;
+    (void)zkr_leadership_fencing_token(ctx, &token);
+    pthread_mutex_lock(&s->mu);
+    if (s->terms < 16) {
+        s->tokens[s->terms] = token;
+        s->order[s->terms] = a->index;
+    }
+    s->terms++;
+    pthread_mutex_unlock(&s->mu);
+    /* Lead for up to 30 ms (returning ends leadership). */
+    bool cancelled = false;
+    (void)zkr_leadership_wait_cancelled(ctx, 30, &cancelled);
+    __atomic_sub_fetch(&s->inside, 1, __ATOMIC_SEQ_CST);
+}
+
+static void test_selectors_lead_one_at_a_time_with_increasing_tokens(void) {
+    char path[128];
+    zt_path(path, sizeof path, "selector-turns");
+    selector_shared s;
+    memset(&s, 0, sizeof s);
+    pthread_mutex_init(&s.mu, NULL);
+    zkr_client *clients[SELECTORS];
+    zkr_leader_selector *sel[SELECTORS];
+    selector_arg args[SELECTORS];
+    for (int i = 0; i < SELECTORS; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "sel-%d", i);
+        args[i].shared = &s;
+        args[i].index = i;
+        args[i].cancelled_while_leading = 0;
+        CHECK_OK(zt_connect_client(&clients[i]));
+        CHECK_OK(zkr_leader_selector_new(clients[i], path, id, lead_briefly, &args[i], &sel[i]));
+    }
+    for (int i = 0; i < SELECTORS; i++) CHECK_OK(zkr_leader_selector_start(sel[i]));
+    /* Each leads once (no auto requeue); wait until all have, bounded. */
+    double deadline = zt_now_ms() + 20000;
+    uint64_t total = 0;
+    while (zt_now_ms() < deadline) {
+        total = 0;
+        for (int i = 0; i < SELECTORS; i++) {
+            uint64_t n = 0;
+            CHECK_OK(zkr_leader_selector_leadership_count(sel[i], &n));
+            total += n;
+        }
+        bool leading = false;
+        for (int i = 0; i < SELECTORS; i++) {
+            bool l = false;
+            CHECK_OK(zkr_leader_selector_has_leadership(sel[i], &l));
+            leading = leading || l;
+        }
+        if (total == SELECTORS && !leading && __atomic_load_n(&s.inside, __ATOMIC_SEQ_CST) == 0) break;
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL); /* polling the counters; the deadline bounds it */
+    }
+    CHECK_MSG(total == SELECTORS, "%" PRIu64 " terms, expected %d", total, SELECTORS);
+    CHECK_MSG(s.overlaps == 0, "two selectors led at once %d times", s.overlaps);
+    for (int t = 1; t < s.terms && t < 16; t++)
+        CHECK_MSG(s.tokens[t] > s.tokens[t - 1], "fencing tokens must increase");
+    for (int i = 0; i < SELECTORS; i++) CHECK(args[i].cancelled_while_leading == 0);
+    int64_t epoch;
+    CHECK_STATUS(zkr_leader_selector_leadership_epoch(sel[0], &epoch), ZKR_NOT_OWNER,
+                 "zkr_leader_selector_leadership_epoch");
+    /* Requeue is refused (false) while the finished term is still being wound up; then taken. */
+    uint64_t before = 0, after = 0;
+    CHECK_OK(zkr_leader_selector_leadership_count(sel[0], &before));
+    CHECK(before == 1);
+    bool queued = false;
+    deadline = zt_now_ms() + 10000;
+    while (!queued && zt_now_ms() < deadline) {
+        CHECK_OK(zkr_leader_selector_requeue(sel[0], &queued));
+        struct timespec ts = {0, 2000000};
+        if (!queued) nanosleep(&ts, NULL);
+    }
+    CHECK_MSG(queued, "requeue after a finished term must queue again");
+    deadline = zt_now_ms() + 10000;
+    while (after <= before && zt_now_ms() < deadline) {
+        CHECK_OK(zkr_leader_selector_leadership_count(sel[0], &after));
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK_MSG(after == before + 1, "the requeued selector must lead again");
+    for (int i = 0; i < SELECTORS; i++) {
+        zkr_leader_selector_free(sel[i]);
+        zkr_client_free(clients[i]);
+    }
+    pthread_mutex_destroy(&s.mu);
+}
+
+typedef struct blocking_leader {
+    zt_event started;
+    zt_event ended;
+    zkr_cancel_reason reason;
+    int64_t token;
+    int terms;
+} blocking_leader;
+
+static void lead_until_cancelled(zkr_leadership_context *ctx, void *user_data) {
+    blocking_leader *b = (blocking_leader *)user_data;
+    b->terms++;
+    (void)zkr_leadership_fencing_token(ctx, &b->token);
+    zt_event_signal(&b->started, 1);
+    bool cancelled = false;
+    (void)zkr_leadership_wait_cancelled(ctx, -1, &cancelled);
+    (void)zkr_leadership_cancel_reason(ctx, &b->reason);
+    zt_event_signal(&b->ended, (int)b->reason);
+}
+
+static void test_selector_interrupt_requeue_and_close_cancel_the_leader(void) {
+    char path[128];
+    zt_path(path, sizeof path, "selector-cancel");
+    zkr_client *c = NULL, *c2 = NULL;
+    zkr_leader_selector *s = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&c2));
+    blocking_leader *b = calloc(1, sizeof *b);
+    zt_event_init(&b->started);
+    zt_event_init(&b->ended);
+    CHECK_OK(zkr_leader_selector_new(c, path, "blocker", lead_until_cancelled, b, &s));
+    CHECK_OK(zkr_leader_selector_set_auto_requeue(s, true));
+    CHECK_OK(zkr_leader_selector_start(s));
+    CHECK_STATUS(zkr_leader_selector_start(s), ZKR_INVALID_ARGUMENT, "zkr_leader_selector_start");
+    CHECK_MSG(zt_event_wait(&b->started, 1, 10000), "never became leader");
+    bool lead = false;
+    CHECK_OK(zkr_leader_selector_has_leadership(s, &lead));
+    CHECK(lead);
+    int64_t epoch = 0;
+    CHECK_OK(zkr_leader_selector_leadership_epoch(s, &epoch));
+    CHECK(epoch == b->token);
+    zkr_participant *leader = NULL;
+    CHECK_OK(zkr_leader_selector_get_leader(s, &leader));
+    CHECK(strcmp(leader->id, "blocker") == 0 && leader->is_leader);
+    zkr_participant_free(leader);
+
+    CHECK_OK(zkr_leader_selector_interrupt_leadership(s));
+    CHECK_MSG(zt_event_wait(&b->ended, 1, 10000), "interrupt did not end the term");
+    CHECK(b->reason == ZKR_CANCEL_INTERRUPTED);
+    /* Auto requeue: a second term starts. */
+    CHECK_MSG(zt_event_wait(&b->started, 2, 10000), "auto requeue did not lead again");
+
+    /* Free while take_leadership runs: it is cancelled and waited for, so the user_data can be
+     * freed right after (ASan would catch a late call). */
+    zkr_leader_selector_free(s);
+    CHECK(b->reason == ZKR_CANCEL_CLOSED);
+    CHECK(zt_event_count(&b->ended) == 2);
+    zt_event_destroy(&b->started);
+    zt_event_destroy(&b->ended);
+    free(b);
+
+    /* A leader whose session expires has its term cancelled. */
+    zkr_client *c3 = NULL;
+    CHECK_OK(zt_connect_client(&c3));
+    blocking_leader *e = calloc(1, sizeof *e);
+    zt_event_init(&e->started);
+    zt_event_init(&e->ended);
+    CHECK_OK(zkr_leader_selector_new(c3, path, "expiring", lead_until_cancelled, e, &s));
+    CHECK_OK(zkr_leader_selector_start(s));
+    CHECK_MSG(zt_event_wait(&e->started, 1, 10000), "never became leader");
+    CHECK_OK(zkr_client_expire_session_for_testing(c3));
+    CHECK_MSG(zt_event_wait(&e->ended, 1, 20000), "session expiry did not cancel the term");
+    CHECK_MSG(e->reason == ZKR_CANCEL_CONNECTION_SUSPENDED || e->reason == ZKR_CANCEL_SESSION_LOST,
+              "reason %u", e->reason);
+    zkr_leader_selector_free(s);
+    zkr_client_free(c3);
+    zt_event_destroy(&e->started);
+    zt_event_destroy(&e->ended);
+    free(e);
+
+    /* Misuse. */
+    zkr_leader_selector *bad = (zkr_leader_selector *)0x1;
+    CHECK_STATUS(zkr_leader_selector_new(c2, path, "x", NULL, NULL, &bad), ZKR_INVALID_ARGUMENT,
+                 "zkr_leader_selector_new");
+    CHECK(bad == (zkr_leader_selector *)0x1);
+    CHECK(zkr_leadership_cancelled(NULL));
+    zkr_leader_selector_free(NULL);
+    zkr_client_free(c);
+    zkr_client_free(c2);
+}
+
+/* ---- LeaderObserver ---- */
+
+typedef struct observed {
+    zt_event event;
+    char last[64];
+} observed;
+
+static void record_leader(const zkr_participant *leader, void *user_data) {
+    observed *o = (observed *)user_data;
+    snprintf(o->last, sizeof o->last, "%s", leader->id);
+    zt_event_signal(&o->event, leader->is_leader);
+}
+
+static void test_observer_follows_the_leader_without_joining(void) {
+    char path[128];
+    zt_path(path, sizeof path, "observed");
+    zkr_client *c = NULL;
+    zkr_leader_observer *obs = NULL;
+    zkr_leader_latch *l = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_leader_observer_start(c, path, &obs));
+    observed o;
+    memset(&o, 0, sizeof o);
+    zt_event_init(&o.event);
+    uint64_t id = 0;
+    CHECK_OK(zkr_leader_observer_add_listener(obs, record_leader, &o, &id));
+    zkr_participant *p = NULL;
+    CHECK_OK(zkr_leader_observer_leader(obs, &p));
+    CHECK(strcmp(p->id, "") == 0 && !p->is_leader);
+    zkr_participant_free(p);
+    p = (zkr_participant *)0x1;
+    CHECK_OK(zkr_leader_observer_wait_changed(obs, 100, &p));
+    CHECK_MSG(p == NULL, "no change yet: NULL after the timeout");
+    CHECK_OK(zkr_leader_latch_new(c, path, "watched-one", &l));
+    CHECK_OK(zkr_leader_latch_start(l));
+    CHECK_OK(zkr_leader_observer_wait_changed(obs, 10000, &p));
+    CHECK(p != NULL && strcmp(p->id, "watched-one") == 0 && p->is_leader);
+    zkr_participant_free(p);
+    CHECK_MSG(zt_event_wait(&o.event, 1, 10000), "the listener did not hear the new leader");
+    CHECK(strcmp(o.last, "watched-one") == 0);
+    CHECK_OK(zkr_leader_latch_close(l));
+    CHECK_OK(zkr_leader_observer_wait_changed(obs, 10000, &p));
+    CHECK(p != NULL && strcmp(p->id, "") == 0 && !p->is_leader);
+    zkr_participant_free(p);
+    CHECK_OK(zkr_leader_observer_close(obs));
+    CHECK_STATUS(zkr_leader_observer_wait_changed(obs, -1, &p), ZKR_CLOSED, "zkr_leader_observer_wait_changed");
+    zkr_leader_observer_free(obs); /* listener still registered */
+    zkr_leader_observer_free(NULL);
+    zkr_leader_latch_free(l);
+    zkr_client_free(c);
+    zt_event_destroy(&o.event);
+}
+
+int main(int argc, char **argv) {
+    zt_begin(argc, argv);
+    RUN(test_seed_10_clients_take_turns);
+    RUN(test_listener_participants_and_notify_on_close);
+    RUN(test_leadership_moves_when_the_leaders_session_expires);
+    RUN(test_misuse_of_a_latch);
+    RUN(test_selectors_lead_one_at_a_time_with_increasing_tokens);
+    RUN(test_selector_interrupt_requeue_and_close_cancel_the_leader);
+    RUN(test_observer_follows_the_leader_without_joining);
+    return zt_end("test_leader");
+}
