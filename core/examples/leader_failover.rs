@@ -79,9 +79,10 @@ async fn main() {
         .await
         .unwrap();
         let (_, _, watch) = b.get_data_watch(&node).await.unwrap();
-        // The watcher lists the children as soon as the event arrives, as a latch does.
+        // The watcher lists the children as soon as the event arrives, as a latch does, on
+        // the library's runtime as the recipes' tasks run (no cross-runtime wake-up).
         let (b2, parent2) = (b.clone(), parent.clone());
-        let waiter = tokio::spawn(async move {
+        let waiter = zkrecipes::runtime::spawn(async move {
             watch.changed().await;
             b2.get_children(&parent2).await.unwrap();
             Instant::now()

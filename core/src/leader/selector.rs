@@ -605,8 +605,8 @@ impl LeaderSelector {
             || (c.callback_task.is_some() && tokio::task::try_id() == c.callback_task);
         let current = c.current.clone();
         let worker = c.worker.take();
-        drop(c);
         s.leading.store(false, Ordering::SeqCst);
+        drop(c);
         if let Some(ctx) = current {
             ctx.cancel(CancelReason::Closed);
         }
@@ -697,19 +697,21 @@ async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
         s.mutex.fencing_token(s.owner),
     );
     let lost = s.mutex.lost_signal(s.owner);
+    let valid = s.mutex.is_held_valid(s.owner);
     {
+        // Under the control lock, as close() marks the state: either it sees this term and
+        // cancels it, or this term sees the close.
         let mut c = s.control();
         if c.state == SelectorState::Closed {
             ctx.cancel(CancelReason::Closed);
+        } else if !valid {
+            // Already doubtful (a SUSPENDED between the acquire and now): starts cancelled.
+            ctx.cancel(lost_reason(&s.client));
         }
         c.current = Some(ctx.clone());
-    }
-    // A hold that is already doubtful (a SUSPENDED between the acquire and now) starts cancelled.
-    if !s.mutex.is_held_valid(s.owner) && !ctx.is_cancelled() {
-        ctx.cancel(lost_reason(&s.client));
-    }
-    if !ctx.is_cancelled() {
-        s.leading.store(true, Ordering::SeqCst);
+        if !ctx.is_cancelled() {
+            s.leading.store(true, Ordering::SeqCst);
+        }
     }
     let (done_tx, done_rx) = oneshot::channel::<()>();
     match &s.take {
