@@ -319,27 +319,3 @@ def test_after_fork_the_parents_client_is_refused_in_the_child(client: zkrecipes
     assert _in_child(child) == 0
     with m:  # the parent still works
         assert m.is_owned_by_current_thread()
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="core issue: zookeeper-client 0.11.2 times its session with async-io's global reactor, "
-    "whose 'async-io' driver thread does not survive fork(); a child of a process that used a "
-    "client cannot open a session (the zkrecipes runtime itself is rebuilt). Remove this mark "
-    "once the core no longer depends on async-io.",
-)
-def test_fork_gives_the_child_a_working_fresh_runtime(zk: ZooKeeper, client: zkrecipes.Client, path: str) -> None:
-    m = InterProcessMutex(client, path + "/lock")
-    with m:
-        pass
-
-    def child() -> None:
-        with zkrecipes.Client(zk.connect, connection_timeout=5) as c:
-            lock = InterProcessMutex(c, path + "/lock")
-            with lock:
-                c.create(path + "/from-child", str(os.getpid()).encode())
-            assert asyncio.run(lock.acquire_async(timeout=5))
-            lock.release()
-
-    assert _in_child(child) == 0
-    assert client.exists(path + "/from-child") is not None
