@@ -41,6 +41,37 @@ async fn connect() -> Client {
     connect_to(&server().connect_string()).await
 }
 
+/// A client behind its own fault proxy with a short session, so that a test can expire its
+/// session for real on the server (the server hears nothing until the session times out).
+struct Expirable {
+    proxy: FaultProxy,
+    client: Client,
+}
+
+async fn expirable() -> Expirable {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let client = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(2))
+        .connection_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect through the proxy");
+    Expirable { proxy, client }
+}
+
+impl Expirable {
+    /// Cuts the client off until the server has expired its session (`node`, an ephemeral of
+    /// that session, is gone as `observer` sees it), then lets it reconnect.
+    async fn expire(&self, observer: &Client, node: &str) {
+        self.proxy.blackhole();
+        eventually("the server expires the session", WAIT, || async {
+            observer.exists(node).await.unwrap().is_none()
+        })
+        .await;
+        self.proxy.restore();
+    }
+}
+
 /// Waits (bounded) until `f` returns true.
 async fn eventually<F, Fut>(what: &str, timeout: Duration, mut f: F)
 where
@@ -132,8 +163,7 @@ async fn uncontended_acquire_uses_curator_layout_and_one_pipelined_round_trip() 
     assert_eq!(data, b"worker-1");
     assert_eq!(stat.ephemeral_owner, c.session_id());
     assert_eq!(m.fencing_token(owner), Some(stat.czxid));
-    // (The parents are CONTAINER nodes, but servers report ephemeralOwner 0 for containers,
-    // so that is not observable here.)
+    // (Servers report ephemeralOwner 0 for CONTAINER nodes; reaping below shows what they are.)
     for parent in ["/layout", "/layout/a", "/layout/a/lock"] {
         assert!(c.exists(parent).await.unwrap().is_some(), "{parent}");
     }
@@ -146,6 +176,14 @@ async fn uncontended_acquire_uses_curator_layout_and_one_pipelined_round_trip() 
     assert_eq!(c.exists(&node).await.unwrap(), None);
     assert!(!m.is_owned_by(owner) && !m.is_acquired_in_this_process());
     assert_eq!(m.fencing_token(owner), None);
+    // Containers: once empty, the server reaps them (the harness checks every 250 ms).
+    eventually("the empty lock parents are reaped", WAIT, || async {
+        c.exists("/layout").await.unwrap().is_none()
+    })
+    .await;
+    // And the next acquire makes them again.
+    assert!(m.acquire(owner, Some(WAIT)).await.unwrap());
+    m.release(owner).await.unwrap();
     c.close().await;
 }
 
@@ -504,7 +542,8 @@ async fn same_owner_racing_itself_makes_one_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn holder_session_expiry_fires_lost_signal_and_hands_over() {
-    let a = connect().await;
+    let ea = expirable().await;
+    let a = ea.client.clone();
     let b = connect().await;
     let ma = InterProcessMutex::new(&a, "/expiry").unwrap();
     let mb = InterProcessMutex::new(&b, "/expiry").unwrap();
@@ -527,13 +566,10 @@ async fn holder_session_expiry_fires_lost_signal_and_hands_over() {
     })
     .await;
 
-    a.expire_session_for_testing().await.unwrap();
-    assert!(
-        tokio::time::timeout(WAIT, lost)
-            .await
-            .expect("lost signal fires"),
-        "lost, not released"
-    );
+    let node_a = ma.lock_node(oa).unwrap();
+    let expiry = ea.expire(&b, &node_a);
+    let (lost, ()) = tokio::join!(tokio::time::timeout(WAIT, lost), expiry);
+    assert!(lost.expect("lost signal fires"), "lost, not released");
     assert!(!ma.is_held_valid(oa));
     assert!(ma.is_owned_by(oa), "the void hold stays until released");
     assert!(
@@ -590,19 +626,22 @@ async fn holder_session_expiry_fires_lost_signal_and_hands_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fencing_tokens_strictly_increase_over_1000_handoffs_among_5_clients() {
     let handoffs: usize = if long() { 5000 } else { 1000 };
+    // Every EXPIRE_EVERY-th holder has its session expired (for real, on the server) under it.
+    const EXPIRE_EVERY: usize = 250;
     let mut clients = Vec::new();
     for _ in 0..5 {
-        clients.push(connect().await);
+        clients.push(Arc::new(expirable().await));
     }
+    let observer = connect().await;
     let tokens = Arc::new(Mutex::new(Vec::with_capacity(handoffs)));
     let taken = Arc::new(AtomicUsize::new(0));
     let inside = Arc::new(AtomicUsize::new(0));
     let expiries = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
-    for c in &clients {
-        let m = InterProcessMutex::new(c, "/fencing").unwrap();
-        let (c, tokens, taken, inside, expiries) = (
-            c.clone(),
+    for e in &clients {
+        let m = InterProcessMutex::new(&e.client, "/fencing").unwrap();
+        let (e, observer) = (e.clone(), observer.clone());
+        let (tokens, taken, inside, expiries) = (
             tokens.clone(),
             taken.clone(),
             inside.clone(),
@@ -628,12 +667,14 @@ async fn fencing_tokens_strictly_increase_over_1000_handoffs_among_5_clients() {
                 assert!(m.is_held_valid(me));
                 tokens.lock().unwrap().push(m.fencing_token(me).unwrap());
                 inside.fetch_sub(1, Ordering::SeqCst);
-                if n % 100 == 50 {
+                if n % EXPIRE_EVERY == EXPIRE_EVERY / 2 {
                     // The holder's session expires under it: it must hear so, and the next
-                    // waiter takes over.
+                    // waiter takes over once the server drops the session.
                     let lost = m.lost_signal(me);
-                    c.expire_session_for_testing().await.unwrap();
-                    assert!(tokio::time::timeout(WAIT, lost).await.expect("lost signal"));
+                    let node = m.lock_node(me).unwrap();
+                    let (lost, ()) =
+                        tokio::join!(tokio::time::timeout(WAIT, lost), e.expire(&observer, &node));
+                    assert!(lost.expect("lost signal"), "lost, not released");
                     assert!(!m.is_held_valid(me));
                     assert_eq!(
                         m.release_with_status(me).await.unwrap(),
@@ -654,13 +695,14 @@ async fn fencing_tokens_strictly_increase_over_1000_handoffs_among_5_clients() {
     }
     let tokens = tokens.lock().unwrap().clone();
     assert_eq!(tokens.len(), handoffs);
-    assert!(expiries.load(Ordering::SeqCst) >= handoffs / 100);
+    assert_eq!(expiries.load(Ordering::SeqCst), handoffs / EXPIRE_EVERY);
     for w in tokens.windows(2) {
         assert!(w[1] > w[0], "fencing token went from {} to {}", w[0], w[1]);
     }
-    for c in clients {
-        c.close().await;
+    for e in clients.iter() {
+        e.client.close().await;
     }
+    observer.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -755,6 +797,28 @@ async fn connection_loss_during_create_finds_the_protected_node_instead_of_makin
         "one node for one attempt"
     );
     m.release(o).await.unwrap();
+
+    // Cancelled while its create's outcome is unknown: the node is found and deleted later.
+    proxy.drop_replies();
+    let task = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(o, None).await })
+    };
+    eventually("the create reached the server", WAIT, || async {
+        probe.participant_nodes().await.unwrap().len() == 1
+    })
+    .await;
+    task.abort();
+    let _ = task.await;
+    proxy.cut();
+    proxy.restore();
+    eventually(
+        "the orphan of the cancelled create is deleted",
+        WAIT,
+        || async { probe.participant_nodes().await.unwrap().is_empty() },
+    )
+    .await;
+    assert!(!m.is_owned_by(o));
     c.close().await;
     observer.close().await;
 }

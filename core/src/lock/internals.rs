@@ -89,7 +89,7 @@ impl Driver {
             Driver::Standard { max_leases } => match sorted.iter().position(|c| c == ours) {
                 None => Predicate::Missing,
                 Some(i) if i < max_leases => Predicate::Granted,
-                Some(_) => Predicate::Watch(sorted[0].clone()),
+                Some(i) => Predicate::Watch(sorted[i - max_leases].clone()),
             },
             Driver::Read => {
                 if write_held_by_owner {
@@ -253,6 +253,167 @@ pub(crate) fn passed(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
+/// Curator's protected ephemeral create of `base/_c_<uuid>-<name>[seq]`, parents as
+/// containers, optionally with `base`'s children listed in the same round trip: the
+/// getChildren is sent right behind the create, and ZooKeeper runs one session's requests in
+/// order, so the listing already shows the new node (an uncontended acquire costs one round
+/// trip). After a connection loss the node is looked up by its `_c_<uuid>-` prefix before
+/// creating again (never two nodes for one attempt). If this future is dropped, or gives up,
+/// while a create's outcome is unknown, the node is found and deleted in the background.
+pub(crate) async fn create_protected(
+    client: &Client,
+    base: &str,
+    name: &str,
+    data: &[u8],
+    sequential: bool,
+    list: bool,
+) -> Result<(Node, Option<Vec<String>>)> {
+    let prefix = format!("_c_{}-", uuid::Uuid::new_v4());
+    let user_node = path::join(base, &format!("{prefix}{name}"));
+    let full_node = client.full_path(&user_node);
+    let full_base = client.full_path(base);
+    let (mode, zk_mode) = if sequential {
+        (
+            CreateMode::EphemeralSequential,
+            zk::CreateMode::EphemeralSequential,
+        )
+    } else {
+        (CreateMode::Ephemeral, zk::CreateMode::Ephemeral)
+    };
+    let mut unknown = UnknownCreate {
+        client: client.clone(),
+        base: base.to_string(),
+        prefix: prefix.clone(),
+        armed: true,
+    };
+    let mut tries = 0u32;
+    let result = client
+        .retry(|zk| {
+            tries += 1;
+            let recovering = tries > 1;
+            let (prefix, user_node, full_node, full_base) =
+                (&prefix, &user_node, &full_node, &full_base);
+            async move {
+                if recovering {
+                    if let Some(found) = client.find_protected(&zk, base, prefix, mode).await? {
+                        let name = path::node_name(&found.path).to_string();
+                        let node = Node {
+                            path: found.path,
+                            name,
+                            czxid: found.stat.czxid,
+                            session: found.stat.ephemeral_owner,
+                        };
+                        return Ok((node, None));
+                    }
+                }
+                // The parents are containers: the server may reap an empty one between our
+                // making it and our create, so allow a few rounds.
+                let mut parent_rounds = 0;
+                loop {
+                    let acl = &client.cfg().acl;
+                    let options = zk_mode.with_acls(zk::Acls::new(acl));
+                    Counters::bump(&client.counters().create);
+                    let create = zk.create(full_node, data, &options);
+                    // Sent now, before either reply is awaited.
+                    let listing = list.then(|| {
+                        Counters::bump(&client.counters().get_children);
+                        zk.list_children(full_base)
+                    });
+                    let (created, listed) = match listing {
+                        Some(l) => {
+                            let (c, l) = tokio::join!(create, l);
+                            (c, l.ok())
+                        }
+                        None => (create.await, None),
+                    };
+                    match created {
+                        Ok((stat, seq)) => {
+                            let full = if sequential {
+                                format!("{full_node}{seq}")
+                            } else {
+                                full_node.clone()
+                            };
+                            let path = client.user_path(&full);
+                            let name = path::node_name(&path).to_string();
+                            let node = Node {
+                                path,
+                                name,
+                                czxid: stat.czxid,
+                                session: stat.ephemeral_owner,
+                            };
+                            return Ok((node, listed));
+                        }
+                        Err(zk::Error::NoNode) if parent_rounds < 3 => {
+                            parent_rounds += 1;
+                            let parents = CreateOptions::new(CreateMode::Container).parents();
+                            match client.create(base, &[], parents).await {
+                                Ok(_) | Err(Error::NodeExists(_)) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                        Err(e) => return Err(Error::from_zk(e, "create", user_node)),
+                    }
+                }
+            }
+        })
+        .await;
+    match &result {
+        // Gave up while a create's outcome is unknown: the guard removes the node if it was
+        // made (Curator's findAndDeleteProtectedNodeInBackground).
+        Err(e) if e.is_retryable() || matches!(e, Error::Closed(_)) => {}
+        _ => unknown.armed = false,
+    }
+    result
+}
+
+/// Armed while a create may have been sent and its outcome is unknown to the caller: dropping
+/// it then finds the protected node by its prefix and deletes it.
+struct UnknownCreate {
+    client: Client,
+    base: String,
+    prefix: String,
+    armed: bool,
+}
+
+impl Drop for UnknownCreate {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let weak = self.client.downgrade();
+        let (base, prefix) = (
+            std::mem::take(&mut self.base),
+            std::mem::take(&mut self.prefix),
+        );
+        runtime::spawn(async move {
+            for _ in 0..30 {
+                let Some(client) = weak.upgrade() else { return };
+                if client.is_closed() {
+                    return; // the session's close removes an ephemeral anyway
+                }
+                if let Ok(zk) = client.zk().await {
+                    // Same session, FIFO: this listing comes after the create that was sent.
+                    match client
+                        .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
+                        .await
+                    {
+                        Ok(None) => return,
+                        Ok(Some(found)) => {
+                            match client.delete(&found.path, DeleteOptions::default()).await {
+                                Ok(()) | Err(Error::NoNode(_)) => return,
+                                Err(_) => {}
+                            }
+                        }
+                        Err(_) => {}
+                    }
+                }
+                drop(client);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+    }
+}
+
 impl Internals {
     /// Curator's attemptLock: create our node and run the lock loop; when our node vanishes
     /// (session expiry), try again under the client's retry policy. `Ok(None)` = timed out.
@@ -368,137 +529,22 @@ impl Internals {
         }
     }
 
-    /// Creates our protected node and, pipelined behind the create, lists the lock's children:
-    /// ZooKeeper runs one session's requests in order, so the listing already shows our node
-    /// and the uncontended acquire costs one round trip. After a connection loss the node is
-    /// looked up by its `_c_<uuid>-` prefix before creating again (never two nodes).
+    /// Creates our protected node, with the lock's children listed in the same round trip.
     async fn create_node(
         &self,
         data: &[u8],
         sequence: Option<&str>,
     ) -> Result<(Node, Option<Vec<String>>)> {
-        let client = &self.client;
-        let prefix = format!("_c_{}-", uuid::Uuid::new_v4());
-        let user_node = path::join(
+        let name = format!("{}{}", self.lock_name, sequence.unwrap_or(""));
+        create_protected(
+            &self.client,
             &self.base,
-            &format!("{prefix}{}{}", self.lock_name, sequence.unwrap_or("")),
-        );
-        let full_node = client.full_path(&user_node);
-        let full_base = client.full_path(&self.base);
-        let (mode, zk_mode) = match sequence {
-            Some(_) => (CreateMode::Ephemeral, zk::CreateMode::Ephemeral),
-            None => (
-                CreateMode::EphemeralSequential,
-                zk::CreateMode::EphemeralSequential,
-            ),
-        };
-        let mut tries = 0u32;
-        let result = client
-            .retry(|zk| {
-                tries += 1;
-                let recovering = tries > 1;
-                let (prefix, user_node, full_node, full_base) =
-                    (&prefix, &user_node, &full_node, &full_base);
-                async move {
-                    if recovering {
-                        if let Some(found) =
-                            client.find_protected(&zk, &self.base, prefix, mode).await?
-                        {
-                            let name = path::node_name(&found.path).to_string();
-                            let node = Node {
-                                path: found.path,
-                                name,
-                                czxid: found.stat.czxid,
-                                session: found.stat.ephemeral_owner,
-                            };
-                            return Ok((node, None));
-                        }
-                    }
-                    let mut made_parents = false;
-                    loop {
-                        let acl = &client.cfg().acl;
-                        let options = zk_mode.with_acls(zk::Acls::new(acl));
-                        Counters::bump(&client.counters().create);
-                        Counters::bump(&client.counters().get_children);
-                        // Both requests are on the wire before either reply is awaited.
-                        let create = zk.create(full_node, data, &options);
-                        let list = zk.list_children(full_base);
-                        let (created, listed) = tokio::join!(create, list);
-                        match created {
-                            Ok((stat, seq)) => {
-                                let full = if sequence.is_none() {
-                                    format!("{full_node}{seq}")
-                                } else {
-                                    full_node.clone()
-                                };
-                                let path = client.user_path(&full);
-                                let name = path::node_name(&path).to_string();
-                                let node = Node {
-                                    path,
-                                    name,
-                                    czxid: stat.czxid,
-                                    session: stat.ephemeral_owner,
-                                };
-                                return Ok((node, listed.ok()));
-                            }
-                            Err(zk::Error::NoNode) if !made_parents => {
-                                made_parents = true;
-                                match client
-                                    .create(
-                                        &self.base,
-                                        &[],
-                                        CreateOptions::new(CreateMode::Container).parents(),
-                                    )
-                                    .await
-                                {
-                                    Ok(_) | Err(Error::NodeExists(_)) => {}
-                                    Err(e) => return Err(e),
-                                }
-                            }
-                            Err(e) => return Err(Error::from_zk(e, "create", user_node)),
-                        }
-                    }
-                }
-            })
-            .await;
-        if let Err(e) = &result {
-            if tries > 0 && (e.is_retryable() || matches!(e, Error::Closed(_))) {
-                // Gave up while a create's outcome is unknown: remove the node if it was made
-                // (Curator's findAndDeleteProtectedNodeInBackground).
-                self.delete_protected_in_background(prefix);
-            }
-        }
-        result
-    }
-
-    fn delete_protected_in_background(&self, prefix: String) {
-        let weak = self.client.downgrade();
-        let base = self.base.clone();
-        runtime::spawn(async move {
-            for _ in 0..30 {
-                let Some(client) = weak.upgrade() else { return };
-                if client.is_closed() {
-                    return; // the session's close removes an ephemeral anyway
-                }
-                if let Ok(zk) = client.zk().await {
-                    match client
-                        .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
-                        .await
-                    {
-                        Ok(None) => return,
-                        Ok(Some(found)) => {
-                            match client.delete(&found.path, DeleteOptions::default()).await {
-                                Ok(()) | Err(Error::NoNode(_)) => return,
-                                Err(_) => {}
-                            }
-                        }
-                        Err(_) => {}
-                    }
-                }
-                drop(client);
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        });
+            &name,
+            data,
+            sequence.is_none(),
+            true,
+        )
+        .await
     }
 
     /// The lock's children and the session that listed them (none if the lock path is gone).

@@ -4,10 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::internals::{deadline_of, delete_node, passed, sleep_until, NodeGuard};
+use super::internals::{
+    create_protected, deadline_of, delete_node, passed, sleep_until, NodeGuard,
+};
 use super::mutex::InterProcessMutex;
-use crate::client::CreateMode;
-use crate::{path, runtime, Client, CreateOptions, DeleteOptions, Error, Owner, Result};
+use crate::{path, runtime, Client, DeleteOptions, Error, Owner, Result};
 
 const LOCK_PARENT: &str = "locks";
 const LEASE_PARENT: &str = "leases";
@@ -239,20 +240,20 @@ impl InterProcessSemaphoreV2 {
 
     async fn create_and_wait(&self, deadline: Option<Instant>) -> Result<One> {
         let s = &self.shared;
-        let options = CreateOptions::new(CreateMode::EphemeralSequential)
-            .parents()
-            .protected();
-        let created = s
-            .client
-            .create(
-                &path::join(&s.leases_path, LEASE_BASE_NAME),
-                &s.data,
-                options,
-            )
-            .await?;
+        // Our own protected create (not the client's) so that a cancelled acquire never
+        // leaves a lease node behind.
+        let (created, _) = create_protected(
+            &s.client,
+            &s.leases_path,
+            LEASE_BASE_NAME,
+            &s.data,
+            true,
+            false,
+        )
+        .await?;
         let mut guard = NodeGuard::new(&s.client, &created.path);
-        let name = path::node_name(&created.path).to_string();
-        let lease_session = created.stat.ephemeral_owner;
+        let name = created.name.clone();
+        let lease_session = created.session;
         loop {
             let (children, watch) = s.client.get_children_watch(&s.leases_path).await?;
             if !children.contains(&name) || s.client.session_id() != lease_session {
@@ -263,7 +264,7 @@ impl InterProcessSemaphoreV2 {
                 return Ok(One::Got(Lease {
                     client: s.client.clone(),
                     path: created.path,
-                    czxid: created.stat.czxid,
+                    czxid: created.czxid,
                     returned: false,
                 }));
             }
