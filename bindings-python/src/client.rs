@@ -236,7 +236,10 @@ impl PyClient {
     fn take_for_close(&self) -> Option<Client> {
         // No state is reported after close; letting the callbacks go also breaks the cycle
         // callback -> Python objects -> this client.
-        self.listeners.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         match std::mem::replace(&mut *slot, Slot::Closed) {
             Slot::Started(c) => c.into_inner(),

@@ -17,18 +17,37 @@ use zkrecipes::{Client, ClientBuilder, Owner};
 type Outcome = Result<(), String>;
 
 fn main() {
-    let connect = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:2181".into());
+    let connect = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:2181".into());
     let run = format!("/zkrecipes-seeds/rust-{}", std::process::id());
-    let client = ClientBuilder::new(&connect).connect_blocking().unwrap_or_else(|e| {
-        eprintln!("cannot connect to {connect}: {e}");
-        std::process::exit(2)
-    });
+    let client = ClientBuilder::new(&connect)
+        .connect_blocking()
+        .unwrap_or_else(|e| {
+            eprintln!("cannot connect to {connect}: {e}");
+            std::process::exit(2)
+        });
     let results = [
-        ("InterProcessMutex: 100 workers", mutex_scenario(&client, &run)),
-        ("LeaderLatch: 10 clients in turn", latch_scenario(&connect, &run)),
-        ("DistributedAtomicLong: 10 x 100 increments", counter_scenario(&client, &run)),
+        (
+            "InterProcessMutex: 100 workers",
+            mutex_scenario(&client, &run),
+        ),
+        (
+            "LeaderLatch: 10 clients in turn",
+            latch_scenario(&connect, &run),
+        ),
+        (
+            "DistributedAtomicLong: 10 x 100 increments",
+            counter_scenario(&client, &run),
+        ),
     ];
-    let _ = client.delete_blocking(&run, zkrecipes::DeleteOptions { recursive: true, ..Default::default() });
+    let _ = client.delete_blocking(
+        &run,
+        zkrecipes::DeleteOptions {
+            recursive: true,
+            ..Default::default()
+        },
+    );
     client.close_blocking();
     let mut failed = false;
     for (name, r) in &results {
@@ -37,7 +56,7 @@ fn main() {
             Err(e) => {
                 failed = true;
                 println!("FAIL  {name}: {e}")
-            },
+            }
         }
     }
     std::process::exit(i32::from(failed));
@@ -51,15 +70,26 @@ fn mutex_scenario(client: &Client, run: &str) -> Outcome {
     let start = Instant::now();
     let workers: Vec<_> = (0..100)
         .map(|_| {
-            let (lock, inside, overlaps, tokens) = (lock.clone(), inside.clone(), overlaps.clone(), tokens.clone());
+            let (lock, inside, overlaps, tokens) = (
+                lock.clone(),
+                inside.clone(),
+                overlaps.clone(),
+                tokens.clone(),
+            );
             std::thread::spawn(move || -> Outcome {
-                if !lock.acquire_blocking(Some(Duration::from_secs(60))).map_err(|e| e.to_string())? {
+                if !lock
+                    .acquire_blocking(Some(Duration::from_secs(60)))
+                    .map_err(|e| e.to_string())?
+                {
                     return Err("a worker timed out waiting for the lock".into());
                 }
                 if inside.fetch_add(1, Ordering::SeqCst) != 0 {
                     overlaps.fetch_add(1, Ordering::SeqCst);
                 }
-                tokens.lock().unwrap().push(lock.fencing_token(Owner::current_thread()).unwrap_or(-1));
+                tokens
+                    .lock()
+                    .unwrap()
+                    .push(lock.fencing_token(Owner::current_thread()).unwrap_or(-1));
                 std::thread::sleep(Duration::from_millis(1)); // hold it briefly, as the seed does
                 inside.fetch_sub(1, Ordering::SeqCst);
                 lock.release_blocking().map_err(|e| e.to_string())
@@ -87,7 +117,9 @@ fn latch_scenario(connect: &str, run: &str) -> Outcome {
     let err = |e: zkrecipes::Error| e.to_string();
     let mut members = Vec::new();
     for i in 0..10 {
-        let c = ClientBuilder::new(connect).connect_blocking().map_err(err)?;
+        let c = ClientBuilder::new(connect)
+            .connect_blocking()
+            .map_err(err)?;
         let latch = LeaderLatch::new(&c, &path, &format!("client-{i}")).map_err(err)?;
         latch.start_blocking().map_err(err)?;
         members.push((c, latch));
@@ -97,7 +129,9 @@ fn latch_scenario(connect: &str, run: &str) -> Outcome {
         // Wait until exactly one member leads, then let it step down.
         let deadline = Instant::now() + Duration::from_secs(30);
         let leader = loop {
-            let leading: Vec<usize> = (0..members.len()).filter(|&i| members[i].1.has_leadership()).collect();
+            let leading: Vec<usize> = (0..members.len())
+                .filter(|&i| members[i].1.has_leadership())
+                .collect();
             if leading.len() > 1 {
                 return Err(format!("two leaders at once: {leading:?}"));
             }
@@ -125,8 +159,10 @@ fn latch_scenario(connect: &str, run: &str) -> Outcome {
 }
 
 fn counter_scenario(client: &Client, run: &str) -> Outcome {
-    let counter =
-        Arc::new(DistributedAtomicLong::new(client, &format!("{run}/counter"), None, None).map_err(|e| e.to_string())?);
+    let counter = Arc::new(
+        DistributedAtomicLong::new(client, &format!("{run}/counter"), None, None)
+            .map_err(|e| e.to_string())?,
+    );
     let before = client.request_counts().set_data;
     let start = Instant::now();
     let workers: Vec<_> = (0..10)
@@ -134,7 +170,9 @@ fn counter_scenario(client: &Client, run: &str) -> Outcome {
             let counter = counter.clone();
             std::thread::spawn(move || -> Outcome {
                 for _ in 0..100 {
-                    counter.add_and_get_blocking(1, Some(Duration::from_secs(30))).map_err(|e| e.to_string())?;
+                    counter
+                        .add_and_get_blocking(1, Some(Duration::from_secs(30)))
+                        .map_err(|e| e.to_string())?;
                 }
                 Ok(())
             })
@@ -143,9 +181,15 @@ fn counter_scenario(client: &Client, run: &str) -> Outcome {
     for w in workers {
         w.join().map_err(|_| "a worker panicked".to_string())??;
     }
-    let value = counter.get_blocking().map_err(|e| e.to_string())?.post_value;
+    let value = counter
+        .get_blocking()
+        .map_err(|e| e.to_string())?
+        .post_value;
     let writes = client.request_counts().set_data - before;
-    println!("  counter: final value {value} (expected 1000) after {writes} ZooKeeper writes, {:?}", start.elapsed());
+    println!(
+        "  counter: final value {value} (expected 1000) after {writes} ZooKeeper writes, {:?}",
+        start.elapsed()
+    );
     if value != 1000 {
         return Err(format!("lost or doubled increments: {value} != 1000"));
     }

@@ -643,7 +643,12 @@ impl Client {
 /// from inside an async context is refused with `Error::Internal`).
 impl Client {
     /// [`create`](Self::create), blocking.
-    pub fn create_blocking(&self, path: &str, data: &[u8], options: CreateOptions) -> Result<Created> {
+    pub fn create_blocking(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: CreateOptions,
+    ) -> Result<Created> {
         runtime::try_block_on(self.create(path, data, options))?
     }
 
@@ -653,7 +658,12 @@ impl Client {
     }
 
     /// [`set_data`](Self::set_data), blocking.
-    pub fn set_data_blocking(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<zk::Stat> {
+    pub fn set_data_blocking(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<zk::Stat> {
         runtime::try_block_on(self.set_data(path, data, version))?
     }
 
