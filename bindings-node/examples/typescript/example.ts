@@ -1,0 +1,107 @@
+// A TypeScript program using zkrecipes' types; `tsc --noEmit --strict -p examples/tsconfig.json`
+// must accept it (scripts/test-node runs that). It is also a fair tour of the API.
+import {
+  Client,
+  DistributedAtomicLong,
+  ExponentialBackoffRetry,
+  InterProcessMutex,
+  InterProcessReadWriteLock,
+  InterProcessSemaphoreV2,
+  LeaderLatch,
+  LeaderSelector,
+  Owner,
+  SharedCount,
+  type AtomicValue,
+  type ConnectionState,
+  type LeadershipContext,
+  type Participant,
+  type Stat,
+  type ZkrError,
+} from 'zkrecipes';
+import zkrecipes from 'zkrecipes';
+
+function isZkrError(err: unknown): err is ZkrError {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
+}
+
+async function main(hosts: string): Promise<void> {
+  const client: Client = await Client.connect(hosts, {
+    sessionTimeoutMs: 10_000,
+    connectionTimeoutMs: 5_000,
+    retry: new ExponentialBackoffRetry(100, 3),
+    namespace: 'ts-example',
+    auth: [{ scheme: 'digest', credentials: 'user:pass' }],
+  });
+  client.on('state', (state: ConnectionState) => console.log('state', state));
+
+  const path: string = await client.create('/hello', 'world', { mode: 'PERSISTENT', createParents: true });
+  const { data, stat }: { data: Buffer; stat: Stat } = await client.getData(path);
+  const czxid: bigint = stat.czxid;
+  console.log(data.toString(), czxid);
+
+  const mutex = new InterProcessMutex(client, '/locks/a', { lostPolicy: 'standard' });
+  mutex.on('lost', (owner) => console.log('lost', owner));
+  const n: number = await mutex.withLock(async () => {
+    const token: bigint | null = mutex.fencingToken;
+    console.log('fencing token', token);
+    return 42;
+  });
+  const owner = new Owner();
+  const acquired: boolean = await mutex.acquire({ timeoutMs: 1000, owner });
+  if (acquired) await mutex.release({ owner });
+  await owner.run(async () => mutex.isOwnedByCurrentOwner());
+
+  const rw = new InterProcessReadWriteLock(client, '/locks/rw');
+  await rw.readLock().withLock(() => n + 1);
+
+  const semaphore = new InterProcessSemaphoreV2(client, '/locks/sem', 3);
+  const leases = await semaphore.acquire({ qty: 2, timeoutMs: 1000 });
+  if (leases !== null) await semaphore.returnAll(leases);
+
+  const latch = new LeaderLatch(client, '/leader/latch', { id: 'ts', closeMode: 'NOTIFY_LEADER' });
+  latch.on('isLeader', () => console.log('leading'));
+  await latch.start();
+  const leads: boolean = await latch.await({ timeoutMs: 5000 });
+  const participants: Participant[] = await latch.getParticipants();
+  console.log(leads, participants.map((p) => `${p.id}:${p.isLeader}`));
+  await latch.close();
+
+  const selector = new LeaderSelector(
+    client,
+    '/leader/selector',
+    async (ctx: LeadershipContext) => {
+      const token: bigint | null = ctx.fencingToken;
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      console.log('term', ctx.term, token, ctx.cancelReason);
+    },
+    { id: 'ts', autoRequeue: true },
+  );
+  selector.on('error', (err) => console.error(err));
+  selector.start();
+  await selector.close();
+
+  const counter = new DistributedAtomicLong(client, '/counters/c');
+  const next: bigint = await counter.addAndGet(1);
+  const value: AtomicValue<bigint> = await counter.get();
+  console.log(next, value.succeeded, value.preValue, value.postValue);
+  await counter.add(2n);
+
+  const shared = new SharedCount(client, '/counters/shared', 0);
+  shared.on('change', (count: number, version: number) => console.log('count', count, version));
+  await shared.start();
+  await shared.trySetCount(shared.getVersionedValue(), shared.count + 1);
+  shared.close();
+
+  try {
+    await client.getData('/missing');
+  } catch (err) {
+    if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected');
+    else throw err;
+  }
+  await client.close();
+}
+
+main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,519 @@
+// Type definitions for zkrecipes (hand-written and checked against index.js; `scripts/test-node`
+// compiles examples/typescript with `tsc --noEmit --strict` against them).
+//
+// 64-bit values (zxids, session ids, fencing tokens, DistributedAtomicLong values) are
+// `bigint`; they are accepted as `bigint` or safe-integer `number`. Every failure is an `Error`
+// whose `code` is one of `ZkrErrorCode`.
+
+/// <reference types="node" />
+
+import { EventEmitter } from 'node:events';
+
+/** `err.code` of every error zkrecipes raises (API.md's table, plus the core's extra kinds). */
+export type ZkrErrorCode =
+  | 'ZKR_INVALID_ARGUMENT'
+  | 'ZKR_NOT_OWNER'
+  | 'ZKR_CONNECTION_LOSS'
+  | 'ZKR_SESSION_EXPIRED'
+  | 'ZKR_OUTCOME_UNKNOWN'
+  | 'ZKR_CLOSED'
+  | 'ZKR_NO_NODE'
+  | 'ZKR_NODE_EXISTS'
+  | 'ZKR_BAD_VERSION'
+  | 'ZKR_NO_AUTH'
+  | 'ZKR_NOT_EMPTY'
+  | 'ZKR_TIMEOUT'
+  | 'ZKR_CORRUPTED_DATA'
+  | 'ZKR_OVERFLOW'
+  | 'ZKR_SERVER'
+  | 'ZKR_INTERNAL';
+
+/** The error codes by name: `ErrorCode.NO_NODE === 'ZKR_NO_NODE'`. */
+export declare const ErrorCode: Readonly<{
+  INVALID_ARGUMENT: 'ZKR_INVALID_ARGUMENT';
+  NOT_OWNER: 'ZKR_NOT_OWNER';
+  CONNECTION_LOSS: 'ZKR_CONNECTION_LOSS';
+  SESSION_EXPIRED: 'ZKR_SESSION_EXPIRED';
+  OUTCOME_UNKNOWN: 'ZKR_OUTCOME_UNKNOWN';
+  CLOSED: 'ZKR_CLOSED';
+  NO_NODE: 'ZKR_NO_NODE';
+  NODE_EXISTS: 'ZKR_NODE_EXISTS';
+  BAD_VERSION: 'ZKR_BAD_VERSION';
+  NO_AUTH: 'ZKR_NO_AUTH';
+  NOT_EMPTY: 'ZKR_NOT_EMPTY';
+  TIMEOUT: 'ZKR_TIMEOUT';
+  CORRUPTED_DATA: 'ZKR_CORRUPTED_DATA';
+  OVERFLOW: 'ZKR_OVERFLOW';
+  SERVER: 'ZKR_SERVER';
+  INTERNAL: 'ZKR_INTERNAL';
+}>;
+
+/** The shape of every error zkrecipes raises: a plain `Error` with a `code`. */
+export interface ZkrError extends Error {
+  code: ZkrErrorCode;
+}
+
+/** The version of the Rust core the addon was built from. */
+export declare const coreVersion: string;
+
+/** Node data: bytes, or a string (sent as UTF-8). */
+export type Data = Buffer | Uint8Array | string;
+
+/** A 64-bit integer as accepted: a bigint, or a number that is a safe integer. */
+export type Int64 = bigint | number;
+
+// ---------------------------------------------------------------------------------------------
+// Owners
+
+/**
+ * Who holds a lock. The same owner may acquire again (a count goes up); another owner
+ * contends, also in this process. By default the owner is the async context entered by
+ * `withLock` / `owner.run(fn)`, else this JS thread's owner.
+ */
+export declare class Owner {
+  constructor();
+  /** This owner's id (unique in the process). */
+  readonly id: bigint;
+  /** Runs `fn(...args)` in an async context owned by this owner; returns what `fn` returns. */
+  run<R, A extends unknown[]>(fn: (...args: A) => R, ...args: A): R;
+  /** The owner a lock call made here would use. */
+  static current(): Owner;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry policies (Curator's six)
+
+export type RetryPolicyKind =
+  | 'exponentialBackoff'
+  | 'boundedExponentialBackoff'
+  | 'nTimes'
+  | 'oneTime'
+  | 'untilElapsed'
+  | 'forever';
+
+export declare abstract class RetryPolicy {
+  readonly kind: RetryPolicyKind;
+}
+/** Curator's ExponentialBackoffRetry (maxRetries is capped at 29, as Curator does). */
+export declare class ExponentialBackoffRetry extends RetryPolicy {
+  constructor(baseSleepMs: number, maxRetries: number, maxSleepMs?: number);
+  readonly kind: 'exponentialBackoff';
+}
+/** Curator's BoundedExponentialBackoffRetry. */
+export declare class BoundedExponentialBackoffRetry extends RetryPolicy {
+  constructor(baseSleepMs: number, maxSleepMs: number, maxRetries: number);
+  readonly kind: 'boundedExponentialBackoff';
+}
+/** Curator's RetryNTimes. */
+export declare class RetryNTimes extends RetryPolicy {
+  constructor(n: number, sleepMs: number);
+  readonly kind: 'nTimes';
+}
+/** Curator's RetryOneTime. */
+export declare class RetryOneTime extends RetryPolicy {
+  constructor(sleepMs: number);
+  readonly kind: 'oneTime';
+}
+/** Curator's RetryUntilElapsed. */
+export declare class RetryUntilElapsed extends RetryPolicy {
+  constructor(maxElapsedMs: number, sleepMs: number);
+  readonly kind: 'untilElapsed';
+}
+/** Curator's RetryForever. */
+export declare class RetryForever extends RetryPolicy {
+  constructor(sleepMs: number);
+  readonly kind: 'forever';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+export type ConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'READ_ONLY';
+
+export type Permission = 'READ' | 'WRITE' | 'CREATE' | 'DELETE' | 'ADMIN' | 'ALL';
+
+export interface AuthInfo {
+  /** e.g. 'digest' */
+  scheme: string;
+  /** e.g. 'user:password' */
+  credentials: Data;
+}
+
+export interface AclEntry {
+  /** Permission names, or ZooKeeper's bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16). */
+  perms: Permission[] | number;
+  scheme: string;
+  id: string;
+}
+
+export interface ConnectOptions {
+  /** Session timeout asked of the server (default 60000). */
+  sessionTimeoutMs?: number;
+  /** How long to wait for a connection (default 15000). */
+  connectionTimeoutMs?: number;
+  /** Retry policy of operations (default ExponentialBackoffRetry(1000, 3)). */
+  retry?: RetryPolicy;
+  /** Curator's namespace: every path is relative to `/namespace`. */
+  namespace?: string;
+  /** Authentication added to the session. */
+  auth?: AuthInfo | AuthInfo[];
+  /** The ACL of nodes this client creates (default world:anyone, all). */
+  acl?: AclEntry[];
+  /** Allow connecting to a read-only server. */
+  canBeReadOnly?: boolean;
+}
+
+export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER';
+
+export interface CreateOptions {
+  mode?: CreateMode;
+  /** Create missing parents as CONTAINER nodes. */
+  createParents?: boolean;
+  /** Curator's protected mode (`_c_<uuid>-` prefix, found again after a connection loss). */
+  protected?: boolean;
+}
+
+export interface DeleteOptions {
+  version?: number;
+  /** Keep retrying in the background after a connection loss (Curator's guaranteed()). */
+  guaranteed?: boolean;
+  /** Delete the children first. */
+  recursive?: boolean;
+}
+
+/** ZooKeeper's Stat. */
+export interface Stat {
+  czxid: bigint;
+  mzxid: bigint;
+  pzxid: bigint;
+  /** Milliseconds since the epoch. */
+  ctime: number;
+  mtime: number;
+  version: number;
+  cversion: number;
+  aversion: number;
+  /** The owning session of an ephemeral node, else 0n. */
+  ephemeralOwner: bigint;
+  dataLength: number;
+  numChildren: number;
+}
+
+export interface RequestCounts {
+  create: number;
+  delete: number;
+  getData: number;
+  setData: number;
+  exists: number;
+  getChildren: number;
+}
+
+export interface ClientEvents {
+  state: [state: ConnectionState];
+}
+
+/**
+ * A ZooKeeper client (Curator's CuratorFramework). While open it keeps the process alive,
+ * like a socket; `close()` (or `unref()`) lets it exit.
+ */
+export declare class Client extends EventEmitter<ClientEvents> {
+  private constructor();
+  /** Connects to `'host:port[,host:port...][/chroot]'`. */
+  static connect(hosts: string, options?: ConnectOptions): Promise<Client>;
+  readonly state: ConnectionState;
+  /** The current session id (0n once closed). */
+  readonly sessionId: bigint;
+  readonly isClosed: boolean;
+  /** `''` or `'/namespace'`. */
+  readonly namespace: string;
+  /** Ends the session: ephemeral nodes vanish, waits reject with ZKR_CLOSED. */
+  close(): Promise<void>;
+  /** Lets the process exit while this client is open. */
+  unref(): this;
+  /** Undoes unref(). */
+  ref(): this;
+  /** Resolves to the created node's actual path. */
+  create(path: string, data?: Data | null, options?: CreateOptions): Promise<string>;
+  getData(path: string): Promise<{ data: Buffer; stat: Stat }>;
+  setData(path: string, data: Data | null, options?: { version?: number }): Promise<Stat>;
+  /** The node's stat, or null. */
+  exists(path: string): Promise<Stat | null>;
+  getChildren(path: string): Promise<string[]>;
+  delete(path: string, options?: DeleteOptions): Promise<void>;
+  /** Testing only: expires the session on the server. */
+  _expireSessionForTesting(): Promise<void>;
+  /** Testing only: requests sent so far. */
+  _requestCounts(): RequestCounts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Locks
+
+export interface AcquireOptions {
+  /** Give up after this many milliseconds (resolve false); omitted: wait forever. */
+  timeoutMs?: number;
+  /** Acquire for this owner instead of the current one. */
+  owner?: Owner;
+}
+
+export interface OwnerOptions {
+  owner?: Owner;
+}
+
+export type LostPolicy = 'standard' | 'session';
+
+export interface LockOptions {
+  /** 'standard' (default): a hold is lost on SUSPENDED or LOST; 'session': only on LOST. */
+  lostPolicy?: LostPolicy;
+}
+
+export interface LockEvents {
+  /** A hold of `owner` was lost (its session SUSPENDED or LOST): stop trusting it. */
+  lost: [owner: Owner | bigint];
+}
+
+/** Curator's InterProcessMutex: reentrant per owner, fair, with fencing tokens. */
+export declare class InterProcessMutex extends EventEmitter<LockEvents> {
+  constructor(client: Client, path: string, options?: LockOptions);
+  readonly path: string;
+  /** Resolves to whether it was acquired (true unless `timeoutMs` passed). */
+  acquire(options?: AcquireOptions): Promise<boolean>;
+  /** Releases one acquire; ZKR_NOT_OWNER if the owner holds none. */
+  release(options?: OwnerOptions): Promise<void>;
+  /** Runs `fn` holding the lock, in a context owned by the holder; ZKR_TIMEOUT if not acquired in time. */
+  withLock<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  isOwnedByCurrentOwner(owner?: Owner): boolean;
+  isAcquiredInThisProcess(): boolean;
+  isHeldValid(owner?: Owner): boolean;
+  /** The current owner's fencing token, or null. */
+  readonly fencingToken: bigint | null;
+  fencingTokenOf(owner: Owner): bigint | null;
+  /** The current owner's lock node path, or null. */
+  readonly lockNode: string | null;
+  participantNodes(): Promise<string[]>;
+}
+
+/** Curator's InterProcessReadWriteLock. */
+export declare class InterProcessReadWriteLock {
+  constructor(client: Client, path: string, options?: LockOptions);
+  readLock(): InterProcessMutex;
+  writeLock(): InterProcessMutex;
+}
+
+/** Curator's InterProcessSemaphoreMutex: not reentrant, not owned. */
+export declare class InterProcessSemaphoreMutex {
+  constructor(client: Client, path: string);
+  acquire(options?: { timeoutMs?: number }): Promise<boolean>;
+  release(): Promise<void>;
+  withLock<T>(fn: () => T | PromiseLike<T>, options?: { timeoutMs?: number }): Promise<T>;
+  isAcquiredInThisProcess(): boolean;
+  readonly leaseNode: string | null;
+}
+
+/** A lease of an InterProcessSemaphoreV2. */
+export declare class Lease {
+  private constructor();
+  readonly path: string;
+  readonly czxid: bigint;
+  readonly isReturned: boolean;
+  release(): Promise<void>;
+}
+
+/** Curator's InterProcessSemaphoreV2. */
+export declare class InterProcessSemaphoreV2 {
+  constructor(client: Client, path: string, maxLeases: number);
+  readonly path: string;
+  readonly maxLeases: number;
+  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`. */
+  acquire(options?: { qty?: number; timeoutMs?: number }): Promise<Lease[] | null>;
+  returnLease(lease: Lease): Promise<void>;
+  returnAll(leases: Lease[]): Promise<void>;
+  participantNodes(): Promise<string[]>;
+}
+
+/** Curator's InterProcessMultiLock over mutexes at several paths. */
+export declare class InterProcessMultiLock {
+  constructor(client: Client, paths: string[]);
+  readonly paths: string[];
+  readonly path: string;
+  acquire(options?: AcquireOptions): Promise<boolean>;
+  release(options?: OwnerOptions): Promise<void>;
+  withLock<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  isAcquiredInThisProcess(): boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leader election
+
+export interface Participant {
+  id: string;
+  isLeader: boolean;
+}
+
+export type CloseMode = 'SILENT' | 'NOTIFY_LEADER';
+
+export interface LeaderLatchOptions {
+  id?: string;
+  closeMode?: CloseMode;
+  lostPolicy?: LostPolicy;
+}
+
+export interface LeaderLatchEvents {
+  isLeader: [];
+  notLeader: [];
+}
+
+/** Curator's LeaderLatch. */
+export declare class LeaderLatch extends EventEmitter<LeaderLatchEvents> {
+  constructor(client: Client, path: string, options?: LeaderLatchOptions);
+  start(): Promise<void>;
+  /** Resolves to whether this participant leads (false once `timeoutMs` passed). */
+  await(options?: { timeoutMs?: number }): Promise<boolean>;
+  hasLeadership(): boolean;
+  readonly leadershipEpoch: bigint | null;
+  readonly ourPath: string | null;
+  readonly state: 'LATENT' | 'STARTED' | 'CLOSED';
+  readonly id: string;
+  readonly path: string;
+  getLeader(): Promise<Participant>;
+  getParticipants(): Promise<Participant[]>;
+  close(options?: { closeMode?: CloseMode }): Promise<void>;
+}
+
+export type CancelReason = 'CONNECTION_SUSPENDED' | 'SESSION_LOST' | 'INTERRUPTED' | 'CLOSED';
+
+/** `ctx.signal.reason` once leadership is cancelled. */
+export interface LeadershipCancelledError extends Error {
+  code: 'ZKR_CONNECTION_LOSS' | 'ZKR_SESSION_EXPIRED' | 'ZKR_INTERRUPTED' | 'ZKR_CLOSED';
+  reason: CancelReason;
+}
+
+/** One leadership term of a LeaderSelector. */
+export declare class LeadershipContext {
+  private constructor();
+  /** Aborted when leadership is cancelled; its reason is a LeadershipCancelledError. */
+  readonly signal: AbortSignal;
+  readonly fencingToken: bigint | null;
+  readonly term: number;
+  readonly id: string;
+  readonly path: string;
+  readonly cancelReason: CancelReason | null;
+}
+
+export interface LeaderSelectorOptions {
+  id?: string;
+  autoRequeue?: boolean;
+  lostPolicy?: LostPolicy;
+}
+
+export interface LeaderSelectorEvents {
+  /** takeLeadership threw or rejected. */
+  error: [err: unknown];
+}
+
+/** Curator's LeaderSelector: leadership lasts while `takeLeadership(ctx)` runs. */
+export declare class LeaderSelector extends EventEmitter<LeaderSelectorEvents> {
+  constructor(
+    client: Client,
+    path: string,
+    takeLeadership: (ctx: LeadershipContext) => void | PromiseLike<void>,
+    options?: LeaderSelectorOptions,
+  );
+  autoRequeue(): this;
+  start(): void;
+  requeue(): boolean;
+  interruptLeadership(): void;
+  hasLeadership(): boolean;
+  readonly leadershipEpoch: bigint | null;
+  readonly leadershipCount: number;
+  readonly state: 'LATENT' | 'STARTED' | 'CLOSED';
+  readonly id: string;
+  readonly path: string;
+  getLeader(): Promise<Participant>;
+  getParticipants(): Promise<Participant[]>;
+  close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters
+
+export interface AtomicStats {
+  optimisticTries: number;
+  promotedLockTries: number;
+  optimisticTimeMs: number;
+  promotedTimeMs: number;
+}
+
+/** Curator's AtomicValue: check `succeeded` (or use addAndGet). */
+export interface AtomicValue<T> {
+  succeeded: boolean;
+  preValue: T;
+  postValue: T;
+  stats: AtomicStats;
+}
+
+export interface PromotedToLockOptions {
+  lockPath: string;
+  timeoutMs?: number;
+  retry?: RetryPolicy;
+}
+
+export interface AtomicOptions {
+  retry?: RetryPolicy;
+  promotedToLock?: PromotedToLockOptions;
+}
+
+/** Curator's DistributedAtomicLong (values are bigint). */
+export declare class DistributedAtomicLong {
+  constructor(client: Client, path: string, options?: AtomicOptions);
+  readonly path: string;
+  get(): Promise<AtomicValue<bigint>>;
+  add(delta: Int64): Promise<AtomicValue<bigint>>;
+  subtract(delta: Int64): Promise<AtomicValue<bigint>>;
+  increment(): Promise<AtomicValue<bigint>>;
+  decrement(): Promise<AtomicValue<bigint>>;
+  compareAndSet(expected: Int64, newValue: Int64): Promise<AtomicValue<bigint>>;
+  trySet(value: Int64): Promise<AtomicValue<bigint>>;
+  forceSet(value: Int64): Promise<void>;
+  initialize(value: Int64): Promise<boolean>;
+  /** The new value, or a rejection (never "not succeeded"). */
+  addAndGet(delta: Int64, options?: { timeoutMs?: number }): Promise<bigint>;
+}
+
+/** Curator's DistributedAtomicInteger (values are 32-bit numbers). */
+export declare class DistributedAtomicInteger {
+  constructor(client: Client, path: string, options?: AtomicOptions);
+  readonly path: string;
+  get(): Promise<AtomicValue<number>>;
+  add(delta: number): Promise<AtomicValue<number>>;
+  subtract(delta: number): Promise<AtomicValue<number>>;
+  increment(): Promise<AtomicValue<number>>;
+  decrement(): Promise<AtomicValue<number>>;
+  compareAndSet(expected: number, newValue: number): Promise<AtomicValue<number>>;
+  trySet(value: number): Promise<AtomicValue<number>>;
+  forceSet(value: number): Promise<void>;
+  initialize(value: number): Promise<boolean>;
+  addAndGet(delta: number, options?: { timeoutMs?: number }): Promise<number>;
+}
+
+export interface VersionedValue {
+  version: number;
+  value: number;
+}
+
+export interface SharedCountEvents {
+  change: [value: number, version: number];
+  state: [state: ConnectionState];
+}
+
+/** Curator's SharedCount. */
+export declare class SharedCount extends EventEmitter<SharedCountEvents> {
+  constructor(client: Client, path: string, seed?: number);
+  readonly path: string;
+  readonly count: number;
+  start(): Promise<void>;
+  getCount(): number;
+  getVersionedValue(): VersionedValue;
+  setCount(count: number): Promise<void>;
+  trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
+  close(): void;
+}

@@ -1,0 +1,31 @@
+// ESM entry of zkrecipes: the same objects as `require('zkrecipes')` (one module instance, so
+// owners and errors are shared between `import` and `require` in one process).
+import zkrecipes from './index.js';
+
+export const {
+  Client,
+  Owner,
+  InterProcessMutex,
+  InterProcessReadWriteLock,
+  InterProcessSemaphoreMutex,
+  InterProcessSemaphoreV2,
+  InterProcessMultiLock,
+  Lease,
+  LeaderLatch,
+  LeaderSelector,
+  LeadershipContext,
+  DistributedAtomicLong,
+  DistributedAtomicInteger,
+  SharedCount,
+  ErrorCode,
+  RetryPolicy,
+  ExponentialBackoffRetry,
+  BoundedExponentialBackoffRetry,
+  RetryNTimes,
+  RetryOneTime,
+  RetryUntilElapsed,
+  RetryForever,
+  coreVersion,
+} = zkrecipes;
+
+export default zkrecipes;

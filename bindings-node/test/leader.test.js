@@ -1,0 +1,188 @@
+// LeaderLatch and LeaderSelector against a real ZooKeeper: the seed scenario (10 clients take
+// turns), events, AbortSignal cancellation, auto-requeue, and bad inputs.
+'use strict';
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { setTimeout: sleep } = require('node:timers/promises');
+
+const { Client, LeaderLatch, LeaderSelector } = require('..');
+const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+
+let zk;
+let client;
+
+before(async () => {
+  zk = startZooKeeper();
+  client = await Client.connect(zk.connectString);
+});
+
+after(async () => {
+  await client?.close();
+  zk?.stop();
+});
+
+const seq = (latch) => Number(latch.ourPath.slice(latch.ourPath.lastIndexOf('latch-') + 6));
+
+test('seed: 10 LeaderLatch clients take turns, one leader at a time, in join order', async () => {
+  const latchPath = uniquePath('seed-latch');
+  const clients = await Promise.all(Array.from({ length: 10 }, () => Client.connect(zk.connectString)));
+  try {
+    const latches = clients.map((c, i) => new LeaderLatch(c, latchPath, { id: `client-${i}` }));
+    const becameLeader = new Map();
+    for (const l of latches) l.on('isLeader', () => becameLeader.set(l.id, (becameLeader.get(l.id) ?? 0) + 1));
+    await Promise.all(latches.map((l) => l.start()));
+    const joinOrder = [...latches].sort((a, b) => seq(a) - seq(b)).map((l) => l.id);
+    let remaining = [...latches];
+    const turns = [];
+    while (remaining.length > 0) {
+      const leader = await Promise.any(
+        remaining.map((l) => l.await({ timeoutMs: 10000 }).then((ok) => (ok ? l : Promise.reject(new Error('no leadership'))))),
+      );
+      const leaders = remaining.filter((l) => l.hasLeadership());
+      assert.deepEqual(leaders.map((l) => l.id), [leader.id], 'exactly one leader');
+      assert.deepEqual(await leader.getLeader(), { id: leader.id, isLeader: true });
+      const participants = await leader.getParticipants();
+      assert.equal(participants.length, remaining.length);
+      assert.equal(participants.filter((p) => p.isLeader).length, 1);
+      assert.equal(typeof leader.leadershipEpoch, 'bigint');
+      turns.push(leader.id);
+      await leader.close();
+      assert.equal(leader.hasLeadership(), false);
+      remaining = remaining.filter((l) => l !== leader);
+    }
+    assert.deepEqual(turns, joinOrder, 'leadership follows the order of joining');
+    await waitFor(() => becameLeader.size === 10, { what: "every 'isLeader' event" });
+    assert.ok([...becameLeader.values()].every((n) => n === 1));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
+test("LeaderLatch emits 'isLeader', and 'notLeader' on close with NOTIFY_LEADER", async () => {
+  const latch = new LeaderLatch(client, uniquePath('events'), { id: 'me', closeMode: 'NOTIFY_LEADER' });
+  assert.equal(latch.state, 'LATENT');
+  const isLeader = nextEvent(latch, 'isLeader');
+  await latch.start();
+  await isLeader;
+  assert.equal(latch.state, 'STARTED');
+  assert.ok(latch.hasLeadership());
+  assert.equal(await latch.await({ timeoutMs: 0 }), true);
+  const notLeader = nextEvent(latch, 'notLeader');
+  await latch.close();
+  await notLeader;
+  assert.equal(latch.state, 'CLOSED');
+  assert.deepEqual(await new LeaderLatch(client, latch.path).getLeader(), { id: '', isLeader: false });
+});
+
+test('LeaderLatch.await times out with false for a follower; bad inputs are rejected', async () => {
+  const latchPath = uniquePath('follower');
+  const first = new LeaderLatch(client, latchPath, { id: 'first' });
+  await first.start();
+  assert.equal(await first.await({ timeoutMs: 5000 }), true);
+  const other = await Client.connect(zk.connectString);
+  try {
+    const second = new LeaderLatch(other, latchPath, { id: 'second' });
+    await second.start();
+    assert.equal(await second.await({ timeoutMs: 100 }), false);
+    const participants = await second.getParticipants();
+    assert.deepEqual(participants, [
+      { id: 'first', isLeader: true },
+      { id: 'second', isLeader: false },
+    ]);
+    await assert.rejects(second.await({ timeoutMs: -1 }), { code: 'ZKR_INVALID_ARGUMENT' });
+    await assert.rejects(second.start(), { code: 'ZKR_INVALID_ARGUMENT', message: /start/ }, 'started twice');
+    await second.close();
+  } finally {
+    await other.close();
+    await first.close();
+  }
+  const bad = { code: 'ZKR_INVALID_ARGUMENT' };
+  assert.throws(() => new LeaderLatch(client, '/'), bad);
+  assert.throws(() => new LeaderLatch(client, 'relative'), bad);
+  assert.throws(() => new LeaderLatch(client, '/x', { id: 5 }), bad);
+  assert.throws(() => new LeaderLatch(client, '/x', { closeMode: 'LOUD' }), bad);
+  assert.throws(() => new LeaderLatch(client, '/x', { id: 'a\0b' }), bad);
+});
+
+test('LeaderSelector with auto-requeue: 3 participants lead in turn, never two at once', async () => {
+  const leaderPath = uniquePath('selector');
+  const clients = await Promise.all(Array.from({ length: 3 }, () => Client.connect(zk.connectString)));
+  const terms = [];
+  let leading = 0;
+  let overlaps = 0;
+  const selectors = clients.map(
+    (c, i) =>
+      new LeaderSelector(
+        c,
+        leaderPath,
+        async (ctx) => {
+          leading += 1;
+          if (leading > 1) overlaps += 1;
+          terms.push({ id: ctx.id, term: ctx.term, token: ctx.fencingToken });
+          assert.equal(ctx.signal.aborted, false);
+          await sleep(20);
+          leading -= 1;
+        },
+        { id: `s${i}`, autoRequeue: true },
+      ),
+  );
+  try {
+    selectors.forEach((s) => s.start());
+    await waitFor(() => terms.length >= 9, { what: '9 leadership terms', timeoutMs: 20000 });
+    await Promise.all(selectors.map((s) => s.close()));
+    assert.equal(overlaps, 0, 'two takeLeadership calls overlapped');
+    for (const s of selectors) {
+      assert.ok(s.leadershipCount >= 2, `${s.id} led ${s.leadershipCount} times: the queue is fair with auto-requeue`);
+      assert.equal(s.state, 'CLOSED');
+    }
+    for (let i = 1; i < terms.length; i++) assert.ok(terms[i].token > terms[i - 1].token, 'fencing tokens increase');
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+});
+
+test('LeaderSelector: ctx.signal aborts on interruptLeadership() and on close()', async () => {
+  const leaderPath = uniquePath('signal');
+  const reasons = [];
+  let entered;
+  let enteredP = new Promise((r) => (entered = r));
+  const selector = new LeaderSelector(
+    client,
+    leaderPath,
+    async (ctx) => {
+      entered(ctx);
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      reasons.push({ reason: ctx.signal.reason.reason, code: ctx.signal.reason.code, cancelReason: ctx.cancelReason });
+    },
+    { id: 'interruptible', autoRequeue: true },
+  );
+  selector.start();
+  await enteredP;
+  assert.ok(selector.hasLeadership());
+  assert.deepEqual(await selector.getLeader(), { id: 'interruptible', isLeader: true });
+  enteredP = new Promise((r) => (entered = r));
+  selector.interruptLeadership();
+  await enteredP; // auto-requeue: leads again
+  await selector.close();
+  assert.deepEqual(reasons, [
+    { reason: 'INTERRUPTED', code: 'ZKR_INTERRUPTED', cancelReason: 'INTERRUPTED' },
+    { reason: 'CLOSED', code: 'ZKR_CLOSED', cancelReason: 'CLOSED' },
+  ]);
+  assert.equal(selector.hasLeadership(), false);
+  assert.deepEqual(await client.getChildren(leaderPath), [], 'the leader node is gone after close');
+});
+
+test("LeaderSelector: an error thrown by takeLeadership is emitted as 'error', not an unhandled rejection", async () => {
+  const boom = new Error('leader failed');
+  const selector = new LeaderSelector(client, uniquePath('throws'), async () => {
+    throw boom;
+  });
+  const error = nextEvent(selector, 'error');
+  selector.start();
+  assert.equal(await error, boom);
+  await selector.close();
+  assert.throws(() => selector.start(), { code: 'ZKR_CLOSED' });
+  assert.throws(() => new LeaderSelector(client, '/x', 'not a function'), { code: 'ZKR_INVALID_ARGUMENT' });
+  assert.throws(() => new LeaderSelector(client, '/', async () => {}), { code: 'ZKR_INVALID_ARGUMENT' });
+});
