@@ -1,0 +1,152 @@
+package zkrecipes.interop;
+
+import java.io.FileWriter;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.Participant;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.data.Stat;
+
+/**
+ * The Apache Curator worker of the interop runner (tests/interop/run).
+ *
+ * java -jar curator-worker.jar --role mutex|counter|counter-get --connect HOST:PORT --path P
+ *      --iterations N --id ID --log FILE
+ *
+ * latch: joins, logs "participants java ID ids,...", then per round "lead java ID NS" / "unlead java ID NS".
+ * mutex: "start java ID TOKEN NS" / "end java ID TOKEN NS" around each critical section; NS is
+ * System.nanoTime() (CLOCK_MONOTONIC on Linux), TOKEN the czxid of Curator's own lock node (the
+ * first of getParticipantNodes() while we hold the lock), the same fencing token zkrecipes uses.
+ * counter: "inc java ID VALUE" per increment() that succeeded, "fail java ID" otherwise.
+ * Both end with "done java ID COUNT". counter-get prints the counter's value.
+ */
+public final class Worker {
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> a = new HashMap<>();
+        for (int i = 0; i + 1 < argv.length; i += 2) a.put(argv[i], argv[i + 1]);
+        String role = a.getOrDefault("--role", "");
+        String path = a.get("--path");
+        String id = a.getOrDefault("--id", "java");
+        int n = Integer.parseInt(a.getOrDefault("--iterations", "20"));
+        String logPath = a.get("--log");
+
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString(a.get("--connect"))
+                .sessionTimeoutMs(30_000)
+                .connectionTimeoutMs(15_000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5))
+                .build();
+        client.start();
+        if (!client.blockUntilConnected(15, java.util.concurrent.TimeUnit.SECONDS)) {
+            throw new IllegalStateException("could not connect");
+        }
+        PrintWriter log = logPath == null ? new PrintWriter(java.io.Writer.nullWriter())
+                : new PrintWriter(new FileWriter(logPath, true));
+        try {
+            String go = a.get("--go");
+            int expect = Integer.parseInt(a.getOrDefault("--expect", "5"));
+            LeaderLatch latch = null;
+            if (role.equals("latch")) { // join, then wait until every runtime's participant is listed
+                latch = new LeaderLatch(client, path, id);
+                latch.start();
+                long t = System.nanoTime();
+                java.util.List<String> ids;
+                for (;;) {
+                    ids = new ArrayList<>();
+                    for (Participant p : latch.getParticipants()) ids.add(p.getId());
+                    java.util.Collections.sort(ids);
+                    if (ids.size() >= expect || System.nanoTime() - t > 60_000_000_000L) break;
+                    Thread.sleep(20);
+                }
+                log.println("participants java " + id + " " + String.join(",", ids));
+            }
+            if (go != null) { // start barrier: every runtime contends from the first operation
+                log.println("ready java " + id);
+                log.flush();
+                while (!new java.io.File(go).exists()) Thread.sleep(1);
+            }
+            switch (role) {
+                case "mutex": {
+                    InterProcessMutex m = new InterProcessMutex(client, path);
+                    for (int i = 0; i < n; i++) {
+                        m.acquire();
+                        // While we hold it, our node is the first participant (sorted by sequence).
+                        Collection<String> nodes = m.getParticipantNodes();
+                        String mine = new ArrayList<>(nodes).get(0);
+                        Stat st = client.checkExists().forPath(mine);
+                        if (st == null || st.getEphemeralOwner() != client.getZookeeperClient().getZooKeeper().getSessionId()) {
+                            throw new IllegalStateException("first participant " + mine + " is not our node");
+                        }
+                        long token = st.getCzxid();
+                        log.println("start java " + id + " " + token + " " + System.nanoTime());
+                        log.flush();
+                        Thread.sleep(0, 200_000);
+                        log.println("end java " + id + " " + token + " " + System.nanoTime());
+                        log.flush();
+                        m.release();
+                    }
+                    log.println("done java " + id + " " + n);
+                    break;
+                }
+                case "latch": {
+                    for (int round = 0; round < n; round++) {
+                        if (round > 0) {
+                            latch = new LeaderLatch(client, path, id);
+                            latch.start();
+                        }
+                        if (!latch.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("never led");
+                        log.println("lead java " + id + " " + System.nanoTime());
+                        log.flush();
+                        Thread.sleep(20);
+                        if (!latch.hasLeadership()) throw new IllegalStateException("lost leadership while leading");
+                        log.println("unlead java " + id + " " + System.nanoTime());
+                        log.flush();
+                        latch.close();
+                    }
+                    log.println("done java " + id + " " + n);
+                    break;
+                }
+                case "counter": {
+                    DistributedAtomicLong c = new DistributedAtomicLong(client, path, new RetryNTimes(50, 10));
+                    int ok = 0;
+                    for (int i = 0; i < n; i++) {
+                        AtomicValue<Long> v = c.increment();
+                        if (v.succeeded()) {
+                            ok++;
+                            log.println("inc java " + id + " " + v.postValue());
+                        } else {
+                            log.println("fail java " + id);
+                        }
+                    }
+                    log.println("done java " + id + " " + ok);
+                    break;
+                }
+                case "counter-get": {
+                    DistributedAtomicLong c = new DistributedAtomicLong(client, path, new RetryNTimes(3, 10));
+                    AtomicValue<Long> v = c.get();
+                    if (!v.succeeded()) throw new IllegalStateException("get failed");
+                    System.out.println(v.postValue());
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("unknown role " + role);
+            }
+        } finally {
+            log.flush();
+            log.close();
+            client.close();
+        }
+    }
+}
