@@ -319,3 +319,20 @@ def test_after_fork_the_parents_client_is_refused_in_the_child(client: zkrecipes
     assert _in_child(child) == 0
     with m:  # the parent still works
         assert m.is_owned_by_current_thread()
+
+
+def test_fork_gives_the_child_a_working_fresh_runtime(zk: ZooKeeper, client: zkrecipes.Client, path: str) -> None:
+    m = InterProcessMutex(client, path)
+    with m:  # the parent's runtime, session and watches are in use
+        pass
+
+    def child() -> None:
+        c = zkrecipes.Client(zk.connect, connection_timeout=5).start()
+        try:
+            with InterProcessMutex(c, path):
+                c.create(path + "/from-child")
+        finally:
+            c.close()
+
+    assert _in_child(child) == 0
+    assert client.exists(path + "/from-child") is not None

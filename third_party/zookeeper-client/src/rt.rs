@@ -1,0 +1,97 @@
+//! zkrecipes patch: tokio-backed replacements for `async_net::TcpStream` and `async_io::Timer`.
+//!
+//! Upstream does its socket I/O and timers on async-io's global reactor, driven by a process-wide
+//! "async-io" thread that does not survive `fork()`. These shims keep upstream's call sites
+//! (futures-io traits, `Timer::{after, at, never, interval}`) but run everything on the current
+//! tokio runtime instead. They also set TCP_NODELAY on every connection (see PATCHES.md).
+
+use std::future::Future;
+use std::io::{IoSlice, Result};
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, Instant};
+
+use futures::io::{AsyncRead, AsyncWrite};
+
+/// A tokio TCP stream exposing the futures-io traits upstream code expects.
+#[derive(Debug)]
+pub struct TcpStream(tokio::net::TcpStream);
+
+impl TcpStream {
+    pub async fn connect(addr: (&str, u16)) -> Result<Self> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        // Do not let Nagle hold back pipelined requests until earlier replies arrive.
+        let _ = stream.set_nodelay(true);
+        Ok(Self(stream))
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<usize>> {
+        let mut buf = tokio::io::ReadBuf::new(buf);
+        ready!(tokio::io::AsyncRead::poll_read(Pin::new(&mut self.get_mut().0), cx, &mut buf))?;
+        Poll::Ready(Ok(buf.filled().len()))
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<Result<usize>> {
+        tokio::io::AsyncWrite::poll_write(Pin::new(&mut self.get_mut().0), cx, buf)
+    }
+
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[IoSlice<'_>]) -> Poll<Result<usize>> {
+        tokio::io::AsyncWrite::poll_write_vectored(Pin::new(&mut self.get_mut().0), cx, bufs)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        tokio::io::AsyncWrite::poll_flush(Pin::new(&mut self.get_mut().0), cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        tokio::io::AsyncWrite::poll_shutdown(Pin::new(&mut self.get_mut().0), cx)
+    }
+}
+
+/// A tokio-backed stand-in for `async_io::Timer`: a future that resolves to the instant it fired
+/// at; a periodic timer keeps firing each time it is polled to completion; `never` never fires.
+#[derive(Debug)]
+pub struct Timer {
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    period: Option<Duration>,
+}
+
+impl Timer {
+    pub fn never() -> Self {
+        Self { sleep: None, period: None }
+    }
+
+    pub fn after(duration: Duration) -> Self {
+        Self { sleep: Some(Box::pin(tokio::time::sleep(duration))), period: None }
+    }
+
+    pub fn at(deadline: Instant) -> Self {
+        Self { sleep: Some(Box::pin(tokio::time::sleep_until(deadline.into()))), period: None }
+    }
+
+    pub fn interval(period: Duration) -> Self {
+        Self { sleep: Some(Box::pin(tokio::time::sleep(period))), period: Some(period) }
+    }
+}
+
+impl Future for Timer {
+    type Output = Instant;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Instant> {
+        let this = self.get_mut();
+        let Some(sleep) = this.sleep.as_mut() else {
+            return Poll::Pending;
+        };
+        ready!(sleep.as_mut().poll(cx));
+        let fired = sleep.deadline().into_std();
+        match this.period {
+            Some(period) => sleep.as_mut().reset(tokio::time::Instant::now() + period),
+            None => this.sleep = None,
+        }
+        Poll::Ready(fired)
+    }
+}
