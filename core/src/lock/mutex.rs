@@ -362,13 +362,21 @@ impl InterProcessMutex {
                 s.internals.base, hold.node.path
             )));
         }
-        let deleted = delete_node(client, hold.node.path.clone()).await;
         if !hold.valid {
-            // Already reported lost: the node is gone or going (the guaranteed delete keeps
-            // trying in the background); there is nothing more to tell.
+            // Already reported lost: answer at once, whatever the connection is doing. A node
+            // of an older session went with that session; one of the current session (lost
+            // on SUSPENDED) is deleted in the background, where the delete is guaranteed.
+            if hold.node.session == client.session_id() {
+                let (client, path) = (client.clone(), hold.node.path.clone());
+                runtime::spawn(async move {
+                    let _ = delete_node(&client, path).await;
+                });
+            }
             return Ok(ReleaseStatus::WasLost);
         }
-        deleted.map(|()| ReleaseStatus::Released)
+        delete_node(client, hold.node.path.clone())
+            .await
+            .map(|()| ReleaseStatus::Released)
     }
 
     /// [`acquire`](Self::acquire) for the blocking face, owned by the calling thread.
