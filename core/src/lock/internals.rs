@@ -386,18 +386,29 @@ impl Drop for UnknownCreate {
             std::mem::take(&mut self.prefix),
         );
         runtime::spawn(async move {
+            let mut misses = 0;
             for _ in 0..30 {
                 let Some(client) = weak.upgrade() else { return };
                 if client.is_closed() {
                     return; // the session's close removes an ephemeral anyway
                 }
                 if let Ok(zk) = client.zk().await {
-                    // Same session, FIFO: this listing comes after the create that was sent.
+                    // After a reconnect we may list on another server than the one that took
+                    // the create: `sync` first makes this server catch up with the leader, so
+                    // a create the leader already has is seen. One miss is not proof (the old
+                    // connection's request may still be on its way to the leader, where the
+                    // session's move then refuses it), so look three times before giving up.
+                    let _ = zk.sync(&client.full_path(&base)).await;
                     match client
                         .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
                         .await
                     {
-                        Ok(None) => return,
+                        Ok(None) => {
+                            misses += 1;
+                            if misses >= 3 {
+                                return;
+                            }
+                        }
                         Ok(Some(found)) => {
                             match client.delete(&found.path, DeleteOptions::default()).await {
                                 Ok(()) | Err(Error::NoNode(_)) => return,

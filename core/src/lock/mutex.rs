@@ -363,14 +363,19 @@ impl InterProcessMutex {
             )));
         }
         if !hold.valid {
-            // Already reported lost: answer at once, whatever the connection is doing. A node
-            // of an older session went with that session; one of the current session (lost
-            // on SUSPENDED) is deleted in the background, where the delete is guaranteed.
+            // Already reported lost. A node of an older session went with that session. One
+            // of the current session (lost on SUSPENDED) is deleted now if we are connected,
+            // else in the background (the delete is guaranteed): a release never waits out a
+            // disconnection for a hold its owner was already told is gone.
             if hold.node.session == client.session_id() {
-                let (client, path) = (client.clone(), hold.node.path.clone());
-                runtime::spawn(async move {
-                    let _ = delete_node(&client, path).await;
-                });
+                if client.state().is_connected() {
+                    let _ = delete_node(client, hold.node.path.clone()).await;
+                } else {
+                    let (client, path) = (client.clone(), hold.node.path.clone());
+                    runtime::spawn(async move {
+                        let _ = delete_node(&client, path).await;
+                    });
+                }
             }
             return Ok(ReleaseStatus::WasLost);
         }
