@@ -21,7 +21,9 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(20);
 const START_ATTEMPTS: usize = 5;
-/// Small, quick-starting JVMs: tests start many of them on small machines.
+/// Small, quick-starting JVMs: tests start many of them on small machines. With
+/// `ZKR_HARNESS_FULL_JIT=1` in the environment (benchmarks), `-XX:TieredStopAtLevel=1` (C1 only)
+/// is left out so the server runs with the normal tiered JIT.
 const JVM_FLAGS: &[&str] = &[
     "-Xms16m",
     "-Xmx256m",
@@ -261,15 +263,20 @@ impl TestingServerHandle {
             return Ok(offset);
         }
         let mut cmd = Command::new(JAVA);
-        cmd.args(JVM_FLAGS)
-            .arg("-cp")
-            .arg(classpath())
-            .arg(MAIN_CLASS)
-            .arg(self.cfg_path())
-            .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(failed)?)
-            .stderr(log);
+        let full_jit = std::env::var_os("ZKR_HARNESS_FULL_JIT").is_some_and(|v| v == "1");
+        cmd.args(
+            JVM_FLAGS
+                .iter()
+                .filter(|f| !(full_jit && **f == "-XX:TieredStopAtLevel=1")),
+        )
+        .arg("-cp")
+        .arg(classpath())
+        .arg(MAIN_CLASS)
+        .arg(self.cfg_path())
+        .current_dir(&self.dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(failed)?)
+        .stderr(log);
         let (detached, parent) = (self.detached, std::process::id() as libc::pid_t);
         // SAFETY: the hook only makes async-signal-safe calls (setsid, prctl, getppid).
         unsafe { cmd.pre_exec(move || child_setup(detached, parent)) };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use zkrecipes_testing::detached::{attach, launch_detached};
-use zkrecipes_testing::{expire_session_id, TestingServerHandle};
+use zkrecipes_testing::{expire_session_id, FaultProxy, TestingServerHandle};
 
 const USAGE: &str = "\
 usage: zk-harness COMMAND --dir DIR [OPTIONS]
@@ -26,6 +26,10 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
   resume --dir DIR --server I        unfreeze server I (SIGCONT)
   expire --dir DIR --session-id HEX --password HEX
                                    expire a session server-side and wait until it is gone
+  proxy --upstream HOST:PORT [--delay-us N]
+                                   run a FaultProxy in front of HOST:PORT adding N microseconds
+                                   each way (per chunk, order kept, nothing coalesced); prints
+                                   its connect string and runs until its stdin is closed
 
 Servers are numbered from 0; server I listens on 127.0.0.(I+1). Exit status: 0 on success,
 1 on failure, 2 on bad usage.";
@@ -40,6 +44,8 @@ struct Args {
     server: Option<usize>,
     session_id: Option<String>,
     password: Option<String>,
+    upstream: Option<String>,
+    delay_us: Option<usize>,
     words: Vec<String>,
 }
 
@@ -95,6 +101,8 @@ fn parse(raw: &[String]) -> Result<Args, Failure> {
             "--server" => args.server = Some(number(value()?)?),
             "--session-id" => args.session_id = Some(value()?),
             "--password" => args.password = Some(value()?),
+            "--upstream" => args.upstream = Some(value()?),
+            "--delay-us" => args.delay_us = Some(number(value()?)?),
             option if option.starts_with("--") => {
                 return Err(Failure::Usage(format!("unknown option {option}")))
             }
@@ -111,6 +119,7 @@ fn run(args: &Args) -> Result<(), Failure> {
             println!("{USAGE}");
             return Ok(());
         }
+        "proxy" => return proxy(args),
         _ => {}
     }
     let dir = args
@@ -189,6 +198,23 @@ fn start(dir: &Path, n: usize) -> Result<(), Failure> {
     let servers = launch_detached(dir, n);
     save(dir, &servers)?;
     println!("{}", connect_string(&servers));
+    Ok(())
+}
+
+/// `zk-harness proxy`: serves until stdin reaches end of file (the caller closed it or died).
+fn proxy(args: &Args) -> Result<(), Failure> {
+    let upstream = args
+        .upstream
+        .as_deref()
+        .ok_or_else(|| Failure::Usage("--upstream HOST:PORT is required".into()))?;
+    let proxy = FaultProxy::start(upstream);
+    if let Some(us) = args.delay_us {
+        proxy.delay(std::time::Duration::from_micros(us as u64));
+    }
+    println!("{}", proxy.connect_string());
+    std::io::Write::flush(&mut std::io::stdout()).map_err(|e| Failure::Error(e.to_string()))?;
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    drop(proxy);
     Ok(())
 }
 

@@ -1,0 +1,832 @@
+//! `bench-driver`: the Rust driver of the benchmark runner `tests/bench/run` (issue 10).
+//!
+//! ```text
+//! bench-driver --impl rust|floor --scenario SCENARIO --connect HOST:PORT --path /bench/X
+//!              [--iterations N] [--warmup W] [--clients C] [--threads T] [--seconds S] [--locks L]
+//! ```
+//!
+//! `--impl rust` drives zkrecipes' async API on the library's own runtime (every scenario runs
+//! as a task on it); counter_threads uses OS threads on the blocking face, as an application
+//! with threads would. `--impl floor` sends the bare ZooKeeper operations each recipe needs on
+//! `zookeeper-client`. The protocol (scenarios, JSON keys) is in tests/bench/README.md.
+//! Prints exactly one JSON line on stdout; exit 1 with a message on stderr on failure.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zkrecipes::atomic::DistributedAtomicLong;
+use zkrecipes::leader::LeaderLatch;
+use zkrecipes::lock::InterProcessMutex;
+use zkrecipes::{Client, ClientBuilder, Owner};
+use zookeeper_client as zk;
+
+type Res<T> = Result<T, String>;
+
+#[derive(Clone, Debug)]
+struct Args {
+    imp: String,
+    scenario: String,
+    connect: String,
+    path: String,
+    iterations: Option<usize>,
+    warmup: Option<usize>,
+    clients: usize,
+    threads: usize,
+    seconds: f64,
+    locks: usize,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut a = Args {
+        imp: String::new(),
+        scenario: String::new(),
+        connect: String::new(),
+        path: String::new(),
+        iterations: None,
+        warmup: None,
+        clients: 0,
+        threads: 10,
+        seconds: 10.0,
+        locks: 1000,
+    };
+    let mut clients = None;
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = raw.iter();
+    while let Some(flag) = it.next() {
+        let v = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value"))?
+            .clone();
+        let num =
+            |v: &str| -> Res<usize> { v.parse().map_err(|_| format!("{flag}: bad number {v}")) };
+        match flag.as_str() {
+            "--impl" => a.imp = v,
+            "--scenario" => a.scenario = v,
+            "--connect" => a.connect = v,
+            "--path" => a.path = v,
+            "--iterations" => a.iterations = Some(num(&v)?),
+            "--warmup" => a.warmup = Some(num(&v)?),
+            "--clients" => clients = Some(num(&v)?),
+            "--threads" => a.threads = num(&v)?,
+            "--seconds" => a.seconds = v.parse().map_err(|_| format!("--seconds: bad {v}"))?,
+            "--locks" => a.locks = num(&v)?,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    if a.imp.is_empty() || a.scenario.is_empty() || a.connect.is_empty() || a.path.is_empty() {
+        return Err("--impl, --scenario, --connect and --path are required".into());
+    }
+    if !a.path.starts_with('/') || a.path.len() < 2 {
+        return Err(format!("--path must be an absolute znode path: {}", a.path));
+    }
+    // contended: 8 clients; counter_clients: 10; failover: 3 members.
+    a.clients = clients.unwrap_or(match a.scenario.as_str() {
+        "contended" => 8,
+        "failover" => 3,
+        _ => 10,
+    });
+    Ok(a)
+}
+
+/// Latency summary in microseconds.
+struct Stats {
+    p50: f64,
+    p99: f64,
+    mean: f64,
+}
+
+fn stats(v: &[Duration]) -> Stats {
+    let mut us: Vec<f64> = v.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+    us.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if us.is_empty() {
+        return Stats {
+            p50: f64::NAN,
+            p99: f64::NAN,
+            mean: f64::NAN,
+        };
+    }
+    let pick = |q: f64| us[(((us.len() - 1) as f64) * q).round() as usize];
+    Stats {
+        p50: pick(0.5),
+        p99: pick(0.99),
+        mean: us.iter().sum::<f64>() / us.len() as f64,
+    }
+}
+
+/// Process CPU time (user + system).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The JSON object: keys in a stable order, numbers or strings.
+#[derive(Default)]
+struct Out(BTreeMap<&'static str, String>);
+
+impl Out {
+    fn num(&mut self, k: &'static str, v: f64) -> &mut Self {
+        let s = if v.is_finite() {
+            format!("{v:.3}")
+        } else {
+            "null".into()
+        };
+        self.0.insert(k, s);
+        self
+    }
+    fn int(&mut self, k: &'static str, v: i64) -> &mut Self {
+        self.0.insert(k, v.to_string());
+        self
+    }
+    fn str(&mut self, k: &'static str, v: &str) -> &mut Self {
+        let escaped: String = v
+            .chars()
+            .flat_map(|c| match c {
+                '"' => vec!['\\', '"'],
+                '\\' => vec!['\\', '\\'],
+                c if (c as u32) < 0x20 => vec![' '],
+                c => vec![c],
+            })
+            .collect();
+        self.0.insert(k, format!("\"{escaped}\""));
+        self
+    }
+    fn latency(&mut self, s: &Stats) -> &mut Self {
+        self.num("p50_us", s.p50)
+            .num("p99_us", s.p99)
+            .num("mean_us", s.mean)
+    }
+    fn line(&self) -> String {
+        let body: Vec<String> = self
+            .0
+            .iter()
+            .map(|(k, v)| format!("\"{k}\": {v}"))
+            .collect();
+        format!("{{{}}}", body.join(", "))
+    }
+}
+
+fn e<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |err| format!("{what}: {err}")
+}
+
+async fn connect(a: &Args) -> Res<Client> {
+    ClientBuilder::new(a.connect.as_str())
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(15))
+        .connect()
+        .await
+        .map_err(e("connect"))
+}
+
+async fn raw_connect(a: &Args) -> Res<zk::Client> {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&a.connect)
+        .await
+        .map_err(e("raw connect"))
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+/// Creates `path` and its parents (persistent, empty) if missing.
+async fn mkdirs(zk: &zk::Client, path: &str) -> Res<()> {
+    let mut cur = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty()) {
+        cur.push('/');
+        cur.push_str(part);
+        match zk.create(&cur, &[], &persistent()).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(err) => return Err(format!("create {cur}: {err}")),
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// zkrecipes (Rust, async API on the library runtime)
+
+async fn rust_uncontended(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(2000);
+    let w = a.warmup.unwrap_or(200);
+    let client = connect(a).await?;
+    let m = InterProcessMutex::new(&client, &format!("{}/lock", a.path)).map_err(e("mutex"))?;
+    let owner = Owner::new();
+    for _ in 0..w {
+        m.acquire(owner, None).await.map_err(e("acquire"))?;
+        m.release(owner).await.map_err(e("release"))?;
+    }
+    let (mut acq, mut rel, mut cyc) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let cpu = cpu_time();
+    for _ in 0..n {
+        let t0 = Instant::now();
+        if !m.acquire(owner, None).await.map_err(e("acquire"))? {
+            return Err("acquire returned false".into());
+        }
+        let t1 = Instant::now();
+        m.release(owner).await.map_err(e("release"))?;
+        let t2 = Instant::now();
+        acq.push(t1 - t0);
+        rel.push(t2 - t1);
+        cyc.push(t2 - t0);
+    }
+    let cpu = cpu_time() - cpu;
+    client.close().await;
+    out.int("n", n as i64)
+        .latency(&stats(&cyc))
+        .num("acquire_p50_us", stats(&acq).p50)
+        .num("release_p50_us", stats(&rel).p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
+    Ok(())
+}
+
+async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
+    let mut clients = Vec::new();
+    for _ in 0..a.clients {
+        clients.push(connect(a).await?);
+    }
+    let path = format!("{}/lock", a.path);
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for c in &clients {
+        let m = InterProcessMutex::new(c, &path).map_err(e("mutex"))?;
+        let (measuring, stop, count, waits) = (
+            measuring.clone(),
+            stop.clone(),
+            count.clone(),
+            waits.clone(),
+        );
+        tasks.push(zkrecipes::runtime::spawn(async move {
+            let me = Owner::new();
+            let mut mine = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                match m.acquire(me, None).await {
+                    Ok(true) => {}
+                    Ok(false) => return Err("acquire returned false".to_string()),
+                    Err(err) => return Err(format!("acquire: {err}")),
+                }
+                let waited = t.elapsed();
+                if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    mine.push(waited);
+                }
+                m.release(me).await.map_err(e("release"))?;
+            }
+            waits.lock().unwrap().extend(mine);
+            Ok(())
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cpu = cpu_time();
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let n = count.load(Ordering::Relaxed);
+    for t in tasks {
+        t.await.map_err(e("task"))??;
+    }
+    for c in clients {
+        c.close().await;
+    }
+    let waits = waits.lock().unwrap().clone();
+    let s = stats(&waits);
+    out.int("n", n as i64)
+        .num("ops_per_s", n as f64 / secs)
+        .num("wait_p99_us", s.p99)
+        .num("p50_us", s.p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
+    Ok(())
+}
+
+/// counter_threads (one client, T OS threads on the blocking face) and counter_clients
+/// (C clients, each on its own thread).
+fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
+    let n = a.iterations.unwrap_or(100);
+    let workers = if separate { a.clients } else { a.threads };
+    let path = format!("{}/counter", a.path);
+    let connect_blocking = || {
+        ClientBuilder::new(a.connect.as_str())
+            .session_timeout(Duration::from_secs(30))
+            .connect_blocking()
+            .map_err(e("connect"))
+    };
+    let main = connect_blocking()?;
+    let counter = DistributedAtomicLong::new(&main, &path, None, None).map_err(e("counter"))?;
+    counter.initialize_blocking(0).map_err(e("initialize"))?;
+    let initial = counter.get_blocking().map_err(e("get"))?.post_value;
+    let clients: Vec<Client> = if separate {
+        (0..workers)
+            .map(|_| connect_blocking())
+            .collect::<Res<_>>()?
+    } else {
+        vec![main.clone()]
+    };
+    let writes = |cs: &[Client]| -> u64 {
+        cs.iter()
+            .map(|c| {
+                let r = c.request_counts();
+                r.set_data + r.create
+            })
+            .sum()
+    };
+    let requests = |cs: &[Client]| -> u64 {
+        cs.iter()
+            .map(|c| {
+                let r = c.request_counts();
+                r.set_data + r.create + r.get_data + r.exists + r.delete + r.get_children
+            })
+            .sum()
+    };
+    let (w0, r0) = (writes(&clients), requests(&clients));
+    let cpu = cpu_time();
+    let t = Instant::now();
+    let handles: Vec<_> = (0..workers)
+        .map(|i| {
+            let client = clients[i % clients.len()].clone();
+            let path = path.clone();
+            std::thread::spawn(move || -> Res<u64> {
+                let c =
+                    DistributedAtomicLong::new(&client, &path, None, None).map_err(e("counter"))?;
+                for _ in 0..n {
+                    c.add_and_get_blocking(1, None).map_err(e("add_and_get"))?;
+                }
+                Ok(n as u64)
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for h in handles {
+        ok += h.join().map_err(|_| "worker panicked".to_string())??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let (w, r) = (writes(&clients) - w0, requests(&clients) - r0);
+    let fin = counter.get_blocking().map_err(e("get"))?.post_value;
+    if separate {
+        clients.iter().for_each(Client::close_blocking);
+    }
+    main.close_blocking();
+    out.int("n", ok as i64)
+        .num("ops_per_s", ok as f64 / secs)
+        .int("final", fin)
+        .int("expected", initial + ok as i64)
+        .int("lost", ok as i64 - (fin - initial))
+        .num("writes_per_op", w as f64 / ok.max(1) as f64)
+        .num("client_requests_per_op", r as f64 / ok.max(1) as f64)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / ok.max(1) as f64);
+    Ok(())
+}
+
+/// Waits until `latch` leads; the instant its leadership watch said so.
+async fn lead_instant(latch: Arc<LeaderLatch>) -> Instant {
+    let mut w = latch.leadership_watch();
+    if w.is_leader() {
+        return Instant::now();
+    }
+    loop {
+        match w.changed().await {
+            Some(true) => return Instant::now(),
+            Some(false) => continue,
+            None => std::future::pending::<()>().await,
+        }
+    }
+}
+
+async fn rust_failover(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(200);
+    let w = a.warmup.unwrap_or(10);
+    let path = format!("{}/latch", a.path);
+    let mut clients = Vec::new();
+    let mut latches = Vec::new();
+    for i in 0..a.clients {
+        let c = connect(a).await?;
+        let l = Arc::new(LeaderLatch::new(&c, &path, &format!("m{i}")).map_err(e("latch"))?);
+        l.start().await.map_err(e("start"))?;
+        clients.push(c);
+        latches.push(l);
+    }
+    let mut samples = Vec::new();
+    let cpu = cpu_time();
+    for round in 0..w + n {
+        // Some member leads (untimed).
+        let leader = tokio::time::timeout(Duration::from_secs(30), async {
+            let waits: Vec<_> = latches
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let l = l.clone();
+                    Box::pin(async move {
+                        lead_instant(l).await;
+                        i
+                    })
+                })
+                .collect();
+            futures_select_first(waits).await
+        })
+        .await
+        .map_err(|_| "no member leads after 30 s".to_string())?;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut watchers = Vec::new();
+        for (i, l) in latches.iter().enumerate() {
+            if i != leader {
+                let (l, tx) = (l.clone(), tx.clone());
+                watchers.push(tokio::spawn(async move {
+                    let _ = tx.send(lead_instant(l).await);
+                }));
+            }
+        }
+        let t = Instant::now();
+        latches[leader].close().await.map_err(e("close"))?;
+        let led = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .map_err(|_| "no member took over within 30 s".to_string())?
+            .ok_or("watchers gone")?;
+        watchers.iter().for_each(|w| w.abort());
+        if round >= w {
+            samples.push(led.saturating_duration_since(t));
+        }
+        let fresh = Arc::new(
+            LeaderLatch::new(&clients[leader], &path, &format!("m{leader}")).map_err(e("latch"))?,
+        );
+        fresh.start().await.map_err(e("start"))?;
+        latches[leader] = fresh;
+    }
+    let cpu = cpu_time() - cpu;
+    for l in &latches {
+        l.close().await.map_err(e("close"))?;
+    }
+    for c in clients {
+        c.close().await;
+    }
+    out.int("n", n as i64)
+        .latency(&stats(&samples))
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / (w + n) as f64);
+    Ok(())
+}
+
+/// The index of the first future to finish.
+async fn futures_select_first<F>(futs: Vec<std::pin::Pin<Box<F>>>) -> usize
+where
+    F: std::future::Future<Output = usize> + Send,
+{
+    let mut futs = futs;
+    std::future::poll_fn(move |cx| {
+        for f in futs.iter_mut() {
+            if let std::task::Poll::Ready(i) = f.as_mut().poll(cx) {
+                return std::task::Poll::Ready(i);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+async fn rust_memory(a: &Args, out: &mut Out) -> Res<()> {
+    let client = connect(a).await?;
+    let owner = Owner::new();
+    let warm = InterProcessMutex::new(&client, &format!("{}/warm", a.path)).map_err(e("mutex"))?;
+    for _ in 0..a.warmup.unwrap_or(20) {
+        warm.acquire(owner, None).await.map_err(e("acquire"))?;
+        warm.release(owner).await.map_err(e("release"))?;
+    }
+    let before = rss_kb();
+    let cpu = cpu_time();
+    let mut held = Vec::with_capacity(a.locks);
+    for i in 0..a.locks {
+        let m =
+            InterProcessMutex::new(&client, &format!("{}/m/{i}", a.path)).map_err(e("mutex"))?;
+        if !m.acquire(owner, None).await.map_err(e("acquire"))? {
+            return Err("acquire returned false".into());
+        }
+        held.push(m);
+    }
+    let cpu = cpu_time() - cpu;
+    let after = rss_kb();
+    for m in &held {
+        m.release(owner).await.map_err(e("release"))?;
+    }
+    client.close().await;
+    out.int("n", a.locks as i64)
+        .int("rss_kb", after as i64)
+        .int("rss_delta_kb", after as i64 - before as i64)
+        .num(
+            "cpu_us_per_op",
+            cpu.as_secs_f64() * 1e6 / a.locks.max(1) as f64,
+        );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw protocol floor (zookeeper-client)
+
+fn ephemeral_seq() -> zk::CreateOptions<'static> {
+    zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all())
+}
+
+async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(2000);
+    let w = a.warmup.unwrap_or(200);
+    let zk = raw_connect(a).await?;
+    let base = format!("{}/lock", a.path);
+    mkdirs(&zk, &base).await?;
+    let opts = ephemeral_seq();
+    // Sequential: create, then getChildren (acquire); delete (release).
+    let sequential = |count: usize| {
+        let (zk, base, opts) = (&zk, &base, &opts);
+        async move {
+            let (mut acq, mut rel) = (Vec::with_capacity(count), Vec::with_capacity(count));
+            for _ in 0..count {
+                let prefix = format!("{base}/_c_{}-lock-", uuid::Uuid::new_v4());
+                let t0 = Instant::now();
+                let (_, seq) = zk.create(&prefix, &[], opts).await.map_err(e("create"))?;
+                let children = zk.list_children(base).await.map_err(e("getChildren"))?;
+                if children.is_empty() {
+                    return Err("no children".to_string());
+                }
+                let t1 = Instant::now();
+                zk.delete(&format!("{prefix}{seq}"), None)
+                    .await
+                    .map_err(e("delete"))?;
+                acq.push(t1 - t0);
+                rel.push(t1.elapsed());
+            }
+            Ok::<_, String>((acq, rel))
+        }
+    };
+    sequential(w).await?;
+    let cpu = cpu_time();
+    let (acq, rel) = sequential(n).await?;
+    let cpu = cpu_time() - cpu;
+    let cyc: Vec<Duration> = acq.iter().zip(&rel).map(|(a, r)| *a + *r).collect();
+    // Pipelined: create and getChildren issued together, then delete.
+    let mut pipelined = Vec::with_capacity(n);
+    for i in 0..w + n {
+        let prefix = format!("{base}/_c_{}-lock-", uuid::Uuid::new_v4());
+        let t = Instant::now();
+        let create = zk.create(&prefix, &[], &opts);
+        let list = zk.list_children(&base);
+        let ((_, seq), _children) =
+            tokio::try_join!(create, list).map_err(e("create+getChildren"))?;
+        zk.delete(&format!("{prefix}{seq}"), None)
+            .await
+            .map_err(e("delete"))?;
+        if i >= w {
+            pipelined.push(t.elapsed());
+        }
+    }
+    out.int("n", n as i64)
+        .latency(&stats(&cyc))
+        .num("acquire_p50_us", stats(&acq).p50)
+        .num("release_p50_us", stats(&rel).p50)
+        .num("pipelined_p50_us", stats(&pipelined).p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
+    Ok(())
+}
+
+async fn floor_rtt(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(300);
+    let zk = raw_connect(a).await?;
+    mkdirs(&zk, &a.path).await?;
+    let mut v = Vec::with_capacity(n);
+    for i in 0..n + a.warmup.unwrap_or(50) {
+        let t = Instant::now();
+        zk.check_stat(&a.path).await.map_err(e("exists"))?;
+        if i >= a.warmup.unwrap_or(50) {
+            v.push(t.elapsed());
+        }
+    }
+    let s = stats(&v);
+    out.int("n", n as i64).latency(&s).num("rtt_p50_us", s.p50);
+    Ok(())
+}
+
+/// get + versioned setData until it sticks; returns the number of setData attempts.
+async fn raw_increment(zk: &zk::Client, path: &str) -> Res<u64> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (data, stat) = zk.get_data(path).await.map_err(e("getData"))?;
+        let value = i64::from_be_bytes(
+            data.as_slice()
+                .try_into()
+                .map_err(|_| "not 8 bytes".to_string())?,
+        );
+        match zk
+            .set_data(path, &(value + 1).to_be_bytes(), Some(stat.version))
+            .await
+        {
+            Ok(_) => return Ok(tries),
+            Err(zk::Error::BadVersion) => continue,
+            Err(err) => return Err(format!("setData: {err}")),
+        }
+    }
+}
+
+async fn floor_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
+    let n = a.iterations.unwrap_or(100);
+    let workers = if separate { a.clients } else { a.threads };
+    let path = format!("{}/counter", a.path);
+    let main = raw_connect(a).await?;
+    mkdirs(&main, &a.path).await?;
+    match main.create(&path, &0i64.to_be_bytes(), &persistent()).await {
+        Ok(_) | Err(zk::Error::NodeExists) => {}
+        Err(err) => return Err(format!("create counter: {err}")),
+    }
+    let read = |zk: zk::Client, path: String| async move {
+        let (d, _) = zk.get_data(&path).await.map_err(e("getData"))?;
+        Ok::<i64, String>(i64::from_be_bytes(
+            d.as_slice()
+                .try_into()
+                .map_err(|_| "not 8 bytes".to_string())?,
+        ))
+    };
+    let initial = read(main.clone(), path.clone()).await?;
+    let mut clients = Vec::new();
+    if separate {
+        for _ in 0..workers {
+            clients.push(raw_connect(a).await?);
+        }
+    } else {
+        clients.push(main.clone());
+    }
+    let cpu = cpu_time();
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..workers)
+        .map(|i| {
+            let (zk, path) = (clients[i % clients.len()].clone(), path.clone());
+            tokio::spawn(async move {
+                let mut writes = 0;
+                for _ in 0..n {
+                    writes += raw_increment(&zk, &path).await?;
+                }
+                Ok::<u64, String>(writes)
+            })
+        })
+        .collect();
+    let mut writes = 0;
+    for t in tasks {
+        writes += t.await.map_err(e("task"))??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let ok = (workers * n) as i64;
+    let fin = read(main.clone(), path.clone()).await?;
+    out.int("n", ok)
+        .num("ops_per_s", ok as f64 / secs)
+        .int("final", fin)
+        .int("expected", initial + ok)
+        .int("lost", ok - (fin - initial))
+        .num("writes_per_op", writes as f64 / ok as f64)
+        .num("client_requests_per_op", 2.0 * writes as f64 / ok as f64)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / ok as f64);
+    Ok(())
+}
+
+/// K members each own an ephemeral-sequential node; the lowest leads. Per round the leader
+/// deletes its node; its successor's watch on it fires, the successor lists the children and
+/// sees it is lowest (timed from the delete call); the old leader rejoins at the end.
+async fn floor_failover(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(200);
+    let w = a.warmup.unwrap_or(10);
+    let base = format!("{}/latch", a.path);
+    let mut members = Vec::new();
+    for _ in 0..a.clients.max(2) {
+        members.push(raw_connect(a).await?);
+    }
+    mkdirs(&members[0], &base).await?;
+    // (member index, full node path), in sequence order.
+    let mut queue: std::collections::VecDeque<(usize, String)> = Default::default();
+    let join = |zk: zk::Client, base: String| async move {
+        let prefix = format!("{base}/_c_{}-latch-", uuid::Uuid::new_v4());
+        let (_, seq) = zk
+            .create(&prefix, &[], &ephemeral_seq())
+            .await
+            .map_err(e("create"))?;
+        Ok::<String, String>(format!("{prefix}{seq}"))
+    };
+    for (i, zk) in members.iter().enumerate() {
+        queue.push_back((i, join(zk.clone(), base.clone()).await?));
+    }
+    let seq_of = |p: &str| p.rsplit('-').next().unwrap_or("").to_string();
+    let mut samples = Vec::new();
+    for round in 0..w + n {
+        let (leader, leader_node) = queue.pop_front().ok_or("empty queue")?;
+        let (next, _) = queue.front().cloned().ok_or("no successor")?;
+        let successor = members[next].clone();
+        // The successor's existing watch on its predecessor.
+        let (_, _, watch) = successor
+            .get_and_watch_data(&leader_node)
+            .await
+            .map_err(e("getData watch"))?;
+        let (b, base2, me) = (
+            successor.clone(),
+            base.clone(),
+            queue.front().unwrap().1.clone(),
+        );
+        let decided = tokio::spawn(async move {
+            watch.changed().await;
+            let children = b.list_children(&base2).await.map_err(e("getChildren"))?;
+            let lowest = children.iter().map(|c| seq_of(c)).min().unwrap_or_default();
+            if lowest != seq_of(&me) {
+                return Err(format!("successor is not lowest: {lowest} vs {me}"));
+            }
+            Ok::<Instant, String>(Instant::now())
+        });
+        let t = Instant::now();
+        members[leader]
+            .delete(&leader_node, None)
+            .await
+            .map_err(e("delete"))?;
+        let at = tokio::time::timeout(Duration::from_secs(30), decided)
+            .await
+            .map_err(|_| "successor never decided".to_string())?
+            .map_err(e("task"))??;
+        if round >= w {
+            samples.push(at - t);
+        }
+        queue.push_back((leader, join(members[leader].clone(), base.clone()).await?));
+    }
+    out.int("n", n as i64).latency(&stats(&samples));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn run(a: Args) -> Res<String> {
+    let mut out = Out::default();
+    out.str("impl", &a.imp).str("scenario", &a.scenario);
+    let scenario = a.scenario.clone();
+    match (a.imp.as_str(), scenario.as_str()) {
+        ("rust", "counter_threads") => rust_counter(&a, &mut out, false)?,
+        ("rust", "counter_clients") => rust_counter(&a, &mut out, true)?,
+        ("rust" | "floor", _) => {
+            let task = zkrecipes::runtime::spawn(async move {
+                let mut out = out;
+                match (a.imp.as_str(), a.scenario.as_str()) {
+                    ("rust", "uncontended") => rust_uncontended(&a, &mut out).await?,
+                    ("rust", "contended") => rust_contended(&a, &mut out).await?,
+                    ("rust", "failover") => rust_failover(&a, &mut out).await?,
+                    ("rust", "memory") => rust_memory(&a, &mut out).await?,
+                    ("floor", "uncontended") => floor_uncontended(&a, &mut out).await?,
+                    ("floor", "rtt") => floor_rtt(&a, &mut out).await?,
+                    ("floor", "counter_threads") => floor_counter(&a, &mut out, false).await?,
+                    ("floor", "counter_clients") => floor_counter(&a, &mut out, true).await?,
+                    ("floor", "failover") => floor_failover(&a, &mut out).await?,
+                    (i, s) => return Err(format!("scenario {s} is not implemented for impl {i}")),
+                }
+                Ok::<Out, String>(out)
+            });
+            out = zkrecipes::runtime::block_on(task).map_err(e("scenario task"))??;
+        }
+        (i, _) => return Err(format!("this driver has impls rust and floor, not {i}")),
+    }
+    let version = match out.0.get("impl").map(String::as_str) {
+        Some("\"floor\"") => "zookeeper-client 0.11.2 (vendored)".to_string(),
+        _ => format!("zkrecipes {} (Rust, async API)", zkrecipes::VERSION),
+    };
+    out.str("version", &version);
+    Ok(out.line())
+}
+
+fn main() {
+    let result = parse_args().and_then(run);
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            // Background tasks of the shared runtime must not hold the exit.
+            std::process::exit(0);
+        }
+        Err(err) => {
+            eprintln!("bench-driver: {err}");
+            std::process::exit(1);
+        }
+    }
+}
