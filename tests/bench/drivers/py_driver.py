@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import threading
@@ -58,7 +59,7 @@ def pct(sorted_xs: List[float], p: float) -> float:
     """Nearest-rank percentile of an ascending list (the same rule in every face's driver)."""
     if not sorted_xs:
         return float("nan")
-    k = max(0, min(len(sorted_xs) - 1, int(round(p / 100.0 * len(sorted_xs) + 0.5)) - 1))
+    k = max(0, min(len(sorted_xs) - 1, math.ceil(p / 100.0 * len(sorted_xs)) - 1))
     return sorted_xs[k]
 
 
