@@ -1,0 +1,374 @@
+package zkrecipes.bench;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
+
+/**
+ * The Apache Curator 5.9.0 driver of tests/bench/run (issue 10). Same CLI and JSON line as every
+ * driver (tests/bench/README.md); the default warm-up is larger (2000 cycles) for the JIT.
+ */
+public final class Bench {
+    private final Map<String, String> args = new LinkedHashMap<>();
+    private final Map<String, Object> out = new LinkedHashMap<>();
+    private final List<CuratorFramework> clients = new ArrayList<>();
+
+    public static void main(String[] argv) {
+        Bench b = new Bench();
+        try {
+            for (int i = 0; i + 1 < argv.length; i += 2) {
+                if (!argv[i].startsWith("--")) throw new IllegalArgumentException("bad option " + argv[i]);
+                b.args.put(argv[i].substring(2), argv[i + 1]);
+            }
+            if (argv.length % 2 != 0) throw new IllegalArgumentException("option without a value");
+            b.run();
+            b.closeAll();
+            System.out.println(b.json());
+            System.out.flush();
+            System.exit(0);
+        } catch (Throwable t) {
+            System.err.println("curator-bench: " + t);
+            t.printStackTrace();
+            b.closeAll();
+            System.exit(1);
+        }
+    }
+
+    private String arg(String k) {
+        String v = args.get(k);
+        if (v == null) throw new IllegalArgumentException("--" + k + " is required");
+        return v;
+    }
+
+    private int num(String k, int dflt) {
+        return args.containsKey(k) ? Integer.parseInt(args.get(k)) : dflt;
+    }
+
+    private CuratorFramework connect() throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(arg("connect"), 30000, 15000,
+                new ExponentialBackoffRetry(100, 5));
+        clients.add(c);
+        c.start();
+        if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) throw new IllegalStateException("cannot connect");
+        return c;
+    }
+
+    private void closeAll() {
+        for (CuratorFramework c : clients) {
+            try {
+                c.close();
+            } catch (Throwable ignored) {
+                // closing on the way out
+            }
+        }
+        clients.clear();
+    }
+
+    private static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    private static long rssKb() throws Exception {
+        for (String l : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (l.startsWith("VmRSS:")) return Long.parseLong(l.substring(6).trim().split("\\s+")[0]);
+        }
+        return 0;
+    }
+
+    /** p50, p99, mean of nanosecond samples, in microseconds. */
+    private static double[] stats(List<Long> ns) {
+        if (ns.isEmpty()) return new double[] {Double.NaN, Double.NaN, Double.NaN};
+        long[] v = ns.stream().mapToLong(Long::longValue).sorted().toArray();
+        double sum = 0;
+        for (long x : v) sum += x;
+        return new double[] {
+            v[(int) Math.round((v.length - 1) * 0.5)] / 1e3,
+            v[(int) Math.round((v.length - 1) * 0.99)] / 1e3,
+            sum / v.length / 1e3
+        };
+    }
+
+    private void latency(List<Long> ns) {
+        double[] s = stats(ns);
+        out.put("p50_us", s[0]);
+        out.put("p99_us", s[1]);
+        out.put("mean_us", s[2]);
+    }
+
+    private void run() throws Exception {
+        String scenario = arg("scenario");
+        String impl = args.getOrDefault("impl", "curator");
+        if (!impl.equals("curator")) throw new IllegalArgumentException("this driver is impl curator, not " + impl);
+        out.put("impl", "curator");
+        out.put("scenario", scenario);
+        switch (scenario) {
+            case "uncontended" -> uncontended();
+            case "contended" -> contended();
+            case "counter_threads" -> counter(false);
+            case "counter_clients" -> counter(true);
+            case "failover" -> failover();
+            case "memory" -> memory();
+            default -> throw new IllegalArgumentException("scenario " + scenario + " is not implemented for curator");
+        }
+        out.put("version", "curator 5.9.0 (Java " + Runtime.version() + ", "
+                + ManagementFactory.getRuntimeMXBean().getVmName() + ")");
+    }
+
+    private void uncontended() throws Exception {
+        int n = num("iterations", 2000), w = num("warmup", 2000);
+        CuratorFramework c = connect();
+        InterProcessMutex m = new InterProcessMutex(c, arg("path") + "/lock");
+        for (int i = 0; i < w; i++) {
+            m.acquire();
+            m.release();
+        }
+        List<Long> acq = new ArrayList<>(n), rel = new ArrayList<>(n), cyc = new ArrayList<>(n);
+        long cpu = cpuNanos();
+        for (int i = 0; i < n; i++) {
+            long t0 = System.nanoTime();
+            m.acquire();
+            long t1 = System.nanoTime();
+            m.release();
+            long t2 = System.nanoTime();
+            acq.add(t1 - t0);
+            rel.add(t2 - t1);
+            cyc.add(t2 - t0);
+        }
+        cpu = cpuNanos() - cpu;
+        out.put("n", n);
+        latency(cyc);
+        out.put("acquire_p50_us", stats(acq)[0]);
+        out.put("release_p50_us", stats(rel)[0]);
+        out.put("cpu_us_per_op", cpu / 1e3 / n);
+    }
+
+    private void contended() throws Exception {
+        int clientsN = num("clients", 8);
+        double seconds = Double.parseDouble(args.getOrDefault("seconds", "10"));
+        int w = num("warmup", 2000);
+        String path = arg("path") + "/lock";
+        // JIT warm-up on a separate path, then 1 s of contention not counted.
+        CuratorFramework warmClient = connect();
+        InterProcessMutex warm = new InterProcessMutex(warmClient, arg("path") + "/warm");
+        for (int i = 0; i < w; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        AtomicBoolean measuring = new AtomicBoolean(false), stop = new AtomicBoolean(false);
+        AtomicLong count = new AtomicLong();
+        List<Long> waits = Collections.synchronizedList(new ArrayList<>());
+        List<Thread> threads = new ArrayList<>();
+        List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < clientsN; i++) {
+            InterProcessMutex m = new InterProcessMutex(connect(), path);
+            Thread t = new Thread(() -> {
+                List<Long> mine = new ArrayList<>();
+                try {
+                    while (!stop.get()) {
+                        long t0 = System.nanoTime();
+                        m.acquire();
+                        long waited = System.nanoTime() - t0;
+                        if (measuring.get() && !stop.get()) {
+                            count.incrementAndGet();
+                            mine.add(waited);
+                        }
+                        m.release();
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+                waits.addAll(mine);
+            });
+            t.start();
+            threads.add(t);
+        }
+        Thread.sleep(1000);
+        long cpu = cpuNanos();
+        measuring.set(true);
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        stop.set(true);
+        double secs = (System.nanoTime() - t0) / 1e9;
+        cpu = cpuNanos() - cpu;
+        long n = count.get();
+        for (Thread t : threads) t.join(60000);
+        if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
+        out.put("n", n);
+        out.put("ops_per_s", n / secs);
+        double[] s = stats(waits);
+        out.put("wait_p99_us", s[1]);
+        out.put("p50_us", s[0]);
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, n));
+    }
+
+    private void counter(boolean separate) throws Exception {
+        int n = num("iterations", 100);
+        int workers = separate ? num("clients", 10) : num("threads", 10);
+        int w = num("warmup", 2000);
+        String path = arg("path") + "/counter";
+        CuratorFramework main = connect();
+        // JIT warm-up on another counter path.
+        DistributedAtomicLong warm = new DistributedAtomicLong(main, arg("path") + "/warm", new RetryNTimes(1000, 1));
+        for (int i = 0; i < w; i++) warm.increment();
+        DistributedAtomicLong counter = new DistributedAtomicLong(main, path, new RetryNTimes(1000, 1));
+        counter.initialize(0L);
+        long initial = counter.get().postValue();
+        List<CuratorFramework> cs = new ArrayList<>();
+        if (separate) {
+            for (int i = 0; i < workers; i++) cs.add(connect());
+        } else {
+            cs.add(main);
+        }
+        AtomicLong ok = new AtomicLong(), failed = new AtomicLong();
+        List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        List<Thread> threads = new ArrayList<>();
+        long cpu = cpuNanos();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < workers; i++) {
+            CuratorFramework c = cs.get(i % cs.size());
+            Thread t = new Thread(() -> {
+                try {
+                    DistributedAtomicLong d = new DistributedAtomicLong(c, path, new RetryNTimes(1000, 1));
+                    for (int k = 0; k < n; k++) {
+                        AtomicValue<Long> v = d.increment();
+                        if (v.succeeded()) ok.incrementAndGet();
+                        else failed.incrementAndGet();
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) t.join();
+        double secs = (System.nanoTime() - t0) / 1e9;
+        cpu = cpuNanos() - cpu;
+        if (!errors.isEmpty()) throw new IllegalStateException("an incrementer failed", errors.get(0));
+        long fin = counter.get().postValue();
+        out.put("n", ok.get());
+        out.put("ops_per_s", ok.get() / secs);
+        out.put("failed", failed.get());
+        out.put("final", fin);
+        out.put("expected", initial + ok.get());
+        out.put("lost", ok.get() - (fin - initial));
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, ok.get()));
+    }
+
+    private void failover() throws Exception {
+        int n = num("iterations", 200), k = num("clients", 3), w = num("warmup", 200);
+        String path = arg("path") + "/latch";
+        // (member index, System.nanoTime() when isLeader ran)
+        LinkedBlockingQueue<long[]> led = new LinkedBlockingQueue<>();
+        List<CuratorFramework> cs = new ArrayList<>();
+        LeaderLatch[] latches = new LeaderLatch[k];
+        for (int i = 0; i < k; i++) {
+            cs.add(connect());
+            latches[i] = startLatch(cs.get(i), path, i, led);
+        }
+        long[] first = led.poll(30, TimeUnit.SECONDS);
+        if (first == null) throw new IllegalStateException("no member leads after 30 s");
+        int leader = (int) first[0];
+        List<Long> samples = new ArrayList<>();
+        long cpu = cpuNanos();
+        for (int round = 0; round < w + n; round++) {
+            long t0 = System.nanoTime();
+            latches[leader].close();
+            long[] next = led.poll(30, TimeUnit.SECONDS);
+            if (next == null) throw new IllegalStateException("no member took over within 30 s");
+            if (next[0] == leader) throw new IllegalStateException("the closed member led again");
+            if (round >= w) samples.add(next[1] - t0);
+            latches[leader] = startLatch(cs.get(leader), path, leader, led);
+            leader = (int) next[0];
+        }
+        cpu = cpuNanos() - cpu;
+        for (LeaderLatch l : latches) l.close();
+        out.put("n", n);
+        latency(samples);
+        out.put("cpu_us_per_op", cpu / 1e3 / (w + n));
+    }
+
+    private static LeaderLatch startLatch(CuratorFramework c, String path, int i, LinkedBlockingQueue<long[]> led)
+            throws Exception {
+        LeaderLatch l = new LeaderLatch(c, path, "m" + i);
+        l.addListener(new LeaderLatchListener() {
+            @Override
+            public void isLeader() {
+                led.add(new long[] {i, System.nanoTime()});
+            }
+
+            @Override
+            public void notLeader() {}
+        });
+        l.start();
+        return l;
+    }
+
+    private void memory() throws Exception {
+        int locks = num("locks", 1000), w = num("warmup", 2000);
+        CuratorFramework c = connect();
+        InterProcessMutex warm = new InterProcessMutex(c, arg("path") + "/warm");
+        for (int i = 0; i < w; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        System.gc();
+        long before = rssKb();
+        long cpu = cpuNanos();
+        List<InterProcessMutex> held = new ArrayList<>(locks);
+        for (int i = 0; i < locks; i++) {
+            InterProcessMutex m = new InterProcessMutex(c, arg("path") + "/m/" + i);
+            m.acquire();
+            held.add(m);
+        }
+        cpu = cpuNanos() - cpu;
+        long after = rssKb();
+        System.gc();
+        Runtime rt = Runtime.getRuntime();
+        long heapKb = (rt.totalMemory() - rt.freeMemory()) / 1024;
+        for (InterProcessMutex m : held) m.release();
+        out.put("n", locks);
+        out.put("rss_kb", after);
+        out.put("rss_delta_kb", after - before);
+        out.put("heap_used_kb", heapKb);
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, locks));
+    }
+
+    private String json() {
+        StringBuilder sb = new StringBuilder("{");
+        for (Map.Entry<String, Object> e : out.entrySet()) {
+            if (sb.length() > 1) sb.append(", ");
+            sb.append('"').append(e.getKey()).append("\": ");
+            Object v = e.getValue();
+            if (v instanceof String s) {
+                sb.append('"').append(s.replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+            } else if (v instanceof Double d) {
+                sb.append(d.isNaN() || d.isInfinite() ? "null" : String.format(Locale.ROOT, "%.3f", d));
+            } else {
+                sb.append(v);
+            }
+        }
+        return sb.append('}').toString();
+    }
+}
