@@ -1,23 +1,36 @@
 //! The Rust worker of the cross-runtime interop runner (`tests/interop/run`).
 //!
-//! `cargo run -p zkrecipes --example interop_worker -- --role mutex|counter|latch|counter-get|children
-//!     --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]`
+//! `cargo run -p zkrecipes --example interop_worker -- --role ROLE --connect HOST:PORT --path P
+//!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
+//!
+//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore (workloads), or
+//! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
 //! Log lines (one file per worker, merged by the runner):
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
 //!   NS from CLOCK_MONOTONIC (comparable with every other worker on the machine), TOKEN the
 //!   hold's fencing token (the lock node's czxid);
 //! * counter: `inc rust ID VALUE` per successful `add_and_get(1)`, `fail rust ID` otherwise;
+//! * latch, selector: `participants rust ID id,...` once every runtime is listed, then per term
+//!   `lead rust ID NS` / `unlead rust ID NS`;
+//! * sharedcount: `inc rust ID VALUE` per successful `try_set_count` (a CAS loop; `retries rust
+//!   ID K` counts the stale attempts);
+//! * rwlock, semaphore: `start rust ID TAG NS` / `end rust ID TAG NS` around each section, TAG
+//!   `read`/`write` (rwlock) or `lease` (semaphore). The first section is held until another
+//!   worker has entered its own (a file per worker in `--peers DIR`), so that sharing is shown;
 //! * all:     `done rust ID COUNT` at the end.
 //!
-//! `counter-get` prints the counter's value on stdout; `children` how many nodes remain under P.
+//! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
+//! under P.
 
 use std::io::Write;
 use std::time::Duration;
 
-use zkrecipes::atomic::DistributedAtomicLong;
-use zkrecipes::leader::LeaderLatch;
-use zkrecipes::lock::InterProcessMutex;
+use std::sync::{Arc, Condvar, Mutex};
+
+use zkrecipes::atomic::{DistributedAtomicLong, SharedCount};
+use zkrecipes::leader::{LeaderLatch, LeaderSelector};
+use zkrecipes::lock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
 use zkrecipes::{Client, Owner};
 
 #[repr(C)]
@@ -41,6 +54,34 @@ fn mono_ns() -> i128 {
     ts.tv_sec as i128 * 1_000_000_000 + ts.tv_nsec as i128
 }
 
+/// Marks this worker as inside its first section (`DIR/ID`) and waits until another worker's
+/// mark is there too: each one marks after stamping `start`, so whoever stamps `end` first
+/// overlapped someone. Gives up after 30 s (the runner's check then fails).
+fn wait_for_peer(dir: &str, id: &str) {
+    if dir.is_empty() {
+        return;
+    }
+    std::fs::write(std::path::Path::new(dir).join(id), b"").expect("peer mark");
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        let others = std::fs::read_dir(dir)
+            .expect("peers dir")
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy() != id)
+            .count();
+        if others > 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn wait_for_file(go: &str) {
+    while !go.is_empty() && !std::path::Path::new(go).exists() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn main() {
     let mut role = String::new();
     let mut connect = String::new();
@@ -50,6 +91,8 @@ fn main() {
     let mut log_path = String::new();
     let mut go = String::new();
     let mut expect: usize = 5;
+    let mut peers = String::new();
+    let mut max_leases: usize = 2;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -62,6 +105,8 @@ fn main() {
             "--log" => log_path = v,
             "--go" => go = v,
             "--expect" => expect = v.parse().expect("--expect K"),
+            "--peers" => peers = v,
+            "--max-leases" => max_leases = v.parse().expect("--max-leases M"),
             _ => panic!("unknown option {a}"),
         }
     }
@@ -103,14 +148,61 @@ fn main() {
         writeln!(log, "participants rust {id} {}", ids.join(",")).unwrap();
         first_latch = Some(l);
     }
+    // selector: queue (autoRequeue) and wait until every runtime's participant is listed; the
+    // first leader waits for the go file inside take_leadership.
+    let terms = Arc::new((Mutex::new(0u64), Condvar::new()));
+    let mut selector = None;
+    if role == "selector" {
+        let (rounds, go2, id2, log2, terms2) = (
+            iterations,
+            go.clone(),
+            id.clone(),
+            log_path.clone(),
+            terms.clone(),
+        );
+        let s = LeaderSelector::new_blocking(&client, &path, &id, move |ctx| {
+            wait_for_file(&go2);
+            let (count, cv) = &*terms2;
+            if *count.lock().unwrap() >= rounds {
+                return; // our share is done; main closes the selector
+            }
+            let mut log = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&log2)
+                .expect("open log");
+            writeln!(log, "lead rust {id2} {}", mono_ns()).unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+            assert!(!ctx.is_cancelled(), "leadership cancelled while leading");
+            writeln!(log, "unlead rust {id2} {}", mono_ns()).unwrap();
+            *count.lock().unwrap() += 1;
+            cv.notify_all();
+        })
+        .expect("selector");
+        s.auto_requeue();
+        s.start().expect("selector start");
+        let t = std::time::Instant::now();
+        let ids = loop {
+            let mut ids: Vec<String> = s
+                .get_participants_blocking()
+                .expect("participants")
+                .into_iter()
+                .map(|p| p.id)
+                .collect();
+            ids.sort();
+            if ids.len() >= expect || t.elapsed() > Duration::from_secs(60) {
+                break ids;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        writeln!(log, "participants rust {id} {}", ids.join(",")).unwrap();
+        selector = Some(s);
+    }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
         writeln!(log, "ready rust {id}").unwrap();
         log.flush().unwrap();
-        while !std::path::Path::new(&go).exists() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_file(&go);
     }
     match role.as_str() {
         "mutex" => {
@@ -166,6 +258,91 @@ fn main() {
                 l.close_blocking().expect("latch close");
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
+        }
+        "selector" => {
+            let s = selector.take().expect("selector");
+            let (count, cv) = &*terms;
+            let mut n = count.lock().unwrap();
+            while *n < iterations {
+                let (g, t) = cv.wait_timeout(n, Duration::from_secs(120)).expect("terms");
+                n = g;
+                assert!(!t.timed_out() || *n >= iterations, "led only {} times", *n);
+            }
+            let led = *n;
+            drop(n);
+            s.close_blocking().expect("selector close");
+            writeln!(log, "done rust {id} {led}").unwrap();
+        }
+        "sharedcount" => {
+            let c = SharedCount::new(&client, &path, 0).expect("shared count");
+            c.start_blocking().expect("shared count start");
+            let (mut ok, mut retries) = (0u64, 0u64);
+            for _ in 0..iterations {
+                loop {
+                    let v = c.get_versioned_value();
+                    if c.try_set_count_blocking(&v, v.value + 1)
+                        .expect("try_set_count")
+                    {
+                        ok += 1;
+                        writeln!(log, "inc rust {id} {}", v.value + 1).unwrap();
+                        break;
+                    }
+                    retries += 1;
+                }
+            }
+            writeln!(log, "retries rust {id} {retries}").unwrap();
+            writeln!(log, "done rust {id} {ok}").unwrap();
+            c.close();
+        }
+        "rwlock" => {
+            let rw = InterProcessReadWriteLock::new(&client, &path).expect("rwlock");
+            for i in 0..iterations {
+                let (lock, tag) = if i % 3 == 1 {
+                    (rw.write_lock(), "write")
+                } else {
+                    (rw.read_lock(), "read")
+                };
+                assert!(lock.acquire_blocking(None).expect("acquire"));
+                writeln!(log, "start rust {id} {tag} {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                if i == 0 {
+                    wait_for_peer(&peers, &id);
+                }
+                std::thread::sleep(Duration::from_millis(if tag == "read" { 2 } else { 1 }));
+                writeln!(log, "end rust {id} {tag} {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                lock.release_blocking().expect("release");
+            }
+            writeln!(log, "done rust {id} {iterations}").unwrap();
+        }
+        "semaphore" => {
+            let sem = InterProcessSemaphoreV2::new(&client, &path, max_leases).expect("semaphore");
+            for i in 0..iterations {
+                let mut leases = sem
+                    .acquire_blocking(1, None)
+                    .expect("acquire")
+                    .expect("a lease without timeout");
+                writeln!(log, "start rust {id} lease {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                if i == 0 {
+                    wait_for_peer(&peers, &id);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+                writeln!(log, "end rust {id} lease {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                leases
+                    .pop()
+                    .unwrap()
+                    .release_blocking()
+                    .expect("return lease");
+            }
+            writeln!(log, "done rust {id} {iterations}").unwrap();
+        }
+        "sharedcount-get" => {
+            let c = SharedCount::new(&client, &path, 0).expect("shared count");
+            c.start_blocking().expect("shared count start");
+            println!("{}", c.get_count());
+            c.close();
         }
         "children" => {
             // Leftover check: how many nodes remain under `path` (0 if it is gone, as an empty

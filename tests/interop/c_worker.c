@@ -1,8 +1,13 @@
 /* The C worker of the interop runner (tests/interop/run), built against an installed
  * zkrecipes (pkg-config):
- *   c_worker --role mutex|counter --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
- * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC),
- * "inc c ID VALUE" / "fail c ID", then "done c ID COUNT". */
+ *   c_worker --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
+ *            [--expect K] [--peers DIR] [--max-leases M]
+ * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+ * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
+ * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
+ * "lead"/"unlead c ID NS", then "done c ID COUNT". */
+#include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +28,70 @@ static void check(zkr_status st, const char *what) {
     }
 }
 
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void wait_for_file(const char *go) {
+    while (go && access(go, F_OK) != 0) sleep_ms(1);
+}
+
+/* Marks our first section in PEERS/ID and waits (30 s at most) for another worker's mark. */
+static void wait_for_peer(const char *peers, const char *id) {
+    if (!peers) return;
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s/%s", peers, id);
+    FILE *f = fopen(mark, "w");
+    if (!f) { perror("c_worker: peer mark"); exit(2); }
+    fclose(f);
+    long long t = mono_ns();
+    while (mono_ns() - t < 30000000000LL) {
+        DIR *d = opendir(peers);
+        if (!d) { perror("c_worker: peers"); exit(2); }
+        int other = 0;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, id)) other = 1;
+        closedir(d);
+        if (other) return;
+        sleep_ms(1);
+    }
+}
+
+struct selector_state {
+    FILE *log;
+    const char *id, *go;
+    long rounds, terms;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void take_leadership(zkr_leadership_context *ctx, void *user_data) {
+    struct selector_state *s = user_data;
+    wait_for_file(s->go);
+    pthread_mutex_lock(&s->mu);
+    long terms = s->terms;
+    pthread_mutex_unlock(&s->mu);
+    if (terms >= s->rounds) return; /* our share is done; main closes the selector */
+    pthread_mutex_lock(&s->mu);
+    fprintf(s->log, "lead c %s %lld\n", s->id, mono_ns());
+    fflush(s->log);
+    pthread_mutex_unlock(&s->mu);
+    sleep_ms(10);
+    if (zkr_leadership_cancelled(ctx)) { fprintf(stderr, "c_worker: leadership cancelled while leading\n"); exit(2); }
+    pthread_mutex_lock(&s->mu);
+    fprintf(s->log, "unlead c %s %lld\n", s->id, mono_ns());
+    fflush(s->log);
+    s->terms++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 int main(int argc, char **argv) {
-    const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL;
-    long iterations = 20, expect = 5;
+    const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL,
+               *peers = NULL;
+    long iterations = 20, expect = 5, max_leases = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--role")) role = argv[i + 1];
         else if (!strcmp(argv[i], "--connect")) connect = argv[i + 1];
@@ -35,6 +101,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--log")) log_path = argv[i + 1];
         else if (!strcmp(argv[i], "--go")) go = argv[i + 1];
         else if (!strcmp(argv[i], "--expect")) expect = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--peers")) peers = argv[i + 1];
+        else if (!strcmp(argv[i], "--max-leases")) max_leases = atol(argv[i + 1]);
         else { fprintf(stderr, "c_worker: unknown option %s\n", argv[i]); return 2; }
     }
     if (!connect || !path) { fprintf(stderr, "c_worker: --connect and --path are required\n"); return 2; }
@@ -60,6 +128,28 @@ int main(int argc, char **argv) {
         fprintf(log, "participants c %s ", id);
         for (size_t i = 0; list && i < list->len; i++) fprintf(log, "%s%s", i ? "," : "", list->items[i].id);
         fprintf(log, "\n");
+        zkr_participant_list_free(list);
+    }
+    struct selector_state sel = {log, id, go, iterations, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+    zkr_leader_selector *selector = NULL;
+    if (!strcmp(role, "selector")) { /* queue, then wait until every runtime's participant is listed */
+        check(zkr_leader_selector_new(client, path, id, take_leadership, &sel, &selector), "zkr_leader_selector_new");
+        check(zkr_leader_selector_set_auto_requeue(selector, true), "zkr_leader_selector_set_auto_requeue");
+        check(zkr_leader_selector_start(selector), "zkr_leader_selector_start");
+        zkr_participant_list *list = NULL;
+        for (int tries = 0; tries < 3000; tries++) {
+            check(zkr_leader_selector_get_participants(selector, &list), "zkr_leader_selector_get_participants");
+            if ((long)list->len >= expect) break;
+            zkr_participant_list_free(list);
+            list = NULL;
+            sleep_ms(20);
+        }
+        pthread_mutex_lock(&sel.mu);
+        fprintf(log, "participants c %s ", id);
+        for (size_t i = 0; list && i < list->len; i++) fprintf(log, "%s%s", i ? "," : "", list->items[i].id);
+        fprintf(log, "\n");
+        fflush(log);
+        pthread_mutex_unlock(&sel.mu);
         zkr_participant_list_free(list);
     }
     if (go) { /* start barrier: ready, then wait for the runner's go file */
@@ -125,6 +215,86 @@ int main(int argc, char **argv) {
         }
         fprintf(log, "done c %s %ld\n", id, ok);
         zkr_atomic_long_free(a);
+    } else if (!strcmp(role, "selector")) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 120;
+        pthread_mutex_lock(&sel.mu);
+        while (sel.terms < iterations)
+            if (pthread_cond_timedwait(&sel.cv, &sel.mu, &until) != 0) {
+                fprintf(stderr, "c_worker: led only %ld times\n", sel.terms);
+                return 2;
+            }
+        long led = sel.terms;
+        pthread_mutex_unlock(&sel.mu);
+        check(zkr_leader_selector_close(selector), "zkr_leader_selector_close");
+        zkr_leader_selector_free(selector);
+        fprintf(log, "done c %s %ld\n", id, led);
+    } else if (!strcmp(role, "sharedcount")) {
+        zkr_shared_count *sc = NULL;
+        check(zkr_shared_count_new(client, path, 0, &sc), "zkr_shared_count_new");
+        check(zkr_shared_count_start(sc), "zkr_shared_count_start");
+        long ok = 0, retries = 0;
+        for (long i = 0; i < iterations; i++) {
+            for (;;) {
+                zkr_versioned_value v;
+                check(zkr_shared_count_get_versioned_value(sc, &v), "zkr_shared_count_get_versioned_value");
+                bool set = false;
+                check(zkr_shared_count_try_set_count(sc, v, v.value + 1, &set), "zkr_shared_count_try_set_count");
+                if (set) {
+                    ok++;
+                    fprintf(log, "inc c %s %d\n", id, v.value + 1);
+                    break;
+                }
+                retries++;
+            }
+        }
+        fprintf(log, "retries c %s %ld\n", id, retries);
+        fprintf(log, "done c %s %ld\n", id, ok);
+        check(zkr_shared_count_close(sc), "zkr_shared_count_close");
+        zkr_shared_count_free(sc);
+    } else if (!strcmp(role, "rwlock")) {
+        zkr_rwlock *rw = NULL;
+        zkr_mutex *rd = NULL, *wr = NULL;
+        check(zkr_rwlock_new(client, path, &rw), "zkr_rwlock_new");
+        check(zkr_rwlock_read_lock(rw, &rd), "zkr_rwlock_read_lock");
+        check(zkr_rwlock_write_lock(rw, &wr), "zkr_rwlock_write_lock");
+        for (long i = 0; i < iterations; i++) {
+            bool write = i % 3 == 1, ok = false;
+            const char *tag = write ? "write" : "read";
+            zkr_mutex *m = write ? wr : rd;
+            check(zkr_mutex_acquire(m, -1, &ok), "zkr_mutex_acquire (rwlock)");
+            if (!ok) { fprintf(stderr, "c_worker: acquire returned false\n"); return 2; }
+            fprintf(log, "start c %s %s %lld\n", id, tag, mono_ns());
+            fflush(log);
+            if (i == 0) wait_for_peer(peers, id);
+            sleep_ms(write ? 1 : 2);
+            fprintf(log, "end c %s %s %lld\n", id, tag, mono_ns());
+            fflush(log);
+            check(zkr_mutex_release(m), "zkr_mutex_release (rwlock)");
+        }
+        fprintf(log, "done c %s %ld\n", id, iterations);
+        zkr_mutex_free(rd);
+        zkr_mutex_free(wr);
+        zkr_rwlock_free(rw);
+    } else if (!strcmp(role, "semaphore")) {
+        zkr_semaphore *sem = NULL;
+        check(zkr_semaphore_new(client, path, (uint32_t)max_leases, &sem), "zkr_semaphore_new");
+        for (long i = 0; i < iterations; i++) {
+            zkr_leases *leases = NULL;
+            check(zkr_semaphore_acquire(sem, 1, -1, &leases), "zkr_semaphore_acquire");
+            if (!leases) { fprintf(stderr, "c_worker: no lease without a timeout\n"); return 2; }
+            fprintf(log, "start c %s lease %lld\n", id, mono_ns());
+            fflush(log);
+            if (i == 0) wait_for_peer(peers, id);
+            sleep_ms(1);
+            fprintf(log, "end c %s lease %lld\n", id, mono_ns());
+            fflush(log);
+            check(zkr_semaphore_return_leases(sem, leases), "zkr_semaphore_return_leases");
+            zkr_leases_free(leases);
+        }
+        fprintf(log, "done c %s %ld\n", id, iterations);
+        zkr_semaphore_free(sem);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

@@ -1,21 +1,47 @@
 'use strict';
 // The Node worker of the interop runner (tests/interop/run):
-//   node node_worker.js --role mutex|counter --connect HOST:PORT --path P --iterations N --id ID --log FILE
+//   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
+//        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
+// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
-// CLOCK_MONOTONIC), "inc node ID VALUE" / "fail node ID CODE", then "done node ID COUNT".
+// CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
+// "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
 const fs = require('fs');
 const path = require('path');
-const { Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch } = require(path.join(__dirname, '..', '..', 'bindings-node'));
+const {
+  Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
+  InterProcessReadWriteLock, InterProcessSemaphoreV2,
+} = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
-  const a = { role: '', connect: '', path: '', iterations: 20, id: 'node', log: '/dev/null', go: '', expect: 5 };
+  const a = {
+    role: '', connect: '', path: '', iterations: 20, id: 'node', log: '/dev/null', go: '', expect: 5,
+    peers: '', 'max-leases': 2,
+  };
   const v = process.argv.slice(2);
   for (let i = 0; i + 1 < v.length; i += 2) {
     const k = v[i].replace(/^--/, '');
     if (!(k in a)) throw new Error(`unknown option ${v[i]}`);
-    a[k] = k === 'iterations' || k === 'expect' ? Number(v[i + 1]) : v[i + 1];
+    a[k] = k === 'iterations' || k === 'expect' || k === 'max-leases' ? Number(v[i + 1]) : v[i + 1];
   }
   return a;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Marks our first section in PEERS/ID and waits (30 s at most) for another worker's mark.
+async function waitForPeer(peers, id) {
+  if (!peers) return;
+  fs.writeFileSync(path.join(peers, id), '');
+  const t = Date.now();
+  while (Date.now() - t < 30000) {
+    if (fs.readdirSync(peers).some((n) => n !== id)) return;
+    await sleep(1);
+  }
+}
+
+async function waitForFile(go) {
+  while (go && !fs.existsSync(go)) await sleep(1);
 }
 
 async function main() {
@@ -34,6 +60,32 @@ async function main() {
         ids = (await latch.getParticipants()).map((p) => p.id).sort();
         if (ids.length >= a.expect || Date.now() - t > 60000) break;
         await new Promise((r) => setTimeout(r, 20));
+      }
+      log(`participants node ${a.id} ${ids.join(',')}`);
+    }
+    let selector = null;
+    let terms = 0;
+    let termsDone = null;
+    const allTerms = new Promise((r) => { termsDone = r; });
+    if (a.role === 'selector') { // queue, then wait until every runtime's participant is listed
+      selector = new LeaderSelector(client, a.path, async (ctx) => {
+        await waitForFile(a.go);
+        if (terms >= a.iterations) return; // our share is done; main closes the selector
+        log(`lead node ${a.id} ${process.hrtime.bigint()}`);
+        await sleep(10);
+        if (ctx.signal.aborted) throw new Error('leadership cancelled while leading');
+        log(`unlead node ${a.id} ${process.hrtime.bigint()}`);
+        terms++;
+        if (terms >= a.iterations) termsDone();
+      }, { id: a.id, autoRequeue: true });
+      selector.on('error', (e) => { console.error('node_worker: takeLeadership:', e); process.exit(2); });
+      selector.start();
+      const t = Date.now();
+      let ids;
+      for (;;) {
+        ids = (await selector.getParticipants()).map((p) => p.id).sort();
+        if (ids.length >= a.expect || Date.now() - t > 60000) break;
+        await sleep(20);
       }
       log(`participants node ${a.id} ${ids.join(',')}`);
     }
@@ -79,6 +131,57 @@ async function main() {
         }
       }
       log(`done node ${a.id} ${ok}`);
+    } else if (a.role === 'selector') {
+      let timer;
+      const timeout = new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`led only ${terms} times`)), 120000); });
+      await Promise.race([allTerms, timeout]);
+      clearTimeout(timer);
+      await selector.close();
+      log(`done node ${a.id} ${terms}`);
+    } else if (a.role === 'sharedcount') {
+      const c = new SharedCount(client, a.path, 0);
+      await c.start();
+      let ok = 0;
+      let retries = 0;
+      for (let i = 0; i < a.iterations; i++) {
+        for (;;) {
+          const v = c.getVersionedValue();
+          if (await c.trySetCount(v, v.value + 1)) {
+            ok++;
+            log(`inc node ${a.id} ${v.value + 1}`);
+            break;
+          }
+          retries++;
+        }
+      }
+      log(`retries node ${a.id} ${retries}`);
+      log(`done node ${a.id} ${ok}`);
+      c.close();
+    } else if (a.role === 'rwlock') {
+      const rw = new InterProcessReadWriteLock(client, a.path);
+      for (let i = 0; i < a.iterations; i++) {
+        const write = i % 3 === 1;
+        const tag = write ? 'write' : 'read';
+        await (write ? rw.writeLock() : rw.readLock()).withLock(async () => {
+          log(`start node ${a.id} ${tag} ${process.hrtime.bigint()}`);
+          if (i === 0) await waitForPeer(a.peers, a.id);
+          await sleep(write ? 1 : 2);
+          log(`end node ${a.id} ${tag} ${process.hrtime.bigint()}`);
+        });
+      }
+      log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'semaphore') {
+      const sem = new InterProcessSemaphoreV2(client, a.path, a['max-leases']);
+      for (let i = 0; i < a.iterations; i++) {
+        const leases = await sem.acquire({ qty: 1 });
+        if (!leases) throw new Error('no lease without a timeout');
+        log(`start node ${a.id} lease ${process.hrtime.bigint()}`);
+        if (i === 0) await waitForPeer(a.peers, a.id);
+        await sleep(1);
+        log(`end node ${a.id} lease ${process.hrtime.bigint()}`);
+        await sem.returnLease(leases[0]);
+      }
+      log(`done node ${a.id} ${a.iterations}`);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

@@ -1,15 +1,36 @@
 """The Python worker of the interop runner (tests/interop/run); run with the repo's .venv.
 
-    py_worker.py --role mutex|counter --connect HOST:PORT --path P --iterations N --id ID --log FILE
+    py_worker.py --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
+                 [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
+ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
-CLOCK_MONOTONIC), "inc python ID VALUE" / "fail python ID ERR", then "done python ID COUNT".
+CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
+"fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
 """
 import argparse
 import os
+import threading
 import time
 
 import zkrecipes
+
+
+def wait_for_peer(peers, me):
+    """Marks our first section in PEERS/ME and waits (30 s at most) for another worker's mark."""
+    if not peers:
+        return
+    open(os.path.join(peers, me), "w").close()
+    t = time.monotonic()
+    while time.monotonic() - t < 30:
+        if any(name != me for name in os.listdir(peers)):
+            return
+        time.sleep(0.001)
+
+
+def wait_for_file(go):
+    while go and not os.path.exists(go):
+        time.sleep(0.001)
 
 
 def main() -> None:
@@ -22,6 +43,8 @@ def main() -> None:
     p.add_argument("--log", default="/dev/null")
     p.add_argument("--go", help="start barrier: wait for this file after connecting")
     p.add_argument("--expect", type=int, default=5, help="latch: participants to wait for")
+    p.add_argument("--peers", help="rwlock/semaphore: directory of first-section marks")
+    p.add_argument("--max-leases", type=int, default=2)
     a = p.parse_args()
     with zkrecipes.Client(a.connect, session_timeout=30.0, connection_timeout=15.0) as client, \
             open(a.log, "a", buffering=1) as log:
@@ -32,6 +55,33 @@ def main() -> None:
             t = time.monotonic()
             while True:
                 ids = sorted(p.id for p in latch.get_participants())
+                if len(ids) >= a.expect or time.monotonic() - t > 60:
+                    break
+                time.sleep(0.02)
+            log.write(f"participants python {a.id} {','.join(ids)}\n")
+        terms = [0]
+        cond = threading.Condition()
+        selector = None
+        if a.role == "selector":  # queue, then wait until every runtime's participant is listed
+
+            def take(ctx):
+                wait_for_file(a.go)
+                if terms[0] >= a.iterations:
+                    return  # our share is done; main closes the selector
+                log.write(f"lead python {a.id} {time.monotonic_ns()}\n")
+                time.sleep(0.01)
+                assert ctx.cancel_reason is None, "leadership cancelled while leading"
+                log.write(f"unlead python {a.id} {time.monotonic_ns()}\n")
+                with cond:
+                    terms[0] += 1
+                    cond.notify_all()
+
+            selector = zkrecipes.LeaderSelector(client, a.path, take, id=a.id)
+            selector.auto_requeue()
+            selector.start()
+            t = time.monotonic()
+            while True:
+                ids = sorted(p.id for p in selector.get_participants())
                 if len(ids) >= a.expect or time.monotonic() - t > 60:
                     break
                 time.sleep(0.02)
@@ -73,6 +123,51 @@ def main() -> None:
                 except zkrecipes.ZkRecipesError as e:
                     log.write(f"fail python {a.id} {type(e).__name__}\n")
             log.write(f"done python {a.id} {ok}\n")
+        elif a.role == "selector":
+            with cond:
+                if not cond.wait_for(lambda: terms[0] >= a.iterations, timeout=120):
+                    raise SystemExit(f"led only {terms[0]} times")
+            selector.close()
+            log.write(f"done python {a.id} {terms[0]}\n")
+        elif a.role == "sharedcount":
+            c = zkrecipes.SharedCount(client, a.path, 0)
+            c.start()
+            ok = retries = 0
+            for _ in range(a.iterations):
+                while True:
+                    v = c.get_versioned_value()
+                    if c.try_set_count(v, v.value + 1):
+                        ok += 1
+                        log.write(f"inc python {a.id} {v.value + 1}\n")
+                        break
+                    retries += 1
+            log.write(f"retries python {a.id} {retries}\n")
+            log.write(f"done python {a.id} {ok}\n")
+            c.close()
+        elif a.role == "rwlock":
+            rw = zkrecipes.InterProcessReadWriteLock(client, a.path)
+            for i in range(a.iterations):
+                write = i % 3 == 1
+                lock, tag = (rw.write_lock(), "write") if write else (rw.read_lock(), "read")
+                with lock:
+                    log.write(f"start python {a.id} {tag} {time.monotonic_ns()}\n")
+                    if i == 0:
+                        wait_for_peer(a.peers, a.id)
+                    time.sleep(0.001 if write else 0.002)
+                    log.write(f"end python {a.id} {tag} {time.monotonic_ns()}\n")
+            log.write(f"done python {a.id} {a.iterations}\n")
+        elif a.role == "semaphore":
+            sem = zkrecipes.InterProcessSemaphoreV2(client, a.path, a.max_leases)
+            for i in range(a.iterations):
+                leases = sem.acquire(1)
+                assert leases, "no lease without a timeout"
+                log.write(f"start python {a.id} lease {time.monotonic_ns()}\n")
+                if i == 0:
+                    wait_for_peer(a.peers, a.id)
+                time.sleep(0.001)
+                log.write(f"end python {a.id} lease {time.monotonic_ns()}\n")
+                sem.return_lease(leases[0])
+            log.write(f"done python {a.id} {a.iterations}\n")
         else:
             raise SystemExit(f"unknown role {a.role}")
 

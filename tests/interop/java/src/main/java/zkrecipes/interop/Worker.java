@@ -12,8 +12,16 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.leader.Participant;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
@@ -30,9 +38,31 @@ import org.apache.zookeeper.data.Stat;
  * System.nanoTime() (CLOCK_MONOTONIC on Linux), TOKEN the czxid of Curator's own lock node (the
  * first of getParticipantNodes() while we hold the lock), the same fencing token zkrecipes uses.
  * counter: "inc java ID VALUE" per increment() that succeeded, "fail java ID" otherwise.
- * Both end with "done java ID COUNT". counter-get prints the counter's value.
+ * selector: LeaderSelector (setId, autoRequeue): "participants ..." then per term
+ * "lead java ID NS" / "unlead java ID NS" inside takeLeadership.
+ * sharedcount: SharedCount, trySetCount(VersionedValue) CAS loop: "inc java ID VALUE" per success,
+ * "retries java ID K".
+ * rwlock / semaphore: "start java ID TAG NS" / "end java ID TAG NS", TAG read|write or lease; the
+ * first section waits until another worker marked its own in --peers DIR.
+ * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  */
 public final class Worker {
+    private static void waitForPeer(String dir, String id) throws Exception {
+        if (dir == null) return;
+        java.io.File d = new java.io.File(dir);
+        new java.io.File(d, id).createNewFile();
+        long t = System.nanoTime();
+        while (System.nanoTime() - t < 30_000_000_000L) {
+            String[] names = d.list();
+            if (names != null) for (String name : names) if (!name.equals(id)) return;
+            Thread.sleep(1);
+        }
+    }
+
+    private static void waitForFile(String go) throws InterruptedException {
+        while (go != null && !new java.io.File(go).exists()) Thread.sleep(1);
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) a.put(argv[i], argv[i + 1]);
@@ -71,6 +101,48 @@ public final class Worker {
                     Thread.sleep(20);
                 }
                 log.println("participants java " + id + " " + String.join(",", ids));
+            }
+            final String goFile = go;
+            final Object termLock = new Object();
+            final AtomicInteger terms = new AtomicInteger();
+            LeaderSelector selector = null;
+            if (role.equals("selector")) { // queue, then wait until every runtime's participant is listed
+                final PrintWriter slog = log;
+                selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
+                    @Override
+                    public void takeLeadership(CuratorFramework c) throws Exception {
+                        waitForFile(goFile);
+                        if (terms.get() >= n) return; // our share is done; main closes
+                        synchronized (slog) {
+                            slog.println("lead java " + id + " " + System.nanoTime());
+                            slog.flush();
+                        }
+                        Thread.sleep(10);
+                        synchronized (slog) {
+                            slog.println("unlead java " + id + " " + System.nanoTime());
+                            slog.flush();
+                        }
+                        synchronized (termLock) {
+                            terms.incrementAndGet();
+                            termLock.notifyAll();
+                        }
+                    }
+                });
+                selector.setId(id);
+                selector.autoRequeue();
+                selector.start();
+                long t = System.nanoTime();
+                java.util.List<String> ids;
+                for (;;) {
+                    ids = new ArrayList<>();
+                    for (Participant p : selector.getParticipants()) ids.add(p.getId());
+                    java.util.Collections.sort(ids);
+                    if (ids.size() >= expect || System.nanoTime() - t > 60_000_000_000L) break;
+                    Thread.sleep(20);
+                }
+                synchronized (log) {
+                    log.println("participants java " + id + " " + String.join(",", ids));
+                }
             }
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
@@ -131,6 +203,83 @@ public final class Worker {
                         }
                     }
                     log.println("done java " + id + " " + ok);
+                    break;
+                }
+                case "selector": {
+                    long until = System.nanoTime() + 120_000_000_000L;
+                    synchronized (termLock) {
+                        while (terms.get() < n) {
+                            long left = (until - System.nanoTime()) / 1_000_000L;
+                            if (left <= 0) throw new IllegalStateException("led only " + terms.get() + " times");
+                            termLock.wait(left);
+                        }
+                    }
+                    selector.close();
+                    synchronized (log) {
+                        log.println("done java " + id + " " + terms.get());
+                    }
+                    break;
+                }
+                case "sharedcount": {
+                    SharedCount c = new SharedCount(client, path, 0);
+                    c.start();
+                    int ok = 0;
+                    long retries = 0;
+                    for (int i = 0; i < n; i++) {
+                        for (;;) {
+                            VersionedValue<Integer> v = c.getVersionedValue();
+                            if (c.trySetCount(v, v.getValue() + 1)) {
+                                ok++;
+                                log.println("inc java " + id + " " + (v.getValue() + 1));
+                                break;
+                            }
+                            retries++;
+                        }
+                    }
+                    log.println("retries java " + id + " " + retries);
+                    log.println("done java " + id + " " + ok);
+                    c.close();
+                    break;
+                }
+                case "sharedcount-get": {
+                    SharedCount c = new SharedCount(client, path, 0);
+                    c.start();
+                    System.out.println(c.getCount());
+                    c.close();
+                    break;
+                }
+                case "rwlock": {
+                    InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, path);
+                    for (int i = 0; i < n; i++) {
+                        boolean write = i % 3 == 1;
+                        InterProcessMutex lock = write ? rw.writeLock() : rw.readLock();
+                        String tag = write ? "write" : "read";
+                        lock.acquire();
+                        log.println("start java " + id + " " + tag + " " + System.nanoTime());
+                        log.flush();
+                        if (i == 0) waitForPeer(a.get("--peers"), id);
+                        Thread.sleep(write ? 1 : 2);
+                        log.println("end java " + id + " " + tag + " " + System.nanoTime());
+                        log.flush();
+                        lock.release();
+                    }
+                    log.println("done java " + id + " " + n);
+                    break;
+                }
+                case "semaphore": {
+                    int max = Integer.parseInt(a.getOrDefault("--max-leases", "2"));
+                    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, max);
+                    for (int i = 0; i < n; i++) {
+                        Lease lease = sem.acquire();
+                        log.println("start java " + id + " lease " + System.nanoTime());
+                        log.flush();
+                        if (i == 0) waitForPeer(a.get("--peers"), id);
+                        Thread.sleep(1);
+                        log.println("end java " + id + " lease " + System.nanoTime());
+                        log.flush();
+                        sem.returnLease(lease);
+                    }
+                    log.println("done java " + id + " " + n);
                     break;
                 }
                 case "counter-get": {
