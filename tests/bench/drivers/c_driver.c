@@ -73,16 +73,11 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Nearest-rank percentile of an ascending array (the same rule in every face's driver). */
+/* Percentile of an ascending array: s[round((n - 1) * p / 100)], half away from zero (the rule
+ * of every driver, the Rust and Curator ones included). */
 static double pct(const double *s, size_t n, double p) {
     if (n == 0) return 0.0;
-    double r = p / 100.0 * (double)n;
-    long k = (long)r;
-    if ((double)k < r) k++; /* ceil without libm */
-    k -= 1;
-    if (k < 0) k = 0;
-    if ((size_t)k >= n) k = (long)n - 1;
-    return s[k];
+    return s[(size_t)((double)(n - 1) * p / 100.0 + 0.5)];
 }
 
 static double mean(const double *s, size_t n) {

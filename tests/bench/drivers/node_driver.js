@@ -42,8 +42,9 @@ const rssKb = () => {
   if (!m) fail('no VmRSS in /proc/self/status');
   return Number(m[1]);
 };
-// Nearest-rank percentile of an ascending array (the same rule in every face's driver).
-const pct = (s, p) => (s.length ? s[Math.max(0, Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1))] : NaN);
+// Percentile of an ascending array: s[round((n - 1) * p / 100)], half away from zero (the rule
+// of every driver, the Rust and Curator ones included).
+const pct = (s, p) => (s.length ? s[Math.round(((s.length - 1) * p) / 100)] : NaN);
 const r2 = (x) => Math.round(x * 100) / 100;
 function latStats(xs) {
   const s = Float64Array.from(xs).sort();
@@ -192,7 +193,10 @@ async function counter(o, perClient) {
     for (const a of ctrs.slice(1)) await value(a);
     const initial = await value(ctrs[0]);
     const writes = () => clients.reduce((t, c) => t + c._requestCounts().setData + c._requestCounts().create, 0);
+    const requests = () =>
+      clients.reduce((t, c) => t + Object.values(c._requestCounts()).reduce((x, y) => x + y, 0), 0);
     const writes0 = writes();
+    const requests0 = requests();
     let ok = 0;
     let failed = 0;
     const lat = [];
@@ -216,6 +220,7 @@ async function counter(o, perClient) {
     const elapsed = (nowUs() - t0) / 1e6;
     const cpu = cpuUs() - cpu0;
     const writes1 = writes();
+    const requests1 = requests();
     const final = await value(new DistributedAtomicLong(clients[0], p));
     const st = latStats(lat);
     const out = {
@@ -229,7 +234,10 @@ async function counter(o, perClient) {
       cpu_us_per_op: r2(cpu / Math.max(1, ok)),
     };
     out[perClient ? 'clients' : 'threads'] = workers;
-    if (ok) out.writes_per_op = Math.round(((writes1 - writes0) / ok) * 1000) / 1000;
+    if (ok) {
+      out.writes_per_op = Math.round(((writes1 - writes0) / ok) * 1000) / 1000;
+      out.client_requests_per_op = Math.round(((requests1 - requests0) / ok) * 1000) / 1000;
+    }
     return out;
   } finally {
     await closeAll(clients);

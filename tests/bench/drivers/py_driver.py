@@ -56,11 +56,11 @@ def rss_kb() -> int:
 
 
 def pct(sorted_xs: List[float], p: float) -> float:
-    """Nearest-rank percentile of an ascending list (the same rule in every face's driver)."""
+    """Percentile of an ascending list: sorted[round((n - 1) * p / 100)], half away from zero
+    (the rule of every driver, the Rust and Curator ones included)."""
     if not sorted_xs:
         return float("nan")
-    k = max(0, min(len(sorted_xs) - 1, math.ceil(p / 100.0 * len(sorted_xs)) - 1))
-    return sorted_xs[k]
+    return sorted_xs[int(math.floor((len(sorted_xs) - 1) * p / 100.0 + 0.5))]
 
 
 def lat_stats(xs: List[float], prefix: str = "") -> Dict[str, float]:
@@ -134,7 +134,11 @@ class ZkrecipesImpl:
         return int(v.post_value) if v.post_value else int(v.pre_value)
 
     def writes(self, client: Any) -> Optional[int]:
-        return int(client.request_counts().get("set_data", 0)) + int(client.request_counts().get("create", 0))
+        r = client.request_counts()
+        return int(r["set_data"]) + int(r["create"])
+
+    def requests(self, client: Any) -> Optional[int]:
+        return sum(int(v) for v in client.request_counts().values())
 
 
 class KazooImpl:
@@ -188,6 +192,9 @@ class KazooImpl:
         return int(counter.value)
 
     def writes(self, client: Any) -> Optional[int]:
+        return None
+
+    def requests(self, client: Any) -> Optional[int]:
         return None
 
 
@@ -292,6 +299,7 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
             impl.counter_value(c)  # every counter object has touched the node once
         initial = impl.counter_value(ctrs[0])
         writes0 = [impl.writes(c) for c in clients]
+        requests0 = [impl.requests(c) for c in clients]
         ok = [0] * workers
         failed = [0] * workers
         lat: List[List[float]] = [[] for _ in range(workers)]
@@ -315,8 +323,9 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         run_threads(workers, worker, "incrementer")
         elapsed = time.monotonic() - t0
         cpu = cpu_us() - cpu0
-        final = impl.counter_value(impl.counter(clients[0], path))
         writes1 = [impl.writes(c) for c in clients]
+        requests1 = [impl.requests(c) for c in clients]
+        final = impl.counter_value(impl.counter(clients[0], path))
     finally:
         for c in clients:
             impl.close(c)
@@ -331,6 +340,7 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         out["threads"] = workers
     if None not in writes0 and succ:
         out["writes_per_op"] = round((sum(writes1) - sum(writes0)) / succ, 3)  # creates + setData
+        out["client_requests_per_op"] = round((sum(requests1) - sum(requests0)) / succ, 3)
     return out
 
 
