@@ -326,6 +326,8 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         writes1 = [impl.writes(c) for c in clients]
         requests1 = [impl.requests(c) for c in clients]
         final = impl.counter_value(impl.counter(clients[0], path))
+        extra = asyncio_counter(impl, clients[0], path, workers, each, final) \
+            if isinstance(impl, ZkrecipesImpl) and not per_client else {}
     finally:
         for c in clients:
             impl.close(c)
@@ -341,7 +343,35 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
     if None not in writes0 and succ:
         out["writes_per_op"] = round((sum(writes1) - sum(writes0)) / succ, 3)  # creates + setData
         out["client_requests_per_op"] = round((sum(requests1) - sum(requests0)) / succ, 3)
+    out.update(extra)
     return out
+
+
+def asyncio_counter(impl: "ZkrecipesImpl", client: Any, path: str, tasks: int, each: int,
+                    initial: int) -> Dict[str, Any]:
+    """counter_threads again with T asyncio tasks on the *_async API (extra keys asyncio_*)."""
+    import asyncio
+
+    async def run() -> Dict[str, Any]:
+        ctr = impl.counter(client, path)
+        ok = 0
+
+        async def task() -> None:
+            nonlocal ok
+            for _ in range(each):
+                await ctr.add_and_get_async(1, timeout=WAIT)
+                ok += 1
+
+        cpu0 = cpu_us()
+        t0 = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*(task() for _ in range(tasks))), WAIT * 2)
+        elapsed = time.monotonic() - t0
+        cpu = cpu_us() - cpu0
+        final = (await ctr.get_async()).pre_value
+        return {"asyncio_ops_per_s": round(ok / elapsed, 2), "asyncio_n": ok,
+                "asyncio_lost": ok - (final - initial), "asyncio_cpu_us_per_op": round(cpu / max(1, ok), 2)}
+
+    return asyncio.run(run())
 
 
 def failover_zkrecipes(impl: ZkrecipesImpl, a: argparse.Namespace) -> Dict[str, Any]:
