@@ -28,6 +28,28 @@ from typing import Any, Callable, Dict, List, Optional
 WAIT = 60.0  # seconds: the longest any single wait may take before the run fails
 
 
+_progress = [time.monotonic()]
+
+
+def progress() -> None:
+    """Marks that an operation completed (the stall watchdog fails a run that makes none)."""
+    _progress[0] = time.monotonic()
+
+
+def watchdog(total: float, stall: float) -> None:
+    """Ends the process if the run takes longer than ``total`` seconds, or if no operation
+    completes for ``stall`` seconds (kazoo retries a connection loss forever inside
+    Lock.acquire, whatever its timeout)."""
+    start = time.monotonic()
+    while True:
+        time.sleep(0.5)
+        t = time.monotonic()
+        if t - start > total:
+            fail(f"watchdog: no result after {total:.0f}s")
+        if t - _progress[0] > stall:
+            fail(f"watchdog: no operation completed for {stall:.0f}s")
+
+
 def log(msg: str) -> None:
     print(f"py_driver: {msg}", file=sys.stderr, flush=True)
 
@@ -116,15 +138,18 @@ class ZkrecipesImpl:
     def acquire(self, lock: Any) -> None:
         if not lock.acquire(timeout=WAIT):
             fail(f"acquire of {lock.path} timed out after {WAIT}s")
+        progress()
 
     def release(self, lock: Any) -> None:
         lock.release()
+        progress()
 
     def counter(self, client: Any, path: str) -> Any:
         return self.zk.DistributedAtomicLong(client, path)
 
     def increment(self, counter: Any) -> bool:
         counter.add_and_get(1, timeout=WAIT)  # raises on failure; never fails silently
+        progress()
         return True
 
     def counter_value(self, counter: Any) -> int:
@@ -177,15 +202,18 @@ class KazooImpl:
     def acquire(self, lock: Any) -> None:
         if not lock.acquire(timeout=WAIT):
             fail(f"acquire of {lock.path} timed out after {WAIT}s")
+        progress()
 
     def release(self, lock: Any) -> None:
         lock.release()
+        progress()
 
     def counter(self, client: Any, path: str) -> Any:
         return self.Counter(client, path)
 
     def increment(self, counter: Any) -> bool:
         counter += 1  # kazoo's Counter.__add__: a versioned compare-and-set retried on conflict
+        progress()
         return True
 
     def counter_value(self, counter: Any) -> int:
@@ -360,6 +388,7 @@ def asyncio_counter(impl: "ZkrecipesImpl", client: Any, path: str, tasks: int, e
             nonlocal ok
             for _ in range(each):
                 await ctr.add_and_get_async(1, timeout=WAIT)
+                progress()
                 ok += 1
 
         cpu0 = cpu_us()
@@ -421,6 +450,7 @@ def failover_zkrecipes(impl: ZkrecipesImpl, a: argparse.Namespace) -> Dict[str, 
                 dt = state["at"] - t0
             if r >= w:
                 times.append(dt)
+            progress()
             join(old)  # a fresh latch for the closed member (at the back of the queue)
     finally:
         for latch in latches:
@@ -491,6 +521,7 @@ def failover_kazoo(impl: KazooImpl, a: argparse.Namespace) -> Dict[str, Any]:
                 dt = st["entered"] - st["returned"]
             if r >= w:
                 times.append(dt)
+            progress()
     finally:
         with cond:
             st["stop"] = True
@@ -552,14 +583,14 @@ def main() -> int:
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--locks", type=int)
     ap.add_argument("--timeout", type=float, default=600.0,
-                    help="watchdog: fail the run after this many seconds (default 600)")
+                    help="watchdog: fail the run after this many seconds (default 600), or when no "
+                         "operation completes for 75 s")
     a = ap.parse_args()
     if not a.path.startswith("/") or a.path.endswith("/"):
         fail(f"--path must be absolute without a trailing slash: {a.path!r}")
 
-    watchdog = threading.Timer(a.timeout, lambda: fail(f"watchdog: no result after {a.timeout}s"))
-    watchdog.daemon = True
-    watchdog.start()
+    progress()
+    threading.Thread(target=watchdog, args=(a.timeout, WAIT + 15), daemon=True).start()
 
     impl: Any = KazooImpl() if a.impl == "kazoo" else ZkrecipesImpl()
     if a.scenario == "uncontended":
@@ -574,7 +605,6 @@ def main() -> int:
         out = failover_kazoo(impl, a) if a.impl == "kazoo" else failover_zkrecipes(impl, a)
     else:
         out = memory(impl, a)
-    watchdog.cancel()
     if out.get("lost", 0) != 0:
         log(f"LOST increments: {out['lost']}")
     record = {"impl": "kazoo" if a.impl == "kazoo" else "python", "scenario": a.scenario, **out,
