@@ -355,7 +355,7 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         requests1 = [impl.requests(c) for c in clients]
         final = impl.counter_value(impl.counter(clients[0], path))
         extra = asyncio_counter(impl, clients[0], path, workers, each, final) \
-            if isinstance(impl, ZkrecipesImpl) and not per_client else {}
+            if a.asyncio and isinstance(impl, ZkrecipesImpl) and not per_client else {}
     finally:
         for c in clients:
             impl.close(c)
@@ -582,6 +582,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int)
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--locks", type=int)
+    ap.add_argument("--asyncio", action="store_true",
+                    help="counter_threads (zkrecipes): also run T asyncio tasks on add_and_get_async "
+                         "after the threads (asyncio_* keys; off by default, since its requests "
+                         "would count in the orchestrator's server-side requests per operation)")
     ap.add_argument("--timeout", type=float, default=600.0,
                     help="watchdog: fail the run after this many seconds (default 600), or when no "
                          "operation completes for 75 s")
