@@ -463,6 +463,7 @@ impl PyClient {
         d.set_item("set_data", c.set_data)?;
         d.set_item("exists", c.exists)?;
         d.set_item("get_children", c.get_children)?;
+        d.set_item("sync", c.sync)?;
         Ok(d)
     }
 

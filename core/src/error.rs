@@ -130,6 +130,14 @@ impl Error {
             Z::ConnectionLoss | Z::SessionMoved | Z::Timeout | Z::Throttled => {
                 Error::ConnectionLoss(msg)
             }
+            // zookeeper-client fails every request in flight with the error that ended its
+            // connection: an I/O error (a server killed: ECONNRESET), "no response from
+            // connection" (a server paused or partitioned), "encounter writable server". Each
+            // is a connection loss: the request may or may not have been applied. Before this
+            // arm they became `Server` errors, which nothing retried: a protected create's
+            // cleanup and a guaranteed delete both gave up, and the node they left in the live
+            // session stalled the lock or the election (found by the fault suite).
+            Z::Custom(_) => Error::ConnectionLoss(msg),
             Z::SessionExpired => Error::SessionExpired(msg),
             Z::ClientClosed => Error::Closed(msg),
             Z::BadArguments(_) | Z::InvalidAcl | Z::NoChildrenForEphemerals => {

@@ -391,6 +391,7 @@ impl Engine {
             .client
             .retry(|zk| async move {
                 // Both requests are sent now, in this order; the session executes them in order.
+                Counters::bump(&counters.sync);
                 let synced = zk.sync(full);
                 Counters::bump(&counters.get_data);
                 let read = zk.get_data(full);

@@ -243,6 +243,7 @@ pub(crate) struct Config {
 /// Counters of the requests this client sent, per operation (for tests and benchmarks: e.g.
 /// proving that one release wakes exactly one waiter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RequestCounts {
     pub create: u64,
     pub delete: u64,
@@ -250,6 +251,8 @@ pub struct RequestCounts {
     pub set_data: u64,
     pub exists: u64,
     pub get_children: u64,
+    /// `sync` requests (sent before looking for a protected node after a reconnect).
+    pub sync: u64,
 }
 
 #[derive(Default)]
@@ -260,6 +263,7 @@ pub(crate) struct Counters {
     pub(crate) set_data: AtomicU64,
     pub(crate) exists: AtomicU64,
     pub(crate) get_children: AtomicU64,
+    pub(crate) sync: AtomicU64,
 }
 
 impl Counters {
@@ -485,6 +489,7 @@ impl Client {
             set_data: l(&c.set_data),
             exists: l(&c.exists),
             get_children: l(&c.get_children),
+            sync: l(&c.sync),
         }
     }
 

@@ -332,6 +332,17 @@ impl Client {
     }
 
     /// Finds a child of `parent` named with `prefix`, owned by the current session.
+    ///
+    /// `sync`s first. The create whose outcome we are looking for may have been sent through
+    /// another server (before a reconnect), and the server we are on now may not have applied
+    /// it yet: the client's last-seen zxid does not cover a create whose reply was lost, so
+    /// ZooKeeper lets us reconnect to a server that is behind. Without the `sync`, a lagging
+    /// listing says "not there", we create a second node, and the first one, ours but
+    /// unknown to us, sits at the head of the lock or election until the session ends (the
+    /// fault suite's stalls after an ensemble leader kill and a server pause). The leader
+    /// answers a `sync` only after every proposal it had when the `sync` arrived is committed,
+    /// and a request still on its way from the old connection is refused once the session has
+    /// moved (`SessionMoved`), so after the `sync` the listing is the truth.
     pub(crate) async fn find_protected(
         &self,
         zk: &zk::Client,
@@ -340,6 +351,11 @@ impl Client {
         mode: CreateMode,
     ) -> Result<Option<Created>> {
         let full_parent = self.full_path(parent);
+        Counters::bump(&self.counters().sync);
+        match zk.sync(&full_parent).await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            Err(e) => return Err(Error::from_zk(e, "sync", parent)),
+        }
         Counters::bump(&self.counters().get_children);
         let children = match zk.list_children(&full_parent).await {
             Ok(c) => c,

@@ -393,12 +393,10 @@ impl Drop for UnknownCreate {
                     return; // the session's close removes an ephemeral anyway
                 }
                 if let Ok(zk) = client.zk().await {
-                    // After a reconnect we may list on another server than the one that took
-                    // the create: `sync` first makes this server catch up with the leader, so
-                    // a create the leader already has is seen. One miss is not proof (the old
-                    // connection's request may still be on its way to the leader, where the
-                    // session's move then refuses it), so look three times before giving up.
-                    let _ = zk.sync(&client.full_path(&base)).await;
+                    // `find_protected` syncs first, so a create the leader already has is seen.
+                    // One miss is still not proof (the old connection's request may be on its
+                    // way to the leader, where the session's move then refuses it), so look
+                    // three times before giving up.
                     match client
                         .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
                         .await
