@@ -33,18 +33,16 @@ use zkrecipes_testing::{FaultProxy, TestingCluster, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Lock sections required after a server fault in the mixed workloads (scenarios 1 and 2).
-/// Zero, because of a core bug found by this suite: an acquire that fails while its protected
-/// create is in flight (ensemble leader killed, server paused) can leave its lock node behind
-/// in a live session; that orphan heads the line and nobody (its own client included) gets
-/// the lock until the session ends. Safety (no overlap, increasing tokens) is still checked on
-/// every section; scenarios 3 and 4 check that the lock moves on.
-const LOCK_PROGRESS_AFTER_FAULT: usize = 0;
+/// Lock sections required after a server fault in the mixed workloads (scenarios 1 and 2): the
+/// lock must keep changing hands. Two core bugs made this zero before: a protected create or a
+/// guaranteed delete that failed with the error that ended its connection (ECONNRESET, "no
+/// response") took it for a server error and gave up, and a protected node was looked up on a
+/// server that had not applied the create yet; either left a node in a live session at the
+/// head of the line.
+const LOCK_PROGRESS_AFTER_FAULT: usize = 3;
 
-/// Latch reigns required after a server fault in the mixed workloads: zero too, because the
-/// elections stalled (no new leader for 45 s while the three clients were connected) in some
-/// runs with a paused server; see the report of issue 9. Safety is still checked.
-const LATCH_PROGRESS_AFTER_FAULT: usize = 0;
+/// Latch reigns required after a server fault in the mixed workloads (same two bugs).
+const LATCH_PROGRESS_AFTER_FAULT: usize = 3;
 const POLL: Duration = Duration::from_millis(1);
 
 fn long() -> bool {
@@ -370,6 +368,8 @@ struct Workload {
     counter: Arc<CounterLog>,
     /// Acknowledged increments per client (progress per client).
     per_client: Vec<Arc<AtomicU64>>,
+    /// Each latch thread's latest view of its latch (for the no-progress diagnosis).
+    latch_status: Arc<Mutex<Vec<String>>>,
     t0: Instant,
 }
 
@@ -387,6 +387,7 @@ impl Workload {
         let counter = Arc::new(CounterLog::default());
         let mut per_client = Vec::new();
         let mut threads = Vec::new();
+        let latch_status: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(vec![String::new(); n]));
         for (i, client) in clients.iter().enumerate() {
             // Lock handoffs: each client contends with its own mutex object.
             {
@@ -411,20 +412,32 @@ impl Workload {
             {
                 let client = client.clone();
                 let (stop, log) = (stop.clone(), latches.clone());
+                let status = latch_status.clone();
                 let path = format!("{root}-latch/l");
                 threads.push(thread::spawn(move || {
                     let who = format!("latch-client-{i}");
                     while !stop.load(Ordering::SeqCst) {
                         let latch = LeaderLatch::new(&client, &path, &who).unwrap();
-                        if latch.start_blocking().is_err() {
+                        if let Err(e) = latch.start_blocking() {
+                            status.lock().unwrap()[i] = format!("start failed: {e}");
                             thread::sleep(Duration::from_millis(50));
                             continue;
                         }
+                        let mut polls = 0u64;
                         let mut reign: Option<Reign> = None;
                         let mut led_since: Option<Instant> = None;
                         loop {
                             let now = Instant::now();
                             let leads = latch.has_leadership();
+                            polls += 1;
+                            if polls % 64 == 1 {
+                                status.lock().unwrap()[i] = format!(
+                                    "{:?} leads {leads} node {:?} last error {:?}",
+                                    latch.state(),
+                                    latch.our_path(),
+                                    latch.last_error()
+                                );
+                            }
                             if leads {
                                 let epoch = latch.leadership_epoch();
                                 match &mut reign {
@@ -488,6 +501,7 @@ impl Workload {
             latches,
             counter,
             per_client,
+            latch_status,
             t0,
         }
     }
@@ -520,20 +534,23 @@ impl Workload {
             }
             if Instant::now() >= deadline {
                 let diag = connect_plain(&self.connect);
-                let path = self.lock_path();
-                let nodes: Vec<String> = diag
-                    .get_children_blocking(&path)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|n| {
-                        let owner = diag
-                            .exists_blocking(&format!("{path}/{n}"))
-                            .ok()
-                            .flatten()
-                            .map(|s| s.ephemeral_owner);
-                        format!("{n} owner {:x}", owner.unwrap_or(0))
-                    })
-                    .collect();
+                let list = |path: &str| -> Vec<String> {
+                    diag.get_children_blocking(path)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|n| {
+                            let owner = diag
+                                .exists_blocking(&format!("{path}/{n}"))
+                                .ok()
+                                .flatten()
+                                .map(|s| s.ephemeral_owner);
+                            format!("{n} owner {:x}", owner.unwrap_or(0))
+                        })
+                        .collect()
+                };
+                let nodes = list(&self.lock_path());
+                let latch_nodes = list(&format!("{}-latch/l", self.root));
+                let latch_status = self.latch_status.lock().unwrap().clone();
                 let sessions: Vec<String> = self
                     .clients
                     .iter()
@@ -541,7 +558,8 @@ impl Workload {
                     .collect();
                 panic!(
                     "no progress {what}: +{l} sections, +{r} reigns, acks per client {a:?}, states {:?}, \
-                     sessions {sessions:?}, lock nodes {nodes:?}",
+                     sessions {sessions:?}, lock nodes {nodes:?}, latch nodes {latch_nodes:?}, \
+                     latches {latch_status:?}",
                     now().3
                 );
             }
@@ -585,9 +603,11 @@ impl Workload {
     }
 }
 
-fn report(name: &str, start: Instant, summary: &str) {
+/// One row of the summary table that `tests/faults/run` prints at the end (and that
+/// docs/FAULTS.md keeps): scenario, runtimes, operations, violations, duration.
+fn report(name: &str, runtimes: &str, start: Instant, summary: &str) {
     eprintln!(
-        "FAULTS | {name} | {summary} | violations 0 | {:.1} s",
+        "FAULTS | {name} | {runtimes} | {summary} | violations 0 | {:.1} s",
         start.elapsed().as_secs_f64()
     );
 }
@@ -630,6 +650,7 @@ fn ensemble_leader_killed_during_lock_latch_and_counter() {
     let summary = w.finish();
     report(
         &format!("1 kill ensemble leader x{rounds}"),
+        "Rust (3 clients)",
         start,
         &summary,
     );
@@ -771,6 +792,7 @@ fn paused_server_past_session_timeout() {
     let summary = w.finish();
     report(
         &format!("2 pause holder's server x{rounds}"),
+        "Rust (3 clients)",
         start,
         &format!("{summary}, paused holder lost before next {lost_before_next}/{rounds}"),
     );
@@ -917,6 +939,7 @@ fn blackholed_holder_is_lost_before_the_next_holder_enters() {
     assert_no_znodes(&server.connect_string(), &["/f3-lock"]);
     report(
         &format!("3 blackhole holder x{rounds}"),
+        "Rust (3 clients)",
         start,
         &format!("lock sections {sections}, lost-before-next {lost_count}/{rounds}"),
     );
@@ -965,6 +988,67 @@ impl Drop for ChildGuard {
     }
 }
 
+/// The repository's root (this crate is `tests/faults`).
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository root")
+}
+
+/// Fails loudly, saying how to fix it, when a child runtime is not set up.
+fn require(path: &std::path::Path, fix: &str) {
+    assert!(
+        path.exists(),
+        "{} is missing: run {fix} (the fault suite kills lock holders written in every runtime)",
+        path.display()
+    );
+}
+
+/// The command that starts a lock-holding child in `runtime` (rust, python, node, java).
+fn holder_command(runtime: &str, connect: &str, path: &str) -> Command {
+    let root = repo_root();
+    let children = root.join("tests/faults/children");
+    let mut cmd = match runtime {
+        "rust" => {
+            let mut c = Command::new(std::env::current_exe().expect("current_exe"));
+            c.args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+                .env(CHILD_CONNECT, connect)
+                .env(CHILD_PATH, path)
+                .env_remove("ZKR_FAULTS_LONG");
+            return c;
+        }
+        "python" => {
+            let py = root.join(".venv/bin/python");
+            require(&py, "scripts/setup-python");
+            let mut c = Command::new(py);
+            c.arg(children.join("hold_lock.py"));
+            c
+        }
+        "node" => {
+            require(
+                &root.join("bindings-node/zkrecipes.node"),
+                "scripts/setup-node",
+            );
+            let mut c = Command::new("node");
+            c.arg(children.join("hold_lock.js"));
+            c
+        }
+        "java" => {
+            let lib = root.join("tests/interop/java/target/lib");
+            require(&lib, "scripts/setup-interop");
+            let mut c = Command::new("java");
+            c.args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp"])
+                .arg(format!("{}/*", lib.display()))
+                .arg(children.join("HoldLock.java"));
+            c
+        }
+        other => panic!("unknown runtime {other}"),
+    };
+    cmd.args([connect, path]);
+    cmd
+}
+
 #[test]
 fn killed_holder_process_lock_passes_after_session_expiry() {
     if let (Ok(c), Ok(p)) = (std::env::var(CHILD_CONNECT), std::env::var(CHILD_PATH)) {
@@ -974,23 +1058,26 @@ fn killed_holder_process_lock_passes_after_session_expiry() {
     let start = Instant::now();
     let server = TestingServer::start();
     let path = "/f4-lock/m";
-    let rounds = if long() { 10 } else { 2 };
+    // A holder written in every runtime, Curator included; the long run repeats the cycle.
+    let runtimes = ["rust", "python", "node", "java"];
+    let rounds = if long() {
+        3 * runtimes.len()
+    } else {
+        runtimes.len()
+    };
     let client = client_to(&server.connect_string(), Duration::from_secs(2));
     let m = InterProcessMutex::new(&client, path).unwrap();
     let log = LockLog::default();
     let t0 = Instant::now();
-    let exe = std::env::current_exe().expect("current_exe");
+    let mut passed_after = Vec::new();
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_CONNECT, server.connect_string())
-            .env(CHILD_PATH, path)
-            .env_remove("ZKR_FAULTS_LONG")
+        let runtime = runtimes[round % runtimes.len()];
+        let mut child = holder_command(runtime, &server.connect_string(), path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::inherit())
             .spawn()
-            .expect("spawn the holder process");
+            .unwrap_or_else(|e| panic!("spawn the {runtime} holder process: {e}"));
         let stdout = child.stdout.take().unwrap();
         let mut child = ChildGuard(child);
         let (tx, rx) = mpsc::channel();
@@ -1004,7 +1091,7 @@ fn killed_holder_process_lock_passes_after_session_expiry() {
         });
         let held = rx
             .recv_timeout(WAIT)
-            .expect("the child process took the lock");
+            .unwrap_or_else(|_| panic!("the {runtime} child process never took the lock"));
         let mut parts = held.split(' ');
         let child_token: i64 = parts.next().unwrap().parse().unwrap();
         let _child_session = parts.next().unwrap();
@@ -1056,15 +1143,20 @@ fn killed_holder_process_lock_passes_after_session_expiry() {
         )
         .expect("a valid section");
         assert!(s.first > killed_at);
-        eprintln!("round {round}: lock passed {waited:?} after kill -9");
+        eprintln!("round {round}: {runtime} holder killed, lock passed {waited:?} after kill -9");
+        passed_after.push(format!("{runtime} {:.2} s", waited.as_secs_f64()));
     }
     client.close_blocking();
     let sections = log.check(t0);
     assert_no_znodes(&server.connect_string(), &["/f4-lock"]);
     report(
         &format!("4 kill -9 holder process x{rounds}"),
+        "Rust, Python, Node, Java/Curator 5.9 holders; Rust waiter",
         start,
-        &format!("handoffs after expiry {sections}/{rounds}"),
+        &format!(
+            "handoffs after expiry {sections}/{rounds}, lock passed after ({})",
+            passed_after.join(", ")
+        ),
     );
 }
 
@@ -1136,6 +1228,7 @@ fn server_restart_during_add_and_get_burst() {
     assert_only_counter_left(&server.connect_string(), "/f5-counter", counter_path);
     report(
         &format!("5 restart standalone x{restarts} during add_and_get"),
+        "Rust (3 clients)",
         start,
         &format!("increments acked {acked} unknown {unknown} failed {failed} final {final_value}"),
     );
