@@ -150,6 +150,60 @@ async fn watches_fire_and_namespace_is_applied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_protected_create_leaves_no_node() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connection_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .unwrap();
+    let observer = connect(&server.connect_string()).await;
+    observer
+        .create("/dropped", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    // The server applies the create, its reply is lost, and the caller stops waiting (drops
+    // the future): nobody will ever use that node, so the client must find and delete it.
+    proxy.drop_replies();
+    let create = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            c.create(
+                "/dropped/lock-",
+                b"id",
+                CreateOptions::new(CreateMode::EphemeralSequential).protected(),
+            )
+            .await
+        })
+    };
+    eventually(
+        "the create reached the server",
+        Duration::from_secs(10),
+        || async { observer.get_children("/dropped").await.unwrap().len() == 1 },
+    )
+    .await;
+    create.abort();
+    assert!(create.await.unwrap_err().is_cancelled());
+    proxy.cut();
+    proxy.restore();
+    eventually(
+        "the abandoned protected node is deleted",
+        Duration::from_secs(30),
+        || async { observer.get_children("/dropped").await.unwrap().is_empty() },
+    )
+    .await;
+    assert!(
+        c.state().is_connected(),
+        "the session survived: {:?}",
+        c.state()
+    );
+    c.close().await;
+    observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protected_create_finds_its_node_after_a_lost_reply() {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());

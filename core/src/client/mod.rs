@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, watch};
 use zookeeper_client as zk;
 
+pub(crate) use self::ops::ProtectedCleanup;
 pub use self::ops::{
     CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind, Watch,
 };

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::{Client, Counters};
+use super::{Client, Counters, WeakClient};
 use crate::{path, runtime, Error, Result};
 
 /// Node types (ZooKeeper's CreateMode).
@@ -301,6 +301,9 @@ impl Client {
         let user_path = path::join(&parent, &format!("{protected_prefix}{name}"));
         let full = self.full_path(&user_path);
         let mut lost_once = false;
+        // Armed until the outcome is known: if this future is dropped, or gives up, while a
+        // create may have been applied, the node is found and deleted in the background.
+        let mut unknown = ProtectedCleanup::new(self, &parent, &protected_prefix);
         let result = self
             .retry(|zk| {
                 let full = full.clone();
@@ -321,13 +324,7 @@ impl Client {
                 }
             })
             .await;
-        if let Err(e) = &result {
-            if e.is_retryable() || matches!(e, Error::Closed(_)) {
-                // Gave up while the create's outcome is unknown: remove it in the background if
-                // it was made, as Curator's findAndDeleteProtectedNodeInBackground does.
-                self.delete_protected_in_background(parent, protected_prefix);
-            }
-        }
+        unknown.settle(&result);
         result
     }
 
@@ -379,36 +376,6 @@ impl Client {
             }
         }
         Ok(None)
-    }
-
-    fn delete_protected_in_background(&self, parent: String, prefix: String) {
-        let weak = self.downgrade();
-        runtime::spawn(async move {
-            for _ in 0..30 {
-                let Some(client) = weak.upgrade() else { return };
-                if client.is_closed() {
-                    return; // closing the session removes an ephemeral anyway
-                }
-                let Ok(zk) = client.zk().await else { continue };
-                match client
-                    .find_protected(&zk, &parent, &prefix, CreateMode::Persistent)
-                    .await
-                {
-                    Ok(None) => return,
-                    Ok(Some(found)) => {
-                        let full = client.full_path(&found.path);
-                        match zk.delete(&full, None).await {
-                            Ok(()) | Err(zk::Error::NoNode) => return,
-                            Err(_) => {}
-                        }
-                    }
-                    Err(_) => {}
-                }
-                drop(zk);
-                drop(client);
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        });
     }
 
     /// Data and stat of a node.
@@ -696,5 +663,84 @@ impl Client {
     /// [`delete`](Self::delete), blocking.
     pub fn delete_blocking(&self, path: &str, options: DeleteOptions) -> Result<()> {
         runtime::try_block_on(self.delete(path, options))?
+    }
+}
+
+/// Armed while a protected create may have been sent and its outcome is unknown to the caller
+/// (Curator's findAndDeleteProtectedNodeInBackground): dropped while armed (the caller's
+/// future was dropped, or it gave up on a connection loss), it finds the node by its
+/// `_c_<uuid>-` prefix and deletes it in the background, so one abandoned attempt never leaves
+/// a node behind in a live session.
+pub(crate) struct ProtectedCleanup {
+    client: WeakClient,
+    parent: String,
+    prefix: String,
+    armed: bool,
+}
+
+impl ProtectedCleanup {
+    pub(crate) fn new(client: &Client, parent: &str, prefix: &str) -> ProtectedCleanup {
+        ProtectedCleanup {
+            client: client.downgrade(),
+            parent: parent.to_string(),
+            prefix: prefix.to_string(),
+            armed: true,
+        }
+    }
+
+    /// Disarms unless `result` leaves the create's outcome unknown (a connection loss, or the
+    /// client closed while a create was in flight).
+    pub(crate) fn settle<T>(&mut self, result: &Result<T>) {
+        if !matches!(result, Err(e) if e.is_retryable() || matches!(e, Error::Closed(_))) {
+            self.armed = false;
+        }
+    }
+}
+
+impl Drop for ProtectedCleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let weak = self.client.clone();
+        let (parent, prefix) = (
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.prefix),
+        );
+        runtime::spawn(async move {
+            let mut misses = 0;
+            for _ in 0..30 {
+                let Some(client) = weak.upgrade() else { return };
+                if client.is_closed() {
+                    return; // the session's close removes an ephemeral anyway
+                }
+                if let Ok(zk) = client.zk().await {
+                    // `find_protected` syncs first, so a create the leader already has is seen.
+                    // One miss is still not proof (the old connection's request may be on its
+                    // way to the leader, where the session's move then refuses it), so look
+                    // three times before giving up.
+                    match client
+                        .find_protected(&zk, &parent, &prefix, CreateMode::Persistent)
+                        .await
+                    {
+                        Ok(None) => {
+                            misses += 1;
+                            if misses >= 3 {
+                                return;
+                            }
+                        }
+                        Ok(Some(found)) => {
+                            match client.delete(&found.path, DeleteOptions::default()).await {
+                                Ok(()) | Err(Error::NoNode(_)) => return,
+                                Err(_) => {}
+                            }
+                        }
+                        Err(_) => {}
+                    }
+                }
+                drop(client);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
     }
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use zookeeper_client as zk;
 
-use crate::client::{Counters, Watch};
+use crate::client::{Counters, ProtectedCleanup, Watch};
 use crate::{
     path, runtime, Client, CreateMode, CreateOptions, DeleteOptions, Error, Owner, Result,
 };
@@ -280,12 +280,7 @@ pub(crate) async fn create_protected(
     } else {
         (CreateMode::Ephemeral, zk::CreateMode::Ephemeral)
     };
-    let mut unknown = UnknownCreate {
-        client: client.clone(),
-        base: base.to_string(),
-        prefix: prefix.clone(),
-        armed: true,
-    };
+    let mut unknown = ProtectedCleanup::new(client, base, &prefix);
     let mut tries = 0u32;
     let result = client
         .retry(|zk| {
@@ -357,70 +352,8 @@ pub(crate) async fn create_protected(
             }
         })
         .await;
-    match &result {
-        // Gave up while a create's outcome is unknown: the guard removes the node if it was
-        // made (Curator's findAndDeleteProtectedNodeInBackground).
-        Err(e) if e.is_retryable() || matches!(e, Error::Closed(_)) => {}
-        _ => unknown.armed = false,
-    }
+    unknown.settle(&result);
     result
-}
-
-/// Armed while a create may have been sent and its outcome is unknown to the caller: dropping
-/// it then finds the protected node by its prefix and deletes it.
-struct UnknownCreate {
-    client: Client,
-    base: String,
-    prefix: String,
-    armed: bool,
-}
-
-impl Drop for UnknownCreate {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let weak = self.client.downgrade();
-        let (base, prefix) = (
-            std::mem::take(&mut self.base),
-            std::mem::take(&mut self.prefix),
-        );
-        runtime::spawn(async move {
-            let mut misses = 0;
-            for _ in 0..30 {
-                let Some(client) = weak.upgrade() else { return };
-                if client.is_closed() {
-                    return; // the session's close removes an ephemeral anyway
-                }
-                if let Ok(zk) = client.zk().await {
-                    // `find_protected` syncs first, so a create the leader already has is seen.
-                    // One miss is still not proof (the old connection's request may be on its
-                    // way to the leader, where the session's move then refuses it), so look
-                    // three times before giving up.
-                    match client
-                        .find_protected(&zk, &base, &prefix, CreateMode::Persistent)
-                        .await
-                    {
-                        Ok(None) => {
-                            misses += 1;
-                            if misses >= 3 {
-                                return;
-                            }
-                        }
-                        Ok(Some(found)) => {
-                            match client.delete(&found.path, DeleteOptions::default()).await {
-                                Ok(()) | Err(Error::NoNode(_)) => return,
-                                Err(_) => {}
-                            }
-                        }
-                        Err(_) => {}
-                    }
-                }
-                drop(client);
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        });
-    }
 }
 
 impl Internals {
