@@ -607,6 +607,8 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         .num("acquire_p50_us", stats(&acq).p50)
         .num("release_p50_us", stats(&rel).p50)
         .num("pipelined_p50_us", stats(&pipelined).p50)
+        // Sequential and pipelined cycles, warm-up included: for requests per cycle.
+        .int("ops_total", 2 * (w + n) as i64)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
     Ok(())
 }
