@@ -52,8 +52,8 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
     if let Some(found) = registry.get(&key).and_then(Weak::upgrade) {
         return found;
     }
-    registry.retain(|_, c| c.strong_count() > 0);
     let combiner = Arc::new(Combiner {
+        key: key.clone(),
         engine: Engine::new(client.clone(), path, width),
         queue: Mutex::new(Queue {
             waiting: VecDeque::new(),
@@ -170,9 +170,34 @@ struct Queue {
 
 /// See the module documentation.
 pub(crate) struct Combiner {
+    key: Key,
     pub(crate) engine: Engine,
     queue: Mutex<Queue>,
     arrived: Notify,
+}
+
+impl Drop for Combiner {
+    /// The last counter on this path and client is gone: forget the registry's entry (unless a
+    /// new combiner already took the key meanwhile), so the registry never keeps dead entries.
+    fn drop(&mut self) {
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if registry
+            .get(&self.key)
+            .is_some_and(|w| w.strong_count() == 0)
+        {
+            registry.remove(&self.key);
+        }
+    }
+}
+
+#[cfg(test)]
+fn registered_under(prefix: &str) -> usize {
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .keys()
+        .filter(|k| k.full_path.starts_with(prefix))
+        .count()
 }
 
 /// A queued add; await [`Ticket::wait`]. Dropping it before the answer withdraws the request
@@ -539,6 +564,51 @@ impl Drop for Ticket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_forgets_a_combiner_when_its_last_counter_goes() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap();
+        let counters: Vec<_> = (0..5)
+            .map(|i| {
+                crate::atomic::DistributedAtomicLong::new(
+                    &client,
+                    &format!("/registry-test/c{i}"),
+                    None,
+                    None,
+                )
+                .unwrap()
+            })
+            .collect();
+        for c in &counters {
+            assert_eq!(c.add_and_get_blocking(1, None).unwrap(), 1);
+        }
+        // Two counter objects on one path share one combiner (one entry).
+        let twin =
+            crate::atomic::DistributedAtomicLong::new(&client, "/registry-test/c0", None, None)
+                .unwrap();
+        assert_eq!(twin.add_and_get_blocking(1, None).unwrap(), 2);
+        assert_eq!(registered_under("/registry-test/"), 5);
+        // A round's task may hold its combiner a moment after answering: wait (bounded).
+        let settles_at = |n: usize| {
+            let deadline = Instant::now() + std::time::Duration::from_secs(10);
+            while registered_under("/registry-test/") != n {
+                assert!(
+                    Instant::now() < deadline,
+                    "the registry kept {} entries, wanted {n}",
+                    registered_under("/registry-test/")
+                );
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        };
+        drop(counters);
+        settles_at(1); // c0's twin lives on
+        drop(twin);
+        settles_at(0);
+        client.close_blocking();
+    }
 
     fn req(delta: i64, mode: Mode) -> Request {
         Request {
