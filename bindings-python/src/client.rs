@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use zkrecipes::client::validate_connect_string;
+use zkrecipes::client::{validate_connect_string, Acl, AuthId, Permission};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
 };
@@ -145,6 +145,28 @@ fn create_mode(py: Python<'_>, mode: &str) -> PyResult<CreateMode> {
     })
 }
 
+/// ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16) as a `Permission`.
+fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
+    if bits == 0 || bits > 31 {
+        return Err(errors::invalid(
+            py,
+            format!("acl perms {bits} is not a set of ZooKeeper permission bits (1..31)"),
+        ));
+    }
+    let all = [
+        Permission::READ,
+        Permission::WRITE,
+        Permission::CREATE,
+        Permission::DELETE,
+        Permission::ADMIN,
+    ];
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| bits & (1 << i) != 0)
+        .fold(Permission::NONE, |acc, (_, p)| acc | p))
+}
+
 fn version_arg(py: Python<'_>, version: i64) -> PyResult<Option<i32>> {
     match version {
         -1 => Ok(None),
@@ -251,7 +273,7 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only))]
+    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -262,6 +284,7 @@ impl PyClient {
         namespace: Option<String>,
         auth: Vec<(String, Vec<u8>)>,
         can_be_read_only: bool,
+        acl: Option<Vec<(u32, String, String)>>,
     ) -> PyResult<PyClient> {
         validate_connect_string(&hosts).py_err(py)?;
         let session = duration(py, "session_timeout", session_timeout)?;
@@ -287,6 +310,22 @@ impl PyClient {
                 return Err(errors::invalid(py, "auth scheme must not be empty"));
             }
             builder = builder.auth(scheme, credentials);
+        }
+        if let Some(entries) = acl {
+            if entries.is_empty() {
+                return Err(errors::invalid(
+                    py,
+                    "acl must not be empty (None keeps the default world:anyone, all)",
+                ));
+            }
+            let mut list = Vec::with_capacity(entries.len());
+            for (perms, scheme, id) in entries {
+                if scheme.is_empty() {
+                    return Err(errors::invalid(py, "acl scheme must not be empty"));
+                }
+                list.push(Acl::new(permission(py, perms)?, AuthId::new(&scheme, &id)));
+            }
+            builder = builder.acl(list);
         }
         Ok(PyClient {
             builder,

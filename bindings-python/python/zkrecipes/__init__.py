@@ -64,6 +64,16 @@ from .locks import (
     LockLostPolicy,
     attempt_revoke,
 )
+from .security import (
+    CREATOR_ALL_ACL,
+    OPEN_ACL_UNSAFE,
+    READ_ACL_UNSAFE,
+    Acl,
+    Perms,
+    make_acl,
+    make_digest_acl,
+    make_digest_acl_credential,
+)
 from .errors import (
     BadVersionError,
     ClosedError,
@@ -100,6 +110,15 @@ __all__ = [
     "RetryOneTime",
     "RetryUntilElapsed",
     "RetryForever",
+    # ACLs of created nodes
+    "Acl",
+    "Perms",
+    "OPEN_ACL_UNSAFE",
+    "CREATOR_ALL_ACL",
+    "READ_ACL_UNSAFE",
+    "make_acl",
+    "make_digest_acl",
+    "make_digest_acl_credential",
     # owners
     "Owner",
     # locks

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
 from . import _native
 from ._native import Stat
 from .errors import InvalidArgumentError
+from .security import AclArg, _acl_list
 
 __all__ = [
     "Client",
@@ -216,7 +217,9 @@ class Client:
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``. Times are in seconds. ``retry`` is one
     of the retry policies (default ``ExponentialBackoffRetry(1.0, 3)``); ``namespace`` makes
     every path relative to ``/namespace``; ``auth`` is ``(scheme, credentials)`` or a list of
-    them, e.g. ``("digest", "user:password")``.
+    them, e.g. ``("digest", "user:password")``; ``acl`` is the ACL of every node this client
+    creates (recipes' nodes included): a :class:`~zkrecipes.Acl` or a list of them, e.g.
+    :data:`~zkrecipes.CREATOR_ALL_ACL` (default ``None``: ZooKeeper's ``OPEN_ACL_UNSAFE``).
 
     Nothing connects until :meth:`start` (or ``with Client(...) as client:``). After
     :meth:`close` every call raises :class:`~zkrecipes.ClosedError`. After the session is LOST
@@ -236,6 +239,7 @@ class Client:
         namespace: Optional[str] = None,
         auth: Optional[Auth] = None,
         can_be_read_only: bool = False,
+        acl: Optional[AclArg] = None,
     ) -> None:
         if not isinstance(hosts, str):
             raise TypeError(f"hosts must be a str, not {type(hosts).__name__}")
@@ -251,6 +255,7 @@ class Client:
             namespace,
             _auth_list(auth),
             bool(can_be_read_only),
+            _acl_list(acl),
         )
         self._listener_ids: Dict[int, int] = {}
 
