@@ -149,65 +149,20 @@ async fn watches_fire_and_namespace_is_applied() {
     plain.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dropped_protected_create_leaves_no_node() {
-    let server = TestingServer::start();
-    let proxy = FaultProxy::start(&server.connect_string());
-    let c = ClientBuilder::new(proxy.connect_string())
-        .session_timeout(Duration::from_secs(20))
-        .connection_timeout(Duration::from_secs(10))
-        .connect()
-        .await
-        .unwrap();
-    let observer = connect(&server.connect_string()).await;
-    observer
-        .create("/dropped", b"", CreateOptions::default())
-        .await
-        .unwrap();
-    // The server applies the create, its reply is lost, and the caller stops waiting (drops
-    // the future): nobody will ever use that node, so the client must find and delete it.
-    proxy.drop_replies();
-    let create = {
-        let c = c.clone();
-        tokio::spawn(async move {
-            c.create(
-                "/dropped/lock-",
-                b"id",
-                CreateOptions::new(CreateMode::EphemeralSequential).protected(),
-            )
-            .await
-        })
-    };
-    eventually(
-        "the create reached the server",
-        Duration::from_secs(10),
-        || async { observer.get_children("/dropped").await.unwrap().len() == 1 },
-    )
-    .await;
-    create.abort();
-    assert!(create.await.unwrap_err().is_cancelled());
-    proxy.cut();
-    proxy.restore();
-    eventually(
-        "the abandoned protected node is deleted",
-        Duration::from_secs(30),
-        || async { observer.get_children("/dropped").await.unwrap().is_empty() },
-    )
-    .await;
-    assert!(
-        c.state().is_connected(),
-        "the session survived: {:?}",
-        c.state()
-    );
-    c.close().await;
-    observer.close().await;
+/// A protected create under `parent` (made here) whose reply the proxy drops after the server
+/// applied it (checked by `observer`, a direct client).
+struct LostReply {
+    _server: TestingServer,
+    proxy: FaultProxy,
+    client: Client,
+    observer: Client,
+    create: tokio::task::JoinHandle<zkrecipes::Result<zkrecipes::client::Created>>,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn protected_create_finds_its_node_after_a_lost_reply() {
+async fn protected_create_with_lost_reply(parent: &str) -> LostReply {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());
-    let c = ClientBuilder::new(proxy.connect_string())
+    let client = ClientBuilder::new(proxy.connect_string())
         .session_timeout(Duration::from_secs(20))
         .connection_timeout(Duration::from_secs(10))
         .retry_policy(RetryPolicy::NTimes {
@@ -219,17 +174,15 @@ async fn protected_create_finds_its_node_after_a_lost_reply() {
         .unwrap();
     let observer = connect(&server.connect_string()).await;
     observer
-        .create("/prot", b"", CreateOptions::default())
+        .create(parent, b"", CreateOptions::default())
         .await
         .unwrap();
-    // The server applies the create but its reply never reaches the client: the client sees a
-    // connection loss and must find its node by the `_c_<uuid>-` prefix, not create another.
     proxy.drop_replies();
     let create = {
-        let c = c.clone();
+        let (c, path) = (client.clone(), format!("{parent}/lock-"));
         tokio::spawn(async move {
             c.create(
-                "/prot/lock-",
+                &path,
                 b"id",
                 CreateOptions::new(CreateMode::EphemeralSequential).protected(),
             )
@@ -239,13 +192,58 @@ async fn protected_create_finds_its_node_after_a_lost_reply() {
     eventually(
         "the create reached the server",
         Duration::from_secs(10),
-        || async { observer.get_children("/prot").await.unwrap().len() == 1 },
+        || async { observer.get_children(parent).await.unwrap().len() == 1 },
     )
     .await;
+    LostReply {
+        _server: server,
+        proxy,
+        client,
+        observer,
+        create,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_protected_create_leaves_no_node() {
+    // The caller stops waiting (drops the future) after the server applied the create: nobody
+    // will ever use that node, so the client must find and delete it.
+    let t = protected_create_with_lost_reply("/dropped").await;
+    t.create.abort();
+    assert!(t.create.await.unwrap_err().is_cancelled());
+    t.proxy.cut();
+    t.proxy.restore();
+    eventually(
+        "the abandoned protected node is deleted",
+        Duration::from_secs(30),
+        || async {
+            t.observer
+                .get_children("/dropped")
+                .await
+                .unwrap()
+                .is_empty()
+        },
+    )
+    .await;
+    assert!(
+        t.client.state().is_connected(),
+        "the session survived: {:?}",
+        t.client.state()
+    );
+    t.client.close().await;
+    t.observer.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_create_finds_its_node_after_a_lost_reply() {
+    // The client sees a connection loss and must find its node by the `_c_<uuid>-` prefix,
+    // not create another.
+    let t = protected_create_with_lost_reply("/prot").await;
+    let (c, observer) = (&t.client, &t.observer);
     // Then the connection dies, as it would after a lost reply; the client reconnects.
-    proxy.cut();
-    proxy.restore();
-    let created = tokio::time::timeout(Duration::from_secs(30), create)
+    t.proxy.cut();
+    t.proxy.restore();
+    let created = tokio::time::timeout(Duration::from_secs(30), t.create)
         .await
         .unwrap()
         .unwrap()
