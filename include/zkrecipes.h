@@ -36,9 +36,41 @@
 
 
 /**
- * The layout version of zkr_client_options this header describes.
+ * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
+ * `acl_len`, `auth` and `auth_len` at the end; programs built with version 1 keep working (the
+ * new fields take their defaults).
  */
-#define ZKR_CLIENT_OPTIONS_VERSION 1
+#define ZKR_CLIENT_OPTIONS_VERSION 2
+
+/**
+ * ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
+ */
+#define ZKR_PERM_READ 1
+
+/**
+ * Set data.
+ */
+#define ZKR_PERM_WRITE 2
+
+/**
+ * Create children.
+ */
+#define ZKR_PERM_CREATE 4
+
+/**
+ * Delete children.
+ */
+#define ZKR_PERM_DELETE 8
+
+/**
+ * Set the ACL.
+ */
+#define ZKR_PERM_ADMIN 16
+
+/**
+ * Every permission.
+ */
+#define ZKR_PERM_ALL 31
 
 /**
  * zkr_client_create flag: create missing parents (as container nodes).
@@ -383,6 +415,46 @@ typedef struct zkr_versioned_value {
 typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
 
 /**
+ * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
+ * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
+ * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
+ * `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
+ * `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+ */
+typedef struct zkr_acl {
+    /**
+     * A combination of ZKR_PERM_* bits (1..31).
+     */
+    uint32_t perms;
+    /**
+     * The scheme: "world", "auth", "digest", "ip", ... Not NULL.
+     */
+    const char *scheme;
+    /**
+     * The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
+     */
+    const char *id;
+} zkr_acl;
+
+/**
+ * One authentication entry added to the session (ZooKeeper's addAuthInfo).
+ */
+typedef struct zkr_auth {
+    /**
+     * The scheme, e.g. "digest". Not NULL.
+     */
+    const char *scheme;
+    /**
+     * The credentials, e.g. "user:password" for digest.
+     */
+    const uint8_t *credentials;
+    /**
+     * Length of `credentials` in bytes.
+     */
+    size_t credentials_len;
+} zkr_auth;
+
+/**
  * Client options. Always start from zkr_client_options_init(&opts), which sets `size` and
  * `version` and every default; then change the fields you need. The struct may grow at its end in
  * later versions: `size` tells the library how much of it your program knows, so programs built
@@ -431,6 +503,26 @@ typedef struct zkr_client_options {
      * Length of `auth_credentials` in bytes.
      */
     size_t auth_credentials_len;
+    /**
+     * (version 2) The ACL given to every node this client creates, recipes' nodes and the parents
+     * they create included: `acl_len` entries. NULL (default): world:anyone, all permissions
+     * (OPEN_ACL_UNSAFE). Read during zkr_client_connect only (the library keeps a copy).
+     */
+    const struct zkr_acl *acl;
+    /**
+     * (version 2) The number of entries at `acl` (0 with NULL; > 0 otherwise).
+     */
+    size_t acl_len;
+    /**
+     * (version 2) More authentication entries, `auth_len` of them, added after the one in
+     * `auth_scheme` (if any): a session may hold several identities. NULL (default): none.
+     * Read during zkr_client_connect only.
+     */
+    const struct zkr_auth *auth;
+    /**
+     * (version 2) The number of entries at `auth`.
+     */
+    size_t auth_len;
 } zkr_client_options;
 
 /**
@@ -998,7 +1090,8 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
 
 /**
  * Fills `opts` with the defaults (API.md's): session timeout 60 s, connection timeout 15 s,
- * exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only.
+ * exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
+ * world:anyone (all permissions).
  *
  * `opts` may point to uninitialized memory.
  */

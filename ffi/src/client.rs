@@ -6,6 +6,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use zkrecipes::client::{Acl, AuthId, Permission};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Error,
     Result, RetryPolicy,
@@ -222,8 +223,51 @@ impl zkr_retry_policy {
     }
 }
 
-/// The layout version of zkr_client_options this header describes.
-pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 1;
+/// The layout version of zkr_client_options this header describes. Version 2 added `acl`,
+/// `acl_len`, `auth` and `auth_len` at the end; programs built with version 1 keep working (the
+/// new fields take their defaults).
+pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 2;
+
+/// ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
+pub const ZKR_PERM_READ: u32 = 1;
+/// Set data.
+pub const ZKR_PERM_WRITE: u32 = 2;
+/// Create children.
+pub const ZKR_PERM_CREATE: u32 = 4;
+/// Delete children.
+pub const ZKR_PERM_DELETE: u32 = 8;
+/// Set the ACL.
+pub const ZKR_PERM_ADMIN: u32 = 16;
+/// Every permission.
+pub const ZKR_PERM_ALL: u32 = 31;
+
+/// One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
+/// `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
+/// `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
+/// `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
+/// `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_acl {
+    /// A combination of ZKR_PERM_* bits (1..31).
+    pub perms: u32,
+    /// The scheme: "world", "auth", "digest", "ip", ... Not NULL.
+    pub scheme: *const c_char,
+    /// The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
+    pub id: *const c_char,
+}
+
+/// One authentication entry added to the session (ZooKeeper's addAuthInfo).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_auth {
+    /// The scheme, e.g. "digest". Not NULL.
+    pub scheme: *const c_char,
+    /// The credentials, e.g. "user:password" for digest.
+    pub credentials: *const u8,
+    /// Length of `credentials` in bytes.
+    pub credentials_len: usize,
+}
 
 /// Client options. Always start from zkr_client_options_init(&opts), which sets `size` and
 /// `version` and every default; then change the fields you need. The struct may grow at its end in
@@ -254,6 +298,18 @@ pub struct zkr_client_options {
     pub auth_credentials: *const u8,
     /// Length of `auth_credentials` in bytes.
     pub auth_credentials_len: usize,
+    /// (version 2) The ACL given to every node this client creates, recipes' nodes and the parents
+    /// they create included: `acl_len` entries. NULL (default): world:anyone, all permissions
+    /// (OPEN_ACL_UNSAFE). Read during zkr_client_connect only (the library keeps a copy).
+    pub acl: *const zkr_acl,
+    /// (version 2) The number of entries at `acl` (0 with NULL; > 0 otherwise).
+    pub acl_len: usize,
+    /// (version 2) More authentication entries, `auth_len` of them, added after the one in
+    /// `auth_scheme` (if any): a session may hold several identities. NULL (default): none.
+    /// Read during zkr_client_connect only.
+    pub auth: *const zkr_auth,
+    /// (version 2) The number of entries at `auth`.
+    pub auth_len: usize,
 }
 
 fn default_options() -> zkr_client_options {
@@ -273,11 +329,16 @@ fn default_options() -> zkr_client_options {
         auth_scheme: ptr::null(),
         auth_credentials: ptr::null(),
         auth_credentials_len: 0,
+        acl: ptr::null(),
+        acl_len: 0,
+        auth: ptr::null(),
+        auth_len: 0,
     }
 }
 
 /// Fills `opts` with the defaults (API.md's): session timeout 60 s, connection timeout 15 s,
-/// exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only.
+/// exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
+/// world:anyone (all permissions).
 ///
 /// `opts` may point to uninitialized memory.
 #[no_mangle]
@@ -314,6 +375,12 @@ unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr_client_opt
             zkrecipes::VERSION
         )));
     }
+    // A version-1 program knows nothing past auth_credentials_len, whatever its `size` says.
+    let size = if version < 2 {
+        size.min(std::mem::offset_of!(zkr_client_options, acl))
+    } else {
+        size
+    };
     ptr::copy_nonoverlapping(
         opts.cast::<u8>(),
         (&mut merged as *mut zkr_client_options).cast::<u8>(),
@@ -345,7 +412,75 @@ unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> 
         )?;
         b = b.auth(scheme, cred.to_vec());
     }
+    for (i, a) in arg_array(o.auth, o.auth_len, "opts.auth")?
+        .iter()
+        .enumerate()
+    {
+        let scheme = arg_str(a.scheme, &format!("opts.auth[{i}].scheme"))?;
+        if scheme.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "opts.auth[{i}].scheme is empty"
+            )));
+        }
+        let cred = arg_bytes(
+            a.credentials,
+            a.credentials_len,
+            &format!("opts.auth[{i}].credentials"),
+        )?;
+        b = b.auth(scheme, cred.to_vec());
+    }
+    if !o.acl.is_null() || o.acl_len != 0 {
+        let entries = arg_array(o.acl, o.acl_len, "opts.acl")?;
+        if entries.is_empty() {
+            return Err(Error::InvalidArgument(
+                "opts.acl is set with acl_len 0: give at least one entry, or NULL for the default"
+                    .into(),
+            ));
+        }
+        let mut list = Vec::with_capacity(entries.len());
+        for (i, e) in entries.iter().enumerate() {
+            let scheme = arg_str(e.scheme, &format!("opts.acl[{i}].scheme"))?;
+            let id = arg_str(e.id, &format!("opts.acl[{i}].id"))?;
+            if scheme.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "opts.acl[{i}].scheme is empty"
+                )));
+            }
+            list.push(Acl::new(permission(e.perms, i)?, AuthId::new(scheme, id)));
+        }
+        b = b.acl(list);
+    }
     Ok(b)
+}
+
+/// `len` elements at `ptr` (NULL allowed only with 0).
+unsafe fn arg_array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    let p = non_null(ptr, what)?;
+    Ok(std::slice::from_raw_parts(p.as_ptr(), len))
+}
+
+/// ZooKeeper's permission bits as a `Permission`.
+fn permission(bits: u32, i: usize) -> Result<Permission> {
+    if bits == 0 || bits > ZKR_PERM_ALL {
+        return Err(Error::InvalidArgument(format!(
+            "opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)"
+        )));
+    }
+    let all = [
+        Permission::READ,
+        Permission::WRITE,
+        Permission::CREATE,
+        Permission::DELETE,
+        Permission::ADMIN,
+    ];
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| bits & (1 << i) != 0)
+        .fold(Permission::NONE, |acc, (_, p)| acc | p))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -822,6 +957,67 @@ mod tests {
         assert_eq!(read.session_timeout_ms, 1234);
         assert_eq!(read.retry.kind, ZKR_RETRY_EXPONENTIAL_BACKOFF);
         assert!(read.retry.to_core().is_ok());
+    }
+
+    #[test]
+    fn version_1_options_ignore_the_version_2_fields() {
+        let mut opts = default_options();
+        opts.version = 1;
+        opts.size = std::mem::offset_of!(zkr_client_options, acl);
+        opts.acl = std::ptr::dangling();
+        opts.acl_len = 3;
+        opts.auth = std::ptr::dangling();
+        opts.auth_len = 2;
+        let read = unsafe { read_options(&opts) }.unwrap();
+        assert!(read.acl.is_null() && read.acl_len == 0);
+        assert!(read.auth.is_null() && read.auth_len == 0);
+        assert!(unsafe { builder("127.0.0.1:2181", &read) }.is_ok());
+        // Version 1 with the whole struct's size: still only version 1's fields.
+        opts.size = std::mem::size_of::<zkr_client_options>();
+        let read = unsafe { read_options(&opts) }.unwrap();
+        assert!(read.acl.is_null() && read.auth_len == 0);
+    }
+
+    #[test]
+    fn acl_and_auth_entries_are_checked() {
+        let scheme = c"world";
+        let id = c"anyone";
+        let mut entries = [zkr_acl {
+            perms: ZKR_PERM_ALL,
+            scheme: scheme.as_ptr(),
+            id: id.as_ptr(),
+        }];
+        let mut opts = default_options();
+        opts.acl = entries.as_ptr();
+        opts.acl_len = 1;
+        assert!(unsafe { builder("127.0.0.1:2181", &opts) }.is_ok());
+        for bad in [0, 32, 64] {
+            entries[0].perms = bad;
+            opts.acl = entries.as_ptr();
+            assert!(matches!(
+                unsafe { builder("127.0.0.1:2181", &opts) },
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        entries[0].perms = ZKR_PERM_READ;
+        entries[0].id = std::ptr::null();
+        opts.acl = entries.as_ptr();
+        assert!(unsafe { builder("127.0.0.1:2181", &opts) }.is_err());
+        let mut opts = default_options();
+        opts.acl_len = 1; // NULL with a length
+        assert!(unsafe { builder("127.0.0.1:2181", &opts) }.is_err());
+        let mut opts = default_options();
+        opts.acl = entries.as_ptr(); // a pointer with length 0
+        assert!(unsafe { builder("127.0.0.1:2181", &opts) }.is_err());
+        let auth = [zkr_auth {
+            scheme: c"".as_ptr(),
+            credentials: std::ptr::null(),
+            credentials_len: 0,
+        }];
+        let mut opts = default_options();
+        opts.auth = auth.as_ptr();
+        opts.auth_len = 1;
+        assert!(unsafe { builder("127.0.0.1:2181", &opts) }.is_err());
     }
 
     #[test]
