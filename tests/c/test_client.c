@@ -58,6 +58,145 @@ static void test_older_smaller_options_struct_is_accepted(void) {
     zkr_client_free(c);
 }
 
+/* ACL of created nodes (options version 2) and several auth entries: the owner session holds two
+ * digest identities and creates with CREATOR_ALL ({ALL, "auth", ""}); a session without them gets
+ * ZKR_NO_AUTH, a session with either one reads and deletes. */
+static void test_acl_and_several_auth_entries(void) {
+    char base[128], counter_path[160], lock_path[160];
+    zt_path(base, sizeof base, "acl");
+    snprintf(counter_path, sizeof counter_path, "%s/counter", base);
+    snprintf(lock_path, sizeof lock_path, "%s/lock", base);
+
+    zkr_client *anon = NULL, *owner = NULL, *bob = NULL, *wrong = NULL;
+    CHECK_OK(zt_connect_client(&anon));
+    /* Parents created by the owner would carry its ACL too: keep the shared ones open. */
+    CHECK_OK(zkr_client_create(anon, base, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+
+    const char *alice = "alice:secret", *bob_pw = "bob:pw";
+    zkr_auth auth[2] = {
+        {"digest", (const uint8_t *)alice, strlen(alice)},
+        {"digest", (const uint8_t *)bob_pw, strlen(bob_pw)},
+    };
+    zkr_acl creator_all[1] = {{ZKR_PERM_ALL, "auth", ""}};
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    CHECK(opts.version == 2 && opts.acl == NULL && opts.acl_len == 0 && opts.auth == NULL && opts.auth_len == 0);
+    opts.auth = auth;
+    opts.auth_len = 2;
+    opts.acl = creator_all;
+    opts.acl_len = 1;
+    CHECK_OK(zkr_client_connect(zt_connect, &opts, &owner));
+
+    /* A counter and a lock node, created by the recipes with the owner's ACL. */
+    zkr_atomic_long *counter = NULL;
+    zkr_atomic_value v;
+    CHECK_OK(zkr_atomic_long_new(owner, counter_path, &counter));
+    CHECK_OK(zkr_atomic_long_add(counter, 7, &v));
+    CHECK(v.succeeded && v.post_value == 7);
+    zkr_atomic_long_free(counter);
+    zkr_mutex *m = NULL;
+    bool acquired = false;
+    CHECK_OK(zkr_mutex_new(owner, lock_path, &m));
+    CHECK_OK(zkr_mutex_acquire(m, 10000, &acquired));
+    CHECK(acquired);
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_mutex_participant_nodes(m, &nodes));
+    CHECK(nodes->len == 1);
+    char lock_node[256];
+    snprintf(lock_node, sizeof lock_node, "%s", nodes->items[0]);
+    zkr_string_list_free(nodes);
+
+    /* Without the identities: no read, no delete, no listing. */
+    zkr_client_options wrong_opts;
+    CHECK_OK(zkr_client_options_init(&wrong_opts));
+    wrong_opts.auth_scheme = "digest";
+    wrong_opts.auth_credentials = (const uint8_t *)"alice:wrong";
+    wrong_opts.auth_credentials_len = strlen("alice:wrong");
+    CHECK_OK(zkr_client_connect(zt_connect, &wrong_opts, &wrong));
+    zkr_client *outsiders[2] = {anon, wrong};
+    for (int i = 0; i < 2; i++) {
+        zkr_buffer *data = NULL;
+        zkr_string_list *children = NULL;
+        CHECK_STATUS(zkr_client_get_data(outsiders[i], counter_path, &data, NULL), ZKR_NO_AUTH, "zkr_client_get_data");
+        CHECK_STATUS(zkr_client_get_data(outsiders[i], lock_node, &data, NULL), ZKR_NO_AUTH, "zkr_client_get_data");
+        CHECK_STATUS(zkr_client_delete(outsiders[i], lock_node, -1, 0), ZKR_NO_AUTH, "zkr_client_delete");
+        CHECK_STATUS(zkr_client_get_children(outsiders[i], lock_path, &children), ZKR_NO_AUTH, "zkr_client_get_children");
+    }
+    bool exists = false;
+    CHECK_OK(zkr_client_exists(owner, lock_node, &exists, NULL));
+    CHECK(exists);
+
+    /* bob alone (the version-1 single auth fields) is one of the creator's identities. */
+    zkr_client_options bob_opts;
+    CHECK_OK(zkr_client_options_init(&bob_opts));
+    bob_opts.auth_scheme = "digest";
+    bob_opts.auth_credentials = (const uint8_t *)bob_pw;
+    bob_opts.auth_credentials_len = strlen(bob_pw);
+    CHECK_OK(zkr_client_connect(zt_connect, &bob_opts, &bob));
+    zkr_atomic_long *bobs = NULL;
+    CHECK_OK(zkr_atomic_long_new(bob, counter_path, &bobs));
+    CHECK_OK(zkr_atomic_long_get(bobs, &v));
+    CHECK(v.succeeded && v.post_value == 7);
+    zkr_atomic_long_free(bobs);
+    CHECK_OK(zkr_client_delete(bob, lock_node, -1, 0));
+    CHECK_OK(zkr_client_exists(owner, lock_node, &exists, NULL));
+    CHECK(!exists);
+
+    zkr_mutex_free(m);
+    CHECK_OK(zkr_client_delete(owner, base, -1, ZKR_DELETE_RECURSIVE));
+    zkr_client_free(wrong);
+    zkr_client_free(bob);
+    zkr_client_free(owner);
+    zkr_client_free(anon);
+}
+
+/* A program built against the version-1 header: its struct ends at auth_credentials_len, so the
+ * version-2 fields (here garbage beyond its size) are never read, and nodes get the default
+ * open ACL. */
+static void test_version_1_options_ignore_acl_fields(void) {
+    char path[128];
+    zt_path(path, sizeof path, "v1");
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.version = 1;
+    opts.size = offsetof(zkr_client_options, acl);
+    opts.acl = (const zkr_acl *)(uintptr_t)8; /* would crash if read */
+    opts.acl_len = 3;
+    opts.auth = (const zkr_auth *)(uintptr_t)8;
+    opts.auth_len = 2;
+    opts.auth_scheme = "digest";
+    opts.auth_credentials = (const uint8_t *)"v1:pw";
+    opts.auth_credentials_len = 5;
+    zkr_client *old = NULL, *anon = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, &opts, &old));
+    CHECK_OK(zkr_client_create(old, path, (const uint8_t *)"x", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    CHECK_OK(zt_connect_client(&anon));
+    zkr_buffer *data = NULL;
+    CHECK_OK(zkr_client_get_data(anon, path, &data, NULL));
+    CHECK(data->len == 1);
+    zkr_buffer_free(data);
+    CHECK_OK(zkr_client_delete(anon, path, -1, 0));
+    zkr_client_free(anon);
+    zkr_client_free(old);
+}
+
+/* Bad ACL options are refused before connecting. */
+static void test_bad_acl_options_are_refused(void) {
+    zkr_client_options opts;
+    zkr_client *c = NULL;
+    zkr_acl bad[1] = {{64, "world", "anyone"}};
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.acl = bad;
+    opts.acl_len = 1;
+    CHECK_STATUS(zkr_client_connect(zt_connect, &opts, &c), ZKR_INVALID_ARGUMENT, "zkr_client_connect");
+    bad[0].perms = ZKR_PERM_READ;
+    bad[0].scheme = NULL;
+    CHECK_STATUS(zkr_client_connect(zt_connect, &opts, &c), ZKR_INVALID_ARGUMENT, "zkr_client_connect");
+    opts.acl = NULL; /* a length without entries */
+    CHECK_STATUS(zkr_client_connect(zt_connect, &opts, &c), ZKR_INVALID_ARGUMENT, "zkr_client_connect");
+    CHECK(c == NULL);
+}
+
 static void test_plain_operations_round_trip(void) {
     zkr_client *c = NULL;
     CHECK_OK(zt_connect_client(&c));
@@ -238,6 +377,9 @@ int main(int argc, char **argv) {
     RUN(test_connect_with_default_options_and_close_twice);
     RUN(test_older_smaller_options_struct_is_accepted);
     RUN(test_plain_operations_round_trip);
+    RUN(test_acl_and_several_auth_entries);
+    RUN(test_version_1_options_ignore_acl_fields);
+    RUN(test_bad_acl_options_are_refused);
     RUN(test_namespace_prefixes_every_path);
     RUN(test_state_callback_sees_lost_then_reconnected_after_session_expiry);
     RUN(test_closed_client_reports_closed_and_can_still_be_freed);
