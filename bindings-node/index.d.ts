@@ -269,6 +269,8 @@ export interface LockOptions {
 export interface LockEvents {
   /** A hold of `owner` was lost (its session SUSPENDED or LOST): stop trusting it. */
   lost: [owner: Owner | bigint];
+  /** Another process asked this hold to be released (`attemptRevoke`), after `makeRevocable()`. */
+  revoke: [owner: Owner | bigint];
 }
 
 /** Curator's InterProcessMutex: reentrant per owner, fair, with fencing tokens. */
@@ -290,7 +292,19 @@ export declare class InterProcessMutex extends EventEmitter<LockEvents> {
   /** The current owner's lock node path, or null. */
   readonly lockNode: string | null;
   participantNodes(): Promise<string[]>;
+  /**
+   * Curator's makeRevocable: later holds are watched for `attemptRevoke` requests, each emitted
+   * as `'revoke'` with the hold's owner (`listener` is added as a `'revoke'` listener). Cooperative:
+   * the holder decides whether to release. Returns this lock.
+   */
+  makeRevocable(listener?: (owner: Owner | bigint) => void): this;
 }
+
+/**
+ * Curator's Revoker.attemptRevoke: asks the holder of lock node `nodePath` (one of
+ * `participantNodes()`) to release by writing `__REVOKE__` into it; a node already gone is fine.
+ */
+export declare function attemptRevoke(client: Client, nodePath: string): Promise<void>;
 
 /** Curator's InterProcessReadWriteLock. */
 export declare class InterProcessReadWriteLock {

@@ -550,9 +550,9 @@ function forwardTo(target, translate) {
   };
 }
 
-// 'lost' carries the owner whose hold was lost.
+// 'lost' and 'revoke' carry the owner whose hold was lost / is asked for.
 function lockEvents(name, payload) {
-  if (name === 'lost') return [Owner._byId(payload) ?? payload];
+  if (name === 'lost' || name === 'revoke') return [Owner._byId(payload) ?? payload];
   return [payload];
 }
 
@@ -689,6 +689,35 @@ class InterProcessMutex extends EventEmitter {
   participantNodes() {
     return rejecting(() => this.#native.participantNodes());
   }
+
+  /**
+   * Curator's makeRevocable: from now on this lock's nodes are watched for revocation requests
+   * (`attemptRevoke(client, node)` from any process or face). Each request emits `'revoke'` with
+   * the `Owner` of that hold; `listener`, if given, is added as a `'revoke'` listener. Revocation
+   * is cooperative: release (`lock.release({ owner })`) or ignore it. Applies to acquires that
+   * start after this call. Returns the lock.
+   */
+  makeRevocable(listener) {
+    if (listener !== undefined && listener !== null && typeof listener !== 'function') {
+      throw invalid(`listener must be a function, got ${describe(listener)}`);
+    }
+    this.#native.makeRevocable(forwardTo(this, lockEvents));
+    if (typeof listener === 'function') this.on('revoke', listener);
+    return this;
+  }
+}
+
+/**
+ * Curator's Revoker.attemptRevoke: asks the holder of lock node `nodePath` (one of
+ * `participantNodes()`, any face's or Curator's) to release, by writing `__REVOKE__` into it.
+ * Resolves once written; a node that is already gone is fine. The holder decides.
+ */
+function attemptRevoke(client, nodePath) {
+  return rejecting(() => {
+    const nc = Client._native(client);
+    checkPath('nodePath', nodePath);
+    return native.attemptRevoke(nc, nodePath);
+  });
 }
 
 /**
@@ -1384,6 +1413,7 @@ module.exports = {
   DistributedAtomicLong,
   DistributedAtomicInteger,
   SharedCount,
+  attemptRevoke,
   ErrorCode,
   RetryPolicy,
   ExponentialBackoffRetry,

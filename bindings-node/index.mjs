@@ -17,6 +17,7 @@ export const {
   DistributedAtomicLong,
   DistributedAtomicInteger,
   SharedCount,
+  attemptRevoke,
   ErrorCode,
   RetryPolicy,
   ExponentialBackoffRetry,

@@ -134,6 +134,20 @@ impl NativeMutex {
         Ok(self.inner.lock_node(owner))
     }
 
+    /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
+    /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), `emit`
+    /// receives `'revoke'` with the owner id of that hold. Cooperative: the owner decides whether
+    /// to release. Applies to acquires that start after this call; a second call replaces the
+    /// first.
+    #[napi]
+    pub fn make_revocable(&self, emit: EmitFn<'_>) -> napi::Result<()> {
+        let emitter = Emitter::new(emit)?;
+        self.inner.make_revocable(move |owner| {
+            emitter.emit(Event::new("revoke", Payload::Owner(owner.as_raw())))
+        });
+        Ok(())
+    }
+
     /// Resolves to the lock's nodes in line order (holder first).
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
@@ -426,4 +440,19 @@ impl NativeMultiLock {
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.inner.is_acquired_in_this_process()
     }
+}
+
+/// Curator's Revoker.attemptRevoke: writes `__REVOKE__` into the lock node `node_path` (one of
+/// `participantNodes()`) to ask its holder to release; a node already gone is fine.
+#[napi]
+pub fn attempt_revoke<'env>(
+    env: &'env Env,
+    client: &NativeClient,
+    node_path: String,
+) -> napi::Result<Object<'env>> {
+    let c = client.inner.clone();
+    promise::spawn(env, async move {
+        zkrecipes::lock::attempt_revoke(&c, &node_path).await?;
+        Ok(Out::Undefined)
+    })
 }

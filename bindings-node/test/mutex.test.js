@@ -16,6 +16,7 @@ const {
   InterProcessSemaphoreV2,
   InterProcessMultiLock,
   Owner,
+  attemptRevoke,
 } = require('..');
 const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
@@ -340,4 +341,56 @@ test('InterProcessMultiLock takes all its locks or none', async () => {
   assert.throws(() => new InterProcessMultiLock(client, [a, a]), { code: 'ZKR_INVALID_ARGUMENT' });
   assert.throws(() => new InterProcessMultiLock(client, []), { code: 'ZKR_INVALID_ARGUMENT' });
   assert.throws(() => new InterProcessMultiLock(client, 'a'), { code: 'ZKR_INVALID_ARGUMENT' });
+});
+
+test('revocation: makeRevocable + attemptRevoke from another client; the holder gives up', async () => {
+  const p = uniquePath('revoke');
+  const other = await Client.connect(zk.connectString, { sessionTimeoutMs: 10000 });
+  try {
+    const holder = new InterProcessMutex(client, p);
+    const owner = new Owner();
+    const heard = [];
+    assert.equal(
+      holder.makeRevocable((o) => {
+        heard.push(o);
+        holder.release({ owner: o }).catch(() => {});
+      }),
+      holder,
+    );
+    assert.equal(await holder.acquire({ owner }), true);
+    const node = holder.lockNode ?? (await holder.participantNodes())[0];
+    assert.deepEqual(await holder.participantNodes(), [node]);
+
+    const waiter = new InterProcessMutex(other, p);
+    const waiterOwner = new Owner();
+    const acquiring = waiter.acquire({ owner: waiterOwner, timeoutMs: 10000 });
+    await waitFor(async () => (await waiter.participantNodes()).length === 2, { what: 'the waiter in line' });
+    await attemptRevoke(other, node);
+    assert.equal(await acquiring, true, 'the waiter got the lock after the holder gave it up');
+    assert.equal(heard.length, 1);
+    assert.equal(heard[0], owner, "'revoke' carries the hold's Owner");
+    assert.equal(holder.isOwnedByCurrentOwner(owner), false);
+
+    // A revoke for a node that is gone resolves; bad arguments reject.
+    await attemptRevoke(other, node);
+    await assert.rejects(attemptRevoke(other, 'no-slash'), { code: 'ZKR_INVALID_ARGUMENT' });
+    await assert.rejects(attemptRevoke({}, node), { code: 'ZKR_INVALID_ARGUMENT' });
+    assert.throws(() => waiter.makeRevocable(42), { code: 'ZKR_INVALID_ARGUMENT' });
+    await waiter.release({ owner: waiterOwner });
+  } finally {
+    await other.close();
+  }
+});
+
+test("revocation: the 'revoke' event of a read/write lock's write half, released with its owner", async () => {
+  const rw = new InterProcessReadWriteLock(client, uniquePath('revoke-rw'));
+  const w = rw.writeLock().makeRevocable();
+  const owner = new Owner();
+  assert.equal(await w.acquire({ owner }), true);
+  const revoked = nextEvent(w, 'revoke');
+  const [node] = await w.participantNodes();
+  await attemptRevoke(client, node);
+  assert.equal(await revoked, owner);
+  await w.release({ owner });
+  assert.deepEqual(await w.participantNodes(), []);
 });

@@ -11,6 +11,7 @@ import {
   LeaderSelector,
   Owner,
   SharedCount,
+  attemptRevoke,
   type AtomicValue,
   type ConnectionState,
   type LeadershipContext,
@@ -41,6 +42,9 @@ async function main(hosts: string): Promise<void> {
 
   const mutex = new InterProcessMutex(client, '/locks/a', { lostPolicy: 'standard' });
   mutex.on('lost', (owner) => console.log('lost', owner));
+  mutex.makeRevocable((o: Owner | bigint) => console.log('asked to release', o));
+  const nodes: string[] = await mutex.participantNodes();
+  for (const node of nodes) await attemptRevoke(client, node);
   const n: number = await mutex.withLock(async () => {
     const token: bigint | null = mutex.fencingToken;
     console.log('fencing token', token);
