@@ -11,6 +11,7 @@ mod errors;
 mod leader;
 mod local;
 mod lock;
+mod observer;
 mod owner;
 
 use pyo3::prelude::*;
@@ -33,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<leader::PyLeaderLatch>()?;
     m.add_class::<leader::PyLeadershipContext>()?;
     m.add_class::<leader::PyLeaderSelector>()?;
+    m.add_class::<observer::PyLeaderObserver>()?;
     m.add_class::<atomic::PyAtomicStats>()?;
     m.add_class::<atomic::PyAtomicValue>()?;
     m.add_class::<atomic::PyVersionedValue>()?;

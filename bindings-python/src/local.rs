@@ -37,6 +37,15 @@ impl<T> Local<T> {
         self.is_here().then(|| &*self.value)
     }
 
+    /// The value, mutably, when in its own process.
+    pub fn here_mut(&mut self) -> Option<&mut T> {
+        if self.is_here() {
+            Some(&mut self.value)
+        } else {
+            None
+        }
+    }
+
     /// The value, or `ClosedError` in a forked child.
     pub fn get(&self, py: Python<'_>, what: &str) -> PyResult<&T> {
         if self.is_here() {

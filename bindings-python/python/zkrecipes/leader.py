@@ -22,6 +22,7 @@ from .locks import _check_timeout, _native_client
 
 __all__ = [
     "LeaderLatch",
+    "LeaderObserver",
     "LeaderLatchListener",
     "LeaderSelector",
     "LeadershipContext",
@@ -446,6 +447,90 @@ class LeaderSelector:
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         await self.close_async()
+
+
+class LeaderObserver:
+    """Who leads a :class:`LeaderLatch` or :class:`LeaderSelector` group on ``path`` — in any
+    face or Curator — without taking part (etcd's Observe; the C face's ``zkr_leader_observer``).
+    One children watch on the group: each join or leave costs one ``getChildren``.
+
+    ``with LeaderObserver(client, path) as observer:`` starts and closes it. :attr:`leader` is
+    the leader as last seen (``Participant("", False)`` when nobody leads);
+    :meth:`wait_changed` returns each change once, in order; listeners run on a library thread.
+    """
+
+    def __init__(self, client: Client, path: str) -> None:
+        self._n = _native.LeaderObserver(_native_client(client), path)
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.LeaderObserver path={self.path!r}>"
+
+    @property
+    def path(self) -> str:
+        """The group path."""
+        return str(self._n.path)
+
+    def start(self) -> "LeaderObserver":
+        """Starts observing; returns once the current leader is known (the path need not exist
+        yet). Returns the observer."""
+        self._n.start()
+        return self
+
+    async def start_async(self) -> "LeaderObserver":
+        """:meth:`start` for asyncio."""
+        await self._n.start_async(asyncio.get_running_loop())
+        return self
+
+    @property
+    def leader(self) -> Participant:
+        """The leader as last seen; ``Participant("", False)`` when nobody leads."""
+        return self._n.leader
+
+    def wait_changed(self, timeout: Optional[float] = None) -> Optional[Participant]:
+        """Waits for the next change of leader since the last call (or :meth:`start`) and returns
+        the new leader; None if ``timeout`` seconds passed first (None: wait forever). Raises
+        :class:`~zkrecipes.ClosedError` once the observer or its client is closed."""
+        return self._n.wait_changed(_check_timeout(timeout))
+
+    async def wait_changed_async(self, timeout: Optional[float] = None) -> Optional[Participant]:
+        """:meth:`wait_changed` for asyncio."""
+        result: Optional[Participant] = await self._n.wait_changed_async(
+            asyncio.get_running_loop(), _check_timeout(timeout)
+        )
+        return result
+
+    def add_listener(self, listener: Callable[[Participant], object]) -> int:
+        """Calls ``listener(participant)`` with each new leader (in order, one at a time, on a
+        library thread; exceptions go to ``sys.unraisablehook``). Returns an id for
+        :meth:`remove_listener`."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, not {type(listener).__name__}")
+        return int(self._n.add_listener(listener))
+
+    def remove_listener(self, listener_id: int) -> bool:
+        """Removes a listener; returns whether it was there."""
+        return bool(self._n.remove_listener(listener_id))
+
+    def close(self) -> None:
+        """Stops observing (the watch is removed from the server); waiters get
+        :class:`~zkrecipes.ClosedError`. Idempotent."""
+        self._n.close()
+
+    def __enter__(self) -> "LeaderObserver":
+        return self.start()
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "LeaderObserver":
+        return await self.start_async()
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
 
 
 def _running_loop() -> Optional[asyncio.AbstractEventLoop]:

@@ -1,0 +1,231 @@
+//! `zkrecipes._native.LeaderObserver`: who leads a LeaderLatch / LeaderSelector group, without
+//! joining it (the core's `LeaderObserver`, etcd's Observe). The hand-written
+//! `zkrecipes.LeaderObserver` wraps it.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use tokio::sync::watch;
+use zkrecipes::leader::{LeaderObserver, Participant};
+use zkrecipes::{Client, Error};
+
+use crate::bridge::{self, timeout};
+use crate::client::PyClient;
+use crate::errors;
+use crate::leader::{participant_obj, PyParticipant};
+use crate::local::Local;
+
+struct Started {
+    observer: LeaderObserver,
+    /// This object's cursor: `wait_changed` returns each change once, in order.
+    changes: Arc<Mutex<watch::Receiver<Participant>>>,
+}
+
+enum Slot {
+    NotStarted(Client),
+    Started(Local<Started>),
+}
+
+/// The native observer.
+#[pyclass(frozen, module = "zkrecipes._native", name = "LeaderObserver")]
+pub struct PyLeaderObserver {
+    path: String,
+    slot: Mutex<Slot>,
+}
+
+impl PyLeaderObserver {
+    fn started<T>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Started) -> PyResult<T>,
+    ) -> PyResult<T> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *slot {
+            Slot::Started(local) => {
+                local.get(py, "leader observer")?;
+                // Only reached in the process that made it (checked just above).
+                f(local.here_mut().expect("checked by get"))
+            }
+            Slot::NotStarted(_) => Err(errors::closed(
+                py,
+                format!(
+                    "the leader observer of {} is not started: call start() or use `with`",
+                    self.path
+                ),
+            )),
+        }
+    }
+
+    fn install(&self, py: Python<'_>, observer: LeaderObserver) -> PyResult<()> {
+        let mut changes = observer.subscribe();
+        changes.borrow_and_update();
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Slot::Started(_) = &*slot {
+            return Err(errors::invalid(
+                py,
+                format!("the leader observer of {} is already started", self.path),
+            ));
+        }
+        *slot = Slot::Started(Local::new(Started {
+            observer,
+            changes: Arc::new(Mutex::new(changes)),
+        }));
+        Ok(())
+    }
+
+    fn client(&self, py: Python<'_>) -> PyResult<Client> {
+        match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            Slot::NotStarted(c) => Ok(c.clone()),
+            Slot::Started(_) => Err(errors::invalid(
+                py,
+                format!("the leader observer of {} is already started", self.path),
+            )),
+        }
+    }
+}
+
+/// Waits for the next change after the cursor; `Ok(None)` on timeout, `Closed` once closed.
+async fn next_change(
+    cursor: Arc<Mutex<watch::Receiver<Participant>>>,
+    wait: Option<std::time::Duration>,
+) -> zkrecipes::Result<Option<Participant>> {
+    let mut rx = cursor.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let changed = match wait {
+        Some(t) => match tokio::time::timeout(t, rx.changed()).await {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        },
+        None => rx.changed().await,
+    };
+    if changed.is_err() {
+        return Err(Error::Closed(
+            "the leader observer (or its client) is closed".into(),
+        ));
+    }
+    let p = rx.borrow_and_update().clone();
+    *cursor.lock().unwrap_or_else(|e| e.into_inner()) = rx;
+    Ok(Some(p))
+}
+
+fn optional_participant(py: Python<'_>, p: Option<Participant>) -> PyResult<Py<PyAny>> {
+    match p {
+        Some(p) => participant_obj(py, p),
+        None => Ok(py.None()),
+    }
+}
+
+#[pymethods]
+impl PyLeaderObserver {
+    #[new]
+    fn new(py: Python<'_>, client: &PyClient, path: String) -> PyResult<PyLeaderObserver> {
+        let c = client.core(py)?;
+        zkrecipes::path::validate_path(&path).map_err(|e| errors::to_py(py, e))?;
+        Ok(PyLeaderObserver {
+            path,
+            slot: Mutex::new(Slot::NotStarted(c)),
+        })
+    }
+
+    /// Starts observing; returns once the current leader is known.
+    fn start(&self, py: Python<'_>) -> PyResult<()> {
+        let c = self.client(py)?;
+        let path = self.path.clone();
+        let observer = bridge::block(py, async move { LeaderObserver::start(&c, &path).await })?;
+        self.install(py, observer)
+    }
+
+    fn start_async<'py>(
+        slf: &Bound<'py, Self>,
+        event_loop: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let c = this.client(py)?;
+        let path = this.path.clone();
+        let me: Py<PyLeaderObserver> = slf.clone().unbind();
+        bridge::future(
+            py,
+            event_loop,
+            async move { LeaderObserver::start(&c, &path).await.map(Arc::new) },
+            Box::new(move |py, observer: Arc<LeaderObserver>| {
+                let observer = Arc::try_unwrap(observer).map_err(|_| {
+                    errors::to_py(py, Error::Internal("observer shared twice".into()))
+                })?;
+                me.get().install(py, observer)?;
+                Ok(py.None())
+            }),
+            None,
+        )
+    }
+
+    /// The group path.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The leader as last seen (`Participant("", False)` when nobody leads).
+    #[getter]
+    fn leader(&self, py: Python<'_>) -> PyResult<PyParticipant> {
+        self.started(py, |s| Ok(PyParticipant::from(s.observer.leader())))
+    }
+
+    /// The next change of leader since the last call (or start), or None after `timeout`.
+    #[pyo3(signature = (timeout))]
+    fn wait_changed(
+        &self,
+        py: Python<'_>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<PyParticipant>> {
+        let t = self::timeout(py, "timeout", timeout)?;
+        let cursor = self.started(py, |s| Ok(s.changes.clone()))?;
+        Ok(bridge::block(py, next_change(cursor, t))?.map(PyParticipant::from))
+    }
+
+    #[pyo3(signature = (event_loop, timeout))]
+    fn wait_changed_async<'py>(
+        &self,
+        py: Python<'py>,
+        event_loop: &Bound<'py, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let t = self::timeout(py, "timeout", timeout)?;
+        let cursor = self.started(py, |s| Ok(s.changes.clone()))?;
+        bridge::future(
+            py,
+            event_loop,
+            next_change(cursor, t),
+            Box::new(optional_participant),
+            None,
+        )
+    }
+
+    /// `callback(participant)` with each new leader, on a library thread; returns an id.
+    fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
+        self.started(py, |s| {
+            Ok(s.observer.add_listener(move |p| {
+                if let Some(cb) = Python::try_attach(|py| callback.clone_ref(py)) {
+                    bridge::call_soon(cb, (PyParticipant::from(p),));
+                }
+            }))
+        })
+    }
+
+    /// Removes a listener; returns whether it was there.
+    fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
+        self.started(py, |s| Ok(s.observer.remove_listener(id)))
+    }
+
+    /// Stops observing (its watch is removed from the server); waiters get ClosedError.
+    /// Idempotent; closing one that never started does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        if let Slot::Started(local) = &mut *slot {
+            local.get(py, "leader observer")?;
+            if let Some(s) = local.here_mut() {
+                s.observer.close();
+            }
+        }
+        Ok(())
+    }
+}
