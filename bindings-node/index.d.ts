@@ -393,6 +393,27 @@ export declare class LeaderLatch extends EventEmitter<LeaderLatchEvents> {
   close(options?: { closeMode?: CloseMode }): Promise<void>;
 }
 
+export interface LeaderObserverEvents {
+  /** The leader changed (`{ id: '', isLeader: false }`: nobody leads). */
+  change: [leader: Participant];
+}
+
+/**
+ * Who leads a LeaderLatch / LeaderSelector group without taking part (etcd's Observe): one
+ * children watch on the group. `await new LeaderObserver(client, path).start()`.
+ */
+export declare class LeaderObserver extends EventEmitter<LeaderObserverEvents> {
+  constructor(client: Client, path: string);
+  /** Starts observing; resolves to this observer once the current leader is known. */
+  start(): Promise<this>;
+  readonly path: string;
+  /** The leader as last seen; null before start() resolved or after close(). */
+  readonly leader: Participant | null;
+  /** The next new leader since the last call (each change once), or null after `timeoutMs`. */
+  waitChanged(options?: { timeoutMs?: number }): Promise<Participant | null>;
+  close(): Promise<void>;
+}
+
 export type CancelReason = 'CONNECTION_SUSPENDED' | 'SESSION_LOST' | 'INTERRUPTED' | 'CLOSED';
 
 /** `ctx.signal.reason` once leadership is cancelled. */

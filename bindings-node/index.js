@@ -1103,6 +1103,71 @@ class LeadershipContext {
 }
 
 /**
+ * Who leads a LeaderLatch or LeaderSelector group on `path` (of any face, or Curator) without
+ * taking part (etcd's Observe; Python's and C's LeaderObserver). One children watch on the group:
+ * each join or leave costs one getChildren. Emits `'change'` with the new leader
+ * (`{ id, isLeader }`; `{ id: '', isLeader: false }` when nobody leads).
+ *
+ *   const observer = await new LeaderObserver(client, '/leaders/billing').start();
+ *   observer.leader;                                     // { id: 'host-a', isLeader: true }
+ *   const next = await observer.waitChanged({ timeoutMs: 5000 });   // or null
+ *   await observer.close();
+ */
+class LeaderObserver extends EventEmitter {
+  #native;
+
+  constructor(client, path) {
+    super();
+    const nc = Client._native(client);
+    checkPath('path', path);
+    this.#native = new native.NativeLeaderObserver(nc, path, forwardTo(this, observerEvents));
+  }
+
+  /** Starts observing; resolves to this observer once the current leader is known. */
+  start() {
+    return rejecting(async () => {
+      await this.#native.start();
+      return this;
+    });
+  }
+
+  /** The group path. */
+  get path() {
+    return this.#native.path;
+  }
+
+  /** The leader as last seen, `{ id, isLeader }`; `null` before `start()` resolved or after `close()`. */
+  get leader() {
+    return this.#native.leader ?? null;
+  }
+
+  /**
+   * Resolves to the next new leader since the last call (or `start()`), each change once; to
+   * `null` once `{ timeoutMs }` passed (default: no limit). Rejects with `ZKR_CLOSED` once the
+   * observer or its client is closed.
+   */
+  waitChanged(options) {
+    return rejecting(() => {
+      const o = checkOptions('options', options);
+      return this.#native.waitChanged(checkMs('timeoutMs', o.timeoutMs));
+    });
+  }
+
+  /** Stops observing (its watch is removed from the server). Idempotent. */
+  close() {
+    return rejecting(async () => {
+      this.#native.close();
+    });
+  }
+}
+
+// 'change' carries (id, isLeader) from the native side.
+function observerEvents(name, id, isLeader) {
+  if (name === 'change') return [{ id, isLeader }];
+  return [id];
+}
+
+/**
  * Curator's LeaderSelector: while `takeLeadership(ctx)` (async) runs, this participant leads;
  * when it returns, leadership passes on. Options: `id`, `autoRequeue` (false), `lostPolicy`.
  * An error thrown by `takeLeadership` is emitted as `'error'` (or a process warning when
@@ -1409,6 +1474,7 @@ module.exports = {
   Lease,
   LeaderLatch,
   LeaderSelector,
+  LeaderObserver,
   LeadershipContext,
   DistributedAtomicLong,
   DistributedAtomicInteger,

@@ -13,6 +13,7 @@ export const {
   Lease,
   LeaderLatch,
   LeaderSelector,
+  LeaderObserver,
   LeadershipContext,
   DistributedAtomicLong,
   DistributedAtomicInteger,

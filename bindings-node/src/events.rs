@@ -21,6 +21,8 @@ pub enum Payload {
     Number(f64),
     /// An owner id (a BigInt; `index.js` maps it back to its `Owner`).
     Owner(u64),
+    /// A boolean (an observed participant's `isLeader`).
+    Bool(bool),
 }
 
 impl ToNapiValue for Payload {
@@ -30,6 +32,7 @@ impl ToNapiValue for Payload {
             Payload::Text(s) => unsafe { String::to_napi_value(env, s) },
             Payload::Number(n) => unsafe { f64::to_napi_value(env, n) },
             Payload::Owner(id) => unsafe { BigInt::to_napi_value(env, BigInt::from(id)) },
+            Payload::Bool(b) => unsafe { bool::to_napi_value(env, b) },
         }
     }
 }

@@ -25,10 +25,12 @@ mod error;
 mod events;
 mod leader;
 mod lock;
+mod observer;
 mod promise;
 mod value;
 
 pub use client::NativeClient;
+pub use lock::attempt_revoke;
 
 use napi_derive::napi;
 

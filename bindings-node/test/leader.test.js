@@ -6,7 +6,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
 
-const { Client, LeaderLatch, LeaderSelector } = require('..');
+const { Client, LeaderLatch, LeaderSelector, LeaderObserver } = require('..');
 const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
 let zk;
@@ -185,4 +185,78 @@ test("LeaderSelector: an error thrown by takeLeadership is emitted as 'error', n
   assert.throws(() => selector.start(), { code: 'ZKR_CLOSED' });
   assert.throws(() => new LeaderSelector(client, '/x', 'not a function'), { code: 'ZKR_INVALID_ARGUMENT' });
   assert.throws(() => new LeaderSelector(client, '/', async () => {}), { code: 'ZKR_INVALID_ARGUMENT' });
+});
+
+// Waits (bounded) until the observed leader is `id`: changes may coalesce between two waits.
+async function leaderBecomes(observer, id, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  while (observer.leader.id !== id) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw new Error(`the observed leader is ${JSON.stringify(observer.leader)}, not ${id}`);
+    await observer.waitChanged({ timeoutMs: left });
+  }
+  return observer.leader;
+}
+
+test('LeaderObserver follows a latch group without joining it', async () => {
+  const groupPath = uniquePath('observed-latch');
+  const [a, b] = await Promise.all([Client.connect(zk.connectString), Client.connect(zk.connectString)]);
+  const observer = new LeaderObserver(client, groupPath);
+  assert.equal(observer.leader, null, 'null before start');
+  assert.equal(await observer.start(), observer);
+  try {
+    assert.equal(observer.path, groupPath);
+    assert.deepEqual(observer.leader, { id: '', isLeader: false }, 'nobody leads a group that does not exist');
+    const heard = [];
+    observer.on('change', (p) => heard.push(p));
+    assert.equal(await observer.waitChanged({ timeoutMs: 100 }), null, 'no change: null after the timeout');
+
+    const latchA = new LeaderLatch(a, groupPath, { id: 'a' });
+    await latchA.start();
+    assert.deepEqual(await observer.waitChanged({ timeoutMs: 10000 }), { id: 'a', isLeader: true });
+    const latchB = new LeaderLatch(b, groupPath, { id: 'b' });
+    await latchB.start();
+    await waitFor(async () => (await latchB.getParticipants()).length === 2, { what: 'b joined' });
+    assert.equal(observer.leader.id, 'a', 'a follower joining changes nothing');
+    await latchA.close();
+    assert.deepEqual(await leaderBecomes(observer, 'b'), { id: 'b', isLeader: true });
+    const pending = observer.waitChanged();
+    await latchB.close();
+    assert.deepEqual(await pending, { id: '', isLeader: false });
+    await waitFor(() => heard.map((p) => p.id).join(',') === 'a,b,', { what: "'change' events a, b, nobody" });
+    assert.deepEqual(await client.getChildren(groupPath), [], 'the observer has no node in the group');
+  } finally {
+    await observer.close();
+    await Promise.all([a.close(), b.close()]);
+  }
+  await observer.close(); // idempotent
+  assert.equal(observer.leader, null);
+  await assert.rejects(observer.waitChanged(), { code: 'ZKR_CLOSED' });
+  await assert.rejects(observer.start(), { code: 'ZKR_CLOSED' });
+});
+
+test('LeaderObserver sees a LeaderSelector; close rejects a pending waitChanged; bad input', async () => {
+  const groupPath = uniquePath('observed-selector');
+  const other = await Client.connect(zk.connectString);
+  let release;
+  const released = new Promise((r) => (release = r));
+  const selector = new LeaderSelector(other, groupPath, async () => released, { id: 'sel-1' });
+  const observer = await new LeaderObserver(client, groupPath).start();
+  try {
+    selector.start();
+    assert.deepEqual(await leaderBecomes(observer, 'sel-1'), { id: 'sel-1', isLeader: true });
+    await assert.rejects(observer.start(), { code: 'ZKR_INVALID_ARGUMENT' });
+    await assert.rejects(observer.waitChanged({ timeoutMs: -5 }), { code: 'ZKR_INVALID_ARGUMENT' });
+    const pending = observer.waitChanged();
+    await observer.close();
+    await assert.rejects(pending, { code: 'ZKR_CLOSED' });
+  } finally {
+    release();
+    await selector.close();
+    await other.close();
+    await observer.close();
+  }
+  assert.throws(() => new LeaderObserver(client, 'no-slash'), { code: 'ZKR_INVALID_ARGUMENT' });
+  assert.throws(() => new LeaderObserver({}, groupPath), { code: 'ZKR_INVALID_ARGUMENT' });
+  await assert.rejects(new LeaderObserver(client, groupPath).waitChanged(), { code: 'ZKR_CLOSED' });
 });

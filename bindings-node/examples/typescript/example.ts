@@ -8,6 +8,7 @@ import {
   InterProcessReadWriteLock,
   InterProcessSemaphoreV2,
   LeaderLatch,
+  LeaderObserver,
   LeaderSelector,
   Owner,
   SharedCount,
@@ -67,6 +68,12 @@ async function main(hosts: string): Promise<void> {
   await latch.start();
   const leads: boolean = await latch.await({ timeoutMs: 5000 });
   const participants: Participant[] = await latch.getParticipants();
+  const observer = await new LeaderObserver(client, '/leader/latch').start();
+  observer.on('change', (p: Participant) => console.log('leader now', p.id));
+  const seen: Participant | null = observer.leader;
+  const nextLeader: Participant | null = await observer.waitChanged({ timeoutMs: 10 });
+  console.log('observed', seen?.id, nextLeader?.id);
+  await observer.close();
   console.log(leads, participants.map((p) => `${p.id}:${p.isLeader}`));
   await latch.close();
 

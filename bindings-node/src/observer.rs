@@ -1,0 +1,223 @@
+//! `NativeLeaderObserver`: who leads a LeaderLatch / LeaderSelector group, without joining it
+//! (the core's `LeaderObserver`, etcd's Observe). `index.js`'s `LeaderObserver` wraps it.
+
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::Object;
+use napi::Env;
+use napi_derive::napi;
+use tokio::sync::watch;
+use zkrecipes::leader::{LeaderObserver, Participant};
+use zkrecipes::{Client, Error};
+
+use crate::args;
+use crate::client::NativeClient;
+use crate::error::{from_core, invalid};
+use crate::events::{EmitFn, Emitter, Event, Payload};
+use crate::promise;
+use crate::value::Out;
+
+struct Started {
+    observer: LeaderObserver,
+    /// This object's cursor: `waitChanged` resolves to each change once, in order.
+    changes: Arc<Mutex<watch::Receiver<Participant>>>,
+}
+
+enum Slot {
+    NotStarted,
+    Starting,
+    Started(Started),
+    Closed,
+}
+
+fn participant(p: &Participant) -> Out {
+    Out::Object(vec![
+        ("id", Out::Str(p.id.clone())),
+        ("isLeader", Out::Bool(p.is_leader)),
+    ])
+}
+
+/// A participant as the observer reports it.
+#[napi(object)]
+pub struct ObservedLeader {
+    /// The participant id (`''` when nobody leads).
+    pub id: String,
+    /// Whether it leads (false when nobody does).
+    pub is_leader: bool,
+}
+
+/// The native observer; `emit` receives `'change'` with `(id, isLeader)`.
+#[napi]
+pub struct NativeLeaderObserver {
+    client: Client,
+    path: String,
+    emitter: Emitter,
+    slot: Arc<Mutex<Slot>>,
+}
+
+#[napi]
+impl NativeLeaderObserver {
+    /// An observer of the group at `path` (not started).
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        client: &NativeClient,
+        path: String,
+        emit: EmitFn<'_>,
+    ) -> napi::Result<Self> {
+        zkrecipes::path::validate_path(&path).map_err(|e| from_core(&env, &e))?;
+        Ok(NativeLeaderObserver {
+            client: client.inner.clone(),
+            path,
+            emitter: Emitter::new(emit)?,
+            slot: Arc::new(Mutex::new(Slot::NotStarted)),
+        })
+    }
+
+    /// Starts observing; resolves once the current leader is known.
+    #[napi]
+    pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        {
+            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            match &*slot {
+                Slot::NotStarted => *slot = Slot::Starting,
+                Slot::Closed => {
+                    return promise::rejected(
+                        env,
+                        Error::Closed(format!("the leader observer of {} is closed", self.path)),
+                    )
+                }
+                _ => {
+                    return promise::rejected(
+                        env,
+                        invalid(format!(
+                            "the leader observer of {} is already started",
+                            self.path
+                        )),
+                    )
+                }
+            }
+        }
+        let client = self.client.clone();
+        let path = self.path.clone();
+        let slot = self.slot.clone();
+        let emitter = self.emitter.clone();
+        promise::spawn(env, async move {
+            let observer = match LeaderObserver::start(&client, &path).await {
+                Ok(o) => o,
+                Err(e) => {
+                    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Slot::NotStarted;
+                    return Err(e);
+                }
+            };
+            observer.add_listener(move |p| {
+                let mut event = Event::new("change", Payload::Text(p.id));
+                event.extra = Payload::Bool(p.is_leader);
+                emitter.emit(event);
+            });
+            let mut changes = observer.subscribe();
+            changes.borrow_and_update();
+            let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
+            match &*s {
+                // close() came while starting: stop at once.
+                Slot::Closed => {
+                    let mut observer = observer;
+                    observer.close();
+                }
+                _ => {
+                    *s = Slot::Started(Started {
+                        observer,
+                        changes: Arc::new(Mutex::new(changes)),
+                    })
+                }
+            }
+            Ok(Out::Undefined)
+        })
+    }
+
+    /// The group path.
+    #[napi(getter)]
+    pub fn path(&self) -> String {
+        self.path.clone()
+    }
+
+    /// The leader as last seen, `{ id, isLeader }` (`{ id: '', isLeader: false }` when nobody
+    /// leads); `null` before `start()` resolved and after `close()`.
+    #[napi(getter)]
+    pub fn leader(&self) -> Option<ObservedLeader> {
+        match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            Slot::Started(s) => {
+                let p = s.observer.leader();
+                Some(ObservedLeader {
+                    id: p.id,
+                    is_leader: p.is_leader,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Resolves to the next new leader since the last call (or start), or `null` once
+    /// `timeout_ms` passed (`undefined`: no limit); rejects with `ZKR_CLOSED` once closed.
+    #[napi]
+    pub fn wait_changed<'env>(
+        &self,
+        env: &'env Env,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        let timeout = match args::timeout("timeoutMs", timeout_ms) {
+            Ok(t) => t,
+            Err(e) => return promise::rejected(env, e),
+        };
+        let cursor = match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
+            Slot::Started(s) => s.changes.clone(),
+            Slot::Closed => {
+                return promise::rejected(
+                    env,
+                    Error::Closed(format!("the leader observer of {} is closed", self.path)),
+                )
+            }
+            _ => {
+                return promise::rejected(
+                    env,
+                    Error::Closed(format!(
+                        "the leader observer of {} is not started: await start() first",
+                        self.path
+                    )),
+                )
+            }
+        };
+        promise::spawn(env, async move {
+            let mut rx = cursor.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let changed = match timeout {
+                Some(t) => match tokio::time::timeout(t, rx.changed()).await {
+                    Ok(r) => r,
+                    Err(_) => return Ok(Out::Null),
+                },
+                None => rx.changed().await,
+            };
+            if changed.is_err() {
+                return Err(Error::Closed(
+                    "the leader observer (or its client) is closed".into(),
+                ));
+            }
+            let p = rx.borrow_and_update().clone();
+            *cursor.lock().unwrap_or_else(|e| e.into_inner()) = rx;
+            Ok(participant(&p))
+        })
+    }
+
+    /// Stops observing (its watch is removed from the server); pending `waitChanged` calls
+    /// reject with `ZKR_CLOSED`. Idempotent.
+    #[napi]
+    pub fn close(&self) -> napi::Result<()> {
+        let old = std::mem::replace(
+            &mut *self.slot.lock().unwrap_or_else(|e| e.into_inner()),
+            Slot::Closed,
+        );
+        if let Slot::Started(mut s) = old {
+            s.observer.close();
+        }
+        Ok(())
+    }
+}
