@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use zkrecipes::client::{validate_connect_string, Acl, AuthId, Permission};
+use zkrecipes::client::{NodeEventKind, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
 };
@@ -180,6 +181,73 @@ fn version_arg(py: Python<'_>, version: i64) -> PyResult<Option<i32>> {
 
 fn stat_obj(py: Python<'_>, s: zkrecipes::Stat) -> PyResult<Py<PyAny>> {
     Ok(Py::new(py, PyStat::from(s))?.into_any())
+}
+
+/// The name of a watch event's kind, as `zkrecipes.EventType` spells it (kazoo's names).
+fn event_kind_name(kind: NodeEventKind) -> &'static str {
+    match kind {
+        NodeEventKind::Created => "CREATED",
+        NodeEventKind::Deleted => "DELETED",
+        NodeEventKind::DataChanged => "CHANGED",
+        NodeEventKind::ChildrenChanged => "CHILD",
+        NodeEventKind::SessionEnded => "SESSION_ENDED",
+        // NodeEventKind may grow: report it as the end of the watch's life.
+        #[allow(unreachable_patterns)]
+        _ => "SESSION_ENDED",
+    }
+}
+
+/// Calls `callback(kind, path)` once, on a library thread, when the one-shot watch fires.
+fn arm(watch: Watch, callback: Py<PyAny>) {
+    zkrecipes::runtime::spawn(async move {
+        let e = watch.changed().await;
+        bridge::call_soon(callback, (event_kind_name(e.kind), e.path));
+    });
+}
+
+async fn get_data_op(
+    c: Client,
+    path: String,
+    watch: Option<Py<PyAny>>,
+) -> zkrecipes::Result<(Vec<u8>, zkrecipes::Stat)> {
+    match watch {
+        None => c.get_data(&path).await,
+        Some(cb) => {
+            let (data, stat, w) = c.get_data_watch(&path).await?;
+            arm(w, cb);
+            Ok((data, stat))
+        }
+    }
+}
+
+async fn exists_op(
+    c: Client,
+    path: String,
+    watch: Option<Py<PyAny>>,
+) -> zkrecipes::Result<Option<zkrecipes::Stat>> {
+    match watch {
+        None => c.exists(&path).await,
+        Some(cb) => {
+            let (stat, w) = c.exists_watch(&path).await?;
+            arm(w, cb);
+            Ok(stat)
+        }
+    }
+}
+
+async fn get_children_op(
+    c: Client,
+    path: String,
+    watch: Option<Py<PyAny>>,
+) -> zkrecipes::Result<Vec<String>> {
+    match watch {
+        None => c.get_children(&path).await,
+        Some(cb) => {
+            let (children, w) = c.get_children_watch(&path).await?;
+            arm(w, cb);
+            Ok(children)
+        }
+    }
 }
 
 fn call_listeners(listeners: &Listeners, state: ConnectionState) {
@@ -550,27 +618,31 @@ impl PyClient {
         )
     }
 
+    #[pyo3(signature = (path, watch = None))]
     fn get_data<'py>(
         &self,
         py: Python<'py>,
         path: String,
+        watch: Option<Py<PyAny>>,
     ) -> PyResult<(Bound<'py, PyBytes>, PyStat)> {
         let c = self.core(py)?;
-        let (data, stat) = bridge::block(py, async move { c.get_data(&path).await })?;
+        let (data, stat) = bridge::block(py, get_data_op(c, path, watch))?;
         Ok((PyBytes::new(py, &data), stat.into()))
     }
 
+    #[pyo3(signature = (event_loop, path, watch = None))]
     fn get_data_async<'py>(
         &self,
         py: Python<'py>,
         event_loop: &Bound<'py, PyAny>,
         path: String,
+        watch: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let c = self.core(py)?;
         bridge::future(
             py,
             event_loop,
-            async move { c.get_data(&path).await },
+            get_data_op(c, path, watch),
             Box::new(|py, (data, stat): (Vec<u8>, zkrecipes::Stat)| {
                 Ok((PyBytes::new(py, &data), PyStat::from(stat))
                     .into_pyobject(py)?
@@ -614,22 +686,30 @@ impl PyClient {
         )
     }
 
-    fn exists(&self, py: Python<'_>, path: String) -> PyResult<Option<PyStat>> {
+    #[pyo3(signature = (path, watch = None))]
+    fn exists(
+        &self,
+        py: Python<'_>,
+        path: String,
+        watch: Option<Py<PyAny>>,
+    ) -> PyResult<Option<PyStat>> {
         let c = self.core(py)?;
-        bridge::block(py, async move { c.exists(&path).await }).map(|s| s.map(PyStat::from))
+        bridge::block(py, exists_op(c, path, watch)).map(|s| s.map(PyStat::from))
     }
 
+    #[pyo3(signature = (event_loop, path, watch = None))]
     fn exists_async<'py>(
         &self,
         py: Python<'py>,
         event_loop: &Bound<'py, PyAny>,
         path: String,
+        watch: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let c = self.core(py)?;
         bridge::future(
             py,
             event_loop,
-            async move { c.exists(&path).await },
+            exists_op(c, path, watch),
             Box::new(|py, s: Option<zkrecipes::Stat>| match s {
                 Some(s) => stat_obj(py, s),
                 None => Ok(py.None()),
@@ -638,22 +718,30 @@ impl PyClient {
         )
     }
 
-    fn get_children(&self, py: Python<'_>, path: String) -> PyResult<Vec<String>> {
+    #[pyo3(signature = (path, watch = None))]
+    fn get_children(
+        &self,
+        py: Python<'_>,
+        path: String,
+        watch: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<String>> {
         let c = self.core(py)?;
-        bridge::block(py, async move { c.get_children(&path).await })
+        bridge::block(py, get_children_op(c, path, watch))
     }
 
+    #[pyo3(signature = (event_loop, path, watch = None))]
     fn get_children_async<'py>(
         &self,
         py: Python<'py>,
         event_loop: &Bound<'py, PyAny>,
         path: String,
+        watch: Option<Py<PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let c = self.core(py)?;
         bridge::future(
             py,
             event_loop,
-            async move { c.get_children(&path).await },
+            get_children_op(c, path, watch),
             Box::new(|py, v: Vec<String>| Ok(v.into_pyobject(py)?.into_any().unbind())),
             None,
         )

@@ -35,6 +35,7 @@ from .client import (
     Client,
     ConnectionState,
     CreateMode,
+    EventType,
     ExponentialBackoffRetry,
     RetryForever,
     RetryNTimes,
@@ -42,6 +43,7 @@ from .client import (
     RetryPolicy,
     RetryUntilElapsed,
     Stat,
+    WatchedEvent,
 )
 from .leader import (
     CancelReason,
@@ -104,6 +106,8 @@ __all__ = [
     "ConnectionState",
     "CreateMode",
     "Stat",
+    "EventType",
+    "WatchedEvent",
     "RetryPolicy",
     "ExponentialBackoffRetry",
     "BoundedExponentialBackoffRetry",

@@ -19,6 +19,8 @@ __all__ = [
     "ConnectionState",
     "CreateMode",
     "Stat",
+    "EventType",
+    "WatchedEvent",
     "RetryPolicy",
     "ExponentialBackoffRetry",
     "BoundedExponentialBackoffRetry",
@@ -211,6 +213,45 @@ def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
     return out
 
 
+class EventType(str, enum.Enum):
+    """What a one-shot watch saw (kazoo's ``EventType`` names)."""
+
+    CREATED = "CREATED"
+    DELETED = "DELETED"
+    #: The node's data changed.
+    CHANGED = "CHANGED"
+    #: A child was added or removed.
+    CHILD = "CHILD"
+    #: The session ended (expired, or the client closed) before the node changed.
+    SESSION_ENDED = "SESSION_ENDED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class WatchedEvent:
+    """A watch notification: what happened, and to which path (relative to the namespace)."""
+
+    type: EventType
+    path: str
+
+
+WatchFunc = Callable[[WatchedEvent], object]
+
+
+def _watch_arg(watch: Optional[WatchFunc]) -> Optional[Callable[[str, str], None]]:
+    if watch is None:
+        return None
+    if not callable(watch):
+        raise TypeError(f"watch must be callable, not {type(watch).__name__}")
+
+    def fire(kind: str, path: str) -> None:
+        watch(WatchedEvent(EventType(kind), path))
+
+    return fire
+
+
 class Client:
     """A ZooKeeper client (Curator's CuratorFramework).
 
@@ -384,13 +425,15 @@ class Client:
         loop = asyncio.get_running_loop()
         return await self._native.create_async(loop, path, data, CreateMode(mode).value, create_parents, protected)
 
-    def get_data(self, path: str) -> Tuple[bytes, Stat]:
-        """The node's data and stat (:class:`~zkrecipes.NoNodeError` if it does not exist)."""
-        return self._native.get_data(path)
+    def get_data(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
+        """The node's data and stat (:class:`~zkrecipes.NoNodeError` if it does not exist).
+        ``watch`` (kazoo-like) is called once with a :class:`WatchedEvent` when the data changes
+        or the node is deleted (or the session ends first), on a library thread."""
+        return self._native.get_data(path, _watch_arg(watch))
 
-    async def get_data_async(self, path: str) -> Tuple[bytes, Stat]:
-        """:meth:`get_data` for asyncio."""
-        return await self._native.get_data_async(asyncio.get_running_loop(), path)
+    async def get_data_async(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
+        """:meth:`get_data` for asyncio (``watch`` still runs on a library thread)."""
+        return await self._native.get_data_async(asyncio.get_running_loop(), path, _watch_arg(watch))
 
     def set_data(self, path: str, data: bytes, *, version: int = -1) -> Stat:
         """Sets the node's data, only at ``version`` unless it is -1; returns the new stat."""
@@ -400,21 +443,23 @@ class Client:
         """:meth:`set_data` for asyncio."""
         return await self._native.set_data_async(asyncio.get_running_loop(), path, data, version)
 
-    def exists(self, path: str) -> Optional[Stat]:
-        """The node's stat, or None if it does not exist."""
-        return self._native.exists(path)
+    def exists(self, path: str, watch: Optional[WatchFunc] = None) -> Optional[Stat]:
+        """The node's stat, or None if it does not exist. ``watch`` is called once with a
+        :class:`WatchedEvent` when the node is created, deleted or its data changes."""
+        return self._native.exists(path, _watch_arg(watch))
 
-    async def exists_async(self, path: str) -> Optional[Stat]:
+    async def exists_async(self, path: str, watch: Optional[WatchFunc] = None) -> Optional[Stat]:
         """:meth:`exists` for asyncio."""
-        return await self._native.exists_async(asyncio.get_running_loop(), path)
+        return await self._native.exists_async(asyncio.get_running_loop(), path, _watch_arg(watch))
 
-    def get_children(self, path: str) -> List[str]:
-        """The names of the node's children (in the server's order)."""
-        return self._native.get_children(path)
+    def get_children(self, path: str, watch: Optional[WatchFunc] = None) -> List[str]:
+        """The names of the node's children (in the server's order). ``watch`` is called once
+        with a :class:`WatchedEvent` when a child is added or removed or the node is deleted."""
+        return self._native.get_children(path, _watch_arg(watch))
 
-    async def get_children_async(self, path: str) -> List[str]:
+    async def get_children_async(self, path: str, watch: Optional[WatchFunc] = None) -> List[str]:
         """:meth:`get_children` for asyncio."""
-        return await self._native.get_children_async(asyncio.get_running_loop(), path)
+        return await self._native.get_children_async(asyncio.get_running_loop(), path, _watch_arg(watch))
 
     def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
         """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;
