@@ -163,6 +163,19 @@ export interface ConnectOptions {
   canBeReadOnly?: boolean;
 }
 
+export type WatchedEventType = 'CREATED' | 'DELETED' | 'CHANGED' | 'CHILD' | 'SESSION_ENDED';
+
+/** What a one-shot watch saw; `path` is relative to the namespace. */
+export interface WatchedEvent {
+  type: WatchedEventType;
+  path: string;
+}
+
+export interface WatchOptions {
+  /** A one-shot watch, called once (`'SESSION_ENDED'` if the session ends before the node changes). */
+  watch?: (event: WatchedEvent) => void;
+}
+
 export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER';
 
 export interface CreateOptions {
@@ -233,11 +246,13 @@ export declare class Client extends EventEmitter<ClientEvents> {
   ref(): this;
   /** Resolves to the created node's actual path. */
   create(path: string, data?: Data | null, options?: CreateOptions): Promise<string>;
-  getData(path: string): Promise<{ data: Buffer; stat: Stat }>;
+  /** `watch`: called once when the data changes or the node is deleted. */
+  getData(path: string, options?: WatchOptions): Promise<{ data: Buffer; stat: Stat }>;
   setData(path: string, data: Data | null, options?: { version?: number }): Promise<Stat>;
-  /** The node's stat, or null. */
-  exists(path: string): Promise<Stat | null>;
-  getChildren(path: string): Promise<string[]>;
+  /** The node's stat, or null. `watch`: called once when it is created, deleted or changed. */
+  exists(path: string, options?: WatchOptions): Promise<Stat | null>;
+  /** `watch`: called once when a child is added or removed, or the node is deleted. */
+  getChildren(path: string, options?: WatchOptions): Promise<string[]>;
   delete(path: string, options?: DeleteOptions): Promise<void>;
   /** Testing only: expires the session on the server. */
   _expireSessionForTesting(): Promise<void>;

@@ -322,6 +322,21 @@ const constructing = Symbol('zkrecipes.constructing');
 // A Client that is garbage collected without close() must not keep the process alive.
 const keepAliveRegistry = new FinalizationRegistry((timer) => clearInterval(timer));
 
+// `{ watch }` of getData/exists/getChildren: a function called once with `{ type, path }`.
+function watchOption(options) {
+  const o = checkOptions('options', options);
+  if (o.watch === undefined || o.watch === null) return undefined;
+  if (typeof o.watch !== 'function') throw invalid(`watch must be a function, got ${describe(o.watch)}`);
+  const watch = o.watch;
+  return (type, path) => {
+    try {
+      watch({ type, path });
+    } catch (err) {
+      process.emitWarning(`zkrecipes: a watch function threw: ${err?.stack ?? err}`);
+    }
+  };
+}
+
 function connectOptions(options) {
   const o = checkOptions('options', options);
   const out = {
@@ -478,9 +493,13 @@ class Client extends EventEmitter {
     });
   }
 
-  /** Resolves to `{ data: Buffer, stat }`; rejects with `ZKR_NO_NODE` if there is no node. */
-  getData(path) {
-    return rejecting(() => this.#native.getData(checkPath('path', path)));
+  /**
+   * Resolves to `{ data: Buffer, stat }`; rejects with `ZKR_NO_NODE` if there is no node.
+   * `{ watch }` (a function) leaves a one-shot watch: `watch({ type, path })` is called once,
+   * `type` being 'CHANGED' | 'DELETED' (or 'SESSION_ENDED' if the session ends first).
+   */
+  getData(path, options) {
+    return rejecting(() => this.#native.getData(checkPath('path', path), watchOption(options)));
   }
 
   /** Sets a node's data (only at `version`, if given); resolves to the new stat. */
@@ -493,14 +512,20 @@ class Client extends EventEmitter {
     });
   }
 
-  /** Resolves to the node's stat, or `null` if it does not exist. */
-  exists(path) {
-    return rejecting(() => this.#native.exists(checkPath('path', path)));
+  /**
+   * Resolves to the node's stat, or `null` if it does not exist. `{ watch }` leaves a one-shot
+   * watch: 'CREATED' | 'DELETED' | 'CHANGED' (see `getData`).
+   */
+  exists(path, options) {
+    return rejecting(() => this.#native.exists(checkPath('path', path), watchOption(options)));
   }
 
-  /** Resolves to the names of the node's children. */
-  getChildren(path) {
-    return rejecting(() => this.#native.getChildren(checkPath('path', path)));
+  /**
+   * Resolves to the names of the node's children. `{ watch }` leaves a one-shot watch on the
+   * children (see `getData`).
+   */
+  getChildren(path, options) {
+    return rejecting(() => this.#native.getChildren(checkPath('path', path), watchOption(options)));
   }
 
   /**

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use napi::bindgen_prelude::{BigInt, Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
-use zkrecipes::client::{Acl, AuthId, Permission};
+use zkrecipes::client::{Acl, AuthId, NodeEventKind, Permission, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
 };
@@ -176,6 +176,24 @@ fn permission(bits: u32) -> CoreResult<Permission> {
         .fold(Permission::NONE, |acc, (_, p)| acc | p))
 }
 
+/// Emits `(kind, path)` once when the one-shot watch fires: `CREATED`, `DELETED`, `CHANGED`,
+/// `CHILD` or `SESSION_ENDED` (the session ended first).
+fn arm(watch: Watch, emitter: Emitter) {
+    zkrecipes::runtime::spawn(async move {
+        let e = watch.changed().await;
+        let kind = match e.kind {
+            NodeEventKind::Created => "CREATED",
+            NodeEventKind::Deleted => "DELETED",
+            NodeEventKind::DataChanged => "CHANGED",
+            NodeEventKind::ChildrenChanged => "CHILD",
+            NodeEventKind::SessionEnded => "SESSION_ENDED",
+            #[allow(unreachable_patterns)]
+            _ => "SESSION_ENDED",
+        };
+        emitter.emit(Event::new(kind, Payload::Text(e.path)));
+    });
+}
+
 fn create_mode(mode: &str) -> CoreResult<CreateMode> {
     Ok(match mode {
         "PERSISTENT" => CreateMode::Persistent,
@@ -307,12 +325,26 @@ impl NativeClient {
         })
     }
 
-    /// Resolves to `{ data: Buffer, stat }`.
+    /// Resolves to `{ data: Buffer, stat }`; with `watch`, leaves a one-shot data watch that
+    /// calls `watch(kind, path)`.
     #[napi]
-    pub fn get_data<'env>(&self, env: &'env Env, path: String) -> napi::Result<Object<'env>> {
+    pub fn get_data<'env>(
+        &self,
+        env: &'env Env,
+        path: String,
+        watch: Option<EmitFn<'_>>,
+    ) -> napi::Result<Object<'env>> {
         let client = self.inner.clone();
+        let watch = watch.map(Emitter::new).transpose()?;
         promise::spawn(env, async move {
-            let (data, stat) = client.get_data(&path).await?;
+            let (data, stat) = match watch {
+                None => client.get_data(&path).await?,
+                Some(emitter) => {
+                    let (data, stat, w) = client.get_data_watch(&path).await?;
+                    arm(w, emitter);
+                    (data, stat)
+                }
+            };
             Ok(Out::Object(vec![
                 ("data", Out::Bytes(data)),
                 ("stat", Out::stat(&stat)),
@@ -336,24 +368,53 @@ impl NativeClient {
         })
     }
 
-    /// Resolves to the stat, or `null` when the node does not exist.
+    /// Resolves to the stat, or `null` when the node does not exist; with `watch`, leaves a
+    /// one-shot watch (created, deleted, data changed).
     #[napi]
-    pub fn exists<'env>(&self, env: &'env Env, path: String) -> napi::Result<Object<'env>> {
+    pub fn exists<'env>(
+        &self,
+        env: &'env Env,
+        path: String,
+        watch: Option<EmitFn<'_>>,
+    ) -> napi::Result<Object<'env>> {
         let client = self.inner.clone();
+        let watch = watch.map(Emitter::new).transpose()?;
         promise::spawn(env, async move {
-            Ok(match client.exists(&path).await? {
+            let stat = match watch {
+                None => client.exists(&path).await?,
+                Some(emitter) => {
+                    let (stat, w) = client.exists_watch(&path).await?;
+                    arm(w, emitter);
+                    stat
+                }
+            };
+            Ok(match stat {
                 Some(stat) => Out::stat(&stat),
                 None => Out::Null,
             })
         })
     }
 
-    /// Resolves to the children's names.
+    /// Resolves to the children's names; with `watch`, leaves a one-shot children watch.
     #[napi]
-    pub fn get_children<'env>(&self, env: &'env Env, path: String) -> napi::Result<Object<'env>> {
+    pub fn get_children<'env>(
+        &self,
+        env: &'env Env,
+        path: String,
+        watch: Option<EmitFn<'_>>,
+    ) -> napi::Result<Object<'env>> {
         let client = self.inner.clone();
+        let watch = watch.map(Emitter::new).transpose()?;
         promise::spawn(env, async move {
-            Ok(Out::strings(client.get_children(&path).await?))
+            let children = match watch {
+                None => client.get_children(&path).await?,
+                Some(emitter) => {
+                    let (children, w) = client.get_children_watch(&path).await?;
+                    arm(w, emitter);
+                    children
+                }
+            };
+            Ok(Out::strings(children))
         })
     }
 

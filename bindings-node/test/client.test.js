@@ -204,3 +204,55 @@ test('an open client keeps the process alive until unref()', async () => {
   assert.equal(code, 0, out);
   assert.match(out, /unref'd/);
 });
+
+test('one-shot watches on getData / exists / getChildren', async () => {
+  const p = uniquePath('watched');
+  const other = await Client.connect(zk.connectString);
+  const events = [];
+  let wake = () => {};
+  const record = (e) => {
+    events.push(e);
+    wake();
+  };
+  const nextWatchEvent = async () => {
+    if (events.length === 0) {
+      await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no watch event within 10 s')), 10000);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    return events.shift();
+  };
+  try {
+    assert.equal(await client.exists(p, { watch: record }), null);
+    await other.create(p, 'v1', { createParents: true });
+    assert.deepEqual(await nextWatchEvent(), { type: 'CREATED', path: p });
+
+    assert.equal((await client.getData(p, { watch: record })).data.toString(), 'v1');
+    await other.setData(p, 'v2');
+    assert.deepEqual(await nextWatchEvent(), { type: 'CHANGED', path: p });
+    await other.setData(p, 'v3'); // one-shot: fires nothing (the next event proves the order)
+
+    assert.deepEqual(await client.getChildren(p, { watch: record }), []);
+    await other.create(`${p}/kid`);
+    assert.deepEqual(await nextWatchEvent(), { type: 'CHILD', path: p });
+
+    assert.notEqual(await client.exists(`${p}/kid`, { watch: record }), null);
+    await other.delete(`${p}/kid`);
+    assert.deepEqual(await nextWatchEvent(), { type: 'DELETED', path: `${p}/kid` });
+    assert.equal(events.length, 0);
+
+    await assert.rejects(client.getData(p, { watch: 42 }), { code: 'ZKR_INVALID_ARGUMENT' });
+    await assert.rejects(client.getData(`${p}/none`, { watch: record }), { code: 'ZKR_NO_NODE' });
+
+    // A watch pending when its client closes ends with SESSION_ENDED.
+    await other.getData(p, { watch: record });
+    await other.close();
+    assert.equal((await nextWatchEvent()).type, 'SESSION_ENDED');
+  } finally {
+    await other.close();
+  }
+});

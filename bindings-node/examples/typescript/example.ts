@@ -18,6 +18,7 @@ import {
   type LeadershipContext,
   type Participant,
   type Stat,
+  type WatchedEvent,
   type ZkrError,
 } from 'zkrecipes';
 import zkrecipes from 'zkrecipes';
@@ -37,7 +38,9 @@ async function main(hosts: string): Promise<void> {
   client.on('state', (state: ConnectionState) => console.log('state', state));
 
   const path: string = await client.create('/hello', 'world', { mode: 'PERSISTENT', createParents: true });
-  const { data, stat }: { data: Buffer; stat: Stat } = await client.getData(path);
+  const { data, stat }: { data: Buffer; stat: Stat } = await client.getData(path, {
+    watch: (e: WatchedEvent) => console.log('watch', e.type, e.path),
+  });
   const czxid: bigint = stat.czxid;
   console.log(data.toString(), czxid);
 
