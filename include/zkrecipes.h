@@ -214,6 +214,32 @@ typedef enum zkr_connection_state {
 } zkr_connection_state;
 
 /**
+ * What a one-shot watch saw.
+ */
+typedef enum zkr_watch_event_type {
+    /**
+     * The node was created (zkr_client_exists_watch on a missing node).
+     */
+    ZKR_WATCH_CREATED = 1,
+    /**
+     * The node was deleted.
+     */
+    ZKR_WATCH_DELETED = 2,
+    /**
+     * The node's data changed.
+     */
+    ZKR_WATCH_CHANGED = 3,
+    /**
+     * A child was added or removed (zkr_client_get_children_watch).
+     */
+    ZKR_WATCH_CHILD = 4,
+    /**
+     * The session ended (expired, or the client was closed) before the node changed.
+     */
+    ZKR_WATCH_SESSION_ENDED = 5,
+} zkr_watch_event_type;
+
+/**
  * Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
  * Same operations as zkr_atomic_long.
  */
@@ -617,6 +643,14 @@ typedef struct zkr_string_list {
      */
     size_t len;
 } zkr_string_list;
+
+/**
+ * A one-shot watch callback: called once with what happened and the node's path (relative to
+ * the namespace; valid only during the call). It runs on this client's callback thread (the
+ * one state callbacks use), where any zkr_ function may be called. It must not throw (C++) or
+ * longjmp out.
+ */
+typedef void (*zkr_watch_callback)(enum zkr_watch_event_type event, const char *path, void *user_data);
 
 /**
  * A member of a leadership group (Curator's Participant). Returned by the library; free with
@@ -1198,6 +1232,29 @@ zkr_status zkr_client_exists(struct zkr_client *c, const char *path, bool *exist
  * The names of a node's children (unsorted), in `*children` (free with zkr_string_list_free).
  */
 zkr_status zkr_client_get_children(struct zkr_client *c, const char *path, struct zkr_string_list **children);
+
+/**
+ * zkr_client_get_data that also leaves a one-shot watch on the node: `callback(event, path,
+ * user_data)` is called once when its data changes or it is deleted (ZKR_WATCH_CHANGED,
+ * ZKR_WATCH_DELETED), or ZKR_WATCH_SESSION_ENDED if the session ends first. `user_data` must
+ * stay valid until then. No watch is left when the call fails. After zkr_client_free returns,
+ * no watch callback of the client runs (a pending one never will: free its user_data then).
+ */
+zkr_status zkr_client_get_data_watch(struct zkr_client *c, const char *path, struct zkr_buffer **data, struct zkr_stat *stat, zkr_watch_callback callback, void *user_data);
+
+/**
+ * zkr_client_exists that also leaves a one-shot watch: ZKR_WATCH_CREATED (the node did not
+ * exist), ZKR_WATCH_DELETED, ZKR_WATCH_CHANGED, or ZKR_WATCH_SESSION_ENDED. See
+ * zkr_client_get_data_watch for the callback's rules.
+ */
+zkr_status zkr_client_exists_watch(struct zkr_client *c, const char *path, bool *exists, struct zkr_stat *stat, zkr_watch_callback callback, void *user_data);
+
+/**
+ * zkr_client_get_children that also leaves a one-shot watch on the children:
+ * ZKR_WATCH_CHILD, ZKR_WATCH_DELETED, or ZKR_WATCH_SESSION_ENDED. See
+ * zkr_client_get_data_watch for the callback's rules.
+ */
+zkr_status zkr_client_get_children_watch(struct zkr_client *c, const char *path, struct zkr_string_list **children, zkr_watch_callback callback, void *user_data);
 
 /**
  * Frees a participant. NULL does nothing.

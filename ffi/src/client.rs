@@ -6,7 +6,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zkrecipes::client::{Acl, AuthId, Permission};
+use zkrecipes::client::{Acl, AuthId, NodeEventKind, Permission, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Error,
     Result, RetryPolicy,
@@ -28,6 +28,8 @@ pub struct zkr_client {
     callbacks: Arc<CallbackThread>,
     /// Listener id (the core's) → its registration.
     listeners: Mutex<HashMap<u64, Arc<Registration>>>,
+    /// The one registration of every watch callback of this client (disabled by free).
+    watches: Arc<Registration>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,6 +509,7 @@ pub unsafe extern "C" fn zkr_client_connect(
             client,
             callbacks: CallbackThread::new("zkr-cb-client"),
             listeners: Mutex::new(HashMap::new()),
+            watches: Registration::new(),
         })));
         Ok(())
     })
@@ -547,6 +550,7 @@ pub unsafe extern "C" fn zkr_client_free(c: *mut zkr_client) {
             c.client.remove_state_listener(id);
             reg.disable();
         }
+        c.watches.disable();
         c.callbacks.shutdown();
         let _ = block_on(c.client.close());
     })
@@ -934,6 +938,148 @@ pub unsafe extern "C" fn zkr_client_get_children(
         let out = arg_out(children, "children")?;
         let names = block_on(c.client.get_children(path))??;
         out.write(zkr_string_list::from_vec(names)?);
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One-shot watches
+
+/// What a one-shot watch saw.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub enum zkr_watch_event_type {
+    /// The node was created (zkr_client_exists_watch on a missing node).
+    ZKR_WATCH_CREATED = 1,
+    /// The node was deleted.
+    ZKR_WATCH_DELETED = 2,
+    /// The node's data changed.
+    ZKR_WATCH_CHANGED = 3,
+    /// A child was added or removed (zkr_client_get_children_watch).
+    ZKR_WATCH_CHILD = 4,
+    /// The session ended (expired, or the client was closed) before the node changed.
+    ZKR_WATCH_SESSION_ENDED = 5,
+}
+
+/// A one-shot watch callback: called once with what happened and the node's path (relative to
+/// the namespace; valid only during the call). It runs on this client's callback thread (the
+/// one state callbacks use), where any zkr_ function may be called. It must not throw (C++) or
+/// longjmp out.
+pub type zkr_watch_callback = Option<
+    unsafe extern "C" fn(event: zkr_watch_event_type, path: *const c_char, user_data: *mut c_void),
+>;
+
+/// Calls `callback` once, on the client's callback thread, when `watch` fires.
+fn arm(c: &zkr_client, watch: Watch, callback: WatchFn, ud: UserData) {
+    let callbacks = c.callbacks.clone();
+    let reg = c.watches.clone();
+    zkrecipes::runtime::spawn(async move {
+        let e = watch.changed().await;
+        let kind = match e.kind {
+            NodeEventKind::Created => zkr_watch_event_type::ZKR_WATCH_CREATED,
+            NodeEventKind::Deleted => zkr_watch_event_type::ZKR_WATCH_DELETED,
+            NodeEventKind::DataChanged => zkr_watch_event_type::ZKR_WATCH_CHANGED,
+            NodeEventKind::ChildrenChanged => zkr_watch_event_type::ZKR_WATCH_CHILD,
+            NodeEventKind::SessionEnded => zkr_watch_event_type::ZKR_WATCH_SESSION_ENDED,
+            #[allow(unreachable_patterns)]
+            _ => zkr_watch_event_type::ZKR_WATCH_SESSION_ENDED,
+        };
+        let Ok(path) = std::ffi::CString::new(e.path) else {
+            return;
+        };
+        callbacks.post(Box::new(move || {
+            let ud = ud;
+            reg.run(|| unsafe { callback(kind, path.as_ptr(), ud.0) });
+        }));
+    });
+}
+
+type WatchFn =
+    unsafe extern "C" fn(event: zkr_watch_event_type, path: *const c_char, user_data: *mut c_void);
+
+fn watch_callback(callback: zkr_watch_callback) -> Result<WatchFn> {
+    callback.ok_or_else(|| Error::InvalidArgument("callback is NULL".into()))
+}
+
+/// zkr_client_get_data that also leaves a one-shot watch on the node: `callback(event, path,
+/// user_data)` is called once when its data changes or it is deleted (ZKR_WATCH_CHANGED,
+/// ZKR_WATCH_DELETED), or ZKR_WATCH_SESSION_ENDED if the session ends first. `user_data` must
+/// stay valid until then. No watch is left when the call fails. After zkr_client_free returns,
+/// no watch callback of the client runs (a pending one never will: free its user_data then).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_client_get_data_watch(
+    c: *mut zkr_client,
+    path: *const c_char,
+    data: *mut *mut zkr_buffer,
+    stat: *mut zkr_stat,
+    callback: zkr_watch_callback,
+    user_data: *mut c_void,
+) -> zkr_status {
+    ffi_call("zkr_client_get_data_watch", || {
+        let c = arg_ref(c, "client")?;
+        let path = arg_str(path, "path")?;
+        let out = arg_out(data, "data")?;
+        let stat_out = arg_out_opt(stat);
+        let callback = watch_callback(callback)?;
+        let (bytes, s, w) = block_on(c.client.get_data_watch(path))??;
+        arm(c, w, callback, UserData(user_data));
+        if let Some(o) = stat_out {
+            o.write(zkr_stat::from(&s));
+        }
+        out.write(zkr_buffer::from_vec(bytes));
+        Ok(())
+    })
+}
+
+/// zkr_client_exists that also leaves a one-shot watch: ZKR_WATCH_CREATED (the node did not
+/// exist), ZKR_WATCH_DELETED, ZKR_WATCH_CHANGED, or ZKR_WATCH_SESSION_ENDED. See
+/// zkr_client_get_data_watch for the callback's rules.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_client_exists_watch(
+    c: *mut zkr_client,
+    path: *const c_char,
+    exists: *mut bool,
+    stat: *mut zkr_stat,
+    callback: zkr_watch_callback,
+    user_data: *mut c_void,
+) -> zkr_status {
+    ffi_call("zkr_client_exists_watch", || {
+        let c = arg_ref(c, "client")?;
+        let path = arg_str(path, "path")?;
+        let out = arg_out(exists, "exists")?;
+        let stat_out = arg_out_opt(stat);
+        let callback = watch_callback(callback)?;
+        let (found, w) = block_on(c.client.exists_watch(path))??;
+        arm(c, w, callback, UserData(user_data));
+        if let (Some(s), Some(o)) = (&found, stat_out) {
+            o.write(zkr_stat::from(s));
+        }
+        out.write(found.is_some());
+        Ok(())
+    })
+}
+
+/// zkr_client_get_children that also leaves a one-shot watch on the children:
+/// ZKR_WATCH_CHILD, ZKR_WATCH_DELETED, or ZKR_WATCH_SESSION_ENDED. See
+/// zkr_client_get_data_watch for the callback's rules.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_client_get_children_watch(
+    c: *mut zkr_client,
+    path: *const c_char,
+    children: *mut *mut zkr_string_list,
+    callback: zkr_watch_callback,
+    user_data: *mut c_void,
+) -> zkr_status {
+    ffi_call("zkr_client_get_children_watch", || {
+        let c = arg_ref(c, "client")?;
+        let path = arg_str(path, "path")?;
+        let out = arg_out(children, "children")?;
+        let callback = watch_callback(callback)?;
+        let (names, w) = block_on(c.client.get_children_watch(path))??;
+        let list = zkr_string_list::from_vec(names)?;
+        arm(c, w, callback, UserData(user_data));
+        out.write(list);
         Ok(())
     })
 }
