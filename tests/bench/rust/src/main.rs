@@ -8,7 +8,7 @@
 //! `--impl rust` drives zkrecipes' async API on the library's own runtime (every scenario runs
 //! as a task on it); counter_threads uses OS threads on the blocking face, as an application
 //! with threads would. `--impl floor` sends the bare ZooKeeper operations each recipe needs on
-//! `zookeeper-client`. The protocol (scenarios, JSON keys) is in tests/bench/README.md.
+//! `zookeeper-client`. The protocol (scenarios, JSON keys) is in tests/bench/drivers/README.md.
 //! Prints exactly one JSON line on stdout; exit 1 with a message on stderr on failure.
 
 use std::collections::BTreeMap;
