@@ -344,6 +344,92 @@ static void test_state_callback_sees_lost_then_reconnected_after_session_expiry(
     zt_event_destroy(&s.event);
 }
 
+/* One-shot watches: each callback once, with the event and the path. */
+typedef struct watch_log {
+    zt_event event;
+    zkr_watch_event_type types[16];
+    char paths[16][192];
+} watch_log;
+
+static void record_watch(zkr_watch_event_type type, const char *path, void *user_data) {
+    watch_log *w = (watch_log *)user_data;
+    int i = zt_event_count(&w->event);
+    if (i < 16) {
+        w->types[i] = type;
+        snprintf(w->paths[i], sizeof w->paths[i], "%s", path);
+    }
+    zt_event_signal(&w->event, (int)type);
+}
+
+static void test_one_shot_watches(void) {
+    char base[128], kid[160];
+    zt_path(base, sizeof base, "watched");
+    snprintf(kid, sizeof kid, "%s/kid", base);
+    zkr_client *c = NULL, *other = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&other));
+    watch_log w;
+    memset(&w, 0, sizeof w);
+    zt_event_init(&w.event);
+
+    bool exists = true;
+    CHECK_OK(zkr_client_exists_watch(c, base, &exists, NULL, record_watch, &w));
+    CHECK(!exists);
+    CHECK_OK(zkr_client_create(other, base, (const uint8_t *)"v1", 2, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    CHECK_MSG(zt_event_wait(&w.event, 1, 10000), "no CREATED event");
+    CHECK(w.types[0] == ZKR_WATCH_CREATED && strcmp(w.paths[0], base) == 0);
+
+    zkr_buffer *data = NULL;
+    zkr_stat st;
+    CHECK_OK(zkr_client_get_data_watch(c, base, &data, &st, record_watch, &w));
+    CHECK(data->len == 2 && st.version == 0);
+    zkr_buffer_free(data);
+    CHECK_OK(zkr_client_set_data(other, base, (const uint8_t *)"v2", 2, -1, NULL));
+    CHECK_MSG(zt_event_wait(&w.event, 2, 10000), "no CHANGED event");
+    CHECK(w.types[1] == ZKR_WATCH_CHANGED && strcmp(w.paths[1], base) == 0);
+    CHECK_OK(zkr_client_set_data(other, base, (const uint8_t *)"v3", 2, -1, NULL)); /* one-shot: nothing */
+
+    zkr_string_list *children = NULL;
+    CHECK_OK(zkr_client_get_children_watch(c, base, &children, record_watch, &w));
+    CHECK(children->len == 0);
+    zkr_string_list_free(children);
+    CHECK_OK(zkr_client_create(other, kid, NULL, 0, ZKR_PERSISTENT, 0, NULL));
+    CHECK_MSG(zt_event_wait(&w.event, 3, 10000), "no CHILD event");
+    CHECK(w.types[2] == ZKR_WATCH_CHILD && strcmp(w.paths[2], base) == 0);
+
+    CHECK_OK(zkr_client_exists_watch(c, kid, &exists, NULL, record_watch, &w));
+    CHECK(exists);
+    CHECK_OK(zkr_client_delete(other, kid, -1, 0));
+    CHECK_MSG(zt_event_wait(&w.event, 4, 10000), "no DELETED event");
+    CHECK(w.types[3] == ZKR_WATCH_DELETED && strcmp(w.paths[3], kid) == 0);
+
+    /* Failures leave no watch; a NULL callback is refused. */
+    char missing[192];
+    snprintf(missing, sizeof missing, "%s/none", base);
+    CHECK_STATUS(zkr_client_get_data_watch(c, missing, &data, NULL, record_watch, &w), ZKR_NO_NODE, "zkr_client_get_data_watch");
+    CHECK_STATUS(zkr_client_get_children_watch(c, base, &children, NULL, &w), ZKR_INVALID_ARGUMENT, "zkr_client_get_children_watch");
+
+    /* A watch pending when the client closes ends with SESSION_ENDED. */
+    CHECK_OK(zkr_client_get_data_watch(c, base, &data, NULL, record_watch, &w));
+    zkr_buffer_free(data);
+    CHECK_OK(zkr_client_close(c));
+    CHECK_MSG(zt_event_wait(&w.event, 5, 10000), "no SESSION_ENDED event");
+    CHECK(w.types[4] == ZKR_WATCH_SESSION_ENDED);
+    CHECK(zt_event_count(&w.event) == 5);
+    zkr_client_free(c);
+
+    /* A watch pending at free: freeing ends the session, yet the callback is not called (free
+     * disables the client's watch callbacks first), so user_data may go right after. */
+    CHECK_OK(zkr_client_get_data_watch(other, base, &data, NULL, record_watch, &w));
+    zkr_buffer_free(data);
+    zkr_client_free(other);
+    CHECK(zt_event_count(&w.event) == 5);
+    zt_event_destroy(&w.event);
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_client_delete(c, base, -1, 0));
+    zkr_client_free(c);
+}
+
 static void test_closed_client_reports_closed_and_can_still_be_freed(void) {
     zkr_client *c = NULL;
     CHECK_OK(zt_connect_client(&c));
@@ -382,6 +468,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_acl_options_are_refused);
     RUN(test_namespace_prefixes_every_path);
     RUN(test_state_callback_sees_lost_then_reconnected_after_session_expiry);
+    RUN(test_one_shot_watches);
     RUN(test_closed_client_reports_closed_and_can_still_be_freed);
     RUN(test_connect_to_nothing_times_out);
     return zt_end("test_client");
