@@ -256,3 +256,35 @@ test('one-shot watches on getData / exists / getChildren', async () => {
     await other.close();
   }
 });
+
+test('ACL through recipes: a CREATOR_ALL counter and lock node refuse other identities, not the same digest', async () => {
+  const base = uniquePath('acl-recipes');
+  // Parents created by the owner would carry its ACL: keep the shared ones open.
+  await client.create(base, null, { createParents: true });
+  const owner = await Client.connect(zk.connectString, {
+    auth: [
+      { scheme: 'digest', credentials: 'alice:secret' },
+      { scheme: 'digest', credentials: 'bob:pw' },
+    ],
+    acl: [{ perms: ['ALL'], scheme: 'auth', id: '' }],
+  });
+  const bob = await Client.connect(zk.connectString, { auth: { scheme: 'digest', credentials: 'bob:pw' } });
+  try {
+    const counter = new zkr.DistributedAtomicLong(owner, `${base}/counter`);
+    assert.equal(await counter.addAndGet(3), 3n);
+    const lock = new zkr.InterProcessMutex(owner, `${base}/lock`);
+    const holder = new zkr.Owner();
+    assert.equal(await lock.acquire({ owner: holder }), true);
+    const [node] = await lock.participantNodes();
+    await assert.rejects(client.getData(`${base}/counter`), { code: 'ZKR_NO_AUTH' });
+    await assert.rejects(client.delete(node), { code: 'ZKR_NO_AUTH' });
+    await assert.rejects(client.getChildren(`${base}/lock`), { code: 'ZKR_NO_AUTH' });
+    // bob is one of the creator's identities: reads and deletes.
+    assert.equal((await new zkr.DistributedAtomicLong(bob, `${base}/counter`).get()).postValue, 3n);
+    await bob.delete(node);
+    assert.equal(await owner.exists(node), null);
+    await owner.delete(base, { recursive: true });
+  } finally {
+    await Promise.all([owner.close(), bob.close()]);
+  }
+});
