@@ -26,7 +26,7 @@ import org.apache.curator.retry.RetryNTimes;
 
 /**
  * The Apache Curator 5.9.0 driver of tests/bench/run (issue 10). Same CLI and JSON line as every
- * driver (tests/bench/README.md); the default warm-up is larger (2000 cycles) for the JIT.
+ * driver (tests/bench/drivers/README.md); the default warm-up is larger (2000 cycles) for the JIT.
  */
 public final class Bench {
     private final Map<String, String> args = new LinkedHashMap<>();
