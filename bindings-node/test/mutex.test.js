@@ -382,14 +382,15 @@ test('revocation: makeRevocable + attemptRevoke from another client; the holder 
   }
 });
 
-test("revocation: the 'revoke' event of a read/write lock's write half, released with its owner", async () => {
+test("revocation: a raw __REVOKE__ (Curator's wire format) reaches a read/write lock's write half", async () => {
   const rw = new InterProcessReadWriteLock(client, uniquePath('revoke-rw'));
   const w = rw.writeLock().makeRevocable();
   const owner = new Owner();
   assert.equal(await w.acquire({ owner }), true);
   const revoked = nextEvent(w, 'revoke');
   const [node] = await w.participantNodes();
-  await attemptRevoke(client, node);
+  // What Curator's Revoker (and every face's attemptRevoke) writes: the wire-level request.
+  await client.setData(node, '__REVOKE__');
   assert.equal(await revoked, owner);
   await w.release({ owner });
   assert.deepEqual(await w.participantNodes(), []);
