@@ -625,78 +625,121 @@ impl Client {
     }
 
     /// Expires this client's session on the server, as Curator's test KillSession does: a
-    /// second connection joins the session and closes it. For fault tests. Returns once the
-    /// server has closed the session (its ephemeral nodes are gone then).
+    /// second connection joins the session and closes it. For fault tests. Returns once this
+    /// client has seen the session end (`LOST`): its ephemeral nodes are gone then.
+    ///
+    /// The join (a ConnectRequest with the session's id and password) and the CloseSession are
+    /// written together, before any reply: the server holds the second request until the
+    /// session is re-attached, so this client cannot get back onto the session in between (a
+    /// close from a connection that no longer owns the session would be refused).
     pub async fn expire_session_for_testing(&self) -> Result<()> {
         let zk = self.zk().await?;
-        let info = zk.session().clone();
-        let old = zk.session_id().0;
+        let (id, password) = (zk.session().id().0, zk.session().password().to_vec());
         drop(zk);
-        let cfg = self.inner.cfg.clone();
-        let connect_string = cfg.connect_string.clone();
         let mut events = self.subscribe_events();
-        let weak = self.downgrade();
-        runtime::spawn(async move {
-            let expire = async {
-                loop {
-                    // zookeeper-client 0.11.2 gives a joining connector an already-passed
-                    // deadline (its expected session timeout is 0 until negotiated), so its TCP
-                    // connect often loses the race against that deadline (`Timeout`, nothing
-                    // sent), and now and then a try never finishes: bound each try, try again.
-                    let joined = loop {
-                        let attempt = zk::Client::connector()
-                            .with_session(info.clone())
-                            .with_session_timeout(cfg.session_timeout)
-                            .with_connection_timeout(cfg.connection_timeout)
-                            .connect(&connect_string);
-                        match tokio::time::timeout(Duration::from_millis(500), attempt).await {
-                            Err(_) | Ok(Err(zk::Error::Timeout)) => {
-                                tokio::time::sleep(Duration::from_millis(5)).await
-                            }
-                            Ok(other) => break other,
-                        }
-                    };
-                    let other = match joined {
-                        Ok(other) => other,
-                        Err(zk::Error::SessionExpired) => return Ok(()),
-                        Err(e) => {
-                            return Err(Error::from_zk(e, "join session of", &connect_string))
-                        }
-                    };
-                    let mut states = other.state_watcher();
-                    drop(other);
-                    while !states.state().is_terminated() {
-                        states.changed().await;
-                    }
-                    // The server drops our own connection when the joiner takes the session
-                    // over; if our client got back onto the session before the joiner's close,
-                    // the close came from a non-owner and was refused. Our client then stays on
-                    // the old session: look, and try again if so (a join then answers
-                    // SessionExpired once the session is really gone).
-                    let gone = loop {
-                        match tokio::time::timeout(Duration::from_secs(2), events.recv()).await {
-                            Ok(Ok(ConnectionState::Lost))
-                            | Ok(Err(broadcast::error::RecvError::Closed)) => break true,
-                            Ok(Ok(ConnectionState::Suspended)) => continue,
-                            Ok(Ok(_))
-                            | Ok(Err(broadcast::error::RecvError::Lagged(_)))
-                            | Err(_) => {
-                                break weak.upgrade().map_or(true, |c| c.session_id() != old)
-                            }
-                        }
-                    };
-                    if gone {
-                        return Ok(());
-                    }
-                }
-            };
-            tokio::time::timeout(cfg.connection_timeout.max(Duration::from_secs(30)), expire)
+        let servers = server_addresses(&self.inner.cfg.connect_string);
+        let deadline = Instant::now()
+            + self
+                .inner
+                .cfg
+                .connection_timeout
+                .max(Duration::from_secs(30));
+        let mut last_error = String::from("no server in the connect string");
+        'closed: loop {
+            for server in &servers {
+                match tokio::time::timeout(
+                    Duration::from_secs(5),
+                    close_session(server, id, &password),
+                )
                 .await
-                .map_err(|_| Error::Timeout("could not expire the session within 30 s".into()))?
-        })
-        .await
-        .map_err(join_error)?
+                {
+                    Ok(Ok(())) => break 'closed,
+                    Ok(Err(e)) => last_error = format!("{server}: {e}"),
+                    Err(_) => last_error = format!("{server}: no answer within 5 s"),
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout(format!(
+                    "could not expire session {id:#x}: {last_error}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Wait until this client has seen the session go (it reconnects, hears "expired").
+        loop {
+            if self.session_id() != id && self.session_id() != 0 || self.is_closed() {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, events.recv()).await {
+                Ok(Ok(ConnectionState::Lost)) | Ok(Err(broadcast::error::RecvError::Closed)) => {
+                    return Ok(())
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    return Err(Error::Timeout(format!(
+                        "session {id:#x} was closed on the server, but the client did not report LOST in time"
+                    )))
+                }
+            }
+        }
     }
+}
+
+/// `host:port` of each server of a connect string (chroot removed).
+fn server_addresses(connect_string: &str) -> Vec<String> {
+    let hosts = connect_string.split('/').next().unwrap_or_default();
+    hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s.contains(':') {
+                s.to_string()
+            } else {
+                format!("{s}:2181")
+            }
+        })
+        .collect()
+}
+
+/// Joins session `id` on `server` and closes it, in one pipelined exchange; `Ok` too when the
+/// server says the session is already gone.
+async fn close_session(server: &str, id: i64, password: &[u8]) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut stream = tokio::net::TcpStream::connect(server).await?;
+    let frame = |body: &[u8]| [&(body.len() as i32).to_be_bytes()[..], body].concat();
+    let mut connect = Vec::with_capacity(64);
+    connect.extend(0i32.to_be_bytes()); // protocol version
+    connect.extend(0i64.to_be_bytes()); // last zxid seen
+    connect.extend(10_000i32.to_be_bytes()); // session timeout, ms
+    connect.extend(id.to_be_bytes());
+    connect.extend((password.len() as i32).to_be_bytes());
+    connect.extend(password);
+    connect.push(0); // not read-only
+    let close = [1i32.to_be_bytes(), (-11i32).to_be_bytes()].concat(); // xid 1, CloseSession
+    stream
+        .write_all(&[frame(&connect), frame(&close)].concat())
+        .await?;
+    // ConnectResponse: protocol version, negotiated timeout (0: no such session), id, password.
+    let reply = read_frame(&mut stream).await?;
+    let timeout = reply
+        .get(4..8)
+        .map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")))
+        .ok_or(std::io::ErrorKind::InvalidData)?;
+    if timeout <= 0 {
+        return Ok(());
+    }
+    // The CloseSession's reply comes once the session is closed.
+    read_frame(&mut stream).await.map(drop)
+}
+
+async fn read_frame(stream: &mut tokio::net::TcpStream) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let len = stream.read_i32().await?;
+    let mut body = vec![0; len.clamp(0, 1 << 20) as usize];
+    stream.read_exact(&mut body).await?;
+    Ok(body)
 }
 
 /// A weak handle for background tasks that must not keep a client alive.

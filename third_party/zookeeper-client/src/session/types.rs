@@ -49,6 +49,11 @@ impl SessionInfo {
         self.id
     }
 
+    /// Session password (zkrecipes patch 3: to expire a session server-side in tests).
+    pub fn password(&self) -> &[u8] {
+        &self.password
+    }
+
     /// Is this an readonly session ?
     ///
     /// Readonly sessions are local to connected server thus not eligible for session reestablishment.
