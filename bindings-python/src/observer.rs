@@ -2,6 +2,7 @@
 //! joining it (the core's `LeaderObserver`, etcd's Observe). The hand-written
 //! `zkrecipes.LeaderObserver` wraps it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -31,9 +32,22 @@ enum Slot {
 pub struct PyLeaderObserver {
     path: String,
     slot: Mutex<Slot>,
+    /// Set by close(): later waits raise ClosedError at once, even with a change unseen.
+    closed: AtomicBool,
 }
 
 impl PyLeaderObserver {
+    /// This object's cursor for a wait: ClosedError once close() was called.
+    fn cursor(&self, py: Python<'_>) -> PyResult<Arc<Mutex<watch::Receiver<Participant>>>> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(errors::closed(
+                py,
+                format!("the leader observer of {} is closed", self.path),
+            ));
+        }
+        self.started(py, |s| Ok(s.changes.clone()))
+    }
+
     fn started<T>(
         &self,
         py: Python<'_>,
@@ -74,6 +88,12 @@ impl PyLeaderObserver {
     }
 
     fn client(&self, py: Python<'_>) -> PyResult<Client> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(errors::closed(
+                py,
+                format!("the leader observer of {} is closed", self.path),
+            ));
+        }
         match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
             Slot::NotStarted(c) => Ok(c.clone()),
             Slot::Started(_) => Err(errors::invalid(
@@ -123,6 +143,7 @@ impl PyLeaderObserver {
         Ok(PyLeaderObserver {
             path,
             slot: Mutex::new(Slot::NotStarted(c)),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -178,7 +199,7 @@ impl PyLeaderObserver {
         timeout: Option<f64>,
     ) -> PyResult<Option<PyParticipant>> {
         let t = self::timeout(py, "timeout", timeout)?;
-        let cursor = self.started(py, |s| Ok(s.changes.clone()))?;
+        let cursor = self.cursor(py)?;
         Ok(bridge::block(py, next_change(cursor, t))?.map(PyParticipant::from))
     }
 
@@ -190,7 +211,7 @@ impl PyLeaderObserver {
         timeout: Option<f64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let t = self::timeout(py, "timeout", timeout)?;
-        let cursor = self.started(py, |s| Ok(s.changes.clone()))?;
+        let cursor = self.cursor(py)?;
         bridge::future(
             py,
             event_loop,
@@ -219,6 +240,7 @@ impl PyLeaderObserver {
     /// Stops observing (its watch is removed from the server); waiters get ClosedError.
     /// Idempotent; closing one that never started does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.closed.store(true, Ordering::SeqCst);
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Slot::Started(local) = &mut *slot {
             local.get(py, "leader observer")?;

@@ -512,8 +512,8 @@ class LeaderObserver:
         return bool(self._n.remove_listener(listener_id))
 
     def close(self) -> None:
-        """Stops observing (the watch is removed from the server); waiters get
-        :class:`~zkrecipes.ClosedError`. Idempotent."""
+        """Stops observing (the watch is removed from the server); waiters and every later
+        :meth:`wait_changed` or :meth:`start` get :class:`~zkrecipes.ClosedError`. Idempotent."""
         self._n.close()
 
     def __enter__(self) -> "LeaderObserver":
