@@ -76,7 +76,10 @@ impl FaultProxy {
         let thread = thread::Builder::new()
             .name(format!("zkr-proxy-{}", addr.port()))
             .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
+                // Spare workers: a delayed chunk's last stretch is a short blocking sleep (see
+                // `wait_until_precise`), and the other tasks must keep running meanwhile.
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(3)
                     .enable_all()
                     .build();
                 let runtime =
@@ -228,7 +231,7 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, 
         while let Some((read_at, chunk)) = rx.recv().await {
             let mode = *shared.mode.borrow();
             if let Mode::Delay(latency) = mode {
-                tokio::time::sleep_until(read_at + latency).await;
+                wait_until_precise(read_at + latency).await;
             }
             if blackholed() {
                 continue;
@@ -241,4 +244,20 @@ async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, 
         let _ = to.shutdown().await;
     };
     tokio::join!(read, write);
+}
+
+/// Waits until `deadline` to within the OS's sleep precision (tens of microseconds). tokio's
+/// timer has 1 ms ticks and rounds every wait up to the next one, which turned a 0.5 ms delay
+/// into ~1.5 ms per direction; so sleep coarsely with tokio, then finish with a blocking
+/// sleep of at most 2 ms on one of the proxy runtime's spare workers.
+async fn wait_until_precise(deadline: Instant) {
+    if let Some(coarse) = deadline.checked_sub(Duration::from_millis(2)) {
+        if coarse > Instant::now() {
+            tokio::time::sleep_until(coarse).await;
+        }
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if !left.is_zero() {
+        std::thread::sleep(left);
+    }
 }
