@@ -636,51 +636,66 @@ impl Client {
         let zk = self.zk().await?;
         let (id, password) = (zk.session().id().0, zk.session().password().to_vec());
         drop(zk);
-        let mut events = self.subscribe_events();
+        let events = self.subscribe_events();
         let servers = server_addresses(&self.inner.cfg.connect_string);
-        let deadline = Instant::now()
-            + self
-                .inner
-                .cfg
-                .connection_timeout
-                .max(Duration::from_secs(30));
-        let mut last_error = String::from("no server in the connect string");
-        'closed: loop {
-            for server in &servers {
-                match tokio::time::timeout(
-                    Duration::from_secs(5),
-                    close_session(server, id, &password),
-                )
-                .await
-                {
-                    Ok(Ok(())) => break 'closed,
-                    Ok(Err(e)) => last_error = format!("{server}: {e}"),
-                    Err(_) => last_error = format!("{server}: no answer within 5 s"),
-                }
+        let limit = self
+            .inner
+            .cfg
+            .connection_timeout
+            .max(Duration::from_secs(30));
+        let weak = self.downgrade();
+        // An owned task that never touches `self`: a state listener may drop this client's last
+        // handle (C: zkr_client_free from the LOST callback) while we wait for LOST.
+        runtime::spawn(expire_session(weak, events, servers, id, password, limit))
+            .await
+            .map_err(join_error)?
+    }
+}
+
+async fn expire_session(
+    weak: WeakClient,
+    mut events: broadcast::Receiver<ConnectionState>,
+    servers: Vec<String>,
+    id: i64,
+    password: Vec<u8>,
+    limit: Duration,
+) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    let mut last_error = String::from("no server in the connect string");
+    'closed: loop {
+        for server in &servers {
+            let close = close_session(server, id, &password);
+            match tokio::time::timeout(Duration::from_secs(5), close).await {
+                Ok(Ok(())) => break 'closed,
+                Ok(Err(e)) => last_error = format!("{server}: {e}"),
+                Err(_) => last_error = format!("{server}: no answer within 5 s"),
             }
-            if Instant::now() >= deadline {
-                return Err(Error::Timeout(format!(
-                    "could not expire session {id:#x}: {last_error}"
-                )));
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // Wait until this client has seen the session go (it reconnects, hears "expired").
-        loop {
-            if self.session_id() != id && self.session_id() != 0 || self.is_closed() {
-                return Ok(());
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout(format!(
+                "could not expire session {id:#x}: {last_error}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Wait until the client has seen the session go (it reconnects and hears "expired").
+    loop {
+        let moved_on = weak.upgrade().map_or(true, |c| {
+            c.is_closed() || !matches!(c.session_id(), 0) && c.session_id() != id
+        });
+        if moved_on {
+            return Ok(());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, events.recv()).await {
+            Ok(Ok(ConnectionState::Lost)) | Ok(Err(broadcast::error::RecvError::Closed)) => {
+                return Ok(())
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, events.recv()).await {
-                Ok(Ok(ConnectionState::Lost)) | Ok(Err(broadcast::error::RecvError::Closed)) => {
-                    return Ok(())
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    return Err(Error::Timeout(format!(
-                        "session {id:#x} was closed on the server, but the client did not report LOST in time"
-                    )))
-                }
+            Ok(_) => {}
+            Err(_) => {
+                return Err(Error::Timeout(format!(
+                    "session {id:#x} was closed on the server, but the client did not report LOST in time"
+                )))
             }
         }
     }
