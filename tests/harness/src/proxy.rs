@@ -204,46 +204,59 @@ async fn connection(client: TcpStream, upstream: Arc<str>, shared: Arc<Shared>) 
         (client.into_split(), server.into_split());
     // Either direction ending (after flushing what it had) or a cut closes both sockets.
     tokio::select! {
-        () = pipe(client_read, server_write, &shared, true) => {}
-        () = pipe(server_read, client_write, &shared, false) => {}
+        () = pipe(client_read, server_write, shared.clone(), true) => {}
+        () = pipe(server_read, client_write, shared.clone(), false) => {}
         _ = mode.wait_for(|m| *m == Mode::Cut) => {}
     }
 }
 
 /// Copies one direction: the reader stamps chunks, the writer delivers each no earlier than
-/// its stamp plus the current delay, so order is kept and throughput is not reduced.
-async fn pipe(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: &Shared, to_server: bool) {
+/// its stamp plus the current delay, so order is kept and throughput is not reduced. The
+/// reader is a task of its own: while the writer sleeps out a delay, the next chunk is still
+/// read and stamped on time (a pipelined request is not held back behind the one before it).
+async fn pipe(from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: Arc<Shared>, to_server: bool) {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
-    let blackholed = || match *shared.mode.borrow() {
+    let blackholed = move |shared: &Shared| match *shared.mode.borrow() {
         Mode::Blackhole => true,
         Mode::DropReplies => !to_server,
         _ => false,
     };
-    let read = async move {
-        let mut buf = vec![0; 64 * 1024];
-        while let Ok(n @ 1..) = from.read(&mut buf).await {
-            if !blackholed() && tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
-                break;
+    let reader = {
+        let shared = shared.clone();
+        let mut from = from;
+        tokio::spawn(async move {
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(n @ 1..) = from.read(&mut buf).await {
+                if !blackholed(&shared) && tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
+                    break;
+                }
             }
-        }
+        })
     };
-    let write = async move {
-        while let Some((read_at, chunk)) = rx.recv().await {
-            let mode = *shared.mode.borrow();
-            if let Mode::Delay(latency) = mode {
-                wait_until_precise(read_at + latency).await;
-            }
-            if blackholed() {
-                continue;
-            }
-            if to.write_all(&chunk).await.is_err() {
-                break;
-            }
-            shared.bytes.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+    // Dropping this future (the other direction ended, or a cut) stops the reader too.
+    let _reader = AbortOnDrop(reader);
+    while let Some((read_at, chunk)) = rx.recv().await {
+        let mode = *shared.mode.borrow();
+        if let Mode::Delay(latency) = mode {
+            wait_until_precise(read_at + latency).await;
         }
-        let _ = to.shutdown().await;
-    };
-    tokio::join!(read, write);
+        if blackholed(&shared) {
+            continue;
+        }
+        if to.write_all(&chunk).await.is_err() {
+            break;
+        }
+        shared.bytes.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+    }
+    let _ = to.shutdown().await;
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Waits until `deadline` to within the OS's sleep precision (tens of microseconds). tokio's

@@ -588,6 +588,7 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
     let cyc: Vec<Duration> = acq.iter().zip(&rel).map(|(a, r)| *a + *r).collect();
     // Pipelined: create and getChildren issued together, then delete.
     let mut pipelined = Vec::with_capacity(n);
+    let mut pipelined_acquire = Vec::with_capacity(n);
     for i in 0..w + n {
         let prefix = format!("{base}/_c_{}-lock-", uuid::Uuid::new_v4());
         let t = Instant::now();
@@ -595,11 +596,13 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         let list = zk.list_children(&base);
         let ((_, seq), _children) =
             tokio::try_join!(create, list).map_err(e("create+getChildren"))?;
+        let acquired = t.elapsed();
         zk.delete(&format!("{prefix}{seq}"), None)
             .await
             .map_err(e("delete"))?;
         if i >= w {
             pipelined.push(t.elapsed());
+            pipelined_acquire.push(acquired);
         }
     }
     out.int("n", n as i64)
@@ -607,6 +610,7 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         .num("acquire_p50_us", stats(&acq).p50)
         .num("release_p50_us", stats(&rel).p50)
         .num("pipelined_p50_us", stats(&pipelined).p50)
+        .num("pipelined_acquire_p50_us", stats(&pipelined_acquire).p50)
         // Sequential and pipelined cycles, warm-up included: for requests per cycle.
         .int("ops_total", 2 * (w + n) as i64)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
