@@ -157,23 +157,7 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
 
 /// ZooKeeper's permission bits as a `Permission` (the crate keeps its raw constructor private).
 fn permission(bits: u32) -> CoreResult<Permission> {
-    if bits == 0 || bits > 31 {
-        return Err(invalid(format!(
-            "acl perms {bits} is not a set of ZooKeeper permission bits (1..31)"
-        )));
-    }
-    let all = [
-        Permission::READ,
-        Permission::WRITE,
-        Permission::CREATE,
-        Permission::DELETE,
-        Permission::ADMIN,
-    ];
-    Ok(all
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| bits & (1 << i) != 0)
-        .fold(Permission::NONE, |acc, (_, p)| acc | p))
+    zkrecipes::client::permission_from_bits(bits)
 }
 
 /// Emits `(kind, path)` once when the one-shot watch fires: `CREATED`, `DELETED`, `CHANGED`,

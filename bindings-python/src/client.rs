@@ -148,24 +148,7 @@ fn create_mode(py: Python<'_>, mode: &str) -> PyResult<CreateMode> {
 
 /// ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16) as a `Permission`.
 fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
-    if bits == 0 || bits > 31 {
-        return Err(errors::invalid(
-            py,
-            format!("acl perms {bits} is not a set of ZooKeeper permission bits (1..31)"),
-        ));
-    }
-    let all = [
-        Permission::READ,
-        Permission::WRITE,
-        Permission::CREATE,
-        Permission::DELETE,
-        Permission::ADMIN,
-    ];
-    Ok(all
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| bits & (1 << i) != 0)
-        .fold(Permission::NONE, |acc, (_, p)| acc | p))
+    zkrecipes::client::permission_from_bits(bits).map_err(|e| errors::invalid(py, e.message()))
 }
 
 fn version_arg(py: Python<'_>, version: i64) -> PyResult<Option<i32>> {

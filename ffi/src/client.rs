@@ -466,23 +466,11 @@ unsafe fn arg_array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a 
 
 /// ZooKeeper's permission bits as a `Permission`.
 fn permission(bits: u32, i: usize) -> Result<Permission> {
-    if bits == 0 || bits > ZKR_PERM_ALL {
-        return Err(Error::InvalidArgument(format!(
+    zkrecipes::client::permission_from_bits(bits).map_err(|_| {
+        Error::InvalidArgument(format!(
             "opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)"
-        )));
-    }
-    let all = [
-        Permission::READ,
-        Permission::WRITE,
-        Permission::CREATE,
-        Permission::DELETE,
-        Permission::ADMIN,
-    ];
-    Ok(all
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| bits & (1 << i) != 0)
-        .fold(Permission::NONE, |acc, (_, p)| acc | p))
+        ))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -757,6 +757,29 @@ async fn read_frame(stream: &mut tokio::net::TcpStream) -> std::io::Result<Vec<u
     Ok(body)
 }
 
+/// ZooKeeper's permission bits as they travel on the wire (READ 1, WRITE 2, CREATE 4,
+/// DELETE 8, ADMIN 16) as a [`Permission`]; `InvalidArgument` unless `bits` is a non-empty
+/// combination of them (1..=31). For the faces, which take ACLs as plain numbers.
+pub fn permission_from_bits(bits: u32) -> Result<Permission> {
+    if bits == 0 || bits > 31 {
+        return Err(Error::invalid(format!(
+            "acl perms {bits} is not a set of ZooKeeper permission bits (1..31)"
+        )));
+    }
+    let all = [
+        Permission::READ,
+        Permission::WRITE,
+        Permission::CREATE,
+        Permission::DELETE,
+        Permission::ADMIN,
+    ];
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| bits & (1 << i) != 0)
+        .fold(Permission::NONE, |acc, (_, p)| acc | p))
+}
+
 /// A weak handle for background tasks that must not keep a client alive.
 #[derive(Clone)]
 pub(crate) struct WeakClient(Weak<Inner>);
@@ -895,6 +918,27 @@ async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateWatcher) {
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod permission_tests {
+    use super::*;
+
+    #[test]
+    fn permission_bits_map_to_zookeepers_and_bad_ones_are_refused() {
+        assert_eq!(permission_from_bits(1).unwrap(), Permission::READ);
+        assert_eq!(permission_from_bits(31).unwrap(), Permission::ALL);
+        assert_eq!(
+            permission_from_bits(1 | 8).unwrap(),
+            Permission::READ | Permission::DELETE
+        );
+        for bad in [0, 32, u32::MAX] {
+            assert!(matches!(
+                permission_from_bits(bad),
+                Err(Error::InvalidArgument(_))
+            ));
         }
     }
 }
