@@ -220,7 +220,14 @@ test('LeaderObserver follows a latch group without joining it', async () => {
     assert.equal(observer.leader.id, 'a', 'a follower joining changes nothing');
     await latchA.close();
     assert.deepEqual(await leaderBecomes(observer, 'b'), { id: 'b', isLeader: true });
-    const pending = observer.waitChanged();
+    // waitChanged may first hand out the 'b' change leaderBecomes saw by polling: read changes
+    // until nobody leads (each wait bounded; null = timed out, which fails the assertion).
+    const pending = (async () => {
+      for (;;) {
+        const p = await observer.waitChanged({ timeoutMs: 10000 });
+        if (p === null || p.id === '') return p;
+      }
+    })();
     await latchB.close();
     assert.deepEqual(await pending, { id: '', isLeader: false });
     await waitFor(() => heard.map((p) => p.id).join(',') === 'a,b,', { what: "'change' events a, b, nobody" });
@@ -249,6 +256,9 @@ test('LeaderObserver sees a LeaderSelector; close rejects a pending waitChanged;
     assert.deepEqual(await leaderBecomes(observer, 'sel-1'), { id: 'sel-1', isLeader: true });
     await assert.rejects(observer.start(), { code: 'ZKR_INVALID_ARGUMENT' });
     await assert.rejects(observer.waitChanged({ timeoutMs: -5 }), { code: 'ZKR_INVALID_ARGUMENT' });
+    // leaderBecomes may have seen sel-1 by polling `leader` without consuming the change:
+    // consume it, so that the next waitChanged really waits.
+    while ((await observer.waitChanged({ timeoutMs: 200 })) !== null);
     const pending = observer.waitChanged();
     await observer.close();
     await assert.rejects(pending, { code: 'ZKR_CLOSED' });
