@@ -131,20 +131,7 @@ fn main() {
     if role == "latch" {
         let l = LeaderLatch::new(&client, &path, &id).expect("latch");
         l.start_blocking().expect("latch start");
-        let t = std::time::Instant::now();
-        let ids = loop {
-            let mut ids: Vec<String> = l
-                .get_participants_blocking()
-                .expect("participants")
-                .into_iter()
-                .map(|p| p.id)
-                .collect();
-            ids.sort();
-            if ids.len() >= expect || t.elapsed() > Duration::from_secs(60) {
-                break ids;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let ids = participant_ids(expect, || l.get_participants_blocking());
         writeln!(log, "participants rust {id} {}", ids.join(",")).unwrap();
         first_latch = Some(l);
     }
@@ -180,20 +167,7 @@ fn main() {
         .expect("selector");
         s.auto_requeue();
         s.start().expect("selector start");
-        let t = std::time::Instant::now();
-        let ids = loop {
-            let mut ids: Vec<String> = s
-                .get_participants_blocking()
-                .expect("participants")
-                .into_iter()
-                .map(|p| p.id)
-                .collect();
-            ids.sort();
-            if ids.len() >= expect || t.elapsed() > Duration::from_secs(60) {
-                break ids;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let ids = participant_ids(expect, || s.get_participants_blocking());
         writeln!(log, "participants rust {id} {}", ids.join(",")).unwrap();
         selector = Some(s);
     }
@@ -361,4 +335,24 @@ fn main() {
     }
     log.flush().unwrap();
     client.close_blocking();
+}
+
+/// The sorted participant ids, polled until `expect` are listed (at most 60 s).
+fn participant_ids(
+    expect: usize,
+    get: impl Fn() -> zkrecipes::Result<Vec<zkrecipes::leader::Participant>>,
+) -> Vec<String> {
+    let t = std::time::Instant::now();
+    loop {
+        let mut ids: Vec<String> = get()
+            .expect("participants")
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        ids.sort();
+        if ids.len() >= expect || t.elapsed() > Duration::from_secs(60) {
+            return ids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
