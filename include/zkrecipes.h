@@ -1190,12 +1190,15 @@ zkr_status zkr_client_add_state_listener(struct zkr_client *c, zkr_state_callbac
  */
 zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t listener_id);
 
+#if defined(ZKR_TESTING)
 /**
  * Expires this client's session on the server, as Curator's tests do (a second connection joins
  * the session and closes it). For tests of session loss: the client then reports LOST and
- * RECONNECTED with a new session. Not for production use.
+ * RECONNECTED with a new session. Only in builds with the `testing` feature (declared when
+ * ZKR_TESTING is defined).
  */
 zkr_status zkr_client_expire_session_for_testing(struct zkr_client *c);
+#endif
 
 /**
  * Creates a node with `data_len` bytes of `data` (`data` may be NULL when `data_len` is 0).

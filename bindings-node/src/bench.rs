@@ -68,7 +68,7 @@ pub fn bench_core_contended<'env>(
         for t in tasks {
             total += t
                 .await
-                .map_err(|e| zkrecipes::Error::Internal(e.to_string()))??;
+                .map_err(|e| zkrecipes::Error::Internal(e.to_string().into()))??;
         }
         Ok(Out::Number(total as f64))
     })

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use napi::bindgen_prelude::{BigInt, Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
-use zkrecipes::client::{Acl, AuthId, NodeEventKind, Permission, Watch};
+use zkrecipes::client::{Acl, NodeEventKind, Permission, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
 };
@@ -142,10 +142,7 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     if let Some(acl) = o.acl {
         let mut list = Vec::with_capacity(acl.len());
         for e in acl {
-            list.push(Acl::new(
-                permission(e.perms)?,
-                AuthId::new(&e.scheme, &e.id),
-            ));
+            list.push(Acl::new(permission(e.perms)?, &e.scheme, &e.id));
         }
         b = b.acl(list);
     }
@@ -155,9 +152,9 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     Ok(b)
 }
 
-/// ZooKeeper's permission bits as a `Permission` (the crate keeps its raw constructor private).
+/// ZooKeeper's permission bits as a `Permission`.
 fn permission(bits: u32) -> CoreResult<Permission> {
-    zkrecipes::client::permission_from_bits(bits)
+    Permission::from_bits(bits)
 }
 
 /// Emits `(kind, path)` once when the one-shot watch fires: `CREATED`, `DELETED`, `CHANGED`,
@@ -424,16 +421,6 @@ impl NativeClient {
         })
     }
 
-    /// Expires the session on the server (Curator's KillSession), for tests.
-    #[napi]
-    pub fn expire_session_for_testing<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        promise::spawn(env, async move {
-            client.expire_session_for_testing().await?;
-            Ok(Out::Undefined)
-        })
-    }
-
     /// Requests sent so far, per operation (for tests and benchmarks).
     #[napi]
     pub fn request_counts(&self, env: Env) -> napi::Result<Object<'_>> {
@@ -446,5 +433,23 @@ impl NativeClient {
         o.set("exists", c.exists as f64)?;
         o.set("getChildren", c.get_children as f64)?;
         Ok(o)
+    }
+}
+
+/// Test-only entry points, in builds with the `testing` feature.
+#[cfg(feature = "testing")]
+#[napi]
+impl NativeClient {
+    /// Expires the session on the server (Curator's KillSession), for tests (builds with the
+    /// `testing` feature only).
+    #[napi]
+    pub fn expire_session_for_testing<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let expire = zkrecipes_testing::expire_client_session(&self.inner);
+        promise::spawn(env, async move {
+            expire
+                .await
+                .map_err(|e| zkrecipes::Error::Timeout(e.into()))?;
+            Ok(Out::Undefined)
+        })
     }
 }

@@ -5,29 +5,9 @@ use napi::bindgen_prelude::{JsError, Unknown};
 use napi::Env;
 use zkrecipes::ErrorKind;
 
-/// API.md's `err.code` for each kind; the extra kinds of the core get codes of the same form
-/// (the C face uses the same names).
-pub(crate) fn code(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidArgument => "ZKR_INVALID_ARGUMENT",
-        ErrorKind::NotOwner => "ZKR_NOT_OWNER",
-        ErrorKind::ConnectionLoss => "ZKR_CONNECTION_LOSS",
-        ErrorKind::SessionExpired => "ZKR_SESSION_EXPIRED",
-        ErrorKind::OutcomeUnknown => "ZKR_OUTCOME_UNKNOWN",
-        ErrorKind::Closed => "ZKR_CLOSED",
-        ErrorKind::NoNode => "ZKR_NO_NODE",
-        ErrorKind::NodeExists => "ZKR_NODE_EXISTS",
-        ErrorKind::BadVersion => "ZKR_BAD_VERSION",
-        ErrorKind::NoAuth => "ZKR_NO_AUTH",
-        ErrorKind::NotEmpty => "ZKR_NOT_EMPTY",
-        ErrorKind::Timeout => "ZKR_TIMEOUT",
-        ErrorKind::CorruptedData => "ZKR_CORRUPTED_DATA",
-        ErrorKind::Overflow => "ZKR_OVERFLOW",
-        ErrorKind::Server => "ZKR_SERVER",
-        ErrorKind::Internal => "ZKR_INTERNAL",
-        // A kind added to the core later: still an error with a code, never a bare string.
-        _ => "ZKR_INTERNAL",
-    }
+/// API.md's `err.code` for each kind: `ZKR_` + the core's name (the C face's status names).
+pub(crate) fn code(kind: ErrorKind) -> String {
+    format!("ZKR_{}", kind.name())
 }
 
 /// Builds the JS error object (on the JS thread) and wraps it so that napi throws or rejects
@@ -40,12 +20,12 @@ pub(crate) fn to_js(env: &Env, code: &str, message: &str) -> napi::Error {
 
 /// [`to_js`] for a core error.
 pub(crate) fn from_core(env: &Env, e: &zkrecipes::Error) -> napi::Error {
-    to_js(env, code(e.kind()), e.message())
+    to_js(env, &code(e.kind()), e.message())
 }
 
 /// An error of the face itself before any JS value exists (a bad argument found in Rust).
 pub(crate) fn invalid(msg: impl Into<String>) -> zkrecipes::Error {
-    zkrecipes::Error::InvalidArgument(msg.into())
+    zkrecipes::Error::InvalidArgument(zkrecipes::Detail::new(msg))
 }
 
 /// Results of the face: a core error until it reaches the JS thread.

@@ -315,7 +315,7 @@ impl NativeLease {
                 None => {
                     return Err(zkrecipes::Error::NotOwner(format!(
                         "return lease {path}: it was returned already"
-                    )))
+                    ).into()))
                 }
             }
             Ok(Out::Undefined)

@@ -84,7 +84,7 @@ impl NativeLeaderObserver {
                 Slot::Closed => {
                     return promise::rejected(
                         env,
-                        Error::Closed(format!("the leader observer of {} is closed", self.path)),
+                        Error::Closed(format!("the leader observer of {} is closed", self.path).into()),
                     )
                 }
                 _ => {
@@ -174,7 +174,7 @@ impl NativeLeaderObserver {
             Slot::Closed => {
                 return promise::rejected(
                     env,
-                    Error::Closed(format!("the leader observer of {} is closed", self.path)),
+                    Error::Closed(format!("the leader observer of {} is closed", self.path).into()),
                 )
             }
             _ => {
@@ -183,7 +183,7 @@ impl NativeLeaderObserver {
                     Error::Closed(format!(
                         "the leader observer of {} is not started: await start() first",
                         self.path
-                    )),
+                    ).into()),
                 )
             }
         };

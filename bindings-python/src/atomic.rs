@@ -197,7 +197,7 @@ macro_rules! counter_op {
                 other => {
                     return Err(zkrecipes::Error::InvalidArgument(format!(
                         "unknown counter operation {other:?}"
-                    )))
+                    ).into()))
                 }
             };
             Ok::<OpFuture, zkrecipes::Error>(fut)
@@ -223,7 +223,7 @@ impl PyAtomicNumber {
                 counter_op!(c, op, a, b, t, |x: i64| i32::try_from(x).map_err(|_| {
                     zkrecipes::Error::InvalidArgument(format!(
                         "{x} does not fit a DistributedAtomicInteger (32 bits)"
-                    ))
+                    ).into())
                 }))
             }
         };

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use zkrecipes::client::{validate_connect_string, Acl, AuthId, Permission};
+use zkrecipes::client::{validate_connect_string, Acl, Permission};
 use zkrecipes::client::{NodeEventKind, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
@@ -148,7 +148,7 @@ fn create_mode(py: Python<'_>, mode: &str) -> PyResult<CreateMode> {
 
 /// ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16) as a `Permission`.
 fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
-    zkrecipes::client::permission_from_bits(bits).map_err(|e| errors::invalid(py, e.message()))
+    Permission::from_bits(bits).map_err(|e| errors::invalid(py, e.message()))
 }
 
 fn version_arg(py: Python<'_>, version: i64) -> PyResult<Option<i32>> {
@@ -374,7 +374,7 @@ impl PyClient {
                 if scheme.is_empty() {
                     return Err(errors::invalid(py, "acl scheme must not be empty"));
                 }
-                list.push(Acl::new(permission(py, perms)?, AuthId::new(&scheme, &id)));
+                list.push(Acl::new(permission(py, perms)?, scheme, id));
             }
             builder = builder.acl(list);
         }
@@ -557,10 +557,17 @@ impl PyClient {
         Ok(d)
     }
 
-    /// Expires the session on the server (Curator's KillSession), for tests.
+    /// Expires the session on the server (Curator's KillSession), for tests (built with the
+    /// `testing` feature only).
+    #[cfg(feature = "testing")]
     fn _expire_session_for_testing(&self, py: Python<'_>) -> PyResult<()> {
         let c = self.core(py)?;
-        bridge::block(py, async move { c.expire_session_for_testing().await })
+        let expire = zkrecipes_testing::expire_client_session(&c);
+        bridge::block(py, async move {
+            expire
+                .await
+                .map_err(|e| zkrecipes::Error::Timeout(e.into()))
+        })
     }
 
     // ---- plain operations; each has an asyncio twin taking the running loop first ----

@@ -9,30 +9,12 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
-use zkrecipes::{Error, ErrorKind};
+use zkrecipes::{Detail, Error, ErrorKind};
 
-/// The code of a kind: API.md's name in upper snake case (`NO_NODE`); C's status is `ZKR_` + it.
+/// The code of a kind: the core's name in upper snake case (`NO_NODE`); C's status is
+/// `ZKR_` + it.
 pub fn code(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
-        ErrorKind::NotOwner => "NOT_OWNER",
-        ErrorKind::ConnectionLoss => "CONNECTION_LOSS",
-        ErrorKind::SessionExpired => "SESSION_EXPIRED",
-        ErrorKind::OutcomeUnknown => "OUTCOME_UNKNOWN",
-        ErrorKind::Closed => "CLOSED",
-        ErrorKind::NoNode => "NO_NODE",
-        ErrorKind::NodeExists => "NODE_EXISTS",
-        ErrorKind::BadVersion => "BAD_VERSION",
-        ErrorKind::NoAuth => "NO_AUTH",
-        ErrorKind::NotEmpty => "NOT_EMPTY",
-        ErrorKind::Timeout => "TIMEOUT",
-        ErrorKind::CorruptedData => "CORRUPTED_DATA",
-        ErrorKind::Overflow => "OVERFLOW",
-        ErrorKind::Server => "SERVER",
-        ErrorKind::Internal => "INTERNAL",
-        // ErrorKind is non-exhaustive: a kind added to the core later is still a zkrecipes error.
-        _ => "SERVER",
-    }
+    kind.name()
 }
 
 static BY_CODE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
@@ -67,12 +49,12 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
 
 /// A bad argument detected by this face (same class as the core's `InvalidArgument`).
 pub fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
-    to_py(py, Error::InvalidArgument(message.into()))
+    to_py(py, Error::InvalidArgument(Detail::new(message)))
 }
 
 /// `ClosedError` raised by this face.
 pub fn closed(py: Python<'_>, message: impl Into<String>) -> PyErr {
-    to_py(py, Error::Closed(message.into()))
+    to_py(py, Error::Closed(Detail::new(message)))
 }
 
 /// Maps `Result<T, zkrecipes::Error>` onto `PyResult<T>`.

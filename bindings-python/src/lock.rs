@@ -120,7 +120,7 @@ impl PyMutex {
                 zkrecipes::Error::NotOwner(format!(
                     "release lock {}: this owner does not hold it",
                     m.path()
-                )),
+                ).into()),
             ));
         }
         bridge::block(py, async move { m.release(Owner::from_raw(owner)).await })

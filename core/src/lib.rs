@@ -6,9 +6,13 @@
 //! counters.
 //!
 //! The core is async; every blocking call runs on one process-wide runtime ([`runtime`]).
+//! Listeners run under one threading guarantee ([`dispatch`]). Every face takes its words
+//! from one vocabulary: [`ErrorKind`] (codes and names), [`CreateMode`], [`NodeEventKind`],
+//! [`ConnectionState`], [`LostPolicy`] and the [`timeout`] contract.
 
 pub mod atomic;
 pub mod client;
+pub mod dispatch;
 mod error;
 pub mod leader;
 pub mod lock;
@@ -16,11 +20,14 @@ pub mod owner;
 pub mod path;
 pub mod retry;
 pub mod runtime;
+pub mod timeout;
 
 pub use client::{
-    Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Stat,
+    Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
+    LostPolicy, NodeEventKind, Permission, Stat,
 };
-pub use error::{Error, ErrorKind, Result};
+pub use dispatch::ListenerId;
+pub use error::{Detail, Error, ErrorKind, Result};
 pub use owner::Owner;
 pub use retry::RetryPolicy;
 

@@ -811,7 +811,7 @@ async fn shared_count_rereads_and_keeps_listening_after_its_session_expires() {
     let sb = SharedCount::new(&b, "/shared/expiry", 0).unwrap();
     sb.start().await.unwrap();
     let old_session = a.session_id();
-    a.expire_session_for_testing().await.unwrap();
+    zkrecipes_testing::expire_client_session(&a).await.unwrap();
     eventually(
         "LOST then RECONNECTED reach the listener",
         20 * SECOND,

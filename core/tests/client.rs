@@ -330,7 +330,7 @@ async fn states_go_suspended_reconnected_then_lost_and_a_new_session() {
         "reconnected within the session"
     );
 
-    c.expire_session_for_testing().await.unwrap();
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
     // Joining the session from elsewhere may first move it (SUSPENDED, RECONNECTED); then it
     // expires: LOST, and a new session (RECONNECTED).
     let mut after = Vec::new();

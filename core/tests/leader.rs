@@ -500,7 +500,7 @@ async fn latch_hands_over_when_leader_session_expires() {
     // Returns once the server has closed the session (its ephemeral node is gone then). While
     // the harness joins the session, the old leader may be disconnected and reconnected on the
     // same, still valid session: dropping and regaining leadership then is right.
-    c1.expire_session_for_testing().await.unwrap();
+    zkrecipes_testing::expire_client_session(&c1).await.unwrap();
     let t = Instant::now();
     assert!(
         next.await_leadership(Some(session + Duration::from_secs(1)))
@@ -1100,7 +1100,7 @@ async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
     assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
     b.start().unwrap();
     assert!(eventually(Duration::from_secs(5), || c2.request_counts().create >= 1).await);
-    c1.expire_session_for_testing().await.unwrap();
+    zkrecipes_testing::expire_client_session(&c1).await.unwrap();
     let t = Instant::now();
     assert!(
         eventually(session + Duration::from_secs(1), || b_led

@@ -917,11 +917,11 @@ async fn bad_input_gets_typed_errors() {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        lock::timeout_from_millis(-5),
+        zkrecipes::timeout::from_millis(-5),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        lock::timeout_from_secs_f64(-0.1),
+        zkrecipes::timeout::from_secs_f64(Some(-0.1)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(

@@ -109,7 +109,7 @@ fn check_open(client: &Client, what: &str, path: &str) -> Result<()> {
     if client.is_closed() {
         Err(Error::Closed(format!(
             "{what} {path}: the client is closed"
-        )))
+        ).into()))
     } else {
         Ok(())
     }
@@ -731,7 +731,7 @@ pub unsafe extern "C" fn zkr_shared_count_remove_listener(
             }
             None => Err(Error::InvalidArgument(format!(
                 "no listener with id {listener_id} on this shared count"
-            ))),
+            ).into())),
         }
     })
 }

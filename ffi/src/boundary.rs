@@ -42,7 +42,7 @@ pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<()>) -> zkr
 
 /// The NULL check: `Err(InvalidArgument("<what> is NULL"))` for a NULL pointer.
 pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<NonNull<T>> {
-    NonNull::new(ptr as *mut T).ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL")))
+    NonNull::new(ptr as *mut T).ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
 }
 
 /// A handle or input struct argument.
@@ -87,7 +87,7 @@ pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a s
         Error::InvalidArgument(format!(
             "{what} is not valid UTF-8 (bad byte at offset {})",
             e.valid_up_to()
-        ))
+        ).into())
     })
 }
 
@@ -121,7 +121,7 @@ pub(crate) fn arg_timeout(timeout_ms: i64) -> Result<Option<Duration>> {
         -1 => Ok(None),
         ms if ms < 0 => Err(Error::InvalidArgument(format!(
             "timeout_ms is {ms}: use -1 to wait forever or a value >= 0"
-        ))),
+        ).into())),
         ms => Ok(Some(Duration::from_millis(ms as u64))),
     }
 }
@@ -131,7 +131,7 @@ pub(crate) fn arg_positive_ms(ms: i64, what: &str) -> Result<Duration> {
     if ms <= 0 {
         Err(Error::InvalidArgument(format!(
             "{what} is {ms} ms: it must be positive"
-        )))
+        ).into()))
     } else {
         Ok(Duration::from_millis(ms as u64))
     }

@@ -6,7 +6,7 @@ use std::ptr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use zkrecipes::client::{Acl, AuthId, NodeEventKind, Permission, Watch};
+use zkrecipes::client::{Acl, NodeEventKind, Permission, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, Error,
     Result, RetryPolicy,
@@ -167,7 +167,7 @@ fn non_negative_ms(ms: i64, what: &str) -> Result<Duration> {
     if ms < 0 {
         Err(Error::InvalidArgument(format!(
             "retry policy: {what} is {ms} ms; it must not be negative"
-        )))
+        ).into()))
     } else {
         Ok(Duration::from_millis(ms as u64))
     }
@@ -217,7 +217,7 @@ impl zkr_retry_policy {
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "retry policy: unknown kind {other}; use a zkr_retry_* function"
-                )))
+                ).into()))
             }
         };
         policy.validate()?;
@@ -375,7 +375,7 @@ unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr_client_opt
             "opts come from a newer zkrecipes header (options version {version}, {size} bytes) than this \
              library {} (version {ZKR_CLIENT_OPTIONS_VERSION}); link the matching library",
             zkrecipes::VERSION
-        )));
+        ).into()));
     }
     // A version-1 program knows nothing past auth_credentials_len, whatever its `size` says.
     let size = if version < 2 {
@@ -422,7 +422,7 @@ unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> 
         if scheme.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "opts.auth[{i}].scheme is empty"
-            )));
+            ).into()));
         }
         let cred = arg_bytes(
             a.credentials,
@@ -446,9 +446,9 @@ unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> 
             if scheme.is_empty() {
                 return Err(Error::InvalidArgument(format!(
                     "opts.acl[{i}].scheme is empty"
-                )));
+                ).into()));
             }
-            list.push(Acl::new(permission(e.perms, i)?, AuthId::new(scheme, id)));
+            list.push(Acl::new(permission(e.perms, i)?, scheme, id));
         }
         b = b.acl(list);
     }
@@ -466,10 +466,10 @@ unsafe fn arg_array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a 
 
 /// ZooKeeper's permission bits as a `Permission`.
 fn permission(bits: u32, i: usize) -> Result<Permission> {
-    zkrecipes::client::permission_from_bits(bits).map_err(|_| {
+    Permission::from_bits(bits).map_err(|_| {
         Error::InvalidArgument(format!(
             "opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)"
-        ))
+        ).into())
     })
 }
 
@@ -703,19 +703,23 @@ pub unsafe extern "C" fn zkr_client_remove_state_listener(
             }
             None => Err(Error::InvalidArgument(format!(
                 "no state listener with id {listener_id} on this client"
-            ))),
+            ).into())),
         }
     })
 }
 
 /// Expires this client's session on the server, as Curator's tests do (a second connection joins
 /// the session and closes it). For tests of session loss: the client then reports LOST and
-/// RECONNECTED with a new session. Not for production use.
+/// RECONNECTED with a new session. Only in builds with the `testing` feature (declared when
+/// ZKR_TESTING is defined).
+#[cfg(feature = "testing")]
 #[no_mangle]
 pub unsafe extern "C" fn zkr_client_expire_session_for_testing(c: *mut zkr_client) -> zkr_status {
     ffi_call("zkr_client_expire_session_for_testing", || {
         let c = arg_ref(c, "client")?;
-        block_on(c.client.expire_session_for_testing())?
+        // Owned: the wait holds no handle to the client, which a LOST callback may free.
+        let expire = zkrecipes_testing::expire_client_session(&c.client);
+        block_on(expire)?.map_err(|e| Error::Timeout(e.into()))
     })
 }
 
@@ -757,7 +761,7 @@ fn create_mode(mode: zkr_create_mode) -> Result<CreateMode> {
         other => {
             return Err(Error::InvalidArgument(format!(
                 "mode {other} is not a ZKR_* create mode"
-            )))
+            ).into()))
         }
     })
 }
@@ -767,7 +771,7 @@ fn check_flags(flags: u32, known: u32, what: &str) -> Result<()> {
         Err(Error::InvalidArgument(format!(
             "{what}: unknown flag bits {:#x}",
             flags & !known
-        )))
+        ).into()))
     } else {
         Ok(())
     }
@@ -847,7 +851,7 @@ pub unsafe extern "C" fn zkr_client_set_data(
             v if v < 0 => {
                 return Err(Error::InvalidArgument(format!(
                     "version is {v}: use -1 for any version"
-                )))
+                ).into()))
             }
             v => Some(v),
         };
@@ -878,7 +882,7 @@ pub unsafe extern "C" fn zkr_client_delete(
             v if v < 0 => {
                 return Err(Error::InvalidArgument(format!(
                     "version is {v}: use -1 for any version"
-                )))
+                ).into()))
             }
             v => Some(v),
         };

@@ -113,7 +113,7 @@ pub(crate) fn lost_policy(policy: zkr_leader_lost_policy) -> Result<LostPolicy> 
         ZKR_LEADER_LOST_ON_SESSION_LOSS => Ok(LostPolicy::Session),
         other => Err(Error::InvalidArgument(format!(
             "lost policy {other} is not a ZKR_LEADER_LOST_* value"
-        ))),
+        ).into())),
     }
 }
 
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn zkr_leader_latch_new(
         if client.is_closed() {
             return Err(Error::Closed(format!(
                 "leader latch {path}: the client is closed"
-            )));
+            ).into()));
         }
         let latch = LeaderLatch::new(client, path, id)?;
         out.write(Box::into_raw(Box::new(zkr_leader_latch {
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn zkr_leader_latch_set_close_mode(
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "close mode {other} is not a ZKR_CLOSE_* value"
-                )))
+                ).into()))
             }
         });
         Ok(())
@@ -264,7 +264,7 @@ pub unsafe extern "C" fn zkr_leader_latch_leadership_epoch(
                 return Err(Error::NotOwner(format!(
                     "leader latch {}: this participant does not lead",
                     l.latch.path()
-                )))
+                ).into()))
             }
         }
         Ok(())
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn zkr_leader_latch_our_path(
                 return Err(Error::NoNode(format!(
                     "leader latch {}: no node of ours right now",
                     l.latch.path()
-                )))
+                ).into()))
             }
         }
         Ok(())
@@ -380,7 +380,7 @@ pub unsafe extern "C" fn zkr_leader_latch_remove_listener(
             }
             None => Err(Error::InvalidArgument(format!(
                 "no listener with id {listener_id} on this latch"
-            ))),
+            ).into())),
         }
     })
 }
@@ -586,7 +586,7 @@ pub unsafe extern "C" fn zkr_leader_selector_new(
         if client.is_closed() {
             return Err(Error::Closed(format!(
                 "leader selector {path}: the client is closed"
-            )));
+            ).into()));
         }
         let ud = UserData(user_data);
         // The core runs a blocking take_leadership on a plain thread of its own per term, so the
@@ -691,7 +691,7 @@ pub unsafe extern "C" fn zkr_leader_selector_leadership_epoch(
                 return Err(Error::NotOwner(format!(
                     "leader selector {}: this participant does not lead",
                     s.selector.path()
-                )))
+                ).into()))
             }
         }
         Ok(())
@@ -927,7 +927,7 @@ pub unsafe extern "C" fn zkr_leader_observer_remove_listener(
             }
             None => Err(Error::InvalidArgument(format!(
                 "no listener with id {listener_id} on this observer"
-            ))),
+            ).into())),
         }
     })
 }

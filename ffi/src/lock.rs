@@ -130,7 +130,7 @@ pub unsafe extern "C" fn zkr_mutex_new(
         let path = arg_str(path, "path")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!("mutex {path}: the client is closed")));
+            return Err(Error::Closed(format!("mutex {path}: the client is closed").into()));
         }
         out.write(zkr_mutex::wrap(InterProcessMutex::new(client, path)?));
         Ok(())
@@ -317,7 +317,7 @@ fn fencing_token(
                 return Err(Error::NotOwner(format!(
                     "fencing token of lock {}: this owner does not hold it",
                     m.mutex.path()
-                )))
+                ).into()))
             }
         }
         Ok(())
@@ -435,7 +435,7 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_policy(
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "lost policy {other} is not a ZKR_LOCK_LOST_* value"
-                )))
+                ).into()))
             }
         });
         Ok(())
@@ -488,7 +488,7 @@ pub unsafe extern "C" fn zkr_rwlock_new(
         if client.is_closed() {
             return Err(Error::Closed(format!(
                 "read/write lock {path}: the client is closed"
-            )));
+            ).into()));
         }
         let lock = InterProcessReadWriteLock::new(client, path)?;
         out.write(Box::into_raw(Box::new(zkr_rwlock { lock })));
@@ -559,7 +559,7 @@ pub unsafe extern "C" fn zkr_semaphore_mutex_new(
         if client.is_closed() {
             return Err(Error::Closed(format!(
                 "semaphore mutex {path}: the client is closed"
-            )));
+            ).into()));
         }
         let mutex = InterProcessSemaphoreMutex::new(client, path)?;
         out.write(Box::into_raw(Box::new(zkr_semaphore_mutex { mutex })));
@@ -648,7 +648,7 @@ pub unsafe extern "C" fn zkr_semaphore_new(
         if client.is_closed() {
             return Err(Error::Closed(format!(
                 "semaphore {path}: the client is closed"
-            )));
+            ).into()));
         }
         let semaphore = InterProcessSemaphoreV2::new(client, path, max_leases as usize)?;
         out.write(Box::into_raw(Box::new(zkr_semaphore { semaphore })));

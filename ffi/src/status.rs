@@ -218,22 +218,22 @@ mod tests {
     #[test]
     fn each_error_kind_maps_to_its_own_code() {
         let errors = [
-            Error::InvalidArgument(String::new()),
-            Error::NotOwner(String::new()),
-            Error::ConnectionLoss(String::new()),
-            Error::SessionExpired(String::new()),
-            Error::OutcomeUnknown(String::new()),
-            Error::Closed(String::new()),
-            Error::NoNode(String::new()),
-            Error::NodeExists(String::new()),
-            Error::BadVersion(String::new()),
-            Error::NoAuth(String::new()),
-            Error::NotEmpty(String::new()),
-            Error::Timeout(String::new()),
-            Error::CorruptedData(String::new()),
-            Error::Overflow(String::new()),
-            Error::Server(String::new()),
-            Error::Internal(String::new()),
+            Error::InvalidArgument(String::new().into()),
+            Error::NotOwner(String::new().into()),
+            Error::ConnectionLoss(String::new().into()),
+            Error::SessionExpired(String::new().into()),
+            Error::OutcomeUnknown(String::new().into()),
+            Error::Closed(String::new().into()),
+            Error::NoNode(String::new().into()),
+            Error::NodeExists(String::new().into()),
+            Error::BadVersion(String::new().into()),
+            Error::NoAuth(String::new().into()),
+            Error::NotEmpty(String::new().into()),
+            Error::Timeout(String::new().into()),
+            Error::CorruptedData(String::new().into()),
+            Error::Overflow(String::new().into()),
+            Error::Server(String::new().into()),
+            Error::Internal(String::new().into()),
         ];
         let codes: HashSet<u32> = errors.iter().map(|e| zkr_status::of(e) as u32).collect();
         assert_eq!(codes.len(), errors.len());

@@ -58,7 +58,7 @@ pub extern "C" fn zkr_owner_current_thread() -> zkr_owner {
 pub(crate) fn c_string(s: &str) -> Result<*mut c_char> {
     CString::new(s)
         .map(CString::into_raw)
-        .map_err(|_| Error::Internal(format!("a returned string contains a NUL byte: {s:?}")))
+        .map_err(|_| Error::Internal(format!("a returned string contains a NUL byte: {s:?}").into()))
 }
 
 /// Frees a string returned by this library. NULL does nothing.

@@ -150,7 +150,7 @@ impl Drop for LeaderGuard {
                 r.answer(Err(Error::Internal(format!(
                     "counter {}: the combining task failed",
                     self.combiner.engine.path
-                ))));
+                ).into())));
             }
         }
     }
@@ -316,7 +316,7 @@ impl Combiner {
                 r.answer(Err(Error::Closed(format!(
                     "counter {}: the client is closed",
                     self.engine.path
-                ))));
+                ).into())));
             }
             q.leader = false;
             return Next::Stop;
@@ -449,7 +449,7 @@ impl Combiner {
                     self.engine.path,
                     r.delta,
                     width.type_name()
-                ))),
+                ).into())),
             };
             r.answer(result);
         }
@@ -531,13 +531,13 @@ impl Ticket {
                     if self.combiner.withdraw(self.id, &self.claim) {
                         return Err(Error::Timeout(format!(
                             "add on {path}: no compare-and-set round got through within {limit:?}; the delta was not applied"
-                        )));
+                        ).into()));
                     }
                     return match self.rx.try_recv() {
                         Ok(result) => result,
                         Err(_) => Err(Error::OutcomeUnknown(format!(
                             "add on {path}: timed out after {limit:?} while the write carrying this delta was in flight"
-                        ))),
+                        ).into())),
                     };
                 }
             },

@@ -42,11 +42,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use zookeeper_client as zk;
-
 use super::{version_minus_one, Width};
-use crate::client::{Counters, CreateMode, CreateOptions};
-use crate::{path, Client, Error, Result};
+use crate::client::{OrNone, Parents};
+use crate::{path, Client, CreateMode, Error, Result, Stat};
 
 /// How long a cached (version, value) is tried before reading the node first. Bounds the
 /// window in which a deleted-and-recreated counter could be mistaken for the cached one.
@@ -95,58 +93,31 @@ enum Resolution {
 /// A counter node of one client (shared by every instance on that path, via the combiner).
 pub(crate) struct Engine {
     pub(crate) client: Client,
-    /// The caller's path (without the namespace), for messages.
+    /// The caller's path (without the namespace).
     pub(crate) path: String,
-    /// The server-side path.
-    full: String,
     pub(crate) width: Width,
     cache: Mutex<Option<(Known, Instant)>>,
-}
-
-/// Errors that are the server's answer to the request itself: the request was refused (so a
-/// write was not applied). Everything else — connection loss, a timeout, an I/O error such as
-/// "connection reset by peer", session expiry, a reply that cannot be decoded — leaves the
-/// outcome of a write open.
-pub(crate) fn definitive(e: &zk::Error) -> bool {
-    use zk::Error as Z;
-    matches!(
-        e,
-        Z::NoNode
-            | Z::NoAuth
-            | Z::BadVersion
-            | Z::NoChildrenForEphemerals
-            | Z::NodeExists
-            | Z::NotEmpty
-            | Z::InvalidAcl
-            | Z::BadArguments(_)
-            | Z::NotReadOnly
-            | Z::QuotaExceeded
-            | Z::Throttled
-            | Z::MarshallingError
-            | Z::Unimplemented
-            | Z::ReconfigDisabled
-            | Z::NoWatcher
-    )
 }
 
 /// Maps an error of a read (safe to repeat) so that the client's retry loop tries again after
 /// anything but a definitive answer or a closed client: an I/O error or a session expiry on
 /// one try says nothing about the next one.
-pub(crate) fn read_error(e: zk::Error, op: &str, path: &str) -> Error {
+pub(crate) fn read_error(e: Error) -> Error {
     match e {
-        zk::Error::ClientClosed => Error::from_zk(e, op, path),
-        e if definitive(&e) && !matches!(e, zk::Error::Throttled) => Error::from_zk(e, op, path),
-        e => Error::ConnectionLoss(format!("{op} {path}: {e}")),
+        e @ Error::Closed(_) => e,
+        e if e.is_refusal() && !e.is_throttled() => e,
+        e => {
+            let detail = e.detail().clone();
+            Error::ConnectionLoss(detail)
+        }
     }
 }
 
 impl Engine {
     pub(crate) fn new(client: Client, path: &str, width: Width) -> Engine {
-        let full = client.full_path(path);
         Engine {
             client,
             path: path.to_string(),
-            full,
             width,
             cache: Mutex::new(None),
         }
@@ -157,7 +128,7 @@ impl Engine {
             Err(Error::Closed(format!(
                 "counter {}: the client is closed",
                 self.path
-            )))
+            ).into()))
         } else {
             Ok(())
         }
@@ -199,7 +170,7 @@ impl Engine {
     }
 
     /// Turns a read into knowledge: checks the node is a plain persistent node and decodes it.
-    fn interpret(&self, got: Option<(Vec<u8>, zk::Stat)>) -> Result<Known> {
+    fn interpret(&self, got: Option<(Vec<u8>, Stat)>) -> Result<Known> {
         let Some((data, stat)) = got else {
             return Ok(Known::Missing);
         };
@@ -215,19 +186,10 @@ impl Engine {
     /// Reads the node (under the client's retry policy; a read is safe to repeat).
     pub(crate) async fn read(&self) -> Result<Known> {
         self.check_open()?;
-        let full = self.full.as_str();
         let path = self.path.as_str();
-        let counters = self.client.counters();
         let got = self
             .client
-            .retry(|zk| async move {
-                Counters::bump(&counters.get_data);
-                match zk.get_data(full).await {
-                    Ok(found) => Ok(Some(found)),
-                    Err(zk::Error::NoNode) => Ok(None),
-                    Err(e) => Err(read_error(e, "get data", path)),
-                }
-            })
+            .retry(|s| async move { s.get_data(path).await.or_none().map_err(read_error) })
             .await?;
         let known = self.interpret(got)?;
         self.remember(known);
@@ -245,31 +207,25 @@ impl Engine {
         loop {
             self.check_open()?;
             // Waiting for a connection sends nothing: an error here is certain.
-            let zk = match self.client.zk().await {
-                Ok(zk) => zk,
+            let s = match self.client.session().await {
+                Ok(s) => s,
                 Err(e) if e.is_retryable() => {
                     self.backoff(&mut resends, start, e).await?;
                     continue;
                 }
                 Err(e) => return Err(e),
             };
-            let counters = self.client.counters();
             let sent = match base {
                 Known::Present { version: -1, .. } => return Err(version_minus_one(&self.path)),
                 Known::Present { version, .. } => {
-                    Counters::bump(&counters.set_data);
-                    zk.set_data(&self.full, &data, Some(version)).await
+                    s.set_data(&self.path, &data, Some(version)).await
                 }
-                Known::Missing => {
-                    Counters::bump(&counters.create);
-                    let acl = &self.client.cfg().acl;
-                    let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(acl));
-                    zk.create(&self.full, &data, &options)
-                        .await
-                        .map(|(stat, _)| stat)
-                }
+                Known::Missing => s
+                    .create(&self.path, &data, CreateMode::Persistent)
+                    .await
+                    .map(|c| c.stat),
             };
-            drop(zk);
+            drop(s);
             let err = match (sent, base) {
                 (Ok(stat), _) => {
                     if let Known::Present { czxid, .. } = base {
@@ -287,45 +243,38 @@ impl Engine {
                     self.remember(known);
                     return Ok(Written::Applied(known));
                 }
-                (Err(zk::Error::BadVersion | zk::Error::NoNode), Known::Present { .. })
-                | (Err(zk::Error::NodeExists), Known::Missing) => {
+                (Err(Error::BadVersion(_) | Error::NoNode(_)), Known::Present { .. })
+                | (Err(Error::NodeExists(_)), Known::Missing) => {
                     self.forget();
                     return Ok(Written::Conflict);
                 }
-                (Err(zk::Error::NoNode), Known::Missing) if !made_parents => {
+                (Err(Error::NoNode(_)), Known::Missing) if !made_parents => {
                     // Curator creates the counter's parents as containers (EnsurePathContainers).
                     made_parents = true;
-                    self.make_parents().await?;
+                    self.client
+                        .ensure_path(path::parent(&self.path), Parents::Containers)
+                        .await?;
                     continue;
                 }
-                (Err(e), _) => {
-                    let op = if base == Known::Missing {
-                        "create"
-                    } else {
-                        "set data"
-                    };
-                    if matches!(e, zk::Error::Throttled) {
-                        // Refused unprocessed by a loaded server: certainly not applied.
-                        self.backoff(&mut resends, start, Error::from_zk(e, op, &self.path))
-                            .await?;
-                        continue;
-                    }
-                    if definitive(&e) {
-                        return Err(Error::from_zk(e, op, &self.path)); // refused (NoAuth, ...): not applied
-                    }
-                    Error::ConnectionLoss(format!("{op} {}: {e}", self.path))
+                (Err(e), _) if e.is_throttled() => {
+                    // Refused unprocessed by a loaded server: certainly not applied.
+                    self.backoff(&mut resends, start, e).await?;
+                    continue;
                 }
+                // Refused (NoAuth, ...): not applied.
+                (Err(e), _) if e.is_refusal() => return Err(e),
+                (Err(e), _) => Error::ConnectionLoss(e.detail().clone()),
             };
             match self.resolve(base, &data, &err).await {
                 Resolution::Superseded => return Ok(Written::Conflict),
-                Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why)),
+                Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why.into())),
                 Resolution::Unchanged => {
                     // Certainly not applied: resend under the client's retry policy.
                     let err = Error::ConnectionLoss(format!(
                         "{} (the write to {} was not applied)",
                         err.message(),
                         self.path
-                    ));
+                    ).into());
                     self.backoff(&mut resends, start, err).await?;
                 }
             }
@@ -344,29 +293,10 @@ impl Engine {
                 *retries += 1;
                 tokio::select! {
                     _ = tokio::time::sleep(sleep) => Ok(()),
-                    _ = self.client.closed() => Err(Error::Closed(format!("counter {}: the client was closed", self.path))),
+                    _ = self.client.closed() => Err(Error::Closed(format!("counter {}: the client was closed", self.path).into())),
                 }
             }
             None => Err(err),
-        }
-    }
-
-    async fn make_parents(&self) -> Result<()> {
-        let parent = path::parent(&self.path);
-        if parent == "/" {
-            return Ok(());
-        }
-        match self
-            .client
-            .create(
-                parent,
-                &[],
-                CreateOptions::new(CreateMode::Container).parents(),
-            )
-            .await
-        {
-            Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
-            Err(e) => Err(e),
         }
     }
 
@@ -384,27 +314,16 @@ impl Engine {
                 "the client was closed while it was in flight ({cause})"
             ));
         }
-        let full = self.full.as_str();
         let path = self.path.as_str();
-        let counters = self.client.counters();
         let got = self
             .client
-            .retry(|zk| async move {
+            .retry(|s| async move {
                 // Both requests are sent now, in this order; the session executes them in order.
-                Counters::bump(&counters.sync);
-                let synced = zk.sync(full);
-                Counters::bump(&counters.get_data);
-                let read = zk.get_data(full);
+                let synced = s.sync(path);
+                let read = s.get_data(path);
                 let (synced, read) = tokio::join!(synced, read);
-                match synced {
-                    Ok(()) | Err(zk::Error::NoNode) => {}
-                    Err(e) => return Err(read_error(e, "sync", path)),
-                }
-                match read {
-                    Ok(found) => Ok(Some(found)),
-                    Err(zk::Error::NoNode) => Ok(None),
-                    Err(e) => Err(read_error(e, "get data", path)),
-                }
+                synced.map_err(read_error)?;
+                read.or_none().map_err(read_error)
             })
             .await;
         let got = match got {
@@ -456,7 +375,7 @@ impl Engine {
 /// container, which ZooKeeper deletes once it is empty (servers report a container's
 /// ephemeralOwner as 0 to clients, so its history of children is what gives it away; a
 /// counter never has children). Counting there would silently lose the count.
-pub(crate) fn check_counter_node(path: &str, stat: &zk::Stat) -> Result<()> {
+pub(crate) fn check_counter_node(path: &str, stat: &Stat) -> Result<()> {
     let what = if stat.ephemeral_owner != 0 {
         format!(
             "an ephemeral node of session {:#x} (a lock or latch node?)",

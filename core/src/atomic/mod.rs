@@ -263,7 +263,7 @@ pub(crate) fn corrupted(path: &str, data: &[u8], expected: usize) -> Error {
         "corrupted data for node {path:?}: {} bytes [{}{more}]; a counter holds exactly {expected} bytes (big-endian) or nothing",
         data.len(),
         shown.join(", ")
-    ))
+    ).into())
 }
 
 /// ZooKeeper's data versions wrap from `i32::MAX` to `i32::MIN`; `a` is newer than `b` when it
@@ -281,7 +281,7 @@ pub(crate) fn version_minus_one(path: &str) -> Error {
         "the data version of {path} wrapped past i32::MAX and is now -1, which ZooKeeper reads as \
          'any version': a conditional write is impossible at this version. An unconditional write \
          (force_set / set_count) moves the version on to 0"
-    ))
+    ).into())
 }
 
 #[cfg(test)]

@@ -310,7 +310,7 @@ impl Number {
         tokio::select! {
             _ = tokio::time::sleep(d) => Ok(()),
             _ = self.engine().client.closed() => {
-                Err(Error::Closed(format!("counter {}: the client was closed", self.engine().path)))
+                Err(Error::Closed(format!("counter {}: the client was closed", self.engine().path).into()))
             },
         }
     }

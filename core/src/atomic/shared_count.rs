@@ -2,15 +2,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, watch};
 
 use super::engine::{check_counter_node, Engine, Known, Written};
 use super::{version_is_newer, version_minus_one, VersionedValue, Width};
 use crate::client::{ConnectionState, CreateMode, CreateOptions, NodeEvent, Watch};
+use crate::dispatch::{Dispatcher, ListenerId};
 use crate::{path, runtime, Client, Error, Result};
 
 /// What a [`SharedCount`] listener hears (Curator's `SharedCountListener`).
@@ -22,8 +23,6 @@ pub enum SharedCountEvent {
     /// (and a `CountChanged` follows if it moved meanwhile).
     StateChanged(ConnectionState),
 }
-
-type Listener = Arc<dyn Fn(SharedCountEvent) + Send + Sync>;
 
 /// How long the watcher waits before reading again after a failed read.
 const REREAD_AFTER: Duration = Duration::from_millis(500);
@@ -59,12 +58,10 @@ struct Inner {
     engine: Engine,
     seed: i32,
     state: Mutex<State>,
-    listeners: Mutex<Vec<(u64, Listener)>>,
-    next_listener: AtomicU64,
+    /// Listeners, under the dispatcher's guarantee ([`crate::dispatch`]).
+    listeners: Dispatcher<SharedCountEvent>,
     closed: AtomicBool,
     stop: watch::Sender<bool>,
-    events: mpsc::UnboundedSender<SharedCountEvent>,
-    events_rx: Mutex<Option<mpsc::UnboundedReceiver<SharedCountEvent>>>,
 }
 
 /// Curator's `SharedCount`: an `i32` in one node (4 bytes, big-endian), kept up to date in
@@ -145,7 +142,7 @@ impl Inner {
 
     fn emit(&self, event: SharedCountEvent) {
         if !self.closed.load(Ordering::SeqCst) {
-            let _ = self.events.send(event);
+            self.listeners.emit(event);
         }
     }
 
@@ -155,7 +152,7 @@ impl Inner {
             Phase::Closed => Err(Error::Closed(format!(
                 "{op} on SharedCount {}: it is closed",
                 self.path()
-            ))),
+            ).into())),
             _ => Err(Error::invalid(format!(
                 "{op} on SharedCount {}: call start() first",
                 self.path()
@@ -190,7 +187,6 @@ impl SharedCount {
         if path == "/" {
             return Err(Error::invalid("the root node cannot be a shared count"));
         }
-        let (events, events_rx) = mpsc::unbounded_channel();
         Ok(SharedCount {
             inner: Arc::new(Inner {
                 engine: Engine::new(client.clone(), path, Width::I32),
@@ -205,12 +201,9 @@ impl SharedCount {
                     initialized: false,
                     notified: None,
                 }),
-                listeners: Mutex::new(Vec::new()),
-                next_listener: AtomicU64::new(1),
+                listeners: Dispatcher::new(),
                 closed: AtomicBool::new(false),
                 stop: watch::channel(false).0,
-                events,
-                events_rx: Mutex::new(Some(events_rx)),
             }),
         })
     }
@@ -233,7 +226,7 @@ impl SharedCount {
                     return Err(Error::Closed(format!(
                         "SharedCount {} is closed",
                         inner.path()
-                    )))
+                    ).into()))
                 }
                 _ => {
                     return Err(Error::invalid(format!(
@@ -261,7 +254,7 @@ impl SharedCount {
             return Err(Error::Closed(format!(
                 "start SharedCount {}: the client is closed",
                 inner.path()
-            )));
+            ).into()));
         }
         // Subscribe before reading so that no state change between the two is missed.
         let states = client.subscribe_events();
@@ -282,14 +275,6 @@ impl SharedCount {
         let value = decode(inner.path(), &data)?;
         inner.update(stat.version, stat.czxid, value);
         inner.lock().notified = Some(stat.version);
-        let rx = inner
-            .events_rx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(rx) = rx {
-            runtime::spawn(dispatch(Arc::downgrade(inner), rx));
-        }
         runtime::spawn(watch_count(inner.clone(), states, watch));
         Ok(())
     }
@@ -366,27 +351,20 @@ impl SharedCount {
     }
 
     /// Adds a listener; returns an id for [`remove_listener`](Self::remove_listener).
-    /// Listeners of one count run one at a time, in order, on a library thread.
-    pub fn add_listener(&self, listener: impl Fn(SharedCountEvent) + Send + Sync + 'static) -> u64 {
-        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+    /// Listeners run on the count's dispatcher ([`crate::dispatch`]): one at a time, in order,
+    /// off the async workers.
+    pub fn add_listener(
+        &self,
+        listener: impl Fn(SharedCountEvent) + Send + Sync + 'static,
+    ) -> ListenerId {
         self.inner
             .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((id, Arc::new(listener)));
-        id
+            .add(move |e: &SharedCountEvent| listener(*e))
     }
 
     /// Removes a listener; returns whether it was there.
-    pub fn remove_listener(&self, id: u64) -> bool {
-        let mut l = self
-            .inner
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let before = l.len();
-        l.retain(|(i, _)| *i != id);
-        l.len() != before
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.inner.listeners.remove(id)
     }
 
     /// Stops watching and drops the listeners (none is called after this returns). The node
@@ -396,11 +374,7 @@ impl SharedCount {
         inner.lock().phase = Phase::Closed;
         inner.closed.store(true, Ordering::SeqCst);
         inner.stop.send_replace(true);
-        inner
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        inner.listeners.clear();
     }
 
     /// [`start`](Self::start) for the blocking face.
@@ -426,53 +400,6 @@ impl SharedCount {
 impl Drop for SharedCount {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// Runs listeners in order, off the runtime's workers (a listener may block).
-async fn dispatch(
-    inner: std::sync::Weak<Inner>,
-    mut rx: mpsc::UnboundedReceiver<SharedCountEvent>,
-) {
-    while let Some(event) = rx.recv().await {
-        let Some(strong) = inner.upgrade() else {
-            return;
-        };
-        if strong.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        let listeners: Vec<Listener> = strong
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        drop(strong);
-        if listeners.is_empty() {
-            continue;
-        }
-        let weak = inner.clone();
-        let _ = crate::runtime::spawn_callback(move || {
-            for l in listeners {
-                if weak.upgrade().is_none_or_closed() {
-                    return;
-                }
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(event)));
-            }
-        })
-        .await;
-    }
-}
-
-trait ClosedCheck {
-    fn is_none_or_closed(&self) -> bool;
-}
-
-impl ClosedCheck for Option<Arc<Inner>> {
-    fn is_none_or_closed(&self) -> bool {
-        self.as_ref()
-            .map_or(true, |i| i.closed.load(Ordering::SeqCst))
     }
 }
 

@@ -30,8 +30,23 @@ impl ConnectionState {
         )
     }
 
+    /// Every state.
+    pub const ALL: &'static [ConnectionState] = &[
+        ConnectionState::Connected,
+        ConnectionState::Suspended,
+        ConnectionState::Reconnected,
+        ConnectionState::Lost,
+        ConnectionState::ReadOnly,
+    ];
+
+    /// Curator's name: `CONNECTED`, `SUSPENDED`, `RECONNECTED`, `LOST`, `READ_ONLY` (the one
+    /// spelling every face uses).
+    pub const fn name(self) -> &'static str {
+        self.as_str()
+    }
+
     /// Curator's name: `CONNECTED`, `SUSPENDED`, `RECONNECTED`, `LOST`, `READ_ONLY`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ConnectionState::Connected => "CONNECTED",
             ConnectionState::Suspended => "SUSPENDED",
@@ -45,6 +60,32 @@ impl ConnectionState {
 impl fmt::Display for ConnectionState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// When a hold (a lock) or a leadership counts as lost (Curator's `ConnectionStateErrorPolicy`).
+/// One policy for the lock family and the leader recipes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LostPolicy {
+    /// Curator's `StandardConnectionStateErrorPolicy`: SUSPENDED already counts (the session
+    /// may be expiring unseen, and another process may hold the lock or lead by the time the
+    /// connection is back), as does LOST. The safe default.
+    #[default]
+    Standard,
+    /// Curator's `SessionConnectionStateErrorPolicy`: only LOST (or a new session) counts; a
+    /// SUSPENDED connection that comes back keeps the hold or leadership. Cheaper failovers,
+    /// weaker guarantee: fence writes with the fencing token or leadership epoch.
+    Session,
+}
+
+impl LostPolicy {
+    /// Whether `state` ends holds and leadership under this policy.
+    pub fn is_error_state(self, state: ConnectionState) -> bool {
+        match state {
+            ConnectionState::Lost => true,
+            ConnectionState::Suspended => self == LostPolicy::Standard,
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly => false,
+        }
     }
 }
 

@@ -2,18 +2,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use super::common::{
-    create_protected_node, delete_node, delete_protected, protected_prefix, read_leader,
-    read_participants, sort_children, sort_key, validate_group_path, validate_id, CloseMode,
-    Dispatcher, LeadershipEvent, ListenerId, LostPolicy, OurNode, Participant, LATCH_NAME,
+    read_leader, read_participants, validate_group_path, validate_id, CloseMode,
+    LeadershipEvent, ListenerId, LostPolicy, OurNode, Participant, LATCH_NAME,
 };
-use crate::client::{NodeEvent, Watch, WeakClient};
+use crate::client::protected::{ProtectedCreate, ProtectedId};
+use crate::client::{sequence, NodeEvent, OrNone, Parents, Watch, WeakClient};
+use crate::dispatch::Dispatcher;
+use crate::CreateMode;
 use crate::{path, runtime, Client, ConnectionState, Error, Result};
 
 /// The life cycle of a latch (Curator's `LeaderLatch.State`).
@@ -163,7 +165,7 @@ impl LeaderLatch {
                 epoch: AtomicI64::new(NO_EPOCH),
                 our_path: Mutex::new(None),
                 last_error: Mutex::new(None),
-                dispatcher: Dispatcher::new("zkr-latch-listeners"),
+                dispatcher: Dispatcher::new(),
                 events: broadcast::channel(64).0,
             }),
             cmds: Mutex::new(None),
@@ -253,7 +255,7 @@ impl LeaderLatch {
                 )))
             }
             LatchState::Closed => {
-                return Err(Error::Closed(format!("latch {} is closed", self.path)))
+                return Err(Error::Closed(format!("latch {} is closed", self.path).into()))
             }
         }
         let (tx, rx) = mpsc::unbounded_channel();
@@ -350,7 +352,7 @@ impl LeaderLatch {
                     Err(Error::Closed(format!(
                         "latch {} is not started, closed, or its client is closed",
                         self.path
-                    )))
+                    ).into()))
                 }
             }
         }
@@ -391,7 +393,7 @@ impl LeaderLatch {
         is_leader: impl Fn() + Send + Sync + 'static,
         not_leader: impl Fn() + Send + Sync + 'static,
     ) -> ListenerId {
-        self.core.dispatcher.add(move |e| match e {
+        self.core.dispatcher.add(move |e: &LeadershipEvent| match e {
             LeadershipEvent::IsLeader => is_leader(),
             LeadershipEvent::NotLeader => not_leader(),
         })
@@ -403,7 +405,9 @@ impl LeaderLatch {
         &self,
         listener: impl Fn(LeadershipEvent) + Send + Sync + 'static,
     ) -> ListenerId {
-        self.core.dispatcher.add(listener)
+        self.core
+            .dispatcher
+            .add(move |e: &LeadershipEvent| listener(*e))
     }
 
     /// Removes a listener; returns whether it was there.
@@ -470,7 +474,7 @@ impl LeaderLatch {
 }
 
 fn latch_key(name: &str) -> &str {
-    sort_key(name, LATCH_NAME)
+    sequence::key(name, LATCH_NAME)
 }
 
 /// A stream of [`LeadershipEvent`]s.
@@ -564,8 +568,9 @@ struct Machine {
     conn: broadcast::Receiver<ConnectionState>,
     conn_done: bool,
     node: Option<OurNode>,
-    /// A protected create in progress: its prefix, and whether a request may have gone out.
-    pending: Option<(String, Arc<AtomicBool>)>,
+    /// A protected create in progress (kept across failed tries, so a node one of them made
+    /// is found, not duplicated).
+    pending: Option<ProtectedId>,
     pred: Option<BoxFuture<NodeEvent>>,
     need: Need,
     /// Bumped on every connection-state change: a server reply from before the change must
@@ -602,12 +607,13 @@ impl Machine {
         self.pred = None;
         if let Some(client) = self.client.upgrade() {
             if let Some(node) = self.node.take() {
-                let _ = delete_node(&client, &path::join(&self.path, &node.name)).await;
+                let _ = client
+                    .delete_ours(&path::join(&self.path, &node.name))
+                    .await;
             }
-            if let Some((prefix, sent)) = self.pending.take() {
-                if sent.load(Ordering::SeqCst) {
-                    delete_protected(&client, &self.path, &prefix).await;
-                }
+            if let Some(cleanup) = self.pending.take().and_then(|id| id.cleanup(&client, &self.path)) {
+                // Wait a while for it, so a closed latch leaves nothing behind when it can.
+                let _ = tokio::time::timeout(client.connection_timeout(), cleanup).await;
             }
         }
         self.core.set_our_path(None);
@@ -692,14 +698,19 @@ impl Machine {
             return Step::Exit;
         };
         let generation = self.generation;
-        let (prefix, sent) = self
-            .pending
-            .get_or_insert_with(|| (protected_prefix(), Arc::default()))
-            .clone();
+        let id = self.pending.get_or_insert_with(ProtectedId::new).clone();
         let group = self.path.clone();
         let data = self.data.clone();
         let op = async move {
-            create_protected_node(&client, &group, &prefix, LATCH_NAME, &data, &sent).await
+            let req = ProtectedCreate {
+                parent: &group,
+                name: LATCH_NAME,
+                data: &data,
+                mode: CreateMode::EphemeralSequential,
+                parents: Parents::Containers,
+                list_parent: true,
+            };
+            client.create_protected(&id, req).await
         };
         let created = match self.serve(op).await {
             Step::Done(Ok(c)) => c,
@@ -711,11 +722,14 @@ impl Machine {
             Step::Exit => return Step::Exit,
         };
         self.pending = None;
-        self.core
-            .set_our_path(Some(path::join(&self.path, &created.node.name)));
-        self.node = Some(created.node);
+        self.core.set_our_path(Some(created.path.clone()));
+        self.node = Some(OurNode {
+            name: created.name,
+            czxid: created.stat.czxid,
+            owner: created.stat.ephemeral_owner,
+        });
         self.first.take();
-        match created.children {
+        match created.listing {
             Some(children) if generation == self.generation => {
                 self.check(Some((children, created.session))).await
             }
@@ -768,10 +782,7 @@ impl Machine {
                 // so remove it rather than let it block the election until it expires.
                 self.core.set_leader(false, None, true);
                 if let (Some(node), Some(client)) = (self.node.take(), self.client.upgrade()) {
-                    let p = path::join(&self.path, &node.name);
-                    runtime::spawn(async move {
-                        let _ = delete_node(&client, &p).await;
-                    });
+                    client.delete_ours_in_background(&path::join(&self.path, &node.name));
                 }
                 self.core.set_our_path(None);
                 self.pred = None;
@@ -855,46 +866,35 @@ async fn check_once(
     node: &OurNode,
     listed: Option<(Vec<String>, i64)>,
 ) -> Result<Checked> {
-    let full_group = client.full_path(group);
     let mut listed = listed;
     client
-        .retry(|zk| {
+        .retry(|s| {
             let given = listed.take();
-            let full_group = full_group.clone();
             async move {
-                let session = zk.session_id().0;
-                let mut given = given.filter(|(_, s)| *s == session).map(|(c, _)| c);
+                let mut given = given.filter(|(_, id)| *id == s.id()).map(|(c, _)| c);
                 loop {
                     let mut children = match given.take() {
                         Some(c) => c,
-                        None => {
-                            crate::client::Counters::bump(&client.counters().get_children);
-                            match zk.list_children(&full_group).await {
-                                Ok(c) => c,
-                                Err(zookeeper_client::Error::NoNode) => return Ok(Checked::Gone),
-                                Err(e) => return Err(Error::from_zk(e, "get children", group)),
-                            }
-                        }
+                        None => match s.children(group).await.or_none()? {
+                            Some(c) => c,
+                            None => return Ok(Checked::Gone),
+                        },
                     };
-                    sort_children(&mut children, LATCH_NAME);
+                    sequence::sort(&mut children, LATCH_NAME);
                     let Some(index) = children.iter().position(|c| *c == node.name) else {
                         return Ok(Checked::Gone);
                     };
-                    if node.owner != session {
+                    if node.owner != s.id() {
                         return Ok(Checked::Stale);
                     }
                     if index == 0 {
                         return Ok(Checked::Leader);
                     }
-                    let pred = path::join(&full_group, &children[index - 1]);
-                    crate::client::Counters::bump(&client.counters().get_data);
-                    match zk.get_and_watch_data(&pred).await {
-                        Ok((_, _, w)) => return Ok(Checked::Follower(Watch::new(client, w))),
+                    let pred = path::join(group, &children[index - 1]);
+                    match s.get_data_watch(&pred).await.or_none()? {
+                        Some((_, _, w)) => return Ok(Checked::Follower(w)),
                         // Gone between the listing and the read: list again.
-                        Err(zookeeper_client::Error::NoNode) => continue,
-                        Err(e) => {
-                            return Err(Error::from_zk(e, "get data", &client.user_path(&pred)))
-                        }
+                        None => continue,
                     }
                 }
             }

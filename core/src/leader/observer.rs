@@ -6,9 +6,10 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use super::common::{
-    observer_key, read_leader_node, validate_group_path, Dispatcher, ListenerId, Participant,
+    observer_key, read_leader_node, validate_group_path, ListenerId, Participant,
 };
 use crate::client::WeakClient;
+use crate::dispatch::Dispatcher;
 use crate::{runtime, Client, ConnectionState, Error, Result};
 
 /// Follows the leader of a LeaderLatch or LeaderSelector group without joining it (etcd's
@@ -66,7 +67,7 @@ impl LeaderObserver {
         let first = read_and_watch(client, path).await?;
         let (tx, rx) = watch::channel(first.leader.clone().map(|(_, p)| p).unwrap_or_default());
         let core = Arc::new(ObserverCore {
-            dispatcher: Dispatcher::new("zkr-observer-listeners"),
+            dispatcher: Dispatcher::new(),
         });
         let (stop_tx, stop_rx) = oneshot::channel();
         runtime::spawn(follow(
@@ -117,7 +118,7 @@ impl LeaderObserver {
                 .map_err(|_| {
                     Error::Timeout(format!(
                         "leader of {path} did not change within {timeout:?}"
-                    ))
+                    ).into())
                 })
         })?
     }
@@ -127,13 +128,15 @@ impl LeaderObserver {
         self.rx.clone()
     }
 
-    /// Calls `listener` with each new leader (one at a time, in order, on a thread of the
-    /// observer; it may block).
+    /// Calls `listener` with each new leader, on the observer's dispatcher
+    /// ([`crate::dispatch`]: one at a time, in order; it may block).
     pub fn add_listener(
         &self,
         listener: impl Fn(Participant) + Send + Sync + 'static,
     ) -> ListenerId {
-        self.core.dispatcher.add(listener)
+        self.core
+            .dispatcher
+            .add(move |p: &Participant| listener(p.clone()))
     }
 
     /// Removes a listener; returns whether it was there.

@@ -10,10 +10,12 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch, Notify};
 
 use super::common::{
-    read_leader, read_participants, sort_key, validate_group_path, validate_id, LostPolicy,
-    Participant, LOCK_NAME,
+    read_leader, read_participants, validate_group_path, validate_id, LostPolicy, Participant,
+    LOCK_NAME,
 };
-use crate::lock::{InterProcessMutex, LockLostPolicy};
+use crate::client::sequence;
+use crate::dispatch::Dispatcher;
+use crate::lock::InterProcessMutex;
 use crate::{runtime, Client, ConnectionState, Error, Owner, Result};
 
 /// Why leadership was cancelled (Curator's `CancelLeadershipException`, as a value).
@@ -28,6 +30,38 @@ pub enum CancelReason {
     Interrupted,
     /// The selector (or its client) was closed.
     Closed,
+}
+
+impl CancelReason {
+    /// Every reason.
+    pub const ALL: &'static [CancelReason] = &[
+        CancelReason::ConnectionSuspended,
+        CancelReason::SessionLost,
+        CancelReason::Interrupted,
+        CancelReason::Closed,
+    ];
+
+    /// The one spelling every face uses: `CONNECTION_SUSPENDED`, `SESSION_LOST`,
+    /// `INTERRUPTED`, `CLOSED`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CancelReason::ConnectionSuspended => "CONNECTION_SUSPENDED",
+            CancelReason::SessionLost => "SESSION_LOST",
+            CancelReason::Interrupted => "INTERRUPTED",
+            CancelReason::Closed => "CLOSED",
+        }
+    }
+
+    /// The error kind a face reports for work cut short by this reason (`None` for an
+    /// interrupt, which is not a failure of ZooKeeper's).
+    pub const fn error_kind(self) -> Option<crate::ErrorKind> {
+        match self {
+            CancelReason::ConnectionSuspended => Some(crate::ErrorKind::ConnectionLoss),
+            CancelReason::SessionLost => Some(crate::ErrorKind::SessionExpired),
+            CancelReason::Interrupted => None,
+            CancelReason::Closed => Some(crate::ErrorKind::Closed),
+        }
+    }
 }
 
 /// The life cycle of a selector.
@@ -52,6 +86,8 @@ struct CancelInner {
 
 struct CtxInner {
     cancel: CancelInner,
+    /// The selector's dispatcher: cancellation callbacks run there.
+    callbacks: Arc<Dispatcher<()>>,
     fencing_token: Option<i64>,
     id: String,
     path: String,
@@ -89,9 +125,11 @@ impl LeadershipContext {
         id: String,
         term: u64,
         fencing_token: Option<i64>,
+        callbacks: Arc<Dispatcher<()>>,
     ) -> LeadershipContext {
         LeadershipContext {
             inner: Arc::new(CtxInner {
+                callbacks,
                 cancel: CancelInner {
                     reason: Mutex::new(None),
                     cv: Condvar::new(),
@@ -154,16 +192,16 @@ impl LeadershipContext {
         }
     }
 
-    /// Calls `f(reason)` once when leadership is cancelled (at once if it already is), on a
-    /// library thread (it may block). For faces: set a Python `threading.Event`, abort a JS
-    /// `AbortController`.
+    /// Calls `f(reason)` once when leadership is cancelled (at once if it already is), on the
+    /// selector's dispatcher ([`crate::dispatch`]: it may block and use the blocking API). For
+    /// faces: set a Python `threading.Event`, abort a JS `AbortController`.
     pub fn on_cancel(&self, f: impl FnOnce(CancelReason) + Send + 'static) {
         let c = &self.inner.cancel;
         let reason = c.reason.lock().unwrap_or_else(|e| e.into_inner());
         match *reason {
             Some(r) => {
                 drop(reason);
-                run_callbacks(vec![Box::new(f)], r);
+                run_callbacks(&self.inner.callbacks, vec![Box::new(f)], r);
             }
             None => c
                 .callbacks
@@ -212,22 +250,15 @@ impl LeadershipContext {
         // Taken under the reason lock: on_cancel either ran before (queued) or sees the reason.
         let callbacks = std::mem::take(&mut *c.callbacks.lock().unwrap_or_else(|e| e.into_inner()));
         drop(r);
-        run_callbacks(callbacks, reason);
+        run_callbacks(&self.inner.callbacks, callbacks, reason);
         true
     }
 }
 
-fn run_callbacks(callbacks: Vec<CancelCallback>, reason: CancelReason) {
-    if callbacks.is_empty() {
-        return;
+fn run_callbacks(d: &Dispatcher<()>, callbacks: Vec<CancelCallback>, reason: CancelReason) {
+    for cb in callbacks {
+        d.call(move || cb(reason));
     }
-    let _ = std::thread::Builder::new()
-        .name("zkr-leadership-cancel".into())
-        .spawn(move || {
-            for cb in callbacks {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(reason)));
-            }
-        });
 }
 
 type AsyncLeader =
@@ -260,6 +291,7 @@ struct Shared {
     mutex: InterProcessMutex,
     owner: Owner,
     take: TakeLeadership,
+    callbacks: Arc<Dispatcher<()>>,
     control: Mutex<Control>,
     leading: AtomicBool,
     terms: AtomicU64,
@@ -372,6 +404,7 @@ impl LeaderSelector {
                 mutex,
                 owner: Owner::new(),
                 take,
+                callbacks: Arc::new(Dispatcher::new()),
                 control: Mutex::new(Control {
                     state: SelectorState::Latent,
                     queued: false,
@@ -418,10 +451,7 @@ impl LeaderSelector {
             )));
         }
         c.policy = policy;
-        self.shared.mutex.set_lost_policy(match policy {
-            LostPolicy::Standard => LockLostPolicy::Standard,
-            LostPolicy::Session => LockLostPolicy::Session,
-        });
+        self.shared.mutex.set_lost_policy(policy);
         Ok(())
     }
 
@@ -467,7 +497,7 @@ impl LeaderSelector {
                 return Err(Error::Closed(format!(
                     "leader selector {} is closed",
                     s.path
-                )))
+                ).into()))
             }
         }
         c.state = SelectorState::Started;
@@ -494,7 +524,7 @@ impl LeaderSelector {
                 return Err(Error::Closed(format!(
                     "leader selector {} is closed",
                     s.path
-                )))
+                ).into()))
             }
         }
         if c.queued {
@@ -623,7 +653,7 @@ impl Drop for LeaderSelector {
 }
 
 fn lock_key(name: &str) -> &str {
-    sort_key(name, LOCK_NAME)
+    sequence::key(name, LOCK_NAME)
 }
 
 /// The selector's worker: queue, acquire, lead while take_leadership runs, release, repeat.
@@ -695,6 +725,7 @@ async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
         s.id.clone(),
         term,
         s.mutex.fencing_token(s.owner),
+        s.callbacks.clone(),
     );
     let lost = s.mutex.lost_signal(s.owner);
     let valid = s.mutex.is_held_valid(s.owner);
@@ -739,7 +770,7 @@ async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
                 Ok(_) => {}
                 Err(e) => {
                     *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(
-                        Error::Internal(format!("cannot start a take_leadership thread: {e}")),
+                        Error::Internal(format!("cannot start a take_leadership thread: {e}").into()),
                     );
                 }
             }

@@ -9,23 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use zookeeper_client as zk;
 
-use crate::client::{Counters, ProtectedCleanup, Watch};
-use crate::{
-    path, runtime, Client, CreateMode, CreateOptions, DeleteOptions, Error, Owner, Result,
-};
+use crate::client::protected::{ProtectedCreate, ProtectedGuard, ProtectedId};
+use crate::client::{sequence, NodeEventKind, OrNone, Parents, Watch};
+use crate::{path, runtime, Client, CreateMode, Error, Owner, Result};
 
 /// What a holder's node receives to be asked to release (Curator's `LockInternals.REVOKE_MESSAGE`).
 pub(crate) const REVOKE_MESSAGE: &[u8] = b"__REVOKE__";
-
-/// Curator's `fixForSorting`: the text after the last `lock_name`, or the whole name.
-pub(crate) fn fix_for_sorting<'a>(name: &'a str, lock_name: &str) -> &'a str {
-    match name.rfind(lock_name) {
-        Some(i) => &name[i + lock_name.len()..],
-        None => name,
-    }
-}
 
 /// How children are ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,9 +33,9 @@ pub(crate) const WRITE_LOCK_NAME: &str = "__WRIT__";
 impl Sorter {
     fn key(self, name: &str) -> &str {
         match self {
-            Sorter::Standard(lock_name) => fix_for_sorting(name, lock_name),
+            Sorter::Standard(lock_name) => sequence::key(name, lock_name),
             Sorter::ReadWrite => {
-                fix_for_sorting(fix_for_sorting(name, READ_LOCK_NAME), WRITE_LOCK_NAME)
+                sequence::key(sequence::key(name, READ_LOCK_NAME), WRITE_LOCK_NAME)
             }
         }
     }
@@ -53,7 +43,7 @@ impl Sorter {
     /// Sorts in place. A stable sort, like Java's `Collections.sort`, so that ties keep the
     /// server's order exactly as Curator would see them.
     pub(crate) fn sort(self, children: &mut [String]) {
-        children.sort_by(|a, b| self.key(a).cmp(self.key(b)));
+        sequence::sort_by(children, |n| self.key(n));
     }
 }
 
@@ -132,7 +122,8 @@ pub(crate) struct Acquired {
     pub(crate) revoke_stop: Option<watch::Sender<()>>,
 }
 
-/// Revocation: who to tell when `__REVOKE__` lands on our node.
+/// Revocation: who to tell when `__REVOKE__` lands on our node. Called on an async worker: it
+/// must only queue the user's listener (on the lock's dispatcher), never run it.
 pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
 
 /// What one attempt needs besides the lock itself.
@@ -185,11 +176,11 @@ impl NodeGuard {
         self.path = None;
     }
 
-    /// Deletes now and waits for it (the delete itself runs as its own task, so dropping
-    /// this future does not abort it).
+    /// Deletes now and waits for it (the delete runs as its own task, so dropping this future
+    /// does not abort it).
     pub(crate) async fn delete_now(&mut self) -> Result<()> {
         match self.path.take() {
-            Some(p) => delete_node(&self.client, p).await,
+            Some(p) => self.client.delete_ours(&p).await,
             None => Ok(()),
         }
     }
@@ -198,42 +189,9 @@ impl NodeGuard {
 impl Drop for NodeGuard {
     fn drop(&mut self) {
         if let Some(p) = self.path.take() {
-            let client = self.client.clone();
-            runtime::spawn(async move {
-                let _ = client
-                    .delete(
-                        &p,
-                        DeleteOptions {
-                            guaranteed: true,
-                            ..Default::default()
-                        },
-                    )
-                    .await;
-            });
+            self.client.delete_ours_in_background(&p);
         }
     }
-}
-
-/// Curator's deleteOurPath: a guaranteed delete; a node already gone is fine. Runs as its own
-/// task so that a caller who stops waiting does not stop the delete.
-pub(crate) async fn delete_node(client: &Client, path: String) -> Result<()> {
-    let client = client.clone();
-    let task = runtime::spawn(async move {
-        match client
-            .delete(
-                &path,
-                DeleteOptions {
-                    guaranteed: true,
-                    ..Default::default()
-                },
-            )
-            .await
-        {
-            Ok(()) | Err(Error::NoNode(_)) => Ok(()),
-            Err(e) => Err(e),
-        }
-    });
-    task.await.map_err(crate::client::join_error)?
 }
 
 /// Sleeps until `deadline` (forever when `None`).
@@ -253,107 +211,37 @@ pub(crate) fn passed(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
-/// Curator's protected ephemeral create of `base/_c_<uuid>-<name>[seq]`, parents as
-/// containers, optionally with `base`'s children listed in the same round trip: the
-/// getChildren is sent right behind the create, and ZooKeeper runs one session's requests in
-/// order, so the listing already shows the new node (an uncontended acquire costs one round
-/// trip). After a connection loss the node is looked up by its `_c_<uuid>-` prefix before
-/// creating again (never two nodes for one attempt). If this future is dropped, or gives up,
+/// Creates a protected node of ours under `parent` (parents as containers), optionally with
+/// `parent`'s children listed in the same round trip. If this future is dropped, or gives up,
 /// while a create's outcome is unknown, the node is found and deleted in the background.
-pub(crate) async fn create_protected(
+pub(crate) async fn create_lock_node(
     client: &Client,
-    base: &str,
+    parent: &str,
     name: &str,
     data: &[u8],
-    sequential: bool,
-    list: bool,
+    mode: CreateMode,
+    list_parent: bool,
 ) -> Result<(Node, Option<Vec<String>>)> {
-    let prefix = format!("_c_{}-", uuid::Uuid::new_v4());
-    let user_node = path::join(base, &format!("{prefix}{name}"));
-    let full_node = client.full_path(&user_node);
-    let full_base = client.full_path(base);
-    let (mode, zk_mode) = if sequential {
-        (
-            CreateMode::EphemeralSequential,
-            zk::CreateMode::EphemeralSequential,
-        )
-    } else {
-        (CreateMode::Ephemeral, zk::CreateMode::Ephemeral)
+    let id = ProtectedId::new();
+    let mut guard = ProtectedGuard::new(client, parent, &id);
+    let req = ProtectedCreate {
+        parent,
+        name,
+        data,
+        mode,
+        parents: Parents::Containers,
+        list_parent,
     };
-    let mut unknown = ProtectedCleanup::new(client, base, &prefix);
-    let mut tries = 0u32;
-    let result = client
-        .retry(|zk| {
-            tries += 1;
-            let recovering = tries > 1;
-            let (prefix, user_node, full_node, full_base) =
-                (&prefix, &user_node, &full_node, &full_base);
-            async move {
-                if recovering {
-                    if let Some(found) = client.find_protected(&zk, base, prefix, mode).await? {
-                        let name = path::node_name(&found.path).to_string();
-                        let node = Node {
-                            path: found.path,
-                            name,
-                            czxid: found.stat.czxid,
-                            session: found.stat.ephemeral_owner,
-                        };
-                        return Ok((node, None));
-                    }
-                }
-                // The parents are containers: the server may reap an empty one between our
-                // making it and our create, so allow a few rounds.
-                let mut parent_rounds = 0;
-                loop {
-                    let acl = &client.cfg().acl;
-                    let options = zk_mode.with_acls(zk::Acls::new(acl));
-                    Counters::bump(&client.counters().create);
-                    let create = zk.create(full_node, data, &options);
-                    // Sent now, before either reply is awaited.
-                    let listing = list.then(|| {
-                        Counters::bump(&client.counters().get_children);
-                        zk.list_children(full_base)
-                    });
-                    let (created, listed) = match listing {
-                        Some(l) => {
-                            let (c, l) = tokio::join!(create, l);
-                            (c, l.ok())
-                        }
-                        None => (create.await, None),
-                    };
-                    match created {
-                        Ok((stat, seq)) => {
-                            let full = if sequential {
-                                format!("{full_node}{seq}")
-                            } else {
-                                full_node.clone()
-                            };
-                            let path = client.user_path(&full);
-                            let name = path::node_name(&path).to_string();
-                            let node = Node {
-                                path,
-                                name,
-                                czxid: stat.czxid,
-                                session: stat.ephemeral_owner,
-                            };
-                            return Ok((node, listed));
-                        }
-                        Err(zk::Error::NoNode) if parent_rounds < 3 => {
-                            parent_rounds += 1;
-                            let parents = CreateOptions::new(CreateMode::Container).parents();
-                            match client.create(base, &[], parents).await {
-                                Ok(_) | Err(Error::NodeExists(_)) => {}
-                                Err(e) => return Err(e),
-                            }
-                        }
-                        Err(e) => return Err(Error::from_zk(e, "create", user_node)),
-                    }
-                }
-            }
-        })
-        .await;
-    unknown.settle(&result);
-    result
+    let result = client.create_protected(&id, req).await;
+    guard.settle(&result);
+    let created = result?;
+    let node = Node {
+        path: created.path,
+        name: created.name,
+        czxid: created.stat.czxid,
+        session: created.stat.ephemeral_owner,
+    };
+    Ok((node, created.listing))
 }
 
 impl Internals {
@@ -393,7 +281,7 @@ impl Internals {
                         return Err(Error::NoNode(format!(
                             "acquire lock {}: {why}; the retry policy gave up",
                             self.base
-                        )))
+                        ).into()))
                     }
                 },
             }
@@ -478,49 +366,31 @@ impl Internals {
         sequence: Option<&str>,
     ) -> Result<(Node, Option<Vec<String>>)> {
         let name = format!("{}{}", self.lock_name, sequence.unwrap_or(""));
-        create_protected(
-            &self.client,
-            &self.base,
-            &name,
-            data,
-            sequence.is_none(),
-            true,
-        )
-        .await
+        let mode = if sequence.is_none() {
+            CreateMode::EphemeralSequential
+        } else {
+            CreateMode::Ephemeral
+        };
+        create_lock_node(&self.client, &self.base, &name, data, mode, true).await
     }
 
     /// The lock's children and the session that listed them (none if the lock path is gone).
     async fn children_with_session(&self) -> Result<(Vec<String>, i64)> {
-        let full = self.client.full_path(&self.base);
+        let base = self.base.as_str();
         self.client
-            .retry(|zk| {
-                let full = full.clone();
-                async move {
-                    Counters::bump(&self.client.counters().get_children);
-                    match zk.list_children(&full).await {
-                        Ok(c) => Ok((c, zk.session_id().0)),
-                        Err(zk::Error::NoNode) => Ok((Vec::new(), zk.session_id().0)),
-                        Err(e) => Err(Error::from_zk(e, "get children", &self.base)),
-                    }
-                }
+            .retry(|s| async move {
+                let children = s.children(base).await.or_none()?.unwrap_or_default();
+                Ok((children, s.id()))
             })
             .await
     }
 
     /// getData with a watch, and the session the watch lives in.
-    async fn get_data_watch_with_session(&self, user_path: &str) -> Result<(Watch, i64)> {
-        let full = self.client.full_path(user_path);
+    async fn get_data_watch_with_session(&self, path: &str) -> Result<(Watch, i64)> {
         self.client
-            .retry(|zk| {
-                let full = full.clone();
-                async move {
-                    Counters::bump(&self.client.counters().get_data);
-                    let (_, _, w) = zk
-                        .get_and_watch_data(&full)
-                        .await
-                        .map_err(|e| Error::from_zk(e, "get data", user_path))?;
-                    Ok((Watch::new(&self.client, w), zk.session_id().0))
-                }
+            .retry(|s| async move {
+                let (_, _, w) = s.get_data_watch(path).await?;
+                Ok((w, s.id()))
             })
             .await
     }
@@ -561,14 +431,12 @@ impl Internals {
                 };
                 drop(client);
                 if data == REVOKE_MESSAGE {
-                    let l = listener.clone();
-                    tokio::task::spawn_blocking(move || {
-                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(owner)));
-                    });
+                    // Queues the user's listener on the lock's dispatcher.
+                    listener(owner);
                 }
                 tokio::select! {
                     e = w.changed() => match e.kind {
-                        crate::client::NodeEventKind::DataChanged => continue,
+                        NodeEventKind::DataChanged => continue,
                         _ => return,
                     },
                     _ = stop_rx.changed() => return,

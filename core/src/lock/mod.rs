@@ -88,33 +88,9 @@ pub fn attempt_revoke_blocking(client: &Client, node_path: &str) -> Result<()> {
     runtime::try_block_on(attempt_revoke(client, node_path))?
 }
 
-/// A timeout in milliseconds as the faces pass it: `-1` = wait forever (`None`), `0` = try
-/// once, any other negative value is an `InvalidArgument`.
-pub fn timeout_from_millis(ms: i64) -> Result<Option<Duration>> {
-    match ms {
-        -1 => Ok(None),
-        ms if ms < 0 => Err(Error::invalid(format!(
-            "timeout of {ms} ms is negative (use -1 to wait forever)"
-        ))),
-        ms => Ok(Some(Duration::from_millis(ms as u64))),
-    }
-}
-
-/// A timeout in seconds as Python passes it: `None`-equivalent is the caller's; negative or
-/// NaN is an `InvalidArgument`; infinity waits forever.
-pub fn timeout_from_secs_f64(secs: f64) -> Result<Option<Duration>> {
-    if secs.is_nan() || secs < 0.0 {
-        return Err(Error::invalid(format!(
-            "timeout of {secs} s is negative or not a number"
-        )));
-    }
-    Ok(Duration::try_from_secs_f64(secs).ok())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::internals::{fix_for_sorting, Driver, Predicate, Sorter};
-    use super::*;
+    use super::internals::{Driver, Predicate, Sorter};
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -133,11 +109,6 @@ mod tests {
                 && c[1].ends_with("0000000002")
                 && c[2].ends_with("0000000010")
         );
-        assert_eq!(
-            fix_for_sorting("x-lock-lock-0000000007", "lock-"),
-            "0000000007"
-        );
-        assert_eq!(fix_for_sorting("other", "lock-"), "other");
     }
 
     #[test]
@@ -188,33 +159,6 @@ mod tests {
         assert_eq!(
             Driver::Read.gets_the_lock(&c, "nope", false),
             Predicate::Missing
-        );
-    }
-
-    #[test]
-    fn timeouts_from_faces() {
-        assert_eq!(timeout_from_millis(-1).unwrap(), None);
-        assert_eq!(timeout_from_millis(0).unwrap(), Some(Duration::ZERO));
-        assert_eq!(
-            timeout_from_millis(1500).unwrap(),
-            Some(Duration::from_millis(1500))
-        );
-        assert!(matches!(
-            timeout_from_millis(-2),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            timeout_from_secs_f64(-0.5),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert!(matches!(
-            timeout_from_secs_f64(f64::NAN),
-            Err(Error::InvalidArgument(_))
-        ));
-        assert_eq!(timeout_from_secs_f64(f64::INFINITY).unwrap(), None);
-        assert_eq!(
-            timeout_from_secs_f64(1.5).unwrap(),
-            Some(Duration::from_millis(1500))
         );
     }
 }

@@ -10,37 +10,28 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 use super::internals::{
-    deadline_of, delete_node, fix_for_sorting, sleep_until, Acquired, AttemptOptions, Driver,
-    Internals, Node, RevokeListener, Sorter, WRITE_LOCK_NAME,
+    deadline_of, sleep_until, Acquired, AttemptOptions, Driver, Internals, Node, RevokeListener,
+    Sorter, WRITE_LOCK_NAME,
 };
-use crate::{path, runtime, Client, ConnectionState, Error, Owner, Result};
+use crate::client::sequence;
+use crate::dispatch::{Dispatcher, ListenerId};
+use crate::{path, runtime, Client, ConnectionState, Error, LostPolicy, Owner, Result};
 
-/// When a hold counts as lost (Curator's ConnectionStateErrorPolicy).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum LockLostPolicy {
-    /// Curator's StandardConnectionStateErrorPolicy: the hold is lost as soon as the connection
-    /// is SUSPENDED (the session may be expiring unseen) or LOST. The safe default.
-    #[default]
-    Standard,
-    /// Curator's SessionConnectionStateErrorPolicy: the hold is lost only when the session is
-    /// LOST (or replaced); a SUSPENDED connection that comes back keeps it.
-    Session,
+/// When a hold counts as lost: the client framework's one [`LostPolicy`].
+pub type LockLostPolicy = LostPolicy;
+
+fn policy_to_u8(p: LostPolicy) -> u8 {
+    match p {
+        LostPolicy::Standard => 0,
+        LostPolicy::Session => 1,
+    }
 }
 
-impl LockLostPolicy {
-    fn to_u8(self) -> u8 {
-        match self {
-            LockLostPolicy::Standard => 0,
-            LockLostPolicy::Session => 1,
-        }
-    }
-
-    fn from_u8(v: u8) -> LockLostPolicy {
-        if v == 1 {
-            LockLostPolicy::Session
-        } else {
-            LockLostPolicy::Standard
-        }
+fn policy_from_u8(v: u8) -> LostPolicy {
+    if v == 1 {
+        LostPolicy::Session
+    } else {
+        LostPolicy::Standard
     }
 }
 
@@ -55,8 +46,6 @@ pub enum ReleaseStatus {
     /// and its node was deleted if it was still there.
     WasLost,
 }
-
-type LostCallback = Arc<dyn Fn(Owner) + Send + Sync>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct HoldState {
@@ -96,7 +85,8 @@ pub(crate) struct Shared {
     data: Vec<u8>,
     slots: Mutex<HashMap<Owner, Slot>>,
     policy: AtomicU8,
-    lost_callbacks: Mutex<Vec<LostCallback>>,
+    /// Lost-hold listeners and revocation requests, under the dispatcher's guarantee.
+    callbacks: Arc<Dispatcher<Owner>>,
     revocation: Mutex<Option<RevokeListener>>,
     /// The read lock's write lock (for the owner-holds-write rule and the downgrade).
     write_lock: Option<Weak<Shared>>,
@@ -197,8 +187,8 @@ impl InterProcessMutex {
             kind,
             data,
             slots: Mutex::new(HashMap::new()),
-            policy: AtomicU8::new(LockLostPolicy::Standard.to_u8()),
-            lost_callbacks: Mutex::new(Vec::new()),
+            policy: AtomicU8::new(policy_to_u8(LostPolicy::Standard)),
+            callbacks: Arc::new(Dispatcher::new()),
             revocation: Mutex::new(None),
             write_lock,
             monitor: Mutex::new(None),
@@ -213,10 +203,10 @@ impl InterProcessMutex {
         Arc::downgrade(&self.shared)
     }
 
-    /// Sets when a hold counts as lost (default [`LockLostPolicy::Standard`]); applies to the
+    /// Sets when a hold counts as lost (default [`LostPolicy::Standard`]); applies to the
     /// connection changes that follow.
     pub fn set_lost_policy(&self, policy: LockLostPolicy) {
-        self.shared.policy.store(policy.to_u8(), Ordering::SeqCst);
+        self.shared.policy.store(policy_to_u8(policy), Ordering::SeqCst);
     }
 
     /// Builder-style [`set_lost_policy`](Self::set_lost_policy).
@@ -244,7 +234,7 @@ impl InterProcessMutex {
             return Err(Error::Closed(format!(
                 "acquire lock {}: the client is closed",
                 s.internals.base
-            )));
+            ).into()));
         }
         let deadline = deadline_of(timeout);
         let (id, done) = loop {
@@ -259,7 +249,7 @@ impl InterProcessMutex {
                             Error::Overflow(format!(
                                 "acquire lock {}: reentrant count overflow",
                                 s.internals.base
-                            ))
+                            ).into())
                         })?;
                         return Ok(true);
                     }
@@ -292,7 +282,7 @@ impl InterProcessMutex {
         let sequence = match (&s.kind, s.write_lock.as_ref().and_then(Weak::upgrade)) {
             (Kind::Read, Some(w)) => w
                 .held_node(owner)
-                .map(|n| fix_for_sorting(&n.name, WRITE_LOCK_NAME).to_string()),
+                .map(|n| sequence::key(&n.name, WRITE_LOCK_NAME).to_string()),
             _ => None,
         };
         let revocable = s
@@ -350,7 +340,7 @@ impl InterProcessMutex {
                     return Err(Error::NotOwner(format!(
                         "release lock {}: this owner does not hold it",
                         s.internals.base
-                    )))
+                    ).into()))
                 }
             }
         };
@@ -360,7 +350,7 @@ impl InterProcessMutex {
             return Err(Error::Closed(format!(
                 "release lock {}: the client is closed; the lock node {} went with its session",
                 s.internals.base, hold.node.path
-            )));
+            ).into()));
         }
         if !hold.valid {
             // Already reported lost. A node of an older session went with that session. One
@@ -369,17 +359,15 @@ impl InterProcessMutex {
             // disconnection for a hold its owner was already told is gone.
             if hold.node.session == client.session_id() {
                 if client.state().is_connected() {
-                    let _ = delete_node(client, hold.node.path.clone()).await;
+                    let _ = client.delete_ours(&hold.node.path).await;
                 } else {
-                    let (client, path) = (client.clone(), hold.node.path.clone());
-                    runtime::spawn(async move {
-                        let _ = delete_node(&client, path).await;
-                    });
+                    client.delete_ours_in_background(&hold.node.path);
                 }
             }
             return Ok(ReleaseStatus::WasLost);
         }
-        delete_node(client, hold.node.path.clone())
+        client
+            .delete_ours(&hold.node.path)
             .await
             .map(|()| ReleaseStatus::Released)
     }
@@ -456,17 +444,20 @@ impl InterProcessMutex {
         h.valid
             && !client.is_closed()
             && h.node.session == client.session_id()
-            && (s.policy() == LockLostPolicy::Session || client.state().is_connected())
+            && (s.policy() == LostPolicy::Session || client.state().is_connected())
     }
 
-    /// Calls `f(owner)` when a hold of this mutex is lost (see [`LockLostPolicy`]; also when
-    /// the client is closed). Callbacks run on a library thread, never on the caller's.
-    pub fn on_lost(&self, f: impl Fn(Owner) + Send + Sync + 'static) {
-        self.shared
-            .lost_callbacks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::new(f));
+    /// Calls `f(owner)` when a hold of this mutex is lost (see [`LostPolicy`]; also when the
+    /// client is closed). Callbacks run on this lock's dispatcher ([`crate::dispatch`]): one
+    /// at a time, in order, off the async workers; they may call the blocking API (release,
+    /// say). Returns an id for [`remove_lost_listener`](Self::remove_lost_listener).
+    pub fn on_lost(&self, f: impl Fn(Owner) + Send + Sync + 'static) -> ListenerId {
+        self.shared.callbacks.add(move |o: &Owner| f(*o))
+    }
+
+    /// Removes a listener added with [`on_lost`](Self::on_lost); whether it was there.
+    pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
+        self.shared.callbacks.remove(id)
     }
 
     /// A future that resolves when `owner`'s current hold ends: `true` if it was lost,
@@ -490,13 +481,22 @@ impl InterProcessMutex {
     /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
     /// watched; when another process writes `__REVOKE__` into one (see
     /// [`attempt_revoke`](super::attempt_revoke)), `listener(owner)` is called so the owner can
-    /// release. Revocation is cooperative. Applies to acquires that start after this call.
+    /// release. Revocation is cooperative. Applies to acquires that start after this call. The
+    /// listener runs on this lock's dispatcher, like [`on_lost`](Self::on_lost)'s.
     pub fn make_revocable(&self, listener: impl Fn(Owner) + Send + Sync + 'static) {
+        let listener = Arc::new(listener);
+        let callbacks = Arc::downgrade(&self.shared.callbacks);
+        let queue: RevokeListener = Arc::new(move |owner| {
+            if let Some(d) = callbacks.upgrade() {
+                let l = listener.clone();
+                d.call(move || l(owner));
+            }
+        });
         *self
             .shared
             .revocation
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(listener));
+            .unwrap_or_else(|e| e.into_inner()) = Some(queue);
     }
 
     /// The lock path.
@@ -538,7 +538,7 @@ impl Shared {
     }
 
     fn policy(&self) -> LockLostPolicy {
-        LockLostPolicy::from_u8(self.policy.load(Ordering::SeqCst))
+        policy_from_u8(self.policy.load(Ordering::SeqCst))
     }
 
     fn owns(&self, owner: Owner) -> bool {
@@ -559,11 +559,11 @@ impl Shared {
             self.internals.base
         );
         if client.is_closed() {
-            Error::Closed(why)
+            Error::Closed(why.into())
         } else if client.session_id() != h.node.session {
-            Error::SessionExpired(why)
+            Error::SessionExpired(why.into())
         } else {
-            Error::ConnectionLoss(why)
+            Error::ConnectionLoss(why.into())
         }
     }
 
@@ -572,7 +572,7 @@ impl Shared {
         // The connection may have changed between the grant and now.
         let valid = !client.is_closed()
             && acquired.node.session == client.session_id()
-            && (self.policy() == LockLostPolicy::Session || client.state().is_connected());
+            && (self.policy() == LostPolicy::Session || client.state().is_connected());
         let hold = Hold {
             node: acquired.node,
             count: 1,
@@ -617,29 +617,16 @@ impl Shared {
     }
 
     fn fire_lost(&self, owners: Vec<Owner>) {
-        let callbacks: Vec<LostCallback> = self
-            .lost_callbacks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if callbacks.is_empty() {
-            return;
+        for owner in owners {
+            self.callbacks.emit(owner);
         }
-        // Callbacks may block (a Python callback waiting for the GIL): keep them off the workers.
-        runtime::handle().spawn_blocking(move || {
-            for owner in owners {
-                for cb in &callbacks {
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(owner)));
-                }
-            }
-        });
     }
 
     fn on_state(&self, state: ConnectionState, lagged: bool) {
         let policy = self.policy();
         let session = self.internals.client.session_id();
         match state {
-            ConnectionState::Suspended if policy == LockLostPolicy::Standard => {
+            ConnectionState::Suspended if policy == LostPolicy::Standard => {
                 self.mark_lost(|_| true)
             }
             ConnectionState::Suspended => {}
@@ -648,7 +635,7 @@ impl Shared {
             ConnectionState::Connected
             | ConnectionState::Reconnected
             | ConnectionState::ReadOnly => self.mark_lost(|h| {
-                h.node.session != session || (lagged && policy == LockLostPolicy::Standard)
+                h.node.session != session || (lagged && policy == LostPolicy::Standard)
             }),
         }
     }

@@ -4,11 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::internals::{
-    create_protected, deadline_of, delete_node, passed, sleep_until, NodeGuard,
-};
+use super::internals::{create_lock_node, deadline_of, passed, sleep_until, NodeGuard};
 use super::mutex::InterProcessMutex;
-use crate::{path, runtime, Client, DeleteOptions, Error, Owner, Result};
+use crate::{path, runtime, Client, CreateMode, DeleteOptions, Error, Owner, Result};
 
 const LOCK_PARENT: &str = "locks";
 const LEASE_PARENT: &str = "leases";
@@ -51,7 +49,7 @@ impl Lease {
     /// Returns the lease: deletes its node (guaranteed delete; a node already gone is fine).
     pub async fn release(mut self) -> Result<()> {
         self.returned = true;
-        delete_node(&self.client, self.path.clone()).await
+        self.client.delete_ours(&self.path).await
     }
 
     /// [`release`](Self::release) for the blocking face.
@@ -169,11 +167,18 @@ impl InterProcessSemaphoreV2 {
                 s.path
             )));
         }
+        if qty > s.max_leases {
+            // Curator waits forever here: no holder can ever make room for more than all.
+            return Err(Error::invalid(format!(
+                "acquire {qty} leases from semaphore {}: it has only {} in all, so this could never succeed",
+                s.path, s.max_leases
+            )));
+        }
         if s.client.is_closed() {
             return Err(Error::Closed(format!(
                 "acquire from semaphore {}: the client is closed",
                 s.path
-            )));
+            ).into()));
         }
         let deadline = deadline_of(timeout);
         let mut leases = Vec::with_capacity(qty);
@@ -205,7 +210,7 @@ impl InterProcessSemaphoreV2 {
                                 return Err(Error::NoNode(format!(
                                 "acquire from semaphore {}: sequential path not found - possible session loss",
                                 s.path
-                            )));
+                            ).into()));
                             }
                         }
                     }
@@ -240,14 +245,13 @@ impl InterProcessSemaphoreV2 {
 
     async fn create_and_wait(&self, deadline: Option<Instant>) -> Result<One> {
         let s = &self.shared;
-        // Our own protected create (not the client's) so that a cancelled acquire never
-        // leaves a lease node behind.
-        let (created, _) = create_protected(
+        // A cancelled acquire never leaves a lease node behind.
+        let (created, _) = create_lock_node(
             &s.client,
             &s.leases_path,
             LEASE_BASE_NAME,
             &s.data,
-            true,
+            CreateMode::EphemeralSequential,
             false,
         )
         .await?;
@@ -255,7 +259,13 @@ impl InterProcessSemaphoreV2 {
         let name = created.name.clone();
         let lease_session = created.session;
         loop {
-            let (children, watch) = s.client.get_children_watch(&s.leases_path).await?;
+            let (children, watch) = match s.client.get_children_watch(&s.leases_path).await {
+                Ok(listed) => listed,
+                // Our lease node went with its session (and the emptied `leases` container may
+                // have been reaped): take another one, as a lost node is handled below.
+                Err(Error::SessionExpired(_) | Error::NoNode(_)) => return Ok(One::Missing),
+                Err(e) => return Err(e),
+            };
             if !children.contains(&name) || s.client.session_id() != lease_session {
                 return Ok(One::Missing);
             }
@@ -388,7 +398,7 @@ impl InterProcessSemaphoreMutex {
             None => Err(Error::NotOwner(format!(
                 "release semaphore mutex {}: not acquired",
                 self.semaphore.path()
-            ))),
+            ).into())),
         }
     }
 

@@ -43,7 +43,7 @@ mod session;
 pub use install::ensure_zookeeper_installed;
 pub use proxy::FaultProxy;
 pub use server::{four_letter, TestingCluster, TestingServer, TestingServerHandle};
-pub use session::{expire_session, expire_session_id};
+pub use session::{expire_client_session, expire_session, expire_session_id};
 
 /// Support for the `zk-harness` binary (detached servers); not a stable API.
 #[doc(hidden)]

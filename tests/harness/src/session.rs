@@ -2,6 +2,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_client::{Client, Error, SessionInfo};
@@ -125,22 +126,23 @@ fn close_session(server: &str, id: i64, password: &[u8]) -> io::Result<()> {
     connect.extend((password.len() as i32).to_be_bytes());
     connect.extend(password);
     connect.push(0); // not read-only
-    send_frame(&mut stream, &connect)?;
+    // The join and the CloseSession (xid 1, op -11) go out together, before any reply: the
+    // server holds the second request until the session is re-attached here, so the victim
+    // cannot get back onto its session in between (a close from a connection that no longer
+    // owns the session would be refused), and it sees one clean loss, no flapping.
+    let close = [1i32.to_be_bytes(), (-11i32).to_be_bytes()].concat();
+    stream.write_all(&[frame(&connect), frame(&close)].concat())?;
     // ConnectResponse: protocol version, timeout (0 if the session is unknown), id, password.
     let reply = recv_frame(&mut stream)?;
     let timeout = reply.get(4..8).ok_or(io::ErrorKind::InvalidData)?;
     if i32::from_be_bytes(timeout.try_into().expect("4 bytes")) <= 0 {
         return Ok(());
     }
-    send_frame(
-        &mut stream,
-        &[1i32.to_be_bytes(), (-11i32).to_be_bytes()].concat(),
-    )?; // xid 1, CloseSession
-    recv_frame(&mut stream).map(drop) // its ReplyHeader comes once the session is closed
+    recv_frame(&mut stream).map(drop) // the close's ReplyHeader comes once the session is closed
 }
 
-fn send_frame(stream: &mut TcpStream, body: &[u8]) -> io::Result<()> {
-    stream.write_all(&[&(body.len() as i32).to_be_bytes(), body].concat())
+fn frame(body: &[u8]) -> Vec<u8> {
+    [&(body.len() as i32).to_be_bytes(), body].concat()
 }
 
 fn recv_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
@@ -149,4 +151,42 @@ fn recv_frame(stream: &mut TcpStream) -> io::Result<Vec<u8>> {
     let mut body = vec![0; i32::from_be_bytes(len).clamp(0, 1 << 20) as usize];
     stream.read_exact(&mut body)?;
     Ok(body)
+}
+
+/// Expires a [`zkrecipes::Client`]'s session on the server (Curator's KillSession) and resolves
+/// once the client has seen it go (`LOST`, or a new session, or the client dropped): its
+/// ephemeral nodes — locks, latch nodes — are gone then.
+///
+/// Everything the wait needs is taken from `client` before this returns: the future holds no
+/// handle to it, so a state listener may drop the client's last handle meanwhile (a C test
+/// freeing its client from its LOST callback).
+pub fn expire_client_session(
+    client: &zkrecipes::Client,
+) -> impl Future<Output = Result<(), String>> + Send + 'static {
+    let credentials = client.session_credentials();
+    let connect = client.connect_string().to_owned();
+    let mut states = client.state_stream();
+    async move {
+        let (id, password) =
+            credentials.ok_or_else(|| "the client has no session to expire".to_owned())?;
+        let servers = connect.clone();
+        tokio::task::spawn_blocking(move || {
+            std::panic::catch_unwind(|| expire_session_id(&servers, id, &password))
+                .map_err(|_| format!("could not expire session {id:#x} via {servers}"))
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        // Wait until the client has seen the session go (it reconnects and hears "expired").
+        let wait = async {
+            loop {
+                match states.next().await {
+                    Some(zkrecipes::ConnectionState::Lost) | None => return,
+                    Some(_) => {}
+                }
+            }
+        };
+        tokio::time::timeout(EXPIRE_TIMEOUT, wait).await.map_err(|_| {
+            format!("session {id:#x} was closed on the server, but the client did not report LOST within 30 s")
+        })
+    }
 }

@@ -435,18 +435,18 @@ impl Client {
     /// below. See [Connector::server_version] and [ZOOKEEPER-1297][].
     ///
     /// [ZOOKEEPER-1297]: https://issues.apache.org/jira/browse/ZOOKEEPER-1297
-    pub fn create<'a: 'f, 'b: 'f, 'f>(
+    pub fn create<'a: 'f, 'f>(
         &'a self,
-        path: &'b str,
+        path: &str,
         data: &[u8],
         options: &CreateOptions<'_>,
     ) -> impl Future<Output = Result<(Stat, CreateSequence)>> + Send + 'f {
         Self::wait(self.create_internally(path, data, options))
     }
 
-    fn create_internally<'a: 'f, 'b: 'f, 'f>(
+    fn create_internally<'a: 'f, 'f>(
         &'a self,
-        path: &'b str,
+        path: &str,
         data: &[u8],
         options: &CreateOptions<'_>,
     ) -> Result<impl Future<Output = Result<(Stat, CreateSequence)>> + Send + 'f> {
@@ -470,12 +470,15 @@ impl Client {
         let flags = create_mode.as_flags(ttl != 0);
         let request = CreateRequest { path: chroot_path, data, acls: options.acls, flags, ttl };
         let receiver = self.send_request(op_code, &request);
+        // zkrecipes patch 4: the reply future owns what it needs of `path`, so a caller can
+        // send a create and keep its future without keeping the path alive.
+        let path = path.to_owned();
         Ok(async move {
             let (body, _) = receiver.await?;
             let mut buf = body.as_slice();
             let server_path = record::unmarshal_entity::<&str>(&"server path", &mut buf)?;
             let client_path = util::strip_root_path(server_path, self.chroot.root())?;
-            let sequence = if sequential { Self::parse_sequence(client_path, path)? } else { CreateSequence(-1) };
+            let sequence = if sequential { Self::parse_sequence(client_path, &path)? } else { CreateSequence(-1) };
             let stat =
                 if op_code == OpCode::Create { Stat::new_invalid() } else { record::unmarshal::<Stat>(&mut buf)? };
             Ok((stat, sequence))

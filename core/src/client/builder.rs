@@ -1,0 +1,230 @@
+//! [`ClientBuilder`]: Curator's CuratorFrameworkFactory.builder(), with every option checked
+//! before anything connects.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::connection::open_session;
+use super::types::Acl;
+use super::{wire, Client, Config};
+use crate::retry::RetryPolicy;
+use crate::{path, runtime, Error, Result};
+
+/// The server's default `jute.maxbuffer`: the largest request it reads (0xfffff bytes).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 0xfffff;
+
+/// Builder for a [`Client`] (Curator's CuratorFrameworkFactory.builder()).
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    connect_string: String,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+    retry: RetryPolicy,
+    namespace: Option<String>,
+    auth: Vec<(String, Vec<u8>)>,
+    acl: Vec<Acl>,
+    can_be_read_only: bool,
+    max_request_bytes: usize,
+}
+
+impl ClientBuilder {
+    /// A builder for `host:port[,host:port...][/chroot]`, with API.md's defaults: session
+    /// timeout 60 s, connection timeout 15 s, exponential backoff (1 s base, 3 retries), open ACL.
+    pub fn new(connect_string: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            connect_string: connect_string.into(),
+            session_timeout: Duration::from_secs(60),
+            connection_timeout: Duration::from_secs(15),
+            retry: RetryPolicy::default(),
+            namespace: None,
+            auth: Vec::new(),
+            acl: Acl::open(),
+            can_be_read_only: false,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+        }
+    }
+
+    /// Session timeout asked of the server (the server may negotiate it into its bounds).
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.session_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for a connection: at start, and before each try of an operation.
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// The retry policy for operations.
+    pub fn retry_policy(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Curator's namespace: every path is relative to `/namespace` (created on demand).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Adds authentication, e.g. `("digest", b"user:password")`.
+    pub fn auth(mut self, scheme: impl Into<String>, credentials: impl Into<Vec<u8>>) -> Self {
+        self.auth.push((scheme.into(), credentials.into()));
+        self
+    }
+
+    /// The ACL given to every node this client creates (default: world:anyone, all).
+    pub fn acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// Allows connecting to a read-only server (state READ_ONLY).
+    pub fn can_be_read_only(mut self, yes: bool) -> Self {
+        self.can_be_read_only = yes;
+        self
+    }
+
+    /// The largest request the client sends, in bytes on the wire (path, data, ACL and
+    /// framing). Default: 0xfffff, the server's default `jute.maxbuffer`. A bigger request is
+    /// refused with `InvalidArgument` before it is sent: the server would drop the connection,
+    /// and with it every lock and leadership of this client. Raise it only together with the
+    /// servers' `jute.maxbuffer`.
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
+    fn validate(&self) -> Result<String> {
+        validate_connect_string(&self.connect_string)?;
+        if self.session_timeout.is_zero() {
+            return Err(Error::invalid("session timeout must be positive"));
+        }
+        if self.session_timeout > Duration::from_millis(i32::MAX as u64) {
+            return Err(Error::invalid("session timeout must be below 2^31 ms"));
+        }
+        if self.connection_timeout.is_zero() {
+            return Err(Error::invalid("connection timeout must be positive"));
+        }
+        if self.acl.is_empty() {
+            return Err(Error::invalid(
+                "the ACL list for created nodes must not be empty",
+            ));
+        }
+        for (scheme, _) in &self.auth {
+            if scheme.is_empty() {
+                return Err(Error::invalid("auth scheme must not be empty"));
+            }
+        }
+        if self.max_request_bytes < 1024 {
+            return Err(Error::invalid(format!(
+                "max request bytes {} is below 1024: not even a lock node's request fits",
+                self.max_request_bytes
+            )));
+        }
+        self.retry.validate()?;
+        let prefix = match self.namespace.as_deref() {
+            None | Some("") => String::new(),
+            Some(ns) => {
+                let p = if ns.starts_with('/') {
+                    ns.to_string()
+                } else {
+                    format!("/{ns}")
+                };
+                path::validate_path(&p)
+                    .map_err(|e| Error::invalid(format!("namespace {ns:?}: {}", e.message())))?;
+                if p == "/" {
+                    String::new()
+                } else {
+                    p
+                }
+            }
+        };
+        Ok(prefix)
+    }
+
+    /// Connects: validates every option, then waits up to the connection timeout for a session.
+    pub async fn connect(self) -> Result<Client> {
+        let prefix = self.validate()?;
+        let cfg = Arc::new(Config {
+            connect_string: self.connect_string,
+            session_timeout: self.session_timeout,
+            connection_timeout: self.connection_timeout,
+            retry: self.retry,
+            prefix,
+            auth: self.auth,
+            wire_acl: wire::acls(&self.acl),
+            acl: self.acl,
+            can_be_read_only: self.can_be_read_only,
+            max_request_bytes: self.max_request_bytes,
+        });
+        // The session task of zookeeper-client is spawned on the current runtime: make sure that
+        // is ours, whatever runtime the caller polls this future on.
+        let (zk, states) = runtime::handle()
+            .spawn(open_session(cfg.clone()))
+            .await
+            .map_err(super::join_error)??;
+        Ok(Client::start(cfg, zk, states))
+    }
+
+    /// [`connect`](Self::connect) for the blocking face.
+    pub fn connect_blocking(self) -> Result<Client> {
+        runtime::try_block_on(self.connect())?
+    }
+}
+
+/// Checks `host:port[,host:port...][/chroot]`.
+pub fn validate_connect_string(s: &str) -> Result<()> {
+    let bad = |why: String| {
+        Err(Error::invalid(format!(
+            "invalid connect string {s:?}: {why}"
+        )))
+    };
+    if s.trim().is_empty() {
+        return bad("it is empty; expected host:port[,host:port...][/chroot]".into());
+    }
+    let (hosts, chroot) = match s.find('/') {
+        Some(i) => (&s[..i], Some(&s[i..])),
+        None => (s, None),
+    };
+    if let Some(chroot) = chroot {
+        if chroot != "/" {
+            if let Err(e) = path::validate_path(chroot) {
+                return bad(format!("bad chroot: {}", e.message()));
+            }
+        }
+    }
+    if hosts.is_empty() {
+        return bad("no host before the chroot".into());
+    }
+    for host in hosts.split(',') {
+        let host = host.trim();
+        if host.is_empty() {
+            return bad("an empty host between commas".into());
+        }
+        let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+            match rest.split_once(']') {
+                Some((n, "")) => (n, None),
+                Some((n, tail)) if tail.starts_with(':') => (n, Some(&tail[1..])),
+                _ => return bad(format!("bad IPv6 host {host:?} (expected [addr]:port)")),
+            }
+        } else {
+            match host.rsplit_once(':') {
+                Some((n, p)) => (n, Some(p)),
+                None => (host, None),
+            }
+        };
+        if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return bad(format!("bad host name in {host:?}"));
+        }
+        if let Some(port) = port {
+            match port.parse::<u32>() {
+                Ok(p) if (1..=65535).contains(&p) => {}
+                _ => return bad(format!("bad port {port:?} in {host:?} (expected 1..65535)")),
+            }
+        }
+    }
+    Ok(())
+}
+

@@ -1,0 +1,257 @@
+//! Curator's protected create — the one implementation every recipe and the plain `create` use.
+//!
+//! The node's name gets a `_c_<uuid v4>-` prefix. If a create's reply is lost, the retry first
+//! looks for a child with that prefix owned by the current session (after a `sync`) and takes
+//! it instead of creating a second node. A caller that gives up while a create may have been
+//! applied hands the prefix to [`ProtectedId::cleanup`], which finds the node and deletes it in
+//! the background, so an abandoned attempt never leaves a node in a live session (Curator's
+//! `findAndDeleteProtectedNodeInBackground`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::session::{OrNone, Session};
+use super::types::{CreateMode, Parents, Stat};
+use super::Client;
+use crate::{path, runtime, Error, Result};
+
+/// The protected prefix of one logical create, and whether a create carrying it may have
+/// reached the server. Clones share the flag. Keep it across tries of the same logical create
+/// (the latch keeps it across its retries); drop it once the node is known.
+#[derive(Clone, Debug)]
+pub(crate) struct ProtectedId {
+    prefix: Arc<str>,
+    sent: Arc<AtomicBool>,
+}
+
+impl ProtectedId {
+    /// A fresh `_c_<uuid v4>-` prefix.
+    pub(crate) fn new() -> ProtectedId {
+        ProtectedId {
+            prefix: format!("_c_{}-", uuid::Uuid::new_v4()).into(),
+            sent: Arc::default(),
+        }
+    }
+
+    /// `_c_<uuid>-`.
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Whether a create with this prefix may have reached the server.
+    pub(crate) fn maybe_sent(&self) -> bool {
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Finds the node this prefix may have created under `parent` and deletes it, in the
+    /// background; nothing if no create was sent. A miss is looked at three times (after a
+    /// `sync` each), because a request from a connection that just ended may still be on its
+    /// way to the leader, where the session's move then refuses it.
+    /// The handle resolves when the cleanup is over (for a caller that wants to wait for it).
+    pub(crate) fn cleanup(
+        &self,
+        client: &Client,
+        parent: &str,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        if !self.maybe_sent() {
+            return None;
+        }
+        let weak = client.downgrade();
+        let (parent, prefix) = (parent.to_string(), self.prefix.clone());
+        Some(runtime::spawn(async move {
+            let mut misses = 0;
+            for _ in 0..30 {
+                let Some(client) = weak.upgrade() else { return };
+                if client.is_closed() {
+                    return; // the session's close removes an ephemeral anyway
+                }
+                if let Ok(s) = client.session().await {
+                    match find_protected(&s, &parent, &prefix, CreateMode::Persistent).await {
+                        Ok(None) => {
+                            misses += 1;
+                            if misses >= 3 {
+                                return;
+                            }
+                        }
+                        Ok(Some(found)) => match s.delete(&found.path, None).await {
+                            Ok(()) | Err(Error::NoNode(_)) => return,
+                            Err(_) => {}
+                        },
+                        Err(_) => {}
+                    }
+                }
+                drop(client);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }))
+    }
+}
+
+/// A protected create: `parent/_c_<uuid>-<name>[seq]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProtectedCreate<'a> {
+    /// The parent (caller's path).
+    pub(crate) parent: &'a str,
+    /// The name after the prefix (`lock-`, `latch-`, `__READ__`, ...); the server appends the
+    /// sequence number for sequential modes.
+    pub(crate) name: &'a str,
+    pub(crate) data: &'a [u8],
+    pub(crate) mode: CreateMode,
+    pub(crate) parents: Parents,
+    /// Also list `parent`'s children, pipelined right behind the create on the same session:
+    /// the listing already shows the new node, and an uncontended lock or latch is decided
+    /// after one round trip.
+    pub(crate) list_parent: bool,
+}
+
+/// The node a protected create made, or found again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProtectedNode {
+    /// Its path (caller's).
+    pub(crate) path: String,
+    /// Its name (last segment).
+    pub(crate) name: String,
+    pub(crate) stat: Stat,
+    /// The session the create (or the find) ran in.
+    pub(crate) session: i64,
+    /// The parent's children, listed right after the create (`None` when not asked, when the
+    /// node was found again, or when the listing failed).
+    pub(crate) listing: Option<Vec<String>>,
+}
+
+impl Client {
+    /// Curator's protected create, under the retry policy (see the module notes). `id` says
+    /// which prefix to use and remembers whether a create may have been sent, across tries and
+    /// across calls with the same `id`.
+    pub(crate) async fn create_protected(
+        &self,
+        id: &ProtectedId,
+        req: ProtectedCreate<'_>,
+    ) -> Result<ProtectedNode> {
+        let name = format!("{}{}", id.prefix(), req.name);
+        let node_path = path::join(req.parent, &name);
+        self.retry(|s| {
+            let node_path = &node_path;
+            async move {
+                if id.maybe_sent() {
+                    if let Some(found) = find_protected(&s, req.parent, id.prefix(), req.mode).await? {
+                        return Ok(found);
+                    }
+                }
+                // Parents made as containers may be reaped again by the server between our
+                // making them and our create: allow a few rounds.
+                let mut parent_rounds = 0;
+                loop {
+                    id.sent.store(true, Ordering::SeqCst);
+                    let create = s.create(node_path, req.data, req.mode);
+                    let listing = req.list_parent.then(|| s.children(req.parent));
+                    let (created, listed) = match listing {
+                        Some(l) => {
+                            let (c, l) = tokio::join!(create, l);
+                            (c, l.ok())
+                        }
+                        None => (create.await, None),
+                    };
+                    match created {
+                        Ok(c) => {
+                            return Ok(ProtectedNode {
+                                name: path::node_name(&c.path).to_string(),
+                                path: c.path,
+                                stat: c.stat,
+                                session: s.id(),
+                                listing: listed,
+                            })
+                        }
+                        Err(Error::NoNode(_))
+                            if req.parents != Parents::None && parent_rounds < 3 =>
+                        {
+                            parent_rounds += 1;
+                            self.ensure_path(req.parent, req.parents).await?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// Finds a child of `parent` named with `prefix` that a protected create made: for ephemeral
+/// modes, only one owned by this session.
+///
+/// `sync`s first. The create whose outcome we are looking for may have been sent through
+/// another server (before a reconnect), and the server we are on now may not have applied it
+/// yet: the client's last-seen zxid does not cover a create whose reply was lost, so ZooKeeper
+/// lets us reconnect to a server that is behind. Without the `sync`, a lagging listing says
+/// "not there", we create a second node, and the first one, ours but unknown to us, sits at the
+/// head of the lock or election until the session ends (the fault suite's stalls after an
+/// ensemble leader kill and a server pause). The leader answers a `sync` only after every
+/// proposal it had when the `sync` arrived is committed, and a request still on its way from
+/// the old connection is refused once the session has moved (`SessionMoved`), so after the
+/// `sync` the listing is the truth.
+pub(crate) async fn find_protected(
+    s: &Session,
+    parent: &str,
+    prefix: &str,
+    mode: CreateMode,
+) -> Result<Option<ProtectedNode>> {
+    s.sync(parent).await?;
+    let Some(children) = s.children(parent).await.or_none()? else {
+        return Ok(None);
+    };
+    for child in children.into_iter().filter(|c| c.starts_with(prefix)) {
+        let p = path::join(parent, &child);
+        match s.exists(&p).await? {
+            Some(stat) if !mode.is_ephemeral() || stat.ephemeral_owner == s.id() => {
+                return Ok(Some(ProtectedNode {
+                    path: p,
+                    name: child,
+                    stat,
+                    session: s.id(),
+                    listing: None,
+                }))
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Cleans up after a one-shot protected create unless [`settle`](Self::settle)d with an
+/// outcome that is known: dropped while armed (the caller's future was dropped, or it gave up
+/// on a connection loss), it runs [`ProtectedId::cleanup`].
+pub(crate) struct ProtectedGuard {
+    client: Client,
+    parent: String,
+    id: ProtectedId,
+    armed: bool,
+}
+
+impl ProtectedGuard {
+    pub(crate) fn new(client: &Client, parent: &str, id: &ProtectedId) -> ProtectedGuard {
+        ProtectedGuard {
+            client: client.clone(),
+            parent: parent.to_string(),
+            id: id.clone(),
+            armed: true,
+        }
+    }
+
+    /// Disarms unless `result` leaves the create's outcome unknown (a connection loss, or the
+    /// client closed while a create was in flight).
+    pub(crate) fn settle<T>(&mut self, result: &Result<T>) {
+        if !matches!(result, Err(e) if e.is_retryable() || matches!(e, Error::Closed(_))) {
+            self.armed = false;
+        }
+    }
+}
+
+impl Drop for ProtectedGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.id.cleanup(&self.client, &self.parent);
+        }
+    }
+}

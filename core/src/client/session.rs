@@ -1,0 +1,315 @@
+//! [`Session`]: the recipe API's primitive operations, on one connected session.
+//!
+//! A recipe runs its steps inside [`Client::retry`], which hands each try a `Session`. Every
+//! operation takes the caller's path (the namespace is applied here), checks the whole request
+//! against the size limit, counts the request, gives created nodes the client's ACL, and maps
+//! errors into [`Error`] naming the operation and path (ZooKeeper's code and the wire error
+//! kept). A request is sent when the method is called, not when its future is first polled, so
+//! calls made one after another are pipelined: one session's requests are executed in order,
+//! so a read sent right behind a write sees it, and both replies take one round trip.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use zookeeper_client as zk;
+
+use super::types::{Created, CreateMode, NodeEvent, Stat};
+use super::{wire, Client};
+use crate::{Error, Result};
+
+/// The request header (xid, type) and a length prefix per variable field: what a request adds
+/// to its path and data on the wire, before the ACL.
+const HEADER: usize = 8;
+
+/// A connected session, for one try of an operation (see the module notes).
+#[derive(Clone)]
+pub(crate) struct Session {
+    client: Client,
+    zk: zk::Client,
+}
+
+/// `Result<T>` whose `NoNode` means "absent": `.or_none()` turns it into `Ok(None)`.
+pub(crate) trait OrNone<T> {
+    fn or_none(self) -> Result<Option<T>>;
+}
+
+impl<T> OrNone<T> for Result<T> {
+    fn or_none(self) -> Result<Option<T>> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(Error::NoNode(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Session {
+    pub(crate) fn new(client: Client, zk: zk::Client) -> Session {
+        Session { client, zk }
+    }
+
+    /// The session id.
+    pub(crate) fn id(&self) -> i64 {
+        self.zk.session_id().0
+    }
+
+    fn check_size(&self, op: &str, path: &str, full: &str, data: usize, acl: usize) -> Result<()> {
+        let len = HEADER + 4 + full.len() + 4 + data + acl + 8;
+        let limit = self.client.cfg().max_request_bytes;
+        if len > limit {
+            return Err(Error::invalid(format!(
+                "{op} {}: the request would be {len} bytes on the wire (path {} + data {data} + ACL and framing {}), over the {limit}-byte limit (the server's jute.maxbuffer; ClientBuilder::max_request_bytes); it was not sent",
+                abbreviate(path),
+                full.len(),
+                len - full.len() - data
+            )));
+        }
+        Ok(())
+    }
+
+    fn acl_len(&self) -> usize {
+        4 + self
+            .client
+            .cfg()
+            .acl
+            .iter()
+            .map(|a| 12 + a.scheme.len() + a.id.len())
+            .sum::<usize>()
+    }
+
+    /// Creates a node (no parents, not protected: see [`Client::create_protected`] and
+    /// [`Client::create`] for those). Returns the actual path (with the sequence number).
+    pub(crate) fn create(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<Created>> + Send + '_ {
+        let full = self.client.full_path(path);
+        let checked = self.check_size("create", path, &full, data.len(), self.acl_len());
+        let sent = match checked {
+            Ok(()) => {
+                self.client.counters().create.fetch_add(1, Ordering::Relaxed);
+                let acl = zk::Acls::new(&self.client.cfg().wire_acl);
+                Ok(self.zk.create(&full, data, &wire::create_mode(mode).with_acls(acl)))
+            }
+            Err(e) => Err(e),
+        };
+        let user = path.to_string();
+        async move {
+            let (stat, seq) = sent?
+                .await
+                .map_err(|e| wire::error(e, "create", &user))?;
+            let actual = if mode.is_sequential() {
+                format!("{user}{seq}")
+            } else {
+                user
+            };
+            Ok(Created {
+                path: actual,
+                stat: wire::stat(stat),
+            })
+        }
+    }
+
+    /// Makes the namespace's own nodes (`/app`, or `/a` then `/a/b`) with `mode`, top down;
+    /// nodes that exist already are fine. Curator creates the namespace on demand too.
+    pub(crate) async fn create_namespace(&self, mode: CreateMode) -> Result<()> {
+        let prefix = self.client.cfg().prefix.clone();
+        let mut node = String::new();
+        for segment in prefix.split('/').skip(1) {
+            node.push('/');
+            node.push_str(segment);
+            self.client.counters().create.fetch_add(1, Ordering::Relaxed);
+            let acl = zk::Acls::new(&self.client.cfg().wire_acl);
+            match self.zk.create(&node, &[], &wire::create_mode(mode).with_acls(acl)).await {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(wire::error(e, "create namespace", &node)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Data and stat.
+    pub(crate) fn get_data(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + '_ {
+        self.client.counters().get_data.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.get_data(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            let (d, s) = f.await.map_err(|e| wire::error(e, "get data", &user))?;
+            Ok((d, wire::stat(s)))
+        }
+    }
+
+    /// Data and stat, and a one-shot watch on the node (change or delete).
+    pub(crate) fn get_data_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + '_ {
+        self.client.counters().get_data.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.get_and_watch_data(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            let (d, s, w) = f.await.map_err(|e| wire::error(e, "get data", &user))?;
+            Ok((d, wire::stat(s), Watch::new(&self.client, w)))
+        }
+    }
+
+    /// The stat, or `None` if there is no node.
+    pub(crate) fn exists(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Stat>>> + Send + '_ {
+        self.client.counters().exists.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.check_stat(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            let s = f.await.map_err(|e| wire::error(e, "exists", &user))?;
+            Ok(s.map(wire::stat))
+        }
+    }
+
+    /// [`exists`](Self::exists) with a one-shot watch (create, change or delete).
+    pub(crate) fn exists_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Option<Stat>, Watch)>> + Send + '_ {
+        self.client.counters().exists.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.check_and_watch_stat(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            let (s, w) = f.await.map_err(|e| wire::error(e, "exists", &user))?;
+            Ok((s.map(wire::stat), Watch::new(&self.client, w)))
+        }
+    }
+
+    /// The names of the children (unsorted, as the server returns them).
+    pub(crate) fn children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send + '_ {
+        self.client
+            .counters()
+            .get_children
+            .fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.list_children(&self.client.full_path(path));
+        let user = path.to_string();
+        async move { f.await.map_err(|e| wire::error(e, "get children", &user)) }
+    }
+
+    /// The children and a one-shot watch on them (a child added or removed, or the node deleted).
+    pub(crate) fn children_watch(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<String>, Watch)>> + Send + '_ {
+        self.client
+            .counters()
+            .get_children
+            .fetch_add(1, Ordering::Relaxed);
+        let f = self
+            .zk
+            .list_and_watch_children(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            let (c, w) = f.await.map_err(|e| wire::error(e, "get children", &user))?;
+            Ok((c, Watch::new(&self.client, w)))
+        }
+    }
+
+    /// Sets data, at `version` if given; the new stat.
+    pub(crate) fn set_data(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + Send + '_ {
+        let full = self.client.full_path(path);
+        let checked = self.check_size("set data", path, &full, data.len(), 4);
+        let sent = match checked {
+            Ok(()) => {
+                self.client
+                    .counters()
+                    .set_data
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(self.zk.set_data(&full, data, version))
+            }
+            Err(e) => Err(e),
+        };
+        let user = path.to_string();
+        async move {
+            let s = sent?
+                .await
+                .map_err(|e| wire::error(e, "set data", &user))?;
+            Ok(wire::stat(s))
+        }
+    }
+
+    /// Deletes a node, at `version` if given.
+    pub(crate) fn delete(
+        &self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<()>> + Send + '_ {
+        self.client.counters().delete.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.delete(&self.client.full_path(path), version);
+        let user = path.to_string();
+        async move { f.await.map_err(|e| wire::error(e, "delete", &user)) }
+    }
+
+    /// `sync`: the server we talk to catches up with the leader before answering, and before
+    /// answering anything this session sends after it. A node missing there is fine.
+    pub(crate) fn sync(&self, path: &str) -> impl Future<Output = Result<()>> + Send + '_ {
+        self.client.counters().sync.fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.sync(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            match f.await {
+                Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+                Err(e) => Err(wire::error(e, "sync", &user)),
+            }
+        }
+    }
+}
+
+/// The first 64 characters of a long path, for messages.
+fn abbreviate(p: &str) -> String {
+    if p.chars().count() <= 64 {
+        p.to_string()
+    } else {
+        let head: String = p.chars().take(64).collect();
+        format!("{head}… ({} bytes)", p.len())
+    }
+}
+
+/// A one-shot watch. Dropping it removes it from the server (no leaked watches).
+pub struct Watch {
+    inner: zk::OneshotWatcher,
+    prefix_len: usize,
+}
+
+impl Watch {
+    pub(crate) fn new(client: &Client, inner: zk::OneshotWatcher) -> Watch {
+        Watch {
+            inner,
+            prefix_len: client.cfg().prefix.len(),
+        }
+    }
+
+    /// Waits for the event.
+    pub async fn changed(self) -> NodeEvent {
+        let e = self.inner.changed().await;
+        let kind = wire::event_kind(&e);
+        let path = if e.path.len() >= self.prefix_len {
+            e.path[self.prefix_len..].to_string()
+        } else {
+            e.path
+        };
+        NodeEvent {
+            kind,
+            path: if path.is_empty() { "/".into() } else { path },
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The one way user callbacks are run: a [`Dispatcher`] per client (connection states, watches)
+//! and per recipe (lost holds, revocation, leadership, counts, observers).
+//!
+//! # The threading guarantee (every face states it)
+//!
+//! * Callbacks of one dispatcher run **one at a time, in the order of their events**.
+//! * They run on a library thread that is **not an async worker** and not the caller's thread,
+//!   so a callback may block (a Python callback waiting for the GIL, a C callback taking a
+//!   mutex) and **may call the blocking API**, including of the recipe that called it.
+//! * A slow callback delays only the later callbacks of the same dispatcher; the recipe's own
+//!   state machine and other recipes carry on. A callback that waits for an event the same
+//!   dispatcher would deliver next waits forever: don't.
+//! * A panicking callback is caught and does not stop the ones after it.
+//! * Nothing is delivered after the dispatcher (its recipe or client) is dropped; events already
+//!   queued are still delivered.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::runtime;
+
+/// A listener id, for removal.
+pub type ListenerId = u64;
+
+type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
+type Listeners<E> = Arc<Mutex<Vec<(ListenerId, Listener<E>)>>>;
+
+enum Job<E> {
+    /// Call every listener registered when the event is run.
+    Event(E),
+    /// Call one function (a one-shot watch callback, say), in order with the events.
+    Once(Box<dyn FnOnce() + Send>),
+}
+
+/// Delivers events of type `E` to listeners, and one-off calls, under the guarantee above.
+pub(crate) struct Dispatcher<E: Send + 'static> {
+    listeners: Listeners<E>,
+    queue: Mutex<Option<mpsc::UnboundedSender<Job<E>>>>,
+    next: AtomicU64,
+}
+
+impl<E: Send + 'static> Default for Dispatcher<E> {
+    fn default() -> Self {
+        Dispatcher {
+            listeners: Arc::default(),
+            queue: Mutex::new(None),
+            next: AtomicU64::new(1),
+        }
+    }
+}
+
+impl<E: Send + 'static> Dispatcher<E> {
+    /// A dispatcher with no listeners.
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a listener; it hears events emitted from now on.
+    pub(crate) fn add(&self, listener: impl Fn(&E) + Send + Sync + 'static) -> ListenerId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, Arc::new(listener)));
+        id
+    }
+
+    /// Removes a listener; whether it was there. It hears nothing that runs after this returns.
+    pub(crate) fn remove(&self, id: ListenerId) -> bool {
+        let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
+        let before = l.len();
+        l.retain(|(i, _)| *i != id);
+        l.len() != before
+    }
+
+    /// Removes every listener (a closed recipe).
+    pub(crate) fn clear(&self) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Whether anyone listens (to skip building events nobody hears).
+    pub(crate) fn has_listeners(&self) -> bool {
+        !self
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Queues an event for the listeners.
+    pub(crate) fn emit(&self, event: E) {
+        if self.has_listeners() {
+            self.push(Job::Event(event));
+        }
+    }
+
+    /// Queues a one-off call, in order with the events.
+    pub(crate) fn call(&self, f: impl FnOnce() + Send + 'static) {
+        self.push(Job::Once(Box::new(f)));
+    }
+
+    fn push(&self, job: Job<E>) {
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = queue.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            runtime::spawn(deliver(self.listeners.clone(), rx));
+            tx
+        });
+        let _ = tx.send(job);
+    }
+}
+
+/// Runs the jobs one at a time on the blocking pool (marked as callback threads, so they may
+/// use the blocking API). Ends when the dispatcher is dropped and its queue drained.
+async fn deliver<E: Send + 'static>(listeners: Listeners<E>, mut rx: mpsc::UnboundedReceiver<Job<E>>) {
+    while let Some(job) = rx.recv().await {
+        let listeners = listeners.clone();
+        let run = move || match job {
+            Job::Event(event) => {
+                let snapshot: Vec<Listener<E>> = listeners
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .map(|(_, l)| l.clone())
+                    .collect();
+                for l in snapshot {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&event)));
+                }
+            }
+            Job::Once(f) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            }
+        };
+        let _ = runtime::spawn_callback(run).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc as std_mpsc;
+    use std::time::Duration;
+
+    #[test]
+    fn delivers_in_order_one_at_a_time_off_the_workers_and_survives_a_panic() {
+        let d = Dispatcher::<u32>::new();
+        let (tx, rx) = std_mpsc::channel();
+        let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let b = busy.clone();
+        d.add(move |&n| {
+            assert!(!b.swap(true, Ordering::SeqCst), "two callbacks at once");
+            // A callback may use the blocking face.
+            let echoed = runtime::try_block_on(async move { n }).expect("blocking call allowed");
+            if n == 3 {
+                b.store(false, Ordering::SeqCst);
+                panic!("a listener's panic is contained");
+            }
+            tx.send(echoed).unwrap();
+            b.store(false, Ordering::SeqCst);
+        });
+        for n in 0..10 {
+            d.emit(n);
+        }
+        let got: Vec<u32> = (0..9)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("delivered"))
+            .collect();
+        assert_eq!(got, vec![0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn one_off_calls_keep_their_place_and_removed_listeners_hear_nothing() {
+        let d = Dispatcher::<&'static str>::new();
+        let (tx, rx) = std_mpsc::channel::<String>();
+        let t = tx.clone();
+        let id = d.add(move |e| t.send(format!("a:{e}")).unwrap());
+        d.emit("1");
+        let t = tx.clone();
+        d.call(move || t.send("once".into()).unwrap());
+        d.emit("2");
+        let next = || rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!([next(), next(), next()], ["a:1", "once", "a:2"]);
+        assert!(d.remove(id));
+        d.emit("3");
+        d.call(move || tx.send("done".into()).unwrap());
+        assert_eq!(next(), "done");
+    }
+}
