@@ -2,9 +2,9 @@
 //! (`third_party/zookeeper-client/PATCHES.md`), with `zookeeper_client` used directly against
 //! real servers started by the harness. No sleeps: every wait is on a condition with a deadline.
 //!
-//! Persistent watches across reconnects (patch 4): after a reconnect within the session the
-//! client must register its PERSISTENT and PERSISTENT_RECURSIVE watches again (SetWatches2), so
-//! that a change made after the reconnect reaches them.
+//! Persistent watches across reconnects (patches 4 and 5): after a reconnect within the session
+//! the client must register its PERSISTENT and PERSISTENT_RECURSIVE watches again (SetWatches2),
+//! whatever their number, so that a change made after the reconnect reaches them.
 
 use std::time::Duration;
 
@@ -197,6 +197,62 @@ async fn chrooted_persistent_watches_get_events_after_a_connection_cut() {
         "/node",
     )
     .await;
+}
+
+/// Upstream splits the re-registration into several SetWatches requests past 128 KiB of paths,
+/// all with xid -8. Here 200 persistent watches on ~1 KiB paths (half of them recursive) and 20
+/// one-shot ones, ~220 KiB, need two; the session must survive the reconnect and every watch
+/// get its event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_watches_get_events_after_a_reconnect_that_needs_several_set_watches_packets() {
+    const WATCHES: usize = 200;
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string()).await;
+    create(&client, "/many").await;
+    let long = "x".repeat(1000);
+    let paths: Vec<String> = (0..WATCHES)
+        .map(|i| format!("/many/{i:03}-{long}"))
+        .collect();
+    for path in &paths {
+        create(&client, path).await;
+    }
+    let mut watchers = Vec::with_capacity(WATCHES);
+    let mut oneshots = Vec::new();
+    for (i, path) in paths.iter().enumerate() {
+        let mode = if i % 2 == 0 {
+            AddWatchMode::PersistentRecursive
+        } else {
+            AddWatchMode::Persistent
+        };
+        watchers.push(watch(&client, path, mode).await);
+        if i % 10 == 0 {
+            oneshots.push(client.get_and_watch_data(path).await.expect("get").2);
+        }
+    }
+
+    server.restart();
+    for (i, watcher) in watchers.iter_mut().enumerate() {
+        expect_reconnect(watcher, &format!("/many/{i:03}-x...")).await;
+    }
+    client
+        .check_stat("/")
+        .await
+        .expect("round trip after the reconnect");
+
+    let writer = connect(&server.connect_string()).await;
+    for path in &paths {
+        writer.set_data(path, b"x", None).await.expect("set");
+    }
+    for (i, (watcher, path)) in watchers.iter_mut().zip(&paths).enumerate() {
+        let what = format!("/many/{i:03}-x...");
+        expect_node_event(watcher, &what, EventType::NodeDataChanged, path).await;
+    }
+    for oneshot in oneshots {
+        let event = tokio::time::timeout(WAIT, oneshot.changed())
+            .await
+            .expect("the one-shot watch fired within 30 s");
+        assert_eq!(event.event_type, EventType::NodeDataChanged, "{event:?}");
+    }
 }
 
 /// Index of the ensemble member that has `client`'s session among its connections.
