@@ -470,7 +470,7 @@ impl Client {
         let flags = create_mode.as_flags(ttl != 0);
         let request = CreateRequest { path: chroot_path, data, acls: options.acls, flags, ttl };
         let receiver = self.send_request(op_code, &request);
-        // zkrecipes patch 4: the reply future owns what it needs of `path`, so a caller can
+        // zkrecipes patch 6: the reply future owns what it needs of `path`, so a caller can
         // send a create and keep its future without keeping the path alive.
         let path = path.to_owned();
         Ok(async move {

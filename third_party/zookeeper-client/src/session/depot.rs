@@ -24,6 +24,9 @@ pub struct Depot {
     writing_slices: Vec<IoSlice<'static>>,
     writing_operations: VecDeque<Operation>,
     written_operations: HashMap<i32, SessionOperation>,
+    // zkrecipes patch 5 (PATCHES.md): SetWatches requests all carry xid -8 and may be several
+    // (one per 128 KiB of paths); the server answers them in order.
+    written_set_watches: VecDeque<SessionOperation>,
 
     sasl: bool,
     pending_operations: VecDeque<SessionOperation>,
@@ -42,6 +45,7 @@ impl Depot {
             writing_slices: Vec::with_capacity(writing_capacity),
             writing_operations: VecDeque::with_capacity(writing_capacity),
             written_operations: HashMap::with_capacity(128),
+            written_set_watches: VecDeque::new(),
             pending_operations: VecDeque::with_capacity(32),
             watching_paths: HashMap::with_capacity(32),
             unwatching_paths: HashMap::with_capacity(32),
@@ -56,6 +60,7 @@ impl Depot {
         self.writing_slices.clear();
         self.writing_operations.clear();
         self.written_operations.clear();
+        self.written_set_watches.clear();
         self.pending_operations.clear();
         self.watching_paths.clear();
         self.unwatching_paths.clear();
@@ -68,6 +73,9 @@ impl Depot {
                 self.pending_authes.push(operation);
                 return;
             }
+            operation.responser.send(Err(err.clone()));
+        });
+        self.written_set_watches.drain(..).for_each(|operation| {
             operation.responser.send(Err(err.clone()));
         });
         self.writing_operations.drain(..).for_each(|operation| {
@@ -96,11 +104,19 @@ impl Depot {
 
     /// Check whether there is any ongoing operations.
     pub fn is_empty(&self) -> bool {
-        self.writing_operations.is_empty() && self.written_operations.is_empty() && self.pending_operations.is_empty()
+        self.writing_operations.is_empty()
+            && self.written_operations.is_empty()
+            && self.written_set_watches.is_empty()
+            && self.pending_operations.is_empty()
     }
 
     pub fn pop_request(&mut self, xid: i32) -> Result<SessionOperation, Error> {
-        match self.written_operations.remove(&xid) {
+        let operation = if xid == PredefinedXid::SetWatches.into() {
+            self.written_set_watches.pop_front()
+        } else {
+            self.written_operations.remove(&xid)
+        };
+        match operation {
             None => Err(Error::UnexpectedError(format!("recv response with xid {xid} but no pending request"))),
             Some(operation) => Ok(operation),
         }
@@ -258,7 +274,11 @@ impl Depot {
                 })
                 .for_each(|operation| {
                     let xid = operation.request.get_xid();
-                    self.written_operations.insert(xid, operation);
+                    if xid == PredefinedXid::SetWatches.into() {
+                        self.written_set_watches.push_back(operation);
+                    } else {
+                        self.written_operations.insert(xid, operation);
+                    }
                 });
         }
         if written_bytes != 0 {
