@@ -313,9 +313,9 @@ impl NativeLease {
             match lease {
                 Some(l) => l.release().await?,
                 None => {
-                    return Err(zkrecipes::Error::NotOwner(format!(
-                        "return lease {path}: it was returned already"
-                    ).into()))
+                    return Err(zkrecipes::Error::NotOwner(
+                        format!("return lease {path}: it was returned already").into(),
+                    ))
                 }
             }
             Ok(Out::Undefined)

@@ -84,7 +84,9 @@ impl NativeLeaderObserver {
                 Slot::Closed => {
                     return promise::rejected(
                         env,
-                        Error::Closed(format!("the leader observer of {} is closed", self.path).into()),
+                        Error::Closed(
+                            format!("the leader observer of {} is closed", self.path).into(),
+                        ),
                     )
                 }
                 _ => {
@@ -180,10 +182,13 @@ impl NativeLeaderObserver {
             _ => {
                 return promise::rejected(
                     env,
-                    Error::Closed(format!(
-                        "the leader observer of {} is not started: await start() first",
-                        self.path
-                    ).into()),
+                    Error::Closed(
+                        format!(
+                            "the leader observer of {} is not started: await start() first",
+                            self.path
+                        )
+                        .into(),
+                    ),
                 )
             }
         };

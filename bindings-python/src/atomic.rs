@@ -195,9 +195,9 @@ macro_rules! counter_op {
                     Box::pin(async move { c.add_and_get(a, t).await.map(|v| Out::Int(v.into())) })
                 }
                 other => {
-                    return Err(zkrecipes::Error::InvalidArgument(format!(
-                        "unknown counter operation {other:?}"
-                    ).into()))
+                    return Err(zkrecipes::Error::InvalidArgument(
+                        format!("unknown counter operation {other:?}").into(),
+                    ))
                 }
             };
             Ok::<OpFuture, zkrecipes::Error>(fut)
@@ -221,9 +221,9 @@ impl PyAtomicNumber {
             }
             Counter::Int(c) => {
                 counter_op!(c, op, a, b, t, |x: i64| i32::try_from(x).map_err(|_| {
-                    zkrecipes::Error::InvalidArgument(format!(
-                        "{x} does not fit a DistributedAtomicInteger (32 bits)"
-                    ).into())
+                    zkrecipes::Error::InvalidArgument(
+                        format!("{x} does not fit a DistributedAtomicInteger (32 bits)").into(),
+                    )
                 }))
             }
         };

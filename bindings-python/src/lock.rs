@@ -117,10 +117,9 @@ impl PyMutex {
         if !m.is_owned_by(Owner::from_raw(owner)) {
             return Err(errors::to_py(
                 py,
-                zkrecipes::Error::NotOwner(format!(
-                    "release lock {}: this owner does not hold it",
-                    m.path()
-                ).into()),
+                zkrecipes::Error::NotOwner(
+                    format!("release lock {}: this owner does not hold it", m.path()).into(),
+                ),
             ));
         }
         bridge::block(py, async move { m.release(Owner::from_raw(owner)).await })

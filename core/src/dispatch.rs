@@ -117,7 +117,10 @@ impl<E: Send + 'static> Dispatcher<E> {
 
 /// Runs the jobs one at a time on the blocking pool (marked as callback threads, so they may
 /// use the blocking API). Ends when the dispatcher is dropped and its queue drained.
-async fn deliver<E: Send + 'static>(listeners: Listeners<E>, mut rx: mpsc::UnboundedReceiver<Job<E>>) {
+async fn deliver<E: Send + 'static>(
+    listeners: Listeners<E>,
+    mut rx: mpsc::UnboundedReceiver<Job<E>>,
+) {
     while let Some(job) = rx.recv().await {
         let listeners = listeners.clone();
         let run = move || match job {

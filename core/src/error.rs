@@ -306,10 +306,7 @@ mod tests {
             assert!(names.insert(k.name()), "{k:?}");
             assert_eq!(ErrorKind::from_code(k.code()), Some(k));
             assert_eq!(ErrorKind::from_name(k.name()), Some(k));
-            assert_eq!(
-                ErrorKind::from_name(&format!("ZKR_{}", k.name())),
-                Some(k)
-            );
+            assert_eq!(ErrorKind::from_name(&format!("ZKR_{}", k.name())), Some(k));
             assert_eq!(Error::new(k, "m").kind(), k);
         }
         assert_eq!(ErrorKind::NoNode.code(), 300);

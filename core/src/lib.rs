@@ -16,6 +16,7 @@ pub mod dispatch;
 mod error;
 pub mod leader;
 pub mod lock;
+pub mod log;
 pub mod owner;
 pub mod path;
 pub mod retry;

@@ -53,7 +53,9 @@ pub fn from_millis_f64(ms: Option<f64>) -> Result<Option<Duration>> {
 /// A duration that must be positive (a session timeout, a grace period): `what` names it.
 pub fn positive_millis(ms: i64, what: &str) -> Result<Duration> {
     if ms <= 0 {
-        return Err(Error::invalid(format!("{what} of {ms} ms must be positive")));
+        return Err(Error::invalid(format!(
+            "{what} of {ms} ms must be positive"
+        )));
     }
     Ok(Duration::from_millis(ms as u64))
 }
@@ -66,21 +68,36 @@ mod tests {
     fn every_face_spells_no_limit_its_own_way_and_agrees_on_the_rest() {
         assert_eq!(from_millis(-1).unwrap(), None);
         assert_eq!(from_millis(0).unwrap(), Some(Duration::ZERO));
-        assert_eq!(from_millis(1500).unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            from_millis(1500).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
         assert!(matches!(from_millis(-2), Err(Error::InvalidArgument(_))));
 
         assert_eq!(from_secs_f64(None).unwrap(), None);
         assert_eq!(from_secs_f64(Some(f64::INFINITY)).unwrap(), None);
-        assert_eq!(from_secs_f64(Some(1.5)).unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            from_secs_f64(Some(1.5)).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
         for bad in [-0.5, -1.0, f64::NAN, f64::NEG_INFINITY] {
-            assert!(matches!(from_secs_f64(Some(bad)), Err(Error::InvalidArgument(_))));
+            assert!(matches!(
+                from_secs_f64(Some(bad)),
+                Err(Error::InvalidArgument(_))
+            ));
         }
 
         assert_eq!(from_millis_f64(None).unwrap(), None);
         assert_eq!(from_millis_f64(Some(f64::INFINITY)).unwrap(), None);
-        assert_eq!(from_millis_f64(Some(1500.0)).unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            from_millis_f64(Some(1500.0)).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
         for bad in [-1.0, f64::NAN] {
-            assert!(matches!(from_millis_f64(Some(bad)), Err(Error::InvalidArgument(_))));
+            assert!(matches!(
+                from_millis_f64(Some(bad)),
+                Err(Error::InvalidArgument(_))
+            ));
         }
         assert!(positive_millis(0, "session timeout").is_err());
     }

@@ -107,9 +107,9 @@ unsafe fn counter_options(
 
 fn check_open(client: &Client, what: &str, path: &str) -> Result<()> {
     if client.is_closed() {
-        Err(Error::Closed(format!(
-            "{what} {path}: the client is closed"
-        ).into()))
+        Err(Error::Closed(
+            format!("{what} {path}: the client is closed").into(),
+        ))
     } else {
         Ok(())
     }
@@ -729,9 +729,9 @@ pub unsafe extern "C" fn zkr_shared_count_remove_listener(
                 reg.disable();
                 Ok(())
             }
-            None => Err(Error::InvalidArgument(format!(
-                "no listener with id {listener_id} on this shared count"
-            ).into())),
+            None => Err(Error::InvalidArgument(
+                format!("no listener with id {listener_id} on this shared count").into(),
+            )),
         }
     })
 }

@@ -42,7 +42,8 @@ pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<()>) -> zkr
 
 /// The NULL check: `Err(InvalidArgument("<what> is NULL"))` for a NULL pointer.
 pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<NonNull<T>> {
-    NonNull::new(ptr as *mut T).ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
+    NonNull::new(ptr as *mut T)
+        .ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
 }
 
 /// A handle or input struct argument.
@@ -84,10 +85,13 @@ pub(crate) fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
 pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     let c = CStr::from_ptr(non_null(ptr, what)?.as_ptr());
     c.to_str().map_err(|e| {
-        Error::InvalidArgument(format!(
-            "{what} is not valid UTF-8 (bad byte at offset {})",
-            e.valid_up_to()
-        ).into())
+        Error::InvalidArgument(
+            format!(
+                "{what} is not valid UTF-8 (bad byte at offset {})",
+                e.valid_up_to()
+            )
+            .into(),
+        )
     })
 }
 
@@ -119,9 +123,9 @@ pub(crate) unsafe fn arg_bytes<'a>(data: *const u8, len: usize, what: &str) -> R
 pub(crate) fn arg_timeout(timeout_ms: i64) -> Result<Option<Duration>> {
     match timeout_ms {
         -1 => Ok(None),
-        ms if ms < 0 => Err(Error::InvalidArgument(format!(
-            "timeout_ms is {ms}: use -1 to wait forever or a value >= 0"
-        ).into())),
+        ms if ms < 0 => Err(Error::InvalidArgument(
+            format!("timeout_ms is {ms}: use -1 to wait forever or a value >= 0").into(),
+        )),
         ms => Ok(Some(Duration::from_millis(ms as u64))),
     }
 }
@@ -129,9 +133,9 @@ pub(crate) fn arg_timeout(timeout_ms: i64) -> Result<Option<Duration>> {
 /// A duration option in milliseconds that must be positive.
 pub(crate) fn arg_positive_ms(ms: i64, what: &str) -> Result<Duration> {
     if ms <= 0 {
-        Err(Error::InvalidArgument(format!(
-            "{what} is {ms} ms: it must be positive"
-        ).into()))
+        Err(Error::InvalidArgument(
+            format!("{what} is {ms} ms: it must be positive").into(),
+        ))
     } else {
         Ok(Duration::from_millis(ms as u64))
     }

@@ -165,9 +165,9 @@ pub extern "C" fn zkr_retry_forever(sleep_ms: i64) -> zkr_retry_policy {
 
 fn non_negative_ms(ms: i64, what: &str) -> Result<Duration> {
     if ms < 0 {
-        Err(Error::InvalidArgument(format!(
-            "retry policy: {what} is {ms} ms; it must not be negative"
-        ).into()))
+        Err(Error::InvalidArgument(
+            format!("retry policy: {what} is {ms} ms; it must not be negative").into(),
+        ))
     } else {
         Ok(Duration::from_millis(ms as u64))
     }
@@ -215,9 +215,10 @@ impl zkr_retry_policy {
                 sleep: non_negative_ms(self.sleep_ms, "sleep_ms")?,
             },
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "retry policy: unknown kind {other}; use a zkr_retry_* function"
-                ).into()))
+                return Err(Error::InvalidArgument(
+                    format!("retry policy: unknown kind {other}; use a zkr_retry_* function")
+                        .into(),
+                ))
             }
         };
         policy.validate()?;
@@ -420,9 +421,9 @@ unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> 
     {
         let scheme = arg_str(a.scheme, &format!("opts.auth[{i}].scheme"))?;
         if scheme.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "opts.auth[{i}].scheme is empty"
-            ).into()));
+            return Err(Error::InvalidArgument(
+                format!("opts.auth[{i}].scheme is empty").into(),
+            ));
         }
         let cred = arg_bytes(
             a.credentials,
@@ -444,9 +445,9 @@ unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> 
             let scheme = arg_str(e.scheme, &format!("opts.acl[{i}].scheme"))?;
             let id = arg_str(e.id, &format!("opts.acl[{i}].id"))?;
             if scheme.is_empty() {
-                return Err(Error::InvalidArgument(format!(
-                    "opts.acl[{i}].scheme is empty"
-                ).into()));
+                return Err(Error::InvalidArgument(
+                    format!("opts.acl[{i}].scheme is empty").into(),
+                ));
             }
             list.push(Acl::new(permission(e.perms, i)?, scheme, id));
         }
@@ -467,9 +468,10 @@ unsafe fn arg_array<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a 
 /// ZooKeeper's permission bits as a `Permission`.
 fn permission(bits: u32, i: usize) -> Result<Permission> {
     Permission::from_bits(bits).map_err(|_| {
-        Error::InvalidArgument(format!(
-            "opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)"
-        ).into())
+        Error::InvalidArgument(
+            format!("opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)")
+                .into(),
+        )
     })
 }
 
@@ -701,9 +703,9 @@ pub unsafe extern "C" fn zkr_client_remove_state_listener(
                 reg.disable();
                 Ok(())
             }
-            None => Err(Error::InvalidArgument(format!(
-                "no state listener with id {listener_id} on this client"
-            ).into())),
+            None => Err(Error::InvalidArgument(
+                format!("no state listener with id {listener_id} on this client").into(),
+            )),
         }
     })
 }
@@ -759,19 +761,18 @@ fn create_mode(mode: zkr_create_mode) -> Result<CreateMode> {
         ZKR_EPHEMERAL_SEQUENTIAL => CreateMode::EphemeralSequential,
         ZKR_CONTAINER => CreateMode::Container,
         other => {
-            return Err(Error::InvalidArgument(format!(
-                "mode {other} is not a ZKR_* create mode"
-            ).into()))
+            return Err(Error::InvalidArgument(
+                format!("mode {other} is not a ZKR_* create mode").into(),
+            ))
         }
     })
 }
 
 fn check_flags(flags: u32, known: u32, what: &str) -> Result<()> {
     if flags & !known != 0 {
-        Err(Error::InvalidArgument(format!(
-            "{what}: unknown flag bits {:#x}",
-            flags & !known
-        ).into()))
+        Err(Error::InvalidArgument(
+            format!("{what}: unknown flag bits {:#x}", flags & !known).into(),
+        ))
     } else {
         Ok(())
     }
@@ -849,9 +850,9 @@ pub unsafe extern "C" fn zkr_client_set_data(
         let version = match version {
             -1 => None,
             v if v < 0 => {
-                return Err(Error::InvalidArgument(format!(
-                    "version is {v}: use -1 for any version"
-                ).into()))
+                return Err(Error::InvalidArgument(
+                    format!("version is {v}: use -1 for any version").into(),
+                ))
             }
             v => Some(v),
         };
@@ -880,9 +881,9 @@ pub unsafe extern "C" fn zkr_client_delete(
         let version = match version {
             -1 => None,
             v if v < 0 => {
-                return Err(Error::InvalidArgument(format!(
-                    "version is {v}: use -1 for any version"
-                ).into()))
+                return Err(Error::InvalidArgument(
+                    format!("version is {v}: use -1 for any version").into(),
+                ))
             }
             v => Some(v),
         };

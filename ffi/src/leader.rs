@@ -111,9 +111,9 @@ pub(crate) fn lost_policy(policy: zkr_leader_lost_policy) -> Result<LostPolicy> 
     match policy {
         ZKR_LEADER_LOST_ON_SUSPENDED => Ok(LostPolicy::Standard),
         ZKR_LEADER_LOST_ON_SESSION_LOSS => Ok(LostPolicy::Session),
-        other => Err(Error::InvalidArgument(format!(
-            "lost policy {other} is not a ZKR_LEADER_LOST_* value"
-        ).into())),
+        other => Err(Error::InvalidArgument(
+            format!("lost policy {other} is not a ZKR_LEADER_LOST_* value").into(),
+        )),
     }
 }
 
@@ -158,9 +158,9 @@ pub unsafe extern "C" fn zkr_leader_latch_new(
         let id = arg_str(id, "id")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "leader latch {path}: the client is closed"
-            ).into()));
+            return Err(Error::Closed(
+                format!("leader latch {path}: the client is closed").into(),
+            ));
         }
         let latch = LeaderLatch::new(client, path, id)?;
         out.write(Box::into_raw(Box::new(zkr_leader_latch {
@@ -183,9 +183,9 @@ pub unsafe extern "C" fn zkr_leader_latch_set_close_mode(
             ZKR_CLOSE_SILENT => CloseMode::Silent,
             ZKR_CLOSE_NOTIFY_LEADER => CloseMode::NotifyLeader,
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "close mode {other} is not a ZKR_CLOSE_* value"
-                ).into()))
+                return Err(Error::InvalidArgument(
+                    format!("close mode {other} is not a ZKR_CLOSE_* value").into(),
+                ))
             }
         });
         Ok(())
@@ -261,10 +261,13 @@ pub unsafe extern "C" fn zkr_leader_latch_leadership_epoch(
         match l.latch.leadership_epoch() {
             Some(e) => out.write(e),
             None => {
-                return Err(Error::NotOwner(format!(
-                    "leader latch {}: this participant does not lead",
-                    l.latch.path()
-                ).into()))
+                return Err(Error::NotOwner(
+                    format!(
+                        "leader latch {}: this participant does not lead",
+                        l.latch.path()
+                    )
+                    .into(),
+                ))
             }
         }
         Ok(())
@@ -316,10 +319,9 @@ pub unsafe extern "C" fn zkr_leader_latch_our_path(
         match l.latch.our_path() {
             Some(p) => out.write(c_string(&p)?),
             None => {
-                return Err(Error::NoNode(format!(
-                    "leader latch {}: no node of ours right now",
-                    l.latch.path()
-                ).into()))
+                return Err(Error::NoNode(
+                    format!("leader latch {}: no node of ours right now", l.latch.path()).into(),
+                ))
             }
         }
         Ok(())
@@ -378,9 +380,9 @@ pub unsafe extern "C" fn zkr_leader_latch_remove_listener(
                 reg.disable();
                 Ok(())
             }
-            None => Err(Error::InvalidArgument(format!(
-                "no listener with id {listener_id} on this latch"
-            ).into())),
+            None => Err(Error::InvalidArgument(
+                format!("no listener with id {listener_id} on this latch").into(),
+            )),
         }
     })
 }
@@ -584,9 +586,9 @@ pub unsafe extern "C" fn zkr_leader_selector_new(
             .ok_or_else(|| Error::InvalidArgument("take_leadership is NULL".into()))?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "leader selector {path}: the client is closed"
-            ).into()));
+            return Err(Error::Closed(
+                format!("leader selector {path}: the client is closed").into(),
+            ));
         }
         let ud = UserData(user_data);
         // The core runs a blocking take_leadership on a plain thread of its own per term, so the
@@ -688,10 +690,13 @@ pub unsafe extern "C" fn zkr_leader_selector_leadership_epoch(
         match s.selector.leadership_epoch() {
             Some(e) => out.write(e),
             None => {
-                return Err(Error::NotOwner(format!(
-                    "leader selector {}: this participant does not lead",
-                    s.selector.path()
-                ).into()))
+                return Err(Error::NotOwner(
+                    format!(
+                        "leader selector {}: this participant does not lead",
+                        s.selector.path()
+                    )
+                    .into(),
+                ))
             }
         }
         Ok(())
@@ -925,9 +930,9 @@ pub unsafe extern "C" fn zkr_leader_observer_remove_listener(
                 reg.disable();
                 Ok(())
             }
-            None => Err(Error::InvalidArgument(format!(
-                "no listener with id {listener_id} on this observer"
-            ).into())),
+            None => Err(Error::InvalidArgument(
+                format!("no listener with id {listener_id} on this observer").into(),
+            )),
         }
     })
 }

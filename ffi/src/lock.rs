@@ -130,7 +130,9 @@ pub unsafe extern "C" fn zkr_mutex_new(
         let path = arg_str(path, "path")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!("mutex {path}: the client is closed").into()));
+            return Err(Error::Closed(
+                format!("mutex {path}: the client is closed").into(),
+            ));
         }
         out.write(zkr_mutex::wrap(InterProcessMutex::new(client, path)?));
         Ok(())
@@ -314,10 +316,13 @@ fn fencing_token(
         match m.mutex.fencing_token(owner?) {
             Some(t) => out.write(t),
             None => {
-                return Err(Error::NotOwner(format!(
-                    "fencing token of lock {}: this owner does not hold it",
-                    m.mutex.path()
-                ).into()))
+                return Err(Error::NotOwner(
+                    format!(
+                        "fencing token of lock {}: this owner does not hold it",
+                        m.mutex.path()
+                    )
+                    .into(),
+                ))
             }
         }
         Ok(())
@@ -433,9 +438,9 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_policy(
             ZKR_LOCK_LOST_ON_SUSPENDED => LockLostPolicy::Standard,
             ZKR_LOCK_LOST_ON_SESSION_LOSS => LockLostPolicy::Session,
             other => {
-                return Err(Error::InvalidArgument(format!(
-                    "lost policy {other} is not a ZKR_LOCK_LOST_* value"
-                ).into()))
+                return Err(Error::InvalidArgument(
+                    format!("lost policy {other} is not a ZKR_LOCK_LOST_* value").into(),
+                ))
             }
         });
         Ok(())
@@ -486,9 +491,9 @@ pub unsafe extern "C" fn zkr_rwlock_new(
         let path = arg_str(path, "path")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "read/write lock {path}: the client is closed"
-            ).into()));
+            return Err(Error::Closed(
+                format!("read/write lock {path}: the client is closed").into(),
+            ));
         }
         let lock = InterProcessReadWriteLock::new(client, path)?;
         out.write(Box::into_raw(Box::new(zkr_rwlock { lock })));
@@ -557,9 +562,9 @@ pub unsafe extern "C" fn zkr_semaphore_mutex_new(
         let path = arg_str(path, "path")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "semaphore mutex {path}: the client is closed"
-            ).into()));
+            return Err(Error::Closed(
+                format!("semaphore mutex {path}: the client is closed").into(),
+            ));
         }
         let mutex = InterProcessSemaphoreMutex::new(client, path)?;
         out.write(Box::into_raw(Box::new(zkr_semaphore_mutex { mutex })));
@@ -646,9 +651,9 @@ pub unsafe extern "C" fn zkr_semaphore_new(
         let path = arg_str(path, "path")?;
         let out = arg_out(out, "out")?;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "semaphore {path}: the client is closed"
-            ).into()));
+            return Err(Error::Closed(
+                format!("semaphore {path}: the client is closed").into(),
+            ));
         }
         let semaphore = InterProcessSemaphoreV2::new(client, path, max_leases as usize)?;
         out.write(Box::into_raw(Box::new(zkr_semaphore { semaphore })));

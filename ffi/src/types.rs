@@ -56,9 +56,9 @@ pub extern "C" fn zkr_owner_current_thread() -> zkr_owner {
 /// Copies a Rust string into a C string owned by the caller (freed with zkr_string_free). An
 /// interior NUL (impossible in ZooKeeper paths) would be reported, not truncated silently.
 pub(crate) fn c_string(s: &str) -> Result<*mut c_char> {
-    CString::new(s)
-        .map(CString::into_raw)
-        .map_err(|_| Error::Internal(format!("a returned string contains a NUL byte: {s:?}").into()))
+    CString::new(s).map(CString::into_raw).map_err(|_| {
+        Error::Internal(format!("a returned string contains a NUL byte: {s:?}").into())
+    })
 }
 
 /// Frees a string returned by this library. NULL does nothing.

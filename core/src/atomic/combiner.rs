@@ -147,10 +147,13 @@ impl Drop for LeaderGuard {
             let mut q = self.combiner.lock();
             q.leader = false;
             for r in q.waiting.drain(..) {
-                r.answer(Err(Error::Internal(format!(
-                    "counter {}: the combining task failed",
-                    self.combiner.engine.path
-                ).into())));
+                r.answer(Err(Error::Internal(
+                    format!(
+                        "counter {}: the combining task failed",
+                        self.combiner.engine.path
+                    )
+                    .into(),
+                )));
             }
         }
     }
@@ -313,10 +316,9 @@ impl Combiner {
         }
         if self.engine.client.is_closed() {
             for r in q.waiting.drain(..) {
-                r.answer(Err(Error::Closed(format!(
-                    "counter {}: the client is closed",
-                    self.engine.path
-                ).into())));
+                r.answer(Err(Error::Closed(
+                    format!("counter {}: the client is closed", self.engine.path).into(),
+                )));
             }
             q.leader = false;
             return Next::Stop;
@@ -443,13 +445,16 @@ impl Combiner {
             r.tries += 1;
             let result = match *slot {
                 Slot::Add { pre, post } => r.done(true, pre, post),
-                Slot::Overflow { pre } => Err(Error::Overflow(format!(
-                    "add_and_get({}) on {}: {pre} + {} does not fit in {}",
-                    r.delta,
-                    self.engine.path,
-                    r.delta,
-                    width.type_name()
-                ).into())),
+                Slot::Overflow { pre } => Err(Error::Overflow(
+                    format!(
+                        "add_and_get({}) on {}: {pre} + {} does not fit in {}",
+                        r.delta,
+                        self.engine.path,
+                        r.delta,
+                        width.type_name()
+                    )
+                    .into(),
+                )),
             };
             r.answer(result);
         }

@@ -125,10 +125,9 @@ impl Engine {
 
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.client.is_closed() {
-            Err(Error::Closed(format!(
-                "counter {}: the client is closed",
-                self.path
-            ).into()))
+            Err(Error::Closed(
+                format!("counter {}: the client is closed", self.path).into(),
+            ))
         } else {
             Ok(())
         }
@@ -270,11 +269,14 @@ impl Engine {
                 Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why.into())),
                 Resolution::Unchanged => {
                     // Certainly not applied: resend under the client's retry policy.
-                    let err = Error::ConnectionLoss(format!(
-                        "{} (the write to {} was not applied)",
-                        err.message(),
-                        self.path
-                    ).into());
+                    let err = Error::ConnectionLoss(
+                        format!(
+                            "{} (the write to {} was not applied)",
+                            err.message(),
+                            self.path
+                        )
+                        .into(),
+                    );
                     self.backoff(&mut resends, start, err).await?;
                 }
             }

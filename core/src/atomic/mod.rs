@@ -259,6 +259,7 @@ impl Width {
 pub(crate) fn corrupted(path: &str, data: &[u8], expected: usize) -> Error {
     let shown: Vec<String> = data.iter().take(32).map(|b| format!("0x{b:02x}")).collect();
     let more = if data.len() > 32 { ", ..." } else { "" };
+    tracing::error!(%path, bytes = data.len(), expected, "corrupted counter node");
     Error::CorruptedData(format!(
         "corrupted data for node {path:?}: {} bytes [{}{more}]; a counter holds exactly {expected} bytes (big-endian) or nothing",
         data.len(),
@@ -277,11 +278,14 @@ pub(crate) fn version_is_newer(a: i32, b: i32) -> bool {
 /// version" (a node's version reaches -1 after wrapping past `i32::MAX` on servers without
 /// ZOOKEEPER-4743).
 pub(crate) fn version_minus_one(path: &str) -> Error {
-    Error::Overflow(format!(
+    Error::Overflow(
+        format!(
         "the data version of {path} wrapped past i32::MAX and is now -1, which ZooKeeper reads as \
          'any version': a conditional write is impossible at this version. An unconditional write \
          (force_set / set_count) moves the version on to 0"
-    ).into())
+    )
+        .into(),
+    )
 }
 
 #[cfg(test)]

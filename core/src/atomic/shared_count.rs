@@ -149,10 +149,9 @@ impl Inner {
     fn ensure_started(&self, op: &str) -> Result<()> {
         match self.lock().phase {
             Phase::Started => Ok(()),
-            Phase::Closed => Err(Error::Closed(format!(
-                "{op} on SharedCount {}: it is closed",
-                self.path()
-            ).into())),
+            Phase::Closed => Err(Error::Closed(
+                format!("{op} on SharedCount {}: it is closed", self.path()).into(),
+            )),
             _ => Err(Error::invalid(format!(
                 "{op} on SharedCount {}: call start() first",
                 self.path()
@@ -223,10 +222,9 @@ impl SharedCount {
             match st.phase {
                 Phase::Latent => st.phase = Phase::Starting,
                 Phase::Closed => {
-                    return Err(Error::Closed(format!(
-                        "SharedCount {} is closed",
-                        inner.path()
-                    ).into()))
+                    return Err(Error::Closed(
+                        format!("SharedCount {} is closed", inner.path()).into(),
+                    ))
                 }
                 _ => {
                     return Err(Error::invalid(format!(
@@ -251,10 +249,9 @@ impl SharedCount {
         let inner = &self.inner;
         let client = inner.client();
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "start SharedCount {}: the client is closed",
-                inner.path()
-            ).into()));
+            return Err(Error::Closed(
+                format!("start SharedCount {}: the client is closed", inner.path()).into(),
+            ));
         }
         // Subscribe before reading so that no state change between the two is missed.
         let states = client.subscribe_events();

@@ -227,4 +227,3 @@ pub fn validate_connect_string(s: &str) -> Result<()> {
     }
     Ok(())
 }
-

@@ -26,10 +26,13 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
     )
     .await
     {
-        Err(_) => Err(Error::Timeout(format!(
-            "could not connect to ZooKeeper at {} within the connection timeout of {:?}",
-            cfg.connect_string, cfg.connection_timeout
-        ).into())),
+        Err(_) => Err(Error::Timeout(
+            format!(
+                "could not connect to ZooKeeper at {} within the connection timeout of {:?}",
+                cfg.connect_string, cfg.connection_timeout
+            )
+            .into(),
+        )),
         Ok(Err(e)) => Err(match e {
             zk::Error::BadArguments(_) | zk::Error::NoHosts => {
                 Error::invalid(format!("connect string {:?}: {e}", cfg.connect_string))
@@ -70,24 +73,37 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                 match s {
                     zk::SessionState::Disconnected => {
                         suspended_since.get_or_insert_with(Instant::now);
+                        tracing::warn!(session = %format_args!("{:#x}", i.session_id.load(Ordering::Relaxed)), timeout = ?session_timeout, "connection SUSPENDED: locks and leadership are in doubt until it comes back");
                         i.publish(ConnectionState::Suspended);
                         false
                     },
                     zk::SessionState::SyncConnected => {
                         suspended_since = None;
+                        tracing::info!(session = %format_args!("{:#x}", i.session_id.load(Ordering::Relaxed)), "connection RECONNECTED (same session)");
                         i.publish(ConnectionState::Reconnected);
                         false
                     },
                     zk::SessionState::ConnectedReadOnly => {
                         suspended_since = None;
+                        tracing::info!("connected to a read-only server (READ_ONLY)");
                         i.publish(ConnectionState::ReadOnly);
                         false
                     },
                     zk::SessionState::Closed => return,
-                    zk::SessionState::Expired | zk::SessionState::AuthFailed => true,
+                    zk::SessionState::Expired => {
+                        tracing::warn!(session = %format_args!("{:#x}", i.session_id.load(Ordering::Relaxed)), "session expired on the server: LOST; its ephemeral nodes (locks, latch nodes) are gone");
+                        true
+                    },
+                    zk::SessionState::AuthFailed => {
+                        tracing::error!("authentication failed: LOST");
+                        true
+                    },
                 }
             },
-            _ = async { match lost_deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => true,
+            _ = async { match lost_deadline { Some(d) => tokio::time::sleep_until(d.into()).await, None => std::future::pending().await } } => {
+                tracing::warn!(timeout = ?session_timeout, "SUSPENDED for the whole session timeout: the session is presumed expired (LOST)");
+                true
+            },
             _ = closed_rx.wait_for(|c| *c) => return,
         };
         if !lost {
@@ -115,6 +131,7 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     if i.is_closed.load(Ordering::SeqCst) {
                         return;
                     }
+                    tracing::info!(session = %format_args!("{:#x}", zk.session_id().0), "new session opened after LOST");
                     i.replace_session(Some(zk));
                     states = new_states;
                     i.publish(
@@ -126,7 +143,8 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     );
                     break;
                 }
-                Err(_) => {
+                Err(e) => {
+                    tracing::debug!(error = %e, retry_in = ?backoff, "could not open a new session yet");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
                 }
@@ -134,4 +152,3 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
         }
     }
 }
-

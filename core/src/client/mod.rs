@@ -36,12 +36,12 @@ use tokio::sync::{broadcast, watch};
 use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
-pub(crate) use self::session::{OrNone, Session};
 pub use self::session::Watch;
+pub(crate) use self::session::{OrNone, Session};
 pub use self::state::{ConnectionState, LostPolicy, StateStream};
 pub use self::types::{
-    Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent,
-    NodeEventKind, Parents, Permission, Stat,
+    Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
+    Parents, Permission, Stat,
 };
 
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -92,7 +92,6 @@ pub(crate) struct Counters {
     pub(crate) get_children: AtomicU64,
     pub(crate) sync: AtomicU64,
 }
-
 
 struct Inner {
     cfg: Arc<Config>,
@@ -158,7 +157,10 @@ impl Client {
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
         });
-        runtime::spawn(connection::manage_connection(Arc::downgrade(&inner), states));
+        runtime::spawn(connection::manage_connection(
+            Arc::downgrade(&inner),
+            states,
+        ));
         Client { inner }
     }
 
@@ -216,7 +218,9 @@ impl Client {
         &self,
         listener: impl Fn(ConnectionState) + Send + Sync + 'static,
     ) -> ListenerId {
-        self.inner.dispatcher.add(move |s: &ConnectionState| listener(*s))
+        self.inner
+            .dispatcher
+            .add(move |s: &ConnectionState| listener(*s))
     }
 
     /// Removes a listener; returns whether it was there.
@@ -253,10 +257,9 @@ impl Client {
         tokio::time::timeout(timeout, fut)
             .await
             .unwrap_or_else(|_| {
-                Err(Error::Timeout(format!(
-                    "connection state still {} after {timeout:?}",
-                    self.state()
-                ).into()))
+                Err(Error::Timeout(
+                    format!("connection state still {} after {timeout:?}", self.state()).into(),
+                ))
             })
     }
 
@@ -392,12 +395,16 @@ impl Client {
                     match self.inner.cfg.retry.next_sleep(retries, start.elapsed()) {
                         Some(sleep) => {
                             retries += 1;
+                            tracing::debug!(attempt = retries, delay = ?sleep, error = %e, "retrying after a connection loss");
                             tokio::select! {
                                 _ = tokio::time::sleep(sleep) => {},
                                 _ = self.closed() => return Err(Error::closed()),
                             }
                         }
-                        None => return Err(e),
+                        None => {
+                            tracing::warn!(retries, elapsed = ?start.elapsed(), error = %e, "the retry policy gave up");
+                            return Err(e);
+                        }
                     }
                 }
                 other => return other,

@@ -79,7 +79,9 @@ impl Client {
             if self.namespace().is_empty() {
                 return Ok(());
             }
-            return self.retry(|s| async move { s.create_namespace(mode).await }).await;
+            return self
+                .retry(|s| async move { s.create_namespace(mode).await })
+                .await;
         }
         self.retry(|s| async move {
             let mut missing = vec![path];
@@ -255,15 +257,22 @@ impl Client {
                     break;
                 }
                 match client.delete_now(&path, options).await {
-                    Ok(()) | Err(Error::NoNode(_)) => break,
+                    Ok(()) | Err(Error::NoNode(_)) => {
+                        tracing::debug!(%path, "guaranteed delete done in the background");
+                        break;
+                    }
                     Err(e) if is_transient(&e) => {
+                        tracing::debug!(%path, retry_in = ?backoff, error = %e, "guaranteed delete: retrying in the background");
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {},
                             _ = client.closed() => break,
                         }
                         backoff = (backoff * 2).min(Duration::from_secs(2));
                     }
-                    Err(_) => break,
+                    Err(e) => {
+                        tracing::warn!(%path, error = %e, "guaranteed delete gave up");
+                        break;
+                    }
                 }
             }
             client

@@ -75,7 +75,10 @@ impl ProtectedId {
                             }
                         }
                         Ok(Some(found)) => match s.delete(&found.path, None).await {
-                            Ok(()) | Err(Error::NoNode(_)) => return,
+                            Ok(()) | Err(Error::NoNode(_)) => {
+                                tracing::info!(path = %found.path, "deleted the node of an abandoned protected create");
+                                return;
+                            }
                             Err(_) => {}
                         },
                         Err(_) => {}
@@ -136,6 +139,7 @@ impl Client {
             async move {
                 if id.maybe_sent() {
                     if let Some(found) = find_protected(&s, req.parent, id.prefix(), req.mode).await? {
+                        tracing::info!(path = %found.path, "protected create: found our node after a lost reply (not created twice)");
                         return Ok(found);
                     }
                 }

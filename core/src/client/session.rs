@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use zookeeper_client as zk;
 
-use super::types::{Created, CreateMode, NodeEvent, Stat};
+use super::types::{CreateMode, Created, NodeEvent, Stat};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -89,17 +89,20 @@ impl Session {
         let checked = self.check_size("create", path, &full, data.len(), self.acl_len());
         let sent = match checked {
             Ok(()) => {
-                self.client.counters().create.fetch_add(1, Ordering::Relaxed);
+                self.client
+                    .counters()
+                    .create
+                    .fetch_add(1, Ordering::Relaxed);
                 let acl = zk::Acls::new(&self.client.cfg().wire_acl);
-                Ok(self.zk.create(&full, data, &wire::create_mode(mode).with_acls(acl)))
+                Ok(self
+                    .zk
+                    .create(&full, data, &wire::create_mode(mode).with_acls(acl)))
             }
             Err(e) => Err(e),
         };
         let user = path.to_string();
         async move {
-            let (stat, seq) = sent?
-                .await
-                .map_err(|e| wire::error(e, "create", &user))?;
+            let (stat, seq) = sent?.await.map_err(|e| wire::error(e, "create", &user))?;
             let actual = if mode.is_sequential() {
                 format!("{user}{seq}")
             } else {
@@ -120,9 +123,16 @@ impl Session {
         for segment in prefix.split('/').skip(1) {
             node.push('/');
             node.push_str(segment);
-            self.client.counters().create.fetch_add(1, Ordering::Relaxed);
+            self.client
+                .counters()
+                .create
+                .fetch_add(1, Ordering::Relaxed);
             let acl = zk::Acls::new(&self.client.cfg().wire_acl);
-            match self.zk.create(&node, &[], &wire::create_mode(mode).with_acls(acl)).await {
+            match self
+                .zk
+                .create(&node, &[], &wire::create_mode(mode).with_acls(acl))
+                .await
+            {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
                 Err(e) => return Err(wire::error(e, "create namespace", &node)),
             }
@@ -135,7 +145,10 @@ impl Session {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + '_ {
-        self.client.counters().get_data.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .counters()
+            .get_data
+            .fetch_add(1, Ordering::Relaxed);
         let f = self.zk.get_data(&self.client.full_path(path));
         let user = path.to_string();
         async move {
@@ -149,7 +162,10 @@ impl Session {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat, Watch)>> + Send + '_ {
-        self.client.counters().get_data.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .counters()
+            .get_data
+            .fetch_add(1, Ordering::Relaxed);
         let f = self.zk.get_and_watch_data(&self.client.full_path(path));
         let user = path.to_string();
         async move {
@@ -163,7 +179,10 @@ impl Session {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<Option<Stat>>> + Send + '_ {
-        self.client.counters().exists.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .counters()
+            .exists
+            .fetch_add(1, Ordering::Relaxed);
         let f = self.zk.check_stat(&self.client.full_path(path));
         let user = path.to_string();
         async move {
@@ -177,7 +196,10 @@ impl Session {
         &self,
         path: &str,
     ) -> impl Future<Output = Result<(Option<Stat>, Watch)>> + Send + '_ {
-        self.client.counters().exists.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .counters()
+            .exists
+            .fetch_add(1, Ordering::Relaxed);
         let f = self.zk.check_and_watch_stat(&self.client.full_path(path));
         let user = path.to_string();
         async move {
@@ -240,9 +262,7 @@ impl Session {
         };
         let user = path.to_string();
         async move {
-            let s = sent?
-                .await
-                .map_err(|e| wire::error(e, "set data", &user))?;
+            let s = sent?.await.map_err(|e| wire::error(e, "set data", &user))?;
             Ok(wire::stat(s))
         }
     }
@@ -253,7 +273,10 @@ impl Session {
         path: &str,
         version: Option<i32>,
     ) -> impl Future<Output = Result<()>> + Send + '_ {
-        self.client.counters().delete.fetch_add(1, Ordering::Relaxed);
+        self.client
+            .counters()
+            .delete
+            .fetch_add(1, Ordering::Relaxed);
         let f = self.zk.delete(&self.client.full_path(path), version);
         let user = path.to_string();
         async move { f.await.map_err(|e| wire::error(e, "delete", &user)) }

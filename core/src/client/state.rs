@@ -84,7 +84,9 @@ impl LostPolicy {
         match state {
             ConnectionState::Lost => true,
             ConnectionState::Suspended => self == LostPolicy::Standard,
-            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly => false,
+            ConnectionState::Connected
+            | ConnectionState::Reconnected
+            | ConnectionState::ReadOnly => false,
         }
     }
 }

@@ -326,7 +326,10 @@ mod tests {
             CreateMode::EphemeralSequential
         );
         let e = CreateMode::from_name("EPHEMERAL_SEQ").unwrap_err();
-        assert!(e.message().contains("PERSISTENT, PERSISTENT_SEQUENTIAL"), "{e}");
+        assert!(
+            e.message().contains("PERSISTENT, PERSISTENT_SEQUENTIAL"),
+            "{e}"
+        );
         for &k in NodeEventKind::ALL {
             assert_eq!(NodeEventKind::from_name(k.name()).unwrap(), k);
         }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use super::common::{
-    read_leader, read_participants, validate_group_path, validate_id, CloseMode,
-    LeadershipEvent, ListenerId, LostPolicy, OurNode, Participant, LATCH_NAME,
+    read_leader, read_participants, validate_group_path, validate_id, CloseMode, LeadershipEvent,
+    ListenerId, LostPolicy, OurNode, Participant, LATCH_NAME,
 };
 use crate::client::protected::{ProtectedCreate, ProtectedId};
 use crate::client::{sequence, NodeEvent, OrNone, Parents, Watch, WeakClient};
@@ -45,6 +45,8 @@ const NO_EPOCH: i64 = i64::MIN;
 
 /// What the handle and the state machine share.
 struct Core {
+    /// The latch path (for logs).
+    path: String,
     status: watch::Sender<Status>,
     epoch: AtomicI64,
     our_path: Mutex<Option<String>>,
@@ -71,6 +73,13 @@ impl Core {
         });
         if !leader {
             self.epoch.store(NO_EPOCH, Ordering::SeqCst);
+        }
+        if changed {
+            if leader {
+                tracing::info!(latch = %self.path, "leadership taken");
+            } else {
+                tracing::warn!(latch = %self.path, "leadership lost or given up");
+            }
         }
         if changed && notify {
             let event = if leader {
@@ -157,6 +166,7 @@ impl LeaderLatch {
             close_mode: Mutex::new(CloseMode::Silent),
             policy: Mutex::new(LostPolicy::Standard),
             core: Arc::new(Core {
+                path: path.to_string(),
                 status: watch::channel(Status {
                     state: LatchState::Latent,
                     leader: false,
@@ -255,7 +265,9 @@ impl LeaderLatch {
                 )))
             }
             LatchState::Closed => {
-                return Err(Error::Closed(format!("latch {} is closed", self.path).into()))
+                return Err(Error::Closed(
+                    format!("latch {} is closed", self.path).into(),
+                ))
             }
         }
         let (tx, rx) = mpsc::unbounded_channel();
@@ -349,10 +361,13 @@ impl LeaderLatch {
                 if wait.await {
                     Ok(true)
                 } else {
-                    Err(Error::Closed(format!(
-                        "latch {} is not started, closed, or its client is closed",
-                        self.path
-                    ).into()))
+                    Err(Error::Closed(
+                        format!(
+                            "latch {} is not started, closed, or its client is closed",
+                            self.path
+                        )
+                        .into(),
+                    ))
                 }
             }
         }
@@ -393,10 +408,12 @@ impl LeaderLatch {
         is_leader: impl Fn() + Send + Sync + 'static,
         not_leader: impl Fn() + Send + Sync + 'static,
     ) -> ListenerId {
-        self.core.dispatcher.add(move |e: &LeadershipEvent| match e {
-            LeadershipEvent::IsLeader => is_leader(),
-            LeadershipEvent::NotLeader => not_leader(),
-        })
+        self.core
+            .dispatcher
+            .add(move |e: &LeadershipEvent| match e {
+                LeadershipEvent::IsLeader => is_leader(),
+                LeadershipEvent::NotLeader => not_leader(),
+            })
     }
 
     /// Adds a listener taking the event as a value (same delivery as
@@ -611,7 +628,11 @@ impl Machine {
                     .delete_ours(&path::join(&self.path, &node.name))
                     .await;
             }
-            if let Some(cleanup) = self.pending.take().and_then(|id| id.cleanup(&client, &self.path)) {
+            if let Some(cleanup) = self
+                .pending
+                .take()
+                .and_then(|id| id.cleanup(&client, &self.path))
+            {
                 // Wait a while for it, so a closed latch leaves nothing behind when it can.
                 let _ = tokio::time::timeout(client.connection_timeout(), cleanup).await;
             }

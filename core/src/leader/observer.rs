@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use super::common::{
-    observer_key, read_leader_node, validate_group_path, ListenerId, Participant,
-};
+use super::common::{observer_key, read_leader_node, validate_group_path, ListenerId, Participant};
 use crate::client::WeakClient;
 use crate::dispatch::Dispatcher;
 use crate::{runtime, Client, ConnectionState, Error, Result};
@@ -116,9 +114,9 @@ impl LeaderObserver {
             tokio::time::timeout(timeout, self.changed())
                 .await
                 .map_err(|_| {
-                    Error::Timeout(format!(
-                        "leader of {path} did not change within {timeout:?}"
-                    ).into())
+                    Error::Timeout(
+                        format!("leader of {path} did not change within {timeout:?}").into(),
+                    )
                 })
         })?
     }

@@ -494,10 +494,9 @@ impl LeaderSelector {
                 )))
             }
             SelectorState::Closed => {
-                return Err(Error::Closed(format!(
-                    "leader selector {} is closed",
-                    s.path
-                ).into()))
+                return Err(Error::Closed(
+                    format!("leader selector {} is closed", s.path).into(),
+                ))
             }
         }
         c.state = SelectorState::Started;
@@ -521,10 +520,9 @@ impl LeaderSelector {
                 )))
             }
             SelectorState::Closed => {
-                return Err(Error::Closed(format!(
-                    "leader selector {} is closed",
-                    s.path
-                ).into()))
+                return Err(Error::Closed(
+                    format!("leader selector {} is closed", s.path).into(),
+                ))
             }
         }
         if c.queued {
@@ -769,9 +767,10 @@ async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
             match spawned {
                 Ok(_) => {}
                 Err(e) => {
-                    *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(
-                        Error::Internal(format!("cannot start a take_leadership thread: {e}").into()),
-                    );
+                    *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(Error::Internal(
+                            format!("cannot start a take_leadership thread: {e}").into(),
+                        ));
                 }
             }
         }

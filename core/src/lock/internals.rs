@@ -278,10 +278,13 @@ impl Internals {
                         }
                     }
                     None => {
-                        return Err(Error::NoNode(format!(
-                            "acquire lock {}: {why}; the retry policy gave up",
-                            self.base
-                        ).into()))
+                        return Err(Error::NoNode(
+                            format!(
+                                "acquire lock {}: {why}; the retry policy gave up",
+                                self.base
+                            )
+                            .into(),
+                        ))
                     }
                 },
             }

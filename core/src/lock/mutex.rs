@@ -206,7 +206,9 @@ impl InterProcessMutex {
     /// Sets when a hold counts as lost (default [`LostPolicy::Standard`]); applies to the
     /// connection changes that follow.
     pub fn set_lost_policy(&self, policy: LockLostPolicy) {
-        self.shared.policy.store(policy_to_u8(policy), Ordering::SeqCst);
+        self.shared
+            .policy
+            .store(policy_to_u8(policy), Ordering::SeqCst);
     }
 
     /// Builder-style [`set_lost_policy`](Self::set_lost_policy).
@@ -231,10 +233,9 @@ impl InterProcessMutex {
         let s = &self.shared;
         let client = &s.internals.client;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "acquire lock {}: the client is closed",
-                s.internals.base
-            ).into()));
+            return Err(Error::Closed(
+                format!("acquire lock {}: the client is closed", s.internals.base).into(),
+            ));
         }
         let deadline = deadline_of(timeout);
         let (id, done) = loop {
@@ -246,10 +247,13 @@ impl InterProcessMutex {
                             return Err(s.void_hold_error(h));
                         }
                         h.count = h.count.checked_add(1).ok_or_else(|| {
-                            Error::Overflow(format!(
-                                "acquire lock {}: reentrant count overflow",
-                                s.internals.base
-                            ).into())
+                            Error::Overflow(
+                                format!(
+                                    "acquire lock {}: reentrant count overflow",
+                                    s.internals.base
+                                )
+                                .into(),
+                            )
                         })?;
                         return Ok(true);
                     }
@@ -337,20 +341,26 @@ impl InterProcessMutex {
                     }
                 },
                 _ => {
-                    return Err(Error::NotOwner(format!(
-                        "release lock {}: this owner does not hold it",
-                        s.internals.base
-                    ).into()))
+                    return Err(Error::NotOwner(
+                        format!(
+                            "release lock {}: this owner does not hold it",
+                            s.internals.base
+                        )
+                        .into(),
+                    ))
                 }
             }
         };
         hold.state.send_modify(|st| st.ended = true);
         let client = &s.internals.client;
         if client.is_closed() {
-            return Err(Error::Closed(format!(
-                "release lock {}: the client is closed; the lock node {} went with its session",
-                s.internals.base, hold.node.path
-            ).into()));
+            return Err(Error::Closed(
+                format!(
+                    "release lock {}: the client is closed; the lock node {} went with its session",
+                    s.internals.base, hold.node.path
+                )
+                .into(),
+            ));
         }
         if !hold.valid {
             // Already reported lost. A node of an older session went with that session. One
@@ -612,6 +622,7 @@ impl Shared {
             }
         }
         if !owners.is_empty() {
+            tracing::warn!(lock = %self.internals.base, holds = owners.len(), state = %self.internals.client.state(), "lock hold lost: the owner must stop acting on it");
             self.fire_lost(owners);
         }
     }

@@ -175,10 +175,9 @@ impl InterProcessSemaphoreV2 {
             )));
         }
         if s.client.is_closed() {
-            return Err(Error::Closed(format!(
-                "acquire from semaphore {}: the client is closed",
-                s.path
-            ).into()));
+            return Err(Error::Closed(
+                format!("acquire from semaphore {}: the client is closed", s.path).into(),
+            ));
         }
         let deadline = deadline_of(timeout);
         let mut leases = Vec::with_capacity(qty);
@@ -395,10 +394,13 @@ impl InterProcessSemaphoreMutex {
         let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
         match lease {
             Some(lease) => lease.release().await,
-            None => Err(Error::NotOwner(format!(
-                "release semaphore mutex {}: not acquired",
-                self.semaphore.path()
-            ).into())),
+            None => Err(Error::NotOwner(
+                format!(
+                    "release semaphore mutex {}: not acquired",
+                    self.semaphore.path()
+                )
+                .into(),
+            )),
         }
     }
 

@@ -1,8 +1,8 @@
 //! Expiring ZooKeeper sessions server-side.
 
+use std::future::Future;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::future::Future;
 use std::time::Duration;
 
 use zookeeper_client::{Client, Error, SessionInfo};
@@ -126,10 +126,10 @@ fn close_session(server: &str, id: i64, password: &[u8]) -> io::Result<()> {
     connect.extend((password.len() as i32).to_be_bytes());
     connect.extend(password);
     connect.push(0); // not read-only
-    // The join and the CloseSession (xid 1, op -11) go out together, before any reply: the
-    // server holds the second request until the session is re-attached here, so the victim
-    // cannot get back onto its session in between (a close from a connection that no longer
-    // owns the session would be refused), and it sees one clean loss, no flapping.
+                     // The join and the CloseSession (xid 1, op -11) go out together, before any reply: the
+                     // server holds the second request until the session is re-attached here, so the victim
+                     // cannot get back onto its session in between (a close from a connection that no longer
+                     // owns the session would be refused), and it sees one clean loss, no flapping.
     let close = [1i32.to_be_bytes(), (-11i32).to_be_bytes()].concat();
     stream.write_all(&[frame(&connect), frame(&close)].concat())?;
     // ConnectResponse: protocol version, timeout (0 if the session is unknown), id, password.
