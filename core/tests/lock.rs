@@ -641,7 +641,7 @@ async fn a_queued_waiter_survives_a_session_expiry_and_gets_the_lock() {
     for round in 0..rounds {
         // Even rounds: the session is killed on the server (Curator's KillSession). Odd rounds:
         // the client is cut off until the server expires it (requests of B's hang meanwhile).
-        let cut = (round % 2 == 1).then(|| ());
+        let cut = round % 2 == 1;
         let e = expirable().await;
         let c = e.client.clone();
         let path = format!("/killed-session/mutex-{round}");
@@ -669,9 +669,10 @@ async fn a_queued_waiter_survives_a_session_expiry_and_gets_the_lock() {
             }
         })
         .await;
-        match cut {
-            Some(()) => e.expire(&observer, &m.lock_node(a).unwrap()).await,
-            None => zkrecipes_testing::expire_client_session(&c).await.unwrap(),
+        if cut {
+            e.expire(&observer, &m.lock_node(a).unwrap()).await;
+        } else {
+            zkrecipes_testing::expire_client_session(&c).await.unwrap();
         }
         let got = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
         assert!(
