@@ -634,3 +634,53 @@ fn blocking_connect_and_close() {
     c.close_blocking();
     assert!(c.is_closed());
 }
+
+/// Every recipe refuses to be made on a closed client, at once and with `Closed` (it could
+/// never work): the same answer in every face, decided here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_are_refused_on_a_closed_client() {
+    use zkrecipes::atomic::{DistributedAtomicInteger, DistributedAtomicLong, SharedCount};
+    use zkrecipes::leader::{LeaderLatch, LeaderObserver, LeaderSelector};
+    use zkrecipes::lock::{
+        InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+        InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    };
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    c.close().await;
+    let closed = |what: &str, r: Result<(), Error>| {
+        assert!(
+            matches!(&r, Err(Error::Closed(m)) if m.contains("closed")),
+            "{what}: {r:?}"
+        );
+    };
+    closed("mutex", InterProcessMutex::new(&c, "/r").map(drop));
+    closed("rwlock", InterProcessReadWriteLock::new(&c, "/r").map(drop));
+    closed(
+        "semaphore",
+        InterProcessSemaphoreV2::new(&c, "/r", 2).map(drop),
+    );
+    closed(
+        "semaphore mutex",
+        InterProcessSemaphoreMutex::new(&c, "/r").map(drop),
+    );
+    closed(
+        "multi",
+        InterProcessMultiLock::new(&c, &["/r", "/s"]).map(drop),
+    );
+    closed("latch", LeaderLatch::new(&c, "/r", "a").map(drop));
+    closed(
+        "selector",
+        LeaderSelector::new(&c, "/r", "a", |_ctx| async {}).map(drop),
+    );
+    closed("observer", LeaderObserver::start(&c, "/r").await.map(drop));
+    closed(
+        "long",
+        DistributedAtomicLong::new(&c, "/r", None, None).map(drop),
+    );
+    closed(
+        "int",
+        DistributedAtomicInteger::new(&c, "/r", None, None).map(drop),
+    );
+    closed("shared count", SharedCount::new(&c, "/r", 0).map(drop));
+}

@@ -171,6 +171,7 @@ impl InterProcessMutex {
         write_lock: Option<Weak<Shared>>,
     ) -> Result<InterProcessMutex> {
         let base = &internals.base;
+        internals.client.ensure_open_for("lock", base)?;
         path::validate_path(base)?;
         if base.len() + NODE_SUFFIX_LEN > path::MAX_PATH_LEN {
             return Err(Error::invalid(format!(
