@@ -51,9 +51,9 @@ pub struct Cli {
 /// Options every command takes (before or after the command name).
 #[derive(Args, Debug, Clone)]
 pub struct Global {
-    /// ZooKeeper connect string: host:port[,host:port...][/chroot]
     #[arg(
         long,
+        help = "ZooKeeper connect string: host:port[,host:port...][/chroot]",
         env = "ZKR_SERVER",
         default_value = "127.0.0.1:2181",
         value_name = "HOSTS",
@@ -276,7 +276,7 @@ pub struct LockArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub semaphore: Option<u32>,
 
-    /// Data stored in our lock node, shown by `zkr inspect` [default: zkr:HOST:PID]
+    /// Data stored in our lock node, shown by `zkr inspect` [default: HOST:PID]
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
 

@@ -67,21 +67,21 @@ fn describe(r: &inspect::Report, session: i64, waiting: Waiting) -> String {
     let who = match (first, &r.recipe) {
         (None, _) => String::new(),
         (Some(m), Recipe::Semaphore) => format!(
-            "; {} leases held, the oldest by {} ({})",
+            ", {} leases held, the oldest by {} for {}",
             r.members.len(),
             name(m),
             age_text(now - m.stat.ctime)
         ),
         (Some(m), _) => format!(
-            "; {} {} (session {}, {})",
+            ", {} {} for {} (session {})",
             if matches!(r.recipe, Recipe::Latch) || matches!(waiting, Waiting::Leadership) {
-                "leader"
+                "led by"
             } else {
                 "held by"
             },
             name(m),
-            session_hex(m.session()),
-            age_text(now - m.stat.ctime)
+            age_text(now - m.stat.ctime),
+            session_hex(m.session())
         ),
     };
     format!("zkr: waiting for {what} {}: {place}{who}", r.path)
