@@ -220,3 +220,80 @@ fn a_latch_elector_with_requeue_runs_again_and_observe_follows_the_leader() {
     let status = wait_exit(&mut b.0, "b", Duration::from_secs(20));
     assert!(status.code().is_some(), "b exits when signalled");
 }
+
+#[test]
+fn a_leader_cut_off_from_zookeeper_stops_its_command_before_the_next_leader_starts() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let dir = TempDir::new("elect-lost");
+    let log = dir.path("log");
+    let log_s = log.to_str().unwrap();
+    let run = |who: &str| {
+        format!(
+            "exec 2>/dev/null; trap 'echo stop {who} >> {log_s}; exit 0' TERM; echo start {who} >> {log_s}; \
+             while :; do sleep 0.05; done"
+        )
+    };
+    let mut first = Reap(
+        zkr(&proxy.connect_string())
+            .args([
+                "--session-timeout",
+                "2s",
+                "elect",
+                "/elect/lost",
+                "--id",
+                "a",
+                "--",
+                "sh",
+                "-c",
+                &run("a"),
+            ])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("a to lead", Duration::from_secs(20), || {
+        lines(&log) == ["start a"]
+    });
+    let mut second = Reap(
+        zkr(&server.connect_string())
+            .args([
+                "elect",
+                "/elect/lost",
+                "--id",
+                "b",
+                "--",
+                "sh",
+                "-c",
+                &run("b"),
+            ])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("b to queue", Duration::from_secs(20), || {
+        members(&server.connect_string(), "/elect/lost").len() == 2
+    });
+    proxy.blackhole();
+    let status = wait_exit(&mut first.0, "the cut-off leader", Duration::from_secs(30));
+    assert_eq!(status.code(), Some(4), "lost leadership exits 4");
+    wait_for("b to lead", Duration::from_secs(20), || {
+        lines(&log).len() == 3
+    });
+    assert_eq!(
+        lines(&log),
+        ["start a", "stop a", "start b"],
+        "a stopped before b started"
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(first.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(
+        err.starts_with("zkr: error: lost the leadership of /elect/lost"),
+        "{err}"
+    );
+    signal(second.0.id(), Signal::SIGTERM);
+    assert_eq!(
+        wait_exit(&mut second.0, "b", Duration::from_secs(20)).code(),
+        Some(0),
+        "b's command traps TERM and exits 0"
+    );
+}

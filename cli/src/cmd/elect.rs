@@ -118,9 +118,10 @@ async fn run_selector(
     .map_err(fail)?
     .with_lost_policy(policy(args))
     .map_err(fail)?;
-    if args.requeue {
-        selector.auto_requeue();
-    }
+    // Always requeue while waiting: without it the core's selector (like Curator's) leaves the
+    // line silently after an acquire that failed on connection trouble, and zkr would wait
+    // forever. Without --requeue it is switched off before the one term ends.
+    selector.auto_requeue();
     selector.start().map_err(fail)?;
     let mut deadline = args.timeout.map(|d| Instant::now() + d);
     let outcome = loop {
@@ -143,15 +144,22 @@ async fn run_selector(
         });
         let mut running = match spawned {
             Ok(r) => r,
-            Err(f) => break Err(f),
+            Err(f) => {
+                selector.set_auto_requeue(false);
+                break Err(f);
+            }
         };
         let lost = {
             let ctx = ctx.clone();
             async move { cancel_text(ctx.cancelled().await) }
         };
         let ended = child::supervise(&mut running, signals, lost, args.run.grace).await;
+        let next = after_term(args, ended);
+        if let Next::Exit(_) = next {
+            selector.set_auto_requeue(false);
+        }
         drop(done);
-        match after_term(args, ended) {
+        match next {
             Next::Exit(o) => break o,
             Next::Again => continue,
         }
