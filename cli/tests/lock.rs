@@ -482,3 +482,49 @@ fn timeouts_exit_3_and_read_locks_and_semaphores_admit_several() {
     assert_eq!(o.status.code(), Some(127), "{}", stderr(&o));
     assert!(members(&cs, "/kinds/m").is_empty(), "released");
 }
+
+#[test]
+fn waiting_on_a_terminal_shows_place_and_holder_and_nothing_extra_without_one() {
+    let server = TestingServer::start();
+    let cs = server.connect_string();
+    let dir = TempDir::new("tty");
+    let release = dir.path("release");
+    let mut holder = Reap(
+        zkr(&cs)
+            .args(["lock", "/tty/lock", "--id", "the-holder", "--", "sh", "-c"])
+            .arg(format!(
+                "while [ ! -e {} ]; do sleep 0.02; done",
+                release.display()
+            ))
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("the holder", Duration::from_secs(20), || {
+        members(&cs, "/tty/lock").len() == 1
+    });
+
+    // On a terminal (script(1) gives zkr a pseudo-terminal): the status line.
+    let o = Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!("{ZKR} lock /tty/lock --timeout 1500ms -- true"))
+        .arg("/dev/null")
+        .env("ZKR_SERVER", &cs)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script(1) from util-linux");
+    let screen = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{screen}");
+    assert!(
+        screen.contains("zkr: waiting for lock /tty/lock: 2 of 2 in line, held by the-holder for"),
+        "status line on a terminal: {screen:?}"
+    );
+
+    // Not a terminal: only the timeout's one line.
+    let o = run(zkr(&cs).args(["lock", "/tty/lock", "--timeout", "500ms", "--", "true"]));
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(stderr(&o).lines().count(), 1, "{:?}", stderr(&o));
+    assert!(stderr(&o).starts_with("zkr: error: lock /tty/lock was not acquired within 500ms"));
+
+    std::fs::write(&release, b"").unwrap();
+    assert!(wait_exit(&mut holder.0, "the holder", Duration::from_secs(20)).success());
+}
