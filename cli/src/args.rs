@@ -122,8 +122,8 @@ pub enum Command {
 
 const LOCK_AFTER_HELP: &str = "\
 The command runs once the lock is held, with ZKR_FENCING_TOKEN (the lock node's czxid: it
-strictly increases from one holder to the next), ZKR_LOCK_PATH, ZKR_LOCK_NODE and
-ZKR_SESSION_ID in its environment. The lock is released when the command exits, however it
+strictly increases from one holder to the next), ZKR_LOCK_PATH, ZKR_LOCK_NODE,
+ZKR_SESSION_ID, and ZKR_SERVER/ZKR_NAMESPACE (for zkr inside it) in its environment. The lock is released when the command exits, however it
 exits. zkr exits with the command's exit code.
 
 If the hold is lost (the connection is suspended, or the session lost, per --lost-policy),
@@ -153,7 +153,8 @@ the command starts when the latch leads and is stopped if it stops leading; when
 leaves the latch (--requeue: joins again at the end of the line).
 
 The command gets ZKR_FENCING_TOKEN (the leadership epoch: our node's czxid), ZKR_ELECTION_PATH,
-ZKR_LEADER_ID and ZKR_SESSION_ID. Signals are passed on as for `zkr lock`.
+ZKR_LEADER_ID, ZKR_SESSION_ID and ZKR_SERVER/ZKR_NAMESPACE. Signals are passed on as for
+`zkr lock`.
 
 Examples:
   zkr elect /services/billing/leader -- ./billing-worker

@@ -30,9 +30,9 @@ pub async fn run(global: &Global, args: ElectArgs) -> Outcome {
         sig = signals.recv() => return Ok(signalled(sig as i32)),
     };
     let outcome = if args.latch {
-        run_latch(&client, &args, &id, &mut signals).await
+        run_latch(global, &client, &args, &id, &mut signals).await
     } else {
-        run_selector(&client, &args, &id, &mut signals).await
+        run_selector(global, &client, &args, &id, &mut signals).await
     };
     connect::close(&client, CLOSE_LIMIT).await;
     outcome
@@ -45,8 +45,14 @@ fn policy(args: &ElectArgs) -> LostPolicy {
     }
 }
 
-fn env(client: &Client, path: &str, id: &str, token: Option<i64>) -> Vec<(&'static str, String)> {
-    vec![
+fn env(
+    global: &Global,
+    client: &Client,
+    path: &str,
+    id: &str,
+    token: Option<i64>,
+) -> Vec<(&'static str, String)> {
+    let mut env = vec![
         (
             "ZKR_FENCING_TOKEN",
             token.map(|t| t.to_string()).unwrap_or_default(),
@@ -54,7 +60,9 @@ fn env(client: &Client, path: &str, id: &str, token: Option<i64>) -> Vec<(&'stat
         ("ZKR_ELECTION_PATH", path.to_string()),
         ("ZKR_LEADER_ID", id.to_string()),
         ("ZKR_SESSION_ID", session_hex(client.session_id())),
-    ]
+    ];
+    env.extend(super::ensemble_env(global));
+    env
 }
 
 fn timed_out(args: &ElectArgs) -> Failure {
@@ -96,6 +104,7 @@ fn after_term(args: &ElectArgs, ended: Ended) -> Next {
 type Term = (LeadershipContext, oneshot::Sender<()>);
 
 async fn run_selector(
+    global: &Global,
     client: &Client,
     args: &ElectArgs,
     id: &str,
@@ -139,7 +148,7 @@ async fn run_selector(
         deadline = None;
         let spawned = child::spawn(Spec {
             argv: &args.run.command,
-            env: env(client, path, id, ctx.fencing_token()),
+            env: env(global, client, path, id, ctx.fencing_token()),
             foreground: args.run.foreground,
         });
         let mut running = match spawned {
@@ -180,7 +189,13 @@ fn cancel_text(reason: CancelReason) -> String {
     }
 }
 
-async fn run_latch(client: &Client, args: &ElectArgs, id: &str, signals: &mut Signals) -> Outcome {
+async fn run_latch(
+    global: &Global,
+    client: &Client,
+    args: &ElectArgs,
+    id: &str,
+    signals: &mut Signals,
+) -> Outcome {
     let path = &args.path;
     let fail = |e| Failure::from_core(&format!("elect {path}"), e);
     let mut deadline = args.timeout.map(|d| Instant::now() + d);
@@ -211,7 +226,7 @@ async fn run_latch(client: &Client, args: &ElectArgs, id: &str, signals: &mut Si
             deadline = None;
             let spawned = child::spawn(Spec {
                 argv: &args.run.command,
-                env: env(client, path, id, latch.leadership_epoch()),
+                env: env(global, client, path, id, latch.leadership_epoch()),
                 foreground: args.run.foreground,
             });
             let mut running = match spawned {

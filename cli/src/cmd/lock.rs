@@ -28,7 +28,7 @@ pub async fn run(global: &Global, args: LockArgs) -> Outcome {
         c = connect::connect(global) => c?,
         sig = signals.recv() => return Ok(signalled(sig as i32)),
     };
-    let outcome = hold_and_run(&client, &args, id, &mut signals).await;
+    let outcome = hold_and_run(global, &client, &args, id, &mut signals).await;
     connect::close(&client, CLOSE_LIMIT).await;
     outcome
 }
@@ -46,6 +46,7 @@ enum Held {
 }
 
 async fn hold_and_run(
+    global: &Global,
     client: &Client,
     args: &LockArgs,
     id: String,
@@ -108,6 +109,16 @@ async fn hold_and_run(
             waited.map(|d| d.to_string()).unwrap_or_default()
         )));
     };
+    // A hold already doubtful (the connection went between the grant and now) runs nothing.
+    if let Held::Mutex(m, owner) = &held {
+        if !m.is_held_valid(*owner) {
+            let _ = release(held).await;
+            return Err(Failure::lost(format!(
+                "lost the hold on lock {path} ({}) before the command started",
+                lost_reason(client.state())
+            )));
+        }
+    }
     let (token, node) = match &held {
         Held::Mutex(m, owner) => (
             m.fencing_token(*owner).unwrap_or_default(),
@@ -115,12 +126,13 @@ async fn hold_and_run(
         ),
         Held::Lease(l) => (l.czxid(), l.path().to_string()),
     };
-    let env = vec![
+    let mut env = vec![
         ("ZKR_FENCING_TOKEN", token.to_string()),
         ("ZKR_LOCK_PATH", path.clone()),
         ("ZKR_LOCK_NODE", node),
         ("ZKR_SESSION_ID", session_hex(client.session_id())),
     ];
+    env.extend(super::ensemble_env(global));
     let spawned = child::spawn(Spec {
         argv: &args.run.command,
         env,

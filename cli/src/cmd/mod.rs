@@ -35,3 +35,13 @@ pub fn default_id() -> String {
         .unwrap_or_else(|| "localhost".into());
     format!("{host}:{}", std::process::id())
 }
+
+/// What a command run by `lock` or `elect` needs to reach the same ensemble with `zkr` (the
+/// credentials are not passed on: they stay where the user put them).
+pub fn ensemble_env(global: &crate::args::Global) -> Vec<(&'static str, String)> {
+    let mut env = vec![("ZKR_SERVER", global.server.clone())];
+    if let Some(ns) = &global.namespace {
+        env.push(("ZKR_NAMESPACE", ns.clone()));
+    }
+    env
+}
