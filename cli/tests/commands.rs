@@ -196,3 +196,45 @@ fn counters_use_curators_encoding_and_watch_streams_changes() {
     saw("deleted", "/cmd/tree/a");
     client.close_blocking();
 }
+
+#[test]
+fn namespace_and_digest_auth_reach_what_other_clients_wrote() {
+    use zkrecipes::client::{Acl, AuthId, Permission};
+    let server = TestingServer::start();
+    let cs = server.connect_string();
+
+    // A creator-only counter written by a client authenticated as app:secret.
+    let owner = zkrecipes::ClientBuilder::new(cs.clone())
+        .auth("digest", b"app:secret".to_vec())
+        .acl(vec![Acl::new(Permission::ALL, AuthId::new("auth", ""))])
+        .connect_blocking()
+        .unwrap();
+    owner
+        .create_blocking("/secure", &42i64.to_be_bytes(), Default::default())
+        .unwrap();
+    owner.close_blocking();
+    let o = run(zkr(&cs).args(["counter", "/secure", "get"]));
+    assert_one_line_error(&o, 1, "not authorized");
+    let o = run(zkr(&cs).args(["--auth", "app:secret", "counter", "/secure", "get"]));
+    assert_eq!(stdout(&o), "42\n", "{}", stderr(&o));
+    let o = run(zkr(&cs)
+        .env("ZKR_AUTH", "app:secret")
+        .args(["counter", "/secure", "get"]));
+    assert_eq!(stdout(&o), "42\n", "{}", stderr(&o));
+
+    // --namespace / ZKR_NAMESPACE: paths are relative to /NS.
+    let o = run(zkr(&cs).args(["--namespace", "team", "counter", "/jobs", "set", "5"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&run(zkr(&cs).args(["counter", "/team/jobs", "get"]))),
+        "5\n"
+    );
+    let o = run(zkr(&cs)
+        .env("ZKR_NAMESPACE", "team")
+        .args(["inspect", "/jobs", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["path"].as_str(), v["value"].as_i64()),
+        (Some("/jobs"), Some(5))
+    );
+}
