@@ -50,6 +50,7 @@ pub struct Cli {
 
 /// Options every command takes (before or after the command name).
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     #[arg(
         long,
@@ -122,9 +123,9 @@ pub enum Command {
 
 const LOCK_AFTER_HELP: &str = "\
 The command runs once the lock is held, with ZKR_FENCING_TOKEN (the lock node's czxid: it
-strictly increases from one holder to the next), ZKR_LOCK_PATH, ZKR_LOCK_NODE,
-ZKR_SESSION_ID, and ZKR_SERVER/ZKR_NAMESPACE (for zkr inside it) in its environment. The lock is released when the command exits, however it
-exits. zkr exits with the command's exit code.
+strictly increases from one holder to the next), ZKR_LOCK_PATH, ZKR_LOCK_NODE, ZKR_SESSION_ID
+and ZKR_SERVER/ZKR_NAMESPACE (for zkr inside it) in its environment. The lock is released
+when the command exits, however it exits; zkr exits with the command's exit code.
 
 If the hold is lost (the connection is suspended, or the session lost, per --lost-policy),
 the command is sent SIGTERM, then SIGKILL after --grace, and zkr exits with code 4.
