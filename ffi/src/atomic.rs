@@ -655,7 +655,7 @@ pub unsafe extern "C" fn zkr_shared_count_get_count(
 ) -> zkr_status {
     let f = "zkr_shared_count_get_count";
     // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { handle_out(f, sc, count, "count", |sc| Ok(sc.count.get_count())) }
+    unsafe { handle_out(f, sc, count, "count", |sc| sc.count.get_count()) }
 }
 
 /// The count with its data version, for zkr_shared_count_try_set_count.
@@ -668,7 +668,7 @@ pub unsafe extern "C" fn zkr_shared_count_get_versioned_value(
     // SAFETY: the C caller's contract for the handle and the out-parameter.
     unsafe {
         handle_out(f, sc, out, "out", |sc| {
-            Ok(sc.count.get_versioned_value().into())
+            Ok(sc.count.get_versioned_value()?.into())
         })
     }
 }

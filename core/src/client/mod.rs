@@ -427,6 +427,32 @@ impl Client {
         Some((session.id().0, session.password().to_vec()))
     }
 
+    /// A chroot in the connect string must exist: without it every operation would fail with
+    /// NoNode (ZooKeeper lets the session open anyway). Closes the client and says so.
+    async fn check_chroot(&self) -> Result<()> {
+        let Some(chroot) = self
+            .connect_string()
+            .find('/')
+            .map(|i| &self.connect_string()[i..])
+            .filter(|c| *c != "/")
+        else {
+            return Ok(());
+        };
+        match self.retry(|s| async move { s.chroot_exists().await }).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.close().await;
+                Err(Error::NoNode(
+                    format!("the connect string's chroot {chroot} does not exist on the server; create it first (e.g. with zkCli: create {chroot})").into(),
+                ))
+            }
+            Err(e) => {
+                self.close().await;
+                Err(e.context(format!("checking the chroot {chroot}")))
+            }
+        }
+    }
+
     /// The server-side path of a caller's path (namespace applied).
     pub(crate) fn full_path(&self, path: &str) -> String {
         let prefix = &self.cfg().prefix;

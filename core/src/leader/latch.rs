@@ -157,6 +157,7 @@ impl LeaderLatch {
     /// Errors: `InvalidArgument` for a bad path (including the root) or id (NUL, or larger
     /// than a node's data limit).
     pub fn new(client: &Client, path: &str, id: &str) -> Result<LeaderLatch> {
+        client.ensure_open_for("LeaderLatch", path)?;
         validate_group_path("latch", path)?;
         validate_id(id)?;
         Ok(LeaderLatch {
