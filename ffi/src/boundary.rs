@@ -95,8 +95,8 @@ pub(crate) unsafe fn handle_out<H: Handle, T>(
     })
 }
 
-/// A recipe's constructor: `make(client, path)` on an open client, written to `*out` as a new
-/// handle.
+/// A recipe's constructor: `make(client, path)`, written to `*out` as a new handle (the core
+/// refuses a closed client).
 ///
 /// # Safety
 /// The C caller's contract for `client`, `path`, `out` and whatever `make` reads.
@@ -116,8 +116,7 @@ pub(crate) unsafe fn recipe_new<H: Handle>(
                 arg_out(out, "out")?,
             )
         };
-        let client = client.open(&format!("{} {path}", H::ARG))?;
-        out.write(new_handle(make(client, path)?));
+        out.write(new_handle(make(&client.client, path)?));
         Ok(())
     })
 }

@@ -826,7 +826,7 @@ pub unsafe extern "C" fn zkr_multi_lock_new(
             for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
                 list.push(arg_str(*p, &format!("paths[{i}]"))?);
             }
-            let lock = InterProcessMultiLock::new(c.open("multi lock")?, &list)?;
+            let lock = InterProcessMultiLock::new(&c.client, &list)?;
             Ok(new_handle(zkr_multi_lock { lock }))
         })
     }
