@@ -460,6 +460,16 @@ typedef struct zkr_versioned_value {
 typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
 
 /**
+ * Called when the count's node holds data that is not a count (someone wrote other than 4 bytes
+ * into it): `status` is ZKR_CORRUPTED_DATA and `version` the node's data version. Until a valid
+ * value is written (the change callbacks hear it then), zkr_shared_count_get_count and
+ * zkr_shared_count_get_versioned_value fail with ZKR_CORRUPTED_DATA, never returning the stale
+ * count. It runs like zkr_shared_count_callback, in order with it. It must not throw (C++) or
+ * longjmp out.
+ */
+typedef void (*zkr_shared_count_error_callback)(zkr_status status, int32_t version, void *user_data);
+
+/**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
  * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
  * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
@@ -972,7 +982,8 @@ zkr_status zkr_atomic_long_new_with(struct zkr_client *c, const char *path, cons
 zkr_status zkr_atomic_long_get(struct zkr_atomic_long *a, struct zkr_atomic_value *out);
 
 /**
- * Curator's add: adds `delta` (wrapping on overflow, like Java). Check `out->succeeded`.
+ * Curator's add: adds `delta`. Check `out->succeeded`. Where Curator wraps on overflow (like
+ * Java), this is ZKR_OVERFLOW and nothing is written (so are subtract, increment, decrement).
  * ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate cannot be known.
  */
 zkr_status zkr_atomic_long_add(struct zkr_atomic_long *a, int64_t delta, struct zkr_atomic_value *out);
@@ -1105,7 +1116,8 @@ zkr_status zkr_shared_count_new(struct zkr_client *c, const char *path, int32_t 
 zkr_status zkr_shared_count_start(struct zkr_shared_count *sc);
 
 /**
- * The count as last seen (the seed before start); no server call.
+ * The count as last seen (the seed before start); no server call. ZKR_CORRUPTED_DATA while the
+ * node holds data that is not a count (see zkr_shared_count_error_callback).
  */
 zkr_status zkr_shared_count_get_count(const struct zkr_shared_count *sc, int32_t *count);
 
@@ -1139,6 +1151,15 @@ zkr_status zkr_shared_count_add_listener(struct zkr_shared_count *sc, zkr_shared
  * called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
  */
 zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_t listener_id);
+
+/**
+ * Sets (replaces) the callback called when the count's node holds data that is not a count; a
+ * NULL callback removes it. When this returns, the previous callback is not running (unless
+ * this is called from inside it) and will not run again, so its user_data may be freed.
+ *
+ * The callback is called on another thread (see its type).
+ */
+zkr_status zkr_shared_count_set_error_callback(struct zkr_shared_count *sc, zkr_shared_count_error_callback callback, void *user_data);
 
 /**
  * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later

@@ -17,7 +17,7 @@ use crate::boundary::{
     arg_opt_str, arg_ref, arg_timeout, handle_call, handle_out, recipe_new, wait,
 };
 use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening,
+    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening, Slot, UserData,
 };
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, Handle};
@@ -208,7 +208,8 @@ pub unsafe extern "C" fn zkr_atomic_long_get(
     unsafe { op_value("zkr_atomic_long_get", a, out, |a| wait(a.counter.get())) }
 }
 
-/// Curator's add: adds `delta` (wrapping on overflow, like Java). Check `out->succeeded`.
+/// Curator's add: adds `delta`. Check `out->succeeded`. Where Curator wraps on overflow (like
+/// Java), this is ZKR_OVERFLOW and nothing is written (so are subtract, increment, decrement).
 /// ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate cannot be known.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_atomic_long_add(
@@ -578,11 +579,22 @@ impl From<VersionedValue<i32>> for zkr_versioned_value {
 pub type zkr_shared_count_callback =
     Option<unsafe extern "C" fn(value: zkr_versioned_value, user_data: *mut c_void)>;
 
+/// Called when the count's node holds data that is not a count (someone wrote other than 4 bytes
+/// into it): `status` is ZKR_CORRUPTED_DATA and `version` the node's data version. Until a valid
+/// value is written (the change callbacks hear it then), zkr_shared_count_get_count and
+/// zkr_shared_count_get_versioned_value fail with ZKR_CORRUPTED_DATA, never returning the stale
+/// count. It runs like zkr_shared_count_callback, in order with it. It must not throw (C++) or
+/// longjmp out.
+pub type zkr_shared_count_error_callback =
+    Option<unsafe extern "C" fn(status: zkr_status, version: i32, user_data: *mut c_void)>;
+
 /// Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
 /// in every client that watches it. Thread-safe.
 pub struct zkr_shared_count {
     count: SharedCount,
     listeners: Listeners<zkr_shared_count_callback>,
+    errors: Arc<Slot<zkr_shared_count_error_callback>>,
+    errors_listener: ListenerId,
 }
 
 handle!(zkr_shared_count, "shared_count", |sc| {
@@ -590,8 +602,30 @@ handle!(zkr_shared_count, "shared_count", |sc| {
 });
 
 impl zkr_shared_count {
+    fn new(count: SharedCount) -> zkr_shared_count {
+        let errors: Arc<Slot<zkr_shared_count_error_callback>> = Arc::new(Slot::new());
+        let slot = Arc::downgrade(&errors);
+        let errors_listener = count.add_listener(move |event| {
+            let (SharedCountEvent::CorruptedData { version }, Some(s)) = (event, slot.upgrade())
+            else {
+                return;
+            };
+            let status = zkr_status::ZKR_CORRUPTED_DATA;
+            // SAFETY: the C caller's contract for the callback it set.
+            s.fire(|f, ud| unsafe { f(status, version, ud) });
+        });
+        zkr_shared_count {
+            count,
+            listeners: Listeners::default(),
+            errors,
+            errors_listener,
+        }
+    }
+
     fn close(&self) {
         self.unregister_all();
+        self.count.remove_listener(self.errors_listener);
+        self.errors.set(None, UserData(std::ptr::null_mut()));
         self.count.close();
     }
 }
@@ -631,10 +665,7 @@ pub unsafe extern "C" fn zkr_shared_count_new(
     // SAFETY: the C caller's contract for the client, the path and the out-parameter.
     unsafe {
         recipe_new("zkr_shared_count_new", c, path, out, |c, path| {
-            Ok(zkr_shared_count {
-                count: SharedCount::new(c, path, seed)?,
-                listeners: Listeners::default(),
-            })
+            Ok(zkr_shared_count::new(SharedCount::new(c, path, seed)?))
         })
     }
 }
@@ -647,7 +678,8 @@ pub unsafe extern "C" fn zkr_shared_count_start(sc: *mut zkr_shared_count) -> zk
     unsafe { handle_call("zkr_shared_count_start", sc, |sc| wait(sc.count.start())) }
 }
 
-/// The count as last seen (the seed before start); no server call.
+/// The count as last seen (the seed before start); no server call. ZKR_CORRUPTED_DATA while the
+/// node holds data that is not a count (see zkr_shared_count_error_callback).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_shared_count_get_count(
     sc: *const zkr_shared_count,
@@ -734,6 +766,26 @@ pub unsafe extern "C" fn zkr_shared_count_remove_listener(
 ) -> zkr_status {
     // SAFETY: the C caller's contract for the handle.
     unsafe { remove_listener("zkr_shared_count_remove_listener", sc, listener_id) }
+}
+
+/// Sets (replaces) the callback called when the count's node holds data that is not a count; a
+/// NULL callback removes it. When this returns, the previous callback is not running (unless
+/// this is called from inside it) and will not run again, so its user_data may be freed.
+///
+/// The callback is called on another thread (see its type).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_shared_count_set_error_callback(
+    sc: *mut zkr_shared_count,
+    callback: zkr_shared_count_error_callback,
+    user_data: *mut c_void,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the callback.
+    unsafe {
+        handle_call("zkr_shared_count_set_error_callback", sc, |sc| {
+            sc.errors.set(callback, UserData(user_data));
+            Ok(())
+        })
+    }
 }
 
 /// Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later

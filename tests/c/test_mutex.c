@@ -397,6 +397,57 @@ static void test_oversized_request_fails_at_once_and_a_held_mutex_stays_valid(vo
     free(data);
 }
 
+/* ---- a lock node deleted by someone else is a lost hold ---- */
+
+typedef struct lost_owner {
+    zt_event event;
+    zkr_owner owner;
+} lost_owner;
+
+static void record_lost_owner(zkr_owner owner, void *user_data) {
+    lost_owner *l = (lost_owner *)user_data;
+    l->owner = owner;
+    zt_event_signal(&l->event, 1);
+}
+
+/* Another client (an operator, a buggy peer) deletes our lock node while we hold it: the hold is
+ * lost (someone else may take the lock now), the lost callback hears it, the hold is no longer
+ * valid, and releasing it is fine. */
+static void test_lock_node_deleted_by_another_client_is_a_lost_hold(void) {
+    char path[128];
+    zt_path(path, sizeof path, "deleted-node");
+    zkr_client *c = NULL, *other = NULL;
+    zkr_mutex *m = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&other));
+    CHECK_OK(zkr_mutex_new(c, path, &m));
+    lost_owner *l = calloc(1, sizeof *l);
+    CHECK(l != NULL);
+    zt_event_init(&l->event);
+    CHECK_OK(zkr_mutex_set_lost_callback(m, record_lost_owner, l));
+    zkr_owner o = zkr_owner_new();
+    bool ok = false;
+    CHECK_OK(zkr_mutex_acquire_as(m, o, 10000, &ok));
+    CHECK(ok);
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_mutex_participant_nodes(m, &nodes));
+    CHECK(nodes->len == 1);
+    zkr_status deleted = zkr_client_delete(other, nodes->items[0], -1, 0);
+    zkr_string_list_free(nodes);
+    CHECK_MSG(deleted == ZKR_OK, "%s", zkr_last_error_message());
+    CHECK_MSG(zt_event_wait(&l->event, 1, 10000), "no lost callback within 10 s");
+    CHECK(l->owner.id == o.id);
+    CHECK_OK(zkr_mutex_is_held_valid_as(m, o, &ok));
+    CHECK_MSG(!ok, "a hold whose node is gone must not be valid");
+    CHECK_OK(zkr_mutex_release_as(m, o));
+    CHECK_OK(zkr_mutex_set_lost_callback(m, NULL, NULL));
+    zt_event_destroy(&l->event);
+    free(l);
+    zkr_mutex_free(m);
+    zkr_client_free(other);
+    zkr_client_free(c);
+}
+
 /* ---- close wakes a waiter ---- */
 
 typedef struct waiter_arg {
@@ -461,6 +512,7 @@ int main(int argc, char **argv) {
     RUN(test_timed_out_acquire_returns_false_and_leaves_no_node);
     RUN(test_lost_callback_fires_on_session_expiry_and_may_release_inside);
     RUN(test_oversized_request_fails_at_once_and_a_held_mutex_stays_valid);
+    RUN(test_lock_node_deleted_by_another_client_is_a_lost_hold);
     RUN(test_close_wakes_a_waiter_with_closed);
     return zt_end("test_mutex");
 }
