@@ -143,15 +143,8 @@ pub enum zkr_connection_state {
     ZKR_STATE_READ_ONLY = 5,
 }
 
-/// The core's states in C (zkr_connection_state).
-pub(crate) const STATES: CList<ConnectionState> = CList {
-    all: ConnectionState::ALL,
-    first: 1,
-    prefix: "ZKR_STATE_",
-    name: ConnectionState::name,
-};
-
-c_enum_of! { zkr_connection_state, ConnectionState, STATES, [
+// The core's states in C.
+c_enum_of! { zkr_connection_state, STATES: ConnectionState from 1 as "ZKR_STATE_", [
     ZKR_STATE_CONNECTED, ZKR_STATE_SUSPENDED, ZKR_STATE_RECONNECTED, ZKR_STATE_LOST, ZKR_STATE_READ_ONLY,
 ] }
 
@@ -482,15 +475,8 @@ pub enum zkr_watch_event_type {
     ZKR_WATCH_SESSION_ENDED = 5,
 }
 
-/// The core's watch events in C (zkr_watch_event_type).
-pub(crate) const WATCH_EVENTS: CList<NodeEventKind> = CList {
-    all: NodeEventKind::ALL,
-    first: 1,
-    prefix: "ZKR_WATCH_",
-    name: NodeEventKind::name,
-};
-
-c_enum_of! { zkr_watch_event_type, NodeEventKind, WATCH_EVENTS, [
+// The core's watch events in C.
+c_enum_of! { zkr_watch_event_type, WATCH_EVENTS: NodeEventKind from 1 as "ZKR_WATCH_", [
     ZKR_WATCH_CREATED, ZKR_WATCH_DELETED, ZKR_WATCH_CHANGED, ZKR_WATCH_CHILD, ZKR_WATCH_SESSION_ENDED,
 ] }
 

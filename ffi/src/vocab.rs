@@ -61,10 +61,18 @@ impl<T: Copy + PartialEq> CList<T> {
     }
 }
 
-/// `$e::of(value)`: the C enum `$e` of a core value, `$e`'s variants being listed in the order
-/// of the core list `$list` (cbindgen needs the enum written out; the test below checks it).
+/// For a C enum `$e` whose variants, listed in order, are the core type `$core`'s list from
+/// `$first` (cbindgen needs the enum written out; the test below checks it): the [`CList`]
+/// `$list`, and `$e::of(value)`.
 macro_rules! c_enum_of {
-    ($e:ident, $core:ty, $list:expr, [$($variant:ident),* $(,)?]) => {
+    ($e:ident, $list:ident: $core:ident from $first:literal as $prefix:literal, [$($variant:ident),* $(,)?]) => {
+        pub(crate) const $list: CList<$core> = CList {
+            all: $core::ALL,
+            first: $first,
+            prefix: $prefix,
+            name: $core::name,
+        };
+
         impl $e {
             fn of(value: $core) -> $e {
                 [$($e::$variant),*][($list.to_c(value) - $list.first) as usize]
