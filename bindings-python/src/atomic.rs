@@ -350,9 +350,9 @@ impl PySharedCount {
             version: previous.version,
             value: previous.value,
         };
-        Ok(Call::value(async move {
-            s.try_set_count(&prev, count.0).await
-        }))
+        Ok(Call::value(
+            async move { s.try_set_count(&prev, count.0).await },
+        ))
     }
 
     /// `callback("count", VersionedValue)` on a change, `callback("state", name)` on a
@@ -364,7 +364,9 @@ impl PySharedCount {
                     SharedCountEvent::CountChanged(v) => {
                         Py::new(py, PyVersionedValue::from(v)).map(|v| ("count", v.into_any()))
                     }
-                    SharedCountEvent::StateChanged(s) => bridge::obj(py, s.name()).map(|n| ("state", n)),
+                    SharedCountEvent::StateChanged(s) => {
+                        bridge::obj(py, s.name()).map(|n| ("state", n))
+                    }
                 };
                 match args {
                     Ok(args) => bridge::invoke(&callback, args),

@@ -78,6 +78,14 @@ pub fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Py<
         .map_err(Into::into)
 }
 
+/// [`obj`] as a converter for [`Call::new`] (a closure: `obj` itself is not general enough).
+pub fn to_obj<T>() -> impl for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static
+where
+    T: for<'py> IntoPyObject<'py>,
+{
+    |py, v| obj(py, v)
+}
+
 /// Converts `()` to `None`.
 pub fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
     Ok(py.None())
@@ -131,7 +139,7 @@ impl Call {
         T: for<'py> IntoPyObject<'py> + Send + 'static,
         F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
     {
-        Call::new(fut, |py, v| obj(py, v))
+        Call::new(fut, to_obj())
     }
 
     /// An operation that returns nothing (`None`).
@@ -155,7 +163,10 @@ impl Call {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| {
-                errors::invalid(py, "this call was already waited for or awaited (once only)")
+                errors::invalid(
+                    py,
+                    "this call was already waited for or awaited (once only)",
+                )
             })
     }
 

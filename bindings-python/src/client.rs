@@ -254,16 +254,17 @@ impl PyClient {
 
     /// A read with an optional one-shot watch: `read` without, `read_watch` with (the watch is
     /// armed with `callback(event_type, path)`, called on the client's dispatcher).
-    fn watched<T, R, W>(
+    fn watched<T, R, W, C>(
         &self,
         py: Python<'_>,
         watch: Option<Py<PyAny>>,
         read: R,
         read_watch: W,
-        convert: fn(Python<'_>, T) -> PyResult<Py<PyAny>>,
+        convert: C,
     ) -> PyResult<Call>
     where
         T: Send + 'static,
+        C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
         R: std::future::Future<Output = zkrecipes::Result<T>> + Send + 'static,
         W: std::future::Future<Output = zkrecipes::Result<(T, Watch)>> + Send + 'static,
     {
@@ -371,10 +372,13 @@ impl PyClient {
             ));
         }
         let me: Py<PyClient> = slf.clone().unbind();
-        Ok(Call::new(this.builder.clone().connect(), move |py, client| {
-            me.get().install(py, client)?;
-            Ok(py.None())
-        }))
+        Ok(Call::new(
+            this.builder.clone().connect(),
+            move |py, client| {
+                me.get().install(py, client)?;
+                Ok(py.None())
+            },
+        ))
     }
 
     /// Whether `start()` succeeded (in this process) and `close()` was not called.
@@ -557,12 +561,7 @@ impl PyClient {
     }
 
     #[pyo3(signature = (path, watch = None))]
-    fn get_children(
-        &self,
-        py: Python<'_>,
-        path: Text,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Call> {
+    fn get_children(&self, py: Python<'_>, path: Text, watch: Option<Py<PyAny>>) -> PyResult<Call> {
         let c = self.core(py)?;
         let (p, c2, p2) = (path.clone(), c.clone(), path);
         self.watched(
@@ -570,7 +569,7 @@ impl PyClient {
             watch,
             async move { c.get_children(&p).await },
             async move { c2.get_children_watch(&p2).await },
-            |py, v| bridge::obj(py, v),
+            bridge::to_obj(),
         )
     }
 

@@ -68,7 +68,10 @@ pub fn closed(py: Python<'_>, message: impl Into<String>) -> PyErr {
 
 /// Every kind of the core's error vocabulary as `(name, code)`, most general first.
 pub fn kinds() -> Vec<(&'static str, u32)> {
-    ErrorKind::ALL.iter().map(|k| (k.name(), k.code())).collect()
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name(), k.code()))
+        .collect()
 }
 
 /// Maps `Result<T, zkrecipes::Error>` onto `PyResult<T>`.

@@ -125,7 +125,10 @@ impl PyElection {
     #[getter]
     fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
         let (latent, closed) = match self.get(py)? {
-            Member::Latch(l) => (l.state() == LatchState::Latent, l.state() == LatchState::Closed),
+            Member::Latch(l) => (
+                l.state() == LatchState::Latent,
+                l.state() == LatchState::Closed,
+            ),
             Member::Selector(s) => (
                 s.state() == SelectorState::Latent,
                 s.state() == SelectorState::Closed,
@@ -215,7 +218,9 @@ impl PyLeaderLatch {
     #[pyo3(signature = (timeout))]
     fn await_leadership(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let l = self.l(py)?;
-        Ok(Call::value(async move { l.await_leadership(timeout.0).await }))
+        Ok(Call::value(
+            async move { l.await_leadership(timeout.0).await },
+        ))
     }
 
     #[getter]

@@ -25,11 +25,26 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The core's vocabulary, which the hand-written enums and exception classes follow (a test
     // checks that they agree).
     m.add("ERROR_KINDS", errors::kinds())?;
-    m.add("CREATE_MODES", names(zkrecipes::CreateMode::ALL, |v| v.name()))?;
-    m.add("EVENT_TYPES", names(zkrecipes::NodeEventKind::ALL, |v| v.name()))?;
-    m.add("CONNECTION_STATES", names(zkrecipes::ConnectionState::ALL, |v| v.name()))?;
-    m.add("CANCEL_REASONS", names(zkrecipes::leader::CancelReason::ALL, |v| v.name()))?;
-    m.add("LOG_LEVELS", names(zkrecipes::log::Level::ALL, |v| v.name()))?;
+    m.add(
+        "CREATE_MODES",
+        names(zkrecipes::CreateMode::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "EVENT_TYPES",
+        names(zkrecipes::NodeEventKind::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "CONNECTION_STATES",
+        names(zkrecipes::ConnectionState::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "CANCEL_REASONS",
+        names(zkrecipes::leader::CancelReason::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "LOG_LEVELS",
+        names(zkrecipes::log::Level::ALL, |v| v.name()),
+    )?;
     m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyStat>()?;

@@ -73,7 +73,7 @@ impl PyLock {
         let undo_lock = lock.clone();
         Ok(Call::undoable(
             async move { lock.acquire(owner, timeout.0).await },
-            |py, v| bridge::obj(py, v),
+            bridge::to_obj(),
             Box::new(move |acquired| {
                 if acquired {
                     release_later(undo_lock, owner);
@@ -173,9 +173,9 @@ impl PyMutex {
     /// Calls `callback(owner_id)` on the lock's dispatcher thread when a hold is lost; returns
     /// an id for `remove_lost_listener`.
     fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
-        Ok(self.m(py)?.on_lost(bridge::listener(callback, |o: Owner| {
-            (o.as_raw(),)
-        })))
+        Ok(self
+            .m(py)?
+            .on_lost(bridge::listener(callback, |o: Owner| (o.as_raw(),))))
     }
 
     fn remove_lost_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
@@ -184,9 +184,8 @@ impl PyMutex {
 
     /// Curator's makeRevocable: `callback(owner_id)` when another process asks for the lock.
     fn make_revocable(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.m(py)?.make_revocable(bridge::listener(callback, |o: Owner| {
-            (o.as_raw(),)
-        }));
+        self.m(py)?
+            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)));
         Ok(())
     }
 
@@ -372,7 +371,10 @@ impl PyLease {
     /// thread may return the lease meanwhile: nothing is locked while the read waits.
     fn data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if self.is_returned() {
-            return Err(errors::closed(py, format!("lease {} was returned", self.path)));
+            return Err(errors::closed(
+                py,
+                format!("lease {} was returned", self.path),
+            ));
         }
         let client = self.client.get(py, "lease")?.clone();
         let path = self.path.clone();
@@ -534,11 +536,9 @@ impl PyMultiLock {
                     Ok(lock) if !m.is_instance_of::<PyMultiLock>() => {
                         locks.push(lock.get().get(py)?)
                     }
-                    _ => {
-                        return Err(pyo3::exceptions::PyTypeError::new_err(
-                            "a multi lock takes lock paths (str) or zkrecipes lock objects, not a mix",
-                        ))
-                    }
+                    _ => return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "a multi lock takes lock paths (str) or zkrecipes lock objects, not a mix",
+                    )),
                 }
             }
             InterProcessMultiLock::from_locks(locks).py_err(py)?

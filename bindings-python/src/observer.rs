@@ -180,16 +180,18 @@ impl PyLeaderObserver {
     #[pyo3(signature = (timeout))]
     fn wait_changed(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let cursor = self.cursor(py)?;
-        Ok(Call::new(next_change(cursor, timeout.0), optional_participant))
+        Ok(Call::new(
+            next_change(cursor, timeout.0),
+            optional_participant,
+        ))
     }
 
     /// `callback(participant)` with each new leader, on the observer's dispatcher thread;
     /// returns an id.
     fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
         self.started(py, |s| {
-            Ok(s.observer.add_listener(bridge::listener(callback, |p| {
-                (PyParticipant::from(p),)
-            })))
+            Ok(s.observer
+                .add_listener(bridge::listener(callback, |p| (PyParticipant::from(p),))))
         })
     }
 
