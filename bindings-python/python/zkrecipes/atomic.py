@@ -10,10 +10,10 @@ compare-and-set.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Callable, Optional, Type
+from typing import Any, Callable, Optional
 
 from . import _native
+from ._base import Lifecycle
 from ._call import run
 from ._native import AtomicStats, AtomicValue, VersionedValue
 from .client import Client, ConnectionState, RetryPolicy, _seconds
@@ -197,7 +197,7 @@ class DistributedAtomicInteger(_DistributedAtomicNumber):
     _BITS = 32
 
 
-class SharedCount:
+class SharedCount(Lifecycle):
     """Curator's SharedCount: a 4-byte count every participant sees, with change listeners.
 
     ``with SharedCount(client, path, seed) as count:`` starts and closes it.
@@ -275,22 +275,9 @@ class SharedCount:
         """Stops watching (no listener is called after this returns). The node stays."""
         self._n.close()
 
-    def __enter__(self) -> "SharedCount":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio (it returns at once either way)."""
         self.close()
 
-    async def __aenter__(self) -> "SharedCount":
-        await self.start_async()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 

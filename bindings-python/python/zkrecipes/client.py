@@ -3,13 +3,12 @@ policies and the plain ZooKeeper operations the recipes are built from."""
 
 from __future__ import annotations
 
-import enum
 import logging
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Stat
 from .errors import InvalidArgumentError
@@ -32,7 +31,7 @@ __all__ = [
 ]
 
 
-class ConnectionState(str, enum.Enum):
+class ConnectionState(Name):
     """Curator's connection states (the core's names, ``_native.CONNECTION_STATES``)."""
 
     #: The first successful connection.
@@ -51,11 +50,8 @@ class ConnectionState(str, enum.Enum):
         """CONNECTED, RECONNECTED and READ_ONLY."""
         return self in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class CreateMode(str, enum.Enum):
+class CreateMode(Name):
     """ZooKeeper's node types (the core's names, ``_native.CREATE_MODES``)."""
 
     PERSISTENT = "PERSISTENT"
@@ -64,9 +60,6 @@ class CreateMode(str, enum.Enum):
     EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
     #: Deleted by the server once its last child is gone.
     CONTAINER = "CONTAINER"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _seconds(name: str, value: float) -> float:
@@ -219,7 +212,7 @@ def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
     return out
 
 
-class EventType(str, enum.Enum):
+class EventType(Name):
     """What a one-shot watch saw (the core's names, ``_native.EVENT_TYPES``; kazoo's
     ``CHANGED`` and ``CHILD`` are aliases)."""
 
@@ -235,9 +228,6 @@ class EventType(str, enum.Enum):
     CHANGED = "DATA_CHANGED"
     #: kazoo's name of :attr:`CHILDREN_CHANGED`.
     CHILD = "CHILDREN_CHANGED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -263,7 +253,7 @@ def _watch_arg(watch: Optional[WatchFunc]) -> Optional[Callable[[str, str], None
     return fire
 
 
-class Client:
+class Client(Lifecycle):
     """A ZooKeeper client (Curator's CuratorFramework).
 
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``. Times are in seconds. ``retry`` is one
@@ -343,21 +333,6 @@ class Client:
         """:meth:`close` for asyncio."""
         await run(self._native.close())
 
-    def __enter__(self) -> "Client":
-        return self.start()
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "Client":
-        return await self.start_async()
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
 
     # ---- state ----
 

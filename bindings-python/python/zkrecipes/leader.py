@@ -8,13 +8,12 @@ epoch (its node's czxid) that strictly increases from one leadership to the next
 from __future__ import annotations
 
 import asyncio
-import enum
 import inspect
 import threading
-from types import TracebackType
-from typing import Any, Awaitable, Callable, List, Optional, Protocol, Type, Union
+from typing import Any, Awaitable, Callable, List, Optional, Protocol, Union
 
 from . import _native
+from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Participant
 from .client import Client
@@ -34,7 +33,7 @@ __all__ = [
 ]
 
 
-class CloseMode(str, enum.Enum):
+class CloseMode(Name):
     """How :meth:`LeaderLatch.close` treats the listeners (Curator's LeaderLatch.CloseMode)."""
 
     #: Closing does not call ``not_leader`` (the default).
@@ -42,11 +41,8 @@ class CloseMode(str, enum.Enum):
     #: Closing while leading calls ``not_leader``.
     NOTIFY_LEADER = "NOTIFY_LEADER"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class LeadershipLostPolicy(str, enum.Enum):
+class LeadershipLostPolicy(Name):
     """Which connection states end leadership (Curator's ConnectionStateErrorPolicy)."""
 
     #: SUSPENDED already ends leadership, as does LOST (the safe default).
@@ -54,19 +50,13 @@ class LeadershipLostPolicy(str, enum.Enum):
     #: Only LOST ends it; fence writes with the leadership epoch.
     SESSION = "SESSION"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class LatchState(str, enum.Enum):
+class LatchState(Name):
     """A latch's life cycle (Curator's LeaderLatch.State)."""
 
     LATENT = "LATENT"
     STARTED = "STARTED"
     CLOSED = "CLOSED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class LeaderLatchListener(Protocol):
@@ -79,7 +69,7 @@ class LeaderLatchListener(Protocol):
         """This participant stopped being leader."""
 
 
-class _Election:
+class _Election(Lifecycle):
     """What :class:`LeaderLatch` and :class:`LeaderSelector` both have."""
 
     _n: _native.Election
@@ -218,26 +208,9 @@ class LeaderLatch(_Election):
         """:meth:`close` for asyncio."""
         await run(self._n.close(None if close_mode is None else CloseMode(close_mode).value))
 
-    def __enter__(self) -> "LeaderLatch":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "LeaderLatch":
-        await self.start_async()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
 
 
-class CancelReason(str, enum.Enum):
+class CancelReason(Name):
     """Why leadership was cancelled (the core's names, ``_native.CANCEL_REASONS``)."""
 
     #: The connection was SUSPENDED (STANDARD policy): another participant may lead soon.
@@ -248,9 +221,6 @@ class CancelReason(str, enum.Enum):
     INTERRUPTED = "INTERRUPTED"
     #: The selector (or its client) was closed.
     CLOSED = "CLOSED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class LeadershipContext:
@@ -376,6 +346,10 @@ class LeaderSelector(_Election):
         """Queues again now; False if already queued or leading."""
         return self._n.requeue()
 
+    async def start_async(self) -> None:
+        """:meth:`start` for asyncio (it returns at once either way)."""
+        self.start()
+
     def interrupt_leadership(self) -> None:
         """Cancels the current leadership, if any (``ctx.cancel_reason`` is INTERRUPTED)."""
         self._n.interrupt_leadership()
@@ -396,26 +370,9 @@ class LeaderSelector(_Election):
         """:meth:`close` for asyncio."""
         await run(self._n.close())
 
-    def __enter__(self) -> "LeaderSelector":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "LeaderSelector":
-        self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
 
 
-class LeaderObserver:
+class LeaderObserver(Lifecycle):
     """Who leads a :class:`LeaderLatch` or :class:`LeaderSelector` group on ``path`` — in any
     face or Curator — without taking part (etcd's Observe; the C face's ``zkr_leader_observer``).
     One children watch on the group: each join or leave costs one ``getChildren``.
@@ -480,21 +437,10 @@ class LeaderObserver:
         :meth:`wait_changed` or :meth:`start` get :class:`~zkrecipes.ClosedError`. Idempotent."""
         self._n.close()
 
-    def __enter__(self) -> "LeaderObserver":
-        return self.start()
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio (it returns at once either way)."""
         self.close()
 
-    async def __aenter__(self) -> "LeaderObserver":
-        return await self.start_async()
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 
 def _running_loop() -> Optional[asyncio.AbstractEventLoop]:

@@ -9,12 +9,12 @@ one holder to the next.
 
 from __future__ import annotations
 
-import enum
 import warnings
 from types import TracebackType
-from typing import Callable, List, Optional, Sequence, Type, Union
+from typing import Callable, List, Optional, Sequence, Type, TypeVar, Union
 
 from . import _native
+from ._base import Name
 from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 
-class LockLostPolicy(str, enum.Enum):
+class LockLostPolicy(Name):
     """When a hold counts as lost (Curator's ConnectionStateErrorPolicy)."""
 
     #: Lost as soon as the connection is SUSPENDED or LOST (the safe default).
@@ -41,14 +41,14 @@ class LockLostPolicy(str, enum.Enum):
     #: Lost only when the session is LOST; a SUSPENDED connection that comes back keeps it.
     SESSION = "SESSION"
 
-    def __str__(self) -> str:
-        return self.value
-
 
 def _native_client(client: Client) -> _native.Client:
     if not isinstance(client, Client):
         raise TypeError(f"client must be a zkrecipes.Client, not {type(client).__name__}")
     return client._native
+
+
+_L = TypeVar("_L", bound="_OwnedLock")
 
 
 class _OwnedLock:
@@ -80,7 +80,7 @@ class _OwnedLock:
         """Whether the lock is held through this object (by any owner)."""
         return self._n.is_acquired_in_this_process()
 
-    def __enter__(self) -> "_OwnedLock":
+    def __enter__(self: _L) -> _L:
         self.acquire()
         return self
 
@@ -89,7 +89,7 @@ class _OwnedLock:
     ) -> None:
         self.release()
 
-    async def __aenter__(self) -> "_OwnedLock":
+    async def __aenter__(self: _L) -> _L:
         await self.acquire_async()
         return self
 
@@ -136,13 +136,6 @@ class InterProcessMutex(_OwnedLock):
                 source=self,
             )
 
-    def __enter__(self) -> "InterProcessMutex":
-        self.acquire()
-        return self
-
-    async def __aenter__(self) -> "InterProcessMutex":
-        await self.acquire_async()
-        return self
 
     @property
     def path(self) -> str:
@@ -234,13 +227,6 @@ class InterProcessSemaphoreMutex(_OwnedLock):
     def __repr__(self) -> str:
         return f"<zkrecipes.InterProcessSemaphoreMutex path={self.path!r}>"
 
-    def __enter__(self) -> "InterProcessSemaphoreMutex":
-        self.acquire()
-        return self
-
-    async def __aenter__(self) -> "InterProcessSemaphoreMutex":
-        await self.acquire_async()
-        return self
 
     @property
     def path(self) -> str:
@@ -339,13 +325,6 @@ class InterProcessMultiLock(_OwnedLock):
                 raise TypeError(f"a multi lock takes paths or zkrecipes locks, not {type(lock).__name__}")
         self._n = _native.InterProcessMultiLock(_native_client(client), members)
 
-    def __enter__(self) -> "InterProcessMultiLock":
-        self.acquire()
-        return self
-
-    async def __aenter__(self) -> "InterProcessMultiLock":
-        await self.acquire_async()
-        return self
 
 
 
