@@ -329,7 +329,8 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
     f.force_set(42).await.unwrap();
     assert_eq!(f.get().await.unwrap().post_value, 42);
 
-    // DistributedAtomicInteger: 4 bytes, i32 arithmetic, wrapping add as Java's int.
+    // DistributedAtomicInteger: 4 bytes, i32 arithmetic; an overflow is refused where Java's
+    // int (and Curator) would wrap.
     let i = DistributedAtomicInteger::new(&client, "/int", None, None).unwrap();
     assert_eq!(i.add(7).await.unwrap().post_value, 7);
     assert_eq!(
@@ -337,11 +338,8 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
         7i32.to_be_bytes()
     );
     i.force_set(i32::MAX).await.unwrap();
-    let v = i.add(1).await.unwrap();
-    assert_eq!(
-        (v.succeeded, v.pre_value, v.post_value),
-        (true, i32::MAX, i32::MIN)
-    );
+    assert!(matches!(i.add(1).await, Err(Error::Overflow(_))));
+    assert_eq!(i.get().await.unwrap().post_value, i32::MAX);
     // The blocking face refuses to run inside a runtime instead of deadlocking it.
     assert!(matches!(i.get_blocking(), Err(Error::Internal(_))));
     client.close().await;
@@ -349,7 +347,7 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
 }
 
 #[test]
-fn add_and_get_reports_overflow_and_writes_nothing_while_curator_add_wraps() {
+fn every_add_refuses_an_overflow_and_writes_nothing() {
     let server = TestingServer::start();
     let client = connect(&server.connect_string());
     let c = DistributedAtomicLong::new(&client, "/overflow/long", None, None).unwrap();
@@ -365,8 +363,19 @@ fn add_and_get_reports_overflow_and_writes_nothing_while_curator_add_wraps() {
         c.add_and_get_blocking(-1, None).unwrap_err().kind(),
         ErrorKind::Overflow
     );
-    let v = c.subtract_blocking(1).unwrap();
-    assert_eq!((v.succeeded, v.post_value), (true, i64::MAX));
+    // Curator's add/subtract/increment wrap here (succeeded, post -2^63 + ...); ours refuse.
+    for e in [
+        c.subtract_blocking(1).unwrap_err(),
+        c.add_blocking(-1).unwrap_err(),
+        c.decrement_blocking().unwrap_err(),
+        c.subtract_blocking(i64::MIN).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::Overflow, "{e}");
+    }
+    assert_eq!(c.get_blocking().unwrap().post_value, i64::MIN);
+    c.force_set_blocking(i64::MAX).unwrap();
+    assert_eq!(c.increment_blocking().unwrap_err().kind(), ErrorKind::Overflow);
+    assert_eq!(c.get_blocking().unwrap().post_value, i64::MAX);
 
     let i = DistributedAtomicInteger::new(&client, "/overflow/int", None, None).unwrap();
     i.force_set_blocking(i32::MAX).unwrap();
