@@ -19,7 +19,7 @@ from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
 from .client import Client
-from .errors import NotOwnerError
+from .errors import NotOwnerError, ZkRecipesError
 
 __all__ = [
     "InterProcessMutex",
@@ -128,7 +128,12 @@ class InterProcessMutex(_OwnedLock):
 
     def __del__(self) -> None:
         n = getattr(self, "_n", None)
-        if n is not None and n.is_acquired_in_this_process():
+        try:
+            held = n is not None and n.is_acquired_in_this_process()
+        except ZkRecipesError:  # made before a fork: the parent's business
+            held = False
+        if held:
+            assert n is not None
             warnings.warn(
                 f"InterProcessMutex {n.path!r} was garbage-collected while held: its lock node stays "
                 "until the session ends; release it (or use `with lock:`)",
