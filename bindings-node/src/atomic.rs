@@ -344,6 +344,11 @@ impl NativeSharedCount {
             SharedCountEvent::StateChanged(s) => {
                 emitter.emit(Event::new("state", Payload::Text(s.as_str().into())))
             }
+            SharedCountEvent::CorruptedData { version } => emitter.emit(Event {
+                name: "corrupted",
+                payload: Payload::Number(version as f64),
+                extra: Payload::Number(version as f64),
+            }),
         });
         Ok(NativeSharedCount {
             inner: Arc::new(inner),
@@ -360,16 +365,19 @@ impl NativeSharedCount {
         })
     }
 
-    /// The count as last seen.
+    /// The count as last seen; throws `ZKR_CORRUPTED_DATA` while the node holds no count.
     #[napi(getter)]
-    pub fn count(&self) -> i32 {
-        self.inner.get_count()
+    pub fn count(&self, env: Env) -> napi::Result<i32> {
+        self.inner.get_count().map_err(|e| from_core(&env, &e))
     }
 
     /// `{ version, value }` for `trySetCount`.
     #[napi]
     pub fn versioned_value(&self, env: Env) -> napi::Result<Object<'_>> {
-        let v = self.inner.get_versioned_value();
+        let v = self
+            .inner
+            .get_versioned_value()
+            .map_err(|e| from_core(&env, &e))?;
         let mut o = Object::new(&env)?;
         o.set("version", v.version)?;
         o.set("value", v.value)?;

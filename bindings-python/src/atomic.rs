@@ -327,11 +327,11 @@ impl PySharedCount {
     }
 
     fn get_count(&self, py: Python<'_>) -> PyResult<i32> {
-        Ok(self.s(py)?.get_count())
+        self.s(py)?.get_count().py_err(py)
     }
 
     fn get_versioned_value(&self, py: Python<'_>) -> PyResult<PyVersionedValue> {
-        Ok(self.s(py)?.get_versioned_value().into())
+        self.s(py)?.get_versioned_value().py_err(py).map(Into::into)
     }
 
     fn set_count(&self, py: Python<'_>, count: Int<i32>) -> PyResult<Call> {
@@ -356,9 +356,12 @@ impl PySharedCount {
     }
 
     /// `callback("count", VersionedValue)` on a change, `callback("state", name)` on a
-    /// connection-state change; on the count's dispatcher thread, one at a time, in order.
+    /// connection-state change, `callback("error", CorruptedDataError)` when the node holds
+    /// data that is not a count; on the count's dispatcher thread, one at a time, in order.
     fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
-        Ok(self.s(py)?.add_listener(move |event| {
+        let shared = self.s(py)?;
+        let path = shared.path().to_string();
+        Ok(shared.add_listener(move |event| {
             let _ = Python::try_attach(|py| {
                 let args = match event {
                     SharedCountEvent::CountChanged(v) => {
@@ -366,6 +369,15 @@ impl PySharedCount {
                     }
                     SharedCountEvent::StateChanged(s) => {
                         bridge::obj(py, s.name()).map(|n| ("state", n))
+                    }
+                    SharedCountEvent::CorruptedData { version } => {
+                        let e = zkrecipes::Error::CorruptedData(
+                            format!(
+                                "shared count {path}: the data at version {version} is not a count (4 bytes)"
+                            )
+                            .into(),
+                        );
+                        Ok(("error", errors::to_py(py, e).into_value(py).into_any()))
                     }
                 };
                 match args {

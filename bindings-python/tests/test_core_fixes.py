@@ -79,3 +79,38 @@ def test_a_queued_waiter_gets_the_lock_after_its_session_is_killed(
             assert lock.is_held_valid(owner=b) and not lock.is_held_valid(owner=a), f"round {round}"
         lock.release(owner=b)
         c.close()
+
+
+def test_a_shared_count_overwritten_with_garbage_reports_corrupted_data(
+    make_client: Callable[..., Client], path: str
+) -> None:
+    c = make_client()
+    errors: List[BaseException] = []
+    counts: List[int] = []
+    got_error = threading.Event()
+    with zkrecipes.SharedCount(c, path, 7) as count:
+        count.add_listener(counts.append, error=lambda e: (errors.append(e), got_error.set()))
+        make_client().set_data(path, b"not a count")
+        assert got_error.wait(10)
+        assert isinstance(errors[0], zkrecipes.CorruptedDataError) and path in str(errors[0])
+        with pytest.raises(zkrecipes.CorruptedDataError):
+            count.get_count()
+        c.set_data(path, (5).to_bytes(4, "big"))  # a valid count again
+        wait_until(lambda: 5 in counts, 10, "the valid count heard again")
+        assert count.get_count() == 5
+
+
+def test_a_lock_node_deleted_by_another_client_is_a_lost_hold(
+    make_client: Callable[..., Client], path: str
+) -> None:
+    c = make_client()
+    m = InterProcessMutex(c, path)
+    lost: List[int] = []
+    m.on_lost(lost.append)
+    assert m.acquire(timeout=10)
+    node = m.lock_node()
+    assert node is not None and m.is_held_valid()
+    make_client().delete(node)
+    wait_until(lambda: not m.is_held_valid(), 10, "the hold reported invalid")
+    wait_until(lambda: len(lost) == 1, 10, "the lost signal")
+    assert lost == [zkrecipes._owners.current_owner_id()]

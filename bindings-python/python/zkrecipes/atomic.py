@@ -17,6 +17,7 @@ from ._base import Lifecycle
 from ._call import run
 from ._native import AtomicStats, AtomicValue, VersionedValue
 from .client import Client, ConnectionState, RetryPolicy, _seconds
+from .errors import CorruptedDataError
 from .locks import _native_client
 
 __all__ = [
@@ -223,7 +224,8 @@ class SharedCount(Lifecycle):
         await run(self._n.start())
 
     def get_count(self) -> int:
-        """The count as last seen (the seed before :meth:`start`)."""
+        """The count as last seen (the seed before :meth:`start`);
+        :class:`~zkrecipes.CorruptedDataError` while the node holds data that is not a count."""
         return int(self._n.get_count())
 
     def get_versioned_value(self) -> VersionedValue:
@@ -251,11 +253,15 @@ class SharedCount(Lifecycle):
         self,
         count_has_changed: Callable[[int], object],
         state_changed: Optional[Callable[[ConnectionState], object]] = None,
+        *,
+        error: Optional[Callable[[CorruptedDataError], object]] = None,
     ) -> int:
         """Curator's SharedCountListener: ``count_has_changed(new_count)`` on every change (by any
-        client), ``state_changed(state)`` on connection-state changes; on a library thread (never
-        the event loop's), one call at a time, in order; they may block and call this API.
-        Returns an id for :meth:`remove_listener`."""
+        client), ``state_changed(state)`` on connection-state changes, and ``error(exc)`` (a
+        :class:`~zkrecipes.CorruptedDataError`) when someone overwrites the node with data that is
+        not a count (:meth:`get_count` raises it too, until a valid count is written). On a
+        library thread (never the event loop's), one call at a time, in order; they may block and
+        call this API. Returns an id for :meth:`remove_listener`."""
         if not callable(count_has_changed):
             raise TypeError("count_has_changed must be callable")
 
@@ -264,8 +270,10 @@ class SharedCount(Lifecycle):
                 count_has_changed(value.value)
             elif kind == "state" and state_changed is not None and isinstance(value, str):
                 state_changed(ConnectionState(value))
+            elif kind == "error" and error is not None and isinstance(value, CorruptedDataError):
+                error(value)
 
-        return int(self._n.add_listener(call))
+        return self._n.add_listener(call)
 
     def remove_listener(self, listener_id: int) -> bool:
         """Removes a listener by id."""

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 use super::internals::{
-    deadline_of, sleep_until, Acquired, AttemptOptions, Driver, Internals, Node, RevokeListener,
-    Sorter, WRITE_LOCK_NAME,
+    deadline_of, sleep_until, Acquired, AttemptOptions, DeletedListener, Driver, Internals, Node,
+    RevokeListener, Sorter, WRITE_LOCK_NAME,
 };
 use crate::client::sequence;
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -59,7 +59,7 @@ struct Hold {
     count: u32,
     valid: bool,
     state: watch::Sender<HoldState>,
-    _revoke_stop: Option<watch::Sender<()>>,
+    _node_watch: Option<watch::Sender<()>>,
 }
 
 enum Slot {
@@ -303,6 +303,7 @@ impl InterProcessMutex {
             sequence,
             write_held: &write_held,
             revocable,
+            deleted: Some(s.deleted_listener()),
         };
         match s.internals.attempt(&opts).await? {
             Some(acquired) => {
@@ -592,7 +593,7 @@ impl Shared {
                 ended: false,
             })
             .0,
-            _revoke_stop: acquired.revoke_stop,
+            _node_watch: acquired.node_watch,
         };
         {
             let mut slots = self.lock_slots();
@@ -625,6 +626,20 @@ impl Shared {
             tracing::warn!(lock = %self.internals.base, holds = owners.len(), state = %self.internals.client.state(), "lock hold lost: the owner must stop acting on it");
             self.fire_lost(owners);
         }
+    }
+
+    /// Marks the hold on `node` lost when someone else deletes the node.
+    fn deleted_listener(self: &Arc<Self>) -> DeletedListener {
+        let weak = Arc::downgrade(self);
+        Arc::new(move |node: &str| {
+            if let Some(s) = weak.upgrade() {
+                let before = s.lock_slots().values().any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node && !h.state.borrow().ended));
+                if before {
+                    tracing::warn!(lock = %s.internals.base, %node, "our lock node was deleted by someone else while held");
+                }
+                s.mark_lost(|h| h.node.path == node && !h.state.borrow().ended);
+            }
+        })
     }
 
     fn fire_lost(&self, owners: Vec<Owner>) {
