@@ -496,6 +496,13 @@ impl Client {
             }
         });
     }
+
+    /// Runs `f` on the client's dispatcher ([`crate::dispatch`]), after the callbacks already
+    /// queued: for a face that delivers something of its own in order with the client's
+    /// events (the first CONNECTED to listeners registered before the client existed).
+    pub fn run_on_dispatcher(&self, f: impl FnOnce() + Send + 'static) {
+        self.inner.dispatcher.call(f);
+    }
 }
 
 /// A weak handle for background tasks that must not keep a client alive.
