@@ -264,7 +264,7 @@ async fn read_members(
     }
     let mut found: Vec<Option<Member>> = vec![None; names.len()];
     while let Some(joined) = reads.join_next().await {
-        let (i, read) = joined.map_err(|e| Error::Internal(format!("read task: {e}")))?;
+        let (i, read) = joined.map_err(|e| Error::Internal(format!("read task: {e}").into()))?;
         match read {
             Ok((data, stat)) => {
                 found[i] = Some(Member {

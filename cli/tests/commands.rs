@@ -199,14 +199,14 @@ fn counters_use_curators_encoding_and_watch_streams_changes() {
 
 #[test]
 fn namespace_and_digest_auth_reach_what_other_clients_wrote() {
-    use zkrecipes::client::{Acl, AuthId, Permission};
+    use zkrecipes::client::{Acl, Permission};
     let server = TestingServer::start();
     let cs = server.connect_string();
 
     // A creator-only counter written by a client authenticated as app:secret.
     let owner = zkrecipes::ClientBuilder::new(cs.clone())
         .auth("digest", b"app:secret".to_vec())
-        .acl(vec![Acl::new(Permission::ALL, AuthId::new("auth", ""))])
+        .acl(vec![Acl::new(Permission::ALL, "auth", "")])
         .connect_blocking()
         .unwrap();
     owner

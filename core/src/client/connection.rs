@@ -10,13 +10,21 @@ use zookeeper_client as zk;
 use super::{wire, Config, ConnectionState, Inner};
 use crate::{Error, Result};
 
+/// How long a connection may stay silent: the connection timeout, at most 2/5 of the session
+/// timeout (pings go out at 3/8 of it).
+pub(crate) fn read_timeout(cfg: &Config) -> Duration {
+    cfg.connection_timeout.min(cfg.session_timeout * 2 / 5)
+}
+
 pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)> {
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
         .with_readonly(cfg.can_be_read_only)
         // Bounds each connection attempt: a server that accepts and then stays silent is left
-        // after the connection timeout, not after a share of the session timeout.
-        .with_connection_timeout(cfg.connection_timeout);
+        // after the connection timeout (never later than 2/5 of the session timeout, the wire
+        // client's own default), not after a share of the session timeout. The wire client
+        // also uses it as the read timeout of an established connection.
+        .with_connection_timeout(read_timeout(&cfg));
     for (scheme, cred) in &cfg.auth {
         connector = connector.with_auth(scheme, cred);
     }

@@ -560,9 +560,14 @@ impl LeaderSelector {
     }
 
     /// Whether this participant leads now: its `take_leadership` runs and has not been
-    /// cancelled.
+    /// cancelled, and a server was heard from recently enough under the lost policy (checked at
+    /// call time, like [`InterProcessMutex::is_held_valid`]).
     pub fn has_leadership(&self) -> bool {
         self.shared.leading.load(Ordering::SeqCst)
+            && self
+                .shared
+                .client
+                .heard_recently(self.shared.control().policy)
     }
 
     /// The fencing token of the current leadership, while leading.

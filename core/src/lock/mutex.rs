@@ -445,7 +445,11 @@ impl InterProcessMutex {
     }
 
     /// Whether `owner` holds the mutex and the hold is still trustworthy: not reported lost,
-    /// same session, client open, and (standard policy) connected right now.
+    /// same session, client open, (standard policy) connected right now, and a server heard
+    /// from recently (within the read timeout; session policy: the session timeout), checked at
+    /// call time — a process that wakes from a long pause gets `false` at once, before its
+    /// client's tasks have noticed. A check is a moment: fence writes with the
+    /// [fencing token](Self::fencing_token).
     pub fn is_held_valid(&self, owner: Owner) -> bool {
         let s = &self.shared;
         let client = &s.internals.client;
@@ -457,6 +461,7 @@ impl InterProcessMutex {
             && !client.is_closed()
             && h.node.session == client.session_id()
             && (s.policy() == LostPolicy::Session || client.state().is_connected())
+            && client.heard_recently(s.policy())
     }
 
     /// Calls `f(owner)` when a hold of this mutex is lost (see [`LostPolicy`]; also when the
