@@ -664,7 +664,7 @@ typedef struct zkr_stat {
  */
 typedef struct zkr_string_list {
     /**
-     * `len` NUL-terminated UTF-8 strings.
+     * `len` NUL-terminated UTF-8 strings (NULL when `len` is 0).
      */
     char **items;
     /**

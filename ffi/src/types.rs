@@ -121,7 +121,7 @@ pub unsafe extern "C" fn zkr_string_free(s: *mut c_char) {
 /// it with zkr_string_list_free; never free its parts yourself.
 #[repr(C)]
 pub struct zkr_string_list {
-    /// `len` NUL-terminated UTF-8 strings.
+    /// `len` NUL-terminated UTF-8 strings (NULL when `len` is 0).
     pub items: *mut *mut c_char,
     /// How many strings `items` holds.
     pub len: usize,
