@@ -1333,6 +1333,16 @@ fn fenced_round(
         "STALE WRITE ACCEPTED: the {runtime} holder (token {token}) wrote after the next holder \
          (token {second_token}): {stale:?}"
     );
+    // zkrecipes checks at call time that a server was heard from recently (the client's state,
+    // published by its tasks, still says "connected" right after a wake-up): a check made after
+    // waking never says "held". Curator (the reference row) has no such check.
+    if runtime != "java" {
+        assert_eq!(
+            stale_checks, 0,
+            "CHECK SAID HELD AFTER WAKING: the {runtime} holder's is_held_valid() vouched for a \
+             hold it had lost"
+        );
+    }
     let lost_before_act = learned.kind == "LOST";
     if lost_before_act {
         assert!(stale.is_empty(), "stale writes before LOST: {stale:?}");
