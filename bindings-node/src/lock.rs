@@ -8,67 +8,88 @@ use napi::bindgen_prelude::{BigInt, Object};
 use napi::Env;
 use napi_derive::napi;
 use zkrecipes::lock::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockLostPolicy,
+    InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 
 use crate::args;
+use crate::boundary::{promise, sync, Outcome};
 use crate::client::NativeClient;
-use crate::error::{from_core, invalid, CoreResult};
-use crate::events::{EmitFn, Emitter, Event, Payload};
-use crate::promise;
+use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 
-fn lost_policy(p: Option<String>) -> CoreResult<LockLostPolicy> {
-    match p.as_deref() {
-        None | Some("standard") => Ok(LockLostPolicy::Standard),
-        Some("session") => Ok(LockLostPolicy::Session),
-        Some(other) => Err(invalid(format!(
-            "lostPolicy must be 'standard' or 'session', got {other:?}"
-        ))),
-    }
+/// An owner's acquire of a lock that has owners (a mutex, a multi lock): resolves to whether
+/// `owner` acquired within `timeout_ms` (`undefined`: no limit).
+fn acquire_for<'env, L>(
+    env: &'env Env,
+    lock: &L,
+    owner: BigInt,
+    timeout_ms: Option<f64>,
+) -> napi::Result<Object<'env>>
+where
+    L: InterProcessLock + Clone + 'static,
+{
+    promise(env, || {
+        let (owner, timeout) = (args::owner(&owner)?, args::timeout("timeoutMs", timeout_ms)?);
+        let lock = lock.clone();
+        Ok(async move { lock.acquire(owner, timeout).await })
+    })
 }
 
-/// Emits `'lost'` with the owner id whose hold was lost.
-fn forward_lost(m: &InterProcessMutex, emit: EmitFn<'_>) -> napi::Result<()> {
-    let emitter = Emitter::new(emit)?;
-    m.on_lost(move |owner| emitter.emit(Event::new("lost", Payload::Owner(owner.as_raw()))));
-    Ok(())
+/// An owner's release of such a lock (`ZKR_NOT_OWNER` if it holds nothing).
+fn release_for<'env, L>(env: &'env Env, lock: &L, owner: BigInt) -> napi::Result<Object<'env>>
+where
+    L: InterProcessLock + Clone + 'static,
+{
+    promise(env, || {
+        let owner = args::owner(&owner)?;
+        let lock = lock.clone();
+        Ok(async move {
+            lock.release(owner).await?;
+            Ok(Out::Undefined)
+        })
+    })
 }
 
-/// Curator's InterProcessMutex (reentrant per owner). `index.js`'s `InterProcessMutex` wraps it.
+/// Curator's InterProcessMutex (reentrant per owner). `lib/locks.js`'s `InterProcessMutex`
+/// wraps it. Its emitter carries `'lost'` and `'revoke'`, each with the owner id of the hold.
 #[napi]
 pub struct NativeMutex {
     inner: InterProcessMutex,
+    emitter: Emitter,
+}
+
+impl NativeMutex {
+    fn wrap(inner: InterProcessMutex, emit: EmitFn<'_>, policy: Option<String>) -> Outcome<Self> {
+        inner.set_lost_policy(args::lost_policy(policy)?);
+        let emitter = Emitter::new(emit)?;
+        let e = emitter.clone();
+        inner.on_lost(move |owner| e.emit(Event::new("lost", Out::U64(owner.as_raw()))));
+        Ok(NativeMutex { inner, emitter })
+    }
 }
 
 #[napi]
 impl NativeMutex {
-    /// A mutex on `path`; `emit` receives `'lost'` events.
+    /// A mutex on `path`; `emit` receives `'lost'` (and, once revocable, `'revoke'`) events.
     #[napi(constructor)]
     pub fn new(
         env: Env,
         client: &NativeClient,
         path: String,
         emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<Self> {
-        let build = || -> CoreResult<InterProcessMutex> {
-            let m = InterProcessMutex::new(&client.inner, &path)?;
-            m.set_lost_policy(lost_policy(lost_policy_name)?);
-            Ok(m)
-        };
-        let inner = build().map_err(|e| from_core(&env, &e))?;
-        forward_lost(&inner, emit)?;
-        Ok(NativeMutex { inner })
+        sync(&env, || {
+            NativeMutex::wrap(
+                InterProcessMutex::new(&client.inner, &path)?,
+                emit,
+                lost_policy,
+            )
+        })
     }
 
-    pub(crate) fn wrap(inner: InterProcessMutex, emit: EmitFn<'_>) -> napi::Result<Self> {
-        forward_lost(&inner, emit)?;
-        Ok(NativeMutex { inner })
-    }
-
-    /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: wait forever).
+    /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: no limit).
     #[napi]
     pub fn acquire<'env>(
         &self,
@@ -76,91 +97,78 @@ impl NativeMutex {
         owner: BigInt,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let (owner, timeout) = match args::owner(&owner)
-            .and_then(|o| Ok((o, args::timeout("timeoutMs", timeout_ms)?)))
-        {
-            Ok(v) => v,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(owner, timeout).await })
+        acquire_for(env, &self.inner, owner, timeout_ms)
     }
 
     /// Releases one acquire of `owner` (`ZKR_NOT_OWNER` if it holds nothing).
     #[napi]
     pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        let owner = match args::owner(&owner) {
-            Ok(o) => o,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release(owner).await?;
-            Ok(Out::Undefined)
-        })
+        release_for(env, &self.inner, owner)
     }
 
     /// Whether `owner` holds the mutex.
     #[napi]
     pub fn is_owned_by(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.is_owned_by(owner))
+        sync(&env, || Ok(self.inner.is_owned_by(args::owner(&owner)?)))
     }
 
     /// Whether `owner` holds the mutex and the hold is still trustworthy.
     #[napi]
     pub fn is_held_valid(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.is_held_valid(owner))
+        sync(&env, || Ok(self.inner.is_held_valid(args::owner(&owner)?)))
     }
 
     /// Whether any owner of this object holds it.
     #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
+    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
     }
 
     /// `owner`'s fencing token (the lock node's czxid), or `null` if it holds nothing.
     #[napi]
     pub fn fencing_token(&self, env: Env, owner: BigInt) -> napi::Result<Option<BigInt>> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.fencing_token(owner).map(BigInt::from))
+        sync(&env, || {
+            Ok(self
+                .inner
+                .fencing_token(args::owner(&owner)?)
+                .map(BigInt::from))
+        })
     }
 
     /// The path of `owner`'s lock node, or `null`.
     #[napi]
     pub fn lock_node(&self, env: Env, owner: BigInt) -> napi::Result<Option<String>> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.lock_node(owner))
+        sync(&env, || Ok(self.inner.lock_node(args::owner(&owner)?)))
     }
 
     /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
-    /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), `emit`
+    /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), the emitter
     /// receives `'revoke'` with the owner id of that hold. Cooperative: the owner decides whether
-    /// to release. Applies to acquires that start after this call; a second call replaces the
-    /// first.
+    /// to release. Applies to acquires that start after this call.
     #[napi]
-    pub fn make_revocable(&self, emit: EmitFn<'_>) -> napi::Result<()> {
-        let emitter = Emitter::new(emit)?;
-        self.inner.make_revocable(move |owner| {
-            emitter.emit(Event::new("revoke", Payload::Owner(owner.as_raw())))
-        });
-        Ok(())
+    pub fn make_revocable(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            let e = self.emitter.clone();
+            self.inner.make_revocable(move |owner| {
+                e.emit(Event::new("revoke", Out::U64(owner.as_raw())))
+            });
+            Ok(())
+        })
     }
 
     /// Resolves to the lock's nodes in line order (holder first).
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(Out::strings(m.participant_nodes().await?))
+        promise(env, || {
+            let m = self.inner.clone();
+            Ok(async move { Ok(Out::strings(m.participant_nodes().await?)) })
         })
     }
 
     /// The lock path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
     }
 }
 
@@ -175,9 +183,11 @@ impl NativeReadWriteLock {
     /// A read/write lock on `path`.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, path: String) -> napi::Result<Self> {
-        let inner = InterProcessReadWriteLock::new(&client.inner, &path)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeReadWriteLock { inner })
+        sync(&env, || {
+            Ok(NativeReadWriteLock {
+                inner: InterProcessReadWriteLock::new(&client.inner, &path)?,
+            })
+        })
     }
 
     /// The read half (shared by readers; a writer may also take it).
@@ -186,11 +196,11 @@ impl NativeReadWriteLock {
         &self,
         env: Env,
         emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<NativeMutex> {
-        let m = self.inner.read_lock().clone();
-        m.set_lost_policy(lost_policy(lost_policy_name).map_err(|e| from_core(&env, &e))?);
-        NativeMutex::wrap(m, emit)
+        sync(&env, || {
+            NativeMutex::wrap(self.inner.read_lock().clone(), emit, lost_policy)
+        })
     }
 
     /// The write half (exclusive).
@@ -199,11 +209,11 @@ impl NativeReadWriteLock {
         &self,
         env: Env,
         emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<NativeMutex> {
-        let m = self.inner.write_lock().clone();
-        m.set_lost_policy(lost_policy(lost_policy_name).map_err(|e| from_core(&env, &e))?);
-        NativeMutex::wrap(m, emit)
+        sync(&env, || {
+            NativeMutex::wrap(self.inner.write_lock().clone(), emit, lost_policy)
+        })
     }
 }
 
@@ -218,10 +228,10 @@ impl NativeSemaphoreMutex {
     /// A semaphore mutex on `path`.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, path: String) -> napi::Result<Self> {
-        let inner = InterProcessSemaphoreMutex::new(&client.inner, &path)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeSemaphoreMutex {
-            inner: Arc::new(inner),
+        sync(&env, || {
+            Ok(NativeSemaphoreMutex {
+                inner: Arc::new(InterProcessSemaphoreMutex::new(&client.inner, &path)?),
+            })
         })
     }
 
@@ -232,34 +242,35 @@ impl NativeSemaphoreMutex {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let timeout = match args::timeout("timeoutMs", timeout_ms) {
-            Ok(t) => t,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(timeout).await })
+        promise(env, || {
+            let timeout = args::timeout("timeoutMs", timeout_ms)?;
+            let m = self.inner.clone();
+            Ok(async move { m.acquire(timeout).await })
+        })
     }
 
     /// Releases (`ZKR_NOT_OWNER` if this object does not hold it).
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release().await?;
-            Ok(Out::Undefined)
+        promise(env, || {
+            let m = self.inner.clone();
+            Ok(async move {
+                m.release().await?;
+                Ok(Out::Undefined)
+            })
         })
     }
 
     /// Whether this object holds it.
     #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
+    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
     }
 
     /// The path of the lease node held, if any.
     #[napi(getter)]
-    pub fn lease_node(&self) -> Option<String> {
-        self.inner.lease_node()
+    pub fn lease_node(&self, env: Env) -> napi::Result<Option<String>> {
+        sync(&env, || Ok(self.inner.lease_node()))
     }
 }
 
@@ -285,40 +296,43 @@ impl NativeLease {
 impl NativeLease {
     /// The lease node's path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.path.clone()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.path.clone()))
     }
 
     /// The lease node's czxid.
     #[napi(getter)]
-    pub fn czxid(&self) -> BigInt {
-        BigInt::from(self.czxid)
+    pub fn czxid(&self, env: Env) -> napi::Result<BigInt> {
+        sync(&env, || Ok(BigInt::from(self.czxid)))
     }
 
     /// Whether it was returned.
     #[napi(getter)]
-    pub fn is_returned(&self) -> bool {
-        self.lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+    pub fn is_returned(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || {
+            Ok(self
+                .lease
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none())
+        })
     }
 
     /// Returns the lease (deletes its node); `ZKR_NOT_OWNER` if it was returned already.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let path = self.path.clone();
-        promise::spawn(env, async move {
-            match lease {
-                Some(l) => l.release().await?,
-                None => {
-                    return Err(zkrecipes::Error::NotOwner(
+        promise(env, || {
+            let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let path = self.path.clone();
+            Ok(async move {
+                let lease = lease.ok_or_else(|| {
+                    zkrecipes::Error::NotOwner(
                         format!("return lease {path}: it was returned already").into(),
-                    ))
-                }
-            }
-            Ok(Out::Undefined)
+                    )
+                })?;
+                lease.release().await?;
+                Ok(Out::Undefined)
+            })
         })
     }
 }
@@ -339,9 +353,11 @@ impl NativeSemaphoreV2 {
         path: String,
         max_leases: u32,
     ) -> napi::Result<Self> {
-        let inner = InterProcessSemaphoreV2::new(&client.inner, &path, max_leases as usize)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeSemaphoreV2 { inner })
+        sync(&env, || {
+            Ok(NativeSemaphoreV2 {
+                inner: InterProcessSemaphoreV2::new(&client.inner, &path, max_leases as usize)?,
+            })
+        })
     }
 
     /// Resolves to `qty` leases, or `null` if they were not all acquired within `timeout_ms`.
@@ -352,37 +368,35 @@ impl NativeSemaphoreV2 {
         qty: u32,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let timeout = match args::timeout("timeoutMs", timeout_ms) {
-            Ok(t) => t,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(s.acquire(qty as usize, timeout)
-                .await?
-                .map(|leases| leases.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
+        promise(env, || {
+            let timeout = args::timeout("timeoutMs", timeout_ms)?;
+            let s = self.inner.clone();
+            Ok(async move {
+                let leases = s.acquire(qty as usize, timeout).await?;
+                Ok(leases.map(|l| l.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
+            })
         })
     }
 
     /// The lease nodes in sequence order.
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(Out::strings(s.participant_nodes().await?))
+        promise(env, || {
+            let s = self.inner.clone();
+            Ok(async move { Ok(Out::strings(s.participant_nodes().await?)) })
         })
     }
 
     /// The most leases held at once.
     #[napi(getter)]
-    pub fn max_leases(&self) -> u32 {
-        self.inner.max_leases() as u32
+    pub fn max_leases(&self, env: Env) -> napi::Result<u32> {
+        sync(&env, || Ok(self.inner.max_leases() as u32))
     }
 
     /// The semaphore's path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
     }
 }
 
@@ -397,10 +411,12 @@ impl NativeMultiLock {
     /// A multi lock over an InterProcessMutex at each path.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, paths: Vec<String>) -> napi::Result<Self> {
-        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let inner =
-            InterProcessMultiLock::new(&client.inner, &refs).map_err(|e| from_core(&env, &e))?;
-        Ok(NativeMultiLock { inner })
+        sync(&env, || {
+            let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+            Ok(NativeMultiLock {
+                inner: InterProcessMultiLock::new(&client.inner, &refs)?,
+            })
+        })
     }
 
     /// Resolves to whether `owner` took every lock within `timeout_ms`.
@@ -411,34 +427,19 @@ impl NativeMultiLock {
         owner: BigInt,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let (owner, timeout) = match args::owner(&owner)
-            .and_then(|o| Ok((o, args::timeout("timeoutMs", timeout_ms)?)))
-        {
-            Ok(v) => v,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(owner, timeout).await })
+        acquire_for(env, &self.inner, owner, timeout_ms)
     }
 
     /// Releases every lock of `owner`.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        let owner = match args::owner(&owner) {
-            Ok(o) => o,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release(owner).await?;
-            Ok(Out::Undefined)
-        })
+        release_for(env, &self.inner, owner)
     }
 
     /// Whether the locks are held in this process.
     #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
+    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
     }
 }
 
@@ -450,9 +451,11 @@ pub fn attempt_revoke<'env>(
     client: &NativeClient,
     node_path: String,
 ) -> napi::Result<Object<'env>> {
-    let c = client.inner.clone();
-    promise::spawn(env, async move {
-        zkrecipes::lock::attempt_revoke(&c, &node_path).await?;
-        Ok(Out::Undefined)
+    promise(env, || {
+        let c = client.inner.clone();
+        Ok(async move {
+            zkrecipes::lock::attempt_revoke(&c, &node_path).await?;
+            Ok(Out::Undefined)
+        })
     })
 }

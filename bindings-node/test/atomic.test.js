@@ -2,23 +2,18 @@
 // the seed scenario (10 x 100 increments = 1000), BigInt mapping, and change events.
 'use strict';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 
 const { Client, DistributedAtomicLong, DistributedAtomicInteger, SharedCount, RetryNTimes } = require('..');
-const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+const { useZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
 let zk;
 let client;
 
-before(async () => {
-  zk = startZooKeeper();
-  client = await Client.connect(zk.connectString);
-});
-
-after(async () => {
-  await client?.close();
-  zk?.stop();
+useZooKeeper((z, c) => {
+  zk = z;
+  client = c;
 });
 
 test('seed: 10 clients x 100 increments = 1000, no increment lost or hidden', async () => {
@@ -55,7 +50,9 @@ test('seed: 10 clients x 100 increments = 1000, no increment lost or hidden', as
 });
 
 test('DistributedAtomicLong: BigInt in and out, Curator-style AtomicValues', async () => {
-  const counter = new DistributedAtomicLong(client, uniquePath('long'));
+  const p = uniquePath('long');
+  const counter = new DistributedAtomicLong(client, p);
+  assert.equal(counter.path, p);
   assert.equal(await counter.addAndGet(1), 1n);
   const got = await counter.get();
   assert.equal(got.succeeded, true);
@@ -123,6 +120,7 @@ test("SharedCount: 'change' events reach every client; trySetCount is versioned"
     const a = new SharedCount(client, p, 7);
     const b = new SharedCount(other, p, 0);
     assert.equal(a.count, 7, 'the seed before start');
+    assert.equal(a.path, p);
     await a.start();
     await b.start();
     assert.equal(b.count, 7, 'the node was created with the first seed');
