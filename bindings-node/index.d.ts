@@ -575,12 +575,19 @@ export interface VersionedValue {
 export interface SharedCountEvents {
   change: [value: number, version: number];
   state: [state: ConnectionState];
+  /** The node holds data that is not a count (ZKR_CORRUPTED_DATA, at data version `version`). */
+  error: [err: ZkrError & { version: number }];
 }
 
-/** Curator's SharedCount. */
+/**
+ * Curator's SharedCount. When the node is overwritten with data that is not a count, it emits
+ * `'error'` (a process warning when nobody listens) and `count`, `getCount()` and
+ * `getVersionedValue()` throw ZKR_CORRUPTED_DATA until a valid value is written.
+ */
 export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   constructor(client: Client, path: string, seed?: number);
   readonly path: string;
+  /** The count as last seen (the seed before start); throws ZKR_CORRUPTED_DATA (see above). */
   readonly count: number;
   start(): Promise<void>;
   getCount(): number;

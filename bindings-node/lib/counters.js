@@ -4,6 +4,8 @@
 const { EventEmitter } = require('node:events');
 
 const { native, nativeGetters } = require('./native');
+const { ErrorCode } = require('./vocabulary');
+const { zkrError } = require('./errors');
 const args = require('./args');
 const { Client, retryOption } = require('./client');
 const { forwardTo } = require('./events');
@@ -119,6 +121,10 @@ class DistributedAtomicInteger extends CounterBase {
 /**
  * Curator's SharedCount: a 32-bit count watched by every client. `await count.start()`, then
  * `count.count` answers from memory; emits `'change'` (value, version) and `'state'` (name).
+ * When the node is overwritten with data that is not a count, it emits `'error'` (an Error with
+ * code `ZKR_CORRUPTED_DATA` and the data `version`; a process warning when nobody listens to
+ * `'error'`), and `count`, `getCount()` and `getVersionedValue()` throw `ZKR_CORRUPTED_DATA`
+ * until a valid value is written (Curator keeps the stale count silently).
  */
 class SharedCount extends EventEmitter {
   #native;
@@ -131,8 +137,22 @@ class SharedCount extends EventEmitter {
   constructor(client, path, seed) {
     super();
     const nc = Client._native(client);
+    args.path('path', path);
     const translate = (name, payload, extra) => (name === 'change' ? [payload, extra] : [payload]);
-    this.#native = new native.NativeSharedCount(nc, args.path('path', path), int32('seed', seed ?? 0), forwardTo(this, translate));
+    const forward = forwardTo(this, translate);
+    const ref = new WeakRef(this);
+    const emit = (name, payload, extra) => {
+      if (name === 'corrupted') ref.deref()?.#corrupted(path, payload);
+      else forward(name, payload, extra);
+    };
+    this.#native = new native.NativeSharedCount(nc, path, int32('seed', seed ?? 0), emit);
+  }
+
+  #corrupted(path, version) {
+    const err = zkrError(ErrorCode.CORRUPTED_DATA, `shared count ${path}: the node holds data that is not a count (data version ${version})`);
+    err.version = version;
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    else process.emitWarning(err.message, { code: ErrorCode.CORRUPTED_DATA });
   }
 
   /** Creates the node with the seed if missing, reads it and starts watching. */

@@ -275,7 +275,8 @@ counter_methods!(
     int_out
 );
 
-/// Curator's SharedCount; `emit` receives `'change'` (value, version) and `'state'` (name).
+/// Curator's SharedCount; `emit` receives `'change'` (value, version), `'state'` (name) and
+/// `'corrupted'` (the data version of a value that is not a count).
 #[napi]
 pub struct NativeSharedCount {
     inner: Arc<SharedCount>,
@@ -305,6 +306,9 @@ impl NativeSharedCount {
                     SharedCountEvent::StateChanged(s) => {
                         Event::new("state", Out::Str(s.name().to_string()))
                     }
+                    SharedCountEvent::CorruptedData { version } => {
+                        Event::new("corrupted", Out::Number(version as f64))
+                    }
                 })
             });
             Ok(NativeSharedCount {
@@ -325,17 +329,17 @@ impl NativeSharedCount {
         })
     }
 
-    /// The count as last seen.
+    /// The count as last seen; throws `ZKR_CORRUPTED_DATA` while the node holds no count.
     #[napi(getter)]
     pub fn count(&self, env: Env) -> napi::Result<i32> {
-        sync(&env, || Ok(self.inner.get_count()))
+        sync(&env, || Ok(self.inner.get_count()?))
     }
 
-    /// `{ version, value }` for `trySetCount`.
+    /// `{ version, value }` for `trySetCount`; throws `ZKR_CORRUPTED_DATA` like `count`.
     #[napi]
     pub fn versioned_value(&self, env: Env) -> napi::Result<Out> {
         sync(&env, || {
-            let v = self.inner.get_versioned_value();
+            let v = self.inner.get_versioned_value()?;
             Ok(Out::Object(vec![
                 ("version", Out::Number(v.version as f64)),
                 ("value", Out::Number(v.value as f64)),

@@ -83,6 +83,17 @@ test('DistributedAtomicLong: addAndGet reports overflow; bad values reject with 
   const counter = new DistributedAtomicLong(client, uniquePath('overflow'));
   await counter.forceSet(2n ** 63n - 1n);
   await assert.rejects(counter.addAndGet(1), { code: 'ZKR_OVERFLOW' });
+  // Curator's add wraps silently; ours refuses and leaves the counter as it was.
+  await assert.rejects(counter.add(1), { code: 'ZKR_OVERFLOW' });
+  await assert.rejects(counter.increment(), { code: 'ZKR_OVERFLOW' });
+  await counter.forceSet(-(2n ** 63n));
+  await assert.rejects(counter.subtract(1n), { code: 'ZKR_OVERFLOW' });
+  await assert.rejects(counter.decrement(), { code: 'ZKR_OVERFLOW' });
+  assert.equal((await counter.get()).postValue, -(2n ** 63n), 'unchanged');
+  const small = new DistributedAtomicInteger(client, uniquePath('overflow-int'));
+  await small.forceSet(2147483647);
+  await assert.rejects(small.add(1), { code: 'ZKR_OVERFLOW' });
+  assert.equal((await small.get()).postValue, 2147483647, 'unchanged');
   const bad = { code: 'ZKR_INVALID_ARGUMENT' };
   await assert.rejects(counter.addAndGet(1.5), bad);
   await assert.rejects(counter.addAndGet('1'), bad);
@@ -143,4 +154,25 @@ test("SharedCount: 'change' events reach every client; trySetCount is versioned"
   } finally {
     await other.close();
   }
+});
+
+test("SharedCount: data that is not a count is ZKR_CORRUPTED_DATA (an 'error' event, and the getters throw) until a valid value returns", async () => {
+  const p = uniquePath('shared-corrupt');
+  const count = new SharedCount(client, p, 5);
+  await count.start();
+  const error = nextEvent(count, 'error');
+  await client.setData(p, Buffer.from([1, 2, 3]));
+  const err = await error;
+  assert.equal(err.code, 'ZKR_CORRUPTED_DATA');
+  assert.equal(err.version, 1);
+  assert.ok(err.message.includes(p), err.message);
+  assert.throws(() => count.count, { code: 'ZKR_CORRUPTED_DATA' });
+  assert.throws(() => count.getCount(), { code: 'ZKR_CORRUPTED_DATA' });
+  assert.throws(() => count.getVersionedValue(), { code: 'ZKR_CORRUPTED_DATA' });
+  // A valid value written again: the count is back, with a 'change'.
+  const change = nextEvent(count, 'change');
+  await client.setData(p, Buffer.from([0, 0, 0, 9]));
+  assert.deepEqual(await change, [9, 2]);
+  assert.equal(count.count, 9);
+  count.close();
 });

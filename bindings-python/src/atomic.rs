@@ -378,11 +378,11 @@ impl PySharedCount {
     }
 
     fn get_count(&self, py: Python<'_>) -> PyResult<i32> {
-        Ok(self.s(py)?.get_count())
+        self.s(py)?.get_count().py_err(py)
     }
 
     fn get_versioned_value(&self, py: Python<'_>) -> PyResult<PyVersionedValue> {
-        Ok(self.s(py)?.get_versioned_value().into())
+        self.s(py)?.get_versioned_value().py_err(py).map(Into::into)
     }
 
     fn set_count(&self, py: Python<'_>, count: i32) -> PyResult<()> {
@@ -456,6 +456,9 @@ impl PySharedCount {
                         callback.call1(py, ("count", PyVersionedValue::from(v)))
                     }
                     SharedCountEvent::StateChanged(s) => callback.call1(py, ("state", s.as_str())),
+                    SharedCountEvent::CorruptedData { version } => {
+                        callback.call1(py, ("corrupted", version))
+                    }
                 };
                 if let Err(e) = result {
                     e.write_unraisable(py, Some(callback.bind(py)));

@@ -253,7 +253,7 @@ fn main() {
             let (mut ok, mut retries) = (0u64, 0u64);
             for _ in 0..iterations {
                 loop {
-                    let v = c.get_versioned_value();
+                    let v = c.get_versioned_value().expect("a valid count");
                     if c.try_set_count_blocking(&v, v.value + 1)
                         .expect("try_set_count")
                     {
@@ -315,7 +315,7 @@ fn main() {
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");
             c.start_blocking().expect("shared count start");
-            println!("{}", c.get_count());
+            println!("{}", c.get_count().expect("a valid count"));
             c.close();
         }
         "children" => {

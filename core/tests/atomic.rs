@@ -329,7 +329,8 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
     f.force_set(42).await.unwrap();
     assert_eq!(f.get().await.unwrap().post_value, 42);
 
-    // DistributedAtomicInteger: 4 bytes, i32 arithmetic, wrapping add as Java's int.
+    // DistributedAtomicInteger: 4 bytes, i32 arithmetic; an overflow is refused where Java's
+    // int (and Curator) would wrap.
     let i = DistributedAtomicInteger::new(&client, "/int", None, None).unwrap();
     assert_eq!(i.add(7).await.unwrap().post_value, 7);
     assert_eq!(
@@ -337,11 +338,8 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
         7i32.to_be_bytes()
     );
     i.force_set(i32::MAX).await.unwrap();
-    let v = i.add(1).await.unwrap();
-    assert_eq!(
-        (v.succeeded, v.pre_value, v.post_value),
-        (true, i32::MAX, i32::MIN)
-    );
+    assert!(matches!(i.add(1).await, Err(Error::Overflow(_))));
+    assert_eq!(i.get().await.unwrap().post_value, i32::MAX);
     // The blocking face refuses to run inside a runtime instead of deadlocking it.
     assert!(matches!(i.get_blocking(), Err(Error::Internal(_))));
     client.close().await;
@@ -349,7 +347,7 @@ async fn curator_operations_keep_curators_semantics_and_bytes() {
 }
 
 #[test]
-fn add_and_get_reports_overflow_and_writes_nothing_while_curator_add_wraps() {
+fn every_add_refuses_an_overflow_and_writes_nothing() {
     let server = TestingServer::start();
     let client = connect(&server.connect_string());
     let c = DistributedAtomicLong::new(&client, "/overflow/long", None, None).unwrap();
@@ -365,8 +363,22 @@ fn add_and_get_reports_overflow_and_writes_nothing_while_curator_add_wraps() {
         c.add_and_get_blocking(-1, None).unwrap_err().kind(),
         ErrorKind::Overflow
     );
-    let v = c.subtract_blocking(1).unwrap();
-    assert_eq!((v.succeeded, v.post_value), (true, i64::MAX));
+    // Curator's add/subtract/increment wrap here (succeeded, post -2^63 + ...); ours refuse.
+    for e in [
+        c.subtract_blocking(1).unwrap_err(),
+        c.add_blocking(-1).unwrap_err(),
+        c.decrement_blocking().unwrap_err(),
+        c.subtract_blocking(i64::MIN).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::Overflow, "{e}");
+    }
+    assert_eq!(c.get_blocking().unwrap().post_value, i64::MIN);
+    c.force_set_blocking(i64::MAX).unwrap();
+    assert_eq!(
+        c.increment_blocking().unwrap_err().kind(),
+        ErrorKind::Overflow
+    );
+    assert_eq!(c.get_blocking().unwrap().post_value, i64::MAX);
 
     let i = DistributedAtomicInteger::new(&client, "/overflow/int", None, None).unwrap();
     i.force_set_blocking(i32::MAX).unwrap();
@@ -662,6 +674,53 @@ fn count_changes(count: &SharedCount) -> tokio::sync::mpsc::UnboundedReceiver<Ve
     rx
 }
 
+/// A started count whose node another client overwrites with garbage must not keep answering
+/// the stale value silently (Curator does): listeners hear `CorruptedData`, `get_count` fails
+/// with `CorruptedData` until a valid value is written, then a change is heard again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupted_shared_count_is_reported_until_a_valid_value_returns() {
+    let server = TestingServer::start();
+    let a = builder(&server.connect_string()).connect().await.unwrap();
+    let b = builder(&server.connect_string()).connect().await.unwrap();
+    let sa = SharedCount::new(&a, "/shared/garbage", 5).unwrap();
+    sa.start().await.unwrap();
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    sa.add_listener(move |e| {
+        if !matches!(e, SharedCountEvent::StateChanged(_)) {
+            let _ = tx.send(e);
+        }
+    });
+    assert_eq!(sa.get_count().unwrap(), 5);
+    b.set_data("/shared/garbage", b"abc", None).await.unwrap();
+    let heard = tokio::time::timeout(5 * SECOND, events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(heard, SharedCountEvent::CorruptedData { version: 1 });
+    let e = sa.get_count().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CorruptedData, "{e}");
+    assert!(e.message().contains("/shared/garbage"), "{e}");
+    assert!(sa.get_versioned_value().is_err());
+    b.set_data("/shared/garbage", &9i32.to_be_bytes(), None)
+        .await
+        .unwrap();
+    let heard = tokio::time::timeout(5 * SECOND, events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        heard,
+        SharedCountEvent::CountChanged(VersionedValue {
+            version: 2,
+            value: 9
+        })
+    );
+    assert_eq!(sa.get_count().unwrap(), 9);
+    sa.close();
+    a.close().await;
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_count_listeners_hear_every_change_by_another_client() {
     let server = TestingServer::start();
@@ -669,7 +728,7 @@ async fn shared_count_listeners_hear_every_change_by_another_client() {
     let b = builder(&server.connect_string()).connect().await.unwrap();
     let sa = SharedCount::new(&a, "/shared/listen", 0).unwrap();
     assert_eq!(
-        sa.get_versioned_value(),
+        sa.get_versioned_value().unwrap(),
         VersionedValue {
             version: -1,
             value: 0
@@ -680,7 +739,7 @@ async fn shared_count_listeners_hear_every_change_by_another_client() {
     // CURATOR-329: a second count with another seed sees the node's value, not its seed.
     let sb = SharedCount::new(&b, "/shared/listen", 99).unwrap();
     sb.start().await.unwrap();
-    assert_eq!(sb.get_count(), 0);
+    assert_eq!(sb.get_count().unwrap(), 0);
     assert_eq!(
         a.get_data("/shared/listen").await.unwrap().0,
         0i32.to_be_bytes()
@@ -700,7 +759,7 @@ async fn shared_count_listeners_hear_every_change_by_another_client() {
         );
     }
     assert_eq!(
-        sa.get_versioned_value(),
+        sa.get_versioned_value().unwrap(),
         VersionedValue {
             version: 20,
             value: 20
@@ -732,12 +791,13 @@ async fn try_set_count_with_a_stale_version_returns_false() {
     let sa = SharedCount::new(&a, "/shared/cas", 1).unwrap();
     let sb = SharedCount::new(&b, "/shared/cas", 1).unwrap();
     assert!(matches!(
-        sa.try_set_count(&sa.get_versioned_value(), 2).await,
+        sa.try_set_count(&sa.get_versioned_value().unwrap(), 2)
+            .await,
         Err(Error::InvalidArgument(_))
     ));
     sa.start().await.unwrap();
     sb.start().await.unwrap();
-    let stale = sa.get_versioned_value();
+    let stale = sa.get_versioned_value().unwrap();
     assert_eq!(
         stale,
         VersionedValue {
@@ -753,17 +813,17 @@ async fn try_set_count_with_a_stale_version_returns_false() {
     );
     // A failed try leaves (or soon brings) the fresh value, to try again with.
     eventually("a sees b's count", 5 * SECOND, || async {
-        sa.get_versioned_value()
+        sa.get_versioned_value().unwrap()
             == VersionedValue {
                 version: 1,
                 value: 5,
             }
     })
     .await;
-    let fresh = sa.get_versioned_value();
+    let fresh = sa.get_versioned_value().unwrap();
     assert!(sa.try_set_count(&fresh, 7).await.unwrap());
     assert_eq!(
-        sa.get_versioned_value(),
+        sa.get_versioned_value().unwrap(),
         VersionedValue {
             version: 2,
             value: 7
@@ -806,6 +866,7 @@ async fn shared_count_rereads_and_keeps_listening_after_its_session_expires() {
             SharedCountEvent::CountChanged(v) => {
                 let _ = tx.send(v);
             }
+            SharedCountEvent::CorruptedData { version } => panic!("no garbage here ({version})"),
         });
     }
     let sb = SharedCount::new(&b, "/shared/expiry", 0).unwrap();
@@ -835,7 +896,7 @@ async fn shared_count_rereads_and_keeps_listening_after_its_session_expires() {
     .await
     .expect("a hears 8 through a new watch");
     assert_eq!(heard.version, 1);
-    assert_eq!(sa.get_count(), 8);
+    assert_eq!(sa.get_count().unwrap(), 8);
     sa.close();
     sb.close();
     a.close().await;

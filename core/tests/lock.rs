@@ -623,6 +623,113 @@ async fn holder_session_expiry_fires_lost_signal_and_hands_over() {
     b.close().await;
 }
 
+/// Curator's testKilledSession: A holds, B waits on the same client; the session is expired on
+/// the server. A's hold is lost with its node; B's acquire must carry on on the new session and
+/// get the lock. B polls with short timeouts, so that a request of B's is in flight when the
+/// session goes: such a request fails with SessionExpired (the client's state lags the wire),
+/// which B's acquire used to pass up instead of retrying on the new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_waiter_survives_a_session_expiry_and_gets_the_lock() {
+    let rounds = if long() { 20 } else { 4 };
+    let observer = connect().await;
+    for round in 0..rounds {
+        // Even rounds: the session is killed on the server (Curator's KillSession). Odd rounds:
+        // the client is cut off until the server expires it (requests of B's hang meanwhile).
+        let cut = (round % 2 == 1).then(|| ());
+        let e = expirable().await;
+        let c = e.client.clone();
+        let path = format!("/killed-session/mutex-{round}");
+        let m = InterProcessMutex::new(&c, &path).unwrap();
+        let (a, b) = (Owner::new(), Owner::new());
+        assert!(m.acquire(a, None).await.unwrap());
+        let waiter = {
+            let m = m.clone();
+            tokio::spawn(async move {
+                loop {
+                    match m.acquire(b, Some(Duration::from_millis(30))).await {
+                        Ok(false) => continue,
+                        other => return other,
+                    }
+                }
+            })
+        };
+        eventually("B queued behind A", WAIT, || {
+            let m = m.clone();
+            async move {
+                m.participant_nodes()
+                    .await
+                    .map(|n| n.len() == 2)
+                    .unwrap_or(false)
+            }
+        })
+        .await;
+        match cut {
+            Some(()) => e.expire(&observer, &m.lock_node(a).unwrap()).await,
+            None => zkrecipes_testing::expire_client_session(&c).await.unwrap(),
+        }
+        let got = tokio::time::timeout(WAIT, waiter).await.unwrap().unwrap();
+        assert!(
+            matches!(got, Ok(true)),
+            "round {round}: B must get the lock on the new session, got {got:?}"
+        );
+        assert!(m.is_held_valid(b), "round {round}");
+        assert!(
+            !m.is_held_valid(a),
+            "round {round}: A's hold went with its session"
+        );
+        m.release(b).await.unwrap();
+        assert_eq!(
+            m.release_with_status(a).await.unwrap(),
+            ReleaseStatus::WasLost
+        );
+        c.close().await;
+    }
+    observer.close().await;
+}
+
+/// The same for InterProcessSemaphoreMutex, whose lease node sits under a `leases` container
+/// that the server may reap while the session is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_semaphore_waiter_survives_a_session_expiry_and_gets_the_lease() {
+    let rounds = if long() { 30 } else { 4 };
+    for round in 0..rounds {
+        let c = connect().await;
+        let path = format!("/killed-session/semaphore-{round}");
+        let m = InterProcessSemaphoreMutex::new(&c, &path).unwrap();
+        assert!(m.acquire(None).await.unwrap());
+        let waiter = {
+            let m = m.clone();
+            tokio::spawn(async move {
+                loop {
+                    match m.acquire(Some(Duration::from_millis(30))).await {
+                        Ok(false) => continue,
+                        other => return other,
+                    }
+                }
+            })
+        };
+        let leases = format!("{path}/leases");
+        eventually("the second acquire queued", WAIT, || {
+            let (c, leases) = (c.clone(), leases.clone());
+            async move {
+                c.get_children(&leases)
+                    .await
+                    .map(|n| n.len() == 2)
+                    .unwrap_or(false)
+            }
+        })
+        .await;
+        zkrecipes_testing::expire_client_session(&c).await.unwrap();
+        let got = waiter.await.unwrap();
+        assert!(
+            matches!(got, Ok(true)),
+            "round {round}: the waiter must get the lease on the new session, got {got:?}"
+        );
+        m.release().await.unwrap();
+        c.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fencing_tokens_strictly_increase_over_1000_handoffs_among_5_clients() {
     let handoffs: usize = if long() { 5000 } else { 1000 };

@@ -610,7 +610,7 @@ pub unsafe extern "C" fn zkr_shared_count_get_count(
 ) -> zkr_status {
     ffi_call("zkr_shared_count_get_count", || {
         let sc = arg_ref(sc, "shared_count")?;
-        arg_out(count, "count")?.write(sc.count.get_count());
+        arg_out(count, "count")?.write(sc.count.get_count()?);
         Ok(())
     })
 }
@@ -623,7 +623,7 @@ pub unsafe extern "C" fn zkr_shared_count_get_versioned_value(
 ) -> zkr_status {
     ffi_call("zkr_shared_count_get_versioned_value", || {
         let sc = arg_ref(sc, "shared_count")?;
-        let v = sc.count.get_versioned_value();
+        let v = sc.count.get_versioned_value()?;
         arg_out(out, "out")?.write(zkr_versioned_value {
             version: v.version,
             value: v.value,

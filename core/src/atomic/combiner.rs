@@ -71,8 +71,9 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
 pub(crate) enum Mode {
     /// `add_and_get`: overflow is an error; conflicts are retried until the caller's deadline.
     Checked,
-    /// Curator's `add`: wraps; after a conflict, `policy` decides whether to try again.
-    Wrapping { policy: RetryPolicy },
+    /// Curator's `add`: after a conflict, `policy` decides whether to try again (an overflow
+    /// is refused too, where Curator wraps).
+    Curator { policy: RetryPolicy },
 }
 
 /// A combined add's outcome for one caller.
@@ -419,7 +420,7 @@ impl Combiner {
             r.unclaim();
             r.tries += 1;
             let sleep = match &r.mode {
-                Mode::Wrapping { policy } => {
+                Mode::Curator { policy } => {
                     match policy.next_sleep(r.tries - 1, r.start.elapsed()) {
                         None => {
                             let result = r.done(false, pre, 0);
@@ -445,16 +446,13 @@ impl Combiner {
             r.tries += 1;
             let result = match *slot {
                 Slot::Add { pre, post } => r.done(true, pre, post),
-                Slot::Overflow { pre } => Err(Error::Overflow(
-                    format!(
-                        "add_and_get({}) on {}: {pre} + {} does not fit in {}",
-                        r.delta,
-                        self.engine.path,
-                        r.delta,
-                        width.type_name()
-                    )
-                    .into(),
-                )),
+                Slot::Overflow { pre } => {
+                    let op = match r.mode {
+                        Mode::Checked => "add_and_get",
+                        Mode::Curator { .. } => "add",
+                    };
+                    Err(super::overflow(op, r.delta, pre, width, &self.engine.path))
+                }
             };
             r.answer(result);
         }
@@ -498,10 +496,7 @@ fn plan(width: Width, base: i64, batch: &[Request]) -> Plan {
     let mut slots = Vec::with_capacity(batch.len());
     let (mut overflows, mut writes) = (false, false);
     for r in batch {
-        let next = match r.mode {
-            Mode::Checked => width.checked_add(acc, r.delta),
-            Mode::Wrapping { .. } => Some(width.wrapping_add(acc, r.delta)),
-        };
+        let next = width.checked_add(acc, r.delta);
         match next {
             Some(post) => {
                 slots.push(Slot::Add { pre: acc, post });
@@ -649,19 +644,18 @@ mod tests {
     }
 
     #[test]
-    fn plan_skips_overflowing_checked_adds_and_wraps_curator_adds() {
-        let wrap = Mode::Wrapping {
+    fn plan_skips_overflowing_adds_of_either_mode_and_never_wraps() {
+        let curator = Mode::Curator {
             policy: RetryPolicy::default(),
         };
         let batch = [
             req(1, Mode::Checked),
             req(1, Mode::Checked),
-            req(1, wrap),
+            req(1, curator),
             req(-1, Mode::Checked),
         ];
         let p = plan(Width::I32, (i32::MAX - 1) as i64, &batch);
         let max = i32::MAX as i64;
-        let min = i32::MIN as i64;
         assert_eq!(
             p.slots,
             vec![
@@ -670,15 +664,15 @@ mod tests {
                     post: max
                 },
                 Slot::Overflow { pre: max },
+                Slot::Overflow { pre: max },
                 Slot::Add {
                     pre: max,
-                    post: min
+                    post: max - 1
                 },
-                Slot::Overflow { pre: min },
             ]
         );
         assert!(p.overflows && p.writes);
-        assert_eq!(p.total, i32::MIN as i64);
+        assert_eq!(p.total, max - 1);
     }
 
     #[test]

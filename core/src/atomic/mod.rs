@@ -238,21 +238,23 @@ impl Width {
         }
     }
 
-    /// Java's wrapping `+` at this width.
-    pub(crate) fn wrapping_add(self, a: i64, b: i64) -> i64 {
-        match self {
-            Width::I32 => (a as i32).wrapping_add(b as i32) as i64,
-            Width::I64 => a.wrapping_add(b),
-        }
-    }
-
-    /// `+` that reports overflow at this width.
     pub(crate) fn checked_add(self, a: i64, b: i64) -> Option<i64> {
         match self {
             Width::I32 => (a as i32).checked_add(b as i32).map(i64::from),
             Width::I64 => a.checked_add(b),
         }
     }
+}
+
+/// The refusal of an add whose result does not fit the counter's width.
+pub(crate) fn overflow(op: &str, delta: i64, pre: i64, width: Width, path: &str) -> Error {
+    Error::Overflow(
+        format!(
+            "{op}({delta}) on {path}: {pre} + {delta} does not fit in {}; the counter is unchanged",
+            width.type_name()
+        )
+        .into(),
+    )
 }
 
 /// Curator's "Corrupted data for node" message, with our expectation added.
@@ -323,8 +325,6 @@ mod tests {
 
     #[test]
     fn arithmetic_per_width() {
-        assert_eq!(Width::I64.wrapping_add(i64::MAX, 1), i64::MIN);
-        assert_eq!(Width::I32.wrapping_add(i32::MAX as i64, 1), i32::MIN as i64);
         assert_eq!(Width::I32.checked_add(i32::MAX as i64, 1), None);
         assert_eq!(Width::I32.checked_add(5, -7), Some(-2));
         assert_eq!(Width::I64.checked_add(i64::MIN, -1), None);

@@ -102,14 +102,15 @@ impl Number {
         })
     }
 
-    /// Curator's `add`: wraps; combined with concurrent adds; then promotion if configured.
+    /// Curator's `add`, but an overflow is refused (`Overflow`) where Curator wraps; combined
+    /// with concurrent adds; then promotion if configured.
     async fn add(&self, delta: i64) -> Result<AtomicValue<i64>> {
         self.engine().check_open()?;
         let c = self
             .combiner
             .submit(
                 delta,
-                Mode::Wrapping {
+                Mode::Curator {
                     policy: self.retry.clone(),
                 },
             )
@@ -127,8 +128,11 @@ impl Number {
         };
         if !result.succeeded && self.promotion.is_some() {
             let width = self.width();
+            let path = self.engine().path.clone();
             self.promoted(&mut result, move |previous| {
-                width.wrapping_add(previous, delta)
+                width
+                    .checked_add(previous, delta)
+                    .ok_or_else(|| super::overflow("add", delta, previous, width, &path))
             })
             .await?;
         }
@@ -162,9 +166,9 @@ impl Number {
     }
 
     async fn try_set(&self, value: i64) -> Result<AtomicValue<i64>> {
-        let mut result = self.optimistic(move |_| value).await?;
+        let mut result = self.optimistic(move |_| Ok(value)).await?;
         if !result.succeeded && self.promotion.is_some() {
-            self.promoted(&mut result, move |_| value).await?;
+            self.promoted(&mut result, move |_| Ok(value)).await?;
         }
         Ok(result)
     }
@@ -212,11 +216,11 @@ impl Number {
     async fn try_once(
         &self,
         result: &mut AtomicValue<i64>,
-        make: &impl Fn(i64) -> i64,
+        make: &impl Fn(i64) -> Result<i64>,
     ) -> Result<bool> {
         let known = self.engine().read().await?;
         result.pre_value = known.value();
-        let new = make(known.value());
+        let new = make(known.value())?;
         match self.engine().write(known, new).await? {
             Written::Applied(_) => {
                 result.post_value = new;
@@ -227,7 +231,7 @@ impl Number {
     }
 
     /// Curator's tryOptimistic: tries under the instance's retry policy (sleeping as it says).
-    async fn optimistic(&self, make: impl Fn(i64) -> i64) -> Result<AtomicValue<i64>> {
+    async fn optimistic(&self, make: impl Fn(i64) -> Result<i64>) -> Result<AtomicValue<i64>> {
         let start = Instant::now();
         let mut result = failed();
         let mut retries = 0;
@@ -254,7 +258,7 @@ impl Number {
     async fn promoted(
         &self,
         result: &mut AtomicValue<i64>,
-        make: impl Fn(i64) -> i64,
+        make: impl Fn(i64) -> Result<i64>,
     ) -> Result<()> {
         let Some(promotion) = &self.promotion else {
             return Ok(());
@@ -367,17 +371,26 @@ macro_rules! distributed_number {
                 self.inner.get().await.map(Self::typed)
             }
 
-            /// Curator's `add`: adds `delta` (wrapping on overflow, like Java), combined with
-            /// concurrent adds of this process. Check `succeeded`: false when the retry
-            /// policy (and the promoted lock, if any) gave up against other writers.
-            /// `Err(OutcomeUnknown)` if a write's reply was lost and its fate cannot be known.
+            /// Curator's `add`: adds `delta`, combined with concurrent adds of this process.
+            /// Check `succeeded`: false when the retry policy (and the promoted lock, if any)
+            /// gave up against other writers. `Err(OutcomeUnknown)` if a write's reply was lost
+            /// and its fate cannot be known. Unlike Curator, which wraps (`Long.MAX_VALUE + 1`
+            /// becomes `Long.MIN_VALUE` with `succeeded == true`), a result that does not fit
+            /// is refused with `Err(Overflow)` and the counter is left unchanged.
             pub async fn add(&self, delta: $t) -> Result<AtomicValue<$t>> {
                 self.inner.add(delta as i64).await.map(Self::typed)
             }
 
-            /// Curator's `subtract`: adds `-delta` (wrapping, as Java's `-1 * delta`).
+            /// Curator's `subtract`: adds `-delta`; `Err(Overflow)` when that does not fit
+            /// (`subtract(MIN)`, or a result past the type's range).
             pub async fn subtract(&self, delta: $t) -> Result<AtomicValue<$t>> {
-                self.add(delta.wrapping_neg()).await
+                match delta.checked_neg() {
+                    Some(negated) => self.add(negated).await,
+                    None => Err(Error::Overflow(format!(
+                        "subtract({delta}) on {}: -({delta}) does not fit",
+                        self.path()
+                    ).into())),
+                }
             }
 
             /// `add(1)`.

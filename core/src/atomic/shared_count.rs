@@ -22,6 +22,13 @@ pub enum SharedCountEvent {
     /// The client's connection state changed. After `Reconnected` the count is read again
     /// (and a `CountChanged` follows if it moved meanwhile).
     StateChanged(ConnectionState),
+    /// The node was overwritten with data that is not a count (not 4 bytes) at this data
+    /// version: [`get_count`](SharedCount::get_count) fails with `CorruptedData` until a valid
+    /// value is written (a `CountChanged` follows then).
+    CorruptedData {
+        /// The data version of the bad value.
+        version: i32,
+    },
 }
 
 /// How long the watcher waits before reading again after a failed read.
@@ -41,8 +48,10 @@ struct State {
     czxid: i64,
     /// Whether `current` came from the server (before `start`, it is the seed at version -1).
     initialized: bool,
-    /// The version of the last `CountChanged` given to listeners.
+    /// The version of the last `CountChanged` (or `CorruptedData`) given to listeners.
     notified: Option<i32>,
+    /// The node holds data that is not a count: the error, and the version it was read at.
+    corrupted: Option<(i32, Error)>,
 }
 
 impl State {
@@ -82,8 +91,9 @@ struct Inner {
 /// unconditionally; `set_count` moves the version on.
 ///
 /// An empty node reads as 0 (as the distributed counters do); data of another length is
-/// [`Error::CorruptedData`]. A bad value written by someone else is skipped by the watcher (the
-/// last good count stays).
+/// [`Error::CorruptedData`]. A bad value written by someone else is reported, not hidden:
+/// listeners hear [`SharedCountEvent::CorruptedData`] and [`get_count`](Self::get_count) fails
+/// until a valid value is written (Curator keeps returning the stale count silently).
 pub struct SharedCount {
     inner: Arc<Inner>,
 }
@@ -119,6 +129,29 @@ impl Inner {
             st.current = VersionedValue { version, value };
             st.czxid = czxid;
             st.initialized = true;
+            st.corrupted = None;
+        }
+    }
+
+    /// Records a value that does not decode, read at `version`, and tells listeners once.
+    fn corrupted(&self, version: i32, czxid: i64, error: Error) {
+        let fresh = {
+            let mut st = self.lock();
+            if !st.takes(version, czxid) {
+                return;
+            }
+            st.current.version = version;
+            st.czxid = czxid;
+            st.corrupted = Some((version, error));
+            let fresh = st.notified.is_none_or_newer(version);
+            if fresh {
+                st.notified = Some(version);
+            }
+            fresh
+        };
+        if fresh {
+            tracing::error!(path = %self.path(), version, "shared count node holds data that is not a count");
+            self.emit(SharedCountEvent::CorruptedData { version });
         }
     }
 
@@ -199,6 +232,7 @@ impl SharedCount {
                     czxid: 0,
                     initialized: false,
                     notified: None,
+                    corrupted: None,
                 }),
                 listeners: Dispatcher::new(),
                 closed: AtomicBool::new(false),
@@ -276,14 +310,20 @@ impl SharedCount {
         Ok(())
     }
 
-    /// The count as last seen (the seed before [`start`](Self::start)).
-    pub fn get_count(&self) -> i32 {
-        self.inner.lock().current.value
+    /// The count as last seen (the seed before [`start`](Self::start)); `CorruptedData` while
+    /// the node holds data that is not a count (never a stale value as if nothing happened).
+    pub fn get_count(&self) -> Result<i32> {
+        self.get_versioned_value().map(|v| v.value)
     }
 
-    /// The count with its data version, for [`try_set_count`](Self::try_set_count).
-    pub fn get_versioned_value(&self) -> VersionedValue<i32> {
-        self.inner.lock().current
+    /// The count with its data version, for [`try_set_count`](Self::try_set_count);
+    /// `CorruptedData` like [`get_count`](Self::get_count).
+    pub fn get_versioned_value(&self) -> Result<VersionedValue<i32>> {
+        let st = self.inner.lock();
+        match &st.corrupted {
+            Some((_, e)) => Err(e.clone()),
+            None => Ok(st.current),
+        }
     }
 
     /// Sets the count whatever it was.
@@ -465,11 +505,14 @@ async fn read_and_watch(inner: &Inner) -> Result<WatchFuture> {
     loop {
         match client.get_data_watch(inner.path()).await {
             Ok((data, stat, watch)) => {
-                // A value that does not decode is skipped (the last good one stays), but the
-                // watch goes on so that a repaired value is seen.
-                if let Ok(value) = decode(inner.path(), &data) {
-                    inner.update(stat.version, stat.czxid, value);
-                    inner.notify_read(stat.version, value);
+                // A value that does not decode is reported (an event, and `get_count` fails),
+                // and the watch goes on so that a repaired value is seen.
+                match decode(inner.path(), &data) {
+                    Ok(value) => {
+                        inner.update(stat.version, stat.czxid, value);
+                        inner.notify_read(stat.version, value);
+                    }
+                    Err(e) => inner.corrupted(stat.version, stat.czxid, e),
                 }
                 return Ok(Box::pin(watch.changed()));
             }
@@ -498,6 +541,7 @@ mod tests {
             czxid: 7,
             initialized: true,
             notified: None,
+            corrupted: None,
         }
     }
 

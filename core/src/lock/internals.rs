@@ -254,7 +254,15 @@ impl Internals {
             if self.client.is_closed() {
                 return Err(Error::closed());
             }
-            match self.attempt_once(opts).await? {
+            let outcome = match self.attempt_once(opts).await {
+                // A request in flight when the session expired: our node went with the session,
+                // and the client opens a new one. Curator's retry loop retries SESSIONEXPIRED
+                // too: a waiter queued behind a holder of the same client must get the lock on
+                // the new session (Curator's testKilledSession), not fail.
+                Err(Error::SessionExpired(d)) => Outcome::NodeMissing(d.message().to_string()),
+                other => other?,
+            };
+            match outcome {
                 Outcome::Granted(a) => return Ok(Some(a)),
                 Outcome::TimedOut => return Ok(None),
                 Outcome::NodeMissing(why) => match self

@@ -194,7 +194,9 @@ impl InterProcessSemaphoreV2 {
                         return_all(leases).await;
                         return Ok(None);
                     }
-                    Ok(One::Missing) => {
+                    // Our lease node went with an expired session (or a request in flight when
+                    // it expired failed): take another one on the new session.
+                    Ok(One::Missing) | Err(Error::SessionExpired(_)) => {
                         match s.client.retry_policy().next_sleep(retries, start.elapsed()) {
                             // Our lease node vanished (session loss): try again, as Curator does.
                             Some(sleep) => {
