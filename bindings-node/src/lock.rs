@@ -30,7 +30,10 @@ where
     L: InterProcessLock + Clone + 'static,
 {
     promise(env, || {
-        let (owner, timeout) = (args::owner(&owner)?, args::timeout("timeoutMs", timeout_ms)?);
+        let (owner, timeout) = (
+            args::owner(&owner)?,
+            args::timeout("timeoutMs", timeout_ms)?,
+        );
         let lock = lock.clone();
         Ok(async move { lock.acquire(owner, timeout).await })
     })
