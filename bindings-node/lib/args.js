@@ -80,6 +80,11 @@ function ms(what, v) {
   return v;
 }
 
+/** The `timeoutMs` of an options object that takes nothing else (`{ timeoutMs }`). */
+function timeoutOption(v) {
+  return ms('timeoutMs', options('options', v, ['timeoutMs']).timeoutMs);
+}
+
 /** A required number of milliseconds. */
 function requiredMs(what, v) {
   const m = ms(what, v);
@@ -158,6 +163,7 @@ module.exports = {
   func,
   bool,
   ms,
+  timeoutOption,
   requiredMs,
   int32,
   uint32,

@@ -91,10 +91,7 @@ class CounterBase {
    * `ZKR_OUTCOME_UNKNOWN` if a write's reply was lost, `ZKR_OVERFLOW`); never "not succeeded".
    */
   addAndGet(delta, options) {
-    return args.rejecting(() => {
-      const o = args.options('options', options, ['timeoutMs']);
-      return this.#native.addAndGet(this.#conv('delta', delta), args.ms('timeoutMs', o.timeoutMs));
-    });
+    return args.rejecting(() => this.#native.addAndGet(this.#conv('delta', delta), args.timeoutOption(options)));
   }
 }
 

@@ -70,10 +70,7 @@ class LeaderLatch extends LeaderParticipant {
 
   /** Resolves to whether this participant leads, waiting without limit or at most `{ timeoutMs }`. */
   await(options) {
-    return args.rejecting(() => {
-      const o = args.options('options', options, ['timeoutMs']);
-      return natives.get(this).await(args.ms('timeoutMs', o.timeoutMs));
-    });
+    return args.rejecting(() => natives.get(this).await(args.timeoutOption(options)));
   }
 
   /** Our latch node's path, once created. */
@@ -241,10 +238,7 @@ class LeaderObserver extends EventEmitter {
    * observer or its client is closed.
    */
   waitChanged(options) {
-    return args.rejecting(() => {
-      const o = args.options('options', options, ['timeoutMs']);
-      return this.#native.waitChanged(args.ms('timeoutMs', o.timeoutMs));
-    });
+    return args.rejecting(() => this.#native.waitChanged(args.timeoutOption(options)));
   }
 
   /** Stops observing (its watch is removed from the server). Idempotent. */

@@ -258,10 +258,7 @@ class InterProcessSemaphoreMutex {
 
   /** Acquires; waits without limit or at most `{ timeoutMs }`; resolves to whether it was acquired. */
   acquire(options) {
-    return args.rejecting(() => {
-      const o = args.options('options', options, ['timeoutMs']);
-      return this.#native.acquire(args.ms('timeoutMs', o.timeoutMs));
-    });
+    return args.rejecting(() => this.#native.acquire(args.timeoutOption(options)));
   }
 
   /** Releases; `ZKR_NOT_OWNER` if this object does not hold it. */
@@ -273,7 +270,7 @@ class InterProcessSemaphoreMutex {
   withLock(fn, options) {
     return args.rejecting(async () => {
       args.func('fn', fn);
-      const { timeoutMs } = args.options('options', options, ['timeoutMs']);
+      const timeoutMs = args.timeoutOption(options);
       if (!(await this.acquire({ timeoutMs }))) {
         throw zkrError(ErrorCode.TIMEOUT, `withLock: semaphore mutex not acquired within ${timeoutMs} ms`);
       }
