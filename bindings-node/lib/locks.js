@@ -227,8 +227,8 @@ class InterProcessReadWriteLock {
     const o = args.options('options', options, ['lostPolicy']);
     const policy = args.optionalString('lostPolicy', o.lostPolicy);
     const rw = new native.NativeReadWriteLock(nc, args.path('path', path));
-    this.#read = new InterProcessMutex(constructing, { nc, half: (emit) => rw.readLock(emit, policy) });
-    this.#write = new InterProcessMutex(constructing, { nc, half: (emit) => rw.writeLock(emit, policy) });
+    this.#read = new InterProcessMutex(constructing, { nc, half: (emit) => rw.half(false, emit, policy) });
+    this.#write = new InterProcessMutex(constructing, { nc, half: (emit) => rw.half(true, emit, policy) });
   }
 
   /** The read lock (Curator's readLock()); the same object every call. */

@@ -12,7 +12,7 @@ use zkrecipes::atomic::{
 };
 
 use crate::args;
-use crate::boundary::{promise, sync};
+use crate::boundary::{promise, promise_done, promise_on, sync};
 use crate::client::{retry_policy, NativeClient, RetryOptions};
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
@@ -90,9 +90,8 @@ fn atomic_value<T: Copy>(v: &AtomicValue<T>, num: impl Fn(T) -> Out) -> Out {
 /// A counter's operation that resolves to an AtomicValue (`$out` maps the values to JS).
 macro_rules! atomic_op {
     ($env:ident, $self_:ident, $out:expr, |$c:ident| $call:expr) => {
-        promise($env, || {
-            let $c = $self_.inner.clone();
-            Ok(async move { Ok(atomic_value(&$call.await?, $out)) })
+        promise_on($env, &$self_.inner, |$c| async move {
+            Ok(atomic_value(&$call.await?, $out))
         })
     };
 }
@@ -320,13 +319,7 @@ impl NativeSharedCount {
     /// Creates the node if missing, reads it and starts watching.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let c = self.inner.clone();
-            Ok(async move {
-                c.start().await?;
-                Ok(Out::Undefined)
-            })
-        })
+        promise_done(env, &self.inner, |c| async move { c.start().await })
     }
 
     /// The count as last seen; throws `ZKR_CORRUPTED_DATA` while the node holds no count.

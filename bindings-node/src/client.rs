@@ -13,7 +13,7 @@ use zkrecipes::{
 };
 
 use crate::args;
-use crate::boundary::{promise, sync, Outcome};
+use crate::boundary::{promise, promise_done, promise_on, sync, Outcome};
 use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -219,6 +219,20 @@ pub struct NativeClient {
 }
 
 impl NativeClient {
+    /// An async read with an optional one-shot watch (`watch`: its id): `op` gets the client and
+    /// the watch's watcher.
+    fn read<'env, Fut>(
+        &self,
+        env: &'env Env,
+        watch: Option<u32>,
+        op: impl FnOnce(Client, Option<Watcher>) -> Fut,
+    ) -> napi::Result<Object<'env>>
+    where
+        Fut: Future<Output = CoreResult<Out>> + Send + 'static,
+    {
+        promise(env, || Ok(op(self.inner.clone(), self.watcher(watch)?)))
+    }
+
     fn watcher(&self, id: Option<u32>) -> Outcome<Option<Watcher>> {
         let Some(id) = id else { return Ok(None) };
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
@@ -345,20 +359,16 @@ impl NativeClient {
         path: String,
         watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let watcher = self.watcher(watch)?;
-            let c = self.inner.clone();
-            Ok(async move {
-                let (data, stat) = read(watcher, c.get_data(&path), async {
-                    let (data, stat, w) = c.get_data_watch(&path).await?;
-                    Ok(((data, stat), w))
-                })
-                .await?;
-                Ok(Out::Object(vec![
-                    ("data", Out::Bytes(data)),
-                    ("stat", Out::stat(&stat)),
-                ]))
+        self.read(env, watch, |c, watcher| async move {
+            let (data, stat) = read(watcher, c.get_data(&path), async {
+                let (data, stat, w) = c.get_data_watch(&path).await?;
+                Ok(((data, stat), w))
             })
+            .await?;
+            Ok(Out::Object(vec![
+                ("data", Out::Bytes(data)),
+                ("stat", Out::stat(&stat)),
+            ]))
         })
     }
 
@@ -371,10 +381,10 @@ impl NativeClient {
         data: Buffer,
         version: Option<i32>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let data = data.to_vec();
-            let client = self.inner.clone();
-            Ok(async move { Ok(Out::stat(&client.set_data(&path, &data, version).await?)) })
+        // Copied on the JS thread: the Buffer is JS memory.
+        let data = data.to_vec();
+        promise_on(env, &self.inner, |c| async move {
+            Ok(Out::stat(&c.set_data(&path, &data, version).await?))
         })
     }
 
@@ -387,13 +397,9 @@ impl NativeClient {
         path: String,
         watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let watcher = self.watcher(watch)?;
-            let c = self.inner.clone();
-            Ok(async move {
-                let stat = read(watcher, c.exists(&path), c.exists_watch(&path)).await?;
-                Ok(stat.as_ref().map_or(Out::Null, Out::stat))
-            })
+        self.read(env, watch, |c, watcher| async move {
+            let stat = read(watcher, c.exists(&path), c.exists_watch(&path)).await?;
+            Ok(stat.as_ref().map_or(Out::Null, Out::stat))
         })
     }
 
@@ -405,14 +411,10 @@ impl NativeClient {
         path: String,
         watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let watcher = self.watcher(watch)?;
-            let c = self.inner.clone();
-            Ok(async move {
-                let children =
-                    read(watcher, c.get_children(&path), c.get_children_watch(&path)).await?;
-                Ok(Out::strings(children))
-            })
+        self.read(env, watch, |c, watcher| async move {
+            let children =
+                read(watcher, c.get_children(&path), c.get_children_watch(&path)).await?;
+            Ok(Out::strings(children))
         })
     }
 
@@ -426,18 +428,16 @@ impl NativeClient {
         guaranteed: bool,
         recursive: bool,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let client = self.inner.clone();
-            let opts = DeleteOptions {
-                version,
-                guaranteed,
-                recursive,
-            };
-            Ok(async move {
-                client.delete(&path, opts).await?;
-                Ok(Out::Undefined)
-            })
-        })
+        let opts = DeleteOptions {
+            version,
+            guaranteed,
+            recursive,
+        };
+        promise_done(
+            env,
+            &self.inner,
+            |c| async move { c.delete(&path, opts).await },
+        )
     }
 
     /// Requests sent so far, per operation (for tests and benchmarks).

@@ -16,7 +16,7 @@ use zkrecipes::leader::{
 };
 
 use crate::args;
-use crate::boundary::{promise, sync};
+use crate::boundary::{promise, promise_done, promise_on, sync};
 use crate::client::NativeClient;
 use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
@@ -33,14 +33,67 @@ fn close_mode(m: Option<String>) -> CoreResult<Option<CloseMode>> {
     }
 }
 
-/// `LATENT`, `STARTED` or `CLOSED` (latches and selectors share the life cycle).
-fn life(started: bool, closed: bool) -> String {
-    match (started, closed) {
-        (_, true) => "CLOSED",
-        (true, false) => "STARTED",
-        (false, false) => "LATENT",
-    }
-    .to_string()
+/// The methods a latch and a selector share (`$state` is its life-cycle enum), in their own
+/// `#[napi]` block.
+macro_rules! participant_methods {
+    ($native:ident, $state:ident) => {
+        #[napi]
+        impl $native {
+            /// Whether this participant leads now.
+            #[napi]
+            pub fn has_leadership(&self, env: Env) -> napi::Result<bool> {
+                sync(&env, || Ok(self.inner.has_leadership()))
+            }
+
+            /// The leadership epoch while leading (a latch: our node's czxid; a selector: the
+            /// term's fencing token), else `null`.
+            #[napi(getter)]
+            pub fn leadership_epoch(&self, env: Env) -> napi::Result<Option<BigInt>> {
+                sync(&env, || Ok(self.inner.leadership_epoch().map(BigInt::from)))
+            }
+
+            /// `LATENT`, `STARTED` or `CLOSED`.
+            #[napi(getter)]
+            pub fn state(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || {
+                    Ok(match self.inner.state() {
+                        $state::Latent => "LATENT",
+                        $state::Started => "STARTED",
+                        $state::Closed => "CLOSED",
+                    }
+                    .to_string())
+                })
+            }
+
+            /// The participant id.
+            #[napi(getter)]
+            pub fn id(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || Ok(self.inner.id().to_string()))
+            }
+
+            /// The election's path.
+            #[napi(getter)]
+            pub fn path(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || Ok(self.inner.path().to_string()))
+            }
+
+            /// Resolves to the current leader `{ id, isLeader }`.
+            #[napi]
+            pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+                promise_on(env, &self.inner, |p| async move {
+                    Ok(Out::participant(&p.get_leader().await?))
+                })
+            }
+
+            /// Resolves to every participant in queue order.
+            #[napi]
+            pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+                promise_on(env, &self.inner, |p| async move {
+                    Ok(Out::participants(&p.get_participants().await?))
+                })
+            }
+        }
+    };
 }
 
 /// Curator's LeaderLatch. `lib/leader.js`'s `LeaderLatch` wraps it.
@@ -87,13 +140,7 @@ impl NativeLeaderLatch {
     /// Joins the election.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let latch = self.inner.clone();
-            Ok(async move {
-                latch.start().await?;
-                Ok(Out::Undefined)
-            })
-        })
+        promise_done(env, &self.inner, |latch| async move { latch.start().await })
     }
 
     /// Resolves to whether this participant leads within `timeout_ms` (`undefined`: no limit).
@@ -110,61 +157,10 @@ impl NativeLeaderLatch {
         })
     }
 
-    /// Whether this participant leads now.
-    #[napi]
-    pub fn has_leadership(&self, env: Env) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.has_leadership()))
-    }
-
-    /// The leadership epoch (our node's czxid) while leading, else `null`.
-    #[napi(getter)]
-    pub fn leadership_epoch(&self, env: Env) -> napi::Result<Option<BigInt>> {
-        sync(&env, || Ok(self.inner.leadership_epoch().map(BigInt::from)))
-    }
-
     /// Our node's path, once created.
     #[napi(getter)]
     pub fn our_path(&self, env: Env) -> napi::Result<Option<String>> {
         sync(&env, || Ok(self.inner.our_path()))
-    }
-
-    /// `LATENT`, `STARTED` or `CLOSED`.
-    #[napi(getter)]
-    pub fn state(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || {
-            let s = self.inner.state();
-            Ok(life(s == LatchState::Started, s == LatchState::Closed))
-        })
-    }
-
-    /// The participant id.
-    #[napi(getter)]
-    pub fn id(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || Ok(self.inner.id().to_string()))
-    }
-
-    /// The latch path.
-    #[napi(getter)]
-    pub fn path(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || Ok(self.inner.path().to_string()))
-    }
-
-    /// Resolves to the current leader `{ id, isLeader }`.
-    #[napi]
-    pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let latch = self.inner.clone();
-            Ok(async move { Ok(Out::participant(&latch.get_leader().await?)) })
-        })
-    }
-
-    /// Resolves to every participant in order.
-    #[napi]
-    pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let latch = self.inner.clone();
-            Ok(async move { Ok(Out::participants(&latch.get_participants().await?)) })
-        })
     }
 
     /// Leaves the election (with `mode`, or the latch's close mode).
@@ -183,6 +179,8 @@ impl NativeLeaderLatch {
         })
     }
 }
+
+participant_methods!(NativeLeaderLatch, LatchState);
 
 /// One leadership term, handed to JS's `takeLeadership`: its tokens, its cancellation, and
 /// `finish()` to end it (the core releases the leader mutex once it is called, or once this
@@ -343,75 +341,17 @@ impl NativeLeaderSelector {
         })
     }
 
-    /// Whether this participant leads now.
-    #[napi]
-    pub fn has_leadership(&self, env: Env) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.has_leadership()))
-    }
-
-    /// The current term's fencing token, while leading.
-    #[napi(getter)]
-    pub fn leadership_epoch(&self, env: Env) -> napi::Result<Option<BigInt>> {
-        sync(&env, || Ok(self.inner.leadership_epoch().map(BigInt::from)))
-    }
-
     /// How many terms this selector has started.
     #[napi(getter)]
     pub fn leadership_count(&self, env: Env) -> napi::Result<f64> {
         sync(&env, || Ok(self.inner.leadership_count() as f64))
     }
 
-    /// `LATENT`, `STARTED` or `CLOSED`.
-    #[napi(getter)]
-    pub fn state(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || {
-            let s = self.inner.state();
-            Ok(life(
-                s == SelectorState::Started,
-                s == SelectorState::Closed,
-            ))
-        })
-    }
-
-    /// The participant id.
-    #[napi(getter)]
-    pub fn id(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || Ok(self.inner.id().to_string()))
-    }
-
-    /// The leader path.
-    #[napi(getter)]
-    pub fn path(&self, env: Env) -> napi::Result<String> {
-        sync(&env, || Ok(self.inner.path().to_string()))
-    }
-
-    /// Resolves to the current leader.
-    #[napi]
-    pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let s = self.inner.clone();
-            Ok(async move { Ok(Out::participant(&s.get_leader().await?)) })
-        })
-    }
-
-    /// Resolves to every participant in queue order.
-    #[napi]
-    pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let s = self.inner.clone();
-            Ok(async move { Ok(Out::participants(&s.get_participants().await?)) })
-        })
-    }
-
     /// Leaves for good; resolves once the current term (if any) has finished.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let s = self.inner.clone();
-            Ok(async move {
-                s.close().await?;
-                Ok(Out::Undefined)
-            })
-        })
+        promise_done(env, &self.inner, |s| async move { s.close().await })
     }
 }
+
+participant_methods!(NativeLeaderSelector, SelectorState);

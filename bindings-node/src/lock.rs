@@ -8,50 +8,58 @@ use napi::bindgen_prelude::{BigInt, Object};
 use napi::Env;
 use napi_derive::napi;
 use zkrecipes::lock::{
-    InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 
 use crate::args;
-use crate::boundary::{promise, sync, Outcome};
+use crate::boundary::{promise, promise_done, promise_on, sync, Outcome};
 use crate::client::NativeClient;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 
-/// An owner's acquire of a lock that has owners (a mutex, a multi lock): resolves to whether
-/// `owner` acquired within `timeout_ms` (`undefined`: no limit).
-fn acquire_for<'env, L>(
-    env: &'env Env,
-    lock: &L,
-    owner: BigInt,
-    timeout_ms: Option<f64>,
-) -> napi::Result<Object<'env>>
-where
-    L: InterProcessLock + Clone + 'static,
-{
-    promise(env, || {
-        let (owner, timeout) = (
-            args::owner(&owner)?,
-            args::timeout("timeoutMs", timeout_ms)?,
-        );
-        let lock = lock.clone();
-        Ok(async move { lock.acquire(owner, timeout).await })
-    })
-}
+/// The methods of the locks held by owners (a mutex, a multi lock), in their own `#[napi]` block.
+macro_rules! owned_lock_methods {
+    ($native:ident) => {
+        #[napi]
+        impl $native {
+            /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: no limit).
+            #[napi]
+            pub fn acquire<'env>(
+                &self,
+                env: &'env Env,
+                owner: BigInt,
+                timeout_ms: Option<f64>,
+            ) -> napi::Result<Object<'env>> {
+                promise(env, || {
+                    let owner = args::owner(&owner)?;
+                    let timeout = args::timeout("timeoutMs", timeout_ms)?;
+                    let lock = self.inner.clone();
+                    Ok(async move { lock.acquire(owner, timeout).await })
+                })
+            }
 
-/// An owner's release of such a lock (`ZKR_NOT_OWNER` if it holds nothing).
-fn release_for<'env, L>(env: &'env Env, lock: &L, owner: BigInt) -> napi::Result<Object<'env>>
-where
-    L: InterProcessLock + Clone + 'static,
-{
-    promise(env, || {
-        let owner = args::owner(&owner)?;
-        let lock = lock.clone();
-        Ok(async move {
-            lock.release(owner).await?;
-            Ok(Out::Undefined)
-        })
-    })
+            /// Releases one acquire of `owner` (`ZKR_NOT_OWNER` if it holds nothing).
+            #[napi]
+            pub fn release<'env>(
+                &self,
+                env: &'env Env,
+                owner: BigInt,
+            ) -> napi::Result<Object<'env>> {
+                promise(env, || {
+                    let owner = args::owner(&owner)?;
+                    let lock = self.inner.clone();
+                    Ok(async move { lock.release(owner).await.map(|()| Out::Undefined) })
+                })
+            }
+
+            /// Whether any owner holds it through this object.
+            #[napi]
+            pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+                sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
+            }
+        }
+    };
 }
 
 /// Curator's InterProcessMutex (reentrant per owner). `lib/locks.js`'s `InterProcessMutex`
@@ -92,23 +100,6 @@ impl NativeMutex {
         })
     }
 
-    /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: no limit).
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        owner: BigInt,
-        timeout_ms: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        acquire_for(env, &self.inner, owner, timeout_ms)
-    }
-
-    /// Releases one acquire of `owner` (`ZKR_NOT_OWNER` if it holds nothing).
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        release_for(env, &self.inner, owner)
-    }
-
     /// Whether `owner` holds the mutex.
     #[napi]
     pub fn is_owned_by(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
@@ -119,12 +110,6 @@ impl NativeMutex {
     #[napi]
     pub fn is_held_valid(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
         sync(&env, || Ok(self.inner.is_held_valid(args::owner(&owner)?)))
-    }
-
-    /// Whether any owner of this object holds it.
-    #[napi]
-    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
     }
 
     /// `owner`'s fencing token (the lock node's czxid), or `null` if it holds nothing.
@@ -162,9 +147,8 @@ impl NativeMutex {
     /// Resolves to the lock's nodes in line order (holder first).
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let m = self.inner.clone();
-            Ok(async move { Ok(Out::strings(m.participant_nodes().await?)) })
+        promise_on(env, &self.inner, |m| async move {
+            Ok(Out::strings(m.participant_nodes().await?))
         })
     }
 
@@ -174,6 +158,8 @@ impl NativeMutex {
         sync(&env, || Ok(self.inner.path().to_string()))
     }
 }
+
+owned_lock_methods!(NativeMutex);
 
 /// Curator's InterProcessReadWriteLock: a read mutex and a write mutex sharing one line.
 #[napi]
@@ -193,29 +179,22 @@ impl NativeReadWriteLock {
         })
     }
 
-    /// The read half (shared by readers; a writer may also take it).
+    /// A half as a mutex: the write half (exclusive) if `write`, else the read half (shared by
+    /// readers; the writer may also take it).
     #[napi]
-    pub fn read_lock(
+    pub fn half(
         &self,
         env: Env,
+        write: bool,
         emit: EmitFn<'_>,
         lost_policy: Option<String>,
     ) -> napi::Result<NativeMutex> {
         sync(&env, || {
-            NativeMutex::wrap(self.inner.read_lock().clone(), emit, lost_policy)
-        })
-    }
-
-    /// The write half (exclusive).
-    #[napi]
-    pub fn write_lock(
-        &self,
-        env: Env,
-        emit: EmitFn<'_>,
-        lost_policy: Option<String>,
-    ) -> napi::Result<NativeMutex> {
-        sync(&env, || {
-            NativeMutex::wrap(self.inner.write_lock().clone(), emit, lost_policy)
+            let half = match write {
+                true => self.inner.write_lock(),
+                false => self.inner.read_lock(),
+            };
+            NativeMutex::wrap(half.clone(), emit, lost_policy)
         })
     }
 }
@@ -255,13 +234,7 @@ impl NativeSemaphoreMutex {
     /// Releases (`ZKR_NOT_OWNER` if this object does not hold it).
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let m = self.inner.clone();
-            Ok(async move {
-                m.release().await?;
-                Ok(Out::Undefined)
-            })
-        })
+        promise_done(env, &self.inner, |m| async move { m.release().await })
     }
 
     /// Whether this object holds it.
@@ -384,9 +357,8 @@ impl NativeSemaphoreV2 {
     /// The lease nodes in sequence order.
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let s = self.inner.clone();
-            Ok(async move { Ok(Out::strings(s.participant_nodes().await?)) })
+        promise_on(env, &self.inner, |s| async move {
+            Ok(Out::strings(s.participant_nodes().await?))
         })
     }
 
@@ -421,30 +393,9 @@ impl NativeMultiLock {
             })
         })
     }
-
-    /// Resolves to whether `owner` took every lock within `timeout_ms`.
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        owner: BigInt,
-        timeout_ms: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        acquire_for(env, &self.inner, owner, timeout_ms)
-    }
-
-    /// Releases every lock of `owner`.
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        release_for(env, &self.inner, owner)
-    }
-
-    /// Whether the locks are held in this process.
-    #[napi]
-    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
-    }
 }
+
+owned_lock_methods!(NativeMultiLock);
 
 /// Curator's Revoker.attemptRevoke: writes `__REVOKE__` into the lock node `node_path` (one of
 /// `participantNodes()`) to ask its holder to release; a node already gone is fine.
@@ -454,11 +405,7 @@ pub fn attempt_revoke<'env>(
     client: &NativeClient,
     node_path: String,
 ) -> napi::Result<Object<'env>> {
-    promise(env, || {
-        let c = client.inner.clone();
-        Ok(async move {
-            zkrecipes::lock::attempt_revoke(&c, &node_path).await?;
-            Ok(Out::Undefined)
-        })
+    promise_done(env, &client.inner, |c| async move {
+        zkrecipes::lock::attempt_revoke(&c, &node_path).await
     })
 }
