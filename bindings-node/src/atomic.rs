@@ -12,7 +12,7 @@ use zkrecipes::atomic::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_done, promise_on, sync};
+use crate::boundary::{promise, promise_on, sync};
 use crate::client::{retry_policy, NativeClient, RetryOptions};
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
@@ -190,10 +190,7 @@ macro_rules! counter_methods {
                 promise(env, || {
                     let value = $conv("value", &value)?;
                     let c = self.inner.clone();
-                    Ok(async move {
-                        c.force_set(value).await?;
-                        Ok(Out::Undefined)
-                    })
+                    Ok(async move { c.force_set(value).await })
                 })
             }
 
@@ -319,7 +316,7 @@ impl NativeSharedCount {
     /// Creates the node if missing, reads it and starts watching.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise_done(env, &self.inner, |c| async move { c.start().await })
+        promise_on(env, &self.inner, |c| async move { c.start().await })
     }
 
     /// The count as last seen; throws `ZKR_CORRUPTED_DATA` while the node holds no count.
@@ -346,10 +343,7 @@ impl NativeSharedCount {
         promise(env, || {
             let count = args::i32_value("count", count)?;
             let c = self.inner.clone();
-            Ok(async move {
-                c.set_count(count).await?;
-                Ok(Out::Undefined)
-            })
+            Ok(async move { c.set_count(count).await })
         })
     }
 

@@ -23,7 +23,6 @@ use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::Env;
 
 use crate::error::{from_core, internal, CoreResult};
-use crate::value::Out;
 
 /// What a method body can fail with: a core error (mapped to its code) or a napi error (a JS
 /// value could not be made or read; already a JS error).
@@ -99,7 +98,8 @@ where
     Ok(promise)
 }
 
-/// [`promise`] of `op` on a clone of `handle` (a recipe or client): the usual async method.
+/// [`promise`] of `op` on a clone of `handle` (a recipe or client): the usual async method
+/// (`R = ()` resolves to `undefined`).
 pub(crate) fn promise_on<'env, T, R, Fut>(
     env: &'env Env,
     handle: &T,
@@ -111,22 +111,6 @@ where
     Fut: Future<Output = CoreResult<R>> + Send + 'static,
 {
     promise(env, || Ok(op(handle.clone())))
-}
-
-/// [`promise_on`] for an operation that resolves to `undefined`.
-pub(crate) fn promise_done<'env, T, Fut>(
-    env: &'env Env,
-    handle: &T,
-    op: impl FnOnce(T) -> Fut,
-) -> napi::Result<Object<'env>>
-where
-    T: Clone,
-    Fut: Future<Output = CoreResult<()>> + Send + 'static,
-{
-    promise_on(env, handle, |h| {
-        let fut = op(h);
-        async move { fut.await.map(|()| Out::Undefined) }
-    })
 }
 
 /// A future that turns a panic while polling into `Err` (what `futures::FutureExt::catch_unwind`

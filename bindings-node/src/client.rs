@@ -13,7 +13,7 @@ use zkrecipes::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_done, promise_on, sync, Outcome};
+use crate::boundary::{promise, promise_on, sync, Outcome};
 use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -301,7 +301,7 @@ impl NativeClient {
                 if let Some((_, id)) = events {
                     client.remove_state_listener(id);
                 }
-                Ok(Out::Undefined)
+                Ok(())
             })
         })
     }
@@ -433,7 +433,7 @@ impl NativeClient {
             guaranteed,
             recursive,
         };
-        promise_done(
+        promise_on(
             env,
             &self.inner,
             |c| async move { c.delete(&path, opts).await },
@@ -470,8 +470,7 @@ impl NativeClient {
             Ok(async move {
                 expire
                     .await
-                    .map_err(|e| zkrecipes::Error::Timeout(e.into()))?;
-                Ok(Out::Undefined)
+                    .map_err(|e| zkrecipes::Error::Timeout(e.into()))
             })
         })
     }

@@ -16,7 +16,7 @@ use zkrecipes::leader::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_done, promise_on, sync};
+use crate::boundary::{promise, promise_on, sync};
 use crate::client::NativeClient;
 use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
@@ -140,7 +140,7 @@ impl NativeLeaderLatch {
     /// Joins the election.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise_done(env, &self.inner, |latch| async move { latch.start().await })
+        promise_on(env, &self.inner, |latch| async move { latch.start().await })
     }
 
     /// Resolves to whether this participant leads within `timeout_ms` (`undefined`: no limit).
@@ -171,10 +171,9 @@ impl NativeLeaderLatch {
             let latch = self.inner.clone();
             Ok(async move {
                 match mode {
-                    Some(mode) => latch.close_with(mode).await?,
-                    None => latch.close().await?,
+                    Some(mode) => latch.close_with(mode).await,
+                    None => latch.close().await,
                 }
-                Ok(Out::Undefined)
             })
         })
     }
@@ -350,7 +349,7 @@ impl NativeLeaderSelector {
     /// Leaves for good; resolves once the current term (if any) has finished.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise_done(env, &self.inner, |s| async move { s.close().await })
+        promise_on(env, &self.inner, |s| async move { s.close().await })
     }
 }
 

@@ -13,7 +13,7 @@ use zkrecipes::lock::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_done, promise_on, sync, Outcome};
+use crate::boundary::{promise, promise_on, sync, Outcome};
 use crate::client::NativeClient;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -49,7 +49,7 @@ macro_rules! owned_lock_methods {
                 promise(env, || {
                     let owner = args::owner(&owner)?;
                     let lock = self.inner.clone();
-                    Ok(async move { lock.release(owner).await.map(|()| Out::Undefined) })
+                    Ok(async move { lock.release(owner).await })
                 })
             }
 
@@ -234,7 +234,7 @@ impl NativeSemaphoreMutex {
     /// Releases (`ZKR_NOT_OWNER` if this object does not hold it).
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        promise_done(env, &self.inner, |m| async move { m.release().await })
+        promise_on(env, &self.inner, |m| async move { m.release().await })
     }
 
     /// Whether this object holds it.
@@ -306,8 +306,7 @@ impl NativeLease {
                         format!("return lease {path}: it was returned already").into(),
                     )
                 })?;
-                lease.release().await?;
-                Ok(Out::Undefined)
+                lease.release().await
             })
         })
     }
@@ -405,7 +404,7 @@ pub fn attempt_revoke<'env>(
     client: &NativeClient,
     node_path: String,
 ) -> napi::Result<Object<'env>> {
-    promise_done(env, &client.inner, |c| async move {
+    promise_on(env, &client.inner, |c| async move {
         zkrecipes::lock::attempt_revoke(&c, &node_path).await
     })
 }
