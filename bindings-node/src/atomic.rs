@@ -133,8 +133,7 @@ macro_rules! counter_methods {
             /// Curator's add (check `succeeded`).
             #[napi]
             pub fn add<'env>(&self, env: &'env Env, delta: $arg) -> napi::Result<Object<'env>> {
-                let delta = $conv("delta", &delta);
-                atomic_op!(env, self, $out, |c| c.add(delta?))
+                atomic_op!(env, self, $out, |c| c.add($conv("delta", &delta)?))
             }
 
             /// Curator's subtract (check `succeeded`).
@@ -144,8 +143,7 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 delta: $arg,
             ) -> napi::Result<Object<'env>> {
-                let delta = $conv("delta", &delta);
-                atomic_op!(env, self, $out, |c| c.subtract(delta?))
+                atomic_op!(env, self, $out, |c| c.subtract($conv("delta", &delta)?))
             }
 
             /// Curator's increment (check `succeeded`).
@@ -168,16 +166,16 @@ macro_rules! counter_methods {
                 expected: $arg,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                let expected = $conv("expected", &expected);
-                let value = $conv("value", &value);
-                atomic_op!(env, self, $out, |c| c.compare_and_set(expected?, value?))
+                atomic_op!(env, self, $out, |c| c.compare_and_set(
+                    $conv("expected", &expected)?,
+                    $conv("value", &value)?
+                ))
             }
 
             /// Curator's trySet.
             #[napi]
             pub fn try_set<'env>(&self, env: &'env Env, value: $arg) -> napi::Result<Object<'env>> {
-                let value = $conv("value", &value);
-                atomic_op!(env, self, $out, |c| c.try_set(value?))
+                atomic_op!(env, self, $out, |c| c.try_set($conv("value", &value)?))
             }
 
             /// Curator's forceSet.
@@ -187,10 +185,8 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                promise(env, || {
-                    let value = $conv("value", &value)?;
-                    let c = self.inner.clone();
-                    Ok(async move { c.force_set(value).await })
+                promise_on(env, &self.inner, |c| async move {
+                    c.force_set($conv("value", &value)?).await
                 })
             }
 
@@ -201,10 +197,8 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                promise(env, || {
-                    let value = $conv("value", &value)?;
-                    let c = self.inner.clone();
-                    Ok(async move { c.initialize(value).await })
+                promise_on(env, &self.inner, |c| async move {
+                    c.initialize($conv("value", &value)?).await
                 })
             }
 

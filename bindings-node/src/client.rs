@@ -381,10 +381,10 @@ impl NativeClient {
         data: Buffer,
         version: Option<i32>,
     ) -> napi::Result<Object<'env>> {
-        // Copied on the JS thread: the Buffer is JS memory.
-        let data = data.to_vec();
-        promise_on(env, &self.inner, |c| async move {
-            Ok(Out::stat(&c.set_data(&path, &data, version).await?))
+        promise_on(env, &self.inner, |c| {
+            // Copied on the JS thread: the Buffer is JS memory.
+            let data = data.to_vec();
+            async move { Ok(Out::stat(&c.set_data(&path, &data, version).await?)) }
         })
     }
 
@@ -428,16 +428,14 @@ impl NativeClient {
         guaranteed: bool,
         recursive: bool,
     ) -> napi::Result<Object<'env>> {
-        let opts = DeleteOptions {
-            version,
-            guaranteed,
-            recursive,
-        };
-        promise_on(
-            env,
-            &self.inner,
-            |c| async move { c.delete(&path, opts).await },
-        )
+        promise_on(env, &self.inner, |c| async move {
+            let opts = DeleteOptions {
+                version,
+                guaranteed,
+                recursive,
+            };
+            c.delete(&path, opts).await
+        })
     }
 
     /// Requests sent so far, per operation (for tests and benchmarks).

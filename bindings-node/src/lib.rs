@@ -62,18 +62,17 @@ pub fn new_owner_id(env: Env) -> napi::Result<u64> {
 #[napi]
 pub fn panic_for_testing(env: Env, at: String) -> napi::Result<()> {
     use boundary::testing::{arm, Where};
-    let at = match at.as_str() {
-        "sync" => Where::Sync,
-        "async" => Where::Async,
-        other => {
-            return boundary::sync(&env, || {
-                Err(error::invalid(format!(
+    boundary::sync(&env, || {
+        arm(match at.as_str() {
+            "sync" => Where::Sync,
+            "async" => Where::Async,
+            other => {
+                return Err(error::invalid(format!(
                     "panicForTesting: where must be 'sync' or 'async', got {other:?}"
                 ))
                 .into())
-            })
-        }
-    };
-    arm(at);
-    Ok(())
+            }
+        });
+        Ok(())
+    })
 }

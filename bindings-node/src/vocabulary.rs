@@ -2,10 +2,13 @@
 //! `ErrorCode`, `CreateMode`, `ConnectionState`, `WatchedEventType`, `CancelReason` and
 //! `LogLevel` from it, so that no word is spelled twice.
 
+use napi::Env;
 use napi_derive::napi;
 use zkrecipes::leader::CancelReason;
 use zkrecipes::log::Level;
 use zkrecipes::{ConnectionState, CreateMode, ErrorKind, NodeEventKind};
+
+use crate::boundary::sync;
 
 /// An error kind: `err.code` is `'ZKR_' + name`; `code` is the C face's `zkr_status` number.
 #[napi(object)]
@@ -40,25 +43,27 @@ fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<String> {
 /// The core's lists: error kinds, create modes, watch event types, connection states, cancel
 /// reasons and log levels.
 #[napi]
-pub fn vocabulary() -> Vocabulary {
-    Vocabulary {
-        error_kinds: ErrorKind::ALL
-            .iter()
-            .map(|k| ErrorKindInfo {
-                name: k.name().to_string(),
-                code: k.code(),
-            })
-            .collect(),
-        create_modes: names(CreateMode::ALL, CreateMode::name),
-        node_event_types: names(NodeEventKind::ALL, NodeEventKind::name),
-        connection_states: names(ConnectionState::ALL, ConnectionState::name),
-        cancel_reasons: CancelReason::ALL
-            .iter()
-            .map(|r| CancelReasonInfo {
-                name: r.name().to_string(),
-                error_kind: r.error_kind().map(|k| k.name().to_string()),
-            })
-            .collect(),
-        log_levels: names(Level::ALL, Level::name),
-    }
+pub fn vocabulary(env: Env) -> napi::Result<Vocabulary> {
+    sync(&env, || {
+        Ok(Vocabulary {
+            error_kinds: ErrorKind::ALL
+                .iter()
+                .map(|k| ErrorKindInfo {
+                    name: k.name().to_string(),
+                    code: k.code(),
+                })
+                .collect(),
+            create_modes: names(CreateMode::ALL, CreateMode::name),
+            node_event_types: names(NodeEventKind::ALL, NodeEventKind::name),
+            connection_states: names(ConnectionState::ALL, ConnectionState::name),
+            cancel_reasons: CancelReason::ALL
+                .iter()
+                .map(|r| CancelReasonInfo {
+                    name: r.name().to_string(),
+                    error_kind: r.error_kind().map(|k| k.name().to_string()),
+                })
+                .collect(),
+            log_levels: names(Level::ALL, Level::name),
+        })
+    })
 }

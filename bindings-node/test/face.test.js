@@ -156,6 +156,32 @@ test('a misspelled option is refused, naming the nearest valid one', async () =>
   }
 });
 
+test('every native method body runs inside the one boundary (src/boundary.rs)', () => {
+  // The boundary turns panics into ZKR_INTERNAL and core errors into coded errors; a body
+  // outside it would abort the process on a panic. Read the sources: every #[napi] fn starts
+  // with one of the boundary's entry points.
+  const src = path.join(__dirname, '..', 'src');
+  const entry = /^(sync|promise|promise_on|boundary::sync|atomic_op!|self\.read)\(/;
+  const outside = [];
+  let checked = 0;
+  for (const file of fs.readdirSync(src).filter((f) => f.endsWith('.rs'))) {
+    const lines = fs.readFileSync(path.join(src, file), 'utf8').split('\n');
+    for (let i = 0; i < lines.length; i++) {
+      if (!/^\s*#\[napi(\(|\]$)/.test(lines[i]) || /#\[napi\(object\)\]/.test(lines[i])) continue;
+      let j = i + 1;
+      while (j < lines.length && /^\s*(#\[|\/\/)/.test(lines[j])) j++;
+      if (!/^\s*pub fn /.test(lines[j])) continue; // a struct or an impl block
+      while (!/\{$/.test(lines[j])) j++; // the end of the signature
+      let k = j + 1;
+      while (/^\s*(\/\/|use )/.test(lines[k])) k++;
+      checked++;
+      if (!entry.test(lines[k].trim())) outside.push(`${file}:${k + 1}: ${lines[k].trim()}`);
+    }
+  }
+  assert.ok(checked > 80, `only ${checked} napi functions found: the scan is broken`);
+  assert.deepEqual(outside, []);
+});
+
 test('a panic in the native layer is ZKR_INTERNAL, never an abort: sync methods, getters, constructors, Promises', async () => {
   const p = uniquePath('panics');
   const mutex = new InterProcessMutex(client, p);
