@@ -12,7 +12,7 @@ use zkrecipes::atomic::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_on, sync};
+use crate::boundary::{promise, promise_on, promise_timed, sync};
 use crate::client::{retry_policy, NativeClient, RetryOptions};
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
@@ -210,11 +210,8 @@ macro_rules! counter_methods {
                 delta: $arg,
                 timeout_ms: Option<f64>,
             ) -> napi::Result<Object<'env>> {
-                promise(env, || {
-                    let delta = $conv("delta", &delta)?;
-                    let timeout = args::timeout("timeoutMs", timeout_ms)?;
-                    let c = self.inner.clone();
-                    Ok(async move { Ok($out(c.add_and_get(delta, timeout).await?)) })
+                promise_timed(env, &self.inner, timeout_ms, |c, t| async move {
+                    Ok($out(c.add_and_get($conv("delta", &delta)?, t).await?))
                 })
             }
         }

@@ -18,6 +18,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::Env;
@@ -111,6 +112,25 @@ where
     Fut: Future<Output = CoreResult<R>> + Send + 'static,
 {
     promise(env, || Ok(op(handle.clone())))
+}
+
+/// [`promise_on`] for an operation that takes a timeout in milliseconds (the core's contract:
+/// `undefined` or `Infinity` no limit, negative or NaN refused naming `timeoutMs`).
+pub(crate) fn promise_timed<'env, T, R, Fut>(
+    env: &'env Env,
+    handle: &T,
+    timeout_ms: Option<f64>,
+    op: impl FnOnce(T, Option<Duration>) -> Fut,
+) -> napi::Result<Object<'env>>
+where
+    T: Clone,
+    R: ToNapiValue + Send + 'static,
+    Fut: Future<Output = CoreResult<R>> + Send + 'static,
+{
+    promise(env, || {
+        let timeout = crate::args::timeout("timeoutMs", timeout_ms)?;
+        Ok(op(handle.clone(), timeout))
+    })
 }
 
 /// A future that turns a panic while polling into `Err` (what `futures::FutureExt::catch_unwind`

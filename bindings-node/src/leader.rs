@@ -16,7 +16,7 @@ use zkrecipes::leader::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_on, sync};
+use crate::boundary::{promise, promise_on, promise_timed, sync};
 use crate::client::NativeClient;
 use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
@@ -150,10 +150,8 @@ impl NativeLeaderLatch {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let timeout = args::timeout("timeoutMs", timeout_ms)?;
-            let latch = self.inner.clone();
-            Ok(async move { latch.await_leadership(timeout).await })
+        promise_timed(env, &self.inner, timeout_ms, |latch, t| async move {
+            latch.await_leadership(t).await
         })
     }
 

@@ -13,7 +13,7 @@ use zkrecipes::lock::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_on, sync, Outcome};
+use crate::boundary::{promise, promise_on, promise_timed, sync, Outcome};
 use crate::client::NativeClient;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -224,10 +224,8 @@ impl NativeSemaphoreMutex {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let timeout = args::timeout("timeoutMs", timeout_ms)?;
-            let m = self.inner.clone();
-            Ok(async move { m.acquire(timeout).await })
+        promise_timed(env, &self.inner, timeout_ms, |m, t| async move {
+            m.acquire(t).await
         })
     }
 
@@ -343,13 +341,9 @@ impl NativeSemaphoreV2 {
         qty: u32,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let timeout = args::timeout("timeoutMs", timeout_ms)?;
-            let s = self.inner.clone();
-            Ok(async move {
-                let leases = s.acquire(qty as usize, timeout).await?;
-                Ok(leases.map(|l| l.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
-            })
+        promise_timed(env, &self.inner, timeout_ms, move |s, t| async move {
+            let leases = s.acquire(qty as usize, t).await?;
+            Ok(leases.map(|l| l.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
         })
     }
 

@@ -161,7 +161,7 @@ test('every native method body runs inside the one boundary (src/boundary.rs)', 
   // outside it would abort the process on a panic. Read the sources: every #[napi] fn starts
   // with one of the boundary's entry points.
   const src = path.join(__dirname, '..', 'src');
-  const entry = /^(sync|promise|promise_on|boundary::sync|atomic_op!|self\.read)\(/;
+  const entry = /^(sync|promise|promise_on|promise_timed|boundary::sync|atomic_op!|self\.read)\(/;
   const outside = [];
   let checked = 0;
   for (const file of fs.readdirSync(src).filter((f) => f.endsWith('.rs'))) {
