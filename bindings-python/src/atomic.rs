@@ -1,8 +1,6 @@
 //! Distributed counters: `DistributedAtomicLong` / `DistributedAtomicInteger` (one native class
 //! for both widths) and `SharedCount`, with `AtomicValue` as a small frozen object.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +10,8 @@ use zkrecipes::atomic::{
     SharedCount, SharedCountEvent, VersionedValue,
 };
 
-use crate::bridge::{self, duration, timeout};
+use crate::args::{self, duration, Int, IntKind, Text, Timeout};
+use crate::bridge::{self, Call};
 use crate::client::{retry_policy, PyClient};
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
@@ -112,8 +111,11 @@ pub struct PyVersionedValue {
 #[pymethods]
 impl PyVersionedValue {
     #[new]
-    fn new(version: i32, value: i32) -> Self {
-        PyVersionedValue { version, value }
+    fn new(version: Int<i32>, value: Int<i32>) -> Self {
+        PyVersionedValue {
+            version: version.0,
+            value: value.0,
+        }
     }
 
     fn __repr__(&self) -> String {
@@ -139,71 +141,56 @@ enum Counter {
     Int(Arc<DistributedAtomicInteger>),
 }
 
-enum Out {
-    Value(PyAtomicValue),
-    Unit,
-    Bool(bool),
-    Int(i64),
+fn value_obj<T: Into<i64>>(py: Python<'_>, v: AtomicValue<T>) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, value(v))?.into_any())
 }
 
-impl Out {
-    fn into_py(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        Ok(match self {
-            Out::Value(v) => Py::new(py, v)?.into_any(),
-            Out::Unit => py.None(),
-            Out::Bool(b) => pyo3::types::PyBool::new(py, b)
-                .to_owned()
-                .into_any()
-                .unbind(),
-            Out::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
-        })
+fn int_obj<T: Into<i64>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
+    bridge::obj(py, v.into())
+}
+
+/// The names of a counter operation's operands, for messages.
+fn operands(op: &str) -> (&'static str, &'static str) {
+    match op {
+        "compare_and_set" => ("expected", "new"),
+        "add" | "subtract" | "add_and_get" => ("delta", ""),
+        _ => ("value", ""),
     }
 }
 
-type OpFuture = Pin<Box<dyn Future<Output = zkrecipes::Result<Out>> + Send>>;
-
+/// One counter operation on a counter of either width (`$T` its value type).
 macro_rules! counter_op {
-    ($c:expr, $op:expr, $a:expr, $b:expr, $t:expr, $conv:expr) => {
-        (|| {
-            let c = $c;
-            let a = $conv($a)?;
-            let b = $conv($b)?;
-            let t: Option<Duration> = $t;
-            let fut: OpFuture = match $op {
-                "get" => Box::pin(async move { c.get().await.map(|v| Out::Value(value(v))) }),
-                "add" => Box::pin(async move { c.add(a).await.map(|v| Out::Value(value(v))) }),
-                "subtract" => {
-                    Box::pin(async move { c.subtract(a).await.map(|v| Out::Value(value(v))) })
-                }
-                "increment" => {
-                    Box::pin(async move { c.increment().await.map(|v| Out::Value(value(v))) })
-                }
-                "decrement" => {
-                    Box::pin(async move { c.decrement().await.map(|v| Out::Value(value(v))) })
-                }
-                "compare_and_set" => {
-                    Box::pin(
-                        async move { c.compare_and_set(a, b).await.map(|v| Out::Value(value(v))) },
-                    )
-                }
-                "try_set" => {
-                    Box::pin(async move { c.try_set(a).await.map(|v| Out::Value(value(v))) })
-                }
-                "force_set" => Box::pin(async move { c.force_set(a).await.map(|()| Out::Unit) }),
-                "initialize" => Box::pin(async move { c.initialize(a).await.map(Out::Bool) }),
-                "add_and_get" => {
-                    Box::pin(async move { c.add_and_get(a, t).await.map(|v| Out::Int(v.into())) })
-                }
-                other => {
-                    return Err(zkrecipes::Error::InvalidArgument(
-                        format!("unknown counter operation {other:?}").into(),
-                    ))
-                }
-            };
-            Ok::<OpFuture, zkrecipes::Error>(fut)
-        })()
-    };
+    ($c:expr, $T:ty, $op:expr, $a:expr, $b:expr, $t:expr) => {{
+        let c = $c;
+        let (a, b): ($T, $T) = ($a, $b);
+        let t: Option<Duration> = $t;
+        match $op {
+            "get" => Call::new(async move { c.get().await }, value_obj),
+            "add" => Call::new(async move { c.add(a).await }, value_obj),
+            "subtract" => Call::new(async move { c.subtract(a).await }, value_obj),
+            "increment" => Call::new(async move { c.increment().await }, value_obj),
+            "decrement" => Call::new(async move { c.decrement().await }, value_obj),
+            "compare_and_set" => Call::new(async move { c.compare_and_set(a, b).await }, value_obj),
+            "try_set" => Call::new(async move { c.try_set(a).await }, value_obj),
+            "force_set" => Call::unit(async move { c.force_set(a).await }),
+            "initialize" => Call::value(async move { c.initialize(a).await }),
+            _ => Call::new(async move { c.add_and_get(a, t).await }, int_obj),
+        }
+    }};
 }
+
+const OPS: &[&str] = &[
+    "get",
+    "add",
+    "subtract",
+    "increment",
+    "decrement",
+    "compare_and_set",
+    "try_set",
+    "force_set",
+    "initialize",
+    "add_and_get",
+];
 
 /// The native counter (8-byte Long or 4-byte Integer).
 #[pyclass(frozen, module = "zkrecipes._native", name = "DistributedAtomicNumber")]
@@ -211,24 +198,9 @@ pub struct PyAtomicNumber {
     inner: Local<Counter>,
 }
 
-impl PyAtomicNumber {
-    fn op(&self, py: Python<'_>, op: &str, a: i64, b: i64, t: Option<f64>) -> PyResult<OpFuture> {
-        let c = self.inner.get(py, "counter")?.clone();
-        let t = timeout(py, "timeout", t)?;
-        let fut = match c {
-            Counter::Long(c) => {
-                counter_op!(c, op, a, b, t, |x: i64| Ok::<i64, zkrecipes::Error>(x))
-            }
-            Counter::Int(c) => {
-                counter_op!(c, op, a, b, t, |x: i64| i32::try_from(x).map_err(|_| {
-                    zkrecipes::Error::InvalidArgument(
-                        format!("{x} does not fit a DistributedAtomicInteger (32 bits)").into(),
-                    )
-                }))
-            }
-        };
-        fut.py_err(py)
-    }
+/// An operand: absent is 0, otherwise an int of the counter's width.
+fn operand<T: IntKind + Default>(a: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<T> {
+    a.map_or(Ok(T::default()), |a| args::int(a, name))
 }
 
 #[pymethods]
@@ -239,12 +211,12 @@ impl PyAtomicNumber {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
+        path: Text,
         bits: u32,
-        retry: Option<(String, f64, f64, u32)>,
-        promoted_path: Option<String>,
+        retry: Option<(Text, f64, f64, u32)>,
+        promoted_path: Option<Text>,
         promoted_timeout: Option<f64>,
-        promoted_retry: Option<(String, f64, f64, u32)>,
+        promoted_retry: Option<(Text, f64, f64, u32)>,
     ) -> PyResult<PyAtomicNumber> {
         let c = client.core(py)?;
         let retry = retry.map(|r| retry_policy(py, r)).transpose()?;
@@ -263,10 +235,10 @@ impl PyAtomicNumber {
         };
         let counter = match bits {
             64 => Counter::Long(Arc::new(
-                DistributedAtomicLong::new(&c, path, retry, promoted).py_err(py)?,
+                DistributedAtomicLong::new(&c, &path, retry, promoted).py_err(py)?,
             )),
             32 => Counter::Int(Arc::new(
-                DistributedAtomicInteger::new(&c, path, retry, promoted).py_err(py)?,
+                DistributedAtomicInteger::new(&c, &path, retry, promoted).py_err(py)?,
             )),
             _ => return Err(errors::invalid(py, "bits must be 32 or 64")),
         };
@@ -275,40 +247,42 @@ impl PyAtomicNumber {
         })
     }
 
-    /// Runs a counter operation (`get`, `add`, `subtract`, `increment`, `decrement`,
+    /// A counter operation (`get`, `add`, `subtract`, `increment`, `decrement`,
     /// `compare_and_set`, `try_set`, `force_set`, `initialize`, `add_and_get`).
-    #[pyo3(signature = (op, a = 0, b = 0, timeout = None))]
+    #[pyo3(signature = (op, a = None, b = None, timeout = Timeout(None)))]
     fn call(
         &self,
         py: Python<'_>,
-        op: &str,
-        a: i64,
-        b: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Py<PyAny>> {
-        let fut = self.op(py, op, a, b, timeout)?;
-        bridge::block(py, fut)?.into_py(py)
-    }
-
-    /// `call` for asyncio.
-    #[pyo3(signature = (event_loop, op, a = 0, b = 0, timeout = None))]
-    fn call_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        op: &str,
-        a: i64,
-        b: i64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let fut = self.op(py, op, a, b, timeout)?;
-        bridge::future(
-            py,
-            event_loop,
-            fut,
-            Box::new(|py, out: Out| out.into_py(py)),
-            None,
-        )
+        op: Text,
+        a: Option<Bound<'_, PyAny>>,
+        b: Option<Bound<'_, PyAny>>,
+        timeout: Timeout,
+    ) -> PyResult<Call> {
+        if !OPS.contains(&&*op) {
+            return Err(errors::invalid(
+                py,
+                format!("unknown counter operation {:?}", &*op),
+            ));
+        }
+        let (na, nb) = operands(&op);
+        Ok(match self.inner.get(py, "counter")?.clone() {
+            Counter::Long(c) => counter_op!(
+                c,
+                i64,
+                &*op,
+                operand(a.as_ref(), na)?,
+                operand(b.as_ref(), nb)?,
+                timeout.0
+            ),
+            Counter::Int(c) => counter_op!(
+                c,
+                i32,
+                &*op,
+                operand(a.as_ref(), na)?,
+                operand(b.as_ref(), nb)?,
+                timeout.0
+            ),
+        })
     }
 
     #[getter]
@@ -317,17 +291,6 @@ impl PyAtomicNumber {
             Counter::Long(c) => c.path().to_string(),
             Counter::Int(c) => c.path().to_string(),
         })
-    }
-}
-
-impl Clone for Out {
-    fn clone(&self) -> Self {
-        match self {
-            Out::Value(v) => Out::Value(v.clone()),
-            Out::Unit => Out::Unit,
-            Out::Bool(b) => Out::Bool(*b),
-            Out::Int(i) => Out::Int(*i),
-        }
     }
 }
 
@@ -343,38 +306,24 @@ impl PySharedCount {
     }
 }
 
-fn none_obj(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
-    Ok(py.None())
-}
-
 #[pymethods]
 impl PySharedCount {
     #[new]
-    fn new(py: Python<'_>, client: &PyClient, path: &str, seed: i32) -> PyResult<PySharedCount> {
+    fn new(
+        py: Python<'_>,
+        client: &PyClient,
+        path: Text,
+        seed: Int<i32>,
+    ) -> PyResult<PySharedCount> {
         let c = client.core(py)?;
         Ok(PySharedCount {
-            inner: Local::new(Arc::new(SharedCount::new(&c, path, seed).py_err(py)?)),
+            inner: Local::new(Arc::new(SharedCount::new(&c, &path, seed.0).py_err(py)?)),
         })
     }
 
-    fn start(&self, py: Python<'_>) -> PyResult<()> {
+    fn start(&self, py: Python<'_>) -> PyResult<Call> {
         let s = self.s(py)?;
-        bridge::block(py, async move { s.start().await })
-    }
-
-    fn start_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.start().await },
-            Box::new(none_obj),
-            None,
-        )
+        Ok(Call::unit(async move { s.start().await }))
     }
 
     fn get_count(&self, py: Python<'_>) -> PyResult<i32> {
@@ -385,83 +334,55 @@ impl PySharedCount {
         self.s(py)?.get_versioned_value().py_err(py).map(Into::into)
     }
 
-    fn set_count(&self, py: Python<'_>, count: i32) -> PyResult<()> {
+    fn set_count(&self, py: Python<'_>, count: Int<i32>) -> PyResult<Call> {
         let s = self.s(py)?;
-        bridge::block(py, async move { s.set_count(count).await })
-    }
-
-    fn set_count_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        count: i32,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.set_count(count).await },
-            Box::new(none_obj),
-            None,
-        )
+        Ok(Call::unit(async move { s.set_count(count.0).await }))
     }
 
     fn try_set_count(
         &self,
         py: Python<'_>,
         previous: &PyVersionedValue,
-        count: i32,
-    ) -> PyResult<bool> {
+        count: Int<i32>,
+    ) -> PyResult<Call> {
         let s = self.s(py)?;
         let prev = VersionedValue {
             version: previous.version,
             value: previous.value,
         };
-        bridge::block(py, async move { s.try_set_count(&prev, count).await })
+        Ok(Call::value(
+            async move { s.try_set_count(&prev, count.0).await },
+        ))
     }
 
-    fn try_set_count_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        previous: &PyVersionedValue,
-        count: i32,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        let prev = VersionedValue {
-            version: previous.version,
-            value: previous.value,
-        };
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.try_set_count(&prev, count).await },
-            Box::new(|py, b: bool| {
-                Ok(pyo3::types::PyBool::new(py, b)
-                    .to_owned()
-                    .into_any()
-                    .unbind())
-            }),
-            None,
-        )
-    }
-
-    /// `callback("count", version, value)` on a change, `callback("state", name, None)` on a
-    /// connection-state change; on a library thread, one at a time.
+    /// `callback("count", VersionedValue)` on a change, `callback("state", name)` on a
+    /// connection-state change, `callback("error", CorruptedDataError)` when the node holds
+    /// data that is not a count; on the count's dispatcher thread, one at a time, in order.
     fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
-        Ok(self.s(py)?.add_listener(move |event| {
+        let shared = self.s(py)?;
+        let path = shared.path().to_string();
+        Ok(shared.add_listener(move |event| {
             let _ = Python::try_attach(|py| {
-                let result = match event {
+                let args = match event {
                     SharedCountEvent::CountChanged(v) => {
-                        callback.call1(py, ("count", PyVersionedValue::from(v)))
+                        Py::new(py, PyVersionedValue::from(v)).map(|v| ("count", v.into_any()))
                     }
-                    SharedCountEvent::StateChanged(s) => callback.call1(py, ("state", s.as_str())),
+                    SharedCountEvent::StateChanged(s) => {
+                        bridge::obj(py, s.name()).map(|n| ("state", n))
+                    }
                     SharedCountEvent::CorruptedData { version } => {
-                        callback.call1(py, ("corrupted", version))
+                        let e = zkrecipes::Error::CorruptedData(
+                            format!(
+                                "shared count {path}: the data at version {version} is not a count (4 bytes)"
+                            )
+                            .into(),
+                        );
+                        Ok(("error", errors::to_py(py, e).into_value(py).into_any()))
                     }
                 };
-                if let Err(e) = result {
-                    e.write_unraisable(py, Some(callback.bind(py)));
+                match args {
+                    Ok(args) => bridge::invoke(&callback, args),
+                    Err(e) => e.write_unraisable(py, None),
                 }
             });
         }))

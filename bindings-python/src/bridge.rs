@@ -1,18 +1,25 @@
-//! How Python waits for the core: blocking calls with the GIL released and Ctrl-C honoured, and
-//! asyncio futures resolved from the core's runtime.
+//! How Python waits for the core: one [`Call`] per operation, either waited for (blocking, GIL
+//! released, Ctrl-C honoured) or awaited (an `asyncio.Future` resolved from the core's runtime).
 //!
-//! Both spawn the core's future on the one shared runtime (`zkrecipes::runtime`, rebuilt by the
-//! core after `fork()`); this face keeps no runtime, thread or handle of its own, so a forked
-//! child starts clean.
+//! Every operation with a sync and an asyncio form is written once: its native method checks
+//! and copies the arguments into a core future and returns a `Call`; `zkrecipes` calls
+//! `call.wait()` in the sync method and `await call` in its `*_async` twin. Both run the future
+//! on the core's one shared runtime (`zkrecipes::runtime`, rebuilt by the core after `fork()`);
+//! this face keeps no runtime, thread or handle of its own, so a forked child starts clean.
+//!
+//! Callbacks ([`invoke`]) run on the core's dispatcher threads (`zkrecipes::dispatch`): one at a
+//! time per client or recipe, in event order, never on an async worker.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyModule};
+use pyo3::BoundObject;
 use tokio::task::AbortHandle;
 use zkrecipes::runtime;
 
@@ -25,14 +32,22 @@ use crate::errors;
 const SLICE: Duration = Duration::from_millis(40);
 
 static THREADING: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+static ASYNCIO: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn module<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyModule>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyModule>> {
+    cell.get_or_try_init(py, || py.import(name).map(|m| m.unbind()))
+        .map(|m| m.bind(py))
+}
 
 /// Whether the caller is Python's main thread (the one that runs signal handlers; after a
 /// fork, the thread that forked).
 fn on_main_thread(py: Python<'_>) -> bool {
     let check = || -> PyResult<bool> {
-        let threading = THREADING
-            .get_or_try_init(py, || py.import("threading").map(|m| m.unbind()))?
-            .bind(py);
+        let threading = module(py, &THREADING, "threading")?;
         let main = threading.call_method0("main_thread")?;
         Ok(main.is(&threading.call_method0("current_thread")?))
     };
@@ -40,42 +55,168 @@ fn on_main_thread(py: Python<'_>) -> bool {
     check().unwrap_or(true)
 }
 
-/// A timeout argument in seconds: `None` is "wait forever", otherwise a finite number >= 0.
-pub fn timeout(py: Python<'_>, what: &str, seconds: Option<f64>) -> PyResult<Option<Duration>> {
-    match seconds {
-        None => Ok(None),
-        Some(s) => duration(py, what, s).map(Some),
-    }
-}
-
-/// A duration argument in seconds: a finite number >= 0.
-pub fn duration(py: Python<'_>, what: &str, seconds: f64) -> PyResult<Duration> {
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(errors::invalid(
-            py,
-            format!("{what} must be a finite number of seconds >= 0, not {seconds}"),
-        ));
-    }
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| errors::invalid(py, format!("{what} is too large: {seconds} s")))
-}
-
 /// Work to undo a result nobody will see: an acquire that succeeded after its caller gave up
 /// (Ctrl-C, a cancelled asyncio task) must release what it took, or a node would stay behind.
 pub type Undo<T> = Box<dyn FnOnce(T) + Send>;
 
-/// Runs `fut` on the core's runtime and waits for it with the GIL released. Between slices of
+type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Py<PyAny>> + Send>;
+type UndoNow = Box<dyn FnOnce() + Send>;
+
+/// A finished operation, not yet turned into Python objects.
+struct Ready {
+    convert: Convert,
+    undo: Option<UndoNow>,
+}
+
+type Work = Pin<Box<dyn Future<Output = zkrecipes::Result<Ready>> + Send>>;
+
+/// Converts a result that PyO3 knows how to convert.
+pub fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Py<PyAny>> {
+    value
+        .into_pyobject(py)
+        .map(|o| o.into_any().unbind())
+        .map_err(Into::into)
+}
+
+/// [`obj`] as a converter for [`Call::new`] (a closure: `obj` itself is not general enough).
+pub fn to_obj<T>() -> impl for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static
+where
+    T: for<'py> IntoPyObject<'py>,
+{
+    |py, v| obj(py, v)
+}
+
+/// Converts `()` to `None`.
+pub fn none(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
+    Ok(py.None())
+}
+
+/// One operation of the core, started when waited for or awaited (once).
+#[pyclass(frozen, module = "zkrecipes._native", name = "Call")]
+pub struct Call {
+    work: Mutex<Option<Work>>,
+    /// Set when awaited: the undo of a result delivered to a task that was cancelled anyway.
+    delivered: Arc<Mutex<Option<UndoNow>>>,
+}
+
+impl Call {
+    /// An operation whose result `convert` turns into a Python object.
+    pub fn new<T, F, C>(fut: F, convert: C) -> Call
+    where
+        T: Send + 'static,
+        F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
+        C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+    {
+        Call::from_work(Box::pin(async move {
+            let value = fut.await?;
+            Ok(Ready {
+                convert: Box::new(move |py| convert(py, value)),
+                undo: None,
+            })
+        }))
+    }
+
+    /// An operation whose success must be undone if nobody sees it (an acquire).
+    pub fn undoable<T, F, C>(fut: F, convert: C, undo: Undo<T>) -> Call
+    where
+        T: Clone + Send + 'static,
+        F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
+        C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+    {
+        Call::from_work(Box::pin(async move {
+            let value = fut.await?;
+            let kept = value.clone();
+            Ok(Ready {
+                convert: Box::new(move |py| convert(py, value)),
+                undo: Some(Box::new(move || undo(kept))),
+            })
+        }))
+    }
+
+    /// An operation whose result converts with [`obj`].
+    pub fn value<T, F>(fut: F) -> Call
+    where
+        T: for<'py> IntoPyObject<'py> + Send + 'static,
+        F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
+    {
+        Call::new(fut, to_obj())
+    }
+
+    /// An operation that returns nothing (`None`).
+    pub fn unit<F>(fut: F) -> Call
+    where
+        F: Future<Output = zkrecipes::Result<()>> + Send + 'static,
+    {
+        Call::new(fut, none)
+    }
+
+    fn from_work(work: Work) -> Call {
+        Call {
+            work: Mutex::new(Some(work)),
+            delivered: Arc::default(),
+        }
+    }
+
+    fn take(&self, py: Python<'_>) -> PyResult<Work> {
+        self.work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| {
+                errors::invalid(
+                    py,
+                    "this call was already waited for or awaited (once only)",
+                )
+            })
+    }
+
+    /// Runs the call to the end here, blocking: the Rust-side twin of `call.wait()`.
+    pub fn run(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let work = self.take(py)?;
+        wait(py, work)
+    }
+}
+
+#[pymethods]
+impl Call {
+    /// Runs the operation and waits for it with the GIL released. On the main thread, Ctrl-C
+    /// interrupts the wait (KeyboardInterrupt) and the operation is abandoned: its future is
+    /// dropped (deleting any node it made) and a success that lands anyway is undone.
+    fn wait(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let work = self.take(py)?;
+        wait(py, work)
+    }
+
+    /// Runs the operation for the running asyncio loop: cancelling the awaiting task abandons
+    /// it as Ctrl-C does for `wait()`.
+    fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let work = self.take(py)?;
+        let event_loop = module(py, &ASYNCIO, "asyncio")?.call_method0("get_running_loop")?;
+        future(&event_loop, work, self.delivered.clone())?.call_method0("__await__")
+    }
+
+    /// Called by `zkrecipes` when the task awaiting this call was cancelled: a result that had
+    /// already been delivered (and will never be seen) is undone.
+    fn abandon(&self) {
+        if let Some(undo) = self
+            .delivered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            undo();
+        }
+    }
+}
+
+/// Runs `work` on the core's runtime and waits for it with the GIL released. Between slices of
 /// [`SLICE`] it runs Python's signal handlers (main thread only, as Python does); if one raises
 /// (KeyboardInterrupt), the core's future is dropped — its guards delete any node it made — and
-/// the exception propagates. A result that arrives anyway is handed to `undo`.
-pub fn wait<T, F>(py: Python<'_>, fut: F, undo: Option<Undo<T>>) -> PyResult<T>
-where
-    T: Send + 'static,
-    F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
-{
+/// the exception propagates. A result that arrives anyway is undone.
+fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
     let (tx, rx) = sync_channel(1);
     let task = runtime::spawn(async move {
-        let _ = tx.send(fut.await);
+        let _ = tx.send(work.await);
     });
     let slice = if on_main_thread(py) {
         SLICE
@@ -91,65 +232,53 @@ where
         });
         rx = back;
         match received {
-            Ok(result) => return result.map_err(|e| errors::to_py(py, e)),
+            Ok(Ok(ready)) => return (ready.convert)(py),
+            Ok(Err(e)) => return Err(errors::to_py(py, e)),
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(interrupted) = py.check_signals() {
                     task.abort();
                     // Wait for the task to go (its future dropped, or finished just before).
                     let late = py.detach(move || rx.recv_timeout(Duration::from_secs(10)));
-                    if let (Ok(Ok(value)), Some(undo)) = (late, undo) {
-                        undo(value);
+                    if let Ok(Ok(Ready {
+                        undo: Some(undo), ..
+                    })) = late
+                    {
+                        undo();
                     }
                     return Err(interrupted);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(errors::to_py(
-                    py,
-                    zkrecipes::Error::Internal(
-                        "the operation's task ended without a result (a panic in zkrecipes)".into(),
-                    ),
-                ))
-            }
+            Err(RecvTimeoutError::Disconnected) => return Err(panicked(py)),
         }
     }
 }
 
-/// [`wait`] without undo, for calls whose result needs no cleanup.
-pub fn block<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
-where
-    T: Send + 'static,
-    F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
-{
-    wait(py, fut, None)
+fn panicked(py: Python<'_>) -> PyErr {
+    errors::to_py(
+        py,
+        zkrecipes::Error::Internal(
+            "the operation's task ended without a result (a panic in zkrecipes)".into(),
+        ),
+    )
 }
 
-/// Converts a core result into a Python object, attached to the interpreter.
-pub type Convert<T> = Box<dyn for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send>;
-
-/// Starts `fut` on the core's runtime and returns an `asyncio.Future` of `event_loop` that the
-/// runtime resolves (through `loop.call_soon_threadsafe`) with `convert(result)` or the mapped
-/// exception. Cancelling the asyncio future aborts the core's future (dropping it cleans up); a
-/// success that arrives after the cancellation is handed to `undo`.
-pub fn future<'py, T, F>(
-    _py: Python<'py>,
+/// Starts `work` on the core's runtime and returns an `asyncio.Future` of `event_loop` that the
+/// runtime resolves (through `loop.call_soon_threadsafe`) with the converted result or the
+/// mapped exception. Cancelling the asyncio future aborts the core's future (dropping it cleans
+/// up); a success that arrives after the cancellation is undone. `delivered` keeps the undo of
+/// a delivered success, for [`Call::abandon`].
+fn future<'py>(
     event_loop: &Bound<'py, PyAny>,
-    fut: F,
-    convert: Convert<T>,
-    undo: Option<Undo<T>>,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    T: Clone + Send + 'static,
-    F: Future<Output = zkrecipes::Result<T>> + Send + 'static,
-{
+    work: Work,
+    delivered: Arc<Mutex<Option<UndoNow>>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let afut = event_loop.call_method0("create_future")?;
     let afut_ref: Py<PyAny> = afut.clone().unbind();
     let loop_ref: Py<PyAny> = event_loop.clone().unbind();
     let task = runtime::spawn(async move {
-        let result = fut.await;
+        let result = work.await;
         // None: the interpreter is shutting down; nobody is waiting any more.
-        let _ =
-            Python::try_attach(move |py| deliver(py, loop_ref, afut_ref, result, convert, undo));
+        let _ = Python::try_attach(move |py| deliver(py, loop_ref, afut_ref, result, delivered));
     });
     let canceller = Canceller {
         abort: Mutex::new(Some(task.abort_handle())),
@@ -158,69 +287,53 @@ where
     Ok(afut)
 }
 
-fn deliver<T: Clone + Send + 'static>(
+fn deliver(
     py: Python<'_>,
     event_loop: Py<PyAny>,
     afut: Py<PyAny>,
-    result: zkrecipes::Result<T>,
-    convert: Convert<T>,
-    undo: Option<Undo<T>>,
+    result: zkrecipes::Result<Ready>,
+    delivered: Arc<Mutex<Option<UndoNow>>>,
 ) {
-    let mut pending_undo: Option<Py<PendingUndo>> = None;
-    let (error, value): (Option<Py<PyAny>>, Option<Py<PyAny>>) = match result {
+    let (error, value) = match result {
         Err(e) => (Some(errors::to_py(py, e).into_value(py).into_any()), None),
-        Ok(v) => {
-            if let Some(undo) = undo {
-                let kept = v.clone();
-                let action: Box<dyn FnOnce() + Send> = Box::new(move || undo(kept));
-                match Py::new(
-                    py,
-                    PendingUndo {
-                        undo: Mutex::new(Some(action)),
-                    },
-                ) {
-                    Ok(p) => pending_undo = Some(p),
-                    Err(e) => e.write_unraisable(py, None),
-                }
+        Ok(ready) => match (ready.convert)(py) {
+            Ok(o) => {
+                *delivered.lock().unwrap_or_else(|e| e.into_inner()) = ready.undo;
+                (None, Some(o))
             }
-            match convert(py, v) {
-                Ok(o) => (None, Some(o)),
-                Err(e) => {
-                    if let Some(p) = pending_undo.take() {
-                        p.get().run();
-                    }
-                    (Some(e.into_value(py).into_any()), None)
+            Err(e) => {
+                if let Some(undo) = ready.undo {
+                    undo();
                 }
+                (Some(e.into_value(py).into_any()), None)
             }
-        }
+        },
     };
-    let resolver = match resolver(py) {
-        Ok(r) => r,
-        Err(e) => return e.write_unraisable(py, None),
+    let undo = PendingUndo {
+        slot: delivered.clone(),
     };
-    let undo_arg = pending_undo.as_ref().map(|p| p.clone_ref(py));
-    let scheduled = event_loop.call_method1(
-        py,
-        "call_soon_threadsafe",
-        (resolver, afut, error, value, undo_arg),
-    );
+    let scheduled = resolver(py).and_then(|resolver| {
+        event_loop.call_method1(
+            py,
+            "call_soon_threadsafe",
+            (resolver, afut, error, value, undo),
+        )
+    });
     if scheduled.is_err() {
         // The loop is closed: nobody will ever see the result; give back what it took.
-        if let Some(p) = pending_undo {
-            p.get().run();
-        }
+        PendingUndo { slot: delivered }.run();
     }
 }
 
-/// An undo waiting to learn whether its asyncio future was cancelled before the result landed.
+/// The undo of a delivered success, run if its asyncio future was cancelled before it landed.
 #[pyclass(frozen, module = "zkrecipes._native")]
 pub struct PendingUndo {
-    undo: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    slot: Arc<Mutex<Option<UndoNow>>>,
 }
 
 impl PendingUndo {
     fn run(&self) {
-        if let Some(undo) = self.undo.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(undo) = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
             undo();
         }
     }
@@ -252,14 +365,10 @@ fn _resolve(
     fut: &Bound<'_, PyAny>,
     error: Option<Bound<'_, PyAny>>,
     value: Option<Bound<'_, PyAny>>,
-    undo: Option<Bound<'_, PendingUndo>>,
+    undo: Bound<'_, PendingUndo>,
 ) -> PyResult<()> {
     if fut.call_method0("done")?.is_truthy()? {
-        if error.is_none() {
-            if let Some(undo) = undo {
-                undo.get().run();
-            }
-        }
+        undo.get().run();
         return Ok(());
     }
     match error {
@@ -277,22 +386,27 @@ fn resolver(py: Python<'_>) -> PyResult<Py<PyCFunction>> {
         .map(|f| f.clone_ref(py))
 }
 
-/// Calls a Python callback from a library thread: off the runtime's workers (the GIL may take a
-/// while), exceptions reported through `sys.unraisablehook`, nothing at interpreter shutdown.
-pub fn call_soon<A>(callback: Py<PyAny>, args: A)
+/// Calls a Python callback from the core's dispatcher thread (where every listener of the core
+/// runs: one at a time per client or recipe, in event order, never on an async worker),
+/// taking the GIL; exceptions go to `sys.unraisablehook`; nothing at interpreter shutdown.
+pub fn invoke<A>(callback: &Py<PyAny>, args: A)
 where
-    A: for<'py> pyo3::call::PyCallArgs<'py> + Send + 'static,
+    A: for<'py> pyo3::call::PyCallArgs<'py>,
 {
-    let call = move || {
-        let _ = Python::try_attach(|py| {
-            if let Err(e) = callback.call1(py, args) {
-                e.write_unraisable(py, Some(callback.bind(py)));
-            }
-        });
-    };
-    if tokio::runtime::Handle::try_current().is_ok() {
-        runtime::handle().spawn_blocking(call);
-    } else {
-        call();
-    }
+    let _ = Python::try_attach(|py| {
+        if let Err(e) = callback.call1(py, args) {
+            e.write_unraisable(py, Some(callback.bind(py)));
+        }
+    });
+}
+
+/// A listener for the core: calls `callback(*to_args(event))` through [`invoke`].
+pub fn listener<E, A>(
+    callback: Py<PyAny>,
+    to_args: impl Fn(E) -> A + Send + Sync + 'static,
+) -> impl Fn(E) + Send + Sync + 'static
+where
+    A: for<'py> pyo3::call::PyCallArgs<'py>,
+{
+    move |event| invoke(&callback, to_args(event))
 }

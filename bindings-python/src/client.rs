@@ -1,5 +1,6 @@
 //! `zkrecipes._native.Client`: Curator's CuratorFramework for Python — options, start/close,
-//! connection-state listeners and the plain operations (with asyncio twins).
+//! connection-state listeners and the plain operations (each a [`Call`]: waited for by the
+//! sync method, awaited by its asyncio twin).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -7,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use zkrecipes::client::{validate_connect_string, Acl, Permission};
-use zkrecipes::client::{NodeEventKind, Watch};
+use zkrecipes::client::{NodeEvent, Watch};
 use zkrecipes::{
     Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
 };
 
-use crate::bridge::{self, duration};
+use crate::args::{duration, Int, Text};
+use crate::bridge::{self, Call};
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
 
@@ -78,7 +80,9 @@ type Listeners = Arc<Mutex<Vec<(u64, Py<PyAny>)>>>;
 enum Slot {
     NotStarted,
     Started(Local<Client>),
-    Closed,
+    /// Closed; the closed core client is kept so that its dispatcher still delivers what the
+    /// close ends (a pending watch's SESSION_ENDED).
+    Closed(#[allow(dead_code)] Option<Local<Client>>),
 }
 
 /// The native client. The hand-written `zkrecipes.Client` wraps it.
@@ -92,9 +96,10 @@ pub struct PyClient {
     next_listener: AtomicU64,
 }
 
-pub fn retry_policy(py: Python<'_>, spec: (String, f64, f64, u32)) -> PyResult<RetryPolicy> {
+/// A retry policy from `(kind, a, b, n)` as `zkrecipes.RetryPolicy._spec()` spells it.
+pub fn retry_policy(py: Python<'_>, spec: (Text, f64, f64, u32)) -> PyResult<RetryPolicy> {
     let (kind, a, b, n) = spec;
-    let policy = match kind.as_str() {
+    let policy = match &*kind {
         "exponential_backoff" => RetryPolicy::ExponentialBackoff {
             base_sleep: duration(py, "base_sleep", a)?,
             max_retries: n,
@@ -130,107 +135,24 @@ pub fn retry_policy(py: Python<'_>, spec: (String, f64, f64, u32)) -> PyResult<R
     Ok(policy)
 }
 
-fn create_mode(py: Python<'_>, mode: &str) -> PyResult<CreateMode> {
-    Ok(match mode {
-        "PERSISTENT" => CreateMode::Persistent,
-        "PERSISTENT_SEQUENTIAL" => CreateMode::PersistentSequential,
-        "EPHEMERAL" => CreateMode::Ephemeral,
-        "EPHEMERAL_SEQUENTIAL" => CreateMode::EphemeralSequential,
-        "CONTAINER" => CreateMode::Container,
-        other => {
-            return Err(errors::invalid(
-                py,
-                format!("unknown create mode {other:?}"),
-            ))
-        }
-    })
-}
-
 /// ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16) as a `Permission`.
 fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
     Permission::from_bits(bits).map_err(|e| errors::invalid(py, e.message()))
 }
 
-fn version_arg(py: Python<'_>, version: i64) -> PyResult<Option<i32>> {
-    match version {
+fn version_arg(py: Python<'_>, version: Int<i64>) -> PyResult<Option<i32>> {
+    match version.0 {
         -1 => Ok(None),
         v if (0..=i32::MAX as i64).contains(&v) => Ok(Some(v as i32)),
         v => Err(errors::invalid(
             py,
-            format!("version must be -1 (any) or 0..2^31-1, not {v}"),
+            format!("version must be -1 (any) or 0..2**31-1, not {v}"),
         )),
     }
 }
 
 fn stat_obj(py: Python<'_>, s: zkrecipes::Stat) -> PyResult<Py<PyAny>> {
     Ok(Py::new(py, PyStat::from(s))?.into_any())
-}
-
-/// The name of a watch event's kind, as `zkrecipes.EventType` spells it (kazoo's names).
-fn event_kind_name(kind: NodeEventKind) -> &'static str {
-    match kind {
-        NodeEventKind::Created => "CREATED",
-        NodeEventKind::Deleted => "DELETED",
-        NodeEventKind::DataChanged => "CHANGED",
-        NodeEventKind::ChildrenChanged => "CHILD",
-        NodeEventKind::SessionEnded => "SESSION_ENDED",
-        // NodeEventKind may grow: report it as the end of the watch's life.
-        #[allow(unreachable_patterns)]
-        _ => "SESSION_ENDED",
-    }
-}
-
-/// Calls `callback(kind, path)` once, on a library thread, when the one-shot watch fires.
-fn arm(watch: Watch, callback: Py<PyAny>) {
-    zkrecipes::runtime::spawn(async move {
-        let e = watch.changed().await;
-        bridge::call_soon(callback, (event_kind_name(e.kind), e.path));
-    });
-}
-
-async fn get_data_op(
-    c: Client,
-    path: String,
-    watch: Option<Py<PyAny>>,
-) -> zkrecipes::Result<(Vec<u8>, zkrecipes::Stat)> {
-    match watch {
-        None => c.get_data(&path).await,
-        Some(cb) => {
-            let (data, stat, w) = c.get_data_watch(&path).await?;
-            arm(w, cb);
-            Ok((data, stat))
-        }
-    }
-}
-
-async fn exists_op(
-    c: Client,
-    path: String,
-    watch: Option<Py<PyAny>>,
-) -> zkrecipes::Result<Option<zkrecipes::Stat>> {
-    match watch {
-        None => c.exists(&path).await,
-        Some(cb) => {
-            let (stat, w) = c.exists_watch(&path).await?;
-            arm(w, cb);
-            Ok(stat)
-        }
-    }
-}
-
-async fn get_children_op(
-    c: Client,
-    path: String,
-    watch: Option<Py<PyAny>>,
-) -> zkrecipes::Result<Vec<String>> {
-    match watch {
-        None => c.get_children(&path).await,
-        Some(cb) => {
-            let (children, w) = c.get_children_watch(&path).await?;
-            arm(w, cb);
-            Ok(children)
-        }
-    }
 }
 
 fn call_listeners(listeners: &Listeners, state: ConnectionState) {
@@ -242,9 +164,7 @@ fn call_listeners(listeners: &Listeners, state: ConnectionState) {
             .map(|(_, l)| l.clone_ref(py))
             .collect();
         for l in snapshot {
-            if let Err(e) = l.call1(py, (state.as_str(),)) {
-                e.write_unraisable(py, Some(l.bind(py)));
-            }
+            bridge::invoke(&l, (state.name(),));
         }
     });
 }
@@ -261,7 +181,7 @@ impl PyClient {
                     self.hosts
                 ),
             )),
-            Slot::Closed => Err(errors::closed(
+            Slot::Closed(_) => Err(errors::closed(
                 py,
                 format!("the client for {} is closed", self.hosts),
             )),
@@ -279,7 +199,7 @@ impl PyClient {
                 return Ok(());
             }
             Slot::Started(_) => {}
-            Slot::Closed => {
+            Slot::Closed(_) => {
                 drop(slot);
                 zkrecipes::runtime::spawn(async move { client.close().await });
                 return Err(errors::closed(
@@ -290,8 +210,8 @@ impl PyClient {
         }
         let listeners = self.listeners.clone();
         client.add_state_listener(move |s| call_listeners(&listeners, s));
-        // Listeners added before start() hear the first CONNECTED too (as in Curator), on a
-        // library thread like every later state.
+        // Listeners added before start() hear the first CONNECTED too (as in Curator), on the
+        // client's dispatcher like every later state.
         if !self
             .listeners
             .lock()
@@ -300,7 +220,7 @@ impl PyClient {
         {
             let listeners = self.listeners.clone();
             let first = client.state();
-            zkrecipes::runtime::handle().spawn_blocking(move || call_listeners(&listeners, first));
+            client.run_on_dispatcher(move || call_listeners(&listeners, first));
         }
         *slot = Slot::Started(Local::new(client));
         Ok(())
@@ -314,10 +234,54 @@ impl PyClient {
             .unwrap_or_else(|e| e.into_inner())
             .clear();
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        match std::mem::replace(&mut *slot, Slot::Closed) {
-            Slot::Started(c) => c.into_inner(),
+        let client = match &*slot {
+            Slot::Started(c) => c.here().cloned(),
             _ => None,
+        };
+        if !matches!(&*slot, Slot::Closed(_)) {
+            let kept = match std::mem::replace(&mut *slot, Slot::Closed(None)) {
+                Slot::Started(c) => Some(c),
+                _ => None,
+            };
+            *slot = Slot::Closed(kept);
         }
+        client
+    }
+
+    fn started_here(&self) -> bool {
+        matches!(&*self.slot.lock().unwrap_or_else(|e| e.into_inner()), Slot::Started(c) if c.is_here())
+    }
+
+    /// A read with an optional one-shot watch: `read` without, `read_watch` with (the watch is
+    /// armed with `callback(event_type, path)`, called on the client's dispatcher).
+    fn watched<T, R, W, C>(
+        &self,
+        py: Python<'_>,
+        watch: Option<Py<PyAny>>,
+        read: R,
+        read_watch: W,
+        convert: C,
+    ) -> PyResult<Call>
+    where
+        T: Send + 'static,
+        C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+        R: std::future::Future<Output = zkrecipes::Result<T>> + Send + 'static,
+        W: std::future::Future<Output = zkrecipes::Result<(T, Watch)>> + Send + 'static,
+    {
+        let c = self.core(py)?;
+        let Some(callback) = watch else {
+            return Ok(Call::new(read, convert));
+        };
+        Ok(Call::new(
+            async move {
+                let (value, w) = read_watch.await?;
+                c.on_watch(w, move |e: NodeEvent| {
+                    bridge::invoke(&callback, (e.kind.name(), e.path))
+                });
+                Ok(value)
+            },
+            convert,
+        ))
     }
 }
 
@@ -328,15 +292,16 @@ impl PyClient {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        hosts: String,
+        hosts: Text,
         session_timeout: f64,
         connection_timeout: f64,
-        retry: Option<(String, f64, f64, u32)>,
-        namespace: Option<String>,
-        auth: Vec<(String, Vec<u8>)>,
+        retry: Option<(Text, f64, f64, u32)>,
+        namespace: Option<Text>,
+        auth: Vec<(Text, Vec<u8>)>,
         can_be_read_only: bool,
-        acl: Option<Vec<(u32, String, String)>>,
+        acl: Option<Vec<(u32, Text, Text)>>,
     ) -> PyResult<PyClient> {
+        let hosts = String::from(hosts);
         validate_connect_string(&hosts).py_err(py)?;
         let session = duration(py, "session_timeout", session_timeout)?;
         let connection = duration(py, "connection_timeout", connection_timeout)?;
@@ -354,13 +319,13 @@ impl PyClient {
             builder = builder.retry_policy(retry_policy(py, spec)?);
         }
         if let Some(ns) = namespace {
-            builder = builder.namespace(ns);
+            builder = builder.namespace(String::from(ns));
         }
         for (scheme, credentials) in auth {
             if scheme.is_empty() {
                 return Err(errors::invalid(py, "auth scheme must not be empty"));
             }
-            builder = builder.auth(scheme, credentials);
+            builder = builder.auth(String::from(scheme), credentials);
         }
         if let Some(entries) = acl {
             if entries.is_empty() {
@@ -374,7 +339,11 @@ impl PyClient {
                 if scheme.is_empty() {
                     return Err(errors::invalid(py, "acl scheme must not be empty"));
                 }
-                list.push(Acl::new(permission(py, perms)?, scheme, id));
+                list.push(Acl::new(
+                    permission(py, perms)?,
+                    String::from(scheme),
+                    String::from(id),
+                ));
             }
             builder = builder.acl(list);
         }
@@ -388,89 +357,13 @@ impl PyClient {
         })
     }
 
-    /// Connects (blocking, GIL released, Ctrl-C aborts). Starting a started client is a no-op.
-    fn start(&self, py: Python<'_>) -> PyResult<()> {
-        match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
-            Slot::Started(c) if c.is_here() => return Ok(()),
-            Slot::Closed => {
-                return Err(errors::closed(
-                    py,
-                    format!("the client for {} is closed", self.hosts),
-                ))
-            }
-            _ => {}
-        }
-        let builder = self.builder.clone();
-        let client = bridge::wait(
-            py,
-            builder.connect(),
-            Some(Box::new(|c: Client| {
-                zkrecipes::runtime::spawn(async move { c.close().await });
-            })),
-        )?;
-        self.install(py, client)
-    }
-
-    /// Whether `start()` succeeded (in this process) and `close()` was not called.
-    #[getter]
-    fn started(&self) -> bool {
-        matches!(&*self.slot.lock().unwrap_or_else(|e| e.into_inner()), Slot::Started(c) if c.is_here())
-    }
-
-    /// Whether `close()` was called.
-    #[getter]
-    fn closed(&self) -> bool {
-        matches!(
-            &*self.slot.lock().unwrap_or_else(|e| e.into_inner()),
-            Slot::Closed
-        )
-    }
-
-    /// Ends the session (ephemeral nodes vanish at once). Idempotent.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if let Some(client) = self.take_for_close() {
-            bridge::block(py, async move {
-                client.close().await;
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    fn close_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let client = self.take_for_close();
-        bridge::future(
-            py,
-            event_loop,
-            async move {
-                if let Some(c) = client {
-                    c.close().await;
-                }
-                Ok(())
-            },
-            Box::new(|py, ()| Ok(py.None())),
-            None,
-        )
-    }
-
-    fn start_async<'py>(
-        slf: &Bound<'py, Self>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// Connects (Ctrl-C or a cancelled task abandons the attempt). Starting a started client
+    /// is a no-op.
+    fn start(slf: &Bound<'_, Self>) -> PyResult<Call> {
         let py = slf.py();
         let this = slf.get();
-        if this.started() {
-            return bridge::future(
-                py,
-                event_loop,
-                async { Ok(()) },
-                Box::new(|py, ()| Ok(py.None())),
-                None,
-            );
+        if this.started_here() {
+            return Ok(Call::unit(async { Ok(()) }));
         }
         if this.closed() {
             return Err(errors::closed(
@@ -479,23 +372,46 @@ impl PyClient {
             ));
         }
         let me: Py<PyClient> = slf.clone().unbind();
-        bridge::future(
-            py,
-            event_loop,
+        Ok(Call::new(
             this.builder.clone().connect(),
-            Box::new(move |py, client| {
+            move |py, client| {
                 me.get().install(py, client)?;
                 Ok(py.None())
-            }),
-            None,
+            },
+        ))
+    }
+
+    /// Whether `start()` succeeded (in this process) and `close()` was not called.
+    #[getter]
+    fn started(&self) -> bool {
+        self.started_here()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        matches!(
+            &*self.slot.lock().unwrap_or_else(|e| e.into_inner()),
+            Slot::Closed(_)
         )
+    }
+
+    /// Ends the session (ephemeral nodes vanish at once). Idempotent.
+    fn close(&self) -> Call {
+        let client = self.take_for_close();
+        Call::unit(async move {
+            if let Some(c) = client {
+                c.close().await;
+            }
+            Ok(())
+        })
     }
 
     /// The connection state's name, or None unless started.
     #[getter]
     fn state(&self) -> Option<&'static str> {
         match &*self.slot.lock().unwrap_or_else(|e| e.into_inner()) {
-            Slot::Started(c) => c.here().map(|c| c.state().as_str()),
+            Slot::Started(c) => c.here().map(|c| c.state().name()),
             _ => None,
         }
     }
@@ -516,7 +432,7 @@ impl PyClient {
             Slot::Started(c) => c.here().map(|c| c.session_timeout().as_secs_f64()),
             _ => None,
         }
-        .unwrap_or_else(|| self.builder_session_timeout())
+        .unwrap_or(self.configured_session_timeout)
     }
 
     /// The connect string.
@@ -525,7 +441,8 @@ impl PyClient {
         &self.hosts
     }
 
-    /// Adds a listener called with the state's name on a library thread; returns its id.
+    /// Adds a listener called with the state's name on the client's dispatcher thread;
+    /// returns its id.
     fn add_state_listener(&self, listener: Py<PyAny>) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
         self.listeners
@@ -560,86 +477,54 @@ impl PyClient {
     /// Expires the session on the server (Curator's KillSession), for tests (built with the
     /// `testing` feature only).
     #[cfg(feature = "testing")]
-    fn _expire_session_for_testing(&self, py: Python<'_>) -> PyResult<()> {
+    fn _expire_session_for_testing(&self, py: Python<'_>) -> PyResult<Call> {
         let c = self.core(py)?;
         let expire = zkrecipes_testing::expire_client_session(&c);
-        bridge::block(py, async move {
+        Ok(Call::unit(async move {
             expire
                 .await
                 .map_err(|e| zkrecipes::Error::Timeout(e.into()))
-        })
+        }))
     }
 
-    // ---- plain operations; each has an asyncio twin taking the running loop first ----
+    // ---- plain operations: each returns a Call (`.wait()` or `await`) ----
 
     #[pyo3(signature = (path, data, mode, create_parents, protected))]
     fn create(
         &self,
         py: Python<'_>,
-        path: String,
+        path: Text,
         data: Vec<u8>,
-        mode: &str,
+        mode: Text,
         create_parents: bool,
         protected: bool,
-    ) -> PyResult<String> {
-        let fut = self.create_fut(py, path, data, mode, create_parents, protected)?;
-        bridge::block(py, fut)
-    }
-
-    #[pyo3(signature = (event_loop, path, data, mode, create_parents, protected))]
-    #[allow(clippy::too_many_arguments)]
-    fn create_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        data: Vec<u8>,
-        mode: &str,
-        create_parents: bool,
-        protected: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let fut = self.create_fut(py, path, data, mode, create_parents, protected)?;
-        bridge::future(
-            py,
-            event_loop,
-            fut,
-            Box::new(|py, p: String| Ok(p.into_pyobject(py)?.into_any().unbind())),
-            None,
-        )
+    ) -> PyResult<Call> {
+        let c = self.core(py)?;
+        let mut options = CreateOptions::new(CreateMode::from_name(&mode).py_err(py)?);
+        options.create_parents = create_parents;
+        options.protected = protected;
+        Ok(Call::value(async move {
+            c.create(&path, &data, options)
+                .await
+                .map(|created| created.path)
+        }))
     }
 
     #[pyo3(signature = (path, watch = None))]
-    fn get_data<'py>(
-        &self,
-        py: Python<'py>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<(Bound<'py, PyBytes>, PyStat)> {
+    fn get_data(&self, py: Python<'_>, path: Text, watch: Option<Py<PyAny>>) -> PyResult<Call> {
         let c = self.core(py)?;
-        let (data, stat) = bridge::block(py, get_data_op(c, path, watch))?;
-        Ok((PyBytes::new(py, &data), stat.into()))
-    }
-
-    #[pyo3(signature = (event_loop, path, watch = None))]
-    fn get_data_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core(py)?;
-        bridge::future(
+        let (p, c2, p2) = (path.clone(), c.clone(), path);
+        self.watched(
             py,
-            event_loop,
-            get_data_op(c, path, watch),
-            Box::new(|py, (data, stat): (Vec<u8>, zkrecipes::Stat)| {
-                Ok((PyBytes::new(py, &data), PyStat::from(stat))
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind())
-            }),
-            None,
+            watch,
+            async move { c.get_data(&p).await },
+            async move {
+                let (data, stat, w) = c2.get_data_watch(&p2).await?;
+                Ok(((data, stat), w))
+            },
+            |py, (data, stat): (Vec<u8>, zkrecipes::Stat)| {
+                bridge::obj(py, (PyBytes::new(py, &data), PyStat::from(stat)))
+            },
         )
     }
 
@@ -647,93 +532,44 @@ impl PyClient {
     fn set_data(
         &self,
         py: Python<'_>,
-        path: String,
+        path: Text,
         data: Vec<u8>,
-        version: i64,
-    ) -> PyResult<PyStat> {
+        version: Int<i64>,
+    ) -> PyResult<Call> {
         let c = self.core(py)?;
         let version = version_arg(py, version)?;
-        bridge::block(py, async move { c.set_data(&path, &data, version).await }).map(PyStat::from)
-    }
-
-    #[pyo3(signature = (event_loop, path, data, version))]
-    fn set_data_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        data: Vec<u8>,
-        version: i64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core(py)?;
-        let version = version_arg(py, version)?;
-        bridge::future(
-            py,
-            event_loop,
+        Ok(Call::new(
             async move { c.set_data(&path, &data, version).await },
-            Box::new(stat_obj),
-            None,
-        )
+            stat_obj,
+        ))
     }
 
     #[pyo3(signature = (path, watch = None))]
-    fn exists(
-        &self,
-        py: Python<'_>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Option<PyStat>> {
+    fn exists(&self, py: Python<'_>, path: Text, watch: Option<Py<PyAny>>) -> PyResult<Call> {
         let c = self.core(py)?;
-        bridge::block(py, exists_op(c, path, watch)).map(|s| s.map(PyStat::from))
-    }
-
-    #[pyo3(signature = (event_loop, path, watch = None))]
-    fn exists_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core(py)?;
-        bridge::future(
+        let (p, c2, p2) = (path.clone(), c.clone(), path);
+        self.watched(
             py,
-            event_loop,
-            exists_op(c, path, watch),
-            Box::new(|py, s: Option<zkrecipes::Stat>| match s {
+            watch,
+            async move { c.exists(&p).await },
+            async move { c2.exists_watch(&p2).await },
+            |py, s: Option<zkrecipes::Stat>| match s {
                 Some(s) => stat_obj(py, s),
                 None => Ok(py.None()),
-            }),
-            None,
+            },
         )
     }
 
     #[pyo3(signature = (path, watch = None))]
-    fn get_children(
-        &self,
-        py: Python<'_>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Vec<String>> {
+    fn get_children(&self, py: Python<'_>, path: Text, watch: Option<Py<PyAny>>) -> PyResult<Call> {
         let c = self.core(py)?;
-        bridge::block(py, get_children_op(c, path, watch))
-    }
-
-    #[pyo3(signature = (event_loop, path, watch = None))]
-    fn get_children_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        watch: Option<Py<PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core(py)?;
-        bridge::future(
+        let (p, c2, p2) = (path.clone(), c.clone(), path);
+        self.watched(
             py,
-            event_loop,
-            get_children_op(c, path, watch),
-            Box::new(|py, v: Vec<String>| Ok(v.into_pyobject(py)?.into_any().unbind())),
-            None,
+            watch,
+            async move { c.get_children(&p).await },
+            async move { c2.get_children_watch(&p2).await },
+            bridge::to_obj(),
         )
     }
 
@@ -741,69 +577,17 @@ impl PyClient {
     fn delete(
         &self,
         py: Python<'_>,
-        path: String,
-        version: i64,
+        path: Text,
+        version: Int<i64>,
         guaranteed: bool,
         recursive: bool,
-    ) -> PyResult<()> {
+    ) -> PyResult<Call> {
         let c = self.core(py)?;
         let options = DeleteOptions {
             version: version_arg(py, version)?,
             guaranteed,
             recursive,
         };
-        bridge::block(py, async move { c.delete(&path, options).await })
-    }
-
-    #[pyo3(signature = (event_loop, path, version, guaranteed, recursive))]
-    fn delete_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        path: String,
-        version: i64,
-        guaranteed: bool,
-        recursive: bool,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let c = self.core(py)?;
-        let options = DeleteOptions {
-            version: version_arg(py, version)?,
-            guaranteed,
-            recursive,
-        };
-        bridge::future(
-            py,
-            event_loop,
-            async move { c.delete(&path, options).await },
-            Box::new(|py, ()| Ok(py.None())),
-            None,
-        )
-    }
-}
-
-impl PyClient {
-    fn builder_session_timeout(&self) -> f64 {
-        self.configured_session_timeout
-    }
-
-    fn create_fut(
-        &self,
-        py: Python<'_>,
-        path: String,
-        data: Vec<u8>,
-        mode: &str,
-        create_parents: bool,
-        protected: bool,
-    ) -> PyResult<impl std::future::Future<Output = zkrecipes::Result<String>> + Send + 'static>
-    {
-        let c = self.core(py)?;
-        let mut options = CreateOptions::new(create_mode(py, mode)?);
-        options.create_parents = create_parents;
-        options.protected = protected;
-        Ok(async move {
-            c.create(&path, &data, options)
-                .await
-                .map(|created| created.path)
-        })
+        Ok(Call::unit(async move { c.delete(&path, options).await }))
     }
 }

@@ -1,50 +1,59 @@
 //! The one place where the core's [`zkrecipes::Error`] becomes a Python exception.
 //!
 //! The classes live in the hand-written `zkrecipes.errors` module (so that `InvalidArgumentError`
-//! can also be a `ValueError` and `TimeoutError` the builtin one); this file picks the class by
-//! the error's kind and writes the message: the core's text (which names the operation and the
-//! path) followed by the kind's code and, where ZooKeeper has one, the server's error code.
+//! can also be a `ValueError` and `TimeoutError` the builtin one), one per kind of the core's
+//! vocabulary ([`ErrorKind::ALL`], exported as `ERROR_KINDS`; a test checks that every kind has
+//! its class). This file picks the class by `kind.name()` and writes the message: the core's
+//! text (which names the operation and the path) followed by the kind's name and number and,
+//! where ZooKeeper gave one, the server's own error code, also set as the exception's `zk_code`.
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
 use zkrecipes::{Detail, Error, ErrorKind};
 
-/// The code of a kind: the core's name in upper snake case (`NO_NODE`); C's status is
-/// `ZKR_` + it.
-pub fn code(kind: ErrorKind) -> &'static str {
-    kind.name()
-}
-
 static BY_CODE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-fn classes(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
-    BY_CODE
+fn class(py: Python<'_>, kind: ErrorKind) -> PyResult<Bound<'_, PyType>> {
+    let by_code = BY_CODE
         .get_or_try_init(py, || -> PyResult<Py<PyDict>> {
             let module = py.import("zkrecipes.errors")?;
             Ok(module.getattr("BY_CODE")?.cast_into::<PyDict>()?.unbind())
-        })
-        .map(|d| d.bind(py))
+        })?
+        .bind(py);
+    Ok(by_code
+        .get_item(kind.name())?
+        .ok_or_else(|| {
+            pyo3::exceptions::PyKeyError::new_err(format!(
+                "zkrecipes.errors has no class for {}",
+                kind.name()
+            ))
+        })?
+        .cast_into::<PyType>()?)
 }
 
 /// The Python exception for a core error.
 pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
-    let code = code(err.kind());
-    let class = match classes(py).and_then(|d| d.get_item(code)) {
-        Ok(Some(class)) => class,
-        // Only if the hand-written package is broken: still say what happened.
-        _ => return PyRuntimeError::new_err(format!("{err} ({code})")),
+    let kind = err.kind();
+    let message = match err.zk_code() {
+        Some(z) => format!(
+            "{} ({} {}, ZooKeeper code {z})",
+            err.message(),
+            kind.name(),
+            kind.code()
+        ),
+        None => format!("{} ({} {})", err.message(), kind.name(), kind.code()),
     };
-    let zk_code: Option<i64> = class.getattr("zk_code").ok().and_then(|c| c.extract().ok());
-    let message = match zk_code {
-        Some(z) => format!("{} ({code}, ZooKeeper code {z})", err.message()),
-        None => format!("{} ({code})", err.message()),
+    let class = match class(py, kind) {
+        Ok(c) => c,
+        // Only if the hand-written package is broken: say so, with the error itself.
+        Err(broken) => return broken,
     };
-    match class.cast_into::<PyType>() {
-        Ok(class) => PyErr::from_type(class, message),
-        Err(_) => PyTypeError::new_err(message),
+    let exc = PyErr::from_type(class, message);
+    if let Some(z) = err.zk_code() {
+        let _ = exc.value(py).setattr("zk_code", z);
     }
+    exc
 }
 
 /// A bad argument detected by this face (same class as the core's `InvalidArgument`).
@@ -55,6 +64,14 @@ pub fn invalid(py: Python<'_>, message: impl Into<String>) -> PyErr {
 /// `ClosedError` raised by this face.
 pub fn closed(py: Python<'_>, message: impl Into<String>) -> PyErr {
     to_py(py, Error::Closed(Detail::new(message)))
+}
+
+/// Every kind of the core's error vocabulary as `(name, code)`, most general first.
+pub fn kinds() -> Vec<(&'static str, u32)> {
+    ErrorKind::ALL
+        .iter()
+        .map(|k| (k.name(), k.code()))
+        .collect()
 }
 
 /// Maps `Result<T, zkrecipes::Error>` onto `PyResult<T>`.

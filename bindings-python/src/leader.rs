@@ -1,17 +1,22 @@
-//! Leader election: `LeaderLatch` (and `Participant`). The hand-written package wraps these.
+//! Leader election: `LeaderLatch` and `LeaderSelector` (and `Participant`, `LeadershipContext`).
+//! What both have (the group, the leader, leadership) is written once, in [`PyElection`]. The
+//! hand-written package wraps these.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::PyClassInitializer;
 use zkrecipes::leader::{
     CancelReason, CloseMode, LatchState, LeaderLatch, LeaderSelector, LeadershipContext,
-    LeadershipEvent, LostPolicy, Participant, SelectorState,
+    LeadershipEvent, Participant, SelectorState,
 };
 
-use crate::bridge::{self, timeout};
+use crate::args::{Text, Timeout};
+use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
+use crate::lock::lost_policy;
 
 /// A member of a leadership group (Curator's Participant): its id and whether it leads.
 #[pyclass(frozen, get_all, eq, hash, module = "zkrecipes", name = "Participant")]
@@ -49,15 +54,15 @@ impl From<Participant> for PyParticipant {
     }
 }
 
-/// Converts a participant for an asyncio result.
+/// Converts a participant for Python.
 pub fn participant_obj(py: Python<'_>, p: Participant) -> PyResult<Py<PyAny>> {
     Ok(Py::new(py, PyParticipant::from(p))?.into_any())
 }
 
-/// Converts participants for an asyncio result.
-pub fn participants_obj(py: Python<'_>, v: Vec<Participant>) -> PyResult<Py<PyAny>> {
+/// Converts participants for Python.
+fn participants_obj(py: Python<'_>, v: Vec<Participant>) -> PyResult<Py<PyAny>> {
     let items: Vec<PyParticipant> = v.into_iter().map(PyParticipant::from).collect();
-    Ok(items.into_pyobject(py)?.into_any().unbind())
+    bridge::obj(py, items)
 }
 
 fn close_mode(py: Python<'_>, mode: &str) -> PyResult<CloseMode> {
@@ -71,24 +76,100 @@ fn close_mode(py: Python<'_>, mode: &str) -> PyResult<CloseMode> {
     }
 }
 
-/// A leadership lost policy by name.
-pub fn lost_policy(py: Python<'_>, policy: &str) -> PyResult<LostPolicy> {
-    match policy {
-        "STANDARD" => Ok(LostPolicy::Standard),
-        "SESSION" => Ok(LostPolicy::Session),
-        other => Err(errors::invalid(
-            py,
-            format!("lost_policy must be STANDARD or SESSION, not {other:?}"),
-        )),
+/// A latch or a selector.
+#[derive(Clone)]
+enum Member {
+    Latch(Arc<LeaderLatch>),
+    Selector(Arc<LeaderSelector>),
+}
+
+/// Calls the same method on a latch or a selector.
+macro_rules! either {
+    ($member:expr, $m:ident => $e:expr) => {
+        match $member {
+            Member::Latch($m) => $e,
+            Member::Selector($m) => $e,
+        }
+    };
+}
+
+/// What a latch and a selector both have. The base of the native election classes.
+#[pyclass(subclass, frozen, module = "zkrecipes._native", name = "Election")]
+pub struct PyElection {
+    member: Local<Member>,
+}
+
+impl PyElection {
+    fn get(&self, py: Python<'_>) -> PyResult<Member> {
+        self.member.get(py, "leader election").cloned()
     }
 }
 
-fn none_obj(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
-    Ok(py.None())
+#[pymethods]
+impl PyElection {
+    fn has_leadership(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(either!(self.get(py)?, m => m.has_leadership()))
+    }
+
+    #[getter]
+    fn leadership_epoch(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        Ok(either!(self.get(py)?, m => m.leadership_epoch()))
+    }
+
+    #[getter]
+    fn last_error(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        Ok(either!(self.get(py)?, m => m.last_error())
+            .map(|e| errors::to_py(py, e).into_value(py).into_any()))
+    }
+
+    #[getter]
+    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let (latent, closed) = match self.get(py)? {
+            Member::Latch(l) => (
+                l.state() == LatchState::Latent,
+                l.state() == LatchState::Closed,
+            ),
+            Member::Selector(s) => (
+                s.state() == SelectorState::Latent,
+                s.state() == SelectorState::Closed,
+            ),
+        };
+        Ok(match (latent, closed) {
+            (true, _) => "LATENT",
+            (_, true) => "CLOSED",
+            _ => "STARTED",
+        })
+    }
+
+    #[getter]
+    fn id(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(either!(self.get(py)?, m => m.id().to_string()))
+    }
+
+    #[getter]
+    fn path(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(either!(self.get(py)?, m => m.path().to_string()))
+    }
+
+    fn get_leader(&self, py: Python<'_>) -> PyResult<Call> {
+        let member = self.get(py)?;
+        Ok(Call::new(
+            async move { either!(member, m => m.get_leader().await) },
+            participant_obj,
+        ))
+    }
+
+    fn get_participants(&self, py: Python<'_>) -> PyResult<Call> {
+        let member = self.get(py)?;
+        Ok(Call::new(
+            async move { either!(member, m => m.get_participants().await) },
+            participants_obj,
+        ))
+    }
 }
 
 /// The native latch; `zkrecipes.LeaderLatch` wraps it.
-#[pyclass(frozen, module = "zkrecipes._native", name = "LeaderLatch")]
+#[pyclass(extends = PyElection, frozen, module = "zkrecipes._native", name = "LeaderLatch")]
 pub struct PyLeaderLatch {
     inner: Local<Arc<LeaderLatch>>,
 }
@@ -106,81 +187,40 @@ impl PyLeaderLatch {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
-        id: &str,
-        close_mode: &str,
-        lost_policy: &str,
-    ) -> PyResult<PyLeaderLatch> {
+        path: Text,
+        id: Text,
+        close_mode: Text,
+        lost_policy: Text,
+    ) -> PyResult<PyClassInitializer<PyLeaderLatch>> {
         let c = client.core(py)?;
-        let mode = self::close_mode(py, close_mode)?;
-        let policy = self::lost_policy(py, lost_policy)?;
-        let latch = LeaderLatch::new(&c, path, id)
-            .py_err(py)?
-            .with_close_mode(mode)
-            .with_lost_policy(policy)
-            .py_err(py)?;
-        Ok(PyLeaderLatch {
-            inner: Local::new(Arc::new(latch)),
+        let mode = self::close_mode(py, &close_mode)?;
+        let policy = self::lost_policy(py, &lost_policy)?;
+        let latch = Arc::new(
+            LeaderLatch::new(&c, &path, &id)
+                .py_err(py)?
+                .with_close_mode(mode)
+                .with_lost_policy(policy)
+                .py_err(py)?,
+        );
+        Ok(PyClassInitializer::from(PyElection {
+            member: Local::new(Member::Latch(latch.clone())),
         })
+        .add_subclass(PyLeaderLatch {
+            inner: Local::new(latch),
+        }))
     }
 
-    fn start(&self, py: Python<'_>) -> PyResult<()> {
+    fn start(&self, py: Python<'_>) -> PyResult<Call> {
         let l = self.l(py)?;
-        bridge::block(py, async move { l.start().await })
-    }
-
-    fn start_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let l = self.l(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { l.start().await },
-            Box::new(none_obj),
-            None,
-        )
+        Ok(Call::unit(async move { l.start().await }))
     }
 
     #[pyo3(signature = (timeout))]
-    fn await_leadership(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+    fn await_leadership(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let l = self.l(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        bridge::block(py, async move { l.await_leadership(t).await })
-    }
-
-    #[pyo3(signature = (event_loop, timeout))]
-    fn await_leadership_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let l = self.l(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { l.await_leadership(t).await },
-            Box::new(|py, b: bool| {
-                Ok(pyo3::types::PyBool::new(py, b)
-                    .to_owned()
-                    .into_any()
-                    .unbind())
-            }),
-            None,
-        )
-    }
-
-    fn has_leadership(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.l(py)?.has_leadership())
-    }
-
-    #[getter]
-    fn leadership_epoch(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        Ok(self.l(py)?.leadership_epoch())
+        Ok(Call::value(
+            async move { l.await_leadership(timeout.0).await },
+        ))
     }
 
     #[getter]
@@ -188,83 +228,14 @@ impl PyLeaderLatch {
         Ok(self.l(py)?.our_path())
     }
 
-    #[getter]
-    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(match self.l(py)?.state() {
-            LatchState::Latent => "LATENT",
-            LatchState::Started => "STARTED",
-            LatchState::Closed => "CLOSED",
-        })
-    }
-
-    #[getter]
-    fn id(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.l(py)?.id().to_string())
-    }
-
-    #[getter]
-    fn path(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.l(py)?.path().to_string())
-    }
-
-    #[getter]
-    fn last_error(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    /// `callback(True)` when this participant becomes leader, `callback(False)` when it stops;
+    /// on the latch's dispatcher thread. Returns an id for `remove_listener`.
+    fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
         Ok(self
             .l(py)?
-            .last_error()
-            .map(|e| errors::to_py(py, e).into_value(py).into_any()))
-    }
-
-    fn get_leader(&self, py: Python<'_>) -> PyResult<PyParticipant> {
-        let l = self.l(py)?;
-        bridge::block(py, async move { l.get_leader().await }).map(PyParticipant::from)
-    }
-
-    fn get_leader_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let l = self.l(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { l.get_leader().await },
-            Box::new(participant_obj),
-            None,
-        )
-    }
-
-    fn get_participants(&self, py: Python<'_>) -> PyResult<Vec<PyParticipant>> {
-        let l = self.l(py)?;
-        bridge::block(py, async move { l.get_participants().await })
-            .map(|v| v.into_iter().map(PyParticipant::from).collect())
-    }
-
-    fn get_participants_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let l = self.l(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { l.get_participants().await },
-            Box::new(participants_obj),
-            None,
-        )
-    }
-
-    /// `callback(True)` when this participant becomes leader, `callback(False)` when it stops;
-    /// on the latch's listener thread. Returns an id for `remove_listener`.
-    fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
-        Ok(self.l(py)?.add_event_listener(move |e| {
-            let leader = matches!(e, LeadershipEvent::IsLeader);
-            if let Some(cb) = Python::try_attach(|py| callback.clone_ref(py)) {
-                bridge::call_soon(cb, (leader,));
-            }
-        }))
+            .add_event_listener(bridge::listener(callback, |e: LeadershipEvent| {
+                (matches!(e, LeadershipEvent::IsLeader),)
+            })))
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
@@ -272,49 +243,15 @@ impl PyLeaderLatch {
     }
 
     #[pyo3(signature = (close_mode = None))]
-    fn close(&self, py: Python<'_>, close_mode: Option<&str>) -> PyResult<()> {
+    fn close(&self, py: Python<'_>, close_mode: Option<Text>) -> PyResult<Call> {
         let l = self.l(py)?;
-        let mode = close_mode.map(|m| self::close_mode(py, m)).transpose()?;
-        bridge::block(py, async move {
+        let mode = close_mode.map(|m| self::close_mode(py, &m)).transpose()?;
+        Ok(Call::unit(async move {
             match mode {
                 Some(m) => l.close_with(m).await,
                 None => l.close().await,
             }
-        })
-    }
-
-    #[pyo3(signature = (event_loop, close_mode = None))]
-    fn close_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        close_mode: Option<&str>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let l = self.l(py)?;
-        let mode = close_mode.map(|m| self::close_mode(py, m)).transpose()?;
-        bridge::future(
-            py,
-            event_loop,
-            async move {
-                match mode {
-                    Some(m) => l.close_with(m).await,
-                    None => l.close().await,
-                }
-            },
-            Box::new(none_obj),
-            None,
-        )
-    }
-}
-
-fn reason_name(r: CancelReason) -> &'static str {
-    match r {
-        CancelReason::ConnectionSuspended => "CONNECTION_SUSPENDED",
-        CancelReason::SessionLost => "SESSION_LOST",
-        CancelReason::Interrupted => "INTERRUPTED",
-        CancelReason::Closed => "CLOSED",
-        #[allow(unreachable_patterns)]
-        _ => "CLOSED",
+        }))
     }
 }
 
@@ -332,25 +269,22 @@ impl PyLeadershipContext {
 
     #[getter]
     fn cancel_reason(&self) -> Option<&'static str> {
-        self.ctx.cancel_reason().map(reason_name)
+        self.ctx.cancel_reason().map(CancelReason::name)
     }
 
-    /// Calls `callback(reason)` once when leadership is cancelled (at once if it already is).
+    /// Calls `callback(reason)` once when leadership is cancelled (at once if it already is),
+    /// on the selector's dispatcher thread.
     fn on_cancel(&self, callback: Py<PyAny>) {
         self.ctx
-            .on_cancel(move |reason| bridge::call_soon(callback, (reason_name(reason),)));
+            .on_cancel(move |reason| bridge::invoke(&callback, (reason.name(),)));
     }
 
     /// Blocks (GIL released) until cancelled or `timeout` seconds pass; the reason or None.
-    #[pyo3(signature = (timeout = None))]
-    fn wait_cancelled(
-        &self,
-        py: Python<'_>,
-        timeout: Option<f64>,
-    ) -> PyResult<Option<&'static str>> {
-        let t = self::timeout(py, "timeout", timeout)?;
+    #[pyo3(signature = (timeout = Timeout(None)))]
+    fn wait_cancelled(&self, py: Python<'_>, timeout: Timeout) -> Option<&'static str> {
         let ctx = self.ctx.clone();
-        Ok(py.detach(move || ctx.wait_cancelled(t)).map(reason_name))
+        py.detach(move || ctx.wait_cancelled(timeout.0))
+            .map(CancelReason::name)
     }
 
     #[getter]
@@ -376,7 +310,7 @@ impl PyLeadershipContext {
 
 /// The native selector; `zkrecipes.LeaderSelector` wraps it. `take_leadership(ctx)` is called
 /// on the selector's own thread for each leadership.
-#[pyclass(frozen, module = "zkrecipes._native", name = "LeaderSelector")]
+#[pyclass(extends = PyElection, frozen, module = "zkrecipes._native", name = "LeaderSelector")]
 pub struct PyLeaderSelector {
     inner: Local<Arc<LeaderSelector>>,
 }
@@ -394,15 +328,15 @@ impl PyLeaderSelector {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
-        id: &str,
+        path: Text,
+        id: Text,
         take_leadership: Py<PyAny>,
-        lost_policy: &str,
-    ) -> PyResult<PyLeaderSelector> {
+        lost_policy: Text,
+    ) -> PyResult<PyClassInitializer<PyLeaderSelector>> {
         let c = client.core(py)?;
-        let policy = self::lost_policy(py, lost_policy)?;
-        let selector =
-            LeaderSelector::new_blocking(&c, path, id, move |ctx: &LeadershipContext| {
+        let policy = self::lost_policy(py, &lost_policy)?;
+        let selector = Arc::new(
+            LeaderSelector::new_blocking(&c, &path, &id, move |ctx: &LeadershipContext| {
                 let _ = Python::try_attach(|py| {
                     let arg = match Py::new(py, PyLeadershipContext { ctx: ctx.clone() }) {
                         Ok(a) => a,
@@ -415,10 +349,14 @@ impl PyLeaderSelector {
             })
             .py_err(py)?
             .with_lost_policy(policy)
-            .py_err(py)?;
-        Ok(PyLeaderSelector {
-            inner: Local::new(Arc::new(selector)),
+            .py_err(py)?,
+        );
+        Ok(PyClassInitializer::from(PyElection {
+            member: Local::new(Member::Selector(selector.clone())),
         })
+        .add_subclass(PyLeaderSelector {
+            inner: Local::new(selector),
+        }))
     }
 
     fn start(&self, py: Python<'_>) -> PyResult<()> {
@@ -444,112 +382,26 @@ impl PyLeaderSelector {
         Ok(())
     }
 
-    fn has_leadership(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.s(py)?.has_leadership())
-    }
-
-    #[getter]
-    fn leadership_epoch(&self, py: Python<'_>) -> PyResult<Option<i64>> {
-        Ok(self.s(py)?.leadership_epoch())
-    }
-
     #[getter]
     fn leadership_count(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.s(py)?.leadership_count())
     }
 
-    #[getter]
-    fn last_error(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        Ok(self
-            .s(py)?
-            .last_error()
-            .map(|e| errors::to_py(py, e).into_value(py).into_any()))
-    }
-
-    #[getter]
-    fn state(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(match self.s(py)?.state() {
-            SelectorState::Latent => "LATENT",
-            SelectorState::Started => "STARTED",
-            SelectorState::Closed => "CLOSED",
-        })
-    }
-
-    #[getter]
-    fn id(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.s(py)?.id().to_string())
-    }
-
-    #[getter]
-    fn path(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.s(py)?.path().to_string())
-    }
-
-    fn get_leader(&self, py: Python<'_>) -> PyResult<PyParticipant> {
-        let s = self.s(py)?;
-        bridge::block(py, async move { s.get_leader().await }).map(PyParticipant::from)
-    }
-
-    fn get_leader_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.get_leader().await },
-            Box::new(participant_obj),
-            None,
-        )
-    }
-
-    fn get_participants(&self, py: Python<'_>) -> PyResult<Vec<PyParticipant>> {
-        let s = self.s(py)?;
-        bridge::block(py, async move { s.get_participants().await })
-            .map(|v| v.into_iter().map(PyParticipant::from).collect())
-    }
-
-    fn get_participants_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.get_participants().await },
-            Box::new(participants_obj),
-            None,
-        )
-    }
-
     /// Waits (GIL released) until `take_leadership` has returned. Runs the core's blocking
     /// close on the calling thread, so that a close from inside `take_leadership` is seen as
     /// such (and does not wait for itself).
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let s = self.s(py)?;
+    fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         if tokio::runtime::Handle::try_current().is_ok() {
-            // A library thread (a listener): the blocking face is refused there.
-            return bridge::block(py, async move { s.close().await });
+            // A thread of the core's runtime: its blocking face is refused there.
+            return self.close(py)?.run(py).map(drop);
         }
+        let s = self.s(py)?;
         py.detach(move || s.close_blocking()).py_err(py)
     }
 
-    fn close_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// The asyncio form of close (and the form for a thread inside the core's runtime).
+    fn close(&self, py: Python<'_>) -> PyResult<Call> {
         let s = self.s(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { s.close().await },
-            Box::new(none_obj),
-            None,
-        )
+        Ok(Call::unit(async move { s.close().await }))
     }
 }

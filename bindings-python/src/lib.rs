@@ -4,6 +4,7 @@
 //! This crate holds no recipe logic: it checks arguments, maps types, owners and errors, and
 //! waits for the core with the GIL released. Every wait runs on the core's one runtime.
 
+mod args;
 mod atomic;
 mod bridge;
 mod client;
@@ -11,6 +12,7 @@ mod errors;
 mod leader;
 mod local;
 mod lock;
+mod logging;
 mod observer;
 mod owner;
 
@@ -20,6 +22,30 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", zkrecipes::VERSION)?;
+    // The core's vocabulary, which the hand-written enums and exception classes follow (a test
+    // checks that they agree).
+    m.add("ERROR_KINDS", errors::kinds())?;
+    m.add(
+        "CREATE_MODES",
+        names(zkrecipes::CreateMode::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "EVENT_TYPES",
+        names(zkrecipes::NodeEventKind::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "CONNECTION_STATES",
+        names(zkrecipes::ConnectionState::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "CANCEL_REASONS",
+        names(zkrecipes::leader::CancelReason::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "LOG_LEVELS",
+        names(zkrecipes::log::Level::ALL, |v| v.name()),
+    )?;
+    m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyStat>()?;
     m.add_class::<owner::PyOwner>()?;
@@ -42,5 +68,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<atomic::PySharedCount>()?;
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
     Ok(())
+}
+
+fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static str> {
+    all.iter().map(|v| name(*v)).collect()
 }

@@ -1,64 +1,132 @@
 //! The lock family: `InterProcessMutex` (and the read/write lock's two sides, which are
-//! mutexes too). Owners arrive as raw ids resolved by the hand-written package.
+//! mutexes too), the semaphore mutex, the counting semaphore and the multi lock. Owners arrive
+//! as raw ids resolved by the hand-written package.
+//!
+//! Acquire and release are written once, in [`PyLock`], over the core's `InterProcessLock`
+//! trait; the three lock classes extend it with what is theirs.
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use std::sync::{Arc, Mutex};
+use pyo3::PyClassInitializer;
 
 use zkrecipes::lock::{
     InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockLostPolicy,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
-use zkrecipes::{runtime, Owner};
+use zkrecipes::{runtime, Client, LostPolicy, Owner};
 
-use crate::bridge::{self, timeout};
+use crate::args::{Int, Text, Timeout};
+use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
 
-fn bool_obj(py: Python<'_>, b: bool) -> PyResult<Py<PyAny>> {
-    Ok(pyo3::types::PyBool::new(py, b)
-        .to_owned()
-        .into_any()
-        .unbind())
+/// A lost policy by name (`STANDARD`, `SESSION`), for locks and leaders alike.
+pub fn lost_policy(py: Python<'_>, policy: &str) -> PyResult<LostPolicy> {
+    match policy {
+        "STANDARD" => Ok(LostPolicy::Standard),
+        "SESSION" => Ok(LostPolicy::Session),
+        other => Err(errors::invalid(
+            py,
+            format!("lost_policy must be STANDARD or SESSION, not {other:?}"),
+        )),
+    }
 }
 
-fn none_obj(py: Python<'_>, (): ()) -> PyResult<Py<PyAny>> {
-    Ok(py.None())
+/// The name of a lost policy.
+pub fn lost_policy_name(policy: LostPolicy) -> &'static str {
+    match policy {
+        LostPolicy::Session => "SESSION",
+        _ => "STANDARD",
+    }
 }
 
-/// Releases an acquire nobody will see (interrupted or cancelled after it succeeded).
-fn undo_acquire(mutex: InterProcessMutex, owner: Owner) -> bridge::Undo<bool> {
-    Box::new(move |acquired| {
-        if acquired {
-            runtime::spawn(async move {
-                let _ = mutex.release(owner).await;
-            });
-        }
-    })
+type DynLock = Arc<dyn InterProcessLock>;
+
+/// What every lock has: acquire and release for an owner. The base of the native lock classes.
+#[pyclass(subclass, frozen, module = "zkrecipes._native", name = "Lock")]
+pub struct PyLock {
+    lock: Local<DynLock>,
+}
+
+impl PyLock {
+    fn init(lock: DynLock) -> PyClassInitializer<PyLock> {
+        PyClassInitializer::from(PyLock {
+            lock: Local::new(lock),
+        })
+    }
+
+    fn get(&self, py: Python<'_>) -> PyResult<DynLock> {
+        self.lock.get(py, "lock").cloned()
+    }
+}
+
+#[pymethods]
+impl PyLock {
+    /// Acquires for `owner` within `timeout`; whether it was acquired. An acquire nobody sees
+    /// (interrupted or cancelled after it succeeded) is released again.
+    #[pyo3(signature = (owner, timeout))]
+    fn acquire(&self, py: Python<'_>, owner: u64, timeout: Timeout) -> PyResult<Call> {
+        let lock = self.get(py)?;
+        let owner = Owner::from_raw(owner);
+        let undo_lock = lock.clone();
+        Ok(Call::undoable(
+            async move { lock.acquire(owner, timeout.0).await },
+            bridge::to_obj(),
+            Box::new(move |acquired| {
+                if acquired {
+                    release_later(undo_lock, owner);
+                }
+            }),
+        ))
+    }
+
+    /// Releases one acquire of `owner`.
+    fn release(&self, py: Python<'_>, owner: u64) -> PyResult<Call> {
+        let lock = self.get(py)?;
+        Ok(Call::unit(async move {
+            lock.release(Owner::from_raw(owner)).await
+        }))
+    }
+
+    /// Starts a release in the background (for an abandoned acquire); errors are dropped.
+    fn release_later(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
+        release_later(self.get(py)?, Owner::from_raw(owner));
+        Ok(())
+    }
+
+    fn is_acquired_in_this_process(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.get(py)?.is_acquired_in_this_process())
+    }
+}
+
+fn release_later(lock: DynLock, owner: Owner) {
+    runtime::spawn(async move {
+        let _ = lock.release(owner).await;
+    });
 }
 
 /// The native mutex; `zkrecipes.InterProcessMutex` wraps it.
-#[pyclass(frozen, module = "zkrecipes._native", name = "InterProcessMutex")]
+#[pyclass(extends = PyLock, frozen, module = "zkrecipes._native", name = "InterProcessMutex")]
 pub struct PyMutex {
     inner: Local<InterProcessMutex>,
 }
 
 impl PyMutex {
-    /// Wraps a core mutex made in this process.
-    pub fn wrap(m: InterProcessMutex) -> PyMutex {
-        PyMutex {
+    /// A native mutex object for a core mutex made in this process.
+    pub fn wrap(py: Python<'_>, m: InterProcessMutex) -> PyResult<Py<PyMutex>> {
+        Py::new(py, PyMutex::init(m))
+    }
+
+    fn init(m: InterProcessMutex) -> PyClassInitializer<PyMutex> {
+        PyLock::init(Arc::new(m.clone())).add_subclass(PyMutex {
             inner: Local::new(m),
-        }
+        })
     }
 
     fn m(&self, py: Python<'_>) -> PyResult<InterProcessMutex> {
         self.inner.get(py, "lock").cloned()
-    }
-
-    fn acquire_timeout(py: Python<'_>, t: Option<f64>) -> PyResult<Option<Duration>> {
-        timeout(py, "timeout", t)
     }
 }
 
@@ -69,93 +137,20 @@ impl PyMutex {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
+        path: Text,
         data: Option<Vec<u8>>,
-    ) -> PyResult<PyMutex> {
+    ) -> PyResult<PyClassInitializer<PyMutex>> {
         let c = client.core(py)?;
         let m = match data {
-            Some(d) => InterProcessMutex::with_data(&c, path, d),
-            None => InterProcessMutex::new(&c, path),
+            Some(d) => InterProcessMutex::with_data(&c, &path, d),
+            None => InterProcessMutex::new(&c, &path),
         }
         .py_err(py)?;
-        Ok(PyMutex::wrap(m))
-    }
-
-    #[pyo3(signature = (owner, timeout))]
-    fn acquire(&self, py: Python<'_>, owner: u64, timeout: Option<f64>) -> PyResult<bool> {
-        let m = self.m(py)?;
-        let t = Self::acquire_timeout(py, timeout)?;
-        let owner = Owner::from_raw(owner);
-        let undo = undo_acquire(m.clone(), owner);
-        bridge::wait(py, async move { m.acquire(owner, t).await }, Some(undo))
-    }
-
-    #[pyo3(signature = (event_loop, owner, timeout))]
-    fn acquire_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        owner: u64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        let t = Self::acquire_timeout(py, timeout)?;
-        let owner = Owner::from_raw(owner);
-        let undo = undo_acquire(m.clone(), owner);
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.acquire(owner, t).await },
-            Box::new(bool_obj),
-            Some(undo),
-        )
-    }
-
-    fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        // Fast path for errors: a non-owner learns it without a trip to the runtime.
-        if !m.is_owned_by(Owner::from_raw(owner)) {
-            return Err(errors::to_py(
-                py,
-                zkrecipes::Error::NotOwner(
-                    format!("release lock {}: this owner does not hold it", m.path()).into(),
-                ),
-            ));
-        }
-        bridge::block(py, async move { m.release(Owner::from_raw(owner)).await })
-    }
-
-    fn release_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        owner: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.release(Owner::from_raw(owner)).await },
-            Box::new(none_obj),
-            None,
-        )
-    }
-
-    /// Starts a release in the background (for an abandoned acquire); errors are dropped.
-    fn release_later(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        runtime::spawn(async move {
-            let _ = m.release(Owner::from_raw(owner)).await;
-        });
-        Ok(())
+        Ok(PyMutex::init(m))
     }
 
     fn is_owned_by(&self, py: Python<'_>, owner: u64) -> PyResult<bool> {
         Ok(self.m(py)?.is_owned_by(Owner::from_raw(owner)))
-    }
-
-    fn is_acquired_in_this_process(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.m(py)?.is_acquired_in_this_process())
     }
 
     fn is_held_valid(&self, py: Python<'_>, owner: u64) -> PyResult<bool> {
@@ -170,68 +165,38 @@ impl PyMutex {
         Ok(self.m(py)?.lock_node(Owner::from_raw(owner)))
     }
 
-    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Call> {
         let m = self.m(py)?;
-        bridge::block(py, async move { m.participant_nodes().await })
+        Ok(Call::value(async move { m.participant_nodes().await }))
     }
 
-    fn participant_nodes_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.participant_nodes().await },
-            Box::new(|py, v: Vec<String>| Ok(v.into_pyobject(py)?.into_any().unbind())),
-            None,
-        )
+    /// Calls `callback(owner_id)` on the lock's dispatcher thread when a hold is lost; returns
+    /// an id for `remove_lost_listener`.
+    fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
+        Ok(self
+            .m(py)?
+            .on_lost(bridge::listener(callback, |o: Owner| (o.as_raw(),))))
     }
 
-    /// Calls `callback(owner_id)` on a library thread when a hold is lost.
-    fn on_lost(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.m(py)?.on_lost(move |owner| {
-            let cb = Python::try_attach(|py| callback.clone_ref(py));
-            if let Some(cb) = cb {
-                bridge::call_soon(cb, (owner.as_raw(),));
-            }
-        });
-        Ok(())
+    fn remove_lost_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
+        Ok(self.m(py)?.remove_lost_listener(id))
     }
 
     /// Curator's makeRevocable: `callback(owner_id)` when another process asks for the lock.
     fn make_revocable(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.m(py)?.make_revocable(move |owner| {
-            let cb = Python::try_attach(|py| callback.clone_ref(py));
-            if let Some(cb) = cb {
-                bridge::call_soon(cb, (owner.as_raw(),));
-            }
-        });
+        self.m(py)?
+            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)));
         Ok(())
     }
 
     #[getter]
     fn lost_policy(&self, py: Python<'_>) -> PyResult<&'static str> {
-        Ok(match self.m(py)?.lost_policy() {
-            LockLostPolicy::Session => "SESSION",
-            _ => "STANDARD",
-        })
+        Ok(lost_policy_name(self.m(py)?.lost_policy()))
     }
 
     #[setter]
-    fn set_lost_policy(&self, py: Python<'_>, policy: &str) -> PyResult<()> {
-        let p = match policy {
-            "STANDARD" => LockLostPolicy::Standard,
-            "SESSION" => LockLostPolicy::Session,
-            other => {
-                return Err(errors::invalid(
-                    py,
-                    format!("lost policy must be STANDARD or SESSION, not {other:?}"),
-                ))
-            }
-        };
+    fn set_lost_policy(&self, py: Python<'_>, policy: Text) -> PyResult<()> {
+        let p = lost_policy(py, &policy)?;
         self.m(py)?.set_lost_policy(p);
         Ok(())
     }
@@ -244,18 +209,11 @@ impl PyMutex {
 
 /// Curator's Revoker.attemptRevoke: asks the holder of the lock node `node_path` to release.
 #[pyfunction]
-pub fn attempt_revoke(py: Python<'_>, client: &PyClient, node_path: String) -> PyResult<()> {
+pub fn attempt_revoke(py: Python<'_>, client: &PyClient, node_path: Text) -> PyResult<Call> {
     let c = client.core(py)?;
-    bridge::block(py, async move {
+    Ok(Call::unit(async move {
         zkrecipes::lock::attempt_revoke(&c, &node_path).await
-    })
-}
-
-impl PyMutex {
-    /// The core mutex as a member of a multi lock.
-    fn as_lock(&self, py: Python<'_>) -> PyResult<Arc<dyn InterProcessLock>> {
-        Ok(Arc::new(self.m(py)?))
-    }
+    }))
 }
 
 /// The native read/write lock: two mutexes sharing one path.
@@ -275,13 +233,13 @@ impl PyReadWriteLock {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
+        path: Text,
         data: Option<Vec<u8>>,
     ) -> PyResult<PyReadWriteLock> {
         let c = client.core(py)?;
         let l = match data {
-            Some(d) => InterProcessReadWriteLock::with_data(&c, path, d),
-            None => InterProcessReadWriteLock::new(&c, path),
+            Some(d) => InterProcessReadWriteLock::with_data(&c, &path, d),
+            None => InterProcessReadWriteLock::new(&c, &path),
         }
         .py_err(py)?;
         Ok(PyReadWriteLock {
@@ -290,22 +248,19 @@ impl PyReadWriteLock {
     }
 
     /// The shared side (`__READ__` nodes).
-    fn read_lock(&self, py: Python<'_>) -> PyResult<PyMutex> {
-        Ok(PyMutex::wrap(
-            self.inner.get(py, "lock")?.read_lock().clone(),
-        ))
+    fn read_lock(&self, py: Python<'_>) -> PyResult<Py<PyMutex>> {
+        PyMutex::wrap(py, self.inner.get(py, "lock")?.read_lock().clone())
     }
 
     /// The exclusive side (`__WRIT__` nodes).
-    fn write_lock(&self, py: Python<'_>) -> PyResult<PyMutex> {
-        Ok(PyMutex::wrap(
-            self.inner.get(py, "lock")?.write_lock().clone(),
-        ))
+    fn write_lock(&self, py: Python<'_>) -> PyResult<Py<PyMutex>> {
+        PyMutex::wrap(py, self.inner.get(py, "lock")?.write_lock().clone())
     }
 }
 
 /// The native semaphore mutex (not reentrant, not owned: the owner argument is ignored).
 #[pyclass(
+    extends = PyLock,
     frozen,
     module = "zkrecipes._native",
     name = "InterProcessSemaphoreMutex"
@@ -320,85 +275,21 @@ impl PySemaphoreMutex {
     }
 }
 
-fn undo_semaphore_acquire(m: InterProcessSemaphoreMutex) -> bridge::Undo<bool> {
-    Box::new(move |acquired| {
-        if acquired {
-            runtime::spawn(async move {
-                let _ = m.release().await;
-            });
-        }
-    })
-}
-
 #[pymethods]
 impl PySemaphoreMutex {
     #[new]
-    fn new(py: Python<'_>, client: &PyClient, path: &str) -> PyResult<PySemaphoreMutex> {
+    fn new(
+        py: Python<'_>,
+        client: &PyClient,
+        path: Text,
+    ) -> PyResult<PyClassInitializer<PySemaphoreMutex>> {
         let c = client.core(py)?;
-        Ok(PySemaphoreMutex {
-            inner: Local::new(InterProcessSemaphoreMutex::new(&c, path).py_err(py)?),
-        })
-    }
-
-    #[pyo3(signature = (_owner, timeout))]
-    fn acquire(&self, py: Python<'_>, _owner: u64, timeout: Option<f64>) -> PyResult<bool> {
-        let m = self.m(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        let undo = undo_semaphore_acquire(m.clone());
-        bridge::wait(py, async move { m.acquire(t).await }, Some(undo))
-    }
-
-    #[pyo3(signature = (event_loop, _owner, timeout))]
-    fn acquire_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        _owner: u64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        let undo = undo_semaphore_acquire(m.clone());
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.acquire(t).await },
-            Box::new(bool_obj),
-            Some(undo),
+        let m = InterProcessSemaphoreMutex::new(&c, &path).py_err(py)?;
+        Ok(
+            PyLock::init(Arc::new(m.clone())).add_subclass(PySemaphoreMutex {
+                inner: Local::new(m),
+            }),
         )
-    }
-
-    fn release(&self, py: Python<'_>, _owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        bridge::block(py, async move { m.release().await })
-    }
-
-    fn release_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        _owner: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.release().await },
-            Box::new(none_obj),
-            None,
-        )
-    }
-
-    fn release_later(&self, py: Python<'_>, _owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        runtime::spawn(async move {
-            let _ = m.release().await;
-        });
-        Ok(())
-    }
-
-    fn is_acquired_in_this_process(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.m(py)?.is_acquired_in_this_process())
     }
 
     #[getter]
@@ -406,9 +297,11 @@ impl PySemaphoreMutex {
         Ok(self.m(py)?.lease_node())
     }
 
-    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Call> {
         let m = self.m(py)?;
-        bridge::block(py, async move { m.semaphore().participant_nodes().await })
+        Ok(Call::value(async move {
+            m.semaphore().participant_nodes().await
+        }))
     }
 
     #[getter]
@@ -422,15 +315,18 @@ impl PySemaphoreMutex {
 #[pyclass(frozen, module = "zkrecipes", name = "Lease")]
 pub struct PyLease {
     lease: Mutex<Option<Local<Lease>>>,
+    /// To read the lease node's data without holding `lease` (a release may come meanwhile).
+    client: Local<Client>,
     path: String,
     czxid: i64,
 }
 
 impl PyLease {
-    fn new(lease: Lease) -> PyLease {
+    fn new(client: &Client, lease: Lease) -> PyLease {
         PyLease {
             path: lease.path().to_string(),
             czxid: lease.czxid(),
+            client: Local::new(client.clone()),
             lease: Mutex::new(Some(Local::new(lease))),
         }
     }
@@ -441,6 +337,13 @@ impl PyLease {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .and_then(Local::into_inner)
+    }
+
+    fn is_returned(&self) -> bool {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
     }
 }
 
@@ -461,33 +364,29 @@ impl PyLease {
     /// Whether the lease was returned.
     #[getter]
     fn returned(&self) -> bool {
-        self.lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+        self.is_returned()
     }
 
-    /// The data stored in the lease node.
-    fn data(&self, py: Python<'_>) -> PyResult<Vec<u8>> {
+    /// The data stored in the lease node (`ClosedError` once the lease was returned). Another
+    /// thread may return the lease meanwhile: nothing is locked while the read waits.
+    fn data(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if self.is_returned() {
+            return Err(errors::closed(
+                py,
+                format!("lease {} was returned", self.path),
+            ));
+        }
+        let client = self.client.get(py, "lease")?.clone();
         let path = self.path.clone();
-        let guard = self.lease.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(local) = guard.as_ref() else {
-            return Err(errors::closed(py, format!("lease {path} was returned")));
-        };
-        let lease = local.get(py, "lease")?;
-        // Lease::data borrows the lease, so it runs on this thread (the core's blocking face).
-        let fut = lease.data();
-        let r = py.detach(|| zkrecipes::runtime::try_block_on(fut));
-        drop(guard);
-        r.and_then(|r| r).py_err(py)
+        Call::value(async move { client.get_data(&path).await.map(|(d, _)| d) }).run(py)
     }
 
     /// Returns the lease (deletes its node). Returning it twice is a no-op.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
-        match self.take() {
-            Some(l) => bridge::block(py, async move { l.release().await }),
-            None => Ok(()),
+        if let Some(l) = self.take() {
+            Call::unit(async move { l.release().await }).run(py)?;
         }
+        Ok(())
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -509,17 +408,13 @@ impl PyLease {
     }
 }
 
-/// Leases on their way to Python (cloneable for the asyncio bridge; dropped ones are returned).
+/// Leases on their way to Python (cloneable for the undo; dropped ones are returned).
 #[derive(Clone)]
 struct Leases(Arc<Mutex<Option<Vec<Lease>>>>);
 
-fn leases_obj(py: Python<'_>, leases: Leases) -> PyResult<Py<PyAny>> {
-    match leases.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        None => Ok(py.None()),
-        Some(v) => {
-            let items: Vec<PyLease> = v.into_iter().map(PyLease::new).collect();
-            Ok(items.into_pyobject(py)?.into_any().unbind())
-        }
+impl Leases {
+    fn take(&self) -> Option<Vec<Lease>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
@@ -527,6 +422,7 @@ fn leases_obj(py: Python<'_>, leases: Leases) -> PyResult<Py<PyAny>> {
 #[pyclass(frozen, module = "zkrecipes._native", name = "InterProcessSemaphoreV2")]
 pub struct PySemaphore {
     inner: Local<InterProcessSemaphoreV2>,
+    client: Local<Client>,
 }
 
 impl PySemaphore {
@@ -542,60 +438,45 @@ impl PySemaphore {
     fn new(
         py: Python<'_>,
         client: &PyClient,
-        path: &str,
-        max_leases: usize,
+        path: Text,
+        max_leases: Int<usize>,
         data: Option<Vec<u8>>,
     ) -> PyResult<PySemaphore> {
         let c = client.core(py)?;
         let s = match data {
-            Some(d) => InterProcessSemaphoreV2::with_data(&c, path, max_leases, d),
-            None => InterProcessSemaphoreV2::new(&c, path, max_leases),
+            Some(d) => InterProcessSemaphoreV2::with_data(&c, &path, max_leases.0, d),
+            None => InterProcessSemaphoreV2::new(&c, &path, max_leases.0),
         }
         .py_err(py)?;
         Ok(PySemaphore {
             inner: Local::new(s),
+            client: Local::new(c),
         })
     }
 
-    /// `qty` leases within `timeout`, or None (all or nothing).
+    /// `qty` leases within `timeout`, or None (all or nothing). Leases nobody sees (an
+    /// interrupted or cancelled acquire) are returned.
     #[pyo3(signature = (qty, timeout))]
-    fn acquire(
-        &self,
-        py: Python<'_>,
-        qty: usize,
-        timeout: Option<f64>,
-    ) -> PyResult<Option<Vec<PyLease>>> {
+    fn acquire(&self, py: Python<'_>, qty: Int<usize>, timeout: Timeout) -> PyResult<Call> {
         let s = self.s(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        // A result nobody will see is dropped, which returns its leases.
-        let got = bridge::block(py, async move { s.acquire(qty, t).await })?;
-        Ok(got.map(|v| v.into_iter().map(PyLease::new).collect()))
-    }
-
-    #[pyo3(signature = (event_loop, qty, timeout))]
-    fn acquire_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        qty: usize,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let s = self.s(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        bridge::future(
-            py,
-            event_loop,
+        let client = self.client.get(py, "semaphore")?.clone();
+        Ok(Call::undoable(
             async move {
-                s.acquire(qty, t)
+                s.acquire(qty.0, timeout.0)
                     .await
                     .map(|v| Leases(Arc::new(Mutex::new(v))))
             },
-            Box::new(leases_obj),
-            // Dropping the undo's copy returns leases a cancelled caller never saw.
-            Some(Box::new(|leases: Leases| {
-                drop(leases.0.lock().unwrap_or_else(|e| e.into_inner()).take())
-            })),
-        )
+            move |py, leases: Leases| match leases.take() {
+                None => Ok(py.None()),
+                Some(v) => {
+                    let items: Vec<PyLease> =
+                        v.into_iter().map(|l| PyLease::new(&client, l)).collect();
+                    bridge::obj(py, items)
+                }
+            },
+            // Dropping the undo's copy returns leases nobody saw.
+            Box::new(|leases: Leases| drop(leases.take())),
+        ))
     }
 
     /// Returns a lease (Curator's returnLease).
@@ -613,33 +494,20 @@ impl PySemaphore {
         Ok(self.s(py)?.path().to_string())
     }
 
-    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+    fn participant_nodes(&self, py: Python<'_>) -> PyResult<Call> {
         let s = self.s(py)?;
-        bridge::block(py, async move { s.participant_nodes().await })
+        Ok(Call::value(async move { s.participant_nodes().await }))
     }
 }
 
 /// The native multi lock: all of several locks, or none.
-#[pyclass(frozen, module = "zkrecipes._native", name = "InterProcessMultiLock")]
-pub struct PyMultiLock {
-    inner: Local<InterProcessMultiLock>,
-}
-
-impl PyMultiLock {
-    fn m(&self, py: Python<'_>) -> PyResult<InterProcessMultiLock> {
-        self.inner.get(py, "lock").cloned()
-    }
-}
-
-fn undo_multi(m: InterProcessMultiLock, owner: Owner) -> bridge::Undo<bool> {
-    Box::new(move |acquired| {
-        if acquired {
-            runtime::spawn(async move {
-                let _ = m.release(owner).await;
-            });
-        }
-    })
-}
+#[pyclass(
+    extends = PyLock,
+    frozen,
+    module = "zkrecipes._native",
+    name = "InterProcessMultiLock"
+)]
+pub struct PyMultiLock {}
 
 #[pymethods]
 impl PyMultiLock {
@@ -649,98 +517,32 @@ impl PyMultiLock {
         py: Python<'_>,
         client: &PyClient,
         members: Vec<Bound<'_, PyAny>>,
-    ) -> PyResult<PyMultiLock> {
+    ) -> PyResult<PyClassInitializer<PyMultiLock>> {
         let c = client.core(py)?;
-        if members
+        let multi = if members
             .iter()
             .all(|m| m.is_instance_of::<pyo3::types::PyString>())
         {
-            let paths: Vec<String> = members
+            let paths: Vec<Text> = members
                 .iter()
                 .map(|m| m.extract())
                 .collect::<PyResult<_>>()?;
-            let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-            return Ok(PyMultiLock {
-                inner: Local::new(InterProcessMultiLock::new(&c, &refs).py_err(py)?),
-            });
-        }
-        let mut locks: Vec<Arc<dyn InterProcessLock>> = Vec::new();
-        for m in &members {
-            if let Ok(mutex) = m.cast::<PyMutex>() {
-                locks.push(mutex.get().as_lock(py)?);
-            } else if let Ok(sem) = m.cast::<PySemaphoreMutex>() {
-                locks.push(Arc::new(sem.get().m(py)?));
-            } else {
-                return Err(pyo3::exceptions::PyTypeError::new_err(
-                    "a multi lock takes lock paths (str) or zkrecipes lock objects, not a mix",
-                ));
+            let refs: Vec<&str> = paths.iter().map(|p| &**p).collect();
+            InterProcessMultiLock::new(&c, &refs).py_err(py)?
+        } else {
+            let mut locks: Vec<DynLock> = Vec::new();
+            for m in &members {
+                match m.cast::<PyLock>() {
+                    Ok(lock) if !m.is_instance_of::<PyMultiLock>() => {
+                        locks.push(lock.get().get(py)?)
+                    }
+                    _ => return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "a multi lock takes lock paths (str) or zkrecipes lock objects, not a mix",
+                    )),
+                }
             }
-        }
-        Ok(PyMultiLock {
-            inner: Local::new(InterProcessMultiLock::from_locks(locks).py_err(py)?),
-        })
-    }
-
-    #[pyo3(signature = (owner, timeout))]
-    fn acquire(&self, py: Python<'_>, owner: u64, timeout: Option<f64>) -> PyResult<bool> {
-        let m = self.m(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        let owner = Owner::from_raw(owner);
-        let undo = undo_multi(m.clone(), owner);
-        bridge::wait(py, async move { m.acquire(owner, t).await }, Some(undo))
-    }
-
-    #[pyo3(signature = (event_loop, owner, timeout))]
-    fn acquire_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        owner: u64,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        let t = self::timeout(py, "timeout", timeout)?;
-        let owner = Owner::from_raw(owner);
-        let undo = undo_multi(m.clone(), owner);
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.acquire(owner, t).await },
-            Box::new(bool_obj),
-            Some(undo),
-        )
-    }
-
-    fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        bridge::block(py, async move { m.release(Owner::from_raw(owner)).await })
-    }
-
-    fn release_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        owner: u64,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let m = self.m(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            async move { m.release(Owner::from_raw(owner)).await },
-            Box::new(none_obj),
-            None,
-        )
-    }
-
-    fn release_later(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
-        let m = self.m(py)?;
-        runtime::spawn(async move {
-            let _ = m.release(Owner::from_raw(owner)).await;
-        });
-        Ok(())
-    }
-
-    fn is_acquired_in_this_process(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.m(py)?.is_acquired_in_this_process())
+            InterProcessMultiLock::from_locks(locks).py_err(py)?
+        };
+        Ok(PyLock::init(Arc::new(multi)).add_subclass(PyMultiLock {}))
     }
 }

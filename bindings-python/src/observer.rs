@@ -10,7 +10,8 @@ use tokio::sync::watch;
 use zkrecipes::leader::{LeaderObserver, Participant};
 use zkrecipes::{Client, Error};
 
-use crate::bridge::{self, timeout};
+use crate::args::{Text, Timeout};
+use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors;
 use crate::leader::{participant_obj, PyParticipant};
@@ -137,46 +138,30 @@ fn optional_participant(py: Python<'_>, p: Option<Participant>) -> PyResult<Py<P
 #[pymethods]
 impl PyLeaderObserver {
     #[new]
-    fn new(py: Python<'_>, client: &PyClient, path: String) -> PyResult<PyLeaderObserver> {
+    fn new(py: Python<'_>, client: &PyClient, path: Text) -> PyResult<PyLeaderObserver> {
         let c = client.core(py)?;
         zkrecipes::path::validate_path(&path).map_err(|e| errors::to_py(py, e))?;
         Ok(PyLeaderObserver {
-            path,
+            path: path.into(),
             slot: Mutex::new(Slot::NotStarted(c)),
             closed: AtomicBool::new(false),
         })
     }
 
-    /// Starts observing; returns once the current leader is known.
-    fn start(&self, py: Python<'_>) -> PyResult<()> {
-        let c = self.client(py)?;
-        let path = self.path.clone();
-        let observer = bridge::block(py, async move { LeaderObserver::start(&c, &path).await })?;
-        self.install(py, observer)
-    }
-
-    fn start_async<'py>(
-        slf: &Bound<'py, Self>,
-        event_loop: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    /// Starts observing; done once the current leader is known.
+    fn start(slf: &Bound<'_, Self>) -> PyResult<Call> {
         let py = slf.py();
         let this = slf.get();
         let c = this.client(py)?;
         let path = this.path.clone();
         let me: Py<PyLeaderObserver> = slf.clone().unbind();
-        bridge::future(
-            py,
-            event_loop,
-            async move { LeaderObserver::start(&c, &path).await.map(Arc::new) },
-            Box::new(move |py, observer: Arc<LeaderObserver>| {
-                let observer = Arc::try_unwrap(observer).map_err(|_| {
-                    errors::to_py(py, Error::Internal("observer shared twice".into()))
-                })?;
+        Ok(Call::new(
+            async move { LeaderObserver::start(&c, &path).await },
+            move |py, observer: LeaderObserver| {
                 me.get().install(py, observer)?;
                 Ok(py.None())
-            }),
-            None,
-        )
+            },
+        ))
     }
 
     /// The group path.
@@ -193,42 +178,20 @@ impl PyLeaderObserver {
 
     /// The next change of leader since the last call (or start), or None after `timeout`.
     #[pyo3(signature = (timeout))]
-    fn wait_changed(
-        &self,
-        py: Python<'_>,
-        timeout: Option<f64>,
-    ) -> PyResult<Option<PyParticipant>> {
-        let t = self::timeout(py, "timeout", timeout)?;
+    fn wait_changed(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let cursor = self.cursor(py)?;
-        Ok(bridge::block(py, next_change(cursor, t))?.map(PyParticipant::from))
+        Ok(Call::new(
+            next_change(cursor, timeout.0),
+            optional_participant,
+        ))
     }
 
-    #[pyo3(signature = (event_loop, timeout))]
-    fn wait_changed_async<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        timeout: Option<f64>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let t = self::timeout(py, "timeout", timeout)?;
-        let cursor = self.cursor(py)?;
-        bridge::future(
-            py,
-            event_loop,
-            next_change(cursor, t),
-            Box::new(optional_participant),
-            None,
-        )
-    }
-
-    /// `callback(participant)` with each new leader, on a library thread; returns an id.
+    /// `callback(participant)` with each new leader, on the observer's dispatcher thread;
+    /// returns an id.
     fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
         self.started(py, |s| {
-            Ok(s.observer.add_listener(move |p| {
-                if let Some(cb) = Python::try_attach(|py| callback.clone_ref(py)) {
-                    bridge::call_soon(cb, (PyParticipant::from(p),));
-                }
-            }))
+            Ok(s.observer
+                .add_listener(bridge::listener(callback, |p| (PyParticipant::from(p),))))
         })
     }
 

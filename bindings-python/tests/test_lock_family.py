@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
+import uuid
+from pathlib import Path
 from typing import Callable, List
 
 import pytest
@@ -18,7 +22,7 @@ from zkrecipes import (
     Owner,
 )
 
-from conftest import wait_until
+from conftest import ZooKeeper, wait_until
 
 
 def test_semaphore_mutex_is_not_reentrant_and_any_thread_may_release(client: zkrecipes.Client, path: str) -> None:
@@ -128,3 +132,18 @@ def test_cancelled_semaphore_mutex_acquire_leaves_no_lease(client: zkrecipes.Cli
     holder.release()
     leases: List[str] = waiter.participant_nodes()
     assert leases == []
+
+
+def test_lease_data_while_another_thread_returns_the_lease_does_not_deadlock(zk: ZooKeeper, path: str) -> None:
+    # Lease.data() used to hold the lease's lock while it waited (GIL released); a release()
+    # from another thread then blocked on that lock holding the GIL, and neither could go on.
+    # Run in a subprocess so that a deadlock fails this test instead of hanging the suite.
+    script = Path(__file__).with_name("_lease_race.py")
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, str(script), zk.connect, f"{path}/{uuid.uuid4().hex[:6]}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

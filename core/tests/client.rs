@@ -413,28 +413,102 @@ async fn close_ends_the_session_at_once() {
     b.close().await;
 }
 
+/// Connects to `connect` with a short connection timeout and a long (default) session timeout:
+/// the error, and how long it took.
+async fn failed_connect(connect: &str) -> (Error, Duration) {
+    let start = Instant::now();
+    let r = ClientBuilder::new(connect)
+        .connection_timeout(Duration::from_millis(800))
+        .connect()
+        .await;
+    (r.expect_err("must not connect"), start.elapsed())
+}
+
+/// A connect failure keeps its kind (Timeout) but says why, per host: refused, silent, not
+/// ZooKeeper, DNS. A server that accepts and then stays silent is left after the connection
+/// timeout, not after a share of the (60 s) session timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_server_fails_within_the_connection_timeout() {
-    // A port nothing listens on (bound then released).
+async fn connect_failures_say_why_within_the_connection_timeout() {
+    // Refused: a port nothing listens on (bound then released).
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let start = Instant::now();
-    let r = ClientBuilder::new(format!("127.0.0.1:{port}"))
-        .connection_timeout(Duration::from_millis(800))
+    let (e, took) = failed_connect(&format!("127.0.0.1:{port}")).await;
+    assert!(
+        matches!(&e, Error::Timeout(m) if m.contains("connection refused")),
+        "{e}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+
+    // Silent: accepts, never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let (e, took) = failed_connect(&silent_addr.to_string()).await;
+    assert!(
+        matches!(&e, Error::Timeout(m) if m.contains("did not answer a ZooKeeper handshake")),
+        "{e}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "a silent server held us {took:?}"
+    );
+
+    // Not ZooKeeper: answers like an HTTP server.
+    let http = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http_addr = http.local_addr().unwrap();
+    let answering = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in http.incoming().take(8) {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 64];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        }
+    });
+    let (e, _) = failed_connect(&http_addr.to_string()).await;
+    assert!(
+        matches!(&e, Error::Timeout(m) if m.contains("not like a ZooKeeper server")),
+        "{e}"
+    );
+    drop(answering);
+
+    // DNS: a name that cannot resolve (.invalid is reserved, RFC 2606).
+    let (e, _) = failed_connect("no-such-host.invalid:2181").await;
+    assert!(matches!(&e, Error::Timeout(m) if m.contains("DNS")), "{e}");
+    drop(silent);
+}
+
+/// A chroot that does not exist fails the connect with NoNode naming it (ZooKeeper would open
+/// the session and fail every operation instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_chroot_is_refused_at_connect_naming_it() {
+    let server = TestingServer::start();
+    let r = ClientBuilder::new(format!("{}/no/such/root", server.connect_string()))
         .connect()
         .await;
     assert!(
-        matches!(&r, Err(Error::Timeout(m)) if m.contains("within")),
+        matches!(&r, Err(Error::NoNode(m)) if m.contains("/no/such/root")),
         "{r:?}"
     );
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        start.elapsed()
-    );
+    let plain = connect(&server.connect_string()).await;
+    plain
+        .create("/root", b"", CreateOptions::new(CreateMode::Persistent))
+        .await
+        .unwrap();
+    let chrooted = ClientBuilder::new(format!("{}/root", server.connect_string()))
+        .namespace("app")
+        .connect()
+        .await
+        .expect("an existing chroot (the namespace is made on demand)");
+    chrooted
+        .create("/x", b"1", CreateOptions::default().parents())
+        .await
+        .unwrap();
+    assert_eq!(plain.get_data("/root/app/x").await.unwrap().0, b"1");
+    chrooted.close().await;
+    plain.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,4 +633,54 @@ fn blocking_connect_and_close() {
     assert!(c.state().is_connected());
     c.close_blocking();
     assert!(c.is_closed());
+}
+
+/// Every recipe refuses to be made on a closed client, at once and with `Closed` (it could
+/// never work): the same answer in every face, decided here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recipes_are_refused_on_a_closed_client() {
+    use zkrecipes::atomic::{DistributedAtomicInteger, DistributedAtomicLong, SharedCount};
+    use zkrecipes::leader::{LeaderLatch, LeaderObserver, LeaderSelector};
+    use zkrecipes::lock::{
+        InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+        InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    };
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    c.close().await;
+    let closed = |what: &str, r: Result<(), Error>| {
+        assert!(
+            matches!(&r, Err(Error::Closed(m)) if m.contains("closed")),
+            "{what}: {r:?}"
+        );
+    };
+    closed("mutex", InterProcessMutex::new(&c, "/r").map(drop));
+    closed("rwlock", InterProcessReadWriteLock::new(&c, "/r").map(drop));
+    closed(
+        "semaphore",
+        InterProcessSemaphoreV2::new(&c, "/r", 2).map(drop),
+    );
+    closed(
+        "semaphore mutex",
+        InterProcessSemaphoreMutex::new(&c, "/r").map(drop),
+    );
+    closed(
+        "multi",
+        InterProcessMultiLock::new(&c, &["/r", "/s"]).map(drop),
+    );
+    closed("latch", LeaderLatch::new(&c, "/r", "a").map(drop));
+    closed(
+        "selector",
+        LeaderSelector::new(&c, "/r", "a", |_ctx| async {}).map(drop),
+    );
+    closed("observer", LeaderObserver::start(&c, "/r").await.map(drop));
+    closed(
+        "long",
+        DistributedAtomicLong::new(&c, "/r", None, None).map(drop),
+    );
+    closed(
+        "int",
+        DistributedAtomicInteger::new(&c, "/r", None, None).map(drop),
+    );
+    closed("shared count", SharedCount::new(&c, "/r", 0).map(drop));
 }

@@ -1343,3 +1343,55 @@ async fn selector_connection_cut_cancels_under_standard_policy_only() {
         c.close().await;
     }
 }
+
+/// A waiting selector whose session expires stays queued (its lock node is made again on the
+/// new session) and leads once the leader leaves; `requeue()` then answers "already queued"
+/// (Curator's waiting selector leaves the queue here, so its `requeue()` answers true). Also:
+/// once a term ends without auto requeue, `requeue()` right after the release is seen works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_selector_stays_queued_through_a_session_expiry() {
+    let path = group("selector-expiry");
+    let (c1, c2) = (connect().await, connect().await);
+    let make = |c: &Client, id: &str| {
+        LeaderSelector::new(c, &path, id, move |ctx: LeadershipContext| async move {
+            ctx.cancelled().await;
+        })
+        .unwrap()
+    };
+    let (a, b) = (make(&c1, "a"), make(&c2, "b"));
+    a.start().unwrap();
+    assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
+    b.start().unwrap();
+    assert!(b.is_queued());
+    async fn participants(s: &LeaderSelector) -> usize {
+        s.get_participants().await.map(|p| p.len()).unwrap_or(0)
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while participants(&b).await != 2 {
+        assert!(Instant::now() < deadline, "b never queued its node");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let old = c2.session_id();
+    zkrecipes_testing::expire_client_session(&c2).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(c2.session_id() != old && c2.state().is_connected() && participants(&b).await == 2) {
+        assert!(
+            Instant::now() < deadline,
+            "b did not queue again on its new session"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(b.is_queued(), "still queued");
+    assert!(!b.requeue().unwrap(), "already queued");
+    assert!(b.last_error().is_none(), "{:?}", b.last_error());
+    a.interrupt_leadership();
+    assert!(eventually(Duration::from_secs(10), || b.has_leadership()).await);
+    // a's term ended without auto requeue: it is out of the queue by the time its node is gone.
+    assert!(!a.is_queued());
+    assert!(a.requeue().unwrap());
+    b.close().await.unwrap();
+    assert!(eventually(Duration::from_secs(10), || a.has_leadership()).await);
+    a.close().await.unwrap();
+    c1.close().await;
+    c2.close().await;
+}

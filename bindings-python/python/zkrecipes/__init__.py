@@ -15,6 +15,12 @@ Owners: a lock is held by the current thread, or inside a coroutine by the curre
 or by an explicit ``zkrecipes.Owner()`` passed as ``owner=``. Every blocking call releases the
 GIL while it waits, can be interrupted with Ctrl-C (leaving no node behind), and has an
 ``*_async`` twin. All exceptions derive from :class:`ZkRecipesError`.
+
+Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners) run
+on a library thread, never the caller's or the event loop's: those of one client or recipe one
+at a time, in the order of their events; they may block and may call the blocking API (not wait
+for the next event of the same client or recipe, which comes after them). Logs go to Python's
+``logging`` under the ``zkrecipes`` logger (see :func:`set_log_level`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from .atomic import (
     SharedCount,
     VersionedValue,
 )
+from .client import _sync_log_level
 from .client import (
     BoundedExponentialBackoffRetry,
     Client,
@@ -44,6 +51,7 @@ from .client import (
     RetryUntilElapsed,
     Stat,
     WatchedEvent,
+    set_log_level,
 )
 from .leader import (
     CancelReason,
@@ -81,6 +89,7 @@ from .errors import (
     BadVersionError,
     ClosedError,
     ConnectionLossError,
+    ConflictError,
     CorruptedDataError,
     InternalError,
     InvalidArgumentError,
@@ -99,6 +108,10 @@ from .errors import (
 
 __version__: str = _native.__version__
 
+# The core's log records go to Python's `logging` (logger "zkrecipes"), at that logger's
+# effective level, read again at every Client start (see set_log_level).
+_sync_log_level()
+
 __all__ = [
     "__version__",
     # client
@@ -115,6 +128,7 @@ __all__ = [
     "RetryOneTime",
     "RetryUntilElapsed",
     "RetryForever",
+    "set_log_level",
     # ACLs of created nodes
     "Acl",
     "Perms",
@@ -168,6 +182,7 @@ __all__ = [
     "BadVersionError",
     "NoAuthError",
     "NotEmptyError",
+    "ConflictError",
     "CorruptedDataError",
     "ServerError",
     "InternalError",

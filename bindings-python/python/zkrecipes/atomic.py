@@ -9,15 +9,16 @@ compare-and-set.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Callable, Optional, Type
+from typing import Any, Callable, Optional
 
 from . import _native
+from ._base import Lifecycle
+from ._call import run
 from ._native import AtomicStats, AtomicValue, VersionedValue
 from .client import Client, ConnectionState, RetryPolicy, _seconds
-from .locks import _check_timeout, _native_client
+from .errors import CorruptedDataError
+from .locks import _native_client
 
 __all__ = [
     "AtomicStats",
@@ -47,12 +48,6 @@ class PromotedToLock:
             _seconds("max_lock_time", self.max_lock_time)
         if self.retry is not None and not isinstance(self.retry, RetryPolicy):
             raise TypeError("retry must be a zkrecipes retry policy")
-
-
-def _int(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return value
 
 
 class _DistributedAtomicNumber:
@@ -88,97 +83,106 @@ class _DistributedAtomicNumber:
         """The counter's path."""
         return str(self._n.path)
 
-    def _call(self, op: str, a: int = 0, b: int = 0) -> AtomicValue:
-        v: AtomicValue = self._n.call(op, a, b)
-        return v
-
-    async def _call_async(self, op: str, a: int = 0, b: int = 0) -> AtomicValue:
-        v: AtomicValue = await self._n.call_async(asyncio.get_running_loop(), op, a, b)
-        return v
+    def _op(self, op: str, a: Optional[int] = None, b: Optional[int] = None) -> "_native.Call[Any]":
+        return self._n.call(op, a, b)
 
     def get(self) -> AtomicValue:
         """The current value (0 if the node does not exist); always succeeds."""
-        return self._call("get")
+        v: AtomicValue = self._op("get").wait()
+        return v
 
     async def get_async(self) -> AtomicValue:
         """:meth:`get` for asyncio."""
-        return await self._call_async("get")
+        v: AtomicValue = await run(self._op("get"))
+        return v
 
     def add(self, delta: int) -> AtomicValue:
         """Curator's add: check ``succeeded`` (False: nothing was written)."""
-        return self._call("add", _int("delta", delta))
+        v: AtomicValue = self._op("add", delta).wait()
+        return v
 
     async def add_async(self, delta: int) -> AtomicValue:
         """:meth:`add` for asyncio."""
-        return await self._call_async("add", _int("delta", delta))
+        v: AtomicValue = await run(self._op("add", delta))
+        return v
 
     def subtract(self, delta: int) -> AtomicValue:
         """Curator's subtract: check ``succeeded``."""
-        return self._call("subtract", _int("delta", delta))
+        v: AtomicValue = self._op("subtract", delta).wait()
+        return v
 
     async def subtract_async(self, delta: int) -> AtomicValue:
         """:meth:`subtract` for asyncio."""
-        return await self._call_async("subtract", _int("delta", delta))
+        v: AtomicValue = await run(self._op("subtract", delta))
+        return v
 
     def increment(self) -> AtomicValue:
         """Curator's increment: check ``succeeded``."""
-        return self._call("increment")
+        v: AtomicValue = self._op("increment").wait()
+        return v
 
     async def increment_async(self) -> AtomicValue:
         """:meth:`increment` for asyncio."""
-        return await self._call_async("increment")
+        v: AtomicValue = await run(self._op("increment"))
+        return v
 
     def decrement(self) -> AtomicValue:
         """Curator's decrement: check ``succeeded``."""
-        return self._call("decrement")
+        v: AtomicValue = self._op("decrement").wait()
+        return v
 
     async def decrement_async(self) -> AtomicValue:
         """:meth:`decrement` for asyncio."""
-        return await self._call_async("decrement")
+        v: AtomicValue = await run(self._op("decrement"))
+        return v
 
     def compare_and_set(self, expected: int, new: int) -> AtomicValue:
         """Sets ``new`` only if the value is ``expected``."""
-        return self._call("compare_and_set", _int("expected", expected), _int("new", new))
+        v: AtomicValue = self._op("compare_and_set", expected, new).wait()
+        return v
 
     async def compare_and_set_async(self, expected: int, new: int) -> AtomicValue:
         """:meth:`compare_and_set` for asyncio."""
-        return await self._call_async("compare_and_set", _int("expected", expected), _int("new", new))
+        v: AtomicValue = await run(self._op("compare_and_set", expected, new))
+        return v
 
     def try_set(self, value: int) -> AtomicValue:
         """Sets ``value`` with the retry policy's optimistic tries: check ``succeeded``."""
-        return self._call("try_set", _int("value", value))
+        v: AtomicValue = self._op("try_set", value).wait()
+        return v
 
     async def try_set_async(self, value: int) -> AtomicValue:
         """:meth:`try_set` for asyncio."""
-        return await self._call_async("try_set", _int("value", value))
+        v: AtomicValue = await run(self._op("try_set", value))
+        return v
 
     def force_set(self, value: int) -> None:
         """Sets ``value`` unconditionally."""
-        self._n.call("force_set", _int("value", value))
+        self._op("force_set", value).wait()
 
     async def force_set_async(self, value: int) -> None:
         """:meth:`force_set` for asyncio."""
-        await self._n.call_async(asyncio.get_running_loop(), "force_set", _int("value", value))
+        await run(self._op("force_set", value))
 
     def initialize(self, value: int) -> bool:
         """Creates the counter with ``value`` if it does not exist; returns whether it did."""
-        return bool(self._n.call("initialize", _int("value", value)))
+        return bool(self._op("initialize", value).wait())
 
     async def initialize_async(self, value: int) -> bool:
         """:meth:`initialize` for asyncio."""
-        return bool(await self._n.call_async(asyncio.get_running_loop(), "initialize", _int("value", value)))
+        return bool(await run(self._op("initialize", value)))
 
     def add_and_get(self, delta: int, timeout: Optional[float] = None) -> int:
         """Adds ``delta`` and returns the new value, or raises (never fails silently):
-        :class:`~zkrecipes.TimeoutError` after ``timeout`` seconds, and
+        :class:`~zkrecipes.TimeoutError` after ``timeout`` seconds (None or ``math.inf``: no
+        limit), :class:`~zkrecipes.OverflowError` if the sum does not fit, and
         :class:`~zkrecipes.OutcomeUnknownError` if a write's reply was lost (it is never retried
         into a double count)."""
-        return int(self._n.call("add_and_get", _int("delta", delta), 0, _check_timeout(timeout)))
+        return int(self._n.call("add_and_get", delta, None, timeout).wait())
 
     async def add_and_get_async(self, delta: int, timeout: Optional[float] = None) -> int:
         """:meth:`add_and_get` for asyncio."""
-        loop = asyncio.get_running_loop()
-        return int(await self._n.call_async(loop, "add_and_get", _int("delta", delta), 0, _check_timeout(timeout)))
+        return int(await run(self._n.call("add_and_get", delta, None, timeout)))
 
 
 class DistributedAtomicLong(_DistributedAtomicNumber):
@@ -189,19 +193,19 @@ class DistributedAtomicLong(_DistributedAtomicNumber):
 
 class DistributedAtomicInteger(_DistributedAtomicNumber):
     """Curator's DistributedAtomicInteger: a 32-bit counter (4 bytes, big-endian; empty = 0).
-    Values outside 32 bits raise :class:`~zkrecipes.InvalidArgumentError`."""
+    Arguments outside 32 bits raise :class:`~zkrecipes.InvalidArgumentError`."""
 
     _BITS = 32
 
 
-class SharedCount:
+class SharedCount(Lifecycle):
     """Curator's SharedCount: a 4-byte count every participant sees, with change listeners.
 
     ``with SharedCount(client, path, seed) as count:`` starts and closes it.
     """
 
     def __init__(self, client: Client, path: str, seed: int = 0) -> None:
-        self._n = _native.SharedCount(_native_client(client), path, _int("seed", seed))
+        self._n = _native.SharedCount(_native_client(client), path, seed)
 
     def __repr__(self) -> str:
         return f"<zkrecipes.SharedCount path={self.path!r} count={self.get_count()}>"
@@ -213,14 +217,15 @@ class SharedCount:
 
     def start(self) -> None:
         """Creates the node with the seed if missing, reads it and starts watching."""
-        self._n.start()
+        self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await self._n.start_async(asyncio.get_running_loop())
+        await run(self._n.start())
 
     def get_count(self) -> int:
-        """The count as last seen (the seed before :meth:`start`)."""
+        """The count as last seen (the seed before :meth:`start`);
+        :class:`~zkrecipes.CorruptedDataError` while the node holds data that is not a count."""
         return int(self._n.get_count())
 
     def get_versioned_value(self) -> VersionedValue:
@@ -230,28 +235,33 @@ class SharedCount:
 
     def set_count(self, count: int) -> None:
         """Sets the count unconditionally."""
-        self._n.set_count(_int("count", count))
+        self._n.set_count(count).wait()
 
     async def set_count_async(self, count: int) -> None:
         """:meth:`set_count` for asyncio."""
-        await self._n.set_count_async(asyncio.get_running_loop(), _int("count", count))
+        await run(self._n.set_count(count))
 
     def try_set_count(self, previous: VersionedValue, count: int) -> bool:
         """Sets the count only if it is still at ``previous``'s version; returns whether it did."""
-        return bool(self._n.try_set_count(previous, _int("count", count)))
+        return self._n.try_set_count(previous, count).wait()
 
     async def try_set_count_async(self, previous: VersionedValue, count: int) -> bool:
         """:meth:`try_set_count` for asyncio."""
-        return bool(await self._n.try_set_count_async(asyncio.get_running_loop(), previous, _int("count", count)))
+        return await run(self._n.try_set_count(previous, count))
 
     def add_listener(
         self,
         count_has_changed: Callable[[int], object],
         state_changed: Optional[Callable[[ConnectionState], object]] = None,
+        *,
+        error: Optional[Callable[[CorruptedDataError], object]] = None,
     ) -> int:
         """Curator's SharedCountListener: ``count_has_changed(new_count)`` on every change (by any
-        client), ``state_changed(state)`` on connection-state changes; on a library thread, one
-        call at a time. Returns an id for :meth:`remove_listener`."""
+        client), ``state_changed(state)`` on connection-state changes, and ``error(exc)`` (a
+        :class:`~zkrecipes.CorruptedDataError`) when someone overwrites the node with data that is
+        not a count (:meth:`get_count` raises it too, until a valid count is written). On a
+        library thread (never the event loop's), one call at a time, in order; they may block and
+        call this API. Returns an id for :meth:`remove_listener`."""
         if not callable(count_has_changed):
             raise TypeError("count_has_changed must be callable")
 
@@ -260,8 +270,10 @@ class SharedCount:
                 count_has_changed(value.value)
             elif kind == "state" and state_changed is not None and isinstance(value, str):
                 state_changed(ConnectionState(value))
+            elif kind == "error" and error is not None and isinstance(value, CorruptedDataError):
+                error(value)
 
-        return int(self._n.add_listener(call))
+        return self._n.add_listener(call)
 
     def remove_listener(self, listener_id: int) -> bool:
         """Removes a listener by id."""
@@ -271,22 +283,9 @@ class SharedCount:
         """Stops watching (no listener is called after this returns). The node stays."""
         self._n.close()
 
-    def __enter__(self) -> "SharedCount":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio (it returns at once either way)."""
         self.close()
 
-    async def __aenter__(self) -> "SharedCount":
-        await self.start_async()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 

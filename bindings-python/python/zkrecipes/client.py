@@ -3,13 +3,13 @@ policies and the plain ZooKeeper operations the recipes are built from."""
 
 from __future__ import annotations
 
-import asyncio
-import enum
+import logging
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Type, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _native
+from ._base import Lifecycle, Name
+from ._call import run
 from ._native import Stat
 from .errors import InvalidArgumentError
 from .security import AclArg, _acl_list
@@ -31,8 +31,8 @@ __all__ = [
 ]
 
 
-class ConnectionState(str, enum.Enum):
-    """Curator's connection states."""
+class ConnectionState(Name):
+    """Curator's connection states (the core's names, ``_native.CONNECTION_STATES``)."""
 
     #: The first successful connection.
     CONNECTED = "CONNECTED"
@@ -50,12 +50,9 @@ class ConnectionState(str, enum.Enum):
         """CONNECTED, RECONNECTED and READ_ONLY."""
         return self in (ConnectionState.CONNECTED, ConnectionState.RECONNECTED, ConnectionState.READ_ONLY)
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class CreateMode(str, enum.Enum):
-    """ZooKeeper's node types."""
+class CreateMode(Name):
+    """ZooKeeper's node types (the core's names, ``_native.CREATE_MODES``)."""
 
     PERSISTENT = "PERSISTENT"
     PERSISTENT_SEQUENTIAL = "PERSISTENT_SEQUENTIAL"
@@ -63,9 +60,6 @@ class CreateMode(str, enum.Enum):
     EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
     #: Deleted by the server once its last child is gone.
     CONTAINER = "CONTAINER"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _seconds(name: str, value: float) -> float:
@@ -206,27 +200,34 @@ def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
         if not isinstance(scheme, str):
             raise TypeError(f"auth scheme must be a str, not {type(scheme).__name__}")
         if isinstance(cred, str):
-            cred = cred.encode("utf-8")
+            try:
+                cred = cred.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidArgumentError(
+                    f"auth credentials are not valid Unicode text (a lone surrogate): {cred!r} (INVALID_ARGUMENT)"
+                ) from None
         if not isinstance(cred, bytes):
             raise TypeError(f"auth credentials must be str or bytes, not {type(cred).__name__}")
         out.append((scheme, cred))
     return out
 
 
-class EventType(str, enum.Enum):
-    """What a one-shot watch saw (kazoo's ``EventType`` names)."""
+class EventType(Name):
+    """What a one-shot watch saw (the core's names, ``_native.EVENT_TYPES``; kazoo's
+    ``CHANGED`` and ``CHILD`` are aliases)."""
 
     CREATED = "CREATED"
     DELETED = "DELETED"
     #: The node's data changed.
-    CHANGED = "CHANGED"
+    DATA_CHANGED = "DATA_CHANGED"
     #: A child was added or removed.
-    CHILD = "CHILD"
+    CHILDREN_CHANGED = "CHILDREN_CHANGED"
     #: The session ended (expired, or the client closed) before the node changed.
     SESSION_ENDED = "SESSION_ENDED"
-
-    def __str__(self) -> str:
-        return self.value
+    #: kazoo's name of :attr:`DATA_CHANGED`.
+    CHANGED = "DATA_CHANGED"
+    #: kazoo's name of :attr:`CHILDREN_CHANGED`.
+    CHILD = "CHILDREN_CHANGED"
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,7 @@ def _watch_arg(watch: Optional[WatchFunc]) -> Optional[Callable[[str, str], None
     return fire
 
 
-class Client:
+class Client(Lifecycle):
     """A ZooKeeper client (Curator's CuratorFramework).
 
     ``hosts`` is ``"host:port[,host:port...][/chroot]"``. Times are in seconds. ``retry`` is one
@@ -268,6 +269,11 @@ class Client:
 
     Every blocking call releases the GIL while it waits and can be interrupted with Ctrl-C;
     every one has an ``*_async`` twin for asyncio.
+
+    Callbacks (state listeners, watches) run on a library thread, never the caller's or the
+    event loop's: those of one client one at a time, in the order of their events (a watch in
+    order with the state changes); they may block and may call this API. A callback that
+    waits for an event the same client would deliver next waits forever.
     """
 
     def __init__(
@@ -307,38 +313,26 @@ class Client:
 
     def start(self) -> "Client":
         """Connects, waiting up to the connection timeout (raises :class:`~zkrecipes.TimeoutError`).
-        Starting a started client does nothing. Returns the client."""
-        self._native.start()
+        Starting a started client does nothing. Returns the client. The core's log level follows
+        the ``zkrecipes`` logger's effective level again (see :func:`zkrecipes.set_log_level`)."""
+        _sync_log_level()
+        self._native.start().wait()
         return self
 
     async def start_async(self) -> "Client":
         """:meth:`start` for asyncio."""
-        await self._native.start_async(asyncio.get_running_loop())
+        _sync_log_level()
+        await run(self._native.start())
         return self
 
     def close(self) -> None:
         """Ends the session: its ephemeral nodes (locks, latches) vanish at once. Idempotent."""
-        self._native.close()
+        self._native.close().wait()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await self._native.close_async(asyncio.get_running_loop())
+        await run(self._native.close())
 
-    def __enter__(self) -> "Client":
-        return self.start()
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "Client":
-        return await self.start_async()
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
 
     # ---- state ----
 
@@ -374,8 +368,9 @@ class Client:
         return self._native.hosts
 
     def add_state_listener(self, listener: StateListener) -> int:
-        """Calls ``listener(state)`` on every connection-state change, on a library thread, one
-        call at a time. A listener added before :meth:`start` also hears the first CONNECTED.
+        """Calls ``listener(state)`` on every connection-state change, on the client's library
+        thread, one call at a time, in order. A listener added before :meth:`start` also hears
+        the first CONNECTED.
         Exceptions it raises are reported through ``sys.unraisablehook``. Returns an id for
         :meth:`remove_state_listener`."""
         if not callable(listener):
@@ -409,8 +404,9 @@ class Client:
         """Creates a node and returns its actual path (with the sequence number and the
         protected prefix, if any). ``create_parents`` makes missing parents as CONTAINER nodes;
         ``protected`` is Curator's protected mode (``_c_<uuid>-`` prefix, found again after a
-        connection loss instead of created twice)."""
-        return self._native.create(path, data, CreateMode(mode).value, create_parents, protected)
+        connection loss instead of created twice). A request larger than the server accepts
+        (path, data and ACL over ~1 MiB) is :class:`~zkrecipes.InvalidArgumentError` at once."""
+        return self._create(path, data, mode, create_parents, protected).wait()
 
     async def create_async(
         self,
@@ -422,55 +418,59 @@ class Client:
         protected: bool = False,
     ) -> str:
         """:meth:`create` for asyncio."""
-        loop = asyncio.get_running_loop()
-        return await self._native.create_async(loop, path, data, CreateMode(mode).value, create_parents, protected)
+        return await run(self._create(path, data, mode, create_parents, protected))
+
+    def _create(
+        self, path: str, data: bytes, mode: CreateMode, create_parents: bool, protected: bool
+    ) -> "_native.Call[str]":
+        return self._native.create(path, data, CreateMode(mode).value, create_parents, protected)
 
     def get_data(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
         """The node's data and stat (:class:`~zkrecipes.NoNodeError` if it does not exist).
         ``watch`` (kazoo-like) is called once with a :class:`WatchedEvent` when the data changes
-        or the node is deleted (or the session ends first), on a library thread."""
-        return self._native.get_data(path, _watch_arg(watch))
+        or the node is deleted (or the session ends first), on the client's library thread."""
+        return self._native.get_data(path, _watch_arg(watch)).wait()
 
     async def get_data_async(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
-        """:meth:`get_data` for asyncio (``watch`` still runs on a library thread)."""
-        return await self._native.get_data_async(asyncio.get_running_loop(), path, _watch_arg(watch))
+        """:meth:`get_data` for asyncio (``watch`` still runs on the library thread)."""
+        return await run(self._native.get_data(path, _watch_arg(watch)))
 
     def set_data(self, path: str, data: bytes, *, version: int = -1) -> Stat:
         """Sets the node's data, only at ``version`` unless it is -1; returns the new stat."""
-        return self._native.set_data(path, data, version)
+        return self._native.set_data(path, data, version).wait()
 
     async def set_data_async(self, path: str, data: bytes, *, version: int = -1) -> Stat:
         """:meth:`set_data` for asyncio."""
-        return await self._native.set_data_async(asyncio.get_running_loop(), path, data, version)
+        return await run(self._native.set_data(path, data, version))
 
     def exists(self, path: str, watch: Optional[WatchFunc] = None) -> Optional[Stat]:
         """The node's stat, or None if it does not exist. ``watch`` is called once with a
         :class:`WatchedEvent` when the node is created, deleted or its data changes."""
-        return self._native.exists(path, _watch_arg(watch))
+        return self._native.exists(path, _watch_arg(watch)).wait()
 
     async def exists_async(self, path: str, watch: Optional[WatchFunc] = None) -> Optional[Stat]:
         """:meth:`exists` for asyncio."""
-        return await self._native.exists_async(asyncio.get_running_loop(), path, _watch_arg(watch))
+        return await run(self._native.exists(path, _watch_arg(watch)))
 
     def get_children(self, path: str, watch: Optional[WatchFunc] = None) -> List[str]:
         """The names of the node's children (in the server's order). ``watch`` is called once
         with a :class:`WatchedEvent` when a child is added or removed or the node is deleted."""
-        return self._native.get_children(path, _watch_arg(watch))
+        return self._native.get_children(path, _watch_arg(watch)).wait()
 
     async def get_children_async(self, path: str, watch: Optional[WatchFunc] = None) -> List[str]:
         """:meth:`get_children` for asyncio."""
-        return await self._native.get_children_async(asyncio.get_running_loop(), path, _watch_arg(watch))
+        return await run(self._native.get_children(path, _watch_arg(watch)))
 
     def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
         """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;
         ``guaranteed`` keeps retrying in the background after a connection loss."""
-        self._native.delete(path, version, guaranteed, recursive)
+        self._native.delete(path, version, guaranteed, recursive).wait()
 
     async def delete_async(
         self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False
     ) -> None:
         """:meth:`delete` for asyncio."""
-        await self._native.delete_async(asyncio.get_running_loop(), path, version, guaranteed, recursive)
+        await run(self._native.delete(path, version, guaranteed, recursive))
 
     # ---- diagnostics and testing ----
 
@@ -481,4 +481,36 @@ class Client:
     def _expire_session_for_testing(self) -> None:
         """FOR TESTS: expires this client's session on the server (as Curator's KillSession).
         The client reports LOST, then opens a new session and reports RECONNECTED."""
-        self._native._expire_session_for_testing()
+        self._native._expire_session_for_testing().wait()
+
+
+def _core_level(level: int) -> Optional[str]:
+    """The core's level for a Python level (TRACE is below DEBUG; above ERROR: off)."""
+    if level > logging.ERROR:
+        return None
+    for name, at_most in (("TRACE", 5), ("DEBUG", logging.DEBUG), ("INFO", logging.INFO), ("WARN", logging.WARNING)):
+        if level <= at_most:
+            return name
+    return "ERROR"
+
+
+def set_log_level(level: Optional[int] = None) -> None:
+    """Sets how much of the core's logging reaches Python's :mod:`logging` (logger ``zkrecipes``
+    and a child per part: ``zkrecipes.client.connection``, ``zkrecipes.lock``...). ``level``
+    (``logging.DEBUG``...) also becomes the ``zkrecipes`` logger's level; None re-reads that
+    logger's effective level. zkrecipes does this at import and at every :meth:`Client.start`,
+    so ``logging.getLogger("zkrecipes").setLevel(logging.DEBUG)`` before starting a client is
+    enough; call this to apply a change to running clients at once. Records are handed to
+    ``logging`` on a library thread, one at a time, in order."""
+    logger = logging.getLogger("zkrecipes")
+    if level is not None:
+        logger.setLevel(level)
+    _native.set_log_level(_core_level(logger.getEffectiveLevel()))
+
+
+def _sync_log_level() -> None:
+    try:
+        set_log_level()
+    except InvalidArgumentError:
+        # A Rust program embedding Python installed its own `tracing` subscriber: it logs.
+        pass

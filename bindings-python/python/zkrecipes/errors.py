@@ -2,8 +2,11 @@
 
 Every exception derives from :class:`ZkRecipesError` and carries the kind as :attr:`~ZkRecipesError.code`
 (``"NO_NODE"``, ``"NOT_OWNER"``...), the same word as the C face's ``ZKR_*`` status and Node's
-``err.code``. Where ZooKeeper itself has a code for the failure, :attr:`~ZkRecipesError.zk_code` holds it
-(``-101`` for NONODE...) and the message names it, next to the path.
+``err.code``, and its number as :attr:`~ZkRecipesError.status` (C's ``zkr_status``: 300 for NO_NODE).
+Both come from the core's one vocabulary (``zkrecipes._native.ERROR_KINDS``): there is a class
+for every kind and no other. Where ZooKeeper itself gave a code for the failure, the exception's
+:attr:`~ZkRecipesError.zk_code` holds it (``-101`` for NONODE...) and the message names it, next
+to the path.
 
 ``InvalidArgumentError`` is also a :class:`ValueError`, ``TimeoutError`` also the builtin
 :class:`TimeoutError` and ``OverflowError`` also the builtin :class:`OverflowError`, so generic
@@ -13,7 +16,11 @@ handlers keep working.
 from __future__ import annotations
 
 import builtins
+import re
+import sys
 from typing import Dict, Optional, Type
+
+from . import _native
 
 __all__ = [
     "ZkRecipesError",
@@ -28,6 +35,7 @@ __all__ = [
     "BadVersionError",
     "NoAuthError",
     "NotEmptyError",
+    "ConflictError",
     "CorruptedDataError",
     "ServerError",
     "InternalError",
@@ -41,7 +49,10 @@ class ZkRecipesError(Exception):
 
     #: The kind, as in API.md's table (``"NO_NODE"``); the C face's status is ``"ZKR_" + code``.
     code: str = "ERROR"
-    #: ZooKeeper's own error code for this kind, when there is one (``-101`` for NONODE).
+    #: The kind's number (C's ``zkr_status``: 300 for NO_NODE), from the core's vocabulary.
+    status: int = 0
+    #: ZooKeeper's own error code for this failure, when the server gave one (``-101`` for
+    #: NONODE); None for failures ZooKeeper did not report.
     zk_code: Optional[int] = None
 
 
@@ -49,6 +60,16 @@ class InvalidArgumentError(ZkRecipesError, ValueError):
     """A bad argument: path, timeout, option, connect string, data size."""
 
     code = "INVALID_ARGUMENT"
+
+    def add_note(self, note: str) -> None:
+        """Keeps the note; a note by which the native module names the argument a bad value came
+        from (``while processing 'delta'``) also puts that name at the front of the message."""
+        match = _ARGUMENT_NOTE.fullmatch(note)
+        if match is not None and getattr(self, "_unnamed", False) and self.args:
+            self._unnamed = False
+            self.args = (f"{match.group(1)} {self.args[0]}",) + tuple(self.args[1:])
+        if sys.version_info >= (3, 11):
+            super().add_note(note)
 
 
 class NotOwnerError(ZkRecipesError):
@@ -61,14 +82,12 @@ class ConnectionLossError(ZkRecipesError):
     """The connection to ZooKeeper was lost (the operation may be retried)."""
 
     code = "CONNECTION_LOSS"
-    zk_code = -4
 
 
 class SessionExpiredError(ZkRecipesError):
     """The ZooKeeper session expired."""
 
     code = "SESSION_EXPIRED"
-    zk_code = -112
 
 
 class OutcomeUnknownError(ZkRecipesError):
@@ -87,35 +106,37 @@ class NoNodeError(ZkRecipesError):
     """The server said the node does not exist."""
 
     code = "NO_NODE"
-    zk_code = -101
 
 
 class NodeExistsError(ZkRecipesError):
     """The server said the node exists already."""
 
     code = "NODE_EXISTS"
-    zk_code = -110
 
 
 class BadVersionError(ZkRecipesError):
     """The server said the expected version did not match."""
 
     code = "BAD_VERSION"
-    zk_code = -103
 
 
 class NoAuthError(ZkRecipesError):
     """The server refused for lack of authorization (or authentication failed)."""
 
     code = "NO_AUTH"
-    zk_code = -102
 
 
 class NotEmptyError(ZkRecipesError):
     """The server refused to delete a node that has children."""
 
     code = "NOT_EMPTY"
-    zk_code = -111
+
+
+class ConflictError(ZkRecipesError):
+    """A node to be taken over belongs to another live session (a member id, or a persistent node
+    registered by someone else); it was left untouched."""
+
+    code = "CONFLICT"
 
 
 class TimeoutError(ZkRecipesError, builtins.TimeoutError):
@@ -148,6 +169,8 @@ class InternalError(ZkRecipesError):
     code = "INTERNAL"
 
 
+_ARGUMENT_NOTE = re.compile(r"while processing '(\w+)'")
+
 #: Exception class by code, used by the native module to raise the right class.
 BY_CODE: Dict[str, Type[ZkRecipesError]] = {
     cls.code: cls
@@ -163,6 +186,7 @@ BY_CODE: Dict[str, Type[ZkRecipesError]] = {
         BadVersionError,
         NoAuthError,
         NotEmptyError,
+        ConflictError,
         TimeoutError,
         CorruptedDataError,
         OverflowError,
@@ -170,3 +194,6 @@ BY_CODE: Dict[str, Type[ZkRecipesError]] = {
         InternalError,
     )
 }
+
+for _name, _status in _native.ERROR_KINDS:
+    BY_CODE[_name].status = _status

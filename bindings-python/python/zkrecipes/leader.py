@@ -8,17 +8,16 @@ epoch (its node's czxid) that strictly increases from one leadership to the next
 from __future__ import annotations
 
 import asyncio
-import enum
-from types import TracebackType
 import inspect
 import threading
-from typing import Any, Awaitable, Callable, List, Optional, Protocol, Type, Union
-
+from typing import Any, Awaitable, Callable, List, Optional, Protocol, Union
 
 from . import _native
+from ._base import Lifecycle, Name
+from ._call import run
 from ._native import Participant
 from .client import Client
-from .locks import _check_timeout, _native_client
+from .locks import _native_client
 
 __all__ = [
     "LeaderLatch",
@@ -34,7 +33,7 @@ __all__ = [
 ]
 
 
-class CloseMode(str, enum.Enum):
+class CloseMode(Name):
     """How :meth:`LeaderLatch.close` treats the listeners (Curator's LeaderLatch.CloseMode)."""
 
     #: Closing does not call ``not_leader`` (the default).
@@ -42,11 +41,8 @@ class CloseMode(str, enum.Enum):
     #: Closing while leading calls ``not_leader``.
     NOTIFY_LEADER = "NOTIFY_LEADER"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class LeadershipLostPolicy(str, enum.Enum):
+class LeadershipLostPolicy(Name):
     """Which connection states end leadership (Curator's ConnectionStateErrorPolicy)."""
 
     #: SUSPENDED already ends leadership, as does LOST (the safe default).
@@ -54,19 +50,13 @@ class LeadershipLostPolicy(str, enum.Enum):
     #: Only LOST ends it; fence writes with the leadership epoch.
     SESSION = "SESSION"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class LatchState(str, enum.Enum):
+class LatchState(Name):
     """A latch's life cycle (Curator's LeaderLatch.State)."""
 
     LATENT = "LATENT"
     STARTED = "STARTED"
     CLOSED = "CLOSED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class LeaderLatchListener(Protocol):
@@ -79,13 +69,68 @@ class LeaderLatchListener(Protocol):
         """This participant stopped being leader."""
 
 
-class LeaderLatch:
+class _Election(Lifecycle):
+    """What :class:`LeaderLatch` and :class:`LeaderSelector` both have."""
+
+    _n: _native.Election
+
+    @property
+    def id(self) -> str:
+        """This participant's id."""
+        return self._n.id
+
+    @property
+    def path(self) -> str:
+        """The election's path."""
+        return self._n.path
+
+    @property
+    def state(self) -> LatchState:
+        """LATENT, STARTED or CLOSED."""
+        return LatchState(self._n.state)
+
+    def has_leadership(self) -> bool:
+        """Whether this participant leads now (no server round trip)."""
+        return self._n.has_leadership()
+
+    @property
+    def leadership_epoch(self) -> Optional[int]:
+        """While leading: the leadership's fencing token (our node's czxid), strictly increasing
+        from one leadership to the next."""
+        return self._n.leadership_epoch
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        """The last error the background state machine met (it keeps retrying), if any."""
+        return self._n.last_error
+
+    def get_leader(self) -> Participant:
+        """The current leader, read from the server (``Participant("", False)`` if nobody takes part)."""
+        return self._n.get_leader().wait()
+
+    async def get_leader_async(self) -> Participant:
+        """:meth:`get_leader` for asyncio."""
+        return await run(self._n.get_leader())
+
+    def get_participants(self) -> List[Participant]:
+        """Every participant in line order, the leader flagged."""
+        return self._n.get_participants().wait()
+
+    async def get_participants_async(self) -> List[Participant]:
+        """:meth:`get_participants` for asyncio."""
+        return await run(self._n.get_participants())
+
+
+class LeaderLatch(_Election):
     """Curator's LeaderLatch: among the participants on ``path``, the one whose node sorts first
     leads, until it closes or loses its session.
 
     ``with LeaderLatch(client, path, "me") as latch:`` starts it and closes it at the end.
-    Listeners run one at a time on the latch's own thread and may block.
+    Listeners run on a library thread (never the event loop's), one at a time, in order; they
+    may block and may call this API.
     """
+
+    _n: _native.LeaderLatch
 
     def __init__(
         self,
@@ -103,75 +148,29 @@ class LeaderLatch:
     def __repr__(self) -> str:
         return f"<zkrecipes.LeaderLatch path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
 
-    @property
-    def id(self) -> str:
-        """This participant's id."""
-        return str(self._n.id)
-
-    @property
-    def path(self) -> str:
-        """The latch path."""
-        return str(self._n.path)
-
-    @property
-    def state(self) -> LatchState:
-        """LATENT, STARTED or CLOSED."""
-        return LatchState(self._n.state)
-
     def start(self) -> None:
         """Joins the election (returns once our node is created; it is retried in the
         background if the first try fails: see :attr:`last_error`)."""
-        self._n.start()
+        self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await self._n.start_async(asyncio.get_running_loop())
+        await run(self._n.start())
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
-        """Waits until this participant leads (True), or ``timeout`` seconds pass, or the latch
-        is closed (False). With no timeout a closed or unstarted latch raises ClosedError."""
-        return bool(self._n.await_leadership(_check_timeout(timeout)))
+        """Waits until this participant leads (True), or ``timeout`` seconds pass (None or
+        ``math.inf``: no limit), or the latch is closed (False). With no timeout a closed or
+        unstarted latch raises ClosedError."""
+        return self._n.await_leadership(timeout).wait()
 
     async def await_leadership_async(self, timeout: Optional[float] = None) -> bool:
         """:meth:`await_leadership` for asyncio."""
-        return bool(await self._n.await_leadership_async(asyncio.get_running_loop(), _check_timeout(timeout)))
-
-    def has_leadership(self) -> bool:
-        """Whether this participant leads now (no server round trip)."""
-        return bool(self._n.has_leadership())
-
-    @property
-    def leadership_epoch(self) -> Optional[int]:
-        """While leading: our node's czxid, strictly increasing from one leadership to the next."""
-        epoch = self._n.leadership_epoch
-        return None if epoch is None else int(epoch)
+        return await run(self._n.await_leadership(timeout))
 
     @property
     def our_path(self) -> Optional[str]:
         """Our node's full path while we have one."""
-        p = self._n.our_path
-        return None if p is None else str(p)
-
-    @property
-    def last_error(self) -> Optional[BaseException]:
-        """The last error the background state machine met (it keeps retrying), if any."""
-        return self._n.last_error
-
-    def get_leader(self) -> Participant:
-        """The current leader, read from the server (``Participant("", False)`` if nobody takes part)."""
-        return self._n.get_leader()
-
-    async def get_leader_async(self) -> Participant:
-        """:meth:`get_leader` for asyncio."""
-        return await self._n.get_leader_async(asyncio.get_running_loop())
-
-    def get_participants(self) -> List[Participant]:
-        """Every participant in node order, the leader flagged."""
-        return list(self._n.get_participants())
-
-    async def get_participants_async(self) -> List[Participant]:
-        """:meth:`get_participants` for asyncio."""
-        return list(await self._n.get_participants_async(asyncio.get_running_loop()))
+        return self._n.our_path
 
     def add_listener(
         self,
@@ -203,33 +202,16 @@ class LeaderLatch:
     def close(self, close_mode: Optional[CloseMode] = None) -> None:
         """Leaves the election: leadership ends, then our node is deleted so the next participant
         takes over at once. Idempotent."""
-        self._n.close(None if close_mode is None else CloseMode(close_mode).value)
+        self._n.close(None if close_mode is None else CloseMode(close_mode).value).wait()
 
     async def close_async(self, close_mode: Optional[CloseMode] = None) -> None:
         """:meth:`close` for asyncio."""
-        await self._n.close_async(asyncio.get_running_loop(), None if close_mode is None else CloseMode(close_mode).value)
-
-    def __enter__(self) -> "LeaderLatch":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "LeaderLatch":
-        await self.start_async()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
+        await run(self._n.close(None if close_mode is None else CloseMode(close_mode).value))
 
 
-class CancelReason(str, enum.Enum):
-    """Why leadership was cancelled."""
+
+class CancelReason(Name):
+    """Why leadership was cancelled (the core's names, ``_native.CANCEL_REASONS``)."""
 
     #: The connection was SUSPENDED (STANDARD policy): another participant may lead soon.
     CONNECTION_SUSPENDED = "CONNECTION_SUSPENDED"
@@ -239,9 +221,6 @@ class CancelReason(str, enum.Enum):
     INTERRUPTED = "INTERRUPTED"
     #: The selector (or its client) was closed.
     CLOSED = "CLOSED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class LeadershipContext:
@@ -269,7 +248,7 @@ class LeadershipContext:
     def wait_cancelled(self, timeout: Optional[float] = None) -> Optional[CancelReason]:
         """Blocks (GIL released) until leadership is cancelled (the reason) or ``timeout``
         seconds pass (None)."""
-        r = self._n.wait_cancelled(_check_timeout(timeout))
+        r = self._n.wait_cancelled(timeout)
         return None if r is None else CancelReason(r)
 
     @property
@@ -297,11 +276,11 @@ class LeadershipContext:
 TakeLeadership = Callable[[LeadershipContext], Union[None, Awaitable[None], Any]]
 
 
-class LeaderSelector:
+class LeaderSelector(_Election):
     """Curator's LeaderSelector: participants queue on an InterProcessMutex at ``path``; the
     holder leads while ``take_leadership(ctx)`` runs and gives leadership up when it returns.
 
-    ``take_leadership`` runs on the selector's own thread. An ``async def`` runs instead on the
+    ``take_leadership`` runs on the selector's own thread (it may block). An ``async def`` runs instead on the
     event loop that was running when :meth:`start` was called (cancelled as a Task when
     leadership is cancelled). Call :meth:`auto_requeue` to queue again after each leadership.
     ``with LeaderSelector(...) as selector:`` starts it and closes it at the end.
@@ -329,6 +308,8 @@ class LeaderSelector:
     def __repr__(self) -> str:
         return f"<zkrecipes.LeaderSelector path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
 
+    _n: _native.LeaderSelector
+
     def _run(self, native_ctx: _native.LeadershipContext) -> None:
         ctx = LeadershipContext(native_ctx, self._client)
         if not self._is_async:
@@ -345,21 +326,6 @@ class LeaderSelector:
         except BaseException as e:  # noqa: BLE001 - a cancelled leadership ends quietly
             if not fut.cancelled() and not isinstance(e, asyncio.CancelledError):
                 raise
-
-    @property
-    def id(self) -> str:
-        """This participant's id."""
-        return self._n.id
-
-    @property
-    def path(self) -> str:
-        """The leader path."""
-        return self._n.path
-
-    @property
-    def state(self) -> LatchState:
-        """LATENT, STARTED or CLOSED."""
-        return LatchState(self._n.state)
 
     def start(self) -> None:
         """Joins the queue for leadership (in the background; returns at once)."""
@@ -380,76 +346,33 @@ class LeaderSelector:
         """Queues again now; False if already queued or leading."""
         return self._n.requeue()
 
+    async def start_async(self) -> None:
+        """:meth:`start` for asyncio (it returns at once either way)."""
+        self.start()
+
     def interrupt_leadership(self) -> None:
         """Cancels the current leadership, if any (``ctx.cancel_reason`` is INTERRUPTED)."""
         self._n.interrupt_leadership()
-
-    def has_leadership(self) -> bool:
-        """Whether take_leadership runs now and has not been cancelled."""
-        return self._n.has_leadership()
-
-    @property
-    def leadership_epoch(self) -> Optional[int]:
-        """The current leadership's fencing token, while leading."""
-        return self._n.leadership_epoch
 
     @property
     def leadership_count(self) -> int:
         """How many leaderships this selector has started."""
         return self._n.leadership_count
 
-    @property
-    def last_error(self) -> Optional[BaseException]:
-        """The last error the background worker met, if any."""
-        return self._n.last_error
-
-    def get_leader(self) -> Participant:
-        """The current leader, read from the server."""
-        return self._n.get_leader()
-
-    async def get_leader_async(self) -> Participant:
-        """:meth:`get_leader` for asyncio."""
-        return await self._n.get_leader_async(asyncio.get_running_loop())
-
-    def get_participants(self) -> List[Participant]:
-        """Every participant in queue order, the leader flagged."""
-        return list(self._n.get_participants())
-
-    async def get_participants_async(self) -> List[Participant]:
-        """:meth:`get_participants` for asyncio."""
-        return list(await self._n.get_participants_async(asyncio.get_running_loop()))
-
     def close(self) -> None:
         """Leaves for good: cancels the current leadership and waits until take_leadership has
         returned (not when called from inside it). Idempotent."""
         if self._is_async and self._loop is not None and _running_loop() is self._loop:
             raise RuntimeError("close() would block the event loop take_leadership runs on: use await close_async()")
-        self._n.close()
+        self._n.close_blocking()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await self._n.close_async(asyncio.get_running_loop())
-
-    def __enter__(self) -> "LeaderSelector":
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "LeaderSelector":
-        self.start()
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        await self.close_async()
+        await run(self._n.close())
 
 
-class LeaderObserver:
+
+class LeaderObserver(Lifecycle):
     """Who leads a :class:`LeaderLatch` or :class:`LeaderSelector` group on ``path`` — in any
     face or Curator — without taking part (etcd's Observe; the C face's ``zkr_leader_observer``).
     One children watch on the group: each join or leave costs one ``getChildren``.
@@ -473,12 +396,12 @@ class LeaderObserver:
     def start(self) -> "LeaderObserver":
         """Starts observing; returns once the current leader is known (the path need not exist
         yet). Returns the observer."""
-        self._n.start()
+        self._n.start().wait()
         return self
 
     async def start_async(self) -> "LeaderObserver":
         """:meth:`start` for asyncio."""
-        await self._n.start_async(asyncio.get_running_loop())
+        await run(self._n.start())
         return self
 
     @property
@@ -490,18 +413,16 @@ class LeaderObserver:
         """Waits for the next change of leader since the last call (or :meth:`start`) and returns
         the new leader; None if ``timeout`` seconds passed first (None: wait forever). Raises
         :class:`~zkrecipes.ClosedError` once the observer or its client is closed."""
-        return self._n.wait_changed(_check_timeout(timeout))
+        return self._n.wait_changed(timeout).wait()
 
     async def wait_changed_async(self, timeout: Optional[float] = None) -> Optional[Participant]:
         """:meth:`wait_changed` for asyncio."""
-        result: Optional[Participant] = await self._n.wait_changed_async(
-            asyncio.get_running_loop(), _check_timeout(timeout)
-        )
-        return result
+        return await run(self._n.wait_changed(timeout))
 
     def add_listener(self, listener: Callable[[Participant], object]) -> int:
         """Calls ``listener(participant)`` with each new leader (in order, one at a time, on a
-        library thread; exceptions go to ``sys.unraisablehook``). Returns an id for
+        library thread that is never the event loop's; it may block and call this API;
+        exceptions go to ``sys.unraisablehook``). Returns an id for
         :meth:`remove_listener`."""
         if not callable(listener):
             raise TypeError(f"listener must be callable, not {type(listener).__name__}")
@@ -516,21 +437,10 @@ class LeaderObserver:
         :meth:`wait_changed` or :meth:`start` get :class:`~zkrecipes.ClosedError`. Idempotent."""
         self._n.close()
 
-    def __enter__(self) -> "LeaderObserver":
-        return self.start()
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio (it returns at once either way)."""
         self.close()
 
-    async def __aenter__(self) -> "LeaderObserver":
-        return await self.start_async()
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
-        self.close()
 
 
 def _running_loop() -> Optional[asyncio.AbstractEventLoop]:

@@ -9,16 +9,17 @@ one holder to the next.
 
 from __future__ import annotations
 
-import asyncio
-import enum
+import warnings
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Sequence, Type, Union
+from typing import Callable, List, Optional, Sequence, Type, TypeVar, Union
 
 from . import _native
+from ._base import Name
+from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
 from .client import Client
-from .errors import NotOwnerError
+from .errors import NotOwnerError, ZkRecipesError
 
 __all__ = [
     "InterProcessMutex",
@@ -32,24 +33,13 @@ __all__ = [
 ]
 
 
-class LockLostPolicy(str, enum.Enum):
+class LockLostPolicy(Name):
     """When a hold counts as lost (Curator's ConnectionStateErrorPolicy)."""
 
     #: Lost as soon as the connection is SUSPENDED or LOST (the safe default).
     STANDARD = "STANDARD"
     #: Lost only when the session is LOST; a SUSPENDED connection that comes back keeps it.
     SESSION = "SESSION"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-def _check_timeout(timeout: Optional[float]) -> Optional[float]:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
-    return float(timeout)
 
 
 def _native_client(client: Client) -> _native.Client:
@@ -58,41 +48,39 @@ def _native_client(client: Client) -> _native.Client:
     return client._native
 
 
-class _OwnedLock:
-    """Acquire/release with owners, ``with`` and ``async with``, over a native lock that has
-    ``acquire(owner, timeout)``, ``acquire_async(loop, owner, timeout)``, ``release(owner)``,
-    ``release_async(loop, owner)`` and ``release_later(owner)``."""
+_L = TypeVar("_L", bound="_OwnedLock")
 
-    _n: Any
+
+class _OwnedLock:
+    """Acquire/release with owners, ``with`` and ``async with``, over a native lock."""
+
+    _n: _native.Lock
 
     def acquire(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
-        """Acquires, waiting at most ``timeout`` seconds (None: until acquired; 0: try once).
-        Returns whether it was acquired. The same owner may acquire again (reentrant locks)."""
-        return bool(self._n.acquire(owner_id(owner), _check_timeout(timeout)))
+        """Acquires, waiting at most ``timeout`` seconds (None or ``math.inf``: until acquired;
+        0: try once). Returns whether it was acquired. The same owner may acquire again
+        (reentrant locks)."""
+        return self._n.acquire(owner_id(owner), timeout).wait()
 
     async def acquire_async(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
         """:meth:`acquire` for asyncio; the default owner is the current Task. Cancelling the
         awaiting task abandons the attempt and deletes its lock node."""
-        raw = owner_id(owner)
-        fut = self._n.acquire_async(asyncio.get_running_loop(), raw, _check_timeout(timeout))
-        try:
-            return bool(await fut)
-        except asyncio.CancelledError:
-            # The lock may have been granted in the instant the task was cancelled.
-            if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result():
-                self._n.release_later(raw)
-            raise
+        return await run(self._n.acquire(owner_id(owner), timeout))
 
     def release(self, *, owner: Optional[Owner] = None) -> None:
         """Releases one acquire of the owner; the last one deletes the lock node.
         :class:`~zkrecipes.NotOwnerError` if the owner does not hold the lock."""
-        self._n.release(owner_id(owner))
+        self._n.release(owner_id(owner)).wait()
 
     async def release_async(self, *, owner: Optional[Owner] = None) -> None:
         """:meth:`release` for asyncio."""
-        await self._n.release_async(asyncio.get_running_loop(), owner_id(owner))
+        await run(self._n.release(owner_id(owner)))
 
-    def __enter__(self) -> "_OwnedLock":
+    def is_acquired_in_this_process(self) -> bool:
+        """Whether the lock is held through this object (by any owner)."""
+        return self._n.is_acquired_in_this_process()
+
+    def __enter__(self: _L) -> _L:
         self.acquire()
         return self
 
@@ -101,7 +89,7 @@ class _OwnedLock:
     ) -> None:
         self.release()
 
-    async def __aenter__(self) -> "_OwnedLock":
+    async def __aenter__(self: _L) -> _L:
         await self.acquire_async()
         return self
 
@@ -116,7 +104,13 @@ class InterProcessMutex(_OwnedLock):
     served), with Curator 5.x's node layout so Curator and zkrecipes processes share it.
 
     ``with lock:`` / ``async with lock:`` acquire (waiting as long as it takes) and release.
+
+    A lock still held when its last handle is garbage-collected keeps its node until the
+    client's session ends (other processes wait until then): like an unclosed file, that emits
+    a :class:`ResourceWarning`. Release what you acquire (``with lock:`` does).
     """
+
+    _n: _native.InterProcessMutex
 
     def __init__(self, client: Client, path: str, *, data: Optional[bytes] = None) -> None:
         self._n = _native.InterProcessMutex(_native_client(client), path, data)
@@ -132,13 +126,21 @@ class InterProcessMutex(_OwnedLock):
     def __repr__(self) -> str:
         return f"<zkrecipes.InterProcessMutex path={self.path!r}>"
 
-    def __enter__(self) -> "InterProcessMutex":
-        self.acquire()
-        return self
+    def __del__(self) -> None:
+        n = getattr(self, "_n", None)
+        try:
+            held = n is not None and n.is_acquired_in_this_process()
+        except ZkRecipesError:  # made before a fork: the parent's business
+            held = False
+        if held:
+            assert n is not None
+            warnings.warn(
+                f"InterProcessMutex {n.path!r} was garbage-collected while held: its lock node stays "
+                "until the session ends; release it (or use `with lock:`)",
+                ResourceWarning,
+                source=self,
+            )
 
-    async def __aenter__(self) -> "InterProcessMutex":
-        await self.acquire_async()
-        return self
 
     @property
     def path(self) -> str:
@@ -153,10 +155,6 @@ class InterProcessMutex(_OwnedLock):
     def is_owned_by(self, owner: Optional[Owner] = None) -> bool:
         """Whether ``owner`` (default: the caller) holds it."""
         return bool(self._n.is_owned_by(owner_id(owner)))
-
-    def is_acquired_in_this_process(self) -> bool:
-        """Whether any owner holds it through this object."""
-        return bool(self._n.is_acquired_in_this_process())
 
     def is_held_valid(self, *, owner: Optional[Owner] = None) -> bool:
         """Whether the owner holds it and the hold is still trustworthy: not reported lost, same
@@ -184,19 +182,25 @@ class InterProcessMutex(_OwnedLock):
 
     def participant_nodes(self) -> List[str]:
         """The lock's nodes in line order (holder first), as full paths."""
-        return list(self._n.participant_nodes())
+        return self._n.participant_nodes().wait()
 
     async def participant_nodes_async(self) -> List[str]:
         """:meth:`participant_nodes` for asyncio."""
-        return list(await self._n.participant_nodes_async(asyncio.get_running_loop()))
+        return await run(self._n.participant_nodes())
 
-    def on_lost(self, callback: Callable[[int], object]) -> None:
-        """Calls ``callback(owner_id)`` on a library thread when a hold is lost (connection
-        SUSPENDED or LOST under the STANDARD policy, LOST under SESSION; also on close).
-        ``owner_id`` is the holder's :attr:`Owner.id`."""
+    def on_lost(self, callback: Callable[[int], object]) -> int:
+        """Calls ``callback(owner_id)`` when a hold is lost (connection SUSPENDED or LOST under
+        the STANDARD policy, LOST under SESSION; the lock node deleted by someone else; also on
+        close). ``owner_id`` is the holder's :attr:`Owner.id`. Callbacks of one lock run one at
+        a time, in order, on a library thread (never the event loop's) and may block or call
+        this API. Returns an id for :meth:`remove_lost_listener`."""
         if not callable(callback):
             raise TypeError("callback must be callable")
-        self._n.on_lost(callback)
+        return self._n.on_lost(callback)
+
+    def remove_lost_listener(self, listener_id: int) -> bool:
+        """Removes a listener added with :meth:`on_lost`; whether it was there."""
+        return self._n.remove_lost_listener(listener_id)
 
     def make_revocable(self, callback: Callable[[int], object]) -> None:
         """Curator's makeRevocable: ``callback(owner_id)`` when another process writes
@@ -220,28 +224,19 @@ class InterProcessSemaphoreMutex(_OwnedLock):
     waits, even from the same thread) and not owned (any thread may release). Built on a
     one-lease InterProcessSemaphoreV2, with its node layout. ``owner=`` is accepted and ignored."""
 
+    _n: _native.InterProcessSemaphoreMutex
+
     def __init__(self, client: Client, path: str) -> None:
         self._n = _native.InterProcessSemaphoreMutex(_native_client(client), path)
 
     def __repr__(self) -> str:
         return f"<zkrecipes.InterProcessSemaphoreMutex path={self.path!r}>"
 
-    def __enter__(self) -> "InterProcessSemaphoreMutex":
-        self.acquire()
-        return self
-
-    async def __aenter__(self) -> "InterProcessSemaphoreMutex":
-        await self.acquire_async()
-        return self
 
     @property
     def path(self) -> str:
         """The semaphore's path."""
         return str(self._n.path)
-
-    def is_acquired_in_this_process(self) -> bool:
-        """Whether this object holds it."""
-        return bool(self._n.is_acquired_in_this_process())
 
     @property
     def lease_node(self) -> Optional[str]:
@@ -251,7 +246,7 @@ class InterProcessSemaphoreMutex(_OwnedLock):
 
     def participant_nodes(self) -> List[str]:
         """The lease nodes, as full paths."""
-        return list(self._n.participant_nodes())
+        return self._n.participant_nodes().wait()
 
 
 class InterProcessReadWriteLock:
@@ -278,12 +273,6 @@ class InterProcessSemaphoreV2:
     processes. Leases are returned with :meth:`Lease.release` (or ``with lease:``)."""
 
     def __init__(self, client: Client, path: str, max_leases: int, *, data: Optional[bytes] = None) -> None:
-        if isinstance(max_leases, bool) or not isinstance(max_leases, int):
-            raise TypeError(f"max_leases must be an int, not {type(max_leases).__name__}")
-        if max_leases < 1:
-            from .errors import InvalidArgumentError
-
-            raise InvalidArgumentError(f"max_leases must be at least 1, not {max_leases} (INVALID_ARGUMENT)")
         self._n = _native.InterProcessSemaphoreV2(_native_client(client), path, max_leases, data)
 
     def __repr__(self) -> str:
@@ -300,21 +289,14 @@ class InterProcessSemaphoreV2:
         return int(self._n.max_leases)
 
     def acquire(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:
-        """``qty`` leases, waiting at most ``timeout`` seconds (None: until acquired); None on
-        timeout (all or nothing: nothing is kept)."""
-        if isinstance(qty, bool) or not isinstance(qty, int):
-            raise TypeError(f"qty must be an int, not {type(qty).__name__}")
-        if qty < 1:
-            from .errors import InvalidArgumentError
-
-            raise InvalidArgumentError(f"qty must be at least 1, not {qty} (INVALID_ARGUMENT)")
-        return self._n.acquire(qty, _check_timeout(timeout))
+        """``qty`` leases, waiting at most ``timeout`` seconds (None or ``math.inf``: until
+        acquired); None on timeout (all or nothing: nothing is kept). ``qty`` above
+        ``max_leases`` can never be granted: :class:`~zkrecipes.InvalidArgumentError` at once."""
+        return self._n.acquire(qty, timeout).wait()
 
     async def acquire_async(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:
         """:meth:`acquire` for asyncio (a cancelled acquire returns what it took)."""
-        if isinstance(qty, bool) or not isinstance(qty, int) or qty < 1:
-            return self.acquire(qty, timeout)  # raises the right error
-        return await self._n.acquire_async(asyncio.get_running_loop(), qty, _check_timeout(timeout))
+        return await run(self._n.acquire(qty, timeout))
 
     def return_lease(self, lease: Lease) -> None:
         """Returns a lease (Curator's returnLease)."""
@@ -327,7 +309,7 @@ class InterProcessSemaphoreV2:
 
     def participant_nodes(self) -> List[str]:
         """The lease nodes, as full paths in sequence order."""
-        return list(self._n.participant_nodes())
+        return self._n.participant_nodes().wait()
 
 
 class InterProcessMultiLock(_OwnedLock):
@@ -338,7 +320,7 @@ class InterProcessMultiLock(_OwnedLock):
     def __init__(
         self, client: Client, locks: Sequence[Union[str, InterProcessMutex, InterProcessSemaphoreMutex]]
     ) -> None:
-        members: List[Any] = []
+        members: List[Union[str, _native.Lock]] = []
         for lock in locks:
             if isinstance(lock, str):
                 members.append(lock)
@@ -348,20 +330,10 @@ class InterProcessMultiLock(_OwnedLock):
                 raise TypeError(f"a multi lock takes paths or zkrecipes locks, not {type(lock).__name__}")
         self._n = _native.InterProcessMultiLock(_native_client(client), members)
 
-    def __enter__(self) -> "InterProcessMultiLock":
-        self.acquire()
-        return self
 
-    async def __aenter__(self) -> "InterProcessMultiLock":
-        await self.acquire_async()
-        return self
-
-    def is_acquired_in_this_process(self) -> bool:
-        """Whether every lock is held in this process."""
-        return bool(self._n.is_acquired_in_this_process())
 
 
 def attempt_revoke(client: Client, node_path: str) -> None:
     """Curator's Revoker.attemptRevoke: asks the holder of lock node ``node_path`` (one of
     :meth:`InterProcessMutex.participant_nodes`) to release. A node already gone is fine."""
-    _native.attempt_revoke(_native_client(client), node_path)
+    _native.attempt_revoke(_native_client(client), node_path).wait()

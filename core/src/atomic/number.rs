@@ -59,6 +59,7 @@ impl Number {
         retry: Option<RetryPolicy>,
         promoted: Option<PromotedToLock>,
     ) -> Result<Number> {
+        client.ensure_open_for("counter", path)?;
         path::validate_path(path)?;
         if path == "/" {
             return Err(Error::invalid("the root node cannot be a counter"));

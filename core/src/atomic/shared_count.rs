@@ -215,6 +215,7 @@ impl SharedCount {
     /// [`start`](Self::start) if it does not exist. Before `start`, the count is the seed at
     /// version -1.
     pub fn new(client: &Client, path: &str, seed: i32) -> Result<SharedCount> {
+        client.ensure_open_for("SharedCount", path)?;
         path::validate_path(path)?;
         if path == "/" {
             return Err(Error::invalid("the root node cannot be a shared count"));

@@ -165,7 +165,9 @@ impl ClientBuilder {
             .spawn(open_session(cfg.clone()))
             .await
             .map_err(super::join_error)??;
-        Ok(Client::start(cfg, zk, states))
+        let client = Client::start(cfg, zk, states);
+        client.check_chroot().await?;
+        Ok(client)
     }
 
     /// [`connect`](Self::connect) for the blocking face.

@@ -10,13 +10,21 @@ use zookeeper_client as zk;
 use super::{wire, Config, ConnectionState, Inner};
 use crate::{Error, Result};
 
+/// How long a connection may stay silent: the connection timeout, at most 2/5 of the session
+/// timeout (pings go out at 3/8 of it).
+pub(crate) fn read_timeout(cfg: &Config) -> Duration {
+    cfg.connection_timeout.min(cfg.session_timeout * 2 / 5)
+}
+
 pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)> {
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
         .with_readonly(cfg.can_be_read_only)
         // Bounds each connection attempt: a server that accepts and then stays silent is left
-        // after the connection timeout, not after a share of the session timeout.
-        .with_connection_timeout(cfg.connection_timeout);
+        // after the connection timeout (never later than 2/5 of the session timeout, the wire
+        // client's own default), not after a share of the session timeout. The wire client
+        // also uses it as the read timeout of an established connection.
+        .with_connection_timeout(read_timeout(&cfg));
     for (scheme, cred) in &cfg.auth {
         connector = connector.with_auth(scheme, cred);
     }
@@ -28,8 +36,10 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
     {
         Err(_) => Err(Error::Timeout(
             format!(
-                "could not connect to ZooKeeper at {} within the connection timeout of {:?}",
-                cfg.connect_string, cfg.connection_timeout
+                "could not connect to ZooKeeper at {} within the connection timeout of {:?}: {}",
+                cfg.connect_string,
+                cfg.connection_timeout,
+                diagnose(&cfg.connect_string).await
             )
             .into(),
         )),
@@ -150,5 +160,84 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                 }
             }
         }
+    }
+}
+
+/// Why no server of `connect` gave us a session: each host is looked up, connected to and sent
+/// a ZooKeeper handshake, and what went wrong is said per host (DNS, refused, silent, not
+/// ZooKeeper). Only on the failure path; each probe is bounded by two seconds.
+pub(crate) async fn diagnose(connect: &str) -> String {
+    let hosts: Vec<String> = connect
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            if h.rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            {
+                h.to_string()
+            } else {
+                format!("{h}:2181")
+            }
+        })
+        .collect();
+    let probes = hosts
+        .iter()
+        .map(|h| async move { format!("{h}: {}", probe(h).await) });
+    let mut out = Vec::with_capacity(hosts.len());
+    for p in probes {
+        out.push(p.await);
+    }
+    out.join("; ")
+}
+
+async fn probe(host: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const LIMIT: Duration = Duration::from_secs(2);
+    let addrs = match tokio::time::timeout(LIMIT, tokio::net::lookup_host(host)).await {
+        Err(_) => return "DNS lookup timed out".into(),
+        Ok(Err(e)) => return format!("DNS lookup failed ({e})"),
+        Ok(Ok(a)) => a.collect::<Vec<_>>(),
+    };
+    let Some(addr) = addrs.first() else {
+        return "the name has no address".into();
+    };
+    let mut stream = match tokio::time::timeout(LIMIT, tokio::net::TcpStream::connect(addr)).await {
+        Err(_) => {
+            return format!(
+                "no answer to a TCP connect to {addr} within 2 s (host down or filtered)"
+            )
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return format!("connection refused at {addr} (no server listens on that port)")
+        }
+        Ok(Err(e)) => return format!("cannot connect to {addr} ({e})"),
+        Ok(Ok(s)) => s,
+    };
+    // A ConnectRequest for a new session: protocol 0, last zxid 0, a short timeout, no session,
+    // an empty 16-byte password, not read-only.
+    let mut req = Vec::with_capacity(48);
+    req.extend(0i32.to_be_bytes());
+    req.extend(0i64.to_be_bytes());
+    req.extend(4000i32.to_be_bytes());
+    req.extend(0i64.to_be_bytes());
+    req.extend(16i32.to_be_bytes());
+    req.extend([0u8; 16]);
+    req.push(0);
+    let frame = [&(req.len() as i32).to_be_bytes()[..], &req].concat();
+    if let Err(e) = stream.write_all(&frame).await {
+        return format!("the connection to {addr} failed at the handshake ({e})");
+    }
+    let mut len = [0u8; 4];
+    match tokio::time::timeout(LIMIT, stream.read_exact(&mut len)).await {
+        Err(_) => format!("{addr} accepted the connection but did not answer a ZooKeeper handshake within 2 s (not a ZooKeeper server, or a paused or overloaded one)"),
+        Ok(Err(_)) => format!("{addr} closed the connection at the handshake (not a ZooKeeper server, or one refusing clients, e.g. over its connection limit)"),
+        Ok(Ok(_)) => match i32::from_be_bytes(len) {
+            16..=64 => format!("{addr} answered the handshake as a ZooKeeper server (the session was not established in time: overloaded, or a read-only server while read-only is off?)"),
+            n => format!("{addr} answered, but not like a ZooKeeper server (bad handshake: frame of {n} bytes)"),
+        },
     }
 }

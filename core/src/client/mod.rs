@@ -427,6 +427,50 @@ impl Client {
         Some((session.id().0, session.password().to_vec()))
     }
 
+    /// A chroot in the connect string must exist: without it every operation would fail with
+    /// NoNode (ZooKeeper lets the session open anyway). Closes the client and says so.
+    async fn check_chroot(&self) -> Result<()> {
+        let Some(chroot) = self
+            .connect_string()
+            .find('/')
+            .map(|i| &self.connect_string()[i..])
+            .filter(|c| *c != "/")
+        else {
+            return Ok(());
+        };
+        match self.retry(|s| async move { s.chroot_exists().await }).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.close().await;
+                Err(Error::NoNode(
+                    format!("the connect string's chroot {chroot} does not exist on the server; create it first (e.g. with zkCli: create {chroot})").into(),
+                ))
+            }
+            Err(e) => {
+                self.close().await;
+                Err(e.context(format!("checking the chroot {chroot}")))
+            }
+        }
+    }
+
+    /// Whether the current session heard from a server recently enough to vouch for what it
+    /// holds, checked at call time (the state, published by a task, may lag: a process frozen
+    /// by SIGSTOP or a long pause wakes up before its client's tasks notice the silence).
+    /// Standard policy: within the read timeout (beyond it the connection counts as lost);
+    /// session policy: within the session timeout (beyond it the server expires the session).
+    pub(crate) fn heard_recently(&self, policy: LostPolicy) -> bool {
+        let limit = match policy {
+            LostPolicy::Standard => connection::read_timeout(&self.inner.cfg),
+            LostPolicy::Session => self.session_timeout(),
+        };
+        self.inner
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|zk| zk.last_heard().elapsed() < limit)
+    }
+
     /// The server-side path of a caller's path (namespace applied).
     pub(crate) fn full_path(&self, path: &str) -> String {
         let prefix = &self.cfg().prefix;
@@ -451,6 +495,13 @@ impl Client {
                 client.inner.dispatcher.call(move || f(event));
             }
         });
+    }
+
+    /// Runs `f` on the client's dispatcher ([`crate::dispatch`]), after the callbacks already
+    /// queued: for a face that delivers something of its own in order with the client's
+    /// events (the first CONNECTED to listeners registered before the client existed).
+    pub fn run_on_dispatcher(&self, f: impl FnOnce() + Send + 'static) {
+        self.inner.dispatcher.call(f);
     }
 }
 

@@ -12,6 +12,17 @@ use super::Client;
 use crate::{path, runtime, Error, Result};
 
 impl Client {
+    /// `Closed` if the client is closed: a recipe made on a closed client could never work, so
+    /// every recipe's constructor refuses it at once, in every face.
+    pub(crate) fn ensure_open_for(&self, recipe: &str, path: &str) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::Closed(
+                format!("cannot make a {recipe} on {path}: the client is closed").into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.is_closed() {
             Err(Error::closed())

@@ -140,6 +140,18 @@ impl Session {
         Ok(())
     }
 
+    /// Whether the connect string's chroot exists (the session's root, before the namespace).
+    pub(crate) async fn chroot_exists(&self) -> Result<bool> {
+        self.client
+            .counters()
+            .exists
+            .fetch_add(1, Ordering::Relaxed);
+        match self.zk.check_stat("/").await {
+            Ok(s) => Ok(s.is_some()),
+            Err(e) => Err(wire::error(e, "exists", "/ (the chroot)")),
+        }
+    }
+
     /// Data and stat.
     pub(crate) fn get_data(
         &self,

@@ -157,6 +157,7 @@ impl LeaderLatch {
     /// Errors: `InvalidArgument` for a bad path (including the root) or id (NUL, or larger
     /// than a node's data limit).
     pub fn new(client: &Client, path: &str, id: &str) -> Result<LeaderLatch> {
+        client.ensure_open_for("LeaderLatch", path)?;
         validate_group_path("latch", path)?;
         validate_id(id)?;
         Ok(LeaderLatch {
@@ -302,9 +303,11 @@ impl LeaderLatch {
         runtime::try_block_on(self.start())?
     }
 
-    /// Whether this participant leads now (a local flag: no server round trip).
+    /// Whether this participant leads now (no server round trip): the latch's state, and a
+    /// server heard from recently enough under the lost policy, checked at call time (a process
+    /// waking from a long pause gets `false` at once, before its client notices the silence).
     pub fn has_leadership(&self) -> bool {
-        self.core.status.borrow().has_leadership()
+        self.core.status.borrow().has_leadership() && self.client.heard_recently(self.lost_policy())
     }
 
     /// The leadership epoch while leading: our node's czxid, which strictly increases from one

@@ -58,10 +58,8 @@ impl LeaderObserver {
     /// Errors: `InvalidArgument` for a bad path, `Closed` for a closed client, or the error of
     /// the first read.
     pub async fn start(client: &Client, path: &str) -> Result<LeaderObserver> {
+        client.ensure_open_for("LeaderObserver", path)?;
         validate_group_path("leader group", path)?;
-        if client.is_closed() {
-            return Err(Error::closed());
-        }
         let first = read_and_watch(client, path).await?;
         let (tx, rx) = watch::channel(first.leader.clone().map(|(_, p)| p).unwrap_or_default());
         let core = Arc::new(ObserverCore {

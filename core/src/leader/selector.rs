@@ -508,6 +508,11 @@ impl LeaderSelector {
     /// Queues for leadership again (Curator's `requeue()`): `Ok(true)` if queued now,
     /// `Ok(false)` if already queued or leading. `Closed` after close, `InvalidArgument` before
     /// start.
+    ///
+    /// Unlike Curator, a waiting selector stays queued through a session expiry (its lock node
+    /// is made again on the new session, in line): Curator's waiting `doWork` fails there and
+    /// leaves the queue, so its `requeue()` answers `true` afterwards where ours answers
+    /// `false` — still queued, nothing to do. [`is_queued`](Self::is_queued) says which.
     pub fn requeue(&self) -> Result<bool> {
         let s = &self.shared;
         let mut c = s.control();
@@ -534,6 +539,14 @@ impl LeaderSelector {
         Ok(true)
     }
 
+    /// Whether this selector is queued for leadership (waiting or leading). Without auto
+    /// requeue it leaves the queue after a term, and after an acquire that failed (see
+    /// [`last_error`](Self::last_error)).
+    pub fn is_queued(&self) -> bool {
+        let c = self.shared.control();
+        c.state == SelectorState::Started && c.queued
+    }
+
     /// Cancels the current leadership, if any (its context reports
     /// [`CancelReason::Interrupted`]); the selector requeues afterwards only with
     /// [`auto_requeue`](Self::auto_requeue). Waiting participants are not affected.
@@ -547,9 +560,14 @@ impl LeaderSelector {
     }
 
     /// Whether this participant leads now: its `take_leadership` runs and has not been
-    /// cancelled.
+    /// cancelled, and a server was heard from recently enough under the lost policy (checked at
+    /// call time, like [`InterProcessMutex::is_held_valid`]).
     pub fn has_leadership(&self) -> bool {
         self.shared.leading.load(Ordering::SeqCst)
+            && self
+                .shared
+                .client
+                .heard_recently(self.shared.control().policy)
     }
 
     /// The fencing token of the current leadership, while leading.
@@ -707,9 +725,14 @@ async fn work(s: Arc<Shared>) {
             }
         }
         lead(&s, &mut closed).await;
+        // Out of the queue before the mutex goes: whoever sees the release may requeue() at
+        // once and must find us not queued (a release seen first made requeue() say "already
+        // queued", and the selector stayed out).
+        {
+            let mut c = s.control();
+            c.queued = c.auto_requeue && c.state == SelectorState::Started;
+        }
         let _ = s.mutex.release(s.owner).await;
-        let mut c = s.control();
-        c.queued = c.auto_requeue && c.state == SelectorState::Started;
     }
 }
 

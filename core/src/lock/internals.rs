@@ -118,13 +118,17 @@ pub(crate) struct Node {
 /// A granted attempt.
 pub(crate) struct Acquired {
     pub(crate) node: Node,
-    /// Dropping it stops the revocation watcher of this node, if any.
-    pub(crate) revoke_stop: Option<watch::Sender<()>>,
+    /// Dropping it stops the watcher of this node (revocation requests, deletion), if any.
+    pub(crate) node_watch: Option<watch::Sender<()>>,
 }
 
 /// Revocation: who to tell when `__REVOKE__` lands on our node. Called on an async worker: it
 /// must only queue the user's listener (on the lock's dispatcher), never run it.
 pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
+
+/// Who to tell when a node we hold is deleted by someone else (its path). Called on an async
+/// worker: it must only mark the hold lost and queue the listeners.
+pub(crate) type DeletedListener = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What one attempt needs besides the lock itself.
 pub(crate) struct AttemptOptions<'a> {
@@ -137,6 +141,8 @@ pub(crate) struct AttemptOptions<'a> {
     /// Whether the same owner holds the write lock (read-lock driver only).
     pub(crate) write_held: &'a (dyn Fn() -> bool + Send + Sync),
     pub(crate) revocable: Option<RevokeListener>,
+    /// Told when our node is deleted while we hold it.
+    pub(crate) deleted: Option<DeletedListener>,
 }
 
 /// The lock path, the node naming and the predicate of one lock.
@@ -304,10 +310,15 @@ impl Internals {
             .create_node(opts.data, opts.sequence.as_deref())
             .await?;
         let mut guard = NodeGuard::new(&self.client, &node.path);
-        let revoke_stop = opts
-            .revocable
-            .as_ref()
-            .map(|l| self.watch_revocation(&node.path, opts.owner, l.clone()));
+        // Curator sets the revocation watch right after the create, while waiting too.
+        let mut node_watch = opts.revocable.as_ref().map(|l| {
+            self.watch_own_node(
+                &node.path,
+                opts.owner,
+                Some(l.clone()),
+                opts.deleted.clone(),
+            )
+        });
         let mut listing = first_listing.map(|c| (c, node.session));
         loop {
             let (mut children, session) = match listing.take() {
@@ -330,7 +341,15 @@ impl Internals {
                 {
                     Predicate::Granted => {
                         guard.disarm();
-                        return Ok(Outcome::Granted(Acquired { node, revoke_stop }));
+                        if node_watch.is_none() && opts.deleted.is_some() {
+                            node_watch = Some(self.watch_own_node(
+                                &node.path,
+                                opts.owner,
+                                None,
+                                opts.deleted.clone(),
+                            ));
+                        }
+                        return Ok(Outcome::Granted(Acquired { node, node_watch }));
                     }
                     Predicate::Missing => {
                         return Ok(Outcome::NodeMissing(format!(
@@ -421,33 +440,47 @@ impl Internals {
             .collect())
     }
 
-    /// Curator's revocable watcher: a getData watch on our node; when `__REVOKE__` is written
-    /// there, the listener hears it. Ends when the returned sender is dropped (the watch is
-    /// then removed) or the node goes.
-    fn watch_revocation(
+    /// A getData watch on our own node, kept until the returned sender is dropped or the node
+    /// goes: Curator's revocable watcher (when `__REVOKE__` is written there, `revoke` hears
+    /// it), and the deletion of a held node by someone else (`deleted` hears it: a holder must
+    /// not go on believing a lock whose node is gone — another client may hold it already).
+    /// Set in the background after the grant (one request, no round trip added to the
+    /// acquire); on release the node's own deletion ends it, so no removal request is sent.
+    fn watch_own_node(
         &self,
         node: &str,
         owner: Owner,
-        listener: RevokeListener,
+        revoke: Option<RevokeListener>,
+        deleted: Option<DeletedListener>,
     ) -> watch::Sender<()> {
         let (stop_tx, mut stop_rx) = watch::channel(());
         let weak = self.client.downgrade();
         let node = node.to_string();
         runtime::spawn(async move {
+            let gone = |node: &str| {
+                if let Some(d) = &deleted {
+                    d(node);
+                }
+            };
             loop {
                 let Some(client) = weak.upgrade() else { return };
                 let (data, _, w) = tokio::select! {
-                    r = client.get_data_watch(&node) => match r { Ok(x) => x, Err(_) => return },
+                    r = client.get_data_watch(&node) => match r {
+                        Ok(x) => x,
+                        Err(Error::NoNode(_)) => return gone(&node),
+                        Err(_) => return,
+                    },
                     _ = stop_rx.changed() => return,
                 };
                 drop(client);
-                if data == REVOKE_MESSAGE {
+                if let (Some(listener), true) = (&revoke, data == REVOKE_MESSAGE) {
                     // Queues the user's listener on the lock's dispatcher.
                     listener(owner);
                 }
                 tokio::select! {
                     e = w.changed() => match e.kind {
                         NodeEventKind::DataChanged => continue,
+                        NodeEventKind::Deleted => return gone(&node),
                         _ => return,
                     },
                     _ = stop_rx.changed() => return,

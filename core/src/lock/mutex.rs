@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 use super::internals::{
-    deadline_of, sleep_until, Acquired, AttemptOptions, Driver, Internals, Node, RevokeListener,
-    Sorter, WRITE_LOCK_NAME,
+    deadline_of, sleep_until, Acquired, AttemptOptions, DeletedListener, Driver, Internals, Node,
+    RevokeListener, Sorter, WRITE_LOCK_NAME,
 };
 use crate::client::sequence;
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -59,7 +59,7 @@ struct Hold {
     count: u32,
     valid: bool,
     state: watch::Sender<HoldState>,
-    _revoke_stop: Option<watch::Sender<()>>,
+    _node_watch: Option<watch::Sender<()>>,
 }
 
 enum Slot {
@@ -171,6 +171,7 @@ impl InterProcessMutex {
         write_lock: Option<Weak<Shared>>,
     ) -> Result<InterProcessMutex> {
         let base = &internals.base;
+        internals.client.ensure_open_for("lock", base)?;
         path::validate_path(base)?;
         if base.len() + NODE_SUFFIX_LEN > path::MAX_PATH_LEN {
             return Err(Error::invalid(format!(
@@ -303,6 +304,7 @@ impl InterProcessMutex {
             sequence,
             write_held: &write_held,
             revocable,
+            deleted: Some(s.deleted_listener()),
         };
         match s.internals.attempt(&opts).await? {
             Some(acquired) => {
@@ -443,7 +445,11 @@ impl InterProcessMutex {
     }
 
     /// Whether `owner` holds the mutex and the hold is still trustworthy: not reported lost,
-    /// same session, client open, and (standard policy) connected right now.
+    /// same session, client open, (standard policy) connected right now, and a server heard
+    /// from recently (within the read timeout; session policy: the session timeout), checked at
+    /// call time — a process that wakes from a long pause gets `false` at once, before its
+    /// client's tasks have noticed. A check is a moment: fence writes with the
+    /// [fencing token](Self::fencing_token).
     pub fn is_held_valid(&self, owner: Owner) -> bool {
         let s = &self.shared;
         let client = &s.internals.client;
@@ -455,6 +461,7 @@ impl InterProcessMutex {
             && !client.is_closed()
             && h.node.session == client.session_id()
             && (s.policy() == LostPolicy::Session || client.state().is_connected())
+            && client.heard_recently(s.policy())
     }
 
     /// Calls `f(owner)` when a hold of this mutex is lost (see [`LostPolicy`]; also when the
@@ -592,7 +599,7 @@ impl Shared {
                 ended: false,
             })
             .0,
-            _revoke_stop: acquired.revoke_stop,
+            _node_watch: acquired.node_watch,
         };
         {
             let mut slots = self.lock_slots();
@@ -625,6 +632,20 @@ impl Shared {
             tracing::warn!(lock = %self.internals.base, holds = owners.len(), state = %self.internals.client.state(), "lock hold lost: the owner must stop acting on it");
             self.fire_lost(owners);
         }
+    }
+
+    /// Marks the hold on `node` lost when someone else deletes the node.
+    fn deleted_listener(self: &Arc<Self>) -> DeletedListener {
+        let weak = Arc::downgrade(self);
+        Arc::new(move |node: &str| {
+            if let Some(s) = weak.upgrade() {
+                let before = s.lock_slots().values().any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node && !h.state.borrow().ended));
+                if before {
+                    tracing::warn!(lock = %s.internals.base, %node, "our lock node was deleted by someone else while held");
+                }
+                s.mark_lost(|h| h.node.path == node && !h.state.borrow().ended);
+            }
+        })
     }
 
     fn fire_lost(&self, owners: Vec<Owner>) {

@@ -1,4 +1,8 @@
-//! The zkrecipes fault suite lives in `tests/faults.rs` of this crate; this library is empty.
+//! The zkrecipes fault suite: the recipes against real ZooKeeper servers that die, pause or get
+//! cut off, and lock holders that are killed or frozen. The scenarios are in `tests/faults.rs`;
+//! this library has what they share with the child programs: [`child`] (holders written in
+//! every runtime, driven over their stdin/stdout) and [`fenced`] (the resource a lock protects,
+//! guarded by fencing tokens).
 //!
 //! ```text
 //! tests/faults/run            # short configuration (what CI runs), summary table at the end
@@ -6,3 +10,21 @@
 //! ```
 //!
 //! See `docs/FAULTS.md` for the scenarios, the invariants checked and the latest figures.
+
+pub mod child;
+pub mod fenced;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Waits (bounded) until `done` holds, looking every 10 ms; panics with `what` otherwise.
+pub fn eventually(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out ({timeout:?}) waiting for: {what}"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}

@@ -1,5 +1,7 @@
 //! The fault suite (issue 9, part 2): the recipes against real ZooKeeper servers that die, stop
-//! answering or get cut off, and a lock holder that is killed with SIGKILL.
+//! answering or get cut off, a lock holder that is killed with SIGKILL, and (issue 15, the
+//! seeds' case against Redis locks) a lock holder frozen past its session that wakes up and
+//! wants to write: it must learn it lost the hold first, or a fenced resource must refuse it.
 //!
 //! Every scenario checks the same safety properties:
 //! * mutual exclusion: a shared log of critical sections, each from the first to the last
@@ -18,8 +20,7 @@
 //! are the samplers and the work inside critical sections.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -29,6 +30,9 @@ use zkrecipes::atomic::DistributedAtomicLong;
 use zkrecipes::leader::LeaderLatch;
 use zkrecipes::lock::{InterProcessMutex, ReleaseStatus};
 use zkrecipes::{Client, ClientBuilder, DeleteOptions, Error, Owner};
+use zkrecipes_faults::child::{ChildProcess, Children, Program, CHILD_CONNECT, CHILD_PATH};
+use zkrecipes_faults::eventually;
+use zkrecipes_faults::fenced::FencedStore;
 use zkrecipes_testing::{FaultProxy, TestingCluster, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -61,18 +65,6 @@ fn client_to(connect: &str, session: Duration) -> Client {
         .connection_timeout(Duration::from_secs(15))
         .connect_blocking()
         .unwrap_or_else(|e| panic!("connect to {connect}: {e}"))
-}
-
-/// Waits (bounded) until `done` holds; panics with `what` otherwise.
-fn eventually(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out ({timeout:?}) waiting for: {what}"
-        );
-        thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Every node under `path` (not `path` itself), depth first; empty if `path` is gone.
@@ -949,9 +941,28 @@ fn blackholed_holder_is_lost_before_the_next_holder_enters() {
 // 4. kill -9 a process holding the lock
 // ------------------------------------------------------------------------------------------
 
-const CHILD_CONNECT: &str = "ZKR_FAULTS_CHILD_CONNECT";
-const CHILD_PATH: &str = "ZKR_FAULTS_CHILD_PATH";
-const CHILD_TEST: &str = "killed_holder_process_lock_passes_after_session_expiry";
+const HOLD_LOCK: Program = Program {
+    rust_test: "killed_holder_process_lock_passes_after_session_expiry",
+    stem: "hold_lock",
+    java: "HoldLock",
+};
+
+/// A scenario with a Rust child process: when this test binary was re-run as that child (with
+/// the connect string and lock path in the environment), runs `child` instead; otherwise takes
+/// the scenario lock ([`serial`]).
+fn scenario_with_child(child: fn(&str, &str) -> !) -> MutexGuard<'static, ()> {
+    if let (Ok(c), Ok(p)) = (std::env::var(CHILD_CONNECT), std::env::var(CHILD_PATH)) {
+        child(&c, &p);
+    }
+    serial()
+}
+
+/// Prints one `ZKR_CHILD_...` line for the parent test (see [`zkrecipes_faults::child`]).
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ZKR_CHILD_{line}").unwrap();
+    out.flush().unwrap();
+}
 
 /// The child's side (this test binary re-run with the env vars set): take the lock, say so on
 /// stdout, then hold it until killed, or until stdin closes (the parent died): never returns.
@@ -962,11 +973,7 @@ fn child_hold_lock(connect_string: &str, path: &str) -> ! {
     assert!(m.acquire_blocking_as(owner, Some(WAIT)).unwrap());
     let token = m.fencing_token(owner).unwrap();
     let node = m.lock_node(owner).unwrap();
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ZKR_CHILD_HELD {token} {} {node}", client.session_id()).unwrap();
-        out.flush().unwrap();
-    }
+    say(&format!("HELD {token} {} {node}", client.session_id()));
     let mut line = String::new();
     while std::io::stdin()
         .read_line(&mut line)
@@ -978,88 +985,15 @@ fn child_hold_lock(connect_string: &str, path: &str) -> ! {
     std::process::exit(0);
 }
 
-/// Kills the child if the test ends early.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The repository's root (this crate is `tests/faults`).
-fn repo_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("the repository root")
-}
-
-/// Fails loudly, saying how to fix it, when a child runtime is not set up.
-fn require(path: &std::path::Path, fix: &str) {
-    assert!(
-        path.exists(),
-        "{} is missing: run {fix} (the fault suite kills lock holders written in every runtime)",
-        path.display()
-    );
-}
-
-/// The command that starts a lock-holding child in `runtime` (rust, python, node, java).
-fn holder_command(runtime: &str, connect: &str, path: &str) -> Command {
-    let root = repo_root();
-    let children = root.join("tests/faults/children");
-    let mut cmd = match runtime {
-        "rust" => {
-            let mut c = Command::new(std::env::current_exe().expect("current_exe"));
-            c.args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
-                .env(CHILD_CONNECT, connect)
-                .env(CHILD_PATH, path)
-                .env_remove("ZKR_FAULTS_LONG");
-            return c;
-        }
-        "python" => {
-            let py = root.join(".venv/bin/python");
-            require(&py, "scripts/setup-python");
-            let mut c = Command::new(py);
-            c.arg(children.join("hold_lock.py"));
-            c
-        }
-        "node" => {
-            require(
-                &root.join("bindings-node/zkrecipes.node"),
-                "scripts/setup-node",
-            );
-            let mut c = Command::new("node");
-            c.arg(children.join("hold_lock.js"));
-            c
-        }
-        "java" => {
-            let lib = root.join("tests/interop/java/target/lib");
-            require(&lib, "scripts/setup-interop");
-            let mut c = Command::new("java");
-            c.args(["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp"])
-                .arg(format!("{}/*", lib.display()))
-                .arg(children.join("HoldLock.java"));
-            c
-        }
-        other => panic!("unknown runtime {other}"),
-    };
-    cmd.args([connect, path]);
-    cmd
-}
-
 #[test]
 fn killed_holder_process_lock_passes_after_session_expiry() {
-    if let (Ok(c), Ok(p)) = (std::env::var(CHILD_CONNECT), std::env::var(CHILD_PATH)) {
-        child_hold_lock(&c, &p);
-    }
-    let _serial = serial();
+    let _serial = scenario_with_child(child_hold_lock);
     let start = Instant::now();
     let server = TestingServer::start();
     let path = "/f4-lock/m";
     // A holder written in every runtime, Curator included; the long run repeats the cycle.
     let runtimes = ["rust", "python", "node", "java"];
+    let children = Children::prepare(HOLD_LOCK, &runtimes);
     let rounds = if long() {
         3 * runtimes.len()
     } else {
@@ -1072,30 +1006,11 @@ fn killed_holder_process_lock_passes_after_session_expiry() {
     let mut passed_after = Vec::new();
     for round in 0..rounds {
         let runtime = runtimes[round % runtimes.len()];
-        let mut child = holder_command(runtime, &server.connect_string(), path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn the {runtime} holder process: {e}"));
-        let stdout = child.stdout.take().unwrap();
-        let mut child = ChildGuard(child);
-        let (tx, rx) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // libtest may have printed "test NAME ... " on the same line.
-                if let Some(at) = line.find("ZKR_CHILD_HELD ") {
-                    let _ = tx.send(line[at + "ZKR_CHILD_HELD ".len()..].to_string());
-                }
-            }
-        });
-        let held = rx
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("the {runtime} child process never took the lock"));
-        let mut parts = held.split(' ');
-        let child_token: i64 = parts.next().unwrap().parse().unwrap();
-        let _child_session = parts.next().unwrap();
-        let child_node = parts.next().unwrap().to_string();
+        let command = children.command(runtime, &server.connect_string(), path);
+        let mut child = ChildProcess::spawn(runtime, command, |_| None);
+        let held = child.until(&["HELD"], WAIT).0;
+        let child_token: i64 = held.arg(0);
+        let child_node: String = held.arg(2);
         // We queue behind the child.
         let owner = Owner::new();
         let waiter = {
@@ -1115,8 +1030,7 @@ fn killed_holder_process_lock_passes_after_session_expiry() {
             "we got the lock while the child holds it"
         );
         let killed_at = Instant::now();
-        child.0.kill().expect("kill -9 the holder"); // SIGKILL
-        child.0.wait().unwrap();
+        child.kill(); // SIGKILL
         let (got, acquired_at) = waiter.join().unwrap();
         assert!(got, "the lock never passed after the holder was killed");
         let waited = acquired_at - killed_at;
@@ -1231,6 +1145,300 @@ fn server_restart_during_add_and_get_burst() {
         "Rust (3 clients)",
         start,
         &format!("increments acked {acked} unknown {unknown} failed {failed} final {final_value}"),
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// 6. The seeds' case against Redis locks: a holder process frozen (SIGSTOP, a long GC) past its
+//    session, in every face
+// ------------------------------------------------------------------------------------------
+
+const FENCED_WRITER: Program = Program {
+    rust_test: "paused_holder_process_is_lost_or_fenced_off",
+    stem: "fenced_writer",
+    java: "FencedWriter",
+};
+
+/// The fenced writer's pace: from its check to its write, and from its write to its next check.
+const WRITER_WORK: Duration = Duration::from_millis(300);
+const WRITER_IDLE: Duration = Duration::from_millis(300);
+
+/// The Rust fenced writer (this test binary re-run; the protocol of every
+/// `children/fenced_writer.*`, docs/FAULTS.md): take the lock on a 2 s session, then "check the
+/// hold, work, write with my token" until the check or the resource says the hold is gone;
+/// wait for the lost callback, release: never returns.
+fn child_fenced_writer(connect_string: &str, path: &str) -> ! {
+    let client = client_to(connect_string, Duration::from_secs(2));
+    let m = InterProcessMutex::new(&client, path).unwrap();
+    let lost = Arc::new(AtomicBool::new(false));
+    {
+        let lost = lost.clone();
+        m.on_lost(move |_| {
+            say("SIGNAL"); // before the flag: the main thread says DONE only after it
+            lost.store(true, Ordering::SeqCst);
+        });
+    }
+    let owner = Owner::new();
+    assert!(m.acquire_blocking_as(owner, Some(WAIT)).unwrap());
+    let token = m.fencing_token(owner).unwrap();
+    let node = m.lock_node(owner).unwrap();
+    say(&format!("HELD {token} {} {node}", client.session_id()));
+    for n in 1.. {
+        if lost.load(Ordering::SeqCst) || !m.is_held_valid(owner) {
+            let how = if lost.load(Ordering::SeqCst) {
+                "callback"
+            } else {
+                "invalid"
+            };
+            say(&format!("LOST {how}"));
+            break;
+        }
+        say(&format!("CHECKED {n}"));
+        thread::sleep(WRITER_WORK);
+        say(&format!("WRITE {token} {n}"));
+        let mut reply = String::new();
+        if std::io::stdin().read_line(&mut reply).unwrap_or(0) == 0 {
+            std::process::exit(0); // the parent (the resource) is gone
+        }
+        if !reply.starts_with("OK") {
+            let highest = reply.split_whitespace().nth(1).unwrap_or("?");
+            say(&format!("REJECTED {highest}"));
+            break;
+        }
+        say(&format!("IDLE {n}"));
+        thread::sleep(WRITER_IDLE);
+    }
+    eventually("the lost callback", WAIT, || {
+        lost.load(Ordering::SeqCst) && !m.is_held_valid(owner)
+    });
+    say("DONE");
+    m.release_blocking_as(owner)
+        .expect("the release of a lost hold succeeds");
+    client.close_blocking();
+    std::process::exit(0);
+}
+
+/// Where the freeze falls in the fenced writer's loop.
+#[derive(Clone, Copy, Debug)]
+enum Freeze {
+    /// After a write, while it idles: on waking it checks the hold first.
+    AfterWrite,
+    /// Between its check and its write: on waking its write goes out, the check already done.
+    AfterCheck,
+}
+
+/// What one round saw.
+struct FenceRound {
+    /// The holder learned it lost before acting again (its check: the lost callback or
+    /// `is_held_valid()`), without writing.
+    lost_before_act: bool,
+    /// Writes of the frozen holder that reached the resource after the second holder's.
+    stale_attempted: usize,
+    stale_rejected: usize,
+    stale_accepted: usize,
+    /// Checks that said "held" after waking (the session had expired meanwhile).
+    stale_checks: usize,
+    /// From the freeze to the second holder's acquire.
+    handoff: Duration,
+    /// From waking to learning (its check or the resource's answer).
+    learned_after: Duration,
+    /// From waking to its lost signal (callback, event; Curator: a SUSPENDED/LOST listener).
+    signal_after: Duration,
+}
+
+/// One round: a `runtime` fenced writer takes the lock and writes; it is frozen at `freeze`
+/// past its 2 s session; `second` takes the lock and writes with its (higher) token; the writer
+/// is woken while `second` still holds the lock. It must learn it lost before it writes again,
+/// or its write must be rejected by the store; then its lost signal must come.
+fn fenced_round(
+    children: &Children,
+    runtime: &str,
+    freeze: Freeze,
+    connect: &str,
+    second: &InterProcessMutex,
+    path: &str,
+) -> FenceRound {
+    let store = Arc::new(FencedStore::default());
+    let mut child = {
+        let (store, writer) = (store.clone(), runtime.to_string());
+        ChildProcess::spawn(
+            runtime,
+            children.command(runtime, connect, path),
+            move |e| {
+                (e.kind == "WRITE").then(|| match store.write(&writer, e.arg(0)) {
+                    Ok(()) => "OK".to_string(),
+                    Err(highest) => format!("REJECTED {highest}"),
+                })
+            },
+        )
+    };
+    let token: i64 = child.until(&["HELD"], WAIT).0.arg(0);
+    // It works under the lock: one accepted write, then the freeze at the chosen moment.
+    child.until(&["IDLE"], WAIT);
+    let marker = match freeze {
+        Freeze::AfterWrite => "IDLE",
+        Freeze::AfterCheck => "CHECKED",
+    };
+    child.until(&[marker], WAIT);
+    child.stop();
+    let stopped_at = Instant::now();
+    // The frozen holder cannot release: the lock passes when its session expires.
+    let owner = Owner::new();
+    assert!(
+        second.acquire_blocking_as(owner, Some(WAIT)).unwrap(),
+        "the lock never passed to the second holder"
+    );
+    let handoff = stopped_at.elapsed();
+    assert!(
+        handoff >= Duration::from_millis(600),
+        "the lock passed {handoff:?} after the {runtime} holder froze, before its 2 s session \
+         could expire"
+    );
+    let second_token = second.fencing_token(owner).unwrap();
+    assert!(
+        second_token > token,
+        "FENCING TOKEN NOT INCREASING: the {runtime} holder had {token}, the next {second_token}"
+    );
+    store
+        .write("second holder", second_token)
+        .expect("the second holder's write is accepted");
+    // Everything the writer printed before the freeze has been read by now (it has been frozen
+    // for its whole session); what comes next, it did after waking up.
+    child.drain();
+    child.resume();
+    let resumed_at = Instant::now();
+    let (learned, before) = child.until(&["LOST", "REJECTED"], WAIT);
+    let stale_checks = before.iter().filter(|e| e.kind == "CHECKED").count();
+    // DONE: its lost signal came and is_held_valid() is false; then it releases and exits.
+    let (_, after) = child.until(&["DONE"], WAIT);
+    let signal = before
+        .iter()
+        .chain(&after)
+        .find(|e| e.kind == "SIGNAL")
+        .unwrap_or_else(|| panic!("the {runtime} holder saw no lost signal after waking"));
+    child.wait_success(WAIT);
+    second.release_blocking_as(owner).unwrap();
+    let log = store.log();
+    let second_at = log
+        .iter()
+        .position(|w| w.writer == "second holder")
+        .unwrap();
+    let stale: Vec<_> = log[second_at + 1..]
+        .iter()
+        .filter(|w| w.writer == runtime)
+        .collect();
+    let stale_accepted = stale.iter().filter(|w| w.accepted).count();
+    assert_eq!(
+        stale_accepted, 0,
+        "STALE WRITE ACCEPTED: the {runtime} holder (token {token}) wrote after the next holder \
+         (token {second_token}): {stale:?}"
+    );
+    let lost_before_act = learned.kind == "LOST";
+    if lost_before_act {
+        assert!(stale.is_empty(), "stale writes before LOST: {stale:?}");
+    } else {
+        assert_eq!(stale.len(), 1, "one stale write, then REJECTED: {stale:?}");
+    }
+    eprintln!(
+        "{runtime} ({freeze:?}): handoff {handoff:.2?} after the freeze; on waking: {} {:?} \
+         after {:.0?}, lost signal after {:.0?}; checks that still said held: {stale_checks}",
+        learned.kind,
+        learned.args,
+        learned.at - resumed_at,
+        signal.at - resumed_at
+    );
+    FenceRound {
+        lost_before_act,
+        stale_attempted: stale.len(),
+        stale_rejected: stale.len() - stale_accepted,
+        stale_accepted,
+        stale_checks,
+        handoff,
+        learned_after: learned.at - resumed_at,
+        signal_after: signal.at - resumed_at,
+    }
+}
+
+#[test]
+fn paused_holder_process_is_lost_or_fenced_off() {
+    let _serial = scenario_with_child(child_fenced_writer);
+    let start = Instant::now();
+    let server = TestingServer::start();
+    let path = "/f6-lock/m";
+    let runtimes = ["rust", "c", "python", "node", "java"];
+    let children = Children::prepare(FENCED_WRITER, &runtimes);
+    let per_runtime = if long() { 4 } else { 1 };
+    // The second holder is not frozen: a longer session, so that a loaded machine cannot lose it.
+    let client = client_to(&server.connect_string(), Duration::from_secs(10));
+    let second = InterProcessMutex::new(&client, path).unwrap();
+    let mut rows = Vec::new();
+    let (mut handoffs, mut learned, mut signals) = (Vec::new(), Vec::new(), Vec::new());
+    let mut totals = [0usize; 5];
+    for (i, runtime) in runtimes.iter().enumerate() {
+        let rounds: Vec<FenceRound> = (0..per_runtime)
+            .map(|round| {
+                let freeze = if (i + round) % 2 == 0 {
+                    Freeze::AfterWrite
+                } else {
+                    Freeze::AfterCheck
+                };
+                fenced_round(
+                    &children,
+                    runtime,
+                    freeze,
+                    &server.connect_string(),
+                    &second,
+                    path,
+                )
+            })
+            .collect();
+        let count = |f: fn(&FenceRound) -> usize| rounds.iter().map(f).sum::<usize>();
+        let row = [
+            count(|r| usize::from(r.lost_before_act)),
+            count(|r| r.stale_attempted),
+            count(|r| r.stale_rejected),
+            count(|r| r.stale_accepted),
+            count(|r| r.stale_checks),
+        ];
+        for (t, x) in totals.iter_mut().zip(row) {
+            *t += x;
+        }
+        handoffs.extend(rounds.iter().map(|r| r.handoff.as_secs_f64()));
+        learned.extend(rounds.iter().map(|r| r.learned_after.as_secs_f64()));
+        signals.extend(rounds.iter().map(|r| r.signal_after.as_secs_f64()));
+        rows.push(format!(
+            "{runtime} {}/{per_runtime} lost before acting, stale writes {}/{}/{}",
+            row[0], row[1], row[2], row[3]
+        ));
+    }
+    client.close_blocking();
+    assert_no_znodes(&server.connect_string(), &["/f6-lock"]);
+    let range = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        format!("{lo:.2}-{hi:.2} s")
+    };
+    let rounds = per_runtime * runtimes.len();
+    report(
+        &format!("6 freeze holder process x{rounds}"),
+        "Rust, C, Python, Node holders, Java/Curator 5.9 reference; Rust second holder",
+        start,
+        &format!(
+            "lost before acting {}/{rounds}, stale writes attempted {} rejected {} accepted {} \
+             (attempted/rejected/accepted per face: {}), checks still saying held after waking \
+             {}, lock passed {} after the freeze; after waking the holder learned in {}, its \
+             lost signal came in {}",
+            totals[0],
+            totals[1],
+            totals[2],
+            totals[3],
+            rows.join("; "),
+            totals[4],
+            range(&handoffs),
+            range(&learned),
+            range(&signals)
+        ),
     );
 }
 

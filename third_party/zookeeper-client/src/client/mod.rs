@@ -48,7 +48,7 @@ pub use crate::proto::{EnsembleUpdate, Stat};
 use crate::record::{self, Record, StaticRecord};
 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
 use crate::sasl::SaslOptions;
-use crate::session::StateReceiver;
+use crate::session::{LastHeard, StateReceiver};
 pub use crate::session::{EventType, SessionId, SessionInfo, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
@@ -225,6 +225,7 @@ pub struct Client {
     session_timeout: Duration,
     requester: Arc<mpsc::UnboundedSender<Request>>,
     state_watcher: StateWatcher,
+    last_heard: LastHeard,
 }
 
 impl Client {
@@ -247,8 +248,16 @@ impl Client {
         timeout: Duration,
         requester: Arc<mpsc::UnboundedSender<Request>>,
         state_watcher: StateWatcher,
+        last_heard: LastHeard,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher }
+        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, last_heard }
+    }
+
+    /// When this session last received bytes from a server (zkrecipes patch 7): lets a caller
+    /// tell, at call time, that it has not heard from ZooKeeper for longer than a session can
+    /// live — e.g. right after its process was frozen — before the session task catches up.
+    pub fn last_heard(&self) -> std::time::Instant {
+        self.last_heard.get()
     }
 
     fn validate_path<'a>(&'a self, path: &'a str) -> Result<ChrootPath<'a>> {
@@ -1769,6 +1778,7 @@ impl Connector {
         let mut depot = Depot::new();
         let conn = session.start(&mut endpoints, &mut buf, &mut depot).await?;
         let session_info = session.session.clone();
+        let last_heard = session.last_heard.clone();
         let session_timeout = session.session_timeout;
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
@@ -1777,7 +1787,7 @@ impl Connector {
             session.serve(endpoints, conn, buf, depot, receiver).await;
         });
         let client =
-            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher);
+            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher, last_heard);
         Ok(client)
     }
 

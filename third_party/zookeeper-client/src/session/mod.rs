@@ -7,7 +7,8 @@ mod watch;
 mod xid;
 
 use std::pin::pin;
-use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crate::rt::Timer; // zkrecipes patch (PATCHES.md)
@@ -132,6 +133,7 @@ impl Builder {
 
             last_zxid: session.last_zxid,
             last_recv: now,
+            last_heard: LastHeard::new(),
             last_send: now,
             last_ping: None,
             tick_timeout: Duration::ZERO,
@@ -157,6 +159,28 @@ impl Builder {
     }
 }
 
+/// zkrecipes patch 7: when this session last received bytes from a server, readable by the
+/// client's owner without going through the session task (which may itself be stalled, e.g.
+/// right after the process was frozen with SIGSTOP and woke up).
+#[derive(Clone, Debug)]
+pub struct LastHeard(Arc<(Instant, AtomicU64)>);
+
+impl LastHeard {
+    fn new() -> Self {
+        LastHeard(Arc::new((Instant::now(), AtomicU64::new(0))))
+    }
+
+    fn mark(&self, at: Instant) {
+        let ms = at.saturating_duration_since(self.0 .0).as_millis() as u64;
+        self.0 .1.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// When the session last received bytes (its creation before any).
+    pub fn get(&self) -> Instant {
+        self.0 .0 + Duration::from_millis(self.0 .1.load(Ordering::Relaxed))
+    }
+}
+
 pub struct Session {
     readonly: bool,
     detached: bool,
@@ -167,6 +191,8 @@ pub struct Session {
 
     last_zxid: i64,
     last_recv: Instant,
+    /// `last_recv`, shared (zkrecipes patch 7).
+    pub last_heard: LastHeard,
     last_send: Instant,
     last_ping: Option<Instant>,
     tick_timeout: Duration,
@@ -483,6 +509,7 @@ impl Session {
         let consumed_bytes = recved.len() - reading.len();
         recved.drain(..consumed_bytes);
         self.last_recv = Instant::now();
+        self.last_heard.mark(self.last_recv);
         Ok(())
     }
 
@@ -659,6 +686,7 @@ impl Session {
         self.watch_manager.resend_watches(self.last_zxid, depot);
         self.last_send = Instant::now();
         self.last_recv = self.last_send;
+        self.last_heard.mark(self.last_recv);
         self.last_ping = None;
         self.change_state(SessionState::Disconnected);
         match self.serve_connecting(&mut conn, buf, depot).await {

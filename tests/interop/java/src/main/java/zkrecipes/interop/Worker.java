@@ -44,6 +44,8 @@ import org.apache.zookeeper.data.Stat;
  * "retries java ID K".
  * rwlock / semaphore: "start java ID TAG NS" / "end java ID TAG NS", TAG read|write or lease; the
  * first section waits until another worker marked its own in --peers DIR.
+ * mutex-hold (the zkr CLI tests): logs "session java ID 0xSESSION", acquires once (a waiter
+ * until then), logs "acquired java ID TOKEN", holds until the --go file exists, releases.
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  */
 public final class Worker {
@@ -143,6 +145,21 @@ public final class Worker {
                 synchronized (log) {
                     log.println("participants java " + id + " " + String.join(",", ids));
                 }
+            }
+            if (role.equals("mutex-hold")) { // one hold that ends when told (the --go file appears)
+                long session = client.getZookeeperClient().getZooKeeper().getSessionId();
+                log.println("session java " + id + " 0x" + Long.toHexString(session));
+                log.flush();
+                InterProcessMutex m = new InterProcessMutex(client, path);
+                m.acquire();
+                String mine = new ArrayList<>(m.getParticipantNodes()).get(0);
+                Stat st = client.checkExists().forPath(mine);
+                log.println("acquired java " + id + " " + (st == null ? -1 : st.getCzxid()));
+                log.flush();
+                waitForFile(go);
+                m.release();
+                log.println("done java " + id + " 1");
+                return;
             }
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);

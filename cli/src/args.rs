@@ -1,0 +1,467 @@
+//! The command line: global options, commands and their help texts (clap).
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const ROOT_AFTER_HELP: &str = "\
+Exit codes:
+  0    ok
+  1    usage or bad input (bad path, bad option, bad value, no such node, not authorized)
+  2    could not connect to ZooKeeper (or lost the connection before the work was done)
+  3    timed out waiting (--timeout passed before the lock, leadership or condition came)
+  4    the lock's hold or the leadership was lost while the command ran (it was stopped)
+  5    `counter cas` found another value than OLD (nothing was written)
+  70   a bug in zkr (please report it)
+  `lock` and `elect` otherwise exit with their command's exit code (128+N if it was killed
+  by signal N; 126 if it could not be executed, 127 if it was not found), and with 128+N
+  when signal N stopped them before the command started.
+
+Examples:
+  zkr lock /locks/deploy -- ./deploy.sh          # one deploy at a time, Curator-compatible
+  zkr elect /services/billing/leader --requeue -- ./billing-worker
+  zkr inspect /locks/deploy                       # who holds it, who waits, with sessions
+  zkr counter /counters/builds add 1
+  ZKR_SERVER=zk1:2181,zk2:2181 zkr observe /services/billing/leader --json
+
+Docs: docs/CLI.md (commands, exit codes, signals, what elect means).";
+
+/// `zkr`: Apache Curator's ZooKeeper recipes from the shell.
+#[derive(Parser, Debug)]
+#[command(
+    name = "zkr",
+    version,
+    about = "Apache Curator's ZooKeeper recipes from the shell: locks, leader election, counters, inspection",
+    long_about = "Apache Curator's ZooKeeper recipes from the shell: run a command under a lock or \
+                  only while leader, follow a leader, count, and see who holds, waits or leads on \
+                  any recipe path. Node layout is Curator 5.x's, so Java services using Curator \
+                  contend, elect and count with zkr.",
+    after_help = ROOT_AFTER_HELP,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes (before or after the command name).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
+pub struct Global {
+    #[arg(
+        long,
+        help = "ZooKeeper connect string: host:port[,host:port...][/chroot]",
+        env = "ZKR_SERVER",
+        default_value = "127.0.0.1:2181",
+        value_name = "HOSTS",
+        global = true
+    )]
+    pub server: String,
+
+    /// Session timeout asked of the server; a holder that dies without closing keeps its
+    /// lock (or leadership) this long
+    #[arg(long, env = "ZKR_SESSION_TIMEOUT", default_value = "30s", value_name = "D",
+          value_parser = parse_duration, global = true)]
+    pub session_timeout: Duration,
+
+    /// How long to wait for a connection (at start, and before each retry of an operation)
+    #[arg(long, env = "ZKR_CONNECT_TIMEOUT", default_value = "10s", value_name = "D",
+          value_parser = parse_duration, global = true)]
+    pub connect_timeout: Duration,
+
+    /// Digest authentication, USER:PASSWORD (prefer the environment variable: arguments are
+    /// visible to other users in `ps`)
+    #[arg(
+        long,
+        env = "ZKR_AUTH",
+        value_name = "USER:PASSWORD",
+        hide_env_values = true,
+        global = true
+    )]
+    pub auth: Option<String>,
+
+    /// Curator namespace: every path is relative to /NAMESPACE
+    #[arg(long, env = "ZKR_NAMESPACE", value_name = "NAMESPACE", global = true)]
+    pub namespace: Option<String>,
+
+    /// Print JSON (one object per line) instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command while holding a lock (InterProcessMutex, read/write lock or semaphore)
+    #[command(after_help = LOCK_AFTER_HELP)]
+    Lock(LockArgs),
+    /// Run a command only while leader (LeaderSelector, or LeaderLatch with --latch)
+    #[command(after_help = ELECT_AFTER_HELP)]
+    Elect(ElectArgs),
+    /// Print the leader of an election and every change (without taking part)
+    #[command(after_help = OBSERVE_AFTER_HELP)]
+    Observe(ObserveArgs),
+    /// Read or change a DistributedAtomicLong (8-byte big-endian value)
+    #[command(after_help = COUNTER_AFTER_HELP)]
+    Counter(CounterArgs),
+    /// Read or set a SharedCount (4-byte big-endian value)
+    #[command(after_help = SHARED_COUNT_AFTER_HELP)]
+    SharedCount(SharedCountArgs),
+    /// Show what lives at a recipe path: holders, waiters, participants, leases, values
+    #[command(after_help = INSPECT_AFTER_HELP)]
+    Inspect(InspectArgs),
+    /// Stream changes of a node (or a subtree) as JSON lines
+    #[command(after_help = WATCH_AFTER_HELP)]
+    Watch(WatchArgs),
+    /// Print a shell completion script
+    #[command(after_help = COMPLETIONS_AFTER_HELP)]
+    Completions(CompletionsArgs),
+}
+
+const LOCK_AFTER_HELP: &str = "\
+The command runs once the lock is held, with ZKR_FENCING_TOKEN (the lock node's czxid: it
+strictly increases from one holder to the next), ZKR_LOCK_PATH, ZKR_LOCK_NODE, ZKR_SESSION_ID
+and ZKR_SERVER/ZKR_NAMESPACE (for zkr inside it) in its environment. The lock is released
+when the command exits, however it exits; zkr exits with the command's exit code.
+
+If the hold is lost (the connection is suspended, or the session lost, per --lost-policy),
+the command is sent SIGTERM, then SIGKILL after --grace, and zkr exits with code 4.
+SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zkr are passed on to the
+command. The command runs in a process group of its own (signals reach its children too);
+with --foreground it stays in zkr's group and can read the terminal. If zkr itself is killed
+with SIGKILL, the kernel kills the command (but not the command's own children).
+
+Examples:
+  zkr lock /locks/deploy -- ./deploy.sh
+  zkr lock /locks/deploy --timeout 30s -- sh -c 'echo \"token $ZKR_FENCING_TOKEN\"; ./deploy.sh'
+  zkr lock /locks/db --read -- ./backup.sh           # readers share, --write is exclusive
+  zkr lock /pools/gpu --semaphore 4 -- ./train.sh    # at most 4 at a time
+  zkr lock /locks/cron --timeout 0s -- ./job.sh || echo \"busy (exit 3)\"";
+
+const ELECT_AFTER_HELP: &str = "\
+Leadership lasts while the command runs (LeaderSelector: an InterProcessMutex on PATH, nodes
+holding the id, a fair queue). When the command exits, zkr gives leadership up and exits with
+its code; with --requeue it queues again and runs the command again each time it leads, until
+zkr is signalled. If leadership is lost (connection suspended or session lost, per
+--lost-policy), the command is sent SIGTERM (SIGKILL after --grace); zkr then exits with code
+4, or with --requeue waits to lead again.
+
+--latch uses LeaderLatch's layout instead (for groups whose Java members use LeaderLatch):
+the command starts when the latch leads and is stopped if it stops leading; when it exits, zkr
+leaves the latch (--requeue: joins again at the end of the line).
+
+The command gets ZKR_FENCING_TOKEN (the leadership epoch: our node's czxid), ZKR_ELECTION_PATH,
+ZKR_LEADER_ID, ZKR_SESSION_ID and ZKR_SERVER/ZKR_NAMESPACE. Signals are passed on as for
+`zkr lock`.
+
+Examples:
+  zkr elect /services/billing/leader -- ./billing-worker
+  zkr elect /services/billing/leader --id \"$(hostname)\" --requeue -- ./billing-worker
+  zkr elect /services/billing/leader --latch --timeout 1m -- ./run-once.sh";
+
+const OBSERVE_AFTER_HELP: &str = "\
+Prints the current leader of a LeaderLatch or LeaderSelector group (Curator's or zkr's), then
+one line per change; `(none)` (JSON: null) when nobody leads. Never joins the group.
+
+--until stops at the first state (the current one included) that matches:
+  change   the leader differs from the one first printed
+  none     nobody leads
+  any      somebody leads
+  id=ID    the participant ID leads
+
+Examples:
+  zkr observe /services/billing/leader
+  zkr observe /services/billing/leader --json
+  zkr observe /services/billing/leader --until id=host-b --timeout 60s && echo \"host-b leads\"";
+
+const COUNTER_AFTER_HELP: &str = "\
+Curator's DistributedAtomicLong encoding (8 bytes, big-endian; a missing node reads as 0).
+`add` never fails silently: it prints the new value or exits non-zero. `cas` exits 5 (and
+prints the current value) when the counter is not OLD.
+
+Examples:
+  zkr counter /counters/builds get
+  zkr counter /counters/builds add 1
+  zkr counter /counters/builds add -2
+  zkr counter /counters/builds set 100
+  zkr counter /counters/builds cas 100 0";
+
+const SHARED_COUNT_AFTER_HELP: &str = "\
+Curator's SharedCount encoding (4 bytes, big-endian). `get` only reads (a missing node reads
+as 0); `set` creates the node if needed.
+
+Examples:
+  zkr shared-count /config/replicas get
+  zkr shared-count /config/replicas set 3";
+
+const INSPECT_AFTER_HELP: &str = "\
+Recognises a mutex (InterProcessMutex, also LeaderSelector's layout), read/write lock,
+semaphore (InterProcessSemaphoreV2, InterProcessSemaphoreMutex), leader latch, counter and
+shared count, Curator's or zkr's alike, and lists holders, waiters and participants in queue
+order with their session ids, node ages, fencing tokens (czxid) and data (the participant id).
+
+Examples:
+  zkr inspect /locks/deploy
+  zkr inspect /services/billing/leader --json
+  zkr inspect /counters/builds";
+
+const WATCH_AFTER_HELP: &str = "\
+Prints one JSON object per line: {\"time\", \"type\", \"path\"} with type created, deleted,
+data_changed, children_changed or session_ended. Runs until interrupted.
+
+Built on one-shot watches re-armed after each event (persistent watches are not exposed by
+the core yet): changes that happen while a watch is being re-armed can be folded into one
+event.
+
+Examples:
+  zkr watch /config
+  zkr watch /services --recursive";
+
+const COMPLETIONS_AFTER_HELP: &str = "\
+Examples:
+  zkr completions bash > /etc/bash_completion.d/zkr
+  zkr completions zsh > \"${fpath[1]}/_zkr\"
+  zkr completions fish > ~/.config/fish/completions/zkr.fish";
+
+/// Which connection states end a hold or a leadership (Curator's ConnectionStateErrorPolicy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LostPolicyArg {
+    /// Lost as soon as the connection is suspended (another process may hold it by the time
+    /// the connection is back): the safe default
+    Standard,
+    /// Lost only when the session is lost; a suspended connection that comes back keeps it
+    Session,
+}
+
+/// What `lock` and `elect` share: how the command runs.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// How long the command gets between SIGTERM and SIGKILL when the hold or leadership is lost
+    #[arg(long, default_value = "5s", value_name = "D", value_parser = parse_duration)]
+    pub grace: Duration,
+
+    /// When the hold or leadership counts as lost
+    #[arg(long, value_enum, default_value_t = LostPolicyArg::Standard, value_name = "POLICY")]
+    pub lost_policy: LostPolicyArg,
+
+    /// Keep the command in zkr's process group and terminal (interactive commands); signals
+    /// then reach the command only, not its children, and SIGINT/SIGQUIT come from the terminal
+    #[arg(long)]
+    pub foreground: bool,
+
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD", num_args = 1..)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct LockArgs {
+    /// The lock path (Curator's lock path: the contenders' nodes are its children)
+    pub path: String,
+
+    /// Give up (exit 3) if the lock is not held within D (0s: try once)
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// Take the read side of an InterProcessReadWriteLock (shared with other readers)
+    #[arg(long, conflicts_with_all = ["write", "semaphore"])]
+    pub read: bool,
+
+    /// Take the write side of an InterProcessReadWriteLock (exclusive)
+    #[arg(long, conflicts_with = "semaphore")]
+    pub write: bool,
+
+    /// Take one lease of an InterProcessSemaphoreV2 with N leases
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub semaphore: Option<u32>,
+
+    /// Data stored in our lock node, shown by `zkr inspect` [default: HOST:PID]
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ElectArgs {
+    /// The election path (Curator's leader path)
+    pub path: String,
+
+    /// Participant id stored in our node [default: HOST:PID]
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+
+    /// After the command exits (or leadership is lost), queue again and run it again when
+    /// leading, until zkr is signalled
+    #[arg(long)]
+    pub requeue: bool,
+
+    /// Use LeaderLatch's layout instead of LeaderSelector's
+    #[arg(long)]
+    pub latch: bool,
+
+    /// Give up (exit 3) if not leading within D
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ObserveArgs {
+    /// The election path (LeaderLatch or LeaderSelector)
+    pub path: String,
+
+    /// Exit 0 at the first state that matches: change, none, any, id=ID
+    #[arg(long, value_name = "COND", value_parser = parse_until)]
+    pub until: Option<Until>,
+
+    /// With --until: give up (exit 3) after D
+    #[arg(long, value_name = "D", value_parser = parse_duration, requires = "until")]
+    pub timeout: Option<Duration>,
+}
+
+/// `observe --until` conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Until {
+    Change,
+    None,
+    Any,
+    Id(String),
+}
+
+fn parse_until(s: &str) -> Result<Until, String> {
+    match s {
+        "change" => Ok(Until::Change),
+        "none" => Ok(Until::None),
+        "any" => Ok(Until::Any),
+        _ => match s.strip_prefix("id=") {
+            Some(id) => Ok(Until::Id(id.to_string())),
+            None => Err("expected change, none, any or id=ID".into()),
+        },
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct CounterArgs {
+    /// The counter's node
+    pub path: String,
+    #[command(subcommand)]
+    pub op: CounterOp,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CounterOp {
+    /// Print the value
+    Get,
+    /// Add N (may be negative) and print the new value
+    Add {
+        #[arg(allow_negative_numbers = true, value_name = "N")]
+        delta: i64,
+    },
+    /// Set the value to N, whatever it was
+    Set {
+        #[arg(allow_negative_numbers = true, value_name = "N")]
+        value: i64,
+    },
+    /// Set the value to NEW only if it is OLD (exit 5 otherwise)
+    Cas {
+        #[arg(allow_negative_numbers = true, value_name = "OLD")]
+        old: i64,
+        #[arg(allow_negative_numbers = true, value_name = "NEW")]
+        new: i64,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct SharedCountArgs {
+    /// The shared count's node
+    pub path: String,
+    #[command(subcommand)]
+    pub op: SharedCountOp,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SharedCountOp {
+    /// Print the count
+    Get,
+    /// Set the count to N
+    Set {
+        #[arg(allow_negative_numbers = true, value_name = "N")]
+        value: i32,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct InspectArgs {
+    /// The recipe path
+    pub path: String,
+}
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// The node to watch
+    pub path: String,
+    /// Watch the whole subtree
+    #[arg(long)]
+    pub recursive: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Durations like `10s`, `500ms`, `1m30s` (humantime).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (expected a duration like 10s, 500ms or 1m30s)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("10").is_err());
+    }
+
+    #[test]
+    fn negative_numbers_are_values() {
+        let cli = Cli::try_parse_from(["zkr", "counter", "/c", "add", "-2"]).unwrap();
+        match cli.command {
+            Command::Counter(CounterArgs {
+                op: CounterOp::Add { delta },
+                ..
+            }) => assert_eq!(delta, -2),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_command_comes_after_a_double_dash() {
+        assert!(Cli::try_parse_from(["zkr", "lock", "/p", "true"]).is_err());
+        let cli = Cli::try_parse_from(["zkr", "lock", "/p", "--", "sh", "-c", "x"]).unwrap();
+        match cli.command {
+            Command::Lock(a) => assert_eq!(a.run.command, ["sh", "-c", "x"]),
+            other => panic!("{other:?}"),
+        }
+    }
+}

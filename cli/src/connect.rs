@@ -1,0 +1,75 @@
+//! The ZooKeeper client of one zkr run, from the global options.
+
+use std::time::Duration;
+
+use zkrecipes::{Client, ClientBuilder, ErrorKind, RetryPolicy};
+
+use crate::args::Global;
+use crate::exit::{describe, Failure, CONNECT};
+
+/// Checks the global options that can be checked without a server (exit 1 before any wait).
+pub fn check(global: &Global) -> Result<(), Failure> {
+    zkrecipes::client::validate_connect_string(&global.server)
+        .map_err(|e| Failure::usage(format!("--server: {}", e.message())))?;
+    if let Some(auth) = &global.auth {
+        if !auth.contains(':') {
+            return Err(Failure::usage(
+                "--auth (ZKR_AUTH): expected USER:PASSWORD for digest authentication",
+            ));
+        }
+    }
+    builder(global).map(drop)
+}
+
+fn builder(global: &Global) -> Result<ClientBuilder, Failure> {
+    if global.session_timeout.is_zero() || global.connect_timeout.is_zero() {
+        return Err(Failure::usage(
+            "--session-timeout and --connect-timeout must be positive",
+        ));
+    }
+    // A shell command should report a dead ensemble in about the connection timeout, not in
+    // four of them (the core's default: 1 s base, 3 retries, each waiting for a connection).
+    let retry = RetryPolicy::exponential_backoff(Duration::from_millis(200), 3);
+    let mut b = ClientBuilder::new(global.server.clone())
+        .session_timeout(global.session_timeout)
+        .connection_timeout(global.connect_timeout)
+        .retry_policy(retry);
+    if let Some(ns) = global.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        b = b.namespace(ns);
+    }
+    if let Some(auth) = &global.auth {
+        b = b.auth("digest", auth.as_bytes());
+    }
+    Ok(b)
+}
+
+/// Connects: exit 1 for bad options, 2 when no session could be had.
+pub async fn connect(global: &Global) -> Result<Client, Failure> {
+    builder(global)?
+        .connect()
+        .await
+        .map_err(|e| match e.kind() {
+            ErrorKind::InvalidArgument => Failure::usage(describe(&e)),
+            // The core's message names the server and the timeout already.
+            ErrorKind::Timeout => Failure::new(CONNECT, e.message().to_string()),
+            _ => Failure::new(
+                CONNECT,
+                format!(
+                    "could not connect to ZooKeeper at {}: {}",
+                    global.server,
+                    describe(&e)
+                ),
+            ),
+        })
+}
+
+/// Closes the session (ephemeral nodes go at once), waiting at most `limit`: a client whose
+/// connection is gone would otherwise wait for the whole connection timeout.
+pub async fn close(client: &Client, limit: Duration) {
+    let _ = tokio::time::timeout(limit, client.close()).await;
+}
+
+/// The session id as ZooKeeper's tools print it.
+pub fn session_hex(id: i64) -> String {
+    format!("0x{:x}", id)
+}
