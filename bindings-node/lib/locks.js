@@ -133,7 +133,8 @@ class OwnedLock extends EventEmitter {
 /**
  * Curator's InterProcessMutex: a reentrant lock across processes. Reentrancy is per owner
  * (see `Owner`); another owner contends, also in this process. Emits `'lost'` (owner) when a
- * hold's session is SUSPENDED or LOST (see the `lostPolicy` option).
+ * hold's session is SUSPENDED or LOST (see the `lostPolicy` option), or when someone else
+ * deletes its lock node.
  */
 class InterProcessMutex extends OwnedLock {
   constructor(client, path, options) {

@@ -465,3 +465,21 @@ test('InterProcessSemaphoreV2: qty above maxLeases rejects at once with ZKR_INVA
   await assert.rejects(sem.acquire({ qty: 3, timeoutMs: 1000 }), { code: 'ZKR_INVALID_ARGUMENT' });
   assert.deepEqual(await sem.participantNodes(), []);
 });
+
+test("a held lock node deleted by another client is a lost hold: 'lost' with the owner, isHeldValid() false", async () => {
+  const other = await Client.connect(zk.connectString);
+  try {
+    const mutex = new InterProcessMutex(client, uniquePath('deleted-node'));
+    const owner = new Owner();
+    assert.equal(await mutex.acquire({ owner }), true);
+    const lost = nextEvent(mutex, 'lost');
+    const [node] = await mutex.participantNodes();
+    await other.delete(node);
+    assert.equal(await lost, owner);
+    assert.equal(mutex.isHeldValid(owner), false);
+    await mutex.release({ owner }); // a lost hold releases cleanly (its node is gone already)
+    assert.equal(mutex.isAcquiredInThisProcess(), false);
+  } finally {
+    await other.close();
+  }
+});
