@@ -6,15 +6,25 @@
  *  - Every fallible call returns a zkr_status; ZKR_OK (0) is success. The numbers are stable and
  *    never reused. On failure zkr_last_error_message() describes it (per thread, libgit2 style).
  *  - Outputs go through out-parameters, written only on success.
- *  - Handles are opaque; each has a _free function, and _free(NULL) does nothing.
+ *  - Handles are opaque; each has a _free function, and _free(NULL) does nothing. A handle used
+ *    after its _free, freed twice, or of another type is caught in most cases: the call returns
+ *    ZKR_INVALID_ARGUMENT (a refused _free does nothing). Reliable for the last 1024 handles
+ *    freed; an older freed handle's memory may have been reused (undefined, as in any C library).
  *  - const char * inputs are NUL-terminated UTF-8 (invalid UTF-8 is ZKR_INVALID_ARGUMENT).
  *  - Strings, buffers and lists returned to you have their own _free.
- *  - Timeouts are in milliseconds: -1 waits forever, other negative values are
+ *  - Timeouts are in milliseconds: -1 waits forever, 0 tries once, other negative values are
  *    ZKR_INVALID_ARGUMENT.
  *  - Lock owners: the calling OS thread by default; each acquire/release has an _as twin taking a
  *    zkr_owner from zkr_owner_new().
- *  - Blocking calls must not be made from a thread of zkrecipes' internal runtime; callbacks run
- *    on threads of their own, where every zkr_ call is allowed.
+ *  - Callbacks (one guarantee for all): the callbacks of one client or recipe handle run one at
+ *    a time, in the order of their events, on a library thread (never the registering thread,
+ *    never one of the library's async workers), where every zkr_ call is allowed, blocking ones
+ *    and freeing the handle included. `user_data` is passed back untouched. Once a remove or
+ *    _free returns, the callback is not running (unless called from inside it) and never runs
+ *    again. A callback waiting for the next event of its own handle waits forever.
+ *  - Blocking calls must not be made from a thread of zkrecipes' internal runtime (C code never
+ *    runs on one).
+ *  - Logging: zkr_set_logger(level, callback, user_data), one callback per process.
  *
  * SPDX-License-Identifier: Apache-2.0
  */
@@ -34,6 +44,28 @@
 #define ZKR_VERSION_PATCH 0
 #define ZKR_VERSION_STRING "0.1.0"
 
+
+/**
+ * zkr_client_create flag: create missing parents (as container nodes).
+ */
+#define ZKR_CREATE_PARENTS 1
+
+/**
+ * zkr_client_create flag: Curator's protected mode (`_c_<uuid>-` name prefix, so the node is
+ * found again instead of created twice after a connection loss).
+ */
+#define ZKR_CREATE_PROTECTED 2
+
+/**
+ * zkr_client_delete flag: keep retrying in the background after a connection loss until the
+ * node is gone (Curator's guaranteed()).
+ */
+#define ZKR_DELETE_GUARANTEED 1
+
+/**
+ * zkr_client_delete flag: delete the children first.
+ */
+#define ZKR_DELETE_RECURSIVE 2
 
 /**
  * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
@@ -73,34 +105,13 @@
 #define ZKR_PERM_ALL 31
 
 /**
- * zkr_client_create flag: create missing parents (as container nodes).
- */
-#define ZKR_CREATE_PARENTS 1
-
-/**
- * zkr_client_create flag: Curator's protected mode (`_c_<uuid>-` name prefix, so the node is
- * found again instead of created twice after a connection loss).
- */
-#define ZKR_CREATE_PROTECTED 2
-
-/**
- * zkr_client_delete flag: keep retrying in the background after a connection loss until the
- * node is gone (Curator's guaranteed()).
- */
-#define ZKR_DELETE_GUARANTEED 1
-
-/**
- * zkr_client_delete flag: delete the children first.
- */
-#define ZKR_DELETE_RECURSIVE 2
-
-/**
  * The result of every fallible call. `ZKR_OK` (0) is success; any other value is a failure
  * whose description is in zkr_last_error_message().
  *
- * The numbers are part of the ABI: grouped in ranges (1xx misuse, 2xx connection and session,
- * 3xx refused by the server, 4xx data, 9xx our bugs), never renumbered, and a retired number is
- * never given to another meaning. New codes may be added, so a `switch` needs a `default:`.
+ * The numbers are part of the ABI and are the core's error codes: grouped in ranges (1xx
+ * misuse, 2xx connection and session, 3xx refused by the server, 4xx data, 9xx our bugs),
+ * never renumbered, and a retired number is never given to another meaning. New codes may be
+ * added, so a `switch` needs a `default:`.
  */
 enum zkr_status
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -113,7 +124,8 @@ enum zkr_status
     ZKR_OK = 0,
     /**
      * A bad argument: NULL where a value is needed, invalid UTF-8, a bad path, a negative
-     * timeout other than -1, an option out of range, an uninitialized owner or options struct.
+     * timeout other than -1, an option out of range, an uninitialized owner or options struct,
+     * a request too large for the server, a handle already freed or of another type.
      */
     ZKR_INVALID_ARGUMENT = 100,
     /**
@@ -160,6 +172,11 @@ enum zkr_status
      * The server refused to delete a node that has children.
      */
     ZKR_NOT_EMPTY = 304,
+    /**
+     * A node we would take over belongs to another live session (a member id registered by
+     * someone else); it was left untouched.
+     */
+    ZKR_CONFLICT = 305,
     /**
      * Any other error from the server or the protocol layer.
      */
@@ -214,7 +231,7 @@ typedef enum zkr_connection_state {
 } zkr_connection_state;
 
 /**
- * What a one-shot watch saw.
+ * What a one-shot watch saw (the core's NodeEventKind, in order).
  */
 typedef enum zkr_watch_event_type {
     /**
@@ -226,11 +243,12 @@ typedef enum zkr_watch_event_type {
      */
     ZKR_WATCH_DELETED = 2,
     /**
-     * The node's data changed.
+     * The node's data changed (the core's DATA_CHANGED).
      */
     ZKR_WATCH_CHANGED = 3,
     /**
-     * A child was added or removed (zkr_client_get_children_watch).
+     * A child was added or removed (zkr_client_get_children_watch; the core's
+     * CHILDREN_CHANGED).
      */
     ZKR_WATCH_CHILD = 4,
     /**
@@ -281,7 +299,8 @@ typedef struct zkr_leader_selector zkr_leader_selector;
 
 /**
  * What take_leadership gets: this leadership term's cancellation flag and fencing token. Valid
- * only until take_leadership returns (it may be used from other threads until then).
+ * only until take_leadership returns (it may be used from other threads until then; a call
+ * after that is ZKR_INVALID_ARGUMENT in most cases, like any freed handle).
  */
 typedef struct zkr_leadership_context zkr_leadership_context;
 
@@ -434,11 +453,21 @@ typedef struct zkr_versioned_value {
 /**
  * Called when a shared count changes (by any client, this one included), with the new value
  * and its version. Connection changes are not reported here: use
- * zkr_client_add_state_listener. It runs on a thread of the library dedicated to this count's
- * callbacks, one call at a time, in order; any zkr_ function may be called inside. It must not
- * throw (C++) or longjmp out.
+ * zkr_client_add_state_listener. It runs on a library thread, one call at a time, in order with
+ * the count's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+ * or longjmp out.
  */
 typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
+
+/**
+ * Called when the count's node holds data that is not a count (someone wrote other than 4 bytes
+ * into it): `status` is ZKR_CORRUPTED_DATA and `version` the node's data version. Until a valid
+ * value is written (the change callbacks hear it then), zkr_shared_count_get_count and
+ * zkr_shared_count_get_versioned_value fail with ZKR_CORRUPTED_DATA, never returning the stale
+ * count. It runs like zkr_shared_count_callback, in order with it. It must not throw (C++) or
+ * longjmp out.
+ */
+typedef void (*zkr_shared_count_error_callback)(zkr_status status, int32_t version, void *user_data);
 
 /**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
@@ -552,16 +581,16 @@ typedef struct zkr_client_options {
 } zkr_client_options;
 
 /**
- * A connection-state callback. It runs on a thread of the library dedicated to this client's
- * callbacks (never the thread that registered it), one call at a time, in the order the states
- * happened. Inside it any zkr_ function may be called, including blocking ones and freeing this
- * client; it should return soon, since later states wait for it. It must not throw (C++) or
- * longjmp out.
+ * A connection-state callback. It runs on a library thread (never the thread that registered
+ * it, never one of the library's async workers), one call at a time and in the order the states
+ * happened, in order with this client's watch callbacks. Inside it any zkr_ function may be
+ * called, including blocking ones and freeing this client; it should return soon, since later
+ * states wait for it. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_state_callback)(enum zkr_connection_state state, void *user_data);
 
 /**
- * ZooKeeper node types for zkr_client_create.
+ * ZooKeeper node types for zkr_client_create (the core's CreateMode, in order).
  */
 typedef uint32_t zkr_create_mode;
 
@@ -635,7 +664,7 @@ typedef struct zkr_stat {
  */
 typedef struct zkr_string_list {
     /**
-     * `len` NUL-terminated UTF-8 strings.
+     * `len` NUL-terminated UTF-8 strings (NULL when `len` is 0).
      */
     char **items;
     /**
@@ -646,9 +675,9 @@ typedef struct zkr_string_list {
 
 /**
  * A one-shot watch callback: called once with what happened and the node's path (relative to
- * the namespace; valid only during the call). It runs on this client's callback thread (the
- * one state callbacks use), where any zkr_ function may be called. It must not throw (C++) or
- * longjmp out.
+ * the namespace; valid only during the call). It runs on the library thread of this client's
+ * callbacks, in order with its state callbacks (see zkr_state_callback), where any zkr_
+ * function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_watch_callback)(enum zkr_watch_event_type event, const char *path, void *user_data);
 
@@ -672,7 +701,7 @@ typedef struct zkr_participant {
  */
 typedef struct zkr_participant_list {
     /**
-     * `len` participants.
+     * `len` participants (NULL when `len` is 0).
      */
     struct zkr_participant *items;
     /**
@@ -693,14 +722,15 @@ typedef uint32_t zkr_leader_lost_policy;
 
 /**
  * Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
- * runs on a thread of the latch (never the caller's), one call at a time, in order; any zkr_
- * function may be called inside, including blocking ones. It must not throw (C++) or longjmp
- * out.
+ * runs on a library thread (never the caller's, never one of the library's async workers), one
+ * call at a time, in order with the latch's other listeners; any zkr_ function may be called
+ * inside, including blocking ones. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_leadership_callback)(bool is_leader, void *user_data);
 
 /**
- * Why leadership was cancelled (zkr_leadership_cancel_reason).
+ * Why leadership was cancelled (zkr_leadership_cancel_reason): 0, then the core's
+ * CancelReason list in order.
  */
 typedef uint32_t zkr_cancel_reason;
 
@@ -717,8 +747,9 @@ typedef void (*zkr_take_leadership_callback)(struct zkr_leadership_context *ctx,
 
 /**
  * Called with each new leader of an observed group (`leader` is valid only during the call; its
- * id is "" when nobody leads). Runs on the observer's listener thread, one call at a time, in
- * order; any zkr_ function may be called inside. It must not throw (C++) or longjmp out.
+ * id is "" when nobody leads). Runs on a library thread, one call at a time, in order with the
+ * observer's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+ * or longjmp out.
  */
 typedef void (*zkr_leader_observer_callback)(const struct zkr_participant *leader, void *user_data);
 
@@ -740,11 +771,12 @@ typedef struct zkr_owner {
 
 /**
  * Called when a hold of a lock is lost: the connection went SUSPENDED or LOST (per the lock's
- * lost policy) or the client was closed. `owner` is the owner whose hold was lost; it should
- * stop trusting the lock and release it (the release then succeeds). It runs on a thread of the
- * library dedicated to this lock handle's callbacks (never the acquiring thread), one call at a
- * time; any zkr_ function may be called inside, including a release with zkr_mutex_release_as.
- * It must not throw (C++) or longjmp out.
+ * lost policy), the lock node was deleted by someone else, or the client was closed. `owner` is
+ * the owner whose hold was lost; it should stop trusting the lock and release it (the release
+ * then succeeds). It runs on a library thread (never the acquiring thread, never one of the
+ * library's async workers), one call at a time with this lock's other callbacks; any zkr_
+ * function may be called inside, including a release with zkr_mutex_release_as. It must not
+ * throw (C++) or longjmp out.
  */
 typedef void (*zkr_lock_lost_callback)(struct zkr_owner owner, void *user_data);
 
@@ -752,8 +784,7 @@ typedef void (*zkr_lock_lost_callback)(struct zkr_owner owner, void *user_data);
  * Called when another process asks this owner to give up its hold (Curator's revocation: it
  * wrote `__REVOKE__` into our lock node with zkr_lock_attempt_revoke). Revocation is
  * cooperative: the owner decides whether to release (with zkr_mutex_release_as(m, owner)). Runs
- * like zkr_lock_lost_callback: on a library thread of this handle, where any zkr_ call is
- * allowed. It must not throw (C++) or longjmp out.
+ * like zkr_lock_lost_callback. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_revoke_callback)(struct zkr_owner owner, void *user_data);
 
@@ -763,36 +794,20 @@ typedef void (*zkr_revoke_callback)(struct zkr_owner owner, void *user_data);
 typedef uint32_t zkr_lock_lost_policy;
 
 /**
- * `base_sleep_ms * max(1, random(1 << (n + 1)))`, at most `max_sleep_ms` (0: no cap),
- * `max_retries` times (at most 29). Curator's ExponentialBackoffRetry; the default policy.
+ * How severe a log record is, most severe first (the core's levels, in order); also the most
+ * verbose level zkr_set_logger passes on.
  */
-#define ZKR_RETRY_EXPONENTIAL_BACKOFF 1
+typedef uint32_t zkr_log_level;
 
 /**
- * Like ZKR_RETRY_EXPONENTIAL_BACKOFF with every sleep bounded by `max_sleep_ms`
- * (BoundedExponentialBackoffRetry).
+ * A log callback: `level` (ZKR_LOG_ERROR .. ZKR_LOG_TRACE), `target` (where the record comes
+ * from: "zkrecipes::client::connection", "zkrecipes::lock", ...) and `message` (the text,
+ * followed by its fields as `key=value`), both valid only during the call. Records are
+ * delivered one at a time, in the order they were logged, on a library thread (never a thread
+ * of the library's async workers, never the thread whose call logged the record), where any
+ * zkr_ function may be called. It must not throw (C++) or longjmp out.
  */
-#define ZKR_RETRY_BOUNDED_EXPONENTIAL_BACKOFF 2
-
-/**
- * `max_retries` retries, `sleep_ms` apart (RetryNTimes).
- */
-#define ZKR_RETRY_N_TIMES 3
-
-/**
- * One retry after `sleep_ms` (RetryOneTime).
- */
-#define ZKR_RETRY_ONE_TIME 4
-
-/**
- * Retries `sleep_ms` apart while less than `max_elapsed_ms` has passed (RetryUntilElapsed).
- */
-#define ZKR_RETRY_UNTIL_ELAPSED 5
-
-/**
- * Retries forever, `sleep_ms` apart (RetryForever).
- */
-#define ZKR_RETRY_FOREVER 6
+typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
  * A node that lives until deleted.
@@ -874,6 +889,68 @@ typedef uint32_t zkr_lock_lost_policy;
  */
 #define ZKR_LOCK_LOST_ON_SESSION_LOSS 1
 
+/**
+ * Logging off (zkr_set_logger only).
+ */
+#define ZKR_LOG_OFF 0
+
+/**
+ * A failure the caller hears about too, or corrupted data.
+ */
+#define ZKR_LOG_ERROR 1
+
+/**
+ * Something went wrong that the library handles: a session expiry, a lost hold or leadership.
+ */
+#define ZKR_LOG_WARN 2
+
+/**
+ * A notable change: connected, reconnected, a protected node recovered.
+ */
+#define ZKR_LOG_INFO 3
+
+/**
+ * What the library does: retries, deletes in the background.
+ */
+#define ZKR_LOG_DEBUG 4
+
+/**
+ * Every step.
+ */
+#define ZKR_LOG_TRACE 5
+
+/**
+ * `base_sleep_ms * max(1, random(1 << (n + 1)))`, at most `max_sleep_ms` (0: no cap),
+ * `max_retries` times (at most 29). Curator's ExponentialBackoffRetry; the default policy.
+ */
+#define ZKR_RETRY_EXPONENTIAL_BACKOFF 1
+
+/**
+ * Like ZKR_RETRY_EXPONENTIAL_BACKOFF with every sleep bounded by `max_sleep_ms`
+ * (BoundedExponentialBackoffRetry).
+ */
+#define ZKR_RETRY_BOUNDED_EXPONENTIAL_BACKOFF 2
+
+/**
+ * `max_retries` retries, `sleep_ms` apart (RetryNTimes).
+ */
+#define ZKR_RETRY_N_TIMES 3
+
+/**
+ * One retry after `sleep_ms` (RetryOneTime).
+ */
+#define ZKR_RETRY_ONE_TIME 4
+
+/**
+ * Retries `sleep_ms` apart while less than `max_elapsed_ms` has passed (RetryUntilElapsed).
+ */
+#define ZKR_RETRY_UNTIL_ELAPSED 5
+
+/**
+ * Retries forever, `sleep_ms` apart (RetryForever).
+ */
+#define ZKR_RETRY_FOREVER 6
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -900,12 +977,13 @@ zkr_status zkr_atomic_long_new_with(struct zkr_client *c, const char *path, cons
 
 /**
  * The current value (0 if the node does not exist); `succeeded` is always true and
- * `pre_value == post_value`.
+ * `pre_value == post_value`. ZKR_CORRUPTED_DATA if the node holds fewer than 8 bytes.
  */
 zkr_status zkr_atomic_long_get(struct zkr_atomic_long *a, struct zkr_atomic_value *out);
 
 /**
- * Curator's add: adds `delta` (wrapping on overflow, like Java). Check `out->succeeded`.
+ * Curator's add: adds `delta`. Check `out->succeeded`. Where Curator wraps on overflow (like
+ * Java), this is ZKR_OVERFLOW and nothing is written (so are subtract, increment, decrement).
  * ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate cannot be known.
  */
 zkr_status zkr_atomic_long_add(struct zkr_atomic_long *a, int64_t delta, struct zkr_atomic_value *out);
@@ -957,8 +1035,6 @@ zkr_status zkr_atomic_long_add_and_get(struct zkr_atomic_long *a, int64_t delta,
 
 /**
  * Frees a counter handle (the node stays). NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_atomic_long_free(struct zkr_atomic_long *a);
 
@@ -1024,8 +1100,6 @@ zkr_status zkr_atomic_int_add_and_get(struct zkr_atomic_int *a, int32_t delta, i
 
 /**
  * Frees a counter handle (the node stays). NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_atomic_int_free(struct zkr_atomic_int *a);
 
@@ -1042,7 +1116,8 @@ zkr_status zkr_shared_count_new(struct zkr_client *c, const char *path, int32_t 
 zkr_status zkr_shared_count_start(struct zkr_shared_count *sc);
 
 /**
- * The count as last seen (the seed before start); no server call.
+ * The count as last seen (the seed before start); no server call. ZKR_CORRUPTED_DATA while the
+ * node holds data that is not a count (see zkr_shared_count_error_callback).
  */
 zkr_status zkr_shared_count_get_count(const struct zkr_shared_count *sc, int32_t *count);
 
@@ -1078,6 +1153,15 @@ zkr_status zkr_shared_count_add_listener(struct zkr_shared_count *sc, zkr_shared
 zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_t listener_id);
 
 /**
+ * Sets (replaces) the callback called when the count's node holds data that is not a count; a
+ * NULL callback removes it. When this returns, the previous callback is not running (unless
+ * this is called from inside it) and will not run again, so its user_data may be freed.
+ *
+ * The callback is called on another thread (see its type).
+ */
+zkr_status zkr_shared_count_set_error_callback(struct zkr_shared_count *sc, zkr_shared_count_error_callback callback, void *user_data);
+
+/**
  * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later
  * calls other than the getters return ZKR_CLOSED.
  */
@@ -1086,50 +1170,8 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
 /**
  * Frees a shared count: removes its listeners (waiting for a running one, unless called from
  * inside it) and closes it. NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
-
-/**
- * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
- * no cap. The default is (1000, 3, 0).
- */
-struct zkr_retry_policy zkr_retry_exponential_backoff(int64_t base_sleep_ms, uint32_t max_retries, int64_t max_sleep_ms);
-
-/**
- * Curator's BoundedExponentialBackoffRetry(base_sleep_ms, max_sleep_ms, max_retries).
- */
-struct zkr_retry_policy zkr_retry_bounded_exponential_backoff(int64_t base_sleep_ms, int64_t max_sleep_ms, uint32_t max_retries);
-
-/**
- * Curator's RetryNTimes(n, sleep_ms).
- */
-struct zkr_retry_policy zkr_retry_n_times(uint32_t n, int64_t sleep_ms);
-
-/**
- * Curator's RetryOneTime(sleep_ms).
- */
-struct zkr_retry_policy zkr_retry_one_time(int64_t sleep_ms);
-
-/**
- * Curator's RetryUntilElapsed(max_elapsed_ms, sleep_ms).
- */
-struct zkr_retry_policy zkr_retry_until_elapsed(int64_t max_elapsed_ms, int64_t sleep_ms);
-
-/**
- * Curator's RetryForever(sleep_ms).
- */
-struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
-
-/**
- * Fills `opts` with the defaults (API.md's): session timeout 60 s, connection timeout 15 s,
- * exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
- * world:anyone (all permissions).
- *
- * `opts` may point to uninitialized memory.
- */
-zkr_status zkr_client_options_init(struct zkr_client_options *opts);
 
 /**
  * Connects to ZooKeeper: `hosts` is "host:port[,host:port...][/chroot]"; `opts` may be NULL for
@@ -1137,7 +1179,7 @@ zkr_status zkr_client_options_init(struct zkr_client_options *opts);
  * client (free it with zkr_client_free).
  *
  * Errors: ZKR_INVALID_ARGUMENT (bad connect string or option), ZKR_TIMEOUT (no server answered
- * within the connection timeout).
+ * within the connection timeout; the message says why).
  */
 zkr_status zkr_client_connect(const char *hosts, const struct zkr_client_options *opts, struct zkr_client **out);
 
@@ -1150,11 +1192,11 @@ zkr_status zkr_client_close(struct zkr_client *c);
 
 /**
  * Frees a client: unregisters its state callbacks (waiting for a running one to return, unless
- * called from inside it), closes the session if still open, and releases the handle. Recipe
- * handles made from it stay valid (their calls return ZKR_CLOSED) and must still be freed.
- * NULL does nothing. The client must not be in use by another thread.
- *
- * Do not use it after this call.
+ * called from inside it), stops its watch callbacks, closes the session if still open, and
+ * releases the handle. Recipe handles made from it stay valid (their calls return ZKR_CLOSED)
+ * and must still be freed. NULL does nothing. The client must not be in use by another thread.
+ * A client already freed is detected in most cases (see docs/C_API.md): nothing is done and
+ * zkr_last_error_message() says so.
  */
 void zkr_client_free(struct zkr_client *c);
 
@@ -1204,7 +1246,8 @@ zkr_status zkr_client_expire_session_for_testing(struct zkr_client *c);
  * Creates a node with `data_len` bytes of `data` (`data` may be NULL when `data_len` is 0).
  * `flags` is 0 or ZKR_CREATE_PARENTS | ZKR_CREATE_PROTECTED. If `created_path` is not NULL it
  * receives the actual path (with sequence number and protected prefix), freed with
- * zkr_string_free.
+ * zkr_string_free. A request larger than the server accepts (path + data + ACL over 1 MiB) is
+ * ZKR_INVALID_ARGUMENT naming the sizes, and is not sent.
  */
 zkr_status zkr_client_create(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, uint32_t flags, char **created_path);
 
@@ -1216,7 +1259,8 @@ zkr_status zkr_client_get_data(struct zkr_client *c, const char *path, struct zk
 
 /**
  * Sets a node's data; `version` -1 for any version, else the expected version (ZKR_BAD_VERSION
- * if it differs). If `stat` is not NULL it receives the new stat.
+ * if it differs). If `stat` is not NULL it receives the new stat. Data too large for the server
+ * is ZKR_INVALID_ARGUMENT (see zkr_client_create).
  */
 zkr_status zkr_client_set_data(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, int32_t version, struct zkr_stat *stat);
 
@@ -1356,14 +1400,12 @@ zkr_status zkr_leader_latch_close(struct zkr_leader_latch *l);
  * Frees a latch: removes its listeners (waiting for a running one, unless called from inside
  * it), closes it silently if still open (its node is deleted before this returns), and
  * releases the handle. NULL does nothing. The latch must not be in use by another thread.
- *
- * Do not use it after this call.
  */
 void zkr_leader_latch_free(struct zkr_leader_latch *l);
 
 /**
  * Whether this leadership term is cancelled: stop acting as leader and return from
- * take_leadership. A NULL ctx counts as cancelled.
+ * take_leadership. A NULL (or no longer valid) ctx counts as cancelled.
  *
  * Call it only while take_leadership runs, with the context it was given.
  */
@@ -1473,8 +1515,6 @@ zkr_status zkr_leader_selector_close(struct zkr_leader_selector *s);
 /**
  * Frees a selector: closes it (waiting for a running take_leadership to return, unless called
  * from inside it), so `user_data` may be freed afterwards. NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_leader_selector_free(struct zkr_leader_selector *s);
 
@@ -1633,12 +1673,11 @@ zkr_status zkr_lock_attempt_revoke(struct zkr_client *c, const char *node_path);
 zkr_status zkr_mutex_set_lost_policy(struct zkr_mutex *m, zkr_lock_lost_policy policy);
 
 /**
- * Frees a mutex handle: its lost callback is removed (waiting for a running call to return,
- * unless called from inside it). Holds still held through this handle are NOT released: their
- * lock nodes stay until the session ends, as with Curator; release before freeing. NULL does
- * nothing. The handle must not be in use by another thread.
- *
- * Do not use it after this call.
+ * Frees a mutex handle: its lost and revoke callbacks are removed (waiting for a running call to
+ * return, unless called from inside it). Holds still held through this handle are NOT released:
+ * their lock nodes stay until the session ends, as with Curator; release before freeing. NULL
+ * does nothing. The handle must not be in use by another thread. A handle already freed is
+ * detected in most cases (see docs/C_API.md).
  */
 void zkr_mutex_free(struct zkr_mutex *m);
 
@@ -1660,8 +1699,6 @@ zkr_status zkr_rwlock_write_lock(struct zkr_rwlock *rw, struct zkr_mutex **out);
 
 /**
  * Frees a read/write lock handle (handles of its halves stay valid). NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_rwlock_free(struct zkr_rwlock *rw);
 
@@ -1687,8 +1724,6 @@ zkr_status zkr_semaphore_mutex_is_acquired_in_this_process(const struct zkr_sema
 
 /**
  * Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
 
@@ -1699,9 +1734,9 @@ void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
 zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
 
 /**
- * Acquires `qty` (>= 1) leases, all or nothing, waiting at most `timeout_ms` (-1: forever).
- * `*leases` receives them (free with zkr_leases_free), or NULL if the timeout passed first
- * (then none is held).
+ * Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
+ * nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
+ * zkr_leases_free), or NULL if the timeout passed first (then none is held).
  */
 zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
 
@@ -1724,8 +1759,6 @@ zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_l
 
 /**
  * Frees a lease set; leases still in it are returned in the background. NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_leases_free(struct zkr_leases *leases);
 
@@ -1737,8 +1770,6 @@ zkr_status zkr_semaphore_participant_nodes(struct zkr_semaphore *s, struct zkr_s
 
 /**
  * Frees a semaphore handle (lease sets stay valid). NULL does nothing.
- *
- * Do not use it after this call.
  */
 void zkr_semaphore_free(struct zkr_semaphore *s);
 
@@ -1780,15 +1811,72 @@ zkr_status zkr_multi_lock_is_acquired_in_this_process(const struct zkr_multi_loc
 /**
  * Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
  * nothing.
- *
- * Do not use it after this call.
  */
 void zkr_multi_lock_free(struct zkr_multi_lock *m);
 
 /**
+ * Sends zkrecipes' log records of `max_level` and more severe (ZKR_LOG_ERROR .. ZKR_LOG_TRACE)
+ * to `callback(level, target, message, user_data)`, for every client of the process, replacing
+ * the callback of an earlier call. `ZKR_LOG_OFF` (with a NULL callback) turns logging off; off
+ * is the default, and costs nothing. When this returns, the callback it replaced is not running
+ * (unless this is called from inside it) and will not run again, so its user_data may be freed.
+ *
+ * Errors: ZKR_INVALID_ARGUMENT for a level above ZKR_LOG_TRACE, a NULL callback with a level
+ * other than ZKR_LOG_OFF, or a process whose Rust code already installed its own `tracing`
+ * subscriber (configure that one instead).
+ */
+zkr_status zkr_set_logger(zkr_log_level max_level, zkr_log_callback callback, void *user_data);
+
+/**
+ * The name of a log level ("ERROR", "WARN", "INFO", "DEBUG", "TRACE"), or "OFF" for
+ * ZKR_LOG_OFF, or "UNKNOWN". A static string: never NULL, never freed.
+ */
+const char *zkr_log_level_name(zkr_log_level level);
+
+/**
+ * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
+ * no cap. The default is (1000, 3, 0).
+ */
+struct zkr_retry_policy zkr_retry_exponential_backoff(int64_t base_sleep_ms, uint32_t max_retries, int64_t max_sleep_ms);
+
+/**
+ * Curator's BoundedExponentialBackoffRetry(base_sleep_ms, max_sleep_ms, max_retries).
+ */
+struct zkr_retry_policy zkr_retry_bounded_exponential_backoff(int64_t base_sleep_ms, int64_t max_sleep_ms, uint32_t max_retries);
+
+/**
+ * Curator's RetryNTimes(n, sleep_ms).
+ */
+struct zkr_retry_policy zkr_retry_n_times(uint32_t n, int64_t sleep_ms);
+
+/**
+ * Curator's RetryOneTime(sleep_ms).
+ */
+struct zkr_retry_policy zkr_retry_one_time(int64_t sleep_ms);
+
+/**
+ * Curator's RetryUntilElapsed(max_elapsed_ms, sleep_ms).
+ */
+struct zkr_retry_policy zkr_retry_until_elapsed(int64_t max_elapsed_ms, int64_t sleep_ms);
+
+/**
+ * Curator's RetryForever(sleep_ms).
+ */
+struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
+
+/**
+ * Fills `opts` with the defaults (API.md's): session timeout 60 s, connection timeout 15 s,
+ * exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
+ * world:anyone (all permissions).
+ *
+ * `opts` may point to uninitialized memory.
+ */
+zkr_status zkr_client_options_init(struct zkr_client_options *opts);
+
+/**
  * The calling thread's last failure message: the function that failed, what went wrong (naming
- * the path where there is one) and the status name. Never NULL: `""` if no call on this thread
- * has failed yet.
+ * the path where there is one), the status name and, for a failure reported by ZooKeeper, its
+ * own error code. Never NULL: `""` if no call on this thread has failed yet.
  *
  * The string belongs to the library. It stays valid until the next zkr_ call on this thread that
  * fails (successful calls leave it alone); copy it to keep it longer.

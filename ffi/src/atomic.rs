@@ -1,25 +1,27 @@
 //! Distributed counters: DistributedAtomicLong, DistributedAtomicInteger and SharedCount.
 //!
 //! cbindgen reads the sources without expanding macros, so the long and int exports are
-//! written out one by one; each is a line calling a shared generic helper.
+//! written out one by one; each is one call of a generic helper.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use zkrecipes::atomic::{
     AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, SharedCount,
     SharedCountEvent, VersionedValue,
 };
-use zkrecipes::{Client, Error, Result};
+use zkrecipes::{Client, ListenerId, Result, RetryPolicy};
 
 use crate::boundary::{
-    arg_opt_str, arg_out, arg_ref, arg_str, arg_timeout, block_on, ffi_boundary, ffi_call,
+    arg_opt_str, arg_ref, arg_timeout, handle_call, handle_out, recipe_new, wait,
 };
-use crate::callback::{CallbackThread, Registration, UserData};
-use crate::client::{client_arg, zkr_client, zkr_retry_policy};
+use crate::callback::{
+    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening, Slot, UserData,
+};
+use crate::client::zkr_client;
+use crate::handle::{free_handle, handle, Handle};
+use crate::options::zkr_retry_policy;
 use crate::status::zkr_status;
 
 /// Tries and times of a counter operation (Curator's AtomicStats).
@@ -75,67 +77,91 @@ pub struct zkr_atomic_long {
     counter: DistributedAtomicLong,
 }
 
+handle!(zkr_atomic_long, "counter");
+
 /// Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
 /// Same operations as zkr_atomic_long.
 pub struct zkr_atomic_int {
     counter: DistributedAtomicInteger,
 }
 
-/// Reads the optional retry policy and promotion arguments of the `_new_with` functions.
-unsafe fn counter_options(
+handle!(zkr_atomic_int, "counter");
+
+type MakeCounter<H> = fn(&Client, &str, Option<RetryPolicy>, Option<PromotedToLock>) -> Result<H>;
+
+/// The options of the `_new_with` functions (the plain `_new` has none).
+struct CounterOptions {
     retry: *const zkr_retry_policy,
-    promoted_lock_path: *const c_char,
-    promoted_lock_timeout_ms: i64,
-) -> Result<(Option<zkrecipes::RetryPolicy>, Option<PromotedToLock>)> {
-    let retry = if retry.is_null() {
-        None
-    } else {
-        Some((*retry).to_core()?)
-    };
-    let promoted = match arg_opt_str(promoted_lock_path, "promoted_lock_path")? {
-        None => None,
-        Some(p) => {
-            let mut b = PromotedToLock::builder().lock_path(p);
-            if let Some(t) = arg_timeout(promoted_lock_timeout_ms)? {
-                b = b.timeout(t);
-            }
-            Some(b.build()?)
-        }
-    };
-    Ok((retry, promoted))
+    lock_path: *const c_char,
+    lock_timeout_ms: i64,
 }
 
-fn check_open(client: &Client, what: &str, path: &str) -> Result<()> {
-    if client.is_closed() {
-        Err(Error::Closed(
-            format!("{what} {path}: the client is closed").into(),
-        ))
-    } else {
-        Ok(())
+const NO_OPTIONS: CounterOptions = CounterOptions {
+    retry: std::ptr::null(),
+    lock_path: std::ptr::null(),
+    lock_timeout_ms: -1,
+};
+
+/// The `_new` and `_new_with` of both counters.
+///
+/// # Safety
+/// The C caller's contract for every pointer argument and the pointers in `o`.
+unsafe fn counter_new<H: Handle>(
+    function: &str,
+    c: *mut zkr_client,
+    path: *const c_char,
+    o: CounterOptions,
+    out: *mut *mut H,
+    make: MakeCounter<H>,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        recipe_new(function, c, path, out, |c, path| {
+            let retry = match o.retry.is_null() {
+                true => None,
+                false => Some(arg_ref(o.retry, "retry")?.to_core()?),
+            };
+            let promoted = match arg_opt_str(o.lock_path, "promoted_lock_path")? {
+                None => None,
+                Some(p) => {
+                    let mut b = PromotedToLock::builder().lock_path(p);
+                    if let Some(t) = arg_timeout(o.lock_timeout_ms)? {
+                        b = b.timeout(t);
+                    }
+                    Some(b.build()?)
+                }
+            };
+            make(c, path, retry, promoted)
+        })
     }
 }
 
-/// Runs a counter operation returning an AtomicValue into `out`.
-fn op_value<'a, H: 'a, T, F, Fut>(
+/// A Curator-style operation returning an AtomicValue, into `*out`.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn op_value<H: Handle, T: Into<i64>>(
     function: &str,
     handle: *const H,
     out: *mut zkr_atomic_value,
-    f: F,
-) -> zkr_status
-where
-    T: Into<i64>,
-    F: FnOnce(&'a H) -> Fut,
-    Fut: Future<Output = Result<AtomicValue<T>>>,
-{
-    ffi_call(function, || {
-        let h: &'a H = unsafe { arg_ref(handle, "counter") }?;
-        let out = unsafe { arg_out(out, "value") }?;
-        out.write(value(block_on(f(h))??));
-        Ok(())
-    })
+    op: impl FnOnce(&H) -> Result<AtomicValue<T>>,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe { handle_out(function, handle, out, "value", |h| Ok(value(op(h)?))) }
 }
 
 // ---- DistributedAtomicLong ----
+
+fn make_long(
+    c: &Client,
+    path: &str,
+    retry: Option<RetryPolicy>,
+    promoted: Option<PromotedToLock>,
+) -> Result<zkr_atomic_long> {
+    Ok(zkr_atomic_long {
+        counter: DistributedAtomicLong::new(c, path, retry, promoted)?,
+    })
+}
 
 /// Makes a 64-bit counter at `path` using the client's retry policy, without promotion (the
 /// node is created on the first write). Free with zkr_atomic_long_free.
@@ -145,37 +171,8 @@ pub unsafe extern "C" fn zkr_atomic_long_new(
     path: *const c_char,
     out: *mut *mut zkr_atomic_long,
 ) -> zkr_status {
-    atomic_long_new(
-        "zkr_atomic_long_new",
-        c,
-        path,
-        std::ptr::null(),
-        std::ptr::null(),
-        -1,
-        out,
-    )
-}
-
-unsafe fn atomic_long_new(
-    function: &str,
-    c: *mut zkr_client,
-    path: *const c_char,
-    retry: *const zkr_retry_policy,
-    promoted_lock_path: *const c_char,
-    promoted_lock_timeout_ms: i64,
-    out: *mut *mut zkr_atomic_long,
-) -> zkr_status {
-    ffi_call(function, || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        let (retry, promoted) =
-            counter_options(retry, promoted_lock_path, promoted_lock_timeout_ms)?;
-        check_open(client, "counter", path)?;
-        let counter = DistributedAtomicLong::new(client, path, retry, promoted)?;
-        out.write(Box::into_raw(Box::new(zkr_atomic_long { counter })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe { counter_new("zkr_atomic_long_new", c, path, NO_OPTIONS, out, make_long) }
 }
 
 /// zkr_atomic_long_new with Curator's options: `retry` governs the optimistic tries of the
@@ -191,28 +188,28 @@ pub unsafe extern "C" fn zkr_atomic_long_new_with(
     promoted_lock_timeout_ms: i64,
     out: *mut *mut zkr_atomic_long,
 ) -> zkr_status {
-    atomic_long_new(
-        "zkr_atomic_long_new_with",
-        c,
-        path,
+    let o = CounterOptions {
         retry,
-        promoted_lock_path,
-        promoted_lock_timeout_ms,
-        out,
-    )
+        lock_path: promoted_lock_path,
+        lock_timeout_ms: promoted_lock_timeout_ms,
+    };
+    // SAFETY: the C caller's contract for every pointer argument.
+    unsafe { counter_new("zkr_atomic_long_new_with", c, path, o, out, make_long) }
 }
 
 /// The current value (0 if the node does not exist); `succeeded` is always true and
-/// `pre_value == post_value`.
+/// `pre_value == post_value`. ZKR_CORRUPTED_DATA if the node holds fewer than 8 bytes.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_atomic_long_get(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_get", a, out, |a| a.counter.get())
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { op_value("zkr_atomic_long_get", a, out, |a| wait(a.counter.get())) }
 }
 
-/// Curator's add: adds `delta` (wrapping on overflow, like Java). Check `out->succeeded`.
+/// Curator's add: adds `delta`. Check `out->succeeded`. Where Curator wraps on overflow (like
+/// Java), this is ZKR_OVERFLOW and nothing is written (so are subtract, increment, decrement).
 /// ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate cannot be known.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_atomic_long_add(
@@ -220,7 +217,12 @@ pub unsafe extern "C" fn zkr_atomic_long_add(
     delta: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_add", a, out, |a| a.counter.add(delta))
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_long_add", a, out, |a| {
+            wait(a.counter.add(delta))
+        })
+    }
 }
 
 /// Curator's subtract: adds -delta. Check `out->succeeded`.
@@ -230,9 +232,12 @@ pub unsafe extern "C" fn zkr_atomic_long_subtract(
     delta: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_subtract", a, out, |a| {
-        a.counter.subtract(delta)
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_long_subtract", a, out, |a| {
+            wait(a.counter.subtract(delta))
+        })
+    }
 }
 
 /// add(1). Check `out->succeeded`.
@@ -241,9 +246,12 @@ pub unsafe extern "C" fn zkr_atomic_long_increment(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_increment", a, out, |a| {
-        a.counter.increment()
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_long_increment", a, out, |a| {
+            wait(a.counter.increment())
+        })
+    }
 }
 
 /// add(-1). Check `out->succeeded`.
@@ -252,9 +260,12 @@ pub unsafe extern "C" fn zkr_atomic_long_decrement(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_decrement", a, out, |a| {
-        a.counter.decrement()
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_long_decrement", a, out, |a| {
+            wait(a.counter.decrement())
+        })
+    }
 }
 
 /// Sets `new_value` if the value is `expected` (one try, as Curator). Check `out->succeeded`.
@@ -265,9 +276,13 @@ pub unsafe extern "C" fn zkr_atomic_long_compare_and_set(
     new_value: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_compare_and_set", a, out, |a| {
-        a.counter.compare_and_set(expected, new_value)
-    })
+    let f = "zkr_atomic_long_compare_and_set";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value(f, a, out, |a| {
+            wait(a.counter.compare_and_set(expected, new_value))
+        })
+    }
 }
 
 /// Curator's trySet: sets `value` with the optimistic loop (and promotion). Check
@@ -278,9 +293,12 @@ pub unsafe extern "C" fn zkr_atomic_long_try_set(
     value: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_long_try_set", a, out, |a| {
-        a.counter.try_set(value)
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_long_try_set", a, out, |a| {
+            wait(a.counter.try_set(value))
+        })
+    }
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
@@ -289,10 +307,12 @@ pub unsafe extern "C" fn zkr_atomic_long_force_set(
     a: *mut zkr_atomic_long,
     value: i64,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_long_force_set", || {
-        let a = arg_ref(a, "counter")?;
-        block_on(a.counter.force_set(value))?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_atomic_long_force_set", a, |a| {
+            wait(a.counter.force_set(value))
+        })
+    }
 }
 
 /// Creates the node with `value` if it does not exist; `*created` tells whether it did.
@@ -302,12 +322,13 @@ pub unsafe extern "C" fn zkr_atomic_long_initialize(
     value: i64,
     created: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_long_initialize", || {
-        let a = arg_ref(a, "counter")?;
-        let out = arg_out(created, "created")?;
-        out.write(block_on(a.counter.initialize(value))??);
-        Ok(())
-    })
+    let f = "zkr_atomic_long_initialize";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out(f, a, created, "created", |a| {
+            wait(a.counter.initialize(value))
+        })
+    }
 }
 
 /// Beyond Curator: adds `delta` and returns the new value in `*value`, or an error, never a
@@ -322,28 +343,33 @@ pub unsafe extern "C" fn zkr_atomic_long_add_and_get(
     timeout_ms: i64,
     value: *mut i64,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_long_add_and_get", || {
-        let a = arg_ref(a, "counter")?;
-        let out = arg_out(value, "value")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(a.counter.add_and_get(delta, timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_atomic_long_add_and_get", a, value, "value", |a| {
+            wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
+        })
+    }
 }
 
 /// Frees a counter handle (the node stays). NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_atomic_long_free(a: *mut zkr_atomic_long) {
-    ffi_boundary("zkr_atomic_long_free", (), || {
-        if !a.is_null() {
-            drop(Box::from_raw(a));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_atomic_long_free", a) }
 }
 
 // ---- DistributedAtomicInteger ----
+
+fn make_int(
+    c: &Client,
+    path: &str,
+    retry: Option<RetryPolicy>,
+    promoted: Option<PromotedToLock>,
+) -> Result<zkr_atomic_int> {
+    Ok(zkr_atomic_int {
+        counter: DistributedAtomicInteger::new(c, path, retry, promoted)?,
+    })
+}
 
 /// Makes a 32-bit counter at `path` (see zkr_atomic_long_new). Free with zkr_atomic_int_free.
 #[no_mangle]
@@ -352,37 +378,8 @@ pub unsafe extern "C" fn zkr_atomic_int_new(
     path: *const c_char,
     out: *mut *mut zkr_atomic_int,
 ) -> zkr_status {
-    atomic_int_new(
-        "zkr_atomic_int_new",
-        c,
-        path,
-        std::ptr::null(),
-        std::ptr::null(),
-        -1,
-        out,
-    )
-}
-
-unsafe fn atomic_int_new(
-    function: &str,
-    c: *mut zkr_client,
-    path: *const c_char,
-    retry: *const zkr_retry_policy,
-    promoted_lock_path: *const c_char,
-    promoted_lock_timeout_ms: i64,
-    out: *mut *mut zkr_atomic_int,
-) -> zkr_status {
-    ffi_call(function, || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        let (retry, promoted) =
-            counter_options(retry, promoted_lock_path, promoted_lock_timeout_ms)?;
-        check_open(client, "counter", path)?;
-        let counter = DistributedAtomicInteger::new(client, path, retry, promoted)?;
-        out.write(Box::into_raw(Box::new(zkr_atomic_int { counter })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe { counter_new("zkr_atomic_int_new", c, path, NO_OPTIONS, out, make_int) }
 }
 
 /// zkr_atomic_int_new with Curator's options (see zkr_atomic_long_new_with).
@@ -395,15 +392,13 @@ pub unsafe extern "C" fn zkr_atomic_int_new_with(
     promoted_lock_timeout_ms: i64,
     out: *mut *mut zkr_atomic_int,
 ) -> zkr_status {
-    atomic_int_new(
-        "zkr_atomic_int_new_with",
-        c,
-        path,
+    let o = CounterOptions {
         retry,
-        promoted_lock_path,
-        promoted_lock_timeout_ms,
-        out,
-    )
+        lock_path: promoted_lock_path,
+        lock_timeout_ms: promoted_lock_timeout_ms,
+    };
+    // SAFETY: the C caller's contract for every pointer argument.
+    unsafe { counter_new("zkr_atomic_int_new_with", c, path, o, out, make_int) }
 }
 
 /// The current value (see zkr_atomic_long_get).
@@ -412,7 +407,8 @@ pub unsafe extern "C" fn zkr_atomic_int_get(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_get", a, out, |a| a.counter.get())
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { op_value("zkr_atomic_int_get", a, out, |a| wait(a.counter.get())) }
 }
 
 /// Curator's add (see zkr_atomic_long_add). Check `out->succeeded`.
@@ -422,7 +418,8 @@ pub unsafe extern "C" fn zkr_atomic_int_add(
     delta: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_add", a, out, |a| a.counter.add(delta))
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { op_value("zkr_atomic_int_add", a, out, |a| wait(a.counter.add(delta))) }
 }
 
 /// Curator's subtract. Check `out->succeeded`.
@@ -432,9 +429,12 @@ pub unsafe extern "C" fn zkr_atomic_int_subtract(
     delta: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_subtract", a, out, |a| {
-        a.counter.subtract(delta)
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_int_subtract", a, out, |a| {
+            wait(a.counter.subtract(delta))
+        })
+    }
 }
 
 /// add(1). Check `out->succeeded`.
@@ -443,9 +443,12 @@ pub unsafe extern "C" fn zkr_atomic_int_increment(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_increment", a, out, |a| {
-        a.counter.increment()
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_int_increment", a, out, |a| {
+            wait(a.counter.increment())
+        })
+    }
 }
 
 /// add(-1). Check `out->succeeded`.
@@ -454,9 +457,12 @@ pub unsafe extern "C" fn zkr_atomic_int_decrement(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_decrement", a, out, |a| {
-        a.counter.decrement()
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_int_decrement", a, out, |a| {
+            wait(a.counter.decrement())
+        })
+    }
 }
 
 /// Sets `new_value` if the value is `expected` (one try). Check `out->succeeded`.
@@ -467,9 +473,13 @@ pub unsafe extern "C" fn zkr_atomic_int_compare_and_set(
     new_value: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_compare_and_set", a, out, |a| {
-        a.counter.compare_and_set(expected, new_value)
-    })
+    let f = "zkr_atomic_int_compare_and_set";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value(f, a, out, |a| {
+            wait(a.counter.compare_and_set(expected, new_value))
+        })
+    }
 }
 
 /// Curator's trySet. Check `out->succeeded`.
@@ -479,9 +489,12 @@ pub unsafe extern "C" fn zkr_atomic_int_try_set(
     value: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    op_value("zkr_atomic_int_try_set", a, out, |a| {
-        a.counter.try_set(value)
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        op_value("zkr_atomic_int_try_set", a, out, |a| {
+            wait(a.counter.try_set(value))
+        })
+    }
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
@@ -490,10 +503,12 @@ pub unsafe extern "C" fn zkr_atomic_int_force_set(
     a: *mut zkr_atomic_int,
     value: i32,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_int_force_set", || {
-        let a = arg_ref(a, "counter")?;
-        block_on(a.counter.force_set(value))?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_atomic_int_force_set", a, |a| {
+            wait(a.counter.force_set(value))
+        })
+    }
 }
 
 /// Creates the node with `value` if it does not exist; `*created` tells whether it did.
@@ -503,12 +518,13 @@ pub unsafe extern "C" fn zkr_atomic_int_initialize(
     value: i32,
     created: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_int_initialize", || {
-        let a = arg_ref(a, "counter")?;
-        let out = arg_out(created, "created")?;
-        out.write(block_on(a.counter.initialize(value))??);
-        Ok(())
-    })
+    let f = "zkr_atomic_int_initialize";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out(f, a, created, "created", |a| {
+            wait(a.counter.initialize(value))
+        })
+    }
 }
 
 /// Adds `delta` and returns the new value, or an error (see zkr_atomic_long_add_and_get).
@@ -519,25 +535,19 @@ pub unsafe extern "C" fn zkr_atomic_int_add_and_get(
     timeout_ms: i64,
     value: *mut i32,
 ) -> zkr_status {
-    ffi_call("zkr_atomic_int_add_and_get", || {
-        let a = arg_ref(a, "counter")?;
-        let out = arg_out(value, "value")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(a.counter.add_and_get(delta, timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_atomic_int_add_and_get", a, value, "value", |a| {
+            wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
+        })
+    }
 }
 
 /// Frees a counter handle (the node stays). NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_atomic_int_free(a: *mut zkr_atomic_int) {
-    ffi_boundary("zkr_atomic_int_free", (), || {
-        if !a.is_null() {
-            drop(Box::from_raw(a));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_atomic_int_free", a) }
 }
 
 // ---- SharedCount ----
@@ -552,21 +562,96 @@ pub struct zkr_versioned_value {
     pub value: i32,
 }
 
+impl From<VersionedValue<i32>> for zkr_versioned_value {
+    fn from(v: VersionedValue<i32>) -> zkr_versioned_value {
+        zkr_versioned_value {
+            version: v.version,
+            value: v.value,
+        }
+    }
+}
+
 /// Called when a shared count changes (by any client, this one included), with the new value
 /// and its version. Connection changes are not reported here: use
-/// zkr_client_add_state_listener. It runs on a thread of the library dedicated to this count's
-/// callbacks, one call at a time, in order; any zkr_ function may be called inside. It must not
-/// throw (C++) or longjmp out.
+/// zkr_client_add_state_listener. It runs on a library thread, one call at a time, in order with
+/// the count's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+/// or longjmp out.
 pub type zkr_shared_count_callback =
     Option<unsafe extern "C" fn(value: zkr_versioned_value, user_data: *mut c_void)>;
+
+/// Called when the count's node holds data that is not a count (someone wrote other than 4 bytes
+/// into it): `status` is ZKR_CORRUPTED_DATA and `version` the node's data version. Until a valid
+/// value is written (the change callbacks hear it then), zkr_shared_count_get_count and
+/// zkr_shared_count_get_versioned_value fail with ZKR_CORRUPTED_DATA, never returning the stale
+/// count. It runs like zkr_shared_count_callback, in order with it. It must not throw (C++) or
+/// longjmp out.
+pub type zkr_shared_count_error_callback =
+    Option<unsafe extern "C" fn(status: zkr_status, version: i32, user_data: *mut c_void)>;
 
 /// Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
 /// in every client that watches it. Thread-safe.
 pub struct zkr_shared_count {
     count: SharedCount,
-    callbacks: Arc<CallbackThread>,
-    listeners: Mutex<HashMap<u64, Arc<Registration>>>,
+    listeners: Listeners<zkr_shared_count_callback>,
+    errors: Arc<Slot<zkr_shared_count_error_callback>>,
+    errors_listener: ListenerId,
 }
+
+handle!(zkr_shared_count, "shared_count", |sc| {
+    sc.close();
+});
+
+impl zkr_shared_count {
+    fn new(count: SharedCount) -> zkr_shared_count {
+        let errors: Arc<Slot<zkr_shared_count_error_callback>> = Arc::new(Slot::new());
+        let slot = Arc::downgrade(&errors);
+        let errors_listener = count.add_listener(move |event| {
+            let (SharedCountEvent::CorruptedData { version }, Some(s)) = (event, slot.upgrade())
+            else {
+                return;
+            };
+            let status = zkr_status::ZKR_CORRUPTED_DATA;
+            // SAFETY: the C caller's contract for the callback it set.
+            s.fire(|f, ud| unsafe { f(status, version, ud) });
+        });
+        zkr_shared_count {
+            count,
+            listeners: Listeners::default(),
+            errors,
+            errors_listener,
+        }
+    }
+
+    fn close(&self) {
+        self.unregister_all();
+        self.count.remove_listener(self.errors_listener);
+        self.errors.set(None, UserData(std::ptr::null_mut()));
+        self.count.close();
+    }
+}
+
+impl Listening for zkr_shared_count {
+    type Callback = zkr_shared_count_callback;
+
+    fn listeners(&self) -> &Listeners<zkr_shared_count_callback> {
+        &self.listeners
+    }
+
+    fn register(&self, cb: Arc<CCallback<CountFn>>) -> Result<ListenerId> {
+        Ok(self.count.add_listener(move |event| {
+            if let SharedCountEvent::CountChanged(v) = event {
+                // SAFETY: the C caller's contract for the callback it registered.
+                cb.call(|f, ud| unsafe { f(v.into(), ud) });
+            }
+        }))
+    }
+
+    fn unregister(&self, id: ListenerId) -> bool {
+        self.count.remove_listener(id)
+    }
+}
+
+type CountFn = <zkr_shared_count_callback as CallbackType>::Fn;
 
 /// Makes a shared count at `path` whose node zkr_shared_count_start creates with `seed` if it
 /// is missing. Free with zkr_shared_count_free.
@@ -577,42 +662,32 @@ pub unsafe extern "C" fn zkr_shared_count_new(
     seed: i32,
     out: *mut *mut zkr_shared_count,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        check_open(client, "shared count", path)?;
-        let count = SharedCount::new(client, path, seed)?;
-        out.write(Box::into_raw(Box::new(zkr_shared_count {
-            count,
-            callbacks: CallbackThread::new("zkr-cb-count"),
-            listeners: Mutex::new(HashMap::new()),
-        })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_shared_count_new", c, path, out, |c, path| {
+            Ok(zkr_shared_count::new(SharedCount::new(c, path, seed)?))
+        })
+    }
 }
 
 /// Creates the node with the seed if missing, reads it and starts watching. Once only
 /// (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after close).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_shared_count_start(sc: *mut zkr_shared_count) -> zkr_status {
-    ffi_call("zkr_shared_count_start", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        block_on(sc.count.start())?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { handle_call("zkr_shared_count_start", sc, |sc| wait(sc.count.start())) }
 }
 
-/// The count as last seen (the seed before start); no server call.
+/// The count as last seen (the seed before start); no server call. ZKR_CORRUPTED_DATA while the
+/// node holds data that is not a count (see zkr_shared_count_error_callback).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_shared_count_get_count(
     sc: *const zkr_shared_count,
     count: *mut i32,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_get_count", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        arg_out(count, "count")?.write(sc.count.get_count()?);
-        Ok(())
-    })
+    let f = "zkr_shared_count_get_count";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { handle_out(f, sc, count, "count", |sc| sc.count.get_count()) }
 }
 
 /// The count with its data version, for zkr_shared_count_try_set_count.
@@ -621,15 +696,13 @@ pub unsafe extern "C" fn zkr_shared_count_get_versioned_value(
     sc: *const zkr_shared_count,
     out: *mut zkr_versioned_value,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_get_versioned_value", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        let v = sc.count.get_versioned_value()?;
-        arg_out(out, "out")?.write(zkr_versioned_value {
-            version: v.version,
-            value: v.value,
-        });
-        Ok(())
-    })
+    let f = "zkr_shared_count_get_versioned_value";
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out(f, sc, out, "out", |sc| {
+            Ok(sc.count.get_versioned_value()?.into())
+        })
+    }
 }
 
 /// Sets the count whatever it was.
@@ -638,10 +711,12 @@ pub unsafe extern "C" fn zkr_shared_count_set_count(
     sc: *mut zkr_shared_count,
     count: i32,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_set_count", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        block_on(sc.count.set_count(count))?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_shared_count_set_count", sc, |sc| {
+            wait(sc.count.set_count(count))
+        })
+    }
 }
 
 /// Sets the count to `count` only if it is still at `previous` (from
@@ -654,16 +729,16 @@ pub unsafe extern "C" fn zkr_shared_count_try_set_count(
     count: i32,
     set: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_try_set_count", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        let out = arg_out(set, "set")?;
-        let previous = VersionedValue {
-            version: previous.version,
-            value: previous.value,
-        };
-        out.write(block_on(sc.count.try_set_count(&previous, count))??);
-        Ok(())
-    })
+    let previous = VersionedValue {
+        version: previous.version,
+        value: previous.value,
+    };
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_shared_count_try_set_count", sc, set, "set", |sc| {
+            wait(sc.count.try_set_count(&previous, count))
+        })
+    }
 }
 
 /// Adds a change listener; `*listener_id` identifies it for zkr_shared_count_remove_listener.
@@ -677,36 +752,9 @@ pub unsafe extern "C" fn zkr_shared_count_add_listener(
     user_data: *mut c_void,
     listener_id: *mut u64,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_add_listener", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        let callback = callback.ok_or_else(|| Error::InvalidArgument("callback is NULL".into()))?;
-        let out = arg_out(listener_id, "listener_id")?;
-        let reg = Registration::new();
-        let job_reg = reg.clone();
-        let thread = Arc::downgrade(&sc.callbacks);
-        let ud = UserData(user_data);
-        let mut listeners = sc.listeners.lock().unwrap_or_else(|e| e.into_inner());
-        let id = sc.count.add_listener(move |event| {
-            let SharedCountEvent::CountChanged(v) = event else {
-                return;
-            };
-            let (Some(thread), true) = (thread.upgrade(), job_reg.is_enabled()) else {
-                return;
-            };
-            let reg = job_reg.clone();
-            let v = zkr_versioned_value {
-                version: v.version,
-                value: v.value,
-            };
-            thread.post(Box::new(move || {
-                let ud = ud;
-                reg.run(|| callback(v, ud.0))
-            }));
-        });
-        listeners.insert(id, reg);
-        out.write(id);
-        Ok(())
-    })
+    let f = "zkr_shared_count_add_listener";
+    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
+    unsafe { add_listener(f, sc, callback, user_data, listener_id) }
 }
 
 /// Removes a change listener. When this returns, the callback is not running (unless this is
@@ -716,64 +764,47 @@ pub unsafe extern "C" fn zkr_shared_count_remove_listener(
     sc: *mut zkr_shared_count,
     listener_id: u64,
 ) -> zkr_status {
-    ffi_call("zkr_shared_count_remove_listener", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        let reg = sc
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&listener_id);
-        match reg {
-            Some(reg) => {
-                sc.count.remove_listener(listener_id);
-                reg.disable();
-                Ok(())
-            }
-            None => Err(Error::InvalidArgument(
-                format!("no listener with id {listener_id} on this shared count").into(),
-            )),
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { remove_listener("zkr_shared_count_remove_listener", sc, listener_id) }
+}
+
+/// Sets (replaces) the callback called when the count's node holds data that is not a count; a
+/// NULL callback removes it. When this returns, the previous callback is not running (unless
+/// this is called from inside it) and will not run again, so its user_data may be freed.
+///
+/// The callback is called on another thread (see its type).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_shared_count_set_error_callback(
+    sc: *mut zkr_shared_count,
+    callback: zkr_shared_count_error_callback,
+    user_data: *mut c_void,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the callback.
+    unsafe {
+        handle_call("zkr_shared_count_set_error_callback", sc, |sc| {
+            sc.errors.set(callback, UserData(user_data));
+            Ok(())
+        })
+    }
 }
 
 /// Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later
 /// calls other than the getters return ZKR_CLOSED.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_shared_count_close(sc: *mut zkr_shared_count) -> zkr_status {
-    ffi_call("zkr_shared_count_close", || {
-        let sc = arg_ref(sc, "shared_count")?;
-        disable_listeners(sc);
-        sc.count.close();
-        Ok(())
-    })
-}
-
-fn disable_listeners(sc: &zkr_shared_count) {
-    let listeners: Vec<(u64, Arc<Registration>)> = sc
-        .listeners
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .drain()
-        .collect();
-    for (id, reg) in listeners {
-        sc.count.remove_listener(id);
-        reg.disable();
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_shared_count_close", sc, |sc| {
+            sc.close();
+            Ok(())
+        })
     }
 }
 
 /// Frees a shared count: removes its listeners (waiting for a running one, unless called from
 /// inside it) and closes it. NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_shared_count_free(sc: *mut zkr_shared_count) {
-    ffi_boundary("zkr_shared_count_free", (), || {
-        if sc.is_null() {
-            return;
-        }
-        let sc = Box::from_raw(sc);
-        disable_listeners(&sc);
-        sc.count.close();
-        sc.callbacks.shutdown();
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_shared_count_free", sc) }
 }

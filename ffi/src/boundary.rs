@@ -1,9 +1,27 @@
-//! The one panic boundary and the one argument-checking helper family used by every export.
+//! The one panic boundary, the C caller's contract, and the argument helpers every export uses.
 //!
-//! Every `extern "C"` function's body runs inside [`ffi_boundary`] (or [`ffi_call`], which is
-//! built on it): a panic becomes `ZKR_INTERNAL` with a message and never unwinds into C. Every
-//! pointer argument goes through [`non_null`] (directly or via the typed helpers), so a NULL
-//! is `ZKR_INVALID_ARGUMENT` naming the argument, never a crash.
+//! Every `extern "C"` function's body runs inside [`ffi_boundary`] (or a helper built on it): a
+//! panic becomes `ZKR_INTERNAL` with a message and never unwinds into C. Every pointer argument
+//! goes through [`non_null`] (directly or via the typed helpers), so a NULL is
+//! `ZKR_INVALID_ARGUMENT` naming the argument, never a crash.
+//!
+//! # The C caller's contract
+//!
+//! The header promises these, and every `// SAFETY: the C caller's contract` relies on them:
+//!
+//! 1. **Handles**: a handle argument is NULL or a pointer this library returned for that type.
+//!    A handle that was freed or is of another type is detected in most cases
+//!    ([`crate::handle`]); a pointer the library never returned is undefined behaviour, as in
+//!    any C library.
+//! 2. **Inputs**: a `const char *` is NULL or NUL-terminated and readable for the call; a buffer
+//!    or array is NULL (only with length 0) or readable for its length; an input struct is NULL
+//!    or readable.
+//! 3. **Outputs**: an out-parameter is NULL or writable for its type during the call.
+//! 4. **Callbacks**: a callback is NULL or a function of the declared type that may be called
+//!    from any thread with its `user_data` until it is unregistered (or its handle freed).
+//!
+//! The common shapes of an export are the `unsafe fn`s below ([`handle_call`], [`handle_out`],
+//! [`recipe_new`]): an export is one call to one of them, in one `unsafe` block.
 
 use std::ffi::{c_char, CStr};
 use std::future::Future;
@@ -11,8 +29,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use zkrecipes::{runtime, Error, Result};
+use zkrecipes::{runtime, timeout, Client, Error, Result};
 
+use crate::client::zkr_client;
+use crate::handle::{handle_ref, new_handle, Handle};
 use crate::status::{fail, set_last_error, zkr_status};
 
 /// Runs an export's body; a panic records a message and yields `on_panic`.
@@ -40,18 +60,85 @@ pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<()>) -> zkr
     })
 }
 
+/// An export on a handle: checks it, then runs `body`.
+///
+/// # Safety
+/// The C caller's contract for `handle` and for whatever `body` reads.
+pub(crate) unsafe fn handle_call<H: Handle>(
+    function: &str,
+    handle: *const H,
+    body: impl FnOnce(&H) -> Result<()>,
+) -> zkr_status {
+    ffi_call(function, || {
+        // SAFETY: this function's contract.
+        body(unsafe { handle_ref(handle) }?)
+    })
+}
+
+/// An export on a handle with one required out-parameter: checks both (so that a NULL
+/// `out` does nothing), runs `body` and writes its value only on success.
+///
+/// # Safety
+/// The C caller's contract for `handle`, `out` and whatever `body` reads.
+pub(crate) unsafe fn handle_out<H: Handle, T>(
+    function: &str,
+    handle: *const H,
+    out: *mut T,
+    what: &str,
+    body: impl FnOnce(&H) -> Result<T>,
+) -> zkr_status {
+    ffi_call(function, || {
+        // SAFETY: this function's contract.
+        let (handle, out) = unsafe { (handle_ref(handle)?, arg_out(out, what)?) };
+        out.write(body(handle)?);
+        Ok(())
+    })
+}
+
+/// A recipe's constructor: `make(client, path)`, written to `*out` as a new handle (the core
+/// refuses a closed client).
+///
+/// # Safety
+/// The C caller's contract for `client`, `path`, `out` and whatever `make` reads.
+pub(crate) unsafe fn recipe_new<H: Handle>(
+    function: &str,
+    client: *const zkr_client,
+    path: *const c_char,
+    out: *mut *mut H,
+    make: impl FnOnce(&Client, &str) -> Result<H>,
+) -> zkr_status {
+    ffi_call(function, || {
+        // SAFETY: this function's contract.
+        let (client, path, out) = unsafe {
+            (
+                handle_ref(client)?,
+                arg_str(path, "path")?,
+                arg_out(out, "out")?,
+            )
+        };
+        out.write(new_handle(make(&client.client, path)?));
+        Ok(())
+    })
+}
+
 /// The NULL check: `Err(InvalidArgument("<what> is NULL"))` for a NULL pointer.
 pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<NonNull<T>> {
-    NonNull::new(ptr as *mut T)
+    NonNull::new(ptr.cast_mut())
         .ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
 }
 
-/// A handle or input struct argument.
+/// An input struct argument.
 ///
 /// # Safety
-/// `ptr` is NULL or points to a live `T` for `'a`.
+/// `ptr` is NULL or points to a `T` readable for `'a`.
 pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
-    Ok(non_null(ptr, what)?.as_ref())
+    // SAFETY: non-NULL, and readable by this function's contract.
+    Ok(unsafe { non_null(ptr, what)?.as_ref() })
+}
+
+/// A required callback argument.
+pub(crate) fn arg_callback<F>(callback: Option<F>, what: &str) -> Result<F> {
+    callback.ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
 }
 
 /// An out-parameter, checked up front and written only on success (by [`Out::write`]).
@@ -60,7 +147,7 @@ pub(crate) struct Out<T>(NonNull<T>);
 impl<T> Out<T> {
     /// Writes the value without reading (or dropping) what the caller's memory held before.
     pub(crate) fn write(self, value: T) {
-        // SAFETY: the caller of `arg_out` promised a writable `T`.
+        // SAFETY: `arg_out`'s caller promised a writable `T` for the call.
         unsafe { self.0.as_ptr().write(value) }
     }
 }
@@ -74,7 +161,10 @@ pub(crate) unsafe fn arg_out<T>(ptr: *mut T, what: &str) -> Result<Out<T>> {
 }
 
 /// An optional out-parameter: NULL means "not wanted".
-pub(crate) fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
+///
+/// # Safety
+/// As [`arg_out`].
+pub(crate) unsafe fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
     NonNull::new(ptr).map(Out)
 }
 
@@ -83,7 +173,8 @@ pub(crate) fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
 /// # Safety
 /// `ptr` is NULL or points to a NUL-terminated string that stays valid during the call.
 pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
-    let c = CStr::from_ptr(non_null(ptr, what)?.as_ptr());
+    // SAFETY: non-NULL and NUL-terminated by this function's contract.
+    let c = unsafe { CStr::from_ptr(non_null(ptr, what)?.as_ptr()) };
     c.to_str().map_err(|e| {
         Error::InvalidArgument(
             format!(
@@ -103,49 +194,36 @@ pub(crate) unsafe fn arg_opt_str<'a>(ptr: *const c_char, what: &str) -> Result<O
     if ptr.is_null() {
         Ok(None)
     } else {
-        arg_str(ptr, what).map(Some)
+        // SAFETY: this function's contract.
+        unsafe { arg_str(ptr, what) }.map(Some)
     }
 }
 
-/// A byte buffer argument: `data` may be NULL only when `len` is 0.
+/// `len` elements at `ptr` (NULL allowed only with 0): a byte buffer or an array of structs.
 ///
 /// # Safety
-/// `data` is NULL or valid for reading `len` bytes during the call.
-pub(crate) unsafe fn arg_bytes<'a>(data: *const u8, len: usize, what: &str) -> Result<&'a [u8]> {
+/// `ptr` is NULL or valid for reading `len` elements during the call.
+pub(crate) unsafe fn arg_slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
     }
-    let p = non_null(data, what)?;
-    Ok(std::slice::from_raw_parts(p.as_ptr(), len))
+    let p = non_null(ptr, what)?;
+    // SAFETY: non-NULL and readable for `len` elements by this function's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
 
-/// A timeout in milliseconds: -1 waits forever (`None`), other negatives are refused.
+/// A timeout in milliseconds, by the core's one contract: -1 waits without limit, 0 tries once,
+/// other negatives are refused.
 pub(crate) fn arg_timeout(timeout_ms: i64) -> Result<Option<Duration>> {
-    match timeout_ms {
-        -1 => Ok(None),
-        ms if ms < 0 => Err(Error::InvalidArgument(
-            format!("timeout_ms is {ms}: use -1 to wait forever or a value >= 0").into(),
-        )),
-        ms => Ok(Some(Duration::from_millis(ms as u64))),
-    }
+    timeout::from_millis(timeout_ms)
 }
 
-/// A duration option in milliseconds that must be positive.
-pub(crate) fn arg_positive_ms(ms: i64, what: &str) -> Result<Duration> {
-    if ms <= 0 {
-        Err(Error::InvalidArgument(
-            format!("{what} is {ms} ms: it must be positive").into(),
-        ))
-    } else {
-        Ok(Duration::from_millis(ms as u64))
-    }
-}
-
-/// Runs a future of the core on the shared runtime, blocking the calling C thread. A call from a
-/// runtime thread is refused (`ZKR_INTERNAL`) instead of deadlocking; C callbacks never run on
-/// runtime threads, so a C caller only sees this if it calls us from a Rust async context.
-pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
-    runtime::try_block_on(future)
+/// Runs a future of the core on the shared runtime, blocking the calling C thread, and
+/// flattens its result. A call from a runtime thread is refused (`ZKR_INTERNAL`) instead of
+/// deadlocking; C callbacks never run on runtime threads, so a C caller only sees this if it
+/// calls us from a Rust async context.
+pub(crate) fn wait<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
+    runtime::try_block_on(future)?
 }
 
 #[cfg(test)]
@@ -199,30 +277,20 @@ mod tests {
 
     #[test]
     fn null_and_bad_strings_are_invalid_arguments() {
-        let e = unsafe { arg_ref::<u8>(std::ptr::null(), "mutex") }.unwrap_err();
-        assert_eq!(e, Error::InvalidArgument("mutex is NULL".into()));
+        // SAFETY: NULL is checked before any read.
+        let e = unsafe { arg_ref::<u8>(std::ptr::null(), "opts") }.unwrap_err();
+        assert_eq!(e, Error::InvalidArgument("opts is NULL".into()));
         let bad = b"/a\xff\0";
+        // SAFETY: a NUL-terminated local buffer.
         let e = unsafe { arg_str(bad.as_ptr().cast(), "path") }.unwrap_err();
         assert!(
             matches!(e, Error::InvalidArgument(ref m) if m.contains("path is not valid UTF-8")),
             "{e}"
         );
-        assert_eq!(
-            unsafe { arg_bytes(std::ptr::null(), 0, "data") }.unwrap(),
-            &[] as &[u8]
-        );
-        assert!(unsafe { arg_bytes(std::ptr::null(), 1, "data") }.is_err());
-    }
-
-    #[test]
-    fn timeouts_follow_the_convention() {
-        assert_eq!(arg_timeout(-1).unwrap(), None);
-        assert_eq!(arg_timeout(0).unwrap(), Some(Duration::ZERO));
-        assert_eq!(
-            arg_timeout(1500).unwrap(),
-            Some(Duration::from_millis(1500))
-        );
-        assert!(arg_timeout(-2).is_err());
-        assert!(arg_timeout(i64::MIN).is_err());
+        // SAFETY: NULL with length 0 is allowed.
+        let empty = unsafe { arg_slice::<u8>(std::ptr::null(), 0, "data") }.unwrap();
+        assert_eq!(empty, &[] as &[u8]);
+        // SAFETY: NULL with a length is refused before any read.
+        assert!(unsafe { arg_slice::<u8>(std::ptr::null(), 1, "data") }.is_err());
     }
 }

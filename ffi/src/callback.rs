@@ -1,148 +1,268 @@
 //! How C callbacks are run.
 //!
-//! The core calls its listeners on runtime threads, where a blocking zkr_ call would be refused.
-//! So each handle that has C callbacks gets a thread of its own (made on first use, named
-//! `zkr-cb-<kind>`): the core's listener only posts a job there, and the C callback runs on that
-//! plain thread, one at a time and in order, free to call any zkr_ function.
-//!
-//! Unregistering (or freeing the handle) disables the registration and waits for a running call
-//! of it to return, so once it returns, the callback neither runs nor will run and the caller may
-//! free its `user_data`. Called from inside that very callback, it does not wait (it cannot).
+//! The core delivers every event through its dispatcher (`zkrecipes::dispatch`): callbacks of
+//! one dispatcher (one client, one recipe) run one at a time, in event order, on a library
+//! thread that is not an async worker, where every zkr_ call is allowed. The C face adds one
+//! thing the header promises: when unregistering (or `_free`) returns, the callback is not
+//! running and never will, so its `user_data` may be freed. Each registered C callback is a
+//! [`CCallback`] behind a [`Gate`]: disabling it waits for a running call to return, unless the disabling
+//! happens inside that very call (which cannot wait for itself).
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::{JoinHandle, ThreadId};
+
+use zkrecipes::{Error, ListenerId, Result};
+
+use crate::boundary::{arg_callback, handle_call, handle_out};
+use crate::handle::Handle;
+use crate::status::zkr_status;
 
 /// The caller's `void *user_data`, handed back untouched on a library thread.
 #[derive(Clone, Copy)]
 pub(crate) struct UserData(pub(crate) *mut c_void);
 
 // SAFETY: the pointer is never dereferenced by us; the header tells the caller that callbacks
-// run on another thread, so what it points to must be usable there.
+// run on library threads, so what it points to must be usable there.
 unsafe impl Send for UserData {}
+// SAFETY: as for Send: we only copy the pointer.
 unsafe impl Sync for UserData {}
 
-type Job = Box<dyn FnOnce() + Send>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A C callback cannot panic, and our own code holding these locks does not: a poisoned
-    // lock still holds consistent data.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A C callback cannot panic across our frames, and our own code holding these locks does
+    // not: a poisoned lock still holds consistent data.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Worker {
-    tx: Sender<Job>,
-    id: ThreadId,
-    join: JoinHandle<()>,
-}
-
-/// The thread that runs one handle's C callbacks.
-pub(crate) struct CallbackThread {
-    name: &'static str,
-    worker: Mutex<Option<Worker>>,
-    shut_down: AtomicBool,
-}
-
-impl CallbackThread {
-    pub(crate) fn new(name: &'static str) -> Arc<CallbackThread> {
-        Arc::new(CallbackThread {
-            name,
-            worker: Mutex::new(None),
-            shut_down: AtomicBool::new(false),
-        })
-    }
-
-    /// Queues a job, starting the thread on first use. After [`shutdown`](Self::shutdown), or if
-    /// no thread can be made, the job is dropped (its registration is disabled by then anyway).
-    pub(crate) fn post(&self, job: Job) {
-        let mut worker = lock(&self.worker);
-        if self.shut_down.load(Ordering::SeqCst) {
-            return;
-        }
-        if worker.is_none() {
-            let (tx, rx) = channel::<Job>();
-            let spawned = std::thread::Builder::new()
-                .name(self.name.to_string())
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job();
-                    }
-                });
-            match spawned {
-                Ok(join) => {
-                    *worker = Some(Worker {
-                        tx,
-                        id: join.thread().id(),
-                        join,
-                    })
-                }
-                Err(_) => return,
-            }
-        }
-        if let Some(w) = worker.as_ref() {
-            let _ = w.tx.send(job);
-        }
-    }
-
-    /// Stops the thread after the jobs already queued (disabled registrations skip theirs) and
-    /// waits for it, unless called on that thread itself.
-    pub(crate) fn shutdown(&self) {
-        self.shut_down.store(true, Ordering::SeqCst);
-        let worker = lock(&self.worker).take();
-        if let Some(Worker { tx, id, join }) = worker {
-            drop(tx);
-            if std::thread::current().id() != id {
-                let _ = join.join();
-            }
-        }
-    }
-}
-
 thread_local! {
-    /// The registration whose callback this thread is running (0: none).
+    /// The callback this thread is running (its address; 0: none).
     static RUNNING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// One registered C callback: enabled until unregistered; `running` is held while it runs.
-pub(crate) struct Registration {
+/// A C callback type as the header declares it: `Option<unsafe extern "C" fn(...)>` (so that
+/// NULL is representable); `Fn` is the function pointer itself.
+pub(crate) trait CallbackType: Copy {
+    type Fn: Copy + Send + Sync + 'static;
+    fn get(self) -> Option<Self::Fn>;
+}
+
+impl<F: Copy + Send + Sync + 'static> CallbackType for Option<F> {
+    type Fn = F;
+    fn get(self) -> Option<F> {
+        self
+    }
+}
+
+/// What the header promises about one callback registration: enabled until disabled, and
+/// disabling waits for a running call to return (unless it happens inside that call).
+pub(crate) struct Gate {
     enabled: AtomicBool,
     running: Mutex<()>,
 }
 
-impl Registration {
-    pub(crate) fn new() -> Arc<Registration> {
-        Arc::new(Registration {
+impl Gate {
+    pub(crate) fn new() -> Gate {
+        Gate {
             enabled: AtomicBool::new(true),
             running: Mutex::new(()),
-        })
+        }
     }
 
-    /// Runs `call` (which calls the C function) if the registration is still enabled.
-    pub(crate) fn run(&self, call: impl FnOnce()) {
+    /// Runs `f` if still enabled, holding `running` meanwhile.
+    pub(crate) fn run(&self, f: impl FnOnce()) {
         let _running = lock(&self.running);
         if !self.enabled.load(Ordering::SeqCst) {
             return;
         }
-        let me = self as *const Registration as usize;
-        let previous = RUNNING.with(|r| r.replace(me));
-        call();
+        let previous = RUNNING.with(|r| r.replace(self.id()));
+        f();
         RUNNING.with(|r| r.set(previous));
     }
 
-    /// Disables the registration and waits until a running call of it has returned (unless we
+    /// Disables the gate and waits until a call running through it has returned (unless we
     /// are inside that call).
     pub(crate) fn disable(&self) {
         self.enabled.store(false, Ordering::SeqCst);
-        let me = self as *const Registration as usize;
-        if RUNNING.with(|r| r.get()) != me {
+        if RUNNING.with(|r| r.get()) != self.id() {
             drop(lock(&self.running));
         }
     }
 
-    pub(crate) fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::SeqCst)
+    fn id(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+}
+
+/// One registered C callback (`F` is its function pointer type) with its user data.
+pub(crate) struct CCallback<F> {
+    function: F,
+    user_data: UserData,
+    gate: Gate,
+}
+
+impl<F: Copy> CCallback<F> {
+    pub(crate) fn new(function: F, user_data: UserData) -> Arc<CCallback<F>> {
+        Arc::new(CCallback {
+            function,
+            user_data,
+            gate: Gate::new(),
+        })
+    }
+
+    /// Calls the C function through `invoke(function, user_data)` if still registered.
+    pub(crate) fn call(&self, invoke: impl FnOnce(F, *mut c_void)) {
+        self.gate.run(|| invoke(self.function, self.user_data.0));
+    }
+
+    /// Unregisters: see [`Gate::disable`].
+    pub(crate) fn disable(&self) {
+        self.gate.disable();
+    }
+}
+
+/// The C callbacks (of type `C`) registered on one handle as listeners of the core, by the
+/// core's id.
+pub(crate) struct Listeners<C: CallbackType>(Mutex<HashMap<ListenerId, Arc<CCallback<C::Fn>>>>);
+
+impl<C: CallbackType> Default for Listeners<C> {
+    fn default() -> Self {
+        Listeners(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<C: CallbackType> Listeners<C> {
+    /// Registers a callback: `register` adds the core listener (which calls the C function
+    /// through the given [`CCallback`]) and returns the core's id, which is also ours.
+    pub(crate) fn add(
+        &self,
+        function: C::Fn,
+        user_data: UserData,
+        register: impl FnOnce(Arc<CCallback<C::Fn>>) -> Result<ListenerId>,
+    ) -> Result<ListenerId> {
+        let callback = CCallback::new(function, user_data);
+        // Held across the registration, so that `clear` cannot miss this listener.
+        let mut map = lock(&self.0);
+        let id = register(callback.clone())?;
+        map.insert(id, callback);
+        Ok(id)
+    }
+
+    /// Unregisters one callback (`unregister` removes the core's listener); when this returns,
+    /// it neither runs (unless this is called from inside it) nor will run.
+    pub(crate) fn remove(
+        &self,
+        id: ListenerId,
+        on: &str,
+        unregister: impl FnOnce(ListenerId) -> bool,
+    ) -> Result<()> {
+        let callback = lock(&self.0).remove(&id).ok_or_else(|| {
+            Error::InvalidArgument(format!("no listener with id {id} on this {on}").into())
+        })?;
+        unregister(id);
+        callback.disable();
+        Ok(())
+    }
+
+    /// Unregisters every callback (the handle is being freed or closed).
+    pub(crate) fn clear(&self, mut unregister: impl FnMut(ListenerId) -> bool) {
+        let all: Vec<_> = lock(&self.0).drain().collect();
+        for (id, callback) in all {
+            unregister(id);
+            callback.disable();
+        }
+    }
+}
+
+/// One replaceable C callback of type `C` (a mutex's lost or revoke callback, the process's
+/// logger).
+pub(crate) struct Slot<C: CallbackType>(Mutex<Option<Arc<CCallback<C::Fn>>>>);
+
+impl<C: CallbackType> Slot<C> {
+    pub(crate) const fn new() -> Slot<C> {
+        Slot(Mutex::new(None))
+    }
+
+    /// Installs `callback` (NULL: none). When this returns, the previous callback neither runs
+    /// (unless this is called from inside it) nor will run.
+    pub(crate) fn set(&self, callback: C, user_data: UserData) {
+        let new = callback.get().map(|f| CCallback::new(f, user_data));
+        let previous = std::mem::replace(&mut *lock(&self.0), new);
+        if let Some(p) = previous {
+            p.disable();
+        }
+    }
+
+    /// Calls the current callback, if any (outside the slot's lock, so that it may replace
+    /// itself).
+    pub(crate) fn fire(&self, invoke: impl FnOnce(C::Fn, *mut c_void)) {
+        let current = lock(&self.0).clone();
+        if let Some(c) = current {
+            c.call(invoke);
+        }
+    }
+}
+
+/// A handle whose C callbacks are listeners of the core with ids (the client's state listeners,
+/// a latch's, an observer's, a shared count's): its `_add_listener` and `_remove_listener` are
+/// [`add_listener`] and [`remove_listener`].
+pub(crate) trait Listening: Handle {
+    /// The C callback type.
+    type Callback: CallbackType;
+
+    fn listeners(&self) -> &Listeners<Self::Callback>;
+
+    /// Adds the core's listener, which calls the C function through `callback`.
+    fn register(
+        &self,
+        callback: Arc<CCallback<<Self::Callback as CallbackType>::Fn>>,
+    ) -> Result<ListenerId>;
+
+    /// Removes the core's listener.
+    fn unregister(&self, id: ListenerId) -> bool;
+
+    /// Unregisters every callback (the handle is being closed or freed).
+    fn unregister_all(&self) {
+        self.listeners().clear(|id| self.unregister(id));
+    }
+}
+
+/// `_add_listener`: registers `callback` with `user_data`; its id goes to `*listener_id`.
+///
+/// # Safety
+/// The C caller's contract for the handle, the callback and `listener_id`.
+pub(crate) unsafe fn add_listener<H: Listening>(
+    function: &str,
+    h: *mut H,
+    callback: H::Callback,
+    user_data: *mut c_void,
+    listener_id: *mut u64,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, h, listener_id, "listener_id", |h| {
+            let f = arg_callback(callback.get(), "callback")?;
+            h.listeners()
+                .add(f, UserData(user_data), |cb| h.register(cb))
+        })
+    }
+}
+
+/// `_remove_listener`: when it returns, the callback neither runs (unless this is called from
+/// inside it) nor will run.
+///
+/// # Safety
+/// The C caller's contract for the handle.
+pub(crate) unsafe fn remove_listener<H: Listening>(
+    function: &str,
+    h: *mut H,
+    id: ListenerId,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_call(function, h, |h| {
+            h.listeners().remove(id, H::ARG, |id| h.unregister(id))
+        })
     }
 }

@@ -1,6 +1,6 @@
-//! Leader election: LeaderLatch (and the participant types shared with LeaderSelector).
+//! Leader election: LeaderLatch, LeaderSelector (with its leadership context) and
+//! LeaderObserver, and the participant types they share.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::ptr;
 use std::sync::{Arc, Mutex};
@@ -8,15 +8,23 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use zkrecipes::leader::{
     CancelReason, CloseMode, LeaderLatch, LeaderObserver, LeaderSelector, LeadershipContext,
-    LeadershipEvent, LostPolicy, Participant,
+    LeadershipEvent, Participant,
 };
-use zkrecipes::{Error, Result};
+use zkrecipes::lock::BoxFuture;
+use zkrecipes::{Error, ListenerId, LostPolicy, Result};
 
-use crate::boundary::{arg_out, arg_ref, arg_str, arg_timeout, block_on, ffi_boundary, ffi_call};
-use crate::callback::{Registration, UserData};
-use crate::client::{client_arg, zkr_client};
-use crate::status::zkr_status;
-use crate::types::{c_string, zkr_string_free};
+use crate::boundary::{
+    arg_callback, arg_str, arg_timeout, ffi_boundary, handle_call, handle_out, recipe_new, wait,
+};
+use crate::callback::{
+    add_listener, lock, remove_listener, CCallback, CallbackType, Listeners, Listening, UserData,
+};
+use crate::client::zkr_client;
+use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
+use crate::lock::lost_policy;
+use crate::status::{fail, zkr_status};
+use crate::types::{c_string, free_returned, give_array, take_array, zkr_string_free};
+use crate::vocab::CList;
 
 // ---------------------------------------------------------------------------------------------
 // Participants
@@ -34,7 +42,7 @@ pub struct zkr_participant {
 /// Participants in node order (the leader first). Free with zkr_participant_list_free.
 #[repr(C)]
 pub struct zkr_participant_list {
-    /// `len` participants.
+    /// `len` participants (NULL when `len` is 0).
     pub items: *mut zkr_participant,
     /// How many participants `items` holds.
     pub len: usize,
@@ -47,58 +55,51 @@ fn participant(p: &Participant) -> Result<zkr_participant> {
     })
 }
 
-pub(crate) fn participant_box(p: &Participant) -> Result<*mut zkr_participant> {
+fn participant_box(p: &Participant) -> Result<*mut zkr_participant> {
     Ok(Box::into_raw(Box::new(participant(p)?)))
 }
 
-pub(crate) fn participant_list(list: &[Participant]) -> Result<*mut zkr_participant_list> {
+fn participant_list(list: &[Participant]) -> Result<*mut zkr_participant_list> {
     let mut items = Vec::with_capacity(list.len());
     for p in list {
         match participant(p) {
             Ok(item) => items.push(item),
             Err(e) => {
                 for item in items {
-                    // SAFETY: made by c_string above.
+                    // SAFETY: made by c_string above, freed once.
                     unsafe { zkr_string_free(item.id) };
                 }
                 return Err(e);
             }
         }
     }
-    let boxed = items.into_boxed_slice();
-    let len = boxed.len();
-    let items = Box::into_raw(boxed) as *mut zkr_participant;
+    let (items, len) = give_array(items);
     Ok(Box::into_raw(Box::new(zkr_participant_list { items, len })))
 }
 
 /// Frees a participant. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_participant_free(p: *mut zkr_participant) {
-    ffi_boundary("zkr_participant_free", (), || {
-        if !p.is_null() {
-            let p = Box::from_raw(p);
-            zkr_string_free(p.id);
-        }
-    })
+    // SAFETY: the C caller's contract: a participant from `participant_box`, freed once.
+    unsafe { free_returned("zkr_participant_free", p, |p| zkr_string_free(p.id)) }
 }
 
 /// Frees a participant list and everything in it. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_participant_list_free(list: *mut zkr_participant_list) {
-    ffi_boundary("zkr_participant_list_free", (), || {
-        if list.is_null() {
-            return;
-        }
-        let list = Box::from_raw(list);
-        let items = Box::from_raw(ptr::slice_from_raw_parts_mut(list.items, list.len));
-        for p in items.iter() {
-            zkr_string_free(p.id);
-        }
-    })
+    // SAFETY: the C caller's contract: a list from `participant_list`, freed once; its parts
+    // were made by `give_array` and `c_string`.
+    unsafe {
+        free_returned("zkr_participant_list_free", list, |l| {
+            take_array(l.items, l.len)
+                .into_iter()
+                .for_each(|p| zkr_string_free(p.id))
+        })
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shared settings
+// What the latch and the selector share
 
 /// Which connection states end leadership (Curator's ConnectionStateErrorPolicy).
 pub type zkr_leader_lost_policy = u32;
@@ -107,15 +108,100 @@ pub const ZKR_LEADER_LOST_ON_SUSPENDED: zkr_leader_lost_policy = 0;
 /// Leadership ends only when the session is LOST (fence writes with the leadership epoch).
 pub const ZKR_LEADER_LOST_ON_SESSION_LOSS: zkr_leader_lost_policy = 1;
 
-pub(crate) fn lost_policy(policy: zkr_leader_lost_policy) -> Result<LostPolicy> {
-    match policy {
-        ZKR_LEADER_LOST_ON_SUSPENDED => Ok(LostPolicy::Standard),
-        ZKR_LEADER_LOST_ON_SESSION_LOSS => Ok(LostPolicy::Session),
-        other => Err(Error::InvalidArgument(
-            format!("lost policy {other} is not a ZKR_LEADER_LOST_* value").into(),
-        )),
+/// A handle of an election recipe (LeaderLatch, LeaderSelector): the calls both have.
+trait Election: Handle {
+    fn path(&self) -> &str;
+    fn epoch(&self) -> Option<i64>;
+    fn leads(&self) -> bool;
+    fn set_policy(&self, policy: LostPolicy) -> Result<()>;
+    fn leader(&self) -> BoxFuture<'_, Result<Participant>>;
+    fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>>;
+    fn close(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+/// _set_lost_policy.
+///
+/// # Safety
+/// The C caller's contract for the handle.
+unsafe fn set_lost_policy<E: Election>(function: &str, e: *mut E, policy: u32) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_call(function, e, |e| {
+            e.set_policy(lost_policy(policy, "ZKR_LEADER_LOST_*")?)
+        })
     }
 }
+
+/// _has_leadership.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn has_leadership<E: Election>(function: &str, e: *const E, out: *mut bool) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe { handle_out(function, e, out, "is_leader", |e| Ok(e.leads())) }
+}
+
+/// _leadership_epoch.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn epoch<E: Election>(function: &str, e: *const E, out: *mut i64) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, e, out, "epoch", |e| {
+            e.epoch().ok_or_else(|| {
+                let what = format!("{} {}: this participant does not lead", E::ARG, e.path());
+                Error::NotOwner(what.into())
+            })
+        })
+    }
+}
+
+/// _get_leader.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn get_leader<E: Election>(
+    function: &str,
+    e: *mut E,
+    out: *mut *mut zkr_participant,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, e, out, "leader", |e| {
+            participant_box(&wait(e.leader())?)
+        })
+    }
+}
+
+/// _get_participants.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn get_participants<E: Election>(
+    function: &str,
+    e: *mut E,
+    out: *mut *mut zkr_participant_list,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, e, out, "participants", |e| {
+            participant_list(&wait(e.participants())?)
+        })
+    }
+}
+
+/// _close.
+///
+/// # Safety
+/// The C caller's contract for the handle.
+unsafe fn close<E: Election>(function: &str, e: *mut E) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe { handle_call(function, e, |e| wait(e.close())) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LeaderLatch
 
 /// How zkr_leader_latch_close treats the listeners (Curator's LeaderLatch.CloseMode).
 pub type zkr_close_mode = u32;
@@ -124,13 +210,10 @@ pub const ZKR_CLOSE_SILENT: zkr_close_mode = 0;
 /// Closing while leading calls the listeners with is_leader = false.
 pub const ZKR_CLOSE_NOTIFY_LEADER: zkr_close_mode = 1;
 
-// ---------------------------------------------------------------------------------------------
-// LeaderLatch
-
 /// Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
-/// runs on a thread of the latch (never the caller's), one call at a time, in order; any zkr_
-/// function may be called inside, including blocking ones. It must not throw (C++) or longjmp
-/// out.
+/// runs on a library thread (never the caller's, never one of the library's async workers), one
+/// call at a time, in order with the latch's other listeners; any zkr_ function may be called
+/// inside, including blocking ones. It must not throw (C++) or longjmp out.
 pub type zkr_leadership_callback =
     Option<unsafe extern "C" fn(is_leader: bool, user_data: *mut c_void)>;
 
@@ -139,7 +222,58 @@ pub type zkr_leadership_callback =
 /// Thread-safe.
 pub struct zkr_leader_latch {
     latch: LeaderLatch,
-    listeners: Mutex<HashMap<u64, Arc<Registration>>>,
+    listeners: Listeners<zkr_leadership_callback>,
+}
+
+handle!(zkr_leader_latch, "latch", |l| {
+    l.unregister_all();
+    let _ = wait(l.latch.close_with(CloseMode::Silent));
+});
+
+impl Listening for zkr_leader_latch {
+    type Callback = zkr_leadership_callback;
+
+    fn listeners(&self) -> &Listeners<zkr_leadership_callback> {
+        &self.listeners
+    }
+
+    fn register(&self, cb: Arc<CCallback<LeadershipFn>>) -> Result<ListenerId> {
+        Ok(self.latch.add_event_listener(move |event| {
+            let is_leader = event == LeadershipEvent::IsLeader;
+            // SAFETY: the C caller's contract for the callback it registered.
+            cb.call(|f, ud| unsafe { f(is_leader, ud) })
+        }))
+    }
+
+    fn unregister(&self, id: ListenerId) -> bool {
+        self.latch.remove_listener(id)
+    }
+}
+
+type LeadershipFn = <zkr_leadership_callback as CallbackType>::Fn;
+
+impl Election for zkr_leader_latch {
+    fn path(&self) -> &str {
+        self.latch.path()
+    }
+    fn epoch(&self) -> Option<i64> {
+        self.latch.leadership_epoch()
+    }
+    fn leads(&self) -> bool {
+        self.latch.has_leadership()
+    }
+    fn set_policy(&self, policy: LostPolicy) -> Result<()> {
+        self.latch.set_lost_policy(policy)
+    }
+    fn leader(&self) -> BoxFuture<'_, Result<Participant>> {
+        Box::pin(self.latch.get_leader())
+    }
+    fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
+        Box::pin(self.latch.get_participants())
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.latch.close())
+    }
 }
 
 /// Makes a latch on `path` for participant `id` (stored as its node's data; may be "").
@@ -152,23 +286,16 @@ pub unsafe extern "C" fn zkr_leader_latch_new(
     id: *const c_char,
     out: *mut *mut zkr_leader_latch,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let id = arg_str(id, "id")?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("leader latch {path}: the client is closed").into(),
-            ));
-        }
-        let latch = LeaderLatch::new(client, path, id)?;
-        out.write(Box::into_raw(Box::new(zkr_leader_latch {
-            latch,
-            listeners: Mutex::new(HashMap::new()),
-        })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the strings and the out-parameter.
+    unsafe {
+        recipe_new("zkr_leader_latch_new", c, path, out, |c, path| {
+            let latch = LeaderLatch::new(c, path, arg_str(id, "id")?)?;
+            Ok(zkr_leader_latch {
+                latch,
+                listeners: Listeners::default(),
+            })
+        })
+    }
 }
 
 /// Sets the close mode: ZKR_CLOSE_SILENT (default) or ZKR_CLOSE_NOTIFY_LEADER.
@@ -177,19 +304,21 @@ pub unsafe extern "C" fn zkr_leader_latch_set_close_mode(
     l: *mut zkr_leader_latch,
     mode: zkr_close_mode,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_set_close_mode", || {
-        let l = arg_ref(l, "latch")?;
-        l.latch.set_close_mode(match mode {
-            ZKR_CLOSE_SILENT => CloseMode::Silent,
-            ZKR_CLOSE_NOTIFY_LEADER => CloseMode::NotifyLeader,
-            other => {
-                return Err(Error::InvalidArgument(
-                    format!("close mode {other} is not a ZKR_CLOSE_* value").into(),
-                ))
-            }
-        });
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_leader_latch_set_close_mode", l, |l| {
+            l.latch.set_close_mode(match mode {
+                ZKR_CLOSE_SILENT => CloseMode::Silent,
+                ZKR_CLOSE_NOTIFY_LEADER => CloseMode::NotifyLeader,
+                other => {
+                    return Err(Error::InvalidArgument(
+                        format!("close mode {other} is not a ZKR_CLOSE_* value").into(),
+                    ))
+                }
+            });
+            Ok(())
+        })
+    }
 }
 
 /// Sets which connection states end leadership (ZKR_LEADER_LOST_*); only before start
@@ -199,20 +328,16 @@ pub unsafe extern "C" fn zkr_leader_latch_set_lost_policy(
     l: *mut zkr_leader_latch,
     policy: zkr_leader_lost_policy,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_set_lost_policy", || {
-        let l = arg_ref(l, "latch")?;
-        l.latch.set_lost_policy(lost_policy(policy)?)
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { set_lost_policy("zkr_leader_latch_set_lost_policy", l, policy) }
 }
 
 /// Joins the election: returns once our node is created (a failed first try is retried in the
 /// background). ZKR_INVALID_ARGUMENT if started twice, ZKR_CLOSED after close.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_latch_start(l: *mut zkr_leader_latch) -> zkr_status {
-    ffi_call("zkr_leader_latch_start", || {
-        let l = arg_ref(l, "latch")?;
-        block_on(l.latch.start())?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { handle_call("zkr_leader_latch_start", l, |l| wait(l.latch.start())) }
 }
 
 /// Waits until this participant leads, at most `timeout_ms` (-1: forever). `*is_leader` tells
@@ -224,13 +349,12 @@ pub unsafe extern "C" fn zkr_leader_latch_await(
     timeout_ms: i64,
     is_leader: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_await", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(is_leader, "is_leader")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(l.latch.await_leadership(timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leader_latch_await", l, is_leader, "is_leader", |l| {
+            wait(l.latch.await_leadership(arg_timeout(timeout_ms)?))
+        })
+    }
 }
 
 /// Whether this participant leads now (a local flag: no server call).
@@ -239,12 +363,8 @@ pub unsafe extern "C" fn zkr_leader_latch_has_leadership(
     l: *const zkr_leader_latch,
     is_leader: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_has_leadership", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(is_leader, "is_leader")?;
-        out.write(l.latch.has_leadership());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { has_leadership("zkr_leader_latch_has_leadership", l, is_leader) }
 }
 
 /// The leadership epoch while leading: our node's czxid, strictly increasing from one
@@ -255,23 +375,8 @@ pub unsafe extern "C" fn zkr_leader_latch_leadership_epoch(
     l: *const zkr_leader_latch,
     epoch: *mut i64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_leadership_epoch", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(epoch, "epoch")?;
-        match l.latch.leadership_epoch() {
-            Some(e) => out.write(e),
-            None => {
-                return Err(Error::NotOwner(
-                    format!(
-                        "leader latch {}: this participant does not lead",
-                        l.latch.path()
-                    )
-                    .into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { self::epoch("zkr_leader_latch_leadership_epoch", l, epoch) }
 }
 
 /// The current leader, read from the server, in `*leader` (free with zkr_participant_free): the
@@ -281,13 +386,8 @@ pub unsafe extern "C" fn zkr_leader_latch_get_leader(
     l: *mut zkr_leader_latch,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_get_leader", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(leader, "leader")?;
-        let p = block_on(l.latch.get_leader())??;
-        out.write(participant_box(&p)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { get_leader("zkr_leader_latch_get_leader", l, leader) }
 }
 
 /// Every participant in node order (the leader first), read from the server, in
@@ -297,13 +397,8 @@ pub unsafe extern "C" fn zkr_leader_latch_get_participants(
     l: *mut zkr_leader_latch,
     participants: *mut *mut zkr_participant_list,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_get_participants", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(participants, "participants")?;
-        let list = block_on(l.latch.get_participants())??;
-        out.write(participant_list(&list)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { get_participants("zkr_leader_latch_get_participants", l, participants) }
 }
 
 /// Our node's path while we have one (Curator's getOurPath), in `*path` (free with
@@ -313,19 +408,16 @@ pub unsafe extern "C" fn zkr_leader_latch_our_path(
     l: *const zkr_leader_latch,
     path: *mut *mut c_char,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_our_path", || {
-        let l = arg_ref(l, "latch")?;
-        let out = arg_out(path, "path")?;
-        match l.latch.our_path() {
-            Some(p) => out.write(c_string(&p)?),
-            None => {
-                return Err(Error::NoNode(
-                    format!("leader latch {}: no node of ours right now", l.latch.path()).into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leader_latch_our_path", l, path, "path", |l| {
+            let ours = l.latch.our_path().ok_or_else(|| {
+                let what = format!("leader latch {}: no node of ours right now", l.latch.path());
+                Error::NoNode(what.into())
+            })?;
+            c_string(&ours)
+        })
+    }
 }
 
 /// Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
@@ -340,24 +432,9 @@ pub unsafe extern "C" fn zkr_leader_latch_add_listener(
     user_data: *mut c_void,
     listener_id: *mut u64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_add_listener", || {
-        let l = arg_ref(l, "latch")?;
-        let callback = callback.ok_or_else(|| Error::InvalidArgument("callback is NULL".into()))?;
-        let out = arg_out(listener_id, "listener_id")?;
-        let reg = Registration::new();
-        let run_reg = reg.clone();
-        let ud = UserData(user_data);
-        let mut listeners = l.listeners.lock().unwrap_or_else(|e| e.into_inner());
-        // The latch runs listeners on a plain thread of its own, so the C callback runs there
-        // directly (blocking zkr_ calls are allowed on it).
-        let id = l.latch.add_event_listener(move |event| {
-            let ud = ud;
-            run_reg.run(|| callback(event == LeadershipEvent::IsLeader, ud.0))
-        });
-        listeners.insert(id, reg);
-        out.write(id);
-        Ok(())
-    })
+    let f = "zkr_leader_latch_add_listener";
+    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
+    unsafe { add_listener(f, l, callback, user_data, listener_id) }
 }
 
 /// Removes a leadership listener. When this returns, the callback is not running (unless this is
@@ -367,24 +444,8 @@ pub unsafe extern "C" fn zkr_leader_latch_remove_listener(
     l: *mut zkr_leader_latch,
     listener_id: u64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_latch_remove_listener", || {
-        let l = arg_ref(l, "latch")?;
-        let reg = l
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&listener_id);
-        match reg {
-            Some(reg) => {
-                l.latch.remove_listener(listener_id);
-                reg.disable();
-                Ok(())
-            }
-            None => Err(Error::InvalidArgument(
-                format!("no listener with id {listener_id} on this latch").into(),
-            )),
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { remove_listener("zkr_leader_latch_remove_listener", l, listener_id) }
 }
 
 /// Leaves the election with the close mode: leadership ends first, then our node is deleted (so
@@ -392,48 +453,33 @@ pub unsafe extern "C" fn zkr_leader_latch_remove_listener(
 /// is ZKR_OK.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_latch_close(l: *mut zkr_leader_latch) -> zkr_status {
-    ffi_call("zkr_leader_latch_close", || {
-        let l = arg_ref(l, "latch")?;
-        block_on(l.latch.close())?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { close("zkr_leader_latch_close", l) }
 }
 
 /// Frees a latch: removes its listeners (waiting for a running one, unless called from inside
 /// it), closes it silently if still open (its node is deleted before this returns), and
 /// releases the handle. NULL does nothing. The latch must not be in use by another thread.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_latch_free(l: *mut zkr_leader_latch) {
-    ffi_boundary("zkr_leader_latch_free", (), || {
-        if l.is_null() {
-            return;
-        }
-        let l = Box::from_raw(l);
-        let listeners: Vec<(u64, Arc<Registration>)> = l
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .collect();
-        for (id, reg) in listeners {
-            l.latch.remove_listener(id);
-            reg.disable();
-        }
-        let _ = block_on(l.latch.close_with(CloseMode::Silent));
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_leader_latch_free", l) }
 }
 
 // ---------------------------------------------------------------------------------------------
 // LeaderSelector
 
 /// What take_leadership gets: this leadership term's cancellation flag and fencing token. Valid
-/// only until take_leadership returns (it may be used from other threads until then).
+/// only until take_leadership returns (it may be used from other threads until then; a call
+/// after that is ZKR_INVALID_ARGUMENT in most cases, like any freed handle).
 pub struct zkr_leadership_context {
     ctx: LeadershipContext,
 }
 
-/// Why leadership was cancelled (zkr_leadership_cancel_reason).
+handle!(zkr_leadership_context, "ctx");
+
+/// Why leadership was cancelled (zkr_leadership_cancel_reason): 0, then the core's
+/// CancelReason list in order.
 pub type zkr_cancel_reason = u32;
 /// Not cancelled (yet).
 pub const ZKR_CANCEL_NONE: zkr_cancel_reason = 0;
@@ -446,15 +492,13 @@ pub const ZKR_CANCEL_INTERRUPTED: zkr_cancel_reason = 3;
 /// The selector (or its client) was closed.
 pub const ZKR_CANCEL_CLOSED: zkr_cancel_reason = 4;
 
-fn cancel_code(r: Option<CancelReason>) -> zkr_cancel_reason {
-    match r {
-        None => ZKR_CANCEL_NONE,
-        Some(CancelReason::ConnectionSuspended) => ZKR_CANCEL_CONNECTION_SUSPENDED,
-        Some(CancelReason::SessionLost) => ZKR_CANCEL_SESSION_LOST,
-        Some(CancelReason::Interrupted) => ZKR_CANCEL_INTERRUPTED,
-        Some(CancelReason::Closed) => ZKR_CANCEL_CLOSED,
-    }
-}
+/// The core's cancel reasons in C (zkr_cancel_reason).
+pub(crate) const CANCEL_REASONS: CList<CancelReason> = CList {
+    all: CancelReason::ALL,
+    first: ZKR_CANCEL_CONNECTION_SUSPENDED,
+    prefix: "ZKR_CANCEL_",
+    name: CancelReason::name,
+};
 
 /// Leadership: called when this participant becomes leader; it leads exactly as long as this
 /// function runs, and the lock is released when it returns. It runs on a thread of its own (one
@@ -467,16 +511,17 @@ pub type zkr_take_leadership_callback =
     Option<unsafe extern "C" fn(ctx: *mut zkr_leadership_context, user_data: *mut c_void)>;
 
 /// Whether this leadership term is cancelled: stop acting as leader and return from
-/// take_leadership. A NULL ctx counts as cancelled.
+/// take_leadership. A NULL (or no longer valid) ctx counts as cancelled.
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leadership_cancelled(ctx: *const zkr_leadership_context) -> bool {
     ffi_boundary("zkr_leadership_cancelled", true, || {
-        match arg_ref(ctx, "ctx") {
+        // SAFETY: the C caller's contract for the context handle.
+        match unsafe { handle_ref(ctx) } {
             Ok(c) => c.ctx.is_cancelled(),
             Err(e) => {
-                crate::status::fail("zkr_leadership_cancelled", &e);
+                fail("zkr_leadership_cancelled", &e);
                 true
             }
         }
@@ -493,13 +538,16 @@ pub unsafe extern "C" fn zkr_leadership_wait_cancelled(
     timeout_ms: i64,
     cancelled: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_leadership_wait_cancelled", || {
-        let c = arg_ref(ctx, "ctx")?;
-        let out = arg_out(cancelled, "cancelled")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(c.ctx.wait_cancelled(timeout).is_some());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the context handle and the out-parameter.
+    unsafe {
+        handle_out(
+            "zkr_leadership_wait_cancelled",
+            ctx,
+            cancelled,
+            "cancelled",
+            |c| Ok(c.ctx.wait_cancelled(arg_timeout(timeout_ms)?).is_some()),
+        )
+    }
 }
 
 /// Why this term was cancelled (ZKR_CANCEL_NONE while it is not).
@@ -510,11 +558,14 @@ pub unsafe extern "C" fn zkr_leadership_cancel_reason(
     ctx: *const zkr_leadership_context,
     reason: *mut zkr_cancel_reason,
 ) -> zkr_status {
-    ffi_call("zkr_leadership_cancel_reason", || {
-        let c = arg_ref(ctx, "ctx")?;
-        arg_out(reason, "reason")?.write(cancel_code(c.ctx.cancel_reason()));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the context handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leadership_cancel_reason", ctx, reason, "reason", |c| {
+            Ok(c.ctx
+                .cancel_reason()
+                .map_or(ZKR_CANCEL_NONE, |r| CANCEL_REASONS.to_c(r)))
+        })
+    }
 }
 
 /// The fencing token of this term: the lock node's czxid, strictly greater than any earlier
@@ -526,19 +577,14 @@ pub unsafe extern "C" fn zkr_leadership_fencing_token(
     ctx: *const zkr_leadership_context,
     token: *mut i64,
 ) -> zkr_status {
-    ffi_call("zkr_leadership_fencing_token", || {
-        let c = arg_ref(ctx, "ctx")?;
-        let out = arg_out(token, "token")?;
-        match c.ctx.fencing_token() {
-            Some(t) => out.write(t),
-            None => {
-                return Err(Error::Internal(
-                    "this leadership term has no fencing token".into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the context handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leadership_fencing_token", ctx, token, "token", |c| {
+            c.ctx
+                .fencing_token()
+                .ok_or_else(|| Error::Internal("this leadership term has no fencing token".into()))
+        })
+    }
 }
 
 /// Which leadership term of this selector this is (1 for the first).
@@ -549,11 +595,12 @@ pub unsafe extern "C" fn zkr_leadership_term(
     ctx: *const zkr_leadership_context,
     term: *mut u64,
 ) -> zkr_status {
-    ffi_call("zkr_leadership_term", || {
-        let c = arg_ref(ctx, "ctx")?;
-        arg_out(term, "term")?.write(c.ctx.term());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the context handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leadership_term", ctx, term, "term", |c| {
+            Ok(c.ctx.term())
+        })
+    }
 }
 
 /// Curator's LeaderSelector: leadership is an InterProcessMutex on the path (nodes
@@ -561,6 +608,34 @@ pub unsafe extern "C" fn zkr_leadership_term(
 /// lead in the order they queued. Thread-safe.
 pub struct zkr_leader_selector {
     selector: LeaderSelector,
+}
+
+handle!(zkr_leader_selector, "selector", |s| {
+    let _ = wait(s.selector.close());
+});
+
+impl Election for zkr_leader_selector {
+    fn path(&self) -> &str {
+        self.selector.path()
+    }
+    fn epoch(&self) -> Option<i64> {
+        self.selector.leadership_epoch()
+    }
+    fn leads(&self) -> bool {
+        self.selector.has_leadership()
+    }
+    fn set_policy(&self, policy: LostPolicy) -> Result<()> {
+        self.selector.set_lost_policy(policy)
+    }
+    fn leader(&self) -> BoxFuture<'_, Result<Participant>> {
+        Box::pin(self.selector.get_leader())
+    }
+    fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
+        Box::pin(self.selector.get_participants())
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.selector.close())
+    }
 }
 
 /// Makes a selector on `path` for participant `id` (may be "") whose leadership runs
@@ -578,29 +653,24 @@ pub unsafe extern "C" fn zkr_leader_selector_new(
     user_data: *mut c_void,
     out: *mut *mut zkr_leader_selector,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let id = arg_str(id, "id")?;
-        let callback = take_leadership
-            .ok_or_else(|| Error::InvalidArgument("take_leadership is NULL".into()))?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("leader selector {path}: the client is closed").into(),
-            ));
-        }
-        let ud = UserData(user_data);
-        // The core runs a blocking take_leadership on a plain thread of its own per term, so the
-        // C function runs there directly; the context lives on that thread's stack for the call.
-        let selector = LeaderSelector::new_blocking(client, path, id, move |ctx| {
-            let ud = ud;
-            let mut c_ctx = zkr_leadership_context { ctx: ctx.clone() };
-            callback(&mut c_ctx, ud.0);
-        })?;
-        out.write(Box::into_raw(Box::new(zkr_leader_selector { selector })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the strings, the callback and the
+    // out-parameter.
+    unsafe {
+        recipe_new("zkr_leader_selector_new", c, path, out, |c, path| {
+            let id = arg_str(id, "id")?;
+            let f = arg_callback(take_leadership, "take_leadership")?;
+            let ud = UserData(user_data);
+            // The core runs a blocking take_leadership on a thread of its own per term; the C
+            // function runs there, with a context handle that is freed when it returns.
+            let selector = LeaderSelector::new_blocking(c, path, id, move |ctx| {
+                let ud = ud;
+                let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
+                f(handle, ud.0);
+                free_handle("zkr_leader_selector (take_leadership)", handle);
+            })?;
+            Ok(zkr_leader_selector { selector })
+        })
+    }
 }
 
 /// Turns Curator's autoRequeue on or off: after each leadership (and after an acquire that
@@ -610,10 +680,13 @@ pub unsafe extern "C" fn zkr_leader_selector_set_auto_requeue(
     s: *mut zkr_leader_selector,
     on: bool,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_set_auto_requeue", || {
-        arg_ref(s, "selector")?.selector.set_auto_requeue(on);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_leader_selector_set_auto_requeue", s, |s| {
+            s.selector.set_auto_requeue(on);
+            Ok(())
+        })
+    }
 }
 
 /// Sets which connection states cancel leadership (ZKR_LEADER_LOST_*); only before start.
@@ -622,20 +695,16 @@ pub unsafe extern "C" fn zkr_leader_selector_set_lost_policy(
     s: *mut zkr_leader_selector,
     policy: zkr_leader_lost_policy,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_set_lost_policy", || {
-        arg_ref(s, "selector")?
-            .selector
-            .set_lost_policy(lost_policy(policy)?)
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { set_lost_policy("zkr_leader_selector_set_lost_policy", s, policy) }
 }
 
 /// Joins the queue for leadership (in the background; returns at once). ZKR_INVALID_ARGUMENT if
 /// started twice, ZKR_CLOSED after close.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_selector_start(s: *mut zkr_leader_selector) -> zkr_status {
-    ffi_call("zkr_leader_selector_start", || {
-        arg_ref(s, "selector")?.selector.start()
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { handle_call("zkr_leader_selector_start", s, |s| s.selector.start()) }
 }
 
 /// Queues for leadership again (Curator's requeue); `*queued` is false if it already was queued
@@ -645,12 +714,12 @@ pub unsafe extern "C" fn zkr_leader_selector_requeue(
     s: *mut zkr_leader_selector,
     queued: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_requeue", || {
-        let s = arg_ref(s, "selector")?;
-        let out = arg_out(queued, "queued")?;
-        out.write(s.selector.requeue()?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leader_selector_requeue", s, queued, "queued", |s| {
+            s.selector.requeue()
+        })
+    }
 }
 
 /// Cancels the current leadership, if any (its context reports ZKR_CANCEL_INTERRUPTED).
@@ -658,10 +727,13 @@ pub unsafe extern "C" fn zkr_leader_selector_requeue(
 pub unsafe extern "C" fn zkr_leader_selector_interrupt_leadership(
     s: *mut zkr_leader_selector,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_interrupt_leadership", || {
-        arg_ref(s, "selector")?.selector.interrupt_leadership();
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_leader_selector_interrupt_leadership", s, |s| {
+            s.selector.interrupt_leadership();
+            Ok(())
+        })
+    }
 }
 
 /// Whether this participant leads now (take_leadership runs and is not cancelled).
@@ -670,11 +742,8 @@ pub unsafe extern "C" fn zkr_leader_selector_has_leadership(
     s: *const zkr_leader_selector,
     is_leader: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_has_leadership", || {
-        let s = arg_ref(s, "selector")?;
-        arg_out(is_leader, "is_leader")?.write(s.selector.has_leadership());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { has_leadership("zkr_leader_selector_has_leadership", s, is_leader) }
 }
 
 /// The fencing token of the current leadership, while leading (as in the context).
@@ -684,23 +753,8 @@ pub unsafe extern "C" fn zkr_leader_selector_leadership_epoch(
     s: *const zkr_leader_selector,
     epoch: *mut i64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_leadership_epoch", || {
-        let s = arg_ref(s, "selector")?;
-        let out = arg_out(epoch, "epoch")?;
-        match s.selector.leadership_epoch() {
-            Some(e) => out.write(e),
-            None => {
-                return Err(Error::NotOwner(
-                    format!(
-                        "leader selector {}: this participant does not lead",
-                        s.selector.path()
-                    )
-                    .into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { self::epoch("zkr_leader_selector_leadership_epoch", s, epoch) }
 }
 
 /// How many leadership terms this selector has started.
@@ -709,11 +763,16 @@ pub unsafe extern "C" fn zkr_leader_selector_leadership_count(
     s: *const zkr_leader_selector,
     count: *mut u64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_leadership_count", || {
-        let s = arg_ref(s, "selector")?;
-        arg_out(count, "count")?.write(s.selector.leadership_count());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out(
+            "zkr_leader_selector_leadership_count",
+            s,
+            count,
+            "count",
+            |s| Ok(s.selector.leadership_count()),
+        )
+    }
 }
 
 /// The current leader, read from the server (free with zkr_participant_free).
@@ -722,13 +781,8 @@ pub unsafe extern "C" fn zkr_leader_selector_get_leader(
     s: *mut zkr_leader_selector,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_get_leader", || {
-        let s = arg_ref(s, "selector")?;
-        let out = arg_out(leader, "leader")?;
-        let p = block_on(s.selector.get_leader())??;
-        out.write(participant_box(&p)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { get_leader("zkr_leader_selector_get_leader", s, leader) }
 }
 
 /// Every participant in queue order, the leader flagged (free with zkr_participant_list_free).
@@ -737,13 +791,8 @@ pub unsafe extern "C" fn zkr_leader_selector_get_participants(
     s: *mut zkr_leader_selector,
     participants: *mut *mut zkr_participant_list,
 ) -> zkr_status {
-    ffi_call("zkr_leader_selector_get_participants", || {
-        let s = arg_ref(s, "selector")?;
-        let out = arg_out(participants, "participants")?;
-        let list = block_on(s.selector.get_participants())??;
-        out.write(participant_list(&list)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { get_participants("zkr_leader_selector_get_participants", s, participants) }
 }
 
 /// Leaves for good: cancels the current leadership (ZKR_CANCEL_CLOSED), leaves the queue and
@@ -751,33 +800,25 @@ pub unsafe extern "C" fn zkr_leader_selector_get_participants(
 /// take_leadership). Closing again is ZKR_OK.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_selector_close(s: *mut zkr_leader_selector) -> zkr_status {
-    ffi_call("zkr_leader_selector_close", || {
-        let s = arg_ref(s, "selector")?;
-        block_on(s.selector.close())?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { close("zkr_leader_selector_close", s) }
 }
 
 /// Frees a selector: closes it (waiting for a running take_leadership to return, unless called
 /// from inside it), so `user_data` may be freed afterwards. NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_selector_free(s: *mut zkr_leader_selector) {
-    ffi_boundary("zkr_leader_selector_free", (), || {
-        if s.is_null() {
-            return;
-        }
-        let s = Box::from_raw(s);
-        let _ = block_on(s.selector.close());
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_leader_selector_free", s) }
 }
 
 // ---------------------------------------------------------------------------------------------
 // LeaderObserver
 
 /// Called with each new leader of an observed group (`leader` is valid only during the call; its
-/// id is "" when nobody leads). Runs on the observer's listener thread, one call at a time, in
-/// order; any zkr_ function may be called inside. It must not throw (C++) or longjmp out.
+/// id is "" when nobody leads). Runs on a library thread, one call at a time, in order with the
+/// observer's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+/// or longjmp out.
 pub type zkr_leader_observer_callback =
     Option<unsafe extern "C" fn(leader: *const zkr_participant, user_data: *mut c_void)>;
 
@@ -787,8 +828,39 @@ pub struct zkr_leader_observer {
     observer: Mutex<LeaderObserver>,
     /// Our own receiver, so that zkr_leader_observer_wait_changed sees every change once.
     changes: Mutex<watch::Receiver<Participant>>,
-    listeners: Mutex<HashMap<u64, Arc<Registration>>>,
+    listeners: Listeners<zkr_leader_observer_callback>,
 }
+
+handle!(zkr_leader_observer, "observer", |o| {
+    o.unregister_all();
+    lock(&o.observer).close();
+});
+
+impl Listening for zkr_leader_observer {
+    type Callback = zkr_leader_observer_callback;
+
+    fn listeners(&self) -> &Listeners<zkr_leader_observer_callback> {
+        &self.listeners
+    }
+
+    fn register(&self, cb: Arc<CCallback<ObserverFn>>) -> Result<ListenerId> {
+        Ok(lock(&self.observer).add_listener(move |p| {
+            let Ok(c) = participant(&p) else { return };
+            // SAFETY: the C caller's contract for the callback it registered.
+            cb.call(|f, ud| unsafe { f(&c, ud) });
+            // SAFETY: made by `participant` above, freed once.
+            unsafe { zkr_string_free(c.id) };
+        }))
+    }
+
+    /// Takes the observer's lock only for the removal: `unregister_all` then waits for a
+    /// running callback without it (the callback may be calling zkr_leader_observer_leader).
+    fn unregister(&self, id: ListenerId) -> bool {
+        lock(&self.observer).remove_listener(id)
+    }
+}
+
+type ObserverFn = <zkr_leader_observer_callback as CallbackType>::Fn;
 
 /// Starts observing the group at `path`; returns once the current leader is known (the path
 /// need not exist yet). Free with zkr_leader_observer_free.
@@ -798,20 +870,19 @@ pub unsafe extern "C" fn zkr_leader_observer_start(
     path: *const c_char,
     out: *mut *mut zkr_leader_observer,
 ) -> zkr_status {
-    ffi_call("zkr_leader_observer_start", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        let observer = block_on(LeaderObserver::start(client, path))??;
-        let mut changes = observer.subscribe();
-        changes.borrow_and_update();
-        out.write(Box::into_raw(Box::new(zkr_leader_observer {
-            observer: Mutex::new(observer),
-            changes: Mutex::new(changes),
-            listeners: Mutex::new(HashMap::new()),
-        })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_leader_observer_start", c, path, out, |c, path| {
+            let observer = wait(LeaderObserver::start(c, path))?;
+            let mut changes = observer.subscribe();
+            changes.borrow_and_update();
+            Ok(zkr_leader_observer {
+                observer: Mutex::new(observer),
+                changes: Mutex::new(changes),
+                listeners: Listeners::default(),
+            })
+        })
+    }
 }
 
 /// The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
@@ -820,17 +891,12 @@ pub unsafe extern "C" fn zkr_leader_observer_leader(
     o: *const zkr_leader_observer,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    ffi_call("zkr_leader_observer_leader", || {
-        let o = arg_ref(o, "observer")?;
-        let out = arg_out(leader, "leader")?;
-        let p = o
-            .observer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .leader();
-        out.write(participant_box(&p)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leader_observer_leader", o, leader, "leader", |o| {
+            participant_box(&lock(&o.observer).leader())
+        })
+    }
 }
 
 /// Waits for the next change of leader (since the last call, or since start), at most
@@ -843,33 +909,37 @@ pub unsafe extern "C" fn zkr_leader_observer_wait_changed(
     timeout_ms: i64,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    ffi_call("zkr_leader_observer_wait_changed", || {
-        let o = arg_ref(o, "observer")?;
-        let out = arg_out(leader, "leader")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        let mut rx = o.changes.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let changed = block_on(async {
-            match timeout {
-                Some(t) => tokio::time::timeout(t, rx.changed()).await.ok(),
-                None => Some(rx.changed().await),
-            }
-        })?;
-        match changed {
-            None => out.write(ptr::null_mut()),
-            Some(Err(_)) => {
-                return Err(Error::Closed(
-                    "the leader observer (or its client) is closed".into(),
-                ))
-            }
-            Some(Ok(())) => {
-                let p = rx.borrow_and_update().clone();
-                // Remember what this caller saw, for the next call.
-                *o.changes.lock().unwrap_or_else(|e| e.into_inner()) = rx;
-                out.write(participant_box(&p)?);
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out(
+            "zkr_leader_observer_wait_changed",
+            o,
+            leader,
+            "leader",
+            |o| {
+                let timeout = arg_timeout(timeout_ms)?;
+                let mut rx = lock(&o.changes).clone();
+                let changed = wait(async {
+                    Ok(match timeout {
+                        Some(t) => tokio::time::timeout(t, rx.changed()).await.ok(),
+                        None => Some(rx.changed().await),
+                    })
+                })?;
+                match changed {
+                    None => Ok(ptr::null_mut()),
+                    Some(Err(_)) => Err(Error::Closed(
+                        "the leader observer (or its client) is closed".into(),
+                    )),
+                    Some(Ok(())) => {
+                        let p = rx.borrow_and_update().clone();
+                        // Remember what this caller saw, for the next call.
+                        *lock(&o.changes) = rx;
+                        participant_box(&p)
+                    }
+                }
+            },
+        )
+    }
 }
 
 /// Adds a listener called with each new leader; `*listener_id` identifies it for
@@ -882,29 +952,9 @@ pub unsafe extern "C" fn zkr_leader_observer_add_listener(
     user_data: *mut c_void,
     listener_id: *mut u64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_observer_add_listener", || {
-        let o = arg_ref(o, "observer")?;
-        let callback = callback.ok_or_else(|| Error::InvalidArgument("callback is NULL".into()))?;
-        let out = arg_out(listener_id, "listener_id")?;
-        let reg = Registration::new();
-        let run_reg = reg.clone();
-        let ud = UserData(user_data);
-        let mut listeners = o.listeners.lock().unwrap_or_else(|e| e.into_inner());
-        // The observer runs listeners on a plain thread of its own: call the C function there.
-        let id = o
-            .observer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .add_listener(move |p| {
-                let ud = ud;
-                let Ok(c) = participant(&p) else { return };
-                run_reg.run(|| callback(&c, ud.0));
-                zkr_string_free(c.id);
-            });
-        listeners.insert(id, reg);
-        out.write(id);
-        Ok(())
-    })
+    let f = "zkr_leader_observer_add_listener";
+    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
+    unsafe { add_listener(f, o, callback, user_data, listener_id) }
 }
 
 /// Removes a listener. When this returns, the callback is not running (unless this is called
@@ -914,60 +964,27 @@ pub unsafe extern "C" fn zkr_leader_observer_remove_listener(
     o: *mut zkr_leader_observer,
     listener_id: u64,
 ) -> zkr_status {
-    ffi_call("zkr_leader_observer_remove_listener", || {
-        let o = arg_ref(o, "observer")?;
-        let reg = o
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&listener_id);
-        match reg {
-            Some(reg) => {
-                o.observer
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove_listener(listener_id);
-                reg.disable();
-                Ok(())
-            }
-            None => Err(Error::InvalidArgument(
-                format!("no listener with id {listener_id} on this observer").into(),
-            )),
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { remove_listener("zkr_leader_observer_remove_listener", o, listener_id) }
 }
 
 /// Stops observing (its watch is removed from the server); waiters get ZKR_CLOSED. Closing twice
 /// is ZKR_OK.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_observer_close(o: *mut zkr_leader_observer) -> zkr_status {
-    ffi_call("zkr_leader_observer_close", || {
-        let o = arg_ref(o, "observer")?;
-        o.observer.lock().unwrap_or_else(|e| e.into_inner()).close();
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_leader_observer_close", o, |o| {
+            lock(&o.observer).close();
+            Ok(())
+        })
+    }
 }
 
 /// Frees an observer: removes its listeners (waiting for a running one, unless called from
 /// inside it) and closes it. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leader_observer_free(o: *mut zkr_leader_observer) {
-    ffi_boundary("zkr_leader_observer_free", (), || {
-        if o.is_null() {
-            return;
-        }
-        let o = Box::from_raw(o);
-        let listeners: Vec<(u64, Arc<Registration>)> = o
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain()
-            .collect();
-        let mut observer = o.observer.lock().unwrap_or_else(|e| e.into_inner());
-        for (id, reg) in listeners {
-            observer.remove_listener(id);
-            reg.disable();
-        }
-        observer.close();
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_leader_observer_free", o) }
 }

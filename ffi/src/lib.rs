@@ -1,10 +1,11 @@
 //! The C ABI of zkrecipes: `libzkrecipes.so` / `libzkrecipes.a` and the generated, committed
 //! `include/zkrecipes.h` (see `docs/C_API.md` for the conventions).
 //!
-//! This crate holds no recipe logic: it checks arguments, maps types, owners and errors, and
-//! runs the core's blocking calls on the core's one runtime. Every export runs inside
-//! [`boundary::ffi_boundary`] (no panic unwinds into C) and checks its pointers with
-//! [`boundary::non_null`].
+//! This crate holds no recipe logic: it checks arguments, maps types, owners and errors from
+//! the core's vocabulary, and runs the core's blocking calls on the core's one runtime. Every
+//! export is one call of a helper of [`boundary`] (the panic boundary, the argument checks, the
+//! C caller's contract), on a handle of [`handle`] (tagged, so that a freed handle is refused),
+//! with its callbacks behind [`callback`]'s gates.
 
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
@@ -13,10 +14,14 @@ pub mod atomic;
 mod boundary;
 mod callback;
 pub mod client;
+mod handle;
 pub mod leader;
 pub mod lock;
+pub mod log;
+pub mod options;
 pub mod status;
 pub mod types;
+mod vocab;
 
 use std::ffi::c_char;
 

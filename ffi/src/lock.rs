@@ -1,28 +1,109 @@
-//! The lock family: InterProcessMutex (and the read/write lock's two halves, which are mutexes).
+//! The lock family: InterProcessMutex (and the read/write lock's halves, which are mutexes),
+//! the semaphores and the multi lock.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use zkrecipes::lock::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockLostPolicy,
+    InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
-use zkrecipes::{Error, Owner, Result};
+use zkrecipes::{Error, ListenerId, LostPolicy, Owner, Result};
 
-use crate::boundary::{
-    arg_out, arg_ref, arg_str, arg_timeout, block_on, ffi_boundary, ffi_call, non_null,
-};
-use crate::callback::{CallbackThread, Registration, UserData};
-use crate::client::{client_arg, zkr_client};
+use crate::boundary::{arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
+use crate::callback::{lock, Slot, UserData};
+use crate::client::zkr_client;
+use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
 use crate::status::zkr_status;
-use crate::types::{zkr_owner, zkr_string_list};
+use crate::types::{thread_owner, zkr_owner, zkr_string_list};
+
+// ---------------------------------------------------------------------------------------------
+// What the lock handles share
+
+/// A handle whose lock is one of Curator's InterProcessLock family.
+trait LockHandle: Handle {
+    fn lock(&self) -> &dyn InterProcessLock;
+}
+
+/// `impl LockHandle` for a handle whose lock is its field `$field`.
+macro_rules! lock_handle {
+    ($t:ident, $field:ident) => {
+        impl LockHandle for $t {
+            fn lock(&self) -> &dyn InterProcessLock {
+                &self.$field
+            }
+        }
+    };
+}
+
+/// acquire / acquire_as of every lock handle.
+///
+/// # Safety
+/// The C caller's contract for the handle and `acquired`.
+unsafe fn acquire<H: LockHandle>(
+    function: &str,
+    h: *mut H,
+    owner: Result<Owner>,
+    timeout_ms: i64,
+    acquired: *mut bool,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, h, acquired, "acquired", |h| {
+            let (owner, timeout) = (owner?, arg_timeout(timeout_ms)?);
+            wait(h.lock().acquire(owner, timeout))
+        })
+    }
+}
+
+/// release / release_as of every lock handle.
+///
+/// # Safety
+/// The C caller's contract for the handle.
+unsafe fn release<H: LockHandle>(function: &str, h: *mut H, owner: Result<Owner>) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe { handle_call(function, h, |h| wait(h.lock().release(owner?))) }
+}
+
+/// is_acquired_in_this_process of every lock handle.
+///
+/// # Safety
+/// The C caller's contract for the handle and `acquired`.
+unsafe fn acquired_here<H: LockHandle>(
+    function: &str,
+    h: *const H,
+    acquired: *mut bool,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, h, acquired, "acquired", |h| {
+            Ok(h.lock().is_acquired_in_this_process())
+        })
+    }
+}
+
+/// When a hold or a leadership counts as lost (Curator's ConnectionStateErrorPolicy), for
+/// zkr_mutex_set_lost_policy and the leader recipes.
+pub(crate) fn lost_policy(policy: u32, what: &str) -> Result<LostPolicy> {
+    match policy {
+        0 => Ok(LostPolicy::Standard),
+        1 => Ok(LostPolicy::Session),
+        other => Err(Error::InvalidArgument(
+            format!("lost policy {other} is not a {what} value").into(),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// InterProcessMutex
 
 /// Called when a hold of a lock is lost: the connection went SUSPENDED or LOST (per the lock's
-/// lost policy) or the client was closed. `owner` is the owner whose hold was lost; it should
-/// stop trusting the lock and release it (the release then succeeds). It runs on a thread of the
-/// library dedicated to this lock handle's callbacks (never the acquiring thread), one call at a
-/// time; any zkr_ function may be called inside, including a release with zkr_mutex_release_as.
-/// It must not throw (C++) or longjmp out.
+/// lost policy), the lock node was deleted by someone else, or the client was closed. `owner` is
+/// the owner whose hold was lost; it should stop trusting the lock and release it (the release
+/// then succeeds). It runs on a library thread (never the acquiring thread, never one of the
+/// library's async workers), one call at a time with this lock's other callbacks; any zkr_
+/// function may be called inside, including a release with zkr_mutex_release_as. It must not
+/// throw (C++) or longjmp out.
 pub type zkr_lock_lost_callback =
     Option<unsafe extern "C" fn(owner: zkr_owner, user_data: *mut c_void)>;
 
@@ -36,46 +117,9 @@ pub const ZKR_LOCK_LOST_ON_SESSION_LOSS: zkr_lock_lost_policy = 1;
 /// Called when another process asks this owner to give up its hold (Curator's revocation: it
 /// wrote `__REVOKE__` into our lock node with zkr_lock_attempt_revoke). Revocation is
 /// cooperative: the owner decides whether to release (with zkr_mutex_release_as(m, owner)). Runs
-/// like zkr_lock_lost_callback: on a library thread of this handle, where any zkr_ call is
-/// allowed. It must not throw (C++) or longjmp out.
+/// like zkr_lock_lost_callback. It must not throw (C++) or longjmp out.
 pub type zkr_revoke_callback =
     Option<unsafe extern "C" fn(owner: zkr_owner, user_data: *mut c_void)>;
-
-/// A C callback of a lock handle taking an owner (lost or revoke), replaced by its setter.
-#[derive(Default)]
-pub(crate) struct OwnerSlot {
-    current: Mutex<Option<(OwnerCallback, UserData, Arc<Registration>)>>,
-}
-
-type OwnerCallback = Option<unsafe extern "C" fn(owner: zkr_owner, user_data: *mut c_void)>;
-
-impl OwnerSlot {
-    /// Installs (or, with `None`, removes) the callback; the previous one is disabled first.
-    fn set(&self, callback: OwnerCallback, user_data: UserData) {
-        let previous = {
-            let mut cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            let prev = cur.take();
-            if callback.is_some() {
-                *cur = Some((callback, user_data, Registration::new()));
-            }
-            prev
-        };
-        if let Some((_, _, reg)) = previous {
-            reg.disable();
-        }
-    }
-
-    fn fire(&self, thread: &CallbackThread, owner: Owner) {
-        let cur = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((Some(cb), ud, reg)) = cur.as_ref() {
-            let (cb, ud, reg) = (*cb, *ud, reg.clone());
-            thread.post(Box::new(move || {
-                let ud = ud;
-                reg.run(|| unsafe { cb(zkr_owner { id: owner.as_raw() }, ud.0) })
-            }));
-        }
-    }
-}
 
 /// Curator's InterProcessMutex: a reentrant mutex shared by every process (C, Python, Node,
 /// Rust, Java/Curator) that uses the same path. Reentrant per owner: the same owner may acquire
@@ -83,37 +127,43 @@ impl OwnerSlot {
 /// one handle may be used by many threads at once (each thread is its own owner).
 pub struct zkr_mutex {
     mutex: InterProcessMutex,
-    callbacks: Arc<CallbackThread>,
-    lost: Arc<OwnerSlot>,
-    revoke: Arc<OwnerSlot>,
+    lost: Arc<Slot<zkr_lock_lost_callback>>,
+    revoke: Arc<Slot<zkr_revoke_callback>>,
+    lost_listener: ListenerId,
 }
 
-/// A core listener that forwards to a slot's C callback on the handle's callback thread; weak,
-/// so that a freed handle's slot simply stops firing.
-fn forwarder(
-    thread: &Arc<CallbackThread>,
-    slot: &Arc<OwnerSlot>,
+handle!(zkr_mutex, "mutex", |m| {
+    m.mutex.remove_lost_listener(m.lost_listener);
+    m.lost.set(None, UserData(std::ptr::null_mut()));
+    m.revoke.set(None, UserData(std::ptr::null_mut()));
+});
+
+lock_handle!(zkr_mutex, mutex);
+
+/// A core listener calling a slot's C callback with the owner; weak, so that the slot of a freed
+/// handle is simply gone.
+fn owner_listener(
+    slot: &Arc<Slot<zkr_lock_lost_callback>>,
 ) -> impl Fn(Owner) + Send + Sync + 'static {
-    let (thread, slot) = (Arc::downgrade(thread), Arc::downgrade(slot));
+    let slot: Weak<Slot<zkr_lock_lost_callback>> = Arc::downgrade(slot);
     move |owner| {
-        if let (Some(t), Some(s)) = (thread.upgrade(), slot.upgrade()) {
-            s.fire(&t, owner);
+        if let Some(s) = slot.upgrade() {
+            // SAFETY: the C caller's contract for the callback it installed.
+            s.fire(|f, ud| unsafe { f(zkr_owner::from(owner), ud) });
         }
     }
 }
 
 impl zkr_mutex {
-    pub(crate) fn wrap(mutex: InterProcessMutex) -> *mut zkr_mutex {
-        let callbacks = CallbackThread::new("zkr-cb-lock");
-        let lost = Arc::new(OwnerSlot::default());
-        mutex.on_lost(forwarder(&callbacks, &lost));
-        let revoke = Arc::new(OwnerSlot::default());
-        Box::into_raw(Box::new(zkr_mutex {
+    fn new(mutex: InterProcessMutex) -> zkr_mutex {
+        let lost = Arc::new(Slot::new());
+        let lost_listener = mutex.on_lost(owner_listener(&lost));
+        zkr_mutex {
             mutex,
-            callbacks,
             lost,
-            revoke,
-        }))
+            revoke: Arc::new(Slot::new()),
+            lost_listener,
+        }
     }
 }
 
@@ -125,35 +175,12 @@ pub unsafe extern "C" fn zkr_mutex_new(
     path: *const c_char,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("mutex {path}: the client is closed").into(),
-            ));
-        }
-        out.write(zkr_mutex::wrap(InterProcessMutex::new(client, path)?));
-        Ok(())
-    })
-}
-
-fn acquire(
-    function: &str,
-    m: *mut zkr_mutex,
-    owner: Result<Owner>,
-    timeout_ms: i64,
-    acquired: *mut bool,
-) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "mutex") }?;
-        let out = unsafe { arg_out(acquired, "acquired") }?;
-        let owner = owner?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(m.mutex.acquire(owner, timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_mutex_new", c, path, out, |c, path| {
+            Ok(zkr_mutex::new(InterProcessMutex::new(c, path)?))
+        })
+    }
 }
 
 /// Acquires the mutex for the calling thread, waiting at most `timeout_ms` (-1: forever; 0: try
@@ -168,13 +195,8 @@ pub unsafe extern "C" fn zkr_mutex_acquire(
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    acquire(
-        "zkr_mutex_acquire",
-        m,
-        Ok(Owner::current_thread()),
-        timeout_ms,
-        acquired,
-    )
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { acquire("zkr_mutex_acquire", m, thread_owner(), timeout_ms, acquired) }
 }
 
 /// zkr_mutex_acquire for an explicit owner.
@@ -185,21 +207,16 @@ pub unsafe extern "C" fn zkr_mutex_acquire_as(
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    acquire(
-        "zkr_mutex_acquire_as",
-        m,
-        owner.to_core(),
-        timeout_ms,
-        acquired,
-    )
-}
-
-fn release(function: &str, m: *mut zkr_mutex, owner: Result<Owner>) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "mutex") }?;
-        let owner = owner?;
-        block_on(m.mutex.release(owner))?
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        acquire(
+            "zkr_mutex_acquire_as",
+            m,
+            owner.to_core(),
+            timeout_ms,
+            acquired,
+        )
+    }
 }
 
 /// Releases one acquire of the calling thread; the last one deletes the lock node.
@@ -208,21 +225,51 @@ fn release(function: &str, m: *mut zkr_mutex, owner: Result<Owner>) -> zkr_statu
 /// hold that was reported lost is ZKR_OK.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_mutex_release(m: *mut zkr_mutex) -> zkr_status {
-    release("zkr_mutex_release", m, Ok(Owner::current_thread()))
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { release("zkr_mutex_release", m, thread_owner()) }
 }
 
 /// zkr_mutex_release for an explicit owner (from any thread).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_mutex_release_as(m: *mut zkr_mutex, owner: zkr_owner) -> zkr_status {
-    release("zkr_mutex_release_as", m, owner.to_core())
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { release("zkr_mutex_release_as", m, owner.to_core()) }
 }
 
-fn owned(function: &str, m: *const zkr_mutex, owner: Result<Owner>, out: *mut bool) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "mutex") }?;
-        let out = unsafe { arg_out(out, "owned") }?;
-        out.write(m.mutex.is_owned_by(owner?));
-        Ok(())
+/// A question about one owner's hold, asked by a plain call (the thread's owner) or its `_as`
+/// twin.
+///
+/// # Safety
+/// The C caller's contract for the handle and `out`.
+unsafe fn ask<T>(
+    function: &str,
+    m: *const zkr_mutex,
+    owner: Result<Owner>,
+    out: *mut T,
+    what: &str,
+    question: impl FnOnce(&InterProcessMutex, Owner) -> Result<T>,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe { handle_out(function, m, out, what, |m| question(&m.mutex, owner?)) }
+}
+
+fn is_owned(m: &InterProcessMutex, owner: Owner) -> Result<bool> {
+    Ok(m.is_owned_by(owner))
+}
+
+fn is_held_valid(m: &InterProcessMutex, owner: Owner) -> Result<bool> {
+    Ok(m.is_held_valid(owner))
+}
+
+fn fencing_token(m: &InterProcessMutex, owner: Owner) -> Result<i64> {
+    m.fencing_token(owner).ok_or_else(|| {
+        Error::NotOwner(
+            format!(
+                "fencing token of lock {}: this owner does not hold it",
+                m.path()
+            )
+            .into(),
+        )
     })
 }
 
@@ -233,12 +280,17 @@ pub unsafe extern "C" fn zkr_mutex_is_owned(
     m: *const zkr_mutex,
     owned_out: *mut bool,
 ) -> zkr_status {
-    owned(
-        "zkr_mutex_is_owned",
-        m,
-        Ok(Owner::current_thread()),
-        owned_out,
-    )
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_is_owned",
+            m,
+            thread_owner(),
+            owned_out,
+            "owned",
+            is_owned,
+        )
+    }
 }
 
 /// zkr_mutex_is_owned for an explicit owner.
@@ -248,7 +300,17 @@ pub unsafe extern "C" fn zkr_mutex_is_owned_as(
     owner: zkr_owner,
     owned_out: *mut bool,
 ) -> zkr_status {
-    owned("zkr_mutex_is_owned_as", m, owner.to_core(), owned_out)
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_is_owned_as",
+            m,
+            owner.to_core(),
+            owned_out,
+            "owned",
+            is_owned,
+        )
+    }
 }
 
 /// Whether any owner holds the mutex through this handle.
@@ -257,26 +319,8 @@ pub unsafe extern "C" fn zkr_mutex_is_acquired_in_this_process(
     m: *const zkr_mutex,
     acquired: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_is_acquired_in_this_process", || {
-        let m = arg_ref(m, "mutex")?;
-        let out = arg_out(acquired, "acquired")?;
-        out.write(m.mutex.is_acquired_in_this_process());
-        Ok(())
-    })
-}
-
-fn held_valid(
-    function: &str,
-    m: *const zkr_mutex,
-    owner: Result<Owner>,
-    out: *mut bool,
-) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "mutex") }?;
-        let out = unsafe { arg_out(out, "valid") }?;
-        out.write(m.mutex.is_held_valid(owner?));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { acquired_here("zkr_mutex_is_acquired_in_this_process", m, acquired) }
 }
 
 /// Whether the calling thread holds the mutex and the hold is still trustworthy: not reported
@@ -286,12 +330,17 @@ pub unsafe extern "C" fn zkr_mutex_is_held_valid(
     m: *const zkr_mutex,
     valid: *mut bool,
 ) -> zkr_status {
-    held_valid(
-        "zkr_mutex_is_held_valid",
-        m,
-        Ok(Owner::current_thread()),
-        valid,
-    )
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_is_held_valid",
+            m,
+            thread_owner(),
+            valid,
+            "valid",
+            is_held_valid,
+        )
+    }
 }
 
 /// zkr_mutex_is_held_valid for an explicit owner.
@@ -301,32 +350,17 @@ pub unsafe extern "C" fn zkr_mutex_is_held_valid_as(
     owner: zkr_owner,
     valid: *mut bool,
 ) -> zkr_status {
-    held_valid("zkr_mutex_is_held_valid_as", m, owner.to_core(), valid)
-}
-
-fn fencing_token(
-    function: &str,
-    m: *const zkr_mutex,
-    owner: Result<Owner>,
-    token: *mut i64,
-) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "mutex") }?;
-        let out = unsafe { arg_out(token, "token") }?;
-        match m.mutex.fencing_token(owner?) {
-            Some(t) => out.write(t),
-            None => {
-                return Err(Error::NotOwner(
-                    format!(
-                        "fencing token of lock {}: this owner does not hold it",
-                        m.mutex.path()
-                    )
-                    .into(),
-                ))
-            }
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_is_held_valid_as",
+            m,
+            owner.to_core(),
+            valid,
+            "valid",
+            is_held_valid,
+        )
+    }
 }
 
 /// The fencing token of the calling thread's hold: the lock node's czxid, strictly greater than
@@ -337,12 +371,17 @@ pub unsafe extern "C" fn zkr_mutex_fencing_token(
     m: *const zkr_mutex,
     token: *mut i64,
 ) -> zkr_status {
-    fencing_token(
-        "zkr_mutex_fencing_token",
-        m,
-        Ok(Owner::current_thread()),
-        token,
-    )
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_fencing_token",
+            m,
+            thread_owner(),
+            token,
+            "token",
+            fencing_token,
+        )
+    }
 }
 
 /// zkr_mutex_fencing_token for an explicit owner.
@@ -352,7 +391,17 @@ pub unsafe extern "C" fn zkr_mutex_fencing_token_as(
     owner: zkr_owner,
     token: *mut i64,
 ) -> zkr_status {
-    fencing_token("zkr_mutex_fencing_token_as", m, owner.to_core(), token)
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        ask(
+            "zkr_mutex_fencing_token_as",
+            m,
+            owner.to_core(),
+            token,
+            "token",
+            fencing_token,
+        )
+    }
 }
 
 /// The lock's nodes in line order (holder first), as full paths, in `*nodes` (free with
@@ -362,13 +411,12 @@ pub unsafe extern "C" fn zkr_mutex_participant_nodes(
     m: *mut zkr_mutex,
     nodes: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_participant_nodes", || {
-        let m = arg_ref(m, "mutex")?;
-        let out = arg_out(nodes, "nodes")?;
-        let list = block_on(m.mutex.participant_nodes())??;
-        out.write(zkr_string_list::from_vec(list)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_mutex_participant_nodes", m, nodes, "nodes", |m| {
+            zkr_string_list::from_vec(wait(m.mutex.participant_nodes())?)
+        })
+    }
 }
 
 /// Sets (replaces) the callback called when a hold of this mutex is lost; a NULL callback removes
@@ -382,11 +430,13 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_callback(
     callback: zkr_lock_lost_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_set_lost_callback", || {
-        let m = arg_ref(m, "mutex")?;
-        m.lost.set(callback, UserData(user_data));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the callback.
+    unsafe {
+        handle_call("zkr_mutex_set_lost_callback", m, |m| {
+            m.lost.set(callback, UserData(user_data));
+            Ok(())
+        })
+    }
 }
 
 /// Curator's makeRevocable: from now on, this handle's lock nodes carry empty data and are
@@ -400,14 +450,16 @@ pub unsafe extern "C" fn zkr_mutex_make_revocable(
     callback: zkr_revoke_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_make_revocable", || {
-        let m = arg_ref(m, "mutex")?;
-        m.revoke.set(callback, UserData(user_data));
-        if callback.is_some() {
-            m.mutex.make_revocable(forwarder(&m.callbacks, &m.revoke));
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the callback.
+    unsafe {
+        handle_call("zkr_mutex_make_revocable", m, |m| {
+            m.revoke.set(callback, UserData(user_data));
+            if callback.is_some() {
+                m.mutex.make_revocable(owner_listener(&m.revoke));
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Curator's Revoker.attemptRevoke: asks the holder of the lock node `node_path` (one of
@@ -418,11 +470,13 @@ pub unsafe extern "C" fn zkr_lock_attempt_revoke(
     c: *mut zkr_client,
     node_path: *const c_char,
 ) -> zkr_status {
-    ffi_call("zkr_lock_attempt_revoke", || {
-        let client = client_arg(c, "client")?;
-        let node_path = arg_str(node_path, "node_path")?;
-        block_on(zkrecipes::lock::attempt_revoke(client, node_path))?
-    })
+    // SAFETY: the C caller's contract for the client and the path.
+    unsafe {
+        handle_call("zkr_lock_attempt_revoke", c, |c| {
+            let node_path = arg_str(node_path, "node_path")?;
+            wait(zkrecipes::lock::attempt_revoke(&c.client, node_path))
+        })
+    }
 }
 
 /// Sets when a hold counts as lost: ZKR_LOCK_LOST_ON_SUSPENDED (default) or
@@ -432,39 +486,25 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_policy(
     m: *mut zkr_mutex,
     policy: zkr_lock_lost_policy,
 ) -> zkr_status {
-    ffi_call("zkr_mutex_set_lost_policy", || {
-        let m = arg_ref(m, "mutex")?;
-        m.mutex.set_lost_policy(match policy {
-            ZKR_LOCK_LOST_ON_SUSPENDED => LockLostPolicy::Standard,
-            ZKR_LOCK_LOST_ON_SESSION_LOSS => LockLostPolicy::Session,
-            other => {
-                return Err(Error::InvalidArgument(
-                    format!("lost policy {other} is not a ZKR_LOCK_LOST_* value").into(),
-                ))
-            }
-        });
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_mutex_set_lost_policy", m, |m| {
+            m.mutex
+                .set_lost_policy(lost_policy(policy, "ZKR_LOCK_LOST_*")?);
+            Ok(())
+        })
+    }
 }
 
-/// Frees a mutex handle: its lost callback is removed (waiting for a running call to return,
-/// unless called from inside it). Holds still held through this handle are NOT released: their
-/// lock nodes stay until the session ends, as with Curator; release before freeing. NULL does
-/// nothing. The handle must not be in use by another thread.
-///
-/// Do not use it after this call.
+/// Frees a mutex handle: its lost and revoke callbacks are removed (waiting for a running call to
+/// return, unless called from inside it). Holds still held through this handle are NOT released:
+/// their lock nodes stay until the session ends, as with Curator; release before freeing. NULL
+/// does nothing. The handle must not be in use by another thread. A handle already freed is
+/// detected in most cases (see docs/C_API.md).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_mutex_free(m: *mut zkr_mutex) {
-    ffi_boundary("zkr_mutex_free", (), || {
-        if m.is_null() {
-            return;
-        }
-        let m = Box::from_raw(m);
-        m.lost.set(None, UserData(std::ptr::null_mut()));
-        m.revoke.set(None, UserData(std::ptr::null_mut()));
-        m.callbacks.shutdown();
-        drop(m);
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_mutex_free", m) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -479,6 +519,8 @@ pub struct zkr_rwlock {
     lock: InterProcessReadWriteLock,
 }
 
+handle!(zkr_rwlock, "rwlock");
+
 /// Makes a read/write lock on `path`. Free with zkr_rwlock_free.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_rwlock_new(
@@ -486,19 +528,14 @@ pub unsafe extern "C" fn zkr_rwlock_new(
     path: *const c_char,
     out: *mut *mut zkr_rwlock,
 ) -> zkr_status {
-    ffi_call("zkr_rwlock_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("read/write lock {path}: the client is closed").into(),
-            ));
-        }
-        let lock = InterProcessReadWriteLock::new(client, path)?;
-        out.write(Box::into_raw(Box::new(zkr_rwlock { lock })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_rwlock_new", c, path, out, |c, path| {
+            Ok(zkr_rwlock {
+                lock: InterProcessReadWriteLock::new(c, path)?,
+            })
+        })
+    }
 }
 
 /// The read half, as a new zkr_mutex handle (free it with zkr_mutex_free, before or after the
@@ -508,11 +545,12 @@ pub unsafe extern "C" fn zkr_rwlock_read_lock(
     rw: *mut zkr_rwlock,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    ffi_call("zkr_rwlock_read_lock", || {
-        let rw = arg_ref(rw, "rwlock")?;
-        arg_out(out, "out")?.write(zkr_mutex::wrap(rw.lock.read_lock().clone()));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_rwlock_read_lock", rw, out, "out", |rw| {
+            Ok(new_handle(zkr_mutex::new(rw.lock.read_lock().clone())))
+        })
+    }
 }
 
 /// The write half, as a new zkr_mutex handle (free it with zkr_mutex_free).
@@ -521,23 +559,19 @@ pub unsafe extern "C" fn zkr_rwlock_write_lock(
     rw: *mut zkr_rwlock,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    ffi_call("zkr_rwlock_write_lock", || {
-        let rw = arg_ref(rw, "rwlock")?;
-        arg_out(out, "out")?.write(zkr_mutex::wrap(rw.lock.write_lock().clone()));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_rwlock_write_lock", rw, out, "out", |rw| {
+            Ok(new_handle(zkr_mutex::new(rw.lock.write_lock().clone())))
+        })
+    }
 }
 
 /// Frees a read/write lock handle (handles of its halves stay valid). NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_rwlock_free(rw: *mut zkr_rwlock) {
-    ffi_boundary("zkr_rwlock_free", (), || {
-        if !rw.is_null() {
-            drop(Box::from_raw(rw));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_rwlock_free", rw) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -550,6 +584,10 @@ pub struct zkr_semaphore_mutex {
     mutex: InterProcessSemaphoreMutex,
 }
 
+handle!(zkr_semaphore_mutex, "mutex");
+
+lock_handle!(zkr_semaphore_mutex, mutex);
+
 /// Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_semaphore_mutex_new(
@@ -557,19 +595,14 @@ pub unsafe extern "C" fn zkr_semaphore_mutex_new(
     path: *const c_char,
     out: *mut *mut zkr_semaphore_mutex,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_mutex_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("semaphore mutex {path}: the client is closed").into(),
-            ));
-        }
-        let mutex = InterProcessSemaphoreMutex::new(client, path)?;
-        out.write(Box::into_raw(Box::new(zkr_semaphore_mutex { mutex })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_semaphore_mutex_new", c, path, out, |c, path| {
+            Ok(zkr_semaphore_mutex {
+                mutex: InterProcessSemaphoreMutex::new(c, path)?,
+            })
+        })
+    }
 }
 
 /// Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
@@ -579,22 +612,23 @@ pub unsafe extern "C" fn zkr_semaphore_mutex_acquire(
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_mutex_acquire", || {
-        let m = arg_ref(m, "mutex")?;
-        let out = arg_out(acquired, "acquired")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(m.mutex.acquire(timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        acquire(
+            "zkr_semaphore_mutex_acquire",
+            m,
+            thread_owner(),
+            timeout_ms,
+            acquired,
+        )
+    }
 }
 
 /// Releases; ZKR_NOT_OWNER if this handle does not hold it.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_semaphore_mutex_release(m: *mut zkr_semaphore_mutex) -> zkr_status {
-    ffi_call("zkr_semaphore_mutex_release", || {
-        let m = arg_ref(m, "mutex")?;
-        block_on(m.mutex.release())?
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { release("zkr_semaphore_mutex_release", m, thread_owner()) }
 }
 
 /// Whether this handle holds it.
@@ -603,23 +637,21 @@ pub unsafe extern "C" fn zkr_semaphore_mutex_is_acquired_in_this_process(
     m: *const zkr_semaphore_mutex,
     acquired: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_mutex_is_acquired_in_this_process", || {
-        let m = arg_ref(m, "mutex")?;
-        arg_out(acquired, "acquired")?.write(m.mutex.is_acquired_in_this_process());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        acquired_here(
+            "zkr_semaphore_mutex_is_acquired_in_this_process",
+            m,
+            acquired,
+        )
+    }
 }
 
 /// Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_semaphore_mutex_free(m: *mut zkr_semaphore_mutex) {
-    ffi_boundary("zkr_semaphore_mutex_free", (), || {
-        if !m.is_null() {
-            drop(Box::from_raw(m));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_semaphore_mutex_free", m) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -631,11 +663,15 @@ pub struct zkr_semaphore {
     semaphore: InterProcessSemaphoreV2,
 }
 
+handle!(zkr_semaphore, "semaphore");
+
 /// Leases taken by zkr_semaphore_acquire. Return them with zkr_semaphore_return_leases, then
 /// free the handle with zkr_leases_free (which returns, in the background, any lease still in it).
 pub struct zkr_leases {
     leases: Mutex<Vec<Lease>>,
 }
+
+handle!(zkr_leases, "leases");
 
 /// Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
 /// zkr_semaphore_free.
@@ -646,24 +682,18 @@ pub unsafe extern "C" fn zkr_semaphore_new(
     max_leases: u32,
     out: *mut *mut zkr_semaphore,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_new", || {
-        let client = client_arg(c, "client")?;
-        let path = arg_str(path, "path")?;
-        let out = arg_out(out, "out")?;
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("semaphore {path}: the client is closed").into(),
-            ));
-        }
-        let semaphore = InterProcessSemaphoreV2::new(client, path, max_leases as usize)?;
-        out.write(Box::into_raw(Box::new(zkr_semaphore { semaphore })));
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_semaphore_new", c, path, out, |c, path| {
+            let semaphore = InterProcessSemaphoreV2::new(c, path, max_leases as usize)?;
+            Ok(zkr_semaphore { semaphore })
+        })
+    }
 }
 
-/// Acquires `qty` (>= 1) leases, all or nothing, waiting at most `timeout_ms` (-1: forever).
-/// `*leases` receives them (free with zkr_leases_free), or NULL if the timeout passed first
-/// (then none is held).
+/// Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
+/// nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
+/// zkr_leases_free), or NULL if the timeout passed first (then none is held).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_semaphore_acquire(
     s: *mut zkr_semaphore,
@@ -671,18 +701,18 @@ pub unsafe extern "C" fn zkr_semaphore_acquire(
     timeout_ms: i64,
     leases: *mut *mut zkr_leases,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_acquire", || {
-        let s = arg_ref(s, "semaphore")?;
-        let out = arg_out(leases, "leases")?;
-        let timeout = arg_timeout(timeout_ms)?;
-        match block_on(s.semaphore.acquire(qty as usize, timeout))?? {
-            Some(got) => out.write(Box::into_raw(Box::new(zkr_leases {
-                leases: Mutex::new(got),
-            }))),
-            None => out.write(std::ptr::null_mut()),
-        }
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_semaphore_acquire", s, leases, "leases", |s| {
+            let timeout = arg_timeout(timeout_ms)?;
+            let got = wait(s.semaphore.acquire(qty as usize, timeout))?;
+            Ok(got.map_or(std::ptr::null_mut(), |leases| {
+                new_handle(zkr_leases {
+                    leases: Mutex::new(leases),
+                })
+            }))
+        })
+    }
 }
 
 /// Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
@@ -693,12 +723,13 @@ pub unsafe extern "C" fn zkr_semaphore_return_leases(
     s: *mut zkr_semaphore,
     leases: *mut zkr_leases,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_return_leases", || {
-        let s = arg_ref(s, "semaphore")?;
-        let l = arg_ref(leases, "leases")?;
-        let taken = std::mem::take(&mut *l.leases.lock().unwrap_or_else(|e| e.into_inner()));
-        block_on(s.semaphore.return_all(taken))?
-    })
+    // SAFETY: the C caller's contract for both handles.
+    unsafe {
+        handle_call("zkr_semaphore_return_leases", s, |s| {
+            let taken = std::mem::take(&mut *lock(&handle_ref(leases)?.leases));
+            wait(s.semaphore.return_all(taken))
+        })
+    }
 }
 
 /// How many leases `leases` holds.
@@ -707,11 +738,12 @@ pub unsafe extern "C" fn zkr_leases_count(
     leases: *const zkr_leases,
     count: *mut usize,
 ) -> zkr_status {
-    ffi_call("zkr_leases_count", || {
-        let l = arg_ref(leases, "leases")?;
-        arg_out(count, "count")?.write(l.leases.lock().unwrap_or_else(|e| e.into_inner()).len());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leases_count", leases, count, "count", |l| {
+            Ok(lock(&l.leases).len())
+        })
+    }
 }
 
 /// The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
@@ -720,31 +752,24 @@ pub unsafe extern "C" fn zkr_leases_paths(
     leases: *const zkr_leases,
     paths: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    ffi_call("zkr_leases_paths", || {
-        let l = arg_ref(leases, "leases")?;
-        let out = arg_out(paths, "paths")?;
-        let list: Vec<String> = l
-            .leases
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|x| x.path().to_string())
-            .collect();
-        out.write(zkr_string_list::from_vec(list)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_leases_paths", leases, paths, "paths", |l| {
+            zkr_string_list::from_vec(
+                lock(&l.leases)
+                    .iter()
+                    .map(|x| x.path().to_string())
+                    .collect(),
+            )
+        })
+    }
 }
 
 /// Frees a lease set; leases still in it are returned in the background. NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_leases_free(leases: *mut zkr_leases) {
-    ffi_boundary("zkr_leases_free", (), || {
-        if !leases.is_null() {
-            drop(Box::from_raw(leases));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_leases_free", leases) }
 }
 
 /// The lease nodes, as full paths in sequence order, in `*nodes` (free with
@@ -754,25 +779,19 @@ pub unsafe extern "C" fn zkr_semaphore_participant_nodes(
     s: *mut zkr_semaphore,
     nodes: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    ffi_call("zkr_semaphore_participant_nodes", || {
-        let s = arg_ref(s, "semaphore")?;
-        let out = arg_out(nodes, "nodes")?;
-        let list = block_on(s.semaphore.participant_nodes())??;
-        out.write(zkr_string_list::from_vec(list)?);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_semaphore_participant_nodes", s, nodes, "nodes", |s| {
+            zkr_string_list::from_vec(wait(s.semaphore.participant_nodes())?)
+        })
+    }
 }
 
 /// Frees a semaphore handle (lease sets stay valid). NULL does nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_semaphore_free(s: *mut zkr_semaphore) {
-    ffi_boundary("zkr_semaphore_free", (), || {
-        if !s.is_null() {
-            drop(Box::from_raw(s));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_semaphore_free", s) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -785,6 +804,10 @@ pub struct zkr_multi_lock {
     lock: InterProcessMultiLock,
 }
 
+handle!(zkr_multi_lock, "multi_lock");
+
+lock_handle!(zkr_multi_lock, lock);
+
 /// Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
 /// zkr_multi_lock_free.
 ///
@@ -796,42 +819,17 @@ pub unsafe extern "C" fn zkr_multi_lock_new(
     count: usize,
     out: *mut *mut zkr_multi_lock,
 ) -> zkr_status {
-    ffi_call("zkr_multi_lock_new", || {
-        let client = client_arg(c, "client")?;
-        let out = arg_out(out, "out")?;
-        let list: &[*const c_char] = if count == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(non_null(paths, "paths")?.as_ptr(), count)
-        };
-        let mut owned = Vec::with_capacity(count);
-        for (i, p) in list.iter().enumerate() {
-            owned.push(arg_str(*p, &format!("paths[{i}]"))?);
-        }
-        if client.is_closed() {
-            return Err(Error::Closed("multi lock: the client is closed".into()));
-        }
-        let lock = InterProcessMultiLock::new(client, &owned)?;
-        out.write(Box::into_raw(Box::new(zkr_multi_lock { lock })));
-        Ok(())
-    })
-}
-
-fn multi_acquire(
-    function: &str,
-    m: *mut zkr_multi_lock,
-    owner: Result<Owner>,
-    timeout_ms: i64,
-    acquired: *mut bool,
-) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "multi_lock") }?;
-        let out = unsafe { arg_out(acquired, "acquired") }?;
-        let owner = owner?;
-        let timeout = arg_timeout(timeout_ms)?;
-        out.write(block_on(m.lock.acquire(owner, timeout))??);
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the client, the paths and the out-parameter.
+    unsafe {
+        handle_out("zkr_multi_lock_new", c, out, "out", |c| {
+            let mut list = Vec::with_capacity(count);
+            for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
+                list.push(arg_str(*p, &format!("paths[{i}]"))?);
+            }
+            let lock = InterProcessMultiLock::new(&c.client, &list)?;
+            Ok(new_handle(zkr_multi_lock { lock }))
+        })
+    }
 }
 
 /// Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
@@ -842,13 +840,16 @@ pub unsafe extern "C" fn zkr_multi_lock_acquire(
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    multi_acquire(
-        "zkr_multi_lock_acquire",
-        m,
-        Ok(Owner::current_thread()),
-        timeout_ms,
-        acquired,
-    )
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        acquire(
+            "zkr_multi_lock_acquire",
+            m,
+            thread_owner(),
+            timeout_ms,
+            acquired,
+        )
+    }
 }
 
 /// zkr_multi_lock_acquire for an explicit owner.
@@ -859,27 +860,24 @@ pub unsafe extern "C" fn zkr_multi_lock_acquire_as(
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    multi_acquire(
-        "zkr_multi_lock_acquire_as",
-        m,
-        owner.to_core(),
-        timeout_ms,
-        acquired,
-    )
-}
-
-fn multi_release(function: &str, m: *mut zkr_multi_lock, owner: Result<Owner>) -> zkr_status {
-    ffi_call(function, || {
-        let m = unsafe { arg_ref(m, "multi_lock") }?;
-        block_on(m.lock.release(owner?))?
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        acquire(
+            "zkr_multi_lock_acquire_as",
+            m,
+            owner.to_core(),
+            timeout_ms,
+            acquired,
+        )
+    }
 }
 
 /// Releases every lock (reverse order) for the calling thread; tries them all and reports the
 /// first error (ZKR_NOT_OWNER if this thread holds none).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_multi_lock_release(m: *mut zkr_multi_lock) -> zkr_status {
-    multi_release("zkr_multi_lock_release", m, Ok(Owner::current_thread()))
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { release("zkr_multi_lock_release", m, thread_owner()) }
 }
 
 /// zkr_multi_lock_release for an explicit owner.
@@ -888,7 +886,8 @@ pub unsafe extern "C" fn zkr_multi_lock_release_as(
     m: *mut zkr_multi_lock,
     owner: zkr_owner,
 ) -> zkr_status {
-    multi_release("zkr_multi_lock_release_as", m, owner.to_core())
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { release("zkr_multi_lock_release_as", m, owner.to_core()) }
 }
 
 /// Whether every lock is held in this process.
@@ -897,22 +896,14 @@ pub unsafe extern "C" fn zkr_multi_lock_is_acquired_in_this_process(
     m: *const zkr_multi_lock,
     acquired: *mut bool,
 ) -> zkr_status {
-    ffi_call("zkr_multi_lock_is_acquired_in_this_process", || {
-        let m = arg_ref(m, "multi_lock")?;
-        arg_out(acquired, "acquired")?.write(m.lock.is_acquired_in_this_process());
-        Ok(())
-    })
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { acquired_here("zkr_multi_lock_is_acquired_in_this_process", m, acquired) }
 }
 
 /// Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
 /// nothing.
-///
-/// Do not use it after this call.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_multi_lock_free(m: *mut zkr_multi_lock) {
-    ffi_boundary("zkr_multi_lock_free", (), || {
-        if !m.is_null() {
-            drop(Box::from_raw(m));
-        }
-    })
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_multi_lock_free", m) }
 }

@@ -1,8 +1,11 @@
-//! `zkr_status` and the per-thread last error message: the one place where zkrecipes'
-//! `Error` becomes a C status code (API.md's error table).
+//! `zkr_status` and the per-thread last error message: the one place where zkrecipes' `Error`
+//! becomes a C status code. The numbers and names are the core's (`ErrorKind::code`,
+//! `ErrorKind::name`); this file only spells them for cbindgen, which needs the values in the
+//! source, and a test keeps the two in step.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
+use std::sync::OnceLock;
 
 use zkrecipes::{Error, ErrorKind};
 
@@ -11,17 +14,18 @@ use crate::boundary::ffi_boundary;
 /// The result of every fallible call. `ZKR_OK` (0) is success; any other value is a failure
 /// whose description is in zkr_last_error_message().
 ///
-/// The numbers are part of the ABI: grouped in ranges (1xx misuse, 2xx connection and session,
-/// 3xx refused by the server, 4xx data, 9xx our bugs), never renumbered, and a retired number is
-/// never given to another meaning. New codes may be added, so a `switch` needs a `default:`.
+/// The numbers are part of the ABI and are the core's error codes: grouped in ranges (1xx
+/// misuse, 2xx connection and session, 3xx refused by the server, 4xx data, 9xx our bugs),
+/// never renumbered, and a retired number is never given to another meaning. New codes may be
+/// added, so a `switch` needs a `default:`.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(non_camel_case_types)]
 pub enum zkr_status {
     /// Success.
     ZKR_OK = 0,
     /// A bad argument: NULL where a value is needed, invalid UTF-8, a bad path, a negative
-    /// timeout other than -1, an option out of range, an uninitialized owner or options struct.
+    /// timeout other than -1, an option out of range, an uninitialized owner or options struct,
+    /// a request too large for the server, a handle already freed or of another type.
     ZKR_INVALID_ARGUMENT = 100,
     /// A release (or another owner-only operation) by an owner that does not hold the lock.
     ZKR_NOT_OWNER = 101,
@@ -45,6 +49,9 @@ pub enum zkr_status {
     ZKR_NO_AUTH = 303,
     /// The server refused to delete a node that has children.
     ZKR_NOT_EMPTY = 304,
+    /// A node we would take over belongs to another live session (a member id registered by
+    /// someone else); it was left untouched.
+    ZKR_CONFLICT = 305,
     /// Any other error from the server or the protocol layer.
     ZKR_SERVER = 399,
     /// A node's data cannot be decoded (a counter node with too few bytes, say).
@@ -56,57 +63,10 @@ pub enum zkr_status {
 }
 
 impl zkr_status {
-    /// The code of an error kind. Kinds added to the core later map to `ZKR_INTERNAL` until
-    /// they get a code of their own (the message still names the kind).
-    pub(crate) fn of(error: &Error) -> zkr_status {
+    /// Every status, ZKR_OK first, then in the core's code order.
+    const ALL: [zkr_status; 18] = {
         use zkr_status::*;
-        match error.kind() {
-            ErrorKind::InvalidArgument => ZKR_INVALID_ARGUMENT,
-            ErrorKind::NotOwner => ZKR_NOT_OWNER,
-            ErrorKind::Closed => ZKR_CLOSED,
-            ErrorKind::ConnectionLoss => ZKR_CONNECTION_LOSS,
-            ErrorKind::SessionExpired => ZKR_SESSION_EXPIRED,
-            ErrorKind::OutcomeUnknown => ZKR_OUTCOME_UNKNOWN,
-            ErrorKind::Timeout => ZKR_TIMEOUT,
-            ErrorKind::NoNode => ZKR_NO_NODE,
-            ErrorKind::NodeExists => ZKR_NODE_EXISTS,
-            ErrorKind::BadVersion => ZKR_BAD_VERSION,
-            ErrorKind::NoAuth => ZKR_NO_AUTH,
-            ErrorKind::NotEmpty => ZKR_NOT_EMPTY,
-            ErrorKind::Server => ZKR_SERVER,
-            ErrorKind::CorruptedData => ZKR_CORRUPTED_DATA,
-            ErrorKind::Overflow => ZKR_OVERFLOW,
-            ErrorKind::Internal => ZKR_INTERNAL,
-            _ => ZKR_INTERNAL,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        use zkr_status::*;
-        match self {
-            ZKR_OK => "ZKR_OK\0",
-            ZKR_INVALID_ARGUMENT => "ZKR_INVALID_ARGUMENT\0",
-            ZKR_NOT_OWNER => "ZKR_NOT_OWNER\0",
-            ZKR_CLOSED => "ZKR_CLOSED\0",
-            ZKR_CONNECTION_LOSS => "ZKR_CONNECTION_LOSS\0",
-            ZKR_SESSION_EXPIRED => "ZKR_SESSION_EXPIRED\0",
-            ZKR_OUTCOME_UNKNOWN => "ZKR_OUTCOME_UNKNOWN\0",
-            ZKR_TIMEOUT => "ZKR_TIMEOUT\0",
-            ZKR_NO_NODE => "ZKR_NO_NODE\0",
-            ZKR_NODE_EXISTS => "ZKR_NODE_EXISTS\0",
-            ZKR_BAD_VERSION => "ZKR_BAD_VERSION\0",
-            ZKR_NO_AUTH => "ZKR_NO_AUTH\0",
-            ZKR_NOT_EMPTY => "ZKR_NOT_EMPTY\0",
-            ZKR_SERVER => "ZKR_SERVER\0",
-            ZKR_CORRUPTED_DATA => "ZKR_CORRUPTED_DATA\0",
-            ZKR_OVERFLOW => "ZKR_OVERFLOW\0",
-            ZKR_INTERNAL => "ZKR_INTERNAL\0",
-        }
-    }
-
-    fn from_raw(raw: u32) -> Option<zkr_status> {
-        use zkr_status::*;
-        const ALL: [zkr_status; 17] = [
+        [
             ZKR_OK,
             ZKR_INVALID_ARGUMENT,
             ZKR_NOT_OWNER,
@@ -120,29 +80,56 @@ impl zkr_status {
             ZKR_BAD_VERSION,
             ZKR_NO_AUTH,
             ZKR_NOT_EMPTY,
+            ZKR_CONFLICT,
             ZKR_SERVER,
             ZKR_CORRUPTED_DATA,
             ZKR_OVERFLOW,
             ZKR_INTERNAL,
-        ];
-        ALL.into_iter().find(|s| *s as u32 == raw)
+        ]
+    };
+
+    fn from_raw(raw: u32) -> Option<zkr_status> {
+        zkr_status::ALL.into_iter().find(|s| *s as u32 == raw)
     }
+
+    /// The status of an error kind: the one with the kind's code (the unit test below proves
+    /// every kind has one).
+    pub(crate) fn of(kind: ErrorKind) -> zkr_status {
+        zkr_status::from_raw(kind.code()).unwrap_or(zkr_status::ZKR_INTERNAL)
+    }
+}
+
+/// "ZKR_" + the core's name of each code, as static C strings.
+fn status_name(raw: u32) -> Option<&'static CString> {
+    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let ok = (0, "OK");
+        std::iter::once(ok)
+            .chain(ErrorKind::ALL.iter().map(|k| (k.code(), k.name())))
+            .map(|(code, name)| (code, CString::new(format!("ZKR_{name}")).expect("no NUL")))
+            .collect()
+    });
+    names.iter().find(|(c, _)| *c == raw).map(|(_, n)| n)
 }
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
-/// Records `error` as this thread's last error (prefixed with the C function's name) and
-/// returns its status.
+/// Records `error` as this thread's last error (the C function's name, the message, the
+/// status name and ZooKeeper's own code if there is one) and returns its status.
 pub(crate) fn fail(function: &str, error: &Error) -> zkr_status {
-    let status = zkr_status::of(error);
+    let kind = error.kind();
+    let zk = error
+        .zk_code()
+        .map(|c| format!(", ZooKeeper code {c}"))
+        .unwrap_or_default();
     set_last_error(&format!(
-        "{function}: {} ({})",
+        "{function}: {} (ZKR_{}{zk})",
         error.message(),
-        status.name().trim_end_matches('\0')
+        kind.name()
     ));
-    status
+    zkr_status::of(kind)
 }
 
 pub(crate) fn set_last_error(message: &str) {
@@ -155,8 +142,8 @@ pub(crate) fn set_last_error(message: &str) {
 }
 
 /// The calling thread's last failure message: the function that failed, what went wrong (naming
-/// the path where there is one) and the status name. Never NULL: `""` if no call on this thread
-/// has failed yet.
+/// the path where there is one), the status name and, for a failure reported by ZooKeeper, its
+/// own error code. Never NULL: `""` if no call on this thread has failed yet.
 ///
 /// The string belongs to the library. It stays valid until the next zkr_ call on this thread that
 /// fails (successful calls leave it alone); copy it to keep it longer.
@@ -173,70 +160,54 @@ pub extern "C" fn zkr_last_error_message() -> *const c_char {
 /// for a number this library does not define. Never NULL; never freed.
 #[no_mangle]
 pub extern "C" fn zkr_status_name(status: u32) -> *const c_char {
-    ffi_boundary(
-        "zkr_status_name",
-        c"ZKR_UNKNOWN_STATUS".as_ptr(),
-        || match zkr_status::from_raw(status) {
-            Some(s) => s.name().as_ptr().cast(),
-            None => c"ZKR_UNKNOWN_STATUS".as_ptr(),
-        },
-    )
+    ffi_boundary("zkr_status_name", c"ZKR_UNKNOWN_STATUS".as_ptr(), || {
+        status_name(status).map_or(c"ZKR_UNKNOWN_STATUS".as_ptr(), |n| n.as_ptr())
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
     use std::ffi::CStr;
 
     use super::*;
 
-    #[test]
-    fn every_code_has_a_unique_number_and_its_own_name() {
-        let mut numbers = HashSet::new();
-        for raw in 0..1000u32 {
-            if let Some(s) = zkr_status::from_raw(raw) {
-                assert_eq!(s as u32, raw);
-                assert!(numbers.insert(raw));
-                let name = unsafe { CStr::from_ptr(zkr_status_name(raw)) }
-                    .to_str()
-                    .unwrap();
-                assert_eq!(format!("{s:?}"), name);
-            }
-        }
-        assert_eq!(numbers.len(), 17);
-        // Numbers are ABI: pin a few.
-        assert_eq!(zkr_status::ZKR_OK as u32, 0);
-        assert_eq!(zkr_status::ZKR_INVALID_ARGUMENT as u32, 100);
-        assert_eq!(zkr_status::ZKR_NOT_OWNER as u32, 101);
-        assert_eq!(zkr_status::ZKR_INTERNAL as u32, 900);
-        let unknown = unsafe { CStr::from_ptr(zkr_status_name(7)) }
+    fn name(raw: u32) -> &'static str {
+        // SAFETY: the library returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(zkr_status_name(raw)) }
             .to_str()
-            .unwrap();
-        assert_eq!(unknown, "ZKR_UNKNOWN_STATUS");
+            .unwrap()
     }
 
     #[test]
-    fn each_error_kind_maps_to_its_own_code() {
-        let errors = [
-            Error::InvalidArgument(String::new().into()),
-            Error::NotOwner(String::new().into()),
-            Error::ConnectionLoss(String::new().into()),
-            Error::SessionExpired(String::new().into()),
-            Error::OutcomeUnknown(String::new().into()),
-            Error::Closed(String::new().into()),
-            Error::NoNode(String::new().into()),
-            Error::NodeExists(String::new().into()),
-            Error::BadVersion(String::new().into()),
-            Error::NoAuth(String::new().into()),
-            Error::NotEmpty(String::new().into()),
-            Error::Timeout(String::new().into()),
-            Error::CorruptedData(String::new().into()),
-            Error::Overflow(String::new().into()),
-            Error::Server(String::new().into()),
-            Error::Internal(String::new().into()),
-        ];
-        let codes: HashSet<u32> = errors.iter().map(|e| zkr_status::of(e) as u32).collect();
-        assert_eq!(codes.len(), errors.len());
-        assert!(!codes.contains(&0));
+    fn every_error_kind_has_the_status_of_its_code_and_name() {
+        for kind in ErrorKind::ALL {
+            let status = zkr_status::from_raw(kind.code())
+                .unwrap_or_else(|| panic!("{kind:?} (code {}) has no zkr_status", kind.code()));
+            assert_eq!(format!("{status:?}"), format!("ZKR_{}", kind.name()));
+            assert_eq!(zkr_status::of(*kind), status);
+            assert_eq!(name(kind.code()), format!("ZKR_{}", kind.name()));
+        }
+        // And nothing else but ZKR_OK.
+        assert_eq!(zkr_status::ALL.len(), ErrorKind::ALL.len() + 1);
+        assert_eq!(zkr_status::ZKR_OK as u32, 0);
+        assert_eq!(name(0), "ZKR_OK");
+        assert_eq!(name(7), "ZKR_UNKNOWN_STATUS");
+        // Numbers are ABI: pin a few.
+        assert_eq!(zkr_status::ZKR_INVALID_ARGUMENT as u32, 100);
+        assert_eq!(zkr_status::ZKR_CONFLICT as u32, 305);
+        assert_eq!(zkr_status::ZKR_INTERNAL as u32, 900);
+    }
+
+    #[test]
+    fn the_message_carries_the_status_name_and_zookeepers_code() {
+        use zkrecipes::Detail;
+        let e = Error::NoNode(Detail::new("get data /a").with_zk_code(-101));
+        assert_eq!(fail("zkr_f", &e), zkr_status::ZKR_NO_NODE);
+        // SAFETY: the library returns a valid NUL-terminated string.
+        let m = unsafe { CStr::from_ptr(zkr_last_error_message()) };
+        assert_eq!(
+            m.to_str().unwrap(),
+            "zkr_f: get data /a (ZKR_NO_NODE, ZooKeeper code -101)"
+        );
     }
 }

@@ -23,6 +23,7 @@ pub struct zkr_owner {
 }
 
 impl zkr_owner {
+    /// The owner an `_as` call was given.
     pub(crate) fn to_core(self) -> Result<Owner> {
         if self.id == 0 {
             Err(Error::InvalidArgument(
@@ -34,11 +35,22 @@ impl zkr_owner {
     }
 }
 
+/// The owner of a plain (non-`_as`) call: the calling thread.
+pub(crate) fn thread_owner() -> Result<Owner> {
+    Ok(Owner::current_thread())
+}
+
+impl From<Owner> for zkr_owner {
+    fn from(owner: Owner) -> zkr_owner {
+        zkr_owner { id: owner.as_raw() }
+    }
+}
+
 /// A new owner, distinct from every other owner in this process (including every thread's).
 #[no_mangle]
 pub extern "C" fn zkr_owner_new() -> zkr_owner {
-    ffi_boundary("zkr_owner_new", zkr_owner { id: 0 }, || zkr_owner {
-        id: Owner::new().as_raw(),
+    ffi_boundary("zkr_owner_new", zkr_owner { id: 0 }, || {
+        zkr_owner::from(Owner::new())
     })
 }
 
@@ -47,17 +59,50 @@ pub extern "C" fn zkr_owner_new() -> zkr_owner {
 #[no_mangle]
 pub extern "C" fn zkr_owner_current_thread() -> zkr_owner {
     ffi_boundary("zkr_owner_current_thread", zkr_owner { id: 0 }, || {
-        zkr_owner {
-            id: Owner::current_thread().as_raw(),
-        }
+        zkr_owner::from(Owner::current_thread())
     })
 }
 
 /// Copies a Rust string into a C string owned by the caller (freed with zkr_string_free). An
-/// interior NUL (impossible in ZooKeeper paths) would be reported, not truncated silently.
+/// interior NUL (impossible in ZooKeeper paths) is reported, not truncated silently.
 pub(crate) fn c_string(s: &str) -> Result<*mut c_char> {
     CString::new(s).map(CString::into_raw).map_err(|_| {
         Error::Internal(format!("a returned string contains a NUL byte: {s:?}").into())
+    })
+}
+
+/// A Vec handed to C as pointer and length (NULL for an empty one), for [`take_array`].
+pub(crate) fn give_array<T>(items: Vec<T>) -> (*mut T, usize) {
+    let len = items.len();
+    if len == 0 {
+        return (ptr::null_mut(), 0);
+    }
+    (Box::into_raw(items.into_boxed_slice()).cast(), len)
+}
+
+/// The Vec given by [`give_array`], back (empty for NULL).
+///
+/// # Safety
+/// `items` and `len` come from one call of `give_array::<T>`, and are taken back once.
+pub(crate) unsafe fn take_array<T>(items: *mut T, len: usize) -> Vec<T> {
+    if items.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: this function's contract: a boxed slice of `len` items, owned by us again.
+    unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(items, len)) }.into_vec()
+}
+
+/// `_free` of a value this library returned in a `Box`: NULL does nothing; `free_parts`
+/// releases what the value owns.
+///
+/// # Safety
+/// `ptr` is NULL or a `Box<T>` this library returned, freed once.
+pub(crate) unsafe fn free_returned<T>(function: &str, ptr: *mut T, free_parts: impl FnOnce(T)) {
+    ffi_boundary(function, (), || {
+        if !ptr.is_null() {
+            // SAFETY: this function's contract.
+            free_parts(*unsafe { Box::from_raw(ptr) });
+        }
     })
 }
 
@@ -66,7 +111,8 @@ pub(crate) fn c_string(s: &str) -> Result<*mut c_char> {
 pub unsafe extern "C" fn zkr_string_free(s: *mut c_char) {
     ffi_boundary("zkr_string_free", (), || {
         if !s.is_null() {
-            drop(CString::from_raw(s));
+            // SAFETY: the C caller's contract: a string from `c_string`, freed once.
+            drop(unsafe { CString::from_raw(s) });
         }
     })
 }
@@ -75,7 +121,7 @@ pub unsafe extern "C" fn zkr_string_free(s: *mut c_char) {
 /// it with zkr_string_list_free; never free its parts yourself.
 #[repr(C)]
 pub struct zkr_string_list {
-    /// `len` NUL-terminated UTF-8 strings.
+    /// `len` NUL-terminated UTF-8 strings (NULL when `len` is 0).
     pub items: *mut *mut c_char,
     /// How many strings `items` holds.
     pub len: usize,
@@ -83,22 +129,14 @@ pub struct zkr_string_list {
 
 impl zkr_string_list {
     pub(crate) fn from_vec(strings: Vec<String>) -> Result<*mut zkr_string_list> {
-        let mut items = Vec::with_capacity(strings.len());
-        for s in &strings {
-            match c_string(s) {
-                Ok(p) => items.push(p),
-                Err(e) => {
-                    for p in items {
-                        // SAFETY: made by c_string just above.
-                        unsafe { drop(CString::from_raw(p)) };
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        let boxed = items.into_boxed_slice();
-        let len = boxed.len();
-        let items = Box::into_raw(boxed) as *mut *mut c_char;
+        let owned = strings
+            .into_iter()
+            .map(CString::new)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| {
+                Error::Internal(format!("a returned string contains a NUL byte: {e}").into())
+            })?;
+        let (items, len) = give_array(owned.into_iter().map(CString::into_raw).collect());
         Ok(Box::into_raw(Box::new(zkr_string_list { items, len })))
     }
 }
@@ -106,16 +144,15 @@ impl zkr_string_list {
 /// Frees a string list and its strings. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_string_list_free(list: *mut zkr_string_list) {
-    ffi_boundary("zkr_string_list_free", (), || {
-        if list.is_null() {
-            return;
-        }
-        let list = Box::from_raw(list);
-        let items = Box::from_raw(ptr::slice_from_raw_parts_mut(list.items, list.len));
-        for p in items.iter() {
-            drop(CString::from_raw(*p));
-        }
-    })
+    // SAFETY: the C caller's contract: a list from `from_vec`, freed once; its parts were made
+    // by `give_array` and `CString::into_raw`.
+    unsafe {
+        free_returned("zkr_string_list_free", list, |l| {
+            take_array(l.items, l.len)
+                .into_iter()
+                .for_each(|s| drop(CString::from_raw(s)))
+        })
+    }
 }
 
 /// Bytes returned by this library (node data). Free with zkr_buffer_free.
@@ -129,13 +166,7 @@ pub struct zkr_buffer {
 
 impl zkr_buffer {
     pub(crate) fn from_vec(bytes: Vec<u8>) -> *mut zkr_buffer {
-        let boxed = bytes.into_boxed_slice();
-        let len = boxed.len();
-        let data = if len == 0 {
-            ptr::null_mut()
-        } else {
-            Box::into_raw(boxed) as *mut u8
-        };
+        let (data, len) = give_array(bytes);
         Box::into_raw(Box::new(zkr_buffer { data, len }))
     }
 }
@@ -143,15 +174,13 @@ impl zkr_buffer {
 /// Frees a buffer and its bytes. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_buffer_free(buffer: *mut zkr_buffer) {
-    ffi_boundary("zkr_buffer_free", (), || {
-        if buffer.is_null() {
-            return;
-        }
-        let b = Box::from_raw(buffer);
-        if !b.data.is_null() {
-            drop(Box::from_raw(ptr::slice_from_raw_parts_mut(b.data, b.len)));
-        }
-    })
+    // SAFETY: the C caller's contract: a buffer from `from_vec`, freed once; its bytes were
+    // made by `give_array`.
+    unsafe {
+        free_returned("zkr_buffer_free", buffer, |b| {
+            drop(take_array(b.data, b.len))
+        })
+    }
 }
 
 /// A node's metadata (ZooKeeper's Stat), filled by the plain operations.

@@ -126,12 +126,13 @@ static void test_int_counter_and_corrupted_data(void) {
     CHECK_OK(zkr_atomic_int_add_and_get(i32, INT32_MAX, -1, &v));
     CHECK(v == INT32_MAX);
     CHECK_STATUS(zkr_atomic_int_add_and_get(i32, 1, -1, &v), ZKR_OVERFLOW, "zkr_atomic_int_add_and_get");
-    zkr_atomic_value av;
-    CHECK_OK(zkr_atomic_int_increment(i32, &av)); /* Curator's add wraps, like Java */
-    CHECK(av.succeeded && av.post_value == INT32_MIN);
+    zkr_atomic_value av = {0};
+    /* Curator's add wraps, like Java; ours refuses and writes nothing. */
+    CHECK_STATUS(zkr_atomic_int_increment(i32, &av), ZKR_OVERFLOW, "zkr_atomic_int_increment");
+    CHECK(!av.succeeded && av.post_value == 0);
     zkr_buffer *raw = NULL;
     CHECK_OK(zkr_client_get_data(c, path, &raw, NULL));
-    CHECK(raw->len == 4 && raw->data[0] == 0x80 && raw->data[3] == 0x00);
+    CHECK(raw->len == 4 && raw->data[0] == 0x7f && raw->data[3] == 0xff);
     zkr_buffer_free(raw);
 
     char bad[160];
@@ -147,6 +148,39 @@ static void test_int_counter_and_corrupted_data(void) {
     CHECK_STATUS(zkr_atomic_int_new(c, "nope", &i32), ZKR_INVALID_ARGUMENT, "zkr_atomic_int_new");
     zkr_atomic_int_free(NULL);
     zkr_atomic_long_free(NULL);
+    zkr_client_free(c);
+}
+
+/* Where Curator's add wraps silently, every add of ours that would overflow is ZKR_OVERFLOW and
+ * leaves the counter as it was (out-parameters untouched). */
+static void test_add_that_would_overflow_is_overflow_and_writes_nothing(void) {
+    char path[128], ipath[160];
+    zt_path(path, sizeof path, "overflow");
+    snprintf(ipath, sizeof ipath, "%s-int", path);
+    zkr_client *c = NULL;
+    zkr_atomic_long *a = NULL;
+    zkr_atomic_int *i = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_atomic_long_new(c, path, &a));
+    CHECK_OK(zkr_atomic_int_new(c, ipath, &i));
+    CHECK_OK(zkr_atomic_long_force_set(a, INT64_MAX));
+    zkr_atomic_value v = {.succeeded = true, .pre_value = 11, .post_value = 12};
+    CHECK_STATUS(zkr_atomic_long_add(a, 1, &v), ZKR_OVERFLOW, "zkr_atomic_long_add");
+    CHECK(v.succeeded && v.pre_value == 11 && v.post_value == 12);
+    CHECK_STATUS(zkr_atomic_long_increment(a, &v), ZKR_OVERFLOW, "zkr_atomic_long_increment");
+    CHECK_STATUS(zkr_atomic_long_subtract(a, -1, &v), ZKR_OVERFLOW, "zkr_atomic_long_subtract");
+    CHECK_OK(zkr_atomic_long_get(a, &v));
+    CHECK_MSG(v.post_value == INT64_MAX, "the counter moved to %" PRId64, v.post_value);
+    CHECK_OK(zkr_atomic_long_force_set(a, INT64_MIN));
+    CHECK_STATUS(zkr_atomic_long_decrement(a, &v), ZKR_OVERFLOW, "zkr_atomic_long_decrement");
+    CHECK_OK(zkr_atomic_long_add(a, 1, &v)); /* away from the edge: fine */
+    CHECK(v.succeeded && v.post_value == INT64_MIN + 1);
+    CHECK_OK(zkr_atomic_int_force_set(i, INT32_MIN));
+    CHECK_STATUS(zkr_atomic_int_add(i, -1, &v), ZKR_OVERFLOW, "zkr_atomic_int_add");
+    CHECK_OK(zkr_atomic_int_get(i, &v));
+    CHECK(v.post_value == INT32_MIN);
+    zkr_atomic_int_free(i);
+    zkr_atomic_long_free(a);
     zkr_client_free(c);
 }
 
@@ -208,11 +242,77 @@ static void test_shared_count_is_seen_by_another_client(void) {
     zt_event_destroy(&s.event);
 }
 
+typedef struct count_error {
+    zt_event event;
+    zkr_status status;
+    int32_t version;
+} count_error;
+
+static void record_count_error(zkr_status status, int32_t version, void *user_data) {
+    count_error *e = (count_error *)user_data;
+    e->status = status;
+    e->version = version;
+    zt_event_signal(&e->event, (int)status);
+}
+
+/* Someone writes data that is not a count into the node: the error callback hears
+ * ZKR_CORRUPTED_DATA with the data version, and the getters fail with ZKR_CORRUPTED_DATA (never
+ * the stale count) until a valid value is written, which the change callback hears. */
+static void test_shared_count_reports_data_that_is_not_a_count(void) {
+    char path[128];
+    zt_path(path, sizeof path, "shared-count-garbage");
+    zkr_client *c = NULL, *other = NULL;
+    zkr_shared_count *sc = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&other));
+    CHECK_OK(zkr_shared_count_new(c, path, 5, &sc));
+    CHECK_OK(zkr_shared_count_start(sc));
+    count_error *e = calloc(1, sizeof *e);
+    count_seen *s = calloc(1, sizeof *s);
+    CHECK(e != NULL && s != NULL);
+    zt_event_init(&e->event);
+    zt_event_init(&s->event);
+    uint64_t id = 0;
+    CHECK_OK(zkr_shared_count_set_error_callback(sc, record_count_error, e));
+    CHECK_OK(zkr_shared_count_add_listener(sc, record_count, s, &id));
+    zkr_stat st;
+    CHECK_OK(zkr_client_set_data(other, path, (const uint8_t *)"abc", 3, -1, &st));
+    CHECK_MSG(zt_event_wait(&e->event, 1, 10000), "no error callback within 10 s");
+    CHECK(e->status == ZKR_CORRUPTED_DATA && e->version == st.version);
+    int32_t n = 77;
+    CHECK_STATUS(zkr_shared_count_get_count(sc, &n), ZKR_CORRUPTED_DATA, "zkr_shared_count_get_count");
+    CHECK(n == 77);
+    CHECK(strstr(zkr_last_error_message(), path) != NULL);
+    zkr_versioned_value vv = {-7, -7};
+    CHECK_STATUS(zkr_shared_count_get_versioned_value(sc, &vv), ZKR_CORRUPTED_DATA,
+                 "zkr_shared_count_get_versioned_value");
+    CHECK(vv.version == -7);
+    /* A valid value again: 42, 4 bytes big-endian. */
+    const uint8_t forty_two[4] = {0, 0, 0, 42};
+    CHECK_OK(zkr_client_set_data(other, path, forty_two, 4, -1, NULL));
+    CHECK_MSG(zt_event_wait(&s->event, 1, 10000), "the repaired value was not heard");
+    CHECK(s->last.value == 42);
+    CHECK_OK(zkr_shared_count_get_count(sc, &n));
+    CHECK(n == 42);
+    CHECK(zt_event_count(&e->event) == 1);
+    /* Removed: the user data may go at once. */
+    CHECK_OK(zkr_shared_count_set_error_callback(sc, NULL, NULL));
+    zt_event_destroy(&e->event);
+    free(e);
+    zkr_shared_count_free(sc);
+    zt_event_destroy(&s->event);
+    free(s);
+    zkr_client_free(other);
+    zkr_client_free(c);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_seed_10_threads_x_100_add_and_get_is_1000);
     RUN(test_curator_operations_report_pre_and_post_values);
     RUN(test_int_counter_and_corrupted_data);
     RUN(test_shared_count_is_seen_by_another_client);
+    RUN(test_add_that_would_overflow_is_overflow_and_writes_nothing);
+    RUN(test_shared_count_reports_data_that_is_not_a_count);
     return zt_end("test_atomic");
 }

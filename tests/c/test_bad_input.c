@@ -271,6 +271,45 @@ static void test_free_null_is_a_no_op(void) {
     zkr_buffer_free(NULL);
 }
 
+/* Handles carry a tag that _free clears: a call on a freed handle, a second _free and a handle
+ * of another type are refused (ZKR_INVALID_ARGUMENT) instead of corrupting memory. The library
+ * keeps the last freed handles' memory for this check, so ASan sees no use after free here. */
+static void test_freed_or_foreign_handles_are_invalid_argument(void) {
+    zkr_mutex *m = NULL;
+    zkr_semaphore *s = NULL;
+    CHECK_OK(zkr_mutex_new(client, "/c-tests/bad-input/freed", &m));
+    CHECK_OK(zkr_semaphore_new(client, "/c-tests/bad-input/freed-sem", 2, &s));
+    zkr_mutex_free(m);
+    bool b = true;
+    CHECK_STATUS(zkr_mutex_is_owned(m, &b), ZKR_INVALID_ARGUMENT, "zkr_mutex_is_owned");
+    CHECK_MSG(strstr(zkr_last_error_message(), "already freed") != NULL, "%s", zkr_last_error_message());
+    CHECK(b == true);
+    CHECK_STATUS(zkr_mutex_acquire(m, 0, &b), ZKR_INVALID_ARGUMENT, "zkr_mutex_acquire");
+    zkr_mutex_free(m); /* the double free: detected, nothing done */
+    CHECK_MSG(strstr(zkr_last_error_message(), "zkr_mutex_free") != NULL &&
+                  strstr(zkr_last_error_message(), "already freed") != NULL,
+              "%s", zkr_last_error_message());
+
+    /* A handle of another type. */
+    CHECK_STATUS(zkr_mutex_release((zkr_mutex *)s), ZKR_INVALID_ARGUMENT, "zkr_mutex_release");
+    CHECK_MSG(strstr(zkr_last_error_message(), "not a zkr_mutex") != NULL, "%s", zkr_last_error_message());
+    zkr_mutex_free((zkr_mutex *)s); /* refused: the semaphore stays usable */
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_semaphore_participant_nodes(s, &nodes));
+    zkr_string_list_free(nodes);
+    zkr_semaphore_free(s);
+
+    /* A freed client, given to a recipe's constructor. */
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_client_free(c);
+    zkr_mutex *after = (zkr_mutex *)SENTINEL;
+    CHECK_STATUS(zkr_mutex_new(c, "/c-tests/bad-input/freed", &after), ZKR_INVALID_ARGUMENT, "zkr_mutex_new");
+    CHECK(after == (zkr_mutex *)SENTINEL);
+    zkr_client_free(c);
+    CHECK(strstr(zkr_last_error_message(), "zkr_client_free") != NULL);
+}
+
 static void *fail_on_other_thread(void *p) {
     (void)p;
     zkr_mutex *m = NULL;
@@ -312,6 +351,7 @@ int main(int argc, char **argv) {
     RUN(test_free_while_callbacks_are_registered);
     RUN(test_free_from_inside_own_callback_does_not_deadlock);
     RUN(test_free_null_is_a_no_op);
+    RUN(test_freed_or_foreign_handles_are_invalid_argument);
     RUN(test_last_error_message_is_per_thread);
     zkr_client_free(client);
     return zt_end("test_bad_input");

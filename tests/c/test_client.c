@@ -15,6 +15,7 @@ static void test_status_names_are_stable(void) {
     CHECK(strcmp(zkr_status_name(ZKR_NO_NODE), "ZKR_NO_NODE") == 0);
     CHECK(strcmp(zkr_status_name(ZKR_NOT_OWNER), "ZKR_NOT_OWNER") == 0);
     CHECK(strcmp(zkr_status_name(ZKR_INTERNAL), "ZKR_INTERNAL") == 0);
+    CHECK(ZKR_CONFLICT == 305 && strcmp(zkr_status_name(ZKR_CONFLICT), "ZKR_CONFLICT") == 0);
     CHECK(strcmp(zkr_status_name(12345), "ZKR_UNKNOWN_STATUS") == 0);
     CHECK(strcmp(zkr_connection_state_name(ZKR_STATE_LOST), "LOST") == 0);
     CHECK(strcmp(zkr_connection_state_name(99), "UNKNOWN") == 0);
@@ -344,6 +345,57 @@ static void test_state_callback_sees_lost_then_reconnected_after_session_expiry(
     zt_event_destroy(&s.event);
 }
 
+/* The log callback: one per process (zkr_set_logger). A session expiry is a WARN record from
+ * zkrecipes::client::connection; nothing below the level set is delivered; after
+ * zkr_set_logger(ZKR_LOG_OFF, ...) returns, the callback never runs again (its user_data is
+ * freed right after: ASan would catch a late call). */
+typedef struct log_seen {
+    zt_event expired;
+    pthread_mutex_t mu;
+    int most_verbose;
+    char message[512];
+} log_seen;
+
+static void record_log(zkr_log_level level, const char *target, const char *message, void *user_data) {
+    log_seen *s = (log_seen *)user_data;
+    pthread_mutex_lock(&s->mu);
+    if ((int)level > s->most_verbose) s->most_verbose = (int)level;
+    bool expiry = level == ZKR_LOG_WARN && strcmp(target, "zkrecipes::client::connection") == 0 &&
+                  strstr(message, "session expired") != NULL;
+    if (expiry && s->message[0] == '\0') snprintf(s->message, sizeof s->message, "%s", message);
+    pthread_mutex_unlock(&s->mu);
+    if (expiry) zt_event_signal(&s->expired, 1);
+}
+
+static void test_log_callback_hears_a_session_expiry_as_warn(void) {
+    CHECK(strcmp(zkr_log_level_name(ZKR_LOG_WARN), "WARN") == 0);
+    CHECK(strcmp(zkr_log_level_name(ZKR_LOG_OFF), "OFF") == 0);
+    CHECK(strcmp(zkr_log_level_name(42), "UNKNOWN") == 0);
+    log_seen *s = calloc(1, sizeof *s);
+    CHECK(s != NULL);
+    zt_event_init(&s->expired);
+    pthread_mutex_init(&s->mu, NULL);
+    CHECK_STATUS(zkr_set_logger(ZKR_LOG_TRACE + 1, record_log, s), ZKR_INVALID_ARGUMENT, "zkr_set_logger");
+    CHECK_STATUS(zkr_set_logger(ZKR_LOG_WARN, NULL, s), ZKR_INVALID_ARGUMENT, "zkr_set_logger");
+    CHECK_OK(zkr_set_logger(ZKR_LOG_WARN, record_log, s));
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_client_expire_session_for_testing(c));
+    CHECK_MSG(zt_event_wait(&s->expired, 1, 20000), "no WARN record of the session expiry within 20 s");
+    pthread_mutex_lock(&s->mu);
+    bool fields = strstr(s->message, "session=0x") != NULL;
+    int most_verbose = s->most_verbose;
+    pthread_mutex_unlock(&s->mu);
+    CHECK_MSG(fields, "the record lacks its session field: %s", s->message);
+    CHECK_MSG(most_verbose == ZKR_LOG_WARN, "a record of level %d passed a WARN filter", most_verbose);
+    CHECK_OK(zkr_set_logger(ZKR_LOG_OFF, NULL, NULL));
+    pthread_mutex_destroy(&s->mu);
+    zt_event_destroy(&s->expired);
+    free(s);
+    /* Logging is off: closing the client logs nothing, and the freed user_data is never used. */
+    zkr_client_free(c);
+}
+
 /* One-shot watches: each callback once, with the event and the path. */
 typedef struct watch_log {
     zt_event event;
@@ -469,6 +521,7 @@ int main(int argc, char **argv) {
     RUN(test_namespace_prefixes_every_path);
     RUN(test_state_callback_sees_lost_then_reconnected_after_session_expiry);
     RUN(test_one_shot_watches);
+    RUN(test_log_callback_hears_a_session_expiry_as_warn);
     RUN(test_closed_client_reports_closed_and_can_still_be_freed);
     RUN(test_connect_to_nothing_times_out);
     return zt_end("test_client");

@@ -145,6 +145,35 @@ static void test_semaphore_leases_all_or_nothing_and_returned(void) {
     zkr_client_free(c2);
 }
 
+/* More leases than the semaphore has could never be granted (Curator would wait forever): the
+ * acquire is refused at once, leaves its out-parameter alone and creates no node. */
+static void test_semaphore_acquire_more_than_max_leases_is_invalid_argument(void) {
+    char path[128];
+    zt_path(path, sizeof path, "semaphore-too-many");
+    zkr_client *c = NULL;
+    zkr_semaphore *s = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_semaphore_new(c, path, 2, &s));
+    zkr_leases *leases = (zkr_leases *)0x1;
+    double t0 = zt_now_ms();
+    CHECK_STATUS(zkr_semaphore_acquire(s, 3, -1, &leases), ZKR_INVALID_ARGUMENT, "zkr_semaphore_acquire");
+    CHECK_MSG(zt_now_ms() - t0 < 5000, "refused only after %.0f ms", zt_now_ms() - t0);
+    const char *m = zkr_last_error_message();
+    CHECK_MSG(strstr(m, "3 leases") != NULL && strstr(m, "only 2") != NULL && strstr(m, path) != NULL, "%s", m);
+    CHECK(leases == (zkr_leases *)0x1);
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_semaphore_participant_nodes(s, &nodes));
+    CHECK_MSG(nodes->len == 0, "a refused acquire must create no lease node");
+    zkr_string_list_free(nodes);
+    /* Exactly max_leases is fine. */
+    CHECK_OK(zkr_semaphore_acquire(s, 2, 5000, &leases));
+    CHECK(leases != NULL);
+    CHECK_OK(zkr_semaphore_return_leases(s, leases));
+    zkr_leases_free(leases);
+    zkr_semaphore_free(s);
+    zkr_client_free(c);
+}
+
 static void test_multi_lock_is_all_or_nothing(void) {
     char a[128], b[128];
     zt_path(a, sizeof a, "multi-a");
@@ -245,6 +274,7 @@ int main(int argc, char **argv) {
     RUN(test_rwlock_readers_share_writer_excludes_and_downgrade);
     RUN(test_semaphore_mutex_is_not_reentrant_and_not_owned);
     RUN(test_semaphore_leases_all_or_nothing_and_returned);
+    RUN(test_semaphore_acquire_more_than_max_leases_is_invalid_argument);
     RUN(test_multi_lock_is_all_or_nothing);
     RUN(test_revocation_asks_the_holder_to_release);
     return zt_end("test_locks");

@@ -327,6 +327,123 @@ static void test_lost_callback_fires_on_session_expiry_and_may_release_inside(vo
     zt_event_destroy(&s.event);
 }
 
+/* ---- a request too large for the server is refused before it is sent ---- */
+
+static void count_lost_calls(zkr_owner owner, void *user_data) {
+    (void)owner;
+    __atomic_fetch_add((int *)user_data, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A create or set of path (~1000 characters) + data (near 1 MiB) above the server's
+ * jute.maxbuffer would make the server drop the connection, and with it every hold of the
+ * session. The library refuses it at once with ZKR_INVALID_ARGUMENT naming the sizes; a mutex
+ * held on the same client stays held and valid, and its lost callback never runs. */
+static void test_oversized_request_fails_at_once_and_a_held_mutex_stays_valid(void) {
+    char lock_path[128], base[128], path[1200];
+    zt_path(lock_path, sizeof lock_path, "oversized-lock");
+    zt_path(base, sizeof base, "oversized");
+    int n = snprintf(path, sizeof path, "%s/", base);
+    memset(path + n, 'p', 1000 - (size_t)n);
+    path[1000] = '\0';
+    size_t len = 1024 * 1024 - 512, big = 1024 * 1024 + 1024; /* near 1 MiB; over it alone */
+    uint8_t *data = calloc(1, big);
+    CHECK(data != NULL);
+
+    zkr_client *c = NULL;
+    zkr_mutex *m = NULL;
+    int lost = 0;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_mutex_new(c, lock_path, &m));
+    CHECK_OK(zkr_mutex_set_lost_callback(m, count_lost_calls, &lost));
+    bool ok = false;
+    CHECK_OK(zkr_mutex_acquire(m, 10000, &ok));
+    CHECK(ok);
+    int64_t session = 0, after = 0;
+    CHECK_OK(zkr_client_session_id(c, &session));
+
+    double t0 = zt_now_ms();
+    CHECK_STATUS(zkr_client_create(c, path, data, len, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL), ZKR_INVALID_ARGUMENT,
+                 "zkr_client_create");
+    CHECK_MSG(zt_now_ms() - t0 < 2000, "refused only after %.0f ms", zt_now_ms() - t0);
+    char sizes[64];
+    snprintf(sizes, sizeof sizes, "data %zu", len);
+    const char *msg = zkr_last_error_message();
+    CHECK_MSG(strstr(msg, "path 1000") != NULL && strstr(msg, sizes) != NULL && strstr(msg, "limit") != NULL,
+              "the message does not name the sizes: %s", msg);
+    zkr_status made = zkr_client_create(c, base, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL);
+    CHECK_MSG(made == ZKR_OK || made == ZKR_NODE_EXISTS, "%s", zkr_last_error_message());
+    CHECK_STATUS(zkr_client_set_data(c, base, data, big, -1, NULL), ZKR_INVALID_ARGUMENT, "zkr_client_set_data");
+
+    /* The session and the hold are untouched: a round trip succeeds on the same session. */
+    bool exists = false;
+    CHECK_OK(zkr_client_exists(c, base, &exists, NULL));
+    CHECK(exists);
+    CHECK_OK(zkr_client_session_id(c, &after));
+    CHECK(after == session);
+    CHECK_OK(zkr_mutex_is_owned(m, &ok));
+    CHECK_MSG(ok, "the mutex is no longer held");
+    CHECK_OK(zkr_mutex_is_held_valid(m, &ok));
+    CHECK_MSG(ok, "the hold is no longer valid");
+    CHECK_MSG(__atomic_load_n(&lost, __ATOMIC_SEQ_CST) == 0, "the lost callback ran");
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_mutex_participant_nodes(m, &nodes));
+    CHECK(nodes->len == 1);
+    zkr_string_list_free(nodes);
+
+    CHECK_OK(zkr_mutex_release(m));
+    CHECK_OK(zkr_client_delete(c, base, -1, 0));
+    zkr_mutex_free(m);
+    zkr_client_free(c);
+    free(data);
+}
+
+/* ---- a lock node deleted by someone else is a lost hold ---- */
+
+/* Another client (an operator, a buggy peer) deletes our lock node while we hold it: the hold is
+ * lost (someone else may take the lock now), the lost callback hears it with the owner and may
+ * release it there, and the other client can take the lock. */
+static void test_lock_node_deleted_by_another_client_is_a_lost_hold(void) {
+    char path[128];
+    zt_path(path, sizeof path, "deleted-node");
+    zkr_client *c = NULL, *other = NULL;
+    zkr_mutex *m = NULL, *theirs = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&other));
+    CHECK_OK(zkr_mutex_new(c, path, &m));
+    CHECK_OK(zkr_mutex_new(other, path, &theirs));
+    lost_seen *s = calloc(1, sizeof *s);
+    CHECK(s != NULL);
+    zt_event_init(&s->event);
+    s->m = m;
+    s->release_inside = ZKR_INTERNAL;
+    CHECK_OK(zkr_mutex_set_lost_callback(m, on_lost_release, s));
+    zkr_owner o = zkr_owner_new();
+    bool ok = false;
+    CHECK_OK(zkr_mutex_acquire_as(m, o, 10000, &ok));
+    CHECK(ok);
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_mutex_participant_nodes(m, &nodes));
+    CHECK(nodes->len == 1);
+    zkr_status deleted = zkr_client_delete(other, nodes->items[0], -1, 0);
+    zkr_string_list_free(nodes);
+    CHECK_MSG(deleted == ZKR_OK, "%s", zkr_last_error_message());
+    CHECK_MSG(zt_event_wait(&s->event, 1, 10000), "no lost callback within 10 s");
+    CHECK(s->owner.id == o.id);
+    CHECK_MSG(s->release_inside == ZKR_OK, "release inside the callback: %s", zkr_status_name(s->release_inside));
+    CHECK_OK(zkr_mutex_is_owned_as(m, o, &ok));
+    CHECK(!ok);
+    CHECK_OK(zkr_mutex_acquire(theirs, 10000, &ok));
+    CHECK_MSG(ok, "the other client could not take the lock");
+    CHECK_OK(zkr_mutex_release(theirs));
+    CHECK_OK(zkr_mutex_set_lost_callback(m, NULL, NULL));
+    zt_event_destroy(&s->event);
+    free(s);
+    zkr_mutex_free(theirs);
+    zkr_mutex_free(m);
+    zkr_client_free(other);
+    zkr_client_free(c);
+}
+
 /* ---- close wakes a waiter ---- */
 
 typedef struct waiter_arg {
@@ -390,6 +507,8 @@ int main(int argc, char **argv) {
     RUN(test_release_from_another_thread_is_not_owner);
     RUN(test_timed_out_acquire_returns_false_and_leaves_no_node);
     RUN(test_lost_callback_fires_on_session_expiry_and_may_release_inside);
+    RUN(test_oversized_request_fails_at_once_and_a_held_mutex_stays_valid);
+    RUN(test_lock_node_deleted_by_another_client_is_a_lost_hold);
     RUN(test_close_wakes_a_waiter_with_closed);
     return zt_end("test_mutex");
 }

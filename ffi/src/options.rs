@@ -1,0 +1,593 @@
+//! Client options: retry policies, ACL and authentication, and the versioned options struct.
+
+use std::ffi::c_char;
+use std::ptr;
+use std::time::Duration;
+
+use zkrecipes::{timeout, Acl, ClientBuilder, Error, Permission, Result, RetryPolicy};
+
+use crate::boundary::{arg_opt_str, arg_out, arg_slice, arg_str, ffi_boundary, ffi_call};
+use crate::status::zkr_status;
+
+// ---------------------------------------------------------------------------------------------
+// Retry policies
+
+/// Which retry policy a zkr_retry_policy describes (Curator's six).
+pub type zkr_retry_kind = u32;
+/// `base_sleep_ms * max(1, random(1 << (n + 1)))`, at most `max_sleep_ms` (0: no cap),
+/// `max_retries` times (at most 29). Curator's ExponentialBackoffRetry; the default policy.
+pub const ZKR_RETRY_EXPONENTIAL_BACKOFF: zkr_retry_kind = 1;
+/// Like ZKR_RETRY_EXPONENTIAL_BACKOFF with every sleep bounded by `max_sleep_ms`
+/// (BoundedExponentialBackoffRetry).
+pub const ZKR_RETRY_BOUNDED_EXPONENTIAL_BACKOFF: zkr_retry_kind = 2;
+/// `max_retries` retries, `sleep_ms` apart (RetryNTimes).
+pub const ZKR_RETRY_N_TIMES: zkr_retry_kind = 3;
+/// One retry after `sleep_ms` (RetryOneTime).
+pub const ZKR_RETRY_ONE_TIME: zkr_retry_kind = 4;
+/// Retries `sleep_ms` apart while less than `max_elapsed_ms` has passed (RetryUntilElapsed).
+pub const ZKR_RETRY_UNTIL_ELAPSED: zkr_retry_kind = 5;
+/// Retries forever, `sleep_ms` apart (RetryForever).
+pub const ZKR_RETRY_FOREVER: zkr_retry_kind = 6;
+
+/// How operations that failed with a connection loss are tried again. Make one with a
+/// `zkr_retry_*` function; the fields a kind does not use are ignored.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_retry_policy {
+    /// One of the ZKR_RETRY_* constants.
+    pub kind: zkr_retry_kind,
+    /// Retries after the first try (EXPONENTIAL_BACKOFF, BOUNDED_EXPONENTIAL_BACKOFF, N_TIMES).
+    pub max_retries: u32,
+    /// The base sleep (EXPONENTIAL_BACKOFF, BOUNDED_EXPONENTIAL_BACKOFF).
+    pub base_sleep_ms: i64,
+    /// The longest single sleep (BOUNDED_EXPONENTIAL_BACKOFF; EXPONENTIAL_BACKOFF, 0 = no cap).
+    pub max_sleep_ms: i64,
+    /// The sleep between tries (N_TIMES, ONE_TIME, UNTIL_ELAPSED, FOREVER).
+    pub sleep_ms: i64,
+    /// How long to keep retrying (UNTIL_ELAPSED).
+    pub max_elapsed_ms: i64,
+}
+
+impl zkr_retry_policy {
+    /// A policy of `kind` with every field 0 (what the constructors fill in).
+    const fn of(kind: zkr_retry_kind) -> zkr_retry_policy {
+        zkr_retry_policy {
+            kind,
+            max_retries: 0,
+            base_sleep_ms: 0,
+            max_sleep_ms: 0,
+            sleep_ms: 0,
+            max_elapsed_ms: 0,
+        }
+    }
+}
+
+/// The panic boundary of the constructors (they cannot fail: a bad value is reported when the
+/// policy is used).
+fn retry(function: &str, policy: zkr_retry_policy) -> zkr_retry_policy {
+    ffi_boundary(function, zkr_retry_policy::of(0), || policy)
+}
+
+/// Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
+/// no cap. The default is (1000, 3, 0).
+#[no_mangle]
+pub extern "C" fn zkr_retry_exponential_backoff(
+    base_sleep_ms: i64,
+    max_retries: u32,
+    max_sleep_ms: i64,
+) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_exponential_backoff",
+        zkr_retry_policy {
+            base_sleep_ms,
+            max_retries,
+            max_sleep_ms,
+            ..zkr_retry_policy::of(ZKR_RETRY_EXPONENTIAL_BACKOFF)
+        },
+    )
+}
+
+/// Curator's BoundedExponentialBackoffRetry(base_sleep_ms, max_sleep_ms, max_retries).
+#[no_mangle]
+pub extern "C" fn zkr_retry_bounded_exponential_backoff(
+    base_sleep_ms: i64,
+    max_sleep_ms: i64,
+    max_retries: u32,
+) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_bounded_exponential_backoff",
+        zkr_retry_policy {
+            base_sleep_ms,
+            max_sleep_ms,
+            max_retries,
+            ..zkr_retry_policy::of(ZKR_RETRY_BOUNDED_EXPONENTIAL_BACKOFF)
+        },
+    )
+}
+
+/// Curator's RetryNTimes(n, sleep_ms).
+#[no_mangle]
+pub extern "C" fn zkr_retry_n_times(n: u32, sleep_ms: i64) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_n_times",
+        zkr_retry_policy {
+            max_retries: n,
+            sleep_ms,
+            ..zkr_retry_policy::of(ZKR_RETRY_N_TIMES)
+        },
+    )
+}
+
+/// Curator's RetryOneTime(sleep_ms).
+#[no_mangle]
+pub extern "C" fn zkr_retry_one_time(sleep_ms: i64) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_one_time",
+        zkr_retry_policy {
+            sleep_ms,
+            ..zkr_retry_policy::of(ZKR_RETRY_ONE_TIME)
+        },
+    )
+}
+
+/// Curator's RetryUntilElapsed(max_elapsed_ms, sleep_ms).
+#[no_mangle]
+pub extern "C" fn zkr_retry_until_elapsed(max_elapsed_ms: i64, sleep_ms: i64) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_until_elapsed",
+        zkr_retry_policy {
+            max_elapsed_ms,
+            sleep_ms,
+            ..zkr_retry_policy::of(ZKR_RETRY_UNTIL_ELAPSED)
+        },
+    )
+}
+
+/// Curator's RetryForever(sleep_ms).
+#[no_mangle]
+pub extern "C" fn zkr_retry_forever(sleep_ms: i64) -> zkr_retry_policy {
+    retry(
+        "zkr_retry_forever",
+        zkr_retry_policy {
+            sleep_ms,
+            ..zkr_retry_policy::of(ZKR_RETRY_FOREVER)
+        },
+    )
+}
+
+fn non_negative_ms(ms: i64, what: &str) -> Result<Duration> {
+    if ms < 0 {
+        Err(Error::InvalidArgument(
+            format!("retry policy: {what} is {ms} ms; it must not be negative").into(),
+        ))
+    } else {
+        Ok(Duration::from_millis(ms as u64))
+    }
+}
+
+impl zkr_retry_policy {
+    pub(crate) fn to_core(self) -> Result<RetryPolicy> {
+        let ms = non_negative_ms;
+        let policy = match self.kind {
+            ZKR_RETRY_EXPONENTIAL_BACKOFF => {
+                let mut p =
+                    RetryPolicy::exponential_backoff(ms(self.base_sleep_ms, "base_sleep_ms")?, 0);
+                if let RetryPolicy::ExponentialBackoff {
+                    max_retries,
+                    max_sleep,
+                    ..
+                } = &mut p
+                {
+                    // Not clamped silently: a number above Curator's limit is reported by validate().
+                    *max_retries = self.max_retries;
+                    if self.max_sleep_ms != 0 {
+                        *max_sleep = ms(self.max_sleep_ms, "max_sleep_ms")?;
+                    }
+                }
+                p
+            }
+            ZKR_RETRY_BOUNDED_EXPONENTIAL_BACKOFF => RetryPolicy::BoundedExponentialBackoff {
+                base_sleep: ms(self.base_sleep_ms, "base_sleep_ms")?,
+                max_sleep: ms(self.max_sleep_ms, "max_sleep_ms")?,
+                max_retries: self.max_retries,
+            },
+            ZKR_RETRY_N_TIMES => RetryPolicy::NTimes {
+                n: self.max_retries,
+                sleep: ms(self.sleep_ms, "sleep_ms")?,
+            },
+            ZKR_RETRY_ONE_TIME => RetryPolicy::OneTime {
+                sleep: ms(self.sleep_ms, "sleep_ms")?,
+            },
+            ZKR_RETRY_UNTIL_ELAPSED => RetryPolicy::UntilElapsed {
+                max_elapsed: ms(self.max_elapsed_ms, "max_elapsed_ms")?,
+                sleep: ms(self.sleep_ms, "sleep_ms")?,
+            },
+            ZKR_RETRY_FOREVER => RetryPolicy::Forever {
+                sleep: ms(self.sleep_ms, "sleep_ms")?,
+            },
+            other => {
+                return Err(Error::InvalidArgument(
+                    format!("retry policy: unknown kind {other}; use a zkr_retry_* function")
+                        .into(),
+                ))
+            }
+        };
+        policy.validate()?;
+        Ok(policy)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ACL, authentication, options
+
+/// The layout version of zkr_client_options this header describes. Version 2 added `acl`,
+/// `acl_len`, `auth` and `auth_len` at the end; programs built with version 1 keep working (the
+/// new fields take their defaults).
+pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 2;
+
+/// ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
+pub const ZKR_PERM_READ: u32 = 1;
+/// Set data.
+pub const ZKR_PERM_WRITE: u32 = 2;
+/// Create children.
+pub const ZKR_PERM_CREATE: u32 = 4;
+/// Delete children.
+pub const ZKR_PERM_DELETE: u32 = 8;
+/// Set the ACL.
+pub const ZKR_PERM_ADMIN: u32 = 16;
+/// Every permission.
+pub const ZKR_PERM_ALL: u32 = 31;
+
+/// One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
+/// `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
+/// `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
+/// `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
+/// `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_acl {
+    /// A combination of ZKR_PERM_* bits (1..31).
+    pub perms: u32,
+    /// The scheme: "world", "auth", "digest", "ip", ... Not NULL.
+    pub scheme: *const c_char,
+    /// The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
+    pub id: *const c_char,
+}
+
+/// One authentication entry added to the session (ZooKeeper's addAuthInfo).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_auth {
+    /// The scheme, e.g. "digest". Not NULL.
+    pub scheme: *const c_char,
+    /// The credentials, e.g. "user:password" for digest.
+    pub credentials: *const u8,
+    /// Length of `credentials` in bytes.
+    pub credentials_len: usize,
+}
+
+/// Client options. Always start from zkr_client_options_init(&opts), which sets `size` and
+/// `version` and every default; then change the fields you need. The struct may grow at its end in
+/// later versions: `size` tells the library how much of it your program knows, so programs built
+/// against an older header keep working.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_client_options {
+    /// sizeof(zkr_client_options) as your program sees it (set by zkr_client_options_init).
+    pub size: usize,
+    /// ZKR_CLIENT_OPTIONS_VERSION as your program saw it (set by zkr_client_options_init).
+    pub version: u32,
+    /// Allow connecting to a read-only server (state ZKR_STATE_READ_ONLY). Default false.
+    pub can_be_read_only: bool,
+    /// Session timeout asked of the server, > 0. Default 60000.
+    pub session_timeout_ms: i64,
+    /// How long to wait for a connection, at start and before each try of an operation, > 0.
+    /// Default 15000.
+    pub connection_timeout_ms: i64,
+    /// The retry policy. Default zkr_retry_exponential_backoff(1000, 3, 0).
+    pub retry: zkr_retry_policy,
+    /// Curator's namespace: every path is relative to "/<namespace_name>". NULL (default): none.
+    /// Read during zkr_client_connect only.
+    pub namespace_name: *const c_char,
+    /// Authentication scheme, e.g. "digest". NULL (default): no authentication.
+    pub auth_scheme: *const c_char,
+    /// Authentication credentials, e.g. "user:password" for digest.
+    pub auth_credentials: *const u8,
+    /// Length of `auth_credentials` in bytes.
+    pub auth_credentials_len: usize,
+    /// (version 2) The ACL given to every node this client creates, recipes' nodes and the parents
+    /// they create included: `acl_len` entries. NULL (default): world:anyone, all permissions
+    /// (OPEN_ACL_UNSAFE). Read during zkr_client_connect only (the library keeps a copy).
+    pub acl: *const zkr_acl,
+    /// (version 2) The number of entries at `acl` (0 with NULL; > 0 otherwise).
+    pub acl_len: usize,
+    /// (version 2) More authentication entries, `auth_len` of them, added after the one in
+    /// `auth_scheme` (if any): a session may hold several identities. NULL (default): none.
+    /// Read during zkr_client_connect only.
+    pub auth: *const zkr_auth,
+    /// (version 2) The number of entries at `auth`.
+    pub auth_len: usize,
+}
+
+fn default_options() -> zkr_client_options {
+    zkr_client_options {
+        size: std::mem::size_of::<zkr_client_options>(),
+        version: ZKR_CLIENT_OPTIONS_VERSION,
+        can_be_read_only: false,
+        session_timeout_ms: 60_000,
+        connection_timeout_ms: 15_000,
+        retry: zkr_retry_exponential_backoff(1000, 3, 0),
+        namespace_name: ptr::null(),
+        auth_scheme: ptr::null(),
+        auth_credentials: ptr::null(),
+        auth_credentials_len: 0,
+        acl: ptr::null(),
+        acl_len: 0,
+        auth: ptr::null(),
+        auth_len: 0,
+    }
+}
+
+/// Fills `opts` with the defaults (API.md's): session timeout 60 s, connection timeout 15 s,
+/// exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
+/// world:anyone (all permissions).
+///
+/// `opts` may point to uninitialized memory.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_client_options_init(opts: *mut zkr_client_options) -> zkr_status {
+    ffi_call("zkr_client_options_init", || {
+        // SAFETY: the C caller's contract: `opts` is NULL or writable.
+        unsafe { arg_out(opts, "opts") }?.write(default_options());
+        Ok(())
+    })
+}
+
+/// Reads the caller's options, taking only the bytes its `size` covers.
+///
+/// # Safety
+/// `opts` is NULL or points to at least `size` readable bytes, `size` being its first field.
+pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr_client_options> {
+    let mut merged = default_options();
+    if opts.is_null() {
+        return Ok(merged);
+    }
+    let header = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
+    // SAFETY: `size` and `version` come first in every version of the struct, so a caller's
+    // struct has them whatever header it was built with.
+    let (size, version) = unsafe {
+        (
+            ptr::read_unaligned(opts.cast::<usize>()),
+            ptr::read_unaligned(
+                opts.cast::<u8>()
+                    .add(std::mem::size_of::<usize>())
+                    .cast::<u32>(),
+            ),
+        )
+    };
+    if size < header || version == 0 {
+        return Err(Error::InvalidArgument(
+            "opts is not initialized: call zkr_client_options_init(&opts) first".into(),
+        ));
+    }
+    if version > ZKR_CLIENT_OPTIONS_VERSION || size > std::mem::size_of::<zkr_client_options>() {
+        return Err(Error::InvalidArgument(format!(
+            "opts come from a newer zkrecipes header (options version {version}, {size} bytes) than this \
+             library {} (version {ZKR_CLIENT_OPTIONS_VERSION}); link the matching library",
+            zkrecipes::VERSION
+        ).into()));
+    }
+    // A version-1 program knows nothing past auth_credentials_len, whatever its `size` says.
+    let size = if version < 2 {
+        size.min(std::mem::offset_of!(zkr_client_options, acl))
+    } else {
+        size
+    };
+    // SAFETY: the caller's struct has `size` readable bytes (checked to be at most ours), and
+    // `merged` is a whole struct of ours.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            opts.cast::<u8>(),
+            ptr::from_mut(&mut merged).cast::<u8>(),
+            size,
+        );
+    }
+    Ok(merged)
+}
+
+/// The core's builder for `hosts` with the caller's options.
+///
+/// # Safety
+/// The C caller's contract for the pointers in `o`.
+pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> {
+    let mut b = ClientBuilder::new(hosts)
+        .session_timeout(timeout::positive_millis(
+            o.session_timeout_ms,
+            "opts.session_timeout_ms",
+        )?)
+        .connection_timeout(timeout::positive_millis(
+            o.connection_timeout_ms,
+            "opts.connection_timeout_ms",
+        )?)
+        .retry_policy(o.retry.to_core()?)
+        .can_be_read_only(o.can_be_read_only);
+    // SAFETY: this function's contract.
+    unsafe {
+        if let Some(ns) = arg_opt_str(o.namespace_name, "opts.namespace_name")? {
+            b = b.namespace(ns);
+        }
+        if let Some(scheme) = arg_opt_str(o.auth_scheme, "opts.auth_scheme")? {
+            let cred = arg_slice(
+                o.auth_credentials,
+                o.auth_credentials_len,
+                "opts.auth_credentials",
+            )?;
+            b = b.auth(scheme, cred.to_vec());
+        }
+        for (i, a) in arg_slice(o.auth, o.auth_len, "opts.auth")?
+            .iter()
+            .enumerate()
+        {
+            let scheme = scheme_arg(a.scheme, &format!("opts.auth[{i}].scheme"))?;
+            let cred = arg_slice(
+                a.credentials,
+                a.credentials_len,
+                &format!("opts.auth[{i}].credentials"),
+            )?;
+            b = b.auth(scheme, cred.to_vec());
+        }
+        if !o.acl.is_null() || o.acl_len != 0 {
+            let entries = arg_slice(o.acl, o.acl_len, "opts.acl")?;
+            if entries.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "opts.acl is set with acl_len 0: give at least one entry, or NULL for the default"
+                        .into(),
+                ));
+            }
+            let mut list = Vec::with_capacity(entries.len());
+            for (i, e) in entries.iter().enumerate() {
+                let scheme = scheme_arg(e.scheme, &format!("opts.acl[{i}].scheme"))?;
+                let id = arg_str(e.id, &format!("opts.acl[{i}].id"))?;
+                list.push(Acl::new(permission(e.perms, i)?, scheme, id));
+            }
+            b = b.acl(list);
+        }
+    }
+    Ok(b)
+}
+
+/// A scheme: a non-empty string.
+///
+/// # Safety
+/// As [`arg_str`].
+unsafe fn scheme_arg<'a>(scheme: *const c_char, what: &str) -> Result<&'a str> {
+    // SAFETY: this function's contract.
+    let scheme = unsafe { arg_str(scheme, what) }?;
+    if scheme.is_empty() {
+        return Err(Error::InvalidArgument(format!("{what} is empty").into()));
+    }
+    Ok(scheme)
+}
+
+/// ZooKeeper's permission bits as a `Permission`.
+fn permission(bits: u32, i: usize) -> Result<Permission> {
+    Permission::from_bits(bits).map_err(|_| {
+        Error::InvalidArgument(
+            format!("opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)")
+                .into(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(opts: &zkr_client_options) -> Result<ClientBuilder> {
+        // SAFETY: every pointer in the test options is NULL, dangling with length 0, or local.
+        unsafe { builder("127.0.0.1:2181", opts) }
+    }
+
+    fn read(opts: &zkr_client_options) -> Result<zkr_client_options> {
+        // SAFETY: a whole local struct.
+        unsafe { read_options(opts) }
+    }
+
+    #[test]
+    fn options_from_an_older_smaller_struct_take_defaults_for_the_rest() {
+        let mut opts = default_options();
+        opts.session_timeout_ms = 1234;
+        opts.retry.kind = 99; // beyond the older program's size: must be ignored
+        opts.size = std::mem::offset_of!(zkr_client_options, retry);
+        let read = read(&opts).unwrap();
+        assert_eq!(read.session_timeout_ms, 1234);
+        assert_eq!(read.retry.kind, ZKR_RETRY_EXPONENTIAL_BACKOFF);
+        assert!(read.retry.to_core().is_ok());
+    }
+
+    #[test]
+    fn version_1_options_ignore_the_version_2_fields() {
+        let mut opts = default_options();
+        opts.version = 1;
+        opts.size = std::mem::offset_of!(zkr_client_options, acl);
+        opts.acl = std::ptr::dangling();
+        opts.acl_len = 3;
+        opts.auth = std::ptr::dangling();
+        opts.auth_len = 2;
+        let r = read(&opts).unwrap();
+        assert!(r.acl.is_null() && r.acl_len == 0);
+        assert!(r.auth.is_null() && r.auth_len == 0);
+        assert!(build(&r).is_ok());
+        // Version 1 with the whole struct's size: still only version 1's fields.
+        opts.size = std::mem::size_of::<zkr_client_options>();
+        let r = read(&opts).unwrap();
+        assert!(r.acl.is_null() && r.auth_len == 0);
+    }
+
+    #[test]
+    fn acl_and_auth_entries_are_checked() {
+        let scheme = c"world";
+        let id = c"anyone";
+        let mut entries = [zkr_acl {
+            perms: ZKR_PERM_ALL,
+            scheme: scheme.as_ptr(),
+            id: id.as_ptr(),
+        }];
+        let mut opts = default_options();
+        opts.acl = entries.as_ptr();
+        opts.acl_len = 1;
+        assert!(build(&opts).is_ok());
+        for bad in [0, 32, 64] {
+            entries[0].perms = bad;
+            opts.acl = entries.as_ptr();
+            assert!(matches!(build(&opts), Err(Error::InvalidArgument(_))));
+        }
+        entries[0].perms = ZKR_PERM_READ;
+        entries[0].id = std::ptr::null();
+        opts.acl = entries.as_ptr();
+        assert!(build(&opts).is_err());
+        let mut opts = default_options();
+        opts.acl_len = 1; // NULL with a length
+        assert!(build(&opts).is_err());
+        let mut opts = default_options();
+        opts.acl = entries.as_ptr(); // a pointer with length 0
+        assert!(build(&opts).is_err());
+        let auth = [zkr_auth {
+            scheme: c"".as_ptr(),
+            credentials: std::ptr::null(),
+            credentials_len: 0,
+        }];
+        let mut opts = default_options();
+        opts.auth = auth.as_ptr();
+        opts.auth_len = 1;
+        assert!(build(&opts).is_err());
+    }
+
+    #[test]
+    fn uninitialized_or_newer_options_are_refused() {
+        let mut opts = default_options();
+        opts.size = 0;
+        assert!(matches!(read(&opts), Err(Error::InvalidArgument(_))));
+        let mut opts = default_options();
+        opts.version = ZKR_CLIENT_OPTIONS_VERSION + 1;
+        assert!(matches!(read(&opts), Err(Error::InvalidArgument(_))));
+        // SAFETY: NULL means the defaults.
+        let defaults = unsafe { read_options(std::ptr::null()) }.unwrap();
+        assert_eq!(defaults.session_timeout_ms, 60_000);
+    }
+
+    #[test]
+    fn retry_policies_map_to_curators() {
+        let p = zkr_retry_n_times(3, 10).to_core().unwrap();
+        assert_eq!(
+            p,
+            RetryPolicy::NTimes {
+                n: 3,
+                sleep: Duration::from_millis(10)
+            }
+        );
+        assert!(zkr_retry_forever(-1).to_core().is_err());
+        assert!(zkr_retry_exponential_backoff(10, 30, 0).to_core().is_err());
+        let b = zkr_retry_bounded_exponential_backoff(100, 50, 3).to_core();
+        assert!(b.is_err(), "max below base is refused");
+    }
+}
