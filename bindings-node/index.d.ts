@@ -1,9 +1,23 @@
-// Type definitions for zkrecipes (hand-written and checked against index.js; `scripts/test-node`
-// compiles examples/typescript with `tsc --noEmit --strict` against them).
+// Type definitions for zkrecipes (hand-written and checked against the runtime: `scripts/test-node`
+// compiles examples/typescript with `tsc --noEmit --strict` against them, and test/face.test.js
+// checks that the word lists below are the core's).
 //
 // 64-bit values (zxids, session ids, fencing tokens, DistributedAtomicLong values) are
 // `bigint`; they are accepted as `bigint` or safe-integer `number`. Every failure is an `Error`
-// whose `code` is one of `ZkrErrorCode`.
+// whose `code` is one of `ZkrErrorCode`; async methods reject (never throw), constructors throw.
+//
+// Options objects: an unknown key is refused with ZKR_INVALID_ARGUMENT naming the nearest valid
+// one (`{ sessionTimeout }`: "did you mean sessionTimeoutMs?").
+//
+// Timeouts (`timeoutMs`), the core's contract for every face: omitted (or `undefined`, `null`)
+// or `Infinity` waits without limit; 0 tries once without waiting; a negative value or NaN is
+// refused with ZKR_INVALID_ARGUMENT.
+//
+// Events (EventEmitter events, watch functions, `setLogger` sinks, `takeLeadership`): the events
+// of one object (a client's 'state' events and its one-shot watches; one recipe's events) reach
+// JS one at a time, in the order they happened, on the JS thread that made the object; a
+// listener may call any method, of that object too. They never keep the event loop alive, and
+// nothing is delivered once the object is closed or collected.
 
 /// <reference types="node" />
 
@@ -22,36 +36,25 @@ export type ZkrErrorCode =
   | 'ZKR_BAD_VERSION'
   | 'ZKR_NO_AUTH'
   | 'ZKR_NOT_EMPTY'
+  | 'ZKR_CONFLICT'
   | 'ZKR_TIMEOUT'
   | 'ZKR_CORRUPTED_DATA'
   | 'ZKR_OVERFLOW'
   | 'ZKR_SERVER'
   | 'ZKR_INTERNAL';
 
-/** The error codes by name: `ErrorCode.NO_NODE === 'ZKR_NO_NODE'`. */
-export declare const ErrorCode: Readonly<{
-  INVALID_ARGUMENT: 'ZKR_INVALID_ARGUMENT';
-  NOT_OWNER: 'ZKR_NOT_OWNER';
-  CONNECTION_LOSS: 'ZKR_CONNECTION_LOSS';
-  SESSION_EXPIRED: 'ZKR_SESSION_EXPIRED';
-  OUTCOME_UNKNOWN: 'ZKR_OUTCOME_UNKNOWN';
-  CLOSED: 'ZKR_CLOSED';
-  NO_NODE: 'ZKR_NO_NODE';
-  NODE_EXISTS: 'ZKR_NODE_EXISTS';
-  BAD_VERSION: 'ZKR_BAD_VERSION';
-  NO_AUTH: 'ZKR_NO_AUTH';
-  NOT_EMPTY: 'ZKR_NOT_EMPTY';
-  TIMEOUT: 'ZKR_TIMEOUT';
-  CORRUPTED_DATA: 'ZKR_CORRUPTED_DATA';
-  OVERFLOW: 'ZKR_OVERFLOW';
-  SERVER: 'ZKR_SERVER';
-  INTERNAL: 'ZKR_INTERNAL';
-}>;
+/** The error codes by kind name: `ErrorCode.NO_NODE === 'ZKR_NO_NODE'` (the core's list). */
+export declare const ErrorCode: Readonly<{ [K in ZkrErrorCode as K extends `ZKR_${infer N}` ? N : never]: K }>;
 
 /** The shape of every error zkrecipes raises: a plain `Error` with a `code`. */
 export interface ZkrError extends Error {
   code: ZkrErrorCode;
+  /** ZooKeeper's own error code (`KeeperException.Code`: -101 NONODE, ...) when the server gave one. */
+  zkCode?: number;
 }
+
+/** An object mapping each name of a word list to itself: `CreateMode.EPHEMERAL === 'EPHEMERAL'`. */
+type Names<T extends string> = Readonly<{ [K in T]: K }>;
 
 /** The version of the Rust core the addon was built from. */
 export declare const coreVersion: string;
@@ -129,6 +132,8 @@ export declare class RetryForever extends RetryPolicy {
 // Client
 
 export type ConnectionState = 'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' | 'LOST' | 'READ_ONLY';
+/** Curator's connection states (the core's list). */
+export declare const ConnectionState: Names<ConnectionState>;
 
 export type Permission = 'READ' | 'WRITE' | 'CREATE' | 'DELETE' | 'ADMIN' | 'ALL';
 
@@ -163,7 +168,9 @@ export interface ConnectOptions {
   canBeReadOnly?: boolean;
 }
 
-export type WatchedEventType = 'CREATED' | 'DELETED' | 'CHANGED' | 'CHILD' | 'SESSION_ENDED';
+export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED';
+/** What a one-shot watch saw (the core's list). */
+export declare const WatchedEventType: Names<WatchedEventType>;
 
 /** What a one-shot watch saw; `path` is relative to the namespace. */
 export interface WatchedEvent {
@@ -172,11 +179,16 @@ export interface WatchedEvent {
 }
 
 export interface WatchOptions {
-  /** A one-shot watch, called once (`'SESSION_ENDED'` if the session ends before the node changes). */
+  /**
+   * A one-shot watch, called once (`'SESSION_ENDED'` if the session ends before the node
+   * changes), on this JS thread, in order with the client's 'state' events.
+   */
   watch?: (event: WatchedEvent) => void;
 }
 
 export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER';
+/** Node types (the core's list). */
+export declare const CreateMode: Names<CreateMode>;
 
 export interface CreateOptions {
   mode?: CreateMode;
@@ -226,7 +238,9 @@ export interface ClientEvents {
 
 /**
  * A ZooKeeper client (Curator's CuratorFramework). While open it keeps the process alive,
- * like a socket; `close()` (or `unref()`) lets it exit.
+ * like a socket; `close()` (or `unref()`) lets it exit. An oversized create or setData (over
+ * the server's 1 MiB jute.maxbuffer, path and ACL included) rejects at once with
+ * ZKR_INVALID_ARGUMENT naming the sizes; the session and its holds are untouched.
  */
 export declare class Client extends EventEmitter<ClientEvents> {
   private constructor();
@@ -254,7 +268,7 @@ export declare class Client extends EventEmitter<ClientEvents> {
   /** `watch`: called once when a child is added or removed, or the node is deleted. */
   getChildren(path: string, options?: WatchOptions): Promise<string[]>;
   delete(path: string, options?: DeleteOptions): Promise<void>;
-  /** Testing only: expires the session on the server. */
+  /** Testing only (addon built with `--testing`): expires the session on the server, waits for LOST. */
   _expireSessionForTesting(): Promise<void>;
   /** Testing only: requests sent so far. */
   _requestCounts(): RequestCounts;
@@ -264,7 +278,7 @@ export declare class Client extends EventEmitter<ClientEvents> {
 // Locks
 
 export interface AcquireOptions {
-  /** Give up after this many milliseconds (resolve false); omitted: wait forever. */
+  /** Give up after this many milliseconds (resolve false); omitted or Infinity: no limit; 0: one try. */
   timeoutMs?: number;
   /** Acquire for this owner instead of the current one. */
   owner?: Owner;
@@ -282,17 +296,32 @@ export interface LockOptions {
 }
 
 export interface LockEvents {
-  /** A hold of `owner` was lost (its session SUSPENDED or LOST): stop trusting it. */
+  /** A hold of `owner` was lost (its session SUSPENDED or LOST, or its node deleted by someone else): stop trusting it. */
   lost: [owner: Owner | bigint];
   /** Another process asked this hold to be released (`attemptRevoke`), after `makeRevocable()`. */
   revoke: [owner: Owner | bigint];
 }
 
-/** Curator's InterProcessMutex: reentrant per owner, fair, with fencing tokens. */
+/**
+ * Curator's InterProcessMutex: reentrant per owner, fair, with fencing tokens.
+ *
+ * A mutex collected by the garbage collector while held keeps its lock node until the session
+ * ends (nobody can release it any more); a process warning `ZKR_LOCK_GARBAGE_COLLECTED` says so.
+ * Release it (or use `withLock`) before dropping the last reference.
+ */
 export declare class InterProcessMutex extends EventEmitter<LockEvents> {
   constructor(client: Client, path: string, options?: LockOptions);
   readonly path: string;
-  /** Resolves to whether it was acquired (true unless `timeoutMs` passed). */
+  /**
+   * Resolves to whether it was acquired (true unless `timeoutMs` passed).
+   *
+   * **Owners:** without `{ owner }` and outside `withLock` / `owner.run`, the owner is this JS
+   * thread's, shared by ALL its async tasks: two concurrent tasks acquiring that way would
+   * both be let in (a re-entry). Give each concurrent task its own owner (`withLock(fn)`,
+   * `owner.run(fn)`, `{ owner: new Owner() }`). Where it can tell the tasks apart (both acquires
+   * pending at once, or the lock held for another async flow), a second plain acquire rejects
+   * with ZKR_NOT_OWNER instead of letting it in.
+   */
   acquire(options?: AcquireOptions): Promise<boolean>;
   /** Releases one acquire; ZKR_NOT_OWNER if the owner holds none. */
   release(options?: OwnerOptions): Promise<void>;
@@ -338,7 +367,7 @@ export declare class InterProcessSemaphoreMutex {
   readonly leaseNode: string | null;
 }
 
-/** A lease of an InterProcessSemaphoreV2. */
+/** A lease of an InterProcessSemaphoreV2 (collected un-returned: warning `ZKR_LOCK_GARBAGE_COLLECTED`). */
 export declare class Lease {
   private constructor();
   readonly path: string;
@@ -352,7 +381,7 @@ export declare class InterProcessSemaphoreV2 {
   constructor(client: Client, path: string, maxLeases: number);
   readonly path: string;
   readonly maxLeases: number;
-  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`. */
+  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > maxLeases: ZKR_INVALID_ARGUMENT. */
   acquire(options?: { qty?: number; timeoutMs?: number }): Promise<Lease[] | null>;
   returnLease(lease: Lease): Promise<void>;
   returnAll(leases: Lease[]): Promise<void>;
@@ -391,20 +420,25 @@ export interface LeaderLatchEvents {
   notLeader: [];
 }
 
-/** Curator's LeaderLatch. */
-export declare class LeaderLatch extends EventEmitter<LeaderLatchEvents> {
-  constructor(client: Client, path: string, options?: LeaderLatchOptions);
-  start(): Promise<void>;
-  /** Resolves to whether this participant leads (false once `timeoutMs` passed). */
-  await(options?: { timeoutMs?: number }): Promise<boolean>;
+/** What a LeaderLatch and a LeaderSelector have in common (not exported at run time). */
+declare abstract class LeaderParticipant<Events extends Record<keyof Events, unknown[]>> extends EventEmitter<Events> {
   hasLeadership(): boolean;
+  /** The leadership epoch / the term's fencing token while leading, else null. */
   readonly leadershipEpoch: bigint | null;
-  readonly ourPath: string | null;
   readonly state: 'LATENT' | 'STARTED' | 'CLOSED';
   readonly id: string;
   readonly path: string;
   getLeader(): Promise<Participant>;
   getParticipants(): Promise<Participant[]>;
+}
+
+/** Curator's LeaderLatch. */
+export declare class LeaderLatch extends LeaderParticipant<LeaderLatchEvents> {
+  constructor(client: Client, path: string, options?: LeaderLatchOptions);
+  start(): Promise<void>;
+  /** Resolves to whether this participant leads (false once `timeoutMs` passed). */
+  await(options?: { timeoutMs?: number }): Promise<boolean>;
+  readonly ourPath: string | null;
   close(options?: { closeMode?: CloseMode }): Promise<void>;
 }
 
@@ -430,6 +464,8 @@ export declare class LeaderObserver extends EventEmitter<LeaderObserverEvents> {
 }
 
 export type CancelReason = 'CONNECTION_SUSPENDED' | 'SESSION_LOST' | 'INTERRUPTED' | 'CLOSED';
+/** Why leadership was cancelled (the core's list). */
+export declare const CancelReason: Names<CancelReason>;
 
 /** `ctx.signal.reason` once leadership is cancelled. */
 export interface LeadershipCancelledError extends Error {
@@ -460,8 +496,8 @@ export interface LeaderSelectorEvents {
   error: [err: unknown];
 }
 
-/** Curator's LeaderSelector: leadership lasts while `takeLeadership(ctx)` runs. */
-export declare class LeaderSelector extends EventEmitter<LeaderSelectorEvents> {
+/** Curator's LeaderSelector: leadership lasts while `takeLeadership(ctx)` runs (on this JS thread). */
+export declare class LeaderSelector extends LeaderParticipant<LeaderSelectorEvents> {
   constructor(
     client: Client,
     path: string,
@@ -472,14 +508,7 @@ export declare class LeaderSelector extends EventEmitter<LeaderSelectorEvents> {
   start(): void;
   requeue(): boolean;
   interruptLeadership(): void;
-  hasLeadership(): boolean;
-  readonly leadershipEpoch: bigint | null;
   readonly leadershipCount: number;
-  readonly state: 'LATENT' | 'STARTED' | 'CLOSED';
-  readonly id: string;
-  readonly path: string;
-  getLeader(): Promise<Participant>;
-  getParticipants(): Promise<Participant[]>;
   close(): Promise<void>;
 }
 
@@ -512,37 +541,30 @@ export interface AtomicOptions {
   promotedToLock?: PromotedToLockOptions;
 }
 
-/** Curator's DistributedAtomicLong (values are bigint). */
-export declare class DistributedAtomicLong {
-  constructor(client: Client, path: string, options?: AtomicOptions);
+/** Curator's counter API, for both widths: values are `T`, accepted as `In` (not exported at run time). */
+declare abstract class Counter<T, In> {
   readonly path: string;
-  get(): Promise<AtomicValue<bigint>>;
-  add(delta: Int64): Promise<AtomicValue<bigint>>;
-  subtract(delta: Int64): Promise<AtomicValue<bigint>>;
-  increment(): Promise<AtomicValue<bigint>>;
-  decrement(): Promise<AtomicValue<bigint>>;
-  compareAndSet(expected: Int64, newValue: Int64): Promise<AtomicValue<bigint>>;
-  trySet(value: Int64): Promise<AtomicValue<bigint>>;
-  forceSet(value: Int64): Promise<void>;
-  initialize(value: Int64): Promise<boolean>;
-  /** The new value, or a rejection (never "not succeeded"). */
-  addAndGet(delta: Int64, options?: { timeoutMs?: number }): Promise<bigint>;
+  get(): Promise<AtomicValue<T>>;
+  add(delta: In): Promise<AtomicValue<T>>;
+  subtract(delta: In): Promise<AtomicValue<T>>;
+  increment(): Promise<AtomicValue<T>>;
+  decrement(): Promise<AtomicValue<T>>;
+  compareAndSet(expected: In, newValue: In): Promise<AtomicValue<T>>;
+  trySet(value: In): Promise<AtomicValue<T>>;
+  forceSet(value: In): Promise<void>;
+  initialize(value: In): Promise<boolean>;
+  /** The new value, or a rejection (ZKR_TIMEOUT, ZKR_OUTCOME_UNKNOWN, ZKR_OVERFLOW; never "not succeeded"). */
+  addAndGet(delta: In, options?: { timeoutMs?: number }): Promise<T>;
+}
+
+/** Curator's DistributedAtomicLong (values are bigint). */
+export declare class DistributedAtomicLong extends Counter<bigint, Int64> {
+  constructor(client: Client, path: string, options?: AtomicOptions);
 }
 
 /** Curator's DistributedAtomicInteger (values are 32-bit numbers). */
-export declare class DistributedAtomicInteger {
+export declare class DistributedAtomicInteger extends Counter<number, number> {
   constructor(client: Client, path: string, options?: AtomicOptions);
-  readonly path: string;
-  get(): Promise<AtomicValue<number>>;
-  add(delta: number): Promise<AtomicValue<number>>;
-  subtract(delta: number): Promise<AtomicValue<number>>;
-  increment(): Promise<AtomicValue<number>>;
-  decrement(): Promise<AtomicValue<number>>;
-  compareAndSet(expected: number, newValue: number): Promise<AtomicValue<number>>;
-  trySet(value: number): Promise<AtomicValue<number>>;
-  forceSet(value: number): Promise<void>;
-  initialize(value: number): Promise<boolean>;
-  addAndGet(delta: number, options?: { timeoutMs?: number }): Promise<number>;
 }
 
 export interface VersionedValue {
@@ -553,12 +575,19 @@ export interface VersionedValue {
 export interface SharedCountEvents {
   change: [value: number, version: number];
   state: [state: ConnectionState];
+  /** The node holds data that is not a count (ZKR_CORRUPTED_DATA, at data version `version`). */
+  error: [err: ZkrError & { version: number }];
 }
 
-/** Curator's SharedCount. */
+/**
+ * Curator's SharedCount. When the node is overwritten with data that is not a count, it emits
+ * `'error'` (a process warning when nobody listens) and `count`, `getCount()` and
+ * `getVersionedValue()` throw ZKR_CORRUPTED_DATA until a valid value is written.
+ */
 export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   constructor(client: Client, path: string, seed?: number);
   readonly path: string;
+  /** The count as last seen (the seed before start); throws ZKR_CORRUPTED_DATA (see above). */
   readonly count: number;
   start(): Promise<void>;
   getCount(): number;
@@ -567,3 +596,34 @@ export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
   close(): void;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Logging (opt-in)
+
+export type LogLevelName = 'ERROR' | 'WARN' | 'INFO' | 'DEBUG' | 'TRACE';
+/** Log levels, most severe first (the core's list). */
+export declare const LogLevel: Names<LogLevelName>;
+
+/** One of the core's log records. */
+export interface LogRecord {
+  level: LogLevelName;
+  /** Where it comes from: `zkrecipes::client::connection`, `zkrecipes::lock`, ... */
+  target: string;
+  /** The message, followed by the fields as `key=value`. */
+  message: string;
+  /** The structured fields. */
+  fields: Record<string, string>;
+}
+
+/**
+ * Sends zkrecipes' log records of `level` (default 'INFO'; any case) and more severe to `sink`:
+ * connection states (INFO; SUSPENDED and LOST at WARN), session expiry (WARN), retries (DEBUG),
+ * lost holds and leadership (WARN), corrupted nodes (ERROR). One sink per process (the last call
+ * wins); records arrive one at a time, in order, on this JS thread. `setLogger(null)` turns
+ * logging off. Nothing is logged unless this is called, or the environment says
+ * `ZKRECIPES_LOG=warn` (any level name), which logs to stderr from the start.
+ */
+export declare function setLogger(sink: ((record: LogRecord) => void) | null, level?: LogLevelName | Lowercase<LogLevelName>): void;
+
+// Only what is exported above is the package's (the helper classes are not exported at run time).
+export {};

@@ -1,33 +1,5 @@
 // ESM entry of zkrecipes: the same objects as `require('zkrecipes')` (one module instance, so
-// owners and errors are shared between `import` and `require` in one process).
-import zkrecipes from './index.js';
-
-export const {
-  Client,
-  Owner,
-  InterProcessMutex,
-  InterProcessReadWriteLock,
-  InterProcessSemaphoreMutex,
-  InterProcessSemaphoreV2,
-  InterProcessMultiLock,
-  Lease,
-  LeaderLatch,
-  LeaderSelector,
-  LeaderObserver,
-  LeadershipContext,
-  DistributedAtomicLong,
-  DistributedAtomicInteger,
-  SharedCount,
-  attemptRevoke,
-  ErrorCode,
-  RetryPolicy,
-  ExponentialBackoffRetry,
-  BoundedExponentialBackoffRetry,
-  RetryNTimes,
-  RetryOneTime,
-  RetryUntilElapsed,
-  RetryForever,
-  coreVersion,
-} = zkrecipes;
-
-export default zkrecipes;
+// owners and errors are shared between `import` and `require` in one process). The names come
+// from index.js's export list, not from a copy here.
+export * from './index.js';
+export { default } from './index.js';

@@ -1,37 +1,36 @@
-//! Argument mapping shared by the native classes: timeouts, owners, 64-bit integers.
-//! The JS layer (`index.js`) checks types first; these checks keep the native layer safe on
-//! its own (a bad value is a coded `ZKR_INVALID_ARGUMENT`, never a panic).
+//! Argument mapping shared by the native classes: timeouts and durations (the core's timeout
+//! contract), owners, integers, lost policies. The JS layer (`lib/args.js`) checks types
+//! first; the values are checked here, once, so a bad value is a coded `ZKR_INVALID_ARGUMENT`
+//! (never a panic) whichever way it came in.
 
 use std::time::Duration;
 
 use napi::bindgen_prelude::BigInt;
-use zkrecipes::Owner;
+use zkrecipes::{LostPolicy, Owner};
 
 use crate::error::{invalid, CoreResult};
 
-/// A timeout in milliseconds: `None` (or +Infinity) waits forever; negative or NaN is refused.
+/// A timeout in milliseconds, by the core's contract (`zkrecipes::timeout`): `None` (the option
+/// omitted) or `Infinity` waits without limit, 0 tries once, negative or NaN is refused with a
+/// message naming `what`.
 pub(crate) fn timeout(what: &str, ms: Option<f64>) -> CoreResult<Option<Duration>> {
-    match ms {
-        None => Ok(None),
-        Some(ms) if ms.is_nan() || ms < 0.0 => Err(invalid(format!(
-            "{what} must be a non-negative number of milliseconds, got {ms}"
-        ))),
-        Some(ms) if ms.is_infinite() => Ok(None),
-        Some(ms) => Duration::try_from_secs_f64(ms / 1000.0)
-            .map(Some)
-            .map_err(|_| invalid(format!("{what} of {ms} ms is out of range"))),
-    }
+    zkrecipes::timeout::from_millis_f64(ms).map_err(|e| e.context(what))
 }
 
-/// A required positive duration in milliseconds (session and connection timeouts, sleeps).
+/// A required finite duration in milliseconds, zero allowed (a retry policy's sleeps).
 pub(crate) fn duration(what: &str, ms: f64) -> CoreResult<Duration> {
-    match timeout(what, Some(ms))? {
-        Some(d) => Ok(d),
-        None => Err(invalid(format!("{what} must be finite"))),
+    timeout(what, Some(ms))?.ok_or_else(|| invalid(format!("{what} must be finite, got {ms}")))
+}
+
+/// A required positive finite duration in milliseconds (session and connection timeouts).
+pub(crate) fn positive_duration(what: &str, ms: f64) -> CoreResult<Duration> {
+    match duration(what, ms)? {
+        Duration::ZERO => Err(invalid(format!("{what} must be positive, got {ms}"))),
+        d => Ok(d),
     }
 }
 
-/// An owner id made by `newOwnerId()` (a non-negative BigInt below 2^64).
+/// An owner id made by `new Owner()` (a non-negative BigInt below 2^64).
 pub(crate) fn owner(id: &BigInt) -> CoreResult<Owner> {
     let (signed, value, lossless) = id.get_u64();
     if signed || !lossless {
@@ -51,4 +50,23 @@ pub(crate) fn i64_value(what: &str, v: &BigInt) -> CoreResult<i64> {
         )));
     }
     Ok(value)
+}
+
+/// A signed 32-bit value given as a JS number.
+pub(crate) fn i32_value(what: &str, v: f64) -> CoreResult<i32> {
+    if v.fract() != 0.0 || !(i32::MIN as f64..=i32::MAX as f64).contains(&v) {
+        return Err(invalid(format!("{what} must be a 32-bit integer, got {v}")));
+    }
+    Ok(v as i32)
+}
+
+/// The lost policy of locks and leaders: `'standard'` (default) or `'session'`.
+pub(crate) fn lost_policy(name: Option<String>) -> CoreResult<LostPolicy> {
+    match name.as_deref() {
+        None | Some("standard") => Ok(LostPolicy::Standard),
+        Some("session") => Ok(LostPolicy::Session),
+        Some(other) => Err(invalid(format!(
+            "lostPolicy must be 'standard' or 'session', got {other:?}"
+        ))),
+    }
 }

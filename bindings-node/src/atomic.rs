@@ -12,10 +12,10 @@ use zkrecipes::atomic::{
 };
 
 use crate::args;
+use crate::boundary::{promise, promise_on, promise_timed, sync};
 use crate::client::{retry_policy, NativeClient, RetryOptions};
-use crate::error::{from_core, invalid, CoreResult};
-use crate::events::{EmitFn, Emitter, Event, Payload};
-use crate::promise;
+use crate::error::CoreResult;
+use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 
 /// Curator's PromotedToLock: fall back to a mutex at `lock_path` after the optimistic tries.
@@ -87,21 +87,19 @@ fn atomic_value<T: Copy>(v: &AtomicValue<T>, num: impl Fn(T) -> Out) -> Out {
     ])
 }
 
-fn long(v: &BigInt, what: &str) -> CoreResult<i64> {
-    args::i64_value(what, v)
-}
-
-fn int(v: f64, what: &str) -> CoreResult<i32> {
-    if v.fract() != 0.0 || v < i32::MIN as f64 || v > i32::MAX as f64 {
-        return Err(invalid(format!("{what} must be a 32-bit integer, got {v}")));
-    }
-    Ok(v as i32)
+/// A counter's operation that resolves to an AtomicValue (`$out` maps the values to JS).
+macro_rules! atomic_op {
+    ($env:ident, $self_:ident, $out:expr, |$c:ident| $call:expr) => {
+        promise_on($env, &$self_.inner, |$c| async move {
+            Ok(atomic_value(&$call.await?, $out))
+        })
+    };
 }
 
 /// Generates the methods shared by both counter widths: `$arg` is the JS argument type,
 /// `$conv` turns it into the core's integer, `$out` turns the core's integer into a JS value.
 macro_rules! counter_methods {
-    ($native:ident, $core:ty, $arg:ty, $conv:expr, $out:expr) => {
+    ($native:ident, $core:ty, $arg:ty, $conv:ident, $out:ident) => {
         #[napi]
         impl $native {
             /// A counter at `path`.
@@ -112,41 +110,30 @@ macro_rules! counter_methods {
                 path: String,
                 options: Option<AtomicOptions>,
             ) -> napi::Result<Self> {
-                let build = || -> CoreResult<$core> {
+                sync(&env, || {
                     let (retry, promoted) = counter_options(options)?;
-                    <$core>::new(&client.inner, &path, retry, promoted)
-                };
-                let inner = build().map_err(|e| from_core(&env, &e))?;
-                Ok($native {
-                    inner: Arc::new(inner),
+                    Ok($native {
+                        inner: Arc::new(<$core>::new(&client.inner, &path, retry, promoted)?),
+                    })
                 })
             }
 
             /// The counter's path.
             #[napi(getter)]
-            pub fn path(&self) -> String {
-                self.inner.path().to_string()
+            pub fn path(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || Ok(self.inner.path().to_string()))
             }
 
             /// The current value (always succeeds).
             #[napi]
             pub fn get<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                let c = self.inner.clone();
-                promise::spawn(env, async move { Ok(atomic_value(&c.get().await?, $out)) })
+                atomic_op!(env, self, $out, |c| c.get())
             }
 
             /// Curator's add (check `succeeded`).
             #[napi]
             pub fn add<'env>(&self, env: &'env Env, delta: $arg) -> napi::Result<Object<'env>> {
-                let delta = match $conv(&delta, "delta") {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(
-                    env,
-                    async move { Ok(atomic_value(&c.add(delta).await?, $out)) },
-                )
+                atomic_op!(env, self, $out, |c| c.add($conv("delta", &delta)?))
             }
 
             /// Curator's subtract (check `succeeded`).
@@ -156,34 +143,19 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 delta: $arg,
             ) -> napi::Result<Object<'env>> {
-                let delta = match $conv(&delta, "delta") {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move {
-                    Ok(atomic_value(&c.subtract(delta).await?, $out))
-                })
+                atomic_op!(env, self, $out, |c| c.subtract($conv("delta", &delta)?))
             }
 
             /// Curator's increment (check `succeeded`).
             #[napi]
             pub fn increment<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                let c = self.inner.clone();
-                promise::spawn(
-                    env,
-                    async move { Ok(atomic_value(&c.increment().await?, $out)) },
-                )
+                atomic_op!(env, self, $out, |c| c.increment())
             }
 
             /// Curator's decrement (check `succeeded`).
             #[napi]
             pub fn decrement<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                let c = self.inner.clone();
-                promise::spawn(
-                    env,
-                    async move { Ok(atomic_value(&c.decrement().await?, $out)) },
-                )
+                atomic_op!(env, self, $out, |c| c.decrement())
             }
 
             /// Curator's compareAndSet.
@@ -194,32 +166,16 @@ macro_rules! counter_methods {
                 expected: $arg,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                let vals =
-                    $conv(&expected, "expected").and_then(|e| Ok((e, $conv(&value, "value")?)));
-                let (expected, value) = match vals {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move {
-                    Ok(atomic_value(
-                        &c.compare_and_set(expected, value).await?,
-                        $out,
-                    ))
-                })
+                atomic_op!(env, self, $out, |c| c.compare_and_set(
+                    $conv("expected", &expected)?,
+                    $conv("value", &value)?
+                ))
             }
 
             /// Curator's trySet.
             #[napi]
             pub fn try_set<'env>(&self, env: &'env Env, value: $arg) -> napi::Result<Object<'env>> {
-                let value = match $conv(&value, "value") {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move {
-                    Ok(atomic_value(&c.try_set(value).await?, $out))
-                })
+                atomic_op!(env, self, $out, |c| c.try_set($conv("value", &value)?))
             }
 
             /// Curator's forceSet.
@@ -229,14 +185,8 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                let value = match $conv(&value, "value") {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move {
-                    c.force_set(value).await?;
-                    Ok(Out::Undefined)
+                promise_on(env, &self.inner, |c| async move {
+                    c.force_set($conv("value", &value)?).await
                 })
             }
 
@@ -247,12 +197,9 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 value: $arg,
             ) -> napi::Result<Object<'env>> {
-                let value = match $conv(&value, "value") {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move { c.initialize(value).await })
+                promise_on(env, &self.inner, |c| async move {
+                    c.initialize($conv("value", &value)?).await
+                })
             }
 
             /// Adds `delta`; resolves to the new value or rejects (never "not succeeded").
@@ -263,19 +210,28 @@ macro_rules! counter_methods {
                 delta: $arg,
                 timeout_ms: Option<f64>,
             ) -> napi::Result<Object<'env>> {
-                let vals = $conv(&delta, "delta")
-                    .and_then(|d| Ok((d, args::timeout("timeoutMs", timeout_ms)?)));
-                let (delta, timeout) = match vals {
-                    Ok(v) => v,
-                    Err(e) => return promise::rejected(env, e),
-                };
-                let c = self.inner.clone();
-                promise::spawn(env, async move {
-                    Ok($out(c.add_and_get(delta, timeout).await?))
+                promise_timed(env, &self.inner, timeout_ms, |c, t| async move {
+                    Ok($out(c.add_and_get($conv("delta", &delta)?, t).await?))
                 })
             }
         }
     };
+}
+
+fn long_in(what: &str, v: &BigInt) -> CoreResult<i64> {
+    args::i64_value(what, v)
+}
+
+fn long_out(v: i64) -> Out {
+    Out::BigInt(v)
+}
+
+fn int_in(what: &str, v: &f64) -> CoreResult<i32> {
+    args::i32_value(what, *v)
+}
+
+fn int_out(v: i32) -> Out {
+    Out::Number(v as f64)
 }
 
 /// Curator's DistributedAtomicLong (values are BigInt).
@@ -288,8 +244,8 @@ counter_methods!(
     NativeAtomicLong,
     DistributedAtomicLong,
     BigInt,
-    long,
-    Out::BigInt
+    long_in,
+    long_out
 );
 
 /// Curator's DistributedAtomicInteger (values are numbers).
@@ -298,23 +254,16 @@ pub struct NativeAtomicInteger {
     inner: Arc<DistributedAtomicInteger>,
 }
 
-fn int_ref(v: &f64, what: &str) -> CoreResult<i32> {
-    int(*v, what)
-}
-
-fn int_out(v: i32) -> Out {
-    Out::Number(v as f64)
-}
-
 counter_methods!(
     NativeAtomicInteger,
     DistributedAtomicInteger,
     f64,
-    int_ref,
+    int_in,
     int_out
 );
 
-/// Curator's SharedCount; `emit` receives `'change'` (value, version) and `'state'` (name).
+/// Curator's SharedCount; `emit` receives `'change'` (value, version), `'state'` (name) and
+/// `'corrupted'` (the data version of a value that is not a count).
 #[napi]
 pub struct NativeSharedCount {
     inner: Arc<SharedCount>,
@@ -331,70 +280,61 @@ impl NativeSharedCount {
         seed: f64,
         emit: EmitFn<'_>,
     ) -> napi::Result<Self> {
-        let inner = int(seed, "seed")
-            .and_then(|seed| SharedCount::new(&client.inner, &path, seed))
-            .map_err(|e| from_core(&env, &e))?;
-        let emitter = Emitter::new(emit)?;
-        inner.add_listener(move |e| match e {
-            SharedCountEvent::CountChanged(v) => emitter.emit(Event {
-                name: "change",
-                payload: Payload::Number(v.value as f64),
-                extra: Payload::Number(v.version as f64),
-            }),
-            SharedCountEvent::StateChanged(s) => {
-                emitter.emit(Event::new("state", Payload::Text(s.as_str().into())))
-            }
-            SharedCountEvent::CorruptedData { version } => emitter.emit(Event {
-                name: "corrupted",
-                payload: Payload::Number(version as f64),
-                extra: Payload::Number(version as f64),
-            }),
-        });
-        Ok(NativeSharedCount {
-            inner: Arc::new(inner),
+        sync(&env, || {
+            let inner = SharedCount::new(&client.inner, &path, args::i32_value("seed", seed)?)?;
+            let emitter = Emitter::new(emit)?;
+            inner.add_listener(move |e| {
+                emitter.emit(match e {
+                    SharedCountEvent::CountChanged(v) => Event::with(
+                        "change",
+                        Out::Number(v.value as f64),
+                        Out::Number(v.version as f64),
+                    ),
+                    SharedCountEvent::StateChanged(s) => {
+                        Event::new("state", Out::Str(s.name().to_string()))
+                    }
+                    SharedCountEvent::CorruptedData { version } => {
+                        Event::new("corrupted", Out::Number(version as f64))
+                    }
+                })
+            });
+            Ok(NativeSharedCount {
+                inner: Arc::new(inner),
+            })
         })
     }
 
     /// Creates the node if missing, reads it and starts watching.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let c = self.inner.clone();
-        promise::spawn(env, async move {
-            c.start().await?;
-            Ok(Out::Undefined)
-        })
+        promise_on(env, &self.inner, |c| async move { c.start().await })
     }
 
     /// The count as last seen; throws `ZKR_CORRUPTED_DATA` while the node holds no count.
     #[napi(getter)]
     pub fn count(&self, env: Env) -> napi::Result<i32> {
-        self.inner.get_count().map_err(|e| from_core(&env, &e))
+        sync(&env, || Ok(self.inner.get_count()?))
     }
 
-    /// `{ version, value }` for `trySetCount`.
+    /// `{ version, value }` for `trySetCount`; throws `ZKR_CORRUPTED_DATA` like `count`.
     #[napi]
-    pub fn versioned_value(&self, env: Env) -> napi::Result<Object<'_>> {
-        let v = self
-            .inner
-            .get_versioned_value()
-            .map_err(|e| from_core(&env, &e))?;
-        let mut o = Object::new(&env)?;
-        o.set("version", v.version)?;
-        o.set("value", v.value)?;
-        Ok(o)
+    pub fn versioned_value(&self, env: Env) -> napi::Result<Out> {
+        sync(&env, || {
+            let v = self.inner.get_versioned_value()?;
+            Ok(Out::Object(vec![
+                ("version", Out::Number(v.version as f64)),
+                ("value", Out::Number(v.value as f64)),
+            ]))
+        })
     }
 
     /// Sets the count whatever it was.
     #[napi]
     pub fn set_count<'env>(&self, env: &'env Env, count: f64) -> napi::Result<Object<'env>> {
-        let count = match int(count, "count") {
-            Ok(c) => c,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let c = self.inner.clone();
-        promise::spawn(env, async move {
-            c.set_count(count).await?;
-            Ok(Out::Undefined)
+        promise(env, || {
+            let count = args::i32_value("count", count)?;
+            let c = self.inner.clone();
+            Ok(async move { c.set_count(count).await })
         })
     }
 
@@ -407,32 +347,29 @@ impl NativeSharedCount {
         value: f64,
         count: f64,
     ) -> napi::Result<Object<'env>> {
-        let vals = int(version, "previous.version").and_then(|ver| {
-            Ok((
-                VersionedValue {
-                    version: ver,
-                    value: int(value, "previous.value")?,
-                },
-                int(count, "count")?,
-            ))
-        });
-        let (previous, count) = match vals {
-            Ok(v) => v,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let c = self.inner.clone();
-        promise::spawn(env, async move { c.try_set_count(&previous, count).await })
+        promise(env, || {
+            let previous = VersionedValue {
+                version: args::i32_value("previous.version", version)?,
+                value: args::i32_value("previous.value", value)?,
+            };
+            let count = args::i32_value("count", count)?;
+            let c = self.inner.clone();
+            Ok(async move { c.try_set_count(&previous, count).await })
+        })
     }
 
     /// Stops watching (the node stays).
     #[napi]
-    pub fn close(&self) {
-        self.inner.close();
+    pub fn close(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            self.inner.close();
+            Ok(())
+        })
     }
 
     /// The path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
     }
 }

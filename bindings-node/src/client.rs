@@ -1,22 +1,24 @@
-//! `NativeClient`: the core's Client (Curator's CuratorFramework) for `index.js`'s `Client`.
+//! `NativeClient`: the core's Client (Curator's CuratorFramework) for `lib/client.js`'s `Client`.
 
+use std::future::Future;
 use std::sync::Mutex;
 
 use napi::bindgen_prelude::{BigInt, Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
-use zkrecipes::client::{Acl, NodeEventKind, Permission, Watch};
+use zkrecipes::client::Watch;
 use zkrecipes::{
-    Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
+    Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
+    ListenerId, Permission, RetryPolicy,
 };
 
 use crate::args;
+use crate::boundary::{promise, promise_on, sync, Outcome};
 use crate::error::{invalid, CoreResult};
-use crate::events::{EmitFn, Emitter, Event, Payload};
-use crate::promise;
+use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 
-/// A retry policy, as `index.js`'s retry classes describe it.
+/// A retry policy, as `lib/retry.js`'s classes describe it.
 #[napi(object)]
 pub struct RetryOptions {
     /// `exponentialBackoff`, `boundedExponentialBackoff`, `nTimes`, `oneTime`, `untilElapsed`, `forever`.
@@ -55,7 +57,7 @@ pub struct AclOptions {
     pub id: String,
 }
 
-/// Options of `Client.connect` (checked for types by `index.js`).
+/// Options of `Client.connect` (checked for types and names by `lib/client.js`).
 #[napi(object)]
 pub struct ConnectOptions {
     /// Session timeout asked of the server (default 60 s).
@@ -90,10 +92,10 @@ pub(crate) fn retry_policy(r: &RetryOptions) -> CoreResult<RetryPolicy> {
             let retries = count("maxRetries", r.max_retries)?;
             match r.max_sleep_ms {
                 None => RetryPolicy::exponential_backoff(base, retries),
-                Some(max) => RetryPolicy::ExponentialBackoff {
+                Some(_) => RetryPolicy::ExponentialBackoff {
                     base_sleep: base,
                     max_retries: retries,
-                    max_sleep: args::duration("retry.maxSleepMs", max)?,
+                    max_sleep: ms("maxSleepMs", r.max_sleep_ms)?,
                 },
             }
         }
@@ -122,13 +124,23 @@ pub(crate) fn retry_policy(r: &RetryOptions) -> CoreResult<RetryPolicy> {
     Ok(policy)
 }
 
+/// Checks a retry policy the way `Client.connect` will (the retry classes call this when they
+/// are made, so a bad policy fails where it is written).
+#[napi]
+pub fn check_retry_policy(env: Env, retry: RetryOptions) -> napi::Result<()> {
+    sync(&env, || {
+        retry_policy(&retry)?;
+        Ok(())
+    })
+}
+
 fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     let mut b = ClientBuilder::new(hosts);
     if let Some(ms) = o.session_timeout_ms {
-        b = b.session_timeout(args::duration("sessionTimeoutMs", ms)?);
+        b = b.session_timeout(args::positive_duration("sessionTimeoutMs", ms)?);
     }
     if let Some(ms) = o.connection_timeout_ms {
-        b = b.connection_timeout(args::duration("connectionTimeoutMs", ms)?);
+        b = b.connection_timeout(args::positive_duration("connectionTimeoutMs", ms)?);
     }
     if let Some(r) = &o.retry {
         b = b.retry_policy(retry_policy(r)?);
@@ -142,7 +154,7 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     if let Some(acl) = o.acl {
         let mut list = Vec::with_capacity(acl.len());
         for e in acl {
-            list.push(Acl::new(permission(e.perms)?, &e.scheme, &e.id));
+            list.push(Acl::new(Permission::from_bits(e.perms)?, &e.scheme, &e.id));
         }
         b = b.acl(list);
     }
@@ -152,49 +164,87 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     Ok(b)
 }
 
-/// ZooKeeper's permission bits as a `Permission`.
-fn permission(bits: u32) -> CoreResult<Permission> {
-    Permission::from_bits(bits)
+/// Where a one-shot watch's event goes: the client's own emitter, as `emit('watch', id,
+/// { type, path })`, so that it keeps its order with the client's 'state' events (the core
+/// delivers both on the client's dispatcher, `Client::on_watch`).
+struct Watcher {
+    client: Client,
+    emitter: Emitter,
+    id: u32,
 }
 
-/// Emits `(kind, path)` once when the one-shot watch fires: `CREATED`, `DELETED`, `CHANGED`,
-/// `CHILD` or `SESSION_ENDED` (the session ended first).
-fn arm(watch: Watch, emitter: Emitter) {
-    zkrecipes::runtime::spawn(async move {
-        let e = watch.changed().await;
-        let kind = match e.kind {
-            NodeEventKind::Created => "CREATED",
-            NodeEventKind::Deleted => "DELETED",
-            NodeEventKind::DataChanged => "CHANGED",
-            NodeEventKind::ChildrenChanged => "CHILD",
-            NodeEventKind::SessionEnded => "SESSION_ENDED",
-            #[allow(unreachable_patterns)]
-            _ => "SESSION_ENDED",
-        };
-        emitter.emit(Event::new(kind, Payload::Text(e.path)));
-    });
+impl Watcher {
+    fn arm(self, watch: Watch) {
+        let Watcher {
+            client,
+            emitter,
+            id,
+        } = self;
+        client.on_watch(watch, move |e| {
+            emitter.emit(Event::with(
+                "watch",
+                Out::Number(id as f64),
+                Out::Object(vec![
+                    ("type", Out::Str(e.kind.name().to_string())),
+                    ("path", Out::Str(e.path)),
+                ]),
+            ))
+        });
+    }
 }
 
-fn create_mode(mode: &str) -> CoreResult<CreateMode> {
-    Ok(match mode {
-        "PERSISTENT" => CreateMode::Persistent,
-        "PERSISTENT_SEQUENTIAL" => CreateMode::PersistentSequential,
-        "EPHEMERAL" => CreateMode::Ephemeral,
-        "EPHEMERAL_SEQUENTIAL" => CreateMode::EphemeralSequential,
-        "CONTAINER" => CreateMode::Container,
-        other => {
-            return Err(invalid(format!(
-                "unknown create mode {other:?} (PERSISTENT, PERSISTENT_SEQUENTIAL, EPHEMERAL, EPHEMERAL_SEQUENTIAL, CONTAINER)"
-            )))
-        },
-    })
+/// A read with an optional one-shot watch: `plain` without one, else `watching`, whose watch
+/// is armed once the read succeeded.
+async fn read<T>(
+    watcher: Option<Watcher>,
+    plain: impl Future<Output = CoreResult<T>>,
+    watching: impl Future<Output = CoreResult<(T, Watch)>>,
+) -> CoreResult<T> {
+    match watcher {
+        None => plain.await,
+        Some(w) => {
+            let (value, watch) = watching.await?;
+            w.arm(watch);
+            Ok(value)
+        }
+    }
 }
 
-/// The native client. `index.js`'s `Client` wraps it.
+/// The native client. `lib/client.js`'s `Client` wraps it.
 #[napi]
 pub struct NativeClient {
     pub(crate) inner: Client,
-    listener: Mutex<Option<u64>>,
+    /// The client's emitter ('state' and 'watch' events) and its state listener's id.
+    events: Mutex<Option<(Emitter, ListenerId)>>,
+}
+
+impl NativeClient {
+    /// An async read with an optional one-shot watch (`watch`: its id): `op` gets the client and
+    /// the watch's watcher.
+    fn read<'env, Fut>(
+        &self,
+        env: &'env Env,
+        watch: Option<u32>,
+        op: impl FnOnce(Client, Option<Watcher>) -> Fut,
+    ) -> napi::Result<Object<'env>>
+    where
+        Fut: Future<Output = CoreResult<Out>> + Send + 'static,
+    {
+        promise(env, || Ok(op(self.inner.clone(), self.watcher(watch)?)))
+    }
+
+    fn watcher(&self, id: Option<u32>) -> Outcome<Option<Watcher>> {
+        let Some(id) = id else { return Ok(None) };
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let (emitter, _) = events
+            .as_ref()
+            .ok_or_else(|| invalid("a watch needs the client's emitter (setEmitter)"))?;
+        Ok(Some(Watcher {
+            client: self.inner.clone(),
+            emitter: emitter.clone(),
+            id,
+        }))
+    }
 }
 
 #[napi]
@@ -206,82 +256,81 @@ impl NativeClient {
         hosts: String,
         options: ConnectOptions,
     ) -> napi::Result<Object<'env>> {
-        let b = match builder(hosts, options) {
-            Ok(b) => b,
-            Err(e) => return promise::rejected(env, e),
-        };
-        promise::spawn(env, async move {
-            let inner = b.connect().await?;
-            Ok(NativeClient {
-                inner,
-                listener: Mutex::new(None),
+        promise(env, || {
+            let b = builder(hosts, options)?;
+            Ok(async move {
+                Ok(NativeClient {
+                    inner: b.connect().await?,
+                    events: Mutex::new(None),
+                })
             })
         })
     }
 
-    /// Routes connection-state changes to `emit('state', NAME)` (one listener per client; a
-    /// second call replaces the first).
+    /// Routes connection-state changes (`emit('state', NAME)`) and one-shot watches
+    /// (`emit('watch', id, { type, path })`) to `emit` (a second call replaces the first).
     #[napi]
-    pub fn set_emitter(&self, emit: EmitFn<'_>) -> napi::Result<()> {
-        let emitter = Emitter::new(emit)?;
-        let id = self.inner.add_state_listener(move |s: ConnectionState| {
-            emitter.emit(Event::new("state", Payload::Text(s.as_str().to_string())));
-        });
-        let old = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .replace(id);
-        if let Some(old) = old {
-            self.inner.remove_state_listener(old);
-        }
-        Ok(())
-    }
-
-    /// Closes the session (ephemeral nodes vanish at once); later calls reject with `ZKR_CLOSED`.
-    #[napi]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        let listener = self
-            .listener
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        promise::spawn(env, async move {
-            client.close().await;
-            // Drops the listener's threadsafe function: nothing of ours stays registered.
-            if let Some(id) = listener {
-                client.remove_state_listener(id);
+    pub fn set_emitter(&self, env: Env, emit: EmitFn<'_>) -> napi::Result<()> {
+        sync(&env, || {
+            let emitter = Emitter::new(emit)?;
+            let e = emitter.clone();
+            let id = self.inner.add_state_listener(move |s: ConnectionState| {
+                e.emit(Event::new("state", Out::Str(s.name().to_string())));
+            });
+            let old = self
+                .events
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .replace((emitter, id));
+            if let Some((_, old)) = old {
+                self.inner.remove_state_listener(old);
             }
             Ok(())
         })
     }
 
+    /// Closes the session (ephemeral nodes vanish at once); later calls reject with `ZKR_CLOSED`.
+    #[napi]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let client = self.inner.clone();
+            let events = self.events.lock().unwrap_or_else(|e| e.into_inner()).take();
+            Ok(async move {
+                client.close().await;
+                // Drops the listener's threadsafe function: nothing of ours stays registered.
+                if let Some((_, id)) = events {
+                    client.remove_state_listener(id);
+                }
+                Ok(())
+            })
+        })
+    }
+
     /// `CONNECTED`, `SUSPENDED`, `RECONNECTED`, `LOST` or `READ_ONLY`.
     #[napi(getter)]
-    pub fn state(&self) -> String {
-        self.inner.state().as_str().to_string()
+    pub fn state(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.state().name().to_string()))
     }
 
     /// The current session id (0 once closed).
     #[napi(getter)]
-    pub fn session_id(&self) -> BigInt {
-        BigInt::from(self.inner.session_id())
+    pub fn session_id(&self, env: Env) -> napi::Result<BigInt> {
+        sync(&env, || Ok(BigInt::from(self.inner.session_id())))
     }
 
     /// Whether `close()` was called.
     #[napi(getter)]
-    pub fn is_closed(&self) -> bool {
-        self.inner.is_closed()
+    pub fn is_closed(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_closed()))
     }
 
     /// The namespace prefix (`""` or `"/ns"`).
     #[napi(getter)]
-    pub fn namespace(&self) -> String {
-        self.inner.namespace().to_string()
+    pub fn namespace(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.namespace().to_string()))
     }
 
-    /// Creates a node; resolves to its actual path.
+    /// Creates a node (`mode`: one of the core's create modes); resolves to its actual path.
     #[napi]
     pub fn create<'env>(
         &self,
@@ -292,40 +341,30 @@ impl NativeClient {
         create_parents: bool,
         protected: bool,
     ) -> napi::Result<Object<'env>> {
-        let mode = match create_mode(&mode) {
-            Ok(m) => m,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let mut opts = CreateOptions::new(mode);
-        opts.create_parents = create_parents;
-        opts.protected = protected;
-        let data = data.map(|b| b.to_vec()).unwrap_or_default();
-        let client = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(Out::Str(client.create(&path, &data, opts).await?.path))
+        promise(env, || {
+            let mut opts = CreateOptions::new(CreateMode::from_name(&mode)?);
+            opts.create_parents = create_parents;
+            opts.protected = protected;
+            let data = data.map(|b| b.to_vec()).unwrap_or_default();
+            let client = self.inner.clone();
+            Ok(async move { Ok(Out::Str(client.create(&path, &data, opts).await?.path)) })
         })
     }
 
-    /// Resolves to `{ data: Buffer, stat }`; with `watch`, leaves a one-shot data watch that
-    /// calls `watch(kind, path)`.
+    /// Resolves to `{ data: Buffer, stat }`; with `watch` (an id), leaves a one-shot data watch.
     #[napi]
     pub fn get_data<'env>(
         &self,
         env: &'env Env,
         path: String,
-        watch: Option<EmitFn<'_>>,
+        watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        let watch = watch.map(Emitter::new).transpose()?;
-        promise::spawn(env, async move {
-            let (data, stat) = match watch {
-                None => client.get_data(&path).await?,
-                Some(emitter) => {
-                    let (data, stat, w) = client.get_data_watch(&path).await?;
-                    arm(w, emitter);
-                    (data, stat)
-                }
-            };
+        self.read(env, watch, |c, watcher| async move {
+            let (data, stat) = read(watcher, c.get_data(&path), async {
+                let (data, stat, w) = c.get_data_watch(&path).await?;
+                Ok(((data, stat), w))
+            })
+            .await?;
             Ok(Out::Object(vec![
                 ("data", Out::Bytes(data)),
                 ("stat", Out::stat(&stat)),
@@ -342,59 +381,39 @@ impl NativeClient {
         data: Buffer,
         version: Option<i32>,
     ) -> napi::Result<Object<'env>> {
-        let data = data.to_vec();
-        let client = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(Out::stat(&client.set_data(&path, &data, version).await?))
+        promise_on(env, &self.inner, |c| {
+            // Copied on the JS thread: the Buffer is JS memory.
+            let data = data.to_vec();
+            async move { Ok(Out::stat(&c.set_data(&path, &data, version).await?)) }
         })
     }
 
-    /// Resolves to the stat, or `null` when the node does not exist; with `watch`, leaves a
-    /// one-shot watch (created, deleted, data changed).
+    /// Resolves to the stat, or `null` when the node does not exist; with `watch` (an id),
+    /// leaves a one-shot watch (created, deleted, data changed).
     #[napi]
     pub fn exists<'env>(
         &self,
         env: &'env Env,
         path: String,
-        watch: Option<EmitFn<'_>>,
+        watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        let watch = watch.map(Emitter::new).transpose()?;
-        promise::spawn(env, async move {
-            let stat = match watch {
-                None => client.exists(&path).await?,
-                Some(emitter) => {
-                    let (stat, w) = client.exists_watch(&path).await?;
-                    arm(w, emitter);
-                    stat
-                }
-            };
-            Ok(match stat {
-                Some(stat) => Out::stat(&stat),
-                None => Out::Null,
-            })
+        self.read(env, watch, |c, watcher| async move {
+            let stat = read(watcher, c.exists(&path), c.exists_watch(&path)).await?;
+            Ok(stat.as_ref().map_or(Out::Null, Out::stat))
         })
     }
 
-    /// Resolves to the children's names; with `watch`, leaves a one-shot children watch.
+    /// Resolves to the children's names; with `watch` (an id), leaves a one-shot children watch.
     #[napi]
     pub fn get_children<'env>(
         &self,
         env: &'env Env,
         path: String,
-        watch: Option<EmitFn<'_>>,
+        watch: Option<u32>,
     ) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        let watch = watch.map(Emitter::new).transpose()?;
-        promise::spawn(env, async move {
-            let children = match watch {
-                None => client.get_children(&path).await?,
-                Some(emitter) => {
-                    let (children, w) = client.get_children_watch(&path).await?;
-                    arm(w, emitter);
-                    children
-                }
-            };
+        self.read(env, watch, |c, watcher| async move {
+            let children =
+                read(watcher, c.get_children(&path), c.get_children_watch(&path)).await?;
             Ok(Out::strings(children))
         })
     }
@@ -409,47 +428,48 @@ impl NativeClient {
         guaranteed: bool,
         recursive: bool,
     ) -> napi::Result<Object<'env>> {
-        let client = self.inner.clone();
-        let opts = DeleteOptions {
-            version,
-            guaranteed,
-            recursive,
-        };
-        promise::spawn(env, async move {
-            client.delete(&path, opts).await?;
-            Ok(Out::Undefined)
+        promise_on(env, &self.inner, |c| async move {
+            let opts = DeleteOptions {
+                version,
+                guaranteed,
+                recursive,
+            };
+            c.delete(&path, opts).await
         })
     }
 
     /// Requests sent so far, per operation (for tests and benchmarks).
     #[napi]
-    pub fn request_counts(&self, env: Env) -> napi::Result<Object<'_>> {
-        let c = self.inner.request_counts();
-        let mut o = Object::new(&env)?;
-        o.set("create", c.create as f64)?;
-        o.set("delete", c.delete as f64)?;
-        o.set("getData", c.get_data as f64)?;
-        o.set("setData", c.set_data as f64)?;
-        o.set("exists", c.exists as f64)?;
-        o.set("getChildren", c.get_children as f64)?;
-        Ok(o)
+    pub fn request_counts(&self, env: Env) -> napi::Result<Out> {
+        sync(&env, || {
+            let c = self.inner.request_counts();
+            Ok(Out::Object(vec![
+                ("create", Out::Number(c.create as f64)),
+                ("delete", Out::Number(c.delete as f64)),
+                ("getData", Out::Number(c.get_data as f64)),
+                ("setData", Out::Number(c.set_data as f64)),
+                ("exists", Out::Number(c.exists as f64)),
+                ("getChildren", Out::Number(c.get_children as f64)),
+            ]))
+        })
     }
 }
 
-/// Test-only entry points, in builds with the `testing` feature.
+/// Test-only entry points, in builds with the `testing` feature (napi ignores `cfg` on single
+/// methods, so they live in their own block).
 #[cfg(feature = "testing")]
 #[napi]
 impl NativeClient {
-    /// Expires the session on the server (Curator's KillSession), for tests (builds with the
-    /// `testing` feature only).
+    /// Expires the session on the server (Curator's KillSession) and waits for LOST.
     #[napi]
     pub fn expire_session_for_testing<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let expire = zkrecipes_testing::expire_client_session(&self.inner);
-        promise::spawn(env, async move {
-            expire
-                .await
-                .map_err(|e| zkrecipes::Error::Timeout(e.into()))?;
-            Ok(Out::Undefined)
+        promise(env, || {
+            let expire = zkrecipes_testing::expire_client_session(&self.inner);
+            Ok(async move {
+                expire
+                    .await
+                    .map_err(|e| zkrecipes::Error::Timeout(e.into()))
+            })
         })
     }
 }

@@ -1,29 +1,54 @@
 //! The one place where zkrecipes errors become JS errors: an `Error` whose `code` is API.md's
-//! (`ZKR_INVALID_ARGUMENT`, `ZKR_NO_NODE`, ...) and whose message names the path.
+//! (`'ZKR_' + kind.name()`: `ZKR_INVALID_ARGUMENT`, `ZKR_NO_NODE`, ...), whose message names the
+//! path, and, when ZooKeeper gave one, whose `zkCode` is ZooKeeper's own error code (-101 for
+//! NONODE, ...).
 
-use napi::bindgen_prelude::{JsError, Unknown};
+use std::any::Any;
+
+use napi::bindgen_prelude::{JsError, Object, Unknown};
 use napi::Env;
 use zkrecipes::ErrorKind;
 
-/// API.md's `err.code` for each kind: `ZKR_` + the core's name (the C face's status names).
+/// API.md's `err.code` of a kind: `ZKR_` + the core's name (the C face's status names).
 pub(crate) fn code(kind: ErrorKind) -> String {
     format!("ZKR_{}", kind.name())
 }
 
 /// Builds the JS error object (on the JS thread) and wraps it so that napi throws or rejects
 /// with exactly that object.
-pub(crate) fn to_js(env: &Env, code: &str, message: &str) -> napi::Error {
-    let err = napi::Error::new(code, message);
-    let value: Unknown<'_> = JsError::from(err).into_unknown(*env);
+fn to_js(env: &Env, kind: ErrorKind, message: &str, zk_code: Option<i32>) -> napi::Error {
+    let value: Unknown<'_> =
+        JsError::from(napi::Error::new(code(kind), message)).into_unknown(*env);
+    if let Some(zk) = zk_code {
+        // SAFETY: `value` was made just above by napi_create_error: it is an object.
+        if let Ok(mut obj) = unsafe { value.cast::<Object<'_>>() } {
+            let _ = obj.set("zkCode", zk);
+        }
+    }
     napi::Error::from(value)
 }
 
-/// [`to_js`] for a core error.
+/// The JS error of a core error.
 pub(crate) fn from_core(env: &Env, e: &zkrecipes::Error) -> napi::Error {
-    to_js(env, &code(e.kind()), e.message())
+    to_js(env, e.kind(), e.message(), e.zk_code())
 }
 
-/// An error of the face itself before any JS value exists (a bad argument found in Rust).
+/// The JS error of a caught panic: `ZKR_INTERNAL`, a bug of ours.
+pub(crate) fn internal(env: &Env, panic: &Box<dyn Any + Send>) -> napi::Error {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    to_js(
+        env,
+        ErrorKind::Internal,
+        &format!("zkrecipes panicked (a bug, please report it): {what}"),
+        None,
+    )
+}
+
+/// An error of the face itself (a bad argument found in Rust).
 pub(crate) fn invalid(msg: impl Into<String>) -> zkrecipes::Error {
     zkrecipes::Error::InvalidArgument(zkrecipes::Detail::new(msg))
 }

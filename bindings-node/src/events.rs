@@ -1,77 +1,56 @@
-//! Events from the core to JS: one weak (unref'd) threadsafe function per native object,
-//! calling `emit(name, payload)` on the JS thread. Weak, so a listener never keeps the event
-//! loop alive (after `close()` nothing does); non-blocking, so a slow JS thread never stalls the
-//! runtime; events from a worker thread whose environment is gone are dropped.
+//! Events from the core to JS. Every listener of the core runs on its dispatcher
+//! (`zkrecipes::dispatch`: one at a time, in event order, off the async workers); ours only
+//! queue the event on a threadsafe function, which calls `emit(name, payload, extra)` on the
+//! JS thread. One threadsafe function per native object, so its events keep their order on the
+//! way to JS too (a client's 'state' events and its one-shot watches share one).
+//!
+//! Weak (unref'd), so a listener never keeps the event loop alive (after `close()` nothing
+//! does); non-blocking, so a slow JS thread never stalls the dispatcher; events for a worker
+//! thread whose environment is gone are dropped.
 
-use napi::bindgen_prelude::{BigInt, FnArgs, Function, ToNapiValue};
-use napi::sys;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::{
     ThreadsafeFunction, ThreadsafeFunctionCallMode, UnknownReturnValue,
 };
 use napi::Status;
 
-/// What an event carries to JS.
-#[derive(Clone, Debug)]
-pub enum Payload {
-    /// `undefined`.
-    None,
-    /// A string (a connection state's name, a reason).
-    Text(String),
-    /// A number that fits a JS number (a 32-bit count, a version).
-    Number(f64),
-    /// An owner id (a BigInt; `index.js` maps it back to its `Owner`).
-    Owner(u64),
-    /// A boolean (an observed participant's `isLeader`).
-    Bool(bool),
-}
+use crate::value::Out;
 
-impl ToNapiValue for Payload {
-    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
-        match val {
-            Payload::None => unsafe { <()>::to_napi_value(env, ()) },
-            Payload::Text(s) => unsafe { String::to_napi_value(env, s) },
-            Payload::Number(n) => unsafe { f64::to_napi_value(env, n) },
-            Payload::Owner(id) => unsafe { BigInt::to_napi_value(env, BigInt::from(id)) },
-            Payload::Bool(b) => unsafe { bool::to_napi_value(env, b) },
-        }
-    }
-}
-
-/// One event: its name (`'state'`, `'lost'`, `'isLeader'`, ...) and payload.
+/// One event: its name (`'state'`, `'lost'`, `'isLeader'`, `'watch'`, ...) and payload.
 #[derive(Clone, Debug)]
 pub(crate) struct Event {
     pub(crate) name: &'static str,
-    pub(crate) payload: Payload,
-    /// A second argument (SharedCount's version), if any.
-    pub(crate) extra: Payload,
+    pub(crate) payload: Out,
+    /// A second argument (SharedCount's version, a watch's event), if any.
+    pub(crate) extra: Out,
 }
 
 impl Event {
-    pub(crate) fn new(name: &'static str, payload: Payload) -> Event {
+    pub(crate) fn new(name: &'static str, payload: Out) -> Event {
+        Event::with(name, payload, Out::Undefined)
+    }
+
+    pub(crate) fn with(name: &'static str, payload: Out, extra: Out) -> Event {
         Event {
             name,
             payload,
-            extra: Payload::None,
+            extra,
         }
     }
 }
 
 /// The JS callback type: `(name, payload, extra) => void`.
-pub(crate) type EmitFn<'a> = Function<'a, FnArgs<(String, Payload, Payload)>, UnknownReturnValue>;
+pub(crate) type EmitFn<'a> = Function<'a, FnArgs<(String, Out, Out)>, UnknownReturnValue>;
 
-type Tsfn = ThreadsafeFunction<
-    Event,
-    UnknownReturnValue,
-    FnArgs<(String, Payload, Payload)>,
-    Status,
-    false,
-    true,
->;
+type Tsfn =
+    ThreadsafeFunction<Event, UnknownReturnValue, FnArgs<(String, Out, Out)>, Status, false, true>;
 
 /// A cloneable, thread-safe handle that emits events on the JS thread.
 #[derive(Clone)]
 pub(crate) struct Emitter {
-    tsfn: std::sync::Arc<Tsfn>,
+    tsfn: Arc<Tsfn>,
 }
 
 impl Emitter {
@@ -89,7 +68,7 @@ impl Emitter {
                 )))
             })?;
         Ok(Emitter {
-            tsfn: std::sync::Arc::new(tsfn),
+            tsfn: Arc::new(tsfn),
         })
     }
 

@@ -11,26 +11,16 @@ use napi::{Env, Status};
 use napi_derive::napi;
 use tokio::sync::oneshot;
 use zkrecipes::leader::{
-    CancelReason, CloseMode, LatchState, LeaderLatch, LeaderSelector, LeadershipContext,
-    LeadershipEvent, LostPolicy, Participant, SelectorState,
+    CloseMode, LatchState, LeaderLatch, LeaderSelector, LeadershipContext, LeadershipEvent,
+    SelectorState,
 };
 
 use crate::args;
+use crate::boundary::{promise, promise_on, promise_timed, sync};
 use crate::client::NativeClient;
-use crate::error::{from_core, invalid, CoreResult};
-use crate::events::{EmitFn, Emitter, Event, Payload};
-use crate::promise;
+use crate::error::{invalid, CoreResult};
+use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
-
-fn lost_policy(p: Option<String>) -> CoreResult<LostPolicy> {
-    match p.as_deref() {
-        None | Some("standard") => Ok(LostPolicy::Standard),
-        Some("session") => Ok(LostPolicy::Session),
-        Some(other) => Err(invalid(format!(
-            "lostPolicy must be 'standard' or 'session', got {other:?}"
-        ))),
-    }
-}
 
 fn close_mode(m: Option<String>) -> CoreResult<Option<CloseMode>> {
     match m.as_deref() {
@@ -43,25 +33,70 @@ fn close_mode(m: Option<String>) -> CoreResult<Option<CloseMode>> {
     }
 }
 
-fn participant(p: &Participant) -> Out {
-    Out::Object(vec![
-        ("id", Out::Str(p.id.clone())),
-        ("isLeader", Out::Bool(p.is_leader)),
-    ])
+/// The methods a latch and a selector share (`$state` is its life-cycle enum), in their own
+/// `#[napi]` block.
+macro_rules! participant_methods {
+    ($native:ident, $state:ident) => {
+        #[napi]
+        impl $native {
+            /// Whether this participant leads now.
+            #[napi]
+            pub fn has_leadership(&self, env: Env) -> napi::Result<bool> {
+                sync(&env, || Ok(self.inner.has_leadership()))
+            }
+
+            /// The leadership epoch while leading (a latch: our node's czxid; a selector: the
+            /// term's fencing token), else `null`.
+            #[napi(getter)]
+            pub fn leadership_epoch(&self, env: Env) -> napi::Result<Option<BigInt>> {
+                sync(&env, || Ok(self.inner.leadership_epoch().map(BigInt::from)))
+            }
+
+            /// `LATENT`, `STARTED` or `CLOSED`.
+            #[napi(getter)]
+            pub fn state(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || {
+                    Ok(match self.inner.state() {
+                        $state::Latent => "LATENT",
+                        $state::Started => "STARTED",
+                        $state::Closed => "CLOSED",
+                    }
+                    .to_string())
+                })
+            }
+
+            /// The participant id.
+            #[napi(getter)]
+            pub fn id(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || Ok(self.inner.id().to_string()))
+            }
+
+            /// The election's path.
+            #[napi(getter)]
+            pub fn path(&self, env: Env) -> napi::Result<String> {
+                sync(&env, || Ok(self.inner.path().to_string()))
+            }
+
+            /// Resolves to the current leader `{ id, isLeader }`.
+            #[napi]
+            pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+                promise_on(env, &self.inner, |p| async move {
+                    Ok(Out::participant(&p.get_leader().await?))
+                })
+            }
+
+            /// Resolves to every participant in queue order.
+            #[napi]
+            pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+                promise_on(env, &self.inner, |p| async move {
+                    Ok(Out::participants(&p.get_participants().await?))
+                })
+            }
+        }
+    };
 }
 
-fn participants(v: &[Participant]) -> Out {
-    Out::Array(v.iter().map(participant).collect())
-}
-
-fn leadership_event(e: LeadershipEvent) -> Event {
-    match e {
-        LeadershipEvent::IsLeader => Event::new("isLeader", Payload::None),
-        LeadershipEvent::NotLeader => Event::new("notLeader", Payload::None),
-    }
-}
-
-/// Curator's LeaderLatch. `index.js`'s `LeaderLatch` wraps it.
+/// Curator's LeaderLatch. `lib/leader.js`'s `LeaderLatch` wraps it.
 #[napi]
 pub struct NativeLeaderLatch {
     inner: Arc<LeaderLatch>,
@@ -78,32 +113,34 @@ impl NativeLeaderLatch {
         id: String,
         emit: EmitFn<'_>,
         close_mode_name: Option<String>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<Self> {
-        let build = || -> CoreResult<LeaderLatch> {
+        sync(&env, || {
             let latch = LeaderLatch::new(&client.inner, &path, &id)?;
             if let Some(mode) = close_mode(close_mode_name)? {
                 latch.set_close_mode(mode);
             }
-            latch.set_lost_policy(lost_policy(lost_policy_name)?)?;
-            Ok(latch)
-        };
-        let latch = build().map_err(|e| from_core(&env, &e))?;
-        let emitter = Emitter::new(emit)?;
-        latch.add_event_listener(move |e| emitter.emit(leadership_event(e)));
-        Ok(NativeLeaderLatch {
-            inner: Arc::new(latch),
+            latch.set_lost_policy(args::lost_policy(lost_policy)?)?;
+            let emitter = Emitter::new(emit)?;
+            latch.add_event_listener(move |e| {
+                emitter.emit(Event::new(
+                    match e {
+                        LeadershipEvent::IsLeader => "isLeader",
+                        LeadershipEvent::NotLeader => "notLeader",
+                    },
+                    Out::Undefined,
+                ))
+            });
+            Ok(NativeLeaderLatch {
+                inner: Arc::new(latch),
+            })
         })
     }
 
     /// Joins the election.
     #[napi]
     pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let latch = self.inner.clone();
-        promise::spawn(env, async move {
-            latch.start().await?;
-            Ok(Out::Undefined)
-        })
+        promise_on(env, &self.inner, |latch| async move { latch.start().await })
     }
 
     /// Resolves to whether this participant leads within `timeout_ms` (`undefined`: no limit).
@@ -113,100 +150,34 @@ impl NativeLeaderLatch {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let timeout = match args::timeout("timeoutMs", timeout_ms) {
-            Ok(t) => t,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let latch = self.inner.clone();
-        promise::spawn(env, async move { latch.await_leadership(timeout).await })
-    }
-
-    /// Whether this participant leads now.
-    #[napi]
-    pub fn has_leadership(&self) -> bool {
-        self.inner.has_leadership()
-    }
-
-    /// The leadership epoch (our node's czxid) while leading, else `null`.
-    #[napi(getter)]
-    pub fn leadership_epoch(&self) -> Option<BigInt> {
-        self.inner.leadership_epoch().map(BigInt::from)
+        promise_timed(env, &self.inner, timeout_ms, |latch, t| async move {
+            latch.await_leadership(t).await
+        })
     }
 
     /// Our node's path, once created.
     #[napi(getter)]
-    pub fn our_path(&self) -> Option<String> {
-        self.inner.our_path()
-    }
-
-    /// `LATENT`, `STARTED` or `CLOSED`.
-    #[napi(getter)]
-    pub fn state(&self) -> String {
-        match self.inner.state() {
-            LatchState::Latent => "LATENT",
-            LatchState::Started => "STARTED",
-            LatchState::Closed => "CLOSED",
-        }
-        .to_string()
-    }
-
-    /// The participant id.
-    #[napi(getter)]
-    pub fn id(&self) -> String {
-        self.inner.id().to_string()
-    }
-
-    /// The latch path.
-    #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
-    }
-
-    /// Resolves to the current leader `{ id, isLeader }`.
-    #[napi]
-    pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let latch = self.inner.clone();
-        promise::spawn(
-            env,
-            async move { Ok(participant(&latch.get_leader().await?)) },
-        )
-    }
-
-    /// Resolves to every participant in order.
-    #[napi]
-    pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let latch = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(participants(&latch.get_participants().await?))
-        })
+    pub fn our_path(&self, env: Env) -> napi::Result<Option<String>> {
+        sync(&env, || Ok(self.inner.our_path()))
     }
 
     /// Leaves the election (with `mode`, or the latch's close mode).
     #[napi]
     pub fn close<'env>(&self, env: &'env Env, mode: Option<String>) -> napi::Result<Object<'env>> {
-        let mode = match close_mode(mode) {
-            Ok(m) => m,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let latch = self.inner.clone();
-        promise::spawn(env, async move {
-            match mode {
-                Some(mode) => latch.close_with(mode).await?,
-                None => latch.close().await?,
-            }
-            Ok(Out::Undefined)
+        promise(env, || {
+            let mode = close_mode(mode)?;
+            let latch = self.inner.clone();
+            Ok(async move {
+                match mode {
+                    Some(mode) => latch.close_with(mode).await,
+                    None => latch.close().await,
+                }
+            })
         })
     }
 }
 
-fn cancel_reason_name(r: CancelReason) -> &'static str {
-    match r {
-        CancelReason::ConnectionSuspended => "CONNECTION_SUSPENDED",
-        CancelReason::SessionLost => "SESSION_LOST",
-        CancelReason::Interrupted => "INTERRUPTED",
-        CancelReason::Closed => "CLOSED",
-    }
-}
+participant_methods!(NativeLeaderLatch, LatchState);
 
 /// One leadership term, handed to JS's `takeLeadership`: its tokens, its cancellation, and
 /// `finish()` to end it (the core releases the leader mutex once it is called, or once this
@@ -221,55 +192,58 @@ pub struct NativeLeadershipContext {
 impl NativeLeadershipContext {
     /// Which term of the selector this is (1 for the first).
     #[napi(getter)]
-    pub fn term(&self) -> f64 {
-        self.ctx.term() as f64
+    pub fn term(&self, env: Env) -> napi::Result<f64> {
+        sync(&env, || Ok(self.ctx.term() as f64))
     }
 
     /// The term's fencing token (the lock node's czxid).
     #[napi(getter)]
-    pub fn fencing_token(&self) -> Option<BigInt> {
-        self.ctx.fencing_token().map(BigInt::from)
+    pub fn fencing_token(&self, env: Env) -> napi::Result<Option<BigInt>> {
+        sync(&env, || Ok(self.ctx.fencing_token().map(BigInt::from)))
     }
 
     /// The participant id.
     #[napi(getter)]
-    pub fn id(&self) -> String {
-        self.ctx.id().to_string()
+    pub fn id(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.ctx.id().to_string()))
     }
 
     /// The leader path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.ctx.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.ctx.path().to_string()))
     }
 
-    /// Why leadership was cancelled, or `null`.
+    /// Why leadership was cancelled (the core's reason name), or `null`.
     #[napi(getter)]
-    pub fn cancel_reason(&self) -> Option<String> {
-        self.ctx
-            .cancel_reason()
-            .map(|r| cancel_reason_name(r).to_string())
+    pub fn cancel_reason(&self, env: Env) -> napi::Result<Option<String>> {
+        sync(&env, || {
+            Ok(self.ctx.cancel_reason().map(|r| r.name().to_string()))
+        })
     }
 
-    /// Calls `emit('cancel', REASON)` once leadership is cancelled (at once if it is).
+    /// Calls `emit('cancel', REASON)` once leadership is cancelled (at once if it is), from
+    /// the selector's dispatcher.
     #[napi]
-    pub fn on_cancel(&self, emit: EmitFn<'_>) -> napi::Result<()> {
-        let emitter = Emitter::new(emit)?;
-        self.ctx.on_cancel(move |r| {
-            emitter.emit(Event::new(
-                "cancel",
-                Payload::Text(cancel_reason_name(r).into()),
-            ))
-        });
-        Ok(())
+    pub fn on_cancel(&self, env: Env, emit: EmitFn<'_>) -> napi::Result<()> {
+        sync(&env, || {
+            let emitter = Emitter::new(emit)?;
+            self.ctx.on_cancel(move |r| {
+                emitter.emit(Event::new("cancel", Out::Str(r.name().to_string())))
+            });
+            Ok(())
+        })
     }
 
     /// Ends this term: `takeLeadership` returned.
     #[napi]
-    pub fn finish(&self) {
-        if let Some(done) = self.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = done.send(());
-        }
+    pub fn finish(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            if let Some(done) = self.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = done.send(());
+            }
+            Ok(())
+        })
     }
 }
 
@@ -301,131 +275,80 @@ impl NativeLeaderSelector {
         path: String,
         id: String,
         take: TakeFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<Self> {
-        // Weak: a selector waiting for leadership does not by itself keep the process alive
-        // (its open client does).
-        let tsfn: TakeTsfn = take
-            .build_threadsafe_function::<Term>()
-            .weak::<true>()
-            .callee_handled::<false>()
-            .build_callback(|ctx| {
-                let (lctx, done) = ctx.value;
-                Ok(FnArgs::from((NativeLeadershipContext {
-                    ctx: lctx,
-                    done: Mutex::new(Some(done)),
-                },)))
-            })?;
-        let tsfn = Arc::new(tsfn);
-        let take_leadership = move |ctx: LeadershipContext| {
-            let (done, finished) = oneshot::channel();
-            let status = tsfn.call((ctx, done), ThreadsafeFunctionCallMode::NonBlocking);
-            async move {
-                if status == Status::Ok {
-                    // Err: the context was dropped (collected, or the JS environment went away).
-                    let _ = finished.await;
+        sync(&env, || {
+            // Weak: a selector waiting for leadership does not by itself keep the process
+            // alive (its open client does).
+            let tsfn: TakeTsfn = take
+                .build_threadsafe_function::<Term>()
+                .weak::<true>()
+                .callee_handled::<false>()
+                .build_callback(|ctx| {
+                    let (lctx, done) = ctx.value;
+                    Ok(FnArgs::from((NativeLeadershipContext {
+                        ctx: lctx,
+                        done: Mutex::new(Some(done)),
+                    },)))
+                })?;
+            let tsfn = Arc::new(tsfn);
+            let take_leadership = move |ctx: LeadershipContext| {
+                let (done, finished) = oneshot::channel();
+                let status = tsfn.call((ctx, done), ThreadsafeFunctionCallMode::NonBlocking);
+                async move {
+                    if status == Status::Ok {
+                        // Err: the context was dropped (collected, or the JS environment went away).
+                        let _ = finished.await;
+                    }
                 }
-            }
-        };
-        let build = || -> CoreResult<LeaderSelector> {
+            };
             let s = LeaderSelector::new(&client.inner, &path, &id, take_leadership)?;
-            s.set_lost_policy(lost_policy(lost_policy_name)?)?;
-            Ok(s)
-        };
-        let inner = build().map_err(|e| from_core(&env, &e))?;
-        Ok(NativeLeaderSelector {
-            inner: Arc::new(inner),
+            s.set_lost_policy(args::lost_policy(lost_policy)?)?;
+            Ok(NativeLeaderSelector { inner: Arc::new(s) })
         })
     }
 
     /// Requeue by itself after every term (Curator's autoRequeue()).
     #[napi]
-    pub fn auto_requeue(&self) {
-        self.inner.auto_requeue();
+    pub fn auto_requeue(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            self.inner.auto_requeue();
+            Ok(())
+        })
     }
 
     /// Joins the queue (returns at once).
     #[napi]
     pub fn start(&self, env: Env) -> napi::Result<()> {
-        self.inner.start().map_err(|e| from_core(&env, &e))
+        sync(&env, || Ok(self.inner.start()?))
     }
 
     /// Queues again; whether it was queued now.
     #[napi]
     pub fn requeue(&self, env: Env) -> napi::Result<bool> {
-        self.inner.requeue().map_err(|e| from_core(&env, &e))
+        sync(&env, || Ok(self.inner.requeue()?))
     }
 
     /// Cancels the current term (`ctx.signal` aborts with INTERRUPTED).
     #[napi]
-    pub fn interrupt_leadership(&self) {
-        self.inner.interrupt_leadership();
-    }
-
-    /// Whether this participant leads now.
-    #[napi]
-    pub fn has_leadership(&self) -> bool {
-        self.inner.has_leadership()
-    }
-
-    /// The current term's fencing token, while leading.
-    #[napi(getter)]
-    pub fn leadership_epoch(&self) -> Option<BigInt> {
-        self.inner.leadership_epoch().map(BigInt::from)
+    pub fn interrupt_leadership(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            self.inner.interrupt_leadership();
+            Ok(())
+        })
     }
 
     /// How many terms this selector has started.
     #[napi(getter)]
-    pub fn leadership_count(&self) -> f64 {
-        self.inner.leadership_count() as f64
-    }
-
-    /// `LATENT`, `STARTED` or `CLOSED`.
-    #[napi(getter)]
-    pub fn state(&self) -> String {
-        match self.inner.state() {
-            SelectorState::Latent => "LATENT",
-            SelectorState::Started => "STARTED",
-            SelectorState::Closed => "CLOSED",
-        }
-        .to_string()
-    }
-
-    /// The participant id.
-    #[napi(getter)]
-    pub fn id(&self) -> String {
-        self.inner.id().to_string()
-    }
-
-    /// The leader path.
-    #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
-    }
-
-    /// Resolves to the current leader.
-    #[napi]
-    pub fn get_leader<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        promise::spawn(env, async move { Ok(participant(&s.get_leader().await?)) })
-    }
-
-    /// Resolves to every participant in queue order.
-    #[napi]
-    pub fn get_participants<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(participants(&s.get_participants().await?))
-        })
+    pub fn leadership_count(&self, env: Env) -> napi::Result<f64> {
+        sync(&env, || Ok(self.inner.leadership_count() as f64))
     }
 
     /// Leaves for good; resolves once the current term (if any) has finished.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
-            s.close().await?;
-            Ok(Out::Undefined)
-        })
+        promise_on(env, &self.inner, |s| async move { s.close().await })
     }
 }
+
+participant_methods!(NativeLeaderSelector, SelectorState);

@@ -1,48 +1,78 @@
 //! The Node face of zkrecipes: the native half of the npm package `zkrecipes`.
 //!
-//! This crate is thin on purpose (DESIGN.md: faces contain no recipe logic). It maps
-//! argument types, owners and errors, and turns the core's futures into JS Promises:
+//! This crate is thin on purpose (DESIGN.md: faces contain no recipe logic). It maps argument
+//! values, owners and errors, and turns the core's futures into JS Promises:
 //!
-//! - every Promise is settled from a task spawned on **zkrecipes' one runtime**
-//!   ([`zkrecipes::runtime::spawn`], see [`promise`]); napi's own tokio runtime is not compiled in;
-//! - errors become JS `Error` objects whose `code` is API.md's (`ZKR_NO_NODE`, ...), in one place
-//!   ([`error`]);
-//! - events (connection states, lost holds, leadership) reach JS through *weak* (unref'd)
-//!   threadsafe functions ([`events`]), so they never keep the event loop alive;
+//! - every method body runs inside the one boundary ([`boundary`]): errors become JS `Error`s
+//!   whose `code` is API.md's ([`error`]), panics become `ZKR_INTERNAL`, Promises are settled
+//!   from zkrecipes' one runtime (napi's own tokio runtime is not compiled in);
+//! - events reach JS from the core's dispatchers through *weak* threadsafe functions
+//!   ([`events`]), so they never keep the event loop alive;
+//! - the words every face shares (error kinds, modes, states, ...) come from the core
+//!   ([`vocabulary`]);
 //! - owners are opaque 64-bit ids handed in by the JS layer, which maps async contexts
-//!   (AsyncLocalStorage) onto them (`index.js`).
+//!   (AsyncLocalStorage) onto them (`lib/owners.js`).
 //!
-//! The exported classes carry a `Native` prefix: `index.js` wraps them into the public API
-//! (`Client`, `InterProcessMutex`, ...) with argument checks, EventEmitters and owners.
+//! The exported classes carry a `Native` prefix: the JS layer (`lib/`) wraps them into the
+//! public API (`Client`, `InterProcessMutex`, ...) with type checks, EventEmitters and owners.
 
 #![deny(clippy::all)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod args;
 mod atomic;
-pub mod bench;
+mod boundary;
 mod client;
 mod error;
 mod events;
 mod leader;
 mod lock;
+mod log;
 mod observer;
-mod promise;
 mod value;
+mod vocabulary;
 
-pub use client::NativeClient;
+// The free functions and classes JS reaches (napi registers them; these uses keep them alive in
+// every build, `cargo test` included).
+pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
+pub use log::set_logger;
+pub use vocabulary::vocabulary;
 
+use napi::Env;
 use napi_derive::napi;
 
 /// The version of the zkrecipes core this addon was built from.
 #[napi]
-pub fn core_version() -> String {
-    zkrecipes::VERSION.to_string()
+pub fn core_version(env: Env) -> napi::Result<String> {
+    boundary::sync(&env, || Ok(zkrecipes::VERSION.to_string()))
 }
 
-/// A fresh owner id (never equal to another owner of this process). `index.js` wraps it in
+/// A fresh owner id (never equal to another owner of this process). `lib/owners.js` wraps it in
 /// its `Owner` class.
 #[napi]
-pub fn new_owner_id() -> u64 {
-    zkrecipes::Owner::new().as_raw()
+pub fn new_owner_id(env: Env) -> napi::Result<u64> {
+    boundary::sync(&env, || Ok(zkrecipes::Owner::new().as_raw()))
+}
+
+/// Makes the next method call panic inside the boundary (`where`: `'sync'`, its synchronous
+/// part; `'async'`, the future of the next async method), to prove that a panic becomes
+/// `ZKR_INTERNAL`. Builds with the `testing` feature only.
+#[cfg(feature = "testing")]
+#[napi]
+pub fn panic_for_testing(env: Env, at: String) -> napi::Result<()> {
+    use boundary::testing::{arm, Where};
+    boundary::sync(&env, || {
+        arm(match at.as_str() {
+            "sync" => Where::Sync,
+            "async" => Where::Async,
+            other => {
+                return Err(error::invalid(format!(
+                    "panicForTesting: where must be 'sync' or 'async', got {other:?}"
+                ))
+                .into())
+            }
+        });
+        Ok(())
+    })
 }

@@ -9,160 +9,157 @@ use napi::Env;
 use napi_derive::napi;
 use zkrecipes::lock::{
     InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LockLostPolicy,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 
 use crate::args;
+use crate::boundary::{promise, promise_on, promise_timed, sync, Outcome};
 use crate::client::NativeClient;
-use crate::error::{from_core, invalid, CoreResult};
-use crate::events::{EmitFn, Emitter, Event, Payload};
-use crate::promise;
+use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 
-fn lost_policy(p: Option<String>) -> CoreResult<LockLostPolicy> {
-    match p.as_deref() {
-        None | Some("standard") => Ok(LockLostPolicy::Standard),
-        Some("session") => Ok(LockLostPolicy::Session),
-        Some(other) => Err(invalid(format!(
-            "lostPolicy must be 'standard' or 'session', got {other:?}"
-        ))),
-    }
+/// The methods of the locks held by owners (a mutex, a multi lock), in their own `#[napi]` block.
+macro_rules! owned_lock_methods {
+    ($native:ident) => {
+        #[napi]
+        impl $native {
+            /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: no limit).
+            #[napi]
+            pub fn acquire<'env>(
+                &self,
+                env: &'env Env,
+                owner: BigInt,
+                timeout_ms: Option<f64>,
+            ) -> napi::Result<Object<'env>> {
+                promise(env, || {
+                    let owner = args::owner(&owner)?;
+                    let timeout = args::timeout("timeoutMs", timeout_ms)?;
+                    let lock = self.inner.clone();
+                    Ok(async move { lock.acquire(owner, timeout).await })
+                })
+            }
+
+            /// Releases one acquire of `owner` (`ZKR_NOT_OWNER` if it holds nothing).
+            #[napi]
+            pub fn release<'env>(
+                &self,
+                env: &'env Env,
+                owner: BigInt,
+            ) -> napi::Result<Object<'env>> {
+                promise(env, || {
+                    let owner = args::owner(&owner)?;
+                    let lock = self.inner.clone();
+                    Ok(async move { lock.release(owner).await })
+                })
+            }
+
+            /// Whether any owner holds it through this object.
+            #[napi]
+            pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+                sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
+            }
+        }
+    };
 }
 
-/// Emits `'lost'` with the owner id whose hold was lost.
-fn forward_lost(m: &InterProcessMutex, emit: EmitFn<'_>) -> napi::Result<()> {
-    let emitter = Emitter::new(emit)?;
-    m.on_lost(move |owner| emitter.emit(Event::new("lost", Payload::Owner(owner.as_raw()))));
-    Ok(())
-}
-
-/// Curator's InterProcessMutex (reentrant per owner). `index.js`'s `InterProcessMutex` wraps it.
+/// Curator's InterProcessMutex (reentrant per owner). `lib/locks.js`'s `InterProcessMutex`
+/// wraps it. Its emitter carries `'lost'` and `'revoke'`, each with the owner id of the hold.
 #[napi]
 pub struct NativeMutex {
     inner: InterProcessMutex,
+    emitter: Emitter,
+}
+
+impl NativeMutex {
+    fn wrap(inner: InterProcessMutex, emit: EmitFn<'_>, policy: Option<String>) -> Outcome<Self> {
+        inner.set_lost_policy(args::lost_policy(policy)?);
+        let emitter = Emitter::new(emit)?;
+        let e = emitter.clone();
+        inner.on_lost(move |owner| e.emit(Event::new("lost", Out::U64(owner.as_raw()))));
+        Ok(NativeMutex { inner, emitter })
+    }
 }
 
 #[napi]
 impl NativeMutex {
-    /// A mutex on `path`; `emit` receives `'lost'` events.
+    /// A mutex on `path`; `emit` receives `'lost'` (and, once revocable, `'revoke'`) events.
     #[napi(constructor)]
     pub fn new(
         env: Env,
         client: &NativeClient,
         path: String,
         emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<Self> {
-        let build = || -> CoreResult<InterProcessMutex> {
-            let m = InterProcessMutex::new(&client.inner, &path)?;
-            m.set_lost_policy(lost_policy(lost_policy_name)?);
-            Ok(m)
-        };
-        let inner = build().map_err(|e| from_core(&env, &e))?;
-        forward_lost(&inner, emit)?;
-        Ok(NativeMutex { inner })
-    }
-
-    pub(crate) fn wrap(inner: InterProcessMutex, emit: EmitFn<'_>) -> napi::Result<Self> {
-        forward_lost(&inner, emit)?;
-        Ok(NativeMutex { inner })
-    }
-
-    /// Resolves to whether `owner` acquired within `timeout_ms` (`undefined`: wait forever).
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        owner: BigInt,
-        timeout_ms: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        let (owner, timeout) = match args::owner(&owner)
-            .and_then(|o| Ok((o, args::timeout("timeoutMs", timeout_ms)?)))
-        {
-            Ok(v) => v,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(owner, timeout).await })
-    }
-
-    /// Releases one acquire of `owner` (`ZKR_NOT_OWNER` if it holds nothing).
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        let owner = match args::owner(&owner) {
-            Ok(o) => o,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release(owner).await?;
-            Ok(Out::Undefined)
+        sync(&env, || {
+            NativeMutex::wrap(
+                InterProcessMutex::new(&client.inner, &path)?,
+                emit,
+                lost_policy,
+            )
         })
     }
 
     /// Whether `owner` holds the mutex.
     #[napi]
     pub fn is_owned_by(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.is_owned_by(owner))
+        sync(&env, || Ok(self.inner.is_owned_by(args::owner(&owner)?)))
     }
 
     /// Whether `owner` holds the mutex and the hold is still trustworthy.
     #[napi]
     pub fn is_held_valid(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.is_held_valid(owner))
-    }
-
-    /// Whether any owner of this object holds it.
-    #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
+        sync(&env, || Ok(self.inner.is_held_valid(args::owner(&owner)?)))
     }
 
     /// `owner`'s fencing token (the lock node's czxid), or `null` if it holds nothing.
     #[napi]
     pub fn fencing_token(&self, env: Env, owner: BigInt) -> napi::Result<Option<BigInt>> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.fencing_token(owner).map(BigInt::from))
+        sync(&env, || {
+            Ok(self
+                .inner
+                .fencing_token(args::owner(&owner)?)
+                .map(BigInt::from))
+        })
     }
 
     /// The path of `owner`'s lock node, or `null`.
     #[napi]
     pub fn lock_node(&self, env: Env, owner: BigInt) -> napi::Result<Option<String>> {
-        let owner = args::owner(&owner).map_err(|e| from_core(&env, &e))?;
-        Ok(self.inner.lock_node(owner))
+        sync(&env, || Ok(self.inner.lock_node(args::owner(&owner)?)))
     }
 
     /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
-    /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), `emit`
+    /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), the emitter
     /// receives `'revoke'` with the owner id of that hold. Cooperative: the owner decides whether
-    /// to release. Applies to acquires that start after this call; a second call replaces the
-    /// first.
+    /// to release. Applies to acquires that start after this call.
     #[napi]
-    pub fn make_revocable(&self, emit: EmitFn<'_>) -> napi::Result<()> {
-        let emitter = Emitter::new(emit)?;
-        self.inner.make_revocable(move |owner| {
-            emitter.emit(Event::new("revoke", Payload::Owner(owner.as_raw())))
-        });
-        Ok(())
+    pub fn make_revocable(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            let e = self.emitter.clone();
+            self.inner.make_revocable(move |owner| {
+                e.emit(Event::new("revoke", Out::U64(owner.as_raw())))
+            });
+            Ok(())
+        })
     }
 
     /// Resolves to the lock's nodes in line order (holder first).
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
+        promise_on(env, &self.inner, |m| async move {
             Ok(Out::strings(m.participant_nodes().await?))
         })
     }
 
     /// The lock path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
     }
 }
+
+owned_lock_methods!(NativeMutex);
 
 /// Curator's InterProcessReadWriteLock: a read mutex and a write mutex sharing one line.
 #[napi]
@@ -175,35 +172,30 @@ impl NativeReadWriteLock {
     /// A read/write lock on `path`.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, path: String) -> napi::Result<Self> {
-        let inner = InterProcessReadWriteLock::new(&client.inner, &path)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeReadWriteLock { inner })
+        sync(&env, || {
+            Ok(NativeReadWriteLock {
+                inner: InterProcessReadWriteLock::new(&client.inner, &path)?,
+            })
+        })
     }
 
-    /// The read half (shared by readers; a writer may also take it).
+    /// A half as a mutex: the write half (exclusive) if `write`, else the read half (shared by
+    /// readers; the writer may also take it).
     #[napi]
-    pub fn read_lock(
+    pub fn half(
         &self,
         env: Env,
+        write: bool,
         emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
+        lost_policy: Option<String>,
     ) -> napi::Result<NativeMutex> {
-        let m = self.inner.read_lock().clone();
-        m.set_lost_policy(lost_policy(lost_policy_name).map_err(|e| from_core(&env, &e))?);
-        NativeMutex::wrap(m, emit)
-    }
-
-    /// The write half (exclusive).
-    #[napi]
-    pub fn write_lock(
-        &self,
-        env: Env,
-        emit: EmitFn<'_>,
-        lost_policy_name: Option<String>,
-    ) -> napi::Result<NativeMutex> {
-        let m = self.inner.write_lock().clone();
-        m.set_lost_policy(lost_policy(lost_policy_name).map_err(|e| from_core(&env, &e))?);
-        NativeMutex::wrap(m, emit)
+        sync(&env, || {
+            let half = match write {
+                true => self.inner.write_lock(),
+                false => self.inner.read_lock(),
+            };
+            NativeMutex::wrap(half.clone(), emit, lost_policy)
+        })
     }
 }
 
@@ -218,10 +210,10 @@ impl NativeSemaphoreMutex {
     /// A semaphore mutex on `path`.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, path: String) -> napi::Result<Self> {
-        let inner = InterProcessSemaphoreMutex::new(&client.inner, &path)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeSemaphoreMutex {
-            inner: Arc::new(inner),
+        sync(&env, || {
+            Ok(NativeSemaphoreMutex {
+                inner: Arc::new(InterProcessSemaphoreMutex::new(&client.inner, &path)?),
+            })
         })
     }
 
@@ -232,34 +224,27 @@ impl NativeSemaphoreMutex {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let timeout = match args::timeout("timeoutMs", timeout_ms) {
-            Ok(t) => t,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(timeout).await })
+        promise_timed(env, &self.inner, timeout_ms, |m, t| async move {
+            m.acquire(t).await
+        })
     }
 
     /// Releases (`ZKR_NOT_OWNER` if this object does not hold it).
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release().await?;
-            Ok(Out::Undefined)
-        })
+        promise_on(env, &self.inner, |m| async move { m.release().await })
     }
 
     /// Whether this object holds it.
     #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
+    pub fn is_acquired_in_this_process(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_acquired_in_this_process()))
     }
 
     /// The path of the lease node held, if any.
     #[napi(getter)]
-    pub fn lease_node(&self) -> Option<String> {
-        self.inner.lease_node()
+    pub fn lease_node(&self, env: Env) -> napi::Result<Option<String>> {
+        sync(&env, || Ok(self.inner.lease_node()))
     }
 }
 
@@ -285,40 +270,42 @@ impl NativeLease {
 impl NativeLease {
     /// The lease node's path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.path.clone()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.path.clone()))
     }
 
     /// The lease node's czxid.
     #[napi(getter)]
-    pub fn czxid(&self) -> BigInt {
-        BigInt::from(self.czxid)
+    pub fn czxid(&self, env: Env) -> napi::Result<BigInt> {
+        sync(&env, || Ok(BigInt::from(self.czxid)))
     }
 
     /// Whether it was returned.
     #[napi(getter)]
-    pub fn is_returned(&self) -> bool {
-        self.lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_none()
+    pub fn is_returned(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || {
+            Ok(self
+                .lease
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none())
+        })
     }
 
     /// Returns the lease (deletes its node); `ZKR_NOT_OWNER` if it was returned already.
     #[napi]
     pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let path = self.path.clone();
-        promise::spawn(env, async move {
-            match lease {
-                Some(l) => l.release().await?,
-                None => {
-                    return Err(zkrecipes::Error::NotOwner(
+        promise(env, || {
+            let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let path = self.path.clone();
+            Ok(async move {
+                let lease = lease.ok_or_else(|| {
+                    zkrecipes::Error::NotOwner(
                         format!("return lease {path}: it was returned already").into(),
-                    ))
-                }
-            }
-            Ok(Out::Undefined)
+                    )
+                })?;
+                lease.release().await
+            })
         })
     }
 }
@@ -339,9 +326,11 @@ impl NativeSemaphoreV2 {
         path: String,
         max_leases: u32,
     ) -> napi::Result<Self> {
-        let inner = InterProcessSemaphoreV2::new(&client.inner, &path, max_leases as usize)
-            .map_err(|e| from_core(&env, &e))?;
-        Ok(NativeSemaphoreV2 { inner })
+        sync(&env, || {
+            Ok(NativeSemaphoreV2 {
+                inner: InterProcessSemaphoreV2::new(&client.inner, &path, max_leases as usize)?,
+            })
+        })
     }
 
     /// Resolves to `qty` leases, or `null` if they were not all acquired within `timeout_ms`.
@@ -352,37 +341,30 @@ impl NativeSemaphoreV2 {
         qty: u32,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let timeout = match args::timeout("timeoutMs", timeout_ms) {
-            Ok(t) => t,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
-            Ok(s.acquire(qty as usize, timeout)
-                .await?
-                .map(|leases| leases.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
+        promise_timed(env, &self.inner, timeout_ms, move |s, t| async move {
+            let leases = s.acquire(qty as usize, t).await?;
+            Ok(leases.map(|l| l.into_iter().map(NativeLease::new).collect::<Vec<_>>()))
         })
     }
 
     /// The lease nodes in sequence order.
     #[napi]
     pub fn participant_nodes<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        let s = self.inner.clone();
-        promise::spawn(env, async move {
+        promise_on(env, &self.inner, |s| async move {
             Ok(Out::strings(s.participant_nodes().await?))
         })
     }
 
     /// The most leases held at once.
     #[napi(getter)]
-    pub fn max_leases(&self) -> u32 {
-        self.inner.max_leases() as u32
+    pub fn max_leases(&self, env: Env) -> napi::Result<u32> {
+        sync(&env, || Ok(self.inner.max_leases() as u32))
     }
 
     /// The semaphore's path.
     #[napi(getter)]
-    pub fn path(&self) -> String {
-        self.inner.path().to_string()
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
     }
 }
 
@@ -397,50 +379,16 @@ impl NativeMultiLock {
     /// A multi lock over an InterProcessMutex at each path.
     #[napi(constructor)]
     pub fn new(env: Env, client: &NativeClient, paths: Vec<String>) -> napi::Result<Self> {
-        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
-        let inner =
-            InterProcessMultiLock::new(&client.inner, &refs).map_err(|e| from_core(&env, &e))?;
-        Ok(NativeMultiLock { inner })
-    }
-
-    /// Resolves to whether `owner` took every lock within `timeout_ms`.
-    #[napi]
-    pub fn acquire<'env>(
-        &self,
-        env: &'env Env,
-        owner: BigInt,
-        timeout_ms: Option<f64>,
-    ) -> napi::Result<Object<'env>> {
-        let (owner, timeout) = match args::owner(&owner)
-            .and_then(|o| Ok((o, args::timeout("timeoutMs", timeout_ms)?)))
-        {
-            Ok(v) => v,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move { m.acquire(owner, timeout).await })
-    }
-
-    /// Releases every lock of `owner`.
-    #[napi]
-    pub fn release<'env>(&self, env: &'env Env, owner: BigInt) -> napi::Result<Object<'env>> {
-        let owner = match args::owner(&owner) {
-            Ok(o) => o,
-            Err(e) => return promise::rejected(env, e),
-        };
-        let m = self.inner.clone();
-        promise::spawn(env, async move {
-            m.release(owner).await?;
-            Ok(Out::Undefined)
+        sync(&env, || {
+            let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+            Ok(NativeMultiLock {
+                inner: InterProcessMultiLock::new(&client.inner, &refs)?,
+            })
         })
     }
-
-    /// Whether the locks are held in this process.
-    #[napi]
-    pub fn is_acquired_in_this_process(&self) -> bool {
-        self.inner.is_acquired_in_this_process()
-    }
 }
+
+owned_lock_methods!(NativeMultiLock);
 
 /// Curator's Revoker.attemptRevoke: writes `__REVOKE__` into the lock node `node_path` (one of
 /// `participantNodes()`) to ask its holder to release; a node already gone is fine.
@@ -450,9 +398,7 @@ pub fn attempt_revoke<'env>(
     client: &NativeClient,
     node_path: String,
 ) -> napi::Result<Object<'env>> {
-    let c = client.inner.clone();
-    promise::spawn(env, async move {
-        zkrecipes::lock::attempt_revoke(&c, &node_path).await?;
-        Ok(Out::Undefined)
+    promise_on(env, &client.inner, |c| async move {
+        zkrecipes::lock::attempt_revoke(&c, &node_path).await
     })
 }

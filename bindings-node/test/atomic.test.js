@@ -2,23 +2,18 @@
 // the seed scenario (10 x 100 increments = 1000), BigInt mapping, and change events.
 'use strict';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 
 const { Client, DistributedAtomicLong, DistributedAtomicInteger, SharedCount, RetryNTimes } = require('..');
-const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+const { useZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
 let zk;
 let client;
 
-before(async () => {
-  zk = startZooKeeper();
-  client = await Client.connect(zk.connectString);
-});
-
-after(async () => {
-  await client?.close();
-  zk?.stop();
+useZooKeeper((z, c) => {
+  zk = z;
+  client = c;
 });
 
 test('seed: 10 clients x 100 increments = 1000, no increment lost or hidden', async () => {
@@ -55,7 +50,9 @@ test('seed: 10 clients x 100 increments = 1000, no increment lost or hidden', as
 });
 
 test('DistributedAtomicLong: BigInt in and out, Curator-style AtomicValues', async () => {
-  const counter = new DistributedAtomicLong(client, uniquePath('long'));
+  const p = uniquePath('long');
+  const counter = new DistributedAtomicLong(client, p);
+  assert.equal(counter.path, p);
   assert.equal(await counter.addAndGet(1), 1n);
   const got = await counter.get();
   assert.equal(got.succeeded, true);
@@ -86,6 +83,17 @@ test('DistributedAtomicLong: addAndGet reports overflow; bad values reject with 
   const counter = new DistributedAtomicLong(client, uniquePath('overflow'));
   await counter.forceSet(2n ** 63n - 1n);
   await assert.rejects(counter.addAndGet(1), { code: 'ZKR_OVERFLOW' });
+  // Curator's add wraps silently; ours refuses and leaves the counter as it was.
+  await assert.rejects(counter.add(1), { code: 'ZKR_OVERFLOW' });
+  await assert.rejects(counter.increment(), { code: 'ZKR_OVERFLOW' });
+  await counter.forceSet(-(2n ** 63n));
+  await assert.rejects(counter.subtract(1n), { code: 'ZKR_OVERFLOW' });
+  await assert.rejects(counter.decrement(), { code: 'ZKR_OVERFLOW' });
+  assert.equal((await counter.get()).postValue, -(2n ** 63n), 'unchanged');
+  const small = new DistributedAtomicInteger(client, uniquePath('overflow-int'));
+  await small.forceSet(2147483647);
+  await assert.rejects(small.add(1), { code: 'ZKR_OVERFLOW' });
+  assert.equal((await small.get()).postValue, 2147483647, 'unchanged');
   const bad = { code: 'ZKR_INVALID_ARGUMENT' };
   await assert.rejects(counter.addAndGet(1.5), bad);
   await assert.rejects(counter.addAndGet('1'), bad);
@@ -123,6 +131,7 @@ test("SharedCount: 'change' events reach every client; trySetCount is versioned"
     const a = new SharedCount(client, p, 7);
     const b = new SharedCount(other, p, 0);
     assert.equal(a.count, 7, 'the seed before start');
+    assert.equal(a.path, p);
     await a.start();
     await b.start();
     assert.equal(b.count, 7, 'the node was created with the first seed');
@@ -145,4 +154,25 @@ test("SharedCount: 'change' events reach every client; trySetCount is versioned"
   } finally {
     await other.close();
   }
+});
+
+test("SharedCount: data that is not a count is ZKR_CORRUPTED_DATA (an 'error' event, and the getters throw) until a valid value returns", async () => {
+  const p = uniquePath('shared-corrupt');
+  const count = new SharedCount(client, p, 5);
+  await count.start();
+  const error = nextEvent(count, 'error');
+  await client.setData(p, Buffer.from([1, 2, 3]));
+  const err = await error;
+  assert.equal(err.code, 'ZKR_CORRUPTED_DATA');
+  assert.equal(err.version, 1);
+  assert.ok(err.message.includes(p), err.message);
+  assert.throws(() => count.count, { code: 'ZKR_CORRUPTED_DATA' });
+  assert.throws(() => count.getCount(), { code: 'ZKR_CORRUPTED_DATA' });
+  assert.throws(() => count.getVersionedValue(), { code: 'ZKR_CORRUPTED_DATA' });
+  // A valid value written again: the count is back, with a 'change'.
+  const change = nextEvent(count, 'change');
+  await client.setData(p, Buffer.from([0, 0, 0, 9]));
+  assert.deepEqual(await change, [9, 2]);
+  assert.equal(count.count, 9);
+  count.close();
 });

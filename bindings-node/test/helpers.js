@@ -2,6 +2,7 @@
 // (`zk-harness`, built from tests/harness). No mocks: every test talks to that server.
 'use strict';
 
+const { before, after } = require('node:test');
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -46,6 +47,25 @@ function startZooKeeper() {
   return { connectString, dir, stop, harness };
 }
 
+/**
+ * The usual set-up of a test file: one ZooKeeper (before the tests) and one client of it, both
+ * handed to `set(zk, client)`; closed and stopped after the tests.
+ */
+function useZooKeeper(set, connectOptions) {
+  let zk;
+  let client;
+  before(async () => {
+    zk = startZooKeeper();
+    const { Client } = require('..');
+    client = await Client.connect(zk.connectString, connectOptions);
+    set(zk, client);
+  });
+  after(async () => {
+    await client?.close();
+    zk?.stop();
+  });
+}
+
 /** A unique path for one test: `/node-tests/<name>-<random>`. */
 function uniquePath(name) {
   return `/node-tests/${name}-${crypto.randomBytes(6).toString('hex')}`;
@@ -76,4 +96,4 @@ function nextEvent(emitter, event, { timeoutMs = 10000 } = {}) {
   });
 }
 
-module.exports = { startZooKeeper, uniquePath, waitFor, nextEvent, repo, harness };
+module.exports = { startZooKeeper, useZooKeeper, uniquePath, waitFor, nextEvent, repo, harness };

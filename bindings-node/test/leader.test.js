@@ -2,24 +2,19 @@
 // turns), events, AbortSignal cancellation, auto-requeue, and bad inputs.
 'use strict';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
 
 const { Client, LeaderLatch, LeaderSelector, LeaderObserver } = require('..');
-const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+const { useZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
 let zk;
 let client;
 
-before(async () => {
-  zk = startZooKeeper();
-  client = await Client.connect(zk.connectString);
-});
-
-after(async () => {
-  await client?.close();
-  zk?.stop();
+useZooKeeper((z, c) => {
+  zk = z;
+  client = c;
 });
 
 const seq = (latch) => Number(latch.ourPath.slice(latch.ourPath.lastIndexOf('latch-') + 6));

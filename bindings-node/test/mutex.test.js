@@ -2,7 +2,7 @@
 // owners and reentrancy, fencing tokens, the lost signal, and bad inputs.
 'use strict';
 
-const { test, before, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
@@ -18,20 +18,15 @@ const {
   Owner,
   attemptRevoke,
 } = require('..');
-const { startZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+const { useZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
 
 let zk;
 let client;
 
-before(async () => {
-  zk = startZooKeeper();
-  client = await Client.connect(zk.connectString, { sessionTimeoutMs: 10000 });
-});
-
-after(async () => {
-  await client?.close();
-  zk?.stop();
-});
+useZooKeeper((z, c) => {
+  zk = z;
+  client = c;
+}, { sessionTimeoutMs: 10000 });
 
 test('seed: 100 concurrent withLock tasks on one mutex never overlap', async () => {
   const mutex = new InterProcessMutex(client, uniquePath('seed-mutex'));
@@ -394,4 +389,97 @@ test("revocation: a raw __REVOKE__ (Curator's wire format) reaches a read/write 
   assert.equal(await revoked, owner);
   await w.release({ owner });
   assert.deepEqual(await w.participantNodes(), []);
+});
+
+test('plain acquire() from two concurrent async tasks: the second is refused (ZKR_NOT_OWNER), never let in', async () => {
+  const mutex = new InterProcessMutex(client, uniquePath('plain-concurrent'));
+  let inside = 0;
+  let overlaps = 0;
+  const task = async () => {
+    await mutex.acquire();
+    inside += 1;
+    if (inside > 1) overlaps += 1;
+    await sleep(20);
+    inside -= 1;
+    await mutex.release();
+  };
+  // Both acquires pending at once: two tasks for sure.
+  const results = await Promise.allSettled([task(), task()]);
+  assert.equal(overlaps, 0, 'both tasks were in the critical section');
+  assert.equal(results[0].status, 'fulfilled');
+  assert.equal(results[1].status, 'rejected');
+  assert.equal(results[1].reason.code, 'ZKR_NOT_OWNER');
+  assert.match(results[1].reason.message, /another async task.*withLock.*owner\.run.*new Owner/);
+  assert.equal(mutex.isAcquiredInThisProcess(), false);
+  // Owners make concurrent tasks safe (they contend, no refusal).
+  await Promise.all([new Owner(), new Owner()].map((o) => mutex.withLock(() => sleep(5), { owner: o })));
+});
+
+test('plain acquire() while this thread holds the lock for another async flow is refused; the same flow re-enters', async () => {
+  const mutex = new InterProcessMutex(client, uniquePath('plain-flows'));
+  // A flow that waits since before this test's first plain acquire is another task (as two
+  // requests of a server are): refused while the lock is held for this flow.
+  let open;
+  const gate = new Promise((r) => (open = r));
+  const laterTask = (async () => {
+    await gate;
+    return mutex.acquire({ timeoutMs: 100 });
+  })();
+  assert.equal(await mutex.acquire(), true);
+  assert.equal(await mutex.acquire(), true, 'this flow re-enters, as API.md promises');
+  open();
+  await assert.rejects(laterTask, { code: 'ZKR_NOT_OWNER' });
+  await mutex.release();
+  await mutex.release();
+  // Once released, the other flow may take it plainly.
+  const again = (async () => {
+    await mutex.acquire();
+    await mutex.release();
+    return 'ok';
+  })();
+  assert.equal(await again, 'ok');
+});
+
+test('an oversized request rejects at once, naming the sizes; a mutex held on the same client stays held', async () => {
+  const mutex = new InterProcessMutex(client, uniquePath('oversized'));
+  const owner = new Owner();
+  const lost = [];
+  mutex.on('lost', (o) => lost.push(o));
+  assert.equal(await mutex.acquire({ owner }), true);
+  const t0 = Date.now();
+  const err = await client.create(`/${'q'.repeat(1000)}`, Buffer.alloc(1047552)).catch((e) => e);
+  assert.equal(err.code, 'ZKR_INVALID_ARGUMENT', String(err));
+  assert.match(err.message, /\d+ bytes on the wire .*over the 1048575-byte limit/);
+  assert.ok(Date.now() - t0 < 2000, 'refused before sending, not after a timeout');
+  // The session and the hold are untouched: a round trip works, nothing was lost.
+  assert.equal(await client.exists(uniquePath('after-oversized')), null);
+  assert.equal(client.state, 'CONNECTED');
+  assert.equal(mutex.isHeldValid(owner), true);
+  assert.deepEqual(lost, []);
+  await mutex.release({ owner });
+});
+
+test('InterProcessSemaphoreV2: qty above maxLeases rejects at once with ZKR_INVALID_ARGUMENT', async () => {
+  const sem = new InterProcessSemaphoreV2(client, uniquePath('semaphore-qty'), 2);
+  await assert.rejects(sem.acquire({ qty: 3 }), { code: 'ZKR_INVALID_ARGUMENT' });
+  await assert.rejects(sem.acquire({ qty: 3, timeoutMs: 1000 }), { code: 'ZKR_INVALID_ARGUMENT' });
+  assert.deepEqual(await sem.participantNodes(), []);
+});
+
+test("a held lock node deleted by another client is a lost hold: 'lost' with the owner, isHeldValid() false", async () => {
+  const other = await Client.connect(zk.connectString);
+  try {
+    const mutex = new InterProcessMutex(client, uniquePath('deleted-node'));
+    const owner = new Owner();
+    assert.equal(await mutex.acquire({ owner }), true);
+    const lost = nextEvent(mutex, 'lost');
+    const [node] = await mutex.participantNodes();
+    await other.delete(node);
+    assert.equal(await lost, owner);
+    assert.equal(mutex.isHeldValid(owner), false);
+    await mutex.release({ owner }); // a lost hold releases cleanly (its node is gone already)
+    assert.equal(mutex.isAcquiredInThisProcess(), false);
+  } finally {
+    await other.close();
+  }
 });

@@ -2,6 +2,7 @@
 // must accept it (scripts/test-node runs that). It is also a fair tour of the API.
 import {
   Client,
+  CreateMode,
   DistributedAtomicLong,
   ExponentialBackoffRetry,
   InterProcessMutex,
@@ -13,9 +14,11 @@ import {
   Owner,
   SharedCount,
   attemptRevoke,
+  setLogger,
   type AtomicValue,
   type ConnectionState,
   type LeadershipContext,
+  type LogRecord,
   type Participant,
   type Stat,
   type WatchedEvent,
@@ -28,6 +31,9 @@ function isZkrError(err: unknown): err is ZkrError {
 }
 
 async function main(hosts: string): Promise<void> {
+  setLogger((r: LogRecord) => {
+    if (r.level === 'ERROR') console.error(r.target, r.message, r.fields);
+  }, 'warn');
   const client: Client = await Client.connect(hosts, {
     sessionTimeoutMs: 10_000,
     connectionTimeoutMs: 5_000,
@@ -37,7 +43,7 @@ async function main(hosts: string): Promise<void> {
   });
   client.on('state', (state: ConnectionState) => console.log('state', state));
 
-  const path: string = await client.create('/hello', 'world', { mode: 'PERSISTENT', createParents: true });
+  const path: string = await client.create('/hello', 'world', { mode: CreateMode.PERSISTENT, createParents: true });
   const { data, stat }: { data: Buffer; stat: Stat } = await client.getData(path, {
     watch: (e: WatchedEvent) => console.log('watch', e.type, e.path),
   });
@@ -109,9 +115,10 @@ async function main(hosts: string): Promise<void> {
   try {
     await client.getData('/missing');
   } catch (err) {
-    if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected');
+    if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode);
     else throw err;
   }
+  setLogger(null);
   await client.close();
 }
 

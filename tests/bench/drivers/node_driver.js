@@ -252,35 +252,27 @@ async function failover(o) {
   const p = `${o.path}/latch`;
   const clients = await Promise.all(Array.from({ length: k }, () => connect(o)));
   const latches = new Array(k).fill(null);
-  // The latest leadership report { member, at } and whoever waits for it.
+  // A one-slot mailbox: the latest leadership report { member, at }, or whoever waits for it.
   let report = null;
   let waiter = null;
+  const announce = (r) => {
+    const w = waiter;
+    waiter = null;
+    report = w ? null : r;
+    w?.(r);
+  };
   const nextLeader = (what) =>
     within(
       new Promise((resolve) => {
-        if (report) {
-          const r = report;
-          report = null;
-          resolve(r);
-        } else {
-          waiter = resolve;
-        }
+        waiter = resolve;
+        if (report) announce(report);
       }),
       WAIT_MS,
       what,
     );
   const join = async (i) => {
     const l = new LeaderLatch(clients[i], p, { id: `m${i}` });
-    l.on('isLeader', () => {
-      const r = { member: i, at: nowUs() };
-      if (waiter) {
-        const wk = waiter;
-        waiter = null;
-        wk(r);
-      } else {
-        report = r;
-      }
-    });
+    l.on('isLeader', () => announce({ member: i, at: nowUs() }));
     await l.start();
     latches[i] = l;
   };

@@ -1,0 +1,266 @@
+// Client (Curator's CuratorFramework).
+'use strict';
+
+const { EventEmitter } = require('node:events');
+
+const { native, nativeGetters } = require('./native');
+const { ErrorCode } = require('./vocabulary');
+const { zkrError, invalid, describe } = require('./errors');
+const args = require('./args');
+const { RetryPolicy } = require('./retry');
+
+const PERMS = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 };
+const constructing = Symbol('zkrecipes.constructing');
+
+// A Client that is garbage collected without close() must not keep the process alive.
+const keepAliveRegistry = new FinalizationRegistry((timer) => clearInterval(timer));
+
+const CONNECT_OPTIONS = ['sessionTimeoutMs', 'connectionTimeoutMs', 'retry', 'namespace', 'auth', 'acl', 'canBeReadOnly'];
+
+/** A retry option: a RetryPolicy, as a plain object for the native layer; `undefined` if omitted. */
+function retryOption(what, v) {
+  const policy = args.instance(what, v, RetryPolicy, 'a retry policy (new ExponentialBackoffRetry(...), ...)');
+  return policy === undefined ? undefined : { ...policy };
+}
+
+function perms(what, p) {
+  if (!Array.isArray(p)) return args.uint32(what, p);
+  return p.reduce((bits, name) => {
+    if (!Object.hasOwn(PERMS, name)) throw invalid(`${what}: unknown permission ${describe(name)}`);
+    return bits | PERMS[name];
+  }, 0);
+}
+
+function connectOptions(options) {
+  const o = args.options('options', options, CONNECT_OPTIONS);
+  const out = {
+    sessionTimeoutMs: args.ms('sessionTimeoutMs', o.sessionTimeoutMs),
+    connectionTimeoutMs: args.ms('connectionTimeoutMs', o.connectionTimeoutMs),
+    retry: retryOption('retry', o.retry),
+    namespace: args.optionalString('namespace', o.namespace),
+    canBeReadOnly: args.bool('canBeReadOnly', o.canBeReadOnly, undefined),
+  };
+  if (o.auth !== undefined && o.auth !== null) {
+    const list = Array.isArray(o.auth) ? o.auth : [o.auth];
+    out.auth = list.map((a, i) => {
+      const e = args.options(`auth[${i}]`, a, ['scheme', 'credentials']);
+      return {
+        scheme: args.string(`auth[${i}].scheme`, e.scheme),
+        credentials: args.buffer(`auth[${i}].credentials`, e.credentials, { optional: false }),
+      };
+    });
+  }
+  if (o.acl !== undefined && o.acl !== null) {
+    if (!Array.isArray(o.acl)) throw invalid(`acl must be an array of { perms, scheme, id }, got ${describe(o.acl)}`);
+    out.acl = o.acl.map((a, i) => {
+      const e = args.options(`acl[${i}]`, a, ['perms', 'scheme', 'id']);
+      const bits = perms(`acl[${i}].perms`, e.perms);
+      if (bits === undefined) throw invalid(`acl[${i}].perms is required (names or bits)`);
+      return { perms: bits, scheme: args.string(`acl[${i}].scheme`, e.scheme), id: args.string(`acl[${i}].id`, e.id) };
+    });
+  }
+  return out;
+}
+
+/**
+ * A ZooKeeper client. Make one with `await Client.connect(hosts, options)`; close it with
+ * `await client.close()`. Emits `'state'` with `'CONNECTED' | 'SUSPENDED' | 'RECONNECTED' |
+ * 'LOST' | 'READ_ONLY'`. While open it keeps the process alive, like a socket (see `unref()`).
+ * Its 'state' events and its one-shot watches reach JS in the order they happened.
+ */
+class Client extends EventEmitter {
+  #native;
+  #keepAlive;
+  #hosts;
+  #watches = new Map(); // one-shot watch id -> function
+  #nextWatch = 1;
+
+  // `state` (the connection state), `sessionId` (a BigInt, 0n once closed), `isClosed`,
+  // `namespace` (`''` or `'/ns'`).
+  static {
+    nativeGetters(this, (c) => c.#native, ['state', 'sessionId', 'isClosed', 'namespace']);
+  }
+
+  constructor(token, nativeClient, hosts) {
+    super();
+    if (token !== constructing) throw invalid('use `await Client.connect(hosts, options)` to make a Client');
+    this.#native = nativeClient;
+    this.#hosts = hosts;
+    const self = new WeakRef(this);
+    // The native side holds this function (weakly, for the event loop); the WeakRef lets an
+    // unclosed, unreachable Client be collected.
+    nativeClient.setEmitter((name, payload, extra) => {
+      const client = self.deref();
+      if (name === 'watch') client?.#fireWatch(payload, extra);
+      else client?.emit(name, payload);
+    });
+    this.#keepAlive = setInterval(() => {}, 2 ** 30);
+    keepAliveRegistry.register(this, this.#keepAlive, this);
+  }
+
+  /**
+   * Connects to `hosts` (`'host:port[,host:port...][/chroot]'`). Options: `sessionTimeoutMs`
+   * (60000), `connectionTimeoutMs` (15000), `retry` (ExponentialBackoffRetry(1000, 3)),
+   * `namespace`, `auth` ({ scheme, credentials } or a list), `acl` ([{ perms, scheme, id }]),
+   * `canBeReadOnly`. An unknown option is refused (`ZKR_INVALID_ARGUMENT`).
+   */
+  static connect(hosts, options) {
+    return args.rejecting(async () => {
+      args.string('hosts', hosts);
+      const nativeClient = await native.NativeClient.connect(hosts, connectOptions(options));
+      return new Client(constructing, nativeClient, hosts);
+    });
+  }
+
+  /** @internal the native client, for the recipes of this package. */
+  static _native(client) {
+    if (!(client instanceof Client)) throw invalid(`client must be a Client, got ${describe(client)}`);
+    return client.#native;
+  }
+
+  /**
+   * Closes the session: ephemeral nodes (locks, latches) vanish at once, pending waits reject
+   * with `ZKR_CLOSED`, later calls reject with `ZKR_CLOSED`. Nothing of zkrecipes keeps the
+   * event loop alive afterwards. Closing twice is fine.
+   */
+  async close() {
+    clearInterval(this.#keepAlive);
+    keepAliveRegistry.unregister(this);
+    await this.#native.close();
+  }
+
+  /** Lets the process exit while this client is open (like `socket.unref()`). */
+  unref() {
+    this.#keepAlive.unref();
+    return this;
+  }
+
+  /** Undoes `unref()`. */
+  ref() {
+    if (!this.isClosed) this.#keepAlive.ref();
+    return this;
+  }
+
+  /**
+   * Creates a node; resolves to its actual path (with the sequence number and the protected
+   * prefix, if any). Options: `mode` ('PERSISTENT'; see `CreateMode`), `createParents` (false,
+   * parents are CONTAINER nodes), `protected` (false, Curator's protected mode).
+   */
+  create(path, data, options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['mode', 'createParents', 'protected']);
+      return this.#native.create(
+        args.path('path', path),
+        args.buffer('data', data),
+        args.optionalString('mode', o.mode) ?? 'PERSISTENT',
+        args.bool('createParents', o.createParents, false),
+        args.bool('protected', o.protected, false),
+      );
+    });
+  }
+
+  /**
+   * Resolves to `{ data: Buffer, stat }`; rejects with `ZKR_NO_NODE` if there is no node.
+   * `{ watch }` (a function) leaves a one-shot watch: `watch({ type, path })` is called once,
+   * `type` being 'DATA_CHANGED' | 'DELETED' (or 'SESSION_ENDED' if the session ends first).
+   */
+  getData(path, options) {
+    return this.#read('getData', path, options);
+  }
+
+  /** Sets a node's data (only at `version`, if given); resolves to the new stat. */
+  setData(path, data, options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['version']);
+      return this.#native.setData(
+        args.path('path', path),
+        args.buffer('data', data) ?? Buffer.alloc(0),
+        args.int32('version', o.version, -1),
+      );
+    });
+  }
+
+  /**
+   * Resolves to the node's stat, or `null` if it does not exist. `{ watch }` leaves a one-shot
+   * watch: 'CREATED' | 'DELETED' | 'DATA_CHANGED' (see `getData`).
+   */
+  exists(path, options) {
+    return this.#read('exists', path, options);
+  }
+
+  /**
+   * Resolves to the names of the node's children. `{ watch }` leaves a one-shot watch on the
+   * children: 'CHILDREN_CHANGED' | 'DELETED' (see `getData`).
+   */
+  getChildren(path, options) {
+    return this.#read('getChildren', path, options);
+  }
+
+  // getData / exists / getChildren, with their optional one-shot watch.
+  #read(method, path, options) {
+    return args.rejecting(async () => {
+      args.path('path', path);
+      const o = args.options('options', options, ['watch']);
+      const watch = o.watch === undefined || o.watch === null ? undefined : args.func('watch', o.watch);
+      if (watch === undefined) return this.#native[method](path);
+      const id = this.#nextWatch++;
+      this.#watches.set(id, watch);
+      try {
+        return await this.#native[method](path, id);
+      } catch (err) {
+        this.#watches.delete(id); // no watch was left
+        throw err;
+      }
+    });
+  }
+
+  #fireWatch(id, event) {
+    const watch = this.#watches.get(id);
+    this.#watches.delete(id);
+    try {
+      watch?.(event);
+    } catch (err) {
+      process.emitWarning(`zkrecipes: a watch function threw: ${err?.stack ?? err}`, { code: 'ZKR_WATCH_ERROR' });
+    }
+  }
+
+  /**
+   * Deletes a node. Options: `version` (only at that version), `guaranteed` (keep retrying in
+   * the background after connection loss, Curator's guaranteed()), `recursive` (children first).
+   */
+  delete(path, options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['version', 'guaranteed', 'recursive']);
+      return this.#native.delete(
+        args.path('path', path),
+        args.int32('version', o.version, -1),
+        args.bool('guaranteed', o.guaranteed, false),
+        args.bool('recursive', o.recursive, false),
+      );
+    });
+  }
+
+  /**
+   * Testing only (builds with the `testing` feature: `node scripts/build.js --testing`):
+   * expires this client's session on the server (Curator's KillSession) and waits for LOST.
+   */
+  _expireSessionForTesting() {
+    return args.rejecting(() => {
+      if (typeof this.#native.expireSessionForTesting !== 'function') {
+        throw zkrError(ErrorCode.INVALID_ARGUMENT, 'this addon was built without the testing feature (node scripts/build.js --testing)');
+      }
+      return this.#native.expireSessionForTesting();
+    });
+  }
+
+  /** Requests sent so far, per operation (for tests and benchmarks). */
+  _requestCounts() {
+    return this.#native.requestCounts();
+  }
+
+  toString() {
+    return `Client(${this.#hosts}, ${this.state})`;
+  }
+}
+
+module.exports = { Client, constructing, retryOption };
