@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub struct Detail {
     message: String,
     zk_code: Option<i32>,
+    op_index: Option<usize>,
     source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -24,6 +25,7 @@ impl Detail {
         Detail {
             message: message.into(),
             zk_code: None,
+            op_index: None,
             source: None,
         }
     }
@@ -31,6 +33,12 @@ impl Detail {
     /// With ZooKeeper's error code (`KeeperException.Code`, e.g. -101 for NONODE).
     pub fn with_zk_code(mut self, code: i32) -> Detail {
         self.zk_code = Some(code);
+        self
+    }
+
+    /// For a failed transaction: the index of the operation that failed.
+    pub fn with_op_index(mut self, index: usize) -> Detail {
+        self.op_index = Some(index);
         self
     }
 
@@ -53,6 +61,9 @@ impl fmt::Debug for Detail {
         if let Some(c) = self.zk_code {
             d.field("zk_code", &c);
         }
+        if let Some(i) = self.op_index {
+            d.field("op_index", &i);
+        }
         if let Some(s) = &self.source {
             d.field("source", &format_args!("{s}"));
         }
@@ -63,7 +74,9 @@ impl fmt::Debug for Detail {
 /// Details compare by message and code (sources are not comparable).
 impl PartialEq for Detail {
     fn eq(&self, other: &Self) -> bool {
-        self.message == other.message && self.zk_code == other.zk_code
+        self.message == other.message
+            && self.zk_code == other.zk_code
+            && self.op_index == other.op_index
     }
 }
 
@@ -210,6 +223,12 @@ impl Error {
     /// ...) when the failure came from the server or the protocol layer.
     pub fn zk_code(&self) -> Option<i32> {
         self.detail().zk_code
+    }
+
+    /// For a failed transaction ([`crate::client::Transaction`]): the index of the operation
+    /// that failed (nothing of the transaction was applied).
+    pub fn failed_op(&self) -> Option<usize> {
+        self.detail().op_index
     }
 
     /// Errors after which Curator's retry loop tries again: the request never reached a

@@ -684,3 +684,207 @@ async fn recipes_are_refused_on_a_closed_client() {
     );
     closed("shared count", SharedCount::new(&c, "/r", 0).map(drop));
 }
+
+/// Curator's transaction(): every operation applied, in order, with one result each; a failing
+/// operation applies nothing and says which one failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_are_all_or_nothing_and_name_the_failing_operation() {
+    use zkrecipes::client::OpResult;
+    let server = TestingServer::start();
+    let plain = connect(&server.connect_string()).await;
+    let c = ClientBuilder::new(server.connect_string())
+        .namespace("tx")
+        .connect()
+        .await
+        .unwrap();
+    c.create("/a", b"0", CreateOptions::default().parents())
+        .await
+        .unwrap();
+    let before = c.request_counts().multi;
+    let results = c
+        .transaction()
+        .create("/a/b", b"1", CreateMode::Persistent)
+        .create("/a/seq-", b"", CreateMode::PersistentSequential)
+        .set_data("/a", b"2", Some(0))
+        .check("/a", 1)
+        .delete("/a/b", None)
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(c.request_counts().multi - before, 1, "one request");
+    assert_eq!(results.len(), 5);
+    assert!(matches!(&results[0], OpResult::Created { path, .. } if path == "/a/b"));
+    assert!(
+        matches!(&results[1], OpResult::Created { path, .. } if path.starts_with("/a/seq-0")),
+        "{results:?}"
+    );
+    assert!(matches!(&results[2], OpResult::DataSet { stat } if stat.version == 1));
+    assert_eq!(results[3], OpResult::Checked);
+    assert_eq!(results[4], OpResult::Deleted);
+    assert_eq!(plain.get_data("/tx/a").await.unwrap().0, b"2");
+    assert!(plain.exists("/tx/a/b").await.unwrap().is_none());
+
+    // A failing check: nothing applied; the error is the check's, with its index.
+    let e = c
+        .transaction()
+        .create("/a/c", b"", CreateMode::Persistent)
+        .set_data("/a", b"3", None)
+        .check("/a", 0)
+        .commit()
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::BadVersion(_)), "{e}");
+    assert_eq!(e.failed_op(), Some(2), "{e}");
+    assert!(
+        e.message().contains("transaction operation 2 (check)"),
+        "{e}"
+    );
+    assert!(
+        plain.exists("/tx/a/c").await.unwrap().is_none(),
+        "nothing applied"
+    );
+    assert_eq!(plain.get_data("/tx/a").await.unwrap().0, b"2");
+
+    // Bad input is refused before anything is sent, naming the operation.
+    let e = c
+        .transaction()
+        .create("/ok", b"", CreateMode::Persistent)
+        .delete("relative", None)
+        .commit()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("operation 1 (delete)")),
+        "{e}"
+    );
+    assert!(c.transaction().commit().await.unwrap().is_empty());
+    c.close().await;
+    plain.close().await;
+}
+
+/// A transaction whose reply is lost with the connection is OutcomeUnknown, never resent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_whose_reply_is_lost_is_outcome_unknown() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(4))
+        .connection_timeout(Duration::from_secs(1))
+        .connect()
+        .await
+        .unwrap();
+    proxy.blackhole();
+    let e = c
+        .transaction()
+        .create("/lost", b"", CreateMode::Persistent)
+        .commit()
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::OutcomeUnknown(_)), "{e}");
+    proxy.restore();
+    c.close().await;
+}
+
+/// A persistent recursive watch hears every change below its path, in order; survives a
+/// reconnect within the session (saying so: changes made while disconnected are not replayed)
+/// and a session expiry (set again on the new session); dropping it removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_watch_survives_reconnects_and_sessions() {
+    use zkrecipes::client::{AddWatchMode, NodeEvent, WatchEvent};
+    let server = TestingServer::start();
+    let writer = connect(&server.connect_string()).await;
+    let c = ClientBuilder::new(server.connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .namespace("pw")
+        .connect()
+        .await
+        .unwrap();
+    writer
+        .create("/pw/root", b"", CreateOptions::default().parents())
+        .await
+        .unwrap();
+    let mut w = c
+        .add_watch("/root", AddWatchMode::PersistentRecursive)
+        .await
+        .unwrap();
+    async fn next(w: &mut zkrecipes::client::PersistentWatch) -> Option<WatchEvent> {
+        tokio::time::timeout(Duration::from_secs(20), w.next())
+            .await
+            .expect("an event")
+    }
+    let node = |kind, path: &str| {
+        Some(WatchEvent::Node(NodeEvent {
+            kind,
+            path: path.into(),
+        }))
+    };
+    writer
+        .create("/pw/root/a", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    writer.set_data("/pw/root/a", b"1", None).await.unwrap();
+    writer
+        .create("/pw/root/a/b", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    writer
+        .delete("/pw/root/a/b", DeleteOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(next(&mut w).await, node(NodeEventKind::Created, "/root/a"));
+    assert_eq!(
+        next(&mut w).await,
+        node(NodeEventKind::DataChanged, "/root/a")
+    );
+    assert_eq!(
+        next(&mut w).await,
+        node(NodeEventKind::Created, "/root/a/b")
+    );
+    assert_eq!(
+        next(&mut w).await,
+        node(NodeEventKind::Deleted, "/root/a/b")
+    );
+
+    // A reconnect within the session.
+    server.restart();
+    assert_eq!(next(&mut w).await, Some(WatchEvent::Disconnected));
+    assert_eq!(next(&mut w).await, Some(WatchEvent::Reconnected));
+    writer.set_data("/pw/root/a", b"2", None).await.unwrap();
+    assert_eq!(
+        next(&mut w).await,
+        node(NodeEventKind::DataChanged, "/root/a")
+    );
+
+    // A new session.
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    loop {
+        match next(&mut w).await {
+            Some(WatchEvent::SessionLost) => break,
+            Some(WatchEvent::Disconnected | WatchEvent::Reconnected) => {}
+            other => panic!("expected the session's end, got {other:?}"),
+        }
+    }
+    assert_eq!(next(&mut w).await, Some(WatchEvent::Reconnected));
+    writer.set_data("/pw/root/a", b"3", None).await.unwrap();
+    assert_eq!(
+        next(&mut w).await,
+        node(NodeEventKind::DataChanged, "/root/a")
+    );
+    assert_eq!(
+        c.request_counts().add_watch,
+        2,
+        "set again once, on the new session"
+    );
+
+    // (Dropping a watch asks the server to remove it; ZooKeeper 3.8, Debian's, removes a
+    // persistent watch only with its session: ZOOKEEPER-4472, fixed in 3.9.) A closed client
+    // ends the stream.
+    drop(w);
+    let mut w = c
+        .add_watch("/root", AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    c.close().await;
+    assert_eq!(next(&mut w).await, None);
+    writer.close().await;
+}

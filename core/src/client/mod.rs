@@ -20,10 +20,12 @@
 mod builder;
 mod connection;
 mod ops;
+mod persistent;
 pub(crate) mod protected;
 pub(crate) mod sequence;
 mod session;
 mod state;
+mod transaction;
 mod types;
 mod wire;
 
@@ -36,12 +38,14 @@ use tokio::sync::{broadcast, watch};
 use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
+pub use self::persistent::{PersistentWatch, WatchEvent};
 pub use self::session::Watch;
 pub(crate) use self::session::{OrNone, Session};
 pub use self::state::{ConnectionState, LostPolicy, StateStream};
+pub use self::transaction::Transaction;
 pub use self::types::{
     Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
-    Parents, Permission, Stat,
+    Op, OpResult, Parents, Permission, Stat,
 };
 
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -72,14 +76,24 @@ pub(crate) struct Config {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RequestCounts {
+    /// `create` requests (parents and namespace included).
     pub create: u64,
+    /// `delete` requests.
     pub delete: u64,
+    /// `getData` requests.
     pub get_data: u64,
+    /// `setData` requests.
     pub set_data: u64,
+    /// `exists` requests.
     pub exists: u64,
+    /// `getChildren` requests.
     pub get_children: u64,
     /// `sync` requests (sent before looking for a protected node after a reconnect).
     pub sync: u64,
+    /// `multi` requests (transactions).
+    pub multi: u64,
+    /// `addWatch` requests (persistent watches).
+    pub add_watch: u64,
 }
 
 #[derive(Default)]
@@ -91,6 +105,8 @@ pub(crate) struct Counters {
     pub(crate) exists: AtomicU64,
     pub(crate) get_children: AtomicU64,
     pub(crate) sync: AtomicU64,
+    pub(crate) multi: AtomicU64,
+    pub(crate) add_watch: AtomicU64,
 }
 
 struct Inner {
@@ -275,6 +291,8 @@ impl Client {
             exists: l(&c.exists),
             get_children: l(&c.get_children),
             sync: l(&c.sync),
+            multi: l(&c.multi),
+            add_watch: l(&c.add_watch),
         }
     }
 
@@ -469,6 +487,16 @@ impl Client {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_some_and(|zk| zk.last_heard().elapsed() < limit)
+    }
+
+    /// The caller's path of a server-side path (namespace removed).
+    pub(crate) fn user_path(&self, full: &str) -> String {
+        let prefix = &self.cfg().prefix;
+        match full.strip_prefix(prefix.as_str()) {
+            Some("") => "/".into(),
+            Some(rest) if rest.starts_with('/') || prefix.is_empty() => rest.to_string(),
+            _ => full.to_string(),
+        }
     }
 
     /// The server-side path of a caller's path (namespace applied).

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use zookeeper_client as zk;
 
-use super::types::{CreateMode, Created, NodeEvent, Stat};
+use super::types::{AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -307,6 +307,140 @@ impl Session {
             }
         }
     }
+}
+
+impl Session {
+    /// Runs `ops` as one transaction (ZooKeeper's `multi`): all applied, or none. A failed
+    /// operation's error names its index (`Error::failed_op`).
+    pub(crate) fn multi(
+        &self,
+        ops: &[Op],
+    ) -> impl Future<Output = Result<Vec<OpResult>>> + Send + '_ {
+        let sent = self.send_multi(ops);
+        let names: Vec<(&'static str, String)> = ops
+            .iter()
+            .map(|o| (o.name(), o.path().to_string()))
+            .collect();
+        let client = self.client.clone();
+        async move {
+            let results = match sent?.await {
+                Ok(r) => r,
+                Err(zk::MultiWriteError::RequestFailed { source }) => {
+                    return Err(wire::error(source, "transaction", &describe(&names)))
+                }
+                Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+                    let (op, path) = names
+                        .get(index)
+                        .cloned()
+                        .unwrap_or(("operation", String::new()));
+                    let e = wire::error(
+                        source,
+                        &format!("transaction operation {index} ({op})"),
+                        &path,
+                    );
+                    let detail = e.detail().clone().with_op_index(index);
+                    return Err(crate::Error::new(e.kind(), detail));
+                }
+            };
+            Ok(results
+                .into_iter()
+                .map(|r| match r {
+                    zk::MultiWriteResult::Create { path, stat } => OpResult::Created {
+                        path: client.user_path(&path),
+                        stat: wire::stat(stat),
+                    },
+                    zk::MultiWriteResult::Delete => OpResult::Deleted,
+                    zk::MultiWriteResult::SetData { stat } => OpResult::DataSet {
+                        stat: wire::stat(stat),
+                    },
+                    _ => OpResult::Checked,
+                })
+                .collect())
+        }
+    }
+
+    /// Builds and sends the multi request (sent now, awaited later).
+    #[allow(clippy::type_complexity)]
+    fn send_multi(
+        &self,
+        ops: &[Op],
+    ) -> Result<
+        impl Future<Output = std::result::Result<Vec<zk::MultiWriteResult>, zk::MultiWriteError>>
+            + Send
+            + '_,
+    > {
+        let cfg = self.client.cfg();
+        let mut len = HEADER;
+        for op in ops {
+            len += 12 + self.client.full_path(op.path()).len();
+            if let Op::Create { data, .. } | Op::SetData { data, .. } = op {
+                len += 4 + data.len();
+            }
+            if let Op::Create { .. } = op {
+                len += self.acl_len();
+            }
+        }
+        if len > cfg.max_request_bytes {
+            return Err(Error::invalid(format!(
+                "transaction of {} operations: the request would be {len} bytes on the wire, over the {}-byte limit (the server's jute.maxbuffer; max_request_bytes); it was not sent",
+                ops.len(),
+                cfg.max_request_bytes
+            )));
+        }
+        let mut writer = self.zk.new_multi_writer();
+        let acl = zk::Acls::new(&cfg.wire_acl);
+        for (i, op) in ops.iter().enumerate() {
+            let full = self.client.full_path(op.path());
+            let added = match op {
+                Op::Create { data, mode, .. } => {
+                    writer.add_create(&full, data, &wire::create_mode(*mode).with_acls(acl))
+                }
+                Op::Delete { version, .. } => writer.add_delete(&full, *version),
+                Op::SetData { data, version, .. } => writer.add_set_data(&full, data, *version),
+                Op::Check { version, .. } => writer.add_check_version(&full, *version),
+            };
+            added.map_err(|e| {
+                wire::error(
+                    e,
+                    &format!("transaction operation {i} ({})", op.name()),
+                    op.path(),
+                )
+            })?;
+        }
+        self.client.counters().multi.fetch_add(1, Ordering::Relaxed);
+        Ok(writer.commit())
+    }
+
+    /// Sets a persistent (optionally recursive) watch on `path` (ZooKeeper 3.6+'s `addWatch`).
+    pub(crate) fn add_watch(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+    ) -> impl Future<Output = Result<zk::PersistentWatcher>> + Send + '_ {
+        self.client
+            .counters()
+            .add_watch
+            .fetch_add(1, Ordering::Relaxed);
+        let f = self
+            .zk
+            .watch(&self.client.full_path(path), wire::add_watch_mode(mode));
+        let user = path.to_string();
+        async move { f.await.map_err(|e| wire::error(e, "add watch", &user)) }
+    }
+}
+
+fn describe(ops: &[(&'static str, String)]) -> String {
+    let shown: Vec<String> = ops
+        .iter()
+        .take(4)
+        .map(|(o, p)| format!("{o} {p}"))
+        .collect();
+    let more = if ops.len() > 4 {
+        format!(", … ({} in all)", ops.len())
+    } else {
+        String::new()
+    };
+    format!("[{}{more}]", shown.join(", "))
 }
 
 /// The first 64 characters of a long path, for messages.

@@ -303,6 +303,91 @@ pub struct NodeEvent {
     pub path: String,
 }
 
+/// One operation of a transaction (ZooKeeper's `multi`; Curator's `transaction()`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Create a node (no parents, not protected: a transaction cannot look before it leaps).
+    Create {
+        /// Its path (with a sequence number appended for sequential modes).
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Its type.
+        mode: CreateMode,
+    },
+    /// Delete a node, at `version` if given.
+    Delete {
+        /// The node.
+        path: String,
+        /// Only at this data version.
+        version: Option<i32>,
+    },
+    /// Set a node's data, at `version` if given.
+    SetData {
+        /// The node.
+        path: String,
+        /// The new data.
+        data: Vec<u8>,
+        /// Only at this data version.
+        version: Option<i32>,
+    },
+    /// Require a node to be at this data version (fails the whole transaction otherwise).
+    Check {
+        /// The node.
+        path: String,
+        /// The data version it must have.
+        version: i32,
+    },
+}
+
+impl Op {
+    /// `create`, `delete`, `set data` or `check`, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Create { .. } => "create",
+            Op::Delete { .. } => "delete",
+            Op::SetData { .. } => "set data",
+            Op::Check { .. } => "check",
+        }
+    }
+
+    /// The node the operation is about.
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Create { path, .. }
+            | Op::Delete { path, .. }
+            | Op::SetData { path, .. }
+            | Op::Check { path, .. } => path,
+        }
+    }
+
+    /// Whether it writes (everything but a check).
+    pub fn writes(&self) -> bool {
+        !matches!(self, Op::Check { .. })
+    }
+}
+
+/// What one operation of a committed transaction did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpResult {
+    /// The node was created at this path (with its sequence number), with this stat.
+    Created {
+        /// The actual path.
+        path: String,
+        /// The new node's stat.
+        stat: Stat,
+    },
+    /// The node was deleted.
+    Deleted,
+    /// The node's data was set; its new stat.
+    DataSet {
+        /// The new stat.
+        stat: Stat,
+    },
+    /// The version check held.
+    Checked,
+}
+
 /// The two kinds of watch `addWatch` sets (ZooKeeper 3.6+; Curator's `PersistentWatcher`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AddWatchMode {

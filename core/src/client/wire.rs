@@ -59,7 +59,6 @@ fn permission(bits: u32) -> zk::Permission {
     .fold(zk::Permission::NONE, |acc, (_, p)| acc | p)
 }
 
-#[allow(dead_code)] // persistent watches: the cache engine (issue 16)
 pub(crate) fn add_watch_mode(m: AddWatchMode) -> zk::AddWatchMode {
     match m {
         AddWatchMode::Persistent => zk::AddWatchMode::Persistent,
