@@ -10,6 +10,8 @@
 //! from one vocabulary: [`ErrorKind`] (codes and names), [`CreateMode`], [`NodeEventKind`],
 //! [`ConnectionState`], [`LostPolicy`] and the [`timeout`] contract.
 
+#![warn(missing_docs)]
+
 pub mod atomic;
 pub mod client;
 pub mod dispatch;

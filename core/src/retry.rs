@@ -13,28 +13,47 @@ pub const MAX_EXPONENTIAL_RETRIES: u32 = 29;
 pub enum RetryPolicy {
     /// `base * max(1, rand(1 << (n + 1)))`, clamped to `max_sleep`, at most `max_retries`.
     ExponentialBackoff {
+        /// The base of each sleep.
         base_sleep: Duration,
+        /// How many retries at most.
         max_retries: u32,
+        /// The longest sleep.
         max_sleep: Duration,
     },
     /// Exponential backoff whose every sleep is bounded by `max_sleep` (Curator's
     /// BoundedExponentialBackoffRetry).
     BoundedExponentialBackoff {
+        /// The base of each sleep.
         base_sleep: Duration,
+        /// The longest sleep.
         max_sleep: Duration,
+        /// How many retries at most.
         max_retries: u32,
     },
     /// `n` retries, `sleep` between them.
-    NTimes { n: u32, sleep: Duration },
+    NTimes {
+        /// How many retries.
+        n: u32,
+        /// The sleep before each.
+        sleep: Duration,
+    },
     /// One retry after `sleep`.
-    OneTime { sleep: Duration },
+    OneTime {
+        /// The sleep before it.
+        sleep: Duration,
+    },
     /// Retries while less than `max_elapsed` has passed since the first try.
     UntilElapsed {
+        /// How long after the first try retries stop.
         max_elapsed: Duration,
+        /// The sleep before each retry.
         sleep: Duration,
     },
     /// Retries forever, `sleep` between tries.
-    Forever { sleep: Duration },
+    Forever {
+        /// The sleep before each retry.
+        sleep: Duration,
+    },
 }
 
 impl Default for RetryPolicy {

@@ -117,8 +117,9 @@ fn stats(v: &[Duration]) -> Stats {
 
 /// Process CPU time (user + system).
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage fills the struct we pass.
+    // SAFETY: rusage is plain old data (integers and timevals): all-zero bytes are a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes one rusage into `ru`, a valid, exclusively borrowed struct.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
