@@ -1,10 +1,13 @@
-//! LeaderLatch: Curator's latch, with one serialized state machine per latch.
+//! LeaderLatch: Curator's latch. The handle (this module) and one serialized state machine per
+//! latch (`machine`), the only task that decides leadership.
 
-use std::future::Future;
-use std::pin::Pin;
+mod machine;
+
+use self::machine::Machine;
+
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
@@ -12,11 +15,9 @@ use super::common::{
     read_leader, read_participants, validate_group_path, validate_id, CloseMode, LeadershipEvent,
     ListenerId, LostPolicy, OurNode, Participant, LATCH_NAME,
 };
-use crate::client::protected::{ProtectedCreate, ProtectedId};
-use crate::client::{sequence, NodeEvent, OrNone, Parents, Watch, WeakClient};
+use crate::client::sequence;
 use crate::dispatch::Dispatcher;
-use crate::CreateMode;
-use crate::{path, runtime, Client, ConnectionState, Error, Result};
+use crate::{runtime, Client, Error, Result};
 
 /// The life cycle of a latch (Curator's `LeaderLatch.State`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,7 +31,7 @@ pub enum LatchState {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Status {
+pub(super) struct Status {
     state: LatchState,
     leader: bool,
 }
@@ -41,10 +42,10 @@ impl Status {
     }
 }
 
-const NO_EPOCH: i64 = i64::MIN;
+pub(super) const NO_EPOCH: i64 = i64::MIN;
 
 /// What the handle and the state machine share.
-struct Core {
+pub(super) struct Core {
     /// The latch path (for logs).
     path: String,
     status: watch::Sender<Status>,
@@ -97,7 +98,7 @@ impl Core {
     }
 }
 
-enum Command {
+pub(super) enum Command {
     Close {
         mode: CloseMode,
         done: oneshot::Sender<()>,
@@ -274,25 +275,15 @@ impl LeaderLatch {
         let (tx, rx) = mpsc::unbounded_channel();
         let (first_tx, first_rx) = oneshot::channel();
         *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
-        let machine = Machine {
-            core: self.core.clone(),
-            client: self.client.downgrade(),
-            client_closed: Box::pin(self.client.closed()),
-            path: self.path.clone(),
-            data: Arc::from(self.id.as_bytes()),
-            policy: self.lost_policy(),
-            cmds: rx,
-            conn: self.client.subscribe_events(),
-            conn_done: false,
-            node: None,
-            pending: None,
-            pred: None,
-            need: Need::Create,
-            generation: 0,
-            retry_at: None,
-            backoff: MIN_BACKOFF,
-            first: Some(first_tx),
-        };
+        let machine = Machine::new(
+            self.core.clone(),
+            &self.client,
+            &self.path,
+            Arc::from(self.id.as_bytes()),
+            self.lost_policy(),
+            rx,
+            first_tx,
+        );
         runtime::spawn(machine.run());
         let _ = tokio::time::timeout(self.client.connection_timeout(), first_rx).await;
         Ok(())
@@ -544,384 +535,4 @@ impl LeadershipWatch {
             self.rx.changed().await.ok()?;
         }
     }
-}
-
-const MIN_BACKOFF: Duration = Duration::from_millis(50);
-const MAX_BACKOFF: Duration = Duration::from_secs(2);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Need {
-    Create,
-    Check,
-    Idle,
-}
-
-enum Step<T> {
-    Done(T),
-    Close(CloseMode, Option<oneshot::Sender<()>>),
-    Exit,
-}
-
-enum Checked {
-    /// Our node is not among the children.
-    Gone,
-    /// Our node is there but belongs to an earlier session.
-    Stale,
-    Leader,
-    /// Watching the predecessor.
-    Follower(Watch),
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// The latch's state machine: the only task that reads watch events and connection events and
-/// decides leadership, so they can never race (Curator's LeaderLatch has had double leaders from
-/// such races).
-struct Machine {
-    core: Arc<Core>,
-    client: WeakClient,
-    client_closed: BoxFuture<()>,
-    path: String,
-    data: Arc<[u8]>,
-    policy: LostPolicy,
-    cmds: mpsc::UnboundedReceiver<Command>,
-    conn: broadcast::Receiver<ConnectionState>,
-    conn_done: bool,
-    node: Option<OurNode>,
-    /// A protected create in progress (kept across failed tries, so a node one of them made
-    /// is found, not duplicated).
-    pending: Option<ProtectedId>,
-    pred: Option<BoxFuture<NodeEvent>>,
-    need: Need,
-    /// Bumped on every connection-state change: a server reply from before the change must
-    /// not make us leader.
-    generation: u64,
-    retry_at: Option<Instant>,
-    backoff: Duration,
-    first: Option<oneshot::Sender<()>>,
-}
-
-impl Machine {
-    async fn run(mut self) {
-        let (mode, done) = loop {
-            let step = match self.need {
-                Need::Create => self.create().await,
-                Need::Check => self.check(None).await,
-                Need::Idle => self.idle().await,
-            };
-            match step {
-                Step::Done(()) => continue,
-                Step::Close(mode, done) => break (mode, done),
-                Step::Exit => {
-                    // The client closed: the session and our node are gone.
-                    self.core.set_leader(false, None, true);
-                    self.core.set_our_path(None);
-                    self.first.take();
-                    return;
-                }
-            }
-        };
-        self.first.take();
-        self.core
-            .set_leader(false, None, mode == CloseMode::NotifyLeader);
-        self.pred = None;
-        if let Some(client) = self.client.upgrade() {
-            if let Some(node) = self.node.take() {
-                let _ = client
-                    .delete_ours(&path::join(&self.path, &node.name))
-                    .await;
-            }
-            if let Some(cleanup) = self
-                .pending
-                .take()
-                .and_then(|id| id.cleanup(&client, &self.path))
-            {
-                // Wait a while for it, so a closed latch leaves nothing behind when it can.
-                let _ = tokio::time::timeout(client.connection_timeout(), cleanup).await;
-            }
-        }
-        self.core.set_our_path(None);
-        if let Some(done) = done {
-            let _ = done.send(());
-        }
-    }
-
-    /// Runs one server operation while still serving commands and connection events.
-    async fn serve<T>(&mut self, op: impl Future<Output = T>) -> Step<T> {
-        tokio::pin!(op);
-        loop {
-            tokio::select! {
-                biased;
-                cmd = self.cmds.recv() => return close_step(cmd),
-                _ = &mut self.client_closed => return Step::Exit,
-                ev = self.conn.recv(), if !self.conn_done => self.on_connection(ev),
-                out = &mut op => return Step::Done(out),
-            }
-        }
-    }
-
-    fn on_connection(
-        &mut self,
-        ev: std::result::Result<ConnectionState, broadcast::error::RecvError>,
-    ) {
-        self.generation += 1;
-        let state = match ev {
-            Ok(s) => s,
-            // Missed changes: assume the worst (leadership may be gone), then look again.
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                self.core.set_leader(false, None, true);
-                self.need = self.recheck();
-                return;
-            }
-            Err(broadcast::error::RecvError::Closed) => {
-                self.conn_done = true;
-                return;
-            }
-        };
-        if self.policy.is_error_state(state) {
-            self.core.set_leader(false, None, true);
-        }
-        match state {
-            ConnectionState::Suspended => {}
-            ConnectionState::Lost => self.pred = None,
-            // Never delete and recreate here: look again; recreate only if our node is gone.
-            ConnectionState::Connected
-            | ConnectionState::Reconnected
-            | ConnectionState::ReadOnly => {
-                self.need = self.recheck();
-                self.retry_at = None;
-            }
-        }
-    }
-
-    fn recheck(&self) -> Need {
-        if self.node.is_some() {
-            Need::Check
-        } else {
-            Need::Create
-        }
-    }
-
-    fn failed(&mut self, e: Error) -> Step<()> {
-        if matches!(e, Error::Closed(_)) {
-            return Step::Exit;
-        }
-        *self
-            .core
-            .last_error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(e);
-        self.need = Need::Idle;
-        self.retry_at = Some(Instant::now() + self.backoff);
-        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
-        Step::Done(())
-    }
-
-    async fn create(&mut self) -> Step<()> {
-        let Some(client) = self.client.upgrade() else {
-            return Step::Exit;
-        };
-        let generation = self.generation;
-        let id = self.pending.get_or_insert_with(ProtectedId::new).clone();
-        let group = self.path.clone();
-        let data = self.data.clone();
-        let op = async move {
-            let req = ProtectedCreate {
-                parent: &group,
-                name: LATCH_NAME,
-                data: &data,
-                mode: CreateMode::EphemeralSequential,
-                parents: Parents::Containers,
-                list_parent: true,
-            };
-            client.create_protected(&id, req).await
-        };
-        let created = match self.serve(op).await {
-            Step::Done(Ok(c)) => c,
-            Step::Done(Err(e)) => {
-                self.first.take();
-                return self.failed(e);
-            }
-            Step::Close(m, d) => return Step::Close(m, d),
-            Step::Exit => return Step::Exit,
-        };
-        self.pending = None;
-        self.core.set_our_path(Some(created.path.clone()));
-        self.node = Some(OurNode {
-            name: created.name,
-            czxid: created.stat.czxid,
-            owner: created.stat.ephemeral_owner,
-        });
-        self.first.take();
-        match created.listing {
-            Some(children) if generation == self.generation => {
-                self.check(Some((children, created.session))).await
-            }
-            _ => {
-                self.need = Need::Check;
-                Step::Done(())
-            }
-        }
-    }
-
-    /// Looks at the children (given, or listed now) and decides: lead, watch the predecessor,
-    /// or create a node again.
-    async fn check(&mut self, listed: Option<(Vec<String>, i64)>) -> Step<()> {
-        let Some(client) = self.client.upgrade() else {
-            return Step::Exit;
-        };
-        let Some(node) = self.node.clone() else {
-            self.need = Need::Create;
-            return Step::Done(());
-        };
-        let generation = self.generation;
-        let group = self.path.clone();
-        let op = async move { check_once(&client, &group, &node, listed).await };
-        let checked = match self.serve(op).await {
-            Step::Done(Ok(c)) => c,
-            Step::Done(Err(e)) => return self.failed(e),
-            Step::Close(m, d) => return Step::Close(m, d),
-            Step::Exit => return Step::Exit,
-        };
-        self.backoff = MIN_BACKOFF;
-        if generation != self.generation {
-            // The connection changed while we asked: the answer may be stale.
-            self.need = self.recheck();
-            return Step::Done(());
-        }
-        let connected = self
-            .client
-            .upgrade()
-            .is_some_and(|c| c.state().is_connected());
-        match checked {
-            Checked::Gone => {
-                self.core.set_leader(false, None, true);
-                self.node = None;
-                self.core.set_our_path(None);
-                self.pred = None;
-                self.need = Need::Create;
-            }
-            Checked::Stale => {
-                // A node of an earlier session that the server has not expired yet: it is ours,
-                // so remove it rather than let it block the election until it expires.
-                self.core.set_leader(false, None, true);
-                if let (Some(node), Some(client)) = (self.node.take(), self.client.upgrade()) {
-                    client.delete_ours_in_background(&path::join(&self.path, &node.name));
-                }
-                self.core.set_our_path(None);
-                self.pred = None;
-                self.need = Need::Create;
-            }
-            Checked::Leader => {
-                self.pred = None;
-                if connected {
-                    let epoch = self.node.as_ref().map(|n| n.czxid);
-                    self.core.set_leader(true, epoch, true);
-                    *self
-                        .core
-                        .last_error
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner()) = None;
-                    self.need = Need::Idle;
-                } else {
-                    self.need = Need::Check;
-                }
-            }
-            Checked::Follower(w) => {
-                self.core.set_leader(false, None, true);
-                *self
-                    .core
-                    .last_error
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = None;
-                self.pred = Some(Box::pin(w.changed()));
-                self.need = Need::Idle;
-            }
-        }
-        Step::Done(())
-    }
-
-    async fn idle(&mut self) -> Step<()> {
-        let retry = self.retry_at;
-        let sleep = async move {
-            match retry {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            cmd = self.cmds.recv() => close_step(cmd),
-            _ = &mut self.client_closed => Step::Exit,
-            ev = self.conn.recv(), if !self.conn_done => {
-                self.on_connection(ev);
-                Step::Done(())
-            },
-            _ = async { self.pred.as_mut().expect("guarded").await }, if self.pred.is_some() => {
-                // Deleted: maybe our turn. Changed data or a session event: the one-shot watch
-                // is spent, so look again either way.
-                self.pred = None;
-                self.need = self.recheck();
-                Step::Done(())
-            },
-            _ = sleep => {
-                self.retry_at = None;
-                self.need = self.recheck();
-                Step::Done(())
-            },
-        }
-    }
-}
-
-fn close_step<T>(cmd: Option<Command>) -> Step<T> {
-    match cmd {
-        Some(Command::Close { mode, done }) => Step::Close(mode, Some(done)),
-        // The handle was dropped without close(): close silently.
-        None => Step::Close(CloseMode::Silent, None),
-    }
-}
-
-/// One look at the group, on one session: list the children (unless given), find our node,
-/// and either lead or set a getData watch on the predecessor (Curator uses getData, not exists,
-/// so that a vanished predecessor leaves no watch behind).
-async fn check_once(
-    client: &Client,
-    group: &str,
-    node: &OurNode,
-    listed: Option<(Vec<String>, i64)>,
-) -> Result<Checked> {
-    let mut listed = listed;
-    client
-        .retry(|s| {
-            let given = listed.take();
-            async move {
-                let mut given = given.filter(|(_, id)| *id == s.id()).map(|(c, _)| c);
-                loop {
-                    let mut children = match given.take() {
-                        Some(c) => c,
-                        None => match s.children(group).await.or_none()? {
-                            Some(c) => c,
-                            None => return Ok(Checked::Gone),
-                        },
-                    };
-                    sequence::sort(&mut children, LATCH_NAME);
-                    let Some(index) = children.iter().position(|c| *c == node.name) else {
-                        return Ok(Checked::Gone);
-                    };
-                    if node.owner != s.id() {
-                        return Ok(Checked::Stale);
-                    }
-                    if index == 0 {
-                        return Ok(Checked::Leader);
-                    }
-                    let pred = path::join(group, &children[index - 1]);
-                    match s.get_data_watch(&pred).await.or_none()? {
-                        Some((_, _, w)) => return Ok(Checked::Follower(w)),
-                        // Gone between the listing and the read: list again.
-                        None => continue,
-                    }
-                }
-            }
-        })
-        .await
 }
