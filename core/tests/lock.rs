@@ -1716,3 +1716,47 @@ async fn a_held_node_deleted_by_someone_else_is_a_lost_hold() {
     a.close().await;
     b.close().await;
 }
+
+/// An oversized request (a ~1,000-character path plus data at the old data-only limit) is
+/// refused before it is sent, naming the sizes: the server would drop the connection for it,
+/// and with it every hold of the client. A mutex held meanwhile stays held and valid.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_is_refused_before_sending_and_costs_no_hold() {
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/oversized/lock").unwrap();
+    let lost_seen = Arc::new(AtomicUsize::new(0));
+    {
+        let lost_seen = lost_seen.clone();
+        m.on_lost(move |_| {
+            lost_seen.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    let o = Owner::new();
+    assert!(m.acquire(o, None).await.unwrap());
+    let session = c.session_id();
+    let path = format!("/{}", "q".repeat(1000));
+    let data = vec![b'x'; 1024 * 1024 - 1024];
+    let start = Instant::now();
+    let e = c
+        .create(&path, &data, CreateOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m.contains("bytes on the wire") && m.contains("1048575")),
+        "{e}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(1), "refused at once");
+    // Just under the limit goes through.
+    let fits = vec![b'x'; 1024 * 1024 - 1024 - 100];
+    c.create("/oversized/fits", &fits, CreateOptions::default())
+        .await
+        .unwrap();
+    assert!(m.is_held_valid(o), "the hold is untouched");
+    assert_eq!(c.session_id(), session, "the session is untouched");
+    assert_eq!(lost_seen.load(Ordering::SeqCst), 0, "no lost signal");
+    m.release(o).await.unwrap();
+    c.delete("/oversized/fits", Default::default())
+        .await
+        .unwrap();
+    c.close().await;
+}
