@@ -134,6 +134,7 @@ impl Builder {
             last_zxid: session.last_zxid,
             last_recv: now,
             last_heard: LastHeard::new(),
+            last_turn: now,
             last_send: now,
             last_ping: None,
             tick_timeout: Duration::ZERO,
@@ -191,8 +192,12 @@ pub struct Session {
 
     last_zxid: i64,
     last_recv: Instant,
-    /// `last_recv`, shared (zkrecipes patch 7).
+    /// `last_recv`, shared (zkrecipes patch 7), but only for bytes read while the task was
+    /// running normally: bytes read right after a long gap (the process frozen, or starved)
+    /// may have waited in the socket since before it, and prove nothing about now.
     pub last_heard: LastHeard,
+    /// The last time the task ran a timer tick or read (zkrecipes patch 7).
+    last_turn: Instant,
     last_send: Instant,
     last_ping: Option<Instant>,
     tick_timeout: Duration,
@@ -509,7 +514,9 @@ impl Session {
         let consumed_bytes = recved.len() - reading.len();
         recved.drain(..consumed_bytes);
         self.last_recv = Instant::now();
-        self.last_heard.mark(self.last_recv);
+        if !self.turn(self.last_recv) {
+            self.last_heard.mark(self.last_recv);
+        }
         Ok(())
     }
 
@@ -533,6 +540,7 @@ impl Session {
                     self.last_send = Instant::now();
                 },
                 now = tick.as_mut() => {
+                    self.turn(now);
                     if now >= self.last_recv + self.connector.timeout() {
                         return Err(Error::with_message(format!("no response from connection in {}ms", self.connector.timeout().as_millis())));
                     }
@@ -602,6 +610,7 @@ impl Session {
                     }
                 },
                 now = tick.as_mut() => {
+                    self.turn(now);
                     if now >= self.last_recv + self.connector.timeout() {
                         return Err(Error::with_message(format!("no response from connection in {}ms", self.connector.timeout().as_millis())));
                     }
@@ -613,6 +622,14 @@ impl Session {
         }
         writer.flush().await.map_err(Error::other)?;
         Err(err.unwrap_or(Error::ClientClosed))
+    }
+
+    /// Records that the task runs at `now`; whether it had not run for more than half the read
+    /// timeout before (zkrecipes patch 7).
+    fn turn(&mut self, now: Instant) -> bool {
+        let paused = now.saturating_duration_since(self.last_turn) > self.connector.timeout() / 2;
+        self.last_turn = now;
+        paused
     }
 
     fn send_ping(&mut self, depot: &mut Depot, now: Instant) {
@@ -686,7 +703,7 @@ impl Session {
         self.watch_manager.resend_watches(self.last_zxid, depot);
         self.last_send = Instant::now();
         self.last_recv = self.last_send;
-        self.last_heard.mark(self.last_recv);
+        self.last_turn = self.last_send;
         self.last_ping = None;
         self.change_state(SessionState::Disconnected);
         match self.serve_connecting(&mut conn, buf, depot).await {
