@@ -33,6 +33,9 @@ const JVM_FLAGS: &[&str] = &[
     "-Djava.net.preferIPv4Stack=true",
     // Reap empty CONTAINER nodes within a second (default: a minute), so tests can see it.
     "-Dznode.container.checkIntervalMs=250",
+    // TTL create modes (PERSISTENT_WITH_TTL, PERSISTENT_SEQUENTIAL_WITH_TTL) are refused unless
+    // the server enables extended types; the same container check reaps expired TTL nodes.
+    "-Dzookeeper.extendedTypesEnabled=true",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
 ];
 
