@@ -186,7 +186,7 @@ export interface WatchOptions {
   watch?: (event: WatchedEvent) => void;
 }
 
-export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER';
+export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER' | 'PERSISTENT_WITH_TTL' | 'PERSISTENT_SEQUENTIAL_WITH_TTL';
 /** Node types (the core's list). */
 export declare const CreateMode: Names<CreateMode>;
 

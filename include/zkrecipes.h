@@ -835,6 +835,17 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
 #define ZKR_CONTAINER 4
 
 /**
+ * A persistent node the server deletes once it has had no change and no child for its TTL
+ * (zkr_client_create_ttl; the server needs zookeeper.extendedTypesEnabled).
+ */
+#define ZKR_PERSISTENT_WITH_TTL 5
+
+/**
+ * ZKR_PERSISTENT_WITH_TTL with a 10-digit sequence number.
+ */
+#define ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL 6
+
+/**
  * Leadership ends as soon as the connection is SUSPENDED, and on LOST (the default).
  */
 #define ZKR_LEADER_LOST_ON_SUSPENDED 0

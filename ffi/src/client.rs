@@ -268,6 +268,11 @@ pub const ZKR_EPHEMERAL: zkr_create_mode = 2;
 pub const ZKR_EPHEMERAL_SEQUENTIAL: zkr_create_mode = 3;
 /// A node the server deletes once its last child is gone.
 pub const ZKR_CONTAINER: zkr_create_mode = 4;
+/// A persistent node the server deletes once it has had no change and no child for its TTL
+/// (zkr_client_create_ttl; the server needs zookeeper.extendedTypesEnabled).
+pub const ZKR_PERSISTENT_WITH_TTL: zkr_create_mode = 5;
+/// ZKR_PERSISTENT_WITH_TTL with a 10-digit sequence number.
+pub const ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL: zkr_create_mode = 6;
 
 /// The core's create modes in C (zkr_create_mode).
 pub(crate) const CREATE_MODES: CList<CreateMode> = CList {

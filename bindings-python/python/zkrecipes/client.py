@@ -60,6 +60,10 @@ class CreateMode(Name):
     EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
     #: Deleted by the server once its last child is gone.
     CONTAINER = "CONTAINER"
+    #: Persistent, deleted once it has had no change and no child for its ``ttl``.
+    PERSISTENT_WITH_TTL = "PERSISTENT_WITH_TTL"
+    #: ``PERSISTENT_WITH_TTL`` with a sequence number.
+    PERSISTENT_SEQUENTIAL_WITH_TTL = "PERSISTENT_SEQUENTIAL_WITH_TTL"
 
 
 def _seconds(name: str, value: float) -> float:

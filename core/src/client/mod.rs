@@ -18,6 +18,7 @@
 //! live here, once.
 
 mod builder;
+mod compression;
 mod connection;
 mod ops;
 mod persistent;
