@@ -205,3 +205,356 @@ async fn a_failing_check_aborts_the_whole_transaction() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     c.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// PersistentNode, GroupMember, PersistentTtlNode
+
+use std::sync::{Arc, Mutex};
+
+use zkrecipes::nodes::{GroupMember, PersistentNode, PersistentNodeEventKind, PersistentTtlNode};
+use zkrecipes_testing::FaultProxy;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// The events a node told its listener, in order.
+fn record(node: &PersistentNode) -> Arc<Mutex<Vec<PersistentNodeEventKind>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    node.add_listener(move |e| s.lock().unwrap().push(e.kind));
+    seen
+}
+
+/// Acceptance 2: the node is created again after another client deletes it and after the
+/// session expires on the server; close deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_comes_back_after_a_delete_and_after_session_expiry() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let node = PersistentNode::new(&c, "/svc/a", CreateMode::Ephemeral, b"addr", false).unwrap();
+    let seen = record(&node);
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    assert_eq!(node.actual_path().as_deref(), Some("/svc/a"));
+    let first = c.get_data("/svc/a").await.unwrap().1;
+    assert_eq!(first.ephemeral_owner, c.session_id());
+
+    other.delete("/svc/a", Default::default()).await.unwrap();
+    eventually("re-created after a delete", WAIT, || async {
+        matches!(c.exists("/svc/a").await.unwrap(), Some(s) if s.czxid != first.czxid)
+    })
+    .await;
+    assert_eq!(c.get_data("/svc/a").await.unwrap().0, b"addr");
+
+    let old_session = c.session_id();
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    eventually("re-created in the new session", WAIT, || async {
+        match other.get_data("/svc/a").await {
+            Ok((data, stat)) => {
+                stat.ephemeral_owner != old_session
+                    && stat.ephemeral_owner == c.session_id()
+                    && data == b"addr"
+            }
+            Err(_) => false,
+        }
+    })
+    .await;
+    eventually("registered again", WAIT, || async { node.is_registered() }).await;
+    let kinds = seen.lock().unwrap().clone();
+    let unregistered = kinds
+        .iter()
+        .filter(|k| **k == PersistentNodeEventKind::Unregistered)
+        .count();
+    assert!(unregistered >= 2, "{kinds:?}");
+    assert_eq!(kinds.first(), Some(&PersistentNodeEventKind::Registered));
+    assert_eq!(kinds.last(), Some(&PersistentNodeEventKind::Registered));
+
+    node.close().await.unwrap();
+    assert!(!exists(&other, "/svc/a").await, "close leaves the node");
+    c.close().await;
+    other.close().await;
+}
+
+/// Acceptance 3: data set while the connection is blackholed is written after it comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_data_while_disconnected_is_applied_after_reconnect() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let node = PersistentNode::new(&c, "/svc/b", CreateMode::Ephemeral, b"v1", false).unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+
+    // A partition: the client notices by its read timeout (SUSPENDED), not at once.
+    proxy.blackhole();
+    c.wait_for_state(WAIT, |s| !s.is_connected()).await.unwrap();
+    node.set_data(b"v2").unwrap();
+    assert_eq!(node.data(), b"v2");
+    assert_eq!(watcher.get_data("/svc/b").await.unwrap().0, b"v1");
+    proxy.restore();
+    eventually("v2 written after the reconnect", WAIT, || async {
+        watcher
+            .get_data("/svc/b")
+            .await
+            .map(|d| d.0)
+            .ok()
+            .as_deref()
+            == Some(&b"v2"[..])
+    })
+    .await;
+    node.close().await.unwrap();
+    c.close().await;
+    watcher.close().await;
+}
+
+/// Acceptance 4: a protected ephemeral-sequential node through three reconnections and a
+/// session expiry: exactly one node under the parent at every sample, always at the same
+/// path (CURATOR-190: re-creates never pile up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_sequential_node_stays_one_node_through_reconnections() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let node =
+        PersistentNode::new(&c, "/reg/m-", CreateMode::EphemeralSequential, b"x", true).unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    let actual = node.actual_path().unwrap();
+    assert!(
+        actual.starts_with("/reg/_c_") && actual.contains("-m-"),
+        "{actual}"
+    );
+
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (samples, stop, watcher) = (samples.clone(), stop.clone(), watcher.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let n = watcher.get_children("/reg").await.unwrap().len();
+                samples.lock().unwrap().push(n);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+    };
+    for round in 0..3 {
+        proxy.cut();
+        c.wait_for_state(WAIT, |s| !s.is_connected()).await.unwrap();
+        proxy.restore();
+        c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+        eventually("registered after the reconnect", WAIT, || async {
+            node.is_registered()
+        })
+        .await;
+        assert_eq!(node.actual_path().unwrap(), actual, "round {round}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    sampler.await.unwrap();
+    let samples = samples.lock().unwrap().clone();
+    assert!(samples.len() > 10, "{} samples", samples.len());
+    assert!(
+        samples.iter().all(|n| *n == 1),
+        "node counts seen: {samples:?}"
+    );
+    assert_eq!(
+        watcher.get_children("/reg").await.unwrap(),
+        vec![zkrecipes::path::node_name(&actual).to_string()]
+    );
+
+    // After a session expiry: created again at the same path, still one node.
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    eventually("re-created at the same path", WAIT, || async {
+        matches!(watcher.exists(&actual).await.unwrap(), Some(s) if s.ephemeral_owner == c.session_id())
+    })
+    .await;
+    assert_eq!(watcher.get_children("/reg").await.unwrap().len(), 1);
+    node.close().await.unwrap();
+    assert!(watcher
+        .get_children("/reg")
+        .await
+        .unwrap_or_default()
+        .is_empty());
+    c.close().await;
+    watcher.close().await;
+}
+
+/// Acceptance 5: the same member id from two live sessions: the second gets Conflict, the
+/// first member's node is untouched, also after the second closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_member_id_from_two_sessions_is_a_conflict_and_the_first_is_untouched() {
+    let server = TestingServer::start();
+    let c1 = connect(&server.connect_string()).await;
+    let c2 = connect(&server.connect_string()).await;
+    let first = GroupMember::new(&c1, "/group", "m1", b"one").unwrap();
+    first.start().await.unwrap();
+    let (data, stat) = c1.get_data("/group/m1").await.unwrap();
+    assert_eq!(
+        (data.as_slice(), stat.ephemeral_owner),
+        (&b"one"[..], c1.session_id())
+    );
+
+    let second = GroupMember::new(&c2, "/group", "m1", b"two").unwrap();
+    let e = second.start().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
+    assert!(e.message().contains("/group/m1"), "{e}");
+    let e = second
+        .node()
+        .wait_for_initial_create(Some(WAIT))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    second.close().await.unwrap();
+    let (data2, stat2) = c1.get_data("/group/m1").await.unwrap();
+    assert_eq!(
+        (data2, stat2),
+        (data, stat),
+        "the first member's node was touched"
+    );
+
+    // A plain PersistentNode: an ephemeral where a persistent node sits is a conflict too.
+    c2.create("/fixed", b"keep", CreateOptions::default())
+        .await
+        .unwrap();
+    let n = PersistentNode::new(&c1, "/fixed", CreateMode::Ephemeral, b"mine", false).unwrap();
+    n.start().unwrap();
+    let e = n.wait_for_initial_create(Some(WAIT)).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Conflict);
+    n.close().await.unwrap();
+    assert_eq!(c2.get_data("/fixed").await.unwrap().0, b"keep");
+    first.close().await.unwrap();
+    c1.close().await;
+    c2.close().await;
+}
+
+/// Members see each other's payloads and changes, and a member leaving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_see_each_other_join_change_and_leave() {
+    let server = TestingServer::start();
+    let c1 = connect(&server.connect_string()).await;
+    let c2 = connect(&server.connect_string()).await;
+    let a = GroupMember::new(&c1, "/g2", "a", b"pa").unwrap();
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let ch = changes.clone();
+    a.add_listener(move |m| ch.lock().unwrap().push(m.clone()));
+    a.start().await.unwrap();
+    let b = GroupMember::new(&c2, "/g2", "b", b"pb").unwrap();
+    b.start().await.unwrap();
+    let want = |pairs: &[(&str, &[u8])]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_vec()))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let both = want(&[("a", b"pa"), ("b", b"pb")]);
+    eventually("a sees b", WAIT, || async { a.current_members() == both }).await;
+    eventually("b sees a", WAIT, || async { b.current_members() == both }).await;
+
+    b.set_this_data(b"pb2").unwrap();
+    let changed = want(&[("a", b"pa"), ("b", b"pb2")]);
+    eventually("a sees b's new payload", WAIT, || async {
+        a.current_members() == changed
+    })
+    .await;
+    b.close().await.unwrap();
+    eventually("a sees b leave", WAIT, || async {
+        a.current_members() == want(&[("a", b"pa")])
+    })
+    .await;
+    eventually("the listener heard it all", WAIT, || async {
+        let seen = changes.lock().unwrap().clone();
+        seen.contains(&changed) && seen.last() == Some(&want(&[("a", b"pa")]))
+    })
+    .await;
+    a.close().await.unwrap();
+    assert!(c1.get_children("/g2").await.unwrap_or_default().is_empty());
+    c1.close().await;
+    c2.close().await;
+}
+
+/// Acceptance 6 (in process): a PersistentTtlNode stays while it is kept, through several
+/// TTLs, and is gone within TTL + margin once its owner stops touching it. (The kill -9 of an
+/// owner process is in the fault suite.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_node_stays_while_kept_and_goes_within_its_ttl_after() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let ttl = Duration::from_millis(800);
+    let node = PersistentTtlNode::new(&c, "/ttlreg/svc", ttl, b"here").unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    eventually("the touch child exists", WAIT, || async {
+        exists(&watcher, "/ttlreg/svc/touch").await
+    })
+    .await;
+    let kept = Instant::now();
+    while kept.elapsed() < ttl * 4 {
+        assert!(exists(&watcher, "/ttlreg/svc").await, "gone while kept");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(watcher.get_data("/ttlreg/svc").await.unwrap().0, b"here");
+    node.close().await.unwrap();
+    // Close does not delete it (Curator's behaviour); the TTL does.
+    let stopped = Instant::now();
+    assert!(exists(&watcher, "/ttlreg/svc").await);
+    eventually(
+        "gone within TTL + margin",
+        ttl + Duration::from_secs(3),
+        || async { !exists(&watcher, "/ttlreg/svc").await },
+    )
+    .await;
+    eprintln!(
+        "TTL node gone {:?} after its owner stopped (ttl {ttl:?})",
+        stopped.elapsed()
+    );
+    c.close().await;
+    watcher.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_arguments_are_refused_before_anything_is_sent() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let invalid = |r: zkrecipes::Result<()>| matches!(r, Err(Error::InvalidArgument(_)));
+    let before = c.request_counts();
+    assert!(invalid(
+        PersistentNode::new(&c, "/", CreateMode::Ephemeral, b"", false).map(|_| ())
+    ));
+    assert!(invalid(
+        PersistentNode::new(&c, "no-slash", CreateMode::Ephemeral, b"", false).map(|_| ())
+    ));
+    assert!(invalid(
+        PersistentNode::new(&c, "/t", CreateMode::PersistentWithTtl, b"", false).map(|_| ())
+    ));
+    assert!(invalid(GroupMember::new(&c, "/g", "", b"").map(|_| ())));
+    assert!(invalid(GroupMember::new(&c, "/g", "a/b", b"").map(|_| ())));
+    assert!(invalid(GroupMember::new(&c, "/g", "..", b"").map(|_| ())));
+    assert!(invalid(
+        PersistentTtlNode::new(&c, "/t", Duration::ZERO, b"").map(|_| ())
+    ));
+    let node = PersistentNode::new(&c, "/n", CreateMode::Ephemeral, b"", false).unwrap();
+    assert!(invalid(
+        node.wait_for_initial_create(Some(WAIT)).await.map(|_| ())
+    ));
+    assert!(invalid(node.set_data(&vec![0; 2 << 20])));
+    assert_eq!(
+        c.request_counts(),
+        before,
+        "a request was sent before start"
+    );
+    node.start().unwrap();
+    assert!(invalid(node.start()));
+    node.close().await.unwrap();
+    assert!(matches!(node.set_data(b"x"), Err(Error::Closed(_))));
+    assert!(matches!(
+        node.wait_for_initial_create(None).await,
+        Err(Error::Closed(_))
+    ));
+    c.close().await;
+    assert!(matches!(
+        PersistentNode::new(&c, "/n", CreateMode::Ephemeral, b"", false),
+        Err(Error::Closed(_))
+    ));
+}
