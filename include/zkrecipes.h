@@ -105,6 +105,19 @@
 #define ZKR_PERM_ALL 31
 
 /**
+ * zkr_client_create_ex flag: create missing parents as PERSISTENT nodes (Curator's
+ * creatingParentsIfNeeded); wins over ZKR_CREATE_PARENTS (container parents).
+ */
+#define ZKR_CREATE_PERSISTENT_PARENTS 4
+
+/**
+ * zkr_client_create_ex flag: store the data GZIP-compressed, byte for byte as Curator's
+ * default compression provider (`.compressed()`); read it with
+ * zkr_client_get_data_decompressed.
+ */
+#define ZKR_CREATE_COMPRESSED 8
+
+/**
  * The result of every fallible call. `ZKR_OK` (0) is success; any other value is a failure
  * whose description is in zkr_last_error_message().
  *
@@ -278,6 +291,13 @@ typedef struct zkr_atomic_long zkr_atomic_long;
 typedef struct zkr_client zkr_client;
 
 /**
+ * Curator's GroupMember: this process's ephemeral node `path/member_id` with its payload (kept
+ * like a persistent node), and the group's membership. The same id from another live session
+ * is ZKR_CONFLICT at start, and that session's node is left untouched. Thread-safe.
+ */
+typedef struct zkr_group_member zkr_group_member;
+
+/**
  * Curator's LeaderLatch: join an election and learn when this participant leads. Each
  * participant creates `<path>/_c_<uuid>-latch-<seq>` holding its id; the first node leads.
  * Thread-safe.
@@ -326,6 +346,22 @@ typedef struct zkr_multi_lock zkr_multi_lock;
 typedef struct zkr_mutex zkr_mutex;
 
 /**
+ * Curator's PersistentNode: a node kept on the server while started — created again after a
+ * delete, checked after every reconnect, created again after a session expiry. Another live
+ * session's node at the path is never taken over (ZKR_CONFLICT); close deletes only our own
+ * node. Thread-safe.
+ */
+typedef struct zkr_persistent_node zkr_persistent_node;
+
+/**
+ * Curator's PersistentTtlNode: a container node kept at `path` and a child `path/touch` of
+ * the TTL, touched every TTL / 2; once the owner stops (closed, crashed), the node is gone
+ * within the TTL plus the server's container check interval. Needs a server with
+ * zookeeper.extendedTypesEnabled=true. Thread-safe.
+ */
+typedef struct zkr_persistent_ttl_node zkr_persistent_ttl_node;
+
+/**
  * Curator's InterProcessReadWriteLock: a read half (shared) and a write half (exclusive) on one
  * path, both reentrant per owner and fair (one line for both kinds). The owner holding the
  * write lock may also take the read lock and then release the write lock (a downgrade); the
@@ -352,6 +388,13 @@ typedef struct zkr_semaphore_mutex zkr_semaphore_mutex;
  * in every client that watches it. Thread-safe.
  */
 typedef struct zkr_shared_count zkr_shared_count;
+
+/**
+ * Operations committed all together or not at all (Curator's `transaction()`, ZooKeeper's
+ * multi). Add operations, then zkr_transaction_commit. Thread-safe; free with
+ * zkr_transaction_free.
+ */
+typedef struct zkr_transaction zkr_transaction;
 
 /**
  * Which retry policy a zkr_retry_policy describes (Curator's six).
@@ -810,6 +853,96 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
+ * What a persistent node's listener hears (the core's PersistentNodeEventKind, in order).
+ */
+typedef uint32_t zkr_node_event;
+
+/**
+ * Called with each registration event of a persistent node and the node's actual path (valid
+ * during the call). It runs on a library thread (never the caller's, never one of the
+ * library's async workers), one call at a time, in event order; any zkr_ function may be
+ * called inside, including blocking ones. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_node_callback)(zkr_node_event event, const char *path, void *user_data);
+
+/**
+ * One member of a group: its id and payload.
+ */
+typedef struct zkr_member {
+    /**
+     * The member id (its node's name).
+     */
+    char *id;
+    /**
+     * `len` bytes of payload (NULL when `len` is 0).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t len;
+} zkr_member;
+
+/**
+ * A group's members, sorted by id. Free with zkr_member_list_free (except the one a
+ * zkr_members_callback gets, which is the library's).
+ */
+typedef struct zkr_member_list {
+    /**
+     * `len` members (NULL when `len` is 0).
+     */
+    struct zkr_member *items;
+    /**
+     * How many members `items` holds.
+     */
+    size_t len;
+} zkr_member_list;
+
+/**
+ * Called with each new membership of a group (valid during the call only; do not free it).
+ * Same thread rules as zkr_node_callback.
+ */
+typedef void (*zkr_members_callback)(const struct zkr_member_list *members, void *user_data);
+
+/**
+ * What one operation of a transaction is (zkr_op_result.type).
+ */
+typedef uint32_t zkr_op_type;
+
+/**
+ * What one operation of a committed transaction did.
+ */
+typedef struct zkr_op_result {
+    /**
+     * ZKR_OP_CREATE, ZKR_OP_DELETE, ZKR_OP_SET_DATA or ZKR_OP_CHECK.
+     */
+    zkr_op_type type_;
+    /**
+     * ZKR_OP_CREATE: the created node's actual path (with its sequence number); else NULL.
+     */
+    char *path;
+    /**
+     * ZKR_OP_CREATE and ZKR_OP_SET_DATA: the node's new stat; else zeros.
+     */
+    struct zkr_stat stat;
+} zkr_op_result;
+
+/**
+ * The results of a committed transaction, one per operation in order. Free with
+ * zkr_op_result_list_free.
+ */
+typedef struct zkr_op_result_list {
+    /**
+     * `len` results (NULL when `len` is 0).
+     */
+    struct zkr_op_result *items;
+    /**
+     * How many results `items` holds.
+     */
+    size_t len;
+} zkr_op_result_list;
+
+/**
  * A node that lives until deleted.
  */
 #define ZKR_PERSISTENT 0
@@ -931,6 +1064,21 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
 #define ZKR_LOG_TRACE 5
 
 /**
+ * The node is on the server, ours, with our data (after each create or check).
+ */
+#define ZKR_NODE_REGISTERED 0
+
+/**
+ * The node is known to be gone (deleted, session ended or LOST); it is being created again.
+ */
+#define ZKR_NODE_UNREGISTERED 1
+
+/**
+ * The path holds another live session's node: left untouched; the node stops trying.
+ */
+#define ZKR_NODE_CONFLICT 2
+
+/**
  * `base_sleep_ms * max(1, random(1 << (n + 1)))`, at most `max_sleep_ms` (0: no cap),
  * `max_retries` times (at most 29). Curator's ExponentialBackoffRetry; the default policy.
  */
@@ -961,6 +1109,26 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
  * Retries forever, `sleep_ms` apart (RetryForever).
  */
 #define ZKR_RETRY_FOREVER 6
+
+/**
+ * A create.
+ */
+#define ZKR_OP_CREATE 0
+
+/**
+ * A delete.
+ */
+#define ZKR_OP_DELETE 1
+
+/**
+ * A set data.
+ */
+#define ZKR_OP_SET_DATA 2
+
+/**
+ * A version check.
+ */
+#define ZKR_OP_CHECK 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -1845,6 +2013,149 @@ zkr_status zkr_set_logger(zkr_log_level max_level, zkr_log_callback callback, vo
 const char *zkr_log_level_name(zkr_log_level level);
 
 /**
+ * Makes a persistent node at `path` of `mode` with `data_len` bytes of `data`;
+ * `is_protected` gives its name Curator's `_c_<uuid>-` prefix. `ttl_ms` is the TTL of the
+ * ZKR_PERSISTENT*_WITH_TTL modes (0 for the others). Nothing happens on the server before
+ * zkr_persistent_node_start. Free with zkr_persistent_node_free.
+ */
+zkr_status zkr_persistent_node_new(struct zkr_client *c, const char *path, zkr_create_mode mode, const uint8_t *data, size_t data_len, bool is_protected, int64_t ttl_ms, struct zkr_persistent_node **out);
+
+/**
+ * Starts keeping the node, in the background (see zkr_persistent_node_wait_for_initial_create).
+ * ZKR_INVALID_ARGUMENT if started twice, ZKR_CLOSED after close.
+ */
+zkr_status zkr_persistent_node_start(struct zkr_persistent_node *n);
+
+/**
+ * Waits until the node was first created, at most `timeout_ms` (-1: forever); `*created`
+ * tells whether it was. ZKR_CONFLICT when the path holds another session's node (left
+ * untouched), ZKR_INVALID_ARGUMENT before start, ZKR_CLOSED once closed.
+ */
+zkr_status zkr_persistent_node_wait_for_initial_create(struct zkr_persistent_node *n, int64_t timeout_ms, bool *created);
+
+/**
+ * The node's actual path (with the sequence number and protected prefix) in `*path` (free
+ * with zkr_string_free); ZKR_NO_NODE before it was first created.
+ */
+zkr_status zkr_persistent_node_actual_path(const struct zkr_persistent_node *n, char **path);
+
+/**
+ * Sets the node's data: written now when connected, else on the next create or reconnect.
+ * Returns at once.
+ */
+zkr_status zkr_persistent_node_set_data(struct zkr_persistent_node *n, const uint8_t *data, size_t data_len);
+
+/**
+ * Adds a registration listener; `*listener_id` identifies it for
+ * zkr_persistent_node_remove_listener. `user_data` must stay valid until the listener is
+ * removed or the node freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_persistent_node_add_listener(struct zkr_persistent_node *n, zkr_node_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a registration listener. When this returns, the callback is not running (unless
+ * this is called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown
+ * id.
+ */
+zkr_status zkr_persistent_node_remove_listener(struct zkr_persistent_node *n, uint64_t listener_id);
+
+/**
+ * Stops keeping the node and deletes it (our own node only). Closing again, or closing a node
+ * never started, is ZKR_OK.
+ */
+zkr_status zkr_persistent_node_close(struct zkr_persistent_node *n);
+
+/**
+ * Frees a persistent node: removes its listeners, closes it if still open (its node is
+ * deleted before this returns), and releases the handle. NULL does nothing.
+ */
+void zkr_persistent_node_free(struct zkr_persistent_node *n);
+
+/**
+ * Makes a TTL node at `path` with `data`, touched every `ttl_ms` / 2 (2 ms to 2^40 - 1 ms).
+ * Free with zkr_persistent_ttl_node_free.
+ */
+zkr_status zkr_persistent_ttl_node_new(struct zkr_client *c, const char *path, int64_t ttl_ms, const uint8_t *data, size_t data_len, struct zkr_persistent_ttl_node **out);
+
+/**
+ * Starts keeping the node and touching its child.
+ */
+zkr_status zkr_persistent_ttl_node_start(struct zkr_persistent_ttl_node *n);
+
+/**
+ * As zkr_persistent_node_wait_for_initial_create.
+ */
+zkr_status zkr_persistent_ttl_node_wait_for_initial_create(struct zkr_persistent_ttl_node *n, int64_t timeout_ms, bool *created);
+
+/**
+ * Sets the node's data (as zkr_persistent_node_set_data).
+ */
+zkr_status zkr_persistent_ttl_node_set_data(struct zkr_persistent_ttl_node *n, const uint8_t *data, size_t data_len);
+
+/**
+ * Stops touching and keeping the node; it is not deleted (it goes once its TTL passes).
+ */
+zkr_status zkr_persistent_ttl_node_close(struct zkr_persistent_ttl_node *n);
+
+/**
+ * Frees a TTL node (closing it first if still open). NULL does nothing.
+ */
+void zkr_persistent_ttl_node_free(struct zkr_persistent_ttl_node *n);
+
+/**
+ * Frees a member list and everything in it. NULL does nothing.
+ */
+void zkr_member_list_free(struct zkr_member_list *list);
+
+/**
+ * Makes member `member_id` of the group at `path` with `payload_len` bytes of `payload`.
+ * Nothing happens on the server before zkr_group_member_start. Free with
+ * zkr_group_member_free.
+ */
+zkr_status zkr_group_member_new(struct zkr_client *c, const char *path, const char *member_id, const uint8_t *payload, size_t payload_len, struct zkr_group_member **out);
+
+/**
+ * Joins the group; returns once this member is registered. ZKR_CONFLICT when another live
+ * session holds this id (its node untouched); ZKR_TIMEOUT when not registered within the
+ * client's connection timeout (it keeps trying).
+ */
+zkr_status zkr_group_member_start(struct zkr_group_member *m);
+
+/**
+ * Every member id → payload (this member's own included) in `*members`, sorted by id (free
+ * with zkr_member_list_free).
+ */
+zkr_status zkr_group_member_current_members(const struct zkr_group_member *m, struct zkr_member_list **members);
+
+/**
+ * Changes this member's payload (written now when connected, else on the next create or
+ * reconnect).
+ */
+zkr_status zkr_group_member_set_this_data(struct zkr_group_member *m, const uint8_t *payload, size_t payload_len);
+
+/**
+ * Adds a membership listener (see zkr_members_callback); `user_data` must stay valid until
+ * the listener is removed or the member freed.
+ */
+zkr_status zkr_group_member_add_listener(struct zkr_group_member *m, zkr_members_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a membership listener (as zkr_persistent_node_remove_listener).
+ */
+zkr_status zkr_group_member_remove_listener(struct zkr_group_member *m, uint64_t listener_id);
+
+/**
+ * Leaves the group (deletes this member's node, ours only). Closing again is ZKR_OK.
+ */
+zkr_status zkr_group_member_close(struct zkr_group_member *m);
+
+/**
+ * Frees a member: removes its listeners, leaves the group if still in it, and releases the
+ * handle. NULL does nothing.
+ */
+void zkr_group_member_free(struct zkr_group_member *m);
+
+/**
  * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
  * no cap. The default is (1000, 3, 0).
  */
@@ -1899,6 +2210,80 @@ const char *zkr_last_error_message(void);
  * for a number this library does not define. Never NULL; never freed.
  */
 const char *zkr_status_name(uint32_t status);
+
+/**
+ * zkr_client_create with more: `flags` is 0 or any of ZKR_CREATE_PARENTS,
+ * ZKR_CREATE_PROTECTED, ZKR_CREATE_PERSISTENT_PARENTS, ZKR_CREATE_COMPRESSED; `ttl_ms` is the
+ * time to live of ZKR_PERSISTENT_WITH_TTL and ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL nodes
+ * (required there, 1 ms to 2^40 - 1 ms; 0 for every other mode, or ZKR_INVALID_ARGUMENT).
+ * TTL nodes need a server with zookeeper.extendedTypesEnabled=true. `created_path` as in
+ * zkr_client_create.
+ */
+zkr_status zkr_client_create_ex(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, uint32_t flags, int64_t ttl_ms, char **created_path);
+
+/**
+ * zkr_client_get_data of data stored compressed (Curator's `getData().decompressed()`):
+ * `*data` gets the plain bytes (free with zkr_buffer_free). Data that is not Curator's GZIP
+ * is ZKR_CORRUPTED_DATA.
+ */
+zkr_status zkr_client_get_data_decompressed(struct zkr_client *c, const char *path, struct zkr_buffer **data, struct zkr_stat *stat);
+
+/**
+ * zkr_client_set_data storing the data compressed (Curator's `setData().compressed()`).
+ */
+zkr_status zkr_client_set_data_compressed(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, int32_t version, struct zkr_stat *stat);
+
+/**
+ * Frees a result list and everything in it. NULL does nothing.
+ */
+void zkr_op_result_list_free(struct zkr_op_result_list *list);
+
+/**
+ * A new, empty transaction on the client.
+ */
+zkr_status zkr_transaction_new(struct zkr_client *c, struct zkr_transaction **out);
+
+/**
+ * Adds a create of `path` with `data_len` bytes of `data` and `mode`; `ttl_ms` as in
+ * zkr_client_create_ex (0 unless a TTL mode). Parents are not created.
+ */
+zkr_status zkr_transaction_create(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, int64_t ttl_ms);
+
+/**
+ * Adds a delete of `path`; `version` -1 for any.
+ */
+zkr_status zkr_transaction_delete(struct zkr_transaction *t, const char *path, int32_t version);
+
+/**
+ * Adds a set data of `path`; `version` -1 for any.
+ */
+zkr_status zkr_transaction_set_data(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, int32_t version);
+
+/**
+ * Adds a check that `path` is at data `version` (the whole transaction fails otherwise).
+ */
+zkr_status zkr_transaction_check(struct zkr_transaction *t, const char *path, int32_t version);
+
+/**
+ * Commits the operations added so far: every one applied, in order, or none. On success
+ * `*results` (if not NULL) gets one result per operation (free with zkr_op_result_list_free).
+ * On failure nothing was applied; the status is the failing operation's (ZKR_BAD_VERSION,
+ * ZKR_NO_NODE, ZKR_NODE_EXISTS, ZKR_INVALID_ARGUMENT...) and zkr_transaction_failed_op gives
+ * its index. A reply lost with the connection is ZKR_OUTCOME_UNKNOWN (never resent). The
+ * operations stay in the transaction.
+ */
+zkr_status zkr_transaction_commit(struct zkr_transaction *t, struct zkr_op_result_list **results);
+
+/**
+ * After a failed zkr_transaction_commit: the index of the operation that failed in `*index`
+ * (-1 when the failure was not one operation's: a connection loss, a closed client).
+ */
+zkr_status zkr_transaction_failed_op(const struct zkr_transaction *t, int64_t *index);
+
+/**
+ * Frees a transaction (uncommitted operations are dropped). NULL does nothing.
+ */
+void zkr_transaction_free(struct zkr_transaction *t);
 
 /**
  * A new owner, distinct from every other owner in this process (including every thread's).

@@ -295,7 +295,7 @@ pub const ZKR_DELETE_GUARANTEED: u32 = 1;
 pub const ZKR_DELETE_RECURSIVE: u32 = 2;
 
 /// Which of `known` bits are set in `flags`; unknown bits are refused.
-fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
+pub(crate) fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
     if flags & !known != 0 {
         return Err(Error::InvalidArgument(
             format!("flags: unknown flag bits {:#x}", flags & !known).into(),
@@ -305,7 +305,7 @@ fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
 }
 
 /// A node version: -1 for any.
-fn version_arg(version: i32) -> Result<Option<i32>> {
+pub(crate) fn version_arg(version: i32) -> Result<Option<i32>> {
     match version {
         -1 => Ok(None),
         v if v < 0 => Err(Error::InvalidArgument(
@@ -319,7 +319,7 @@ fn version_arg(version: i32) -> Result<Option<i32>> {
 ///
 /// # Safety
 /// The C caller's contract for `out`.
-unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
+pub(crate) unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
     // SAFETY: this function's contract.
     if let (Some(o), Some(s)) = (unsafe { arg_out_opt(out) }, stat) {
         o.write(zkr_stat::from(s));

@@ -39,8 +39,9 @@ impl<'c> Transaction<'c> {
         if self.invalid.is_none() {
             if let Err(e) = check(&op) {
                 let index = self.ops.len();
-                self.invalid =
-                    Some(e.context(format!("transaction operation {index} ({})", op.name())));
+                let e = e.context(format!("transaction operation {index} ({})", op.name()));
+                let detail = e.detail().clone().with_op_index(index);
+                self.invalid = Some(Error::new(e.kind(), detail));
             }
         }
         self.ops.push(op);
