@@ -13,6 +13,7 @@ mod leader;
 mod local;
 mod lock;
 mod logging;
+mod nodes;
 mod observer;
 mod owner;
 
@@ -69,6 +70,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
+    m.add_class::<nodes::PyPersistentNode>()?;
+    m.add_class::<nodes::PyPersistentTtlNode>()?;
+    m.add_class::<nodes::PyGroupMember>()?;
+    m.add_function(wrap_pyfunction!(nodes::commit_transaction, m)?)?;
     Ok(())
 }
 

@@ -106,6 +106,8 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
+
 __version__: str = _native.__version__
 
 # The core's log records go to Python's `logging` (logger "zkrecipes"), at that logger's
@@ -186,4 +188,11 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # nodes and membership, transactions
+    "PersistentNode",
+    "PersistentTtlNode",
+    "GroupMember",
+    "NodeEvent",
+    "Transaction",
+    "OpResult",
 ]

@@ -18,7 +18,7 @@
 //! live here, once.
 
 mod builder;
-mod compression;
+pub mod compression;
 mod connection;
 mod ops;
 mod persistent;
