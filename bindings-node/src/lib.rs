@@ -28,6 +28,7 @@ mod events;
 mod leader;
 mod lock;
 mod log;
+mod nodes;
 mod observer;
 mod value;
 mod vocabulary;
@@ -37,6 +38,8 @@ mod vocabulary;
 pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
+pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
+pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
 pub use vocabulary::vocabulary;
 
 use napi::Env;
