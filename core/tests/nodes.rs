@@ -558,3 +558,43 @@ async fn bad_arguments_are_refused_before_anything_is_sent() {
         Err(Error::Closed(_))
     ));
 }
+
+/// A persistent node adopts an existing persistent node (Curator's behaviour: our data on
+/// it), is re-created after a delete, and on close is deleted only while it is still the node
+/// we made or adopted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_mode_node_adopts_and_deletes_only_its_own_node() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    other
+        .create("/cfg", b"theirs", CreateOptions::default())
+        .await
+        .unwrap();
+    let node = PersistentNode::new(&c, "/cfg", CreateMode::Persistent, b"ours", false).unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    eventually("our data on the adopted node", WAIT, || async {
+        other.get_data("/cfg").await.unwrap().0 == b"ours"
+    })
+    .await;
+    let first = c.exists("/cfg").await.unwrap().unwrap();
+    other.delete("/cfg", Default::default()).await.unwrap();
+    eventually("re-created after a delete", WAIT, || async {
+        matches!(other.exists("/cfg").await.unwrap(), Some(s) if s.czxid != first.czxid)
+    })
+    .await;
+    node.close().await.unwrap();
+    assert!(!exists(&other, "/cfg").await, "close left our own node");
+
+    // A node we never made nor adopted is never deleted: closing an unstarted node leaves it.
+    other
+        .create("/cfg", b"theirs", CreateOptions::default())
+        .await
+        .unwrap();
+    let idle = PersistentNode::new(&c, "/cfg", CreateMode::Persistent, b"x", false).unwrap();
+    idle.close().await.unwrap();
+    assert_eq!(other.get_data("/cfg").await.unwrap().0, b"theirs");
+    c.close().await;
+    other.close().await;
+}

@@ -638,6 +638,11 @@ impl Keeper {
                     .into(),
                 )));
             }
+            if stat.czxid != ours.czxid {
+                // A node we had not seen (ours after a lost reply, or a persistent one adopted):
+                // it gets our data, as Curator's setData after NodeExists does.
+                self.written = None;
+            }
             self.ours = Some(Ours {
                 path: ours.path.clone(),
                 czxid: stat.czxid,
