@@ -13,6 +13,10 @@ import {
   LeaderSelector,
   Owner,
   SharedCount,
+  GroupMember,
+  PersistentNode,
+  PersistentTtlNode,
+  type OpResult,
   attemptRevoke,
   setLogger,
   type AtomicValue,
@@ -112,10 +116,31 @@ async function main(hosts: string): Promise<void> {
   await shared.trySetCount(shared.getVersionedValue(), shared.count + 1);
   shared.close();
 
+  const node = new PersistentNode(client, '/services/api/_reg-', { mode: CreateMode.EPHEMERAL_SEQUENTIAL, data: 'addr', protected: true });
+  node.on('registered', (path: string) => console.log('registered at', path));
+  await node.start();
+  const created: boolean = await node.waitForInitialCreate({ timeoutMs: 5000 });
+  const actual: string | null = node.actualPath;
+  node.setData('addr2');
+  await node.close();
+  const ttl = new PersistentTtlNode(client, '/services/ttl', 10000, { data: 'x' });
+  await ttl.start();
+  await ttl.close();
+  const member = new GroupMember(client, '/services/api', 'host-a', '10.0.0.7:8080');
+  member.on('change', (members: Map<string, Buffer>) => console.log([...members.keys()]));
+  await member.start();
+  const members: Map<string, Buffer> = member.currentMembers();
+  member.setThisData('10.0.0.7:8081');
+  await member.close();
+  const results: OpResult[] = await client.transaction().check('/services', 0).create('/services/t', 'x', { mode: CreateMode.PERSISTENT_WITH_TTL, ttlMs: 60000 }).commit();
+  await client.create('/z', 'zipped', { compressed: true, createParents: 'persistent' });
+  const unzipped: Buffer = (await client.getData('/z', { compressed: true })).data;
+  console.log(created, actual, members.size, results.length, unzipped.length);
+
   try {
     await client.getData('/missing');
   } catch (err) {
-    if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode);
+    if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode, err.index);
     else throw err;
   }
   setLogger(null);
