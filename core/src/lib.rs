@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod cache;
 pub mod client;
 pub mod dispatch;
 mod error;
