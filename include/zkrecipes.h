@@ -203,6 +203,32 @@ typedef uint32_t zkr_status;
 #endif // __cplusplus
 
 /**
+ * What a cache event says (the core's CacheEventType, in order).
+ */
+typedef enum zkr_cache_event_type {
+    /**
+     * A node appeared (after ZKR_CACHE_DELETED of the same path: it was recreated).
+     */
+    ZKR_CACHE_CREATED = 1,
+    /**
+     * A node's data changed.
+     */
+    ZKR_CACHE_CHANGED = 2,
+    /**
+     * A node went away.
+     */
+    ZKR_CACHE_DELETED = 3,
+    /**
+     * The initial load is complete (once).
+     */
+    ZKR_CACHE_INITIALIZED = 4,
+    /**
+     * A resync after a reconnect or a new session is complete.
+     */
+    ZKR_CACHE_RESYNCED = 5,
+} zkr_cache_event_type;
+
+/**
  * Curator's connection states.
  */
 typedef enum zkr_connection_state {
@@ -269,6 +295,13 @@ typedef struct zkr_atomic_int zkr_atomic_int;
  * into one compare-and-set round.
  */
 typedef struct zkr_atomic_long zkr_atomic_long;
+
+/**
+ * A cache of a subtree (Curator's CuratorCache, NodeCache, PathChildrenCache or TreeCache):
+ * one persistent recursive watch, an immutable snapshot, an exact resync after reconnects.
+ * It never writes to ZooKeeper. Thread-safe.
+ */
+typedef struct zkr_cache zkr_cache;
 
 /**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
@@ -470,6 +503,152 @@ typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void
 typedef void (*zkr_shared_count_error_callback)(zkr_status status, int32_t version, void *user_data);
 
 /**
+ * How zkr_cache_new builds a cache (a CuratorCache: `data` true, `max_depth` -1).
+ */
+typedef struct zkr_cache_options {
+    /**
+     * Keep each node's data (false: stats only).
+     */
+    bool data;
+    /**
+     * The deepest level kept: 0 the root alone, 1 its children, ...; -1 no limit.
+     */
+    int32_t max_depth;
+} zkr_cache_options;
+
+/**
+ * PathChildrenCache's start modes (Curator's StartMode, the core's list in order), for
+ * zkr_path_children_cache_new.
+ */
+typedef uint32_t zkr_start_mode;
+
+/**
+ * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
+ */
+typedef struct zkr_stat {
+    /**
+     * The zxid of the change that created the node.
+     */
+    int64_t czxid;
+    /**
+     * The zxid of the change that last modified the node's data.
+     */
+    int64_t mzxid;
+    /**
+     * The zxid of the change that last modified the node's children.
+     */
+    int64_t pzxid;
+    /**
+     * Creation time, milliseconds since the epoch.
+     */
+    int64_t ctime;
+    /**
+     * Last modification time, milliseconds since the epoch.
+     */
+    int64_t mtime;
+    /**
+     * The session id owning the node if it is ephemeral, else 0.
+     */
+    int64_t ephemeral_owner;
+    /**
+     * The number of changes to the data (the version for zkr_client_set_data).
+     */
+    int32_t version;
+    /**
+     * The number of changes to the children.
+     */
+    int32_t cversion;
+    /**
+     * The number of changes to the ACL.
+     */
+    int32_t aversion;
+    /**
+     * The length of the data in bytes.
+     */
+    int32_t data_length;
+    /**
+     * The number of children.
+     */
+    int32_t num_children;
+} zkr_stat;
+
+/**
+ * A cached node. In an event it is borrowed (valid during the callback); returned by
+ * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
+ */
+typedef struct zkr_child_data {
+    /**
+     * The node's path (relative to the client's namespace), NUL-terminated.
+     */
+    char *path;
+    /**
+     * Its data (NULL when `data_len` is 0 or the cache keeps stats only).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t data_len;
+    /**
+     * False when the cache keeps stats only (zkr_cache_options.data false).
+     */
+    bool has_data;
+    /**
+     * Its stat.
+     */
+    struct zkr_stat stat;
+} zkr_child_data;
+
+/**
+ * A list of cached nodes sorted by path (zkr_cache_snapshot). Read it, then free it with
+ * zkr_child_data_list_free; never free its parts yourself.
+ */
+typedef struct zkr_child_data_list {
+    /**
+     * `len` nodes (NULL when `len` is 0).
+     */
+    struct zkr_child_data *items;
+    /**
+     * How many nodes `items` holds.
+     */
+    size_t len;
+} zkr_child_data_list;
+
+/**
+ * A cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_cache_event_type type;
+    /**
+     * The node's path (the cache's root for INITIALIZED and RESYNCED).
+     */
+    const char *path;
+    /**
+     * The node before (CHANGED, DELETED), else NULL.
+     */
+    const struct zkr_child_data *old_node;
+    /**
+     * The node after (CREATED, CHANGED), else NULL.
+     */
+    const struct zkr_child_data *new_node;
+    /**
+     * Found by a resync walk after a reconnect or a new session (a change made while the
+     * watch could not report it).
+     */
+    bool resync;
+} zkr_cache_event;
+
+/**
+ * A cache listener: called with each event (borrowed, valid during the call). It runs on a
+ * library thread, one call at a time, in event order, where any zkr_ function may be called
+ * (reading the cache included). It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
+
+/**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
  * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
  * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
@@ -607,56 +786,6 @@ typedef struct zkr_buffer {
      */
     size_t len;
 } zkr_buffer;
-
-/**
- * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
- */
-typedef struct zkr_stat {
-    /**
-     * The zxid of the change that created the node.
-     */
-    int64_t czxid;
-    /**
-     * The zxid of the change that last modified the node's data.
-     */
-    int64_t mzxid;
-    /**
-     * The zxid of the change that last modified the node's children.
-     */
-    int64_t pzxid;
-    /**
-     * Creation time, milliseconds since the epoch.
-     */
-    int64_t ctime;
-    /**
-     * Last modification time, milliseconds since the epoch.
-     */
-    int64_t mtime;
-    /**
-     * The session id owning the node if it is ephemeral, else 0.
-     */
-    int64_t ephemeral_owner;
-    /**
-     * The number of changes to the data (the version for zkr_client_set_data).
-     */
-    int32_t version;
-    /**
-     * The number of changes to the children.
-     */
-    int32_t cversion;
-    /**
-     * The number of changes to the ACL.
-     */
-    int32_t aversion;
-    /**
-     * The length of the data in bytes.
-     */
-    int32_t data_length;
-    /**
-     * The number of children.
-     */
-    int32_t num_children;
-} zkr_stat;
 
 /**
  * A list of strings returned by this library (node names, participant ids). Read it, then free
@@ -808,6 +937,21 @@ typedef uint32_t zkr_log_level;
  * zkr_ function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_NORMAL 1
+
+/**
+ * zkr_cache_start returns once loaded; no events for what it found.
+ */
+#define ZKR_START_BUILD_INITIAL_CACHE 2
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, then ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_POST_INITIALIZED_EVENT 3
 
 /**
  * A node that lives until deleted.
@@ -1172,6 +1316,118 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
  * inside it) and closes it. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Makes a CuratorCache of the subtree at `path` (not started; the path need not exist). Free
+ * with zkr_cache_free.
+ */
+zkr_status zkr_curator_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a cache of the subtree at `path` built as `opts` says (NULL: a CuratorCache's
+ * defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+ */
+zkr_status zkr_cache_new(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, struct zkr_cache **out);
+
+/**
+ * Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
+ */
+zkr_status zkr_node_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a PathChildrenCache of the children of `path` (`cache_data` false: stats only) with a
+ * start mode (a zkr_start_mode; anything else is ZKR_INVALID_ARGUMENT). Free with
+ * zkr_cache_free.
+ */
+zkr_status zkr_path_children_cache_new(struct zkr_client *c, const char *path, bool cache_data, zkr_start_mode start_mode, struct zkr_cache **out);
+
+/**
+ * Makes a TreeCache of the subtree at `path` to `max_depth` (-1: no limit; 0 the root alone).
+ * Free with zkr_cache_free.
+ */
+zkr_status zkr_tree_cache_new(struct zkr_client *c, const char *path, int32_t max_depth, struct zkr_cache **out);
+
+/**
+ * Sets the watch and starts loading (the listeners added before hear the initial load). Once
+ * only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after zkr_cache_close.
+ */
+zkr_status zkr_cache_start(struct zkr_cache *cache);
+
+/**
+ * Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes
+ * (false). Until then a missing node may just not be loaded yet.
+ */
+zkr_status zkr_cache_await_initialized(struct zkr_cache *cache, int64_t timeout_ms, bool *initialized);
+
+/**
+ * Read-your-writes: waits until the cache has applied every change up to `zxid` (the mzxid
+ * or czxid of a stat your write returned): `*reached` true, or false after `timeout_ms`.
+ */
+zkr_status zkr_cache_await_zxid(struct zkr_cache *cache, int64_t zxid, int64_t timeout_ms, bool *reached);
+
+/**
+ * How many nodes are cached.
+ */
+zkr_status zkr_cache_size(const struct zkr_cache *cache, size_t *size);
+
+/**
+ * The cached node at `path`: `*node` is a copy you own (free with zkr_child_data_free), or
+ * NULL if the cache does not hold it. No server call.
+ */
+zkr_status zkr_cache_get(const struct zkr_cache *cache, const char *path, struct zkr_child_data **node);
+
+/**
+ * Frees a node returned by zkr_cache_get. NULL does nothing.
+ */
+void zkr_child_data_free(struct zkr_child_data *node);
+
+/**
+ * A consistent copy of the whole cache at one moment, sorted by path: `*list` is yours (free
+ * it with zkr_child_data_list_free).
+ */
+zkr_status zkr_cache_snapshot(const struct zkr_cache *cache, struct zkr_child_data_list **list);
+
+/**
+ * Frees a list from zkr_cache_snapshot and every node in it. NULL does nothing.
+ */
+void zkr_child_data_list_free(struct zkr_child_data_list *list);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
+ * happens after this returns (no replay: see zkr_cache_add_listener_with_replay).
+ * `user_data` must stay valid until the listener is removed or the cache freed.
+ */
+zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * zkr_cache_add_listener that first hears the cached nodes as ZKR_CACHE_CREATED (and
+ * ZKR_CACHE_INITIALIZED if the cache is initialized), then what happens after, with nothing
+ * missed or repeated in between.
+ */
+zkr_status zkr_cache_add_listener_with_replay(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
+ */
+zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice
+ * is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_cache_close(struct zkr_cache *cache);
+
+/**
+ * Frees a cache: removes its listeners (waiting for a running one, unless called from inside
+ * it) and closes it. NULL does nothing.
+ */
+void zkr_cache_free(struct zkr_cache *cache);
+
+/**
+ * The name of a zkr_cache_event_type ("CREATED", ...), static; NULL for an unknown number.
+ */
+const char *zkr_cache_event_type_name(uint32_t event_type);
 
 /**
  * Connects to ZooKeeper: `hosts` is "host:port[,host:port...][/chroot]"; `opts` may be NULL for

@@ -12,6 +12,7 @@
 
 pub mod atomic;
 mod boundary;
+pub mod cache;
 mod callback;
 pub mod client;
 mod handle;
