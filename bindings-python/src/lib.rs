@@ -7,6 +7,7 @@
 mod args;
 mod atomic;
 mod bridge;
+mod cache;
 mod client;
 mod errors;
 mod leader;
@@ -69,6 +70,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
+    m.add_class::<cache::PyChildData>()?;
+    m.add_class::<cache::PyCache>()?;
+    m.add(
+        "CACHE_EVENT_TYPES",
+        names(zkrecipes::cache::CacheEventType::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "START_MODES",
+        names(zkrecipes::cache::StartMode::ALL, |v| v.name()),
+    )?;
     Ok(())
 }
 

@@ -106,6 +106,17 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .cache import (
+    CacheEvent,
+    CacheEventType,
+    ChildData,
+    CuratorCache,
+    NodeCache,
+    PathChildrenCache,
+    StartMode,
+    TreeCache,
+)
+
 __version__: str = _native.__version__
 
 # The core's log records go to Python's `logging` (logger "zkrecipes"), at that logger's
@@ -186,4 +197,13 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # caches
+    "CuratorCache",
+    "NodeCache",
+    "PathChildrenCache",
+    "TreeCache",
+    "CacheEvent",
+    "CacheEventType",
+    "ChildData",
+    "StartMode",
 ]
