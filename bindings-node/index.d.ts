@@ -627,3 +627,83 @@ export declare function setLogger(sink: ((record: LogRecord) => void) | null, le
 
 // Only what is exported above is the package's (the helper classes are not exported at run time).
 export {};
+
+// ---------------------------------------------------------------------------------------------
+// Caches (Curator 5.x's CuratorCache; NodeCache, PathChildrenCache and TreeCache as views)
+
+export type CacheEventTypeName = 'CREATED' | 'CHANGED' | 'DELETED' | 'INITIALIZED' | 'RESYNCED';
+/** What a cache event says (the core's list). */
+export declare const CacheEventType: Names<CacheEventTypeName>;
+export type StartModeName = 'NORMAL' | 'BUILD_INITIAL_CACHE' | 'POST_INITIALIZED_EVENT';
+/** PathChildrenCache's start modes (Curator's StartMode; the core's list). */
+export declare const StartMode: Names<StartModeName>;
+
+/** A cached node (Curator's ChildData); `data` is null for a stats-only cache. */
+export interface ChildData {
+  path: string;
+  data: Buffer | null;
+  stat: Stat;
+}
+
+/**
+ * One change seen by a cache: `old` before (CHANGED, DELETED), `new` after (CREATED, CHANGED);
+ * `resync` marks a difference found by a resync after a reconnect or a new session.
+ */
+export interface CacheEvent {
+  type: CacheEventTypeName;
+  path: string;
+  old: ChildData | null;
+  new: ChildData | null;
+  resync: boolean;
+}
+
+export interface CacheEvents {
+  event: [event: CacheEvent];
+}
+
+/**
+ * What every cache has. Events: `cache.on('event', fn)` (listeners added before `start()` hear
+ * the initial load) and `for await (const ev of cache)` (from then on; ends at `close()`).
+ * `for (const node of cache)` iterates the snapshot, sorted by path. A cache never writes.
+ */
+export declare class Cache extends EventEmitter<CacheEvents> implements Iterable<ChildData>, AsyncIterable<CacheEvent> {
+  readonly path: string;
+  /** How many nodes are cached. */
+  readonly size: number;
+  readonly initialized: boolean;
+  /** How many resyncs (after reconnects or new sessions) completed. */
+  readonly resyncs: number;
+  start(): Promise<void>;
+  /** Whether the initial load completed within `timeoutMs` (omitted: no limit). */
+  awaitInitialized(timeoutMs?: number): Promise<boolean>;
+  /** Read-your-writes: whether every change up to `zxid` (a stat's mzxid/czxid) was applied. */
+  awaitZxid(zxid: bigint | number, timeoutMs?: number): Promise<boolean>;
+  get(path: string): ChildData | null;
+  snapshot(): ChildData[];
+  events(): AsyncIterableIterator<CacheEvent>;
+  [Symbol.iterator](): Iterator<ChildData>;
+  [Symbol.asyncIterator](): AsyncIterator<CacheEvent>;
+  close(): void;
+}
+
+/** Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). */
+export declare class CuratorCache extends Cache {
+  constructor(client: Client, path: string, options?: { data?: boolean; maxDepth?: number });
+}
+
+/** Curator's NodeCache: one node. */
+export declare class NodeCache extends Cache {
+  constructor(client: Client, path: string);
+  readonly currentData: ChildData | null;
+}
+
+/** Curator's PathChildrenCache: the children of `path` (not the path itself). */
+export declare class PathChildrenCache extends Cache {
+  constructor(client: Client, path: string, options?: { cacheData?: boolean; startMode?: StartModeName });
+  readonly currentData: ChildData[];
+}
+
+/** Curator's TreeCache: the subtree to `maxDepth`. */
+export declare class TreeCache extends Cache {
+  constructor(client: Client, path: string, options?: { maxDepth?: number });
+}

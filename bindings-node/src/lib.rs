@@ -22,6 +22,7 @@
 mod args;
 mod atomic;
 mod boundary;
+mod cache;
 mod client;
 mod error;
 mod events;
@@ -34,6 +35,7 @@ mod vocabulary;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in
 // every build, `cargo test` included).
+pub use cache::{cache_vocabulary, NativeCache};
 pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
