@@ -27,5 +27,6 @@ module.exports = {
   ...require('./lib/vocabulary'),
   ...require('./lib/log'),
   ...require('./lib/caches'),
+  ...require('./lib/nodes'),
   coreVersion,
 };

@@ -29,6 +29,7 @@ mod events;
 mod leader;
 mod lock;
 mod log;
+mod nodes;
 mod observer;
 mod value;
 mod vocabulary;
@@ -39,6 +40,8 @@ pub use cache::{cache_vocabulary, NativeCache};
 pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
+pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
+pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
 pub use vocabulary::vocabulary;
 
 use napi::Env;

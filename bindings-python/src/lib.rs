@@ -14,6 +14,7 @@ mod leader;
 mod local;
 mod lock;
 mod logging;
+mod nodes;
 mod observer;
 mod owner;
 
@@ -80,6 +81,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "START_MODES",
         names(zkrecipes::cache::StartMode::ALL, |v| v.name()),
     )?;
+    m.add_class::<nodes::PyPersistentNode>()?;
+    m.add_class::<nodes::PyPersistentTtlNode>()?;
+    m.add_class::<nodes::PyGroupMember>()?;
+    m.add_function(wrap_pyfunction!(nodes::commit_transaction, m)?)?;
     Ok(())
 }
 

@@ -20,6 +20,7 @@ mod error;
 pub mod leader;
 pub mod lock;
 pub mod log;
+pub mod nodes;
 pub mod owner;
 pub mod path;
 pub mod retry;

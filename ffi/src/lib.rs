@@ -19,8 +19,10 @@ mod handle;
 pub mod leader;
 pub mod lock;
 pub mod log;
+pub mod nodes;
 pub mod options;
 pub mod status;
+pub mod transaction;
 pub mod types;
 mod vocab;
 

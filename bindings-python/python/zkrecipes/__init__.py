@@ -116,6 +116,7 @@ from .cache import (
     StartMode,
     TreeCache,
 )
+from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
 
 __version__: str = _native.__version__
 
@@ -206,4 +207,11 @@ __all__ = [
     "CacheEventType",
     "ChildData",
     "StartMode",
+    # nodes and membership, transactions
+    "PersistentNode",
+    "PersistentTtlNode",
+    "GroupMember",
+    "NodeEvent",
+    "Transaction",
+    "OpResult",
 ]

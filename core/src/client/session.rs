@@ -10,10 +10,11 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::types::{AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
+use super::types::{check_ttl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -85,8 +86,20 @@ impl Session {
         data: &[u8],
         mode: CreateMode,
     ) -> impl Future<Output = Result<Created>> + Send + '_ {
+        self.create_ttl(path, data, mode, None)
+    }
+
+    /// [`create`](Self::create) with the TTL of a TTL mode (checked against the mode here).
+    pub(crate) fn create_ttl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+    ) -> impl Future<Output = Result<Created>> + Send + '_ {
         let full = self.client.full_path(path);
-        let checked = self.check_size("create", path, &full, data.len(), self.acl_len());
+        let checked = check_ttl(path, mode, ttl)
+            .and_then(|()| self.check_size("create", path, &full, data.len(), self.acl_len()));
         let sent = match checked {
             Ok(()) => {
                 self.client
@@ -96,7 +109,7 @@ impl Session {
                 let acl = zk::Acls::new(&self.client.cfg().wire_acl);
                 Ok(self
                     .zk
-                    .create(&full, data, &wire::create_mode(mode).with_acls(acl)))
+                    .create(&full, data, &wire::create_options(mode, acl, ttl)))
             }
             Err(e) => Err(e),
         };
@@ -392,9 +405,9 @@ impl Session {
         for (i, op) in ops.iter().enumerate() {
             let full = self.client.full_path(op.path());
             let added = match op {
-                Op::Create { data, mode, .. } => {
-                    writer.add_create(&full, data, &wire::create_mode(*mode).with_acls(acl))
-                }
+                Op::Create {
+                    data, mode, ttl, ..
+                } => writer.add_create(&full, data, &wire::create_options(*mode, acl, *ttl)),
                 Op::Delete { version, .. } => writer.add_delete(&full, *version),
                 Op::SetData { data, version, .. } => writer.add_set_data(&full, data, *version),
                 Op::Check { version, .. } => writer.add_check_version(&full, *version),
