@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod barriers;
 pub mod client;
 pub mod dispatch;
 mod error;
@@ -21,6 +22,7 @@ pub mod lock;
 pub mod log;
 pub mod owner;
 pub mod path;
+pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;
