@@ -369,6 +369,9 @@ impl DistributedQueue {
                 let Some((data, stat)) = s.get_data(item_path).await.or_none()? else {
                     return Ok(None);
                 };
+                if framing::decode(item_path, &data).is_err() {
+                    return Ok(Some((data, stat.czxid, None))); // reported, left in place
+                }
                 match s.delete(item_path, Some(stat.version)).await {
                     Ok(()) => Ok(Some((data, stat.czxid, None))),
                     Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(None),
