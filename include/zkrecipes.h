@@ -271,11 +271,23 @@ typedef struct zkr_atomic_int zkr_atomic_int;
 typedef struct zkr_atomic_long zkr_atomic_long;
 
 /**
+ * Curator's DistributedBarrier: waiters block while the node at the barrier's path exists.
+ * Thread-safe.
+ */
+typedef struct zkr_barrier zkr_barrier;
+
+/**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
  * after LOST. Thread-safe: any thread may use it, and recipes made from it, concurrently.
  * Made by zkr_client_connect, freed by zkr_client_free.
  */
 typedef struct zkr_client zkr_client;
+
+/**
+ * Curator's DistributedDoubleBarrier: one member; members enter together once `member_qty`
+ * have arrived (a threshold, not a limit) and leave together. Thread-safe.
+ */
+typedef struct zkr_double_barrier zkr_double_barrier;
 
 /**
  * Curator's LeaderLatch: join an election and learn when this participant leads. Each
@@ -326,6 +338,19 @@ typedef struct zkr_multi_lock zkr_multi_lock;
 typedef struct zkr_mutex zkr_mutex;
 
 /**
+ * Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
+ * DistributedDelayQueue (as made): `queue-` nodes in Curator's item framing. With a lock path,
+ * every item is completed exactly once (zkr_queue_item_done). Thread-safe.
+ */
+typedef struct zkr_queue zkr_queue;
+
+/**
+ * One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
+ * complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+ */
+typedef struct zkr_queue_item zkr_queue_item;
+
+/**
  * Curator's InterProcessReadWriteLock: a read half (shared) and a write half (exclusive) on one
  * path, both reentrant per owner and fair (one line for both kinds). The owner holding the
  * write lock may also take the read lock and then release the write lock (a downgrade); the
@@ -352,6 +377,12 @@ typedef struct zkr_semaphore_mutex zkr_semaphore_mutex;
  * in every client that watches it. Thread-safe.
  */
 typedef struct zkr_shared_count zkr_shared_count;
+
+/**
+ * Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
+ * delivery. Thread-safe.
+ */
+typedef struct zkr_simple_queue zkr_simple_queue;
 
 /**
  * Which retry policy a zkr_retry_policy describes (Curator's six).
@@ -1174,6 +1205,58 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
 void zkr_shared_count_free(struct zkr_shared_count *sc);
 
 /**
+ * Makes a barrier on `path`. No server call is made yet. Free with zkr_barrier_free.
+ */
+zkr_status zkr_barrier_new(struct zkr_client *c, const char *path, struct zkr_barrier **out);
+
+/**
+ * Sets the barrier (creates its node and persistent parents); already set is ZKR_OK.
+ */
+zkr_status zkr_barrier_set(struct zkr_barrier *b);
+
+/**
+ * Removes the barrier (deletes its node), releasing every waiter; not set is ZKR_OK.
+ */
+zkr_status zkr_barrier_remove(struct zkr_barrier *b);
+
+/**
+ * Waits at most `timeout_ms` (-1: no limit; 0: look once) until the barrier is removed.
+ * `*released` is true once a read showed the node gone, false if the timeout passed first.
+ * A lost connection that does not come back under the retry policy is a connection error.
+ */
+zkr_status zkr_barrier_wait(struct zkr_barrier *b, int64_t timeout_ms, bool *released);
+
+/**
+ * Frees a barrier handle (the barrier node is left as it is). NULL does nothing.
+ */
+void zkr_barrier_free(struct zkr_barrier *b);
+
+/**
+ * Makes a member of the double barrier on `path` for `member_qty` (>= 1) members. No server
+ * call is made yet. Free with zkr_double_barrier_free.
+ */
+zkr_status zkr_double_barrier_new(struct zkr_client *c, const char *path, uint32_t member_qty, struct zkr_double_barrier **out);
+
+/**
+ * Enters, waiting at most `timeout_ms` (-1: no limit) until `member_qty` members are in.
+ * `*entered` is true once a read showed the barrier open; false on timeout (this member's node
+ * is deleted again). Entering twice is the same membership.
+ */
+zkr_status zkr_double_barrier_enter(struct zkr_double_barrier *b, int64_t timeout_ms, bool *entered);
+
+/**
+ * Leaves, waiting at most `timeout_ms` (-1: no limit) until every member has left. `*left` is
+ * true once a read showed no member; false on timeout (this member's node is gone either way).
+ */
+zkr_status zkr_double_barrier_leave(struct zkr_double_barrier *b, int64_t timeout_ms, bool *left);
+
+/**
+ * Frees a member handle (its node goes with the session, or with zkr_double_barrier_leave).
+ * NULL does nothing.
+ */
+void zkr_double_barrier_free(struct zkr_double_barrier *b);
+
+/**
  * Connects to ZooKeeper: `hosts` is "host:port[,host:port...][/chroot]"; `opts` may be NULL for
  * the defaults. Waits up to the connection timeout for a session; on success `*out` is a new
  * client (free it with zkr_client_free).
@@ -1872,6 +1955,131 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
  * `opts` may point to uninitialized memory.
  */
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
+
+/**
+ * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
+ */
+zkr_status zkr_simple_queue_new(struct zkr_client *c, const char *path, struct zkr_simple_queue **out);
+
+/**
+ * Adds `len` bytes at `data` (NULL only with 0) at the tail. A lost reply is
+ * ZKR_OUTCOME_UNKNOWN (the item may be in the queue; it was not put twice).
+ */
+zkr_status zkr_simple_queue_offer(struct zkr_simple_queue *q, const uint8_t *data, size_t len);
+
+/**
+ * Removes the head, waiting at most `timeout_ms` (-1: no limit; 0: look once). `*data`
+ * receives its bytes (free with zkr_buffer_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_simple_queue_take(struct zkr_simple_queue *q, int64_t timeout_ms, struct zkr_buffer **data);
+
+/**
+ * The head's bytes without removing it in `*data` (free with zkr_buffer_free), or NULL when
+ * the queue is empty.
+ */
+zkr_status zkr_simple_queue_peek(struct zkr_simple_queue *q, struct zkr_buffer **data);
+
+/**
+ * Frees a simple queue handle (its items stay). NULL does nothing.
+ */
+void zkr_simple_queue_free(struct zkr_simple_queue *q);
+
+/**
+ * Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
+ * consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
+ * queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
+ */
+zkr_status zkr_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedIdQueue (put with zkr_queue_put_with_id).
+ */
+zkr_status zkr_id_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedPriorityQueue (put with zkr_queue_put_with_priority).
+ */
+zkr_status zkr_priority_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedDelayQueue (put with zkr_queue_put_with_delay).
+ */
+zkr_status zkr_delay_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
+ * variants have their own put). With max_items, waits at most `timeout_ms` (-1: no limit) for
+ * room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
+ */
+zkr_status zkr_queue_put(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
+ */
+zkr_status zkr_queue_put_with_id(struct zkr_queue *q, const uint8_t *data, size_t len, const char *id, int64_t timeout_ms, bool *put);
+
+/**
+ * Removes the items with `id` that no consumer holds, from a DistributedIdQueue; `*removed`
+ * says how many.
+ */
+zkr_status zkr_queue_remove_id(struct zkr_queue *q, const char *id, size_t *removed);
+
+/**
+ * As zkr_queue_put, with a priority (lower first) on a DistributedPriorityQueue.
+ */
+zkr_status zkr_queue_put_with_priority(struct zkr_queue *q, const uint8_t *data, size_t len, int32_t priority, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, handed out from `delay_until_epoch_ms` (milliseconds since the Unix epoch,
+ * > 0) on, on a DistributedDelayQueue.
+ */
+zkr_status zkr_queue_put_with_delay(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t delay_until_epoch_ms, int64_t timeout_ms, bool *put);
+
+/**
+ * The number of items in the queue now, in `*len`.
+ */
+zkr_status zkr_queue_len(struct zkr_queue *q, size_t *len);
+
+/**
+ * Takes the next item, waiting at most `timeout_ms` (-1: no limit). `*item` receives it (free
+ * with zkr_queue_item_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_queue_take(struct zkr_queue *q, int64_t timeout_ms, struct zkr_queue_item **item);
+
+/**
+ * Frees a queue handle (its items stay). NULL does nothing.
+ */
+void zkr_queue_free(struct zkr_queue *q);
+
+/**
+ * The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
+ * zkr_queue_item_free (NULL when empty).
+ */
+zkr_status zkr_queue_item_data(const struct zkr_queue_item *item, const uint8_t **data, size_t *len);
+
+/**
+ * The item's fencing token in `*token`: with a lock path, a later taker of the same item always
+ * gets a larger one. Pass it to the sink, which refuses tokens lower than one it has seen.
+ */
+zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64_t *token);
+
+/**
+ * Completes the item (with a lock path: one transaction checks our lock, deletes the item and
+ * the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
+ * with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+ */
+zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
+
+/**
+ * Gives the item back without completing it (another consumer takes it again).
+ */
+zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
+
+/**
+ * Frees an item; one neither completed nor released is given back in the background. NULL
+ * does nothing.
+ */
+void zkr_queue_item_free(struct zkr_queue_item *item);
 
 /**
  * The calling thread's last failure message: the function that failed, what went wrong (naming

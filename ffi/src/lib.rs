@@ -11,6 +11,7 @@
 #![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
 
 pub mod atomic;
+pub mod barriers;
 mod boundary;
 mod callback;
 pub mod client;
@@ -19,6 +20,7 @@ pub mod leader;
 pub mod lock;
 pub mod log;
 pub mod options;
+pub mod queue;
 pub mod status;
 pub mod types;
 mod vocab;
