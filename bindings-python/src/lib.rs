@@ -6,6 +6,7 @@
 
 mod args;
 mod atomic;
+mod barriers;
 mod bridge;
 mod client;
 mod errors;
@@ -15,6 +16,7 @@ mod lock;
 mod logging;
 mod observer;
 mod owner;
+mod queue;
 
 use pyo3::prelude::*;
 
@@ -69,6 +71,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
+    m.add_class::<barriers::PyBarrier>()?;
+    m.add_class::<barriers::PyDoubleBarrier>()?;
+    m.add_class::<queue::PySimpleQueue>()?;
+    m.add_class::<queue::PyQueue>()?;
+    m.add_class::<queue::PyQueueItem>()?;
     Ok(())
 }
 

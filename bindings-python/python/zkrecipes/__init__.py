@@ -106,6 +106,16 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .barriers import DistributedBarrier, DistributedDoubleBarrier
+from .queues import (
+    DistributedDelayQueue,
+    DistributedIdQueue,
+    DistributedPriorityQueue,
+    DistributedQueue,
+    QueueItem,
+    SimpleDistributedQueue,
+)
+
 __version__: str = _native.__version__
 
 # The core's log records go to Python's `logging` (logger "zkrecipes"), at that logger's
@@ -186,4 +196,13 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # barriers and queues
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "SimpleDistributedQueue",
+    "DistributedQueue",
+    "DistributedIdQueue",
+    "DistributedPriorityQueue",
+    "DistributedDelayQueue",
+    "QueueItem",
 ]
