@@ -26,5 +26,6 @@ module.exports = {
   ...require('./lib/retry'),
   ...require('./lib/vocabulary'),
   ...require('./lib/log'),
+  ...require('./lib/queues'),
   coreVersion,
 };

@@ -29,6 +29,7 @@ mod leader;
 mod lock;
 mod log;
 mod observer;
+mod queue;
 mod value;
 mod vocabulary;
 
