@@ -810,4 +810,91 @@ export declare class PathChildrenCache extends Cache {
 /** Curator's TreeCache: the subtree to `maxDepth`. */
 export declare class TreeCache extends Cache {
   constructor(client: Client, path: string, options?: { maxDepth?: number });
+// Barriers and queues (Curator's node names and item framing)
+
+/** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
+export declare class DistributedBarrier {
+  setBarrier(): Promise<void>;
+  removeBarrier(): Promise<void>;
+  /** True once the barrier is removed, false after `timeoutMs`. */
+  waitOnBarrier(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDoubleBarrier, one member (`memberQty` is a threshold, not a limit). */
+export declare class DistributedDoubleBarrier {
+  constructor(client: Client, path: string, memberQty: number);
+  readonly memberQty: number;
+  /** This member's node name (a UUID). */
+  readonly memberName: string;
+  /** True once `memberQty` members are in; false after `timeoutMs` (our node removed). */
+  enter(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** True once every member has left; false after `timeoutMs`. */
+  leave(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's SimpleDistributedQueue: `qn-<seq>` nodes of raw bytes; at-most-once delivery. */
+export declare class SimpleDistributedQueue {
+  /** Resolves to the item's node path. */
+  offer(data: Data): Promise<string>;
+  take(options?: { timeoutMs?: number }): Promise<Buffer | null>;
+  peek(): Promise<Buffer | null>;
+  poll(): Promise<Buffer | null>;
+}
+
+ * One taken item, valid until `done()` (completes it exactly once; rejects with
+ * ZKR_SESSION_EXPIRED when our lock went with the session) or `release()` (gives it back).
+export declare class QueueItem {
+  readonly data: Buffer;
+  readonly messages: Buffer[];
+  /** The czxid of this consumer's lock node: a later taker of the item gets a larger one. */
+  readonly fencingToken: bigint;
+  readonly node: string;
+  /** The item's id (an id queue's), else null. */
+  readonly id: string | null;
+  done(): Promise<void>;
+  release(): Promise<void>;
+}
+
+export interface QueueOptions {
+  /** Curator's lock path: with it, consumption is exactly once. */
+  lockPath?: string;
+  /** Bound on the number of items (puts wait for room). */
+  maxItems?: number;
+}
+
+export interface QueueEvents {
+  state: [state: ConnectionState];
+}
+
+/** What the DistributedQueue family shares. */
+declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  /** Items as they come; ends when none came within `timeoutMs` (default: never). */
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
+  length(): Promise<number>;
+}
+
+/** Curator's DistributedQueue. */
+export declare class DistributedQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedIdQueue. */
+export declare class DistributedIdQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, id: string, options?: { timeoutMs?: number }): Promise<boolean>;
+  remove(id: string): Promise<number>;
+}
+
+/** Curator's DistributedPriorityQueue (lower first). */
+export declare class DistributedPriorityQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDelayQueue. */
+export declare class DistributedDelayQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
 }

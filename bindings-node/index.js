@@ -28,5 +28,6 @@ module.exports = {
   ...require('./lib/log'),
   ...require('./lib/caches'),
   ...require('./lib/nodes'),
+  ...require('./lib/queues'),
   coreVersion,
 };

@@ -31,6 +31,7 @@ mod lock;
 mod log;
 mod nodes;
 mod observer;
+mod queue;
 mod value;
 mod vocabulary;
 

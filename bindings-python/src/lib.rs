@@ -6,6 +6,7 @@
 
 mod args;
 mod atomic;
+mod barriers;
 mod bridge;
 mod cache;
 mod client;
@@ -17,6 +18,7 @@ mod logging;
 mod nodes;
 mod observer;
 mod owner;
+mod queue;
 
 use pyo3::prelude::*;
 
@@ -85,6 +87,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<nodes::PyPersistentTtlNode>()?;
     m.add_class::<nodes::PyGroupMember>()?;
     m.add_function(wrap_pyfunction!(nodes::commit_transaction, m)?)?;
+    m.add_class::<barriers::PyBarrier>()?;
+    m.add_class::<barriers::PyDoubleBarrier>()?;
+    m.add_class::<queue::PySimpleQueue>()?;
+    m.add_class::<queue::PyQueue>()?;
+    m.add_class::<queue::PyQueueItem>()?;
     Ok(())
 }
 

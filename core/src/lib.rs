@@ -14,6 +14,7 @@
 
 pub mod atomic;
 pub mod cache;
+pub mod barriers;
 pub mod client;
 pub mod dispatch;
 mod error;
@@ -23,6 +24,7 @@ pub mod log;
 pub mod nodes;
 pub mod owner;
 pub mod path;
+pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;

@@ -128,6 +128,16 @@ async function main(hosts: string): Promise<void> {
     if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode);
     else throw err;
   }
+  const jobs = new zkrecipes.DistributedQueue(client, '/jobs', { lockPath: '/jobs-locks' });
+  await jobs.put('resize 42');
+  for await (const job of jobs.consume({ timeoutMs: 100 })) {
+    const token: bigint = job.fencingToken;
+    console.log('job', job.data.toString(), token);
+    await job.done();
+  }
+  const gate = new zkrecipes.DistributedDoubleBarrier(client, '/gates/start', 1);
+  if (await gate.enter({ timeoutMs: 1000 })) await gate.leave();
+
   setLogger(null);
   await client.close();
 }

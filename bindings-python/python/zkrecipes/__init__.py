@@ -117,6 +117,14 @@ from .cache import (
     TreeCache,
 )
 from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
+from .barriers import DistributedBarrier, DistributedDoubleBarrier
+from .queues import (
+    DistributedDelayQueue,
+    DistributedIdQueue,
+    DistributedPriorityQueue,
+    DistributedQueue,
+    QueueItem,
+    SimpleDistributedQueue,
 
 __version__: str = _native.__version__
 
@@ -214,4 +222,13 @@ __all__ = [
     "NodeEvent",
     "Transaction",
     "OpResult",
+    # barriers and queues
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "SimpleDistributedQueue",
+    "DistributedQueue",
+    "DistributedIdQueue",
+    "DistributedPriorityQueue",
+    "DistributedDelayQueue",
+    "QueueItem",
 ]
