@@ -625,5 +625,8 @@ export interface LogRecord {
  */
 export declare function setLogger(sink: ((record: LogRecord) => void) | null, level?: LogLevelName | Lowercase<LogLevelName>): void;
 
+/** The package's version (the same as package.json's, the C header's and Python's `__version__`). */
+export declare const version: string;
+
 // Only what is exported above is the package's (the helper classes are not exported at run time).
 export {};
