@@ -29,6 +29,8 @@ mod leader;
 mod lock;
 mod log;
 mod observer;
+#[cfg(feature = "kit")]
+mod testing;
 mod value;
 mod vocabulary;
 
@@ -38,6 +40,9 @@ pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
 pub use vocabulary::vocabulary;
+// The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
+#[cfg(feature = "kit")]
+pub use testing::{find_zookeeper, NativeTestingCluster, NativeTestingServer};
 
 use napi::Env;
 use napi_derive::napi;

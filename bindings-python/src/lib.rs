@@ -15,6 +15,8 @@ mod lock;
 mod logging;
 mod observer;
 mod owner;
+#[cfg(feature = "kit")]
+mod testing;
 
 use pyo3::prelude::*;
 
@@ -69,6 +71,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
+    #[cfg(feature = "kit")]
+    {
+        m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;
+        m.add_class::<testing::PyTestingServer>()?;
+        m.add_class::<testing::PyTestingCluster>()?;
+    }
     Ok(())
 }
 
