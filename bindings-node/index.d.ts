@@ -728,6 +728,8 @@ export declare class Transaction {
   check(path: string, version: number): this;
   commit(): Promise<OpResult[]>;
 }
+/** The package's version (the same as package.json's, the C header's and Python's `__version__`). */
+export declare const version: string;
 
 // Only what is exported above is the package's (the helper classes are not exported at run time).
 export {};

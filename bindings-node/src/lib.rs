@@ -32,6 +32,8 @@ mod log;
 mod nodes;
 mod observer;
 mod queue;
+#[cfg(feature = "kit")]
+mod testing;
 mod value;
 mod vocabulary;
 
@@ -44,6 +46,9 @@ pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
 pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
 pub use vocabulary::vocabulary;
+// The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
+#[cfg(feature = "kit")]
+pub use testing::{find_zookeeper, NativeTestingCluster, NativeTestingServer};
 
 use napi::Env;
 use napi_derive::napi;

@@ -19,6 +19,8 @@ mod nodes;
 mod observer;
 mod owner;
 mod queue;
+#[cfg(feature = "kit")]
+mod testing;
 
 use pyo3::prelude::*;
 
@@ -92,6 +94,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PySimpleQueue>()?;
     m.add_class::<queue::PyQueue>()?;
     m.add_class::<queue::PyQueueItem>()?;
+    #[cfg(feature = "kit")]
+    {
+        m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;
+        m.add_class::<testing::PyTestingServer>()?;
+        m.add_class::<testing::PyTestingCluster>()?;
+    }
     Ok(())
 }
 

@@ -146,3 +146,24 @@ main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });
+
+// The testing kit (`zkrecipes/testing`) and the one version.
+import { TestingCluster, TestingServer, expireSession } from 'zkrecipes/testing';
+import { version } from 'zkrecipes';
+
+export async function testingKitTour(): Promise<string> {
+  const server: TestingServer = await TestingServer.start();
+  const cluster: TestingCluster = await TestingCluster.start(3);
+  try {
+    const client = await Client.connect(server.connectString);
+    await expireSession(client);
+    await server.restart();
+    const leader = await cluster.waitForQuorum({ timeoutMs: 10_000 });
+    await leader?.kill();
+    await client.close();
+    return `${version} ${cluster.servers.length}`;
+  } finally {
+    await cluster.close();
+    await server.close();
+  }
+}
