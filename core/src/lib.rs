@@ -13,8 +13,8 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
-pub mod cache;
 pub mod barriers;
+pub mod cache;
 pub mod client;
 pub mod dispatch;
 mod error;
