@@ -728,6 +728,175 @@ export declare class Transaction {
   check(path: string, version: number): this;
   commit(): Promise<OpResult[]>;
 }
+/** The package's version (the same as package.json's, the C header's and Python's `__version__`). */
+export declare const version: string;
 
 // Only what is exported above is the package's (the helper classes are not exported at run time).
 export {};
+
+// ---------------------------------------------------------------------------------------------
+// Caches (Curator 5.x's CuratorCache; NodeCache, PathChildrenCache and TreeCache as views)
+
+export type CacheEventTypeName = 'CREATED' | 'CHANGED' | 'DELETED' | 'INITIALIZED' | 'RESYNCED';
+/** What a cache event says (the core's list). */
+export declare const CacheEventType: Names<CacheEventTypeName>;
+export type StartModeName = 'NORMAL' | 'BUILD_INITIAL_CACHE' | 'POST_INITIALIZED_EVENT';
+/** PathChildrenCache's start modes (Curator's StartMode; the core's list). */
+export declare const StartMode: Names<StartModeName>;
+
+/** A cached node (Curator's ChildData); `data` is null for a stats-only cache. */
+export interface ChildData {
+  path: string;
+  data: Buffer | null;
+  stat: Stat;
+}
+
+/**
+ * One change seen by a cache: `old` before (CHANGED, DELETED), `new` after (CREATED, CHANGED);
+ * `resync` marks a difference found by a resync after a reconnect or a new session.
+ */
+export interface CacheEvent {
+  type: CacheEventTypeName;
+  path: string;
+  old: ChildData | null;
+  new: ChildData | null;
+  resync: boolean;
+}
+
+export interface CacheEvents {
+  event: [event: CacheEvent];
+}
+
+/**
+ * What every cache has. Events: `cache.on('event', fn)` (listeners added before `start()` hear
+ * the initial load) and `for await (const ev of cache)` (from then on; ends at `close()`).
+ * `for (const node of cache)` iterates the snapshot, sorted by path. A cache never writes.
+ */
+export declare class Cache extends EventEmitter<CacheEvents> implements Iterable<ChildData>, AsyncIterable<CacheEvent> {
+  readonly path: string;
+  /** How many nodes are cached. */
+  readonly size: number;
+  readonly initialized: boolean;
+  /** How many resyncs (after reconnects or new sessions) completed. */
+  readonly resyncs: number;
+  start(): Promise<void>;
+  /** Whether the initial load completed within `timeoutMs` (omitted: no limit). */
+  awaitInitialized(timeoutMs?: number): Promise<boolean>;
+  /** Read-your-writes: whether every change up to `zxid` (a stat's mzxid/czxid) was applied. */
+  awaitZxid(zxid: bigint | number, timeoutMs?: number): Promise<boolean>;
+  get(path: string): ChildData | null;
+  snapshot(): ChildData[];
+  events(): AsyncIterableIterator<CacheEvent>;
+  [Symbol.iterator](): Iterator<ChildData>;
+  [Symbol.asyncIterator](): AsyncIterator<CacheEvent>;
+  close(): void;
+}
+
+/** Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). */
+export declare class CuratorCache extends Cache {
+  constructor(client: Client, path: string, options?: { data?: boolean; maxDepth?: number });
+}
+
+/** Curator's NodeCache: one node. */
+export declare class NodeCache extends Cache {
+  constructor(client: Client, path: string);
+  readonly currentData: ChildData | null;
+}
+
+/** Curator's PathChildrenCache: the children of `path` (not the path itself). */
+export declare class PathChildrenCache extends Cache {
+  constructor(client: Client, path: string, options?: { cacheData?: boolean; startMode?: StartModeName });
+  readonly currentData: ChildData[];
+}
+
+/** Curator's TreeCache: the subtree to `maxDepth`. */
+export declare class TreeCache extends Cache {
+  constructor(client: Client, path: string, options?: { maxDepth?: number });
+// Barriers and queues (Curator's node names and item framing)
+
+/** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
+export declare class DistributedBarrier {
+  setBarrier(): Promise<void>;
+  removeBarrier(): Promise<void>;
+  /** True once the barrier is removed, false after `timeoutMs`. */
+  waitOnBarrier(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDoubleBarrier, one member (`memberQty` is a threshold, not a limit). */
+export declare class DistributedDoubleBarrier {
+  constructor(client: Client, path: string, memberQty: number);
+  readonly memberQty: number;
+  /** This member's node name (a UUID). */
+  readonly memberName: string;
+  /** True once `memberQty` members are in; false after `timeoutMs` (our node removed). */
+  enter(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** True once every member has left; false after `timeoutMs`. */
+  leave(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's SimpleDistributedQueue: `qn-<seq>` nodes of raw bytes; at-most-once delivery. */
+export declare class SimpleDistributedQueue {
+  /** Resolves to the item's node path. */
+  offer(data: Data): Promise<string>;
+  take(options?: { timeoutMs?: number }): Promise<Buffer | null>;
+  peek(): Promise<Buffer | null>;
+  poll(): Promise<Buffer | null>;
+}
+
+ * One taken item, valid until `done()` (completes it exactly once; rejects with
+ * ZKR_SESSION_EXPIRED when our lock went with the session) or `release()` (gives it back).
+export declare class QueueItem {
+  readonly data: Buffer;
+  readonly messages: Buffer[];
+  /** The czxid of this consumer's lock node: a later taker of the item gets a larger one. */
+  readonly fencingToken: bigint;
+  readonly node: string;
+  /** The item's id (an id queue's), else null. */
+  readonly id: string | null;
+  done(): Promise<void>;
+  release(): Promise<void>;
+}
+
+export interface QueueOptions {
+  /** Curator's lock path: with it, consumption is exactly once. */
+  lockPath?: string;
+  /** Bound on the number of items (puts wait for room). */
+  maxItems?: number;
+}
+
+export interface QueueEvents {
+  state: [state: ConnectionState];
+}
+
+/** What the DistributedQueue family shares. */
+declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  /** Items as they come; ends when none came within `timeoutMs` (default: never). */
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
+  length(): Promise<number>;
+}
+
+/** Curator's DistributedQueue. */
+export declare class DistributedQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedIdQueue. */
+export declare class DistributedIdQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, id: string, options?: { timeoutMs?: number }): Promise<boolean>;
+  remove(id: string): Promise<number>;
+}
+
+/** Curator's DistributedPriorityQueue (lower first). */
+export declare class DistributedPriorityQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDelayQueue. */
+export declare class DistributedDelayQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+}

@@ -216,6 +216,32 @@ typedef uint32_t zkr_status;
 #endif // __cplusplus
 
 /**
+ * What a cache event says (the core's CacheEventType, in order).
+ */
+typedef enum zkr_cache_event_type {
+    /**
+     * A node appeared (after ZKR_CACHE_DELETED of the same path: it was recreated).
+     */
+    ZKR_CACHE_CREATED = 1,
+    /**
+     * A node's data changed.
+     */
+    ZKR_CACHE_CHANGED = 2,
+    /**
+     * A node went away.
+     */
+    ZKR_CACHE_DELETED = 3,
+    /**
+     * The initial load is complete (once).
+     */
+    ZKR_CACHE_INITIALIZED = 4,
+    /**
+     * A resync after a reconnect or a new session is complete.
+     */
+    ZKR_CACHE_RESYNCED = 5,
+} zkr_cache_event_type;
+
+/**
  * Curator's connection states.
  */
 typedef enum zkr_connection_state {
@@ -284,11 +310,30 @@ typedef struct zkr_atomic_int zkr_atomic_int;
 typedef struct zkr_atomic_long zkr_atomic_long;
 
 /**
+ * Curator's DistributedBarrier: waiters block while the node at the barrier's path exists.
+ * Thread-safe.
+ */
+typedef struct zkr_barrier zkr_barrier;
+
+/**
+ * A cache of a subtree (Curator's CuratorCache, NodeCache, PathChildrenCache or TreeCache):
+ * one persistent recursive watch, an immutable snapshot, an exact resync after reconnects.
+ * It never writes to ZooKeeper. Thread-safe.
+ */
+typedef struct zkr_cache zkr_cache;
+
+/**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
  * after LOST. Thread-safe: any thread may use it, and recipes made from it, concurrently.
  * Made by zkr_client_connect, freed by zkr_client_free.
  */
 typedef struct zkr_client zkr_client;
+
+/**
+ * Curator's DistributedDoubleBarrier: one member; members enter together once `member_qty`
+ * have arrived (a threshold, not a limit) and leave together. Thread-safe.
+ */
+typedef struct zkr_double_barrier zkr_double_barrier;
 
 /**
  * Curator's GroupMember: this process's ephemeral node `path/member_id` with its payload (kept
@@ -362,6 +407,19 @@ typedef struct zkr_persistent_node zkr_persistent_node;
 typedef struct zkr_persistent_ttl_node zkr_persistent_ttl_node;
 
 /**
+ * Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
+ * DistributedDelayQueue (as made): `queue-` nodes in Curator's item framing. With a lock path,
+ * every item is completed exactly once (zkr_queue_item_done). Thread-safe.
+ */
+typedef struct zkr_queue zkr_queue;
+
+/**
+ * One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
+ * complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+ */
+typedef struct zkr_queue_item zkr_queue_item;
+
+/**
  * Curator's InterProcessReadWriteLock: a read half (shared) and a write half (exclusive) on one
  * path, both reentrant per owner and fair (one line for both kinds). The owner holding the
  * write lock may also take the read lock and then release the write lock (a downgrade); the
@@ -388,6 +446,12 @@ typedef struct zkr_semaphore_mutex zkr_semaphore_mutex;
  * in every client that watches it. Thread-safe.
  */
 typedef struct zkr_shared_count zkr_shared_count;
+
+/**
+ * Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
+ * delivery. Thread-safe.
+ */
+typedef struct zkr_simple_queue zkr_simple_queue;
 
 /**
  * Operations committed all together or not at all (Curator's `transaction()`, ZooKeeper's
@@ -511,6 +575,152 @@ typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void
  * longjmp out.
  */
 typedef void (*zkr_shared_count_error_callback)(zkr_status status, int32_t version, void *user_data);
+
+/**
+ * How zkr_cache_new builds a cache (a CuratorCache: `data` true, `max_depth` -1).
+ */
+typedef struct zkr_cache_options {
+    /**
+     * Keep each node's data (false: stats only).
+     */
+    bool data;
+    /**
+     * The deepest level kept: 0 the root alone, 1 its children, ...; -1 no limit.
+     */
+    int32_t max_depth;
+} zkr_cache_options;
+
+/**
+ * PathChildrenCache's start modes (Curator's StartMode, the core's list in order), for
+ * zkr_path_children_cache_new.
+ */
+typedef uint32_t zkr_start_mode;
+
+/**
+ * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
+ */
+typedef struct zkr_stat {
+    /**
+     * The zxid of the change that created the node.
+     */
+    int64_t czxid;
+    /**
+     * The zxid of the change that last modified the node's data.
+     */
+    int64_t mzxid;
+    /**
+     * The zxid of the change that last modified the node's children.
+     */
+    int64_t pzxid;
+    /**
+     * Creation time, milliseconds since the epoch.
+     */
+    int64_t ctime;
+    /**
+     * Last modification time, milliseconds since the epoch.
+     */
+    int64_t mtime;
+    /**
+     * The session id owning the node if it is ephemeral, else 0.
+     */
+    int64_t ephemeral_owner;
+    /**
+     * The number of changes to the data (the version for zkr_client_set_data).
+     */
+    int32_t version;
+    /**
+     * The number of changes to the children.
+     */
+    int32_t cversion;
+    /**
+     * The number of changes to the ACL.
+     */
+    int32_t aversion;
+    /**
+     * The length of the data in bytes.
+     */
+    int32_t data_length;
+    /**
+     * The number of children.
+     */
+    int32_t num_children;
+} zkr_stat;
+
+/**
+ * A cached node. In an event it is borrowed (valid during the callback); returned by
+ * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
+ */
+typedef struct zkr_child_data {
+    /**
+     * The node's path (relative to the client's namespace), NUL-terminated.
+     */
+    char *path;
+    /**
+     * Its data (NULL when `data_len` is 0 or the cache keeps stats only).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t data_len;
+    /**
+     * False when the cache keeps stats only (zkr_cache_options.data false).
+     */
+    bool has_data;
+    /**
+     * Its stat.
+     */
+    struct zkr_stat stat;
+} zkr_child_data;
+
+/**
+ * A list of cached nodes sorted by path (zkr_cache_snapshot). Read it, then free it with
+ * zkr_child_data_list_free; never free its parts yourself.
+ */
+typedef struct zkr_child_data_list {
+    /**
+     * `len` nodes (NULL when `len` is 0).
+     */
+    struct zkr_child_data *items;
+    /**
+     * How many nodes `items` holds.
+     */
+    size_t len;
+} zkr_child_data_list;
+
+/**
+ * A cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_cache_event_type type;
+    /**
+     * The node's path (the cache's root for INITIALIZED and RESYNCED).
+     */
+    const char *path;
+    /**
+     * The node before (CHANGED, DELETED), else NULL.
+     */
+    const struct zkr_child_data *old_node;
+    /**
+     * The node after (CREATED, CHANGED), else NULL.
+     */
+    const struct zkr_child_data *new_node;
+    /**
+     * Found by a resync walk after a reconnect or a new session (a change made while the
+     * watch could not report it).
+     */
+    bool resync;
+} zkr_cache_event;
+
+/**
+ * A cache listener: called with each event (borrowed, valid during the call). It runs on a
+ * library thread, one call at a time, in event order, where any zkr_ function may be called
+ * (reading the cache included). It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
 
 /**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
@@ -650,56 +860,6 @@ typedef struct zkr_buffer {
      */
     size_t len;
 } zkr_buffer;
-
-/**
- * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
- */
-typedef struct zkr_stat {
-    /**
-     * The zxid of the change that created the node.
-     */
-    int64_t czxid;
-    /**
-     * The zxid of the change that last modified the node's data.
-     */
-    int64_t mzxid;
-    /**
-     * The zxid of the change that last modified the node's children.
-     */
-    int64_t pzxid;
-    /**
-     * Creation time, milliseconds since the epoch.
-     */
-    int64_t ctime;
-    /**
-     * Last modification time, milliseconds since the epoch.
-     */
-    int64_t mtime;
-    /**
-     * The session id owning the node if it is ephemeral, else 0.
-     */
-    int64_t ephemeral_owner;
-    /**
-     * The number of changes to the data (the version for zkr_client_set_data).
-     */
-    int32_t version;
-    /**
-     * The number of changes to the children.
-     */
-    int32_t cversion;
-    /**
-     * The number of changes to the ACL.
-     */
-    int32_t aversion;
-    /**
-     * The length of the data in bytes.
-     */
-    int32_t data_length;
-    /**
-     * The number of children.
-     */
-    int32_t num_children;
-} zkr_stat;
 
 /**
  * A list of strings returned by this library (node names, participant ids). Read it, then free
@@ -941,6 +1101,21 @@ typedef struct zkr_op_result_list {
      */
     size_t len;
 } zkr_op_result_list;
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_NORMAL 1
+
+/**
+ * zkr_cache_start returns once loaded; no events for what it found.
+ */
+#define ZKR_START_BUILD_INITIAL_CACHE 2
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, then ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_POST_INITIALIZED_EVENT 3
 
 /**
  * A node that lives until deleted.
@@ -1351,6 +1526,170 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
  * inside it) and closes it. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Makes a barrier on `path`. No server call is made yet. Free with zkr_barrier_free.
+ */
+zkr_status zkr_barrier_new(struct zkr_client *c, const char *path, struct zkr_barrier **out);
+
+/**
+ * Sets the barrier (creates its node and persistent parents); already set is ZKR_OK.
+ */
+zkr_status zkr_barrier_set(struct zkr_barrier *b);
+
+/**
+ * Removes the barrier (deletes its node), releasing every waiter; not set is ZKR_OK.
+ */
+zkr_status zkr_barrier_remove(struct zkr_barrier *b);
+
+/**
+ * Waits at most `timeout_ms` (-1: no limit; 0: look once) until the barrier is removed.
+ * `*released` is true once a read showed the node gone, false if the timeout passed first.
+ * A lost connection that does not come back under the retry policy is a connection error.
+ */
+zkr_status zkr_barrier_wait(struct zkr_barrier *b, int64_t timeout_ms, bool *released);
+
+/**
+ * Frees a barrier handle (the barrier node is left as it is). NULL does nothing.
+ */
+void zkr_barrier_free(struct zkr_barrier *b);
+
+/**
+ * Makes a member of the double barrier on `path` for `member_qty` (>= 1) members. No server
+ * call is made yet. Free with zkr_double_barrier_free.
+ */
+zkr_status zkr_double_barrier_new(struct zkr_client *c, const char *path, uint32_t member_qty, struct zkr_double_barrier **out);
+
+/**
+ * Enters, waiting at most `timeout_ms` (-1: no limit) until `member_qty` members are in.
+ * `*entered` is true once a read showed the barrier open; false on timeout (this member's node
+ * is deleted again). Entering twice is the same membership.
+ */
+zkr_status zkr_double_barrier_enter(struct zkr_double_barrier *b, int64_t timeout_ms, bool *entered);
+
+/**
+ * Leaves, waiting at most `timeout_ms` (-1: no limit) until every member has left. `*left` is
+ * true once a read showed no member; false on timeout (this member's node is gone either way).
+ */
+zkr_status zkr_double_barrier_leave(struct zkr_double_barrier *b, int64_t timeout_ms, bool *left);
+
+/**
+ * Frees a member handle (its node goes with the session, or with zkr_double_barrier_leave).
+ * NULL does nothing.
+ */
+void zkr_double_barrier_free(struct zkr_double_barrier *b);
+
+/**
+ * Makes a CuratorCache of the subtree at `path` (not started; the path need not exist). Free
+ * with zkr_cache_free.
+ */
+zkr_status zkr_curator_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a cache of the subtree at `path` built as `opts` says (NULL: a CuratorCache's
+ * defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+ */
+zkr_status zkr_cache_new(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, struct zkr_cache **out);
+
+/**
+ * Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
+ */
+zkr_status zkr_node_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a PathChildrenCache of the children of `path` (`cache_data` false: stats only) with a
+ * start mode (a zkr_start_mode; anything else is ZKR_INVALID_ARGUMENT). Free with
+ * zkr_cache_free.
+ */
+zkr_status zkr_path_children_cache_new(struct zkr_client *c, const char *path, bool cache_data, zkr_start_mode start_mode, struct zkr_cache **out);
+
+/**
+ * Makes a TreeCache of the subtree at `path` to `max_depth` (-1: no limit; 0 the root alone).
+ * Free with zkr_cache_free.
+ */
+zkr_status zkr_tree_cache_new(struct zkr_client *c, const char *path, int32_t max_depth, struct zkr_cache **out);
+
+/**
+ * Sets the watch and starts loading (the listeners added before hear the initial load). Once
+ * only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after zkr_cache_close.
+ */
+zkr_status zkr_cache_start(struct zkr_cache *cache);
+
+/**
+ * Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes
+ * (false). Until then a missing node may just not be loaded yet.
+ */
+zkr_status zkr_cache_await_initialized(struct zkr_cache *cache, int64_t timeout_ms, bool *initialized);
+
+/**
+ * Read-your-writes: waits until the cache has applied every change up to `zxid` (the mzxid
+ * or czxid of a stat your write returned): `*reached` true, or false after `timeout_ms`.
+ */
+zkr_status zkr_cache_await_zxid(struct zkr_cache *cache, int64_t zxid, int64_t timeout_ms, bool *reached);
+
+/**
+ * How many nodes are cached.
+ */
+zkr_status zkr_cache_size(const struct zkr_cache *cache, size_t *size);
+
+/**
+ * The cached node at `path`: `*node` is a copy you own (free with zkr_child_data_free), or
+ * NULL if the cache does not hold it. No server call.
+ */
+zkr_status zkr_cache_get(const struct zkr_cache *cache, const char *path, struct zkr_child_data **node);
+
+/**
+ * Frees a node returned by zkr_cache_get. NULL does nothing.
+ */
+void zkr_child_data_free(struct zkr_child_data *node);
+
+/**
+ * A consistent copy of the whole cache at one moment, sorted by path: `*list` is yours (free
+ * it with zkr_child_data_list_free).
+ */
+zkr_status zkr_cache_snapshot(const struct zkr_cache *cache, struct zkr_child_data_list **list);
+
+/**
+ * Frees a list from zkr_cache_snapshot and every node in it. NULL does nothing.
+ */
+void zkr_child_data_list_free(struct zkr_child_data_list *list);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
+ * happens after this returns (no replay: see zkr_cache_add_listener_with_replay).
+ * `user_data` must stay valid until the listener is removed or the cache freed.
+ */
+zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * zkr_cache_add_listener that first hears the cached nodes as ZKR_CACHE_CREATED (and
+ * ZKR_CACHE_INITIALIZED if the cache is initialized), then what happens after, with nothing
+ * missed or repeated in between.
+ */
+zkr_status zkr_cache_add_listener_with_replay(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
+ */
+zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice
+ * is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_cache_close(struct zkr_cache *cache);
+
+/**
+ * Frees a cache: removes its listeners (waiting for a running one, unless called from inside
+ * it) and closes it. NULL does nothing.
+ */
+void zkr_cache_free(struct zkr_cache *cache);
+
+/**
+ * The name of a zkr_cache_event_type ("CREATED", ...), static; NULL for an unknown number.
+ */
+const char *zkr_cache_event_type_name(uint32_t event_type);
 
 /**
  * Connects to ZooKeeper: `hosts` is "host:port[,host:port...][/chroot]"; `opts` may be NULL for
@@ -2194,6 +2533,131 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
  * `opts` may point to uninitialized memory.
  */
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
+
+/**
+ * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
+ */
+zkr_status zkr_simple_queue_new(struct zkr_client *c, const char *path, struct zkr_simple_queue **out);
+
+/**
+ * Adds `len` bytes at `data` (NULL only with 0) at the tail. A lost reply is
+ * ZKR_OUTCOME_UNKNOWN (the item may be in the queue; it was not put twice).
+ */
+zkr_status zkr_simple_queue_offer(struct zkr_simple_queue *q, const uint8_t *data, size_t len);
+
+/**
+ * Removes the head, waiting at most `timeout_ms` (-1: no limit; 0: look once). `*data`
+ * receives its bytes (free with zkr_buffer_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_simple_queue_take(struct zkr_simple_queue *q, int64_t timeout_ms, struct zkr_buffer **data);
+
+/**
+ * The head's bytes without removing it in `*data` (free with zkr_buffer_free), or NULL when
+ * the queue is empty.
+ */
+zkr_status zkr_simple_queue_peek(struct zkr_simple_queue *q, struct zkr_buffer **data);
+
+/**
+ * Frees a simple queue handle (its items stay). NULL does nothing.
+ */
+void zkr_simple_queue_free(struct zkr_simple_queue *q);
+
+/**
+ * Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
+ * consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
+ * queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
+ */
+zkr_status zkr_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedIdQueue (put with zkr_queue_put_with_id).
+ */
+zkr_status zkr_id_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedPriorityQueue (put with zkr_queue_put_with_priority).
+ */
+zkr_status zkr_priority_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedDelayQueue (put with zkr_queue_put_with_delay).
+ */
+zkr_status zkr_delay_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
+ * variants have their own put). With max_items, waits at most `timeout_ms` (-1: no limit) for
+ * room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
+ */
+zkr_status zkr_queue_put(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
+ */
+zkr_status zkr_queue_put_with_id(struct zkr_queue *q, const uint8_t *data, size_t len, const char *id, int64_t timeout_ms, bool *put);
+
+/**
+ * Removes the items with `id` that no consumer holds, from a DistributedIdQueue; `*removed`
+ * says how many.
+ */
+zkr_status zkr_queue_remove_id(struct zkr_queue *q, const char *id, size_t *removed);
+
+/**
+ * As zkr_queue_put, with a priority (lower first) on a DistributedPriorityQueue.
+ */
+zkr_status zkr_queue_put_with_priority(struct zkr_queue *q, const uint8_t *data, size_t len, int32_t priority, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, handed out from `delay_until_epoch_ms` (milliseconds since the Unix epoch,
+ * > 0) on, on a DistributedDelayQueue.
+ */
+zkr_status zkr_queue_put_with_delay(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t delay_until_epoch_ms, int64_t timeout_ms, bool *put);
+
+/**
+ * The number of items in the queue now, in `*len`.
+ */
+zkr_status zkr_queue_len(struct zkr_queue *q, size_t *len);
+
+/**
+ * Takes the next item, waiting at most `timeout_ms` (-1: no limit). `*item` receives it (free
+ * with zkr_queue_item_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_queue_take(struct zkr_queue *q, int64_t timeout_ms, struct zkr_queue_item **item);
+
+/**
+ * Frees a queue handle (its items stay). NULL does nothing.
+ */
+void zkr_queue_free(struct zkr_queue *q);
+
+/**
+ * The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
+ * zkr_queue_item_free (NULL when empty).
+ */
+zkr_status zkr_queue_item_data(const struct zkr_queue_item *item, const uint8_t **data, size_t *len);
+
+/**
+ * The item's fencing token in `*token`: with a lock path, a later taker of the same item always
+ * gets a larger one. Pass it to the sink, which refuses tokens lower than one it has seen.
+ */
+zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64_t *token);
+
+/**
+ * Completes the item (with a lock path: one transaction checks our lock, deletes the item and
+ * the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
+ * with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+ */
+zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
+
+/**
+ * Gives the item back without completing it (another consumer takes it again).
+ */
+zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
+
+/**
+ * Frees an item; one neither completed nor released is given back in the background. NULL
+ * does nothing.
+ */
+void zkr_queue_item_free(struct zkr_queue_item *item);
 
 /**
  * The calling thread's last failure message: the function that failed, what went wrong (naming

@@ -475,8 +475,8 @@ impl PyClient {
     }
 
     /// Expires the session on the server (Curator's KillSession), for tests (built with the
-    /// `testing` feature only).
-    #[cfg(feature = "testing")]
+    /// `testing` or `kit` feature only).
+    #[cfg(any(feature = "testing", feature = "kit"))]
     fn _expire_session_for_testing(&self, py: Python<'_>) -> PyResult<Call> {
         let c = self.core(py)?;
         let expire = zkrecipes_testing::expire_client_session(&c);

@@ -3,7 +3,8 @@
 //! `cargo run -p zkrecipes --example interop_worker -- --role ROLE --connect HOST:PORT --path P
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
-//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore (workloads), or
+//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+//! doublebarrier (workloads), or
 //! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -332,6 +333,60 @@ fn main() {
         "counter-get" => {
             let c = DistributedAtomicLong::new(&client, &path, None, None).expect("counter");
             println!("{}", c.get_blocking().expect("get").post_value);
+        }
+        "queue" => {
+            // Put N items, then consume (exactly once, lock path P-locks) until idle for 3 s.
+            let options =
+                zkrecipes::queue::QueueOptions::default().lock_path(format!("{path}-locks"));
+            let q =
+                zkrecipes::queue::DistributedQueue::new(&client, &path, options).expect("queue");
+            for i in 0..iterations {
+                assert!(q
+                    .put_blocking(format!("rust:{i}").as_bytes(), None)
+                    .expect("put"));
+            }
+            let mut got = 0u64;
+            while let Some(item) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                std::thread::sleep(Duration::from_millis(2));
+                let data = String::from_utf8_lossy(item.data()).into_owned();
+                let token = item.fencing_token();
+                item.done_blocking().expect("done");
+                writeln!(log, "got rust {id} {data} {token}").unwrap();
+                got += 1;
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "simplequeue" => {
+            let q = zkrecipes::queue::SimpleDistributedQueue::new(&client, &path).expect("queue");
+            for i in 0..iterations {
+                q.offer_blocking(format!("rust:{i}").as_bytes())
+                    .expect("offer");
+            }
+            let mut got = 0u64;
+            while let Some(d) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                writeln!(log, "got rust {id} {} 0", String::from_utf8_lossy(&d)).unwrap();
+                got += 1;
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "doublebarrier" => {
+            let b = zkrecipes::barriers::DistributedDoubleBarrier::new(&client, &path, expect)
+                .expect("double barrier");
+            std::thread::sleep(Duration::from_millis((mono_ns() % 300) as u64));
+            writeln!(log, "arrive rust {id} {}", mono_ns()).unwrap();
+            log.flush().unwrap();
+            assert!(b
+                .enter_blocking(Some(Duration::from_secs(60)))
+                .expect("enter"));
+            writeln!(log, "entered rust {id} {}", mono_ns()).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            writeln!(log, "leaving rust {id} {}", mono_ns()).unwrap();
+            log.flush().unwrap();
+            assert!(b
+                .leave_blocking(Some(Duration::from_secs(60)))
+                .expect("leave"));
+            writeln!(log, "left rust {id} {}", mono_ns()).unwrap();
+            writeln!(log, "done rust {id} 1").unwrap();
         }
         other => panic!("unknown role {other}"),
     }

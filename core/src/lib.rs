@@ -13,6 +13,8 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod barriers;
+pub mod cache;
 pub mod client;
 pub mod dispatch;
 mod error;
@@ -22,6 +24,7 @@ pub mod log;
 pub mod nodes;
 pub mod owner;
 pub mod path;
+pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;

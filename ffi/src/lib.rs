@@ -11,7 +11,9 @@
 #![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
 
 pub mod atomic;
+pub mod barriers;
 mod boundary;
+pub mod cache;
 mod callback;
 pub mod client;
 mod handle;
@@ -20,6 +22,7 @@ pub mod lock;
 pub mod log;
 pub mod nodes;
 pub mod options;
+pub mod queue;
 pub mod status;
 pub mod transaction;
 pub mod types;

@@ -403,6 +403,66 @@ int main(int argc, char **argv) {
         group(client, path, id, expect, peers, log);
     } else if (!strcmp(role, "gzip")) {
         gzip(client, path, id, expect, log);
+    } else if (!strcmp(role, "queue") || !strcmp(role, "simplequeue")) {
+        /* Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks). */
+        char locks[512], item[64];
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        int simple = !strcmp(role, "simplequeue");
+        zkr_queue *q = NULL;
+        zkr_simple_queue *sq = NULL;
+        if (simple) check(zkr_simple_queue_new(client, path, &sq), "zkr_simple_queue_new");
+        else check(zkr_queue_new(client, path, locks, 0, &q), "zkr_queue_new");
+        for (long i = 0; i < iterations; i++) {
+            int len = snprintf(item, sizeof item, "c:%ld", i);
+            bool put = false;
+            if (simple) check(zkr_simple_queue_offer(sq, (const uint8_t *)item, (size_t)len), "zkr_simple_queue_offer");
+            else check(zkr_queue_put(q, (const uint8_t *)item, (size_t)len, -1, &put), "zkr_queue_put");
+        }
+        long got = 0;
+        for (;;) {
+            if (simple) {
+                zkr_buffer *b = NULL;
+                check(zkr_simple_queue_take(sq, 3000, &b), "zkr_simple_queue_take");
+                if (!b) break;
+                fprintf(log, "got c %s %.*s 0\n", id, (int)b->len, (const char *)b->data);
+                zkr_buffer_free(b);
+            } else {
+                zkr_queue_item *it = NULL;
+                check(zkr_queue_take(q, 3000, &it), "zkr_queue_take");
+                if (!it) break;
+                const uint8_t *data = NULL;
+                size_t len = 0;
+                int64_t token = 0;
+                check(zkr_queue_item_data(it, &data, &len), "zkr_queue_item_data");
+                check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+                sleep_ms(2);
+                check(zkr_queue_item_done(it), "zkr_queue_item_done");
+                fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+                zkr_queue_item_free(it);
+            }
+            got++;
+        }
+        fprintf(log, "done c %s %ld\n", id, got);
+        zkr_queue_free(q);
+        zkr_simple_queue_free(sq);
+    } else if (!strcmp(role, "doublebarrier")) {
+        zkr_double_barrier *b = NULL;
+        bool ok = false;
+        check(zkr_double_barrier_new(client, path, (uint32_t)expect, &b), "zkr_double_barrier_new");
+        sleep_ms((int)(mono_ns() % 300));
+        fprintf(log, "arrive c %s %lld\n", id, mono_ns());
+        fflush(log);
+        check(zkr_double_barrier_enter(b, 60000, &ok), "zkr_double_barrier_enter");
+        if (!ok) { fprintf(stderr, "c_worker: enter timed out\n"); return 2; }
+        fprintf(log, "entered c %s %lld\n", id, mono_ns());
+        sleep_ms(50);
+        fprintf(log, "leaving c %s %lld\n", id, mono_ns());
+        fflush(log);
+        check(zkr_double_barrier_leave(b, 60000, &ok), "zkr_double_barrier_leave");
+        if (!ok) { fprintf(stderr, "c_worker: leave timed out\n"); return 2; }
+        fprintf(log, "left c %s %lld\n", id, mono_ns());
+        fprintf(log, "done c %s 1\n", id);
+        zkr_double_barrier_free(b);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

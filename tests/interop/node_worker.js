@@ -2,7 +2,8 @@
 // The Node worker of the interop runner (tests/interop/run):
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
-// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+// doublebarrier.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -11,6 +12,7 @@ const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
+  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -235,6 +237,35 @@ async function main() {
       await group(client, a, log);
     } else if (a.role === 'gzip') {
       await gzip(client, a, log);
+    } else if (a.role === 'queue') {
+      // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
+      const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
+      for (let i = 0; i < a.iterations; i++) await q.put(`node:${i}`);
+      let got = 0;
+      for await (const item of q.consume({ timeoutMs: 3000 })) {
+        await sleep(2);
+        await item.done();
+        log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
+        got++;
+      }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'simplequeue') {
+      const q = new SimpleDistributedQueue(client, a.path);
+      for (let i = 0; i < a.iterations; i++) await q.offer(`node:${i}`);
+      let got = 0;
+      for (let d; (d = await q.take({ timeoutMs: 3000 })) !== null; got++) log(`got node ${a.id} ${d.toString()} 0`);
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'doublebarrier') {
+      const b = new DistributedDoubleBarrier(client, a.path, a.expect);
+      await sleep(Number(process.hrtime.bigint() % 300n));
+      log(`arrive node ${a.id} ${process.hrtime.bigint()}`);
+      if (!(await b.enter({ timeoutMs: 60000 }))) throw new Error('enter timed out');
+      log(`entered node ${a.id} ${process.hrtime.bigint()}`);
+      await sleep(50);
+      log(`leaving node ${a.id} ${process.hrtime.bigint()}`);
+      if (!(await b.leave({ timeoutMs: 60000 }))) throw new Error('leave timed out');
+      log(`left node ${a.id} ${process.hrtime.bigint()}`);
+      log(`done node ${a.id} 1`);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

@@ -3,7 +3,8 @@
     py_worker.py --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
-ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+doublebarrier.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -221,6 +222,41 @@ def main() -> None:
             group(client, a, log)
         elif a.role == "gzip":
             gzip(client, a, log)
+        elif a.role in ("queue", "simplequeue"):
+            # Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks).
+            if a.role == "queue":
+                q = zkrecipes.DistributedQueue(client, a.path, lock_path=a.path + "-locks")
+                for i in range(a.iterations):
+                    assert q.put(f"python:{i}".encode())
+                got = 0
+                for item in q.consume(timeout=3.0):
+                    time.sleep(0.002)
+                    data, token = item.data.decode(), item.fencing_token
+                    item.done()
+                    log.write(f"got python {a.id} {data} {token}\n")
+                    got += 1
+            else:
+                sq = zkrecipes.SimpleDistributedQueue(client, a.path)
+                for i in range(a.iterations):
+                    sq.offer(f"python:{i}".encode())
+                got = 0
+                while (d := sq.take(3.0)) is not None:
+                    log.write(f"got python {a.id} {d.decode()} 0\n")
+                    got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "doublebarrier":
+            b = zkrecipes.DistributedDoubleBarrier(client, a.path, a.expect)
+            time.sleep((time.monotonic_ns() % 300) / 1000)
+            log.write(f"arrive python {a.id} {time.monotonic_ns()}\n")
+            log.flush()
+            assert b.enter(60), "enter timed out"
+            log.write(f"entered python {a.id} {time.monotonic_ns()}\n")
+            time.sleep(0.05)
+            log.write(f"leaving python {a.id} {time.monotonic_ns()}\n")
+            log.flush()
+            assert b.leave(60), "leave timed out"
+            log.write(f"left python {a.id} {time.monotonic_ns()}\n")
+            log.write(f"done python {a.id} 1\n")
         else:
             raise SystemExit(f"unknown role {a.role}")
 

@@ -116,13 +116,13 @@ async function main(hosts: string): Promise<void> {
   await shared.trySetCount(shared.getVersionedValue(), shared.count + 1);
   shared.close();
 
-  const node = new PersistentNode(client, '/services/api/_reg-', { mode: CreateMode.EPHEMERAL_SEQUENTIAL, data: 'addr', protected: true });
-  node.on('registered', (path: string) => console.log('registered at', path));
-  await node.start();
-  const created: boolean = await node.waitForInitialCreate({ timeoutMs: 5000 });
-  const actual: string | null = node.actualPath;
-  node.setData('addr2');
-  await node.close();
+  const pnode = new PersistentNode(client, '/services/api/_reg-', { mode: CreateMode.EPHEMERAL_SEQUENTIAL, data: 'addr', protected: true });
+  pnode.on('registered', (path: string) => console.log('registered at', path));
+  await pnode.start();
+  const created: boolean = await pnode.waitForInitialCreate({ timeoutMs: 5000 });
+  const actual: string | null = pnode.actualPath;
+  pnode.setData('addr2');
+  await pnode.close();
   const ttl = new PersistentTtlNode(client, '/services/ttl', 10000, { data: 'x' });
   await ttl.start();
   await ttl.close();
@@ -136,6 +136,15 @@ async function main(hosts: string): Promise<void> {
   await client.create('/z', 'zipped', { compressed: true, createParents: 'persistent' });
   const unzipped: Buffer = (await client.getData('/z', { compressed: true })).data;
   console.log(created, actual, members.size, results.length, unzipped.length);
+  const cache = new zkrecipes.CuratorCache(client, '/counters', { data: true });
+  cache.on('event', (ev: zkrecipes.CacheEvent) => console.log('cache', ev.type, ev.path, ev.resync));
+  await cache.start();
+  const loaded: boolean = await cache.awaitInitialized(10000);
+  const caughtUp: boolean = await cache.awaitZxid((await client.setData('/counters/c', Buffer.alloc(8))).mzxid, 10000);
+  for (const node of cache) console.log('cached', node.path, node.data?.length, node.stat.version, loaded, caughtUp);
+  const one: zkrecipes.ChildData | null = cache.get('/counters/c');
+  console.log(one?.path, cache.size);
+  cache.close();
 
   try {
     await client.getData('/missing');
@@ -143,6 +152,16 @@ async function main(hosts: string): Promise<void> {
     if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode, err.index);
     else throw err;
   }
+  const jobs = new zkrecipes.DistributedQueue(client, '/jobs', { lockPath: '/jobs-locks' });
+  await jobs.put('resize 42');
+  for await (const job of jobs.consume({ timeoutMs: 100 })) {
+    const token: bigint = job.fencingToken;
+    console.log('job', job.data.toString(), token);
+    await job.done();
+  }
+  const gate = new zkrecipes.DistributedDoubleBarrier(client, '/gates/start', 1);
+  if (await gate.enter({ timeoutMs: 1000 })) await gate.leave();
+
   setLogger(null);
   await client.close();
 }
@@ -151,3 +170,24 @@ main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });
+
+// The testing kit (`zkrecipes/testing`) and the one version.
+import { TestingCluster, TestingServer, expireSession } from 'zkrecipes/testing';
+import { version } from 'zkrecipes';
+
+export async function testingKitTour(): Promise<string> {
+  const server: TestingServer = await TestingServer.start();
+  const cluster: TestingCluster = await TestingCluster.start(3);
+  try {
+    const client = await Client.connect(server.connectString);
+    await expireSession(client);
+    await server.restart();
+    const leader = await cluster.waitForQuorum({ timeoutMs: 10_000 });
+    await leader?.kill();
+    await client.close();
+    return `${version} ${cluster.servers.length}`;
+  } finally {
+    await cluster.close();
+    await server.close();
+  }
+}

@@ -106,7 +106,25 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .cache import (
+    CacheEvent,
+    CacheEventType,
+    ChildData,
+    CuratorCache,
+    NodeCache,
+    PathChildrenCache,
+    StartMode,
+    TreeCache,
+)
 from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
+from .barriers import DistributedBarrier, DistributedDoubleBarrier
+from .queues import (
+    DistributedDelayQueue,
+    DistributedIdQueue,
+    DistributedPriorityQueue,
+    DistributedQueue,
+    QueueItem,
+    SimpleDistributedQueue,
 
 __version__: str = _native.__version__
 
@@ -188,6 +206,15 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # caches
+    "CuratorCache",
+    "NodeCache",
+    "PathChildrenCache",
+    "TreeCache",
+    "CacheEvent",
+    "CacheEventType",
+    "ChildData",
+    "StartMode",
     # nodes and membership, transactions
     "PersistentNode",
     "PersistentTtlNode",
@@ -195,4 +222,13 @@ __all__ = [
     "NodeEvent",
     "Transaction",
     "OpResult",
+    # barriers and queues
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "SimpleDistributedQueue",
+    "DistributedQueue",
+    "DistributedIdQueue",
+    "DistributedPriorityQueue",
+    "DistributedDelayQueue",
+    "QueueItem",
 ]

@@ -495,3 +495,67 @@ impl Watch {
         }
     }
 }
+
+/// What one cache read found: the node's data (`None` when only the stat was asked for), its
+/// stat and, if asked for, its children's names.
+pub(crate) struct NodeRead {
+    pub(crate) data: Option<Vec<u8>>,
+    pub(crate) stat: Stat,
+    pub(crate) children: Option<Vec<String>>,
+}
+
+impl Session {
+    /// Reads a node for a cache, sent now and owning nothing of `self` (a cache keeps many in
+    /// flight, in order): getData (or exists, when `data` is false) and, if `children`,
+    /// getChildren, pipelined. `Ok(None)` when there is no node. A node deleted between the
+    /// two requests reads as absent: the second reply is the later state.
+    pub(crate) fn read_node(
+        &self,
+        path: &str,
+        data: bool,
+        children: bool,
+    ) -> impl Future<Output = Result<Option<NodeRead>>> + Send + 'static {
+        let full = self.client.full_path(path);
+        let counters = self.client.counters();
+        let node = if data {
+            counters.get_data.fetch_add(1, Ordering::Relaxed);
+            let f = self.zk.get_data(&full);
+            let b: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(async move {
+                match f.await {
+                    Ok((d, s)) => Ok(Some((Some(d), s))),
+                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            });
+            b
+        } else {
+            counters.exists.fetch_add(1, Ordering::Relaxed);
+            let f = self.zk.check_stat(&full);
+            Box::pin(async move { f.await.map(|s| s.map(|s| (None, s))) })
+        };
+        let kids = children.then(|| {
+            counters.get_children.fetch_add(1, Ordering::Relaxed);
+            self.zk.get_children(&full)
+        });
+        let user = path.to_string();
+        async move {
+            let Some((data, stat)) = node.await.map_err(|e| wire::error(e, "get data", &user))?
+            else {
+                return Ok(None);
+            };
+            let children = match kids {
+                None => None,
+                Some(f) => match f.await {
+                    Ok((c, _)) => Some(c),
+                    Err(zk::Error::NoNode) => return Ok(None),
+                    Err(e) => return Err(wire::error(e, "get children", &user)),
+                },
+            };
+            Ok(Some(NodeRead {
+                data,
+                stat: wire::stat(stat),
+                children,
+            }))
+        }
+    }
+}

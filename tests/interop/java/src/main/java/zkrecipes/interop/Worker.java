@@ -26,6 +26,15 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.data.Stat;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 
 /**
  * The Apache Curator worker of the interop runner (tests/interop/run).
@@ -312,6 +321,68 @@ public final class Worker {
                 }
                 case "gzip": {
                     gzip(client, path, id, expect, log);
+                    break;
+                }
+                case "queue": { // put N, consume (lock path P-locks) until idle for 3 s
+                    final PrintWriter qlog = log;
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                        @Override
+                        public void consumeMessage(byte[] m) throws Exception {
+                            Thread.sleep(2);
+                            synchronized (qlog) {
+                                qlog.println("got java " + id + " " + new String(m, StandardCharsets.UTF_8) + " -1");
+                                qlog.flush();
+                            }
+                            got.incrementAndGet();
+                            last.set(System.nanoTime());
+                        }
+
+                        @Override
+                        public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                    };
+                    QueueSerializer<byte[]> bytes = new QueueSerializer<byte[]>() {
+                        @Override
+                        public byte[] serialize(byte[] item) { return item; }
+
+                        @Override
+                        public byte[] deserialize(byte[] b) { return b; }
+                    };
+                    DistributedQueue<byte[]> q = QueueBuilder.builder(client, consumer, bytes, path)
+                            .lockPath(path + "-locks").putInBackground(false).buildQueue();
+                    q.start();
+                    for (int i = 0; i < n; i++) q.put(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    q.close();
+                    synchronized (qlog) {
+                        qlog.println("done java " + id + " " + got.get());
+                    }
+                }
+                case "simplequeue": {
+                    SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                    for (int i = 0; i < n; i++) q.offer(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                    int got = 0;
+                    for (byte[] d; (d = q.poll(3, TimeUnit.SECONDS)) != null; got++) {
+                        log.println("got java " + id + " " + new String(d, StandardCharsets.UTF_8) + " 0");
+                        log.flush();
+                    }
+                    log.println("done java " + id + " " + got);
+                }
+                case "doublebarrier": {
+                    DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, expect);
+                    Thread.sleep(System.nanoTime() % 300);
+                    log.println("arrive java " + id + " " + System.nanoTime());
+                    log.flush();
+                    if (!b.enter(60, TimeUnit.SECONDS)) throw new IllegalStateException("enter timed out");
+                    log.println("entered java " + id + " " + System.nanoTime());
+                    Thread.sleep(50);
+                    log.println("leaving java " + id + " " + System.nanoTime());
+                    log.flush();
+                    if (!b.leave(60, TimeUnit.SECONDS)) throw new IllegalStateException("leave timed out");
+                    log.println("left java " + id + " " + System.nanoTime());
+                    log.println("done java " + id + " 1");
                     break;
                 }
                 default:
