@@ -816,6 +816,8 @@ export declare class TreeCache extends Cache {
 
 /** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
 export declare class DistributedBarrier {
+  constructor(client: Client, path: string);
+  readonly path: string;
   setBarrier(): Promise<void>;
   removeBarrier(): Promise<void>;
   /** True once the barrier is removed, false after `timeoutMs`. */
@@ -825,6 +827,7 @@ export declare class DistributedBarrier {
 /** Curator's DistributedDoubleBarrier, one member (`memberQty` is a threshold, not a limit). */
 export declare class DistributedDoubleBarrier {
   constructor(client: Client, path: string, memberQty: number);
+  readonly path: string;
   readonly memberQty: number;
   /** This member's node name (a UUID). */
   readonly memberName: string;
@@ -836,6 +839,8 @@ export declare class DistributedDoubleBarrier {
 
 /** Curator's SimpleDistributedQueue: `qn-<seq>` nodes of raw bytes; at-most-once delivery. */
 export declare class SimpleDistributedQueue {
+  constructor(client: Client, path: string);
+  readonly path: string;
   /** Resolves to the item's node path. */
   offer(data: Data): Promise<string>;
   take(options?: { timeoutMs?: number }): Promise<Buffer | null>;
@@ -843,8 +848,10 @@ export declare class SimpleDistributedQueue {
   poll(): Promise<Buffer | null>;
 }
 
+/**
  * One taken item, valid until `done()` (completes it exactly once; rejects with
  * ZKR_SESSION_EXPIRED when our lock went with the session) or `release()` (gives it back).
+ */
 export declare class QueueItem {
   readonly data: Buffer;
   readonly messages: Buffer[];
@@ -870,10 +877,12 @@ export interface QueueEvents {
 
 /** What the DistributedQueue family shares. */
 declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
+  readonly path: string;
   take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
   /** Items as they come; ends when none came within `timeoutMs` (default: never). */
   consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
   length(): Promise<number>;
+  close(): void;
 }
 
 /** Curator's DistributedQueue. */
