@@ -119,6 +119,42 @@ pub enum Command {
     /// Print a shell completion script
     #[command(after_help = COMPLETIONS_AFTER_HELP)]
     Completions(CompletionsArgs),
+    /// Run a command while registered as a member of a group (Curator's GroupMember)
+    #[command(after_help = MEMBER_AFTER_HELP)]
+    Member(MemberArgs),
+}
+
+const MEMBER_AFTER_HELP: &str = "\
+The command runs while this process is a member of the group at PATH: the ephemeral node
+PATH/ID holding DATA (Curator's GroupMember layout, so Curator's members and zkrecipes' see
+it). The registration is kept through reconnects, deletes and session expiry, and removed when
+the command exits; zkr exits with the command's code. If another live session holds ID, zkr
+exits 1 before running anything and leaves that node alone; if it happens while the command
+runs (our session expired and someone took the id), the command gets SIGTERM (SIGKILL after
+--grace) and zkr exits 4.
+
+The command gets ZKR_MEMBER_PATH, ZKR_MEMBER_ID, ZKR_MEMBER_NODE, ZKR_SESSION_ID and
+ZKR_SERVER/ZKR_NAMESPACE. Signals are passed on as for `zkr lock`.
+
+Examples:
+  zkr member /services/api --id \"$(hostname)\" --data 10.0.0.7:8080 -- ./api-server
+  zkr member /workers/batch -- ./worker.sh";
+
+#[derive(Args, Debug)]
+pub struct MemberArgs {
+    /// The group path (Curator's GroupMember membership path)
+    pub path: String,
+
+    /// The member id, the node's name [default: HOST:PID]
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+
+    /// The member's payload, stored in its node [default: empty]
+    #[arg(long, value_name = "DATA")]
+    pub data: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 const LOCK_AFTER_HELP: &str = "\

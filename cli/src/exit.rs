@@ -64,7 +64,8 @@ impl Failure {
             | ErrorKind::NoAuth
             | ErrorKind::NotEmpty
             | ErrorKind::CorruptedData
-            | ErrorKind::Overflow => USAGE,
+            | ErrorKind::Overflow
+            | ErrorKind::Conflict => USAGE,
             ErrorKind::ConnectionLoss
             | ErrorKind::SessionExpired
             | ErrorKind::OutcomeUnknown

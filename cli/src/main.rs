@@ -60,6 +60,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::SharedCount(a) => cmd::counter::run_shared_count(g, a).await,
         Command::Inspect(a) => cmd::inspect::run(g, a).await,
         Command::Watch(a) => cmd::watch::run(g, a).await,
+        Command::Member(a) => cmd::member::run(g, a).await,
         Command::Completions(a) => {
             let mut out = std::io::stdout();
             clap_complete::generate(a.shell, &mut Cli::command(), "zkr", &mut out);
@@ -102,7 +103,7 @@ fn usage_error(argv: &[OsString], e: clap::Error) -> i32 {
         .iter()
         .skip(1)
         .filter_map(|a| a.to_str())
-        .find(|a| matches!(*a, "lock" | "elect"));
+        .find(|a| matches!(*a, "lock" | "elect" | "member"));
     let has_dashes = argv.iter().any(|a| a == "--");
     let message = match command {
         Some(c) if !has_dashes => format!(

@@ -5,6 +5,7 @@ pub mod counter;
 pub mod elect;
 pub mod inspect;
 pub mod lock;
+pub mod member;
 pub mod observe;
 pub mod watch;
 
