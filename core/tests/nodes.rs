@@ -598,3 +598,42 @@ async fn a_persistent_mode_node_adopts_and_deletes_only_its_own_node() {
     c.close().await;
     other.close().await;
 }
+
+/// A member whose session expires registers again and sees the group again (the cache
+/// resyncs on the new session); the other member sees it come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn membership_is_whole_again_after_a_members_session_expires() {
+    let server = TestingServer::start();
+    let c1 = connect(&server.connect_string()).await;
+    let c2 = connect(&server.connect_string()).await;
+    let a = GroupMember::new(&c1, "/g3", "a", b"pa").unwrap();
+    let b = GroupMember::new(&c2, "/g3", "b", b"pb").unwrap();
+    a.start().await.unwrap();
+    b.start().await.unwrap();
+    let both: std::collections::BTreeMap<String, Vec<u8>> = [
+        ("a".to_string(), b"pa".to_vec()),
+        ("b".to_string(), b"pb".to_vec()),
+    ]
+    .into();
+    eventually("both see both", WAIT, || async {
+        a.current_members() == both && b.current_members() == both
+    })
+    .await;
+    let old = c1.session_id();
+    zkrecipes_testing::expire_client_session(&c1).await.unwrap();
+    // While a's session was gone, b changed its payload: a must see it after the resync.
+    b.set_this_data(b"pb2").unwrap();
+    let after: std::collections::BTreeMap<String, Vec<u8>> = [
+        ("a".to_string(), b"pa".to_vec()),
+        ("b".to_string(), b"pb2".to_vec()),
+    ]
+    .into();
+    eventually("a back in a new session, both see both", WAIT, || async {
+        c1.session_id() != old && a.current_members() == after && b.current_members() == after
+    })
+    .await;
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    c1.close().await;
+    c2.close().await;
+}

@@ -90,7 +90,7 @@ impl GroupMember {
         let dispatcher = self.dispatcher.clone();
         let view = MembersView::start(&self.client, &self.path, move |m: &Members| {
             dispatcher.emit(m.clone())
-        });
+        })?;
         *self.view.lock().unwrap_or_else(|e| e.into_inner()) = Some(view);
         let timeout = self.client.connection_timeout();
         if self.node.wait_for_initial_create(Some(timeout)).await? {
@@ -119,7 +119,7 @@ impl GroupMember {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .map(|v| (*v.current()).clone())
+            .map(|v| v.current())
             .unwrap_or_default();
         members.insert(self.id.clone(), self.node.data());
         members
@@ -157,7 +157,7 @@ impl GroupMember {
         self.dispatcher.clear();
         let view = self.view.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(view) = view {
-            view.stop().await;
+            view.stop();
         }
         self.node.close().await
     }
@@ -172,7 +172,7 @@ impl Drop for GroupMember {
     fn drop(&mut self) {
         self.dispatcher.clear();
         if let Some(view) = self.view.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            runtime::spawn(view.stop());
+            view.stop();
         }
     }
 }
