@@ -14,7 +14,7 @@ use zkrecipes::nodes::{GroupMember, PersistentNodeEventKind};
 use crate::args::{Global, MemberArgs};
 use crate::child::{self, Signals, Spec};
 use crate::cmd::lock::CLOSE_LIMIT;
-use crate::connect::{self, session_hex};
+use crate::connect;
 use crate::exit::{signalled, Failure, Outcome};
 
 pub async fn run(global: &Global, args: MemberArgs) -> Outcome {
@@ -22,9 +22,9 @@ pub async fn run(global: &Global, args: MemberArgs) -> Outcome {
     connect::check(global)?;
     let id = args.id.clone().unwrap_or_else(super::default_id);
     let mut signals = Signals::install()?;
-    let client = tokio::select! {
-        c = connect::connect(global) => c?,
-        sig = signals.recv() => return Ok(signalled(sig as i32)),
+    let client = match super::connect_or_signal(global, &mut signals).await? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
     };
     let path = &args.path;
     let fail = |e| Failure::from_core(&format!("member {path}"), e);
@@ -54,18 +54,17 @@ pub async fn run(global: &Global, args: MemberArgs) -> Outcome {
         return Err(f);
     }
     let node = member.node().actual_path().unwrap_or_default();
-    let mut env = vec![
+    let own = vec![
         ("ZKR_MEMBER_PATH", path.clone()),
         ("ZKR_MEMBER_ID", id.clone()),
         ("ZKR_MEMBER_NODE", node),
-        ("ZKR_SESSION_ID", session_hex(client.session_id())),
     ];
-    env.extend(super::ensemble_env(global));
-    let outcome = match child::spawn(Spec {
+    let spec = Spec {
         argv: &args.run.command,
-        env,
+        env: super::command_env(global, &client, own),
         foreground: args.run.foreground,
-    }) {
+    };
+    let outcome = match child::spawn(spec) {
         Err(f) => Err(f),
         Ok(mut running) => {
             let lost = async move {

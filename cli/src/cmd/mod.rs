@@ -46,3 +46,29 @@ pub fn ensemble_env(global: &crate::args::Global) -> Vec<(&'static str, String)>
     }
     env
 }
+
+/// Connects, unless a stopping signal comes first: then `Ok(Err(exit code))`.
+pub async fn connect_or_signal(
+    global: &crate::args::Global,
+    signals: &mut crate::child::Signals,
+) -> Result<Result<zkrecipes::Client, i32>, Failure> {
+    tokio::select! {
+        c = crate::connect::connect(global) => c.map(Ok),
+        sig = signals.recv() => Ok(Err(crate::exit::signalled(sig as i32))),
+    }
+}
+
+/// A command's environment: `own` variables, then the session and what `zkr` inside it needs.
+pub fn command_env(
+    global: &crate::args::Global,
+    client: &zkrecipes::Client,
+    own: Vec<(&'static str, String)>,
+) -> Vec<(&'static str, String)> {
+    let mut env = own;
+    env.push((
+        "ZKR_SESSION_ID",
+        crate::connect::session_hex(client.session_id()),
+    ));
+    env.extend(ensemble_env(global));
+    env
+}
