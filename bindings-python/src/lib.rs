@@ -89,6 +89,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<nodes::PyPersistentTtlNode>()?;
     m.add_class::<nodes::PyGroupMember>()?;
     m.add_function(wrap_pyfunction!(nodes::commit_transaction, m)?)?;
+    m.add(
+        "NODE_EVENTS",
+        names(zkrecipes::nodes::PersistentNodeEventKind::ALL, |v| v.name()),
+    )?;
     m.add_class::<barriers::PyBarrier>()?;
     m.add_class::<barriers::PyDoubleBarrier>()?;
     m.add_class::<queue::PySimpleQueue>()?;

@@ -184,6 +184,10 @@ def test_recipes_work_from_asyncio(client: zkrecipes.Client, path: str) -> None:
     assert client.exists(path + "-n") is None
 
 
+def test_node_events_are_the_cores_list() -> None:
+    assert [e.value for e in NodeEvent] == zkrecipes._native.NODE_EVENTS
+
+
 def test_bad_arguments_are_refused(client: zkrecipes.Client, zk: ZooKeeper) -> None:
     with pytest.raises(InvalidArgumentError):
         PersistentNode(client, "/", CreateMode.EPHEMERAL)

@@ -16,6 +16,7 @@ EVENT_TYPES: List[str]
 CONNECTION_STATES: List[str]
 CANCEL_REASONS: List[str]
 LOG_LEVELS: List[str]
+NODE_EVENTS: List[str]
 
 def set_log_level(level: Optional[str]) -> None: ...
 
