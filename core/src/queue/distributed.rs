@@ -870,7 +870,14 @@ fn epoch_of(node: &str) -> i64 {
 }
 
 macro_rules! variant_common {
-    () => {
+    ($t:ident, $kind:expr, $what:literal) => {
+        #[doc = concat!($what, " at `path` (validated) with `options`. Refuses a closed client.")]
+        pub fn new(client: &Client, path: &str, options: QueueOptions) -> Result<$t> {
+            let queue =
+                DistributedQueue::with_layout(client, path, options, $kind, stringify!($t))?;
+            Ok($t { queue })
+        }
+
         /// The underlying queue (consume, listeners, length).
         pub fn queue(&self) -> &DistributedQueue {
             &self.queue
@@ -896,20 +903,7 @@ pub struct DistributedIdQueue {
 }
 
 impl DistributedIdQueue {
-    /// An id queue at `path` with `options`.
-    pub fn new(client: &Client, path: &str, options: QueueOptions) -> Result<DistributedIdQueue> {
-        Ok(DistributedIdQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                QueueKind::Id,
-                "DistributedIdQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(DistributedIdQueue, QueueKind::Id, "An id queue");
 
     /// Puts `data` with `id` (not empty; `/` and `|` become `_`, as Curator's `fixId`).
     pub async fn put(&self, data: &[u8], id: &str, timeout: Option<Duration>) -> Result<bool> {
@@ -940,24 +934,11 @@ pub struct DistributedPriorityQueue {
 }
 
 impl DistributedPriorityQueue {
-    /// A priority queue at `path` with `options`.
-    pub fn new(
-        client: &Client,
-        path: &str,
-        options: QueueOptions,
-    ) -> Result<DistributedPriorityQueue> {
-        Ok(DistributedPriorityQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                QueueKind::Priority,
-                "DistributedPriorityQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(
+        DistributedPriorityQueue,
+        QueueKind::Priority,
+        "A priority queue"
+    );
 
     /// Puts `data` with `priority` (lower first).
     pub async fn put(&self, data: &[u8], priority: i32, timeout: Option<Duration>) -> Result<bool> {
@@ -985,24 +966,7 @@ pub struct DistributedDelayQueue {
 }
 
 impl DistributedDelayQueue {
-    /// A delay queue at `path` with `options`.
-    pub fn new(
-        client: &Client,
-        path: &str,
-        options: QueueOptions,
-    ) -> Result<DistributedDelayQueue> {
-        Ok(DistributedDelayQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                QueueKind::Delay,
-                "DistributedDelayQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(DistributedDelayQueue, QueueKind::Delay, "A delay queue");
 
     /// Puts `data`, to be handed out from `delay_until_epoch_ms` (milliseconds since the Unix
     /// epoch, positive) on.
