@@ -14,6 +14,8 @@ const { Client } = require('./lib/client');
 
 /** The version of the Rust core the addon was built from. */
 const coreVersion = native.coreVersion();
+/** The package's version: the workspace's one version (Cargo.toml), as the addon reports it. */
+const version = coreVersion;
 
 // Identifiers and `...require()` only: Node's ESM loader reads the names from this literal (and
 // from the modules' own lists), which is how index.mjs's `export *` gets them.
@@ -26,6 +28,9 @@ module.exports = {
   ...require('./lib/retry'),
   ...require('./lib/vocabulary'),
   ...require('./lib/log'),
+  ...require('./lib/caches'),
+  ...require('./lib/nodes'),
   ...require('./lib/queues'),
   coreVersion,
+  version,
 };

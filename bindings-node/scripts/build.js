@@ -34,7 +34,8 @@ if (probe.error || probe.status !== 0) {
 const args = ['build', '-p', 'zkrecipes-node', '--lib', '--message-format=json-render-diagnostics'];
 if (release) args.push('--release');
 // --testing: the test-only entry points (session expiry), for this package's own tests.
-if (process.argv.includes('--testing')) args.push('--features', 'testing');
+// The testing kit (require('zkrecipes/testing')) is in every test build too.
+if (process.argv.includes('--testing')) args.push('--features', 'testing,kit');
 console.error(`zkrecipes: cargo ${args.join(' ')}`);
 const build = spawnSync(cargo, args, {
   cwd: root,

@@ -456,8 +456,8 @@ impl NativeClient {
 }
 
 /// Test-only entry points, in builds with the `testing` feature (napi ignores `cfg` on single
-/// methods, so they live in their own block).
-#[cfg(feature = "testing")]
+/// methods, so they live in their own block); the testing kit (`kit`) uses them too.
+#[cfg(any(feature = "testing", feature = "kit"))]
 #[napi]
 impl NativeClient {
     /// Expires the session on the server (Curator's KillSession) and waits for LOST.

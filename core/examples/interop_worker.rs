@@ -313,6 +313,8 @@ fn main() {
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
         }
+        "group" => group(&client, &path, &id, expect, &peers, &mut log),
+        "gzip" => gzip(&client, &path, &id, expect, &mut log),
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");
             c.start_blocking().expect("shared count start");
@@ -410,4 +412,109 @@ fn participant_ids(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Polls `f` every 20 ms for up to 60 s; whether it held.
+fn poll(mut f: impl FnMut() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Whether `members` has `expect` members whose payloads are `P-<id>` for a `P` of `phases`.
+fn members_at(
+    members: &std::collections::BTreeMap<String, Vec<u8>>,
+    expect: usize,
+    phases: &[&str],
+) -> bool {
+    members.len() >= expect
+        && members.iter().all(|(k, v)| {
+            phases
+                .iter()
+                .any(|p| v.as_slice() == format!("{p}-{k}").as_bytes())
+        })
+}
+
+/// The group scenario (see tests/interop/README.md): join with `p0-ID`, see every member, set
+/// `p1-ID`, see every member's `p1`, mark `PEERS/ID`; the leaver (`rust-group`) leaves once
+/// every mark is there, the others see it leave.
+fn group(client: &Client, path: &str, id: &str, expect: usize, peers: &str, log: &mut dyn Write) {
+    use zkrecipes::nodes::GroupMember;
+    let m = GroupMember::new(client, path, id, format!("p0-{id}").as_bytes()).expect("member");
+    m.start_blocking().expect("join");
+    writeln!(log, "joined rust {id}").unwrap();
+    let keys = |m: &GroupMember| {
+        m.current_members()
+            .into_keys()
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if poll(|| members_at(&m.current_members(), expect, &["p0", "p1"])) {
+        writeln!(log, "saw-all rust {id} {}", keys(&m)).unwrap();
+    }
+    m.set_this_data(format!("p1-{id}").as_bytes())
+        .expect("set_this_data");
+    if poll(|| members_at(&m.current_members(), expect, &["p1"])) {
+        writeln!(log, "saw-data rust {id} {}", keys(&m)).unwrap();
+    }
+    log.flush().unwrap();
+    std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
+    if id == "rust-group" {
+        poll(|| std::fs::read_dir(peers).map_or(0, |d| d.count()) >= expect);
+        m.close_blocking().expect("leave");
+        writeln!(log, "left rust {id}").unwrap();
+    } else if poll(|| !m.current_members().contains_key("rust-group")) {
+        writeln!(log, "saw-leave rust {id}").unwrap();
+    }
+    m.close_blocking().expect("close");
+    writeln!(log, "done rust {id} 1").unwrap();
+}
+
+/// The payload every runtime writes compressed in the gzip scenario.
+fn gzip_payload(id: &str) -> Vec<u8> {
+    format!("gzip payload of {id} ").repeat(20).into_bytes()
+}
+
+/// The gzip scenario: write `PATH/ID` compressed, wait for every runtime's node, read each back
+/// decompressed (`read rust ID OTHER ok|bad`), and compare the stored bytes with our own
+/// compression of the same payload (`identical rust ID OTHER yes|no`): Curator's bytes too.
+fn gzip(client: &Client, path: &str, id: &str, expect: usize, log: &mut dyn Write) {
+    use zkrecipes::client::{compression, CreateMode, CreateOptions};
+    let mine = format!("{path}/{id}");
+    let options = CreateOptions::new(CreateMode::Persistent)
+        .persistent_parents()
+        .compressed();
+    client
+        .create_blocking(&mine, &gzip_payload(id), options)
+        .expect("create compressed");
+    writeln!(log, "wrote rust {id}").unwrap();
+    poll(|| client.get_children_blocking(path).map_or(0, |c| c.len()) >= expect);
+    let mut children = client.get_children_blocking(path).expect("children");
+    children.sort();
+    for other in &children {
+        let p = format!("{path}/{other}");
+        let ok = client
+            .get_data_decompressed_blocking(&p)
+            .is_ok_and(|(d, _)| d == gzip_payload(other));
+        writeln!(
+            log,
+            "read rust {id} {other} {}",
+            if ok { "ok" } else { "bad" }
+        )
+        .unwrap();
+        let raw = client.get_data_blocking(&p).expect("raw").0;
+        let same = raw == compression::gzip(&gzip_payload(other));
+        writeln!(
+            log,
+            "identical rust {id} {other} {}",
+            if same { "yes" } else { "no" }
+        )
+        .unwrap();
+    }
+    writeln!(log, "done rust {id} {}", children.len()).unwrap();
 }

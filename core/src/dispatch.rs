@@ -1,4 +1,4 @@
-//! The one way user callbacks are run: a [`Dispatcher`] per client (connection states, watches)
+//! The one way user callbacks are run: a `Dispatcher` per client (connection states, watches)
 //! and per recipe (lost holds, revocation, leadership, counts, observers).
 //!
 //! # The threading guarantee (every face states it)

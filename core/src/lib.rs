@@ -14,12 +14,14 @@
 
 pub mod atomic;
 pub mod barriers;
+pub mod cache;
 pub mod client;
 pub mod dispatch;
 mod error;
 pub mod leader;
 pub mod lock;
 pub mod log;
+pub mod nodes;
 pub mod owner;
 pub mod path;
 pub mod queue;

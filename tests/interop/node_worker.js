@@ -11,7 +11,7 @@ const fs = require('fs');
 const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
-  InterProcessReadWriteLock, InterProcessSemaphoreV2,
+  InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
@@ -44,6 +44,55 @@ async function waitForPeer(peers, id) {
 
 async function waitForFile(go) {
   while (go && !fs.existsSync(go)) await sleep(1);
+}
+
+// Polls `f` every 20 ms for up to 60 s; whether it held.
+async function poll(f) {
+  const t = Date.now();
+  while (Date.now() - t < 60000) {
+    if (await f()) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+const membersAt = (members, expect, phases) =>
+  members.size >= expect && [...members].every(([k, v]) => phases.some((p) => v.toString() === `${p}-${k}`));
+
+// The group scenario (tests/interop/README.md): join, see all, set p1, see all p1, mark, then
+// see rust-group leave.
+async function group(client, a, log) {
+  const m = new GroupMember(client, a.path, a.id, `p0-${a.id}`);
+  await m.start();
+  log(`joined node ${a.id}`);
+  const keys = () => [...m.currentMembers().keys()].sort().join(',');
+  if (await poll(() => membersAt(m.currentMembers(), a.expect, ['p0', 'p1']))) log(`saw-all node ${a.id} ${keys()}`);
+  m.setThisData(`p1-${a.id}`);
+  if (await poll(() => membersAt(m.currentMembers(), a.expect, ['p1']))) log(`saw-data node ${a.id} ${keys()}`);
+  fs.writeFileSync(path.join(a.peers, a.id), '');
+  if (await poll(() => !m.currentMembers().has('rust-group'))) log(`saw-leave node ${a.id}`);
+  await m.close();
+  log(`done node ${a.id} 1`);
+}
+
+const gzipPayload = (id) => Buffer.from(`gzip payload of ${id} `.repeat(20));
+
+// The gzip scenario: write ours compressed, read every runtime's back decompressed.
+async function gzip(client, a, log) {
+  await client.create(`${a.path}/${a.id}`, gzipPayload(a.id), { compressed: true, createParents: 'persistent' });
+  log(`wrote node ${a.id}`);
+  await poll(async () => (await client.getChildren(a.path)).length >= a.expect);
+  const children = (await client.getChildren(a.path)).sort();
+  for (const other of children) {
+    let ok = false;
+    try {
+      ok = (await client.getData(`${a.path}/${other}`, { compressed: true })).data.equals(gzipPayload(other));
+    } catch {
+      ok = false;
+    }
+    log(`read node ${a.id} ${other} ${ok ? 'ok' : 'bad'}`);
+  }
+  log(`done node ${a.id} ${children.length}`);
 }
 
 async function main() {
@@ -184,6 +233,10 @@ async function main() {
         await sem.returnLease(leases[0]);
       }
       log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'group') {
+      await group(client, a, log);
+    } else if (a.role === 'gzip') {
+      await gzip(client, a, log);
     } else if (a.role === 'queue') {
       // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
       const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });

@@ -112,6 +112,16 @@ async function main(hosts: string): Promise<void> {
   await shared.trySetCount(shared.getVersionedValue(), shared.count + 1);
   shared.close();
 
+  const cache = new zkrecipes.CuratorCache(client, '/counters', { data: true });
+  cache.on('event', (ev: zkrecipes.CacheEvent) => console.log('cache', ev.type, ev.path, ev.resync));
+  await cache.start();
+  const loaded: boolean = await cache.awaitInitialized(10000);
+  const caughtUp: boolean = await cache.awaitZxid((await client.setData('/counters/c', Buffer.alloc(8))).mzxid, 10000);
+  for (const node of cache) console.log('cached', node.path, node.data?.length, node.stat.version, loaded, caughtUp);
+  const one: zkrecipes.ChildData | null = cache.get('/counters/c');
+  console.log(one?.path, cache.size);
+  cache.close();
+
   try {
     await client.getData('/missing');
   } catch (err) {
@@ -136,3 +146,24 @@ main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });
+
+// The testing kit (`zkrecipes/testing`) and the one version.
+import { TestingCluster, TestingServer, expireSession } from 'zkrecipes/testing';
+import { version } from 'zkrecipes';
+
+export async function testingKitTour(): Promise<string> {
+  const server: TestingServer = await TestingServer.start();
+  const cluster: TestingCluster = await TestingCluster.start(3);
+  try {
+    const client = await Client.connect(server.connectString);
+    await expireSession(client);
+    await server.restart();
+    const leader = await cluster.waitForQuorum({ timeoutMs: 10_000 });
+    await leader?.kill();
+    await client.close();
+    return `${version} ${cluster.servers.length}`;
+  } finally {
+    await cluster.close();
+    await server.close();
+  }
+}

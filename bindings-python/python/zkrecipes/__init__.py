@@ -106,6 +106,17 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .cache import (
+    CacheEvent,
+    CacheEventType,
+    ChildData,
+    CuratorCache,
+    NodeCache,
+    PathChildrenCache,
+    StartMode,
+    TreeCache,
+)
+from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
 from .barriers import DistributedBarrier, DistributedDoubleBarrier
 from .queues import (
     DistributedDelayQueue,
@@ -114,7 +125,6 @@ from .queues import (
     DistributedQueue,
     QueueItem,
     SimpleDistributedQueue,
-)
 
 __version__: str = _native.__version__
 
@@ -196,6 +206,22 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # caches
+    "CuratorCache",
+    "NodeCache",
+    "PathChildrenCache",
+    "TreeCache",
+    "CacheEvent",
+    "CacheEventType",
+    "ChildData",
+    "StartMode",
+    # nodes and membership, transactions
+    "PersistentNode",
+    "PersistentTtlNode",
+    "GroupMember",
+    "NodeEvent",
+    "Transaction",
+    "OpResult",
     # barriers and queues
     "DistributedBarrier",
     "DistributedDoubleBarrier",

@@ -8,16 +8,17 @@
 //! # The recipe API
 //!
 //! Recipes are written against this module only, never the wire crate:
-//! [`Client::retry`] runs a step under the retry policy with a [`Session`] (primitive,
+//! `Client::retry` runs a step under the retry policy with a `Session` (primitive,
 //! pipelined operations on one session: create, getData, exists, getChildren, setData, delete,
-//! sync, with watches); [`Client::create_protected`] is Curator's protected create;
-//! [`Client::ensure_path`] makes parents; [`Client::delete_ours`] is the guaranteed delete of a
-//! node we created; [`sequence`] orders sequential nodes; [`LostPolicy`] says when a hold or a
+//! sync, with watches); `Client::create_protected` is Curator's protected create;
+//! `Client::ensure_path` makes parents; `Client::delete_ours` is the guaranteed delete of a
+//! node we created; `sequence` orders sequential nodes; [`LostPolicy`] says when a hold or a
 //! leadership is lost. The facts the fault suite taught us (a request failed by its
 //! connection's end is a connection loss; protected nodes are looked up only after a `sync`)
 //! live here, once.
 
 mod builder;
+pub mod compression;
 mod connection;
 mod ops;
 mod persistent;
@@ -39,10 +40,12 @@ use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::persistent::{PersistentWatch, WatchEvent};
+pub(crate) use self::session::NodeRead;
 pub use self::session::Watch;
 pub(crate) use self::session::{OrNone, Session};
 pub use self::state::{ConnectionState, LostPolicy, StateStream};
 pub use self::transaction::Transaction;
+pub(crate) use self::types::check_ttl;
 pub use self::types::{
     Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
     Op, OpResult, Parents, Permission, Stat,

@@ -230,7 +230,7 @@ fn killed_consumer_leaves_its_item_and_every_item_is_completed_once() {
         count(&producer, path) == 0 && count(&producer, &format!("{path}-locks")) == 0
     });
     eprintln!(
-        "FAULTS | 7 queue: kill -9 a consumer mid-item | {} | {items} items, completed {}, {killed_item} retaken by {retaker} (token {killed_token} -> {retoken}), sink writes {} accepted {} refused | violations 0 | {:.1} s",
+        "FAULTS | 10 queue: kill -9 a consumer mid-item | {} | {items} items, completed {}, {killed_item} retaken by {retaker} (token {killed_token} -> {retoken}), sink writes {} accepted {} refused | violations 0 | {:.1} s",
         runtimes.join("+"),
         per_runtime
             .iter()
@@ -309,7 +309,7 @@ fn barrier_waiters_get_a_connection_error_when_their_server_freezes_or_dies() {
         }
     }
     eprintln!(
-        "FAULTS | 8 barrier waiters: server frozen or killed | rust | {} | violations 0 | {:.1} s",
+        "FAULTS | 11 barrier waiters: server frozen or killed | rust | {} | violations 0 | {:.1} s",
         outcomes.join("; "),
         start.elapsed().as_secs_f64()
     );

@@ -1,7 +1,8 @@
 //! ZooKeeper test harness for zkrecipes, in the spirit of Apache Curator's `curator-test`.
 //!
-//! Everything here runs **real** ZooKeeper servers (Debian's `zookeeper` package, installed on
-//! demand by [`ensure_zookeeper_installed`]) bound to loopback addresses only:
+//! Everything here runs **real** ZooKeeper servers (found by [`find_zookeeper`]: a given jar,
+//! `ZOOKEEPER_HOME`, or Debian's `zookeeper` package, installed on demand by
+//! [`zookeeper_install`] as root) bound to loopback addresses only:
 //!
 //! * [`TestingServer`]: one standalone server in its own temporary directory.
 //! * [`TestingCluster`]: an ensemble (usually 3 servers), server `i` on `127.0.0.(i+1)`.
@@ -40,7 +41,10 @@ mod proxy;
 mod server;
 mod session;
 
-pub use install::ensure_zookeeper_installed;
+pub use install::{
+    ensure_zookeeper_installed, find_zookeeper, zookeeper_install, ZooKeeperInstall,
+    ZOOKEEPER_HOME_ENV, ZOOKEEPER_JAR_ENV,
+};
 pub use proxy::FaultProxy;
 pub use server::{four_letter, TestingCluster, TestingServer, TestingServerHandle};
 pub use session::{expire_client_session, expire_session, expire_session_id};

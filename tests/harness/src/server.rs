@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use once_cell::sync::Lazy;
 
-use crate::install::{classpath, ensure_zookeeper_installed, JAVA, MAIN_CLASS};
+use crate::install::{ensure_zookeeper_installed, zookeeper_install, MAIN_CLASS};
 use crate::{wait_until, TempDir};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -265,7 +265,8 @@ impl TestingServerHandle {
         if self.live_pid(&mut p).is_some() {
             return Ok(offset);
         }
-        let mut cmd = Command::new(JAVA);
+        let zookeeper = zookeeper_install();
+        let mut cmd = Command::new(&zookeeper.java);
         let full_jit = std::env::var_os("ZKR_HARNESS_FULL_JIT").is_some_and(|v| v == "1");
         cmd.args(
             JVM_FLAGS
@@ -273,7 +274,7 @@ impl TestingServerHandle {
                 .filter(|f| !(full_jit && **f == "-XX:TieredStopAtLevel=1")),
         )
         .arg("-cp")
-        .arg(classpath())
+        .arg(&zookeeper.classpath)
         .arg(MAIN_CLASS)
         .arg(self.cfg_path())
         .current_dir(&self.dir)

@@ -315,6 +315,14 @@ public final class Worker {
                     System.out.println(v.postValue());
                     break;
                 }
+                case "group": {
+                    group(client, path, id, expect, a.get("--peers"), log);
+                    break;
+                }
+                case "gzip": {
+                    gzip(client, path, id, expect, log);
+                    break;
+                }
                 case "queue": { // put N, consume (lock path P-locks) until idle for 3 s
                     final PrintWriter qlog = log;
                     final AtomicLong last = new AtomicLong(System.nanoTime());
@@ -351,7 +359,6 @@ public final class Worker {
                     synchronized (qlog) {
                         qlog.println("done java " + id + " " + got.get());
                     }
-                    break;
                 }
                 case "simplequeue": {
                     SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
@@ -362,7 +369,6 @@ public final class Worker {
                         log.flush();
                     }
                     log.println("done java " + id + " " + got);
-                    break;
                 }
                 case "doublebarrier": {
                     DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, expect);
@@ -387,5 +393,86 @@ public final class Worker {
             log.close();
             client.close();
         }
+    }
+
+    /** Polls f every 20 ms for up to 60 s; whether it held. */
+    private static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
+        long t = System.nanoTime();
+        while (System.nanoTime() - t < 60_000_000_000L) {
+            if (f.getAsBoolean()) return true;
+            Thread.sleep(20);
+        }
+        return false;
+    }
+
+    private static boolean membersAt(Map<String, byte[]> members, int expect, String... phases) {
+        if (members.size() < expect) return false;
+        for (Map.Entry<String, byte[]> e : members.entrySet()) {
+            boolean any = false;
+            for (String p : phases) {
+                any |= java.util.Arrays.equals(e.getValue(), (p + "-" + e.getKey()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            if (!any) return false;
+        }
+        return true;
+    }
+
+    private static String keys(Map<String, byte[]> members) {
+        return String.join(",", new java.util.TreeSet<>(members.keySet()));
+    }
+
+    /**
+     * The group scenario with Curator's GroupMember: join with "p0-ID", see every member, set
+     * "p1-ID", see every member's p1, mark PEERS/ID, then see rust-group leave.
+     */
+    private static void group(CuratorFramework client, String path, String id, int expect, String peers,
+                              PrintWriter log) throws Exception {
+        java.nio.charset.Charset utf8 = java.nio.charset.StandardCharsets.UTF_8;
+        org.apache.curator.framework.recipes.nodes.GroupMember m =
+                new org.apache.curator.framework.recipes.nodes.GroupMember(client, path, id, ("p0-" + id).getBytes(utf8));
+        m.start();
+        log.println("joined java " + id);
+        if (poll(() -> membersAt(m.getCurrentMembers(), expect, "p0", "p1"))) {
+            log.println("saw-all java " + id + " " + keys(m.getCurrentMembers()));
+        }
+        m.setThisData(("p1-" + id).getBytes(utf8));
+        if (poll(() -> membersAt(m.getCurrentMembers(), expect, "p1"))) {
+            log.println("saw-data java " + id + " " + keys(m.getCurrentMembers()));
+        }
+        log.flush();
+        new java.io.File(peers, id).createNewFile();
+        if (poll(() -> !m.getCurrentMembers().containsKey("rust-group"))) log.println("saw-leave java " + id);
+        m.close();
+        log.println("done java " + id + " 1");
+    }
+
+    private static byte[] gzipPayload(String id) {
+        return ("gzip payload of " + id + " ").repeat(20).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The gzip scenario with Curator's compression: create().compressed(), getData().decompressed(). */
+    private static void gzip(CuratorFramework client, String path, String id, int expect, PrintWriter log)
+            throws Exception {
+        client.create().compressed().creatingParentsIfNeeded().forPath(path + "/" + id, gzipPayload(id));
+        log.println("wrote java " + id);
+        poll(() -> {
+            try {
+                return client.getChildren().forPath(path).size() >= expect;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        java.util.List<String> children = new ArrayList<>(client.getChildren().forPath(path));
+        java.util.Collections.sort(children);
+        for (String other : children) {
+            boolean ok;
+            try {
+                ok = java.util.Arrays.equals(client.getData().decompressed().forPath(path + "/" + other), gzipPayload(other));
+            } catch (Exception e) {
+                ok = false;
+            }
+            log.println("read java " + id + " " + other + (ok ? " ok" : " bad"));
+        }
+        log.println("done java " + id + " " + children.size());
     }
 }

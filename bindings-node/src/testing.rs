@@ -1,0 +1,295 @@
+//! The testing kit's native half (feature `kit`): real ZooKeeper servers from the harness crate
+//! (`zkrecipes_testing`), wrapped by `lib/testing.js` (`require('zkrecipes/testing')`).
+//!
+//! Every operation that waits (start, stop, restart, ...) is an [`AsyncTask`] on libuv's thread
+//! pool: a Promise, never a blocked event loop. A harness failure (no ZooKeeper, a server that
+//! does not start) rejects with the harness's message; a panic never crosses into JS.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::AsyncTask;
+use napi::{Env, Error, Status, Task};
+use napi_derive::napi;
+use zkrecipes_testing::{TestingCluster, TestingServer, TestingServerHandle};
+
+type Work = Box<dyn FnOnce() -> Result<String, String> + Send>;
+
+/// One blocking harness call, run off the JS thread; resolves to a string (`''` for none).
+pub struct HarnessCall(Option<Work>);
+
+impl Task for HarnessCall {
+    type Output = String;
+    type JsValue = String;
+
+    fn compute(&mut self) -> napi::Result<String> {
+        let work = self
+            .0
+            .take()
+            .ok_or_else(|| Error::new(Status::GenericFailure, "harness call ran twice"))?;
+        match catch_unwind(AssertUnwindSafe(work)) {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(message)) => Err(Error::new(Status::GenericFailure, message)),
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "the ZooKeeper test harness failed".to_owned());
+                Err(Error::new(Status::GenericFailure, message))
+            }
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
+        Ok(output)
+    }
+}
+
+fn call(work: impl FnOnce() -> Result<String, String> + Send + 'static) -> AsyncTask<HarnessCall> {
+    AsyncTask::new(HarnessCall(Some(Box::new(work))))
+}
+
+const CLOSED: &str = "the testing server or cluster is closed (or not started)";
+
+/// Where ZooKeeper comes from (`ZKRECIPES_ZOOKEEPER_JAR`, `ZOOKEEPER_HOME`, Debian's package), or
+/// an error naming what to install.
+#[napi]
+pub fn find_zookeeper() -> napi::Result<String> {
+    zkrecipes_testing::find_zookeeper()
+        .map(|z| z.source)
+        .map_err(|e| Error::new(Status::GenericFailure, e))
+}
+
+/// One standalone server (wrapped by `TestingServer` in `lib/testing.js`).
+#[napi]
+pub struct NativeTestingServer {
+    inner: Arc<Mutex<Option<TestingServer>>>,
+}
+
+impl NativeTestingServer {
+    fn on(
+        &self,
+        f: impl FnOnce(&TestingServerHandle) -> String + Send + 'static,
+    ) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard
+                .as_ref()
+                .map(|s| f(s))
+                .ok_or_else(|| CLOSED.to_owned())
+        })
+    }
+}
+
+#[napi]
+impl NativeTestingServer {
+    /// A server not started yet: `start()` starts it.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Starts the server (the first time) or starts it again after `stop()`; resolves to its
+    /// connect string once it serves.
+    #[napi]
+    pub fn start(&self) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            let mut guard = inner.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_ref() {
+                Some(server) => server.start(),
+                None => *guard = Some(TestingServer::start()),
+            }
+            Ok(guard
+                .as_ref()
+                .map(|s| s.connect_string())
+                .unwrap_or_default())
+        })
+    }
+
+    /// Stops the server, keeping its data.
+    #[napi]
+    pub fn stop(&self) -> AsyncTask<HarnessCall> {
+        self.on(|s| {
+            s.stop();
+            String::new()
+        })
+    }
+
+    /// Stops and starts the server (same port, same data).
+    #[napi]
+    pub fn restart(&self) -> AsyncTask<HarnessCall> {
+        self.on(|s| {
+            s.restart();
+            String::new()
+        })
+    }
+
+    /// Kills the server (SIGKILL).
+    #[napi]
+    pub fn kill(&self) -> AsyncTask<HarnessCall> {
+        self.on(|s| {
+            s.kill();
+            String::new()
+        })
+    }
+
+    /// Whether the server process runs: `'true'` or `'false'`.
+    #[napi]
+    pub fn is_running(&self) -> AsyncTask<HarnessCall> {
+        self.on(|s| s.is_running().to_string())
+    }
+
+    /// A four-letter word's answer (`''` if the server does not answer).
+    #[napi]
+    pub fn four_letter(&self, cmd: String) -> AsyncTask<HarnessCall> {
+        self.on(move |s| s.four_letter(&cmd))
+    }
+
+    /// Stops the server and removes its directory; idempotent.
+    #[napi]
+    pub fn close(&self) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
+            Ok(String::new())
+        })
+    }
+}
+
+/// An ensemble (wrapped by `TestingCluster` in `lib/testing.js`).
+#[napi]
+pub struct NativeTestingCluster {
+    inner: Arc<Mutex<Option<TestingCluster>>>,
+}
+
+impl NativeTestingCluster {
+    fn on(
+        &self,
+        f: impl FnOnce(&TestingCluster) -> Result<String, String> + Send + 'static,
+    ) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard
+                .as_ref()
+                .map(f)
+                .unwrap_or_else(|| Err(CLOSED.to_owned()))
+        })
+    }
+
+    fn on_server(
+        &self,
+        i: u32,
+        f: impl FnOnce(&TestingServerHandle) -> String + Send + 'static,
+    ) -> AsyncTask<HarnessCall> {
+        self.on(move |c| {
+            let i = i as usize;
+            if i >= c.len() {
+                return Err(format!("no server {i} in this cluster of {}", c.len()));
+            }
+            Ok(f(c.server(i)))
+        })
+    }
+}
+
+#[napi]
+impl NativeTestingCluster {
+    /// A cluster not started yet: `start(n)` starts it.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Starts `n` servers; resolves to the connect string once they serve and one leads.
+    #[napi]
+    pub fn start(&self, n: u32) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            if n == 0 {
+                return Err("a cluster needs at least one server".to_owned());
+            }
+            let cluster = TestingCluster::start(n as usize);
+            let connect = cluster.connect_string();
+            *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
+            Ok(connect)
+        })
+    }
+
+    /// The index of the server that leads now (`'-1'`: none).
+    #[napi]
+    pub fn leader_index(&self) -> AsyncTask<HarnessCall> {
+        self.on(|c| Ok(c.leader_index().map_or(-1, |i| i as i64).to_string()))
+    }
+
+    /// Waits up to `timeout_ms` for the running servers to elect a leader (`'-1'`: none).
+    #[napi]
+    pub fn wait_for_quorum(&self, timeout_ms: u32) -> AsyncTask<HarnessCall> {
+        let timeout = std::time::Duration::from_millis(timeout_ms.into());
+        self.on(move |c| {
+            Ok(c.wait_for_quorum(timeout)
+                .map_or(-1, |i| i as i64)
+                .to_string())
+        })
+    }
+
+    /// Server `i`'s connect string.
+    #[napi]
+    pub fn server_connect_string(&self, i: u32) -> AsyncTask<HarnessCall> {
+        self.on_server(i, |s| s.connect_string())
+    }
+
+    /// Stops server `i`.
+    #[napi]
+    pub fn stop_server(&self, i: u32) -> AsyncTask<HarnessCall> {
+        self.on_server(i, |s| {
+            s.stop();
+            String::new()
+        })
+    }
+
+    /// Starts server `i` again.
+    #[napi]
+    pub fn start_server(&self, i: u32) -> AsyncTask<HarnessCall> {
+        self.on_server(i, |s| {
+            s.start();
+            String::new()
+        })
+    }
+
+    /// Restarts server `i`.
+    #[napi]
+    pub fn restart_server(&self, i: u32) -> AsyncTask<HarnessCall> {
+        self.on_server(i, |s| {
+            s.restart();
+            String::new()
+        })
+    }
+
+    /// Kills server `i` (SIGKILL).
+    #[napi]
+    pub fn kill_server(&self, i: u32) -> AsyncTask<HarnessCall> {
+        self.on_server(i, |s| {
+            s.kill();
+            String::new()
+        })
+    }
+
+    /// Stops every server and removes the directory; idempotent.
+    #[napi]
+    pub fn close(&self) -> AsyncTask<HarnessCall> {
+        let inner = self.inner.clone();
+        call(move || {
+            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
+            Ok(String::new())
+        })
+    }
+}

@@ -1,0 +1,150 @@
+// The testing kit users get (`require('zkrecipes/testing')`): real servers started from a test,
+// restart, expiry, an ensemble losing its leader, and where ZooKeeper comes from.
+'use strict';
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Client } = require('..');
+const { TestingServer, TestingCluster, expireSession, findZooKeeper } = require('../testing');
+
+const DEBIAN_JAR = '/usr/share/java/zookeeper.jar';
+
+/** Runs `fn` with the ZooKeeper location variables set as given (unset when undefined). */
+async function withZooKeeperEnv(vars, fn) {
+  const names = ['ZKRECIPES_ZOOKEEPER_JAR', 'ZOOKEEPER_HOME'];
+  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+  try {
+    for (const n of names) {
+      if (vars[n] === undefined) delete process.env[n];
+      else process.env[n] = vars[n];
+    }
+    return await fn();
+  } finally {
+    for (const n of names) {
+      if (saved[n] === undefined) delete process.env[n];
+      else process.env[n] = saved[n];
+    }
+  }
+}
+
+/** Resolves with the first `state` event named `want`, rejecting after 30 s. */
+function nextState(client, want) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${want} within 30 s`)), 30000);
+    client.on('state', function onState(state) {
+      if (state !== want) return;
+      clearTimeout(timer);
+      client.off('state', onState);
+      resolve();
+    });
+  });
+}
+
+test('a server restarts with its data and the client reconnects; close is final', async () => {
+  const server = await TestingServer.start();
+  try {
+    assert.match(server.connectString, /^127\.0\.0\.1:\d+$/);
+    assert.equal(await server.isRunning(), true);
+    const client = await Client.connect(server.connectString, { sessionTimeoutMs: 10000 });
+    try {
+      await client.create('/kit', 'kept');
+      await server.restart();
+      assert.equal((await client.getData('/kit')).data.toString(), 'kept');
+    } finally {
+      await client.close();
+    }
+    await server.stop();
+    assert.equal(await server.isRunning(), false);
+    await server.start();
+    assert.match(await server.fourLetter('srvr'), /Mode: standalone/);
+  } finally {
+    await server.close();
+  }
+  await assert.rejects(server.restart(), /closed/);
+});
+
+test('expireSession loses the session and its ephemeral nodes', async () => {
+  const server = await TestingServer.start();
+  const client = await Client.connect(server.connectString, { sessionTimeoutMs: 10000 });
+  try {
+    await client.create('/eph', '', { mode: 'EPHEMERAL' });
+    const lost = nextState(client, 'LOST');
+    const back = nextState(client, 'RECONNECTED');
+    await expireSession(client);
+    await lost;
+    await back;
+    assert.equal(await client.exists('/eph'), null);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+});
+
+test('a cluster elects a new leader when its leader dies', async () => {
+  const cluster = await TestingCluster.start(3);
+  try {
+    assert.equal(cluster.servers.length, 3);
+    const client = await Client.connect(cluster.connectString, { sessionTimeoutMs: 20000 });
+    try {
+      await client.create('/ensemble', '1');
+      const leader = await cluster.leader();
+      assert.ok(leader);
+      await leader.kill();
+      const next = await cluster.waitForQuorum({ timeoutMs: 30000 });
+      assert.ok(next && next.index !== leader.index);
+      assert.equal((await client.getData('/ensemble')).data.toString(), '1');
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await cluster.close();
+  }
+});
+
+test('ZooKeeper from a given jar and from ZOOKEEPER_HOME', async () => {
+  await withZooKeeperEnv({ ZKRECIPES_ZOOKEEPER_JAR: `/etc/zookeeper/conf:${DEBIAN_JAR}` }, async () => {
+    assert.equal(findZooKeeper(), 'ZKRECIPES_ZOOKEEPER_JAR');
+    const server = await TestingServer.start();
+    await server.close();
+  });
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'zkr-home-'));
+  try {
+    // A binary release's layout (Debian's jar names its dependencies by absolute path).
+    fs.mkdirSync(path.join(home, 'lib'));
+    fs.symlinkSync(DEBIAN_JAR, path.join(home, 'lib', 'zookeeper-3.8.0.jar'));
+    await withZooKeeperEnv({ ZOOKEEPER_HOME: home }, async () => {
+      assert.equal(findZooKeeper(), `ZOOKEEPER_HOME=${home}`);
+      const server = await TestingServer.start();
+      try {
+        assert.match(await server.fourLetter('srvr'), /Mode: standalone/);
+      } finally {
+        await server.close();
+      }
+    });
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test('no ZooKeeper: a coded error naming what to install', async () => {
+  const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'zkr-empty-'));
+  try {
+    await withZooKeeperEnv({ ZOOKEEPER_HOME: empty }, async () => {
+      await assert.rejects(TestingServer.start(), (err) => {
+        assert.equal(err.code, 'ZKR_ZOOKEEPER_NOT_FOUND');
+        assert.match(err.message, /apt-get install -y zookeeper/);
+        assert.match(err.message, /zookeeper\.apache\.org/);
+        return true;
+      });
+    });
+    await withZooKeeperEnv({ ZKRECIPES_ZOOKEEPER_JAR: '/nonexistent/zookeeper.jar' }, async () => {
+      await assert.rejects(TestingCluster.start(3), { code: 'ZKR_ZOOKEEPER_NOT_FOUND' });
+    });
+    await assert.rejects(TestingCluster.start(0), RangeError);
+  } finally {
+    fs.rmSync(empty, { recursive: true, force: true });
+  }
+});

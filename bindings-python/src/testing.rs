@@ -1,0 +1,202 @@
+//! The testing kit's native half (feature `kit`): real ZooKeeper servers from the harness crate
+//! (`zkrecipes_testing`), wrapped by `zkrecipes.testing`. Every call that waits releases the
+//! GIL; a harness failure (no ZooKeeper, a server that does not start) is a `RuntimeError` with
+//! the harness's message, never a panic crossing into Python.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyIndexError, PyRuntimeError};
+use pyo3::prelude::*;
+use zkrecipes_testing::{TestingCluster, TestingServer, TestingServerHandle};
+
+/// Runs `f` (a harness call) with the GIL released, turning a panic into `RuntimeError`.
+fn harness<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+    py.detach(|| catch_unwind(AssertUnwindSafe(f)))
+        .map_err(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_else(|| "the ZooKeeper test harness failed".to_owned());
+            PyRuntimeError::new_err(message)
+        })
+}
+
+fn closed() -> PyErr {
+    PyRuntimeError::new_err("the testing server or cluster is closed")
+}
+
+/// Where ZooKeeper comes from (`ZKRECIPES_ZOOKEEPER_JAR`, `ZOOKEEPER_HOME`, Debian's package):
+/// `(java, classpath, source)`, or `RuntimeError` naming what to install.
+#[pyfunction]
+pub fn find_zookeeper() -> PyResult<(String, String, String)> {
+    zkrecipes_testing::find_zookeeper()
+        .map(|z| (z.java.display().to_string(), z.classpath, z.source))
+        .map_err(PyRuntimeError::new_err)
+}
+
+/// One standalone server in its own temporary directory (`zkrecipes.testing.TestingServer`).
+#[pyclass(module = "zkrecipes._native", name = "_TestingServer")]
+pub struct PyTestingServer {
+    inner: Mutex<Option<TestingServer>>,
+}
+
+impl PyTestingServer {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&TestingServerHandle) -> T + Send,
+    ) -> PyResult<T> {
+        harness(py, || {
+            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(|s| f(s))
+        })?
+        .ok_or_else(closed)
+    }
+}
+
+#[pymethods]
+impl PyTestingServer {
+    /// Starts a server and waits until it serves.
+    #[new]
+    fn new(py: Python<'_>) -> PyResult<Self> {
+        let server = harness(py, TestingServer::start)?;
+        Ok(Self {
+            inner: Mutex::new(Some(server)),
+        })
+    }
+
+    fn connect_string(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |s| s.connect_string())
+    }
+
+    fn port(&self, py: Python<'_>) -> PyResult<u16> {
+        self.with(py, |s| s.port())
+    }
+
+    fn is_running(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |s| s.is_running())
+    }
+
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.stop())
+    }
+
+    fn start(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.start())
+    }
+
+    fn restart(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.restart())
+    }
+
+    fn kill(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.kill())
+    }
+
+    fn four_letter(&self, py: Python<'_>, cmd: String) -> PyResult<String> {
+        self.with(py, move |s| s.four_letter(&cmd))
+    }
+
+    /// Stops the server and removes its directory; idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let server = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        harness(py, move || drop(server))
+    }
+}
+
+/// An ensemble of `n` servers (`zkrecipes.testing.TestingCluster`).
+#[pyclass(module = "zkrecipes._native", name = "_TestingCluster")]
+pub struct PyTestingCluster {
+    inner: Mutex<Option<TestingCluster>>,
+}
+
+impl PyTestingCluster {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&TestingCluster) -> T + Send,
+    ) -> PyResult<T> {
+        harness(py, || {
+            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(f)
+        })?
+        .ok_or_else(closed)
+    }
+
+    fn with_server<T: Send>(
+        &self,
+        py: Python<'_>,
+        i: usize,
+        f: impl FnOnce(&TestingServerHandle) -> T + Send,
+    ) -> PyResult<T> {
+        self.with(py, move |c| (i < c.len()).then(|| f(c.server(i))))?
+            .ok_or_else(|| PyIndexError::new_err(format!("no server {i} in this cluster")))
+    }
+}
+
+#[pymethods]
+impl PyTestingCluster {
+    /// Starts `n` servers and waits until they serve and agree on a leader.
+    #[new]
+    fn new(py: Python<'_>, n: usize) -> PyResult<Self> {
+        if n == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a cluster needs at least one server",
+            ));
+        }
+        let cluster = harness(py, move || TestingCluster::start(n))?;
+        Ok(Self {
+            inner: Mutex::new(Some(cluster)),
+        })
+    }
+
+    fn connect_string(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |c| c.connect_string())
+    }
+
+    fn size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |c| c.len())
+    }
+
+    fn leader_index(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        self.with(py, |c| c.leader_index())
+    }
+
+    fn wait_for_quorum(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<usize>> {
+        let timeout = std::time::Duration::try_from_secs_f64(timeout)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
+        self.with(py, move |c| c.wait_for_quorum(timeout))
+    }
+
+    fn server_connect_string(&self, py: Python<'_>, i: usize) -> PyResult<String> {
+        self.with_server(py, i, |s| s.connect_string())
+    }
+
+    fn server_is_running(&self, py: Python<'_>, i: usize) -> PyResult<bool> {
+        self.with_server(py, i, |s| s.is_running())
+    }
+
+    fn stop_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.stop())
+    }
+
+    fn start_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.start())
+    }
+
+    fn restart_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.restart())
+    }
+
+    fn kill_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.kill())
+    }
+
+    /// Stops every server and removes the directory; idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let cluster = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        harness(py, move || drop(cluster))
+    }
+}
