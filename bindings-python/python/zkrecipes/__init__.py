@@ -125,6 +125,7 @@ from .queues import (
     DistributedQueue,
     QueueItem,
     SimpleDistributedQueue,
+)
 
 __version__: str = _native.__version__
 
