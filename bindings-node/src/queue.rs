@@ -12,8 +12,7 @@ use napi::Env;
 use napi_derive::napi;
 use zkrecipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
 use zkrecipes::queue::{
-    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, Item,
-    QueueOptions, SimpleDistributedQueue,
+    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions, SimpleDistributedQueue,
 };
 use zkrecipes::Error;
 
@@ -183,27 +182,9 @@ impl NativeSimpleQueue {
     }
 }
 
-enum Variant {
-    Plain(DistributedQueue),
-    Id(DistributedIdQueue),
-    Priority(DistributedPriorityQueue),
-    Delay(DistributedDelayQueue),
-}
-
-impl Variant {
-    fn queue(&self) -> &DistributedQueue {
-        match self {
-            Variant::Plain(q) => q,
-            Variant::Id(q) => q.queue(),
-            Variant::Priority(q) => q.queue(),
-            Variant::Delay(q) => q.queue(),
-        }
-    }
-}
-
 #[derive(Clone)]
 struct Shared {
-    variant: Arc<Variant>,
+    queue: DistributedQueue,
     held: Arc<Mutex<HashMap<u32, Item>>>,
     next: Arc<AtomicU32>,
 }
@@ -243,10 +224,6 @@ impl Shared {
     }
 }
 
-fn wrong(what: &str) -> Error {
-    Error::InvalidArgument(format!("{what} needs the matching queue variant").into())
-}
-
 /// Options of `NativeQueue`.
 #[napi(object)]
 pub struct NativeQueueOptions {
@@ -279,26 +256,15 @@ impl NativeQueue {
                 lock_path: options.lock_path,
                 max_items: options.max_items.map(|m| m as usize),
             };
-            let c = &client.inner;
-            let variant = match kind.as_str() {
-                "queue" => Variant::Plain(DistributedQueue::new(c, &path, o)?),
-                "id" => Variant::Id(DistributedIdQueue::new(c, &path, o)?),
-                "priority" => Variant::Priority(DistributedPriorityQueue::new(c, &path, o)?),
-                "delay" => Variant::Delay(DistributedDelayQueue::new(c, &path, o)?),
-                other => {
-                    return Err(Error::InvalidArgument(
-                        format!("unknown queue kind {other:?}").into(),
-                    )
-                    .into())
-                }
-            };
+            let kind = QueueKind::from_name(&kind)?;
+            let queue = DistributedQueue::with_kind(&client.inner, &path, kind, o)?;
             let emitter = Emitter::new(emit)?;
-            variant.queue().add_listener(move |s| {
+            queue.add_listener(move |s| {
                 emitter.emit(Event::new("state", Out::Str(s.name().into())))
             });
             Ok(NativeQueue {
                 shared: Shared {
-                    variant: Arc::new(variant),
+                    queue,
                     held: Arc::default(),
                     next: Arc::new(AtomicU32::new(1)),
                 },
@@ -318,24 +284,20 @@ impl NativeQueue {
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
         promise(env, || {
-            let (data, v) = (data.to_vec(), self.shared.variant.clone());
+            let (data, q) = (data.to_vec(), self.shared.queue.clone());
             let t = crate::args::timeout("timeoutMs", timeout_ms)?;
-            let check = match (&*v, &id, number) {
-                (Variant::Plain(_), None, None) | (Variant::Id(_), Some(_), None) => Ok(()),
-                (Variant::Priority(_), None, Some(n)) => {
-                    crate::args::i32_value("priority", n).map(drop)
-                }
-                (Variant::Delay(_), None, Some(n)) if n.fract() == 0.0 && n.is_finite() => Ok(()),
-                _ => Err(wrong("put's key (id, priority or delay)")),
+            let priority = match (q.kind(), number) {
+                (QueueKind::Priority, Some(n)) => Some(crate::args::i32_value("priority", n)?),
+                _ => None,
             };
-            check?;
             Ok(async move {
-                match &*v {
-                    Variant::Plain(q) => q.put(&data, t).await,
-                    Variant::Id(q) => q.put(&data, id.as_deref().unwrap_or(""), t).await,
-                    Variant::Priority(q) => q.put(&data, number.unwrap_or(0.0) as i32, t).await,
-                    Variant::Delay(q) => q.put(&data, number.unwrap_or(0.0) as i64, t).await,
-                }
+                let key = match (&id, priority, number) {
+                    (Some(id), _, _) => ItemKey::Id(id),
+                    (None, Some(p), _) => ItemKey::Priority(p),
+                    (None, None, Some(n)) => ItemKey::DelayUntil(n as i64),
+                    (None, None, None) => ItemKey::None,
+                };
+                q.put_with(&data, key, t).await
             })
         })
     }
@@ -343,15 +305,8 @@ impl NativeQueue {
     /// Removes the items with `id` (id queue); resolves to how many.
     #[napi]
     pub fn remove<'env>(&self, env: &'env Env, id: String) -> napi::Result<Object<'env>> {
-        promise(env, || {
-            let v = self.shared.variant.clone();
-            if !matches!(&*v, Variant::Id(_)) {
-                return Err(wrong("remove(id)").into());
-            }
-            Ok(async move {
-                let Variant::Id(q) = &*v else { unreachable!() };
-                Ok(q.remove(&id).await? as u32)
-            })
+        promise_on(env, &self.shared.queue, |q| async move {
+            Ok(q.remove_id(&id).await? as u32)
         })
     }
 
@@ -363,7 +318,7 @@ impl NativeQueue {
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
         promise_timed(env, &self.shared, timeout_ms, |s, t| async move {
-            Ok(match s.variant.queue().take(t).await? {
+            Ok(match s.queue.take(t).await? {
                 Some(item) => s.hold(item),
                 None => Out::Null,
             })
@@ -392,7 +347,7 @@ impl NativeQueue {
     #[napi]
     pub fn len<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         promise_on(env, &self.shared, |s| async move {
-            Ok(s.variant.queue().len().await? as u32)
+            Ok(s.queue.len().await? as u32)
         })
     }
 

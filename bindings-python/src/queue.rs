@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use zkrecipes::queue::{
-    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, Item,
-    QueueOptions, SimpleDistributedQueue,
+    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions, SimpleDistributedQueue,
 };
 
 use crate::args::{Int, Text, Timeout};
@@ -76,38 +75,24 @@ impl PySimpleQueue {
     }
 }
 
-enum Variant {
-    Plain(DistributedQueue),
-    Id(DistributedIdQueue),
-    Priority(DistributedPriorityQueue),
-    Delay(DistributedDelayQueue),
-}
-
-impl Variant {
-    fn queue(&self) -> &DistributedQueue {
-        match self {
-            Variant::Plain(q) => q,
-            Variant::Id(q) => q.queue(),
-            Variant::Priority(q) => q.queue(),
-            Variant::Delay(q) => q.queue(),
-        }
-    }
-}
-
 /// The native DistributedQueue family (`kind`: "queue", "id", "priority", "delay").
 #[pyclass(frozen, module = "zkrecipes._native", name = "DistributedQueue")]
 pub struct PyQueue {
-    inner: Local<Arc<Variant>>,
+    inner: Local<DistributedQueue>,
 }
 
 impl PyQueue {
-    fn v(&self, py: Python<'_>) -> PyResult<Arc<Variant>> {
+    fn q(&self, py: Python<'_>) -> PyResult<DistributedQueue> {
         self.inner.get(py, "queue").cloned()
     }
 }
 
-fn wrong(py: Python<'_>, what: &str) -> PyErr {
-    errors::invalid(py, format!("{what} needs the matching queue variant"))
+/// An item's key, owned: the id, priority or delay epoch of the queue's kind.
+enum Key {
+    None,
+    Id(String),
+    Priority(i32),
+    DelayUntil(i64),
 }
 
 fn item_obj(py: Python<'_>, item: Option<Item>) -> PyResult<Py<PyAny>> {
@@ -134,21 +119,14 @@ impl PyQueue {
             lock_path: lock_path.map(String::from),
             max_items: max_items.map(|m| m.0),
         };
-        let v = match &*kind {
-            "queue" => Variant::Plain(DistributedQueue::new(&c, &path, o).py_err(py)?),
-            "id" => Variant::Id(DistributedIdQueue::new(&c, &path, o).py_err(py)?),
-            "priority" => {
-                Variant::Priority(DistributedPriorityQueue::new(&c, &path, o).py_err(py)?)
-            }
-            "delay" => Variant::Delay(DistributedDelayQueue::new(&c, &path, o).py_err(py)?),
-            other => return Err(errors::invalid(py, format!("unknown queue kind {other:?}"))),
-        };
+        let kind = QueueKind::from_name(&kind).py_err(py)?;
+        let q = DistributedQueue::with_kind(&c, &path, kind, o).py_err(py)?;
         Ok(PyQueue {
-            inner: Local::new(Arc::new(v)),
+            inner: Local::new(q),
         })
     }
 
-    /// Puts one item; `key` is the id, priority or delay epoch (ms) of the variant.
+    /// Puts one item; `key` is the id, priority or delay epoch (ms) of the queue's kind.
     #[pyo3(signature = (data, key = None, timeout = Timeout(None)))]
     fn put(
         &self,
@@ -157,87 +135,66 @@ impl PyQueue {
         key: Option<Bound<'_, PyAny>>,
         timeout: Timeout,
     ) -> PyResult<Call> {
-        let v = self.v(py)?;
-        let t = timeout.0;
-        Ok(match (&*v, key) {
-            (Variant::Plain(_), None) => Call::value(async move {
-                let Variant::Plain(q) = &*v else {
-                    unreachable!()
-                };
-                q.put(&data, t).await
-            }),
-            (Variant::Id(_), Some(k)) => {
-                let id: String = k.extract::<Text>()?.into();
-                Call::value(async move {
-                    let Variant::Id(q) = &*v else { unreachable!() };
-                    q.put(&data, &id, t).await
-                })
+        let q = self.q(py)?;
+        let key = match (q.kind(), key) {
+            (_, None) => Key::None,
+            (QueueKind::Id, Some(k)) => Key::Id(k.extract::<Text>()?.into()),
+            (QueueKind::Priority, Some(k)) => Key::Priority(crate::args::int(&k, "priority")?),
+            (QueueKind::Delay, Some(k)) => {
+                Key::DelayUntil(crate::args::int(&k, "delay_until_epoch_ms")?)
             }
-            (Variant::Priority(_), Some(k)) => {
-                let p = crate::args::int::<i32>(&k, "priority")?;
-                Call::value(async move {
-                    let Variant::Priority(q) = &*v else {
-                        unreachable!()
-                    };
-                    q.put(&data, p, t).await
-                })
+            (QueueKind::Queue, Some(_)) => {
+                return Err(errors::invalid(py, "a plain queue's put takes no key"))
             }
-            (Variant::Delay(_), Some(k)) => {
-                let e = crate::args::int::<i64>(&k, "delay_until_epoch_ms")?;
-                Call::value(async move {
-                    let Variant::Delay(q) = &*v else {
-                        unreachable!()
-                    };
-                    q.put(&data, e, t).await
-                })
-            }
-            _ => return Err(wrong(py, "put's key (id, priority or delay)")),
-        })
+        };
+        Ok(Call::value(async move {
+            let key = match &key {
+                Key::None => ItemKey::None,
+                Key::Id(id) => ItemKey::Id(id),
+                Key::Priority(p) => ItemKey::Priority(*p),
+                Key::DelayUntil(ms) => ItemKey::DelayUntil(*ms),
+            };
+            q.put_with(&data, key, timeout.0).await
+        }))
     }
 
     fn remove(&self, py: Python<'_>, id: Text) -> PyResult<Call> {
-        let v = self.v(py)?;
-        if !matches!(&*v, Variant::Id(_)) {
-            return Err(wrong(py, "remove(id)"));
-        }
-        Ok(Call::value(async move {
-            let Variant::Id(q) = &*v else { unreachable!() };
-            q.remove(&id).await
-        }))
+        let q = self.q(py)?;
+        Ok(Call::value(async move { q.remove_id(&id).await }))
     }
 
     #[pyo3(signature = (timeout = Timeout(None)))]
     fn take(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
-        let q = self.v(py)?.queue().clone();
+        let q = self.q(py)?;
         Ok(Call::new(async move { q.take(timeout.0).await }, item_obj))
     }
 
     fn len(&self, py: Python<'_>) -> PyResult<Call> {
-        let q = self.v(py)?.queue().clone();
+        let q = self.q(py)?;
         Ok(Call::value(async move { q.len().await }))
     }
 
     /// Calls `listener(state_name)` on every connection-state change; returns an id.
     fn add_listener(&self, py: Python<'_>, listener: Py<PyAny>) -> PyResult<u64> {
-        let q = self.v(py)?;
-        Ok(q.queue().add_listener(bridge::listener(
+        let q = self.q(py)?;
+        Ok(q.add_listener(bridge::listener(
             listener,
             |s: zkrecipes::ConnectionState| (s.name(),),
         )))
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.v(py)?.queue().remove_listener(id))
+        Ok(self.q(py)?.remove_listener(id))
     }
 
     #[getter]
     fn path(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.v(py)?.queue().path().to_string())
+        Ok(self.q(py)?.path().to_string())
     }
 
     #[getter]
     fn lock_path(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        Ok(self.v(py)?.queue().lock_path().map(str::to_string))
+        Ok(self.q(py)?.lock_path().map(str::to_string))
     }
 }
 

@@ -5,10 +5,9 @@ use std::ffi::c_char;
 use std::sync::Mutex;
 
 use zkrecipes::queue::{
-    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, Item,
-    QueueOptions, SimpleDistributedQueue,
+    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions, SimpleDistributedQueue,
 };
-use zkrecipes::{Client, Error, Result};
+use zkrecipes::{Error, Result};
 
 use crate::boundary::{
     arg_opt_str, arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
@@ -101,45 +100,14 @@ pub unsafe extern "C" fn zkr_simple_queue_free(q: *mut zkr_simple_queue) {
     unsafe { free_handle("zkr_simple_queue_free", q) }
 }
 
-enum Variant {
-    Plain(DistributedQueue),
-    Id(DistributedIdQueue),
-    Priority(DistributedPriorityQueue),
-    Delay(DistributedDelayQueue),
-}
-
 /// Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
 /// DistributedDelayQueue (as made): `queue-` nodes in Curator's item framing. With a lock path,
 /// every item is completed exactly once (zkr_queue_item_done). Thread-safe.
 pub struct zkr_queue {
-    variant: Variant,
+    queue: DistributedQueue,
 }
 
 handle!(zkr_queue, "queue");
-
-impl zkr_queue {
-    fn queue(&self) -> &DistributedQueue {
-        match &self.variant {
-            Variant::Plain(q) => q,
-            Variant::Id(q) => q.queue(),
-            Variant::Priority(q) => q.queue(),
-            Variant::Delay(q) => q.queue(),
-        }
-    }
-}
-
-/// The options of the queue constructors.
-///
-/// # Safety
-/// The C caller's contract for `lock_path`.
-unsafe fn options(lock_path: *const c_char, max_items: u32) -> Result<QueueOptions> {
-    // SAFETY: this function's contract.
-    let lock_path = unsafe { arg_opt_str(lock_path, "lock_path") }?;
-    Ok(QueueOptions {
-        lock_path: lock_path.map(str::to_string),
-        max_items: (max_items > 0).then_some(max_items as usize),
-    })
-}
 
 /// A constructor of the family.
 ///
@@ -152,13 +120,19 @@ unsafe fn queue_new(
     lock_path: *const c_char,
     max_items: u32,
     out: *mut *mut zkr_queue,
-    make: impl FnOnce(&Client, &str, QueueOptions) -> Result<Variant>,
+    kind: QueueKind,
 ) -> zkr_status {
     // SAFETY: this function's contract.
     unsafe {
         recipe_new(function, c, path, out, |c, path| {
-            let variant = make(c, path, options(lock_path, max_items)?)?;
-            Ok(zkr_queue { variant })
+            let lock_path = arg_opt_str(lock_path, "lock_path")?;
+            let options = QueueOptions {
+                lock_path: lock_path.map(str::to_string),
+                max_items: (max_items > 0).then_some(max_items as usize),
+            };
+            Ok(zkr_queue {
+                queue: DistributedQueue::with_kind(c, path, kind, options)?,
+            })
         })
     }
 }
@@ -183,7 +157,7 @@ pub unsafe extern "C" fn zkr_queue_new(
             lock_path,
             max_items,
             out,
-            |c, p, o| Ok(Variant::Plain(DistributedQueue::new(c, p, o)?)),
+            QueueKind::Queue,
         )
     }
 }
@@ -206,7 +180,7 @@ pub unsafe extern "C" fn zkr_id_queue_new(
             lock_path,
             max_items,
             out,
-            |c, p, o| Ok(Variant::Id(DistributedIdQueue::new(c, p, o)?)),
+            QueueKind::Id,
         )
     }
 }
@@ -222,6 +196,7 @@ pub unsafe extern "C" fn zkr_priority_queue_new(
 ) -> zkr_status {
     // SAFETY: the C caller's contract for every pointer.
     unsafe {
+        let kind = QueueKind::Priority;
         queue_new(
             "zkr_priority_queue_new",
             c,
@@ -229,7 +204,7 @@ pub unsafe extern "C" fn zkr_priority_queue_new(
             lock_path,
             max_items,
             out,
-            |c, p, o| Ok(Variant::Priority(DistributedPriorityQueue::new(c, p, o)?)),
+            kind,
         )
     }
 }
@@ -252,15 +227,31 @@ pub unsafe extern "C" fn zkr_delay_queue_new(
             lock_path,
             max_items,
             out,
-            |c, p, o| Ok(Variant::Delay(DistributedDelayQueue::new(c, p, o)?)),
+            QueueKind::Delay,
         )
     }
 }
 
-fn wrong_variant(function: &str) -> Error {
-    Error::InvalidArgument(
-        format!("{function}: the queue was not made by the matching constructor").into(),
-    )
+/// Every put of the family: `key` makes the item's key (the kind's, or the core refuses it).
+///
+/// # Safety
+/// The C caller's contract for the handle, the buffer and the out-parameter.
+unsafe fn queue_put(
+    function: &str,
+    q: *mut zkr_queue,
+    data: *const u8,
+    len: usize,
+    timeout_ms: i64,
+    put: *mut bool,
+    key: impl FnOnce() -> Result<ItemKey<'static>>,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_out(function, q, put, "put", |q| {
+            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+            wait(q.queue.put_with(data, key()?, timeout))
+        })
+    }
 }
 
 /// Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
@@ -276,12 +267,8 @@ pub unsafe extern "C" fn zkr_queue_put(
 ) -> zkr_status {
     // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
     unsafe {
-        handle_out("zkr_queue_put", q, put, "put", |q| {
-            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
-            match &q.variant {
-                Variant::Plain(p) => wait(p.put(data, timeout)),
-                _ => Err(wrong_variant("zkr_queue_put")),
-            }
+        queue_put("zkr_queue_put", q, data, len, timeout_ms, put, || {
+            Ok(ItemKey::None)
         })
     }
 }
@@ -296,16 +283,18 @@ pub unsafe extern "C" fn zkr_queue_put_with_id(
     timeout_ms: i64,
     put: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the buffer, the id and the out-parameter.
+    // SAFETY: the C caller's contract for the handle, the buffer, the id (read during the call
+    // only) and the out-parameter.
     unsafe {
-        handle_out("zkr_queue_put_with_id", q, put, "put", |q| {
-            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
-            let id = arg_str(id, "id")?;
-            match &q.variant {
-                Variant::Id(p) => wait(p.put(data, id, timeout)),
-                _ => Err(wrong_variant("zkr_queue_put_with_id")),
-            }
-        })
+        queue_put(
+            "zkr_queue_put_with_id",
+            q,
+            data,
+            len,
+            timeout_ms,
+            put,
+            || arg_str(id, "id").map(ItemKey::Id),
+        )
     }
 }
 
@@ -320,11 +309,7 @@ pub unsafe extern "C" fn zkr_queue_remove_id(
     // SAFETY: the C caller's contract for the handle, the id and the out-parameter.
     unsafe {
         handle_out("zkr_queue_remove_id", q, removed, "removed", |q| {
-            let id = arg_str(id, "id")?;
-            match &q.variant {
-                Variant::Id(p) => wait(p.remove(id)),
-                _ => Err(wrong_variant("zkr_queue_remove_id")),
-            }
+            wait(q.queue.remove_id(arg_str(id, "id")?))
         })
     }
 }
@@ -341,13 +326,16 @@ pub unsafe extern "C" fn zkr_queue_put_with_priority(
 ) -> zkr_status {
     // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
     unsafe {
-        handle_out("zkr_queue_put_with_priority", q, put, "put", |q| {
-            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
-            match &q.variant {
-                Variant::Priority(p) => wait(p.put(data, priority, timeout)),
-                _ => Err(wrong_variant("zkr_queue_put_with_priority")),
-            }
-        })
+        let key = || Ok(ItemKey::Priority(priority));
+        queue_put(
+            "zkr_queue_put_with_priority",
+            q,
+            data,
+            len,
+            timeout_ms,
+            put,
+            key,
+        )
     }
 }
 
@@ -364,13 +352,16 @@ pub unsafe extern "C" fn zkr_queue_put_with_delay(
 ) -> zkr_status {
     // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
     unsafe {
-        handle_out("zkr_queue_put_with_delay", q, put, "put", |q| {
-            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
-            match &q.variant {
-                Variant::Delay(p) => wait(p.put(data, delay_until_epoch_ms, timeout)),
-                _ => Err(wrong_variant("zkr_queue_put_with_delay")),
-            }
-        })
+        let key = || Ok(ItemKey::DelayUntil(delay_until_epoch_ms));
+        queue_put(
+            "zkr_queue_put_with_delay",
+            q,
+            data,
+            len,
+            timeout_ms,
+            put,
+            key,
+        )
     }
 }
 
@@ -378,7 +369,7 @@ pub unsafe extern "C" fn zkr_queue_put_with_delay(
 #[no_mangle]
 pub unsafe extern "C" fn zkr_queue_len(q: *mut zkr_queue, len: *mut usize) -> zkr_status {
     // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { handle_out("zkr_queue_len", q, len, "len", |q| wait(q.queue().len())) }
+    unsafe { handle_out("zkr_queue_len", q, len, "len", |q| wait(q.queue.len())) }
 }
 
 /// One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
@@ -402,7 +393,7 @@ pub unsafe extern "C" fn zkr_queue_take(
     // SAFETY: the C caller's contract for the handle and the out-parameter.
     unsafe {
         handle_out("zkr_queue_take", q, item, "item", |q| {
-            let got = wait(q.queue().take(arg_timeout(timeout_ms)?))?;
+            let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
             Ok(got.map_or(std::ptr::null_mut(), |item| {
                 new_handle(zkr_queue_item {
                     data: item.data().to_vec(),

@@ -2,11 +2,12 @@
 //! closing, or a connection-state change (after which the recipe reads again, through the retry
 //! policy, so a server that stays away ends in a connection error rather than a hang).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::sync::broadcast;
 
 use crate::client::Watch;
+pub(crate) use crate::lock::internals::{deadline_of, passed, sleep_until};
 use crate::{Client, ConnectionState};
 
 /// Why a wait ended.
@@ -60,22 +61,4 @@ async fn futures_select_all<F: std::future::Future + Unpin>(futs: impl Iterator<
         std::task::Poll::Pending
     })
     .await
-}
-
-/// Sleeps until `deadline`, or forever without one.
-pub(crate) async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// `now + timeout`, or `None` (no limit) without a timeout or when it does not fit.
-pub(crate) fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
-    timeout.and_then(|t| Instant::now().checked_add(t))
-}
-
-/// Whether `deadline` has passed.
-pub(crate) fn passed(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
 }

@@ -7,7 +7,7 @@
 //! release wakes one waiter. The read/write lock names its nodes `__READ__`/`__WRIT__`;
 //! the semaphore takes the mutex at `path/locks` before creating `path/leases/_c_<uuid>-lease-<seq>`.
 
-mod internals;
+pub(crate) mod internals;
 mod multi;
 mod mutex;
 mod rwlock;

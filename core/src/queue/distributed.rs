@@ -38,12 +38,63 @@ impl QueueOptions {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Layout {
-    Plain,
+/// Which of Curator's queues: the item names and their order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QueueKind {
+    /// `DistributedQueue`: `queue-<seq>`, by sequence.
+    Queue,
+    /// `DistributedIdQueue`: `queue-|<id>|<seq>`, by sequence.
     Id,
+    /// `DistributedPriorityQueue`: `queue-<0|1><8 hex><seq>`, lower priority first.
     Priority,
+    /// `DistributedDelayQueue`: `queue-|<hex epoch ms>|<seq>`, handed out once due.
     Delay,
+}
+
+impl QueueKind {
+    /// Every kind.
+    pub const ALL: &'static [QueueKind] = &[
+        QueueKind::Queue,
+        QueueKind::Id,
+        QueueKind::Priority,
+        QueueKind::Delay,
+    ];
+
+    /// The name every face uses: `QUEUE`, `ID`, `PRIORITY`, `DELAY`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            QueueKind::Queue => "QUEUE",
+            QueueKind::Id => "ID",
+            QueueKind::Priority => "PRIORITY",
+            QueueKind::Delay => "DELAY",
+        }
+    }
+
+    /// The kind with this name (ASCII case-insensitive).
+    pub fn from_name(name: &str) -> Result<QueueKind> {
+        QueueKind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{name:?} is not a queue kind; expected QUEUE, ID, PRIORITY or DELAY"
+                ))
+            })
+    }
+}
+
+/// What an item is put with: nothing (a plain queue), or its kind's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemKey<'a> {
+    /// A [`QueueKind::Queue`] item.
+    None,
+    /// A [`QueueKind::Id`] item's id (not empty; `/` and `|` become `_`).
+    Id(&'a str),
+    /// A [`QueueKind::Priority`] item's priority (lower first).
+    Priority(i32),
+    /// A [`QueueKind::Delay`] item's time: milliseconds since the Unix epoch (positive).
+    DelayUntil(i64),
 }
 
 struct Shared {
@@ -51,7 +102,7 @@ struct Shared {
     path: String,
     lock_path: Option<String>,
     max_items: Option<usize>,
-    layout: Layout,
+    layout: QueueKind,
     listeners: Mutex<Vec<ListenerId>>,
     /// Items whose data is not Curator's framing: reported once, then passed over.
     corrupt: Mutex<HashSet<String>>,
@@ -85,7 +136,7 @@ impl std::fmt::Debug for DistributedQueue {
             .field("path", &self.shared.path)
             .field("lock_path", &self.shared.lock_path)
             .field("max_items", &self.shared.max_items)
-            .field("layout", &self.shared.layout)
+            .field("kind", &self.shared.layout)
             .finish()
     }
 }
@@ -93,14 +144,14 @@ impl std::fmt::Debug for DistributedQueue {
 impl DistributedQueue {
     /// A queue at `path` (validated) with `options`. Refuses a closed client.
     pub fn new(client: &Client, path: &str, options: QueueOptions) -> Result<DistributedQueue> {
-        DistributedQueue::with_layout(client, path, options, Layout::Plain, "DistributedQueue")
+        DistributedQueue::with_layout(client, path, options, QueueKind::Queue, "DistributedQueue")
     }
 
     fn with_layout(
         client: &Client,
         path: &str,
         options: QueueOptions,
-        layout: Layout,
+        layout: QueueKind,
         recipe: &str,
     ) -> Result<DistributedQueue> {
         path::validate_path(path)?;
@@ -132,6 +183,96 @@ impl DistributedQueue {
                 corrupt: Mutex::default(),
             }),
         })
+    }
+
+    /// A queue of `kind` at `path` (validated) with `options`: the one constructor behind the
+    /// variants, for faces that pick the kind at run time.
+    pub fn with_kind(
+        client: &Client,
+        path: &str,
+        kind: QueueKind,
+        options: QueueOptions,
+    ) -> Result<DistributedQueue> {
+        let recipe = match kind {
+            QueueKind::Queue => "DistributedQueue",
+            QueueKind::Id => "DistributedIdQueue",
+            QueueKind::Priority => "DistributedPriorityQueue",
+            QueueKind::Delay => "DistributedDelayQueue",
+        };
+        DistributedQueue::with_layout(client, path, options, kind, recipe)
+    }
+
+    /// The queue's kind.
+    pub fn kind(&self) -> QueueKind {
+        self.shared.layout
+    }
+
+    /// Puts `data` with `key`, which must be the kind's (`InvalidArgument` otherwise); see
+    /// [`put`](Self::put) and the variants' `put` for the rest.
+    pub async fn put_with(
+        &self,
+        data: &[u8],
+        key: ItemKey<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        let name = match (self.shared.layout, key) {
+            (QueueKind::Queue, ItemKey::None) => ITEM_NAME.to_string(),
+            (QueueKind::Id, ItemKey::Id(id)) => {
+                if id.is_empty() {
+                    return Err(Error::invalid("an item id must not be empty"));
+                }
+                let fixed = fix_id(id);
+                path::validate_path(&format!("/{fixed}"))?;
+                format!("{ITEM_NAME}{SEPARATOR}{fixed}{SEPARATOR}")
+            }
+            (QueueKind::Priority, ItemKey::Priority(p)) => {
+                let sign = if p >= 0 { '1' } else { '0' };
+                format!("{ITEM_NAME}{sign}{:08X}", p as u32)
+            }
+            (QueueKind::Delay, ItemKey::DelayUntil(ms)) => {
+                if ms <= 0 {
+                    return Err(Error::invalid(format!(
+                        "delay_until_epoch_ms must be positive, not {ms}"
+                    )));
+                }
+                format!("{ITEM_NAME}{SEPARATOR}{ms:08X}{SEPARATOR}")
+            }
+            (kind, key) => {
+                return Err(Error::invalid(format!(
+                    "queue {}: a {} queue's items are not put with {key:?}",
+                    self.shared.path,
+                    kind.name()
+                )))
+            }
+        };
+        self.put_named(name, &[data], timeout).await
+    }
+
+    /// An id queue's Curator `remove(id)`: removes every item with `id` that no consumer holds;
+    /// how many. `InvalidArgument` on another kind of queue.
+    pub async fn remove_id(&self, id: &str) -> Result<usize> {
+        let sh = &self.shared;
+        if sh.layout != QueueKind::Id {
+            return Err(Error::invalid(format!(
+                "queue {}: remove by id needs an id queue",
+                sh.path
+            )));
+        }
+        let path = sh.path.as_str();
+        let fixed = fix_id(id);
+        let children = sh
+            .client
+            .retry(|s| async move { s.children(path).await.or_none() })
+            .await?
+            .unwrap_or_default();
+        let mut removed = 0;
+        for node in children.iter().filter(|n| id_of(n) == Some(fixed.as_str())) {
+            if let Some(item) = self.try_take(node).await? {
+                item.done().await?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// The queue's path.
@@ -278,7 +419,7 @@ impl DistributedQueue {
             };
             let mut due: Option<Instant> = None;
             for node in self.ordered(children) {
-                if sh.layout == Layout::Delay {
+                if sh.layout == QueueKind::Delay {
                     let wait_ms = epoch_of(&node) - now_ms();
                     if wait_ms > 0 {
                         // Sorted by epoch: nothing after this one is due either.
@@ -318,9 +459,9 @@ impl DistributedQueue {
             items.retain(|n| !corrupt.contains(n));
         }
         match self.shared.layout {
-            Layout::Plain | Layout::Priority => {}
-            Layout::Id => items.sort_by_key(|n| without_id(n)),
-            Layout::Delay => items.sort_by_key(|n| epoch_of(n)),
+            QueueKind::Queue | QueueKind::Priority => {}
+            QueueKind::Id => items.sort_by_key(|n| without_id(n)),
+            QueueKind::Delay => items.sort_by_key(|n| epoch_of(n)),
         }
         items
     }
@@ -585,7 +726,7 @@ impl Item {
 
     /// The item's id (an id queue's), or `None`.
     pub fn id(&self) -> Option<&str> {
-        (self.queue.shared.layout == Layout::Id).then(|| id_of(&self.node))?
+        (self.queue.shared.layout == QueueKind::Id).then(|| id_of(&self.node))?
     }
 
     /// Completes the item: with a lock path, one transaction on the session holding the lock
@@ -701,6 +842,11 @@ fn id_of(node: &str) -> Option<&str> {
     Some(&node[first + 1..second])
 }
 
+/// Curator's `fixId`: `/` and `|` become `_`.
+fn fix_id(id: &str) -> String {
+    id.replace(['/', SEPARATOR], "_")
+}
+
 /// The node name with `|id|` left out (the id queue's sort key).
 fn without_id(node: &str) -> String {
     match id_of(node) {
@@ -724,7 +870,14 @@ fn epoch_of(node: &str) -> i64 {
 }
 
 macro_rules! variant_common {
-    () => {
+    ($t:ident, $kind:expr, $what:literal) => {
+        #[doc = concat!($what, " at `path` (validated) with `options`. Refuses a closed client.")]
+        pub fn new(client: &Client, path: &str, options: QueueOptions) -> Result<$t> {
+            let queue =
+                DistributedQueue::with_layout(client, path, options, $kind, stringify!($t))?;
+            Ok($t { queue })
+        }
+
         /// The underlying queue (consume, listeners, length).
         pub fn queue(&self) -> &DistributedQueue {
             &self.queue
@@ -750,50 +903,16 @@ pub struct DistributedIdQueue {
 }
 
 impl DistributedIdQueue {
-    /// An id queue at `path` with `options`.
-    pub fn new(client: &Client, path: &str, options: QueueOptions) -> Result<DistributedIdQueue> {
-        Ok(DistributedIdQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                Layout::Id,
-                "DistributedIdQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(DistributedIdQueue, QueueKind::Id, "An id queue");
 
     /// Puts `data` with `id` (not empty; `/` and `|` become `_`, as Curator's `fixId`).
     pub async fn put(&self, data: &[u8], id: &str, timeout: Option<Duration>) -> Result<bool> {
-        if id.is_empty() {
-            return Err(Error::invalid("an item id must not be empty"));
-        }
-        let fixed = id.replace(['/', SEPARATOR], "_");
-        path::validate_path(&format!("/{fixed}"))?;
-        let name = format!("{ITEM_NAME}{SEPARATOR}{fixed}{SEPARATOR}");
-        self.queue.put_named(name, &[data], timeout).await
+        self.queue.put_with(data, ItemKey::Id(id), timeout).await
     }
 
     /// Removes every item with `id` that no consumer holds; how many.
     pub async fn remove(&self, id: &str) -> Result<usize> {
-        let sh = &self.queue.shared;
-        let path = sh.path.as_str();
-        let fixed = id.replace(['/', SEPARATOR], "_");
-        let children = sh
-            .client
-            .retry(|s| async move { s.children(path).await.or_none() })
-            .await?
-            .unwrap_or_default();
-        let mut removed = 0;
-        for node in children.iter().filter(|n| id_of(n) == Some(fixed.as_str())) {
-            if let Some(item) = self.queue.try_take(node).await? {
-                item.done().await?;
-                removed += 1;
-            }
-        }
-        Ok(removed)
+        self.queue.remove_id(id).await
     }
 
     /// [`put`](Self::put) for the blocking face.
@@ -815,30 +934,17 @@ pub struct DistributedPriorityQueue {
 }
 
 impl DistributedPriorityQueue {
-    /// A priority queue at `path` with `options`.
-    pub fn new(
-        client: &Client,
-        path: &str,
-        options: QueueOptions,
-    ) -> Result<DistributedPriorityQueue> {
-        Ok(DistributedPriorityQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                Layout::Priority,
-                "DistributedPriorityQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(
+        DistributedPriorityQueue,
+        QueueKind::Priority,
+        "A priority queue"
+    );
 
     /// Puts `data` with `priority` (lower first).
     pub async fn put(&self, data: &[u8], priority: i32, timeout: Option<Duration>) -> Result<bool> {
-        let sign = if priority >= 0 { '1' } else { '0' };
-        let name = format!("{ITEM_NAME}{sign}{:08X}", priority as u32);
-        self.queue.put_named(name, &[data], timeout).await
+        self.queue
+            .put_with(data, ItemKey::Priority(priority), timeout)
+            .await
     }
 
     /// [`put`](Self::put) for the blocking face.
@@ -860,24 +966,7 @@ pub struct DistributedDelayQueue {
 }
 
 impl DistributedDelayQueue {
-    /// A delay queue at `path` with `options`.
-    pub fn new(
-        client: &Client,
-        path: &str,
-        options: QueueOptions,
-    ) -> Result<DistributedDelayQueue> {
-        Ok(DistributedDelayQueue {
-            queue: DistributedQueue::with_layout(
-                client,
-                path,
-                options,
-                Layout::Delay,
-                "DistributedDelayQueue",
-            )?,
-        })
-    }
-
-    variant_common!();
+    variant_common!(DistributedDelayQueue, QueueKind::Delay, "A delay queue");
 
     /// Puts `data`, to be handed out from `delay_until_epoch_ms` (milliseconds since the Unix
     /// epoch, positive) on.
@@ -887,13 +976,9 @@ impl DistributedDelayQueue {
         delay_until_epoch_ms: i64,
         timeout: Option<Duration>,
     ) -> Result<bool> {
-        if delay_until_epoch_ms <= 0 {
-            return Err(Error::invalid(format!(
-                "delay_until_epoch_ms must be positive, not {delay_until_epoch_ms}"
-            )));
-        }
-        let name = format!("{ITEM_NAME}{SEPARATOR}{delay_until_epoch_ms:08X}{SEPARATOR}");
-        self.queue.put_named(name, &[data], timeout).await
+        self.queue
+            .put_with(data, ItemKey::DelayUntil(delay_until_epoch_ms), timeout)
+            .await
     }
 
     /// [`put`](Self::put) for the blocking face.

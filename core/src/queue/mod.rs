@@ -43,7 +43,7 @@ mod simple;
 
 pub use self::distributed::{
     Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
-    DistributedQueue, Item, QueueOptions,
+    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions,
 };
 pub use self::simple::SimpleDistributedQueue;
 
