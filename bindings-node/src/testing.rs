@@ -52,6 +52,33 @@ fn call(work: impl FnOnce() -> Result<String, String> + Send + 'static) -> Async
 
 const CLOSED: &str = "the testing server or cluster is closed (or not started)";
 
+/// What a JS object holds: nothing until `start()`, nothing again after `close()`.
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
+/// Runs `f` on what `slot` holds, off the JS thread; rejects if it is empty.
+fn on_slot<S: Send + 'static>(
+    slot: &Slot<S>,
+    f: impl FnOnce(&S) -> Result<String, String> + Send + 'static,
+) -> AsyncTask<HarnessCall> {
+    let slot = slot.clone();
+    call(move || {
+        let guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .map(f)
+            .unwrap_or_else(|| Err(CLOSED.to_owned()))
+    })
+}
+
+/// Empties `slot` and drops what it held (stopping servers), off the JS thread.
+fn close_slot<S: Send + 'static>(slot: &Slot<S>) -> AsyncTask<HarnessCall> {
+    let slot = slot.clone();
+    call(move || {
+        drop(slot.lock().unwrap_or_else(|e| e.into_inner()).take());
+        Ok(String::new())
+    })
+}
+
 /// Where ZooKeeper comes from (`ZKRECIPES_ZOOKEEPER_JAR`, `ZOOKEEPER_HOME`, Debian's package), or
 /// an error naming what to install.
 #[napi]
@@ -64,7 +91,7 @@ pub fn find_zookeeper() -> napi::Result<String> {
 /// One standalone server (wrapped by `TestingServer` in `lib/testing.js`).
 #[napi]
 pub struct NativeTestingServer {
-    inner: Arc<Mutex<Option<TestingServer>>>,
+    inner: Slot<TestingServer>,
 }
 
 impl NativeTestingServer {
@@ -72,14 +99,7 @@ impl NativeTestingServer {
         &self,
         f: impl FnOnce(&TestingServerHandle) -> String + Send + 'static,
     ) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard
-                .as_ref()
-                .map(|s| f(s))
-                .ok_or_else(|| CLOSED.to_owned())
-        })
+        on_slot(&self.inner, move |s: &TestingServer| Ok(f(s)))
     }
 }
 
@@ -90,7 +110,7 @@ impl NativeTestingServer {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Self {
-            inner: Arc::new(Mutex::new(None)),
+            inner: Slot::default(),
         }
     }
 
@@ -154,18 +174,14 @@ impl NativeTestingServer {
     /// Stops the server and removes its directory; idempotent.
     #[napi]
     pub fn close(&self) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
-            Ok(String::new())
-        })
+        close_slot(&self.inner)
     }
 }
 
 /// An ensemble (wrapped by `TestingCluster` in `lib/testing.js`).
 #[napi]
 pub struct NativeTestingCluster {
-    inner: Arc<Mutex<Option<TestingCluster>>>,
+    inner: Slot<TestingCluster>,
 }
 
 impl NativeTestingCluster {
@@ -173,14 +189,7 @@ impl NativeTestingCluster {
         &self,
         f: impl FnOnce(&TestingCluster) -> Result<String, String> + Send + 'static,
     ) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard
-                .as_ref()
-                .map(f)
-                .unwrap_or_else(|| Err(CLOSED.to_owned()))
-        })
+        on_slot(&self.inner, f)
     }
 
     fn on_server(
@@ -205,7 +214,7 @@ impl NativeTestingCluster {
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         Self {
-            inner: Arc::new(Mutex::new(None)),
+            inner: Slot::default(),
         }
     }
 
@@ -286,10 +295,6 @@ impl NativeTestingCluster {
     /// Stops every server and removes the directory; idempotent.
     #[napi]
     pub fn close(&self) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
-            Ok(String::new())
-        })
+        close_slot(&self.inner)
     }
 }

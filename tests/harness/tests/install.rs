@@ -28,7 +28,10 @@ fn zookeeper_is_found_where_the_user_says_or_the_error_says_what_to_install() {
     assert_eq!(debian.jar, Path::new(DEBIAN_JAR));
 
     // A given class path.
-    set(ZOOKEEPER_JAR_ENV, Some(&format!("/etc/zookeeper/conf:{DEBIAN_JAR}")));
+    set(
+        ZOOKEEPER_JAR_ENV,
+        Some(&format!("/etc/zookeeper/conf:{DEBIAN_JAR}")),
+    );
     let given = find_zookeeper().expect("the given jar");
     assert_eq!(given.source, ZOOKEEPER_JAR_ENV);
     assert_eq!(given.classpath, format!("/etc/zookeeper/conf:{DEBIAN_JAR}"));
@@ -48,7 +51,9 @@ fn zookeeper_is_found_where_the_user_says_or_the_error_says_what_to_install() {
     set(ZOOKEEPER_HOME_ENV, Some(home.to_str().unwrap()));
     let release = find_zookeeper().expect("ZOOKEEPER_HOME");
     assert_eq!(release.jar, home.join("lib/zookeeper-3.8.0.jar"));
-    assert!(release.classpath.starts_with(home.join("conf").to_str().unwrap()));
+    assert!(release
+        .classpath
+        .starts_with(home.join("conf").to_str().unwrap()));
     let server = TestingServer::start();
     assert!(server.four_letter("srvr").contains("Mode: standalone"));
     drop(server);
@@ -56,7 +61,12 @@ fn zookeeper_is_found_where_the_user_says_or_the_error_says_what_to_install() {
     // A ZOOKEEPER_HOME without a server jar: the message names every way to get one.
     std::fs::remove_file(home.join("lib/zookeeper-3.8.0.jar")).unwrap();
     let none = find_zookeeper().expect_err("no jar under ZOOKEEPER_HOME");
-    for hint in ["apt-get install -y zookeeper", "zookeeper.apache.org", "ZOOKEEPER_HOME", ZOOKEEPER_JAR_ENV] {
+    for hint in [
+        "apt-get install -y zookeeper",
+        "zookeeper.apache.org",
+        "ZOOKEEPER_HOME",
+        ZOOKEEPER_JAR_ENV,
+    ] {
         assert!(none.contains(hint), "{hint:?} missing from: {none}");
     }
     set(ZOOKEEPER_HOME_ENV, None);
