@@ -51,6 +51,8 @@ export interface ZkrError extends Error {
   code: ZkrErrorCode;
   /** ZooKeeper's own error code (`KeeperException.Code`: -101 NONODE, ...) when the server gave one. */
   zkCode?: number;
+  /** For a failed transaction commit: the index of the failing operation (nothing was applied). */
+  index?: number;
 }
 
 /** An object mapping each name of a word list to itself: `CreateMode.EPHEMERAL === 'EPHEMERAL'`. */
@@ -186,16 +188,20 @@ export interface WatchOptions {
   watch?: (event: WatchedEvent) => void;
 }
 
-export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER';
+export type CreateMode = 'PERSISTENT' | 'PERSISTENT_SEQUENTIAL' | 'EPHEMERAL' | 'EPHEMERAL_SEQUENTIAL' | 'CONTAINER' | 'PERSISTENT_WITH_TTL' | 'PERSISTENT_SEQUENTIAL_WITH_TTL';
 /** Node types (the core's list). */
 export declare const CreateMode: Names<CreateMode>;
 
 export interface CreateOptions {
   mode?: CreateMode;
   /** Create missing parents as CONTAINER nodes. */
-  createParents?: boolean;
+  createParents?: boolean | 'persistent';
   /** Curator's protected mode (`_c_<uuid>-` prefix, found again after a connection loss). */
   protected?: boolean;
+  /** Store the data as Curator's GZIP provider does (read it with `getData(p, { compressed: true })`). */
+  compressed?: boolean;
+  /** The time to live of PERSISTENT_WITH_TTL / PERSISTENT_SEQUENTIAL_WITH_TTL nodes (required there). */
+  ttlMs?: number;
 }
 
 export interface DeleteOptions {
@@ -261,8 +267,10 @@ export declare class Client extends EventEmitter<ClientEvents> {
   /** Resolves to the created node's actual path. */
   create(path: string, data?: Data | null, options?: CreateOptions): Promise<string>;
   /** `watch`: called once when the data changes or the node is deleted. */
-  getData(path: string, options?: WatchOptions): Promise<{ data: Buffer; stat: Stat }>;
-  setData(path: string, data: Data | null, options?: { version?: number }): Promise<Stat>;
+  getData(path: string, options?: WatchOptions | { compressed?: boolean }): Promise<{ data: Buffer; stat: Stat }>;
+  setData(path: string, data: Data | null, options?: { version?: number; compressed?: boolean }): Promise<Stat>;
+  /** A new transaction (Curator's transaction()): operations committed all together or not at all. */
+  transaction(): Transaction;
   /** The node's stat, or null. `watch`: called once when it is created, deleted or changed. */
   exists(path: string, options?: WatchOptions): Promise<Stat | null>;
   /** `watch`: called once when a child is added or removed, or the node is deleted. */
@@ -625,8 +633,279 @@ export interface LogRecord {
  */
 export declare function setLogger(sink: ((record: LogRecord) => void) | null, level?: LogLevelName | Lowercase<LogLevelName>): void;
 
+// ---------------------------------------------------------------------------------------------
+// Nodes and membership, transactions
+
+export interface PersistentNodeOptions {
+  /** Default 'EPHEMERAL'. */
+  mode?: CreateMode;
+  data?: Data | null;
+  /** Curator's protected mode (`_c_<uuid>-` name prefix). */
+  protected?: boolean;
+  /** Required for the *_WITH_TTL modes. */
+  ttlMs?: number;
+}
+
+export interface PersistentNodeEvents {
+  /** The node is on the server, ours, with our data (after each create or check). */
+  registered: [actualPath: string];
+  /** The node is known to be gone (deleted, session ended or LOST); it is being created again. */
+  unregistered: [actualPath: string];
+  /** The path holds another live session's node: left untouched; the node stops trying. */
+  conflict: [path: string];
+}
+
+/**
+ * Curator's PersistentNode: kept on the server while started (created again after a delete, a
+ * reconnect, a session expiry). Another live session's node at the path is never taken over:
+ * `waitForInitialCreate()` rejects with ZKR_CONFLICT. `close()` deletes our own node only.
+ */
+export declare class PersistentNode extends EventEmitter<PersistentNodeEvents> {
+  constructor(client: Client, path: string, options?: PersistentNodeOptions);
+  readonly path: string;
+  /** With the sequence number and protected prefix; null until created. */
+  readonly actualPath: string | null;
+  readonly data: Buffer;
+  readonly registered: boolean;
+  start(): Promise<void>;
+  waitForInitialCreate(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Written now when connected, else on the next create or reconnect. */
+  setData(data: Data): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Curator's PersistentTtlNode: a CONTAINER node with a `touch` child of `ttlMs`, touched every
+ * `ttlMs / 2`; gone within the TTL once its owner stops. `close()` does not delete it.
+ */
+export declare class PersistentTtlNode {
+  constructor(client: Client, path: string, ttlMs: number, options?: { data?: Data | null });
+  readonly path: string;
+  start(): Promise<void>;
+  waitForInitialCreate(options?: { timeoutMs?: number }): Promise<boolean>;
+  setData(data: Data): void;
+  close(): Promise<void>;
+}
+
+export interface GroupMemberEvents {
+  /** Each new membership: member id → payload. */
+  change: [members: Map<string, Buffer>];
+}
+
+/**
+ * Curator's GroupMember: the ephemeral node `path/id` with `payload`, and the group's
+ * membership. `start()` rejects with ZKR_CONFLICT when another live session holds the id.
+ */
+export declare class GroupMember extends EventEmitter<GroupMemberEvents> {
+  constructor(client: Client, path: string, id: string, payload?: Data | null);
+  readonly path: string;
+  readonly id: string;
+  start(): Promise<void>;
+  /** Every member id → payload, this member's own included. */
+  currentMembers(): Map<string, Buffer>;
+  setThisData(payload: Data): void;
+  close(): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<Map<string, Buffer>>;
+}
+
+/** What one operation of a committed transaction did. */
+export interface OpResult {
+  type: 'create' | 'delete' | 'setData' | 'check';
+  /** A create's actual path. */
+  path?: string;
+  /** The new stat of a create or setData. */
+  stat?: Stat;
+}
+
+/**
+ * Curator's transaction(): all or nothing. A failed commit rejects with the failing operation's
+ * code and its `index` (nothing applied); ZKR_OUTCOME_UNKNOWN when the reply was lost.
+ */
+export declare class Transaction {
+  create(path: string, data?: Data | null, options?: { mode?: CreateMode; ttlMs?: number }): this;
+  delete(path: string, options?: { version?: number }): this;
+  setData(path: string, data: Data | null, options?: { version?: number }): this;
+  check(path: string, version: number): this;
+  commit(): Promise<OpResult[]>;
+}
 /** The package's version (the same as package.json's, the C header's and Python's `__version__`). */
 export declare const version: string;
 
 // Only what is exported above is the package's (the helper classes are not exported at run time).
 export {};
+
+// ---------------------------------------------------------------------------------------------
+// Caches (Curator 5.x's CuratorCache; NodeCache, PathChildrenCache and TreeCache as views)
+
+export type CacheEventTypeName = 'CREATED' | 'CHANGED' | 'DELETED' | 'INITIALIZED' | 'RESYNCED';
+/** What a cache event says (the core's list). */
+export declare const CacheEventType: Names<CacheEventTypeName>;
+export type StartModeName = 'NORMAL' | 'BUILD_INITIAL_CACHE' | 'POST_INITIALIZED_EVENT';
+/** PathChildrenCache's start modes (Curator's StartMode; the core's list). */
+export declare const StartMode: Names<StartModeName>;
+
+/** A cached node (Curator's ChildData); `data` is null for a stats-only cache. */
+export interface ChildData {
+  path: string;
+  data: Buffer | null;
+  stat: Stat;
+}
+
+/**
+ * One change seen by a cache: `old` before (CHANGED, DELETED), `new` after (CREATED, CHANGED);
+ * `resync` marks a difference found by a resync after a reconnect or a new session.
+ */
+export interface CacheEvent {
+  type: CacheEventTypeName;
+  path: string;
+  old: ChildData | null;
+  new: ChildData | null;
+  resync: boolean;
+}
+
+export interface CacheEvents {
+  event: [event: CacheEvent];
+}
+
+/**
+ * What every cache has. Events: `cache.on('event', fn)` (listeners added before `start()` hear
+ * the initial load) and `for await (const ev of cache)` (from then on; ends at `close()`).
+ * `for (const node of cache)` iterates the snapshot, sorted by path. A cache never writes.
+ */
+export declare class Cache extends EventEmitter<CacheEvents> implements Iterable<ChildData>, AsyncIterable<CacheEvent> {
+  readonly path: string;
+  /** How many nodes are cached. */
+  readonly size: number;
+  readonly initialized: boolean;
+  /** How many resyncs (after reconnects or new sessions) completed. */
+  readonly resyncs: number;
+  start(): Promise<void>;
+  /** Whether the initial load completed within `timeoutMs` (omitted: no limit). */
+  awaitInitialized(timeoutMs?: number): Promise<boolean>;
+  /** Read-your-writes: whether every change up to `zxid` (a stat's mzxid/czxid) was applied. */
+  awaitZxid(zxid: bigint | number, timeoutMs?: number): Promise<boolean>;
+  get(path: string): ChildData | null;
+  snapshot(): ChildData[];
+  events(): AsyncIterableIterator<CacheEvent>;
+  [Symbol.iterator](): Iterator<ChildData>;
+  [Symbol.asyncIterator](): AsyncIterator<CacheEvent>;
+  close(): void;
+}
+
+/** Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). */
+export declare class CuratorCache extends Cache {
+  constructor(client: Client, path: string, options?: { data?: boolean; maxDepth?: number });
+}
+
+/** Curator's NodeCache: one node. */
+export declare class NodeCache extends Cache {
+  constructor(client: Client, path: string);
+  readonly currentData: ChildData | null;
+}
+
+/** Curator's PathChildrenCache: the children of `path` (not the path itself). */
+export declare class PathChildrenCache extends Cache {
+  constructor(client: Client, path: string, options?: { cacheData?: boolean; startMode?: StartModeName });
+  readonly currentData: ChildData[];
+}
+
+/** Curator's TreeCache: the subtree to `maxDepth`. */
+export declare class TreeCache extends Cache {
+  constructor(client: Client, path: string, options?: { maxDepth?: number });
+// Barriers and queues (Curator's node names and item framing)
+
+/** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
+export declare class DistributedBarrier {
+  constructor(client: Client, path: string);
+  readonly path: string;
+  setBarrier(): Promise<void>;
+  removeBarrier(): Promise<void>;
+  /** True once the barrier is removed, false after `timeoutMs`. */
+  waitOnBarrier(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDoubleBarrier, one member (`memberQty` is a threshold, not a limit). */
+export declare class DistributedDoubleBarrier {
+  constructor(client: Client, path: string, memberQty: number);
+  readonly path: string;
+  readonly memberQty: number;
+  /** This member's node name (a UUID). */
+  readonly memberName: string;
+  /** True once `memberQty` members are in; false after `timeoutMs` (our node removed). */
+  enter(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** True once every member has left; false after `timeoutMs`. */
+  leave(options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's SimpleDistributedQueue: `qn-<seq>` nodes of raw bytes; at-most-once delivery. */
+export declare class SimpleDistributedQueue {
+  constructor(client: Client, path: string);
+  readonly path: string;
+  /** Resolves to the item's node path. */
+  offer(data: Data): Promise<string>;
+  take(options?: { timeoutMs?: number }): Promise<Buffer | null>;
+  peek(): Promise<Buffer | null>;
+  poll(): Promise<Buffer | null>;
+}
+
+/**
+ * One taken item, valid until `done()` (completes it exactly once; rejects with
+ * ZKR_SESSION_EXPIRED when our lock went with the session) or `release()` (gives it back).
+ */
+export declare class QueueItem {
+  readonly data: Buffer;
+  readonly messages: Buffer[];
+  /** The czxid of this consumer's lock node: a later taker of the item gets a larger one. */
+  readonly fencingToken: bigint;
+  readonly node: string;
+  /** The item's id (an id queue's), else null. */
+  readonly id: string | null;
+  done(): Promise<void>;
+  release(): Promise<void>;
+}
+
+export interface QueueOptions {
+  /** Curator's lock path: with it, consumption is exactly once. */
+  lockPath?: string;
+  /** Bound on the number of items (puts wait for room). */
+  maxItems?: number;
+}
+
+export interface QueueEvents {
+  state: [state: ConnectionState];
+}
+
+/** What the DistributedQueue family shares. */
+declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
+  readonly path: string;
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  /** Items as they come; ends when none came within `timeoutMs` (default: never). */
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
+  length(): Promise<number>;
+  close(): void;
+}
+
+/** Curator's DistributedQueue. */
+export declare class DistributedQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedIdQueue. */
+export declare class DistributedIdQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, id: string, options?: { timeoutMs?: number }): Promise<boolean>;
+  remove(id: string): Promise<number>;
+}
+
+/** Curator's DistributedPriorityQueue (lower first). */
+export declare class DistributedPriorityQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+/** Curator's DistributedDelayQueue. */
+export declare class DistributedDelayQueue extends DistributedQueueBase {
+  constructor(client: Client, path: string, options?: QueueOptions);
+  put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+}

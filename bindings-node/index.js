@@ -28,6 +28,9 @@ module.exports = {
   ...require('./lib/retry'),
   ...require('./lib/vocabulary'),
   ...require('./lib/log'),
+  ...require('./lib/caches'),
+  ...require('./lib/nodes'),
+  ...require('./lib/queues'),
   coreVersion,
   version,
 };

@@ -105,6 +105,19 @@
 #define ZKR_PERM_ALL 31
 
 /**
+ * zkr_client_create_ex flag: create missing parents as PERSISTENT nodes (Curator's
+ * creatingParentsIfNeeded); wins over ZKR_CREATE_PARENTS (container parents).
+ */
+#define ZKR_CREATE_PERSISTENT_PARENTS 4
+
+/**
+ * zkr_client_create_ex flag: store the data GZIP-compressed, byte for byte as Curator's
+ * default compression provider (`.compressed()`); read it with
+ * zkr_client_get_data_decompressed.
+ */
+#define ZKR_CREATE_COMPRESSED 8
+
+/**
  * The result of every fallible call. `ZKR_OK` (0) is success; any other value is a failure
  * whose description is in zkr_last_error_message().
  *
@@ -203,6 +216,32 @@ typedef uint32_t zkr_status;
 #endif // __cplusplus
 
 /**
+ * What a cache event says (the core's CacheEventType, in order).
+ */
+typedef enum zkr_cache_event_type {
+    /**
+     * A node appeared (after ZKR_CACHE_DELETED of the same path: it was recreated).
+     */
+    ZKR_CACHE_CREATED = 1,
+    /**
+     * A node's data changed.
+     */
+    ZKR_CACHE_CHANGED = 2,
+    /**
+     * A node went away.
+     */
+    ZKR_CACHE_DELETED = 3,
+    /**
+     * The initial load is complete (once).
+     */
+    ZKR_CACHE_INITIALIZED = 4,
+    /**
+     * A resync after a reconnect or a new session is complete.
+     */
+    ZKR_CACHE_RESYNCED = 5,
+} zkr_cache_event_type;
+
+/**
  * Curator's connection states.
  */
 typedef enum zkr_connection_state {
@@ -271,11 +310,37 @@ typedef struct zkr_atomic_int zkr_atomic_int;
 typedef struct zkr_atomic_long zkr_atomic_long;
 
 /**
+ * Curator's DistributedBarrier: waiters block while the node at the barrier's path exists.
+ * Thread-safe.
+ */
+typedef struct zkr_barrier zkr_barrier;
+
+/**
+ * A cache of a subtree (Curator's CuratorCache, NodeCache, PathChildrenCache or TreeCache):
+ * one persistent recursive watch, an immutable snapshot, an exact resync after reconnects.
+ * It never writes to ZooKeeper. Thread-safe.
+ */
+typedef struct zkr_cache zkr_cache;
+
+/**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
  * after LOST. Thread-safe: any thread may use it, and recipes made from it, concurrently.
  * Made by zkr_client_connect, freed by zkr_client_free.
  */
 typedef struct zkr_client zkr_client;
+
+/**
+ * Curator's DistributedDoubleBarrier: one member; members enter together once `member_qty`
+ * have arrived (a threshold, not a limit) and leave together. Thread-safe.
+ */
+typedef struct zkr_double_barrier zkr_double_barrier;
+
+/**
+ * Curator's GroupMember: this process's ephemeral node `path/member_id` with its payload (kept
+ * like a persistent node), and the group's membership. The same id from another live session
+ * is ZKR_CONFLICT at start, and that session's node is left untouched. Thread-safe.
+ */
+typedef struct zkr_group_member zkr_group_member;
 
 /**
  * Curator's LeaderLatch: join an election and learn when this participant leads. Each
@@ -326,6 +391,35 @@ typedef struct zkr_multi_lock zkr_multi_lock;
 typedef struct zkr_mutex zkr_mutex;
 
 /**
+ * Curator's PersistentNode: a node kept on the server while started — created again after a
+ * delete, checked after every reconnect, created again after a session expiry. Another live
+ * session's node at the path is never taken over (ZKR_CONFLICT); close deletes only our own
+ * node. Thread-safe.
+ */
+typedef struct zkr_persistent_node zkr_persistent_node;
+
+/**
+ * Curator's PersistentTtlNode: a container node kept at `path` and a child `path/touch` of
+ * the TTL, touched every TTL / 2; once the owner stops (closed, crashed), the node is gone
+ * within the TTL plus the server's container check interval. Needs a server with
+ * zookeeper.extendedTypesEnabled=true. Thread-safe.
+ */
+typedef struct zkr_persistent_ttl_node zkr_persistent_ttl_node;
+
+/**
+ * Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
+ * DistributedDelayQueue (as made): `queue-` nodes in Curator's item framing. With a lock path,
+ * every item is completed exactly once (zkr_queue_item_done). Thread-safe.
+ */
+typedef struct zkr_queue zkr_queue;
+
+/**
+ * One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
+ * complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+ */
+typedef struct zkr_queue_item zkr_queue_item;
+
+/**
  * Curator's InterProcessReadWriteLock: a read half (shared) and a write half (exclusive) on one
  * path, both reentrant per owner and fair (one line for both kinds). The owner holding the
  * write lock may also take the read lock and then release the write lock (a downgrade); the
@@ -352,6 +446,19 @@ typedef struct zkr_semaphore_mutex zkr_semaphore_mutex;
  * in every client that watches it. Thread-safe.
  */
 typedef struct zkr_shared_count zkr_shared_count;
+
+/**
+ * Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
+ * delivery. Thread-safe.
+ */
+typedef struct zkr_simple_queue zkr_simple_queue;
+
+/**
+ * Operations committed all together or not at all (Curator's `transaction()`, ZooKeeper's
+ * multi). Add operations, then zkr_transaction_commit. Thread-safe; free with
+ * zkr_transaction_free.
+ */
+typedef struct zkr_transaction zkr_transaction;
 
 /**
  * Which retry policy a zkr_retry_policy describes (Curator's six).
@@ -468,6 +575,152 @@ typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void
  * longjmp out.
  */
 typedef void (*zkr_shared_count_error_callback)(zkr_status status, int32_t version, void *user_data);
+
+/**
+ * How zkr_cache_new builds a cache (a CuratorCache: `data` true, `max_depth` -1).
+ */
+typedef struct zkr_cache_options {
+    /**
+     * Keep each node's data (false: stats only).
+     */
+    bool data;
+    /**
+     * The deepest level kept: 0 the root alone, 1 its children, ...; -1 no limit.
+     */
+    int32_t max_depth;
+} zkr_cache_options;
+
+/**
+ * PathChildrenCache's start modes (Curator's StartMode, the core's list in order), for
+ * zkr_path_children_cache_new.
+ */
+typedef uint32_t zkr_start_mode;
+
+/**
+ * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
+ */
+typedef struct zkr_stat {
+    /**
+     * The zxid of the change that created the node.
+     */
+    int64_t czxid;
+    /**
+     * The zxid of the change that last modified the node's data.
+     */
+    int64_t mzxid;
+    /**
+     * The zxid of the change that last modified the node's children.
+     */
+    int64_t pzxid;
+    /**
+     * Creation time, milliseconds since the epoch.
+     */
+    int64_t ctime;
+    /**
+     * Last modification time, milliseconds since the epoch.
+     */
+    int64_t mtime;
+    /**
+     * The session id owning the node if it is ephemeral, else 0.
+     */
+    int64_t ephemeral_owner;
+    /**
+     * The number of changes to the data (the version for zkr_client_set_data).
+     */
+    int32_t version;
+    /**
+     * The number of changes to the children.
+     */
+    int32_t cversion;
+    /**
+     * The number of changes to the ACL.
+     */
+    int32_t aversion;
+    /**
+     * The length of the data in bytes.
+     */
+    int32_t data_length;
+    /**
+     * The number of children.
+     */
+    int32_t num_children;
+} zkr_stat;
+
+/**
+ * A cached node. In an event it is borrowed (valid during the callback); returned by
+ * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
+ */
+typedef struct zkr_child_data {
+    /**
+     * The node's path (relative to the client's namespace), NUL-terminated.
+     */
+    char *path;
+    /**
+     * Its data (NULL when `data_len` is 0 or the cache keeps stats only).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t data_len;
+    /**
+     * False when the cache keeps stats only (zkr_cache_options.data false).
+     */
+    bool has_data;
+    /**
+     * Its stat.
+     */
+    struct zkr_stat stat;
+} zkr_child_data;
+
+/**
+ * A list of cached nodes sorted by path (zkr_cache_snapshot). Read it, then free it with
+ * zkr_child_data_list_free; never free its parts yourself.
+ */
+typedef struct zkr_child_data_list {
+    /**
+     * `len` nodes (NULL when `len` is 0).
+     */
+    struct zkr_child_data *items;
+    /**
+     * How many nodes `items` holds.
+     */
+    size_t len;
+} zkr_child_data_list;
+
+/**
+ * A cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_cache_event_type type;
+    /**
+     * The node's path (the cache's root for INITIALIZED and RESYNCED).
+     */
+    const char *path;
+    /**
+     * The node before (CHANGED, DELETED), else NULL.
+     */
+    const struct zkr_child_data *old_node;
+    /**
+     * The node after (CREATED, CHANGED), else NULL.
+     */
+    const struct zkr_child_data *new_node;
+    /**
+     * Found by a resync walk after a reconnect or a new session (a change made while the
+     * watch could not report it).
+     */
+    bool resync;
+} zkr_cache_event;
+
+/**
+ * A cache listener: called with each event (borrowed, valid during the call). It runs on a
+ * library thread, one call at a time, in event order, where any zkr_ function may be called
+ * (reading the cache included). It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
 
 /**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
@@ -607,56 +860,6 @@ typedef struct zkr_buffer {
      */
     size_t len;
 } zkr_buffer;
-
-/**
- * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
- */
-typedef struct zkr_stat {
-    /**
-     * The zxid of the change that created the node.
-     */
-    int64_t czxid;
-    /**
-     * The zxid of the change that last modified the node's data.
-     */
-    int64_t mzxid;
-    /**
-     * The zxid of the change that last modified the node's children.
-     */
-    int64_t pzxid;
-    /**
-     * Creation time, milliseconds since the epoch.
-     */
-    int64_t ctime;
-    /**
-     * Last modification time, milliseconds since the epoch.
-     */
-    int64_t mtime;
-    /**
-     * The session id owning the node if it is ephemeral, else 0.
-     */
-    int64_t ephemeral_owner;
-    /**
-     * The number of changes to the data (the version for zkr_client_set_data).
-     */
-    int32_t version;
-    /**
-     * The number of changes to the children.
-     */
-    int32_t cversion;
-    /**
-     * The number of changes to the ACL.
-     */
-    int32_t aversion;
-    /**
-     * The length of the data in bytes.
-     */
-    int32_t data_length;
-    /**
-     * The number of children.
-     */
-    int32_t num_children;
-} zkr_stat;
 
 /**
  * A list of strings returned by this library (node names, participant ids). Read it, then free
@@ -810,6 +1013,111 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
+ * What a persistent node's listener hears (the core's PersistentNodeEventKind, in order).
+ */
+typedef uint32_t zkr_node_event;
+
+/**
+ * Called with each registration event of a persistent node and the node's actual path (valid
+ * during the call). It runs on a library thread (never the caller's, never one of the
+ * library's async workers), one call at a time, in event order; any zkr_ function may be
+ * called inside, including blocking ones. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_node_callback)(zkr_node_event event, const char *path, void *user_data);
+
+/**
+ * One member of a group: its id and payload.
+ */
+typedef struct zkr_member {
+    /**
+     * The member id (its node's name).
+     */
+    char *id;
+    /**
+     * `len` bytes of payload (NULL when `len` is 0).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t len;
+} zkr_member;
+
+/**
+ * A group's members, sorted by id. Free with zkr_member_list_free (except the one a
+ * zkr_members_callback gets, which is the library's).
+ */
+typedef struct zkr_member_list {
+    /**
+     * `len` members (NULL when `len` is 0).
+     */
+    struct zkr_member *items;
+    /**
+     * How many members `items` holds.
+     */
+    size_t len;
+} zkr_member_list;
+
+/**
+ * Called with each new membership of a group (valid during the call only; do not free it).
+ * Same thread rules as zkr_node_callback.
+ */
+typedef void (*zkr_members_callback)(const struct zkr_member_list *members, void *user_data);
+
+/**
+ * What one operation of a transaction is (zkr_op_result.type).
+ */
+typedef uint32_t zkr_op_type;
+
+/**
+ * What one operation of a committed transaction did.
+ */
+typedef struct zkr_op_result {
+    /**
+     * ZKR_OP_CREATE, ZKR_OP_DELETE, ZKR_OP_SET_DATA or ZKR_OP_CHECK.
+     */
+    zkr_op_type type_;
+    /**
+     * ZKR_OP_CREATE: the created node's actual path (with its sequence number); else NULL.
+     */
+    char *path;
+    /**
+     * ZKR_OP_CREATE and ZKR_OP_SET_DATA: the node's new stat; else zeros.
+     */
+    struct zkr_stat stat;
+} zkr_op_result;
+
+/**
+ * The results of a committed transaction, one per operation in order. Free with
+ * zkr_op_result_list_free.
+ */
+typedef struct zkr_op_result_list {
+    /**
+     * `len` results (NULL when `len` is 0).
+     */
+    struct zkr_op_result *items;
+    /**
+     * How many results `items` holds.
+     */
+    size_t len;
+} zkr_op_result_list;
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_NORMAL 1
+
+/**
+ * zkr_cache_start returns once loaded; no events for what it found.
+ */
+#define ZKR_START_BUILD_INITIAL_CACHE 2
+
+/**
+ * ZKR_CACHE_CREATED for the children found at start, then ZKR_CACHE_INITIALIZED.
+ */
+#define ZKR_START_POST_INITIALIZED_EVENT 3
+
+/**
  * A node that lives until deleted.
  */
 #define ZKR_PERSISTENT 0
@@ -833,6 +1141,17 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
  * A node the server deletes once its last child is gone.
  */
 #define ZKR_CONTAINER 4
+
+/**
+ * A persistent node the server deletes once it has had no change and no child for its TTL
+ * (zkr_client_create_ttl; the server needs zookeeper.extendedTypesEnabled).
+ */
+#define ZKR_PERSISTENT_WITH_TTL 5
+
+/**
+ * ZKR_PERSISTENT_WITH_TTL with a 10-digit sequence number.
+ */
+#define ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL 6
 
 /**
  * Leadership ends as soon as the connection is SUSPENDED, and on LOST (the default).
@@ -920,6 +1239,21 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
 #define ZKR_LOG_TRACE 5
 
 /**
+ * The node is on the server, ours, with our data (after each create or check).
+ */
+#define ZKR_NODE_REGISTERED 0
+
+/**
+ * The node is known to be gone (deleted, session ended or LOST); it is being created again.
+ */
+#define ZKR_NODE_UNREGISTERED 1
+
+/**
+ * The path holds another live session's node: left untouched; the node stops trying.
+ */
+#define ZKR_NODE_CONFLICT 2
+
+/**
  * `base_sleep_ms * max(1, random(1 << (n + 1)))`, at most `max_sleep_ms` (0: no cap),
  * `max_retries` times (at most 29). Curator's ExponentialBackoffRetry; the default policy.
  */
@@ -950,6 +1284,26 @@ typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const 
  * Retries forever, `sleep_ms` apart (RetryForever).
  */
 #define ZKR_RETRY_FOREVER 6
+
+/**
+ * A create.
+ */
+#define ZKR_OP_CREATE 0
+
+/**
+ * A delete.
+ */
+#define ZKR_OP_DELETE 1
+
+/**
+ * A set data.
+ */
+#define ZKR_OP_SET_DATA 2
+
+/**
+ * A version check.
+ */
+#define ZKR_OP_CHECK 3
 
 #ifdef __cplusplus
 extern "C" {
@@ -1172,6 +1526,170 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
  * inside it) and closes it. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Makes a barrier on `path`. No server call is made yet. Free with zkr_barrier_free.
+ */
+zkr_status zkr_barrier_new(struct zkr_client *c, const char *path, struct zkr_barrier **out);
+
+/**
+ * Sets the barrier (creates its node and persistent parents); already set is ZKR_OK.
+ */
+zkr_status zkr_barrier_set(struct zkr_barrier *b);
+
+/**
+ * Removes the barrier (deletes its node), releasing every waiter; not set is ZKR_OK.
+ */
+zkr_status zkr_barrier_remove(struct zkr_barrier *b);
+
+/**
+ * Waits at most `timeout_ms` (-1: no limit; 0: look once) until the barrier is removed.
+ * `*released` is true once a read showed the node gone, false if the timeout passed first.
+ * A lost connection that does not come back under the retry policy is a connection error.
+ */
+zkr_status zkr_barrier_wait(struct zkr_barrier *b, int64_t timeout_ms, bool *released);
+
+/**
+ * Frees a barrier handle (the barrier node is left as it is). NULL does nothing.
+ */
+void zkr_barrier_free(struct zkr_barrier *b);
+
+/**
+ * Makes a member of the double barrier on `path` for `member_qty` (>= 1) members. No server
+ * call is made yet. Free with zkr_double_barrier_free.
+ */
+zkr_status zkr_double_barrier_new(struct zkr_client *c, const char *path, uint32_t member_qty, struct zkr_double_barrier **out);
+
+/**
+ * Enters, waiting at most `timeout_ms` (-1: no limit) until `member_qty` members are in.
+ * `*entered` is true once a read showed the barrier open; false on timeout (this member's node
+ * is deleted again). Entering twice is the same membership.
+ */
+zkr_status zkr_double_barrier_enter(struct zkr_double_barrier *b, int64_t timeout_ms, bool *entered);
+
+/**
+ * Leaves, waiting at most `timeout_ms` (-1: no limit) until every member has left. `*left` is
+ * true once a read showed no member; false on timeout (this member's node is gone either way).
+ */
+zkr_status zkr_double_barrier_leave(struct zkr_double_barrier *b, int64_t timeout_ms, bool *left);
+
+/**
+ * Frees a member handle (its node goes with the session, or with zkr_double_barrier_leave).
+ * NULL does nothing.
+ */
+void zkr_double_barrier_free(struct zkr_double_barrier *b);
+
+/**
+ * Makes a CuratorCache of the subtree at `path` (not started; the path need not exist). Free
+ * with zkr_cache_free.
+ */
+zkr_status zkr_curator_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a cache of the subtree at `path` built as `opts` says (NULL: a CuratorCache's
+ * defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+ */
+zkr_status zkr_cache_new(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, struct zkr_cache **out);
+
+/**
+ * Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
+ */
+zkr_status zkr_node_cache_new(struct zkr_client *c, const char *path, struct zkr_cache **out);
+
+/**
+ * Makes a PathChildrenCache of the children of `path` (`cache_data` false: stats only) with a
+ * start mode (a zkr_start_mode; anything else is ZKR_INVALID_ARGUMENT). Free with
+ * zkr_cache_free.
+ */
+zkr_status zkr_path_children_cache_new(struct zkr_client *c, const char *path, bool cache_data, zkr_start_mode start_mode, struct zkr_cache **out);
+
+/**
+ * Makes a TreeCache of the subtree at `path` to `max_depth` (-1: no limit; 0 the root alone).
+ * Free with zkr_cache_free.
+ */
+zkr_status zkr_tree_cache_new(struct zkr_client *c, const char *path, int32_t max_depth, struct zkr_cache **out);
+
+/**
+ * Sets the watch and starts loading (the listeners added before hear the initial load). Once
+ * only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after zkr_cache_close.
+ */
+zkr_status zkr_cache_start(struct zkr_cache *cache);
+
+/**
+ * Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes
+ * (false). Until then a missing node may just not be loaded yet.
+ */
+zkr_status zkr_cache_await_initialized(struct zkr_cache *cache, int64_t timeout_ms, bool *initialized);
+
+/**
+ * Read-your-writes: waits until the cache has applied every change up to `zxid` (the mzxid
+ * or czxid of a stat your write returned): `*reached` true, or false after `timeout_ms`.
+ */
+zkr_status zkr_cache_await_zxid(struct zkr_cache *cache, int64_t zxid, int64_t timeout_ms, bool *reached);
+
+/**
+ * How many nodes are cached.
+ */
+zkr_status zkr_cache_size(const struct zkr_cache *cache, size_t *size);
+
+/**
+ * The cached node at `path`: `*node` is a copy you own (free with zkr_child_data_free), or
+ * NULL if the cache does not hold it. No server call.
+ */
+zkr_status zkr_cache_get(const struct zkr_cache *cache, const char *path, struct zkr_child_data **node);
+
+/**
+ * Frees a node returned by zkr_cache_get. NULL does nothing.
+ */
+void zkr_child_data_free(struct zkr_child_data *node);
+
+/**
+ * A consistent copy of the whole cache at one moment, sorted by path: `*list` is yours (free
+ * it with zkr_child_data_list_free).
+ */
+zkr_status zkr_cache_snapshot(const struct zkr_cache *cache, struct zkr_child_data_list **list);
+
+/**
+ * Frees a list from zkr_cache_snapshot and every node in it. NULL does nothing.
+ */
+void zkr_child_data_list_free(struct zkr_child_data_list *list);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
+ * happens after this returns (no replay: see zkr_cache_add_listener_with_replay).
+ * `user_data` must stay valid until the listener is removed or the cache freed.
+ */
+zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * zkr_cache_add_listener that first hears the cached nodes as ZKR_CACHE_CREATED (and
+ * ZKR_CACHE_INITIALIZED if the cache is initialized), then what happens after, with nothing
+ * missed or repeated in between.
+ */
+zkr_status zkr_cache_add_listener_with_replay(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
+ */
+zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice
+ * is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_cache_close(struct zkr_cache *cache);
+
+/**
+ * Frees a cache: removes its listeners (waiting for a running one, unless called from inside
+ * it) and closes it. NULL does nothing.
+ */
+void zkr_cache_free(struct zkr_cache *cache);
+
+/**
+ * The name of a zkr_cache_event_type ("CREATED", ...), static; NULL for an unknown number.
+ */
+const char *zkr_cache_event_type_name(uint32_t event_type);
 
 /**
  * Connects to ZooKeeper: `hosts` is "host:port[,host:port...][/chroot]"; `opts` may be NULL for
@@ -1834,6 +2352,149 @@ zkr_status zkr_set_logger(zkr_log_level max_level, zkr_log_callback callback, vo
 const char *zkr_log_level_name(zkr_log_level level);
 
 /**
+ * Makes a persistent node at `path` of `mode` with `data_len` bytes of `data`;
+ * `is_protected` gives its name Curator's `_c_<uuid>-` prefix. `ttl_ms` is the TTL of the
+ * ZKR_PERSISTENT*_WITH_TTL modes (0 for the others). Nothing happens on the server before
+ * zkr_persistent_node_start. Free with zkr_persistent_node_free.
+ */
+zkr_status zkr_persistent_node_new(struct zkr_client *c, const char *path, zkr_create_mode mode, const uint8_t *data, size_t data_len, bool is_protected, int64_t ttl_ms, struct zkr_persistent_node **out);
+
+/**
+ * Starts keeping the node, in the background (see zkr_persistent_node_wait_for_initial_create).
+ * ZKR_INVALID_ARGUMENT if started twice, ZKR_CLOSED after close.
+ */
+zkr_status zkr_persistent_node_start(struct zkr_persistent_node *n);
+
+/**
+ * Waits until the node was first created, at most `timeout_ms` (-1: forever); `*created`
+ * tells whether it was. ZKR_CONFLICT when the path holds another session's node (left
+ * untouched), ZKR_INVALID_ARGUMENT before start, ZKR_CLOSED once closed.
+ */
+zkr_status zkr_persistent_node_wait_for_initial_create(struct zkr_persistent_node *n, int64_t timeout_ms, bool *created);
+
+/**
+ * The node's actual path (with the sequence number and protected prefix) in `*path` (free
+ * with zkr_string_free); ZKR_NO_NODE before it was first created.
+ */
+zkr_status zkr_persistent_node_actual_path(const struct zkr_persistent_node *n, char **path);
+
+/**
+ * Sets the node's data: written now when connected, else on the next create or reconnect.
+ * Returns at once.
+ */
+zkr_status zkr_persistent_node_set_data(struct zkr_persistent_node *n, const uint8_t *data, size_t data_len);
+
+/**
+ * Adds a registration listener; `*listener_id` identifies it for
+ * zkr_persistent_node_remove_listener. `user_data` must stay valid until the listener is
+ * removed or the node freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_persistent_node_add_listener(struct zkr_persistent_node *n, zkr_node_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a registration listener. When this returns, the callback is not running (unless
+ * this is called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown
+ * id.
+ */
+zkr_status zkr_persistent_node_remove_listener(struct zkr_persistent_node *n, uint64_t listener_id);
+
+/**
+ * Stops keeping the node and deletes it (our own node only). Closing again, or closing a node
+ * never started, is ZKR_OK.
+ */
+zkr_status zkr_persistent_node_close(struct zkr_persistent_node *n);
+
+/**
+ * Frees a persistent node: removes its listeners, closes it if still open (its node is
+ * deleted before this returns), and releases the handle. NULL does nothing.
+ */
+void zkr_persistent_node_free(struct zkr_persistent_node *n);
+
+/**
+ * Makes a TTL node at `path` with `data`, touched every `ttl_ms` / 2 (2 ms to 2^40 - 1 ms).
+ * Free with zkr_persistent_ttl_node_free.
+ */
+zkr_status zkr_persistent_ttl_node_new(struct zkr_client *c, const char *path, int64_t ttl_ms, const uint8_t *data, size_t data_len, struct zkr_persistent_ttl_node **out);
+
+/**
+ * Starts keeping the node and touching its child.
+ */
+zkr_status zkr_persistent_ttl_node_start(struct zkr_persistent_ttl_node *n);
+
+/**
+ * As zkr_persistent_node_wait_for_initial_create.
+ */
+zkr_status zkr_persistent_ttl_node_wait_for_initial_create(struct zkr_persistent_ttl_node *n, int64_t timeout_ms, bool *created);
+
+/**
+ * Sets the node's data (as zkr_persistent_node_set_data).
+ */
+zkr_status zkr_persistent_ttl_node_set_data(struct zkr_persistent_ttl_node *n, const uint8_t *data, size_t data_len);
+
+/**
+ * Stops touching and keeping the node; it is not deleted (it goes once its TTL passes).
+ */
+zkr_status zkr_persistent_ttl_node_close(struct zkr_persistent_ttl_node *n);
+
+/**
+ * Frees a TTL node (closing it first if still open). NULL does nothing.
+ */
+void zkr_persistent_ttl_node_free(struct zkr_persistent_ttl_node *n);
+
+/**
+ * Frees a member list and everything in it. NULL does nothing.
+ */
+void zkr_member_list_free(struct zkr_member_list *list);
+
+/**
+ * Makes member `member_id` of the group at `path` with `payload_len` bytes of `payload`.
+ * Nothing happens on the server before zkr_group_member_start. Free with
+ * zkr_group_member_free.
+ */
+zkr_status zkr_group_member_new(struct zkr_client *c, const char *path, const char *member_id, const uint8_t *payload, size_t payload_len, struct zkr_group_member **out);
+
+/**
+ * Joins the group; returns once this member is registered. ZKR_CONFLICT when another live
+ * session holds this id (its node untouched); ZKR_TIMEOUT when not registered within the
+ * client's connection timeout (it keeps trying).
+ */
+zkr_status zkr_group_member_start(struct zkr_group_member *m);
+
+/**
+ * Every member id → payload (this member's own included) in `*members`, sorted by id (free
+ * with zkr_member_list_free).
+ */
+zkr_status zkr_group_member_current_members(const struct zkr_group_member *m, struct zkr_member_list **members);
+
+/**
+ * Changes this member's payload (written now when connected, else on the next create or
+ * reconnect).
+ */
+zkr_status zkr_group_member_set_this_data(struct zkr_group_member *m, const uint8_t *payload, size_t payload_len);
+
+/**
+ * Adds a membership listener (see zkr_members_callback); `user_data` must stay valid until
+ * the listener is removed or the member freed.
+ */
+zkr_status zkr_group_member_add_listener(struct zkr_group_member *m, zkr_members_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a membership listener (as zkr_persistent_node_remove_listener).
+ */
+zkr_status zkr_group_member_remove_listener(struct zkr_group_member *m, uint64_t listener_id);
+
+/**
+ * Leaves the group (deletes this member's node, ours only). Closing again is ZKR_OK.
+ */
+zkr_status zkr_group_member_close(struct zkr_group_member *m);
+
+/**
+ * Frees a member: removes its listeners, leaves the group if still in it, and releases the
+ * handle. NULL does nothing.
+ */
+void zkr_group_member_free(struct zkr_group_member *m);
+
+/**
  * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
  * no cap. The default is (1000, 3, 0).
  */
@@ -1874,6 +2535,131 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
 
 /**
+ * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
+ */
+zkr_status zkr_simple_queue_new(struct zkr_client *c, const char *path, struct zkr_simple_queue **out);
+
+/**
+ * Adds `len` bytes at `data` (NULL only with 0) at the tail. A lost reply is
+ * ZKR_OUTCOME_UNKNOWN (the item may be in the queue; it was not put twice).
+ */
+zkr_status zkr_simple_queue_offer(struct zkr_simple_queue *q, const uint8_t *data, size_t len);
+
+/**
+ * Removes the head, waiting at most `timeout_ms` (-1: no limit; 0: look once). `*data`
+ * receives its bytes (free with zkr_buffer_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_simple_queue_take(struct zkr_simple_queue *q, int64_t timeout_ms, struct zkr_buffer **data);
+
+/**
+ * The head's bytes without removing it in `*data` (free with zkr_buffer_free), or NULL when
+ * the queue is empty.
+ */
+zkr_status zkr_simple_queue_peek(struct zkr_simple_queue *q, struct zkr_buffer **data);
+
+/**
+ * Frees a simple queue handle (its items stay). NULL does nothing.
+ */
+void zkr_simple_queue_free(struct zkr_simple_queue *q);
+
+/**
+ * Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
+ * consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
+ * queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
+ */
+zkr_status zkr_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedIdQueue (put with zkr_queue_put_with_id).
+ */
+zkr_status zkr_id_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedPriorityQueue (put with zkr_queue_put_with_priority).
+ */
+zkr_status zkr_priority_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * As zkr_queue_new, for a DistributedDelayQueue (put with zkr_queue_put_with_delay).
+ */
+zkr_status zkr_delay_queue_new(struct zkr_client *c, const char *path, const char *lock_path, uint32_t max_items, struct zkr_queue **out);
+
+/**
+ * Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
+ * variants have their own put). With max_items, waits at most `timeout_ms` (-1: no limit) for
+ * room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
+ */
+zkr_status zkr_queue_put(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
+ */
+zkr_status zkr_queue_put_with_id(struct zkr_queue *q, const uint8_t *data, size_t len, const char *id, int64_t timeout_ms, bool *put);
+
+/**
+ * Removes the items with `id` that no consumer holds, from a DistributedIdQueue; `*removed`
+ * says how many.
+ */
+zkr_status zkr_queue_remove_id(struct zkr_queue *q, const char *id, size_t *removed);
+
+/**
+ * As zkr_queue_put, with a priority (lower first) on a DistributedPriorityQueue.
+ */
+zkr_status zkr_queue_put_with_priority(struct zkr_queue *q, const uint8_t *data, size_t len, int32_t priority, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put, handed out from `delay_until_epoch_ms` (milliseconds since the Unix epoch,
+ * > 0) on, on a DistributedDelayQueue.
+ */
+zkr_status zkr_queue_put_with_delay(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t delay_until_epoch_ms, int64_t timeout_ms, bool *put);
+
+/**
+ * The number of items in the queue now, in `*len`.
+ */
+zkr_status zkr_queue_len(struct zkr_queue *q, size_t *len);
+
+/**
+ * Takes the next item, waiting at most `timeout_ms` (-1: no limit). `*item` receives it (free
+ * with zkr_queue_item_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_queue_take(struct zkr_queue *q, int64_t timeout_ms, struct zkr_queue_item **item);
+
+/**
+ * Frees a queue handle (its items stay). NULL does nothing.
+ */
+void zkr_queue_free(struct zkr_queue *q);
+
+/**
+ * The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
+ * zkr_queue_item_free (NULL when empty).
+ */
+zkr_status zkr_queue_item_data(const struct zkr_queue_item *item, const uint8_t **data, size_t *len);
+
+/**
+ * The item's fencing token in `*token`: with a lock path, a later taker of the same item always
+ * gets a larger one. Pass it to the sink, which refuses tokens lower than one it has seen.
+ */
+zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64_t *token);
+
+/**
+ * Completes the item (with a lock path: one transaction checks our lock, deletes the item and
+ * the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
+ * with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+ */
+zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
+
+/**
+ * Gives the item back without completing it (another consumer takes it again).
+ */
+zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
+
+/**
+ * Frees an item; one neither completed nor released is given back in the background. NULL
+ * does nothing.
+ */
+void zkr_queue_item_free(struct zkr_queue_item *item);
+
+/**
  * The calling thread's last failure message: the function that failed, what went wrong (naming
  * the path where there is one), the status name and, for a failure reported by ZooKeeper, its
  * own error code. Never NULL: `""` if no call on this thread has failed yet.
@@ -1888,6 +2674,80 @@ const char *zkr_last_error_message(void);
  * for a number this library does not define. Never NULL; never freed.
  */
 const char *zkr_status_name(uint32_t status);
+
+/**
+ * zkr_client_create with more: `flags` is 0 or any of ZKR_CREATE_PARENTS,
+ * ZKR_CREATE_PROTECTED, ZKR_CREATE_PERSISTENT_PARENTS, ZKR_CREATE_COMPRESSED; `ttl_ms` is the
+ * time to live of ZKR_PERSISTENT_WITH_TTL and ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL nodes
+ * (required there, 1 ms to 2^40 - 1 ms; 0 for every other mode, or ZKR_INVALID_ARGUMENT).
+ * TTL nodes need a server with zookeeper.extendedTypesEnabled=true. `created_path` as in
+ * zkr_client_create.
+ */
+zkr_status zkr_client_create_ex(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, uint32_t flags, int64_t ttl_ms, char **created_path);
+
+/**
+ * zkr_client_get_data of data stored compressed (Curator's `getData().decompressed()`):
+ * `*data` gets the plain bytes (free with zkr_buffer_free). Data that is not Curator's GZIP
+ * is ZKR_CORRUPTED_DATA.
+ */
+zkr_status zkr_client_get_data_decompressed(struct zkr_client *c, const char *path, struct zkr_buffer **data, struct zkr_stat *stat);
+
+/**
+ * zkr_client_set_data storing the data compressed (Curator's `setData().compressed()`).
+ */
+zkr_status zkr_client_set_data_compressed(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, int32_t version, struct zkr_stat *stat);
+
+/**
+ * Frees a result list and everything in it. NULL does nothing.
+ */
+void zkr_op_result_list_free(struct zkr_op_result_list *list);
+
+/**
+ * A new, empty transaction on the client.
+ */
+zkr_status zkr_transaction_new(struct zkr_client *c, struct zkr_transaction **out);
+
+/**
+ * Adds a create of `path` with `data_len` bytes of `data` and `mode`; `ttl_ms` as in
+ * zkr_client_create_ex (0 unless a TTL mode). Parents are not created.
+ */
+zkr_status zkr_transaction_create(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, int64_t ttl_ms);
+
+/**
+ * Adds a delete of `path`; `version` -1 for any.
+ */
+zkr_status zkr_transaction_delete(struct zkr_transaction *t, const char *path, int32_t version);
+
+/**
+ * Adds a set data of `path`; `version` -1 for any.
+ */
+zkr_status zkr_transaction_set_data(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, int32_t version);
+
+/**
+ * Adds a check that `path` is at data `version` (the whole transaction fails otherwise).
+ */
+zkr_status zkr_transaction_check(struct zkr_transaction *t, const char *path, int32_t version);
+
+/**
+ * Commits the operations added so far: every one applied, in order, or none. On success
+ * `*results` (if not NULL) gets one result per operation (free with zkr_op_result_list_free).
+ * On failure nothing was applied; the status is the failing operation's (ZKR_BAD_VERSION,
+ * ZKR_NO_NODE, ZKR_NODE_EXISTS, ZKR_INVALID_ARGUMENT...) and zkr_transaction_failed_op gives
+ * its index. A reply lost with the connection is ZKR_OUTCOME_UNKNOWN (never resent). The
+ * operations stay in the transaction.
+ */
+zkr_status zkr_transaction_commit(struct zkr_transaction *t, struct zkr_op_result_list **results);
+
+/**
+ * After a failed zkr_transaction_commit: the index of the operation that failed in `*index`
+ * (-1 when the failure was not one operation's: a connection loss, a closed client).
+ */
+zkr_status zkr_transaction_failed_op(const struct zkr_transaction *t, int64_t *index);
+
+/**
+ * Frees a transaction (uncommitted operations are dropped). NULL does nothing.
+ */
+void zkr_transaction_free(struct zkr_transaction *t);
 
 /**
  * A new owner, distinct from every other owner in this process (including every thread's).

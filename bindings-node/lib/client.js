@@ -148,15 +148,26 @@ class Client extends EventEmitter {
    */
   create(path, data, options) {
     return args.rejecting(() => {
-      const o = args.options('options', options, ['mode', 'createParents', 'protected']);
-      return this.#native.create(
-        args.path('path', path),
-        args.buffer('data', data),
-        args.optionalString('mode', o.mode) ?? 'PERSISTENT',
-        args.bool('createParents', o.createParents, false),
-        args.bool('protected', o.protected, false),
-      );
+      const o = args.options('options', options, ['mode', 'createParents', 'protected', 'compressed', 'ttlMs']);
+      const persistentParents = o.createParents === 'persistent';
+      const mode = args.optionalString('mode', o.mode) ?? 'PERSISTENT';
+      const createParents = persistentParents ? false : args.bool('createParents', o.createParents, false);
+      const isProtected = args.bool('protected', o.protected, false);
+      const compressed = args.bool('compressed', o.compressed, false);
+      const ttlMs = args.ms('ttlMs', o.ttlMs);
+      if (persistentParents || compressed || ttlMs !== undefined) {
+        // Persistent parents, Curator's GZIP, TTL modes.
+        const ex = { mode, createParents, persistentParents, protected: isProtected, compressed, ttlMs };
+        return native.createEx(this.#native, args.path('path', path), args.buffer('data', data), ex);
+      }
+      return this.#native.create(args.path('path', path), args.buffer('data', data), mode, createParents, isProtected);
     });
+  }
+
+  /** A new Transaction (Curator's transaction()): chain operations, then `await commit()`. */
+  transaction() {
+    const { Transaction } = require('./nodes');
+    return new Transaction(this);
   }
 
   /**
@@ -165,18 +176,31 @@ class Client extends EventEmitter {
    * `type` being 'DATA_CHANGED' | 'DELETED' (or 'SESSION_ENDED' if the session ends first).
    */
   getData(path, options) {
+    if (options?.compressed !== undefined && options?.compressed !== null) {
+      // Curator's getData().decompressed() (no watch with it).
+      return args.rejecting(() => {
+        const o = args.options('options', options, ['compressed']);
+        if (!args.bool('compressed', o.compressed, false)) return this.#read('getData', path, undefined);
+        return native.getDataDecompressed(this.#native, args.path('path', path));
+      });
+    }
     return this.#read('getData', path, options);
   }
 
-  /** Sets a node's data (only at `version`, if given); resolves to the new stat. */
+  /**
+   * Sets a node's data (only at `version`, if given); resolves to the new stat. `{ compressed }`
+   * stores it as Curator's GZIP provider does.
+   */
   setData(path, data, options) {
     return args.rejecting(() => {
-      const o = args.options('options', options, ['version']);
-      return this.#native.setData(
-        args.path('path', path),
-        args.buffer('data', data) ?? Buffer.alloc(0),
-        args.int32('version', o.version, -1),
-      );
+      const o = args.options('options', options, ['version', 'compressed']);
+      const p = args.path('path', path);
+      const d = args.buffer('data', data) ?? Buffer.alloc(0);
+      const version = args.int32('version', o.version, -1);
+      if (args.bool('compressed', o.compressed, false)) {
+        return native.setDataCompressed(this.#native, p, d, version === -1 ? undefined : version);
+      }
+      return this.#native.setData(p, d, version);
     });
   }
 

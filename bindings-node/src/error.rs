@@ -17,20 +17,36 @@ pub(crate) fn code(kind: ErrorKind) -> String {
 /// Builds the JS error object (on the JS thread) and wraps it so that napi throws or rejects
 /// with exactly that object.
 fn to_js(env: &Env, kind: ErrorKind, message: &str, zk_code: Option<i32>) -> napi::Error {
+    to_js_indexed(env, kind, message, zk_code, None)
+}
+
+/// [`to_js`], with the `index` of a transaction's failing operation.
+fn to_js_indexed(
+    env: &Env,
+    kind: ErrorKind,
+    message: &str,
+    zk_code: Option<i32>,
+    index: Option<usize>,
+) -> napi::Error {
     let value: Unknown<'_> =
         JsError::from(napi::Error::new(code(kind), message)).into_unknown(*env);
-    if let Some(zk) = zk_code {
+    if zk_code.is_some() || index.is_some() {
         // SAFETY: `value` was made just above by napi_create_error: it is an object.
         if let Ok(mut obj) = unsafe { value.cast::<Object<'_>>() } {
-            let _ = obj.set("zkCode", zk);
+            if let Some(zk) = zk_code {
+                let _ = obj.set("zkCode", zk);
+            }
+            if let Some(i) = index {
+                let _ = obj.set("index", i as u32);
+            }
         }
     }
     napi::Error::from(value)
 }
 
-/// The JS error of a core error.
+/// The JS error of a core error (a failed transaction's also carries `index`).
 pub(crate) fn from_core(env: &Env, e: &zkrecipes::Error) -> napi::Error {
-    to_js(env, e.kind(), e.message(), e.zk_code())
+    to_js_indexed(env, e.kind(), e.message(), e.zk_code(), e.failed_op())
 }
 
 /// The JS error of a caught panic: `ZKR_INTERNAL`, a bug of ours.

@@ -22,13 +22,16 @@
 mod args;
 mod atomic;
 mod boundary;
+mod cache;
 mod client;
 mod error;
 mod events;
 mod leader;
 mod lock;
 mod log;
+mod nodes;
 mod observer;
+mod queue;
 #[cfg(feature = "kit")]
 mod testing;
 mod value;
@@ -36,9 +39,12 @@ mod vocabulary;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in
 // every build, `cargo test` included).
+pub use cache::{cache_vocabulary, NativeCache};
 pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
+pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
+pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
 pub use vocabulary::vocabulary;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]

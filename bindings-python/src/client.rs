@@ -489,7 +489,8 @@ impl PyClient {
 
     // ---- plain operations: each returns a Call (`.wait()` or `await`) ----
 
-    #[pyo3(signature = (path, data, mode, create_parents, protected))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (path, data, mode, create_parents, protected, persistent_parents = false, compressed = false, ttl = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -498,11 +499,17 @@ impl PyClient {
         mode: Text,
         create_parents: bool,
         protected: bool,
+        persistent_parents: bool,
+        compressed: bool,
+        ttl: Option<f64>,
     ) -> PyResult<Call> {
         let c = self.core(py)?;
         let mut options = CreateOptions::new(CreateMode::from_name(&mode).py_err(py)?);
         options.create_parents = create_parents;
         options.protected = protected;
+        options.persistent_parents = persistent_parents;
+        options.compressed = compressed;
+        options.ttl = ttl.map(|t| duration(py, "ttl", t)).transpose()?;
         Ok(Call::value(async move {
             c.create(&path, &data, options)
                 .await
@@ -510,17 +517,31 @@ impl PyClient {
         }))
     }
 
-    #[pyo3(signature = (path, watch = None))]
-    fn get_data(&self, py: Python<'_>, path: Text, watch: Option<Py<PyAny>>) -> PyResult<Call> {
+    #[pyo3(signature = (path, watch = None, compressed = false))]
+    fn get_data(
+        &self,
+        py: Python<'_>,
+        path: Text,
+        watch: Option<Py<PyAny>>,
+        compressed: bool,
+    ) -> PyResult<Call> {
         let c = self.core(py)?;
         let (p, c2, p2) = (path.clone(), c.clone(), path);
+        // Curator's GZIP data, decompressed (`getData().decompressed()`).
+        let plain = move |p: &str, data: Vec<u8>| match compressed {
+            true => zkrecipes::client::compression::gunzip(p, &data),
+            false => Ok(data),
+        };
         self.watched(
             py,
             watch,
-            async move { c.get_data(&p).await },
+            async move {
+                let (data, stat) = c.get_data(&p).await?;
+                Ok((plain(&p, data)?, stat))
+            },
             async move {
                 let (data, stat, w) = c2.get_data_watch(&p2).await?;
-                Ok(((data, stat), w))
+                Ok(((plain(&p2, data)?, stat), w))
             },
             |py, (data, stat): (Vec<u8>, zkrecipes::Stat)| {
                 bridge::obj(py, (PyBytes::new(py, &data), PyStat::from(stat)))
@@ -528,18 +549,24 @@ impl PyClient {
         )
     }
 
-    #[pyo3(signature = (path, data, version))]
+    #[pyo3(signature = (path, data, version, compressed = false))]
     fn set_data(
         &self,
         py: Python<'_>,
         path: Text,
         data: Vec<u8>,
         version: Int<i64>,
+        compressed: bool,
     ) -> PyResult<Call> {
         let c = self.core(py)?;
         let version = version_arg(py, version)?;
         Ok(Call::new(
-            async move { c.set_data(&path, &data, version).await },
+            async move {
+                match compressed {
+                    true => c.set_data_compressed(&path, &data, version).await,
+                    false => c.set_data(&path, &data, version).await,
+                }
+            },
             stat_obj,
         ))
     }

@@ -53,6 +53,9 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
     if let Some(z) = err.zk_code() {
         let _ = exc.value(py).setattr("zk_code", z);
     }
+    if let Some(i) = err.failed_op() {
+        let _ = exc.value(py).setattr("index", i);
+    }
     exc
 }
 

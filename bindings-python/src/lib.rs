@@ -6,15 +6,19 @@
 
 mod args;
 mod atomic;
+mod barriers;
 mod bridge;
+mod cache;
 mod client;
 mod errors;
 mod leader;
 mod local;
 mod lock;
 mod logging;
+mod nodes;
 mod observer;
 mod owner;
+mod queue;
 #[cfg(feature = "kit")]
 mod testing;
 
@@ -71,6 +75,25 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
+    m.add_class::<cache::PyChildData>()?;
+    m.add_class::<cache::PyCache>()?;
+    m.add(
+        "CACHE_EVENT_TYPES",
+        names(zkrecipes::cache::CacheEventType::ALL, |v| v.name()),
+    )?;
+    m.add(
+        "START_MODES",
+        names(zkrecipes::cache::StartMode::ALL, |v| v.name()),
+    )?;
+    m.add_class::<nodes::PyPersistentNode>()?;
+    m.add_class::<nodes::PyPersistentTtlNode>()?;
+    m.add_class::<nodes::PyGroupMember>()?;
+    m.add_function(wrap_pyfunction!(nodes::commit_transaction, m)?)?;
+    m.add_class::<barriers::PyBarrier>()?;
+    m.add_class::<barriers::PyDoubleBarrier>()?;
+    m.add_class::<queue::PySimpleQueue>()?;
+    m.add_class::<queue::PyQueue>()?;
+    m.add_class::<queue::PyQueueItem>()?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

@@ -3,7 +3,8 @@
 //! `cargo run -p zkrecipes --example interop_worker -- --role ROLE --connect HOST:PORT --path P
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
-//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore (workloads), or
+//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+//! doublebarrier (workloads), or
 //! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -312,6 +313,8 @@ fn main() {
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
         }
+        "group" => group(&client, &path, &id, expect, &peers, &mut log),
+        "gzip" => gzip(&client, &path, &id, expect, &mut log),
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");
             c.start_blocking().expect("shared count start");
@@ -330,6 +333,60 @@ fn main() {
         "counter-get" => {
             let c = DistributedAtomicLong::new(&client, &path, None, None).expect("counter");
             println!("{}", c.get_blocking().expect("get").post_value);
+        }
+        "queue" => {
+            // Put N items, then consume (exactly once, lock path P-locks) until idle for 3 s.
+            let options =
+                zkrecipes::queue::QueueOptions::default().lock_path(format!("{path}-locks"));
+            let q =
+                zkrecipes::queue::DistributedQueue::new(&client, &path, options).expect("queue");
+            for i in 0..iterations {
+                assert!(q
+                    .put_blocking(format!("rust:{i}").as_bytes(), None)
+                    .expect("put"));
+            }
+            let mut got = 0u64;
+            while let Some(item) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                std::thread::sleep(Duration::from_millis(2));
+                let data = String::from_utf8_lossy(item.data()).into_owned();
+                let token = item.fencing_token();
+                item.done_blocking().expect("done");
+                writeln!(log, "got rust {id} {data} {token}").unwrap();
+                got += 1;
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "simplequeue" => {
+            let q = zkrecipes::queue::SimpleDistributedQueue::new(&client, &path).expect("queue");
+            for i in 0..iterations {
+                q.offer_blocking(format!("rust:{i}").as_bytes())
+                    .expect("offer");
+            }
+            let mut got = 0u64;
+            while let Some(d) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                writeln!(log, "got rust {id} {} 0", String::from_utf8_lossy(&d)).unwrap();
+                got += 1;
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "doublebarrier" => {
+            let b = zkrecipes::barriers::DistributedDoubleBarrier::new(&client, &path, expect)
+                .expect("double barrier");
+            std::thread::sleep(Duration::from_millis((mono_ns() % 300) as u64));
+            writeln!(log, "arrive rust {id} {}", mono_ns()).unwrap();
+            log.flush().unwrap();
+            assert!(b
+                .enter_blocking(Some(Duration::from_secs(60)))
+                .expect("enter"));
+            writeln!(log, "entered rust {id} {}", mono_ns()).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            writeln!(log, "leaving rust {id} {}", mono_ns()).unwrap();
+            log.flush().unwrap();
+            assert!(b
+                .leave_blocking(Some(Duration::from_secs(60)))
+                .expect("leave"));
+            writeln!(log, "left rust {id} {}", mono_ns()).unwrap();
+            writeln!(log, "done rust {id} 1").unwrap();
         }
         other => panic!("unknown role {other}"),
     }
@@ -355,4 +412,109 @@ fn participant_ids(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Polls `f` every 20 ms for up to 60 s; whether it held.
+fn poll(mut f: impl FnMut() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Whether `members` has `expect` members whose payloads are `P-<id>` for a `P` of `phases`.
+fn members_at(
+    members: &std::collections::BTreeMap<String, Vec<u8>>,
+    expect: usize,
+    phases: &[&str],
+) -> bool {
+    members.len() >= expect
+        && members.iter().all(|(k, v)| {
+            phases
+                .iter()
+                .any(|p| v.as_slice() == format!("{p}-{k}").as_bytes())
+        })
+}
+
+/// The group scenario (see tests/interop/README.md): join with `p0-ID`, see every member, set
+/// `p1-ID`, see every member's `p1`, mark `PEERS/ID`; the leaver (`rust-group`) leaves once
+/// every mark is there, the others see it leave.
+fn group(client: &Client, path: &str, id: &str, expect: usize, peers: &str, log: &mut dyn Write) {
+    use zkrecipes::nodes::GroupMember;
+    let m = GroupMember::new(client, path, id, format!("p0-{id}").as_bytes()).expect("member");
+    m.start_blocking().expect("join");
+    writeln!(log, "joined rust {id}").unwrap();
+    let keys = |m: &GroupMember| {
+        m.current_members()
+            .into_keys()
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if poll(|| members_at(&m.current_members(), expect, &["p0", "p1"])) {
+        writeln!(log, "saw-all rust {id} {}", keys(&m)).unwrap();
+    }
+    m.set_this_data(format!("p1-{id}").as_bytes())
+        .expect("set_this_data");
+    if poll(|| members_at(&m.current_members(), expect, &["p1"])) {
+        writeln!(log, "saw-data rust {id} {}", keys(&m)).unwrap();
+    }
+    log.flush().unwrap();
+    std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
+    if id == "rust-group" {
+        poll(|| std::fs::read_dir(peers).map_or(0, |d| d.count()) >= expect);
+        m.close_blocking().expect("leave");
+        writeln!(log, "left rust {id}").unwrap();
+    } else if poll(|| !m.current_members().contains_key("rust-group")) {
+        writeln!(log, "saw-leave rust {id}").unwrap();
+    }
+    m.close_blocking().expect("close");
+    writeln!(log, "done rust {id} 1").unwrap();
+}
+
+/// The payload every runtime writes compressed in the gzip scenario.
+fn gzip_payload(id: &str) -> Vec<u8> {
+    format!("gzip payload of {id} ").repeat(20).into_bytes()
+}
+
+/// The gzip scenario: write `PATH/ID` compressed, wait for every runtime's node, read each back
+/// decompressed (`read rust ID OTHER ok|bad`), and compare the stored bytes with our own
+/// compression of the same payload (`identical rust ID OTHER yes|no`): Curator's bytes too.
+fn gzip(client: &Client, path: &str, id: &str, expect: usize, log: &mut dyn Write) {
+    use zkrecipes::client::{compression, CreateMode, CreateOptions};
+    let mine = format!("{path}/{id}");
+    let options = CreateOptions::new(CreateMode::Persistent)
+        .persistent_parents()
+        .compressed();
+    client
+        .create_blocking(&mine, &gzip_payload(id), options)
+        .expect("create compressed");
+    writeln!(log, "wrote rust {id}").unwrap();
+    poll(|| client.get_children_blocking(path).map_or(0, |c| c.len()) >= expect);
+    let mut children = client.get_children_blocking(path).expect("children");
+    children.sort();
+    for other in &children {
+        let p = format!("{path}/{other}");
+        let ok = client
+            .get_data_decompressed_blocking(&p)
+            .is_ok_and(|(d, _)| d == gzip_payload(other));
+        writeln!(
+            log,
+            "read rust {id} {other} {}",
+            if ok { "ok" } else { "bad" }
+        )
+        .unwrap();
+        let raw = client.get_data_blocking(&p).expect("raw").0;
+        let same = raw == compression::gzip(&gzip_payload(other));
+        writeln!(
+            log,
+            "identical rust {id} {other} {}",
+            if same { "yes" } else { "no" }
+        )
+        .unwrap();
+    }
+    writeln!(log, "done rust {id} {}", children.len()).unwrap();
 }

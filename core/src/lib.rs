@@ -13,14 +13,18 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod barriers;
+pub mod cache;
 pub mod client;
 pub mod dispatch;
 mod error;
 pub mod leader;
 pub mod lock;
 pub mod log;
+pub mod nodes;
 pub mod owner;
 pub mod path;
+pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;

@@ -268,6 +268,11 @@ pub const ZKR_EPHEMERAL: zkr_create_mode = 2;
 pub const ZKR_EPHEMERAL_SEQUENTIAL: zkr_create_mode = 3;
 /// A node the server deletes once its last child is gone.
 pub const ZKR_CONTAINER: zkr_create_mode = 4;
+/// A persistent node the server deletes once it has had no change and no child for its TTL
+/// (zkr_client_create_ttl; the server needs zookeeper.extendedTypesEnabled).
+pub const ZKR_PERSISTENT_WITH_TTL: zkr_create_mode = 5;
+/// ZKR_PERSISTENT_WITH_TTL with a 10-digit sequence number.
+pub const ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL: zkr_create_mode = 6;
 
 /// The core's create modes in C (zkr_create_mode).
 pub(crate) const CREATE_MODES: CList<CreateMode> = CList {
@@ -290,7 +295,7 @@ pub const ZKR_DELETE_GUARANTEED: u32 = 1;
 pub const ZKR_DELETE_RECURSIVE: u32 = 2;
 
 /// Which of `known` bits are set in `flags`; unknown bits are refused.
-fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
+pub(crate) fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
     if flags & !known != 0 {
         return Err(Error::InvalidArgument(
             format!("flags: unknown flag bits {:#x}", flags & !known).into(),
@@ -300,7 +305,7 @@ fn flags_arg(flags: u32, known: u32) -> Result<impl Fn(u32) -> bool> {
 }
 
 /// A node version: -1 for any.
-fn version_arg(version: i32) -> Result<Option<i32>> {
+pub(crate) fn version_arg(version: i32) -> Result<Option<i32>> {
     match version {
         -1 => Ok(None),
         v if v < 0 => Err(Error::InvalidArgument(
@@ -314,7 +319,7 @@ fn version_arg(version: i32) -> Result<Option<i32>> {
 ///
 /// # Safety
 /// The C caller's contract for `out`.
-unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
+pub(crate) unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
     // SAFETY: this function's contract.
     if let (Some(o), Some(s)) = (unsafe { arg_out_opt(out) }, stat) {
         o.write(zkr_stat::from(s));

@@ -11,15 +11,20 @@
 #![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
 
 pub mod atomic;
+pub mod barriers;
 mod boundary;
+pub mod cache;
 mod callback;
 pub mod client;
 mod handle;
 pub mod leader;
 pub mod lock;
 pub mod log;
+pub mod nodes;
 pub mod options;
+pub mod queue;
 pub mod status;
+pub mod transaction;
 pub mod types;
 mod vocab;
 

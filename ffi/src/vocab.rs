@@ -127,6 +127,7 @@ mod tests {
         check(&STATES, plain("ZKR_STATE_"));
         check(&CANCEL_REASONS, plain("ZKR_CANCEL_"));
         check(&LEVELS, plain("ZKR_LOG_"));
+        check(&crate::nodes::NODE_EVENTS, plain("ZKR_NODE_"));
         // Two watch events keep their first C spellings.
         check(&WATCH_EVENTS, |name| match name {
             "DATA_CHANGED" => "ZKR_WATCH_CHANGED".into(),

@@ -8,6 +8,7 @@
  * "lead"/"unlead c ID NS", then "done c ID COUNT". */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,109 @@ static void take_leadership(zkr_leadership_context *ctx, void *user_data) {
     s->terms++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+/* Whether the group has `expect` members whose payloads are "P-<id>" for a P of `phases`
+ * (NULL-terminated); `keys` (if not NULL) gets the ids, comma-separated. */
+static bool members_at(zkr_group_member *m, long expect, const char *const *phases, char *keys, size_t keys_len) {
+    zkr_member_list *list = NULL;
+    check(zkr_group_member_current_members(m, &list), "zkr_group_member_current_members");
+    bool ok = (long)list->len >= expect;
+    if (keys) keys[0] = '\0';
+    for (size_t i = 0; i < list->len; i++) {
+        const zkr_member *x = &list->items[i];
+        bool any = false;
+        for (const char *const *p = phases; *p; p++) {
+            char want[512];
+            snprintf(want, sizeof want, "%s-%s", *p, x->id);
+            any = any || (x->len == strlen(want) && memcmp(x->data, want, x->len) == 0);
+        }
+        ok = ok && any;
+        if (keys && strlen(keys) + strlen(x->id) + 2 < keys_len) {
+            if (i) strcat(keys, ",");
+            strcat(keys, x->id);
+        }
+    }
+    zkr_member_list_free(list);
+    return ok;
+}
+
+static bool has_member(zkr_group_member *m, const char *id) {
+    zkr_member_list *list = NULL;
+    check(zkr_group_member_current_members(m, &list), "zkr_group_member_current_members");
+    bool found = false;
+    for (size_t i = 0; i < list->len; i++) found = found || !strcmp(list->items[i].id, id);
+    zkr_member_list_free(list);
+    return found;
+}
+
+/* The group scenario (tests/interop/README.md): join, see all, set p1, see all p1, mark, then
+ * see rust-group leave. Each wait polls every 20 ms for 60 s at most. */
+static void group(zkr_client *client, const char *path, const char *id, long expect, const char *peers, FILE *log) {
+    char payload[256], keys[1024];
+    snprintf(payload, sizeof payload, "p0-%s", id);
+    zkr_group_member *m = NULL;
+    check(zkr_group_member_new(client, path, id, (const uint8_t *)payload, strlen(payload), &m), "zkr_group_member_new");
+    check(zkr_group_member_start(m), "zkr_group_member_start");
+    fprintf(log, "joined c %s\n", id);
+    static const char *const any_phase[] = {"p0", "p1", NULL}, *const p1[] = {"p1", NULL};
+    int i;
+    for (i = 0; i < 3000 && !members_at(m, expect, any_phase, keys, sizeof keys); i++) sleep_ms(20);
+    if (i < 3000) fprintf(log, "saw-all c %s %s\n", id, keys);
+    snprintf(payload, sizeof payload, "p1-%s", id);
+    check(zkr_group_member_set_this_data(m, (const uint8_t *)payload, strlen(payload)), "zkr_group_member_set_this_data");
+    for (i = 0; i < 3000 && !members_at(m, expect, p1, keys, sizeof keys); i++) sleep_ms(20);
+    if (i < 3000) fprintf(log, "saw-data c %s %s\n", id, keys);
+    fflush(log);
+    char mark[1024];
+    snprintf(mark, sizeof mark, "%s/%s", peers, id);
+    FILE *f = fopen(mark, "w");
+    if (f) fclose(f);
+    for (i = 0; i < 3000 && has_member(m, "rust-group"); i++) sleep_ms(20);
+    if (i < 3000) fprintf(log, "saw-leave c %s\n", id);
+    check(zkr_group_member_close(m), "zkr_group_member_close");
+    zkr_group_member_free(m);
+    fprintf(log, "done c %s 1\n", id);
+}
+
+static void gzip_payload(const char *id, char *out, size_t len) {
+    out[0] = '\0';
+    for (int i = 0; i < 20; i++) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, "gzip payload of %s ", id);
+    }
+}
+
+/* The gzip scenario: write ours compressed, read every runtime's back decompressed. */
+static void gzip(zkr_client *client, const char *path, const char *id, long expect, FILE *log) {
+    char node[512], payload[4096];
+    snprintf(node, sizeof node, "%s/%s", path, id);
+    gzip_payload(id, payload, sizeof payload);
+    check(zkr_client_create_ex(client, node, (const uint8_t *)payload, strlen(payload), ZKR_PERSISTENT,
+                               ZKR_CREATE_PERSISTENT_PARENTS | ZKR_CREATE_COMPRESSED, 0, NULL),
+          "zkr_client_create_ex");
+    fprintf(log, "wrote c %s\n", id);
+    zkr_string_list *children = NULL;
+    for (int i = 0; i < 3000; i++) {
+        check(zkr_client_get_children(client, path, &children), "zkr_client_get_children");
+        if ((long)children->len >= expect) break;
+        zkr_string_list_free(children);
+        children = NULL;
+        sleep_ms(20);
+    }
+    size_t n = children ? children->len : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *other = children->items[i];
+        snprintf(node, sizeof node, "%s/%s", path, other);
+        gzip_payload(other, payload, sizeof payload);
+        zkr_buffer *b = NULL;
+        bool ok = zkr_client_get_data_decompressed(client, node, &b, NULL) == ZKR_OK && b->len == strlen(payload) &&
+                  memcmp(b->data, payload, b->len) == 0;
+        zkr_buffer_free(b);
+        fprintf(log, "read c %s %s %s\n", id, other, ok ? "ok" : "bad");
+    }
+    zkr_string_list_free(children);
+    fprintf(log, "done c %s %zu\n", id, n);
 }
 
 int main(int argc, char **argv) {
@@ -295,6 +399,70 @@ int main(int argc, char **argv) {
         }
         fprintf(log, "done c %s %ld\n", id, iterations);
         zkr_semaphore_free(sem);
+    } else if (!strcmp(role, "group")) {
+        group(client, path, id, expect, peers, log);
+    } else if (!strcmp(role, "gzip")) {
+        gzip(client, path, id, expect, log);
+    } else if (!strcmp(role, "queue") || !strcmp(role, "simplequeue")) {
+        /* Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks). */
+        char locks[512], item[64];
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        int simple = !strcmp(role, "simplequeue");
+        zkr_queue *q = NULL;
+        zkr_simple_queue *sq = NULL;
+        if (simple) check(zkr_simple_queue_new(client, path, &sq), "zkr_simple_queue_new");
+        else check(zkr_queue_new(client, path, locks, 0, &q), "zkr_queue_new");
+        for (long i = 0; i < iterations; i++) {
+            int len = snprintf(item, sizeof item, "c:%ld", i);
+            bool put = false;
+            if (simple) check(zkr_simple_queue_offer(sq, (const uint8_t *)item, (size_t)len), "zkr_simple_queue_offer");
+            else check(zkr_queue_put(q, (const uint8_t *)item, (size_t)len, -1, &put), "zkr_queue_put");
+        }
+        long got = 0;
+        for (;;) {
+            if (simple) {
+                zkr_buffer *b = NULL;
+                check(zkr_simple_queue_take(sq, 3000, &b), "zkr_simple_queue_take");
+                if (!b) break;
+                fprintf(log, "got c %s %.*s 0\n", id, (int)b->len, (const char *)b->data);
+                zkr_buffer_free(b);
+            } else {
+                zkr_queue_item *it = NULL;
+                check(zkr_queue_take(q, 3000, &it), "zkr_queue_take");
+                if (!it) break;
+                const uint8_t *data = NULL;
+                size_t len = 0;
+                int64_t token = 0;
+                check(zkr_queue_item_data(it, &data, &len), "zkr_queue_item_data");
+                check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+                sleep_ms(2);
+                check(zkr_queue_item_done(it), "zkr_queue_item_done");
+                fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+                zkr_queue_item_free(it);
+            }
+            got++;
+        }
+        fprintf(log, "done c %s %ld\n", id, got);
+        zkr_queue_free(q);
+        zkr_simple_queue_free(sq);
+    } else if (!strcmp(role, "doublebarrier")) {
+        zkr_double_barrier *b = NULL;
+        bool ok = false;
+        check(zkr_double_barrier_new(client, path, (uint32_t)expect, &b), "zkr_double_barrier_new");
+        sleep_ms((int)(mono_ns() % 300));
+        fprintf(log, "arrive c %s %lld\n", id, mono_ns());
+        fflush(log);
+        check(zkr_double_barrier_enter(b, 60000, &ok), "zkr_double_barrier_enter");
+        if (!ok) { fprintf(stderr, "c_worker: enter timed out\n"); return 2; }
+        fprintf(log, "entered c %s %lld\n", id, mono_ns());
+        sleep_ms(50);
+        fprintf(log, "leaving c %s %lld\n", id, mono_ns());
+        fflush(log);
+        check(zkr_double_barrier_leave(b, 60000, &ok), "zkr_double_barrier_leave");
+        if (!ok) { fprintf(stderr, "c_worker: leave timed out\n"); return 2; }
+        fprintf(log, "left c %s %lld\n", id, mono_ns());
+        fprintf(log, "done c %s 1\n", id);
+        zkr_double_barrier_free(b);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

@@ -2,7 +2,8 @@
 // The Node worker of the interop runner (tests/interop/run):
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
-// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+// doublebarrier.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -10,7 +11,8 @@ const fs = require('fs');
 const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
-  InterProcessReadWriteLock, InterProcessSemaphoreV2,
+  InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
+  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -42,6 +44,55 @@ async function waitForPeer(peers, id) {
 
 async function waitForFile(go) {
   while (go && !fs.existsSync(go)) await sleep(1);
+}
+
+// Polls `f` every 20 ms for up to 60 s; whether it held.
+async function poll(f) {
+  const t = Date.now();
+  while (Date.now() - t < 60000) {
+    if (await f()) return true;
+    await sleep(20);
+  }
+  return false;
+}
+
+const membersAt = (members, expect, phases) =>
+  members.size >= expect && [...members].every(([k, v]) => phases.some((p) => v.toString() === `${p}-${k}`));
+
+// The group scenario (tests/interop/README.md): join, see all, set p1, see all p1, mark, then
+// see rust-group leave.
+async function group(client, a, log) {
+  const m = new GroupMember(client, a.path, a.id, `p0-${a.id}`);
+  await m.start();
+  log(`joined node ${a.id}`);
+  const keys = () => [...m.currentMembers().keys()].sort().join(',');
+  if (await poll(() => membersAt(m.currentMembers(), a.expect, ['p0', 'p1']))) log(`saw-all node ${a.id} ${keys()}`);
+  m.setThisData(`p1-${a.id}`);
+  if (await poll(() => membersAt(m.currentMembers(), a.expect, ['p1']))) log(`saw-data node ${a.id} ${keys()}`);
+  fs.writeFileSync(path.join(a.peers, a.id), '');
+  if (await poll(() => !m.currentMembers().has('rust-group'))) log(`saw-leave node ${a.id}`);
+  await m.close();
+  log(`done node ${a.id} 1`);
+}
+
+const gzipPayload = (id) => Buffer.from(`gzip payload of ${id} `.repeat(20));
+
+// The gzip scenario: write ours compressed, read every runtime's back decompressed.
+async function gzip(client, a, log) {
+  await client.create(`${a.path}/${a.id}`, gzipPayload(a.id), { compressed: true, createParents: 'persistent' });
+  log(`wrote node ${a.id}`);
+  await poll(async () => (await client.getChildren(a.path)).length >= a.expect);
+  const children = (await client.getChildren(a.path)).sort();
+  for (const other of children) {
+    let ok = false;
+    try {
+      ok = (await client.getData(`${a.path}/${other}`, { compressed: true })).data.equals(gzipPayload(other));
+    } catch {
+      ok = false;
+    }
+    log(`read node ${a.id} ${other} ${ok ? 'ok' : 'bad'}`);
+  }
+  log(`done node ${a.id} ${children.length}`);
 }
 
 async function main() {
@@ -182,6 +233,39 @@ async function main() {
         await sem.returnLease(leases[0]);
       }
       log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'group') {
+      await group(client, a, log);
+    } else if (a.role === 'gzip') {
+      await gzip(client, a, log);
+    } else if (a.role === 'queue') {
+      // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
+      const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
+      for (let i = 0; i < a.iterations; i++) await q.put(`node:${i}`);
+      let got = 0;
+      for await (const item of q.consume({ timeoutMs: 3000 })) {
+        await sleep(2);
+        await item.done();
+        log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
+        got++;
+      }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'simplequeue') {
+      const q = new SimpleDistributedQueue(client, a.path);
+      for (let i = 0; i < a.iterations; i++) await q.offer(`node:${i}`);
+      let got = 0;
+      for (let d; (d = await q.take({ timeoutMs: 3000 })) !== null; got++) log(`got node ${a.id} ${d.toString()} 0`);
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'doublebarrier') {
+      const b = new DistributedDoubleBarrier(client, a.path, a.expect);
+      await sleep(Number(process.hrtime.bigint() % 300n));
+      log(`arrive node ${a.id} ${process.hrtime.bigint()}`);
+      if (!(await b.enter({ timeoutMs: 60000 }))) throw new Error('enter timed out');
+      log(`entered node ${a.id} ${process.hrtime.bigint()}`);
+      await sleep(50);
+      log(`leaving node ${a.id} ${process.hrtime.bigint()}`);
+      if (!(await b.leave({ timeoutMs: 60000 }))) throw new Error('leave timed out');
+      log(`left node ${a.id} ${process.hrtime.bigint()}`);
+      log(`done node ${a.id} 1`);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

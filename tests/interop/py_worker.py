@@ -3,7 +3,8 @@
     py_worker.py --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
-ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+doublebarrier.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -31,6 +32,55 @@ def wait_for_peer(peers, me):
 def wait_for_file(go):
     while go and not os.path.exists(go):
         time.sleep(0.001)
+
+
+def poll(f):
+    """Polls f every 20 ms for up to 60 s; whether it held."""
+    t = time.monotonic()
+    while time.monotonic() - t < 60:
+        if f():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def members_at(members, expect, phases):
+    return len(members) >= expect and all(any(v == f"{p}-{k}".encode() for p in phases) for k, v in members.items())
+
+
+def group(client, a, log):
+    """The group scenario (tests/interop/README.md): join, see all, set p1, see all p1, mark,
+    then see rust-group leave."""
+    with zkrecipes.GroupMember(client, a.path, a.id, f"p0-{a.id}".encode()) as m:
+        log.write(f"joined python {a.id}\n")
+        if poll(lambda: members_at(m.current_members(), a.expect, ("p0", "p1"))):
+            log.write(f"saw-all python {a.id} {','.join(sorted(m.current_members()))}\n")
+        m.set_this_data(f"p1-{a.id}".encode())
+        if poll(lambda: members_at(m.current_members(), a.expect, ("p1",))):
+            log.write(f"saw-data python {a.id} {','.join(sorted(m.current_members()))}\n")
+        open(os.path.join(a.peers, a.id), "w").close()
+        if poll(lambda: "rust-group" not in m.current_members()):
+            log.write(f"saw-leave python {a.id}\n")
+    log.write(f"done python {a.id} 1\n")
+
+
+def gzip_payload(id_):
+    return (f"gzip payload of {id_} " * 20).encode()
+
+
+def gzip(client, a, log):
+    """The gzip scenario: write ours compressed, read every runtime's back decompressed."""
+    client.create(f"{a.path}/{a.id}", gzip_payload(a.id), compressed=True, create_parents="persistent")
+    log.write(f"wrote python {a.id}\n")
+    poll(lambda: len(client.get_children(a.path)) >= a.expect)
+    children = sorted(client.get_children(a.path))
+    for other in children:
+        try:
+            ok = client.get_data(f"{a.path}/{other}", compressed=True)[0] == gzip_payload(other)
+        except zkrecipes.ZkRecipesError:
+            ok = False
+        log.write(f"read python {a.id} {other} {'ok' if ok else 'bad'}\n")
+    log.write(f"done python {a.id} {len(children)}\n")
 
 
 def main() -> None:
@@ -168,6 +218,45 @@ def main() -> None:
                 log.write(f"end python {a.id} lease {time.monotonic_ns()}\n")
                 sem.return_lease(leases[0])
             log.write(f"done python {a.id} {a.iterations}\n")
+        elif a.role == "group":
+            group(client, a, log)
+        elif a.role == "gzip":
+            gzip(client, a, log)
+        elif a.role in ("queue", "simplequeue"):
+            # Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks).
+            if a.role == "queue":
+                q = zkrecipes.DistributedQueue(client, a.path, lock_path=a.path + "-locks")
+                for i in range(a.iterations):
+                    assert q.put(f"python:{i}".encode())
+                got = 0
+                for item in q.consume(timeout=3.0):
+                    time.sleep(0.002)
+                    data, token = item.data.decode(), item.fencing_token
+                    item.done()
+                    log.write(f"got python {a.id} {data} {token}\n")
+                    got += 1
+            else:
+                sq = zkrecipes.SimpleDistributedQueue(client, a.path)
+                for i in range(a.iterations):
+                    sq.offer(f"python:{i}".encode())
+                got = 0
+                while (d := sq.take(3.0)) is not None:
+                    log.write(f"got python {a.id} {d.decode()} 0\n")
+                    got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "doublebarrier":
+            b = zkrecipes.DistributedDoubleBarrier(client, a.path, a.expect)
+            time.sleep((time.monotonic_ns() % 300) / 1000)
+            log.write(f"arrive python {a.id} {time.monotonic_ns()}\n")
+            log.flush()
+            assert b.enter(60), "enter timed out"
+            log.write(f"entered python {a.id} {time.monotonic_ns()}\n")
+            time.sleep(0.05)
+            log.write(f"leaving python {a.id} {time.monotonic_ns()}\n")
+            log.flush()
+            assert b.leave(60), "leave timed out"
+            log.write(f"left python {a.id} {time.monotonic_ns()}\n")
+            log.write(f"done python {a.id} 1\n")
         else:
             raise SystemExit(f"unknown role {a.role}")
 

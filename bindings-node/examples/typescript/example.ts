@@ -112,12 +112,32 @@ async function main(hosts: string): Promise<void> {
   await shared.trySetCount(shared.getVersionedValue(), shared.count + 1);
   shared.close();
 
+  const cache = new zkrecipes.CuratorCache(client, '/counters', { data: true });
+  cache.on('event', (ev: zkrecipes.CacheEvent) => console.log('cache', ev.type, ev.path, ev.resync));
+  await cache.start();
+  const loaded: boolean = await cache.awaitInitialized(10000);
+  const caughtUp: boolean = await cache.awaitZxid((await client.setData('/counters/c', Buffer.alloc(8))).mzxid, 10000);
+  for (const node of cache) console.log('cached', node.path, node.data?.length, node.stat.version, loaded, caughtUp);
+  const one: zkrecipes.ChildData | null = cache.get('/counters/c');
+  console.log(one?.path, cache.size);
+  cache.close();
+
   try {
     await client.getData('/missing');
   } catch (err) {
     if (isZkrError(err) && err.code === zkrecipes.ErrorCode.NO_NODE) console.log('no node, as expected', err.zkCode);
     else throw err;
   }
+  const jobs = new zkrecipes.DistributedQueue(client, '/jobs', { lockPath: '/jobs-locks' });
+  await jobs.put('resize 42');
+  for await (const job of jobs.consume({ timeoutMs: 100 })) {
+    const token: bigint = job.fencingToken;
+    console.log('job', job.data.toString(), token);
+    await job.done();
+  }
+  const gate = new zkrecipes.DistributedDoubleBarrier(client, '/gates/start', 1);
+  if (await gate.enter({ timeoutMs: 1000 })) await gate.leave();
+
   setLogger(null);
   await client.close();
 }

@@ -106,6 +106,27 @@ from .errors import (
     ZkRecipesError,
 )
 
+from .cache import (
+    CacheEvent,
+    CacheEventType,
+    ChildData,
+    CuratorCache,
+    NodeCache,
+    PathChildrenCache,
+    StartMode,
+    TreeCache,
+)
+from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
+from .barriers import DistributedBarrier, DistributedDoubleBarrier
+from .queues import (
+    DistributedDelayQueue,
+    DistributedIdQueue,
+    DistributedPriorityQueue,
+    DistributedQueue,
+    QueueItem,
+    SimpleDistributedQueue,
+)
+
 __version__: str = _native.__version__
 
 # The core's log records go to Python's `logging` (logger "zkrecipes"), at that logger's
@@ -186,4 +207,29 @@ __all__ = [
     "CorruptedDataError",
     "ServerError",
     "InternalError",
+    # caches
+    "CuratorCache",
+    "NodeCache",
+    "PathChildrenCache",
+    "TreeCache",
+    "CacheEvent",
+    "CacheEventType",
+    "ChildData",
+    "StartMode",
+    # nodes and membership, transactions
+    "PersistentNode",
+    "PersistentTtlNode",
+    "GroupMember",
+    "NodeEvent",
+    "Transaction",
+    "OpResult",
+    # barriers and queues
+    "DistributedBarrier",
+    "DistributedDoubleBarrier",
+    "SimpleDistributedQueue",
+    "DistributedQueue",
+    "DistributedIdQueue",
+    "DistributedPriorityQueue",
+    "DistributedDelayQueue",
+    "QueueItem",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING
 
 from . import _native
 from ._base import Lifecycle, Name
@@ -13,6 +14,9 @@ from ._call import run
 from ._native import Stat
 from .errors import InvalidArgumentError
 from .security import AclArg, _acl_list
+
+if TYPE_CHECKING:
+    from .nodes import Transaction
 
 __all__ = [
     "Client",
@@ -60,6 +64,10 @@ class CreateMode(Name):
     EPHEMERAL_SEQUENTIAL = "EPHEMERAL_SEQUENTIAL"
     #: Deleted by the server once its last child is gone.
     CONTAINER = "CONTAINER"
+    #: Persistent, deleted once it has had no change and no child for its ``ttl``.
+    PERSISTENT_WITH_TTL = "PERSISTENT_WITH_TTL"
+    #: ``PERSISTENT_WITH_TTL`` with a sequence number.
+    PERSISTENT_SEQUENTIAL_WITH_TTL = "PERSISTENT_SEQUENTIAL_WITH_TTL"
 
 
 def _seconds(name: str, value: float) -> float:
@@ -398,15 +406,20 @@ class Client(Lifecycle):
         data: bytes = b"",
         *,
         mode: CreateMode = CreateMode.PERSISTENT,
-        create_parents: bool = False,
+        create_parents: Union[bool, str] = False,
         protected: bool = False,
+        compressed: bool = False,
+        ttl: Optional[float] = None,
     ) -> str:
         """Creates a node and returns its actual path (with the sequence number and the
-        protected prefix, if any). ``create_parents`` makes missing parents as CONTAINER nodes;
+        protected prefix, if any). ``create_parents`` makes missing parents as CONTAINER nodes
+        (``True``) or PERSISTENT nodes (``"persistent"``, Curator's creatingParentsIfNeeded);
         ``protected`` is Curator's protected mode (``_c_<uuid>-`` prefix, found again after a
-        connection loss instead of created twice). A request larger than the server accepts
+        connection loss instead of created twice); ``compressed`` stores the data as Curator's
+        GZIP provider does (read it with ``get_data(..., compressed=True)``); ``ttl`` (seconds)
+        is required for the ``*_WITH_TTL`` modes. A request larger than the server accepts
         (path, data and ACL over ~1 MiB) is :class:`~zkrecipes.InvalidArgumentError` at once."""
-        return self._create(path, data, mode, create_parents, protected).wait()
+        return self._create(path, data, mode, create_parents, protected, compressed, ttl).wait()
 
     async def create_async(
         self,
@@ -414,34 +427,65 @@ class Client(Lifecycle):
         data: bytes = b"",
         *,
         mode: CreateMode = CreateMode.PERSISTENT,
-        create_parents: bool = False,
+        create_parents: Union[bool, str] = False,
         protected: bool = False,
+        compressed: bool = False,
+        ttl: Optional[float] = None,
     ) -> str:
         """:meth:`create` for asyncio."""
-        return await run(self._create(path, data, mode, create_parents, protected))
+        return await run(self._create(path, data, mode, create_parents, protected, compressed, ttl))
 
     def _create(
-        self, path: str, data: bytes, mode: CreateMode, create_parents: bool, protected: bool
+        self,
+        path: str,
+        data: bytes,
+        mode: CreateMode,
+        create_parents: Union[bool, str],
+        protected: bool,
+        compressed: bool = False,
+        ttl: Optional[float] = None,
     ) -> "_native.Call[str]":
-        return self._native.create(path, data, CreateMode(mode).value, create_parents, protected)
+        if create_parents not in (True, False, "persistent"):
+            raise InvalidArgumentError(
+                f"create_parents must be False, True (container parents) or \"persistent\", not {create_parents!r} (INVALID_ARGUMENT)"
+            )
+        persistent = create_parents == "persistent"
+        if ttl is not None:
+            ttl = _seconds("ttl", ttl)
+        return self._native.create(
+            path, data, CreateMode(mode).value, create_parents is True, protected, persistent, compressed, ttl
+        )
 
-    def get_data(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
+    def transaction(self) -> "Transaction":
+        """A new :class:`~zkrecipes.Transaction` (Curator's ``transaction()``)."""
+        from .nodes import Transaction
+
+        return Transaction(self)
+
+    def get_data(
+        self, path: str, watch: Optional[WatchFunc] = None, *, compressed: bool = False
+    ) -> Tuple[bytes, Stat]:
         """The node's data and stat (:class:`~zkrecipes.NoNodeError` if it does not exist).
         ``watch`` (kazoo-like) is called once with a :class:`WatchedEvent` when the data changes
-        or the node is deleted (or the session ends first), on the client's library thread."""
-        return self._native.get_data(path, _watch_arg(watch)).wait()
+        or the node is deleted (or the session ends first), on the client's library thread.
+        ``compressed`` decompresses data stored as Curator's GZIP provider does
+        (:class:`~zkrecipes.CorruptedDataError` if it is not)."""
+        return self._native.get_data(path, _watch_arg(watch), compressed).wait()
 
-    async def get_data_async(self, path: str, watch: Optional[WatchFunc] = None) -> Tuple[bytes, Stat]:
+    async def get_data_async(
+        self, path: str, watch: Optional[WatchFunc] = None, *, compressed: bool = False
+    ) -> Tuple[bytes, Stat]:
         """:meth:`get_data` for asyncio (``watch`` still runs on the library thread)."""
-        return await run(self._native.get_data(path, _watch_arg(watch)))
+        return await run(self._native.get_data(path, _watch_arg(watch), compressed))
 
-    def set_data(self, path: str, data: bytes, *, version: int = -1) -> Stat:
-        """Sets the node's data, only at ``version`` unless it is -1; returns the new stat."""
-        return self._native.set_data(path, data, version).wait()
+    def set_data(self, path: str, data: bytes, *, version: int = -1, compressed: bool = False) -> Stat:
+        """Sets the node's data, only at ``version`` unless it is -1; returns the new stat.
+        ``compressed`` stores it as Curator's GZIP provider does."""
+        return self._native.set_data(path, data, version, compressed).wait()
 
-    async def set_data_async(self, path: str, data: bytes, *, version: int = -1) -> Stat:
+    async def set_data_async(self, path: str, data: bytes, *, version: int = -1, compressed: bool = False) -> Stat:
         """:meth:`set_data` for asyncio."""
-        return await run(self._native.set_data(path, data, version))
+        return await run(self._native.set_data(path, data, version, compressed))
 
     def exists(self, path: str, watch: Optional[WatchFunc] = None) -> Optional[Stat]:
         """The node's stat, or None if it does not exist. ``watch`` is called once with a

@@ -54,6 +54,9 @@ class ZkRecipesError(Exception):
     #: ZooKeeper's own error code for this failure, when the server gave one (``-101`` for
     #: NONODE); None for failures ZooKeeper did not report.
     zk_code: Optional[int] = None
+    #: For a failed :meth:`Transaction.commit <zkrecipes.Transaction.commit>`: the index of the
+    #: operation that failed (nothing was applied); None otherwise.
+    index: Optional[int] = None
 
 
 class InvalidArgumentError(ZkRecipesError, ValueError):

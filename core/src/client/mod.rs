@@ -18,6 +18,7 @@
 //! live here, once.
 
 mod builder;
+pub mod compression;
 mod connection;
 mod ops;
 mod persistent;
@@ -39,10 +40,12 @@ use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::persistent::{PersistentWatch, WatchEvent};
+pub(crate) use self::session::NodeRead;
 pub use self::session::Watch;
 pub(crate) use self::session::{OrNone, Session};
 pub use self::state::{ConnectionState, LostPolicy, StateStream};
 pub use self::transaction::Transaction;
+pub(crate) use self::types::check_ttl;
 pub use self::types::{
     Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
     Op, OpResult, Parents, Permission, Stat,

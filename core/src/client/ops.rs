@@ -5,9 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use super::compression;
 use super::protected::{ProtectedCreate, ProtectedGuard, ProtectedId};
 use super::session::{OrNone, Watch};
-use super::types::{CreateMode, CreateOptions, Created, DeleteOptions, Parents, Stat};
+use super::types::{check_ttl, CreateMode, CreateOptions, Created, DeleteOptions, Parents, Stat};
 use super::Client;
 use crate::{path, runtime, Error, Result};
 
@@ -43,7 +44,15 @@ impl Client {
         if path == "/" {
             return Err(Error::invalid("cannot create the root node"));
         }
-        let parents = options.parent_mode();
+        check_ttl(path, options.mode, options.ttl)?;
+        let compressed;
+        let data = if options.compressed {
+            compressed = compression::gzip(data);
+            &compressed[..]
+        } else {
+            data
+        };
+        let (parents, ttl) = (options.parent_mode(), options.ttl);
         if options.protected {
             let id = ProtectedId::new();
             let parent = path::parent(path);
@@ -56,7 +65,7 @@ impl Client {
                 parents,
                 list_parent: false,
             };
-            let result = self.create_protected(&id, req).await;
+            let result = self.create_protected_ttl(&id, req, ttl).await;
             guard.settle(&result);
             return result.map(|n| Created {
                 path: n.path,
@@ -66,7 +75,7 @@ impl Client {
         self.retry(|s| async move {
             let mut made_parents = false;
             loop {
-                match s.create(path, data, options.mode).await {
+                match s.create_ttl(path, data, options.mode, ttl).await {
                     Err(Error::NoNode(_)) if parents != Parents::None && !made_parents => {
                         made_parents = true;
                         self.ensure_path(path::parent(path), parents).await?;
@@ -129,6 +138,24 @@ impl Client {
         self.check_open()?;
         path::validate_path(path)?;
         self.retry(|s| async move { s.get_data(path).await }).await
+    }
+
+    /// Data and stat of a node whose data was stored compressed (Curator's
+    /// `getData().decompressed()`; see [`CreateOptions::compressed`]). Data that is not
+    /// Curator's GZIP is `CorruptedData`.
+    pub async fn get_data_decompressed(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        let (data, stat) = self.get_data(path).await?;
+        Ok((compression::gunzip(path, &data)?, stat))
+    }
+
+    /// Sets data stored compressed (Curator's `setData().compressed()`), at `version` if given.
+    pub async fn set_data_compressed(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat> {
+        self.set_data(path, &compression::gzip(data), version).await
     }
 
     /// Data and stat of a node, and a watch on it (fires on change or delete).
@@ -329,6 +356,21 @@ impl Client {
     /// [`set_data`](Self::set_data), blocking.
     pub fn set_data_blocking(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
         runtime::try_block_on(self.set_data(path, data, version))?
+    }
+
+    /// [`get_data_decompressed`](Self::get_data_decompressed), blocking.
+    pub fn get_data_decompressed_blocking(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        runtime::try_block_on(self.get_data_decompressed(path))?
+    }
+
+    /// [`set_data_compressed`](Self::set_data_compressed), blocking.
+    pub fn set_data_compressed_blocking(
+        &self,
+        path: &str,
+        data: &[u8],
+        version: Option<i32>,
+    ) -> Result<Stat> {
+        runtime::try_block_on(self.set_data_compressed(path, data, version))?
     }
 
     /// [`exists`](Self::exists), blocking.

@@ -132,6 +132,16 @@ impl Client {
         id: &ProtectedId,
         req: ProtectedCreate<'_>,
     ) -> Result<ProtectedNode> {
+        self.create_protected_ttl(id, req, None).await
+    }
+
+    /// [`create_protected`](Self::create_protected) with the TTL of a TTL mode.
+    pub(crate) async fn create_protected_ttl(
+        &self,
+        id: &ProtectedId,
+        req: ProtectedCreate<'_>,
+        ttl: Option<Duration>,
+    ) -> Result<ProtectedNode> {
         let name = format!("{}{}", id.prefix(), req.name);
         let node_path = path::join(req.parent, &name);
         self.retry(|s| {
@@ -148,7 +158,7 @@ impl Client {
                 let mut parent_rounds = 0;
                 loop {
                     id.sent.store(true, Ordering::SeqCst);
-                    let create = s.create(node_path, req.data, req.mode);
+                    let create = s.create_ttl(node_path, req.data, req.mode, ttl);
                     let listing = req.list_parent.then(|| s.children(req.parent));
                     let (created, listed) = match listing {
                         Some(l) => {

@@ -10,10 +10,11 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::types::{AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
+use super::types::{check_ttl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -85,8 +86,20 @@ impl Session {
         data: &[u8],
         mode: CreateMode,
     ) -> impl Future<Output = Result<Created>> + Send + '_ {
+        self.create_ttl(path, data, mode, None)
+    }
+
+    /// [`create`](Self::create) with the TTL of a TTL mode (checked against the mode here).
+    pub(crate) fn create_ttl(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+    ) -> impl Future<Output = Result<Created>> + Send + '_ {
         let full = self.client.full_path(path);
-        let checked = self.check_size("create", path, &full, data.len(), self.acl_len());
+        let checked = check_ttl(path, mode, ttl)
+            .and_then(|()| self.check_size("create", path, &full, data.len(), self.acl_len()));
         let sent = match checked {
             Ok(()) => {
                 self.client
@@ -96,7 +109,7 @@ impl Session {
                 let acl = zk::Acls::new(&self.client.cfg().wire_acl);
                 Ok(self
                     .zk
-                    .create(&full, data, &wire::create_mode(mode).with_acls(acl)))
+                    .create(&full, data, &wire::create_options(mode, acl, ttl)))
             }
             Err(e) => Err(e),
         };
@@ -392,9 +405,9 @@ impl Session {
         for (i, op) in ops.iter().enumerate() {
             let full = self.client.full_path(op.path());
             let added = match op {
-                Op::Create { data, mode, .. } => {
-                    writer.add_create(&full, data, &wire::create_mode(*mode).with_acls(acl))
-                }
+                Op::Create {
+                    data, mode, ttl, ..
+                } => writer.add_create(&full, data, &wire::create_options(*mode, acl, *ttl)),
                 Op::Delete { version, .. } => writer.add_delete(&full, *version),
                 Op::SetData { data, version, .. } => writer.add_set_data(&full, data, *version),
                 Op::Check { version, .. } => writer.add_check_version(&full, *version),
@@ -479,6 +492,70 @@ impl Watch {
         NodeEvent {
             kind,
             path: if path.is_empty() { "/".into() } else { path },
+        }
+    }
+}
+
+/// What one cache read found: the node's data (`None` when only the stat was asked for), its
+/// stat and, if asked for, its children's names.
+pub(crate) struct NodeRead {
+    pub(crate) data: Option<Vec<u8>>,
+    pub(crate) stat: Stat,
+    pub(crate) children: Option<Vec<String>>,
+}
+
+impl Session {
+    /// Reads a node for a cache, sent now and owning nothing of `self` (a cache keeps many in
+    /// flight, in order): getData (or exists, when `data` is false) and, if `children`,
+    /// getChildren, pipelined. `Ok(None)` when there is no node. A node deleted between the
+    /// two requests reads as absent: the second reply is the later state.
+    pub(crate) fn read_node(
+        &self,
+        path: &str,
+        data: bool,
+        children: bool,
+    ) -> impl Future<Output = Result<Option<NodeRead>>> + Send + 'static {
+        let full = self.client.full_path(path);
+        let counters = self.client.counters();
+        let node = if data {
+            counters.get_data.fetch_add(1, Ordering::Relaxed);
+            let f = self.zk.get_data(&full);
+            let b: std::pin::Pin<Box<dyn Future<Output = _> + Send>> = Box::pin(async move {
+                match f.await {
+                    Ok((d, s)) => Ok(Some((Some(d), s))),
+                    Err(zk::Error::NoNode) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            });
+            b
+        } else {
+            counters.exists.fetch_add(1, Ordering::Relaxed);
+            let f = self.zk.check_stat(&full);
+            Box::pin(async move { f.await.map(|s| s.map(|s| (None, s))) })
+        };
+        let kids = children.then(|| {
+            counters.get_children.fetch_add(1, Ordering::Relaxed);
+            self.zk.get_children(&full)
+        });
+        let user = path.to_string();
+        async move {
+            let Some((data, stat)) = node.await.map_err(|e| wire::error(e, "get data", &user))?
+            else {
+                return Ok(None);
+            };
+            let children = match kids {
+                None => None,
+                Some(f) => match f.await {
+                    Ok((c, _)) => Some(c),
+                    Err(zk::Error::NoNode) => return Ok(None),
+                    Err(e) => return Err(wire::error(e, "get children", &user)),
+                },
+            };
+            Ok(Some(NodeRead {
+                data,
+                stat: wire::stat(stat),
+                children,
+            }))
         }
     }
 }

@@ -1,6 +1,8 @@
 //! [`Transaction`]: Curator's `transaction()` — several writes and checks, all or nothing.
 
-use super::types::{CreateMode, Op, OpResult};
+use std::time::Duration;
+
+use super::types::{check_ttl, CreateMode, Op, OpResult};
 use super::Client;
 use crate::{path, Error, Result};
 
@@ -37,8 +39,9 @@ impl<'c> Transaction<'c> {
         if self.invalid.is_none() {
             if let Err(e) = check(&op) {
                 let index = self.ops.len();
-                self.invalid =
-                    Some(e.context(format!("transaction operation {index} ({})", op.name())));
+                let e = e.context(format!("transaction operation {index} ({})", op.name()));
+                let detail = e.detail().clone().with_op_index(index);
+                self.invalid = Some(Error::new(e.kind(), detail));
             }
         }
         self.ops.push(op);
@@ -51,6 +54,18 @@ impl<'c> Transaction<'c> {
             path: path.to_string(),
             data: data.to_vec(),
             mode,
+            ttl: None,
+        })
+    }
+
+    /// Creates `path` with a TTL mode ([`CreateMode::PersistentWithTtl`] or
+    /// [`CreateMode::PersistentSequentialWithTtl`]) and its `ttl`.
+    pub fn create_with_ttl(self, path: &str, data: &[u8], mode: CreateMode, ttl: Duration) -> Self {
+        self.push(Op::Create {
+            path: path.to_string(),
+            data: data.to_vec(),
+            mode,
+            ttl: Some(ttl),
         })
     }
 
@@ -123,7 +138,10 @@ impl<'c> Transaction<'c> {
 
 fn check(op: &Op) -> Result<()> {
     match op {
-        Op::Create { path, mode, .. } => {
+        Op::Create {
+            path, mode, ttl, ..
+        } => {
+            check_ttl(path, *mode, *ttl)?;
             if mode.is_sequential() {
                 path::validate_sequential_path(path)?;
             } else {

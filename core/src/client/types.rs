@@ -4,6 +4,7 @@
 //! by `from_name`.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::{Error, Result};
 
@@ -173,6 +174,11 @@ named_enum! {
         EphemeralSequential = "EPHEMERAL_SEQUENTIAL",
         /// Deleted by the server once its last child is gone (ZooKeeper 3.5.3+).
         Container = "CONTAINER",
+        /// Persistent, deleted by the server once it has had no change and no child for its
+        /// TTL ([`CreateOptions::ttl`]; the server needs `zookeeper.extendedTypesEnabled`).
+        PersistentWithTtl = "PERSISTENT_WITH_TTL",
+        /// [`PersistentWithTtl`](Self::PersistentWithTtl), with a sequence number appended.
+        PersistentSequentialWithTtl = "PERSISTENT_SEQUENTIAL_WITH_TTL",
     }
 }
 
@@ -181,8 +187,29 @@ impl CreateMode {
     pub fn is_sequential(self) -> bool {
         matches!(
             self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
         )
+    }
+
+    /// Whether the node needs a TTL ([`CreateOptions::ttl`]).
+    pub fn is_ttl(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        )
+    }
+
+    /// The same type without the sequence number (how a sequential node is created again at
+    /// the path it got, as Curator's PersistentNode does).
+    pub fn without_sequence(self) -> CreateMode {
+        match self {
+            CreateMode::PersistentSequential => CreateMode::Persistent,
+            CreateMode::EphemeralSequential => CreateMode::Ephemeral,
+            CreateMode::PersistentSequentialWithTtl => CreateMode::PersistentWithTtl,
+            other => other,
+        }
     }
 
     /// Whether the node dies with the session.
@@ -191,6 +218,28 @@ impl CreateMode {
             self,
             CreateMode::Ephemeral | CreateMode::EphemeralSequential
         )
+    }
+}
+
+/// The largest TTL ZooKeeper takes: 40 bits of milliseconds (its `EphemeralType.TTL`).
+pub(crate) const MAX_TTL_MS: u128 = (1 << 40) - 1;
+
+/// `InvalidArgument` unless `ttl` fits `mode`: required (1 ms to 2^40 - 1 ms) for a TTL mode,
+/// absent for any other.
+pub(crate) fn check_ttl(path: &str, mode: CreateMode, ttl: Option<Duration>) -> Result<()> {
+    match (mode.is_ttl(), ttl) {
+        (true, None) => Err(Error::invalid(format!(
+            "create {path}: mode {mode} needs a ttl"
+        ))),
+        (false, Some(_)) => Err(Error::invalid(format!(
+            "create {path}: a ttl needs mode PERSISTENT_WITH_TTL or PERSISTENT_SEQUENTIAL_WITH_TTL, not {mode}"
+        ))),
+        (true, Some(t)) if t.as_millis() == 0 || t.as_millis() > MAX_TTL_MS => {
+            Err(Error::invalid(format!(
+                "create {path}: ttl {t:?} is out of range (1 ms to {MAX_TTL_MS} ms)"
+            )))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -217,6 +266,16 @@ pub struct CreateOptions {
     /// Curator's protected mode: the name gets a `_c_<uuid>-` prefix so that, after a connection
     /// loss during the create, the node can be found again instead of created twice.
     pub protected: bool,
+    /// Create missing parents as PERSISTENT nodes (Curator's `creatingParentsIfNeeded`); wins
+    /// over `create_parents`.
+    pub persistent_parents: bool,
+    /// The time to live of a TTL mode ([`CreateMode::is_ttl`]): required there (1 ms up to
+    /// 2^40 - 1 ms), refused with any other mode.
+    pub ttl: Option<Duration>,
+    /// Store the data GZIP-compressed, byte for byte as Curator's default
+    /// `GzipCompressionProvider` (`.compressed()`); read it back with
+    /// [`Client::get_data_decompressed`](crate::Client::get_data_decompressed).
+    pub compressed: bool,
 }
 
 impl CreateOptions {
@@ -226,6 +285,9 @@ impl CreateOptions {
             mode,
             create_parents: false,
             protected: false,
+            persistent_parents: false,
+            ttl: None,
+            compressed: false,
         }
     }
 
@@ -241,8 +303,28 @@ impl CreateOptions {
         self
     }
 
+    /// Also create missing parents, as PERSISTENT nodes.
+    pub const fn persistent_parents(mut self) -> Self {
+        self.persistent_parents = true;
+        self
+    }
+
+    /// The TTL of a TTL mode.
+    pub const fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Store the data compressed (Curator's GZIP provider).
+    pub const fn compressed(mut self) -> Self {
+        self.compressed = true;
+        self
+    }
+
     pub(crate) fn parent_mode(&self) -> Parents {
-        if self.create_parents {
+        if self.persistent_parents {
+            Parents::Persistent
+        } else if self.create_parents {
             Parents::Containers
         } else {
             Parents::None
@@ -314,6 +396,8 @@ pub enum Op {
         data: Vec<u8>,
         /// Its type.
         mode: CreateMode,
+        /// The time to live of a TTL mode (required there, refused otherwise).
+        ttl: Option<Duration>,
     },
     /// Delete a node, at `version` if given.
     Delete {

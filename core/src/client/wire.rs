@@ -26,11 +26,27 @@ pub(crate) fn stat(s: zk::Stat) -> Stat {
 
 pub(crate) fn create_mode(m: CreateMode) -> zk::CreateMode {
     match m {
-        CreateMode::Persistent => zk::CreateMode::Persistent,
-        CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
+        // The wire crate makes a TTL mode of a persistent one given a TTL (`create_options`).
+        CreateMode::Persistent | CreateMode::PersistentWithTtl => zk::CreateMode::Persistent,
+        CreateMode::PersistentSequential | CreateMode::PersistentSequentialWithTtl => {
+            zk::CreateMode::PersistentSequential
+        }
         CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
         CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
         CreateMode::Container => zk::CreateMode::Container,
+    }
+}
+
+/// The wire crate's create options: mode, ACL and (TTL modes) the TTL.
+pub(crate) fn create_options<'a>(
+    m: CreateMode,
+    acl: zk::Acls<'a>,
+    ttl: Option<std::time::Duration>,
+) -> zk::CreateOptions<'a> {
+    let options = create_mode(m).with_acls(acl);
+    match ttl {
+        Some(ttl) if m.is_ttl() => options.with_ttl(ttl),
+        _ => options,
     }
 }
 

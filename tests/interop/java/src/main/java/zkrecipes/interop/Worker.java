@@ -26,6 +26,15 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.curator.retry.RetryNTimes;
 import org.apache.zookeeper.data.Stat;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 
 /**
  * The Apache Curator worker of the interop runner (tests/interop/run).
@@ -306,6 +315,76 @@ public final class Worker {
                     System.out.println(v.postValue());
                     break;
                 }
+                case "group": {
+                    group(client, path, id, expect, a.get("--peers"), log);
+                    break;
+                }
+                case "gzip": {
+                    gzip(client, path, id, expect, log);
+                    break;
+                }
+                case "queue": { // put N, consume (lock path P-locks) until idle for 3 s
+                    final PrintWriter qlog = log;
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                        @Override
+                        public void consumeMessage(byte[] m) throws Exception {
+                            Thread.sleep(2);
+                            synchronized (qlog) {
+                                qlog.println("got java " + id + " " + new String(m, StandardCharsets.UTF_8) + " -1");
+                                qlog.flush();
+                            }
+                            got.incrementAndGet();
+                            last.set(System.nanoTime());
+                        }
+
+                        @Override
+                        public void stateChanged(CuratorFramework c, ConnectionState s) {}
+                    };
+                    QueueSerializer<byte[]> bytes = new QueueSerializer<byte[]>() {
+                        @Override
+                        public byte[] serialize(byte[] item) { return item; }
+
+                        @Override
+                        public byte[] deserialize(byte[] b) { return b; }
+                    };
+                    DistributedQueue<byte[]> q = QueueBuilder.builder(client, consumer, bytes, path)
+                            .lockPath(path + "-locks").putInBackground(false).buildQueue();
+                    q.start();
+                    for (int i = 0; i < n; i++) q.put(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    q.close();
+                    synchronized (qlog) {
+                        qlog.println("done java " + id + " " + got.get());
+                    }
+                }
+                case "simplequeue": {
+                    SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
+                    for (int i = 0; i < n; i++) q.offer(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                    int got = 0;
+                    for (byte[] d; (d = q.poll(3, TimeUnit.SECONDS)) != null; got++) {
+                        log.println("got java " + id + " " + new String(d, StandardCharsets.UTF_8) + " 0");
+                        log.flush();
+                    }
+                    log.println("done java " + id + " " + got);
+                }
+                case "doublebarrier": {
+                    DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, expect);
+                    Thread.sleep(System.nanoTime() % 300);
+                    log.println("arrive java " + id + " " + System.nanoTime());
+                    log.flush();
+                    if (!b.enter(60, TimeUnit.SECONDS)) throw new IllegalStateException("enter timed out");
+                    log.println("entered java " + id + " " + System.nanoTime());
+                    Thread.sleep(50);
+                    log.println("leaving java " + id + " " + System.nanoTime());
+                    log.flush();
+                    if (!b.leave(60, TimeUnit.SECONDS)) throw new IllegalStateException("leave timed out");
+                    log.println("left java " + id + " " + System.nanoTime());
+                    log.println("done java " + id + " 1");
+                    break;
+                }
                 default:
                     throw new IllegalArgumentException("unknown role " + role);
             }
@@ -314,5 +393,86 @@ public final class Worker {
             log.close();
             client.close();
         }
+    }
+
+    /** Polls f every 20 ms for up to 60 s; whether it held. */
+    private static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
+        long t = System.nanoTime();
+        while (System.nanoTime() - t < 60_000_000_000L) {
+            if (f.getAsBoolean()) return true;
+            Thread.sleep(20);
+        }
+        return false;
+    }
+
+    private static boolean membersAt(Map<String, byte[]> members, int expect, String... phases) {
+        if (members.size() < expect) return false;
+        for (Map.Entry<String, byte[]> e : members.entrySet()) {
+            boolean any = false;
+            for (String p : phases) {
+                any |= java.util.Arrays.equals(e.getValue(), (p + "-" + e.getKey()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            if (!any) return false;
+        }
+        return true;
+    }
+
+    private static String keys(Map<String, byte[]> members) {
+        return String.join(",", new java.util.TreeSet<>(members.keySet()));
+    }
+
+    /**
+     * The group scenario with Curator's GroupMember: join with "p0-ID", see every member, set
+     * "p1-ID", see every member's p1, mark PEERS/ID, then see rust-group leave.
+     */
+    private static void group(CuratorFramework client, String path, String id, int expect, String peers,
+                              PrintWriter log) throws Exception {
+        java.nio.charset.Charset utf8 = java.nio.charset.StandardCharsets.UTF_8;
+        org.apache.curator.framework.recipes.nodes.GroupMember m =
+                new org.apache.curator.framework.recipes.nodes.GroupMember(client, path, id, ("p0-" + id).getBytes(utf8));
+        m.start();
+        log.println("joined java " + id);
+        if (poll(() -> membersAt(m.getCurrentMembers(), expect, "p0", "p1"))) {
+            log.println("saw-all java " + id + " " + keys(m.getCurrentMembers()));
+        }
+        m.setThisData(("p1-" + id).getBytes(utf8));
+        if (poll(() -> membersAt(m.getCurrentMembers(), expect, "p1"))) {
+            log.println("saw-data java " + id + " " + keys(m.getCurrentMembers()));
+        }
+        log.flush();
+        new java.io.File(peers, id).createNewFile();
+        if (poll(() -> !m.getCurrentMembers().containsKey("rust-group"))) log.println("saw-leave java " + id);
+        m.close();
+        log.println("done java " + id + " 1");
+    }
+
+    private static byte[] gzipPayload(String id) {
+        return ("gzip payload of " + id + " ").repeat(20).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The gzip scenario with Curator's compression: create().compressed(), getData().decompressed(). */
+    private static void gzip(CuratorFramework client, String path, String id, int expect, PrintWriter log)
+            throws Exception {
+        client.create().compressed().creatingParentsIfNeeded().forPath(path + "/" + id, gzipPayload(id));
+        log.println("wrote java " + id);
+        poll(() -> {
+            try {
+                return client.getChildren().forPath(path).size() >= expect;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        java.util.List<String> children = new ArrayList<>(client.getChildren().forPath(path));
+        java.util.Collections.sort(children);
+        for (String other : children) {
+            boolean ok;
+            try {
+                ok = java.util.Arrays.equals(client.getData().decompressed().forPath(path + "/" + other), gzipPayload(other));
+            } catch (Exception e) {
+                ok = false;
+            }
+            log.println("read java " + id + " " + other + (ok ? " ok" : " bad"));
+        }
+        log.println("done java " + id + " " + children.size());
     }
 }

@@ -1,0 +1,206 @@
+// Caches: CuratorCache and, as views of the same engine, NodeCache, PathChildrenCache and
+// TreeCache. One persistent recursive watch, an immutable snapshot, a recreate seen as DELETED
+// then CREATED, an exact resync after reconnects (events flagged `resync`, then RESYNCED),
+// INITIALIZED once; a cache never writes. Events: `cache.on('event', fn)` and
+// `for await (const ev of cache)`, in order, on the JS thread (see lib/events.js).
+'use strict';
+
+const { EventEmitter } = require('node:events');
+
+const { native, nativeGetters } = require('./native');
+const args = require('./args');
+const { invalid } = require('./errors');
+const { Client } = require('./client');
+const { forwardTo } = require('./events');
+
+const words = native.cacheVocabulary();
+const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, n])));
+/** What a cache event says: CREATED, CHANGED, DELETED, INITIALIZED, RESYNCED (the core's list). */
+const CacheEventType = byName(words.eventTypes);
+/** PathChildrenCache's start modes (Curator's StartMode; the core's list). */
+const StartMode = byName(words.startModes);
+
+class CacheBase extends EventEmitter {
+  #native;
+  #iterators = new Set();
+  #sawInitialized;
+  #initializedSeen = false;
+
+  // `path`, `size` (nodes cached), `initialized`, `resyncs` (completed resyncs).
+  static {
+    nativeGetters(this, (c) => c.#native, ['path', 'size', 'initialized', 'resyncs']);
+  }
+
+  constructor(client, path, options, expectsInitialized) {
+    super();
+    const nc = Client._native(client);
+    args.path('path', path);
+    let seen;
+    this.#sawInitialized = new Promise((resolve) => {
+      seen = resolve;
+    });
+    const forward = forwardTo(this);
+    const ref = new WeakRef(this);
+    const emit = (name, payload, extra) => {
+      const self = ref.deref();
+      if (self && payload && payload.type === CacheEventType.INITIALIZED) {
+        self.#initializedSeen = true;
+        seen();
+      }
+      if (self) for (const it of self.#iterators) it.push(payload);
+      forward(name, payload, extra);
+    };
+    this.#expectsInitialized = expectsInitialized;
+    this.#native = new native.NativeCache(nc, path, options, emit);
+  }
+
+  #expectsInitialized;
+
+  /** Sets the watch and starts loading ('event' listeners added before hear the initial load). */
+  start() {
+    return args.rejecting(() => this.#native.start());
+  }
+
+  /**
+   * Resolves to whether the initial load completed within `timeoutMs` (omitted: no limit). Once
+   * it resolves true, the INITIALIZED event (if this cache emits one) has been emitted too, so a
+   * listener added now hears only what happens next.
+   */
+  async awaitInitialized(timeoutMs) {
+    const ok = await args.rejecting(() => this.#native.awaitInitialized(args.ms('timeoutMs', timeoutMs)));
+    if (ok && this.#expectsInitialized && !this.#initializedSeen) await this.#sawInitialized;
+    return ok;
+  }
+
+  /**
+   * Read-your-writes: resolves to whether the cache applied every change up to `zxid` (the
+   * `mzxid` or `czxid` of the stat your write returned; bigint or number) within `timeoutMs`.
+   */
+  awaitZxid(zxid, timeoutMs) {
+    return args.rejecting(() => this.#native.awaitZxid(args.int64('zxid', zxid), args.ms('timeoutMs', timeoutMs)));
+  }
+
+  /** The cached node `{ path, data, stat }` at `path`, or null (no server call). */
+  get(path) {
+    return this.#native.get(args.path('path', path));
+  }
+
+  /** A consistent copy of the cache, sorted by path. */
+  snapshot() {
+    return this.#native.snapshot();
+  }
+
+  /** `for (const node of cache)`: the snapshot, sorted by path. */
+  [Symbol.iterator]() {
+    return this.snapshot()[Symbol.iterator]();
+  }
+
+  /** `for await (const ev of cache)`: the events from now on; ends when the cache is closed. */
+  [Symbol.asyncIterator]() {
+    return this.events();
+  }
+
+  /** The events from now on as an async iterator (what `for await` uses). */
+  events() {
+    const queue = [];
+    let wake = null;
+    let done = false;
+    const iterators = this.#iterators;
+    const it = {
+      push(ev) {
+        queue.push(ev);
+        if (wake) {
+          wake();
+          wake = null;
+        }
+      },
+      end() {
+        done = true;
+        if (wake) {
+          wake();
+          wake = null;
+        }
+      },
+      async next() {
+        while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve));
+        if (queue.length > 0) return { value: queue.shift(), done: false };
+        iterators.delete(it);
+        return { value: undefined, done: true };
+      },
+      async return() {
+        done = true;
+        queue.length = 0;
+        iterators.delete(it);
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]() {
+        return it;
+      },
+    };
+    iterators.add(it);
+    return it;
+  }
+
+  /** Stops the cache: no event after this; `for await` loops end; the snapshot stays readable. */
+  close() {
+    this.#native.close();
+    for (const it of this.#iterators) it.end();
+    this.#iterators.clear();
+  }
+}
+
+function maxDepthOption(what, v) {
+  const d = args.uint32(what, v);
+  return d;
+}
+
+/** Curator 5.x's CuratorCache: the whole subtree at `path`; options `{ data, maxDepth }`. */
+class CuratorCache extends CacheBase {
+  constructor(client, path, options) {
+    const o = args.options('options', options, ['data', 'maxDepth']);
+    super(client, path, { view: 'curator', data: args.bool('data', o.data, true), maxDepth: maxDepthOption('maxDepth', o.maxDepth) }, true);
+  }
+}
+
+/** Curator's NodeCache: the one node at `path`. */
+class NodeCache extends CacheBase {
+  constructor(client, path) {
+    super(client, path, { view: 'node' }, true);
+  }
+
+  /** The node, or null. */
+  get currentData() {
+    return this.get(this.path);
+  }
+}
+
+/**
+ * Curator's PathChildrenCache: the children of `path` (not the path itself); options
+ * `{ cacheData, startMode }` (StartMode: NORMAL, BUILD_INITIAL_CACHE, POST_INITIALIZED_EVENT).
+ */
+class PathChildrenCache extends CacheBase {
+  constructor(client, path, options) {
+    const o = args.options('options', options, ['cacheData', 'startMode']);
+    const mode = args.optionalString('startMode', o.startMode) ?? StartMode.NORMAL;
+    if (!Object.hasOwn(StartMode, mode)) {
+      throw invalid(`startMode must be one of ${Object.keys(StartMode).join(', ')}, got ${JSON.stringify(mode)}`);
+    }
+    const data = args.bool('cacheData', o.cacheData, true);
+    super(client, path, { view: 'path_children', data, startMode: mode }, mode === StartMode.POST_INITIALIZED_EVENT);
+  }
+
+  /** The children, sorted by path. */
+  get currentData() {
+    return this.snapshot();
+  }
+}
+
+/** Curator's TreeCache: the subtree at `path` to `{ maxDepth }` (0: the root alone). */
+class TreeCache extends CacheBase {
+  constructor(client, path, options) {
+    const o = args.options('options', options, ['maxDepth']);
+    super(client, path, { view: 'tree', maxDepth: maxDepthOption('maxDepth', o.maxDepth) }, true);
+  }
+}
+
+module.exports = { CuratorCache, NodeCache, PathChildrenCache, TreeCache, CacheEventType, StartMode };

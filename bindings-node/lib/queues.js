@@ -1,0 +1,262 @@
+// Barriers and queues: DistributedBarrier, DistributedDoubleBarrier, SimpleDistributedQueue and
+// the DistributedQueue family (DistributedIdQueue, DistributedPriorityQueue,
+// DistributedDelayQueue), with Curator's node names and item framing.
+'use strict';
+
+const { EventEmitter } = require('node:events');
+
+const { native } = require('./native');
+const args = require('./args');
+const { Client } = require('./client');
+const { forwardTo } = require('./events');
+const { invalid, describe } = require('./errors');
+
+const data = (what, v) => args.buffer(what, v, { optional: false });
+
+/** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
+class DistributedBarrier {
+  #native;
+
+  constructor(client, path) {
+    this.#native = new native.NativeBarrier(Client._native(client), args.path('path', path));
+    this.path = path;
+  }
+
+  /** Sets the barrier (creates its node); already set is fine. */
+  setBarrier() {
+    return args.rejecting(() => this.#native.setBarrier());
+  }
+
+  /** Removes the barrier, releasing every waiter; not set is fine. */
+  removeBarrier() {
+    return args.rejecting(() => this.#native.removeBarrier());
+  }
+
+  /** Resolves to true once the barrier is removed, false after `{ timeoutMs }`. */
+  waitOnBarrier(options) {
+    return args.rejecting(() => this.#native.waitOnBarrier(args.timeoutOption(options)));
+  }
+}
+
+/**
+ * Curator's DistributedDoubleBarrier, one member: `enter()` resolves once `memberQty` members
+ * are in (a threshold, not a limit), `leave()` once all have left. A wait resolves to true only
+ * after a read shows its condition; a timed-out enter removes its member node.
+ */
+class DistributedDoubleBarrier {
+  #native;
+
+  constructor(client, path, memberQty) {
+    this.#native = new native.NativeDoubleBarrier(
+      Client._native(client),
+      args.path('path', path),
+      args.requiredUint32('memberQty', memberQty),
+    );
+    this.path = path;
+    this.memberQty = memberQty;
+  }
+
+  /** This member's node name (a UUID). */
+  get memberName() {
+    return this.#native.memberName;
+  }
+
+  /** Enters; resolves to true once in, false after `{ timeoutMs }`. */
+  enter(options) {
+    return args.rejecting(() => this.#native.enter(args.timeoutOption(options)));
+  }
+
+  /** Leaves; resolves to true once every member has left, false after `{ timeoutMs }`. */
+  leave(options) {
+    return args.rejecting(() => this.#native.leave(args.timeoutOption(options)));
+  }
+}
+
+/** Curator's SimpleDistributedQueue: `qn-<seq>` nodes of raw bytes; at-most-once delivery. */
+class SimpleDistributedQueue {
+  #native;
+
+  constructor(client, path) {
+    this.#native = new native.NativeSimpleQueue(Client._native(client), args.path('path', path));
+    this.path = path;
+  }
+
+  /** Adds `data` (Buffer, Uint8Array or string); resolves to the item's node path. */
+  offer(value) {
+    return args.rejecting(() => this.#native.offer(data('data', value)));
+  }
+
+  /** Resolves to the head (removed) as a Buffer, or null after `{ timeoutMs }`. */
+  take(options) {
+    return args.rejecting(() => this.#native.take(args.timeoutOption(options)));
+  }
+
+  /** Resolves to the head (not removed), or null when empty. */
+  peek() {
+    return args.rejecting(() => this.#native.peek());
+  }
+
+  /** Resolves to the head (removed), or null at once when empty. */
+  poll() {
+    return args.rejecting(() => this.#native.poll());
+  }
+}
+
+/**
+ * One taken item: `data` (Buffer), `messages`, `fencingToken` (BigInt: the czxid of this
+ * consumer's lock node; a later taker of the item gets a larger one), `node`, `id`. Valid until
+ * `done()` (completes it exactly once, or rejects with `ZKR_SESSION_EXPIRED` when our lock went
+ * with the session) or `release()` (gives it back).
+ */
+class QueueItem {
+  #queue;
+  #handle;
+
+  constructor(queue, raw) {
+    this.#queue = queue;
+    this.#handle = raw.handle;
+    this.data = raw.data;
+    this.messages = raw.messages;
+    this.fencingToken = raw.fencingToken;
+    this.node = raw.node;
+    this.id = raw.id;
+  }
+
+  /** Completes the item. */
+  done() {
+    return args.rejecting(() => this.#queue.itemDone(this.#handle));
+  }
+
+  /** Gives the item back without completing it. */
+  release() {
+    return args.rejecting(() => this.#queue.itemRelease(this.#handle));
+  }
+}
+
+function queueOptions(options) {
+  const o = args.options('options', options, ['lockPath', 'maxItems']);
+  return {
+    lockPath: args.optionalString('lockPath', o.lockPath),
+    maxItems: args.uint32('maxItems', o.maxItems),
+  };
+}
+
+/**
+ * What the DistributedQueue family shares: `take()`, `consume()` (an async iterator), `length()`,
+ * `close()`, and `'state'` events (connection states; Curator's consumers hear none).
+ */
+class QueueBase extends EventEmitter {
+  #native;
+
+  constructor(client, path, kind, options) {
+    super();
+    const forward = forwardTo(this);
+    this.#native = new native.NativeQueue(Client._native(client), args.path('path', path), kind, queueOptions(options), forward);
+    this.path = path;
+  }
+
+  _put(value, id, number, options) {
+    return args.rejecting(() => this.#native.put(data('data', value), id, number, args.timeoutOption(options)));
+  }
+
+  _native() {
+    return this.#native;
+  }
+
+  /** Resolves to the next QueueItem, or null after `{ timeoutMs }`. */
+  async take(options) {
+    const raw = await args.rejecting(() => this.#native.take(args.timeoutOption(options)));
+    return raw === null ? null : new QueueItem(this.#native, raw);
+  }
+
+  /**
+   * Items as they come: `for await (const item of queue.consume()) { ...; await item.done(); }`.
+   * Ends when no item came within `{ timeoutMs }` (default: never).
+   */
+  async *consume(options) {
+    const timeoutMs = args.timeoutOption(options);
+    for (;;) {
+      const item = await this.take({ timeoutMs });
+      if (item === null) return;
+      yield item;
+    }
+  }
+
+  /** Resolves to the number of items now. */
+  length() {
+    return args.rejecting(() => this.#native.len());
+  }
+
+  /** Gives back every item still held and not completed. */
+  close() {
+    this.#native.close();
+  }
+}
+
+/** Curator's DistributedQueue; options `{ lockPath, maxItems }` (lockPath: exactly once). */
+class DistributedQueue extends QueueBase {
+  constructor(client, path, options) {
+    super(client, path, 'queue', options);
+  }
+
+  /** Puts one item; resolves to false if a bounded queue had no room within `{ timeoutMs }`. */
+  put(value, options) {
+    return this._put(value, undefined, undefined, options);
+  }
+}
+
+/** Curator's DistributedIdQueue: items carry an id and can be removed by it. */
+class DistributedIdQueue extends QueueBase {
+  constructor(client, path, options) {
+    super(client, path, 'id', options);
+  }
+
+  /** Puts `value` with `id` (a non-empty string). */
+  put(value, id, options) {
+    return this._put(value, args.string('id', id), undefined, options);
+  }
+
+  /** Removes the items with `id` that no consumer holds; resolves to how many. */
+  remove(id) {
+    return args.rejecting(() => this._native().remove(args.string('id', id)));
+  }
+}
+
+/** Curator's DistributedPriorityQueue: lower priorities first. */
+class DistributedPriorityQueue extends QueueBase {
+  constructor(client, path, options) {
+    super(client, path, 'priority', options);
+  }
+
+  /** Puts `value` with `priority` (a 32-bit integer). */
+  put(value, priority, options) {
+    return this._put(value, undefined, args.requiredInt32('priority', priority), options);
+  }
+}
+
+/** Curator's DistributedDelayQueue: an item is handed out once its time has passed. */
+class DistributedDelayQueue extends QueueBase {
+  constructor(client, path, options) {
+    super(client, path, 'delay', options);
+  }
+
+  /** Puts `value`, handed out from `delayUntil` (a Date, or epoch milliseconds) on. */
+  put(value, delayUntil, options) {
+    const ms = delayUntil instanceof Date ? delayUntil.getTime() : delayUntil;
+    if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms <= 0) {
+      return Promise.reject(invalid(`delayUntil must be a Date or positive epoch milliseconds, got ${describe(delayUntil)}`));
+    }
+    return this._put(value, undefined, ms, options);
+  }
+}
+
+module.exports = {
+  DistributedBarrier,
+  DistributedDoubleBarrier,
+  SimpleDistributedQueue,
+  QueueItem,
+  DistributedQueue,
+  DistributedIdQueue,
+  DistributedPriorityQueue,
+  DistributedDelayQueue,
+};

@@ -1,0 +1,234 @@
+//! Caches: `NativeCache` over the core's `Cache` (the JS layer's CuratorCache, NodeCache,
+//! PathChildrenCache and TreeCache choose its scope), events as `'event'` with
+//! `{ type, path, old, new, resync }`.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{BigInt, Object};
+use napi::Env;
+use napi_derive::napi;
+use zkrecipes::cache::{
+    Cache, CacheEvent, CacheEventType, CacheOptions, ChildData, CuratorCache, NodeCache,
+    PathChildrenCache, StartMode, TreeCache,
+};
+
+use crate::args;
+use crate::boundary::{promise, promise_on, promise_timed, sync};
+use crate::client::NativeClient;
+use crate::error::CoreResult;
+use crate::events::{EmitFn, Emitter, Event};
+use crate::value::Out;
+
+/// The core's cache words: event types and PathChildrenCache start modes.
+#[napi(object)]
+pub struct CacheVocabulary {
+    pub event_types: Vec<String>,
+    pub start_modes: Vec<String>,
+}
+
+/// The core's lists of cache event types and start modes.
+#[napi]
+pub fn cache_vocabulary(env: Env) -> napi::Result<CacheVocabulary> {
+    sync(&env, || {
+        Ok(CacheVocabulary {
+            event_types: CacheEventType::ALL
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect(),
+            start_modes: StartMode::ALL
+                .iter()
+                .map(|t| t.name().to_string())
+                .collect(),
+        })
+    })
+}
+
+/// How the JS layer builds a cache.
+#[napi(object)]
+pub struct NativeCacheOptions {
+    /// "curator", "node", "path_children" or "tree".
+    pub view: String,
+    /// Keep data (default true).
+    pub data: Option<bool>,
+    /// The depth limit (default none).
+    pub max_depth: Option<f64>,
+    /// PathChildrenCache's start mode name.
+    pub start_mode: Option<String>,
+}
+
+/// `{ path, data, stat }` (`data` a Buffer, or null for a stats-only cache).
+fn child(c: &ChildData) -> Out {
+    Out::Object(vec![
+        ("path", Out::Str(c.path.clone())),
+        (
+            "data",
+            c.data
+                .as_deref()
+                .map_or(Out::Null, |d| Out::Bytes(d.to_vec())),
+        ),
+        ("stat", Out::stat(&c.stat)),
+    ])
+}
+
+fn opt_child(c: &Option<ChildData>) -> Out {
+    c.as_ref().map_or(Out::Null, child)
+}
+
+fn event(e: &CacheEvent) -> Event {
+    Event::new(
+        "event",
+        Out::Object(vec![
+            ("type", Out::Str(e.kind.name().to_string())),
+            ("path", Out::Str(e.path.clone())),
+            ("old", opt_child(&e.old)),
+            ("new", opt_child(&e.new)),
+            ("resync", Out::Bool(e.resync)),
+        ]),
+    )
+}
+
+fn depth(max_depth: Option<f64>) -> CoreResult<Option<usize>> {
+    match max_depth {
+        None => Ok(None),
+        Some(d) if d.is_finite() && d >= 0.0 && d.fract() == 0.0 && d <= u32::MAX as f64 => {
+            Ok(Some(d as usize))
+        }
+        Some(d) => Err(zkrecipes::Error::InvalidArgument(
+            format!("maxDepth is {d}: expected a whole number >= 0").into(),
+        )),
+    }
+}
+
+/// The native cache.
+#[napi]
+pub struct NativeCache {
+    inner: Arc<Cache>,
+}
+
+#[napi]
+impl NativeCache {
+    /// A cache at `path`; its events go to `emit('event', payload)`.
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        client: &NativeClient,
+        path: String,
+        options: NativeCacheOptions,
+        emit: EmitFn<'_>,
+    ) -> napi::Result<Self> {
+        sync(&env, || {
+            let c = &client.inner;
+            let data = options.data.unwrap_or(true);
+            let max_depth = depth(options.max_depth)?;
+            let cache: Cache = match options.view.as_str() {
+                "node" => NodeCache::new(c, &path)?.into(),
+                "path_children" => {
+                    let mode = match &options.start_mode {
+                        None => StartMode::Normal,
+                        Some(m) => StartMode::from_name(m)?,
+                    };
+                    PathChildrenCache::new(c, &path, data, mode)?.into()
+                }
+                "tree" => TreeCache::new(c, &path, max_depth)?.into(),
+                _ => {
+                    let opts = CacheOptions {
+                        data,
+                        max_depth,
+                        ..CacheOptions::default()
+                    };
+                    CuratorCache::with_options(c, &path, opts)?.into()
+                }
+            };
+            let emitter = Emitter::new(emit)?;
+            cache.listen(move |e| emitter.emit(event(e)));
+            Ok(NativeCache {
+                inner: Arc::new(cache),
+            })
+        })
+    }
+
+    /// Sets the watch and starts loading.
+    #[napi]
+    pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        promise_on(env, &self.inner, |c| async move { c.start().await })
+    }
+
+    /// Resolves to whether the initial load completed within `timeoutMs`.
+    #[napi]
+    pub fn await_initialized<'env>(
+        &self,
+        env: &'env Env,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        promise_timed(env, &self.inner, timeout_ms, |c, t| async move {
+            c.await_initialized(t).await
+        })
+    }
+
+    /// Resolves to whether the cache applied every change up to `zxid` within `timeoutMs`.
+    #[napi]
+    pub fn await_zxid<'env>(
+        &self,
+        env: &'env Env,
+        zxid: BigInt,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let z = args::i64_value("zxid", &zxid)?;
+            let t = args::timeout("timeoutMs", timeout_ms)?;
+            let c = self.inner.clone();
+            Ok(async move { c.await_zxid(z, t).await })
+        })
+    }
+
+    /// The cached node, or null.
+    #[napi]
+    pub fn get(&self, env: Env, path: String) -> napi::Result<Out> {
+        sync(&env, || {
+            Ok(self.inner.get(&path).as_ref().map_or(Out::Null, child))
+        })
+    }
+
+    /// How many nodes are cached.
+    #[napi(getter)]
+    pub fn size(&self, env: Env) -> napi::Result<u32> {
+        sync(&env, || Ok(self.inner.size() as u32))
+    }
+
+    /// The snapshot, sorted by path.
+    #[napi]
+    pub fn snapshot(&self, env: Env) -> napi::Result<Out> {
+        sync(&env, || {
+            Ok(Out::Array(
+                self.inner.snapshot().iter().map(|c| child(&c)).collect(),
+            ))
+        })
+    }
+
+    /// Whether the initial load is complete.
+    #[napi(getter)]
+    pub fn initialized(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_initialized()))
+    }
+
+    /// How many resyncs have completed.
+    #[napi(getter)]
+    pub fn resyncs(&self, env: Env) -> napi::Result<f64> {
+        sync(&env, || Ok(self.inner.resyncs() as f64))
+    }
+
+    /// Stops the cache.
+    #[napi]
+    pub fn close(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            self.inner.close();
+            Ok(())
+        })
+    }
+
+    /// The cached root's path.
+    #[napi(getter)]
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
+    }
+}

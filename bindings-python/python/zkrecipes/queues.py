@@ -1,0 +1,328 @@
+"""Queues with Curator 5.x's node names and item framing: :class:`SimpleDistributedQueue`
+(``qn-<seq>``, raw bytes) and the :class:`DistributedQueue` family (``queue-…`` nodes in
+Curator's ItemSerializer framing): :class:`DistributedIdQueue`, :class:`DistributedPriorityQueue`,
+:class:`DistributedDelayQueue`.
+
+What they are for: handing work from producers to consumers at modest rates (tens to hundreds of
+items a second) with **exactly-once** consumption. ZooKeeper is a poor high-volume queue (every
+item lives in every server's memory, every take is several writes through the leader); use a
+broker for a firehose.
+
+Exactly once: give a ``lock_path``. A consumer locks an item (an ephemeral node at
+``lock_path/<item>``) before it reads it; :meth:`QueueItem.done` removes the item in one
+transaction that checks the lock, on the session that holds it, so two consumers can never both
+complete one item, and a consumer whose session ended is told so (``SessionExpiredError``). A
+consumer that dies mid-item leaves the item for another, which gets a larger
+:attr:`QueueItem.fencing_token`. Without a lock path consumption is Curator's (at most once).
+
+::
+
+    queue = zkrecipes.DistributedQueue(client, "/jobs", lock_path="/jobs-locks")
+    queue.put(b"resize 42")
+    for item in queue.consume():
+        with item:            # done() on success, given back on an exception
+            handle(item.data, item.fencing_token)
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import AsyncIterator, Callable, Iterator, List, Optional, Type
+
+from . import _native
+from ._call import run
+from .client import Client, ConnectionState
+from .errors import ClosedError
+from .locks import _native_client
+
+__all__ = [
+    "SimpleDistributedQueue",
+    "QueueItem",
+    "DistributedQueue",
+    "DistributedIdQueue",
+    "DistributedPriorityQueue",
+    "DistributedDelayQueue",
+]
+
+
+class SimpleDistributedQueue:
+    """Curator's SimpleDistributedQueue (ZooKeeper's own recipe): ``qn-<seq>`` nodes holding
+    raw bytes, lowest first; at-most-once delivery. :meth:`take` survives the queue's container
+    node being reaped (CURATOR-308)."""
+
+    def __init__(self, client: Client, path: str) -> None:
+        self._n = _native.SimpleDistributedQueue(_native_client(client), path)
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.SimpleDistributedQueue path={self.path!r}>"
+
+    @property
+    def path(self) -> str:
+        """The queue's path."""
+        return str(self._n.path)
+
+    def offer(self, data: bytes) -> str:
+        """Adds ``data`` at the tail; returns the item's node path. A lost reply raises
+        ``OutcomeUnknownError`` (the item may be in the queue; it was not put twice)."""
+        return str(self._n.offer(data).wait())
+
+    async def offer_async(self, data: bytes) -> str:
+        """:meth:`offer` for asyncio."""
+        return str(await run(self._n.offer(data)))
+
+    def take(self, timeout: Optional[float] = None) -> Optional[bytes]:
+        """Removes and returns the head, waiting at most ``timeout`` seconds (None: no limit);
+        None if the timeout passed first."""
+        return self._n.take(timeout).wait()
+
+    async def take_async(self, timeout: Optional[float] = None) -> Optional[bytes]:
+        """:meth:`take` for asyncio."""
+        return await run(self._n.take(timeout))
+
+    def peek(self) -> Optional[bytes]:
+        """The head's data without removing it, or None when empty."""
+        return self._n.peek().wait()
+
+    async def peek_async(self) -> Optional[bytes]:
+        """:meth:`peek` for asyncio."""
+        return await run(self._n.peek())
+
+    def poll(self) -> Optional[bytes]:
+        """Removes and returns the head, or None at once when empty."""
+        return self._n.poll().wait()
+
+    async def poll_async(self) -> Optional[bytes]:
+        """:meth:`poll` for asyncio."""
+        return await run(self._n.poll())
+
+
+class QueueItem:
+    """One taken item. :attr:`data` and :attr:`fencing_token` are valid until :meth:`done` (or
+    :meth:`release`). ``with item:`` completes it when the block succeeds and gives it back when
+    it raises. An item dropped without either is given back."""
+
+    def __init__(self, native: _native.QueueItem) -> None:
+        self._n = native
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.QueueItem node={self.node!r} fencing_token={self.fencing_token}>"
+
+    @property
+    def data(self) -> bytes:
+        """The item's (first) message."""
+        return bytes(self._n.data)
+
+    @property
+    def messages(self) -> List[bytes]:
+        """Every message of the item (several for Curator's putMulti)."""
+        return [bytes(m) for m in self._n.messages]
+
+    @property
+    def fencing_token(self) -> int:
+        """The czxid of this consumer's lock node: a later taker of the same item gets a larger
+        one. Pass it to your sink, which refuses a token lower than one it has seen."""
+        return int(self._n.fencing_token)
+
+    @property
+    def node(self) -> str:
+        """The item's node name (``queue-…``)."""
+        return str(self._n.node)
+
+    @property
+    def id(self) -> Optional[str]:
+        """The item's id (a DistributedIdQueue's), else None."""
+        return self._n.id
+
+    def done(self) -> None:
+        """Completes the item: one transaction checks our lock, deletes the item and the lock.
+        Raises ``SessionExpiredError`` if our lock went with the session (another consumer may
+        take the item) and ``NoNodeError`` if someone else removed the item."""
+        self._n.done().wait()
+
+    async def done_async(self) -> None:
+        """:meth:`done` for asyncio."""
+        await run(self._n.done())
+
+    def release(self) -> None:
+        """Gives the item back without completing it."""
+        self._n.release().wait()
+
+    async def release_async(self) -> None:
+        """:meth:`release` for asyncio."""
+        await run(self._n.release())
+
+    def __enter__(self) -> "QueueItem":
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if self._n.settled:
+            return
+        if exc_type is None:
+            self.done()
+        else:
+            self.release()
+
+    async def __aenter__(self) -> "QueueItem":
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if self._n.settled:
+            return
+        if exc_type is None:
+            await self.done_async()
+        else:
+            await self.release_async()
+
+
+class _QueueBase:
+    _KIND = "queue"
+
+    def __init__(
+        self, client: Client, path: str, *, lock_path: Optional[str] = None, max_items: Optional[int] = None
+    ) -> None:
+        self._n = _native.DistributedQueue(_native_client(client), path, self._KIND, lock_path, max_items)
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.{type(self).__name__} path={self.path!r} lock_path={self.lock_path!r}>"
+
+    @property
+    def path(self) -> str:
+        """The queue's path."""
+        return str(self._n.path)
+
+    @property
+    def lock_path(self) -> Optional[str]:
+        """The lock path (exactly-once consumption), or None."""
+        return self._n.lock_path
+
+    def take(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
+        """The next item, waiting at most ``timeout`` seconds (None: no limit); None if the
+        timeout passed first."""
+        n = self._n.take(timeout).wait()
+        return None if n is None else QueueItem(n)
+
+    async def take_async(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
+        """:meth:`take` for asyncio."""
+        n = await run(self._n.take(timeout))
+        return None if n is None else QueueItem(n)
+
+    def consume(self, timeout: Optional[float] = None) -> Iterator[QueueItem]:
+        """Yields items as they come (``for item in queue.consume():``). Ends when no item came
+        within ``timeout`` seconds (None: never) or the client is closed."""
+        while True:
+            try:
+                item = self.take(timeout)
+            except ClosedError:
+                return
+            if item is None:
+                return
+            yield item
+
+    async def consume_async(self, timeout: Optional[float] = None) -> AsyncIterator[QueueItem]:
+        """:meth:`consume` for asyncio (``async for item in queue.consume_async():``)."""
+        while True:
+            try:
+                item = await self.take_async(timeout)
+            except ClosedError:
+                return
+            if item is None:
+                return
+            yield item
+
+    def __len__(self) -> int:
+        return int(self._n.len().wait())
+
+    async def len_async(self) -> int:
+        """The number of items now, for asyncio."""
+        return int(await run(self._n.len()))
+
+    def add_listener(self, listener: Callable[[ConnectionState], None]) -> int:
+        """Calls ``listener(state)`` on every connection-state change (Curator's consumers are
+        never told: CURATOR-336), on the client's library thread; returns an id."""
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+
+        def call(state: str) -> None:
+            listener(ConnectionState(state))
+
+        return int(self._n.add_listener(call))
+
+    def remove_listener(self, listener_id: int) -> bool:
+        """Removes a listener; whether it was there."""
+        return bool(self._n.remove_listener(listener_id))
+
+
+class DistributedQueue(_QueueBase):
+    """Curator's DistributedQueue: ``queue-<seq>`` nodes in Curator's framing, lowest first.
+    With ``lock_path`` consumption is exactly once; ``max_items`` bounds puts."""
+
+    def put(self, data: bytes, timeout: Optional[float] = None) -> bool:
+        """Puts one item. With ``max_items``, waits at most ``timeout`` seconds for room: False
+        if there was none in time."""
+        return bool(self._n.put(data, None, timeout).wait())
+
+    async def put_async(self, data: bytes, timeout: Optional[float] = None) -> bool:
+        """:meth:`put` for asyncio."""
+        return bool(await run(self._n.put(data, None, timeout)))
+
+
+class DistributedIdQueue(_QueueBase):
+    """Curator's DistributedIdQueue: items carry an id and can be removed by it."""
+
+    _KIND = "id"
+
+    def put(self, data: bytes, item_id: str, timeout: Optional[float] = None) -> bool:
+        """Puts ``data`` with ``item_id`` (not empty)."""
+        return bool(self._n.put(data, item_id, timeout).wait())
+
+    async def put_async(self, data: bytes, item_id: str, timeout: Optional[float] = None) -> bool:
+        """:meth:`put` for asyncio."""
+        return bool(await run(self._n.put(data, item_id, timeout)))
+
+    def remove(self, item_id: str) -> int:
+        """Removes the items with ``item_id`` that no consumer holds; how many."""
+        return int(self._n.remove(item_id).wait())
+
+    async def remove_async(self, item_id: str) -> int:
+        """:meth:`remove` for asyncio."""
+        return int(await run(self._n.remove(item_id)))
+
+
+class DistributedPriorityQueue(_QueueBase):
+    """Curator's DistributedPriorityQueue: lower priorities come out first."""
+
+    _KIND = "priority"
+
+    def put(self, data: bytes, priority: int, timeout: Optional[float] = None) -> bool:
+        """Puts ``data`` with ``priority`` (a 32-bit int, lower first)."""
+        return bool(self._n.put(data, priority, timeout).wait())
+
+    async def put_async(self, data: bytes, priority: int, timeout: Optional[float] = None) -> bool:
+        """:meth:`put` for asyncio."""
+        return bool(await run(self._n.put(data, priority, timeout)))
+
+
+class DistributedDelayQueue(_QueueBase):
+    """Curator's DistributedDelayQueue: an item is handed out once its time has passed."""
+
+    _KIND = "delay"
+
+    def put(self, data: bytes, delay_until: float, timeout: Optional[float] = None) -> bool:
+        """Puts ``data`` to be handed out from ``delay_until`` (seconds since the epoch, as
+        ``time.time()``) on."""
+        return bool(self._n.put(data, _epoch_ms(delay_until), timeout).wait())
+
+    async def put_async(self, data: bytes, delay_until: float, timeout: Optional[float] = None) -> bool:
+        """:meth:`put` for asyncio."""
+        return bool(await run(self._n.put(data, _epoch_ms(delay_until), timeout)))
+
+
+def _epoch_ms(seconds: float) -> int:
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        raise TypeError(f"delay_until must be a number of seconds, not {type(seconds).__name__}")
+    return int(seconds * 1000)
+

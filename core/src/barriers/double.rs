@@ -1,0 +1,297 @@
+//! [`DistributedDoubleBarrier`]: Curator's double barrier — members enter together once
+//! `member_qty` have arrived, and leave together.
+
+use std::time::{Duration, Instant};
+
+use super::wake::{self, deadline_of, passed, Wake};
+use crate::client::{OrNone, Parents, Session};
+use crate::{path, runtime, Client, CreateMode, Error, Result, Stat};
+
+const READY_NODE: &str = "ready";
+
+/// Curator's `DistributedDoubleBarrier`: [`enter`](Self::enter) waits until `member_qty`
+/// members are in, [`leave`](Self::leave) until every member is out. `member_qty` is a
+/// threshold, not a limit: late members pass at once while the round's `ready` node stands.
+///
+/// Node layout (Curator's): member `path/<uuid>` (ephemeral), `path/ready` (persistent). See
+/// the [module notes](super) for the Curator failures avoided. One instance is one member; its
+/// UUID stays the same for its life, so entering twice is the same membership.
+#[derive(Debug)]
+pub struct DistributedDoubleBarrier {
+    client: Client,
+    path: String,
+    member_qty: usize,
+    our_name: String,
+    our_path: String,
+    ready_path: String,
+}
+
+impl DistributedDoubleBarrier {
+    /// A member of the double barrier at `path` (validated) for `member_qty` (at least 1)
+    /// members. Refuses a closed client.
+    pub fn new(client: &Client, path: &str, member_qty: usize) -> Result<DistributedDoubleBarrier> {
+        path::validate_path(path)?;
+        if path == "/" {
+            return Err(Error::invalid("a double barrier cannot be the root node"));
+        }
+        if member_qty == 0 || member_qty > i32::MAX as usize {
+            return Err(Error::invalid(format!(
+                "double barrier {path}: member_qty must be between 1 and {}, not {member_qty}",
+                i32::MAX
+            )));
+        }
+        client.ensure_open_for("DistributedDoubleBarrier", path)?;
+        let our_name = uuid::Uuid::new_v4().to_string();
+        Ok(DistributedDoubleBarrier {
+            client: client.clone(),
+            our_path: path::join(path, &our_name),
+            ready_path: path::join(path, READY_NODE),
+            path: path.to_string(),
+            member_qty,
+            our_name,
+        })
+    }
+
+    /// The barrier's path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The member count that opens the barrier.
+    pub fn member_qty(&self) -> usize {
+        self.member_qty
+    }
+
+    /// This member's node name (a UUID).
+    pub fn member_name(&self) -> &str {
+        &self.our_name
+    }
+
+    /// Enters: makes this member's node and waits, at most `timeout` (`None`: no limit), until
+    /// `member_qty` members are in. `true` once a read shows the round's `ready` node (or shows
+    /// enough members, after which this member makes `ready`); `false` on timeout, with this
+    /// member's node deleted again. On an error the node is deleted too. Entering again is
+    /// idempotent.
+    pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
+        let deadline = deadline_of(timeout);
+        let result = self.enter_until(deadline).await;
+        // Not in: a node left behind would count as a member (CURATOR-80).
+        match result {
+            Ok(false) => self.client.delete_ours(&self.our_path).await?,
+            Err(_) => self.client.delete_ours_in_background(&self.our_path),
+            Ok(true) => {}
+        }
+        result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
+    }
+
+    async fn enter_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let mut our_czxid = self.make_our_node().await?;
+        loop {
+            let mut states = wake::states(&self.client);
+            let (ready_path, path) = (self.ready_path.as_str(), self.path.as_str());
+            let (ready, ready_watch, children, children_watch) = self
+                .client
+                .retry(|s| async move {
+                    let ready = s.exists_watch(ready_path);
+                    let children = s.children_watch(path);
+                    let (ready, children) = tokio::join!(ready, children);
+                    let (stat, rw) = ready?;
+                    let (c, cw) = children?;
+                    Ok((stat, rw, c, cw))
+                })
+                .await?;
+            let members: Vec<&String> = children.iter().filter(|c| *c != READY_NODE).collect();
+            if !members.iter().any(|m| **m == self.our_name) {
+                tracing::info!(path = %self.our_path, "double barrier: our member node is gone (session lost?); entering again");
+                our_czxid = self.make_our_node().await?;
+                continue;
+            }
+            if let Some(ready) = ready {
+                if self.ready_is_current(&ready, our_czxid, &members).await? {
+                    return Ok(true);
+                }
+                tracing::warn!(path = %self.ready_path, czxid = ready.czxid, "double barrier: deleting a stale ready node (older than every member)");
+                self.client
+                    .retry(|s| async move {
+                        match s.delete(ready_path, Some(ready.version)).await {
+                            Ok(()) | Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(()),
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await?;
+                continue;
+            }
+            if members.len() >= self.member_qty {
+                self.client
+                    .retry(|s| async move {
+                        match s.create(ready_path, &[], CreateMode::Persistent).await {
+                            Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
+                            Err(e) => Err(e),
+                        }
+                    })
+                    .await?;
+                continue; // answer only after reading it back
+            }
+            if passed(deadline) {
+                return Ok(false);
+            }
+            match wake::wait(
+                &self.client,
+                vec![ready_watch, children_watch],
+                deadline,
+                &mut states,
+            )
+            .await
+            {
+                Wake::Again => {}
+                Wake::Deadline => return Ok(false),
+                Wake::Closed => return Err(Error::closed()),
+            }
+        }
+    }
+
+    /// A `ready` node is this round's if it was made after some current member joined: after
+    /// us, or after an earlier member (we are a late one). One older than every member is left
+    /// over from a round whose members are all gone.
+    async fn ready_is_current(
+        &self,
+        ready: &Stat,
+        our_czxid: i64,
+        members: &[&String],
+    ) -> Result<bool> {
+        if ready.czxid > our_czxid {
+            return Ok(true);
+        }
+        let base = self.path.as_str();
+        let others: Vec<String> = members
+            .iter()
+            .filter(|m| ***m != self.our_name)
+            .map(|m| path::join(base, m))
+            .collect();
+        let others = &others;
+        self.client
+            .retry(|s| async move {
+                let stats: Vec<_> = others.iter().map(|p| s.exists(p)).collect();
+                for st in stats {
+                    if matches!(st.await?, Some(st) if st.czxid < ready.czxid) {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            })
+            .await
+    }
+
+    /// Makes our member node, or finds it made by this session already; its czxid.
+    async fn make_our_node(&self) -> Result<i64> {
+        let our = self.our_path.as_str();
+        self.client
+            .retry(|s: Session| async move {
+                let mut rounds = 0;
+                loop {
+                    match s.create(our, &[], CreateMode::Ephemeral).await {
+                        Ok(c) => return Ok(c.stat.czxid),
+                        Err(Error::NoNode(_)) if rounds < 3 => {
+                            rounds += 1;
+                            self.client
+                                .ensure_path(&self.path, Parents::Containers)
+                                .await?;
+                        }
+                        Err(Error::NodeExists(_)) => match s.exists(our).await? {
+                            // Ours already (a retried create, or entering twice): CURATOR-330.
+                            Some(st) if st.ephemeral_owner == s.id() => return Ok(st.czxid),
+                            // Left by an earlier session of ours: it goes with that session.
+                            Some(st) => match s.delete(our, Some(st.version)).await {
+                                Ok(()) | Err(Error::NoNode(_)) => {}
+                                Err(e) => return Err(e),
+                            },
+                            None => {}
+                        },
+                        Err(e) => return Err(e),
+                    }
+                }
+            })
+            .await
+    }
+
+    /// Leaves: deletes this member's node and waits, at most `timeout` (`None`: no limit),
+    /// until every member has left. `true` once a read shows no member (and then the round's
+    /// `ready` node is deleted); `false` on timeout (our node is gone either way).
+    pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
+        let deadline = deadline_of(timeout);
+        self.leave_until(deadline)
+            .await
+            .map_err(|e| e.context(format!("leave double barrier {}", self.path)))
+    }
+
+    async fn leave_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let (path, our) = (self.path.as_str(), self.our_path.as_str());
+        let mut ours_exists = true;
+        loop {
+            let mut states = wake::states(&self.client);
+            let children = self
+                .client
+                .retry(|s| async move { s.children(path).await.or_none() })
+                .await?
+                .unwrap_or_default();
+            let mut members: Vec<String> =
+                children.into_iter().filter(|c| c != READY_NODE).collect();
+            members.sort();
+            if members.is_empty() {
+                break;
+            }
+            if !members.contains(&self.our_name) {
+                ours_exists = false;
+            }
+            if members.len() == 1 && ours_exists {
+                self.delete_ours().await?;
+                break;
+            }
+            // Watch the highest member, then delete ours (Curator's order: the watch is set
+            // before our delete can wake anyone).
+            let highest = path::join(path, members.last().map(String::as_str).unwrap_or(""));
+            let highest = highest.as_str();
+            let (stat, watch) = self
+                .client
+                .retry(|s| async move { s.exists_watch(highest).await })
+                .await?;
+            if ours_exists {
+                self.delete_ours().await?;
+                ours_exists = false;
+            }
+            if stat.is_none() || highest == our {
+                continue;
+            }
+            match wake::wait(&self.client, vec![watch], deadline, &mut states).await {
+                Wake::Again => {}
+                Wake::Deadline => return Ok(false),
+                Wake::Closed => return Err(Error::closed()),
+            }
+            if passed(deadline) {
+                return Ok(false);
+            }
+        }
+        let ready = self.ready_path.as_str();
+        self.client
+            .retry(|s| async move { s.delete(ready, None).await.or_none().map(|_| ()) })
+            .await?;
+        Ok(true)
+    }
+
+    async fn delete_ours(&self) -> Result<()> {
+        let our = self.our_path.as_str();
+        self.client
+            .retry(|s| async move { s.delete(our, None).await.or_none().map(|_| ()) })
+            .await
+    }
+
+    /// [`enter`](Self::enter) for the blocking face.
+    pub fn enter_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.enter(timeout))?
+    }
+
+    /// [`leave`](Self::leave) for the blocking face.
+    pub fn leave_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.leave(timeout))?
+    }
+}

@@ -1,0 +1,762 @@
+//! [`PersistentNode`]: Curator's PersistentNode — a node kept in place by one background task
+//! (the only writer), which creates it, watches it, and creates it again after a delete, a
+//! reconnect or a new session.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::client::protected::{ProtectedCreate, ProtectedId};
+use crate::client::{
+    ConnectionState, CreateMode, CreateOptions, NodeEventKind, Parents, Session, Watch,
+};
+use crate::dispatch::{Dispatcher, ListenerId};
+use crate::{path, runtime, Client, Error, Result};
+
+/// What a [`PersistentNode`] tells its listeners.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PersistentNodeEventKind {
+    /// The node is on the server, ours, with our data: after the first create, and again
+    /// after every re-create (a delete, a new session) or check (a reconnect).
+    Registered,
+    /// The node is known to be gone: deleted by someone, or its session ended or was LOST. It
+    /// is being created again.
+    Unregistered,
+    /// The path holds a node of another live session (or a persistent node where ours is
+    /// ephemeral): it is left untouched, and this node stops trying until closed.
+    Conflict,
+}
+
+impl PersistentNodeEventKind {
+    /// Every kind, in declaration order.
+    pub const ALL: &'static [PersistentNodeEventKind] = &[
+        PersistentNodeEventKind::Registered,
+        PersistentNodeEventKind::Unregistered,
+        PersistentNodeEventKind::Conflict,
+    ];
+
+    /// The one spelling every face uses.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PersistentNodeEventKind::Registered => "REGISTERED",
+            PersistentNodeEventKind::Unregistered => "UNREGISTERED",
+            PersistentNodeEventKind::Conflict => "CONFLICT",
+        }
+    }
+}
+
+/// A [`PersistentNode`] event: what happened, to which node (the actual path, with the
+/// sequence number and protected prefix, if any).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PersistentNodeEvent {
+    /// What happened.
+    pub kind: PersistentNodeEventKind,
+    /// The node's actual path.
+    pub path: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Phase {
+    Latent,
+    Started,
+    Closed,
+}
+
+#[derive(Clone, Debug)]
+enum Initial {
+    Pending,
+    Created,
+    Failed(Error),
+}
+
+#[derive(Clone, Debug)]
+struct Status {
+    phase: Phase,
+    initial: Initial,
+    registered: bool,
+    actual_path: Option<String>,
+}
+
+/// What the handle and the keeper task share.
+struct Shared {
+    path: String,
+    /// The data we want on the node, and its generation (bumped by each `set_data`).
+    data: Mutex<(Vec<u8>, u64)>,
+    poke: Notify,
+    status: watch::Sender<Status>,
+    closing: watch::Sender<bool>,
+    dispatcher: Dispatcher<PersistentNodeEvent>,
+    last_error: Mutex<Option<Error>>,
+}
+
+impl Shared {
+    fn set_registered(&self, registered: bool, path: &str) {
+        let changed = self.status.send_if_modified(|s| {
+            let changed = s.registered != registered;
+            s.registered = registered;
+            s.actual_path = Some(path.to_string());
+            if registered {
+                s.initial = Initial::Created;
+            }
+            changed
+        });
+        if changed {
+            let kind = if registered {
+                tracing::debug!(node = %path, "persistent node registered");
+                PersistentNodeEventKind::Registered
+            } else {
+                tracing::warn!(node = %path, "persistent node unregistered (being created again)");
+                PersistentNodeEventKind::Unregistered
+            };
+            self.dispatcher.emit(PersistentNodeEvent {
+                kind,
+                path: path.to_string(),
+            });
+        }
+    }
+
+    fn fail(&self, e: &Error) {
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.clone());
+        self.status.send_if_modified(|s| {
+            if matches!(s.initial, Initial::Pending) || matches!(e, Error::Conflict(_)) {
+                s.initial = Initial::Failed(e.clone());
+                true
+            } else {
+                false
+            }
+        });
+    }
+}
+
+/// Curator's PersistentNode: a node (any [`CreateMode`], optionally protected) that stays on
+/// the server as long as this object is started — created again after someone deletes it,
+/// checked after every reconnect (CURATOR-97), created again after a session expiry.
+///
+/// Better than Curator:
+/// * an existing ephemeral node of **another live session** at our path is never taken over:
+///   [`wait_for_initial_create`](Self::wait_for_initial_create) fails with
+///   [`Error::Conflict`] and the node is left untouched (Curator sets its data, and later
+///   deletes it); an ephemeral node of our own current session is taken over (a reply lost
+///   with the connection); one of our own *former* session is waited out until the server
+///   removes it. A persistent-type node at the path is adopted, as Curator does — unless
+///   ours is ephemeral (that is a conflict too).
+/// * [`close`](Self::close) deletes only our own node (ephemeral owner our session, or the
+///   czxid we created or adopted), at the version just read.
+/// * a sequential (and protected) node is created again at the path it first got, never as a
+///   new sequential node, so re-creates never pile up (CURATOR-190); a protected first create
+///   whose reply is lost finds its node again.
+/// * [`set_data`](Self::set_data) may be called at any time: the data is applied now if
+///   connected, else on the next create or reconnect.
+///
+/// Events ([`add_listener`](Self::add_listener)) run on the node's dispatcher
+/// ([`crate::dispatch`]). Dropping the node without closing it closes it in the background.
+pub struct PersistentNode {
+    client: Client,
+    mode: CreateMode,
+    ttl: Option<Duration>,
+    protected: bool,
+    delete_on_close: bool,
+    shared: Arc<Shared>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for PersistentNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PersistentNode")
+            .field("path", &self.shared.path)
+            .field("mode", &self.mode)
+            .field("protected", &self.protected)
+            .field("actual_path", &self.actual_path())
+            .finish()
+    }
+}
+
+impl PersistentNode {
+    /// A node at `path` of `mode` with `data`; `protected` gives its name Curator's
+    /// `_c_<uuid>-` prefix. Nothing happens on the server before [`start`](Self::start).
+    ///
+    /// Errors: `InvalidArgument` for a bad path (the root included), data over the request
+    /// limit, or a TTL mode (use [`new_with_ttl`](Self::new_with_ttl)); `Closed` on a closed
+    /// client.
+    pub fn new(
+        client: &Client,
+        path: &str,
+        mode: CreateMode,
+        data: &[u8],
+        protected: bool,
+    ) -> Result<PersistentNode> {
+        Self::build(client, path, mode, None, data, protected)
+    }
+
+    /// A node of a TTL mode ([`CreateMode::PersistentWithTtl`],
+    /// [`CreateMode::PersistentSequentialWithTtl`]) with its `ttl`.
+    pub fn new_with_ttl(
+        client: &Client,
+        path: &str,
+        mode: CreateMode,
+        ttl: Duration,
+        data: &[u8],
+        protected: bool,
+    ) -> Result<PersistentNode> {
+        Self::build(client, path, mode, Some(ttl), data, protected)
+    }
+
+    fn build(
+        client: &Client,
+        path: &str,
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        data: &[u8],
+        protected: bool,
+    ) -> Result<PersistentNode> {
+        client.ensure_open_for("PersistentNode", path)?;
+        if mode.is_sequential() || protected {
+            path::validate_sequential_path(path)?;
+        } else {
+            path::validate_path(path)?;
+        }
+        if path == "/" {
+            return Err(Error::invalid("a persistent node cannot be the root node"));
+        }
+        crate::client::check_ttl(path, mode, ttl)?;
+        check_data(client, path, data)?;
+        Ok(PersistentNode {
+            client: client.clone(),
+            mode,
+            ttl,
+            protected,
+            delete_on_close: true,
+            shared: Arc::new(Shared {
+                path: path.to_string(),
+                data: Mutex::new((data.to_vec(), 0)),
+                poke: Notify::new(),
+                status: watch::channel(Status {
+                    phase: Phase::Latent,
+                    initial: Initial::Pending,
+                    registered: false,
+                    actual_path: None,
+                })
+                .0,
+                closing: watch::channel(false).0,
+                dispatcher: Dispatcher::new(),
+                last_error: Mutex::new(None),
+            }),
+            task: Mutex::new(None),
+        })
+    }
+
+    /// Leaves the node on the server when closed (Curator's PersistentTtlNode overrides
+    /// `deleteNode` the same way).
+    pub(crate) fn keep_on_close(mut self) -> Self {
+        self.delete_on_close = false;
+        self
+    }
+
+    /// The path given at construction.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// The create mode.
+    pub fn mode(&self) -> CreateMode {
+        self.mode
+    }
+
+    /// Starts keeping the node (in the background; see
+    /// [`wait_for_initial_create`](Self::wait_for_initial_create)).
+    ///
+    /// Errors: `InvalidArgument` when started twice; `Closed` after close or on a closed client.
+    pub fn start(&self) -> Result<()> {
+        if self.client.is_closed() {
+            return Err(Error::closed());
+        }
+        let mut previous = Phase::Latent;
+        self.shared.status.send_if_modified(|s| {
+            previous = s.phase.clone();
+            if s.phase == Phase::Latent {
+                s.phase = Phase::Started;
+                true
+            } else {
+                false
+            }
+        });
+        match previous {
+            Phase::Latent => {}
+            Phase::Started => {
+                return Err(Error::invalid(format!(
+                    "persistent node {}: cannot be started more than once",
+                    self.path()
+                )))
+            }
+            Phase::Closed => {
+                return Err(Error::Closed(
+                    format!("persistent node {} is closed", self.path()).into(),
+                ))
+            }
+        }
+        let keeper = Keeper {
+            client: self.client.clone(),
+            mode: self.mode,
+            ttl: self.ttl,
+            protected: self.protected.then(ProtectedId::new),
+            delete_on_close: self.delete_on_close,
+            shared: self.shared.clone(),
+            ours: None,
+            written: None,
+            sessions: Vec::new(),
+        };
+        let handle = runtime::spawn(keeper.run());
+        *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        Ok(())
+    }
+
+    /// Waits until the node was first created (`Ok(true)`) or `timeout` passes (`Ok(false)`;
+    /// `None` waits without limit). Once created it returns `true` at once, even if the node is
+    /// being created again now.
+    ///
+    /// Errors: `Conflict` when the path holds another session's node (left untouched);
+    /// another error the first create met that retrying will not cure (`NoAuth`, say; the
+    /// node keeps trying); `InvalidArgument` before start; `Closed` once closed.
+    pub async fn wait_for_initial_create(&self, timeout: Option<Duration>) -> Result<bool> {
+        let mut rx = self.shared.status.subscribe();
+        let path = self.path().to_string();
+        let wait = async move {
+            loop {
+                {
+                    let s = rx.borrow_and_update();
+                    match (&s.phase, &s.initial) {
+                        (Phase::Latent, _) => {
+                            return Err(Error::invalid(format!(
+                                "persistent node {path}: not started"
+                            )))
+                        }
+                        (Phase::Closed, _) => {
+                            return Err(Error::Closed(
+                                format!("persistent node {path} is closed").into(),
+                            ))
+                        }
+                        (_, Initial::Created) => return Ok(true),
+                        (_, Initial::Failed(e)) => return Err(e.clone()),
+                        (_, Initial::Pending) => {}
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return Err(Error::closed());
+                }
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(t) => tokio::time::timeout(t, wait).await.unwrap_or(Ok(false)),
+        }
+    }
+
+    /// [`wait_for_initial_create`](Self::wait_for_initial_create) for the blocking face.
+    pub fn wait_for_initial_create_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.wait_for_initial_create(timeout))?
+    }
+
+    /// The node's actual path (with the sequence number and protected prefix) once it was
+    /// created (Curator's `getActualPath`); `None` before.
+    pub fn actual_path(&self) -> Option<String> {
+        self.shared.status.borrow().actual_path.clone()
+    }
+
+    /// Whether the node is on the server as far as this client knows (the last event was
+    /// REGISTERED).
+    pub fn is_registered(&self) -> bool {
+        let s = self.shared.status.borrow();
+        s.phase == Phase::Started && s.registered
+    }
+
+    /// The data this node keeps (the last [`set_data`](Self::set_data), or the initial data).
+    pub fn data(&self) -> Vec<u8> {
+        self.shared
+            .data
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .clone()
+    }
+
+    /// Sets the node's data: written now when connected, else when the node is next created
+    /// or checked after a reconnect. Returns at once.
+    ///
+    /// Errors: `InvalidArgument` for data over the request limit; `Closed` once closed.
+    pub fn set_data(&self, data: &[u8]) -> Result<()> {
+        if self.shared.status.borrow().phase == Phase::Closed {
+            return Err(Error::Closed(
+                format!("persistent node {} is closed", self.path()).into(),
+            ));
+        }
+        check_data(&self.client, self.path(), data)?;
+        {
+            let mut d = self.shared.data.lock().unwrap_or_else(|e| e.into_inner());
+            d.0 = data.to_vec();
+            d.1 += 1;
+        }
+        self.shared.poke.notify_one();
+        Ok(())
+    }
+
+    /// The last error the background task met (it keeps retrying), if any.
+    pub fn last_error(&self) -> Option<Error> {
+        self.shared
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Adds a listener for [`PersistentNodeEvent`]s; returns its id.
+    pub fn add_listener(
+        &self,
+        listener: impl Fn(&PersistentNodeEvent) + Send + Sync + 'static,
+    ) -> ListenerId {
+        self.shared.dispatcher.add(listener)
+    }
+
+    /// Removes a listener; whether it was there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.shared.dispatcher.remove(id)
+    }
+
+    /// Stops keeping the node and deletes it (our own node only, at the version just read;
+    /// a PersistentTtlNode's container stays). Closing twice, or an unstarted node, is fine.
+    pub async fn close(&self) -> Result<()> {
+        self.shared.status.send_modify(|s| {
+            s.phase = Phase::Closed;
+            s.registered = false;
+        });
+        self.shared.closing.send_replace(true);
+        self.shared.dispatcher.clear();
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(task) = task {
+            task.await.map_err(crate::client::join_error)?;
+        }
+        Ok(())
+    }
+
+    /// [`close`](Self::close) for the blocking face.
+    pub fn close_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.close())?
+    }
+}
+
+impl Drop for PersistentNode {
+    fn drop(&mut self) {
+        // The task sees this, deletes our node and ends.
+        self.shared.closing.send_replace(true);
+        self.shared.dispatcher.clear();
+    }
+}
+
+fn check_data(client: &Client, path: &str, data: &[u8]) -> Result<()> {
+    let limit = client.cfg().max_request_bytes;
+    if data.len() >= limit {
+        return Err(Error::invalid(format!(
+            "persistent node {path}: {} bytes of data is over the {limit}-byte request limit",
+            data.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The node we made or adopted.
+#[derive(Clone, Debug)]
+struct Ours {
+    path: String,
+    czxid: i64,
+}
+
+/// How one pass of [`Keeper::reconcile`] ended.
+enum Outcome {
+    /// The node is ours, with our data; the watch fires on its change or delete.
+    Kept(String, Watch),
+    /// Another session's node (or a persistent one where ours is ephemeral) is in the way.
+    Conflict(Error),
+}
+
+/// The background task: the node's only writer.
+struct Keeper {
+    client: Client,
+    mode: CreateMode,
+    ttl: Option<Duration>,
+    protected: Option<ProtectedId>,
+    delete_on_close: bool,
+    shared: Arc<Shared>,
+    ours: Option<Ours>,
+    /// The data generation last written to the node (`None`: none written yet).
+    written: Option<u64>,
+    /// Sessions this node has seen: an ephemeral node of one of them is ours, stale.
+    sessions: Vec<i64>,
+}
+
+impl Keeper {
+    async fn run(mut self) {
+        let mut closing = self.shared.closing.subscribe();
+        let mut states = self.client.subscribe_events();
+        let mut backoff = Duration::from_millis(50);
+        'outer: loop {
+            if *closing.borrow() {
+                break;
+            }
+            let outcome = tokio::select! {
+                r = self.reconcile() => r,
+                _ = closing.wait_for(|c| *c) => break,
+            };
+            let (path, watch) = match outcome {
+                Ok(Outcome::Kept(path, watch)) => {
+                    backoff = Duration::from_millis(50);
+                    (path, watch)
+                }
+                Ok(Outcome::Conflict(e)) => {
+                    tracing::warn!(node = %self.shared.path, error = %e, "persistent node: the path is another session's; left untouched");
+                    self.shared.fail(&e);
+                    self.shared.dispatcher.emit(PersistentNodeEvent {
+                        kind: PersistentNodeEventKind::Conflict,
+                        path: self.shared.path.clone(),
+                    });
+                    // Never touch it: wait for close only.
+                    let _ = closing.wait_for(|c| *c).await;
+                    return;
+                }
+                Err(Error::Closed(_)) => return,
+                Err(e) => {
+                    if !(e.is_retryable()
+                        || matches!(e, Error::Timeout(_) | Error::SessionExpired(_)))
+                    {
+                        tracing::warn!(node = %self.shared.path, error = %e, "persistent node: create failed; retrying");
+                        self.shared.fail(&e);
+                    } else {
+                        tracing::debug!(node = %self.shared.path, error = %e, "persistent node: retrying");
+                        *self
+                            .shared
+                            .last_error
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.shared.poke.notified() => {}
+                        _ = closing.wait_for(|c| *c) => break,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            self.shared.set_registered(true, &path);
+            let mut fired = Box::pin(watch.changed());
+            loop {
+                tokio::select! {
+                    event = &mut fired => {
+                        if matches!(event.kind, NodeEventKind::Deleted | NodeEventKind::SessionEnded) {
+                            self.shared.set_registered(false, &path);
+                        }
+                        break;
+                    }
+                    _ = self.shared.poke.notified() => break,
+                    state = states.recv() => match state {
+                        Ok(ConnectionState::Lost) => {
+                            self.shared.set_registered(false, &path);
+                            break;
+                        }
+                        // CURATOR-97: check (and reinstate) the node after every reconnect.
+                        Ok(ConnectionState::Reconnected) | Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Closed) => break 'outer,
+                    },
+                    _ = closing.wait_for(|c| *c) => break 'outer,
+                }
+            }
+        }
+        if self.delete_on_close {
+            self.delete_ours().await;
+        }
+    }
+
+    /// One pass: make sure the node is there, ours, with our data, and watched.
+    async fn reconcile(&mut self) -> Result<Outcome> {
+        loop {
+            let (data, generation) = self
+                .shared
+                .data
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let Some(ours) = self.ours.clone() else {
+                self.first_create(&data, generation).await?;
+                continue;
+            };
+            let p = ours.path.as_str();
+            let read = self
+                .client
+                .retry(|s: Session| async move {
+                    match s.get_data_watch(p).await {
+                        Err(e) if e.is_retryable() => Err(e),
+                        r => Ok((r, s.id())),
+                    }
+                })
+                .await?;
+            let (read, session) = read;
+            if !self.sessions.contains(&session) {
+                self.sessions.push(session);
+            }
+            let (current, stat, watch) = match read {
+                Err(Error::NoNode(_)) => {
+                    self.create_at(p, &data, generation).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+                Ok(found) => found,
+            };
+            let owner = stat.ephemeral_owner;
+            if owner != 0 && owner != session && self.sessions.contains(&owner) {
+                // Our own node of a former session: the server removes it when it expires
+                // that session (the watch fires); never delete it ourselves.
+                tracing::debug!(node = %p, "persistent node: waiting for our former session's node to go");
+                let wait = self.client.session_timeout() * 2;
+                let _ = tokio::time::timeout(wait, watch.changed()).await;
+                continue;
+            }
+            let mine = if owner != 0 {
+                owner == session
+            } else {
+                !self.mode.is_ephemeral()
+            };
+            if !mine {
+                let whose = if owner != 0 {
+                    format!("an ephemeral node of session {owner:#x}")
+                } else {
+                    "a persistent node".to_string()
+                };
+                return Ok(Outcome::Conflict(Error::Conflict(
+                    format!(
+                        "{p} is {whose}, not of this session ({session:#x}); it was left untouched"
+                    )
+                    .into(),
+                )));
+            }
+            if stat.czxid != ours.czxid {
+                // A node we had not seen (ours after a lost reply, or a persistent one adopted):
+                // it gets our data, as Curator's setData after NodeExists does.
+                self.written = None;
+            }
+            self.ours = Some(Ours {
+                path: ours.path.clone(),
+                czxid: stat.czxid,
+            });
+            if self.written != Some(generation) && current != data {
+                match self.client.set_data(p, &data, Some(stat.version)).await {
+                    Ok(_) => {
+                        self.written = Some(generation);
+                        continue; // read again for a fresh watch
+                    }
+                    Err(Error::BadVersion(_) | Error::NoNode(_)) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            self.written = Some(generation);
+            return Ok(Outcome::Kept(ours.path, watch));
+        }
+    }
+
+    /// The first create: where the actual path is decided (sequence number, protected prefix).
+    async fn first_create(&mut self, data: &[u8], generation: u64) -> Result<()> {
+        let path = self.shared.path.clone();
+        if let Some(id) = &self.protected {
+            let req = ProtectedCreate {
+                parent: path::parent(&path),
+                name: path::node_name(&path),
+                data,
+                mode: self.mode,
+                parents: Parents::Containers,
+                list_parent: false,
+            };
+            let node = self.client.create_protected_ttl(id, req, self.ttl).await?;
+            self.made(node.path, node.stat.czxid, generation);
+        } else if self.mode.is_sequential() {
+            let created = self.client.create(&path, data, self.options()).await?;
+            self.made(created.path, created.stat.czxid, generation);
+        } else {
+            // A fixed path: the reconcile pass creates it, or finds what is there.
+            self.ours = Some(Ours { path, czxid: 0 });
+        }
+        Ok(())
+    }
+
+    /// Creates the node again at its known path (a sequential one without a new number).
+    async fn create_at(&mut self, path: &str, data: &[u8], generation: u64) -> Result<()> {
+        let mut options = self.options();
+        options.mode = self.mode.without_sequence();
+        match self.client.create(path, data, options).await {
+            Ok(created) => {
+                self.made(created.path, created.stat.czxid, generation);
+                Ok(())
+            }
+            // A lost reply, or someone else: the reconcile pass reads whose it is.
+            Err(Error::NodeExists(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn options(&self) -> CreateOptions {
+        let mut options = CreateOptions::new(self.mode).parents();
+        options.ttl = self.ttl;
+        options
+    }
+
+    fn made(&mut self, path: String, czxid: i64, generation: u64) {
+        tracing::debug!(node = %path, "persistent node created");
+        self.shared
+            .status
+            .send_modify(|s| s.actual_path = Some(path.clone()));
+        self.ours = Some(Ours { path, czxid });
+        self.written = Some(generation);
+    }
+
+    /// Deletes our node: only if it is still ours (ephemeral owner our session, or the czxid
+    /// we made or adopted), at the version just read.
+    async fn delete_ours(&mut self) {
+        let Some(ours) = self.ours.clone() else {
+            if let Some(id) = &self.protected {
+                let _ = id.cleanup(&self.client, path::parent(&self.shared.path));
+            }
+            return;
+        };
+        let p = ours.path.as_str();
+        let result = self
+            .client
+            .retry(|s: Session| async move {
+                loop {
+                    let Some(stat) = s.exists(p).await? else {
+                        return Ok(());
+                    };
+                    let mine = if stat.ephemeral_owner != 0 {
+                        stat.ephemeral_owner == s.id()
+                    } else {
+                        ours.czxid != 0 && stat.czxid == ours.czxid
+                    };
+                    if !mine {
+                        if ours.czxid != 0 {
+                            tracing::warn!(node = %p, "persistent node: not deleted on close, it is no longer ours");
+                        }
+                        return Ok(());
+                    }
+                    match s.delete(p, Some(stat.version)).await {
+                        Ok(()) | Err(Error::NoNode(_)) => return Ok(()),
+                        Err(Error::BadVersion(_)) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            })
+            .await;
+        match result {
+            Ok(()) | Err(Error::Closed(_)) => {}
+            Err(e) => {
+                tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close")
+            }
+        }
+    }
+}

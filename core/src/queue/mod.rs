@@ -1,0 +1,101 @@
+//! Queues (issue 18): [`SimpleDistributedQueue`] and the [`DistributedQueue`] family
+//! ([`DistributedIdQueue`], [`DistributedPriorityQueue`], [`DistributedDelayQueue`]), with
+//! Curator 5.x's node names and item framing, so that Curator processes and ours share a queue.
+//!
+//! # What these queues are for
+//! Handing work from producers to consumers at modest rates (tens to hundreds of items a
+//! second), where each item must be processed **exactly once** even when a consumer dies
+//! mid-item. ZooKeeper keeps every item in memory on every server and every take costs several
+//! writes through the ensemble's leader: Curator's own tech note calls ZooKeeper a poor
+//! high-volume queue, and it is. For a firehose use a message broker.
+//!
+//! # Wire layout (Curator's)
+//! * Simple queue: `path/qn-<seq>` (persistent sequential) holding the raw bytes.
+//! * `DistributedQueue`: `path/queue-<seq>` holding Curator's `ItemSerializer` framing (see
+//!   `framing.rs`); with a lock path, a consumer first creates the ephemeral `lock_path/<item
+//!   node>`. Id queue: `queue-|<id>|<seq>` (`/` and `|` in the id become `_`), ordered with the
+//!   id left out. Priority queue: `queue-<0|1><8 hex digits><seq>` (the sign digit, then the
+//!   priority's 32-bit two's complement), lower first. Delay queue: `queue-|<hex epoch ms>|<seq>`,
+//!   handed out once the epoch has passed, earliest first.
+//!
+//! # Exactly-once consumption (with a lock path)
+//! A consumer takes an item by creating its lock node, then reads it and hands it out as an
+//! [`Item`] whose [`fencing_token`](Item::fencing_token) is the lock node's czxid (a later
+//! taker of the same item always gets a larger one). [`Item::done`] removes the item with one
+//! transaction, on the session that holds the lock, that checks the lock node, deletes the item
+//! and deletes the lock (as CURATOR-605 proposes): two consumers can never both complete one
+//! item, and a consumer whose session ended is told so instead of completing it. A consumer that
+//! dies mid-item leaves the item in place; its lock goes with its session and another consumer
+//! takes the item. An item dropped without `done` is given back at once.
+//!
+//! Without a lock path, consumption is Curator's: the item is deleted when it is taken (at most
+//! once; a consumer that dies mid-item loses it) and `done` has nothing to do.
+//!
+//! # Curator's failures we avoid
+//! Consumers hear connection-state changes ([`DistributedQueue::add_listener`]; CURATOR-336);
+//! a consumer's wait reads again after every state change, so it never stalls after a long
+//! disconnect (CURATOR-623); a take makes a reaped queue node again and carries on
+//! (CURATOR-308); two consumers never both get one item (CURATOR-605).
+
+mod distributed;
+mod framing;
+mod simple;
+
+pub use self::distributed::{
+    Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
+    DistributedQueue, Item, QueueOptions,
+};
+pub use self::simple::SimpleDistributedQueue;
+
+use crate::client::Parents;
+use crate::{path, Client, CreateMode, Error, Result};
+
+/// Creates `parent/<name><seq>` (persistent sequential), making a missing (or reaped) parent
+/// as a container. Not resent after a lost reply (a second item): `OutcomeUnknown` then.
+pub(crate) async fn put_sequential(
+    client: &Client,
+    parent: &str,
+    name: &str,
+    data: &[u8],
+) -> Result<String> {
+    let node = path::join(parent, name);
+    let mut rounds = 0;
+    loop {
+        // Waiting for a connection sends nothing: the retry policy covers that part only.
+        let s = client.retry(|s| async move { Ok(s) }).await?;
+        match s.create(&node, data, CreateMode::PersistentSequential).await {
+            Ok(c) => return Ok(c.path),
+            Err(Error::NoNode(_)) if rounds < 3 => {
+                rounds += 1;
+                client.ensure_path(parent, Parents::Containers).await?;
+            }
+            Err(e) if e.is_retryable() => {
+                return Err(Error::OutcomeUnknown(
+                    format!(
+                        "the reply of the create of {node} was lost ({}); the item may or may not be in the queue, and was not put again",
+                        e.message()
+                    )
+                    .into(),
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The children named `prefix…`, in Curator's order (by name); foreign nodes are logged and
+/// left out.
+pub(crate) fn sorted_items(children: Vec<String>, prefix: &str, path: &str) -> Vec<String> {
+    let mut items: Vec<String> = children
+        .into_iter()
+        .filter(|c| {
+            let ours = c.starts_with(prefix);
+            if !ours {
+                tracing::debug!(queue = path, node = %c, "foreign node in queue path");
+            }
+            ours
+        })
+        .collect();
+    items.sort();
+    items
+}

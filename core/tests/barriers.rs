@@ -1,0 +1,280 @@
+//! Barriers (issue 18) against a real ZooKeeper started by the harness.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use zkrecipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
+use zkrecipes::client::CreateOptions;
+use zkrecipes::{Client, ClientBuilder, ConnectionState, ErrorKind, RetryPolicy};
+use zkrecipes_testing::{FaultProxy, TestingServer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn connect(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(10 * SECOND)
+        .connection_timeout(5 * SECOND)
+        .connect_blocking()
+        .expect("connect")
+}
+
+/// Waits (bounded) until `done` returns true; panics naming `what` otherwise.
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.get_children_blocking(path) {
+        Ok(c) => c,
+        Err(e) if e.kind() == ErrorKind::NoNode => Vec::new(),
+        Err(e) => panic!("list {path}: {e}"),
+    }
+}
+
+#[test]
+fn barrier_holds_waiters_until_removed() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let barrier = DistributedBarrier::new(&client, "/b/simple").unwrap();
+    // Not set: nothing to wait for.
+    assert!(barrier
+        .wait_on_barrier_blocking(Some(Duration::ZERO))
+        .unwrap());
+    barrier.set_barrier_blocking().unwrap();
+    barrier.set_barrier_blocking().unwrap(); // twice is fine
+    assert!(!barrier
+        .wait_on_barrier_blocking(Some(Duration::from_millis(200)))
+        .unwrap());
+    let other = connect(&server.connect_string());
+    let waiter = DistributedBarrier::new(&other, "/b/simple").unwrap();
+    let (tx, rx) = mpsc::channel();
+    let t = thread::spawn(move || tx.send(waiter.wait_on_barrier_blocking(None)).unwrap());
+    // Still waiting after a wake-up that does not remove the barrier (its data changes).
+    client.set_data_blocking("/b/simple", b"x", None).unwrap();
+    assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+    barrier.remove_barrier_blocking().unwrap();
+    assert!(rx.recv_timeout(10 * SECOND).unwrap().unwrap());
+    t.join().unwrap();
+    barrier.remove_barrier_blocking().unwrap(); // removed twice is fine
+}
+
+#[test]
+fn five_members_enter_together_and_none_early() {
+    let server = TestingServer::start();
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let most_inside = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..5)
+        .map(|i| {
+            let (arrived, inside, most) = (arrived.clone(), inside.clone(), most_inside.clone());
+            let cs = server.connect_string();
+            thread::spawn(move || {
+                let client = connect(&cs);
+                let member = DistributedDoubleBarrier::new(&client, "/b/double", 5).unwrap();
+                // Staggered arrivals: the early ones must wait for the late ones.
+                thread::sleep(Duration::from_millis(100 * i));
+                arrived.fetch_add(1, Ordering::SeqCst);
+                assert!(member.enter_blocking(Some(30 * SECOND)).unwrap());
+                assert_eq!(
+                    arrived.load(Ordering::SeqCst),
+                    5,
+                    "entered before all 5 arrived"
+                );
+                let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                inside.fetch_sub(1, Ordering::SeqCst);
+                assert!(member.leave_blocking(Some(30 * SECOND)).unwrap());
+                client.close_blocking();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(most_inside.load(Ordering::SeqCst) <= 5);
+    let observer = connect(&server.connect_string());
+    assert!(
+        children(&observer, "/b/double").is_empty(),
+        "members or ready left behind"
+    );
+}
+
+#[test]
+fn six_members_with_a_threshold_of_five_all_pass() {
+    let server = TestingServer::start();
+    let start = Arc::new(Barrier::new(6));
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let cs = server.connect_string();
+            let start = start.clone();
+            thread::spawn(move || {
+                let client = connect(&cs);
+                let member = DistributedDoubleBarrier::new(&client, "/b/six", 5).unwrap();
+                start.wait();
+                let entered = member.enter_blocking(Some(30 * SECOND)).unwrap();
+                let left = member.leave_blocking(Some(30 * SECOND)).unwrap();
+                (entered, left)
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), (true, true));
+    }
+}
+
+#[test]
+fn a_lone_member_stays_out_through_wakeups_and_a_connection_drop() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let client = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(10 * SECOND)
+        .connection_timeout(5 * SECOND)
+        .connect_blocking()
+        .unwrap();
+    let states = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = states.clone();
+    client.add_state_listener(move |s| seen.lock().unwrap().push(s));
+    let member = DistributedDoubleBarrier::new(&client, "/b/lone", 2).unwrap();
+    let name = member.member_name().to_string();
+    let (tx, rx) = mpsc::channel();
+    let t = thread::spawn(move || tx.send(member.enter_blocking(Some(4 * SECOND))).unwrap());
+    let observer = connect(&server.connect_string());
+    wait_until("the member's node", 10 * SECOND, || {
+        children(&observer, "/b/lone").contains(&name)
+    });
+    // Wake-ups: the parent's data changes, an unrelated node elsewhere, then a brief drop.
+    observer
+        .set_data_blocking("/b/lone", b"poke", None)
+        .unwrap();
+    proxy.cut();
+    wait_until("SUSPENDED", 10 * SECOND, || {
+        states.lock().unwrap().contains(&ConnectionState::Suspended)
+    });
+    proxy.restore();
+    wait_until("RECONNECTED", 10 * SECOND, || {
+        states
+            .lock()
+            .unwrap()
+            .contains(&ConnectionState::Reconnected)
+    });
+    let entered = rx.recv_timeout(30 * SECOND).unwrap().unwrap();
+    assert!(!entered, "a lone member of two entered");
+    t.join().unwrap();
+    // A timed-out enter removes its node (CURATOR-80).
+    assert!(children(&observer, "/b/lone").is_empty());
+}
+
+#[test]
+fn a_stale_ready_node_is_detected_by_its_czxid() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    // Left over from an earlier round whose members are gone.
+    client
+        .create_blocking("/b/stale/ready", b"", CreateOptions::default().parents())
+        .unwrap();
+    let member = DistributedDoubleBarrier::new(&client, "/b/stale", 2).unwrap();
+    assert!(!member.enter_blocking(Some(SECOND)).unwrap());
+    assert!(children(&client, "/b/stale").is_empty());
+    // With a second member the barrier opens.
+    let other = connect(&server.connect_string());
+    let second = DistributedDoubleBarrier::new(&other, "/b/stale", 2).unwrap();
+    let t = thread::spawn(move || second.enter_blocking(Some(30 * SECOND)).unwrap());
+    assert!(member.enter_blocking(Some(30 * SECOND)).unwrap());
+    assert!(t.join().unwrap());
+}
+
+#[test]
+fn entering_again_is_idempotent_and_leave_honours_its_timeout() {
+    let server = TestingServer::start();
+    let a = connect(&server.connect_string());
+    let b = connect(&server.connect_string());
+    let first = DistributedDoubleBarrier::new(&a, "/b/again", 2).unwrap();
+    let second = DistributedDoubleBarrier::new(&b, "/b/again", 2).unwrap();
+    let t = thread::spawn(move || {
+        assert!(second.enter_blocking(Some(30 * SECOND)).unwrap());
+        second
+    });
+    assert!(first.enter_blocking(Some(30 * SECOND)).unwrap());
+    let second = t.join().unwrap();
+    // Entering again: no NodeExists, still two members (CURATOR-330).
+    assert!(first.enter_blocking(Some(5 * SECOND)).unwrap());
+    assert_eq!(children(&a, "/b/again").len(), 3); // two members and ready
+                                                   // Leaving while the other stays: the timeout is honoured (CURATOR-233/536).
+    let started = Instant::now();
+    assert!(!first
+        .leave_blocking(Some(Duration::from_millis(300)))
+        .unwrap());
+    assert!(started.elapsed() < 5 * SECOND);
+    assert!(second.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert!(first.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert!(children(&a, "/b/again").is_empty());
+}
+
+#[test]
+fn a_waiter_whose_server_crashes_gets_a_connection_error() {
+    let server = TestingServer::start();
+    let client = ClientBuilder::new(server.connect_string())
+        .session_timeout(4 * SECOND)
+        .connection_timeout(SECOND)
+        .retry_policy(RetryPolicy::NTimes {
+            n: 2,
+            sleep: Duration::from_millis(100),
+        })
+        .connect_blocking()
+        .unwrap();
+    let member = DistributedDoubleBarrier::new(&client, "/b/crash", 3).unwrap();
+    let barrier = DistributedBarrier::new(&client, "/b/crash-simple").unwrap();
+    barrier.set_barrier_blocking().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx2 = tx.clone();
+    let t1 = thread::spawn(move || {
+        tx.send(("enter", member.enter_blocking(None).err()))
+            .unwrap()
+    });
+    let t2 = thread::spawn(move || {
+        tx2.send(("wait", barrier.wait_on_barrier_blocking(None).err()))
+            .unwrap()
+    });
+    let observer = connect(&server.connect_string());
+    wait_until("the member's node", 10 * SECOND, || {
+        children(&observer, "/b/crash").len() == 1
+    });
+    drop(observer);
+    server.kill();
+    for _ in 0..2 {
+        let (what, err) = rx.recv_timeout(60 * SECOND).expect("a waiter hung");
+        let err = err.unwrap_or_else(|| panic!("{what}: returned without an error"));
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::ConnectionLoss | ErrorKind::SessionExpired
+            ),
+            "{what}: {err}"
+        );
+    }
+    t1.join().unwrap();
+    t2.join().unwrap();
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    for e in [
+        DistributedBarrier::new(&client, "no-slash").unwrap_err(),
+        DistributedBarrier::new(&client, "/").unwrap_err(),
+        DistributedDoubleBarrier::new(&client, "/b/x", 0).unwrap_err(),
+        DistributedDoubleBarrier::new(&client, "/b/x/", 2).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    client.close_blocking();
+    let e = DistributedBarrier::new(&client, "/b/x").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}

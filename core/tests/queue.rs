@@ -1,0 +1,506 @@
+//! Queues (issue 18) against a real ZooKeeper started by the harness.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use zkrecipes::client::CreateOptions;
+use zkrecipes::queue::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue,
+    QueueOptions, SimpleDistributedQueue,
+};
+use zkrecipes::{Client, ClientBuilder, ConnectionState, CreateMode, ErrorKind};
+use zkrecipes_testing::{expire_client_session, FaultProxy, TestingServer};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn connect(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(10 * SECOND)
+        .connection_timeout(5 * SECOND)
+        .connect_blocking()
+        .expect("connect")
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn children(client: &Client, path: &str) -> Vec<String> {
+    match client.get_children_blocking(path) {
+        Ok(mut c) => {
+            c.sort();
+            c
+        }
+        Err(e) if e.kind() == ErrorKind::NoNode => Vec::new(),
+        Err(e) => panic!("list {path}: {e}"),
+    }
+}
+
+fn locked(lock_path: &str) -> QueueOptions {
+    QueueOptions::default().lock_path(lock_path)
+}
+
+// ---------------------------------------------------------------------------------------------
+// SimpleDistributedQueue
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn simple_queue_is_fifo_with_curators_names() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = SimpleDistributedQueue::new(&client, "/q/simple").unwrap();
+    assert_eq!(q.peek_blocking().unwrap(), None);
+    assert_eq!(q.poll_blocking().unwrap(), None);
+    for d in [b"one".as_slice(), b"two", b"three"] {
+        let node = q.offer_blocking(d).unwrap();
+        assert!(node.starts_with("/q/simple/qn-"), "{node}");
+    }
+    // Raw bytes, as ZooKeeper's own recipe and Curator store them.
+    let names = children(&client, "/q/simple");
+    let (raw, _) = client
+        .get_data_blocking(&format!("/q/simple/{}", names[0]))
+        .unwrap();
+    assert_eq!(raw, b"one");
+    assert_eq!(q.peek_blocking().unwrap().as_deref(), Some(&b"one"[..]));
+    assert_eq!(q.poll_blocking().unwrap().as_deref(), Some(&b"one"[..]));
+    assert_eq!(q.take_blocking(None).unwrap().as_deref(), Some(&b"two"[..]));
+    assert_eq!(
+        q.take_blocking(Some(SECOND)).unwrap().as_deref(),
+        Some(&b"three"[..])
+    );
+    let started = Instant::now();
+    assert_eq!(
+        q.take_blocking(Some(Duration::from_millis(200))).unwrap(),
+        None
+    );
+    assert!(started.elapsed() >= Duration::from_millis(200));
+}
+
+#[test]
+fn simple_take_returns_an_item_offered_after_the_container_was_reaped() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = SimpleDistributedQueue::new(&client, "/q/reaped").unwrap();
+    q.offer_blocking(b"first").unwrap();
+    let first_czxid = client.exists_blocking("/q/reaped").unwrap().unwrap().czxid;
+    let consumer = connect(&server.connect_string());
+    let cq = SimpleDistributedQueue::new(&consumer, "/q/reaped").unwrap();
+    assert_eq!(
+        cq.take_blocking(None).unwrap().as_deref(),
+        Some(&b"first"[..])
+    );
+    let (tx, rx) = mpsc::channel();
+    let t = thread::spawn(move || tx.send(cq.take_blocking(Some(60 * SECOND))).unwrap());
+    // The empty container is reaped by the server (the harness checks every 250 ms).
+    wait_until("the container reaped", 20 * SECOND, || {
+        client
+            .exists_blocking("/q/reaped")
+            .unwrap()
+            .is_none_or(|s| s.czxid != first_czxid)
+    });
+    q.offer_blocking(b"after the reaping").unwrap();
+    let got = rx
+        .recv_timeout(30 * SECOND)
+        .expect("take hung (CURATOR-308)");
+    assert_eq!(got.unwrap().as_deref(), Some(&b"after the reaping"[..]));
+    t.join().unwrap();
+}
+
+#[test]
+fn simple_queue_consumers_never_share_an_item() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = SimpleDistributedQueue::new(&client, "/q/shared").unwrap();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let consumers: Vec<_> = (0..4)
+        .map(|_| {
+            let (cs, got) = (server.connect_string(), got.clone());
+            thread::spawn(move || {
+                let c = connect(&cs);
+                let q = SimpleDistributedQueue::new(&c, "/q/shared").unwrap();
+                while let Some(d) = q.take_blocking(Some(3 * SECOND)).unwrap() {
+                    got.lock().unwrap().push(String::from_utf8(d).unwrap());
+                }
+            })
+        })
+        .collect();
+    for i in 0..100 {
+        q.offer_blocking(format!("{i}").as_bytes()).unwrap();
+    }
+    for c in consumers {
+        c.join().unwrap();
+    }
+    let got = got.lock().unwrap();
+    let distinct: HashSet<_> = got.iter().collect();
+    assert_eq!(got.len(), 100, "items taken twice or lost");
+    assert_eq!(distinct.len(), 100);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DistributedQueue: wire format
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn items_use_curators_names_and_framing() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = DistributedQueue::new(&client, "/q/framed", QueueOptions::default()).unwrap();
+    assert!(q.put_blocking(b"hi", None).unwrap());
+    let names = children(&client, "/q/framed");
+    assert_eq!(names.len(), 1);
+    assert!(
+        names[0].starts_with("queue-") && names[0].len() == 16,
+        "{names:?}"
+    );
+    let (raw, _) = client
+        .get_data_blocking(&format!("/q/framed/{}", names[0]))
+        .unwrap();
+    assert_eq!(raw, [0, 1, 0, 1, 1, 0, 0, 0, 2, b'h', b'i', 2]);
+    // An item as Curator's putMulti writes it: two messages in one node.
+    let multi = [0, 1, 0, 1, 1, 0, 0, 0, 1, b'a', 1, 0, 0, 0, 0, 2];
+    client
+        .create_blocking(
+            "/q/framed/queue-",
+            &multi,
+            CreateOptions::new(CreateMode::PersistentSequential).parents(),
+        )
+        .unwrap();
+    let first = q.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(first.data(), b"hi");
+    first.done_blocking().unwrap();
+    let second = q.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(second.messages(), &[b"a".to_vec(), Vec::new()]);
+    second.done_blocking().unwrap();
+    // Not Curator's framing: reported as corrupted, left in place, then passed over.
+    client
+        .create_blocking(
+            "/q/framed/queue-",
+            b"not framed",
+            CreateOptions::new(CreateMode::PersistentSequential).parents(),
+        )
+        .unwrap();
+    q.put_blocking(b"after", None).unwrap();
+    let e = q.take_blocking(Some(SECOND)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::CorruptedData);
+    let next = q.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(next.data(), b"after");
+    next.done_blocking().unwrap();
+    assert_eq!(q.len_blocking().unwrap(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exactly-once consumption
+// ---------------------------------------------------------------------------------------------
+
+/// A sink that refuses a write for an item with a fencing token lower than one it has seen for
+/// that item, and counts the completions.
+#[derive(Default)]
+struct FencedSink {
+    tokens: HashMap<String, i64>,
+    refused: usize,
+}
+
+impl FencedSink {
+    fn write(&mut self, item: &str, token: i64) -> bool {
+        let best = self.tokens.entry(item.to_string()).or_insert(i64::MIN);
+        if token < *best {
+            self.refused += 1;
+            return false;
+        }
+        *best = token;
+        true
+    }
+}
+
+#[test]
+fn a_consumer_whose_session_ends_mid_item_leaves_it_for_another() {
+    let server = TestingServer::start();
+    let producer = connect(&server.connect_string());
+    let q = DistributedQueue::new(&producer, "/q/once", locked("/q/once-locks")).unwrap();
+    for i in 0..3 {
+        q.put_blocking(format!("item-{i}").as_bytes(), None)
+            .unwrap();
+    }
+    let doomed_client = connect(&server.connect_string());
+    let doomed = DistributedQueue::new(&doomed_client, "/q/once", locked("/q/once-locks")).unwrap();
+    let held = doomed.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(held.data(), b"item-0");
+    let lock_nodes = children(&producer, "/q/once-locks");
+    assert_eq!(lock_nodes, vec![held.node().to_string()]);
+    // Another consumer passes over the held item.
+    let other_client = connect(&server.connect_string());
+    let other = DistributedQueue::new(&other_client, "/q/once", locked("/q/once-locks")).unwrap();
+    let next = other.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(next.data(), b"item-1");
+    next.done_blocking().unwrap();
+    // The holder's session ends mid-item: the item goes back, to a larger fencing token.
+    zkrecipes::runtime::block_on(expire_client_session(&doomed_client)).unwrap();
+    let retaken = other.take_blocking(Some(10 * SECOND)).unwrap().unwrap();
+    assert_eq!(retaken.data(), b"item-0");
+    assert!(retaken.fencing_token() > held.fencing_token());
+    let mut sink = FencedSink::default();
+    assert!(sink.write(retaken.node(), retaken.fencing_token()));
+    assert!(
+        !sink.write(held.node(), held.fencing_token()),
+        "stale token accepted"
+    );
+    // The old holder cannot complete it...
+    let e = held.done_blocking().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::SessionExpired, "{e}");
+    // ...the new one does, exactly once.
+    retaken.done_blocking().unwrap();
+    let last = other.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert_eq!(last.data(), b"item-2");
+    last.done_blocking().unwrap();
+    assert!(children(&producer, "/q/once").is_empty());
+    assert!(children(&producer, "/q/once-locks").is_empty());
+}
+
+#[test]
+fn four_consumers_complete_every_item_exactly_once() {
+    let server = TestingServer::start();
+    let producer = connect(&server.connect_string());
+    let q = DistributedQueue::new(&producer, "/q/four", locked("/q/four-locks")).unwrap();
+    const ITEMS: usize = 200;
+    let done = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::new(Mutex::new(FencedSink::default()));
+    let consumers: Vec<_> = (0..4)
+        .map(|c| {
+            let (cs, done, sink) = (server.connect_string(), done.clone(), sink.clone());
+            thread::spawn(move || {
+                let client = connect(&cs);
+                let q = DistributedQueue::new(&client, "/q/four", locked("/q/four-locks")).unwrap();
+                let consumer = q.consume();
+                let mut n = 0;
+                while let Some(item) = consumer.next_blocking(Some(3 * SECOND)).unwrap() {
+                    n += 1;
+                    // Consumer 0 gives every 7th item back once, unprocessed.
+                    if c == 0 && n % 7 == 0 {
+                        item.release_blocking().unwrap();
+                        continue;
+                    }
+                    let data = String::from_utf8(item.data().to_vec()).unwrap();
+                    assert!(sink.lock().unwrap().write(&data, item.fencing_token()));
+                    item.done_blocking().unwrap();
+                    done.lock().unwrap().push(data);
+                }
+            })
+        })
+        .collect();
+    for i in 0..ITEMS {
+        q.put_blocking(format!("{i}").as_bytes(), None).unwrap();
+    }
+    for c in consumers {
+        c.join().unwrap();
+    }
+    let done = done.lock().unwrap();
+    let distinct: HashSet<_> = done.iter().collect();
+    assert_eq!(done.len(), ITEMS, "an item completed twice or lost");
+    assert_eq!(distinct.len(), ITEMS);
+    assert_eq!(sink.lock().unwrap().refused, 0);
+    assert!(children(&producer, "/q/four").is_empty());
+}
+
+#[test]
+fn without_a_lock_path_items_are_removed_on_receipt() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = DistributedQueue::new(&client, "/q/plain", QueueOptions::default()).unwrap();
+    q.put_blocking(b"x", None).unwrap();
+    let item = q.take_blocking(Some(SECOND)).unwrap().unwrap();
+    assert!(children(&client, "/q/plain").is_empty());
+    let token = item.fencing_token();
+    assert!(token > 0);
+    drop(item); // nothing to give back
+    assert!(q
+        .take_blocking(Some(Duration::from_millis(100)))
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_dropped_item_goes_back_to_the_queue() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = DistributedQueue::new(&client, "/q/drop", locked("/q/drop-locks")).unwrap();
+    q.put_blocking(b"again", None).unwrap();
+    let first = q.take_blocking(Some(SECOND)).unwrap().unwrap();
+    let token = first.fencing_token();
+    drop(first);
+    let second = q.take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+    assert_eq!(second.data(), b"again");
+    assert!(second.fencing_token() > token);
+    second.done_blocking().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounded puts, variants, listeners, bad input
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bounded_puts_wait_for_room() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = DistributedQueue::new(
+        &client,
+        "/q/bounded",
+        locked("/q/bounded-locks").max_items(2),
+    )
+    .unwrap();
+    assert!(q.put_blocking(b"1", None).unwrap());
+    assert!(q.put_blocking(b"2", None).unwrap());
+    assert!(!q
+        .put_blocking(b"3", Some(Duration::from_millis(200)))
+        .unwrap());
+    assert_eq!(q.len_blocking().unwrap(), 2);
+    let q2 = q.clone();
+    let t = thread::spawn(move || q2.put_blocking(b"3", Some(30 * SECOND)).unwrap());
+    q.take_blocking(Some(SECOND))
+        .unwrap()
+        .unwrap()
+        .done_blocking()
+        .unwrap();
+    assert!(t.join().unwrap());
+    assert_eq!(q.len_blocking().unwrap(), 2);
+}
+
+#[test]
+fn priority_id_and_delay_queues_keep_curators_order() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let p = DistributedPriorityQueue::new(&client, "/q/prio", locked("/q/prio-locks")).unwrap();
+    for (d, prio) in [("mid", 5), ("low", -3), ("high", 100), ("zero", 0)] {
+        p.put_blocking(d.as_bytes(), prio, None).unwrap();
+    }
+    assert!(children(&client, "/q/prio").contains(&"queue-0FFFFFFFD0000000001".to_string()));
+    let mut order = Vec::new();
+    while let Some(item) = p.take(Some(Duration::from_millis(100))).now() {
+        order.push(String::from_utf8(item.data().to_vec()).unwrap());
+        item.done_blocking().unwrap();
+    }
+    assert_eq!(order, ["low", "zero", "mid", "high"]);
+
+    let ids = DistributedIdQueue::new(&client, "/q/ids", locked("/q/ids-locks")).unwrap();
+    ids.put_blocking(b"a", "job/1", None).unwrap();
+    ids.put_blocking(b"b", "job-2", None).unwrap();
+    ids.put_blocking(b"c", "job/1", None).unwrap();
+    assert!(children(&client, "/q/ids")
+        .iter()
+        .any(|n| n.starts_with("queue-|job_1|")));
+    assert_eq!(ids.remove_blocking("job/1").unwrap(), 2);
+    let item = ids.take(Some(SECOND)).now().unwrap();
+    assert_eq!((item.data(), item.id()), (&b"b"[..], Some("job-2")));
+    item.done_blocking().unwrap();
+    assert_eq!(
+        ids.put_blocking(b"x", "", None).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+
+    let delay = DistributedDelayQueue::new(&client, "/q/delay", locked("/q/delay-locks")).unwrap();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    delay.put_blocking(b"later", now + 800, None).unwrap();
+    delay.put_blocking(b"sooner", now + 300, None).unwrap();
+    delay.put_blocking(b"past", now - 1000, None).unwrap();
+    let started = Instant::now();
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let item = delay.take(Some(10 * SECOND)).now().unwrap();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        order.push((String::from_utf8(item.data().to_vec()).unwrap(), now));
+        item.done_blocking().unwrap();
+    }
+    let names: Vec<&str> = order.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["past", "sooner", "later"]);
+    assert!(
+        order[1].1 >= now + 300 && order[2].1 >= now + 800,
+        "handed out early"
+    );
+    assert!(started.elapsed() < 10 * SECOND);
+    assert_eq!(
+        delay.put_blocking(b"x", 0, None).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
+/// Runs a take future on the library's runtime.
+trait Now {
+    type Out;
+    fn now(self) -> Self::Out;
+}
+
+impl<F: std::future::Future<Output = zkrecipes::Result<Option<zkrecipes::queue::Item>>>> Now for F {
+    type Out = Option<zkrecipes::queue::Item>;
+    fn now(self) -> Self::Out {
+        zkrecipes::runtime::block_on(self).unwrap()
+    }
+}
+
+#[test]
+fn consumers_hear_connection_states_and_carry_on_after_a_disconnect() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let client = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(10 * SECOND)
+        .connection_timeout(5 * SECOND)
+        .connect_blocking()
+        .unwrap();
+    let q = DistributedQueue::new(&client, "/q/states", locked("/q/states-locks")).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let h = heard.clone();
+    q.add_listener(move |s| h.lock().unwrap().push(s));
+    let (tx, rx) = mpsc::channel();
+    let q2 = q.clone();
+    let t = thread::spawn(move || {
+        let item = q2.take_blocking(Some(60 * SECOND)).unwrap().unwrap();
+        tx.send(item.data().to_vec()).unwrap();
+        item.done_blocking().unwrap();
+    });
+    proxy.cut();
+    wait_until("SUSPENDED heard", 10 * SECOND, || {
+        heard.lock().unwrap().contains(&ConnectionState::Suspended)
+    });
+    let producer = connect(&server.connect_string());
+    let p = DistributedQueue::new(&producer, "/q/states", QueueOptions::default()).unwrap();
+    p.put_blocking(b"while away", None).unwrap();
+    proxy.restore();
+    assert_eq!(rx.recv_timeout(30 * SECOND).unwrap(), b"while away");
+    t.join().unwrap();
+    assert!(heard
+        .lock()
+        .unwrap()
+        .contains(&ConnectionState::Reconnected));
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let d = QueueOptions::default;
+    for e in [
+        SimpleDistributedQueue::new(&client, "bad").unwrap_err(),
+        SimpleDistributedQueue::new(&client, "/").unwrap_err(),
+        DistributedQueue::new(&client, "/q/a", d().max_items(0)).unwrap_err(),
+        DistributedQueue::new(&client, "/q/a", d().lock_path("/q/a/locks")).unwrap_err(),
+        DistributedQueue::new(&client, "/q/a", d().lock_path("rel")).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    let q = SimpleDistributedQueue::new(&client, "/q/big").unwrap();
+    let e = q.offer_blocking(&vec![0u8; 2 << 20]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    client.close_blocking();
+    let e = DistributedQueue::new(&client, "/q/a", d()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Closed);
+}

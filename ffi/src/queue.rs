@@ -1,0 +1,498 @@
+//! Queues: SimpleDistributedQueue and the DistributedQueue family (one handle type, made by
+//! the constructor of its variant).
+
+use std::ffi::c_char;
+use std::sync::Mutex;
+
+use zkrecipes::queue::{
+    DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue, DistributedQueue, Item,
+    QueueOptions, SimpleDistributedQueue,
+};
+use zkrecipes::{Client, Error, Result};
+
+use crate::boundary::{
+    arg_opt_str, arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
+};
+use crate::callback::lock;
+use crate::client::zkr_client;
+use crate::handle::{free_handle, handle, new_handle};
+use crate::status::zkr_status;
+use crate::types::zkr_buffer;
+
+/// Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
+/// delivery. Thread-safe.
+pub struct zkr_simple_queue {
+    queue: SimpleDistributedQueue,
+}
+
+handle!(zkr_simple_queue, "queue");
+
+/// Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_simple_queue_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    out: *mut *mut zkr_simple_queue,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_simple_queue_new", c, path, out, |c, path| {
+            Ok(zkr_simple_queue {
+                queue: SimpleDistributedQueue::new(c, path)?,
+            })
+        })
+    }
+}
+
+/// Adds `len` bytes at `data` (NULL only with 0) at the tail. A lost reply is
+/// ZKR_OUTCOME_UNKNOWN (the item may be in the queue; it was not put twice).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_simple_queue_offer(
+    q: *mut zkr_simple_queue,
+    data: *const u8,
+    len: usize,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the buffer.
+    unsafe {
+        handle_call("zkr_simple_queue_offer", q, |q| {
+            let data = arg_slice(data, len, "data")?;
+            wait(q.queue.offer(data)).map(drop)
+        })
+    }
+}
+
+/// Removes the head, waiting at most `timeout_ms` (-1: no limit; 0: look once). `*data`
+/// receives its bytes (free with zkr_buffer_free), or NULL if the timeout passed first.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_simple_queue_take(
+    q: *mut zkr_simple_queue,
+    timeout_ms: i64,
+    data: *mut *mut zkr_buffer,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_simple_queue_take", q, data, "data", |q| {
+            let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
+            Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
+        })
+    }
+}
+
+/// The head's bytes without removing it in `*data` (free with zkr_buffer_free), or NULL when
+/// the queue is empty.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_simple_queue_peek(
+    q: *mut zkr_simple_queue,
+    data: *mut *mut zkr_buffer,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_simple_queue_peek", q, data, "data", |q| {
+            let got = wait(q.queue.peek())?;
+            Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
+        })
+    }
+}
+
+/// Frees a simple queue handle (its items stay). NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_simple_queue_free(q: *mut zkr_simple_queue) {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_simple_queue_free", q) }
+}
+
+enum Variant {
+    Plain(DistributedQueue),
+    Id(DistributedIdQueue),
+    Priority(DistributedPriorityQueue),
+    Delay(DistributedDelayQueue),
+}
+
+/// Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
+/// DistributedDelayQueue (as made): `queue-` nodes in Curator's item framing. With a lock path,
+/// every item is completed exactly once (zkr_queue_item_done). Thread-safe.
+pub struct zkr_queue {
+    variant: Variant,
+}
+
+handle!(zkr_queue, "queue");
+
+impl zkr_queue {
+    fn queue(&self) -> &DistributedQueue {
+        match &self.variant {
+            Variant::Plain(q) => q,
+            Variant::Id(q) => q.queue(),
+            Variant::Priority(q) => q.queue(),
+            Variant::Delay(q) => q.queue(),
+        }
+    }
+}
+
+/// The options of the queue constructors.
+///
+/// # Safety
+/// The C caller's contract for `lock_path`.
+unsafe fn options(lock_path: *const c_char, max_items: u32) -> Result<QueueOptions> {
+    // SAFETY: this function's contract.
+    let lock_path = unsafe { arg_opt_str(lock_path, "lock_path") }?;
+    Ok(QueueOptions {
+        lock_path: lock_path.map(str::to_string),
+        max_items: (max_items > 0).then_some(max_items as usize),
+    })
+}
+
+/// A constructor of the family.
+///
+/// # Safety
+/// The C caller's contract for every pointer.
+unsafe fn queue_new(
+    function: &str,
+    c: *mut zkr_client,
+    path: *const c_char,
+    lock_path: *const c_char,
+    max_items: u32,
+    out: *mut *mut zkr_queue,
+    make: impl FnOnce(&Client, &str, QueueOptions) -> Result<Variant>,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        recipe_new(function, c, path, out, |c, path| {
+            let variant = make(c, path, options(lock_path, max_items)?)?;
+            Ok(zkr_queue { variant })
+        })
+    }
+}
+
+/// Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
+/// consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
+/// queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    lock_path: *const c_char,
+    max_items: u32,
+    out: *mut *mut zkr_queue,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for every pointer.
+    unsafe {
+        queue_new(
+            "zkr_queue_new",
+            c,
+            path,
+            lock_path,
+            max_items,
+            out,
+            |c, p, o| Ok(Variant::Plain(DistributedQueue::new(c, p, o)?)),
+        )
+    }
+}
+
+/// As zkr_queue_new, for a DistributedIdQueue (put with zkr_queue_put_with_id).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_id_queue_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    lock_path: *const c_char,
+    max_items: u32,
+    out: *mut *mut zkr_queue,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for every pointer.
+    unsafe {
+        queue_new(
+            "zkr_id_queue_new",
+            c,
+            path,
+            lock_path,
+            max_items,
+            out,
+            |c, p, o| Ok(Variant::Id(DistributedIdQueue::new(c, p, o)?)),
+        )
+    }
+}
+
+/// As zkr_queue_new, for a DistributedPriorityQueue (put with zkr_queue_put_with_priority).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_priority_queue_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    lock_path: *const c_char,
+    max_items: u32,
+    out: *mut *mut zkr_queue,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for every pointer.
+    unsafe {
+        queue_new(
+            "zkr_priority_queue_new",
+            c,
+            path,
+            lock_path,
+            max_items,
+            out,
+            |c, p, o| Ok(Variant::Priority(DistributedPriorityQueue::new(c, p, o)?)),
+        )
+    }
+}
+
+/// As zkr_queue_new, for a DistributedDelayQueue (put with zkr_queue_put_with_delay).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_delay_queue_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    lock_path: *const c_char,
+    max_items: u32,
+    out: *mut *mut zkr_queue,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for every pointer.
+    unsafe {
+        queue_new(
+            "zkr_delay_queue_new",
+            c,
+            path,
+            lock_path,
+            max_items,
+            out,
+            |c, p, o| Ok(Variant::Delay(DistributedDelayQueue::new(c, p, o)?)),
+        )
+    }
+}
+
+fn wrong_variant(function: &str) -> Error {
+    Error::InvalidArgument(
+        format!("{function}: the queue was not made by the matching constructor").into(),
+    )
+}
+
+/// Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
+/// variants have their own put). With max_items, waits at most `timeout_ms` (-1: no limit) for
+/// room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_put(
+    q: *mut zkr_queue,
+    data: *const u8,
+    len: usize,
+    timeout_ms: i64,
+    put: *mut bool,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_put", q, put, "put", |q| {
+            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+            match &q.variant {
+                Variant::Plain(p) => wait(p.put(data, timeout)),
+                _ => Err(wrong_variant("zkr_queue_put")),
+            }
+        })
+    }
+}
+
+/// As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_put_with_id(
+    q: *mut zkr_queue,
+    data: *const u8,
+    len: usize,
+    id: *const c_char,
+    timeout_ms: i64,
+    put: *mut bool,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the buffer, the id and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_put_with_id", q, put, "put", |q| {
+            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+            let id = arg_str(id, "id")?;
+            match &q.variant {
+                Variant::Id(p) => wait(p.put(data, id, timeout)),
+                _ => Err(wrong_variant("zkr_queue_put_with_id")),
+            }
+        })
+    }
+}
+
+/// Removes the items with `id` that no consumer holds, from a DistributedIdQueue; `*removed`
+/// says how many.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_remove_id(
+    q: *mut zkr_queue,
+    id: *const c_char,
+    removed: *mut usize,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the id and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_remove_id", q, removed, "removed", |q| {
+            let id = arg_str(id, "id")?;
+            match &q.variant {
+                Variant::Id(p) => wait(p.remove(id)),
+                _ => Err(wrong_variant("zkr_queue_remove_id")),
+            }
+        })
+    }
+}
+
+/// As zkr_queue_put, with a priority (lower first) on a DistributedPriorityQueue.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_put_with_priority(
+    q: *mut zkr_queue,
+    data: *const u8,
+    len: usize,
+    priority: i32,
+    timeout_ms: i64,
+    put: *mut bool,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_put_with_priority", q, put, "put", |q| {
+            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+            match &q.variant {
+                Variant::Priority(p) => wait(p.put(data, priority, timeout)),
+                _ => Err(wrong_variant("zkr_queue_put_with_priority")),
+            }
+        })
+    }
+}
+
+/// As zkr_queue_put, handed out from `delay_until_epoch_ms` (milliseconds since the Unix epoch,
+/// > 0) on, on a DistributedDelayQueue.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_put_with_delay(
+    q: *mut zkr_queue,
+    data: *const u8,
+    len: usize,
+    delay_until_epoch_ms: i64,
+    timeout_ms: i64,
+    put: *mut bool,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_put_with_delay", q, put, "put", |q| {
+            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+            match &q.variant {
+                Variant::Delay(p) => wait(p.put(data, delay_until_epoch_ms, timeout)),
+                _ => Err(wrong_variant("zkr_queue_put_with_delay")),
+            }
+        })
+    }
+}
+
+/// The number of items in the queue now, in `*len`.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_len(q: *mut zkr_queue, len: *mut usize) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe { handle_out("zkr_queue_len", q, len, "len", |q| wait(q.queue().len())) }
+}
+
+/// One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
+/// complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+pub struct zkr_queue_item {
+    item: Mutex<Option<Item>>,
+    data: Vec<u8>,
+    token: i64,
+}
+
+handle!(zkr_queue_item, "item");
+
+/// Takes the next item, waiting at most `timeout_ms` (-1: no limit). `*item` receives it (free
+/// with zkr_queue_item_free), or NULL if the timeout passed first.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_take(
+    q: *mut zkr_queue,
+    timeout_ms: i64,
+    item: *mut *mut zkr_queue_item,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_take", q, item, "item", |q| {
+            let got = wait(q.queue().take(arg_timeout(timeout_ms)?))?;
+            Ok(got.map_or(std::ptr::null_mut(), |item| {
+                new_handle(zkr_queue_item {
+                    data: item.data().to_vec(),
+                    token: item.fencing_token(),
+                    item: Mutex::new(Some(item)),
+                })
+            }))
+        })
+    }
+}
+
+/// Frees a queue handle (its items stay). NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_free(q: *mut zkr_queue) {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_queue_free", q) }
+}
+
+/// The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
+/// zkr_queue_item_free (NULL when empty).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_item_data(
+    item: *const zkr_queue_item,
+    data: *mut *const u8,
+    len: *mut usize,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameters.
+    unsafe {
+        handle_out("zkr_queue_item_data", item, data, "data", |i| {
+            crate::boundary::arg_out(len, "len")?.write(i.data.len());
+            Ok(if i.data.is_empty() {
+                std::ptr::null()
+            } else {
+                i.data.as_ptr()
+            })
+        })
+    }
+}
+
+/// The item's fencing token in `*token`: with a lock path, a later taker of the same item always
+/// gets a larger one. Pass it to the sink, which refuses tokens lower than one it has seen.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_item_fencing_token(
+    item: *const zkr_queue_item,
+    token: *mut i64,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_queue_item_fencing_token", item, token, "token", |i| {
+            Ok(i.token)
+        })
+    }
+}
+
+fn taken(item: &zkr_queue_item, function: &str) -> Result<Item> {
+    lock(&item.item).take().ok_or_else(|| {
+        Error::InvalidArgument(
+            format!("{function}: the item was already completed or released").into(),
+        )
+    })
+}
+
+/// Completes the item (with a lock path: one transaction checks our lock, deletes the item and
+/// the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
+/// with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_item_done(item: *mut zkr_queue_item) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_queue_item_done", item, |i| {
+            wait(taken(i, "zkr_queue_item_done")?.done())
+        })
+    }
+}
+
+/// Gives the item back without completing it (another consumer takes it again).
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_item_release(item: *mut zkr_queue_item) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_queue_item_release", item, |i| {
+            wait(taken(i, "zkr_queue_item_release")?.release())
+        })
+    }
+}
+
+/// Frees an item; one neither completed nor released is given back in the background. NULL
+/// does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_queue_item_free(item: *mut zkr_queue_item) {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_queue_item_free", item) }
+}

@@ -1,0 +1,274 @@
+/*
+ * Caches through the C API: a CuratorCache's initial load (one INITIALIZED), get/size/snapshot
+ * with their ownership, a listener's events (old and new nodes, a recreate as DELETED +
+ * CREATED), read-your-writes, the views (NodeCache, PathChildrenCache start modes, TreeCache
+ * depth, stats only), a session expiry resync, and bad input.
+ */
+#include "testutil.h"
+
+#define MAX_SEEN 64
+
+typedef struct seen {
+    zt_event event;
+    pthread_mutex_t mu;
+    int n;
+    zkr_cache_event_type types[MAX_SEEN];
+    char paths[MAX_SEEN][128];
+    char old_data[MAX_SEEN][16];
+    char new_data[MAX_SEEN][16];
+    bool resync[MAX_SEEN];
+} seen;
+
+static void seen_init(seen *s) {
+    memset(s, 0, sizeof *s);
+    zt_event_init(&s->event);
+    pthread_mutex_init(&s->mu, NULL);
+}
+
+static void seen_destroy(seen *s) {
+    pthread_mutex_destroy(&s->mu);
+    zt_event_destroy(&s->event);
+}
+
+static void copy_data(char *dst, const zkr_child_data *node) {
+    dst[0] = '\0';
+    if (node != NULL && node->data != NULL) {
+        size_t n = node->data_len < 15 ? node->data_len : 15;
+        memcpy(dst, node->data, n);
+        dst[n] = '\0';
+    }
+}
+
+static void record(const zkr_cache_event *e, void *user_data) {
+    seen *s = (seen *)user_data;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < MAX_SEEN) {
+        int i = s->n++;
+        s->types[i] = e->type;
+        snprintf(s->paths[i], sizeof s->paths[i], "%s", e->path);
+        copy_data(s->old_data[i], e->old_node);
+        copy_data(s->new_data[i], e->new_node);
+        s->resync[i] = e->resync;
+    }
+    pthread_mutex_unlock(&s->mu);
+    zt_event_signal(&s->event, (int)e->type);
+}
+
+static int count_type(seen *s, zkr_cache_event_type t) {
+    pthread_mutex_lock(&s->mu);
+    int c = 0;
+    for (int i = 0; i < s->n; i++) c += s->types[i] == t;
+    pthread_mutex_unlock(&s->mu);
+    return c;
+}
+
+static zkr_status put(zkr_client *c, const char *root, const char *rel, const char *data) {
+    char p[160];
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    return zkr_client_create(c, p, (const uint8_t *)data, strlen(data), ZKR_PERSISTENT,
+                             ZKR_CREATE_PARENTS, NULL);
+}
+
+static void test_curator_cache_loads_listens_and_reads_its_writes(void) {
+    char root[128], p[192];
+    zt_path(root, sizeof root, "cache");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(put(c, root, "/one/two/three", "3"));
+    zkr_cache *cache = NULL;
+    CHECK_OK(zkr_curator_cache_new(c, root, &cache));
+    seen s;
+    seen_init(&s);
+    uint64_t id = 0;
+    CHECK_OK(zkr_cache_add_listener(cache, record, &s, &id));
+    bool ok = false;
+    CHECK_STATUS(zkr_cache_await_initialized(cache, 0, &ok), ZKR_INVALID_ARGUMENT,
+                 "zkr_cache_await_initialized"); /* not started */
+    CHECK_OK(zkr_cache_start(cache));
+    CHECK_OK(zkr_cache_await_initialized(cache, 30000, &ok));
+    CHECK(ok);
+    size_t size = 0;
+    CHECK_OK(zkr_cache_size(cache, &size));
+    CHECK_MSG(size == 4, "size %zu", size);
+    CHECK_MSG(zt_event_wait(&s.event, 5, 10000), "the initial events");
+    CHECK(count_type(&s, ZKR_CACHE_CREATED) == 4 && count_type(&s, ZKR_CACHE_INITIALIZED) == 1);
+
+    /* get: a copy the caller owns; NULL for what is not cached. */
+    zkr_child_data *node = NULL;
+    snprintf(p, sizeof p, "%s/one/two/three", root);
+    CHECK_OK(zkr_cache_get(cache, p, &node));
+    CHECK(node != NULL && node->has_data && node->data_len == 1 && node->data[0] == '3');
+    CHECK(strcmp(node->path, p) == 0 && node->stat.czxid > 0);
+    zkr_child_data_free(node);
+    zkr_child_data_free(NULL);
+    snprintf(p, sizeof p, "%s/nothing", root);
+    node = (zkr_child_data *)&ok; /* must be overwritten */
+    CHECK_OK(zkr_cache_get(cache, p, &node));
+    CHECK(node == NULL);
+
+    /* snapshot: sorted, owned by the list. */
+    zkr_child_data_list *list = NULL;
+    CHECK_OK(zkr_cache_snapshot(cache, &list));
+    CHECK(list->len == 4);
+    CHECK(strcmp(list->items[0].path, root) == 0);
+    for (size_t i = 1; i < list->len; i++) CHECK(strcmp(list->items[i - 1].path, list->items[i].path) < 0);
+    zkr_child_data_list_free(list);
+    zkr_child_data_list_free(NULL);
+
+    /* A change and a recreate, read back at once through await_zxid. */
+    zkr_stat st;
+    snprintf(p, sizeof p, "%s/one", root);
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"x", 1, -1, &st));
+    CHECK_OK(zkr_cache_await_zxid(cache, st.mzxid, 30000, &ok));
+    CHECK(ok);
+    CHECK_OK(zkr_cache_get(cache, p, &node));
+    CHECK(node != NULL && node->data_len == 1 && node->data[0] == 'x');
+    zkr_child_data_free(node);
+    CHECK_MSG(zt_event_wait(&s.event, 6, 10000), "the change");
+    CHECK(s.types[5] == ZKR_CACHE_CHANGED && strcmp(s.old_data[5], "") == 0 && strcmp(s.new_data[5], "x") == 0);
+    snprintf(p, sizeof p, "%s/one/two/three", root);
+    CHECK_OK(zkr_client_delete(c, p, -1, 0));
+    CHECK_OK(put(c, root, "/one/two/three", "again"));
+    CHECK_MSG(zt_event_wait(&s.event, 8, 10000), "the recreate");
+    CHECK(s.types[6] == ZKR_CACHE_DELETED && s.types[7] == ZKR_CACHE_CREATED);
+    CHECK(strcmp(s.new_data[7], "again") == 0 && !s.resync[7]);
+
+    /* A late listener with replay hears the snapshot first. */
+    seen r;
+    seen_init(&r);
+    uint64_t rid = 0;
+    CHECK_OK(zkr_cache_add_listener_with_replay(cache, record, &r, &rid));
+    CHECK_MSG(zt_event_wait(&r.event, 5, 10000), "the replay");
+    CHECK(count_type(&r, ZKR_CACHE_CREATED) == 4 && count_type(&r, ZKR_CACHE_INITIALIZED) == 1);
+    CHECK_OK(zkr_cache_remove_listener(cache, rid));
+    CHECK_STATUS(zkr_cache_remove_listener(cache, rid), ZKR_INVALID_ARGUMENT, "zkr_cache_remove_listener");
+
+    CHECK(strcmp(zkr_cache_event_type_name(ZKR_CACHE_RESYNCED), "RESYNCED") == 0);
+    CHECK(zkr_cache_event_type_name(99) == NULL);
+    CHECK_OK(zkr_cache_close(cache));
+    CHECK_OK(zkr_cache_close(cache));
+    CHECK_STATUS(zkr_cache_await_initialized(cache, 0, &ok), ZKR_CLOSED, "zkr_cache_await_initialized");
+    CHECK_OK(zkr_cache_size(cache, &size)); /* the last snapshot stays readable */
+    CHECK(size == 4);
+    zkr_cache_free(cache);
+    zkr_cache_free(NULL);
+    seen_destroy(&r);
+    seen_destroy(&s);
+    zkr_client_free(c);
+}
+
+static void test_views_keep_their_scope(void) {
+    char root[128], p[192];
+    zt_path(root, sizeof root, "views");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(put(c, root, "/a/x/deep", "d"));
+    CHECK_OK(put(c, root, "/b", "b"));
+    zkr_cache *node = NULL, *kids = NULL, *tree = NULL, *stats = NULL;
+    snprintf(p, sizeof p, "%s/a", root);
+    CHECK_OK(zkr_node_cache_new(c, p, &node));
+    CHECK_OK(zkr_path_children_cache_new(c, root, true, ZKR_START_BUILD_INITIAL_CACHE, &kids));
+    CHECK_OK(zkr_tree_cache_new(c, root, 1, &tree));
+    zkr_cache_options opts = {.data = false, .max_depth = -1};
+    CHECK_OK(zkr_cache_new(c, root, &opts, &stats));
+    zkr_cache *all[] = {node, kids, tree, stats};
+    for (int i = 0; i < 4; i++) CHECK_OK(zkr_cache_start(all[i]));
+    bool ok = false;
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(zkr_cache_await_initialized(all[i], 30000, &ok));
+        CHECK(ok);
+    }
+    size_t n[4];
+    for (int i = 0; i < 4; i++) CHECK_OK(zkr_cache_size(all[i], &n[i]));
+    CHECK_MSG(n[0] == 1 && n[1] == 2 && n[2] == 3 && n[3] == 5, "sizes %zu %zu %zu %zu", n[0], n[1], n[2], n[3]);
+    zkr_child_data *d = NULL;
+    snprintf(p, sizeof p, "%s/b", root);
+    CHECK_OK(zkr_cache_get(stats, p, &d));
+    CHECK(d != NULL && !d->has_data && d->data == NULL && d->stat.data_length == 1);
+    zkr_child_data_free(d);
+    for (int i = 0; i < 4; i++) zkr_cache_free(all[i]);
+    zkr_client_free(c);
+}
+
+static void test_a_session_expiry_is_resynced(void) {
+    char root[128], p[192];
+    zt_path(root, sizeof root, "resync");
+    zkr_client *c = NULL, *w = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zt_connect_client(&w));
+    CHECK_OK(put(w, root, "/keep", "k"));
+    CHECK_OK(put(w, root, "/gone", "g"));
+    zkr_cache *cache = NULL;
+    CHECK_OK(zkr_curator_cache_new(c, root, &cache));
+    CHECK_OK(zkr_cache_start(cache));
+    bool ok = false;
+    CHECK_OK(zkr_cache_await_initialized(cache, 30000, &ok));
+    seen s;
+    seen_init(&s);
+    uint64_t id;
+    CHECK_OK(zkr_cache_add_listener(cache, record, &s, &id));
+    int64_t old = 0;
+    CHECK_OK(zkr_client_session_id(c, &old));
+    CHECK_OK(zkr_client_expire_session_for_testing(c));
+    snprintf(p, sizeof p, "%s/gone", root);
+    CHECK_OK(zkr_client_delete(w, p, -1, 0));
+    CHECK_OK(put(w, root, "/new", "n"));
+    CHECK(zt_wait_new_session(c, old, 30000));
+    /* Whatever the cache heard live or found by the resync, it ends with RESYNCED and the
+     * server's tree. */
+    double deadline = zt_now_ms() + 30000;
+    while (count_type(&s, ZKR_CACHE_RESYNCED) == 0 && zt_now_ms() < deadline) zt_event_wait(&s.event, zt_event_count(&s.event) + 1, 1000);
+    CHECK_MSG(count_type(&s, ZKR_CACHE_RESYNCED) >= 1, "no RESYNCED");
+    /* The writes may have come before the new session (then the resync found them) or after
+     * (then the watch reported them): read our writes either way. */
+    zkr_stat st;
+    char keep[192];
+    snprintf(keep, sizeof keep, "%s/keep", root);
+    CHECK_OK(zkr_client_set_data(w, keep, (const uint8_t *)"k2", 2, -1, &st));
+    CHECK_OK(zkr_cache_await_zxid(cache, st.mzxid, 30000, &ok));
+    CHECK(ok);
+    size_t size = 0;
+    CHECK_OK(zkr_cache_size(cache, &size));
+    CHECK_MSG(size == 3, "size %zu", size);
+    zkr_child_data *d = NULL;
+    CHECK_OK(zkr_cache_get(cache, p, &d));
+    CHECK(d == NULL);
+    zkr_cache_free(cache);
+    seen_destroy(&s);
+    zkr_client_free(w);
+    zkr_client_free(c);
+}
+
+static void test_bad_input(void) {
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_cache *cache = NULL;
+    CHECK_STATUS(zkr_curator_cache_new(NULL, "/x", &cache), ZKR_INVALID_ARGUMENT, "zkr_curator_cache_new");
+    CHECK_STATUS(zkr_curator_cache_new(c, "no-slash", &cache), ZKR_INVALID_ARGUMENT, "zkr_curator_cache_new");
+    CHECK_STATUS(zkr_curator_cache_new(c, "/x", NULL), ZKR_INVALID_ARGUMENT, "zkr_curator_cache_new");
+    CHECK_STATUS(zkr_tree_cache_new(c, "/x", -2, &cache), ZKR_INVALID_ARGUMENT, "zkr_tree_cache_new");
+    CHECK_STATUS(zkr_path_children_cache_new(c, "/x", true, 42, &cache), ZKR_INVALID_ARGUMENT,
+                 "zkr_path_children_cache_new");
+    CHECK_OK(zkr_curator_cache_new(c, "/x", &cache));
+    uint64_t id;
+    CHECK_STATUS(zkr_cache_add_listener(cache, NULL, NULL, &id), ZKR_INVALID_ARGUMENT, "zkr_cache_add_listener");
+    CHECK_STATUS(zkr_cache_get(cache, NULL, &(zkr_child_data *){NULL}), ZKR_INVALID_ARGUMENT, "zkr_cache_get");
+    bool ok;
+    CHECK_OK(zkr_cache_start(cache));
+    CHECK_STATUS(zkr_cache_start(cache), ZKR_INVALID_ARGUMENT, "zkr_cache_start");
+    CHECK_STATUS(zkr_cache_await_initialized(cache, -5, &ok), ZKR_INVALID_ARGUMENT, "zkr_cache_await_initialized");
+    zkr_cache_free(cache);
+    size_t size;
+    CHECK_STATUS(zkr_cache_size(cache, &size), ZKR_INVALID_ARGUMENT, "zkr_cache_size"); /* freed */
+    CHECK_STATUS(zkr_cache_start(NULL), ZKR_INVALID_ARGUMENT, "zkr_cache_start");
+    zkr_client_free(c);
+}
+
+int main(int argc, char **argv) {
+    zt_begin(argc, argv);
+    RUN(test_curator_cache_loads_listens_and_reads_its_writes);
+    RUN(test_views_keep_their_scope);
+    RUN(test_a_session_expiry_is_resynced);
+    RUN(test_bad_input);
+    return zt_end("test_cache");
+}
