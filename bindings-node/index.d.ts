@@ -812,6 +812,9 @@ export declare class PathChildrenCache extends Cache {
 /** Curator's TreeCache: the subtree to `maxDepth`. */
 export declare class TreeCache extends Cache {
   constructor(client: Client, path: string, options?: { maxDepth?: number });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Barriers and queues (Curator's node names and item framing)
 
 /** Curator's DistributedBarrier: waiters wait while the node at `path` exists. */
