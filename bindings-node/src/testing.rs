@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Error, Status, Task};
+
+use crate::boundary;
 use napi_derive::napi;
 use zkrecipes_testing::{TestingCluster, TestingServer, TestingServerHandle};
 
@@ -52,19 +54,48 @@ fn call(work: impl FnOnce() -> Result<String, String> + Send + 'static) -> Async
 
 const CLOSED: &str = "the testing server or cluster is closed (or not started)";
 
+/// What a JS object holds: nothing until `start()`, nothing again after `close()`.
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
+/// Runs `f` on what `slot` holds, off the JS thread; rejects if it is empty.
+fn on_slot<S: Send + 'static>(
+    slot: &Slot<S>,
+    f: impl FnOnce(&S) -> Result<String, String> + Send + 'static,
+) -> AsyncTask<HarnessCall> {
+    let slot = slot.clone();
+    call(move || {
+        let guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .map(f)
+            .unwrap_or_else(|| Err(CLOSED.to_owned()))
+    })
+}
+
+/// Empties `slot` and drops what it held (stopping servers), off the JS thread.
+fn close_slot<S: Send + 'static>(slot: &Slot<S>) -> AsyncTask<HarnessCall> {
+    let slot = slot.clone();
+    call(move || {
+        drop(slot.lock().unwrap_or_else(|e| e.into_inner()).take());
+        Ok(String::new())
+    })
+}
+
 /// Where ZooKeeper comes from (`ZKRECIPES_ZOOKEEPER_JAR`, `ZOOKEEPER_HOME`, Debian's package), or
 /// an error naming what to install.
 #[napi]
-pub fn find_zookeeper() -> napi::Result<String> {
-    zkrecipes_testing::find_zookeeper()
-        .map(|z| z.source)
-        .map_err(|e| Error::new(Status::GenericFailure, e))
+pub fn find_zookeeper(env: Env) -> napi::Result<String> {
+    boundary::sync(&env, || {
+        zkrecipes_testing::find_zookeeper()
+            .map(|z| z.source)
+            .map_err(|e| Error::new(Status::GenericFailure, e).into())
+    })
 }
 
 /// One standalone server (wrapped by `TestingServer` in `lib/testing.js`).
 #[napi]
 pub struct NativeTestingServer {
-    inner: Arc<Mutex<Option<TestingServer>>>,
+    inner: Slot<TestingServer>,
 }
 
 impl NativeTestingServer {
@@ -72,14 +103,7 @@ impl NativeTestingServer {
         &self,
         f: impl FnOnce(&TestingServerHandle) -> String + Send + 'static,
     ) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard
-                .as_ref()
-                .map(|s| f(s))
-                .ok_or_else(|| CLOSED.to_owned())
-        })
+        on_slot(&self.inner, move |s: &TestingServer| Ok(f(s)))
     }
 }
 
@@ -87,85 +111,92 @@ impl NativeTestingServer {
 impl NativeTestingServer {
     /// A server not started yet: `start()` starts it.
     #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        Self {
-            inner: Arc::new(Mutex::new(None)),
-        }
+    pub fn new(env: Env) -> napi::Result<Self> {
+        boundary::sync(&env, || {
+            Ok(Self {
+                inner: Slot::default(),
+            })
+        })
     }
 
     /// Starts the server (the first time) or starts it again after `stop()`; resolves to its
     /// connect string once it serves.
     #[napi]
-    pub fn start(&self) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            let mut guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-            match guard.as_ref() {
-                Some(server) => server.start(),
-                None => *guard = Some(TestingServer::start()),
-            }
-            Ok(guard
-                .as_ref()
-                .map(|s| s.connect_string())
-                .unwrap_or_default())
+    pub fn start(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let inner = self.inner.clone();
+                call(move || {
+                    let mut guard = inner.lock().unwrap_or_else(|e| e.into_inner());
+                    match guard.as_ref() {
+                        Some(server) => server.start(),
+                        None => *guard = Some(TestingServer::start()),
+                    }
+                    Ok(guard
+                        .as_ref()
+                        .map(|s| s.connect_string())
+                        .unwrap_or_default())
+                })
+            })
         })
     }
 
     /// Stops the server, keeping its data.
     #[napi]
-    pub fn stop(&self) -> AsyncTask<HarnessCall> {
-        self.on(|s| {
-            s.stop();
-            String::new()
+    pub fn stop(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|s| {
+                s.stop();
+                String::new()
+            }))
         })
     }
 
     /// Stops and starts the server (same port, same data).
     #[napi]
-    pub fn restart(&self) -> AsyncTask<HarnessCall> {
-        self.on(|s| {
-            s.restart();
-            String::new()
+    pub fn restart(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|s| {
+                s.restart();
+                String::new()
+            }))
         })
     }
 
     /// Kills the server (SIGKILL).
     #[napi]
-    pub fn kill(&self) -> AsyncTask<HarnessCall> {
-        self.on(|s| {
-            s.kill();
-            String::new()
+    pub fn kill(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|s| {
+                s.kill();
+                String::new()
+            }))
         })
     }
 
     /// Whether the server process runs: `'true'` or `'false'`.
     #[napi]
-    pub fn is_running(&self) -> AsyncTask<HarnessCall> {
-        self.on(|s| s.is_running().to_string())
+    pub fn is_running(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(self.on(|s| s.is_running().to_string())))
     }
 
     /// A four-letter word's answer (`''` if the server does not answer).
     #[napi]
-    pub fn four_letter(&self, cmd: String) -> AsyncTask<HarnessCall> {
-        self.on(move |s| s.four_letter(&cmd))
+    pub fn four_letter(&self, env: Env, cmd: String) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(self.on(move |s| s.four_letter(&cmd))))
     }
 
     /// Stops the server and removes its directory; idempotent.
     #[napi]
-    pub fn close(&self) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
-            Ok(String::new())
-        })
+    pub fn close(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(close_slot(&self.inner)))
     }
 }
 
 /// An ensemble (wrapped by `TestingCluster` in `lib/testing.js`).
 #[napi]
 pub struct NativeTestingCluster {
-    inner: Arc<Mutex<Option<TestingCluster>>>,
+    inner: Slot<TestingCluster>,
 }
 
 impl NativeTestingCluster {
@@ -173,14 +204,7 @@ impl NativeTestingCluster {
         &self,
         f: impl FnOnce(&TestingCluster) -> Result<String, String> + Send + 'static,
     ) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            let guard = inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard
-                .as_ref()
-                .map(f)
-                .unwrap_or_else(|| Err(CLOSED.to_owned()))
-        })
+        on_slot(&self.inner, f)
     }
 
     fn on_server(
@@ -202,94 +226,113 @@ impl NativeTestingCluster {
 impl NativeTestingCluster {
     /// A cluster not started yet: `start(n)` starts it.
     #[napi(constructor)]
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        Self {
-            inner: Arc::new(Mutex::new(None)),
-        }
+    pub fn new(env: Env) -> napi::Result<Self> {
+        boundary::sync(&env, || {
+            Ok(Self {
+                inner: Slot::default(),
+            })
+        })
     }
 
     /// Starts `n` servers; resolves to the connect string once they serve and one leads.
     #[napi]
-    pub fn start(&self, n: u32) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            if n == 0 {
-                return Err("a cluster needs at least one server".to_owned());
-            }
-            let cluster = TestingCluster::start(n as usize);
-            let connect = cluster.connect_string();
-            *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
-            Ok(connect)
+    pub fn start(&self, env: Env, n: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let inner = self.inner.clone();
+                call(move || {
+                    if n == 0 {
+                        return Err("a cluster needs at least one server".to_owned());
+                    }
+                    let cluster = TestingCluster::start(n as usize);
+                    let connect = cluster.connect_string();
+                    *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
+                    Ok(connect)
+                })
+            })
         })
     }
 
     /// The index of the server that leads now (`'-1'`: none).
     #[napi]
-    pub fn leader_index(&self) -> AsyncTask<HarnessCall> {
-        self.on(|c| Ok(c.leader_index().map_or(-1, |i| i as i64).to_string()))
+    pub fn leader_index(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|c| Ok(c.leader_index().map_or(-1, |i| i as i64).to_string())))
+        })
     }
 
     /// Waits up to `timeout_ms` for the running servers to elect a leader (`'-1'`: none).
     #[napi]
-    pub fn wait_for_quorum(&self, timeout_ms: u32) -> AsyncTask<HarnessCall> {
-        let timeout = std::time::Duration::from_millis(timeout_ms.into());
-        self.on(move |c| {
-            Ok(c.wait_for_quorum(timeout)
-                .map_or(-1, |i| i as i64)
-                .to_string())
+    pub fn wait_for_quorum(
+        &self,
+        env: Env,
+        timeout_ms: u32,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let timeout = std::time::Duration::from_millis(timeout_ms.into());
+                self.on(move |c| {
+                    Ok(c.wait_for_quorum(timeout)
+                        .map_or(-1, |i| i as i64)
+                        .to_string())
+                })
+            })
         })
     }
 
     /// Server `i`'s connect string.
     #[napi]
-    pub fn server_connect_string(&self, i: u32) -> AsyncTask<HarnessCall> {
-        self.on_server(i, |s| s.connect_string())
+    pub fn server_connect_string(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(self.on_server(i, |s| s.connect_string())))
     }
 
     /// Stops server `i`.
     #[napi]
-    pub fn stop_server(&self, i: u32) -> AsyncTask<HarnessCall> {
-        self.on_server(i, |s| {
-            s.stop();
-            String::new()
+    pub fn stop_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.stop();
+                String::new()
+            }))
         })
     }
 
     /// Starts server `i` again.
     #[napi]
-    pub fn start_server(&self, i: u32) -> AsyncTask<HarnessCall> {
-        self.on_server(i, |s| {
-            s.start();
-            String::new()
+    pub fn start_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.start();
+                String::new()
+            }))
         })
     }
 
     /// Restarts server `i`.
     #[napi]
-    pub fn restart_server(&self, i: u32) -> AsyncTask<HarnessCall> {
-        self.on_server(i, |s| {
-            s.restart();
-            String::new()
+    pub fn restart_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.restart();
+                String::new()
+            }))
         })
     }
 
     /// Kills server `i` (SIGKILL).
     #[napi]
-    pub fn kill_server(&self, i: u32) -> AsyncTask<HarnessCall> {
-        self.on_server(i, |s| {
-            s.kill();
-            String::new()
+    pub fn kill_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.kill();
+                String::new()
+            }))
         })
     }
 
     /// Stops every server and removes the directory; idempotent.
     #[napi]
-    pub fn close(&self) -> AsyncTask<HarnessCall> {
-        let inner = self.inner.clone();
-        call(move || {
-            drop(inner.lock().unwrap_or_else(|e| e.into_inner()).take());
-            Ok(String::new())
-        })
+    pub fn close(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(close_slot(&self.inner)))
     }
 }

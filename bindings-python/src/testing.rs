@@ -23,10 +23,6 @@ fn harness<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T>
         })
 }
 
-fn closed() -> PyErr {
-    PyRuntimeError::new_err("the testing server or cluster is closed")
-}
-
 /// Where ZooKeeper comes from (`ZKRECIPES_ZOOKEEPER_JAR`, `ZOOKEEPER_HOME`, Debian's package):
 /// `(java, classpath, source)`, or `RuntimeError` naming what to install.
 #[pyfunction]
@@ -42,17 +38,33 @@ pub struct PyTestingServer {
     inner: Mutex<Option<TestingServer>>,
 }
 
+/// Runs `f` on what `slot` holds (a harness call: GIL released, panics mapped), or fails if
+/// it was closed.
+fn with_slot<S: Send, T: Send>(
+    py: Python<'_>,
+    slot: &Mutex<Option<S>>,
+    f: impl FnOnce(&S) -> T + Send,
+) -> PyResult<T> {
+    harness(py, || {
+        let guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map(f)
+    })?
+    .ok_or_else(|| PyRuntimeError::new_err("the testing server or cluster is closed"))
+}
+
+/// Empties `slot` and drops what it held (stopping servers) with the GIL released.
+fn close_slot<S: Send>(py: Python<'_>, slot: &Mutex<Option<S>>) -> PyResult<()> {
+    let held = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    harness(py, move || drop(held))
+}
+
 impl PyTestingServer {
     fn with<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&TestingServerHandle) -> T + Send,
     ) -> PyResult<T> {
-        harness(py, || {
-            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard.as_ref().map(|s| f(s))
-        })?
-        .ok_or_else(closed)
+        with_slot(py, &self.inner, |s: &TestingServer| f(s))
     }
 }
 
@@ -101,8 +113,7 @@ impl PyTestingServer {
 
     /// Stops the server and removes its directory; idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let server = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
-        harness(py, move || drop(server))
+        close_slot(py, &self.inner)
     }
 }
 
@@ -118,11 +129,7 @@ impl PyTestingCluster {
         py: Python<'_>,
         f: impl FnOnce(&TestingCluster) -> T + Send,
     ) -> PyResult<T> {
-        harness(py, || {
-            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            guard.as_ref().map(f)
-        })?
-        .ok_or_else(closed)
+        with_slot(py, &self.inner, f)
     }
 
     fn with_server<T: Send>(
@@ -196,7 +203,6 @@ impl PyTestingCluster {
 
     /// Stops every server and removes the directory; idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let cluster = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
-        harness(py, move || drop(cluster))
+        close_slot(py, &self.inner)
     }
 }

@@ -3,6 +3,7 @@ from a test, restart, expiry, an ensemble losing its leader, and where ZooKeeper
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import tempfile
@@ -12,7 +13,14 @@ from typing import Iterator
 import pytest
 
 import zkrecipes
-from zkrecipes.testing import TestingCluster, TestingServer, ZooKeeperNotFoundError, expire_session, find_zookeeper
+from zkrecipes.testing import (
+    TestingCluster,
+    TestingServer,
+    ZooKeeperNotFoundError,
+    expire_session,
+    expire_session_async,
+    find_zookeeper,
+)
 
 DEBIAN_JAR = Path("/usr/share/java/zookeeper.jar")
 
@@ -104,3 +112,14 @@ def test_no_zookeeper_fails_naming_what_to_install(clean_env: pytest.MonkeyPatch
     clean_env.setenv("ZKRECIPES_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")
     with pytest.raises(ZooKeeperNotFoundError, match="/nonexistent/zookeeper.jar"):
         TestingCluster(3)
+
+
+def test_expire_session_async_and_a_whole_cluster_restart() -> None:
+    with TestingCluster(3) as cluster, zkrecipes.Client(cluster.connect_string, session_timeout=20.0) as client:
+        client.create("/eph", b"", mode=zkrecipes.CreateMode.EPHEMERAL)
+        asyncio.run(expire_session_async(client))
+        assert client.exists("/eph") is None
+        client.create("/kept", b"1")
+        cluster.restart()
+        assert cluster.wait_for_quorum(30) is not None
+        assert client.get_data("/kept")[0] == b"1"
