@@ -578,17 +578,7 @@ impl Engine {
                         .filter(|(q, n)| q.as_str() != p && n.stat.czxid < stat.czxid)
                         .map(|(q, _)| q.clone())
                         .collect();
-                    for q in gone.iter().rev() {
-                        if let Some(n) = map.remove(q) {
-                            events.push(CacheEvent {
-                                kind: CacheEventType::Deleted,
-                                path: q.clone(),
-                                old: Some(child_data(q, &n)),
-                                new: None,
-                                resync,
-                            });
-                        }
-                    }
+                    delete_all(map, events, &gone, resync);
                     events.push(ev(CacheEventType::Deleted, Some(&old), None));
                     events.push(ev(CacheEventType::Created, None, Some(&new)));
                 }
@@ -605,17 +595,7 @@ impl Engine {
     fn remove(&self, p: &str, resync: bool) {
         self.publish(|map, events| {
             let gone: Vec<String> = subtree(map, p).map(|(q, _)| q.clone()).collect();
-            for q in gone.iter().rev() {
-                if let Some(n) = map.remove(q) {
-                    events.push(CacheEvent {
-                        kind: CacheEventType::Deleted,
-                        path: q.clone(),
-                        old: Some(child_data(q, &n)),
-                        new: None,
-                        resync,
-                    });
-                }
-            }
+            delete_all(map, events, &gone, resync);
         });
     }
 
@@ -634,17 +614,7 @@ impl Engine {
                 .filter(|k| !w.seen.contains(k.as_str()))
                 .cloned()
                 .collect();
-            for q in gone.iter().rev() {
-                if let Some(n) = map.remove(q) {
-                    events.push(CacheEvent {
-                        kind: CacheEventType::Deleted,
-                        path: q.clone(),
-                        old: Some(child_data(q, &n)),
-                        new: None,
-                        resync: w.resync,
-                    });
-                }
-            }
+            delete_all(map, events, &gone, w.resync);
             let kind = if was_initialized {
                 Some(CacheEventType::Resynced)
             } else if opts_initialized {
@@ -669,6 +639,21 @@ impl Engine {
             p.initialized = true;
         });
         tracing::debug!(path = %self.sh.root, resync = was_initialized, "cache walk complete");
+    }
+}
+
+/// Removes `gone` (deepest first: children sort after their parent) with a Deleted event each.
+fn delete_all(map: &mut Map, events: &mut Vec<CacheEvent>, gone: &[String], resync: bool) {
+    for q in gone.iter().rev() {
+        if let Some(n) = map.remove(q) {
+            events.push(CacheEvent {
+                kind: CacheEventType::Deleted,
+                path: q.clone(),
+                old: Some(child_data(q, &n)),
+                new: None,
+                resync,
+            });
+        }
     }
 }
 
