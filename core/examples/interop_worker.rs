@@ -4,7 +4,7 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier (workloads), or
+//! doublebarrier, group, gzip, cache (workloads), or
 //! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -19,6 +19,9 @@
 //! * rwlock, semaphore: `start rust ID TAG NS` / `end rust ID TAG NS` around each section, TAG
 //!   `read`/`write` (rwlock) or `lease` (semaphore). The first section is held until another
 //!   worker has entered its own (a file per worker in `--peers DIR`), so that sharing is shown;
+//! * cache: a CuratorCache on P; creates N nodes `P/ID-i`, waits until every runtime's are
+//!   cached, then `node rust ID PATH DATA` per cached child and `events rust ID NET SIZE`
+//!   (Σcreated − Σdeleted and the cache's size);
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
@@ -172,6 +175,27 @@ fn main() {
         writeln!(log, "participants rust {id} {}", ids.join(",")).unwrap();
         selector = Some(s);
     }
+    // cache: a CuratorCache on the path, counting its events, loaded before the barrier.
+    let net = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let mut cache = None;
+    if role == "cache" {
+        let c = zkrecipes::cache::CuratorCache::new(&client, &path).expect("cache");
+        let n = net.clone();
+        c.listen(move |e| {
+            use zkrecipes::cache::CacheEventType::{Created, Deleted};
+            let d = match e.kind {
+                Created => 1,
+                Deleted => -1,
+                _ => 0,
+            };
+            n.fetch_add(d, std::sync::atomic::Ordering::SeqCst);
+        });
+        c.start_blocking().expect("cache start");
+        assert!(c
+            .await_initialized_blocking(Some(Duration::from_secs(60)))
+            .expect("cache load"));
+        cache = Some(c);
+    }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
@@ -315,6 +339,41 @@ fn main() {
         }
         "group" => group(&client, &path, &id, expect, &peers, &mut log),
         "gzip" => gzip(&client, &path, &id, expect, &mut log),
+        "cache" => {
+            // Write our share, then wait until the cache holds every runtime's share.
+            let c = cache.take().expect("cache");
+            for i in 0..iterations {
+                client
+                    .create_blocking(
+                        &format!("{path}/{id}-{i}"),
+                        id.as_bytes(),
+                        zkrecipes::CreateOptions::default().parents(),
+                    )
+                    .expect("create");
+            }
+            let want = expect * iterations as usize + 1;
+            let t = std::time::Instant::now();
+            while c.size() < want && t.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let children: Vec<_> = c.snapshot().iter().filter(|n| n.path != path).collect();
+            for n in &children {
+                let data =
+                    String::from_utf8_lossy(n.data.as_deref().unwrap_or_default()).to_string();
+                writeln!(log, "node rust {id} {} {data}", n.path).unwrap();
+            }
+            // Σcreated − Σdeleted, read once the events of the last change were delivered.
+            let t = std::time::Instant::now();
+            while net.load(std::sync::atomic::Ordering::SeqCst) != c.size() as i64
+                && t.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let events = net.load(std::sync::atomic::Ordering::SeqCst);
+            writeln!(log, "events rust {id} {events} {}", c.size()).unwrap();
+            writeln!(log, "done rust {id} {}", children.len()).unwrap();
+            c.close();
+        }
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");
             c.start_blocking().expect("shared count start");

@@ -669,6 +669,8 @@ async fn sixty_five_thousand_children_load_and_initialize() {
         rss1.saturating_sub(rss0) / (N as u64 + 1)
     );
     assert_eq!(reads as usize, N + 1, "one read per node");
+    let listings = watcher.request_counts().get_children - before.get_children;
+    assert_eq!(listings, 1, "only a node with children is listed");
     watcher.close().await;
     c.close().await;
 }

@@ -2,7 +2,7 @@
  * zkrecipes (pkg-config):
  *   c_worker --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
  *            [--expect K] [--peers DIR] [--max-leases M]
- * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore.
+ * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, cache.
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT". */
@@ -190,6 +190,23 @@ static void gzip(zkr_client *client, const char *path, const char *id, long expe
     }
     zkr_string_list_free(children);
     fprintf(log, "done c %s %zu\n", id, n);
+/* The cache role's event count: Σcreated − Σdeleted. */
+static long long cache_net;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void count_cache_event(const zkr_cache_event *e, void *user_data) {
+    (void)user_data;
+    pthread_mutex_lock(&cache_mu);
+    if (e->type == ZKR_CACHE_CREATED) cache_net++;
+    if (e->type == ZKR_CACHE_DELETED) cache_net--;
+    pthread_mutex_unlock(&cache_mu);
+}
+
+static long long cache_events(void) {
+    pthread_mutex_lock(&cache_mu);
+    long long n = cache_net;
+    pthread_mutex_unlock(&cache_mu);
+    return n;
 }
 
 int main(int argc, char **argv) {
@@ -255,6 +272,16 @@ int main(int argc, char **argv) {
         fflush(log);
         pthread_mutex_unlock(&sel.mu);
         zkr_participant_list_free(list);
+    }
+    zkr_cache *cache = NULL;
+    if (!strcmp(role, "cache")) { /* a CuratorCache counting its events, loaded before the barrier */
+        uint64_t lid;
+        bool loaded = false;
+        check(zkr_curator_cache_new(client, path, &cache), "zkr_curator_cache_new");
+        check(zkr_cache_add_listener(cache, count_cache_event, NULL, &lid), "zkr_cache_add_listener");
+        check(zkr_cache_start(cache), "zkr_cache_start");
+        check(zkr_cache_await_initialized(cache, 60000, &loaded), "zkr_cache_await_initialized");
+        if (!loaded) { fprintf(stderr, "c_worker: cache not loaded\n"); return 2; }
     }
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
@@ -463,6 +490,34 @@ int main(int argc, char **argv) {
         fprintf(log, "left c %s %lld\n", id, mono_ns());
         fprintf(log, "done c %s 1\n", id);
         zkr_double_barrier_free(b);
+    } else if (!strcmp(role, "cache")) { /* our share, then wait until every share is cached */
+        char node[4096];
+        for (long i = 0; i < iterations; i++) {
+            snprintf(node, sizeof node, "%s/%s-%ld", path, id, i);
+            check(zkr_client_create(client, node, (const uint8_t *)id, strlen(id), ZKR_PERSISTENT,
+                                    ZKR_CREATE_PARENTS, NULL), "zkr_client_create");
+        }
+        size_t want = (size_t)(expect * iterations + 1), size = 0;
+        long long t = mono_ns();
+        do {
+            check(zkr_cache_size(cache, &size), "zkr_cache_size");
+            if (size < want) sleep_ms(5);
+        } while (size < want && mono_ns() - t < 60000000000LL);
+        zkr_child_data_list *list = NULL;
+        check(zkr_cache_snapshot(cache, &list), "zkr_cache_snapshot");
+        long children = 0;
+        for (size_t i = 0; i < list->len; i++) {
+            const zkr_child_data *n = &list->items[i];
+            if (!strcmp(n->path, path)) continue;
+            fprintf(log, "node c %s %s %.*s\n", id, n->path, (int)n->data_len, n->data ? (const char *)n->data : "");
+            children++;
+        }
+        zkr_child_data_list_free(list);
+        t = mono_ns();
+        while (cache_events() != (long long)size && mono_ns() - t < 10000000000LL) sleep_ms(5);
+        fprintf(log, "events c %s %lld %zu\n", id, cache_events(), size);
+        fprintf(log, "done c %s %ld\n", id, children);
+        zkr_cache_free(cache);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

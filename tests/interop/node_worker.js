@@ -3,7 +3,7 @@
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 // ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-// doublebarrier.
+// doublebarrier, group, gzip, cache.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -12,7 +12,7 @@ const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
-  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier,
+  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -140,6 +140,16 @@ async function main() {
       }
       log(`participants node ${a.id} ${ids.join(',')}`);
     }
+    let cache = null;
+    let net = 0;
+    if (a.role === 'cache') { // a CuratorCache counting its events, loaded before the barrier
+      cache = new CuratorCache(client, a.path);
+      cache.on('event', (e) => {
+        net += e.type === 'CREATED' ? 1 : e.type === 'DELETED' ? -1 : 0;
+      });
+      await cache.start();
+      if (!(await cache.awaitInitialized(60000))) throw new Error('cache not loaded');
+    }
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
       while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
@@ -266,6 +276,20 @@ async function main() {
       if (!(await b.leave({ timeoutMs: 60000 }))) throw new Error('leave timed out');
       log(`left node ${a.id} ${process.hrtime.bigint()}`);
       log(`done node ${a.id} 1`);
+    } else if (a.role === 'cache') { // our share, then wait until every runtime's share is cached
+      for (let i = 0; i < a.iterations; i++) {
+        await client.create(`${a.path}/${a.id}-${i}`, a.id, { createParents: true });
+      }
+      const want = a.expect * a.iterations + 1;
+      let t = Date.now();
+      while (cache.size < want && Date.now() - t < 60000) await sleep(5);
+      const children = [...cache].filter((n) => n.path !== a.path);
+      for (const n of children) log(`node node ${a.id} ${n.path} ${(n.data ?? Buffer.alloc(0)).toString()}`);
+      t = Date.now();
+      while (net !== cache.size && Date.now() - t < 10000) await sleep(5);
+      log(`events node ${a.id} ${net} ${cache.size}`);
+      log(`done node ${a.id} ${children.length}`);
+      cache.close();
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

@@ -4,7 +4,7 @@
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier.
+doublebarrier, group, gzip, cache.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -136,6 +136,17 @@ def main() -> None:
                     break
                 time.sleep(0.02)
             log.write(f"participants python {a.id} {','.join(ids)}\n")
+        cache = None
+        net = [0]
+        if a.role == "cache":  # a CuratorCache counting its events, loaded before the barrier
+
+            def count(event: "zkrecipes.CacheEvent") -> None:
+                net[0] += {"CREATED": 1, "DELETED": -1}.get(str(event.type), 0)
+
+            cache = zkrecipes.CuratorCache(client, a.path)
+            cache.listen(count)
+            cache.start()
+            assert cache.await_initialized(60), "cache not loaded"
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
@@ -257,6 +268,23 @@ def main() -> None:
             assert b.leave(60), "leave timed out"
             log.write(f"left python {a.id} {time.monotonic_ns()}\n")
             log.write(f"done python {a.id} 1\n")
+        elif a.role == "cache":  # our share, then wait until every runtime's share is cached
+            assert cache is not None
+            for i in range(a.iterations):
+                client.create(f"{a.path}/{a.id}-{i}", a.id.encode(), create_parents=True)
+            want = a.expect * a.iterations + 1
+            t = time.monotonic()
+            while len(cache) < want and time.monotonic() - t < 60:
+                time.sleep(0.005)
+            children = [n for n in cache if n.path != a.path]
+            for n in children:
+                log.write(f"node python {a.id} {n.path} {(n.data or b'').decode()}\n")
+            t = time.monotonic()
+            while net[0] != len(cache) and time.monotonic() - t < 10:
+                time.sleep(0.005)
+            log.write(f"events python {a.id} {net[0]} {len(cache)}\n")
+            log.write(f"done python {a.id} {len(children)}\n")
+            cache.close()
         else:
             raise SystemExit(f"unknown role {a.role}")
 

@@ -124,6 +124,7 @@ pub(crate) enum Cmd {
 }
 
 type ReadFuture = Pin<Box<dyn Future<Output = Result<Option<NodeRead>>> + Send>>;
+type ChildrenFuture = Pin<Box<dyn Future<Output = Result<Option<Vec<String>>>> + Send>>;
 type SessionFuture = Pin<Box<dyn Future<Output = Result<Session>> + Send>>;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -135,7 +136,16 @@ enum Origin {
 }
 
 enum Want {
-    Read { path: String, origin: Origin },
+    Read {
+        path: String,
+        origin: Origin,
+    },
+    /// A walk lists a node's children (only nodes that have some, and only when the child set
+    /// may have changed).
+    Children {
+        path: String,
+        epoch: u64,
+    },
     Fence(oneshot::Sender<()>),
 }
 
@@ -144,6 +154,11 @@ enum Pending {
         path: String,
         origin: Origin,
         fut: ReadFuture,
+    },
+    Children {
+        path: String,
+        epoch: u64,
+        fut: ChildrenFuture,
     },
     Fence(oneshot::Sender<()>),
 }
@@ -160,6 +175,7 @@ enum Step {
     Watch(Option<WatchEvent>),
     Synced(bool, oneshot::Sender<()>),
     Read(Result<Option<NodeRead>>),
+    Children(Result<Option<Vec<String>>>),
     Fence,
     Session(Result<Session>),
 }
@@ -266,6 +282,11 @@ impl Engine {
                         self.apply(path, origin, r);
                     }
                 }
+                Step::Children(r) => {
+                    if let Some(Pending::Children { path, epoch, .. }) = self.pending.pop_front() {
+                        self.apply_children(path, epoch, r);
+                    }
+                }
             }
         }
         self.sh.progress.send_modify(|p| p.ended = true);
@@ -348,7 +369,7 @@ impl Engine {
                 Want::Read {
                     origin: Origin::Walk(_),
                     ..
-                }
+                } | Want::Children { .. }
             )
         });
         self.walk = Some(Walk {
@@ -390,15 +411,14 @@ impl Engine {
             match w {
                 Want::Fence(tx) => self.pending.push_back(Pending::Fence(tx)),
                 Want::Read { path, origin } => {
-                    let walking = self.walk.as_ref().map(|w| w.epoch);
-                    let children = matches!(origin, Origin::Walk(e) if Some(e) == walking)
-                        && self
-                            .sh
-                            .opts
-                            .max_depth
-                            .map_or(true, |m| self.sh.depth(&path) < m);
-                    let fut = Box::pin(s.read_node(&path, self.sh.opts.data, children));
+                    // Data (or the stat) only: its stat says whether there are children to list.
+                    let fut = Box::pin(s.read_node(&path, self.sh.opts.data));
                     self.pending.push_back(Pending::Read { path, origin, fut });
+                }
+                Want::Children { path, epoch } => {
+                    let fut = Box::pin(s.read_children(&path));
+                    self.pending
+                        .push_back(Pending::Children { path, epoch, fut });
                 }
             }
         }
@@ -430,28 +450,93 @@ impl Engine {
             }
             Ok(None) => self.remove(&path, resync),
             Ok(Some(read)) => {
-                self.put(&path, read.data, read.stat, resync);
+                let old_pzxid = self.sh.snapshot().get(&path).map(|n| n.stat.pzxid);
+                let stat = read.stat;
+                self.put(&path, read.data, stat, resync);
                 if let Some(w) = self.walk.as_mut() {
                     w.seen.insert(path.clone());
-                    if current {
-                        for c in read.children.unwrap_or_default() {
-                            let p = path::join(&path, &c);
-                            if self.sh.in_scope(&p) {
-                                w.outstanding += 1;
-                                self.want.push_back(Want::Read { path: p, origin });
-                            }
-                        }
+                }
+                let deeper = self
+                    .sh
+                    .opts
+                    .max_depth
+                    .map_or(true, |m| self.sh.depth(&path) < m);
+                if current && deeper && stat.num_children > 0 {
+                    let epoch = self.epoch;
+                    if old_pzxid == Some(stat.pzxid) {
+                        // The same child set as cached (pzxid is the zxid of the last child
+                        // created or deleted): read the cached children, no listing needed.
+                        let snap = self.sh.snapshot();
+                        let depth = self.sh.depth(&path) + 1;
+                        let kids: Vec<String> = subtree(&snap, &path)
+                            .map(|(k, _)| k)
+                            .filter(|k| self.sh.depth(k) == depth)
+                            .cloned()
+                            .collect();
+                        self.walk_into(kids, epoch);
+                    } else {
+                        self.walk.as_mut().expect("current walk").outstanding += 1;
+                        self.want.push_back(Want::Children { path, epoch });
                     }
                 }
             }
         }
         if current {
-            let w = self.walk.as_mut().expect("current walk");
-            w.outstanding -= 1;
-            if w.outstanding == 0 {
-                self.finish_walk();
+            self.walk_done();
+        }
+    }
+
+    /// Queues walk reads of `paths` (those in scope) for walk `epoch`.
+    fn walk_into(&mut self, paths: Vec<String>, epoch: u64) {
+        for p in paths {
+            if self.sh.in_scope(&p) {
+                self.walk.as_mut().expect("current walk").outstanding += 1;
+                self.want.push_back(Want::Read {
+                    path: p,
+                    origin: Origin::Walk(epoch),
+                });
             }
         }
+    }
+
+    /// One read of the current walk is done; the walk ends with its last.
+    fn walk_done(&mut self) {
+        let w = self.walk.as_mut().expect("current walk");
+        w.outstanding -= 1;
+        if w.outstanding == 0 {
+            self.finish_walk();
+        }
+    }
+
+    fn apply_children(&mut self, path: String, epoch: u64, r: Result<Option<Vec<String>>>) {
+        let current = self.walk.as_ref().is_some_and(|w| w.epoch == epoch);
+        if !current {
+            return; // an older walk's listing: the current walk lists again
+        }
+        let resync = self.walk.as_ref().is_some_and(|w| w.resync);
+        match r {
+            Err(e @ (Error::ConnectionLoss(_) | Error::SessionExpired(_))) => {
+                tracing::debug!(path = %path, error = %e, "cache listing failed; list again later");
+                self.want.push_back(Want::Children { path, epoch });
+                self.lost_session();
+                return;
+            }
+            Err(Error::Closed(_)) => return,
+            Err(e) => {
+                tracing::warn!(path = %path, error = %e, "cache could not list children; keeping what it had");
+                let snap = self.sh.snapshot();
+                let w = self.walk.as_mut().expect("current walk");
+                for (p, _) in subtree(&snap, &path) {
+                    w.seen.insert(p.clone());
+                }
+            }
+            Ok(None) => self.remove(&path, resync),
+            Ok(Some(names)) => {
+                let kids = names.iter().map(|c| path::join(&path, c)).collect();
+                self.walk_into(kids, epoch);
+            }
+        }
+        self.walk_done();
     }
 
     /// Emits `events` and applies `change` to the snapshot under one write lock, so that a
@@ -493,17 +578,7 @@ impl Engine {
                         .filter(|(q, n)| q.as_str() != p && n.stat.czxid < stat.czxid)
                         .map(|(q, _)| q.clone())
                         .collect();
-                    for q in gone.iter().rev() {
-                        if let Some(n) = map.remove(q) {
-                            events.push(CacheEvent {
-                                kind: CacheEventType::Deleted,
-                                path: q.clone(),
-                                old: Some(child_data(q, &n)),
-                                new: None,
-                                resync,
-                            });
-                        }
-                    }
+                    delete_all(map, events, &gone, resync);
                     events.push(ev(CacheEventType::Deleted, Some(&old), None));
                     events.push(ev(CacheEventType::Created, None, Some(&new)));
                 }
@@ -520,17 +595,7 @@ impl Engine {
     fn remove(&self, p: &str, resync: bool) {
         self.publish(|map, events| {
             let gone: Vec<String> = subtree(map, p).map(|(q, _)| q.clone()).collect();
-            for q in gone.iter().rev() {
-                if let Some(n) = map.remove(q) {
-                    events.push(CacheEvent {
-                        kind: CacheEventType::Deleted,
-                        path: q.clone(),
-                        old: Some(child_data(q, &n)),
-                        new: None,
-                        resync,
-                    });
-                }
-            }
+            delete_all(map, events, &gone, resync);
         });
     }
 
@@ -549,17 +614,7 @@ impl Engine {
                 .filter(|k| !w.seen.contains(k.as_str()))
                 .cloned()
                 .collect();
-            for q in gone.iter().rev() {
-                if let Some(n) = map.remove(q) {
-                    events.push(CacheEvent {
-                        kind: CacheEventType::Deleted,
-                        path: q.clone(),
-                        old: Some(child_data(q, &n)),
-                        new: None,
-                        resync: w.resync,
-                    });
-                }
-            }
+            delete_all(map, events, &gone, w.resync);
             let kind = if was_initialized {
                 Some(CacheEventType::Resynced)
             } else if opts_initialized {
@@ -584,6 +639,21 @@ impl Engine {
             p.initialized = true;
         });
         tracing::debug!(path = %self.sh.root, resync = was_initialized, "cache walk complete");
+    }
+}
+
+/// Removes `gone` (deepest first: children sort after their parent) with a Deleted event each.
+fn delete_all(map: &mut Map, events: &mut Vec<CacheEvent>, gone: &[String], resync: bool) {
+    for q in gone.iter().rev() {
+        if let Some(n) = map.remove(q) {
+            events.push(CacheEvent {
+                kind: CacheEventType::Deleted,
+                path: q.clone(),
+                old: Some(child_data(q, &n)),
+                new: None,
+                resync,
+            });
+        }
     }
 }
 
@@ -617,6 +687,7 @@ pub(crate) fn subtree<'a>(
 async fn front(pending: &mut VecDeque<Pending>) -> Step {
     match pending.front_mut() {
         Some(Pending::Read { fut, .. }) => Step::Read(fut.as_mut().await),
+        Some(Pending::Children { fut, .. }) => Step::Children(fut.as_mut().await),
         Some(Pending::Fence(_)) => Step::Fence,
         None => std::future::pending().await,
     }

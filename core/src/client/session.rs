@@ -496,24 +496,21 @@ impl Watch {
     }
 }
 
-/// What one cache read found: the node's data (`None` when only the stat was asked for), its
-/// stat and, if asked for, its children's names.
+/// What one cache read found: the node's data (`None` when only the stat was asked for) and
+/// its stat.
 pub(crate) struct NodeRead {
     pub(crate) data: Option<Vec<u8>>,
     pub(crate) stat: Stat,
-    pub(crate) children: Option<Vec<String>>,
 }
 
 impl Session {
     /// Reads a node for a cache, sent now and owning nothing of `self` (a cache keeps many in
-    /// flight, in order): getData (or exists, when `data` is false) and, if `children`,
-    /// getChildren, pipelined. `Ok(None)` when there is no node. A node deleted between the
-    /// two requests reads as absent: the second reply is the later state.
+    /// flight, in order): getData (or exists, when `data` is false). `Ok(None)` when there is
+    /// no node.
     pub(crate) fn read_node(
         &self,
         path: &str,
         data: bool,
-        children: bool,
     ) -> impl Future<Output = Result<Option<NodeRead>>> + Send + 'static {
         let full = self.client.full_path(path);
         let counters = self.client.counters();
@@ -533,29 +530,39 @@ impl Session {
             let f = self.zk.check_stat(&full);
             Box::pin(async move { f.await.map(|s| s.map(|s| (None, s))) })
         };
-        let kids = children.then(|| {
-            counters.get_children.fetch_add(1, Ordering::Relaxed);
-            self.zk.get_children(&full)
-        });
         let user = path.to_string();
         async move {
             let Some((data, stat)) = node.await.map_err(|e| wire::error(e, "get data", &user))?
             else {
                 return Ok(None);
             };
-            let children = match kids {
-                None => None,
-                Some(f) => match f.await {
-                    Ok((c, _)) => Some(c),
-                    Err(zk::Error::NoNode) => return Ok(None),
-                    Err(e) => return Err(wire::error(e, "get children", &user)),
-                },
-            };
             Ok(Some(NodeRead {
                 data,
                 stat: wire::stat(stat),
-                children,
             }))
+        }
+    }
+}
+
+impl Session {
+    /// The children's names of a node for a cache (sent now, owning nothing of `self`);
+    /// `Ok(None)` when there is no node.
+    pub(crate) fn read_children(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Option<Vec<String>>>> + Send + 'static {
+        self.client
+            .counters()
+            .get_children
+            .fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.get_children(&self.client.full_path(path));
+        let user = path.to_string();
+        async move {
+            match f.await {
+                Ok((c, _)) => Ok(Some(c)),
+                Err(zk::Error::NoNode) => Ok(None),
+                Err(e) => Err(wire::error(e, "get children", &user)),
+            }
         }
     }
 }

@@ -55,6 +55,8 @@ import org.apache.curator.framework.state.ConnectionState;
  * first section waits until another worker marked its own in --peers DIR.
  * mutex-hold (the zkr CLI tests): logs "session java ID 0xSESSION", acquires once (a waiter
  * until then), logs "acquired java ID TOKEN", holds until the --go file exists, releases.
+ * cache: Curator's CuratorCache; creates N nodes PATH/ID-i, waits until every runtime's are cached,
+ * logs "node java ID PATH DATA" per cached child and "events java ID CREATED-DELETED SIZE".
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  */
 public final class Worker {
@@ -169,6 +171,19 @@ public final class Worker {
                 m.release();
                 log.println("done java " + id + " 1");
                 return;
+            }
+            org.apache.curator.framework.recipes.cache.CuratorCache cache = null;
+            final java.util.concurrent.atomic.AtomicLong net = new java.util.concurrent.atomic.AtomicLong();
+            if (role.equals("cache")) { // Curator's CuratorCache counting its events, loaded before the barrier
+                final java.util.concurrent.CountDownLatch loaded = new java.util.concurrent.CountDownLatch(1);
+                cache = org.apache.curator.framework.recipes.cache.CuratorCache.build(client, path);
+                cache.listenable().addListener(org.apache.curator.framework.recipes.cache.CuratorCacheListener.builder()
+                        .forCreates(node -> net.incrementAndGet())
+                        .forDeletes(node -> net.decrementAndGet())
+                        .forInitialized(loaded::countDown)
+                        .build());
+                cache.start();
+                if (!loaded.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("cache not loaded");
             }
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
@@ -383,6 +398,28 @@ public final class Worker {
                     if (!b.leave(60, TimeUnit.SECONDS)) throw new IllegalStateException("leave timed out");
                     log.println("left java " + id + " " + System.nanoTime());
                     log.println("done java " + id + " 1");
+                    break;
+                }
+                case "cache": { // our share, then wait until every runtime's share is cached
+                    for (int i = 0; i < n; i++) {
+                        client.create().creatingParentContainersIfNeeded()
+                                .forPath(path + "/" + id + "-" + i, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    }
+                    long want = (long) expect * n + 1;
+                    long t = System.nanoTime();
+                    while (cache.size() < want && System.nanoTime() - t < 60_000_000_000L) Thread.sleep(5);
+                    java.util.List<org.apache.curator.framework.recipes.cache.ChildData> kids = new ArrayList<>();
+                    cache.stream().filter(d -> !d.getPath().equals(path)).forEach(kids::add);
+                    kids.sort(java.util.Comparator.comparing(org.apache.curator.framework.recipes.cache.ChildData::getPath));
+                    for (org.apache.curator.framework.recipes.cache.ChildData d : kids) {
+                        String data = d.getData() == null ? "" : new String(d.getData(), java.nio.charset.StandardCharsets.UTF_8);
+                        log.println("node java " + id + " " + d.getPath() + " " + data);
+                    }
+                    t = System.nanoTime();
+                    while (net.get() != cache.size() && System.nanoTime() - t < 10_000_000_000L) Thread.sleep(5);
+                    log.println("events java " + id + " " + net.get() + " " + cache.size());
+                    log.println("done java " + id + " " + kids.size());
+                    cache.close();
                     break;
                 }
                 default:
