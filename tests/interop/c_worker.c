@@ -190,6 +190,8 @@ static void gzip(zkr_client *client, const char *path, const char *id, long expe
     }
     zkr_string_list_free(children);
     fprintf(log, "done c %s %zu\n", id, n);
+}
+
 /* The cache role's event count: Σcreated − Σdeleted. */
 static long long cache_net;
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
