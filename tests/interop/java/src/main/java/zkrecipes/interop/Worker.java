@@ -374,6 +374,7 @@ public final class Worker {
                     synchronized (qlog) {
                         qlog.println("done java " + id + " " + got.get());
                     }
+                    break;
                 }
                 case "simplequeue": {
                     SimpleDistributedQueue q = new SimpleDistributedQueue(client, path);
@@ -384,6 +385,7 @@ public final class Worker {
                         log.flush();
                     }
                     log.println("done java " + id + " " + got);
+                    break;
                 }
                 case "doublebarrier": {
                     DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, path, expect);
