@@ -80,6 +80,19 @@ fn wait_for_peer(dir: &str, id: &str) {
     }
 }
 
+/// The queue scenarios: our consumers start once Curator's has taken one of our items
+/// (GO.ROLE.java-took; or after 30 s), so the crossing check never depends on who is faster.
+fn wait_for_curator_consumer(go: &str, role: &str) {
+    let marker = format!("{go}.{role}.java-took");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !go.is_empty()
+        && !std::path::Path::new(&marker).exists()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn wait_for_file(go: &str) {
     while !go.is_empty() && !std::path::Path::new(go).exists() {
         std::thread::sleep(Duration::from_millis(1));
@@ -404,6 +417,7 @@ fn main() {
                     .put_blocking(format!("rust:{i}").as_bytes(), None)
                     .expect("put"));
             }
+            wait_for_curator_consumer(&go, &role);
             let mut got = 0u64;
             while let Some(item) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
                 std::thread::sleep(Duration::from_millis(2));
@@ -421,6 +435,7 @@ fn main() {
                 q.offer_blocking(format!("rust:{i}").as_bytes())
                     .expect("offer");
             }
+            wait_for_curator_consumer(&go, &role);
             let mut got = 0u64;
             while let Some(d) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
                 writeln!(log, "got rust {id} {} 0", String::from_utf8_lossy(&d)).unwrap();

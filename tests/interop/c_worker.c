@@ -34,6 +34,14 @@ static void sleep_ms(long ms) {
     nanosleep(&ts, NULL);
 }
 
+/* Queue scenarios: consume once Curator took one of our items (GO.ROLE.java-took), or after 30 s. */
+static void wait_for_curator_consumer(const char *go, const char *role) {
+    char marker[4096];
+    if (!go) return;
+    snprintf(marker, sizeof marker, "%s.%s.java-took", go, role);
+    for (int i = 0; i < 6000 && access(marker, F_OK) != 0; i++) sleep_ms(5);
+}
+
 static void wait_for_file(const char *go) {
     while (go && access(go, F_OK) != 0) sleep_ms(1);
 }
@@ -447,6 +455,7 @@ int main(int argc, char **argv) {
             if (simple) check(zkr_simple_queue_offer(sq, (const uint8_t *)item, (size_t)len), "zkr_simple_queue_offer");
             else check(zkr_queue_put(q, (const uint8_t *)item, (size_t)len, -1, &put), "zkr_queue_put");
         }
+        wait_for_curator_consumer(go, role);
         long got = 0;
         for (;;) {
             if (simple) {

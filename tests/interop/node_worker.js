@@ -42,6 +42,12 @@ async function waitForPeer(peers, id) {
   }
 }
 
+// Queue scenarios: consume once Curator took one of our items (GO.ROLE.java-took), or after 30 s.
+async function waitForCuratorConsumer(go, role) {
+  const deadline = Date.now() + 30000;
+  while (go && !fs.existsSync(`${go}.${role}.java-took`) && Date.now() < deadline) await sleep(5);
+}
+
 async function waitForFile(go) {
   while (go && !fs.existsSync(go)) await sleep(1);
 }
@@ -251,6 +257,7 @@ async function main() {
       // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
       const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
       for (let i = 0; i < a.iterations; i++) await q.put(`node:${i}`);
+      await waitForCuratorConsumer(a.go, a.role);
       let got = 0;
       for await (const item of q.consume({ timeoutMs: 3000 })) {
         await sleep(2);
@@ -262,6 +269,7 @@ async function main() {
     } else if (a.role === 'simplequeue') {
       const q = new SimpleDistributedQueue(client, a.path);
       for (let i = 0; i < a.iterations; i++) await q.offer(`node:${i}`);
+      await waitForCuratorConsumer(a.go, a.role);
       let got = 0;
       for (let d; (d = await q.take({ timeoutMs: 3000 })) !== null; got++) log(`got node ${a.id} ${d.toString()} 0`);
       log(`done node ${a.id} ${got}`);

@@ -29,6 +29,13 @@ def wait_for_peer(peers, me):
         time.sleep(0.001)
 
 
+def wait_for_curator_consumer(go, role):
+    """Queue scenarios: consume once Curator took one of our items (GO.ROLE.java-took), or after 30 s."""
+    deadline = time.monotonic() + 30
+    while go and not os.path.exists(f"{go}.{role}.java-took") and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def wait_for_file(go):
     while go and not os.path.exists(go):
         time.sleep(0.001)
@@ -239,6 +246,7 @@ def main() -> None:
                 q = zkrecipes.DistributedQueue(client, a.path, lock_path=a.path + "-locks")
                 for i in range(a.iterations):
                     assert q.put(f"python:{i}".encode())
+                wait_for_curator_consumer(a.go, a.role)
                 got = 0
                 for item in q.consume(timeout=3.0):
                     time.sleep(0.002)
@@ -250,6 +258,7 @@ def main() -> None:
                 sq = zkrecipes.SimpleDistributedQueue(client, a.path)
                 for i in range(a.iterations):
                     sq.offer(f"python:{i}".encode())
+                wait_for_curator_consumer(a.go, a.role)
                 got = 0
                 while (d := sq.take(3.0)) is not None:
                     log.write(f"got python {a.id} {d.decode()} 0\n")

@@ -76,6 +76,19 @@ public final class Worker {
         while (go != null && !new java.io.File(go).exists()) Thread.sleep(1);
     }
 
+    /**
+     * The queue scenarios: zkrecipes' consumers wait (at most 30 s) for GO.ROLE.java-took, written once
+     * Curator took an item zkrecipes put, so the crossing check never depends on who is faster.
+     */
+    static void tookOneOfOurs(String go, String role, byte[] item) {
+        if (go == null || new String(item, StandardCharsets.UTF_8).startsWith("java:")) return;
+        try {
+            new java.io.File(go + "." + role + ".java-took").createNewFile();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) a.put(argv[i], argv[i + 1]);
@@ -352,6 +365,7 @@ public final class Worker {
                             }
                             got.incrementAndGet();
                             last.set(System.nanoTime());
+                            tookOneOfOurs(go, role, m);
                         }
 
                         @Override
@@ -383,6 +397,7 @@ public final class Worker {
                     for (byte[] d; (d = q.poll(3, TimeUnit.SECONDS)) != null; got++) {
                         log.println("got java " + id + " " + new String(d, StandardCharsets.UTF_8) + " 0");
                         log.flush();
+                        tookOneOfOurs(go, role, d);
                     }
                     log.println("done java " + id + " " + got);
                     break;
