@@ -888,3 +888,121 @@ async fn a_persistent_watch_survives_reconnects_and_sessions() {
     assert_eq!(next(&mut w).await, None);
     writer.close().await;
 }
+
+/// Curator's PersistentWatcher: listeners and a stream hear the same events in order; the
+/// non-recursive mode hears the node's own data and children changes only; a server restart
+/// shows as DISCONNECTED then RECONNECTED (the reset signal); close ends the stream and
+/// silences the listeners; bad input and misuse are typed errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_watcher_delivers_to_listeners_and_streams_until_closed() {
+    use zkrecipes::client::{PersistentWatcher, WatchEvent};
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let writer = connect(&server.connect_string()).await;
+    c.create("/pwr/a", b"", CreateOptions::default().parents())
+        .await
+        .unwrap();
+
+    let rec = PersistentWatcher::new(&c, "/pwr", true).unwrap();
+    let heard = Arc::new(Mutex::new(Vec::<String>::new()));
+    let h = heard.clone();
+    rec.listen(move |e| {
+        h.lock()
+            .unwrap()
+            .push(format!("{} {}", e.name(), e.path().unwrap_or("-")))
+    });
+    let mut stream = rec.events();
+    rec.start().await.unwrap();
+    let again = rec.start().await.unwrap_err();
+    assert!(matches!(again, Error::InvalidArgument(_)), "{again}");
+
+    // (Another path: ZooKeeper keeps one persistent watch mode per path and session.)
+    let flat = PersistentWatcher::new(&c, "/pwr/a", false).unwrap();
+    let mut flat_events = flat.events();
+    flat.start().await.unwrap();
+
+    writer
+        .create("/pwr/a/deep", b"x", CreateOptions::default())
+        .await
+        .unwrap();
+    writer.set_data("/pwr/a", b"1", None).await.unwrap();
+    writer
+        .create("/pwr/b", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    writer.set_data("/pwr", b"root", None).await.unwrap();
+    let expected = [
+        "CREATED /pwr/a/deep",
+        "DATA_CHANGED /pwr/a",
+        "CREATED /pwr/b",
+        "DATA_CHANGED /pwr",
+    ];
+    async fn next(s: &mut zkrecipes::client::WatchEventStream) -> Option<WatchEvent> {
+        s.next_timeout(Duration::from_secs(20))
+            .await
+            .expect("an event in time")
+    }
+    for want in expected {
+        let e = next(&mut stream).await.expect("not ended");
+        assert_eq!(format!("{} {}", e.name(), e.path().unwrap()), want);
+    }
+    // The plain watch: its node's children and data only.
+    for want in ["CHILDREN_CHANGED /pwr/a", "DATA_CHANGED /pwr/a"] {
+        let e = next(&mut flat_events).await.expect("not ended");
+        assert_eq!(format!("{} {}", e.name(), e.path().unwrap()), want);
+    }
+    eventually(
+        "the listener hears what the stream heard",
+        Duration::from_secs(10),
+        || {
+            let n = heard.lock().unwrap().len();
+            async move { n >= 4 }
+        },
+    )
+    .await;
+    assert_eq!(*heard.lock().unwrap(), expected);
+
+    // A reconnect within the session: the reset signal, then events again.
+    server.restart();
+    assert_eq!(next(&mut stream).await, Some(WatchEvent::Disconnected));
+    assert_eq!(next(&mut stream).await, Some(WatchEvent::Reconnected));
+    writer.set_data("/pwr/b", b"2", None).await.unwrap();
+    let e = next(&mut stream).await.unwrap();
+    assert_eq!((e.name(), e.path()), ("DATA_CHANGED", Some("/pwr/b")));
+
+    // Closed: the stream ends, listeners hear nothing of later changes.
+    rec.close();
+    rec.close();
+    assert_eq!(next(&mut stream).await, None);
+    let before = heard.lock().unwrap().len();
+    writer.set_data("/pwr/b", b"3", None).await.unwrap();
+    // The flat watcher is still open and hears its node's data change after that one: by
+    // then the closed one would have heard its own.
+    writer.set_data("/pwr/a", b"later", None).await.unwrap();
+    loop {
+        let e = next(&mut flat_events).await.expect("still open");
+        if e.name() == "DATA_CHANGED" && e.path() == Some("/pwr/a") {
+            break;
+        }
+    }
+    assert_eq!(heard.lock().unwrap().len(), before, "nothing after close");
+    let e = rec.start().await.unwrap_err();
+    assert!(matches!(e, Error::Closed(_)), "{e}");
+
+    // Bad input, a closed client.
+    assert!(matches!(
+        PersistentWatcher::new(&c, "no-slash", true),
+        Err(Error::InvalidArgument(_))
+    ));
+    c.close().await;
+    assert_eq!(
+        next(&mut flat_events).await,
+        None,
+        "a closed client ends it"
+    );
+    assert!(matches!(
+        PersistentWatcher::new(&c, "/pwr", true),
+        Err(Error::Closed(_))
+    ));
+    writer.close().await;
+}
