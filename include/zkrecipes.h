@@ -297,6 +297,42 @@ typedef enum zkr_watch_event_type {
 } zkr_watch_event_type;
 
 /**
+ * What a persistent watcher heard (the core's WatchEvent names, in order).
+ */
+typedef enum zkr_watcher_event_type {
+    /**
+     * A node was created.
+     */
+    ZKR_WATCHER_CREATED = 1,
+    /**
+     * A node was deleted.
+     */
+    ZKR_WATCHER_DELETED = 2,
+    /**
+     * A node's data changed.
+     */
+    ZKR_WATCHER_DATA_CHANGED = 3,
+    /**
+     * The watched node's children changed (non-recursive watchers only).
+     */
+    ZKR_WATCHER_CHILDREN_CHANGED = 4,
+    /**
+     * The connection was lost (path NULL); changes from now on may not be reported.
+     */
+    ZKR_WATCHER_DISCONNECTED = 5,
+    /**
+     * Connected again with the watch set again (path NULL). Changes made meanwhile were NOT
+     * reported: read again what matters (or use a zkr_cache, which does).
+     */
+    ZKR_WATCHER_RECONNECTED = 6,
+    /**
+     * The session ended (path NULL); the watch is set again on the next session and
+     * ZKR_WATCHER_RECONNECTED follows.
+     */
+    ZKR_WATCHER_SESSION_LOST = 7,
+} zkr_watcher_event_type;
+
+/**
  * Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
  * Same operations as zkr_atomic_long.
  */
@@ -459,6 +495,15 @@ typedef struct zkr_simple_queue zkr_simple_queue;
  * zkr_transaction_free.
  */
 typedef struct zkr_transaction zkr_transaction;
+
+/**
+ * A persistent watch on a path, optionally recursive (every node below it too): Curator's
+ * PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
+ * one persistent-watch mode per path per session: a recursive and a non-recursive watcher (or a
+ * cache, which sets a recursive one) on the same path of one client replace each other.
+ * Thread-safe.
+ */
+typedef struct zkr_watcher zkr_watcher;
 
 /**
  * Which retry policy a zkr_retry_policy describes (Curator's six).
@@ -1101,6 +1146,14 @@ typedef struct zkr_op_result_list {
      */
     size_t len;
 } zkr_op_result_list;
+
+/**
+ * A watcher listener: called with each event's type and the node's path (relative to the
+ * client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+ * call. It runs on a library thread, one call at a time, in the order the server sent the
+ * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, const char *path, void *user_data);
 
 /**
  * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
@@ -2774,6 +2827,50 @@ void zkr_string_list_free(struct zkr_string_list *list);
  * Frees a buffer and its bytes. NULL does nothing.
  */
 void zkr_buffer_free(struct zkr_buffer *buffer);
+
+/**
+ * Makes a persistent watcher of `path` (not started; the path need not exist); `recursive`
+ * also covers every node below it. Free with zkr_watcher_free.
+ */
+zkr_status zkr_persistent_watcher_new(struct zkr_client *c, const char *path, bool recursive, struct zkr_watcher **out);
+
+/**
+ * Sets the watch; returns once the server has it (the listeners added before hear every event
+ * from then on). Once only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after
+ * zkr_watcher_close.
+ */
+zkr_status zkr_watcher_start(struct zkr_watcher *watcher);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_watcher_remove_listener. It hears the
+ * events that arrive after this returns. `user_data` must stay valid until the listener is
+ * removed or the watcher freed.
+ */
+zkr_status zkr_watcher_add_listener(struct zkr_watcher *watcher, zkr_watcher_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
+ */
+zkr_status zkr_watcher_remove_listener(struct zkr_watcher *watcher, uint64_t listener_id);
+
+/**
+ * Removes the watch and the listeners. Closing twice is ZKR_OK; zkr_watcher_start returns
+ * ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
+
+/**
+ * Frees a watcher: removes its listeners (waiting for a running one, unless called from
+ * inside it) and the watch. NULL does nothing.
+ */
+void zkr_watcher_free(struct zkr_watcher *watcher);
+
+/**
+ * The name of a zkr_watcher_event_type ("CREATED", "DATA_CHANGED", ...), static; NULL for an
+ * unknown number.
+ */
+const char *zkr_watcher_event_type_name(uint32_t event_type);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -27,6 +27,7 @@ pub mod status;
 pub mod transaction;
 pub mod types;
 mod vocab;
+pub mod watcher;
 
 use std::ffi::c_char;
 

@@ -2,7 +2,7 @@
  * Caches through the C API: a CuratorCache's initial load (one INITIALIZED), get/size/snapshot
  * with their ownership, a listener's events (old and new nodes, a recreate as DELETED +
  * CREATED), read-your-writes, the views (NodeCache, PathChildrenCache start modes, TreeCache
- * depth, stats only), a session expiry resync, and bad input.
+ * depth, stats only), a session expiry resync, persistent watchers, and bad input.
  */
 #include "testutil.h"
 
@@ -264,11 +264,137 @@ static void test_bad_input(void) {
     zkr_client_free(c);
 }
 
+/* Persistent watchers (Curator's PersistentWatcher): a recursive one hears every change below
+ * its path with the node's path; a plain one hears its node and its children list; closing
+ * removes the listeners; bad input is refused. */
+typedef struct heard {
+    zt_event event;
+    pthread_mutex_t mu;
+    int n;
+    zkr_watcher_event_type types[MAX_SEEN];
+    char paths[MAX_SEEN][160];
+} heard;
+
+static void on_watch(zkr_watcher_event_type t, const char *path, void *user_data) {
+    heard *h = (heard *)user_data;
+    pthread_mutex_lock(&h->mu);
+    if (h->n < MAX_SEEN) {
+        int i = h->n++;
+        h->types[i] = t;
+        snprintf(h->paths[i], sizeof h->paths[i], "%s", path == NULL ? "(null)" : path);
+    }
+    pthread_mutex_unlock(&h->mu);
+    zt_event_signal(&h->event, (int)t);
+}
+
+static bool heard_is(heard *h, int i, zkr_watcher_event_type t, const char *root, const char *rel) {
+    char p[192];
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    pthread_mutex_lock(&h->mu);
+    bool ok = i < h->n && h->types[i] == t && strcmp(h->paths[i], p) == 0;
+    if (!ok && i < h->n)
+        fprintf(stderr, "  event %d: %s %s, expected %s %s\n", i, zkr_watcher_event_type_name(h->types[i]),
+                h->paths[i], zkr_watcher_event_type_name(t), p);
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+static void test_persistent_watchers(void) {
+    char root[128], p[192];
+    zt_path(root, sizeof root, "watcher");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    heard h;
+    memset(&h, 0, sizeof h);
+    zt_event_init(&h.event);
+    pthread_mutex_init(&h.mu, NULL);
+
+    zkr_watcher *w = NULL;
+    CHECK_OK(zkr_persistent_watcher_new(c, root, true, &w));
+    uint64_t id = 0;
+    CHECK_OK(zkr_watcher_add_listener(w, on_watch, &h, &id));
+    CHECK_OK(zkr_watcher_start(w));
+    CHECK_STATUS(zkr_watcher_start(w), ZKR_INVALID_ARGUMENT, "zkr_watcher_start");
+    CHECK_OK(put(c, root, "", "r"));
+    CHECK_OK(put(c, root, "/a", "a"));
+    CHECK_OK(put(c, root, "/a/b", "b"));
+    snprintf(p, sizeof p, "%s/a/b", root);
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"x", 1, -1, NULL));
+    CHECK_OK(zkr_client_delete(c, p, -1, 0));
+    CHECK_MSG(zt_event_wait(&h.event, 5, 10000), "5 events, heard %d", zt_event_count(&h.event));
+    CHECK(heard_is(&h, 0, ZKR_WATCHER_CREATED, root, ""));
+    CHECK(heard_is(&h, 1, ZKR_WATCHER_CREATED, root, "/a"));
+    CHECK(heard_is(&h, 2, ZKR_WATCHER_CREATED, root, "/a/b"));
+    CHECK(heard_is(&h, 3, ZKR_WATCHER_DATA_CHANGED, root, "/a/b"));
+    CHECK(heard_is(&h, 4, ZKR_WATCHER_DELETED, root, "/a/b"));
+
+    /* A plain watcher on a child: its own changes and its children list, not grandchildren. */
+    heard k;
+    memset(&k, 0, sizeof k);
+    zt_event_init(&k.event);
+    pthread_mutex_init(&k.mu, NULL);
+    snprintf(p, sizeof p, "%s/a", root);
+    zkr_watcher *plain = NULL;
+    uint64_t kid = 0;
+    CHECK_OK(zkr_persistent_watcher_new(c, p, false, &plain));
+    CHECK_OK(zkr_watcher_add_listener(plain, on_watch, &k, &kid));
+    CHECK_OK(zkr_watcher_start(plain));
+    CHECK_OK(put(c, root, "/a/c", "c"));
+    CHECK_OK(put(c, root, "/a/c/deep", "d"));
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"y", 1, -1, NULL));
+    CHECK_MSG(zt_event_wait(&k.event, 2, 10000), "2 events, heard %d", zt_event_count(&k.event));
+    CHECK(heard_is(&k, 0, ZKR_WATCHER_CHILDREN_CHANGED, root, "/a"));
+    CHECK(heard_is(&k, 1, ZKR_WATCHER_DATA_CHANGED, root, "/a"));
+    CHECK_MSG(zt_event_wait(&h.event, 8, 10000), "the recursive watcher heard them too");
+    CHECK(heard_is(&h, 7, ZKR_WATCHER_DATA_CHANGED, root, "/a"));
+
+    /* Removing a listener: it hears nothing more; an unknown id is refused. */
+    CHECK_OK(zkr_watcher_remove_listener(plain, kid));
+    CHECK_STATUS(zkr_watcher_remove_listener(plain, kid), ZKR_INVALID_ARGUMENT, "zkr_watcher_remove_listener");
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"z", 1, -1, NULL));
+    CHECK_MSG(zt_event_wait(&h.event, 9, 10000), "the recursive watcher heard the set");
+    CHECK(zt_event_count(&k.event) == 2);
+
+    /* Close: idempotent, start refused, no more calls. */
+    CHECK_OK(zkr_watcher_close(w));
+    CHECK_OK(zkr_watcher_close(w));
+    CHECK_STATUS(zkr_watcher_start(w), ZKR_CLOSED, "zkr_watcher_start");
+    int before = zt_event_count(&h.event);
+    CHECK_OK(put(c, root, "/after", "x"));
+    CHECK(zt_event_count(&h.event) == before);
+    zkr_watcher_free(w);
+    zkr_watcher_free(plain);
+    zkr_watcher_free(NULL);
+
+    CHECK(strcmp(zkr_watcher_event_type_name(ZKR_WATCHER_SESSION_LOST), "SESSION_LOST") == 0);
+    CHECK(strcmp(zkr_watcher_event_type_name(ZKR_WATCHER_CHILDREN_CHANGED), "CHILDREN_CHANGED") == 0);
+    CHECK(zkr_watcher_event_type_name(0) == NULL && zkr_watcher_event_type_name(8) == NULL);
+
+    /* Bad input. */
+    zkr_watcher *bad = NULL;
+    CHECK_STATUS(zkr_persistent_watcher_new(NULL, "/x", true, &bad), ZKR_INVALID_ARGUMENT, "zkr_persistent_watcher_new");
+    CHECK_STATUS(zkr_persistent_watcher_new(c, "x/", true, &bad), ZKR_INVALID_ARGUMENT, "zkr_persistent_watcher_new");
+    CHECK_STATUS(zkr_persistent_watcher_new(c, "/x", true, NULL), ZKR_INVALID_ARGUMENT, "zkr_persistent_watcher_new");
+    CHECK_OK(zkr_persistent_watcher_new(c, "/x", true, &bad));
+    CHECK_STATUS(zkr_watcher_add_listener(bad, NULL, NULL, &id), ZKR_INVALID_ARGUMENT, "zkr_watcher_add_listener");
+    zkr_watcher_free(bad);
+    CHECK_STATUS(zkr_watcher_start(bad), ZKR_INVALID_ARGUMENT, "zkr_watcher_start"); /* freed */
+    CHECK_STATUS(zkr_watcher_start(NULL), ZKR_INVALID_ARGUMENT, "zkr_watcher_start");
+    zkr_client_close(c);
+    CHECK_STATUS(zkr_persistent_watcher_new(c, "/x", true, &bad), ZKR_CLOSED, "zkr_persistent_watcher_new");
+    zkr_client_free(c);
+    pthread_mutex_destroy(&k.mu);
+    zt_event_destroy(&k.event);
+    pthread_mutex_destroy(&h.mu);
+    zt_event_destroy(&h.event);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_curator_cache_loads_listens_and_reads_its_writes);
     RUN(test_views_keep_their_scope);
     RUN(test_a_session_expiry_is_resynced);
+    RUN(test_persistent_watchers);
     RUN(test_bad_input);
     return zt_end("test_cache");
 }

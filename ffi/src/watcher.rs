@@ -1,0 +1,248 @@
+//! Persistent watches (ZooKeeper 3.6+'s addWatch, Curator's PersistentWatcher): `zkr_watcher`,
+//! a handle with callbacks.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::Arc;
+
+use zkrecipes::client::{PersistentWatcher, WatchEvent};
+use zkrecipes::{ListenerId, Result};
+
+use crate::boundary::{handle_call, recipe_new, wait};
+use crate::callback::{
+    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening,
+};
+use crate::client::zkr_client;
+use crate::handle::{free_handle, handle};
+use crate::status::zkr_status;
+use crate::vocab::CList;
+
+/// What a persistent watcher heard (the core's WatchEvent names, in order).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum zkr_watcher_event_type {
+    /// A node was created.
+    ZKR_WATCHER_CREATED = 1,
+    /// A node was deleted.
+    ZKR_WATCHER_DELETED = 2,
+    /// A node's data changed.
+    ZKR_WATCHER_DATA_CHANGED = 3,
+    /// The watched node's children changed (non-recursive watchers only).
+    ZKR_WATCHER_CHILDREN_CHANGED = 4,
+    /// The connection was lost (path NULL); changes from now on may not be reported.
+    ZKR_WATCHER_DISCONNECTED = 5,
+    /// Connected again with the watch set again (path NULL). Changes made meanwhile were NOT
+    /// reported: read again what matters (or use a zkr_cache, which does).
+    ZKR_WATCHER_RECONNECTED = 6,
+    /// The session ended (path NULL); the watch is set again on the next session and
+    /// ZKR_WATCHER_RECONNECTED follows.
+    ZKR_WATCHER_SESSION_LOST = 7,
+}
+
+fn same(name: &'static str) -> &'static str {
+    name
+}
+
+/// The core's watch event names as C numbers (the test below checks the header).
+pub(crate) const WATCHER_EVENTS: CList<&'static str> = CList {
+    all: WatchEvent::NAMES,
+    first: 1,
+    prefix: "ZKR_WATCHER_",
+    name: same,
+};
+
+impl zkr_watcher_event_type {
+    fn of(e: &WatchEvent) -> zkr_watcher_event_type {
+        use zkr_watcher_event_type::*;
+        [
+            ZKR_WATCHER_CREATED,
+            ZKR_WATCHER_DELETED,
+            ZKR_WATCHER_DATA_CHANGED,
+            ZKR_WATCHER_CHILDREN_CHANGED,
+            ZKR_WATCHER_DISCONNECTED,
+            ZKR_WATCHER_RECONNECTED,
+            ZKR_WATCHER_SESSION_LOST,
+        ][(WATCHER_EVENTS.to_c(e.name()) - WATCHER_EVENTS.first) as usize]
+    }
+}
+
+/// A watcher listener: called with each event's type and the node's path (relative to the
+/// client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+/// call. It runs on a library thread, one call at a time, in the order the server sent the
+/// events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
+pub type zkr_watcher_callback = Option<
+    unsafe extern "C" fn(
+        event_type: zkr_watcher_event_type,
+        path: *const c_char,
+        user_data: *mut c_void,
+    ),
+>;
+
+type WatcherFn = <zkr_watcher_callback as CallbackType>::Fn;
+
+/// A persistent watch on a path, optionally recursive (every node below it too): Curator's
+/// PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
+/// one persistent-watch mode per path per session: a recursive and a non-recursive watcher (or a
+/// cache, which sets a recursive one) on the same path of one client replace each other.
+/// Thread-safe.
+pub struct zkr_watcher {
+    watcher: PersistentWatcher,
+    listeners: Listeners<zkr_watcher_callback>,
+}
+
+handle!(zkr_watcher, "watcher", |w| {
+    w.close();
+});
+
+impl zkr_watcher {
+    fn close(&self) {
+        self.unregister_all();
+        self.watcher.close();
+    }
+}
+
+impl Listening for zkr_watcher {
+    type Callback = zkr_watcher_callback;
+
+    fn listeners(&self) -> &Listeners<zkr_watcher_callback> {
+        &self.listeners
+    }
+
+    fn register(&self, cb: Arc<CCallback<WatcherFn>>) -> Result<ListenerId> {
+        Ok(self.watcher.listen(move |e: &WatchEvent| {
+            let path = match e.path() {
+                Some(p) => match CString::new(p) {
+                    Ok(p) => Some(p),
+                    Err(_) => return,
+                },
+                None => None,
+            };
+            let ptr = path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
+            let kind = zkr_watcher_event_type::of(e);
+            // SAFETY: the C caller's contract for the callback it registered; the path lives
+            // until the call returns.
+            cb.call(|f, ud| unsafe { f(kind, ptr, ud) });
+        }))
+    }
+
+    fn unregister(&self, id: ListenerId) -> bool {
+        self.watcher.remove_listener(id)
+    }
+}
+
+/// Makes a persistent watcher of `path` (not started; the path need not exist); `recursive`
+/// also covers every node below it. Free with zkr_watcher_free.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_persistent_watcher_new(
+    c: *mut zkr_client,
+    path: *const c_char,
+    recursive: bool,
+    out: *mut *mut zkr_watcher,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_persistent_watcher_new", c, path, out, |c, p| {
+            Ok(zkr_watcher {
+                watcher: PersistentWatcher::new(c, p, recursive)?,
+                listeners: Listeners::default(),
+            })
+        })
+    }
+}
+
+/// Sets the watch; returns once the server has it (the listeners added before hear every event
+/// from then on). Once only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after
+/// zkr_watcher_close.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_watcher_start(watcher: *mut zkr_watcher) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { handle_call("zkr_watcher_start", watcher, |w| wait(w.watcher.start())) }
+}
+
+/// Adds a listener; `*listener_id` identifies it for zkr_watcher_remove_listener. It hears the
+/// events that arrive after this returns. `user_data` must stay valid until the listener is
+/// removed or the watcher freed.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_watcher_add_listener(
+    watcher: *mut zkr_watcher,
+    callback: zkr_watcher_callback,
+    user_data: *mut c_void,
+    listener_id: *mut u64,
+) -> zkr_status {
+    let f = "zkr_watcher_add_listener";
+    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
+    unsafe { add_listener(f, watcher, callback, user_data, listener_id) }
+}
+
+/// Removes a listener. When this returns, the callback is not running (unless this is called
+/// from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_watcher_remove_listener(
+    watcher: *mut zkr_watcher,
+    listener_id: u64,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { remove_listener("zkr_watcher_remove_listener", watcher, listener_id) }
+}
+
+/// Removes the watch and the listeners. Closing twice is ZKR_OK; zkr_watcher_start returns
+/// ZKR_CLOSED afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_watcher_close(watcher: *mut zkr_watcher) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe {
+        handle_call("zkr_watcher_close", watcher, |w| {
+            w.close();
+            Ok(())
+        })
+    }
+}
+
+/// Frees a watcher: removes its listeners (waiting for a running one, unless called from
+/// inside it) and the watch. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_watcher_free(watcher: *mut zkr_watcher) {
+    // SAFETY: the C caller's contract for the handle.
+    unsafe { free_handle("zkr_watcher_free", watcher) }
+}
+
+/// The name of a zkr_watcher_event_type ("CREATED", "DATA_CHANGED", ...), static; NULL for an
+/// unknown number.
+#[no_mangle]
+pub extern "C" fn zkr_watcher_event_type_name(event_type: u32) -> *const c_char {
+    static NAMES: std::sync::OnceLock<Vec<CString>> = std::sync::OnceLock::new();
+    crate::boundary::ffi_boundary("zkr_watcher_event_type_name", std::ptr::null(), || {
+        WATCHER_EVENTS
+            .c_name(&NAMES, event_type)
+            .unwrap_or(std::ptr::null())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watcher_constants_are_the_cores_names_in_order() {
+        let h = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../include/zkrecipes.h"
+        ))
+        .expect("include/zkrecipes.h");
+        for (i, n) in WatchEvent::NAMES.iter().enumerate() {
+            let line = format!("ZKR_WATCHER_{n} = {},", i + 1);
+            assert!(
+                h.lines().any(|l| l.trim() == line),
+                "{line} is not in include/zkrecipes.h"
+            );
+        }
+        assert_eq!(
+            zkr_watcher_event_type::of(&WatchEvent::SessionLost),
+            zkr_watcher_event_type::ZKR_WATCHER_SESSION_LOST
+        );
+        assert_eq!(
+            zkr_watcher_event_type::of(&WatchEvent::Reconnected) as u32,
+            WATCHER_EVENTS.to_c("RECONNECTED")
+        );
+        assert!(WATCHER_EVENTS.get(8).is_none());
+    }
+}
