@@ -16,6 +16,7 @@ use crate::bridge::{self, Call};
 use crate::client::{PyClient, PyStat};
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
+use zkrecipes::client::{PersistentWatcher, WatchEvent};
 
 /// A cached node (Curator's ChildData): its path, data (``None`` for a stats-only cache) and
 /// stat. Immutable.
@@ -233,5 +234,66 @@ impl PyCache {
     #[getter]
     fn path(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.c(py)?.path().to_string())
+    }
+}
+
+/// The native persistent watcher (Curator's PersistentWatcher).
+#[pyclass(frozen, module = "zkrecipes._native", name = "PersistentWatcher")]
+pub struct PyPersistentWatcher {
+    inner: Local<Arc<PersistentWatcher>>,
+}
+
+impl PyPersistentWatcher {
+    fn w(&self, py: Python<'_>) -> PyResult<Arc<PersistentWatcher>> {
+        self.inner.get(py, "persistent watcher").cloned()
+    }
+}
+
+#[pymethods]
+impl PyPersistentWatcher {
+    #[new]
+    fn new(py: Python<'_>, client: &PyClient, path: Text, recursive: bool) -> PyResult<Self> {
+        let c = client.core(py)?;
+        let w = PersistentWatcher::new(&c, &path, recursive).py_err(py)?;
+        Ok(PyPersistentWatcher {
+            inner: Local::new(Arc::new(w)),
+        })
+    }
+
+    fn start(&self, py: Python<'_>) -> PyResult<Call> {
+        let w = self.w(py)?;
+        Ok(Call::unit(async move { w.start().await }))
+    }
+
+    fn is_started(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.w(py)?.is_started())
+    }
+
+    /// `callback(type, path)` for each event (`path` None for connection events), on the
+    /// watcher's dispatcher thread, one at a time, in order.
+    fn listen(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
+        Ok(self.w(py)?.listen(move |e: &WatchEvent| {
+            bridge::invoke(&callback, (e.name(), e.path()));
+        }))
+    }
+
+    fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
+        Ok(self.w(py)?.remove_listener(id))
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let w = self.w(py)?;
+        py.detach(move || w.close());
+        Ok(())
+    }
+
+    #[getter]
+    fn path(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.w(py)?.path().to_string())
+    }
+
+    #[getter]
+    fn recursive(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.w(py)?.recursive())
     }
 }

@@ -77,6 +77,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
     m.add_class::<cache::PyChildData>()?;
     m.add_class::<cache::PyCache>()?;
+    m.add_class::<cache::PyPersistentWatcher>()?;
+    m.add(
+        "WATCHER_EVENT_TYPES",
+        zkrecipes::client::WatchEvent::NAMES.to_vec(),
+    )?;
     m.add(
         "CACHE_EVENT_TYPES",
         names(zkrecipes::cache::CacheEventType::ALL, |v| v.name()),

@@ -116,6 +116,7 @@ from .cache import (
     StartMode,
     TreeCache,
 )
+from .watchers import PersistentWatcher, WatcherEvent, WatcherEventType
 from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
 from .barriers import DistributedBarrier, DistributedDoubleBarrier
 from .queues import (
@@ -216,6 +217,9 @@ __all__ = [
     "CacheEventType",
     "ChildData",
     "StartMode",
+    "PersistentWatcher",
+    "WatcherEvent",
+    "WatcherEventType",
     # nodes and membership, transactions
     "PersistentNode",
     "PersistentTtlNode",
