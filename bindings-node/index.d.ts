@@ -814,6 +814,51 @@ export declare class TreeCache extends Cache {
   constructor(client: Client, path: string, options?: { maxDepth?: number });
 }
 
+export type WatcherEventTypeName =
+  | 'CREATED'
+  | 'DELETED'
+  | 'DATA_CHANGED'
+  | 'CHILDREN_CHANGED'
+  | 'DISCONNECTED'
+  | 'RECONNECTED'
+  | 'SESSION_LOST';
+/** What a PersistentWatcher hears (the core's list). */
+export declare const WatcherEventType: Names<WatcherEventTypeName>;
+
+/**
+ * A persistent watcher's event: a node event with the node's path, or a connection event
+ * (DISCONNECTED, RECONNECTED, SESSION_LOST) with `path` null. RECONNECTED means changes made
+ * meanwhile were not reported: read again what matters.
+ */
+export type WatcherEvent =
+  | { type: 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED'; path: string }
+  | { type: 'DISCONNECTED' | 'RECONNECTED' | 'SESSION_LOST'; path: null };
+
+export interface WatcherEvents {
+  event: [event: WatcherEvent];
+}
+
+/**
+ * Curator's PersistentWatcher: a persistent watch on `path` (ZooKeeper 3.6+'s addWatch), kept
+ * after it fires and across reconnects and sessions until `close()`; `recursive` also covers
+ * every node below it. Events: `watcher.on('event', fn)` and `for await (const ev of watcher)`.
+ * ZooKeeper keeps one persistent-watch mode per path per session: a recursive and a plain
+ * watcher (or a cache) on the same path of one client replace each other.
+ */
+export declare class PersistentWatcher extends EventEmitter<WatcherEvents> implements AsyncIterable<WatcherEvent> {
+  constructor(client: Client, path: string, options?: { recursive?: boolean });
+  readonly path: string;
+  readonly recursive: boolean;
+  /** Whether it was started and is not closed. */
+  readonly started: boolean;
+  /** Sets the watch; resolves once the server has it. Once only. */
+  start(): Promise<void>;
+  events(): AsyncIterableIterator<WatcherEvent>;
+  [Symbol.asyncIterator](): AsyncIterator<WatcherEvent>;
+  /** Removes the watch; no event after this; `for await` loops end. Idempotent. */
+  close(): void;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Barriers and queues (Curator's node names and item framing)
 

@@ -19,6 +19,54 @@ const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, 
 const CacheEventType = byName(words.eventTypes);
 /** PathChildrenCache's start modes (Curator's StartMode; the core's list). */
 const StartMode = byName(words.startModes);
+/**
+ * What a PersistentWatcher hears: CREATED, DELETED, DATA_CHANGED, CHILDREN_CHANGED (node
+ * events), DISCONNECTED, RECONNECTED, SESSION_LOST (the core's list).
+ */
+const WatcherEventType = byName(native.watcherEventTypes());
+
+/**
+ * An async iterator over the events pushed to it from now on (`push(ev)`), registered in
+ * `iterators` until it ends (`end()`, or the loop breaks).
+ */
+function eventIterator(iterators) {
+  const queue = [];
+  let wake = null;
+  let done = false;
+  const it = {
+    push(ev) {
+      queue.push(ev);
+      if (wake) {
+        wake();
+        wake = null;
+      }
+    },
+    end() {
+      done = true;
+      if (wake) {
+        wake();
+        wake = null;
+      }
+    },
+    async next() {
+      while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve));
+      if (queue.length > 0) return { value: queue.shift(), done: false };
+      iterators.delete(it);
+      return { value: undefined, done: true };
+    },
+    async return() {
+      done = true;
+      queue.length = 0;
+      iterators.delete(it);
+      return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return it;
+    },
+  };
+  iterators.add(it);
+  return it;
+}
 
 class CacheBase extends EventEmitter {
   #native;
@@ -102,43 +150,7 @@ class CacheBase extends EventEmitter {
 
   /** The events from now on as an async iterator (what `for await` uses). */
   events() {
-    const queue = [];
-    let wake = null;
-    let done = false;
-    const iterators = this.#iterators;
-    const it = {
-      push(ev) {
-        queue.push(ev);
-        if (wake) {
-          wake();
-          wake = null;
-        }
-      },
-      end() {
-        done = true;
-        if (wake) {
-          wake();
-          wake = null;
-        }
-      },
-      async next() {
-        while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve));
-        if (queue.length > 0) return { value: queue.shift(), done: false };
-        iterators.delete(it);
-        return { value: undefined, done: true };
-      },
-      async return() {
-        done = true;
-        queue.length = 0;
-        iterators.delete(it);
-        return { value: undefined, done: true };
-      },
-      [Symbol.asyncIterator]() {
-        return it;
-      },
-    };
-    iterators.add(it);
-    return it;
+    return eventIterator(this.#iterators);
   }
 
   /** Stops the cache: no event after this; `for await` loops end; the snapshot stays readable. */
@@ -203,4 +215,74 @@ class TreeCache extends CacheBase {
   }
 }
 
-module.exports = { CuratorCache, NodeCache, PathChildrenCache, TreeCache, CacheEventType, StartMode };
+/**
+ * Curator's PersistentWatcher: a persistent watch on `path` (ZooKeeper 3.6+'s addWatch), kept
+ * after it fires and across reconnects and sessions until `close()`; `{ recursive: true }` also
+ * covers every node below it. Events `{ type, path }` (`path` null for DISCONNECTED, RECONNECTED
+ * and SESSION_LOST): `watcher.on('event', fn)` and `for await (const ev of watcher)`, in the
+ * order the server sent them. RECONNECTED means changes made meanwhile were not reported: read
+ * again what matters (or use a cache). ZooKeeper keeps one persistent-watch mode per path per
+ * session: a recursive and a plain watcher (or a cache) on the same path of one client replace
+ * each other.
+ */
+class PersistentWatcher extends EventEmitter {
+  #native;
+  #iterators = new Set();
+  #closed = false;
+
+  // `path`, `recursive`, `started`.
+  static {
+    nativeGetters(this, (w) => w.#native, ['path', 'recursive', 'started']);
+  }
+
+  constructor(client, path, options) {
+    super();
+    const nc = Client._native(client);
+    args.path('path', path);
+    const o = args.options('options', options, ['recursive']);
+    const recursive = args.bool('recursive', o.recursive, false);
+    const forward = forwardTo(this);
+    const ref = new WeakRef(this);
+    const emit = (name, payload, extra) => {
+      const self = ref.deref();
+      if (!self || self.#closed) return; // queued before close(): dropped
+      for (const it of self.#iterators) it.push(payload);
+      forward(name, payload, extra);
+    };
+    this.#native = new native.NativePersistentWatcher(nc, path, recursive, emit);
+  }
+
+  /** Sets the watch; resolves once the server has it. Once only. */
+  start() {
+    return args.rejecting(() => this.#native.start());
+  }
+
+  /** `for await (const ev of watcher)`: the events from now on; ends when closed. */
+  [Symbol.asyncIterator]() {
+    return this.events();
+  }
+
+  /** The events from now on as an async iterator (what `for await` uses). */
+  events() {
+    return eventIterator(this.#iterators);
+  }
+
+  /** Removes the watch: no event after this; `for await` loops end. Idempotent. */
+  close() {
+    this.#closed = true;
+    this.#native.close();
+    for (const it of this.#iterators) it.end();
+    this.#iterators.clear();
+  }
+}
+
+module.exports = {
+  CuratorCache,
+  NodeCache,
+  PathChildrenCache,
+  TreeCache,
+  CacheEventType,
+  StartMode,
+  PersistentWatcher,
+  WatcherEventType,
+};

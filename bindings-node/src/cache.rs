@@ -18,6 +18,7 @@ use crate::client::NativeClient;
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
+use zkrecipes::client::{PersistentWatcher, WatchEvent};
 
 /// The core's cache words: event types and PathChildrenCache start modes.
 #[napi(object)]
@@ -230,5 +231,83 @@ impl NativeCache {
     #[napi(getter)]
     pub fn path(&self, env: Env) -> napi::Result<String> {
         sync(&env, || Ok(self.inner.path().to_string()))
+    }
+}
+
+/// The core's persistent watcher event names.
+#[napi]
+pub fn watcher_event_types(env: Env) -> napi::Result<Vec<String>> {
+    sync(&env, || {
+        Ok(WatchEvent::NAMES.iter().map(|n| n.to_string()).collect())
+    })
+}
+
+/// The native persistent watcher (Curator's PersistentWatcher); its events go to
+/// `emit('event', { type, path })` (`path` null for connection events).
+#[napi]
+pub struct NativePersistentWatcher {
+    inner: Arc<PersistentWatcher>,
+}
+
+#[napi]
+impl NativePersistentWatcher {
+    #[napi(constructor)]
+    pub fn new(
+        env: Env,
+        client: &NativeClient,
+        path: String,
+        recursive: bool,
+        emit: EmitFn<'_>,
+    ) -> napi::Result<Self> {
+        sync(&env, || {
+            let w = PersistentWatcher::new(&client.inner, &path, recursive)?;
+            let emitter = Emitter::new(emit)?;
+            w.listen(move |e: &WatchEvent| {
+                emitter.emit(Event::new(
+                    "event",
+                    Out::Object(vec![
+                        ("type", Out::Str(e.name().to_string())),
+                        (
+                            "path",
+                            e.path().map_or(Out::Null, |p| Out::Str(p.to_string())),
+                        ),
+                    ]),
+                ))
+            });
+            Ok(NativePersistentWatcher { inner: Arc::new(w) })
+        })
+    }
+
+    /// Sets the watch.
+    #[napi]
+    pub fn start<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        promise_on(env, &self.inner, |w| async move { w.start().await })
+    }
+
+    /// Removes the watch.
+    #[napi]
+    pub fn close(&self, env: Env) -> napi::Result<()> {
+        sync(&env, || {
+            self.inner.close();
+            Ok(())
+        })
+    }
+
+    /// The watched path.
+    #[napi(getter)]
+    pub fn path(&self, env: Env) -> napi::Result<String> {
+        sync(&env, || Ok(self.inner.path().to_string()))
+    }
+
+    /// Whether the nodes below the path are watched too.
+    #[napi(getter)]
+    pub fn recursive(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.recursive()))
+    }
+
+    /// Whether it was started and is not closed.
+    #[napi(getter)]
+    pub fn started(&self, env: Env) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_started()))
     }
 }

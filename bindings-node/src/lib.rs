@@ -39,7 +39,7 @@ mod vocabulary;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in
 // every build, `cargo test` included).
-pub use cache::{cache_vocabulary, NativeCache};
+pub use cache::{cache_vocabulary, watcher_event_types, NativeCache, NativePersistentWatcher};
 pub use client::{check_retry_policy, NativeClient};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
