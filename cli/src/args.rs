@@ -246,11 +246,12 @@ Examples:
 
 const WATCH_AFTER_HELP: &str = "\
 Prints one JSON object per line: {\"time\", \"type\", \"path\"} with type created, deleted,
-data_changed, children_changed or session_ended. Runs until interrupted.
+data_changed, children_changed, or the connection events disconnected, reconnected and
+session_lost. Runs until interrupted.
 
-Built on one-shot watches re-armed after each event (persistent watches are not exposed by
-the core yet): changes that happen while a watch is being re-armed can be folded into one
-event.
+One persistent watch (recursive with --recursive): no change is folded or missed while
+connected. With --recursive, children_changed of the parent follows each created or deleted
+below PATH. After reconnected, changes made while disconnected were not reported.
 
 Examples:
   zkr watch /config
