@@ -209,6 +209,23 @@ fn main() {
             .expect("cache load"));
         cache = Some(c);
     }
+    // watch: a recursive PersistentWatcher on the path, set before the barrier.
+    let heard = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    let mut watcher = None;
+    if role == "watch" {
+        let w = zkrecipes::client::PersistentWatcher::new(&client, &path, true).expect("watcher");
+        let h = heard.clone();
+        let root = path.clone();
+        w.listen(move |e| {
+            if let Some(p) = e.path().filter(|p| *p != root) {
+                h.lock()
+                    .unwrap()
+                    .push((e.name().to_string(), p.to_string()));
+            }
+        });
+        w.start_blocking().expect("watcher start");
+        watcher = Some(w);
+    }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
@@ -386,6 +403,31 @@ fn main() {
             writeln!(log, "events rust {id} {events} {}", c.size()).unwrap();
             writeln!(log, "done rust {id} {}", children.len()).unwrap();
             c.close();
+        }
+        "watch" => {
+            // Create our share and set each node's data once, then wait until the watcher has
+            // heard every runtime's creates and sets.
+            let w = watcher.take().expect("watcher");
+            for i in 0..iterations {
+                let p = format!("{path}/{id}-{i}");
+                client
+                    .create_blocking(&p, b"", zkrecipes::CreateOptions::default().parents())
+                    .expect("create");
+                client
+                    .set_data_blocking(&p, id.as_bytes(), None)
+                    .expect("set");
+            }
+            let want = 2 * expect * iterations as usize;
+            let t = std::time::Instant::now();
+            while heard.lock().unwrap().len() < want && t.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            w.close();
+            let heard = heard.lock().unwrap().clone();
+            for (kind, p) in &heard {
+                writeln!(log, "heard rust {id} {kind} {p}").unwrap();
+            }
+            writeln!(log, "done rust {id} {}", heard.len()).unwrap();
         }
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");

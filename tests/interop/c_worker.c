@@ -219,6 +219,29 @@ static long long cache_events(void) {
     return n;
 }
 
+/* The watch role's events (node events below the root), kept until the end. */
+#define MAX_HEARD 20000
+static char *heard_lines[MAX_HEARD];
+static size_t heard_n;
+static const char *watch_root;
+
+static void record_watch_event(zkr_watcher_event_type t, const char *p, void *user_data) {
+    (void)user_data;
+    if (p == NULL || !strcmp(p, watch_root)) return;
+    char line[4200];
+    snprintf(line, sizeof line, "%s %s", zkr_watcher_event_type_name((uint32_t)t), p);
+    pthread_mutex_lock(&cache_mu);
+    if (heard_n < MAX_HEARD) heard_lines[heard_n++] = strdup(line);
+    pthread_mutex_unlock(&cache_mu);
+}
+
+static size_t heard_count(void) {
+    pthread_mutex_lock(&cache_mu);
+    size_t n = heard_n;
+    pthread_mutex_unlock(&cache_mu);
+    return n;
+}
+
 int main(int argc, char **argv) {
     const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL,
                *peers = NULL;
@@ -292,6 +315,14 @@ int main(int argc, char **argv) {
         check(zkr_cache_start(cache), "zkr_cache_start");
         check(zkr_cache_await_initialized(cache, 60000, &loaded), "zkr_cache_await_initialized");
         if (!loaded) { fprintf(stderr, "c_worker: cache not loaded\n"); return 2; }
+    }
+    zkr_watcher *watcher = NULL;
+    if (!strcmp(role, "watch")) { /* a recursive PersistentWatcher, set before the barrier */
+        uint64_t lid;
+        watch_root = path;
+        check(zkr_persistent_watcher_new(client, path, true, &watcher), "zkr_persistent_watcher_new");
+        check(zkr_watcher_add_listener(watcher, record_watch_event, NULL, &lid), "zkr_watcher_add_listener");
+        check(zkr_watcher_start(watcher), "zkr_watcher_start");
     }
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
@@ -529,6 +560,25 @@ int main(int argc, char **argv) {
         fprintf(log, "events c %s %lld %zu\n", id, cache_events(), size);
         fprintf(log, "done c %s %ld\n", id, children);
         zkr_cache_free(cache);
+    } else if (!strcmp(role, "watch")) { /* create + set our share, wait to hear everyone's */
+        char node[4096];
+        for (long i = 0; i < iterations; i++) {
+            snprintf(node, sizeof node, "%s/%s-%ld", path, id, i);
+            check(zkr_client_create(client, node, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL),
+                  "zkr_client_create");
+            check(zkr_client_set_data(client, node, (const uint8_t *)id, strlen(id), -1, NULL),
+                  "zkr_client_set_data");
+        }
+        size_t want = (size_t)(2 * expect * iterations);
+        long long t = mono_ns();
+        while (heard_count() < want && mono_ns() - t < 60000000000LL) sleep_ms(5);
+        check(zkr_watcher_close(watcher), "zkr_watcher_close");
+        zkr_watcher_free(watcher);
+        for (size_t i = 0; i < heard_n; i++) {
+            fprintf(log, "heard c %s %s\n", id, heard_lines[i]);
+            free(heard_lines[i]);
+        }
+        fprintf(log, "done c %s %zu\n", id, heard_n);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

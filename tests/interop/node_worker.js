@@ -12,7 +12,7 @@ const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
-  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache,
+  DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -156,6 +156,15 @@ async function main() {
       await cache.start();
       if (!(await cache.awaitInitialized(60000))) throw new Error('cache not loaded');
     }
+    let watcher = null;
+    const heard = [];
+    if (a.role === 'watch') { // a recursive PersistentWatcher, set before the barrier
+      watcher = new PersistentWatcher(client, a.path, { recursive: true });
+      watcher.on('event', (e) => {
+        if (e.path !== null && e.path !== a.path) heard.push(`${e.type} ${e.path}`);
+      });
+      await watcher.start();
+    }
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
       while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
@@ -298,6 +307,18 @@ async function main() {
       log(`events node ${a.id} ${net} ${cache.size}`);
       log(`done node ${a.id} ${children.length}`);
       cache.close();
+    } else if (a.role === 'watch') { // create + set our share, wait to hear everyone's
+      for (let i = 0; i < a.iterations; i++) {
+        const p = `${a.path}/${a.id}-${i}`;
+        await client.create(p, '', { createParents: true });
+        await client.setData(p, a.id);
+      }
+      const want = 2 * a.expect * a.iterations;
+      const t = Date.now();
+      while (heard.length < want && Date.now() - t < 60000) await sleep(5);
+      watcher.close();
+      for (const h of heard) log(`heard node ${a.id} ${h}`);
+      log(`done node ${a.id} ${heard.length}`);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

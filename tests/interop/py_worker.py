@@ -154,6 +154,17 @@ def main() -> None:
             cache.listen(count)
             cache.start()
             assert cache.await_initialized(60), "cache not loaded"
+        watcher = None
+        heard: list = []
+        if a.role == "watch":  # a recursive PersistentWatcher, set before the barrier
+
+            def hear(event: "zkrecipes.WatcherEvent") -> None:
+                if event.path is not None and event.path != a.path:
+                    heard.append(f"{event.type.value} {event.path}")
+
+            watcher = zkrecipes.PersistentWatcher(client, a.path, recursive=True)
+            watcher.listen(hear)
+            watcher.start()
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
@@ -294,6 +305,20 @@ def main() -> None:
             log.write(f"events python {a.id} {net[0]} {len(cache)}\n")
             log.write(f"done python {a.id} {len(children)}\n")
             cache.close()
+        elif a.role == "watch":  # create + set our share, then wait to hear everyone's
+            assert watcher is not None
+            for i in range(a.iterations):
+                p = f"{a.path}/{a.id}-{i}"
+                client.create(p, b"", create_parents=True)
+                client.set_data(p, a.id.encode())
+            want = 2 * a.expect * a.iterations
+            t = time.monotonic()
+            while len(heard) < want and time.monotonic() - t < 60:
+                time.sleep(0.005)
+            watcher.close()
+            for h in list(heard):
+                log.write(f"heard python {a.id} {h}\n")
+            log.write(f"done python {a.id} {len(heard)}\n")
         else:
             raise SystemExit(f"unknown role {a.role}")
 

@@ -57,6 +57,8 @@ import org.apache.curator.framework.state.ConnectionState;
  * until then), logs "acquired java ID TOKEN", holds until the --go file exists, releases.
  * cache: Curator's CuratorCache; creates N nodes PATH/ID-i, waits until every runtime's are cached,
  * logs "node java ID PATH DATA" per cached child and "events java ID CREATED-DELETED SIZE".
+ * watch: Curator's PersistentWatcher (recursive); creates N nodes PATH/ID-i and sets each once,
+ * waits until it heard every runtime's creates and sets, logs "heard java ID TYPE PATH" per event.
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  */
 public final class Worker {
@@ -197,6 +199,27 @@ public final class Worker {
                         .build());
                 cache.start();
                 if (!loaded.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("cache not loaded");
+            }
+            org.apache.curator.framework.recipes.watch.PersistentWatcher watcher = null;
+            final java.util.List<String> heard = java.util.Collections.synchronizedList(new ArrayList<>());
+            if (role.equals("watch")) { // Curator's PersistentWatcher (recursive), set before the barrier
+                watcher = new org.apache.curator.framework.recipes.watch.PersistentWatcher(client, path, true);
+                watcher.getListenable().addListener(event -> {
+                    String p = event.getPath();
+                    if (p == null || p.equals(path)) return;
+                    switch (event.getType()) {
+                        case NodeCreated: heard.add("CREATED " + p); break;
+                        case NodeDeleted: heard.add("DELETED " + p); break;
+                        case NodeDataChanged: heard.add("DATA_CHANGED " + p); break;
+                        case NodeChildrenChanged: heard.add("CHILDREN_CHANGED " + p); break;
+                        default: break;
+                    }
+                });
+                // start() sends addWatch in the background; the reset listeners run once it is set.
+                final java.util.concurrent.CountDownLatch set = new java.util.concurrent.CountDownLatch(1);
+                watcher.getResetListenable().addListener(set::countDown);
+                watcher.start();
+                if (!set.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("persistent watch not set");
             }
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
@@ -437,6 +460,22 @@ public final class Worker {
                     log.println("events java " + id + " " + net.get() + " " + cache.size());
                     log.println("done java " + id + " " + kids.size());
                     cache.close();
+                    break;
+                }
+                case "watch": { // create + set our share, then wait to hear everyone's
+                    for (int i = 0; i < n; i++) {
+                        String p = path + "/" + id + "-" + i;
+                        client.create().creatingParentContainersIfNeeded().forPath(p, new byte[0]);
+                        client.setData().forPath(p, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    }
+                    long want = 2L * expect * n;
+                    long t = System.nanoTime();
+                    while (heard.size() < want && System.nanoTime() - t < 60_000_000_000L) Thread.sleep(5);
+                    watcher.close();
+                    java.util.List<String> got;
+                    synchronized (heard) { got = new ArrayList<>(heard); }
+                    for (String h : got) log.println("heard java " + id + " " + h);
+                    log.println("done java " + id + " " + got.size());
                     break;
                 }
                 default:
