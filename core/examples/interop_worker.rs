@@ -4,7 +4,7 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache (workloads), or
+//! doublebarrier, group, gzip, cache, watch (workloads), or
 //! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -21,6 +21,8 @@
 //!   worker has entered its own (a file per worker in `--peers DIR`), so that sharing is shown;
 //! * cache: a CuratorCache on P; creates N nodes `P/ID-i`, waits until every runtime's are
 //!   cached, then `node rust ID PATH DATA` per cached child and `events rust ID NET SIZE`
+//! * watch: a recursive PersistentWatcher on P; creates N nodes `P/ID-i` and sets each once,
+//!   waits until it heard every runtime's creates and sets, then `heard rust ID TYPE PATH` each
 //!   (Σcreated − Σdeleted and the cache's size);
 //! * all:     `done rust ID COUNT` at the end.
 //!

@@ -2,7 +2,7 @@
  * zkrecipes (pkg-config):
  *   c_worker --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
  *            [--expect K] [--peers DIR] [--max-leases M]
- * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, cache.
+ * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT". */

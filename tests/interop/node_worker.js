@@ -3,7 +3,7 @@
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 // ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-// doublebarrier, group, gzip, cache.
+// doublebarrier, group, gzip, cache, watch.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".

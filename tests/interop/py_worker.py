@@ -4,7 +4,7 @@
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier, group, gzip, cache.
+doublebarrier, group, gzip, cache, watch.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
