@@ -21,9 +21,9 @@
 //!   worker has entered its own (a file per worker in `--peers DIR`), so that sharing is shown;
 //! * cache: a CuratorCache on P; creates N nodes `P/ID-i`, waits until every runtime's are
 //!   cached, then `node rust ID PATH DATA` per cached child and `events rust ID NET SIZE`
-//! * watch: a recursive PersistentWatcher on P; creates N nodes `P/ID-i` and sets each once,
-//!   waits until it heard every runtime's creates and sets, then `heard rust ID TYPE PATH` each
 //!   (Σcreated − Σdeleted and the cache's size);
+//! * watch: a recursive PersistentWatcher on P; creates N nodes `P/ID-i` and sets each once,
+//!   waits until it heard every runtime's creates and sets, then `heard rust ID TYPE PATH` each;
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
