@@ -842,8 +842,9 @@ export interface WatcherEvents {
  * Curator's PersistentWatcher: a persistent watch on `path` (ZooKeeper 3.6+'s addWatch), kept
  * after it fires and across reconnects and sessions until `close()`; `recursive` also covers
  * every node below it. Events: `watcher.on('event', fn)` and `for await (const ev of watcher)`.
- * ZooKeeper keeps one persistent-watch mode per path per session: a recursive and a plain
- * watcher (or a cache) on the same path of one client replace each other.
+ * ZooKeeper keeps one persistent-watch mode per path per session: while a recursive
+ * watcher (or a cache) lives on a path, `start()` of a plain one there in the same client
+ * rejects with ZKR_CONFLICT, and the other way round.
  */
 export declare class PersistentWatcher extends EventEmitter<WatcherEvents> implements AsyncIterable<WatcherEvent> {
   constructor(client: Client, path: string, options?: { recursive?: boolean });

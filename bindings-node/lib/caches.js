@@ -222,8 +222,8 @@ class TreeCache extends CacheBase {
  * and SESSION_LOST): `watcher.on('event', fn)` and `for await (const ev of watcher)`, in the
  * order the server sent them. RECONNECTED means changes made meanwhile were not reported: read
  * again what matters (or use a cache). ZooKeeper keeps one persistent-watch mode per path per
- * session: a recursive and a plain watcher (or a cache) on the same path of one client replace
- * each other.
+ * session: while a recursive watcher (or a cache) lives on a path, `start()` of a plain one there
+ * in the same client rejects with ZKR_CONFLICT, and the other way round.
  */
 class PersistentWatcher extends EventEmitter {
   #native;

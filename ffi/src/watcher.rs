@@ -81,8 +81,9 @@ type WatcherFn = <zkr_watcher_callback as CallbackType>::Fn;
 
 /// A persistent watch on a path, optionally recursive (every node below it too): Curator's
 /// PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
-/// one persistent-watch mode per path per session: a recursive and a non-recursive watcher (or a
-/// cache, which sets a recursive one) on the same path of one client replace each other.
+/// one persistent-watch mode per path per session: while a recursive watcher (or a cache, which
+/// sets a recursive watch on its root) lives on a path, zkr_watcher_start of a plain one there in
+/// the same client is ZKR_CONFLICT, and the other way round.
 /// Thread-safe.
 pub struct zkr_watcher {
     watcher: PersistentWatcher,

@@ -315,6 +315,11 @@ static void test_persistent_watchers(void) {
     CHECK_OK(zkr_watcher_add_listener(w, on_watch, &h, &id));
     CHECK_OK(zkr_watcher_start(w));
     CHECK_STATUS(zkr_watcher_start(w), ZKR_INVALID_ARGUMENT, "zkr_watcher_start");
+    /* The other mode on the same path of the same client: refused (one mode per path). */
+    zkr_watcher *other_mode = NULL;
+    CHECK_OK(zkr_persistent_watcher_new(c, root, false, &other_mode));
+    CHECK_STATUS(zkr_watcher_start(other_mode), ZKR_CONFLICT, "zkr_watcher_start");
+    zkr_watcher_free(other_mode);
     CHECK_OK(put(c, root, "", "r"));
     CHECK_OK(put(c, root, "/a", "a"));
     CHECK_OK(put(c, root, "/a/b", "b"));

@@ -10,8 +10,9 @@ not the data: read what you need (or use a cache, which does and also resyncs)::
 
 ``RECONNECTED`` after ``DISCONNECTED`` or ``SESSION_LOST`` means changes made meanwhile were
 not reported (ZooKeeper does not replay them): read again what matters. ZooKeeper keeps one
-persistent-watch mode per path per session: a recursive and a plain watcher (or a cache, which
-sets a recursive one) on the same path of one client replace each other.
+persistent-watch mode per path per session: while a recursive watcher (or a cache, which sets a
+recursive watch on its root) lives on a path, starting a plain one there in the same client
+raises ``ConflictError``, and the other way round.
 
 Listeners run on a library thread (never the event loop's), one at a time per watcher, in the
 order the server sent the events. ``async for event in watcher`` delivers them to a coroutine.

@@ -124,6 +124,9 @@ struct Inner {
     is_closed: AtomicBool,
     counters: Counters,
     guaranteed_deletes: AtomicU64,
+    /// Live persistent watches by path: their mode and how many (ZooKeeper keeps one mode per
+    /// path per session, so a second mode on a path is refused).
+    persistent_modes: Mutex<std::collections::HashMap<String, (AddWatchMode, usize)>>,
 }
 
 /// A ZooKeeper client (Curator's CuratorFramework). Cheap to clone; all clones share one
@@ -175,6 +178,7 @@ impl Client {
             is_closed: AtomicBool::new(false),
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
+            persistent_modes: Mutex::new(Default::default()),
         });
         runtime::spawn(connection::manage_connection(
             Arc::downgrade(&inner),

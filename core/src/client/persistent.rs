@@ -55,14 +55,28 @@ impl Client {
     /// Sets a persistent watch on `path` — [`AddWatchMode::PersistentRecursive`] also covers
     /// every node below it — and returns once the server has it. Unlike a one-shot watch it
     /// stays until dropped, and is set again by itself after a session loss.
+    ///
+    /// ZooKeeper keeps one persistent-watch mode per path per session (a second `addWatch` with
+    /// the other mode replaces the first, which then goes deaf below its path), so while a
+    /// watch of one mode is alive on a path in this client — a cache sets a recursive one on its
+    /// root — asking for the other mode there is refused with `Conflict`. The same mode again
+    /// is fine.
     pub async fn add_watch(&self, path: &str, mode: AddWatchMode) -> Result<PersistentWatch> {
         if self.is_closed() {
             return Err(Error::closed());
         }
         path::validate_path(path)?;
-        let watcher = self
+        self.reserve_watch_mode(path, mode)?;
+        let watcher = match self
             .retry(|s| async move { s.add_watch(path, mode).await })
-            .await?;
+            .await
+        {
+            Ok(w) => w,
+            Err(e) => {
+                self.release_watch_mode(path);
+                return Err(e);
+            }
+        };
         Ok(PersistentWatch {
             client: self.downgrade(),
             path: path.to_string(),
@@ -70,6 +84,63 @@ impl Client {
             prefix_len: self.namespace().len(),
             inner: Some(watcher),
         })
+    }
+}
+
+impl Client {
+    /// Counts a persistent watch of `mode` on `path`, or refuses the other mode there.
+    fn reserve_watch_mode(&self, path: &str, mode: AddWatchMode) -> Result<()> {
+        let mut modes = self
+            .inner
+            .persistent_modes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match modes.get_mut(path) {
+            Some((m, n)) if *m == mode => *n += 1,
+            Some((m, _)) => {
+                let name = |m: AddWatchMode| match m {
+                    AddWatchMode::Persistent => "persistent",
+                    AddWatchMode::PersistentRecursive => "persistent recursive",
+                };
+                return Err(Error::Conflict(
+                    format!(
+                        "add a {} watch on {path}: this client already has a {} watch there (a \
+                         watcher, or a cache on that root); ZooKeeper keeps one mode per path per \
+                         session, so one of them would stop hearing events. Use the same mode, \
+                         another path, or another client",
+                        name(mode),
+                        name(*m)
+                    )
+                    .into(),
+                ));
+            }
+            None => {
+                modes.insert(path.to_string(), (mode, 1));
+            }
+        }
+        Ok(())
+    }
+
+    fn release_watch_mode(&self, path: &str) {
+        let mut modes = self
+            .inner
+            .persistent_modes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, n)) = modes.get_mut(path) {
+            *n -= 1;
+            if *n == 0 {
+                modes.remove(path);
+            }
+        }
+    }
+}
+
+impl Drop for PersistentWatch {
+    fn drop(&mut self) {
+        if let Some(c) = self.client.upgrade() {
+            c.release_watch_mode(&self.path);
+        }
     }
 }
 
@@ -199,9 +270,9 @@ enum Phase {
 /// [`Cache`](crate::cache::Cache), which does that for you). [`close`](Self::close) (or
 /// dropping it) removes the watch.
 ///
-/// ZooKeeper keeps one persistent-watch mode per path per session: a recursive and a
-/// non-recursive watcher (or a cache, which sets a recursive one) on the same path in one
-/// client interfere — the mode set last replaces the other. Use one mode per path per client.
+/// ZooKeeper keeps one persistent-watch mode per path per session, so while a recursive watcher
+/// (or a cache, which sets a recursive watch on its root) lives on a path, starting a plain
+/// one there in the same client is refused with `Conflict`, and the other way round.
 pub struct PersistentWatcher {
     client: Client,
     path: String,
