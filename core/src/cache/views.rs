@@ -9,17 +9,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::engine::{child_data, Cmd, Engine, Map, Shared};
 use super::{CacheEvent, CacheEventType, CacheOptions, ChildData, StartMode};
-use crate::client::AddWatchMode;
+use crate::client::{AddWatchMode, WatchLifecycle, WatchPhase as Phase};
 use crate::dispatch::ListenerId;
 use crate::{path, runtime, Client, Error, Result};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Latent,
-    Starting,
-    Started,
-    Closed,
-}
 
 /// A cache of a subtree (Curator's `CuratorCache`; see [`crate::cache`] for what it does and
 /// promises). Build it with [`CuratorCache::new`], [`NodeCache::new`],
@@ -31,7 +23,7 @@ pub struct Cache {
     sh: Arc<Shared>,
     kind: &'static str,
     wait_on_start: bool,
-    phase: Mutex<Phase>,
+    life: WatchLifecycle,
     cmds: Mutex<Option<mpsc::UnboundedSender<Cmd>>>,
 }
 
@@ -40,7 +32,7 @@ impl std::fmt::Debug for Cache {
         f.debug_struct(self.kind)
             .field("path", &self.sh.root)
             .field("options", &self.sh.opts)
-            .field("phase", &*self.lock())
+            .field("phase", &self.life.phase())
             .finish()
     }
 }
@@ -72,13 +64,9 @@ impl Cache {
             sh: Arc::new(Shared::new(path, opts)),
             kind,
             wait_on_start,
-            phase: Mutex::new(Phase::Latent),
+            life: WatchLifecycle::new(kind, path),
             cmds: Mutex::new(None),
         })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The cached root's path.
@@ -96,45 +84,19 @@ impl Cache {
     /// initial load go to the listeners added before this. `InvalidArgument` if started
     /// before, `Closed` once closed.
     pub async fn start(&self) -> Result<()> {
-        {
-            let mut phase = self.lock();
-            match *phase {
-                Phase::Latent => *phase = Phase::Starting,
-                Phase::Closed => return Err(self.closed_error("start")),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "{} {} was already started",
-                        self.kind, self.sh.root
-                    )))
-                }
-            }
-        }
         let mode = if self.sh.opts.max_depth == Some(0) {
             AddWatchMode::Persistent
         } else {
             AddWatchMode::PersistentRecursive
         };
-        let watch = match self.client.add_watch(&self.sh.root, mode).await {
-            Ok(w) => w,
-            Err(e) => {
-                let mut phase = self.lock();
-                if *phase == Phase::Starting {
-                    *phase = Phase::Latent;
-                }
-                return Err(e);
-            }
-        };
-        {
-            let mut phase = self.lock();
-            if *phase != Phase::Starting {
-                return Err(self.closed_error("start"));
-            }
-            *phase = Phase::Started;
-            let (tx, rx) = mpsc::unbounded_channel();
-            *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
-            let engine = Engine::new(self.sh.clone(), self.client.downgrade());
-            runtime::spawn(engine.run(watch, rx));
-        }
+        self.life
+            .start(&self.client, mode, |watch| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+                let engine = Engine::new(self.sh.clone(), self.client.downgrade());
+                runtime::spawn(engine.run(watch, rx));
+            })
+            .await?;
         tracing::debug!(path = %self.sh.root, kind = self.kind, "cache started");
         if self.wait_on_start {
             self.await_initialized(None).await?;
@@ -150,8 +112,7 @@ impl Cache {
     /// Stops the cache: the engine ends, listeners hear nothing more (events already queued
     /// are still delivered), waiters return. The snapshot stays readable. Idempotent.
     pub fn close(&self) {
-        let was = std::mem::replace(&mut *self.lock(), Phase::Closed);
-        if was != Phase::Closed {
+        if self.life.close() {
             self.cmds.lock().unwrap_or_else(|e| e.into_inner()).take();
             self.sh.dispatcher.clear();
             self.sh.progress.send_modify(|p| p.ended = true);
@@ -159,11 +120,11 @@ impl Cache {
     }
 
     fn closed_error(&self, op: &str) -> Error {
-        Error::Closed(format!("{op} on {} {}: it is closed", self.kind, self.sh.root).into())
+        self.life.closed_error(op)
     }
 
     fn started(&self, op: &str) -> Result<()> {
-        match *self.lock() {
+        match self.life.phase() {
             Phase::Started => Ok(()),
             Phase::Closed => Err(self.closed_error(op)),
             _ => Err(Error::invalid(format!(

@@ -251,12 +251,91 @@ impl WatchEvent {
     ];
 }
 
+/// Where a [`WatchLifecycle`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
+pub(crate) enum Phase {
     Latent,
     Starting,
     Started,
     Closed,
+}
+
+/// Start once, close once, around one persistent watch: what a cache and a
+/// [`PersistentWatcher`] share.
+#[derive(Debug)]
+pub(crate) struct WatchLifecycle {
+    phase: Mutex<Phase>,
+    kind: &'static str,
+    path: String,
+}
+
+impl WatchLifecycle {
+    pub(crate) fn new(kind: &'static str, path: &str) -> WatchLifecycle {
+        WatchLifecycle {
+            phase: Mutex::new(Phase::Latent),
+            kind,
+            path: path.to_string(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn phase(&self) -> Phase {
+        *self.lock()
+    }
+
+    /// `Closed`, naming the operation, the kind and the path.
+    pub(crate) fn closed_error(&self, op: &str) -> Error {
+        Error::Closed(format!("{op} on {} {}: it is closed", self.kind, self.path).into())
+    }
+
+    /// Sets the watch (`InvalidArgument` if started before, `Closed` once closed), then runs
+    /// `started` with it, under the phase's lock unless closed meanwhile (`Closed` then).
+    pub(crate) async fn start<T>(
+        &self,
+        client: &Client,
+        mode: AddWatchMode,
+        started: impl FnOnce(PersistentWatch) -> T,
+    ) -> Result<T> {
+        {
+            let mut phase = self.lock();
+            match *phase {
+                Phase::Latent => *phase = Phase::Starting,
+                Phase::Closed => return Err(self.closed_error("start")),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "{} {} was already started",
+                        self.kind, self.path
+                    )))
+                }
+            }
+        }
+        let watch = match client.add_watch(&self.path, mode).await {
+            Ok(w) => w,
+            Err(e) => {
+                let mut phase = self.lock();
+                if *phase == Phase::Starting {
+                    *phase = Phase::Latent;
+                }
+                return Err(e);
+            }
+        };
+        let mut phase = self.lock();
+        if *phase != Phase::Starting {
+            return Err(self.closed_error("start"));
+        }
+        *phase = Phase::Started;
+        let out = started(watch);
+        tracing::debug!(path = %self.path, kind = self.kind, ?mode, "persistent watch started");
+        Ok(out)
+    }
+
+    /// Marks it closed; whether it was not closed before.
+    pub(crate) fn close(&self) -> bool {
+        std::mem::replace(&mut *self.lock(), Phase::Closed) != Phase::Closed
+    }
 }
 
 /// Curator's `PersistentWatcher`: a persistent (optionally recursive) watch with listeners,
@@ -278,7 +357,7 @@ pub struct PersistentWatcher {
     path: String,
     mode: AddWatchMode,
     dispatcher: Arc<Dispatcher<WatchEvent>>,
-    phase: Mutex<Phase>,
+    life: WatchLifecycle,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     ended: Arc<tokio::sync::watch::Sender<bool>>,
 }
@@ -288,7 +367,7 @@ impl std::fmt::Debug for PersistentWatcher {
         f.debug_struct("PersistentWatcher")
             .field("path", &self.path)
             .field("mode", &self.mode)
-            .field("phase", &*self.lock())
+            .field("phase", &self.life.phase())
             .finish()
     }
 }
@@ -314,14 +393,10 @@ impl PersistentWatcher {
                 AddWatchMode::Persistent
             },
             dispatcher: Arc::new(Dispatcher::new()),
-            phase: Mutex::new(Phase::Latent),
+            life: WatchLifecycle::new("PersistentWatcher", path),
             stop: Mutex::new(None),
             ended: Arc::new(tokio::sync::watch::channel(false).0),
         })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The watched path.
@@ -337,55 +412,29 @@ impl PersistentWatcher {
     /// Sets the watch; returns once the server has it (events from then on reach the
     /// listeners). `InvalidArgument` if started before, `Closed` once closed.
     pub async fn start(&self) -> Result<()> {
-        {
-            let mut phase = self.lock();
-            match *phase {
-                Phase::Latent => *phase = Phase::Starting,
-                Phase::Closed => return Err(self.closed_error("start")),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "PersistentWatcher {} was already started",
-                        self.path
-                    )))
-                }
-            }
-        }
-        let mut watch = match self.client.add_watch(&self.path, self.mode).await {
-            Ok(w) => w,
-            Err(e) => {
-                let mut phase = self.lock();
-                if *phase == Phase::Starting {
-                    *phase = Phase::Latent;
-                }
-                return Err(e);
-            }
-        };
-        let mut phase = self.lock();
-        if *phase != Phase::Starting {
-            return Err(self.closed_error("start"));
-        }
-        *phase = Phase::Started;
-        let (stop_tx, mut stop_rx) = oneshot::channel();
-        *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop_tx);
         let dispatcher = Arc::downgrade(&self.dispatcher);
         let ended = self.ended.clone();
-        runtime::spawn(async move {
-            loop {
-                let event = tokio::select! {
-                    e = watch.next() => e,
-                    _ = &mut stop_rx => None,
-                };
-                match (event, dispatcher.upgrade()) {
-                    (Some(e), Some(d)) => d.emit(e),
-                    _ => break,
-                }
-            }
-            // Dropping `watch` asks the server to remove it.
-            drop(watch);
-            ended.send_replace(true);
-        });
-        tracing::debug!(path = %self.path, mode = ?self.mode, "persistent watcher started");
-        Ok(())
+        self.life
+            .start(&self.client, self.mode, |mut watch| {
+                let (stop_tx, mut stop_rx) = oneshot::channel();
+                *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop_tx);
+                runtime::spawn(async move {
+                    loop {
+                        let event = tokio::select! {
+                            e = watch.next() => e,
+                            _ = &mut stop_rx => None,
+                        };
+                        match (event, dispatcher.upgrade()) {
+                            (Some(e), Some(d)) => d.emit(e),
+                            _ => break,
+                        }
+                    }
+                    // Dropping `watch` asks the server to remove it.
+                    drop(watch);
+                    ended.send_replace(true);
+                });
+            })
+            .await
     }
 
     /// [`start`](Self::start), blocking.
@@ -395,14 +444,13 @@ impl PersistentWatcher {
 
     /// Whether it was started and is not closed.
     pub fn is_started(&self) -> bool {
-        *self.lock() == Phase::Started
+        self.life.phase() == Phase::Started
     }
 
     /// Removes the watch: listeners hear nothing more (events already queued are still
     /// delivered), streams end. Idempotent.
     pub fn close(&self) {
-        let was = std::mem::replace(&mut *self.lock(), Phase::Closed);
-        if was != Phase::Closed {
+        if self.life.close() {
             if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 let _ = stop.send(());
             } else {
@@ -410,10 +458,6 @@ impl PersistentWatcher {
             }
             self.dispatcher.clear();
         }
-    }
-
-    fn closed_error(&self, op: &str) -> Error {
-        Error::Closed(format!("{op} on PersistentWatcher {}: it is closed", self.path).into())
     }
 
     /// Adds a listener; it hears the events that arrive after this returns.
