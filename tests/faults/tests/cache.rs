@@ -15,22 +15,13 @@ use std::time::{Duration, Instant};
 
 use zkrecipes::cache::{CacheEvent, CacheEventType, CuratorCache};
 use zkrecipes::client::{CreateOptions, DeleteOptions};
-use zkrecipes::{Client, ClientBuilder};
+use zkrecipes::Client;
 use zkrecipes_testing::TestingCluster;
 
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{client_to, kill_leaders, WAIT};
+
 const ROOT: &str = "/fc";
-
-fn long() -> bool {
-    std::env::var("ZKR_FAULTS_LONG").is_ok_and(|v| v == "1")
-}
-
-fn client_to(connect: &str) -> Client {
-    ClientBuilder::new(connect)
-        .session_timeout(Duration::from_secs(8))
-        .connect_blocking()
-        .expect("connect")
-}
 
 /// (data, czxid, version) by path.
 type Tree = BTreeMap<String, (Vec<u8>, i64, i32)>;
@@ -180,26 +171,7 @@ fn caches_equal_the_server_under_leader_kills() {
         })
         .collect();
 
-    let (kills, run) = if long() {
-        (5, Duration::from_secs(30))
-    } else {
-        (2, Duration::from_secs(12))
-    };
-    let between = run / (kills + 1);
-    for _ in 0..kills {
-        thread::sleep(between);
-        let leader = cluster.wait_for_quorum(WAIT).expect("a leader");
-        cluster.server(leader).kill();
-        cluster
-            .wait_for_quorum(WAIT)
-            .expect("the survivors elect a leader");
-        thread::sleep(between / 2);
-        cluster.server(leader).start();
-        cluster
-            .wait_for_quorum(WAIT)
-            .expect("quorum with the restarted server");
-    }
-    thread::sleep(between);
+    let kills = kill_leaders(&cluster);
     stop.store(true, Ordering::SeqCst);
     for w in writers {
         w.join().unwrap();

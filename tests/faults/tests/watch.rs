@@ -17,23 +17,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use zkrecipes::client::{CreateOptions, PersistentWatcher, WatchEvent};
-use zkrecipes::{Client, ClientBuilder};
+use zkrecipes::Client;
 use zkrecipes_testing::TestingCluster;
 
-const WAIT: Duration = Duration::from_secs(60);
+mod common;
+use common::{client_to, kill_leaders, WAIT};
+
 const ROOT: &str = "/fw";
 const MARKERS: usize = 20;
-
-fn long() -> bool {
-    std::env::var("ZKR_FAULTS_LONG").is_ok_and(|v| v == "1")
-}
-
-fn client_to(connect: &str) -> Client {
-    ClientBuilder::new(connect)
-        .session_timeout(Duration::from_secs(8))
-        .connect_blocking()
-        .expect("connect")
-}
 
 /// What a watcher heard: node events by (type, path) with their count, and connection events.
 #[derive(Default)]
@@ -118,26 +109,7 @@ fn persistent_watchers_hear_everything_or_say_so_under_leader_kills() {
         })
         .collect();
 
-    let (kills, run) = if long() {
-        (5, Duration::from_secs(30))
-    } else {
-        (2, Duration::from_secs(12))
-    };
-    let between = run / (kills + 1);
-    for _ in 0..kills {
-        thread::sleep(between);
-        let leader = cluster.wait_for_quorum(WAIT).expect("a leader");
-        cluster.server(leader).kill();
-        cluster
-            .wait_for_quorum(WAIT)
-            .expect("the survivors elect a leader");
-        thread::sleep(between / 2);
-        cluster.server(leader).start();
-        cluster
-            .wait_for_quorum(WAIT)
-            .expect("quorum with the restarted server");
-    }
-    thread::sleep(between);
+    let kills = kill_leaders(&cluster);
     stop.store(true, Ordering::SeqCst);
     for w in writers {
         w.join().unwrap();
