@@ -1,15 +1,18 @@
-"""What the public classes share: enum values named as the core names them, and ``with`` /
-``async with`` over ``start`` and ``close``."""
+"""What the public classes share: enum values named as the core names them, ``with`` /
+``async with`` over ``start`` and ``close``, and ``async for`` over a listener."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import weakref
 from types import TracebackType
-from typing import Optional, Type, TypeVar
+from typing import Callable, Generic, Optional, Type, TypeVar
 
-__all__ = ["Name", "Lifecycle"]
+__all__ = ["Name", "Lifecycle", "EventIterator"]
 
 _S = TypeVar("_S", bound="Lifecycle")
+_E = TypeVar("_E")
 
 
 class Name(str, enum.Enum):
@@ -51,3 +54,51 @@ class Lifecycle:
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         await self.close_async()
+
+
+class EventIterator(Generic[_E]):
+    """``async for event in x``: a listener (added by ``listen(deliver) -> id``, removed by
+    ``remove(id)``) feeding an asyncio queue on the running loop. ``end()`` (from the owner's
+    ``close``) ends the loop once the events before it are taken; it registers itself in
+    ``iterators`` for that."""
+
+    def __init__(
+        self,
+        listen: Callable[[Callable[[_E], None]], int],
+        remove: Callable[[int], object],
+        iterators: "weakref.WeakSet[EventIterator[_E]]",
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: "asyncio.Queue[Optional[_E]]" = asyncio.Queue()
+        self._done = False
+        self._remove = remove
+        self._id = listen(self._deliver)
+        iterators.add(self)
+
+    def _deliver(self, event: Optional[_E]) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
+        except RuntimeError:  # the loop is closed
+            pass
+
+    def end(self) -> None:
+        """Ends the loop after the events already delivered."""
+        self._deliver(None)
+
+    def __aiter__(self) -> "EventIterator[_E]":
+        return self
+
+    async def __anext__(self) -> _E:
+        if self._done:
+            raise StopAsyncIteration
+        event = await self._queue.get()
+        if event is None:
+            self._done = True
+            self._remove(self._id)
+            raise StopAsyncIteration
+        return event
+
+    async def aclose(self) -> None:
+        """Stops listening."""
+        self._done = True
+        self._remove(self._id)

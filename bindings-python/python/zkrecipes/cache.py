@@ -19,13 +19,12 @@ events to a coroutine.
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Iterator, List, Optional
 
 from . import _native
-from ._base import Lifecycle, Name
+from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from ._native import ChildData
 from .client import Client
@@ -79,47 +78,6 @@ def _event(kind: str, path: str, old: Optional[ChildData], new: Optional[ChildDa
     return CacheEvent(CacheEventType(kind), path, old, new, resync)
 
 
-class _Events:
-    """``async for event in cache``: a listener feeding an asyncio queue on the running loop."""
-
-    def __init__(self, cache: "_Cache", replay: bool) -> None:
-        self._cache = cache
-        self._loop = asyncio.get_running_loop()
-        self._queue: "asyncio.Queue[Optional[CacheEvent]]" = asyncio.Queue()
-        self._done = False
-
-        def deliver(event: Optional[CacheEvent]) -> None:
-            try:
-                self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-            except RuntimeError:  # the loop is closed
-                pass
-
-        self._deliver = deliver
-        self._id = cache._n.listen(lambda *a: deliver(_event(*a)), replay)
-        cache._iterators.add(self)
-
-    def _end(self) -> None:
-        self._deliver(None)
-
-    def __aiter__(self) -> "_Events":
-        return self
-
-    async def __anext__(self) -> CacheEvent:
-        if self._done:
-            raise StopAsyncIteration
-        event = await self._queue.get()
-        if event is None:
-            self._done = True
-            self._cache._n.remove_listener(self._id)
-            raise StopAsyncIteration
-        return event
-
-    async def aclose(self) -> None:
-        """Stops listening."""
-        self._done = True
-        self._cache._n.remove_listener(self._id)
-
-
 class _Cache(Lifecycle):
     """What every cache view has (see the module documentation)."""
 
@@ -127,7 +85,7 @@ class _Cache(Lifecycle):
 
     def __init__(self, native: Any) -> None:
         self._n = native
-        self._iterators: "weakref.WeakSet[_Events]" = weakref.WeakSet()
+        self._iterators: "weakref.WeakSet[EventIterator[CacheEvent]]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"<zkrecipes.{type(self).__name__} path={self.path!r} size={self.size()}>"
@@ -211,17 +169,21 @@ class _Cache(Lifecycle):
     def events(self, *, replay: bool = False) -> AsyncIterator[CacheEvent]:
         """The events from now on for ``async for`` (on the running loop); ends when the cache
         is closed."""
-        return _Events(self, replay)
+        return EventIterator(
+            lambda deliver: int(self._n.listen(lambda *a: deliver(_event(*a)), replay)),
+            self._n.remove_listener,
+            self._iterators,
+        )
 
     def __aiter__(self) -> AsyncIterator[CacheEvent]:
-        return _Events(self, False)
+        return self.events()
 
     def close(self) -> None:
         """Stops the cache; no listener is called after this returns; ``async for`` loops end.
         The last snapshot stays readable."""
         self._n.close()
         for it in list(self._iterators):
-            it._end()
+            it.end()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""

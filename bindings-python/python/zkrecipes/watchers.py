@@ -20,13 +20,12 @@ order the server sent the events. ``async for event in watcher`` delivers them t
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Optional
 
 from . import _native
-from ._base import Lifecycle, Name
+from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from .client import Client
 from .locks import _native_client
@@ -64,47 +63,6 @@ def _event(kind: str, path: Optional[str]) -> WatcherEvent:
     return WatcherEvent(WatcherEventType(kind), path)
 
 
-class _Events:
-    """``async for event in watcher``: a listener feeding an asyncio queue on the running loop."""
-
-    def __init__(self, watcher: "PersistentWatcher") -> None:
-        self._watcher = watcher
-        self._loop = asyncio.get_running_loop()
-        self._queue: "asyncio.Queue[Optional[WatcherEvent]]" = asyncio.Queue()
-        self._done = False
-
-        def deliver(event: Optional[WatcherEvent]) -> None:
-            try:
-                self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-            except RuntimeError:  # the loop is closed
-                pass
-
-        self._deliver = deliver
-        self._id = watcher._n.listen(lambda kind, path: deliver(_event(kind, path)))
-        watcher._iterators.add(self)
-
-    def _end(self) -> None:
-        self._deliver(None)
-
-    def __aiter__(self) -> "_Events":
-        return self
-
-    async def __anext__(self) -> WatcherEvent:
-        if self._done:
-            raise StopAsyncIteration
-        event = await self._queue.get()
-        if event is None:
-            self._done = True
-            self._watcher._n.remove_listener(self._id)
-            raise StopAsyncIteration
-        return event
-
-    async def aclose(self) -> None:
-        """Stops listening."""
-        self._done = True
-        self._watcher._n.remove_listener(self._id)
-
-
 class PersistentWatcher(Lifecycle):
     """Curator's PersistentWatcher: a persistent watch on ``path`` (``recursive``: and on every
     node below it). Add listeners, then :meth:`start`; ``with`` starts and closes it."""
@@ -115,7 +73,7 @@ class PersistentWatcher(Lifecycle):
         if not isinstance(recursive, bool):
             raise TypeError(f"recursive must be a bool, not {type(recursive).__name__}")
         self._n = _native.PersistentWatcher(_native_client(client), path, recursive)
-        self._iterators: "weakref.WeakSet[_Events]" = weakref.WeakSet()
+        self._iterators: "weakref.WeakSet[EventIterator[WatcherEvent]]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"<zkrecipes.PersistentWatcher path={self.path!r} recursive={self.recursive} started={self.started}>"
@@ -158,17 +116,21 @@ class PersistentWatcher(Lifecycle):
     def events(self) -> AsyncIterator[WatcherEvent]:
         """The events from now on for ``async for`` (on the running loop); ends when the
         watcher is closed."""
-        return _Events(self)
+        return EventIterator(
+            lambda deliver: int(self._n.listen(lambda kind, path: deliver(_event(kind, path)))),
+            self._n.remove_listener,
+            self._iterators,
+        )
 
     def __aiter__(self) -> AsyncIterator[WatcherEvent]:
-        return _Events(self)
+        return self.events()
 
     def close(self) -> None:
         """Removes the watch; no listener is called after this returns; ``async for`` loops
         end. Idempotent."""
         self._n.close()
         for it in list(self._iterators):
-            it._end()
+            it.end()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""
