@@ -253,9 +253,17 @@ One persistent watch (recursive with --recursive): no change is folded or missed
 connected. With --recursive, children_changed of the parent follows each created or deleted
 below PATH. After reconnected, changes made while disconnected were not reported.
 
+With --exact: a stat-only cache (Curator's CuratorCache) of PATH and its children (with
+--recursive: the subtree) instead. Types created, data_changed, deleted, each with
+\"resync\": true when found by the resync after a reconnect or a new session (a change made
+while disconnected), and resynced when a resync is complete: nothing is missed. One
+initialized line says the initial load is done (changes from then on are printed). It costs
+one read per change and ~0.5 KB of memory per node.
+
 Examples:
   zkr watch /config
-  zkr watch /services --recursive";
+  zkr watch /services --recursive
+  zkr watch /services --recursive --exact";
 
 const COMPLETIONS_AFTER_HELP: &str = "\
 Examples:
@@ -447,6 +455,10 @@ pub struct WatchArgs {
     /// Watch the whole subtree
     #[arg(long)]
     pub recursive: bool,
+    /// Miss nothing across reconnects: keep a stat-only cache of PATH and its children (with
+    /// --recursive: its subtree) and print what a resync finds, flagged "resync": true
+    #[arg(long)]
+    pub exact: bool,
 }
 
 #[derive(Args, Debug)]

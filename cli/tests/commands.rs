@@ -253,3 +253,76 @@ fn namespace_and_digest_auth_reach_what_other_clients_wrote() {
         (Some("/jobs"), Some(5))
     );
 }
+
+/// `watch --exact`: a stat-only cache; a change made while zkr is cut off from the server is
+/// printed after the reconnect, flagged `"resync": true`, then `resynced`.
+#[test]
+fn watch_exact_prints_what_a_resync_finds_after_a_cut() {
+    let server = TestingServer::start();
+    let cs = server.connect_string();
+    let proxy = zkrecipes_testing::FaultProxy::start(&cs);
+    let client = zkrecipes::ClientBuilder::new(cs.clone())
+        .connect_blocking()
+        .unwrap();
+    let create = |p: &str| {
+        client
+            .create_blocking(p, b"", zkrecipes::CreateOptions::default().parents())
+            .unwrap();
+    };
+    create("/exact/a");
+    let watch = Lines::spawn({
+        let mut c = zkr(&proxy.connect_string());
+        c.args([
+            "--session-timeout",
+            "20s",
+            "watch",
+            "/exact",
+            "--recursive",
+            "--exact",
+        ]);
+        c
+    });
+    wait_for(
+        "the cache's watch on /exact",
+        Duration::from_secs(20),
+        || server.four_letter("wchp").contains("/exact"),
+    );
+    let events = || -> Vec<(String, String, bool)> {
+        watch
+            .json()
+            .iter()
+            .map(|e| {
+                (
+                    e["type"].as_str().unwrap().to_string(),
+                    e["path"].as_str().unwrap().to_string(),
+                    e["resync"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let saw = |kind: &str, path: &str, resync: bool| {
+        let want = (kind.to_string(), path.to_string(), resync);
+        wait_for(&format!("{want:?}"), Duration::from_secs(30), || {
+            events().contains(&want)
+        });
+    };
+    saw("initialized", "/exact", false);
+    create("/exact/b");
+    saw("created", "/exact/b", false);
+    assert!(
+        !events().iter().any(|e| e.1 == "/exact/a"),
+        "no events for the initial load: {:?}",
+        events()
+    );
+    // Cut zkr off (its session lives on), change the tree, let it back.
+    proxy.cut();
+    client
+        .delete_blocking("/exact/a", Default::default())
+        .unwrap();
+    create("/exact/c");
+    proxy.restore();
+    saw("deleted", "/exact/a", true);
+    saw("created", "/exact/c", true);
+    saw("resynced", "/exact", true);
+    client.close_blocking();
+}
