@@ -1433,6 +1433,13 @@ async fn semaphore_never_exceeds_max_leases_under_contention() {
                     let now = holding.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     assert!(now <= 3, "{now} leases held with max 3");
+                    // Hold until two leases have been held at once (bounded), so that sharing
+                    // is shown however slow the machine is: with a fixed 3 ms hold, a loaded
+                    // machine served every acquire after the previous holder had returned.
+                    let t = Instant::now();
+                    while most.load(Ordering::SeqCst) < 2 && t.elapsed() < Duration::from_secs(5) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
                     tokio::time::sleep(Duration::from_millis(3)).await;
                     holding.fetch_sub(1, Ordering::SeqCst);
                     sem.return_all(leases).await.unwrap();
