@@ -397,7 +397,15 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         cpu = cpu_us() - cpu0
         writes1 = [impl.writes(c) for c in clients]
         requests1 = [impl.requests(c) for c in clients]
-        final = impl.counter_value(impl.counter(clients[0], path))
+        # On an ensemble this session's server may lag the others' last writes (reads are
+        # not linearizable): re-read for up to 5 s before a shortfall counts as lost.
+        reader = impl.counter(clients[0], path)
+        final = impl.counter_value(reader)
+        final_reads = 1
+        while final - initial < sum(ok) and final_reads < 10:
+            time.sleep(0.5)
+            final = impl.counter_value(reader)
+            final_reads += 1
         extra = asyncio_counter(impl, clients[0], path, workers, each, final) \
             if a.asyncio and isinstance(impl, ZkrecipesImpl) and not per_client else {}
     finally:
@@ -407,7 +415,7 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
     out = {"n": succ, **lat_stats([x for xs in lat for x in xs]),
            "ops_per_s": round(succ / elapsed, 2), "final": final, "expected": initial + succ,
            "lost": succ - (final - initial), "failed": sum(failed),
-           "cpu_us_per_op": round(cpu / max(1, succ), 2)}
+           "cpu_us_per_op": round(cpu / max(1, succ), 2), "final_reads": final_reads}
     if per_client:
         out["clients"] = workers
     else:

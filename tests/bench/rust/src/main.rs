@@ -457,7 +457,17 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
     let (w, r) = (writes(&clients) - w0, requests(&clients) - r0);
-    let fin = counter.get_blocking().map_err(e("get"))?.post_value;
+    // On an ensemble, this session's server may not have applied the other sessions' last
+    // writes yet (ZooKeeper reads are not linearizable): re-read for up to 5 s before a
+    // shortfall counts as lost.
+    let mut fin = counter.get_blocking().map_err(e("get"))?.post_value;
+    let mut final_reads = 1;
+    while fin - initial < ok as i64 && final_reads < 10 {
+        std::thread::sleep(Duration::from_millis(500));
+        fin = counter.get_blocking().map_err(e("get"))?.post_value;
+        final_reads += 1;
+    }
+    out.int("final_reads", final_reads);
     if separate {
         clients.iter().for_each(Client::close_blocking);
     }
@@ -791,7 +801,16 @@ async fn floor_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
     let ok = done as i64;
-    let fin = read(main.clone(), path.clone()).await?;
+    // On an ensemble, main's server may lag the other sessions' last writes: re-read for up
+    // to 5 s before a shortfall counts as lost.
+    let mut fin = read(main.clone(), path.clone()).await?;
+    let mut final_reads = 1;
+    while fin - initial < ok && final_reads < 10 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        fin = read(main.clone(), path.clone()).await?;
+        final_reads += 1;
+    }
+    out.int("final_reads", final_reads);
     out.int("n", ok)
         .num("ops_per_s", ok as f64 / secs)
         .int("final", fin)
