@@ -5,6 +5,7 @@
  *   c_driver --impl c --scenario uncontended|contended|counter_threads|counter_clients|failover|memory
  *            --connect HOST:PORT --path /bench/<unique> [--iterations N] [--warmup W]
  *            [--clients C] [--threads T] [--seconds S] [--locks L] [--timeout SECONDS]
+ *            [--min-seconds S]
  *
  * Built against a staged install (scripts/install-c PREFIX [--release]), like the interop worker:
  *   PKG_CONFIG_PATH=PREFIX/lib/pkgconfig cc -std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra \
@@ -91,8 +92,8 @@ static double mean(const double *s, size_t n) {
 static struct {
     const char *impl, *scenario, *connect, *path;
     long iterations, warmup, clients, threads, locks;
-    double seconds, timeout;
-} opt = {"c", NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, 600};
+    double seconds, timeout, min_seconds;
+} opt = {"c", NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, 600, 2.0};
 
 static char json[8192];
 static size_t json_len;
@@ -170,10 +171,20 @@ static void uncontended(void) {
         acquire(m, "warm-up acquire");
         check(zkr_mutex_release(m), "warm-up release");
     }
-    double *acq = xcalloc((size_t)n, sizeof *acq), *rel = xcalloc((size_t)n, sizeof *rel),
-           *cyc = xcalloc((size_t)n, sizeof *cyc);
-    double cpu0 = cpu_us();
-    for (long i = 0; i < n; i++) {
+    long cap = n > 0 ? n : 1;
+    double *acq = xcalloc((size_t)cap, sizeof *acq), *rel = xcalloc((size_t)cap, sizeof *rel),
+           *cyc = xcalloc((size_t)cap, sizeof *cyc);
+    double cpu0 = cpu_us(), phase0 = mono_us();
+    /* Rounds of n cycles until the phase has lasted --min-seconds. */
+    long i = 0;
+    for (; i < n || (n > 0 && (i % n != 0 || mono_us() - phase0 < opt.min_seconds * 1e6)); i++) {
+        if (i == cap) {
+            cap *= 2;
+            acq = realloc(acq, (size_t)cap * sizeof *acq);
+            rel = realloc(rel, (size_t)cap * sizeof *rel);
+            cyc = realloc(cyc, (size_t)cap * sizeof *cyc);
+            if (!acq || !rel || !cyc) fail("out of memory");
+        }
         double t0 = mono_us();
         acquire(m, "acquire");
         double t1 = mono_us();
@@ -183,6 +194,7 @@ static void uncontended(void) {
         rel[i] = t2 - t1;
         cyc[i] = t2 - t0;
     }
+    n = i;
     double cpu = cpu_us() - cpu0;
     zkr_mutex_free(m);
     close_client(c);
@@ -191,7 +203,7 @@ static void uncontended(void) {
     qsort(rel, (size_t)n, sizeof *rel, cmp_double);
     put_num("acquire_p50_us", pct(acq, (size_t)n, 50));
     put_num("release_p50_us", pct(rel, (size_t)n, 50));
-    put_num("cpu_us_per_op", cpu / (double)n);
+    put_num("cpu_us_per_op", cpu / (double)(n ? n : 1));
     free(acq), free(rel), free(cyc), free(path);
 }
 
@@ -282,17 +294,24 @@ static void contended(void) {
 
 typedef struct {
     zkr_atomic_long *a;
-    long each, ok, failed;
-    double *lat;
+    long each, ok, failed, done, cap;
+    double *lat, phase0_us, min_us;
 } incrementer;
 
+/* Rounds of `each` increments until the phase has lasted --min-seconds. */
 static void *increment(void *arg) {
     incrementer *w = arg;
-    for (long i = 0; i < w->each; i++) {
+    for (long i = 0; i < w->each || (w->each > 0 && (i % w->each != 0 || mono_us() - w->phase0_us < w->min_us));
+         i++) {
         int64_t v = 0;
         double t0 = mono_us();
         zkr_status st = zkr_atomic_long_add_and_get(w->a, 1, WAIT_MS, &v);
-        w->lat[i] = mono_us() - t0;
+        if (w->done == w->cap) {
+            w->cap = w->cap ? 2 * w->cap : 64;
+            w->lat = realloc(w->lat, (size_t)w->cap * sizeof(double));
+            if (!w->lat) fail("out of memory");
+        }
+        w->lat[w->done++] = mono_us() - t0;
         if (st == ZKR_OK) {
             w->ok++;
         } else {
@@ -322,7 +341,6 @@ static void counter(int per_client) {
     for (long i = 0; i < workers; i++) {
         check(zkr_atomic_long_new(cs[per_client ? i : 0], path, &ws[i].a), "zkr_atomic_long_new");
         ws[i].each = each;
-        ws[i].lat = xcalloc((size_t)each, sizeof(double));
     }
     for (long i = 0; i < w; i++) {
         int64_t v;
@@ -331,20 +349,35 @@ static void counter(int per_client) {
     for (long i = 1; i < workers; i++) counter_value(ws[i].a);
     int64_t initial = counter_value(ws[0].a);
     double cpu0 = cpu_us(), t0 = mono_us();
+    for (long i = 0; i < workers; i++) ws[i].phase0_us = t0, ws[i].min_us = opt.min_seconds * 1e6;
     for (long i = 0; i < workers; i++)
         if (pthread_create(&ts[i], NULL, increment, &ws[i])) fail("pthread_create");
     for (long i = 0; i < workers; i++) pthread_join(ts[i], NULL);
     double elapsed = mono_us() - t0, cpu = cpu_us() - cpu0;
     zkr_atomic_long *reader = NULL;
     check(zkr_atomic_long_new(cs[0], path, &reader), "zkr_atomic_long_new");
+    /* On an ensemble this session's server may lag the others' last writes (reads are not
+     * linearizable): re-read for up to 5 s before a shortfall counts as lost. */
+    long ok_sum = 0;
+    for (long i = 0; i < workers; i++) ok_sum += ws[i].ok;
     int64_t final = counter_value(reader);
+    long final_reads = 1;
+    while (final - initial < ok_sum && final_reads < 10) {
+        struct timespec half = {0, 500000000L};
+        nanosleep(&half, NULL);
+        final = counter_value(reader);
+        final_reads++;
+    }
     zkr_atomic_long_free(reader);
     long ok = 0, failed = 0;
-    size_t n = (size_t)(workers * each);
-    double *lat = xcalloc(n, sizeof *lat);
+    size_t n = 0;
+    for (long i = 0; i < workers; i++) n += (size_t)ws[i].done;
+    double *lat = xcalloc(n ? n : 1, sizeof *lat);
+    size_t at = 0;
     for (long i = 0; i < workers; i++) {
         ok += ws[i].ok, failed += ws[i].failed;
-        memcpy(lat + (size_t)(i * each), ws[i].lat, (size_t)each * sizeof *lat);
+        if (ws[i].done) memcpy(lat + at, ws[i].lat, (size_t)ws[i].done * sizeof *lat);
+        at += (size_t)ws[i].done;
         free(ws[i].lat);
         zkr_atomic_long_free(ws[i].a);
     }
@@ -360,6 +393,7 @@ static void counter(int per_client) {
     put_int("lost", ok - (final - initial));
     put_int("failed", failed);
     put_num("cpu_us_per_op", cpu / (double)(ok ? ok : 1));
+    put_int("final_reads", final_reads);
     put_int(per_client ? "clients" : "threads", workers);
     free(lat), free(ts), free(ws), free(cs), free(path);
 }
@@ -504,6 +538,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--locks")) opt.locks = atol(v);
         else if (!strcmp(a, "--seconds")) opt.seconds = atof(v);
         else if (!strcmp(a, "--timeout")) opt.timeout = atof(v);
+        else if (!strcmp(a, "--min-seconds")) opt.min_seconds = atof(v);
         else fail("unknown option %s", a);
     }
     if (strcmp(opt.impl, "c")) fail("--impl must be c, not %s", opt.impl);

@@ -6,7 +6,7 @@
 //   node tests/bench/drivers/node_driver.js --impl node \
 //     --scenario uncontended|contended|counter_threads|counter_clients|failover|memory \
 //     --connect HOST:PORT --path /bench/<unique> [--iterations N] [--warmup W] [--clients C]
-//     [--threads T] [--seconds S] [--locks L] [--timeout SECONDS]
+//     [--threads T] [--seconds S] [--locks L] [--timeout SECONDS] [--min-seconds S]
 //
 // The Promise API throughout: "threads" are T concurrent async loops on one client, clients
 // are separate Client.connect sessions, each with its own loop. Uses the addon built in
@@ -65,7 +65,7 @@ function within(p, ms, what) {
 
 function parseArgs(argv) {
   const o = { impl: 'node', timeout: 600 };
-  const num = new Set(['iterations', 'warmup', 'clients', 'threads', 'seconds', 'locks', 'timeout']);
+  const num = new Set(['iterations', 'warmup', 'clients', 'threads', 'seconds', 'locks', 'timeout', 'min-seconds']);
   const known = new Set(['impl', 'scenario', 'connect', 'path', ...num]);
   for (let i = 0; i < argv.length; i += 2) {
     const k = argv[i].replace(/^--/, '');
@@ -104,26 +104,33 @@ async function uncontended(o) {
       await acquire(m, owner);
       await m.release({ owner });
     }
-    const acq = new Float64Array(n);
-    const rel = new Float64Array(n);
-    const cyc = new Float64Array(n);
+    const acqL = [];
+    const relL = [];
+    const cycL = [];
+    const minUs = dflt(o['min-seconds'], 2) * 1e6;
     const cpu0 = cpuUs();
-    for (let i = 0; i < n; i++) {
+    const phase0 = nowUs();
+    // Rounds of n cycles until the phase has lasted --min-seconds.
+    for (let i = 0; i < n || (n > 0 && (i % n !== 0 || nowUs() - phase0 < minUs)); i++) {
       const t0 = nowUs();
       await acquire(m, owner);
       const t1 = nowUs();
       await m.release({ owner });
       const t2 = nowUs();
-      acq[i] = t1 - t0;
-      rel[i] = t2 - t1;
-      cyc[i] = t2 - t0;
+      acqL.push(t1 - t0);
+      relL.push(t2 - t1);
+      cycL.push(t2 - t0);
     }
     const cpu = cpuUs() - cpu0;
+    const acq = Float64Array.from(acqL);
+    const rel = Float64Array.from(relL);
+    const cyc = Float64Array.from(cycL);
     return {
       ...latStats(cyc),
+      n: cyc.length,
       acquire_p50_us: r2(pct(acq.sort(), 50)),
       release_p50_us: r2(pct(rel.sort(), 50)),
-      cpu_us_per_op: r2(cpu / n),
+      cpu_us_per_op: r2(cpu / Math.max(1, cyc.length)),
     };
   } finally {
     await c.close();
@@ -200,11 +207,14 @@ async function counter(o, perClient) {
     let ok = 0;
     let failed = 0;
     const lat = [];
+    const minUs = dflt(o['min-seconds'], 2) * 1e6;
     const cpu0 = cpuUs();
     const t0 = nowUs();
     await Promise.all(
       ctrs.map(async (a) => {
-        for (let i = 0; i < each; i++) {
+        // Rounds of `each` increments until the phase has lasted --min-seconds.
+        const more = (i) => i < each || (each > 0 && (i % each !== 0 || nowUs() - t0 < minUs));
+        for (let i = 0; more(i); i++) {
           const s = nowUs();
           try {
             await a.addAndGet(1, { timeoutMs: WAIT_MS });
@@ -221,7 +231,16 @@ async function counter(o, perClient) {
     const cpu = cpuUs() - cpu0;
     const writes1 = writes();
     const requests1 = requests();
-    const final = await value(new DistributedAtomicLong(clients[0], p));
+    // On an ensemble this session's server may lag the others' last writes (reads are not
+    // linearizable): re-read for up to 5 s before a shortfall counts as lost.
+    const reader = new DistributedAtomicLong(clients[0], p);
+    let final = await value(reader);
+    let finalReads = 1;
+    while (Number(final - initial) < ok && finalReads < 10) {
+      await sleep(500);
+      final = await value(reader);
+      finalReads++;
+    }
     const st = latStats(lat);
     const out = {
       ...st,
@@ -232,6 +251,7 @@ async function counter(o, perClient) {
       lost: ok - Number(final - initial),
       failed,
       cpu_us_per_op: r2(cpu / Math.max(1, ok)),
+      final_reads: finalReads,
     };
     out[perClient ? 'clients' : 'threads'] = workers;
     if (ok) {

@@ -240,23 +240,54 @@ def uncontended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
             impl.release(lock)
         acq, rel, cyc = [], [], []
         cpu0 = cpu_us()
-        for _ in range(n):
-            t0 = now_us()
-            impl.acquire(lock)
-            t1 = now_us()
-            impl.release(lock)
-            t2 = now_us()
-            acq.append(t1 - t0)
-            rel.append(t2 - t1)
-            cyc.append(t2 - t0)
+        phase0 = time.monotonic()
+        while True:  # rounds of n cycles until the phase has lasted --min-seconds
+            for _ in range(n):
+                t0 = now_us()
+                impl.acquire(lock)
+                t1 = now_us()
+                impl.release(lock)
+                t2 = now_us()
+                acq.append(t1 - t0)
+                rel.append(t2 - t1)
+                cyc.append(t2 - t0)
+            if n == 0 or time.monotonic() - phase0 >= a.min_seconds:
+                break
         cpu = cpu_us() - cpu0
     finally:
         impl.close(c)
+    n = len(cyc)
     out = {"n": n, **lat_stats(cyc)}
     out["acquire_p50_us"] = round(pct(sorted(acq), 50), 2)
     out["release_p50_us"] = round(pct(sorted(rel), 50), 2)
-    out["cpu_us_per_op"] = round(cpu / n, 2)
+    out["cpu_us_per_op"] = round(cpu / max(1, n), 2)
     return out
+
+
+def mntr_totals(connect: str) -> Optional[List[int]]:
+    """The servers' traffic counters from `mntr` (four-letter word), summed over the connect
+    string's hosts: [packets received, bytes received, bytes sent (responses + watches)]."""
+    import socket
+
+    total = [0, 0, 0]
+    try:
+        for host in connect.split("/")[0].split(","):
+            h, port = host.rsplit(":", 1)
+            with socket.create_connection((h, int(port)), timeout=10) as s:
+                s.sendall(b"mntr")
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            v = dict(line.split("\t", 1) for line in data.decode().splitlines() if "\t" in line)
+            total[0] += int(float(v["zk_packets_received"]))
+            total[1] += int(float(v["zk_bytes_received_count"]))
+            total[2] += int(float(v["zk_response_bytes"])) + int(float(v.get("zk_watch_bytes", 0)))
+    except (OSError, KeyError, ValueError):
+        return None
+    return total
 
 
 def contended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
@@ -286,11 +317,13 @@ def contended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
 
         box: Dict[str, float] = {}
 
-        def sampler() -> None:  # process CPU at the edges of the measured window
+        def sampler() -> None:  # process CPU and server counters at the edges of the measured window
             time.sleep(max(0.0, m0 - time.monotonic()))
             box["cpu0"] = cpu_us()
+            box["mntr0"] = mntr_totals(a.connect)
             time.sleep(max(0.0, m1 - time.monotonic()))
             box["cpu1"] = cpu_us()
+            box["mntr1"] = mntr_totals(a.connect)
 
         s = threading.Thread(target=sampler, daemon=True)
         s.start()
@@ -307,6 +340,9 @@ def contended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
            "wait_p99_us": round(pct(all_waits, 99), 2), "clients": k, "seconds": secs}
     if "cpu1" in box:
         out["cpu_us_per_op"] = round((box["cpu1"] - box["cpu0"]) / n, 2)
+    m0_, m1_ = box.get("mntr0"), box.get("mntr1")
+    if m0_ and m1_:
+        out["win_packets"], out["win_bytes_in"], out["win_bytes_out"] = (y - x for x, y in zip(m0_, m1_))
     return out
 
 
@@ -333,6 +369,13 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
         lat: List[List[float]] = [[] for _ in range(workers)]
 
         def worker(i: int) -> None:
+            # Rounds of `each` increments until the phase has lasted --min-seconds.
+            while True:
+                one_round(i)
+                if time.monotonic() - phase0 >= min_s:
+                    return
+
+        def one_round(i: int) -> None:
             for _ in range(each):
                 t0 = now_us()
                 try:
@@ -346,14 +389,23 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
                 else:
                     failed[i] += 1
 
+        min_s = a.min_seconds
         cpu0 = cpu_us()
-        t0 = time.monotonic()
+        phase0 = time.monotonic()
         run_threads(workers, worker, "incrementer")
-        elapsed = time.monotonic() - t0
+        elapsed = time.monotonic() - phase0
         cpu = cpu_us() - cpu0
         writes1 = [impl.writes(c) for c in clients]
         requests1 = [impl.requests(c) for c in clients]
-        final = impl.counter_value(impl.counter(clients[0], path))
+        # On an ensemble this session's server may lag the others' last writes (reads are
+        # not linearizable): re-read for up to 5 s before a shortfall counts as lost.
+        reader = impl.counter(clients[0], path)
+        final = impl.counter_value(reader)
+        final_reads = 1
+        while final - initial < sum(ok) and final_reads < 10:
+            time.sleep(0.5)
+            final = impl.counter_value(reader)
+            final_reads += 1
         extra = asyncio_counter(impl, clients[0], path, workers, each, final) \
             if a.asyncio and isinstance(impl, ZkrecipesImpl) and not per_client else {}
     finally:
@@ -363,7 +415,7 @@ def counter(impl: Any, a: argparse.Namespace, per_client: bool) -> Dict[str, Any
     out = {"n": succ, **lat_stats([x for xs in lat for x in xs]),
            "ops_per_s": round(succ / elapsed, 2), "final": final, "expected": initial + succ,
            "lost": succ - (final - initial), "failed": sum(failed),
-           "cpu_us_per_op": round(cpu / max(1, succ), 2)}
+           "cpu_us_per_op": round(cpu / max(1, succ), 2), "final_reads": final_reads}
     if per_client:
         out["clients"] = workers
     else:
@@ -582,6 +634,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int)
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--locks", type=int)
+    ap.add_argument("--min-seconds", type=float, default=2.0,
+                    help="counter scenarios: repeat each worker's N increments until the timed "
+                         "phase has lasted this long (default 2); rates are over the whole phase")
     ap.add_argument("--asyncio", action="store_true",
                     help="counter_threads (zkrecipes): also run T asyncio tasks on add_and_get_async "
                          "after the threads (asyncio_* keys; off by default, since its requests "

@@ -3,7 +3,15 @@
 //! ```text
 //! bench-driver --impl rust|floor --scenario SCENARIO --connect HOST:PORT --path /bench/X
 //!              [--iterations N] [--warmup W] [--clients C] [--threads T] [--seconds S] [--locks L]
+//!              [--min-seconds S]
 //! ```
+//!
+//! Counter scenarios repeat each worker's N increments until the timed phase has lasted
+//! `--min-seconds` (default 2) and report rates over the whole phase. `--impl floor` also has
+//! `counter_chain` (one session, one versioned setData per increment, each conditional on the
+//! version the previous one produced: the serialized chain of conditional writes that bounds
+//! `counter_clients`) and `counter_blind` (C sessions doing unconditional setData on one node:
+//! the server's write rate with C writers, for reference).
 //!
 //! `--impl rust` drives zkrecipes' async API on the library's own runtime (every scenario runs
 //! as a task on it); counter_threads uses OS threads on the blocking face, as an application
@@ -36,6 +44,8 @@ struct Args {
     threads: usize,
     seconds: f64,
     locks: usize,
+    /// Counter scenarios: repeat the N-increment loop until the timed phase lasted this long.
+    min_seconds: f64,
 }
 
 fn parse_args() -> Res<Args> {
@@ -50,6 +60,7 @@ fn parse_args() -> Res<Args> {
         threads: 10,
         seconds: 10.0,
         locks: 1000,
+        min_seconds: 2.0,
     };
     let mut clients = None;
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -72,6 +83,9 @@ fn parse_args() -> Res<Args> {
             "--threads" => a.threads = num(&v)?,
             "--seconds" => a.seconds = v.parse().map_err(|_| format!("--seconds: bad {v}"))?,
             "--locks" => a.locks = num(&v)?,
+            "--min-seconds" => {
+                a.min_seconds = v.parse().map_err(|_| format!("--min-seconds: bad {v}"))?
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -240,18 +254,26 @@ async fn rust_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         Vec::with_capacity(n),
     );
     let cpu = cpu_time();
-    for _ in 0..n {
-        let t0 = Instant::now();
-        if !m.acquire(owner, None).await.map_err(e("acquire"))? {
-            return Err("acquire returned false".into());
+    let phase = Instant::now();
+    // Rounds of n cycles until the phase has lasted --min-seconds.
+    loop {
+        for _ in 0..n {
+            let t0 = Instant::now();
+            if !m.acquire(owner, None).await.map_err(e("acquire"))? {
+                return Err("acquire returned false".into());
+            }
+            let t1 = Instant::now();
+            m.release(owner).await.map_err(e("release"))?;
+            let t2 = Instant::now();
+            acq.push(t1 - t0);
+            rel.push(t2 - t1);
+            cyc.push(t2 - t0);
         }
-        let t1 = Instant::now();
-        m.release(owner).await.map_err(e("release"))?;
-        let t2 = Instant::now();
-        acq.push(t1 - t0);
-        rel.push(t2 - t1);
-        cyc.push(t2 - t0);
+        if n == 0 || phase.elapsed().as_secs_f64() >= a.min_seconds {
+            break;
+        }
     }
+    let n = cyc.len().max(1);
     let cpu = cpu_time() - cpu;
     client.close().await;
     out.int("n", n as i64)
@@ -260,6 +282,41 @@ async fn rust_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         .num("release_p50_us", stats(&rel).p50)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
     Ok(())
+}
+
+/// The servers' traffic counters from `mntr` (four-letter word over TCP), summed over every
+/// host of the connect string: [packets received, bytes received, bytes sent (responses +
+/// watch notifications)]. None if a server does not answer (4lw not whitelisted).
+fn mntr_totals(connect: &str) -> Option<[u64; 3]> {
+    use std::io::{Read, Write};
+    let hosts = connect.split('/').next()?;
+    let mut total = [0u64; 3];
+    for host in hosts.split(',').filter(|h| !h.is_empty()) {
+        let mut s = std::net::TcpStream::connect(host).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        s.write_all(b"mntr").ok()?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).ok()?;
+        let get = |k: &str| -> Option<u64> {
+            text.lines().find_map(|l| {
+                let (key, v) = l.split_once('\t')?;
+                (key == k).then(|| v.trim().parse::<f64>().ok().map(|x| x as u64))?
+            })
+        };
+        total[0] += get("zk_packets_received")?;
+        total[1] += get("zk_bytes_received_count")?;
+        total[2] += get("zk_response_bytes")? + get("zk_watch_bytes").unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// The measured window's server traffic: `win_packets`, `win_bytes_in`, `win_bytes_out`.
+fn put_window(out: &mut Out, before: Option<[u64; 3]>, after: Option<[u64; 3]>) {
+    if let (Some(b), Some(a)) = (before, after) {
+        out.int("win_packets", (a[0] - b[0]) as i64)
+            .int("win_bytes_in", (a[1] - b[1]) as i64)
+            .int("win_bytes_out", (a[2] - b[2]) as i64);
+    }
 }
 
 async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
@@ -303,6 +360,7 @@ async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
         }));
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
+    let mntr0 = mntr_totals(&a.connect);
     let cpu = cpu_time();
     measuring.store(true, Ordering::Relaxed);
     let t = Instant::now();
@@ -311,6 +369,7 @@ async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
     let n = count.load(Ordering::Relaxed);
+    put_window(out, mntr0, mntr_totals(&a.connect));
     for t in tasks {
         t.await.map_err(e("task"))??;
     }
@@ -367,6 +426,7 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
             .sum()
     };
     let (w0, r0) = (writes(&clients), requests(&clients));
+    let min = Duration::from_secs_f64(a.min_seconds);
     let cpu = cpu_time();
     let t = Instant::now();
     let handles: Vec<_> = (0..workers)
@@ -376,10 +436,17 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
             std::thread::spawn(move || -> Res<u64> {
                 let c =
                     DistributedAtomicLong::new(&client, &path, None, None).map_err(e("counter"))?;
-                for _ in 0..n {
-                    c.add_and_get_blocking(1, None).map_err(e("add_and_get"))?;
+                let mut done = 0u64;
+                // Rounds of n increments until the phase has lasted --min-seconds.
+                loop {
+                    for _ in 0..n {
+                        c.add_and_get_blocking(1, None).map_err(e("add_and_get"))?;
+                    }
+                    done += n as u64;
+                    if n == 0 || t.elapsed() >= min {
+                        return Ok(done);
+                    }
                 }
-                Ok(n as u64)
             })
         })
         .collect();
@@ -390,7 +457,17 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
     let (w, r) = (writes(&clients) - w0, requests(&clients) - r0);
-    let fin = counter.get_blocking().map_err(e("get"))?.post_value;
+    // On an ensemble, this session's server may not have applied the other sessions' last
+    // writes yet (ZooKeeper reads are not linearizable): re-read for up to 5 s before a
+    // shortfall counts as lost.
+    let mut fin = counter.get_blocking().map_err(e("get"))?.post_value;
+    let mut final_reads = 1;
+    while fin - initial < ok as i64 && final_reads < 10 {
+        std::thread::sleep(Duration::from_millis(500));
+        fin = counter.get_blocking().map_err(e("get"))?.post_value;
+        final_reads += 1;
+    }
+    out.int("final_reads", final_reads);
     if separate {
         clients.iter().for_each(Client::close_blocking);
     }
@@ -584,7 +661,18 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
     };
     sequential(w).await?;
     let cpu = cpu_time();
-    let (acq, rel) = sequential(n).await?;
+    let phase = Instant::now();
+    // Rounds of n cycles until the phase has lasted --min-seconds.
+    let (mut acq, mut rel) = (Vec::new(), Vec::new());
+    loop {
+        let (a1, r1) = sequential(n).await?;
+        acq.extend(a1);
+        rel.extend(r1);
+        if n == 0 || phase.elapsed().as_secs_f64() >= a.min_seconds {
+            break;
+        }
+    }
+    let n_seq = acq.len();
     let cpu = cpu_time() - cpu;
     let cyc: Vec<Duration> = acq.iter().zip(&rel).map(|(a, r)| *a + *r).collect();
     // Pipelined: create and getChildren issued together, then delete.
@@ -606,15 +694,15 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
             pipelined_acquire.push(acquired);
         }
     }
-    out.int("n", n as i64)
+    out.int("n", n_seq as i64)
         .latency(&stats(&cyc))
         .num("acquire_p50_us", stats(&acq).p50)
         .num("release_p50_us", stats(&rel).p50)
         .num("pipelined_p50_us", stats(&pipelined).p50)
         .num("pipelined_acquire_p50_us", stats(&pipelined_acquire).p50)
         // Sequential and pipelined cycles, warm-up included: for requests per cycle.
-        .int("ops_total", 2 * (w + n) as i64)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
+        .int("ops_total", (w + n_seq + w + n) as i64)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n_seq.max(1) as f64);
     Ok(())
 }
 
@@ -684,28 +772,45 @@ async fn floor_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     } else {
         clients.push(main.clone());
     }
+    let min = Duration::from_secs_f64(a.min_seconds);
     let cpu = cpu_time();
     let t = Instant::now();
     let tasks: Vec<_> = (0..workers)
         .map(|i| {
             let (zk, path) = (clients[i % clients.len()].clone(), path.clone());
             tokio::spawn(async move {
-                let mut writes = 0;
-                for _ in 0..n {
-                    writes += raw_increment(&zk, &path).await?;
+                let (mut writes, mut done) = (0, 0u64);
+                loop {
+                    for _ in 0..n {
+                        writes += raw_increment(&zk, &path).await?;
+                    }
+                    done += n as u64;
+                    if n == 0 || t.elapsed() >= min {
+                        return Ok::<(u64, u64), String>((writes, done));
+                    }
                 }
-                Ok::<u64, String>(writes)
             })
         })
         .collect();
-    let mut writes = 0;
+    let (mut writes, mut done) = (0, 0);
     for t in tasks {
-        writes += t.await.map_err(e("task"))??;
+        let (w, d) = t.await.map_err(e("task"))??;
+        writes += w;
+        done += d;
     }
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
-    let ok = (workers * n) as i64;
-    let fin = read(main.clone(), path.clone()).await?;
+    let ok = done as i64;
+    // On an ensemble, main's server may lag the other sessions' last writes: re-read for up
+    // to 5 s before a shortfall counts as lost.
+    let mut fin = read(main.clone(), path.clone()).await?;
+    let mut final_reads = 1;
+    while fin - initial < ok && final_reads < 10 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        fin = read(main.clone(), path.clone()).await?;
+        final_reads += 1;
+    }
+    out.int("final_reads", final_reads);
     out.int("n", ok)
         .num("ops_per_s", ok as f64 / secs)
         .int("final", fin)
@@ -714,6 +819,148 @@ async fn floor_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
         .num("writes_per_op", writes as f64 / ok as f64)
         .num("client_requests_per_op", 2.0 * writes as f64 / ok as f64)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / ok as f64);
+    Ok(())
+}
+
+/// counter_chain: one session, one node; every increment is one setData conditional on the
+/// version the previous setData returned (no reads: the value and version are known), one
+/// after the other. This is the chain a shared counter's increments form, whoever issues them:
+/// each must see the previous one. Rounds of N until --min-seconds have passed.
+async fn floor_counter_chain(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(100).max(1);
+    let w = a.warmup.unwrap_or(20);
+    let path = format!("{}/counter", a.path);
+    let zk = raw_connect(a).await?;
+    mkdirs(&zk, &a.path).await?;
+    match zk.create(&path, &0i64.to_be_bytes(), &persistent()).await {
+        Ok(_) | Err(zk::Error::NodeExists) => {}
+        Err(err) => return Err(format!("create counter: {err}")),
+    }
+    let (data, stat) = zk.get_data(&path).await.map_err(e("getData"))?;
+    let mut value = i64::from_be_bytes(
+        data.as_slice()
+            .try_into()
+            .map_err(|_| "not 8 bytes".to_string())?,
+    );
+    let mut version = stat.version;
+    let step = |value: i64, version: i32| {
+        let zk = &zk;
+        let path = &path;
+        async move {
+            let stat = zk
+                .set_data(path, &(value + 1).to_be_bytes(), Some(version))
+                .await
+                .map_err(e("conditional setData"))?;
+            Ok::<i32, String>(stat.version)
+        }
+    };
+    for _ in 0..w {
+        version = step(value, version).await?;
+        value += 1;
+    }
+    let initial = value;
+    let min = Duration::from_secs_f64(a.min_seconds);
+    let mut lat = Vec::new();
+    let cpu = cpu_time();
+    let t = Instant::now();
+    let mut done = 0u64;
+    loop {
+        for _ in 0..n {
+            let t0 = Instant::now();
+            version = step(value, version).await?;
+            lat.push(t0.elapsed());
+            value += 1;
+        }
+        done += n as u64;
+        if t.elapsed() >= min {
+            break;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let (data, _) = zk.get_data(&path).await.map_err(e("getData"))?;
+    let fin = i64::from_be_bytes(
+        data.as_slice()
+            .try_into()
+            .map_err(|_| "not 8 bytes".to_string())?,
+    );
+    out.int("n", done as i64)
+        .latency(&stats(&lat))
+        .num("ops_per_s", done as f64 / secs)
+        .int("final", fin)
+        .int("expected", initial + done as i64)
+        .int("lost", done as i64 - (fin - initial))
+        .num("writes_per_op", 1.0)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / done.max(1) as f64);
+    Ok(())
+}
+
+/// counter_blind: C sessions, each writing one node with unconditional setData (8 bytes), one
+/// write after the other per session, all sessions at once. Rounds of N per session until
+/// --min-seconds have passed. The server's write rate with C writers: for reference.
+async fn floor_counter_blind(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(100).max(1);
+    let w = a.warmup.unwrap_or(20);
+    let path = format!("{}/counter", a.path);
+    let mut clients = Vec::new();
+    for _ in 0..a.clients.max(1) {
+        clients.push(raw_connect(a).await?);
+    }
+    mkdirs(&clients[0], &a.path).await?;
+    match clients[0]
+        .create(&path, &0i64.to_be_bytes(), &persistent())
+        .await
+    {
+        Ok(_) | Err(zk::Error::NodeExists) => {}
+        Err(err) => return Err(format!("create counter: {err}")),
+    }
+    for i in 0..w {
+        clients[0]
+            .set_data(&path, &(i as i64).to_be_bytes(), None)
+            .await
+            .map_err(e("setData"))?;
+    }
+    let min = Duration::from_secs_f64(a.min_seconds);
+    let cpu = cpu_time();
+    let t = Instant::now();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|zk| {
+            let (zk, path) = (zk.clone(), path.clone());
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut done = 0u64;
+                loop {
+                    for i in 0..n {
+                        let t0 = Instant::now();
+                        zk.set_data(&path, &(i as i64).to_be_bytes(), None)
+                            .await
+                            .map_err(e("setData"))?;
+                        lat.push(t0.elapsed());
+                    }
+                    done += n as u64;
+                    if t.elapsed() >= min {
+                        return Ok::<_, String>((done, lat));
+                    }
+                }
+            })
+        })
+        .collect();
+    let (mut done, mut lat) = (0u64, Vec::new());
+    for task in tasks {
+        let (d, l) = task.await.map_err(e("task"))??;
+        done += d;
+        lat.extend(l);
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    out.int("n", done as i64)
+        .int("ops_total", (done + w as u64) as i64)
+        .latency(&stats(&lat))
+        .num("ops_per_s", done as f64 / secs)
+        .num("writes_per_op", 1.0)
+        .int("clients", clients.len() as i64)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / done.max(1) as f64);
     Ok(())
 }
 
@@ -807,6 +1054,8 @@ fn run(a: Args) -> Res<String> {
                     ("floor", "counter_threads") => floor_counter(&a, &mut out, false).await?,
                     ("floor", "counter_clients") => floor_counter(&a, &mut out, true).await?,
                     ("floor", "failover") => floor_failover(&a, &mut out).await?,
+                    ("floor", "counter_chain") => floor_counter_chain(&a, &mut out).await?,
+                    ("floor", "counter_blind") => floor_counter_blind(&a, &mut out).await?,
                     (i, s) => return Err(format!("scenario {s} is not implemented for impl {i}")),
                 }
                 Ok::<Out, String>(out)

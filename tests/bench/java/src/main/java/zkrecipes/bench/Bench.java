@@ -144,8 +144,11 @@ public final class Bench {
             m.release();
         }
         List<Long> acq = new ArrayList<>(n), rel = new ArrayList<>(n), cyc = new ArrayList<>(n);
+        // Rounds of n cycles until the phase has lasted --min-seconds.
+        long minNs = (long) (Double.parseDouble(args.getOrDefault("min-seconds", "2")) * 1e9);
         long cpu = cpuNanos();
-        for (int i = 0; i < n; i++) {
+        long phase0 = System.nanoTime();
+        for (int i = 0; i < n || (n > 0 && (i % n != 0 || System.nanoTime() - phase0 < minNs)); i++) {
             long t0 = System.nanoTime();
             m.acquire();
             long t1 = System.nanoTime();
@@ -156,11 +159,44 @@ public final class Bench {
             cyc.add(t2 - t0);
         }
         cpu = cpuNanos() - cpu;
-        out.put("n", n);
+        out.put("n", cyc.size());
         latency(cyc);
         out.put("acquire_p50_us", stats(acq)[0]);
         out.put("release_p50_us", stats(rel)[0]);
-        out.put("cpu_us_per_op", cpu / 1e3 / n);
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, cyc.size()));
+    }
+
+    /**
+     * The servers' traffic counters from mntr (four-letter word), summed over the connect
+     * string's hosts: packets received, bytes received, bytes sent (responses + watches); null
+     * if a server does not answer.
+     */
+    private long[] mntrTotals() {
+        long[] total = new long[3];
+        try {
+            for (String host : arg("connect").split("/")[0].split(",")) {
+                int colon = host.lastIndexOf(':');
+                Map<String, String> v = new java.util.HashMap<>();
+                try (java.net.Socket s = new java.net.Socket(host.substring(0, colon),
+                        Integer.parseInt(host.substring(colon + 1)))) {
+                    s.setSoTimeout(10000);
+                    s.getOutputStream().write("mntr".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                    s.getOutputStream().flush();
+                    String text = new String(s.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                    for (String line : text.split("\n")) {
+                        String[] kv = line.split("\t", 2);
+                        if (kv.length == 2) v.put(kv[0], kv[1].trim());
+                    }
+                }
+                total[0] += (long) Double.parseDouble(v.get("zk_packets_received"));
+                total[1] += (long) Double.parseDouble(v.get("zk_bytes_received_count"));
+                total[2] += (long) Double.parseDouble(v.get("zk_response_bytes"))
+                        + (long) Double.parseDouble(v.getOrDefault("zk_watch_bytes", "0"));
+            }
+        } catch (Exception e) {
+            return null;
+        }
+        return total;
     }
 
     private void contended() throws Exception {
@@ -204,6 +240,7 @@ public final class Bench {
             threads.add(t);
         }
         Thread.sleep(1000);
+        long[] mntr0 = mntrTotals();
         long cpu = cpuNanos();
         measuring.set(true);
         long t0 = System.nanoTime();
@@ -212,6 +249,12 @@ public final class Bench {
         double secs = (System.nanoTime() - t0) / 1e9;
         cpu = cpuNanos() - cpu;
         long n = count.get();
+        long[] mntr1 = mntrTotals();
+        if (mntr0 != null && mntr1 != null) {
+            out.put("win_packets", mntr1[0] - mntr0[0]);
+            out.put("win_bytes_in", mntr1[1] - mntr0[1]);
+            out.put("win_bytes_out", mntr1[2] - mntr0[2]);
+        }
         for (Thread t : threads) t.join(60000);
         if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
         out.put("n", n);
@@ -243,6 +286,8 @@ public final class Bench {
         AtomicLong ok = new AtomicLong(), failed = new AtomicLong();
         List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
         List<Thread> threads = new ArrayList<>();
+        // Rounds of n increments per worker until the phase has lasted --min-seconds.
+        long minNs = (long) (Double.parseDouble(args.getOrDefault("min-seconds", "2")) * 1e9);
         long cpu = cpuNanos();
         long t0 = System.nanoTime();
         for (int i = 0; i < workers; i++) {
@@ -250,7 +295,7 @@ public final class Bench {
             Thread t = new Thread(() -> {
                 try {
                     DistributedAtomicLong d = new DistributedAtomicLong(c, path, new RetryNTimes(1000, 1));
-                    for (int k = 0; k < n; k++) {
+                    for (int k = 0; k < n || (n > 0 && (k % n != 0 || System.nanoTime() - t0 < minNs)); k++) {
                         AtomicValue<Long> v = d.increment();
                         if (v.succeeded()) ok.incrementAndGet();
                         else failed.incrementAndGet();
@@ -266,7 +311,16 @@ public final class Bench {
         double secs = (System.nanoTime() - t0) / 1e9;
         cpu = cpuNanos() - cpu;
         if (!errors.isEmpty()) throw new IllegalStateException("an incrementer failed", errors.get(0));
+        // On an ensemble this session's server may lag the others' last writes (reads are not
+        // linearizable): re-read for up to 5 s before a shortfall counts as lost.
         long fin = counter.get().postValue();
+        int finalReads = 1;
+        while (fin - initial < ok.get() && finalReads < 10) {
+            Thread.sleep(500);
+            fin = counter.get().postValue();
+            finalReads++;
+        }
+        out.put("final_reads", finalReads);
         out.put("n", ok.get());
         out.put("ops_per_s", ok.get() / secs);
         out.put("failed", failed.get());
