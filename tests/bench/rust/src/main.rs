@@ -702,7 +702,10 @@ async fn floor_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         .num("pipelined_acquire_p50_us", stats(&pipelined_acquire).p50)
         // Sequential and pipelined cycles, warm-up included: for requests per cycle.
         .int("ops_total", (w + n_seq + w + n) as i64)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n_seq.max(1) as f64);
+        .num(
+            "cpu_us_per_op",
+            cpu.as_secs_f64() * 1e6 / n_seq.max(1) as f64,
+        );
     Ok(())
 }
 
@@ -891,7 +894,10 @@ async fn floor_counter_chain(a: &Args, out: &mut Out) -> Res<()> {
         .int("expected", initial + done as i64)
         .int("lost", done as i64 - (fin - initial))
         .num("writes_per_op", 1.0)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / done.max(1) as f64);
+        .num(
+            "cpu_us_per_op",
+            cpu.as_secs_f64() * 1e6 / done.max(1) as f64,
+        );
     Ok(())
 }
 
@@ -960,7 +966,10 @@ async fn floor_counter_blind(a: &Args, out: &mut Out) -> Res<()> {
         .num("ops_per_s", done as f64 / secs)
         .num("writes_per_op", 1.0)
         .int("clients", clients.len() as i64)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / done.max(1) as f64);
+        .num(
+            "cpu_us_per_op",
+            cpu.as_secs_f64() * 1e6 / done.max(1) as f64,
+        );
     Ok(())
 }
 
