@@ -86,6 +86,9 @@ where
 }
 
 /// The paths `session` watches, from the server's `wchc` (session id -> paths).
+/// The core's delay before a holder watches its own node (`OWN_NODE_WATCH_DELAY`).
+const OWN_NODE_WATCH_DELAY_MS: u64 = 100;
+
 fn watched_paths(session: i64) -> Vec<String> {
     let out = server().four_letter("wchc");
     let mut current = None;
@@ -148,7 +151,7 @@ async fn uncontended_acquire_uses_curator_layout_and_one_pipelined_round_trip() 
     );
     assert!(
         after.get_data - before.get_data <= 1,
-        "no predecessor to watch when uncontended (at most the holder's own-node watch, sent in the background after the grant)"
+        "no predecessor to watch when uncontended (at most the holder's own-node watch, set in the background once the hold has lasted {OWN_NODE_WATCH_DELAY_MS} ms)"
     );
 
     let node = m.lock_node(owner).unwrap();
@@ -383,10 +386,18 @@ async fn one_release_wakes_exactly_one_waiter_of_twenty() {
     for c in &clients {
         let m = InterProcessMutex::new(c, "/herd").unwrap();
         let order = order.clone();
+        let c = c.clone();
         tasks.push(tokio::spawn(async move {
             let o = Owner::new();
             assert!(m.acquire(o, Some(WAIT * 2)).await.unwrap());
             order.lock().unwrap().push(m.lock_node(o).unwrap());
+            // Hold until the watch on our own node is set (it waits for a hold to last a
+            // while), so that every grant costs exactly that one getData.
+            let before = c.request_counts().get_data;
+            let t = Instant::now();
+            while c.request_counts().get_data == before && t.elapsed() < WAIT {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
             m.release(o).await.unwrap();
         }));
     }
@@ -1765,5 +1776,42 @@ async fn an_oversized_request_is_refused_before_sending_and_costs_no_hold() {
     c.delete("/oversized/fits", Default::default())
         .await
         .unwrap();
+    c.close().await;
+}
+
+/// A short hold costs Curator's three requests (create, getChildren, delete): the holder's
+/// watch on its own node (lost-hold detection) is set only once a hold has lasted
+/// `OWN_NODE_WATCH_DELAY`, and a long hold still gets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_holds_send_no_own_node_watch_long_holds_do() {
+    let c = connect().await;
+    let m = InterProcessMutex::new(&c, "/short-holds").unwrap();
+    let o = Owner::new();
+    assert!(m.acquire(o, None).await.unwrap());
+    m.release(o).await.unwrap();
+    let before = c.request_counts();
+    for _ in 0..20 {
+        assert!(m.acquire(o, None).await.unwrap());
+        m.release(o).await.unwrap();
+    }
+    let after = c.request_counts();
+    assert_eq!(after.create - before.create, 20);
+    assert_eq!(after.get_children - before.get_children, 20);
+    assert_eq!(after.delete - before.delete, 20);
+    // (A cycle stalled past the delay on a loaded machine may still send one.)
+    assert!(
+        after.get_data - before.get_data < 10,
+        "{} own-node watches for 20 short holds",
+        after.get_data - before.get_data
+    );
+    assert!(m.acquire(o, None).await.unwrap());
+    let node = m.lock_node(o).unwrap();
+    eventually("a long hold watches its own node", WAIT, || {
+        let node = node.clone();
+        let session = c.session_id();
+        async move { watched_paths(session) == vec![node] }
+    })
+    .await;
+    m.release(o).await.unwrap();
     c.close().await;
 }

@@ -126,6 +126,11 @@ pub(crate) struct Acquired {
 /// must only queue the user's listener (on the lock's dispatcher), never run it.
 pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
 
+/// How long a hold lasts before the watch on its own node is set (see
+/// `Internals::watch_own_node`): short holds cost no request, and a deletion by someone else
+/// is found at most this much later than with an immediate watch.
+pub(crate) const OWN_NODE_WATCH_DELAY: Duration = Duration::from_millis(100);
+
 /// Who to tell when a node we hold is deleted by someone else (its path). Called on an async
 /// worker: it must only mark the hold lost and queue the listeners.
 pub(crate) type DeletedListener = Arc<dyn Fn(&str) + Send + Sync>;
@@ -317,6 +322,7 @@ impl Internals {
                 opts.owner,
                 Some(l.clone()),
                 opts.deleted.clone(),
+                Duration::ZERO,
             )
         });
         let mut listing = first_listing.map(|c| (c, node.session));
@@ -347,6 +353,7 @@ impl Internals {
                                 opts.owner,
                                 None,
                                 opts.deleted.clone(),
+                                OWN_NODE_WATCH_DELAY,
                             ));
                         }
                         return Ok(Outcome::Granted(Acquired { node, node_watch }));
@@ -444,14 +451,18 @@ impl Internals {
     /// goes: Curator's revocable watcher (when `__REVOKE__` is written there, `revoke` hears
     /// it), and the deletion of a held node by someone else (`deleted` hears it: a holder must
     /// not go on believing a lock whose node is gone — another client may hold it already).
-    /// Set in the background after the grant (one request, no round trip added to the
-    /// acquire); on release the node's own deletion ends it, so no removal request is sent.
+    /// Set in the background (one request, no round trip added to the acquire) once `delay`
+    /// has passed with the hold still on: a hold released sooner sends nothing (an uncontended
+    /// acquire + release stays at Curator's three requests), and a deletion in its first
+    /// `delay` is found when the watch is set (its getData sees no node). On release the
+    /// node's own deletion ends the watch, so no removal request is sent.
     fn watch_own_node(
         &self,
         node: &str,
         owner: Owner,
         revoke: Option<RevokeListener>,
         deleted: Option<DeletedListener>,
+        delay: Duration,
     ) -> watch::Sender<()> {
         let (stop_tx, mut stop_rx) = watch::channel(());
         let weak = self.client.downgrade();
@@ -462,6 +473,12 @@ impl Internals {
                     d(node);
                 }
             };
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {},
+                    _ = stop_rx.changed() => return,
+                }
+            }
             loop {
                 let Some(client) = weak.upgrade() else { return };
                 let (data, _, w) = tokio::select! {
