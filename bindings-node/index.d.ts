@@ -304,7 +304,7 @@ export interface LockOptions {
 }
 
 export interface LockEvents {
-  /** A hold of `owner` was lost (its session SUSPENDED or LOST, or its node deleted by someone else): stop trusting it. */
+  /** A hold of `owner` was lost (its session SUSPENDED or LOST, or its node deleted by someone else, noticed once the hold has lasted 100 ms): stop trusting it. */
   lost: [owner: Owner | bigint];
   /** Another process asked this hold to be released (`attemptRevoke`), after `makeRevocable()`. */
   revoke: [owner: Owner | bigint];

@@ -98,7 +98,8 @@ pub(crate) fn lost_policy(policy: u32, what: &str) -> Result<LostPolicy> {
 // InterProcessMutex
 
 /// Called when a hold of a lock is lost: the connection went SUSPENDED or LOST (per the lock's
-/// lost policy), the lock node was deleted by someone else, or the client was closed. `owner` is
+/// lost policy), the lock node was deleted by someone else (noticed once the hold has lasted
+/// 100 ms: the holder's watch on its node is set then), or the client was closed. `owner` is
 /// the owner whose hold was lost; it should stop trusting the lock and release it (the release
 /// then succeeds). It runs on a library thread (never the acquiring thread, never one of the
 /// library's async workers), one call at a time with this lock's other callbacks; any zkr_

@@ -190,8 +190,8 @@ class InterProcessMutex(_OwnedLock):
 
     def on_lost(self, callback: Callable[[int], object]) -> int:
         """Calls ``callback(owner_id)`` when a hold is lost (connection SUSPENDED or LOST under
-        the STANDARD policy, LOST under SESSION; the lock node deleted by someone else; also on
-        close). ``owner_id`` is the holder's :attr:`Owner.id`. Callbacks of one lock run one at
+        the STANDARD policy, LOST under SESSION; the lock node deleted by someone else, noticed
+        once the hold has lasted 100 ms; also on close). ``owner_id`` is the holder's :attr:`Owner.id`. Callbacks of one lock run one at
         a time, in order, on a library thread (never the event loop's) and may block or call
         this API. Returns an id for :meth:`remove_lost_listener`."""
         if not callable(callback):

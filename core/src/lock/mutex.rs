@@ -117,8 +117,10 @@ impl Drop for Shared {
 ///
 /// Beyond Curator: each hold has a [fencing token](Self::fencing_token) (the lock node's czxid,
 /// strictly increasing from one holder to the next), a [lost signal](Self::lost_signal) (the
-/// session went SUSPENDED or LOST, see [`LockLostPolicy`]), and the uncontended acquire sends
-/// its create and getChildren together (one round trip).
+/// session went SUSPENDED or LOST, see [`LockLostPolicy`]; or someone else deleted the lock
+/// node — a holder watches its node once the hold has lasted 100 ms, so a short hold costs no
+/// extra request and an earlier deletion is found then), and the uncontended acquire sends its
+/// create and getChildren together (one round trip).
 #[derive(Clone)]
 pub struct InterProcessMutex {
     shared: Arc<Shared>,
