@@ -445,7 +445,9 @@ fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
     // Both faces: add_and_get, and Curator's add (which must not turn it into "failed" nor
     // retry it into a double count).
     for curator_add in [false, true] {
-        proxy.delay(Duration::from_millis(400));
+        // Long enough that the reply is still in the proxy when the cut comes, however slowly
+        // the observer's polling runs on a loaded machine (400 ms was not, once, in CI).
+        proxy.delay(Duration::from_millis(2000));
         let adder = {
             let counter = counter.clone();
             thread::spawn(move || {
