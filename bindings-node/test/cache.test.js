@@ -139,7 +139,14 @@ test('a session expiry is resynced: RESYNCED and the server tree', async () => {
     const stat = await client.setData(`${root}/keep`, 'k2');
     assert.equal(await cache.awaitZxid(stat.mzxid, 10000), true);
     assert.deepEqual([...cache].map((n) => n.path), [root, `${root}/keep`, `${root}/new`]);
-    await waitFor(() => events.some((e) => e.type === 'RESYNCED'), { what: 'RESYNCED' });
+    // Listeners run on the event loop after the snapshot changed: a marker written now is heard
+    // after every event emitted so far, duplicates included.
+    const marker = await client.setData(`${root}/keep`, 'marker');
+    assert.equal(await cache.awaitZxid(marker.mzxid, 10000), true);
+    await waitFor(() => events.some((e) => e.new && e.new.data.toString() === 'marker'), {
+      what: "the marker's CHANGED",
+    });
+    assert.ok(events.some((e) => e.type === 'RESYNCED'), 'RESYNCED');
     assert.equal(events.filter((e) => e.type === 'DELETED').length, 1);
     assert.equal(events.filter((e) => e.type === 'CREATED').length, 1);
     cache.close();

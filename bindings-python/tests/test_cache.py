@@ -199,6 +199,16 @@ def test_a_session_expiry_is_resynced(make_client: Callable[..., zkrecipes.Clien
         stat = writer.set_data(f"{path}/keep", b"k2")
         assert cache.await_zxid(stat.mzxid, 10)
         assert [n.path for n in cache] == [path, f"{path}/keep", f"{path}/new"]
+        # Listeners are called on the dispatcher thread, after the snapshot changed: a marker
+        # written now is heard after every event emitted so far, duplicates included.
+        marker = writer.set_data(f"{path}/keep", b"marker")
+        assert cache.await_zxid(marker.mzxid, 10)
+
+        def marker_heard() -> bool:
+            with rec.lock:
+                return any(e.new is not None and e.new.data == b"marker" for e in rec.events)
+
+        wait_until(marker_heard, what="the marker's CHANGED")
         assert CacheEventType.RESYNCED in rec.kinds()
         assert rec.kinds().count(CacheEventType.DELETED) == 1
         assert rec.kinds().count(CacheEventType.CREATED) == 1
