@@ -7,6 +7,7 @@
 //! release wakes one waiter. The read/write lock names its nodes `__READ__`/`__WRIT__`;
 //! the semaphore takes the mutex at `path/locks` before creating `path/leases/_c_<uuid>-lease-<seq>`.
 
+mod cohort;
 pub(crate) mod internals;
 mod multi;
 mod mutex;
@@ -17,6 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+pub use self::cohort::{CohortOptions, FencingToken};
 pub use self::multi::InterProcessMultiLock;
 pub use self::mutex::{InterProcessMutex, LockLostPolicy, ReleaseStatus};
 pub use self::rwlock::InterProcessReadWriteLock;

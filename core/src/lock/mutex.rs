@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
+use super::cohort::{Cohort, CohortOptions, FencingToken};
 use super::internals::{
     deadline_of, sleep_until, Acquired, AttemptOptions, DeletedListener, Driver, Internals, Node,
     RevokeListener, Sorter, WRITE_LOCK_NAME,
@@ -124,6 +125,7 @@ impl Drop for Shared {
 #[derive(Clone)]
 pub struct InterProcessMutex {
     shared: Arc<Shared>,
+    cohort: Option<Arc<Cohort>>,
 }
 
 impl std::fmt::Debug for InterProcessMutex {
@@ -199,7 +201,63 @@ impl InterProcessMutex {
         });
         let task = runtime::spawn(monitor(Arc::downgrade(&shared), events, closed));
         *shared.monitor.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
-        Ok(InterProcessMutex { shared })
+        Ok(InterProcessMutex {
+            shared,
+            cohort: None,
+        })
+    }
+
+    /// Opts this object into cohort handoffs (see [`CohortOptions`]): its owners queue in
+    /// memory behind one lock node, and a release hands the hold to the next local owner
+    /// without a round trip, within the fairness bound. Other processes (Curator's too) see
+    /// one contender with one node, as before. Each hold's [`fencing_token_wide`]
+    /// (Self::fencing_token_wide) strictly increases from holder to holder; the plain
+    /// [`fencing_token`](Self::fencing_token) is the node's czxid, shared by the local holders
+    /// of one node — fence with the wide token. Call before the first acquire; refused on a
+    /// revocable mutex and called twice.
+    pub fn with_cohort(self, options: CohortOptions) -> Result<InterProcessMutex> {
+        if self.cohort.is_some() {
+            return Err(Error::invalid(
+                "with_cohort: this mutex already has cohort handoffs",
+            ));
+        }
+        if self.shared.kind != Kind::Mutex {
+            return Err(Error::invalid(
+                "with_cohort: only a plain InterProcessMutex has cohort handoffs",
+            ));
+        }
+        if self
+            .shared
+            .revocation
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+        {
+            return Err(Error::invalid(
+                "with_cohort: a revocable mutex cannot have cohort handoffs",
+            ));
+        }
+        if !self.shared.lock_slots().is_empty() {
+            return Err(Error::invalid(
+                "with_cohort: call it before the first acquire",
+            ));
+        }
+        let cohort = Cohort::new(self.clone(), options)?;
+        Ok(InterProcessMutex {
+            shared: self.shared,
+            cohort: Some(cohort),
+        })
+    }
+
+    /// How many owners of this object wait in its cohort's local queue (0 without
+    /// [cohort handoffs](Self::with_cohort)).
+    pub fn local_waiters(&self) -> usize {
+        self.cohort.as_ref().map_or(0, |c| c.waiting())
+    }
+
+    /// The cohort options, if this object has [cohort handoffs](Self::with_cohort).
+    pub fn cohort_options(&self) -> Option<CohortOptions> {
+        self.cohort.as_ref().map(|c| c.options())
     }
 
     pub(crate) fn downgrade(&self) -> Weak<Shared> {
@@ -233,6 +291,18 @@ impl InterProcessMutex {
     /// errors once the client's retry policy gives up; a re-entry of a hold that was reported
     /// lost fails (`ConnectionLoss`, `SessionExpired` or `Closed`) until it is released.
     pub async fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
+        match &self.cohort {
+            Some(c) => c.acquire(owner, timeout).await,
+            None => self.plain_acquire(owner, timeout).await,
+        }
+    }
+
+    /// [`acquire`](Self::acquire) without cohort handoffs (the cohort's own node).
+    pub(crate) async fn plain_acquire(
+        &self,
+        owner: Owner,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
         let s = &self.shared;
         let client = &s.internals.client;
         if client.is_closed() {
@@ -328,6 +398,14 @@ impl InterProcessMutex {
 
     /// [`release`](Self::release), telling what happened.
     pub async fn release_with_status(&self, owner: Owner) -> Result<ReleaseStatus> {
+        match &self.cohort {
+            Some(c) => c.release(owner).await,
+            None => self.plain_release(owner).await,
+        }
+    }
+
+    /// [`release_with_status`](Self::release_with_status) without cohort handoffs.
+    pub(crate) async fn plain_release(&self, owner: Owner) -> Result<ReleaseStatus> {
         let s = &self.shared;
         let hold = {
             let mut slots = s.lock_slots();
@@ -409,11 +487,17 @@ impl InterProcessMutex {
     /// Whether `owner` holds the mutex (Curator's isOwnedByCurrentThread). A hold that was
     /// reported lost still counts until released; see [`is_held_valid`](Self::is_held_valid).
     pub fn is_owned_by(&self, owner: Owner) -> bool {
+        if let Some(c) = &self.cohort {
+            return c.holds(owner);
+        }
         self.shared.owns(owner)
     }
 
     /// Whether any owner of this object holds the mutex.
     pub fn is_acquired_in_this_process(&self) -> bool {
+        if let Some(c) = &self.cohort {
+            return c.holder().is_some();
+        }
         self.shared
             .lock_slots()
             .values()
@@ -423,11 +507,33 @@ impl InterProcessMutex {
     /// The fencing token of `owner`'s hold: the lock node's czxid, strictly greater than any
     /// earlier holder's. Pass it to the guarded resource so it can reject a stale holder.
     pub fn fencing_token(&self, owner: Owner) -> Option<i64> {
+        if let Some(c) = &self.cohort {
+            return c.token(owner).map(|t| t.zxid);
+        }
         self.shared.held_node(owner).map(|n| n.czxid)
+    }
+
+    /// The wide fencing token of `owner`'s hold: `(czxid, handoff)`, strictly greater than any
+    /// earlier holder's, also across [cohort handoffs](Self::with_cohort) inside one process
+    /// (without them `handoff` is 0). Every process fencing one resource must use the same
+    /// kind of token.
+    pub fn fencing_token_wide(&self, owner: Owner) -> Option<FencingToken> {
+        if let Some(c) = &self.cohort {
+            return c.token(owner);
+        }
+        self.fencing_token(owner)
+            .map(|zxid| FencingToken { zxid, handoff: 0 })
     }
 
     /// The path of `owner`'s lock node.
     pub fn lock_node(&self, owner: Owner) -> Option<String> {
+        if let Some(c) = &self.cohort {
+            return if c.holds(owner) {
+                c.inner().lock_node(c.proc_owner())
+            } else {
+                None
+            };
+        }
         self.shared.held_node(owner).map(|n| n.path)
     }
 
@@ -453,6 +559,9 @@ impl InterProcessMutex {
     /// client's tasks have noticed. A check is a moment: fence writes with the
     /// [fencing token](Self::fencing_token).
     pub fn is_held_valid(&self, owner: Owner) -> bool {
+        if let Some(c) = &self.cohort {
+            return c.holds(owner) && c.inner().is_held_valid(c.proc_owner());
+        }
         let s = &self.shared;
         let client = &s.internals.client;
         let slots = s.lock_slots();
@@ -471,6 +580,14 @@ impl InterProcessMutex {
     /// at a time, in order, off the async workers; they may call the blocking API (release,
     /// say). Returns an id for [`remove_lost_listener`](Self::remove_lost_listener).
     pub fn on_lost(&self, f: impl Fn(Owner) + Send + Sync + 'static) -> ListenerId {
+        if let Some(c) = &self.cohort {
+            let weak = Arc::downgrade(c);
+            return self.shared.callbacks.add(move |o: &Owner| {
+                if let Some(o) = Cohort::map_owner(&weak, *o) {
+                    f(o)
+                }
+            });
+        }
         self.shared.callbacks.add(move |o: &Owner| f(*o))
     }
 
@@ -483,6 +600,21 @@ impl InterProcessMutex {
     /// `false` if it was released first (or `owner` holds nothing now). For `select!` next to
     /// the work done under the lock.
     pub fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
+        let cohort = self.cohort.as_ref().map(|c| c.lost_signal(owner));
+        let plain = self.plain_lost_signal(owner);
+        async move {
+            match cohort {
+                Some(signal) => signal.await,
+                None => plain.await,
+            }
+        }
+    }
+
+    /// [`lost_signal`](Self::lost_signal) of a hold of the cohort's own node.
+    pub(crate) fn plain_lost_signal(
+        &self,
+        owner: Owner,
+    ) -> impl Future<Output = bool> + Send + 'static {
         let rx = match self.shared.lock_slots().get(&owner) {
             Some(Slot::Held(h)) => Some(h.state.subscribe()),
             _ => None,
@@ -503,6 +635,10 @@ impl InterProcessMutex {
     /// release. Revocation is cooperative. Applies to acquires that start after this call. The
     /// listener runs on this lock's dispatcher, like [`on_lost`](Self::on_lost)'s.
     pub fn make_revocable(&self, listener: impl Fn(Owner) + Send + Sync + 'static) {
+        if self.cohort.is_some() {
+            tracing::warn!(lock = %self.shared.internals.base, "make_revocable ignored: a mutex with cohort handoffs is not revocable");
+            return;
+        }
         let listener = Arc::new(listener);
         let callbacks = Arc::downgrade(&self.shared.callbacks);
         let queue: RevokeListener = Arc::new(move |owner| {
@@ -516,6 +652,19 @@ impl InterProcessMutex {
             .revocation
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(queue);
+    }
+
+    /// Whether `owner`'s hold has not been marked lost (the cohort's view of its node).
+    pub(crate) fn is_hold_marked_valid(&self, owner: Owner) -> bool {
+        matches!(self.shared.lock_slots().get(&owner), Some(Slot::Held(h)) if h.valid)
+    }
+
+    /// The error a re-entry of `owner`'s lost hold gets.
+    pub(crate) fn void_hold_error_for(&self, owner: Owner) -> Error {
+        match self.shared.lock_slots().get(&owner) {
+            Some(Slot::Held(h)) => self.shared.void_hold_error(h),
+            _ => Error::Internal("cohort: no hold to report on".into()),
+        }
     }
 
     /// The lock path.

@@ -1,0 +1,503 @@
+//! Cohort handoffs (opt-in, [`InterProcessMutex::with_cohort`]): the owners of one mutex
+//! object queue in memory behind the object's one lock node, and a release hands the hold to
+//! the next local owner without a round trip, up to a fairness bound; then the node goes and
+//! the local owners queue again behind whoever waits elsewhere.
+//!
+//! To ZooKeeper (and to Curator processes on the same path) the object is one contender with
+//! one node, so the queue they see is a valid Curator queue and mutual exclusion across
+//! processes is exactly the plain mutex's. Inside the process exactly one owner holds at a
+//! time. Every hold gets a [`FencingToken`] `(czxid, handoff)`: the node's czxid and the
+//! number of local handoffs on that node before this hold, compared in that order; it
+//! strictly increases from one holder to the next across all processes, because nodes are
+//! granted in czxid order.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{oneshot, watch, Notify};
+
+use super::internals::{deadline_of, sleep_until};
+use super::mutex::{InterProcessMutex, ReleaseStatus};
+use crate::{runtime, Error, Owner, Result};
+
+/// The fairness bound of [cohort handoffs](InterProcessMutex::with_cohort).
+///
+/// A node is handed from one local owner to the next at most `max_handoffs` times, and for at
+/// most `max_hold` after it was granted; then, if another contender has a node on the lock
+/// path (another process, or another object), the node is released and the local owners queue
+/// again behind it. With nobody else waiting the budget starts over (one getChildren).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CohortOptions {
+    /// Local handoffs on one node before checking for other contenders (≥ 1; default 64).
+    pub max_handoffs: u32,
+    /// How long one node may be passed around locally before checking (default 20 ms).
+    pub max_hold: Duration,
+}
+
+impl Default for CohortOptions {
+    fn default() -> Self {
+        CohortOptions {
+            max_handoffs: 64,
+            max_hold: Duration::from_millis(20),
+        }
+    }
+}
+
+/// A fencing token that also orders holds handed over inside one process: the lock node's
+/// czxid, then the number of local handoffs on that node before this hold (0 for the first
+/// holder of a node, and always 0 without cohort handoffs). Compare tokens as pairs (the
+/// derived order) or as [`wide`](Self::wide) integers; a guarded resource that keeps the
+/// largest token it has seen rejects every stale holder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FencingToken {
+    /// The lock node's czxid (the plain [`fencing_token`](InterProcessMutex::fencing_token)).
+    pub zxid: i64,
+    /// Local handoffs on that node before this hold.
+    pub handoff: u32,
+}
+
+impl FencingToken {
+    /// `zxid << 32 | handoff`: one integer with the same order (Python's int, Node's bigint).
+    pub fn wide(self) -> u128 {
+        ((self.zxid as u64 as u128) << 32) | u128::from(self.handoff)
+    }
+}
+
+struct LocalHold {
+    owner: Owner,
+    count: u32,
+    handoff: u32,
+    ended: watch::Sender<bool>,
+}
+
+struct Waiter {
+    id: u64,
+    tx: oneshot::Sender<Result<()>>,
+    owner: Owner,
+}
+
+enum NodeState {
+    /// No node, no acquire in flight.
+    Free,
+    /// The driver is acquiring the node for the local queue.
+    Acquiring { cancel: Arc<Notify>, id: u64 },
+    /// The node is ours: `grants` local holds so far, `budget_*` since the last check.
+    Held {
+        grants: u32,
+        budget_since: Instant,
+        budget_used: u32,
+    },
+    /// The node is being released (or checked, or a cancelled acquire is settling): nobody is
+    /// granted until that is done.
+    Busy,
+}
+
+struct State {
+    holder: Option<LocalHold>,
+    waiters: VecDeque<Waiter>,
+    node: NodeState,
+    next_id: u64,
+}
+
+pub(crate) struct Cohort {
+    inner: InterProcessMutex,
+    proc_owner: Owner,
+    opts: CohortOptions,
+    state: Mutex<State>,
+}
+
+impl Cohort {
+    pub(crate) fn new(inner: InterProcessMutex, opts: CohortOptions) -> Result<Arc<Cohort>> {
+        if opts.max_handoffs == 0 {
+            return Err(Error::invalid(
+                "cohort max_handoffs must be at least 1 (use a plain mutex for none)",
+            ));
+        }
+        Ok(Arc::new(Cohort {
+            inner,
+            proc_owner: Owner::new(),
+            opts,
+            state: Mutex::new(State {
+                holder: None,
+                waiters: VecDeque::new(),
+                node: NodeState::Free,
+                next_id: 1,
+            }),
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn options(&self) -> CohortOptions {
+        self.opts
+    }
+
+    pub(crate) async fn acquire(
+        self: &Arc<Self>,
+        owner: Owner,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        let client = self.inner.client().clone();
+        if client.is_closed() {
+            return Err(Error::Closed(
+                format!("acquire lock {}: the client is closed", self.inner.path()).into(),
+            ));
+        }
+        let deadline = deadline_of(timeout);
+        let (id, rx) = {
+            let mut st = self.lock();
+            if let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) {
+                if !self.inner.is_hold_marked_valid(self.proc_owner) {
+                    return Err(self.inner.void_hold_error_for(self.proc_owner));
+                }
+                h.count = h.count.checked_add(1).ok_or_else(|| {
+                    Error::Overflow(
+                        format!(
+                            "acquire lock {}: reentrant count overflow",
+                            self.inner.path()
+                        )
+                        .into(),
+                    )
+                })?;
+                return Ok(true);
+            }
+            let id = st.next_id;
+            st.next_id += 1;
+            let (tx, rx) = oneshot::channel();
+            st.waiters.push_back(Waiter { id, tx, owner });
+            match st.node {
+                NodeState::Free => self.start_driver(&mut st),
+                NodeState::Held { .. } if st.holder.is_none() => {
+                    if !self.grant_next(&mut st) {
+                        self.release_in_background(&mut st);
+                    }
+                }
+                _ => {}
+            }
+            (id, rx)
+        };
+        let mut guard = WaiterGuard {
+            cohort: self.clone(),
+            id,
+            owner,
+            rx,
+            claimed: false,
+        };
+        let got = tokio::select! {
+            r = &mut guard.rx => Some(r),
+            _ = sleep_until(deadline) => None,
+            _ = client.closed() => return Err(Error::closed()),
+        };
+        match got {
+            Some(Ok(Ok(()))) => {
+                guard.claimed = true;
+                Ok(true)
+            }
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(Error::Internal(
+                "cohort: a waiter's grant was dropped".into(),
+            )),
+            None => {
+                // Timed out: leave the queue, unless a grant (or an error) came meanwhile.
+                if self.leave(id) {
+                    return Ok(false);
+                }
+                match guard.rx.try_recv() {
+                    Ok(Ok(())) => {
+                        guard.claimed = true;
+                        Ok(true)
+                    }
+                    Ok(Err(e)) => Err(e),
+                    Err(_) => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// Removes waiter `id` from the queue; false if it is not there (granted or failed). The
+    /// last waiter leaving cancels the node's acquire.
+    fn leave(&self, id: u64) -> bool {
+        let mut st = self.lock();
+        let Some(pos) = st.waiters.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        st.waiters.remove(pos);
+        if st.waiters.is_empty() {
+            if let NodeState::Acquiring { cancel, .. } = &st.node {
+                cancel.notify_one();
+                st.node = NodeState::Busy;
+            }
+        }
+        true
+    }
+
+    /// Hands the held node to the first waiter still waiting; false if there is none.
+    fn grant_next(&self, st: &mut State) -> bool {
+        let NodeState::Held {
+            grants,
+            budget_used,
+            ..
+        } = &mut st.node
+        else {
+            return false;
+        };
+        while let Some(w) = st.waiters.pop_front() {
+            let (ended, _) = watch::channel(false);
+            let hold = LocalHold {
+                owner: w.owner,
+                count: 1,
+                handoff: *grants,
+                ended,
+            };
+            if w.tx.send(Ok(())).is_ok() {
+                *grants = grants.saturating_add(1);
+                *budget_used += 1;
+                st.holder = Some(hold);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn start_driver(self: &Arc<Self>, st: &mut State) {
+        let cancel = Arc::new(Notify::new());
+        let id = st.next_id;
+        st.next_id += 1;
+        st.node = NodeState::Acquiring {
+            cancel: cancel.clone(),
+            id,
+        };
+        let me = self.clone();
+        runtime::spawn(async move {
+            let got = tokio::select! {
+                r = me.inner.plain_acquire(me.proc_owner, None) => Some(r),
+                _ = cancel.notified() => None,
+            };
+            me.on_driver_done(id, got).await;
+        });
+    }
+
+    async fn on_driver_done(self: &Arc<Self>, id: u64, got: Option<Result<bool>>) {
+        let release = {
+            let mut st = self.lock();
+            let ours = matches!(st.node, NodeState::Acquiring { id: i, .. } if i == id);
+            match got {
+                Some(Ok(true)) if ours => {
+                    st.node = NodeState::Held {
+                        grants: 0,
+                        budget_since: Instant::now(),
+                        budget_used: 0,
+                    };
+                    if self.grant_next(&mut st) {
+                        return;
+                    }
+                    st.node = NodeState::Busy;
+                    true
+                }
+                // Cancelled after the node was granted: give it back.
+                Some(Ok(true)) => true,
+                Some(Ok(false)) | None => false,
+                Some(Err(e)) => {
+                    for w in st.waiters.drain(..) {
+                        let _ = w.tx.send(Err(e.clone()));
+                    }
+                    false
+                }
+            }
+        };
+        if release {
+            let _ = self.inner.plain_release(self.proc_owner).await;
+        }
+        self.settle();
+    }
+
+    /// The node is gone (or never came): queue again for whoever waits.
+    fn settle(self: &Arc<Self>) {
+        let mut st = self.lock();
+        st.node = NodeState::Free;
+        if !st.waiters.is_empty() {
+            self.start_driver(&mut st);
+        }
+    }
+
+    fn release_in_background(self: &Arc<Self>, st: &mut State) {
+        st.node = NodeState::Busy;
+        let me = self.clone();
+        runtime::spawn(async move {
+            let _ = me.inner.plain_release(me.proc_owner).await;
+            me.settle();
+        });
+    }
+
+    pub(crate) async fn release(self: &Arc<Self>, owner: Owner) -> Result<ReleaseStatus> {
+        enum Next {
+            Release,
+            Check,
+        }
+        let next = {
+            let mut st = self.lock();
+            let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) else {
+                return Err(Error::NotOwner(
+                    format!(
+                        "release lock {}: this owner does not hold it",
+                        self.inner.path()
+                    )
+                    .into(),
+                ));
+            };
+            if h.count > 1 {
+                h.count -= 1;
+                return Ok(ReleaseStatus::StillHeld(h.count));
+            }
+            if let Some(h) = st.holder.take() {
+                let _ = h.ended.send(true);
+            }
+            let valid = self.inner.is_hold_marked_valid(self.proc_owner);
+            let within = match &st.node {
+                NodeState::Held {
+                    budget_since,
+                    budget_used,
+                    ..
+                } => {
+                    *budget_used < self.opts.max_handoffs
+                        && budget_since.elapsed() < self.opts.max_hold
+                }
+                _ => false,
+            };
+            if !valid || st.waiters.is_empty() {
+                st.node = NodeState::Busy;
+                Next::Release
+            } else if within {
+                if self.grant_next(&mut st) {
+                    return Ok(ReleaseStatus::Released);
+                }
+                st.node = NodeState::Busy;
+                Next::Release
+            } else {
+                // Keep the node (and its grant count) while we look for other contenders.
+                Next::Check
+            }
+        };
+        if let Next::Check = next {
+            let others = match self.inner.participant_nodes().await {
+                Ok(nodes) => nodes.len() > 1,
+                Err(_) => true,
+            };
+            let mut st = self.lock();
+            let valid = self.inner.is_hold_marked_valid(self.proc_owner);
+            if !others && valid {
+                if let NodeState::Held {
+                    budget_since,
+                    budget_used,
+                    ..
+                } = &mut st.node
+                {
+                    *budget_since = Instant::now();
+                    *budget_used = 0;
+                }
+                if st.holder.is_some() || self.grant_next(&mut st) {
+                    return Ok(ReleaseStatus::Released);
+                }
+            }
+            if st.holder.is_some() {
+                // Someone took the node while we looked (an acquire found it idle): theirs now.
+                return Ok(ReleaseStatus::Released);
+            }
+            st.node = NodeState::Busy;
+        }
+        let r = self.inner.plain_release(self.proc_owner).await;
+        self.settle();
+        r
+    }
+
+    pub(crate) fn waiting(&self) -> usize {
+        self.lock().waiters.len()
+    }
+
+    pub(crate) fn holder(&self) -> Option<Owner> {
+        self.lock().holder.as_ref().map(|h| h.owner)
+    }
+
+    pub(crate) fn holds(&self, owner: Owner) -> bool {
+        self.holder() == Some(owner)
+    }
+
+    pub(crate) fn proc_owner(&self) -> Owner {
+        self.proc_owner
+    }
+
+    pub(crate) fn inner(&self) -> &InterProcessMutex {
+        &self.inner
+    }
+
+    pub(crate) fn token(&self, owner: Owner) -> Option<FencingToken> {
+        let handoff = {
+            let st = self.lock();
+            st.holder
+                .as_ref()
+                .filter(|h| h.owner == owner)
+                .map(|h| h.handoff)?
+        };
+        let zxid = self.inner.fencing_token(self.proc_owner)?;
+        Some(FencingToken { zxid, handoff })
+    }
+
+    pub(crate) fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
+        let ended = {
+            let st = self.lock();
+            st.holder
+                .as_ref()
+                .filter(|h| h.owner == owner)
+                .map(|h| h.ended.subscribe())
+        };
+        let inner = ended
+            .as_ref()
+            .map(|_| self.inner.plain_lost_signal(self.proc_owner));
+        async move {
+            let (Some(mut ended), Some(inner)) = (ended, inner) else {
+                return false;
+            };
+            tokio::select! {
+                biased;
+                lost = inner => lost,
+                _ = ended.wait_for(|e| *e) => false,
+            }
+        }
+    }
+
+    /// Maps the node's owner in a lost or revoke callback to the local holder.
+    pub(crate) fn map_owner(weak: &Weak<Cohort>, o: Owner) -> Option<Owner> {
+        match weak.upgrade() {
+            Some(c) if o == c.proc_owner => c.holder(),
+            _ => Some(o),
+        }
+    }
+}
+
+/// Leaves the queue if the acquire is dropped while waiting; gives a grant back if it came
+/// but was never returned to the caller.
+struct WaiterGuard {
+    cohort: Arc<Cohort>,
+    id: u64,
+    owner: Owner,
+    rx: oneshot::Receiver<Result<()>>,
+    claimed: bool,
+}
+
+impl Drop for WaiterGuard {
+    fn drop(&mut self) {
+        if self.claimed || self.cohort.leave(self.id) {
+            return;
+        }
+        if let Ok(Ok(())) = self.rx.try_recv() {
+            let (c, owner) = (self.cohort.clone(), self.owner);
+            runtime::spawn(async move {
+                let _ = c.release(owner).await;
+            });
+        }
+    }
+}
