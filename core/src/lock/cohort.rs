@@ -171,10 +171,14 @@ impl Cohort {
             st.waiters.push_back(Waiter { id, tx, owner });
             match st.node {
                 NodeState::Free => self.start_driver(&mut st),
-                NodeState::Held { .. } if st.holder.is_none() => {
-                    if !self.grant_next(&mut st) {
-                        self.release_in_background(&mut st);
-                    }
+                // Idle while a release looks for other contenders: ours if still valid (a
+                // lost node is released by that release).
+                NodeState::Held { .. }
+                    if st.holder.is_none()
+                        && self.inner.is_hold_marked_valid(self.proc_owner)
+                        && !self.grant_next(&mut st) =>
+                {
+                    self.release_in_background(&mut st);
                 }
                 _ => {}
             }
