@@ -169,18 +169,16 @@ impl Cohort {
             st.next_id += 1;
             let (tx, rx) = oneshot::channel();
             st.waiters.push_back(Waiter { id, tx, owner });
-            match st.node {
-                NodeState::Free => self.start_driver(&mut st),
-                // Idle while a release looks for other contenders: ours if still valid (a
-                // lost node is released by that release).
-                NodeState::Held { .. }
-                    if st.holder.is_none()
-                        && self.inner.is_hold_marked_valid(self.proc_owner)
-                        && !self.grant_next(&mut st) =>
-                {
-                    self.release_in_background(&mut st);
-                }
-                _ => {}
+            let free = matches!(st.node, NodeState::Free);
+            // Idle while a release looks for other contenders: ours if still valid (a lost
+            // node is released by that release).
+            let idle = matches!(st.node, NodeState::Held { .. })
+                && st.holder.is_none()
+                && self.inner.is_hold_marked_valid(self.proc_owner);
+            if free {
+                self.start_driver(&mut st);
+            } else if idle && !self.grant_next(&mut st) {
+                self.release_in_background(&mut st);
             }
             (id, rx)
         };
