@@ -89,8 +89,11 @@ enum NodeState {
         budget_since: Instant,
         budget_used: u32,
     },
-    /// The node is being released (or checked, or a cancelled acquire is settling): nobody is
-    /// granted until that is done.
+    /// The budget is spent and a release looks for other contenders: nobody is granted
+    /// until it knows whether the node stays (with `grants` so far) or goes.
+    Checking { grants: u32 },
+    /// The node is being released (or a cancelled acquire is settling): nobody is granted
+    /// until that is done.
     Busy,
 }
 
@@ -381,6 +384,11 @@ impl Cohort {
                 Next::Release
             } else {
                 // Keep the node (and its grant count) while we look for other contenders.
+                let grants = match st.node {
+                    NodeState::Held { grants, .. } => grants,
+                    _ => 0,
+                };
+                st.node = NodeState::Checking { grants };
                 Next::Check
             }
         };
@@ -391,23 +399,18 @@ impl Cohort {
             };
             let mut st = self.lock();
             let valid = self.inner.is_hold_marked_valid(self.proc_owner);
-            if !others && valid {
-                if let NodeState::Held {
-                    budget_since,
-                    budget_used,
-                    ..
-                } = &mut st.node
-                {
-                    *budget_since = Instant::now();
-                    *budget_used = 0;
+            if let NodeState::Checking { grants } = st.node {
+                if !others && valid {
+                    // Nobody else waits: the budget starts over.
+                    st.node = NodeState::Held {
+                        grants,
+                        budget_since: Instant::now(),
+                        budget_used: 0,
+                    };
+                    if self.grant_next(&mut st) {
+                        return Ok(ReleaseStatus::Released);
+                    }
                 }
-                if st.holder.is_some() || self.grant_next(&mut st) {
-                    return Ok(ReleaseStatus::Released);
-                }
-            }
-            if st.holder.is_some() {
-                // Someone took the node while we looked (an acquire found it idle): theirs now.
-                return Ok(ReleaseStatus::Released);
             }
             st.node = NodeState::Busy;
         }

@@ -3,7 +3,7 @@
 //! ```text
 //! bench-driver --impl rust|floor --scenario SCENARIO --connect HOST:PORT --path /bench/X
 //!              [--iterations N] [--warmup W] [--clients C] [--threads T] [--seconds S] [--locks L]
-//!              [--min-seconds S]
+//!              [--min-seconds S] [--cohort K] [--max-hold-ms M] [--remote 0|1]
 //! ```
 //!
 //! Counter scenarios repeat each worker's N increments until the timed phase has lasted
@@ -46,6 +46,12 @@ struct Args {
     locks: usize,
     /// Counter scenarios: repeat the N-increment loop until the timed phase lasted this long.
     min_seconds: f64,
+    /// inproc: cohort handoffs with this many local handoffs per node (0: the plain mutex).
+    cohort: u32,
+    /// inproc: the cohort's max_hold, milliseconds.
+    max_hold_ms: u64,
+    /// inproc: a contender on another session (1) or none (0).
+    remote: usize,
 }
 
 fn parse_args() -> Res<Args> {
@@ -61,6 +67,9 @@ fn parse_args() -> Res<Args> {
         seconds: 10.0,
         locks: 1000,
         min_seconds: 2.0,
+        cohort: 0,
+        max_hold_ms: 20,
+        remote: 0,
     };
     let mut clients = None;
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -83,6 +92,9 @@ fn parse_args() -> Res<Args> {
             "--threads" => a.threads = num(&v)?,
             "--seconds" => a.seconds = v.parse().map_err(|_| format!("--seconds: bad {v}"))?,
             "--locks" => a.locks = num(&v)?,
+            "--cohort" => a.cohort = num(&v)? as u32,
+            "--max-hold-ms" => a.max_hold_ms = num(&v)? as u64,
+            "--remote" => a.remote = num(&v)?,
             "--min-seconds" => {
                 a.min_seconds = v.parse().map_err(|_| format!("--min-seconds: bad {v}"))?
             }
@@ -382,6 +394,142 @@ async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
         .num("ops_per_s", n as f64 / secs)
         .num("wait_p99_us", s.p99)
         .num("p50_us", s.p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
+    Ok(())
+}
+
+/// inproc (issue 21, part 1: the seeds' scenario): T owners (tasks) of ONE process share one
+/// mutex object on one session; with `--remote 1` a plain mutex on a second session contends
+/// the whole time (1 ms hold, 1 ms gap). Every hold passes a fencing check: no two holders at
+/// once, and each wide token above the last. Reports local handoffs/s, the remote contender's
+/// acquires and waits, and the server's requests in the window.
+async fn rust_inproc(a: &Args, out: &mut Out) -> Res<()> {
+    use zkrecipes::lock::{CohortOptions, FencingToken};
+    let local = connect(a).await?;
+    let path = format!("{}/lock", a.path);
+    let mut m = InterProcessMutex::new(&local, &path).map_err(e("mutex"))?;
+    if a.cohort > 0 {
+        m = m
+            .with_cohort(CohortOptions {
+                max_handoffs: a.cohort,
+                max_hold: Duration::from_millis(a.max_hold_ms),
+            })
+            .map_err(e("with_cohort"))?;
+    }
+    struct Ledger {
+        inside: AtomicBool,
+        last: Mutex<Option<FencingToken>>,
+        violations: AtomicU64,
+    }
+    let ledger = Arc::new(Ledger {
+        inside: AtomicBool::new(false),
+        last: Mutex::new(None),
+        violations: AtomicU64::new(0),
+    });
+    let check = |l: &Ledger, t: Option<FencingToken>| {
+        if l.inside.swap(true, Ordering::SeqCst) {
+            l.violations.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut last = l.last.lock().unwrap();
+        match (t, *last) {
+            (Some(t), Some(prev)) if t <= prev => {
+                l.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            (None, _) => {
+                l.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        *last = t.or(*last);
+    };
+    let measuring = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..a.threads {
+        let (m, ledger, measuring, stop, count) = (
+            m.clone(),
+            ledger.clone(),
+            measuring.clone(),
+            stop.clone(),
+            count.clone(),
+        );
+        tasks.push(zkrecipes::runtime::spawn(async move {
+            let me = Owner::new();
+            while !stop.load(Ordering::Relaxed) {
+                match m.acquire(me, None).await {
+                    Ok(true) => {}
+                    Ok(false) => return Err("acquire returned false".to_string()),
+                    Err(err) => return Err(format!("acquire: {err}")),
+                }
+                check(&ledger, m.fencing_token_wide(me));
+                ledger.inside.store(false, Ordering::SeqCst);
+                if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+                m.release(me).await.map_err(e("release"))?;
+            }
+            Ok(())
+        }));
+    }
+    let remote = if a.remote > 0 {
+        let rc = connect(a).await?;
+        let rm = InterProcessMutex::new(&rc, &path).map_err(e("remote mutex"))?;
+        let (ledger, measuring, stop) = (ledger.clone(), measuring.clone(), stop.clone());
+        Some((
+            rc,
+            zkrecipes::runtime::spawn(async move {
+                let me = Owner::new();
+                let mut waits = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    if !rm.acquire(me, None).await.map_err(e("remote acquire"))? {
+                        return Err("remote acquire returned false".to_string());
+                    }
+                    let waited = t.elapsed();
+                    check(&ledger, rm.fencing_token_wide(me));
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    ledger.inside.store(false, Ordering::SeqCst);
+                    if measuring.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                        waits.push(waited);
+                    }
+                    rm.release(me).await.map_err(e("remote release"))?;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Ok::<Vec<Duration>, String>(waits)
+            }),
+        ))
+    } else {
+        None
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mntr0 = mntr_totals(&a.connect);
+    let cpu = cpu_time();
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let n = count.load(Ordering::Relaxed);
+    put_window(out, mntr0, mntr_totals(&a.connect));
+    for t in tasks {
+        t.await.map_err(e("task"))??;
+    }
+    if let Some((rc, task)) = remote {
+        let waits = task.await.map_err(e("remote task"))??;
+        let s = stats(&waits);
+        let max = waits.iter().max().map_or(f64::NAN, |d| d.as_secs_f64() * 1e6);
+        out.int("remote_n", waits.len() as i64)
+            .num("remote_wait_p50_us", s.p50)
+            .num("remote_wait_p99_us", s.p99)
+            .num("remote_wait_max_us", max);
+        rc.close().await;
+    }
+    local.close().await;
+    out.int("n", n as i64)
+        .num("ops_per_s", n as f64 / secs)
+        .int("fencing_violations", ledger.violations.load(Ordering::Relaxed) as i64)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
     Ok(())
 }
@@ -1056,6 +1204,7 @@ fn run(a: Args) -> Res<String> {
                 match (a.imp.as_str(), a.scenario.as_str()) {
                     ("rust", "uncontended") => rust_uncontended(&a, &mut out).await?,
                     ("rust", "contended") => rust_contended(&a, &mut out).await?,
+                    ("rust", "inproc") => rust_inproc(&a, &mut out).await?,
                     ("rust", "failover") => rust_failover(&a, &mut out).await?,
                     ("rust", "memory") => rust_memory(&a, &mut out).await?,
                     ("floor", "uncontended") => floor_uncontended(&a, &mut out).await?,

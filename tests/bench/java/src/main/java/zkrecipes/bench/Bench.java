@@ -125,6 +125,7 @@ public final class Bench {
         switch (scenario) {
             case "uncontended" -> uncontended();
             case "contended" -> contended();
+            case "inproc" -> inproc();
             case "counter_threads" -> counter(false);
             case "counter_clients" -> counter(true);
             case "failover" -> failover();
@@ -263,6 +264,101 @@ public final class Bench {
         out.put("wait_p99_us", s[1]);
         out.put("p50_us", s[0]);
         out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, n));
+    }
+
+    /**
+     * inproc (issue 21, part 1: the seeds' scenario): T threads of ONE process share one
+     * InterProcessMutex on one CuratorFramework; with --remote 1 a second client contends the
+     * whole time (1 ms hold, 1 ms gap). Each hold checks that nobody else is inside (Curator has
+     * no fencing token to check).
+     */
+    private void inproc() throws Exception {
+        int threadsN = num("threads", 100);
+        double seconds = Double.parseDouble(args.getOrDefault("seconds", "10"));
+        int w = num("warmup", 2000);
+        boolean withRemote = num("remote", 0) > 0;
+        String path = arg("path") + "/lock";
+        CuratorFramework local = connect();
+        InterProcessMutex warm = new InterProcessMutex(local, arg("path") + "/warm");
+        for (int i = 0; i < w; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        InterProcessMutex m = new InterProcessMutex(local, path);
+        AtomicBoolean measuring = new AtomicBoolean(false), stop = new AtomicBoolean(false);
+        AtomicBoolean inside = new AtomicBoolean(false);
+        AtomicLong count = new AtomicLong(), violations = new AtomicLong();
+        List<Long> remoteWaits = Collections.synchronizedList(new ArrayList<>());
+        List<Thread> threads = new ArrayList<>();
+        List<Throwable> errors = Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < threadsN; i++) {
+            Thread t = new Thread(() -> {
+                try {
+                    while (!stop.get()) {
+                        m.acquire();
+                        if (inside.getAndSet(true)) violations.incrementAndGet();
+                        inside.set(false);
+                        if (measuring.get() && !stop.get()) count.incrementAndGet();
+                        m.release();
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        if (withRemote) {
+            InterProcessMutex rm = new InterProcessMutex(connect(), path);
+            Thread t = new Thread(() -> {
+                try {
+                    while (!stop.get()) {
+                        long t0 = System.nanoTime();
+                        rm.acquire();
+                        long waited = System.nanoTime() - t0;
+                        if (inside.getAndSet(true)) violations.incrementAndGet();
+                        Thread.sleep(1);
+                        inside.set(false);
+                        if (measuring.get() && !stop.get()) remoteWaits.add(waited);
+                        rm.release();
+                        Thread.sleep(1);
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            });
+            t.start();
+            threads.add(t);
+        }
+        Thread.sleep(1000);
+        long[] mntr0 = mntrTotals();
+        long cpu = cpuNanos();
+        measuring.set(true);
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        stop.set(true);
+        double secs = (System.nanoTime() - t0) / 1e9;
+        cpu = cpuNanos() - cpu;
+        long n = count.get();
+        long[] mntr1 = mntrTotals();
+        if (mntr0 != null && mntr1 != null) {
+            out.put("win_packets", mntr1[0] - mntr0[0]);
+            out.put("win_bytes_in", mntr1[1] - mntr0[1]);
+            out.put("win_bytes_out", mntr1[2] - mntr0[2]);
+        }
+        for (Thread t : threads) t.join(60000);
+        if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
+        out.put("n", n);
+        out.put("ops_per_s", n / secs);
+        out.put("fencing_violations", violations.get());
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, n));
+        if (withRemote) {
+            double[] s = stats(remoteWaits);
+            out.put("remote_n", remoteWaits.size());
+            out.put("remote_wait_p50_us", s[0]);
+            out.put("remote_wait_p99_us", s[1]);
+            out.put("remote_wait_max_us", remoteWaits.stream().mapToLong(Long::longValue).max().orElse(0) / 1e3);
+        }
     }
 
     private void counter(boolean separate) throws Exception {
