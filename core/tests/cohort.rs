@@ -379,3 +379,116 @@ async fn bad_cohort_options_are_refused() {
     plain.release(o).await.unwrap();
     c.close().await;
 }
+
+/// A budget of one handoff: every release looks for other contenders, so checks overlap with
+/// acquires and with each other all the time, with a remote contender coming and going. No
+/// release may fail, no two holders may overlap, tokens strictly increase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_budget_of_one_checks_on_every_release_without_losing_exclusion() {
+    let local = connect().await;
+    let remote = connect().await;
+    let path = "/cohort/budget1";
+    let m = cohort(
+        &local,
+        path,
+        CohortOptions {
+            max_handoffs: 1,
+            max_hold: Duration::from_millis(1),
+        },
+    );
+    let other = InterProcessMutex::new(&remote, path).unwrap();
+    let ledger = Arc::new(Ledger::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let remote_task = {
+        let (other, ledger, stop) = (other.clone(), ledger.clone(), stop.clone());
+        tokio::spawn(async move {
+            let me = Owner::new();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) || n < 3 {
+                assert!(
+                    other.acquire(me, Some(WAIT)).await.unwrap(),
+                    "remote starved"
+                );
+                ledger.enter(other.fencing_token_wide(me).unwrap(), "remote");
+                ledger.leave();
+                other.release(me).await.unwrap();
+                n += 1;
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+            n
+        })
+    };
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (m, ledger) = (m.clone(), ledger.clone());
+            tokio::spawn(async move {
+                let me = Owner::new();
+                for _ in 0..60 {
+                    assert!(m.acquire(me, Some(WAIT)).await.unwrap());
+                    ledger.enter(m.fencing_token_wide(me).unwrap(), "local");
+                    ledger.leave();
+                    m.release(me).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .expect("local owners finish")
+            .unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    let n = tokio::time::timeout(Duration::from_secs(60), remote_task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ledger.holds.load(Ordering::SeqCst), 16 * 60 + n);
+    eventually("no node is left", WAIT, || async {
+        m.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    local.close().await;
+    remote.close().await;
+}
+
+/// Few owners in tight loops with a small budget and nobody else: the local queue empties and
+/// fills around every budget check (a release with nobody waiting gives the node back while a
+/// check is in flight). Every release succeeds and exclusion holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tight_loops_around_budget_checks_never_release_twice() {
+    let c = connect().await;
+    let m = cohort(&c, "/cohort/tight", CohortOptions::default());
+    let ledger = Arc::new(Ledger::default());
+    let until = Instant::now() + Duration::from_secs(3);
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (m, ledger) = (m.clone(), ledger.clone());
+            zkrecipes::runtime::spawn(async move {
+                let me = Owner::new();
+                let mut n = 0;
+                while Instant::now() < until {
+                    assert!(m.acquire(me, Some(WAIT)).await.unwrap());
+                    ledger.enter(m.fencing_token_wide(me).unwrap(), "local");
+                    ledger.leave();
+                    m.release(me).await.unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += tokio::time::timeout(Duration::from_secs(120), t)
+            .await
+            .expect("owners finish")
+            .unwrap();
+    }
+    assert_eq!(ledger.holds.load(Ordering::SeqCst), total);
+    eventually("no node is left", WAIT, || async {
+        m.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    c.close().await;
+}

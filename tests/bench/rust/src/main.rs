@@ -519,7 +519,10 @@ async fn rust_inproc(a: &Args, out: &mut Out) -> Res<()> {
     if let Some((rc, task)) = remote {
         let waits = task.await.map_err(e("remote task"))??;
         let s = stats(&waits);
-        let max = waits.iter().max().map_or(f64::NAN, |d| d.as_secs_f64() * 1e6);
+        let max = waits
+            .iter()
+            .max()
+            .map_or(f64::NAN, |d| d.as_secs_f64() * 1e6);
         out.int("remote_n", waits.len() as i64)
             .num("remote_wait_p50_us", s.p50)
             .num("remote_wait_p99_us", s.p99)
@@ -529,7 +532,10 @@ async fn rust_inproc(a: &Args, out: &mut Out) -> Res<()> {
     local.close().await;
     out.int("n", n as i64)
         .num("ops_per_s", n as f64 / secs)
-        .int("fencing_violations", ledger.violations.load(Ordering::Relaxed) as i64)
+        .int(
+            "fencing_violations",
+            ledger.violations.load(Ordering::Relaxed) as i64,
+        )
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
     Ok(())
 }
