@@ -3,7 +3,7 @@
 //! `cargo run -p zkrecipes --example interop_worker -- --role ROLE --connect HOST:PORT --path P
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
-//! ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+//! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
 //! doublebarrier, group, gzip, cache, watch (workloads), or
 //! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
 //!
@@ -11,6 +11,8 @@
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
 //!   NS from CLOCK_MONOTONIC (comparable with every other worker on the machine), TOKEN the
 //!   hold's fencing token (the lock node's czxid);
+//! * cohort:  like mutex, from 4 threads sharing one mutex object with cohort handoffs (8 / 5
+//!   ms), N sections in all; TOKEN is the wide fencing token (`zxid << 32 | handoff`);
 //! * counter: `inc rust ID VALUE` per successful `add_and_get(1)`, `fail rust ID` otherwise;
 //! * latch, selector: `participants rust ID id,...` once every runtime is listed, then per term
 //!   `lead rust ID NS` / `unlead rust ID NS`;
@@ -36,7 +38,9 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use zkrecipes::atomic::{DistributedAtomicLong, SharedCount};
 use zkrecipes::leader::{LeaderLatch, LeaderSelector};
-use zkrecipes::lock::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2};
+use zkrecipes::lock::{
+    CohortOptions, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2,
+};
 use zkrecipes::{Client, Owner};
 
 #[repr(C)]
@@ -248,6 +252,46 @@ fn main() {
                 writeln!(log, "end rust {id} {token} {}", mono_ns()).unwrap();
                 log.flush().unwrap();
                 m.release_blocking().expect("release");
+            }
+            writeln!(log, "done rust {id} {iterations}").unwrap();
+        }
+        "cohort" => {
+            // Four threads of this process on one mutex object with cohort handoffs: N holds
+            // in all, each logged with its wide fencing token (zxid << 32 | handoff).
+            let m = InterProcessMutex::new(&client, &path)
+                .expect("mutex")
+                .with_cohort(CohortOptions {
+                    max_handoffs: 8,
+                    max_hold: Duration::from_millis(5),
+                })
+                .expect("cohort");
+            let lines = Arc::new(Mutex::new(Vec::new()));
+            let threads: Vec<_> = (0..4)
+                .map(|k| {
+                    let (m, lines, id) = (m.clone(), lines.clone(), id.clone());
+                    let mine = iterations / 4 + u64::from(k < iterations % 4);
+                    std::thread::spawn(move || {
+                        let me = Owner::current_thread();
+                        for _ in 0..mine {
+                            assert!(m.acquire_blocking(None).expect("acquire"));
+                            let token = m.fencing_token_wide(me).expect("a token").wide();
+                            let start = mono_ns();
+                            std::thread::sleep(Duration::from_micros(200));
+                            let end = mono_ns();
+                            // Stamped inside the hold; written in one piece.
+                            lines.lock().unwrap().push(format!(
+                                "start rust {id} {token} {start}\nend rust {id} {token} {end}\n"
+                            ));
+                            m.release_blocking().expect("release");
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().expect("a cohort thread");
+            }
+            for l in lines.lock().unwrap().iter() {
+                log.write_all(l.as_bytes()).unwrap();
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
         }

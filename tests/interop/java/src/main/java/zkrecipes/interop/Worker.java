@@ -227,7 +227,11 @@ public final class Worker {
                 while (!new java.io.File(go).exists()) Thread.sleep(1);
             }
             switch (role) {
-                case "mutex": {
+                case "mutex":
+                case "cohort": {
+                    // cohort: the same plain mutex next to our cohorts; its token widened the way
+                    // ours are (czxid << 32, handoff 0) so that both compare.
+                    boolean wide = role.equals("cohort");
                     InterProcessMutex m = new InterProcessMutex(client, path);
                     for (int i = 0; i < n; i++) {
                         m.acquire();
@@ -238,7 +242,8 @@ public final class Worker {
                         if (st == null || st.getEphemeralOwner() != client.getZookeeperClient().getZooKeeper().getSessionId()) {
                             throw new IllegalStateException("first participant " + mine + " is not our node");
                         }
-                        long token = st.getCzxid();
+                        String token = wide ? java.math.BigInteger.valueOf(st.getCzxid()).shiftLeft(32).toString()
+                                : Long.toString(st.getCzxid());
                         log.println("start java " + id + " " + token + " " + System.nanoTime());
                         log.flush();
                         Thread.sleep(0, 200_000);
