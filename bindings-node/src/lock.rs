@@ -8,11 +8,12 @@ use napi::bindgen_prelude::{BigInt, Object};
 use napi::Env;
 use napi_derive::napi;
 use zkrecipes::lock::{
-    InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
+    CohortOptions, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 
 use crate::args;
+use crate::error::{invalid, CoreResult};
 use crate::boundary::{promise, promise_on, promise_timed, sync, Outcome};
 use crate::client::NativeClient;
 use crate::events::{EmitFn, Emitter, Event};
@@ -62,6 +63,41 @@ macro_rules! owned_lock_methods {
     };
 }
 
+/// The cohort handoffs of a mutex (`{ cohort }` of `new InterProcessMutex`; types checked by
+/// `lib/locks.js`, values here). An omitted field keeps the core's default.
+#[napi(object)]
+pub struct NativeCohortOptions {
+    /// Local handoffs on one node before checking for other contenders (an integer ≥ 1).
+    pub max_handoffs: Option<f64>,
+    /// How long one node may be passed around locally before checking (finite, ≥ 0).
+    pub max_hold_ms: Option<f64>,
+}
+
+/// The core's [`CohortOptions`] for `o`: the defaults with the given fields replaced.
+fn cohort_options(o: &NativeCohortOptions) -> CoreResult<CohortOptions> {
+    let mut opts = CohortOptions::default();
+    if let Some(n) = o.max_handoffs {
+        if n.fract() != 0.0 || !(1.0..=u32::MAX as f64).contains(&n) {
+            return Err(invalid(format!(
+                "cohort.maxHandoffs must be an integer in 1..{}, got {n}",
+                u32::MAX
+            )));
+        }
+        opts.max_handoffs = n as u32;
+    }
+    if let Some(ms) = o.max_hold_ms {
+        opts.max_hold = args::duration("cohort.maxHoldMs", ms)?;
+    }
+    Ok(opts)
+}
+
+/// `{ maxHandoffs, maxHoldMs }`: a mutex's cohort options as JS sees them.
+#[napi(object)]
+pub struct CohortOptionsOut {
+    pub max_handoffs: u32,
+    pub max_hold_ms: f64,
+}
+
 /// Curator's InterProcessMutex (reentrant per owner). `lib/locks.js`'s `InterProcessMutex`
 /// wraps it. Its emitter carries `'lost'` and `'revoke'`, each with the owner id of the hold.
 #[napi]
@@ -83,6 +119,7 @@ impl NativeMutex {
 #[napi]
 impl NativeMutex {
     /// A mutex on `path`; `emit` receives `'lost'` (and, once revocable, `'revoke'`) events.
+    /// With `cohort`, its owners share one lock node through cohort handoffs.
     #[napi(constructor)]
     pub fn new(
         env: Env,
@@ -90,13 +127,14 @@ impl NativeMutex {
         path: String,
         emit: EmitFn<'_>,
         lost_policy: Option<String>,
+        cohort: Option<NativeCohortOptions>,
     ) -> napi::Result<Self> {
         sync(&env, || {
-            NativeMutex::wrap(
-                InterProcessMutex::new(&client.inner, &path)?,
-                emit,
-                lost_policy,
-            )
+            let mut mutex = InterProcessMutex::new(&client.inner, &path)?;
+            if let Some(c) = &cohort {
+                mutex = mutex.with_cohort(cohort_options(c)?)?;
+            }
+            NativeMutex::wrap(mutex, emit, lost_policy)
         })
     }
 
@@ -120,6 +158,37 @@ impl NativeMutex {
                 .inner
                 .fencing_token(args::owner(&owner)?)
                 .map(BigInt::from))
+        })
+    }
+
+    /// `owner`'s wide fencing token (`czxid << 32 | handoff`, strictly increasing also across
+    /// cohort handoffs), or `null` if it holds nothing.
+    #[napi]
+    pub fn fencing_token_wide(&self, env: Env, owner: BigInt) -> napi::Result<Option<BigInt>> {
+        sync(&env, || {
+            Ok(self
+                .inner
+                .fencing_token_wide(args::owner(&owner)?)
+                .map(|t| BigInt::from(t.wide())))
+        })
+    }
+
+    /// How many owners wait in the cohort's local queue (0 without cohort handoffs).
+    #[napi(getter)]
+    pub fn local_waiters(&self, env: Env) -> napi::Result<u32> {
+        sync(&env, || {
+            Ok(u32::try_from(self.inner.local_waiters()).unwrap_or(u32::MAX))
+        })
+    }
+
+    /// The cohort options, or `null` without cohort handoffs.
+    #[napi(getter)]
+    pub fn cohort_options(&self, env: Env) -> napi::Result<Option<CohortOptionsOut>> {
+        sync(&env, || {
+            Ok(self.inner.cohort_options().map(|o| CohortOptionsOut {
+                max_handoffs: o.max_handoffs,
+                max_hold_ms: o.max_hold.as_secs_f64() * 1000.0,
+            }))
         })
     }
 

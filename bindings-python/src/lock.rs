@@ -11,12 +11,12 @@ use pyo3::prelude::*;
 use pyo3::PyClassInitializer;
 
 use zkrecipes::lock::{
-    InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
+    CohortOptions, InterProcessLock, InterProcessMultiLock, InterProcessMutex,
+    InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 use zkrecipes::{runtime, Client, LostPolicy, Owner};
 
-use crate::args::{Int, Text, Timeout};
+use crate::args::{duration, Int, Text, Timeout};
 use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors::{self, IntoPyResult};
@@ -132,20 +132,30 @@ impl PyMutex {
 
 #[pymethods]
 impl PyMutex {
+    /// `cohort`: `(max_handoffs, max_hold seconds)` opts the object into cohort handoffs
+    /// (`zkrecipes.CohortOptions`, checked there and again here).
     #[new]
-    #[pyo3(signature = (client, path, data = None))]
+    #[pyo3(signature = (client, path, data = None, cohort = None))]
     fn new(
         py: Python<'_>,
         client: &PyClient,
         path: Text,
         data: Option<Vec<u8>>,
+        cohort: Option<(Int<u32>, f64)>,
     ) -> PyResult<PyClassInitializer<PyMutex>> {
         let c = client.core(py)?;
-        let m = match data {
+        let mut m = match data {
             Some(d) => InterProcessMutex::with_data(&c, &path, d),
             None => InterProcessMutex::new(&c, &path),
         }
         .py_err(py)?;
+        if let Some((max_handoffs, max_hold)) = cohort {
+            let options = CohortOptions {
+                max_handoffs: max_handoffs.0,
+                max_hold: duration(py, "max_hold", max_hold)?,
+            };
+            m = m.with_cohort(options).py_err(py)?;
+        }
         Ok(PyMutex::init(m))
     }
 
@@ -161,8 +171,31 @@ impl PyMutex {
         Ok(self.m(py)?.fencing_token(Owner::from_raw(owner)))
     }
 
+    /// The wide fencing token of `owner`'s hold (`zxid << 32 | handoff`), or None.
+    fn fencing_token_wide(&self, py: Python<'_>, owner: u64) -> PyResult<Option<u128>> {
+        Ok(self
+            .m(py)?
+            .fencing_token_wide(Owner::from_raw(owner))
+            .map(|t| t.wide()))
+    }
+
     fn lock_node(&self, py: Python<'_>, owner: u64) -> PyResult<Option<String>> {
         Ok(self.m(py)?.lock_node(Owner::from_raw(owner)))
+    }
+
+    /// Owners waiting in the cohort's local queue (0 without cohort handoffs).
+    #[getter]
+    fn local_waiters(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.m(py)?.local_waiters())
+    }
+
+    /// `(max_handoffs, max_hold seconds)`, or None without cohort handoffs.
+    #[getter]
+    fn cohort_options(&self, py: Python<'_>) -> PyResult<Option<(u32, f64)>> {
+        Ok(self
+            .m(py)?
+            .cohort_options()
+            .map(|o| (o.max_handoffs, o.max_hold.as_secs_f64())))
     }
 
     fn participant_nodes(&self, py: Python<'_>) -> PyResult<Call> {

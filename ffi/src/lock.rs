@@ -3,14 +3,17 @@
 
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use zkrecipes::lock::{
-    InterProcessLock, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
+    CohortOptions, FencingToken, InterProcessLock, InterProcessMultiLock, InterProcessMutex,
+    InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 use zkrecipes::{Error, ListenerId, LostPolicy, Owner, Result};
 
-use crate::boundary::{arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
+use crate::boundary::{
+    arg_out, arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
+};
 use crate::callback::{lock, Slot, UserData};
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
@@ -180,6 +183,61 @@ pub unsafe extern "C" fn zkr_mutex_new(
     unsafe {
         recipe_new("zkr_mutex_new", c, path, out, |c, path| {
             Ok(zkr_mutex::new(InterProcessMutex::new(c, path)?))
+        })
+    }
+}
+
+/// The cohort options of zkr_mutex_new_cohort, checked.
+fn cohort_options(max_handoffs: u32, max_hold_ms: i64) -> Result<CohortOptions> {
+    if max_handoffs == 0 {
+        return Err(Error::InvalidArgument(
+            "max_handoffs is 0; it must be at least 1 (zkr_mutex_new makes a mutex without handoffs)"
+                .into(),
+        ));
+    }
+    if max_hold_ms < 0 {
+        return Err(Error::InvalidArgument(
+            format!("max_hold_ms is {max_hold_ms}; it must not be negative").into(),
+        ));
+    }
+    Ok(CohortOptions {
+        max_handoffs,
+        max_hold: Duration::from_millis(max_hold_ms as u64),
+    })
+}
+
+/// Makes a mutex on `path` with cohort handoffs: the owners (threads, or explicit owners) that
+/// acquire through THIS handle queue in memory behind the handle's one lock node, and a release
+/// hands the hold to the next of them without a round trip to ZooKeeper. To other processes the
+/// handle is one contender with one node, so mutual exclusion across processes (Curator's, on
+/// the same path) is exactly zkr_mutex_new's, and inside the process one owner holds at a time.
+///
+/// Fairness bound: a node is handed over locally at most `max_handoffs` (>= 1) times, and for at
+/// most `max_hold_ms` (>= 0) milliseconds since it was granted; then, if another contender
+/// waits on the path, the node is released and the local owners queue again behind it (with
+/// nobody else waiting the budget starts over). The core's defaults are 64 and 20 ms.
+///
+/// The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
+/// with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
+/// zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+/// zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
+///
+/// ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
+/// zkr_mutex_new refuses. No server call is made yet. Free with zkr_mutex_free.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_mutex_new_cohort(
+    c: *mut zkr_client,
+    path: *const c_char,
+    max_handoffs: u32,
+    max_hold_ms: i64,
+    out: *mut *mut zkr_mutex,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
+    unsafe {
+        recipe_new("zkr_mutex_new_cohort", c, path, out, |c, path| {
+            let options = cohort_options(max_handoffs, max_hold_ms)?;
+            let mutex = InterProcessMutex::new(c, path)?.with_cohort(options)?;
+            Ok(zkr_mutex::new(mutex))
         })
     }
 }
@@ -366,7 +424,9 @@ pub unsafe extern "C" fn zkr_mutex_is_held_valid_as(
 
 /// The fencing token of the calling thread's hold: the lock node's czxid, strictly greater than
 /// any earlier holder's. Hand it to the guarded resource so it can reject a stale holder.
-/// ZKR_NOT_OWNER if this thread does not hold the mutex.
+/// ZKR_NOT_OWNER if this thread does not hold the mutex. On a handle made by
+/// zkr_mutex_new_cohort the local holders of one node share this token: fence with
+/// zkr_mutex_fencing_token_wide instead.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_mutex_fencing_token(
     m: *const zkr_mutex,
@@ -402,6 +462,100 @@ pub unsafe extern "C" fn zkr_mutex_fencing_token_as(
             "token",
             fencing_token,
         )
+    }
+}
+
+/// The wide fencing token of one owner's hold, in two out-parameters (both checked first,
+/// written only on success).
+///
+/// # Safety
+/// The C caller's contract for the handle, `zxid` and `handoff`.
+unsafe fn fencing_token_wide(
+    function: &str,
+    m: *const zkr_mutex,
+    owner: Result<Owner>,
+    zxid: *mut i64,
+    handoff: *mut u32,
+) -> zkr_status {
+    // SAFETY: this function's contract.
+    unsafe {
+        handle_call(function, m, |m| {
+            let (zxid, handoff) = (arg_out(zxid, "zxid")?, arg_out(handoff, "handoff")?);
+            let FencingToken {
+                zxid: z,
+                handoff: h,
+            } = m.mutex.fencing_token_wide(owner?).ok_or_else(|| {
+                Error::NotOwner(
+                    format!(
+                        "wide fencing token of lock {}: this owner does not hold it",
+                        m.mutex.path()
+                    )
+                    .into(),
+                )
+            })?;
+            zxid.write(z);
+            handoff.write(h);
+            Ok(())
+        })
+    }
+}
+
+/// The wide fencing token of the calling thread's hold: `*zxid` is the lock node's czxid (the
+/// plain token) and `*handoff` the number of local handoffs on that node before this hold (0 for
+/// the node's first holder, and always 0 on a mutex without cohort handoffs). Compare tokens as
+/// (zxid, handoff) pairs, lexicographically (zxid first), or as one integer
+/// zxid * 2^32 + handoff (128 bits); each holder's is strictly greater than every earlier
+/// holder's, across processes and across the in-memory handoffs of zkr_mutex_new_cohort. Every
+/// process fencing one resource must use the same kind of token: all wide, or (only where no
+/// process uses cohort handoffs) all plain; a plain token never compares with a wide one.
+/// ZKR_NOT_OWNER if this thread does not hold the mutex.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_mutex_fencing_token_wide(
+    m: *const zkr_mutex,
+    zxid: *mut i64,
+    handoff: *mut u32,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameters.
+    unsafe {
+        fencing_token_wide(
+            "zkr_mutex_fencing_token_wide",
+            m,
+            thread_owner(),
+            zxid,
+            handoff,
+        )
+    }
+}
+
+/// zkr_mutex_fencing_token_wide for an explicit owner.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_mutex_fencing_token_wide_as(
+    m: *const zkr_mutex,
+    owner: zkr_owner,
+    zxid: *mut i64,
+    handoff: *mut u32,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameters.
+    unsafe {
+        fencing_token_wide(
+            "zkr_mutex_fencing_token_wide_as",
+            m,
+            owner.to_core(),
+            zxid,
+            handoff,
+        )
+    }
+}
+
+/// How many owners wait in this handle's local queue (zkr_mutex_new_cohort) right now, in `*n`;
+/// always 0 for a mutex without cohort handoffs. A snapshot, for monitoring and tests.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_mutex_local_waiters(m: *const zkr_mutex, n: *mut usize) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the out-parameter.
+    unsafe {
+        handle_out("zkr_mutex_local_waiters", m, n, "n", |m| {
+            Ok(m.mutex.local_waiters())
+        })
     }
 }
 

@@ -633,7 +633,8 @@ impl InterProcessMutex {
     /// watched; when another process writes `__REVOKE__` into one (see
     /// [`attempt_revoke`](super::attempt_revoke)), `listener(owner)` is called so the owner can
     /// release. Revocation is cooperative. Applies to acquires that start after this call. The
-    /// listener runs on this lock's dispatcher, like [`on_lost`](Self::on_lost)'s.
+    /// listener runs on this lock's dispatcher, like [`on_lost`](Self::on_lost)'s. Ignored
+    /// (with a warning in the log) on a mutex with [cohort handoffs](Self::with_cohort).
     pub fn make_revocable(&self, listener: impl Fn(Owner) + Send + Sync + 'static) {
         if self.cohort.is_some() {
             tracing::warn!(lock = %self.shared.internals.base, "make_revocable ignored: a mutex with cohort handoffs is not revocable");
