@@ -303,6 +303,36 @@ export interface LockOptions {
   lostPolicy?: LostPolicy;
 }
 
+/**
+ * The fairness bound of cohort handoffs (`new InterProcessMutex(client, path, { cohort })`).
+ *
+ * With cohort handoffs the owners of ONE mutex object queue in memory behind the object's one
+ * lock node, and a release hands the hold to the next local owner without a ZooKeeper round
+ * trip. A node is handed over at most `maxHandoffs` times and for at most `maxHoldMs` after it
+ * was granted; then, if another contender (another process or object) has a node on the lock
+ * path, the node is released and the local owners queue again behind it; with nobody else
+ * waiting the budget starts over.
+ *
+ * Local holders of one node share its czxid, the plain `fencingToken`: fence with
+ * `fencingTokenWide`, which strictly increases from holder to holder, also across handoffs.
+ */
+export interface CohortOptions {
+  /** Local handoffs on one node before checking for other contenders: an integer in 1..2**32-1 (default 64). */
+  maxHandoffs?: number;
+  /** How long, in milliseconds, one node may be passed around locally before checking: finite, >= 0 (default 20). */
+  maxHoldMs?: number;
+}
+
+/** The options of `new InterProcessMutex`. */
+export interface MutexOptions extends LockOptions {
+  /**
+   * Cohort handoffs (see `CohortOptions`): `true` for the defaults (64 handoffs, 20 ms), or the
+   * bound; omitted or `false`: none. A mutex with cohort handoffs is not revocable
+   * (`makeRevocable` is ignored). Fence with `fencingTokenWide`, not `fencingToken`.
+   */
+  cohort?: CohortOptions | boolean;
+}
+
 export interface LockEvents {
   /** A hold of `owner` was lost (its session SUSPENDED or LOST, or its node deleted by someone else, noticed once the hold has lasted 100 ms): stop trusting it. */
   lost: [owner: Owner | bigint];
@@ -318,7 +348,11 @@ export interface LockEvents {
  * Release it (or use `withLock`) before dropping the last reference.
  */
 export declare class InterProcessMutex extends EventEmitter<LockEvents> {
-  constructor(client: Client, path: string, options?: LockOptions);
+  /**
+   * A mutex on `path`. With `{ cohort }` this object's owners share one lock node through
+   * cohort handoffs (see `CohortOptions`); bad options throw ZKR_INVALID_ARGUMENT.
+   */
+  constructor(client: Client, path: string, options?: MutexOptions);
   readonly path: string;
   /**
    * Resolves to whether it was acquired (true unless `timeoutMs` passed).
@@ -338,9 +372,25 @@ export declare class InterProcessMutex extends EventEmitter<LockEvents> {
   isOwnedByCurrentOwner(owner?: Owner): boolean;
   isAcquiredInThisProcess(): boolean;
   isHeldValid(owner?: Owner): boolean;
-  /** The current owner's fencing token, or null. */
+  /**
+   * The current owner's fencing token (the lock node's czxid), or null. With cohort handoffs
+   * the local holders of one node share it: use `fencingTokenWide` to fence.
+   */
   readonly fencingToken: bigint | null;
   fencingTokenOf(owner: Owner): bigint | null;
+  /**
+   * The current owner's wide fencing token, or null: `czxid << 32n | handoff`, where `handoff`
+   * counts the local cohort handoffs on that node before this hold (0 without cohort
+   * handoffs). Strictly greater than any earlier holder's, across processes and across cohort
+   * handoffs inside this one; every process fencing one resource must use the wide token.
+   */
+  readonly fencingTokenWide: bigint | null;
+  /** `owner`'s wide fencing token (see `fencingTokenWide`), or null. */
+  fencingTokenWideOf(owner: Owner): bigint | null;
+  /** How many owners of this object wait in its cohort's local queue (0 without cohort handoffs). */
+  readonly localWaiters: number;
+  /** The cohort options this mutex runs with (defaults filled in), or null without cohort handoffs. */
+  readonly cohortOptions: Required<CohortOptions> | null;
   /** The current owner's lock node path, or null. */
   readonly lockNode: string | null;
   participantNodes(): Promise<string[]>;

@@ -2142,6 +2142,28 @@ void zkr_leader_observer_free(struct zkr_leader_observer *o);
 zkr_status zkr_mutex_new(struct zkr_client *c, const char *path, struct zkr_mutex **out);
 
 /**
+ * Makes a mutex on `path` with cohort handoffs: the owners (threads, or explicit owners) that
+ * acquire through THIS handle queue in memory behind the handle's one lock node, and a release
+ * hands the hold to the next of them without a round trip to ZooKeeper. To other processes the
+ * handle is one contender with one node, so mutual exclusion across processes (Curator's, on
+ * the same path) is exactly zkr_mutex_new's, and inside the process one owner holds at a time.
+ *
+ * Fairness bound: a node is handed over locally at most `max_handoffs` (>= 1) times, and for at
+ * most `max_hold_ms` (>= 0) milliseconds since it was granted; then, if another contender
+ * waits on the path, the node is released and the local owners queue again behind it (with
+ * nobody else waiting the budget starts over). The core's defaults are 64 and 20 ms.
+ *
+ * The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
+ * with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
+ * zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+ * zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
+ *
+ * ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
+ * zkr_mutex_new refuses. No server call is made yet. Free with zkr_mutex_free.
+ */
+zkr_status zkr_mutex_new_cohort(struct zkr_client *c, const char *path, uint32_t max_handoffs, int64_t max_hold_ms, struct zkr_mutex **out);
+
+/**
  * Acquires the mutex for the calling thread, waiting at most `timeout_ms` (-1: forever; 0: try
  * once). `*acquired` tells whether it was acquired (false: timed out). A re-entry by the same
  * thread returns at once. A timed-out acquire leaves no node behind.
@@ -2199,7 +2221,9 @@ zkr_status zkr_mutex_is_held_valid_as(const struct zkr_mutex *m, struct zkr_owne
 /**
  * The fencing token of the calling thread's hold: the lock node's czxid, strictly greater than
  * any earlier holder's. Hand it to the guarded resource so it can reject a stale holder.
- * ZKR_NOT_OWNER if this thread does not hold the mutex.
+ * ZKR_NOT_OWNER if this thread does not hold the mutex. On a handle made by
+ * zkr_mutex_new_cohort the local holders of one node share this token: fence with
+ * zkr_mutex_fencing_token_wide instead.
  */
 zkr_status zkr_mutex_fencing_token(const struct zkr_mutex *m, int64_t *token);
 
@@ -2207,6 +2231,30 @@ zkr_status zkr_mutex_fencing_token(const struct zkr_mutex *m, int64_t *token);
  * zkr_mutex_fencing_token for an explicit owner.
  */
 zkr_status zkr_mutex_fencing_token_as(const struct zkr_mutex *m, struct zkr_owner owner, int64_t *token);
+
+/**
+ * The wide fencing token of the calling thread's hold: `*zxid` is the lock node's czxid (the
+ * plain token) and `*handoff` the number of local handoffs on that node before this hold (0 for
+ * the node's first holder, and always 0 on a mutex without cohort handoffs). Compare tokens as
+ * (zxid, handoff) pairs, lexicographically (zxid first), or as one integer
+ * zxid * 2^32 + handoff (128 bits); each holder's is strictly greater than every earlier
+ * holder's, across processes and across the in-memory handoffs of zkr_mutex_new_cohort. Every
+ * process fencing one resource must use the same kind of token: all wide, or (only where no
+ * process uses cohort handoffs) all plain; a plain token never compares with a wide one.
+ * ZKR_NOT_OWNER if this thread does not hold the mutex.
+ */
+zkr_status zkr_mutex_fencing_token_wide(const struct zkr_mutex *m, int64_t *zxid, uint32_t *handoff);
+
+/**
+ * zkr_mutex_fencing_token_wide for an explicit owner.
+ */
+zkr_status zkr_mutex_fencing_token_wide_as(const struct zkr_mutex *m, struct zkr_owner owner, int64_t *zxid, uint32_t *handoff);
+
+/**
+ * How many owners wait in this handle's local queue (zkr_mutex_new_cohort) right now, in `*n`;
+ * always 0 for a mutex without cohort handoffs. A snapshot, for monitoring and tests.
+ */
+zkr_status zkr_mutex_local_waiters(const struct zkr_mutex *m, size_t *n);
 
 /**
  * The lock's nodes in line order (holder first), as full paths, in `*nodes` (free with

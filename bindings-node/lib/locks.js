@@ -131,10 +131,31 @@ class OwnedLock extends EventEmitter {
 }
 
 /**
+ * The `cohort` option of InterProcessMutex: `true` (the core's defaults), an object
+ * `{ maxHandoffs, maxHoldMs }` (omitted fields: the defaults), or omitted / `false` (none).
+ * Types here; values (maxHandoffs >= 1, maxHoldMs finite and >= 0) in the native layer.
+ */
+function cohortOption(v) {
+  if (v === undefined || v === null || v === false) return undefined;
+  if (v === true) return {};
+  const o = args.options('cohort', v, ['maxHandoffs', 'maxHoldMs']);
+  return {
+    maxHandoffs: args.uint32('cohort.maxHandoffs', o.maxHandoffs),
+    maxHoldMs: args.ms('cohort.maxHoldMs', o.maxHoldMs),
+  };
+}
+
+/**
  * Curator's InterProcessMutex: a reentrant lock across processes. Reentrancy is per owner
  * (see `Owner`); another owner contends, also in this process. Emits `'lost'` (owner) when a
  * hold's session is SUSPENDED or LOST (see the `lostPolicy` option), or when someone else
  * deletes its lock node.
+ *
+ * With `{ cohort }` the owners of this object queue in memory behind its one lock node, and a
+ * release hands the hold to the next local owner without a round trip, up to the fairness
+ * bound (`maxHandoffs` handoffs or `maxHoldMs` since the node was granted; then, if another
+ * contender waits, the node goes and the local owners queue again). The plain `fencingToken`
+ * is then shared by the local holders of one node: fence with `fencingTokenWide`.
  */
 class InterProcessMutex extends OwnedLock {
   constructor(client, path, options) {
@@ -145,10 +166,11 @@ class InterProcessMutex extends OwnedLock {
       ({ nc, half: make } = path);
     } else {
       nc = Client._native(client);
-      const o = args.options('options', options, ['lostPolicy']);
+      const o = args.options('options', options, ['lostPolicy', 'cohort']);
       const policy = args.optionalString('lostPolicy', o.lostPolicy);
+      const cohort = cohortOption(o.cohort);
       args.path('path', path);
-      make = (emit) => new native.NativeMutex(nc, path, emit, policy);
+      make = (emit) => new native.NativeMutex(nc, path, emit, policy, cohort);
     }
     super(nc, (self) => make(forwardTo(self, lockEvents)), (nm) => `the InterProcessMutex of ${nm.path}`);
   }
@@ -179,6 +201,31 @@ class InterProcessMutex extends OwnedLock {
   /** The fencing token of `owner`'s hold, or `null`. */
   fencingTokenOf(owner) {
     return natives.get(this).fencingToken(resolveOwner(owner).id);
+  }
+
+  /**
+   * The wide fencing token of the current owner's hold, or `null`: a BigInt
+   * `czxid << 32n | handoff` (handoff: local cohort handoffs on that node before this hold; 0
+   * without cohort handoffs). Strictly greater than any earlier holder's, also across cohort
+   * handoffs inside this process: fence with this one when the mutex has `{ cohort }`.
+   */
+  get fencingTokenWide() {
+    return this.fencingTokenWideOf();
+  }
+
+  /** The wide fencing token of `owner`'s hold, or `null`. */
+  fencingTokenWideOf(owner) {
+    return natives.get(this).fencingTokenWide(resolveOwner(owner).id);
+  }
+
+  /** How many owners of this object wait in its cohort's local queue (0 without `{ cohort }`). */
+  get localWaiters() {
+    return natives.get(this).localWaiters;
+  }
+
+  /** The cohort options `{ maxHandoffs, maxHoldMs }`, or `null` without `{ cohort }`. */
+  get cohortOptions() {
+    return natives.get(this).cohortOptions;
   }
 
   /** The path of the current owner's lock node, or `null`. */

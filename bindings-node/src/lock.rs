@@ -13,9 +13,9 @@ use zkrecipes::lock::{
 };
 
 use crate::args;
-use crate::error::{invalid, CoreResult};
 use crate::boundary::{promise, promise_on, promise_timed, sync, Outcome};
 use crate::client::NativeClient;
+use crate::error::{invalid, CoreResult};
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
 

@@ -66,6 +66,7 @@ from .leader import (
     Participant,
 )
 from .locks import (
+    CohortOptions,
     InterProcessMultiLock,
     InterProcessMutex,
     InterProcessReadWriteLock,
@@ -164,6 +165,7 @@ __all__ = [
     "Owner",
     # locks
     "InterProcessMutex",
+    "CohortOptions",
     "InterProcessSemaphoreMutex",
     "InterProcessReadWriteLock",
     "InterProcessSemaphoreV2",

@@ -5,23 +5,31 @@ Owners: by default the current thread, or inside a coroutine the current asyncio
 release the GIL while they wait and Ctrl-C interrupts them within ~20 ms, deleting the lock node
 they created. Each hold has a fencing token (the lock node's czxid) that strictly increases from
 one holder to the next.
+
+Cohort handoffs (``InterProcessMutex(client, path, cohort=CohortOptions(...))``, see
+:class:`CohortOptions`): the owners of one mutex object queue in memory behind its one lock node
+and a release hands the hold to the next of them without a ZooKeeper round trip, within a
+fairness bound. Holders of one node share its czxid: fence with
+:attr:`InterProcessMutex.fencing_token_wide`.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from types import TracebackType
-from typing import Callable, List, Optional, Sequence, Type, TypeVar, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _native
 from ._base import Name
 from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
-from .client import Client
-from .errors import NotOwnerError, ZkRecipesError
+from .client import Client, _seconds
+from .errors import InvalidArgumentError, NotOwnerError, ZkRecipesError
 
 __all__ = [
+    "CohortOptions",
     "InterProcessMutex",
     "InterProcessSemaphoreMutex",
     "InterProcessReadWriteLock",
@@ -40,6 +48,46 @@ class LockLostPolicy(Name):
     STANDARD = "STANDARD"
     #: Lost only when the session is LOST; a SUSPENDED connection that comes back keeps it.
     SESSION = "SESSION"
+
+
+@dataclass(frozen=True)
+class CohortOptions:
+    """The fairness bound of cohort handoffs (``InterProcessMutex(..., cohort=...)``).
+
+    With cohort handoffs the owners (threads, asyncio Tasks, :class:`Owner` objects) of ONE
+    :class:`InterProcessMutex` object queue in memory behind the object's one lock node, and a
+    release hands the hold to the next of them without a ZooKeeper round trip. A node is handed
+    on at most ``max_handoffs`` times, and for at most ``max_hold`` seconds after it was granted;
+    then a release looks for other contenders (one getChildren): if another process (or another
+    mutex object) waits on the path, the node is released and the local owners queue again
+    behind it; if nobody else waits, the budget starts over. ``max_handoffs`` is in
+    1..2**32-1 (for no handoffs use a plain mutex), ``max_hold`` a finite number of seconds >= 0.
+    """
+
+    #: Local handoffs on one node before looking for other contenders.
+    max_handoffs: int = 64
+    #: Seconds one node may be passed around locally before looking for other contenders.
+    max_hold: float = 0.02
+
+    def __post_init__(self) -> None:
+        n = self.max_handoffs
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"max_handoffs must be an int, not {type(n).__name__}")
+        if not 1 <= n < 2**32:
+            raise InvalidArgumentError(
+                f"max_handoffs must be in 1..2**32-1 (a plain mutex has none), not {n} (INVALID_ARGUMENT)"
+            )
+        _seconds("max_hold", self.max_hold)
+
+
+def _cohort_spec(cohort: Union[CohortOptions, bool, None]) -> Optional[Tuple[int, float]]:
+    if cohort is None or cohort is False:
+        return None
+    if cohort is True:
+        cohort = CohortOptions()
+    if not isinstance(cohort, CohortOptions):
+        raise TypeError(f"cohort must be a zkrecipes.CohortOptions, a bool or None, not {type(cohort).__name__}")
+    return (cohort.max_handoffs, float(cohort.max_hold))
 
 
 def _native_client(client: Client) -> _native.Client:
@@ -108,12 +156,31 @@ class InterProcessMutex(_OwnedLock):
     A lock still held when its last handle is garbage-collected keeps its node until the
     client's session ends (other processes wait until then): like an unclosed file, that emits
     a :class:`ResourceWarning`. Release what you acquire (``with lock:`` does).
+
+    ``cohort=CohortOptions(...)`` (``True``: the defaults, 64 handoffs / 20 ms) opts this object
+    into cohort handoffs: its owners queue in memory behind the object's ONE lock node, and a
+    release hands the hold to the next local owner without a ZooKeeper round trip, up to the
+    fairness bound of :class:`CohortOptions` (then, if another process or object waits, the node
+    goes and the local owners queue again behind it). To ZooKeeper and Curator the object is one
+    contender (:meth:`participant_nodes` lists one node for it however many owners wait), so
+    mutual exclusion across processes is the plain mutex's, and inside the process one owner
+    holds at a time; acquire, release, reentrancy, timeouts, :meth:`is_held_valid` and
+    :meth:`on_lost` work per owner as without. Fence with :attr:`fencing_token_wide`: the plain
+    :attr:`fencing_token` is the node's czxid, shared by the local holders of one node. A cohort
+    mutex is not revocable (:meth:`make_revocable` is ignored).
     """
 
     _n: _native.InterProcessMutex
 
-    def __init__(self, client: Client, path: str, *, data: Optional[bytes] = None) -> None:
-        self._n = _native.InterProcessMutex(_native_client(client), path, data)
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        data: Optional[bytes] = None,
+        cohort: Union[CohortOptions, bool, None] = None,
+    ) -> None:
+        self._n = _native.InterProcessMutex(_native_client(client), path, data, _cohort_spec(cohort))
         self._client = client
 
     @classmethod
@@ -124,7 +191,9 @@ class InterProcessMutex(_OwnedLock):
         return self
 
     def __repr__(self) -> str:
-        return f"<zkrecipes.InterProcessMutex path={self.path!r}>"
+        cohort = self.cohort_options
+        extra = "" if cohort is None else f" cohort={cohort!r}"
+        return f"<zkrecipes.InterProcessMutex path={self.path!r}{extra}>"
 
     def __del__(self) -> None:
         n = getattr(self, "_n", None)
@@ -164,7 +233,9 @@ class InterProcessMutex(_OwnedLock):
     @property
     def fencing_token(self) -> int:
         """The fencing token of the caller's hold (the lock node's czxid, strictly greater than
-        any earlier holder's); :class:`~zkrecipes.NotOwnerError` if the caller does not hold it."""
+        any earlier holder's); :class:`~zkrecipes.NotOwnerError` if the caller does not hold it.
+        With cohort handoffs the local holders of one node share it: use
+        :attr:`fencing_token_wide` instead."""
         token = self._n.fencing_token(current_owner_id())
         if token is None:
             raise NotOwnerError(f"fencing_token of lock {self.path}: the caller does not hold it (NOT_OWNER)")
@@ -174,6 +245,38 @@ class InterProcessMutex(_OwnedLock):
         """The fencing token of ``owner``'s hold, or None if it holds nothing."""
         token = self._n.fencing_token(owner_id(owner))
         return None if token is None else int(token)
+
+    @property
+    def fencing_token_wide(self) -> int:
+        """The wide fencing token of the caller's hold: ``czxid << 32 | handoff``, where
+        ``handoff`` counts the cohort handoffs on this lock node before this hold (always 0
+        without cohort handoffs). It strictly increases from one holder to the next, across
+        processes and across in-memory handoffs: fence with it when the mutex has cohort
+        handoffs (a guarded resource keeping the largest token seen rejects stale holders).
+        :class:`~zkrecipes.NotOwnerError` if the caller does not hold it."""
+        token = self._n.fencing_token_wide(current_owner_id())
+        if token is None:
+            raise NotOwnerError(f"fencing_token_wide of lock {self.path}: the caller does not hold it (NOT_OWNER)")
+        return int(token)
+
+    def get_fencing_token_wide(self, *, owner: Optional[Owner] = None) -> Optional[int]:
+        """The wide fencing token (:attr:`fencing_token_wide`) of ``owner``'s hold, or None if
+        it holds nothing."""
+        token = self._n.fencing_token_wide(owner_id(owner))
+        return None if token is None else int(token)
+
+    @property
+    def local_waiters(self) -> int:
+        """How many owners of this object wait in its cohort's local queue (0 without cohort
+        handoffs)."""
+        return int(self._n.local_waiters)
+
+    @property
+    def cohort_options(self) -> Optional[CohortOptions]:
+        """The cohort handoffs' fairness bound (``max_hold`` as kept, to the nanosecond), or None
+        without cohort handoffs."""
+        opts = self._n.cohort_options
+        return None if opts is None else CohortOptions(int(opts[0]), float(opts[1]))
 
     def lock_node(self, *, owner: Optional[Owner] = None) -> Optional[str]:
         """The full path of the owner's lock node, or None."""
@@ -204,7 +307,8 @@ class InterProcessMutex(_OwnedLock):
 
     def make_revocable(self, callback: Callable[[int], object]) -> None:
         """Curator's makeRevocable: ``callback(owner_id)`` when another process writes
-        ``__REVOKE__`` into our lock node (see :func:`attempt_revoke`); the holder decides."""
+        ``__REVOKE__`` into our lock node (see :func:`attempt_revoke`); the holder decides.
+        Ignored (with a warning in the ``zkrecipes`` log) on a mutex with cohort handoffs."""
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._n.make_revocable(callback)

@@ -210,8 +210,9 @@ impl InterProcessMutex {
     /// Opts this object into cohort handoffs (see [`CohortOptions`]): its owners queue in
     /// memory behind one lock node, and a release hands the hold to the next local owner
     /// without a round trip, within the fairness bound. Other processes (Curator's too) see
-    /// one contender with one node, as before. Each hold's [`fencing_token_wide`]
-    /// (Self::fencing_token_wide) strictly increases from holder to holder; the plain
+    /// one contender with one node, as before. Each hold's
+    /// [`fencing_token_wide`](Self::fencing_token_wide) strictly increases from holder to
+    /// holder; the plain
     /// [`fencing_token`](Self::fencing_token) is the node's czxid, shared by the local holders
     /// of one node — fence with the wide token. Call before the first acquire; refused on a
     /// revocable mutex and called twice.
