@@ -92,6 +92,13 @@ function requiredMs(what, v) {
   return m;
 }
 
+/** A number, or `undefined` when omitted (`undefined`/`null`); its value is checked natively. */
+function number(what, v) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number') throw invalid(`${what} must be a number, got ${describe(v)}`);
+  return v;
+}
+
 function integer(what, v, min, max) {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
@@ -165,6 +172,7 @@ module.exports = {
   ms,
   timeoutOption,
   requiredMs,
+  number,
   int32,
   uint32,
   requiredInt32,

@@ -140,7 +140,7 @@ function cohortOption(v) {
   if (v === true) return {};
   const o = args.options('cohort', v, ['maxHandoffs', 'maxHoldMs']);
   return {
-    maxHandoffs: args.uint32('cohort.maxHandoffs', o.maxHandoffs),
+    maxHandoffs: args.number('cohort.maxHandoffs', o.maxHandoffs),
     maxHoldMs: args.ms('cohort.maxHoldMs', o.maxHoldMs),
   };
 }

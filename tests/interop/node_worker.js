@@ -2,8 +2,13 @@
 // The Node worker of the interop runner (tests/interop/run):
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
-// ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-// doublebarrier, group, gzip, cache, watch.
+// ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
+// simplequeue, doublebarrier, group, gzip, cache, watch.
+// cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
+// handoffs ({ cohort: { maxHandoffs: 8, maxHoldMs: 5 } }: one lock node for the process, the
+// hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
+// more if k < N % 4), holding ~0.2 ms; logged like mutex, but TOKEN is the wide fencing token
+// (czxid << 32 | handoff, decimal), which strictly increases also across in-memory handoffs.
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -11,7 +16,7 @@ const fs = require('fs');
 const path = require('path');
 const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
-  InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember,
+  InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember, Owner,
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
@@ -30,6 +35,14 @@ function args() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Holds for about `ns` nanoseconds: yields to the event loop once (so the other owners' calls
+// run while we hold), then spins out the rest (timers are too coarse for 0.2 ms).
+async function holdFor(ns) {
+  const until = process.hrtime.bigint() + ns;
+  await new Promise((r) => setImmediate(r));
+  while (process.hrtime.bigint() < until);
+}
 
 // Marks our first section in PEERS/ID and waits (30 s at most) for another worker's mark.
 async function waitForPeer(peers, id) {
@@ -180,6 +193,26 @@ async function main() {
         });
       }
       log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'cohort') {
+      const m = new InterProcessMutex(client, a.path, { cohort: { maxHandoffs: 8, maxHoldMs: 5 } });
+      const OWNERS = 4;
+      const share = (k) => Math.floor(a.iterations / OWNERS) + (k < a.iterations % OWNERS ? 1 : 0);
+      let sections = 0;
+      await Promise.all(Array.from({ length: OWNERS }, (_, k) => {
+        const owner = new Owner();
+        return owner.run(async () => {
+          for (let i = 0; i < share(k); i++) {
+            await m.withLock(async () => {
+              const token = m.fencingTokenWide;
+              log(`start node ${a.id} ${token} ${process.hrtime.bigint()}`);
+              await holdFor(200000n);
+              log(`end node ${a.id} ${m.fencingTokenWide} ${process.hrtime.bigint()}`);
+              sections++;
+            });
+          }
+        });
+      }));
+      log(`done node ${a.id} ${sections}`);
     } else if (a.role === 'latch') {
       for (let round = 0; round < a.iterations; round++) {
         if (round > 0) {

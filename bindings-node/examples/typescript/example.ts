@@ -20,6 +20,7 @@ import {
   attemptRevoke,
   setLogger,
   type AtomicValue,
+  type CohortOptions,
   type ConnectionState,
   type LeadershipContext,
   type LogRecord,
@@ -68,6 +69,16 @@ async function main(hosts: string): Promise<void> {
   const acquired: boolean = await mutex.acquire({ timeoutMs: 1000, owner });
   if (acquired) await mutex.release({ owner });
   await owner.run(async () => mutex.isOwnedByCurrentOwner());
+
+  // Cohort handoffs: this object's owners share one lock node; fence with the wide token.
+  const cohortOptions: CohortOptions = { maxHandoffs: 16, maxHoldMs: 5 };
+  const cohort = new InterProcessMutex(client, '/locks/cohort', { cohort: cohortOptions });
+  const wide: Array<bigint | null> = await Promise.all(
+    [1, 2, 3].map(() => cohort.withLock(async () => cohort.fencingTokenWide)),
+  );
+  const bound: Required<CohortOptions> | null = cohort.cohortOptions;
+  const waiting: number = cohort.localWaiters;
+  console.log('wide tokens', wide, bound?.maxHandoffs, waiting, new InterProcessMutex(client, '/locks/c2', { cohort: true }).cohortOptions);
 
   const rw = new InterProcessReadWriteLock(client, '/locks/rw');
   await rw.readLock().withLock(() => n + 1);
