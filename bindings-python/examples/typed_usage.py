@@ -15,6 +15,7 @@ import zkrecipes
 from zkrecipes import (
     AtomicValue,
     Client,
+    CohortOptions,
     ConnectionState,
     CreateMode,
     DistributedAtomicLong,
@@ -55,6 +56,15 @@ def blocking_tour(client: Client, base: str) -> int:
     owner = Owner()
     if lock.acquire(timeout=2.0, owner=owner):
         lock.release(owner=owner)
+
+    # Cohort handoffs: this object's owners pass the hold in memory; fence with the wide token.
+    shared = InterProcessMutex(client, base + "/cohort", cohort=CohortOptions(max_handoffs=8, max_hold=0.005))
+    with shared:
+        wide: int = shared.fencing_token_wide
+        assert wide >> 32 == shared.fencing_token and shared.get_fencing_token_wide() == wide
+    options: Optional[CohortOptions] = shared.cohort_options
+    waiting: int = shared.local_waiters
+    assert options is not None and waiting == 0
 
     counter = DistributedAtomicLong(client, base + "/counter", retry=ExponentialBackoffRetry(0.05, 5))
     new_value: int = counter.add_and_get(3)

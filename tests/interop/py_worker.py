@@ -4,10 +4,16 @@
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier, group, gzip, cache, watch.
+doublebarrier, group, gzip, cache, watch, cohort.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
+
+cohort: 4 threads share ONE InterProcessMutex object with cohort handoffs
+(CohortOptions(max_handoffs=8, max_hold=0.005)) and take it N times in all (thread k: N//4,
+plus one for k < N%4); each section is stamped like mutex's, with TOKEN the wide fencing token
+(fencing_token_wide: czxid << 32 | handoff, in decimal) and a ~0.2 ms sleep inside. The lines of
+the 4 threads go to the log under one lock (never interleaved); then "done python ID N".
 """
 import argparse
 import os
@@ -88,6 +94,39 @@ def gzip(client, a, log):
             ok = False
         log.write(f"read python {a.id} {other} {'ok' if ok else 'bad'}\n")
     log.write(f"done python {a.id} {len(children)}\n")
+
+
+def cohort(client, a, log):
+    """The cohort scenario: 4 threads, one mutex object with cohort handoffs, N sections in all."""
+    m = zkrecipes.InterProcessMutex(
+        client, a.path, cohort=zkrecipes.CohortOptions(max_handoffs=8, max_hold=0.005)
+    )
+    log_lock = threading.Lock()
+    failures = []
+
+    def stamp(kind, token):
+        with log_lock:
+            log.write(f"{kind} python {a.id} {token} {time.monotonic_ns()}\n")
+
+    def work(k):
+        try:
+            for _ in range(a.iterations // 4 + (1 if k < a.iterations % 4 else 0)):
+                with m:
+                    token = m.fencing_token_wide
+                    stamp("start", token)
+                    time.sleep(0.0002)
+                    stamp("end", token)
+        except BaseException as e:  # reported by the main thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,), name=f"cohort-{k}") for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failures:
+        raise SystemExit(f"cohort: a thread failed: {failures[0]!r}")
+    log.write(f"done python {a.id} {a.iterations}\n")
 
 
 def main() -> None:
@@ -179,6 +218,8 @@ def main() -> None:
                 log.write(f"end python {a.id} {token} {time.monotonic_ns()}\n")
                 m.release()
             log.write(f"done python {a.id} {a.iterations}\n")
+        elif a.role == "cohort":
+            cohort(client, a, log)
         elif a.role == "latch":
             for rnd in range(a.iterations):
                 if rnd > 0:
