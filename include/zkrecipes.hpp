@@ -156,9 +156,31 @@ private:
     handle<zkr_client> handle_;
 };
 
+/// A wide fencing token (zkr_mutex_fencing_token_wide): the lock node's czxid, then the
+/// in-memory handoffs on that node before this hold; ordered as a pair.
+struct wide_token {
+    int64_t zxid = 0;
+    uint32_t handoff = 0;
+    friend bool operator<(const wide_token &a, const wide_token &b) noexcept {
+        return a.zxid < b.zxid || (a.zxid == b.zxid && a.handoff < b.handoff);
+    }
+    friend bool operator==(const wide_token &a, const wide_token &b) noexcept {
+        return a.zxid == b.zxid && a.handoff == b.handoff;
+    }
+};
+
 /// Curator's InterProcessMutex (zkr_mutex), reentrant per owner. TimedLockable.
 class mutex {
 public:
+    /// A mutex whose threads hand the lock over in memory behind one lock node
+    /// (zkr_mutex_new_cohort): fence with wide_fencing_token().
+    static mutex cohort(client &c, const std::string &path, uint32_t max_handoffs = 64,
+                        std::chrono::milliseconds max_hold = std::chrono::milliseconds(20)) {
+        zkr_mutex *raw = nullptr;
+        check(zkr_mutex_new_cohort(c.get(), path.c_str(), max_handoffs, detail::to_ms(max_hold), &raw));
+        return mutex(raw);
+    }
+
     mutex(client &c, const std::string &path) {
         zkr_mutex *raw = nullptr;
         check(zkr_mutex_new(c.get(), path.c_str(), &raw));
@@ -199,6 +221,18 @@ public:
         int64_t t = 0;
         check(zkr_mutex_fencing_token(handle_.get(), &t));
         return t;
+    }
+    /// The calling thread's wide fencing token (strictly increasing across cohort handoffs).
+    wide_token wide_fencing_token() const {
+        wide_token t;
+        check(zkr_mutex_fencing_token_wide(handle_.get(), &t.zxid, &t.handoff));
+        return t;
+    }
+    /// Owners waiting in this object's cohort queue (0 without cohort handoffs).
+    size_t local_waiters() const {
+        size_t n = 0;
+        check(zkr_mutex_local_waiters(handle_.get(), &n));
+        return n;
     }
     std::vector<std::string> participant_nodes() {
         zkr_string_list *list = nullptr;

@@ -1062,3 +1062,35 @@ pub unsafe extern "C" fn zkr_multi_lock_free(m: *mut zkr_multi_lock) {
     // SAFETY: the C caller's contract for the handle.
     unsafe { free_handle("zkr_multi_lock_free", m) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cohort_options_refuse_no_handoffs_and_a_negative_hold() {
+        let e = cohort_options(0, 5).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument(ref m) if m.contains("max_handoffs is 0")),
+            "{e}"
+        );
+        for ms in [-1, i64::MIN] {
+            let e = cohort_options(8, ms).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument(ref m) if m.contains("max_hold_ms is -")),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            cohort_options(1, 0).unwrap(),
+            CohortOptions {
+                max_handoffs: 1,
+                max_hold: Duration::ZERO
+            }
+        );
+        assert_eq!(
+            cohort_options(u32::MAX, i64::MAX).unwrap().max_hold,
+            Duration::from_millis(i64::MAX as u64)
+        );
+    }
+}

@@ -66,6 +66,36 @@ int main(int argc, char **argv) {
         EXPECT(m.participant_nodes().empty());
     });
 
+    run("cohort_guards_hand_over_in_memory_with_increasing_wide_tokens", [&] {
+        zkr::client c(hosts);
+        zkr::mutex m = zkr::mutex::cohort(c, base + "/cohort", 64, std::chrono::milliseconds(20));
+        std::mutex seen_lock;
+        std::vector<zkr::wide_token> seen;
+        std::atomic<int> inside{0}, overlaps{0};
+        std::vector<std::thread> threads;
+        for (int i = 0; i < 8; i++)
+            threads.emplace_back([&] {
+                for (int k = 0; k < 10; k++) {
+                    std::lock_guard<zkr::mutex> hold(m);
+                    if (inside.fetch_add(1) != 0) overlaps++;
+                    {
+                        std::lock_guard<std::mutex> g(seen_lock);
+                        seen.push_back(m.wide_fencing_token());
+                    }
+                    inside.fetch_sub(1);
+                }
+            });
+        for (auto &t : threads) t.join();
+        EXPECT(overlaps == 0 && seen.size() == 80);
+        size_t handed = 0;
+        for (size_t i = 1; i < seen.size(); i++) {
+            EXPECT(seen[i - 1] < seen[i]);
+            if (seen[i].handoff > 0) handed++;
+        }
+        EXPECT(handed > 0);
+        EXPECT(m.local_waiters() == 0);
+    });
+
     run("unique_lock_try_lock_for_times_out_against_another_owner", [&] {
         zkr::client c(hosts);
         zkr::mutex m(c, base + "/timed");

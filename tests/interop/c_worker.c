@@ -2,10 +2,14 @@
  * zkrecipes (pkg-config):
  *   c_worker --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
  *            [--expect K] [--peers DIR] [--max-leases M]
- * ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
+ * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
- * "lead"/"unlead c ID NS", then "done c ID COUNT". */
+ * "lead"/"unlead c ID NS", then "done c ID COUNT".
+ * cohort: 4 threads share one mutex handle with cohort handoffs (zkr_mutex_new_cohort, 8
+ * handoffs, 5 ms) and take it N times in all (thread k: N/4, one more for k < N%4); their
+ * sections log like the mutex role's under one ID, TOKEN being the wide fencing token as one
+ * decimal integer, (zxid << 32) | handoff; then one "done c ID N". */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,6 +36,63 @@ static void check(zkr_status st, const char *what) {
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* The wide fencing token (zxid << 32) | handoff in decimal, exactly: the value has at most 95
+ * bits (zxid >= 0), taken as three 32-bit limbs and divided by 10^9 with 64-bit arithmetic. */
+static void format_wide_token(int64_t zxid, uint32_t handoff, char *out, size_t len) {
+    uint64_t hi = (uint64_t)zxid;
+    uint32_t limbs[3] = {(uint32_t)(hi >> 32), (uint32_t)hi, handoff};
+    uint32_t groups[4]; /* base-10^9 digits, least significant first */
+    int n = 0;
+    do {
+        uint64_t rem = 0;
+        for (int i = 0; i < 3; i++) {
+            uint64_t cur = (rem << 32) | limbs[i];
+            limbs[i] = (uint32_t)(cur / 1000000000u);
+            rem = cur % 1000000000u;
+        }
+        groups[n++] = (uint32_t)rem;
+    } while ((limbs[0] | limbs[1] | limbs[2]) != 0 && n < 4);
+    int w = snprintf(out, len, "%u", groups[n - 1]);
+    for (int i = n - 2; i >= 0 && w > 0 && (size_t)w < len; i--) w += snprintf(out + w, len - (size_t)w, "%09u", groups[i]);
+}
+
+/* The cohort role's threads: one handle, one log, lines written under one mutex. */
+#define COHORT_THREADS 4
+struct cohort_state {
+    zkr_mutex *m;
+    FILE *log;
+    const char *id;
+    long share;
+    pthread_mutex_t *log_mu;
+};
+
+static void cohort_log(struct cohort_state *s, const char *what, const char *token) {
+    pthread_mutex_lock(s->log_mu);
+    fprintf(s->log, "%s c %s %s %lld\n", what, s->id, token, mono_ns());
+    fflush(s->log);
+    pthread_mutex_unlock(s->log_mu);
+}
+
+static void *cohort_thread(void *p) {
+    struct cohort_state *s = p;
+    for (long i = 0; i < s->share; i++) {
+        bool ok = false;
+        check(zkr_mutex_acquire(s->m, -1, &ok), "zkr_mutex_acquire (cohort)");
+        if (!ok) { fprintf(stderr, "c_worker: acquire returned false\n"); exit(2); }
+        int64_t zxid = 0;
+        uint32_t handoff = 0;
+        check(zkr_mutex_fencing_token_wide(s->m, &zxid, &handoff), "zkr_mutex_fencing_token_wide");
+        char token[48];
+        format_wide_token(zxid, handoff, token, sizeof token);
+        cohort_log(s, "start", token);
+        struct timespec pause = {0, 200000};
+        nanosleep(&pause, NULL);
+        cohort_log(s, "end", token);
+        check(zkr_mutex_release(s->m), "zkr_mutex_release (cohort)");
+    }
+    return NULL;
 }
 
 /* Queue scenarios: consume once Curator took one of our items (GO.ROLE.java-took), or after 30 s. */
@@ -347,6 +408,23 @@ int main(int argc, char **argv) {
             fflush(log);
             check(zkr_mutex_release(m), "zkr_mutex_release");
         }
+        fprintf(log, "done c %s %ld\n", id, iterations);
+        zkr_mutex_free(m);
+    } else if (!strcmp(role, "cohort")) {
+        zkr_mutex *m = NULL;
+        check(zkr_mutex_new_cohort(client, path, 8, 5, &m), "zkr_mutex_new_cohort");
+        pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+        struct cohort_state states[COHORT_THREADS];
+        pthread_t threads[COHORT_THREADS];
+        for (int k = 0; k < COHORT_THREADS; k++) {
+            states[k] = (struct cohort_state){m, log, id, iterations / COHORT_THREADS + (k < iterations % COHORT_THREADS),
+                                              &log_mu};
+            if (pthread_create(&threads[k], NULL, cohort_thread, &states[k]) != 0) {
+                fprintf(stderr, "c_worker: pthread_create failed\n");
+                return 2;
+            }
+        }
+        for (int k = 0; k < COHORT_THREADS; k++) pthread_join(threads[k], NULL);
         fprintf(log, "done c %s %ld\n", id, iterations);
         zkr_mutex_free(m);
     } else if (!strcmp(role, "latch")) {
