@@ -276,6 +276,13 @@ export declare class Client extends EventEmitter<ClientEvents> {
   /** `watch`: called once when a child is added or removed, or the node is deleted. */
   getChildren(path: string, options?: WatchOptions): Promise<string[]>;
   delete(path: string, options?: DeleteOptions): Promise<void>;
+  /**
+   * ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
+   * leader before answering, so a read issued after this resolves sees every write committed
+   * before the call, by any client. A reconnection in between loses that: sync again once the
+   * connection is back. A missing node is fine.
+   */
+  sync(path: string): Promise<void>;
   /** Testing only (addon built with `--testing`): expires the session on the server, waits for LOST. */
   _expireSessionForTesting(): Promise<void>;
   /** Testing only: requests sent so far. */

@@ -1844,6 +1844,14 @@ zkr_status zkr_client_set_data(struct zkr_client *c, const char *path, const uin
 zkr_status zkr_client_delete(struct zkr_client *c, const char *path, int32_t version, uint32_t flags);
 
 /**
+ * ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
+ * leader before answering, so a read issued after this returns sees every write committed
+ * before the call, by any client. A reconnection in between (to another server) loses that:
+ * sync again after the connection comes back. A missing node is ZKR_OK.
+ */
+zkr_status zkr_client_sync(struct zkr_client *c, const char *path);
+
+/**
  * Whether a node exists; if it does and `stat` is not NULL, `*stat` receives its stat.
  */
 zkr_status zkr_client_exists(struct zkr_client *c, const char *path, bool *exists, struct zkr_stat *stat);

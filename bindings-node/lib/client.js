@@ -252,6 +252,16 @@ class Client extends EventEmitter {
    * Deletes a node. Options: `version` (only at that version), `guaranteed` (keep retrying in
    * the background after connection loss, Curator's guaranteed()), `recursive` (children first).
    */
+  /**
+   * ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
+   * leader before answering, so a read issued after this resolves sees every write committed
+   * before the call, by any client. A reconnection in between (to another server) loses that:
+   * sync again once the connection is back. A missing node is fine.
+   */
+  sync(path) {
+    return args.rejecting(() => this.#native.sync(args.path('path', path)));
+  }
+
   delete(path, options) {
     return args.rejecting(() => {
       const o = args.options('options', options, ['version', 'guaranteed', 'recursive']);

@@ -418,6 +418,12 @@ impl NativeClient {
         })
     }
 
+    /// ZooKeeper's sync: the server catches up with the leader before answering.
+    #[napi]
+    pub fn sync<'env>(&self, env: &'env Env, path: String) -> napi::Result<Object<'env>> {
+        promise_on(env, &self.inner, |c| async move { c.sync(&path).await })
+    }
+
     /// Deletes a node.
     #[napi]
     pub fn delete<'env>(
@@ -450,6 +456,7 @@ impl NativeClient {
                 ("setData", Out::Number(c.set_data as f64)),
                 ("exists", Out::Number(c.exists as f64)),
                 ("getChildren", Out::Number(c.get_children as f64)),
+                ("sync", Out::Number(c.sync as f64)),
             ]))
         })
     }

@@ -148,3 +148,31 @@ test('no ZooKeeper: a coded error naming what to install', async () => {
     fs.rmSync(empty, { recursive: true, force: true });
   }
 });
+
+test('sync: a reader on another server sees every write made before its sync', async () => {
+  const cluster = await TestingCluster.start(3);
+  try {
+    const writer = await Client.connect(cluster.servers[0].connectString, { sessionTimeoutMs: 20000 });
+    const reader = await Client.connect(cluster.servers[1].connectString, { sessionTimeoutMs: 20000 });
+    try {
+      await writer.create('/sync/x', '0', { createParents: true });
+      const before = reader._requestCounts().sync;
+      for (let i = 1; i <= 50; i++) {
+        const stat = await writer.setData('/sync/x', String(i));
+        await reader.sync('/sync/x');
+        const { data, stat: seen } = await reader.getData('/sync/x');
+        assert.equal(data.toString(), String(i));
+        assert.equal(seen.version, stat.version);
+      }
+      assert.equal(reader._requestCounts().sync - before, 50);
+      await reader.sync('/sync/missing'); // a missing node is fine
+      await assert.rejects(reader.sync('relative'), { code: 'ZKR_INVALID_ARGUMENT' });
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+    await assert.rejects(reader.sync('/sync/x'), { code: 'ZKR_CLOSED' });
+  } finally {
+    await cluster.close();
+  }
+});

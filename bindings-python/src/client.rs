@@ -600,6 +600,12 @@ impl PyClient {
         )
     }
 
+    /// ZooKeeper's sync: the server catches up with the leader before answering.
+    fn sync(&self, py: Python<'_>, path: Text) -> PyResult<Call> {
+        let c = self.core(py)?;
+        Ok(Call::unit(async move { c.sync(&path).await }))
+    }
+
     #[pyo3(signature = (path, version, guaranteed, recursive))]
     fn delete(
         &self,

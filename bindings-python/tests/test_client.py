@@ -172,3 +172,26 @@ def test_request_counts_count_requests(client: zkrecipes.Client, path: str) -> N
     client.exists(path)
     after = client.request_counts()
     assert after["exists"] == before["exists"] + 1
+
+
+def test_sync_makes_another_servers_reads_see_every_earlier_write() -> None:
+    from zkrecipes.testing import TestingCluster
+
+    with TestingCluster(3) as cluster:
+        with zkrecipes.Client(cluster.servers[0].connect_string) as writer, zkrecipes.Client(
+            cluster.servers[1].connect_string
+        ) as reader:
+            writer.create("/sync/x", b"0", create_parents=True)
+            before = reader.request_counts()["sync"]
+            for i in range(1, 51):
+                stat = writer.set_data("/sync/x", str(i).encode())
+                reader.sync("/sync/x")
+                data, seen = reader.get_data("/sync/x")
+                assert (data, seen.version) == (str(i).encode(), stat.version)
+            assert reader.request_counts()["sync"] - before == 50
+            reader.sync("/sync/missing")  # a missing node is fine
+            asyncio.run(reader.sync_async("/sync/x"))
+            with pytest.raises(zkrecipes.InvalidArgumentError):
+                reader.sync("relative")
+        with pytest.raises(zkrecipes.ClosedError):
+            reader.sync("/sync/x")

@@ -427,6 +427,21 @@ pub unsafe extern "C" fn zkr_client_delete(
     }
 }
 
+/// ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
+/// leader before answering, so a read issued after this returns sees every write committed
+/// before the call, by any client. A reconnection in between (to another server) loses that:
+/// sync again after the connection comes back. A missing node is ZKR_OK.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_client_sync(c: *mut zkr_client, path: *const c_char) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle and the path.
+    unsafe {
+        handle_call("zkr_client_sync", c, |c| {
+            let path = arg_str(path, "path")?;
+            wait(c.client.sync(path))
+        })
+    }
+}
+
 /// Whether a node exists; if it does and `stat` is not NULL, `*stat` receives its stat.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_client_exists(

@@ -494,6 +494,36 @@ static void test_closed_client_reports_closed_and_can_still_be_freed(void) {
     zkr_client_free(c);
 }
 
+static void test_sync_reads_see_earlier_writes_and_bad_input_is_refused(void) {
+    zkr_client *w = NULL, *r = NULL;
+    CHECK_OK(zt_connect_client(&w));
+    CHECK_OK(zt_connect_client(&r));
+    char path[160];
+    zt_path(path, sizeof path, "sync");
+    CHECK_OK(zkr_client_create(w, path, (const uint8_t *)"0", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    for (int i = 1; i <= 20; i++) {
+        char v[16];
+        int n = snprintf(v, sizeof v, "%d", i);
+        zkr_stat written, seen;
+        CHECK_OK(zkr_client_set_data(w, path, (const uint8_t *)v, (size_t)n, -1, &written));
+        CHECK_OK(zkr_client_sync(r, path));
+        zkr_buffer *data = NULL;
+        CHECK_OK(zkr_client_get_data(r, path, &data, &seen));
+        CHECK(seen.version == written.version);
+        zkr_buffer_free(data);
+    }
+    char missing[200];
+    snprintf(missing, sizeof missing, "%s/missing", path);
+    CHECK_OK(zkr_client_sync(r, missing));
+    CHECK_STATUS(zkr_client_sync(r, "relative"), ZKR_INVALID_ARGUMENT, "zkr_client_sync");
+    CHECK_STATUS(zkr_client_sync(r, NULL), ZKR_INVALID_ARGUMENT, "zkr_client_sync");
+    CHECK_STATUS(zkr_client_sync(NULL, path), ZKR_INVALID_ARGUMENT, "zkr_client_sync");
+    CHECK_OK(zkr_client_close(r));
+    CHECK_STATUS(zkr_client_sync(r, path), ZKR_CLOSED, "zkr_client_sync");
+    zkr_client_free(r);
+    zkr_client_free(w);
+}
+
 static void test_connect_to_nothing_times_out(void) {
     zkr_client_options opts;
     CHECK_OK(zkr_client_options_init(&opts));
@@ -523,6 +553,7 @@ int main(int argc, char **argv) {
     RUN(test_one_shot_watches);
     RUN(test_log_callback_hears_a_session_expiry_as_warn);
     RUN(test_closed_client_reports_closed_and_can_still_be_freed);
+    RUN(test_sync_reads_see_earlier_writes_and_bad_input_is_refused);
     RUN(test_connect_to_nothing_times_out);
     return zt_end("test_client");
 }

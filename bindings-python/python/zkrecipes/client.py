@@ -505,6 +505,18 @@ class Client(Lifecycle):
         """:meth:`get_children` for asyncio."""
         return await run(self._native.get_children(path, _watch_arg(watch)))
 
+    def sync(self, path: str) -> None:
+        """ZooKeeper's sync (Curator's ``sync()``, kazoo's ``sync``): the server this client
+        talks to catches up with the leader before answering, so a read issued after this
+        returns sees every write committed before the call, by any client. A reconnection in
+        between (to another server) loses that: sync again once the connection is back. A
+        missing node is fine."""
+        self._native.sync(path).wait()
+
+    async def sync_async(self, path: str) -> None:
+        """:meth:`sync` for asyncio."""
+        await run(self._native.sync(path))
+
     def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
         """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;
         ``guaranteed`` keeps retrying in the background after a connection loss."""

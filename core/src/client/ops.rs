@@ -190,6 +190,17 @@ impl Client {
             .await
     }
 
+    /// ZooKeeper's `sync` (Curator's `sync()`, kazoo's `sync`): the server this client talks
+    /// to catches up with the leader before answering, so a read sent after this returns sees
+    /// every write committed before the call, by any client — read-your-writes across
+    /// sessions. A reconnection between the sync and the read (to another server) loses that:
+    /// sync again after the connection comes back. A missing node is fine (`Ok`).
+    pub async fn sync(&self, path: &str) -> Result<()> {
+        self.check_open()?;
+        path::validate_path(path)?;
+        self.retry(|s| async move { s.sync(path).await }).await
+    }
+
     /// The names of a node's children (unsorted, as the server returns them).
     pub async fn get_children(&self, path: &str) -> Result<Vec<String>> {
         self.check_open()?;
@@ -376,6 +387,11 @@ impl Client {
     /// [`exists`](Self::exists), blocking.
     pub fn exists_blocking(&self, path: &str) -> Result<Option<Stat>> {
         runtime::try_block_on(self.exists(path))?
+    }
+
+    /// [`sync`](Self::sync), blocking.
+    pub fn sync_blocking(&self, path: &str) -> Result<()> {
+        runtime::try_block_on(self.sync(path))?
     }
 
     /// [`get_children`](Self::get_children), blocking.
