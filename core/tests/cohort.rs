@@ -43,6 +43,28 @@ where
     }
 }
 
+/// Waits (bounded) for every task and returns their results in order.
+async fn finish<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(
+            tokio::time::timeout(Duration::from_secs(120), t)
+                .await
+                .expect("the owners finish")
+                .expect("an owner task"),
+        );
+    }
+    out
+}
+
+/// Waits (bounded) until the lock path has no node left.
+async fn no_node_left(m: &InterProcessMutex) {
+    eventually("no node is left", WAIT, || async {
+        m.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+}
+
 fn cohort(client: &Client, path: &str, opts: CohortOptions) -> InterProcessMutex {
     InterProcessMutex::new(client, path)
         .unwrap()
@@ -145,17 +167,9 @@ async fn hundred_owners_and_a_remote_contender_share_a_cohort_mutex() {
             })
         })
         .collect();
-    for t in tasks {
-        tokio::time::timeout(Duration::from_secs(120), t)
-            .await
-            .expect("local owners finish")
-            .unwrap();
-    }
+    finish(tasks).await;
     stop.store(true, Ordering::SeqCst);
-    let waits = tokio::time::timeout(Duration::from_secs(60), remote_task)
-        .await
-        .unwrap()
-        .unwrap();
+    let waits = finish(vec![remote_task]).await.remove(0);
     let local_holds = 100 * 20;
     assert_eq!(
         ledger.holds.load(Ordering::SeqCst),
@@ -177,10 +191,7 @@ async fn hundred_owners_and_a_remote_contender_share_a_cohort_mutex() {
         "a remote wait took {worst:?}"
     );
     assert!(!m.is_acquired_in_this_process());
-    eventually("no node is left", WAIT, || async {
-        m.participant_nodes().await.unwrap().is_empty()
-    })
-    .await;
+    no_node_left(&m).await;
     local.close().await;
     remote.close().await;
 }
@@ -250,10 +261,7 @@ async fn reentrancy_not_owner_timeout_and_cancellation() {
         ReleaseStatus::Released
     );
     assert!(matches!(m.release(a).await, Err(Error::NotOwner(_))));
-    eventually("no node is left", WAIT, || async {
-        m.participant_nodes().await.unwrap().is_empty()
-    })
-    .await;
+    no_node_left(&m).await;
     // A new node, a larger token.
     assert!(m.acquire(b, Some(WAIT)).await.unwrap());
     let t2 = m.fencing_token_wide(b).unwrap();
@@ -432,22 +440,11 @@ async fn a_budget_of_one_checks_on_every_release_without_losing_exclusion() {
             })
         })
         .collect();
-    for t in tasks {
-        tokio::time::timeout(Duration::from_secs(120), t)
-            .await
-            .expect("local owners finish")
-            .unwrap();
-    }
+    finish(tasks).await;
     stop.store(true, Ordering::SeqCst);
-    let n = tokio::time::timeout(Duration::from_secs(60), remote_task)
-        .await
-        .unwrap()
-        .unwrap();
+    let n = finish(vec![remote_task]).await.remove(0);
     assert_eq!(ledger.holds.load(Ordering::SeqCst), 16 * 60 + n);
-    eventually("no node is left", WAIT, || async {
-        m.participant_nodes().await.unwrap().is_empty()
-    })
-    .await;
+    no_node_left(&m).await;
     local.close().await;
     remote.close().await;
 }
@@ -478,17 +475,8 @@ async fn tight_loops_around_budget_checks_never_release_twice() {
             })
         })
         .collect();
-    let mut total = 0;
-    for t in tasks {
-        total += tokio::time::timeout(Duration::from_secs(120), t)
-            .await
-            .expect("owners finish")
-            .unwrap();
-    }
+    let total: usize = finish(tasks).await.into_iter().sum();
     assert_eq!(ledger.holds.load(Ordering::SeqCst), total);
-    eventually("no node is left", WAIT, || async {
-        m.participant_nodes().await.unwrap().is_empty()
-    })
-    .await;
+    no_node_left(&m).await;
     c.close().await;
 }
