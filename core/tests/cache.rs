@@ -420,7 +420,12 @@ async fn reconnect_consistency(fault: Fault) {
         "the cache equals the server"
     );
 
-    // The events describe exactly the difference, flagged resync, then RESYNCED.
+    // The events describe exactly the difference, flagged resync, then RESYNCED (listeners
+    // are called after the snapshot changed: wait until RESYNCED itself has been heard).
+    eventually("RESYNCED heard", || {
+        rec.count(CacheEventType::Resynced) >= 1
+    })
+    .await;
     let after: Vec<CacheEvent> = rec.events()[seen_before..].to_vec();
     let mut rebuilt = before.clone();
     replay(&mut rebuilt, &after);
@@ -473,8 +478,15 @@ async fn reconnect_consistency(fault: Fault) {
         cache.get("/r/keep").unwrap().data.as_deref(),
         Some(&b"live"[..])
     );
+    // Listeners are called after the snapshot changed: wait for the event itself.
+    eventually("the live change's event", || {
+        rec.events()
+            .last()
+            .is_some_and(|e| e.path == "/r/keep" && e.kind == CacheEventType::Changed)
+    })
+    .await;
     let last = rec.events().last().cloned().unwrap();
-    assert!(!last.resync && last.kind == CacheEventType::Changed);
+    assert!(!last.resync, "{last:?}");
     c.close().await;
     writer.close().await;
 }
@@ -531,6 +543,10 @@ async fn a_cache_survives_the_loss_of_its_server() {
         Some(&b"new"[..])
     );
     assert_eq!(cache_tree(&cache), server_tree(&writer, "/ha").await);
+    eventually("the new node's event", || {
+        rec.events().last().is_some_and(|e| e.path == "/ha/after")
+    })
+    .await;
     let live = rec.events().last().cloned().unwrap();
     assert_eq!((live.kind, live.resync), (CacheEventType::Created, false));
     c.close().await;

@@ -244,14 +244,18 @@ impl Client {
     }
 
     async fn delete_recursive(&self, path: &str, version: Option<i32>) -> Result<()> {
-        // Depth-first, children before parents; nodes that vanish meanwhile are fine.
+        // Depth-first, children before parents; nodes that vanish meanwhile are fine — the top
+        // one too once it was seen (a container parent may be reaped by the server as soon as
+        // its last child goes, before our delete of it arrives).
         let mut stack = vec![(path.to_string(), false)];
+        let mut top_seen = false;
         while let Some((p, expanded)) = stack.pop() {
             if !expanded {
                 stack.push((p.clone(), true));
                 let p = &p;
                 let children = self.retry(|s| async move { s.children(p).await.or_none() });
                 if let Some(children) = children.await? {
+                    top_seen |= p == path;
                     stack.extend(children.into_iter().map(|c| (path::join(p, &c), false)))
                 }
             } else {
@@ -259,7 +263,7 @@ impl Client {
                 let p = &p;
                 match self.retry(|s| async move { s.delete(p, v).await }).await {
                     Ok(()) => {}
-                    Err(Error::NoNode(_)) if p != path => {}
+                    Err(Error::NoNode(_)) if p != path || (top_seen && v.is_none()) => {}
                     Err(e) => return Err(e),
                 }
             }
