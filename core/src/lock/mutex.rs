@@ -602,11 +602,12 @@ impl InterProcessMutex {
     /// the work done under the lock.
     pub fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
         let cohort = self.cohort.as_ref().map(|c| c.lost_signal(owner));
-        let plain = self.plain_lost_signal(owner);
+        let plain = cohort.is_none().then(|| self.plain_lost_signal(owner));
         async move {
-            match cohort {
-                Some(signal) => signal.await,
-                None => plain.await,
+            match (cohort, plain) {
+                (Some(signal), _) => signal.await,
+                (None, Some(signal)) => signal.await,
+                (None, None) => false,
             }
         }
     }

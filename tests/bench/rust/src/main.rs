@@ -331,6 +331,30 @@ fn put_window(out: &mut Out, before: Option<[u64; 3]>, after: Option<[u64; 3]>) 
     }
 }
 
+/// The timed phase of `contended` and `inproc`: 1 s untimed, then `--seconds` with `measuring`
+/// set, then `stop`; the server's counters over the window go into `out`. Returns the window's
+/// length in seconds, the process CPU time spent in it and the operations `count`ed.
+async fn timed_window(
+    a: &Args,
+    out: &mut Out,
+    measuring: &AtomicBool,
+    stop: &AtomicBool,
+    count: &AtomicU64,
+) -> (f64, Duration, u64) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mntr0 = mntr_totals(&a.connect);
+    let cpu = cpu_time();
+    measuring.store(true, Ordering::Relaxed);
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let n = count.load(Ordering::Relaxed);
+    put_window(out, mntr0, mntr_totals(&a.connect));
+    (secs, cpu, n)
+}
+
 async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
     let mut clients = Vec::new();
     for _ in 0..a.clients {
@@ -371,17 +395,7 @@ async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
             Ok(())
         }));
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let mntr0 = mntr_totals(&a.connect);
-    let cpu = cpu_time();
-    measuring.store(true, Ordering::Relaxed);
-    let t = Instant::now();
-    tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let secs = t.elapsed().as_secs_f64();
-    let cpu = cpu_time() - cpu;
-    let n = count.load(Ordering::Relaxed);
-    put_window(out, mntr0, mntr_totals(&a.connect));
+    let (secs, cpu, n) = timed_window(a, out, &measuring, &stop, &count).await;
     for t in tasks {
         t.await.map_err(e("task"))??;
     }
@@ -502,17 +516,7 @@ async fn rust_inproc(a: &Args, out: &mut Out) -> Res<()> {
     } else {
         None
     };
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let mntr0 = mntr_totals(&a.connect);
-    let cpu = cpu_time();
-    measuring.store(true, Ordering::Relaxed);
-    let t = Instant::now();
-    tokio::time::sleep(Duration::from_secs_f64(a.seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let secs = t.elapsed().as_secs_f64();
-    let cpu = cpu_time() - cpu;
-    let n = count.load(Ordering::Relaxed);
-    put_window(out, mntr0, mntr_totals(&a.connect));
+    let (secs, cpu, n) = timed_window(a, out, &measuring, &stop, &count).await;
     for t in tasks {
         t.await.map_err(e("task"))??;
     }

@@ -200,6 +200,36 @@ public final class Bench {
         return total;
     }
 
+    /**
+     * The timed phase of contended and inproc: 1 s untimed, then `seconds` with `measuring` set,
+     * then `stop`; the server's counters over the window go into the output, the threads are
+     * joined and their first error thrown; n and ops_per_s are put. Returns the CPU ns spent.
+     */
+    private long timedWindow(double seconds, AtomicBoolean measuring, AtomicBoolean stop, AtomicLong count,
+            List<Thread> threads, List<Throwable> errors) throws Exception {
+        Thread.sleep(1000);
+        long[] mntr0 = mntrTotals();
+        long cpu = cpuNanos();
+        measuring.set(true);
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        stop.set(true);
+        double secs = (System.nanoTime() - t0) / 1e9;
+        cpu = cpuNanos() - cpu;
+        long n = count.get();
+        long[] mntr1 = mntrTotals();
+        if (mntr0 != null && mntr1 != null) {
+            out.put("win_packets", mntr1[0] - mntr0[0]);
+            out.put("win_bytes_in", mntr1[1] - mntr0[1]);
+            out.put("win_bytes_out", mntr1[2] - mntr0[2]);
+        }
+        for (Thread t : threads) t.join(60000);
+        if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
+        out.put("n", n);
+        out.put("ops_per_s", n / secs);
+        return cpu;
+    }
+
     private void contended() throws Exception {
         int clientsN = num("clients", 8);
         double seconds = Double.parseDouble(args.getOrDefault("seconds", "10"));
@@ -240,26 +270,8 @@ public final class Bench {
             t.start();
             threads.add(t);
         }
-        Thread.sleep(1000);
-        long[] mntr0 = mntrTotals();
-        long cpu = cpuNanos();
-        measuring.set(true);
-        long t0 = System.nanoTime();
-        Thread.sleep((long) (seconds * 1000));
-        stop.set(true);
-        double secs = (System.nanoTime() - t0) / 1e9;
-        cpu = cpuNanos() - cpu;
+        long cpu = timedWindow(seconds, measuring, stop, count, threads, errors);
         long n = count.get();
-        long[] mntr1 = mntrTotals();
-        if (mntr0 != null && mntr1 != null) {
-            out.put("win_packets", mntr1[0] - mntr0[0]);
-            out.put("win_bytes_in", mntr1[1] - mntr0[1]);
-            out.put("win_bytes_out", mntr1[2] - mntr0[2]);
-        }
-        for (Thread t : threads) t.join(60000);
-        if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
-        out.put("n", n);
-        out.put("ops_per_s", n / secs);
         double[] s = stats(waits);
         out.put("wait_p99_us", s[1]);
         out.put("p50_us", s[0]);
@@ -330,26 +342,8 @@ public final class Bench {
             t.start();
             threads.add(t);
         }
-        Thread.sleep(1000);
-        long[] mntr0 = mntrTotals();
-        long cpu = cpuNanos();
-        measuring.set(true);
-        long t0 = System.nanoTime();
-        Thread.sleep((long) (seconds * 1000));
-        stop.set(true);
-        double secs = (System.nanoTime() - t0) / 1e9;
-        cpu = cpuNanos() - cpu;
+        long cpu = timedWindow(seconds, measuring, stop, count, threads, errors);
         long n = count.get();
-        long[] mntr1 = mntrTotals();
-        if (mntr0 != null && mntr1 != null) {
-            out.put("win_packets", mntr1[0] - mntr0[0]);
-            out.put("win_bytes_in", mntr1[1] - mntr0[1]);
-            out.put("win_bytes_out", mntr1[2] - mntr0[2]);
-        }
-        for (Thread t : threads) t.join(60000);
-        if (!errors.isEmpty()) throw new IllegalStateException("a contender failed", errors.get(0));
-        out.put("n", n);
-        out.put("ops_per_s", n / secs);
         out.put("fencing_violations", violations.get());
         out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, n));
         if (withRemote) {
