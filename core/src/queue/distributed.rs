@@ -460,8 +460,8 @@ impl DistributedQueue {
         }
         match self.shared.layout {
             QueueKind::Queue | QueueKind::Priority => {}
-            QueueKind::Id => items.sort_by_key(|n| without_id(n)),
-            QueueKind::Delay => items.sort_by_key(|n| epoch_of(n)),
+            QueueKind::Id => items.sort_by_cached_key(|n| without_id(n)),
+            QueueKind::Delay => items.sort_by_cached_key(|n| epoch_of(n)),
         }
         items
     }
