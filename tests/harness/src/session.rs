@@ -138,8 +138,30 @@ fn close_session(server: &str, id: i64, password: &[u8]) -> io::Result<()> {
     if i32::from_be_bytes(timeout.try_into().expect("4 bytes")) <= 0 {
         return Ok(());
     }
-    recv_frame(&mut stream).map(drop) // the close's ReplyHeader comes once the session is closed
+    // The close's ReplyHeader (xid, zxid, err) comes once the session is closed, or with an
+    // error. On an ensemble the victim can win a race: kicked off its server by our re-attach,
+    // it reconnects to a third server, which re-validates the session with the leader before
+    // our close gets there; the leader then refuses our close as coming from a connection that
+    // no longer owns the session (SESSIONMOVED) and the session lives on. An error is returned
+    // so that the caller attaches and closes again.
+    let reply = recv_frame(&mut stream)?;
+    let err = reply.get(12..16).ok_or(io::ErrorKind::InvalidData)?;
+    match i32::from_be_bytes(err.try_into().expect("4 bytes")) {
+        0 | SESSION_EXPIRED => Ok(()),
+        code => Err(io::Error::other(format!(
+            "the server refused CloseSession with error {code}{}",
+            if code == SESSION_MOVED {
+                " (SESSIONMOVED: the client re-attached elsewhere first)"
+            } else {
+                ""
+            }
+        ))),
+    }
 }
+
+/// ZooKeeper's `KeeperException.Code` values met when closing a session.
+const SESSION_EXPIRED: i32 = -112;
+const SESSION_MOVED: i32 = -118;
 
 fn frame(body: &[u8]) -> Vec<u8> {
     [&(body.len() as i32).to_be_bytes(), body].concat()
