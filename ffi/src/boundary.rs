@@ -226,15 +226,6 @@ pub(crate) fn wait<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
     runtime::try_block_on(future)?
 }
 
-/// [`wait`] for the hot calls (lock acquire and release): the whole future runs as one task on
-/// a runtime worker and the C thread is woken once, when it is over, instead of at every reply
-/// (`runtime::run_blocking`). Only for futures that do not look at the calling thread.
-pub(crate) fn wait_on_worker<T: Send + 'static>(
-    future: impl Future<Output = Result<T>> + Send,
-) -> Result<T> {
-    runtime::run_blocking(future)?
-}
-
 #[cfg(test)]
 mod tests {
     use std::ffi::CStr;

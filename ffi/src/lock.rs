@@ -13,7 +13,6 @@ use zkrecipes::{Error, ListenerId, LostPolicy, Owner, Result};
 
 use crate::boundary::{
     arg_out, arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
-    wait_on_worker,
 };
 use crate::callback::{lock, Slot, UserData};
 use crate::client::zkr_client;
@@ -55,7 +54,7 @@ unsafe fn acquire<H: LockHandle>(
     unsafe {
         handle_out(function, h, acquired, "acquired", |h| {
             let (owner, timeout) = (owner?, arg_timeout(timeout_ms)?);
-            wait_on_worker(h.lock().acquire(owner, timeout))
+            wait(h.lock().acquire(owner, timeout))
         })
     }
 }
@@ -66,7 +65,7 @@ unsafe fn acquire<H: LockHandle>(
 /// The C caller's contract for the handle.
 unsafe fn release<H: LockHandle>(function: &str, h: *mut H, owner: Result<Owner>) -> zkr_status {
     // SAFETY: this function's contract.
-    unsafe { handle_call(function, h, |h| wait_on_worker(h.lock().release(owner?))) }
+    unsafe { handle_call(function, h, |h| wait(h.lock().release(owner?))) }
 }
 
 /// is_acquired_in_this_process of every lock handle.

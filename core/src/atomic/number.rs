@@ -321,8 +321,8 @@ impl Number {
     }
 }
 
-fn blocking<T: Send + 'static>(f: impl Future<Output = Result<T>> + Send) -> Result<T> {
-    runtime::run_blocking(f)?
+fn blocking<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
+    runtime::try_block_on(f)?
 }
 
 macro_rules! distributed_number {

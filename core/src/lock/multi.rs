@@ -94,12 +94,12 @@ impl InterProcessMultiLock {
 
     /// [`acquire`](Self::acquire) for the blocking face, owned by the calling thread.
     pub fn acquire_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
-        runtime::run_blocking(self.acquire(Owner::current_thread(), timeout))?
+        runtime::try_block_on(self.acquire(Owner::current_thread(), timeout))?
     }
 
     /// [`release`](Self::release) for the blocking face, by the calling thread.
     pub fn release_blocking(&self) -> Result<()> {
-        runtime::run_blocking(self.release(Owner::current_thread()))?
+        runtime::try_block_on(self.release(Owner::current_thread()))?
     }
 
     /// Whether every lock is held in this process (Curator's choice for a multi lock).

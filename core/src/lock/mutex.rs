@@ -472,7 +472,7 @@ impl InterProcessMutex {
 
     /// [`acquire`](Self::acquire) for the blocking face, with an explicit owner.
     pub fn acquire_blocking_as(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
-        runtime::run_blocking(self.acquire(owner, timeout))?
+        runtime::try_block_on(self.acquire(owner, timeout))?
     }
 
     /// [`release`](Self::release) for the blocking face, by the calling thread.
@@ -482,7 +482,7 @@ impl InterProcessMutex {
 
     /// [`release`](Self::release) for the blocking face, with an explicit owner.
     pub fn release_blocking_as(&self, owner: Owner) -> Result<()> {
-        runtime::run_blocking(self.release(owner))?
+        runtime::try_block_on(self.release(owner))?
     }
 
     /// Whether `owner` holds the mutex (Curator's isOwnedByCurrentThread). A hold that was

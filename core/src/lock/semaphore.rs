@@ -54,7 +54,7 @@ impl Lease {
 
     /// [`release`](Self::release) for the blocking face.
     pub fn release_blocking(self) -> Result<()> {
-        runtime::run_blocking(self.release())?
+        runtime::try_block_on(self.release())?
     }
 }
 
@@ -300,7 +300,7 @@ impl InterProcessSemaphoreV2 {
         qty: usize,
         timeout: Option<Duration>,
     ) -> Result<Option<Vec<Lease>>> {
-        runtime::run_blocking(self.acquire(qty, timeout))?
+        runtime::try_block_on(self.acquire(qty, timeout))?
     }
 
     /// Returns a lease (Curator's returnLease).
@@ -408,12 +408,12 @@ impl InterProcessSemaphoreMutex {
 
     /// [`acquire`](Self::acquire) for the blocking face.
     pub fn acquire_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
-        runtime::run_blocking(self.acquire(timeout))?
+        runtime::try_block_on(self.acquire(timeout))?
     }
 
     /// [`release`](Self::release) for the blocking face.
     pub fn release_blocking(&self) -> Result<()> {
-        runtime::run_blocking(self.release())?
+        runtime::try_block_on(self.release())?
     }
 
     /// Whether this object holds it.
