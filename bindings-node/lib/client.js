@@ -249,10 +249,6 @@ class Client extends EventEmitter {
   }
 
   /**
-   * Deletes a node. Options: `version` (only at that version), `guaranteed` (keep retrying in
-   * the background after connection loss, Curator's guaranteed()), `recursive` (children first).
-   */
-  /**
    * ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
    * leader before answering, so a read issued after this resolves sees every write committed
    * before the call, by any client. A reconnection in between (to another server) loses that:
@@ -262,6 +258,10 @@ class Client extends EventEmitter {
     return args.rejecting(() => this.#native.sync(args.path('path', path)));
   }
 
+  /**
+   * Deletes a node. Options: `version` (only at that version), `guaranteed` (keep retrying in
+   * the background after connection loss, Curator's guaranteed()), `recursive` (children first).
+   */
   delete(path, options) {
     return args.rejecting(() => {
       const o = args.options('options', options, ['version', 'guaranteed', 'recursive']);
