@@ -13,8 +13,8 @@
 //! * The `zk-harness` binary exposes the same to tests written in other languages.
 //!
 //! The API is blocking and needs no async runtime from the caller: it works from plain
-//! `#[test]` functions and from `#[tokio::test]` ones alike (async internals run on the
-//! harness's own background threads). Waits are always on conditions with deadlines.
+//! `#[test]` functions and from `#[tokio::test]` ones alike (the fault proxy runs its own
+//! runtime on its own thread). Waits are always on conditions with deadlines.
 //!
 //! ```no_run
 //! use zkrecipes_testing::TestingServer;
@@ -28,13 +28,9 @@
 
 #![warn(missing_docs)]
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-use once_cell::sync::Lazy;
 
 mod install;
 mod proxy;
@@ -53,31 +49,6 @@ pub use session::{expire_client_session, expire_session, expire_session_id};
 #[doc(hidden)]
 pub mod detached {
     pub use crate::server::{attach, launch_detached};
-}
-
-/// The harness's own runtime, for async work (session expiry) that must not depend on the
-/// caller's runtime. Tasks spawned here (e.g. a closing ZooKeeper session) outlive the call.
-static RUNTIME: Lazy<tokio::runtime::Runtime> = Lazy::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("zkr-harness-rt")
-        .enable_all()
-        .build()
-        .expect("zkrecipes-testing: cannot build the harness tokio runtime")
-});
-
-/// Runs `future` on the harness runtime and blocks the current thread until it completes.
-/// Safe to call from inside another runtime: it never calls `block_on` on the caller's one.
-fn run_blocking<F>(future: F) -> F::Output
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = mpsc::channel();
-    RUNTIME.spawn(async move {
-        let _ = tx.send(future.await);
-    });
-    rx.recv().expect("zkrecipes-testing: harness task panicked")
 }
 
 /// Polls `done` every `every` until it returns true (-> true) or `timeout` passes (-> false).

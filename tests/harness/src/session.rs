@@ -5,21 +5,17 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use zookeeper_client::{Client, Error, SessionInfo};
+use zookeeper_client::SessionInfo;
 
-use crate::{four_letter, run_blocking, wait_until};
+use crate::{four_letter, wait_until};
 
 const EXPIRE_TIMEOUT: Duration = Duration::from_secs(30);
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Expires `session` server-side, the way Curator's tests do, and returns once the servers
-/// have dropped it (its ephemeral nodes are gone by then).
-///
-/// A second client attaches to the same session (`Client::connector().with_session(..)`,
-/// on the harness's own runtime) and closes it. The original client, whose connection the
-/// server drops meanwhile, sees `SessionState::Expired` when it reconnects. Completion is
-/// observed by polling the `dump` and `cons` four-letter words of every server in
-/// `connect_string` until none mentions the session. Panics after 30 s.
+/// have dropped it (its ephemeral nodes are gone by then): [`expire_session_id`] with the
+/// session's id and password. The client that owns the session sees `SessionState::Expired`
+/// when it reconnects. Panics after 30 s.
 ///
 /// ```no_run
 /// # async fn demo(client: zookeeper_client::Client, server: &zkrecipes_testing::TestingServer) {
@@ -29,43 +25,56 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// # }
 /// ```
 pub fn expire_session(connect_string: &str, session: SessionInfo) {
-    let id = session.id().0;
-    let servers = connect_string.to_owned();
-    let reattached = run_blocking(async move {
-        let connect = Client::connector().with_session(session).connect(&servers);
-        match tokio::time::timeout(EXPIRE_TIMEOUT, connect).await {
-            Ok(Ok(client)) => {
-                drop(client); // the last clone: its session task sends CloseSession
-                Ok(())
-            }
-            Ok(Err(Error::SessionExpired)) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(_) => Err("timed out after 30 s".to_owned()),
-        }
-    });
-    if let Err(e) = reattached {
-        panic!("zkrecipes-testing: cannot attach to session {id:#x} via {connect_string} to expire it: {e}");
-    }
-    await_session_gone(connect_string, id);
+    expire_session_id(connect_string, session.id().0, session.password());
 }
 
 /// Like [`expire_session`], for a session known only by its id and password (as clients in
 /// other languages report them, e.g. kazoo's `client_id`); speaks the wire protocol directly
-/// (ConnectRequest for that session, then CloseSession). Used by `zk-harness expire`.
+/// (ConnectRequest for that session, then CloseSession, sent together). Used by
+/// `zk-harness expire`. Completion is observed by polling the `dump` and `cons` four-letter
+/// words of every server in `connect_string` until none mentions the session. Panics after
+/// 30 s, naming what each server still shows.
+///
+/// On an ensemble the close goes through a member the session is not connected to, when there
+/// is one. Through the victim's own member it can leave a zombie: the re-attach drops the
+/// victim's connection there, and if the victim reconnects to that member while the leader is
+/// still validating our re-attach, the close then ends only the closing connection. The
+/// victim's new connection stays open on a session that no longer exists, answering pings,
+/// and the victim is never told its session expired. A close through another member drops the
+/// victim's connection only once the session is closed, so its reconnect is refused.
 pub fn expire_session_id(connect_string: &str, session_id: i64, password: &[u8]) {
+    let hex = format!("{session_id:#x}"); // as ZooKeeper prints it: 0x + lowercase hex
     let mut last_error = String::from("no server in the connect string");
     let closed = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(50), || {
-        servers(connect_string).iter().any(|server| {
-            let closed = close_session(server, session_id, password);
-            closed
+        let (holding, others): (Vec<String>, Vec<String>) = servers(connect_string)
+            .into_iter()
+            .partition(|server| !mentions(&four_letter(server, "cons"), &hex).is_empty());
+        others.iter().chain(&holding).any(|server| {
+            close_session(server, session_id, password)
                 .map_err(|e| last_error = format!("{server}: {e}"))
                 .is_ok()
         })
     });
     if !closed {
-        panic!("zkrecipes-testing: cannot close session {session_id:#x} within 30 s: {last_error}");
+        panic!("zkrecipes-testing: cannot close session {hex} within 30 s: {last_error}");
     }
-    await_session_gone(connect_string, session_id);
+    if let Some(seen) = await_session_gone(connect_string, session_id) {
+        panic!(
+            "zkrecipes-testing: session {hex} is still known to {connect_string} 30 s after it \
+             was closed (wrong password, or no server answering four-letter words?); last seen: {seen}"
+        );
+    }
+}
+
+/// The lines of a four-letter-word answer that name session `hex`.
+fn mentions<'a>(answer: &'a str, hex: &str) -> Vec<&'a str> {
+    answer
+        .lines()
+        .filter(|line| {
+            line.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|word| word == hex)
+        })
+        .collect()
 }
 
 /// `host:port` of each server of a connect string (`tcp://` prefixes and chroot removed).
@@ -85,29 +94,30 @@ fn servers(connect_string: &str) -> Vec<String> {
         .collect()
 }
 
-fn await_session_gone(connect_string: &str, id: i64) {
-    let hex = format!("{id:#x}"); // as ZooKeeper prints it: 0x + lowercase hex
+/// Polls `dump` and `cons` of every server until none mentions session `id` and at least one
+/// answered: `None` then. After 30 s, `Some(where it was last seen)`: each server's lines
+/// naming the session, or that no server answered.
+fn await_session_gone(connect_string: &str, id: i64) -> Option<String> {
+    let hex = format!("{id:#x}");
+    let mut seen = String::new();
     let gone = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(10), || {
         let mut answered = false;
+        seen.clear();
         for server in servers(connect_string) {
             for cmd in ["dump", "cons"] {
                 let answer = four_letter(&server, cmd);
                 answered |= !answer.is_empty();
-                if answer
-                    .split(|c: char| !c.is_ascii_alphanumeric())
-                    .any(|word| word == hex)
-                {
-                    return false;
+                for line in mentions(&answer, &hex) {
+                    seen.push_str(&format!("[{server} {cmd}] {} ", line.trim()));
                 }
             }
         }
-        answered
+        if !answered {
+            seen = "no server answered dump/cons".to_owned();
+        }
+        answered && seen.is_empty()
     });
-    assert!(
-        gone,
-        "zkrecipes-testing: session {hex} is still known to {connect_string} after 30 s \
-         (wrong password, or no server answering four-letter words?)"
-    );
+    (!gone).then_some(seen)
 }
 
 /// Attaches to the session on `server` and closes it (Ok too if the server says it is gone).

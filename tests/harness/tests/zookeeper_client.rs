@@ -378,3 +378,35 @@ async fn persistent_watchers_end_with_expired_when_the_client_gives_up_on_the_se
     expect_expired(&mut recursive, "/tree").await;
     wait_state(&mut state, SessionState::Expired).await;
 }
+
+/// `expire_session_id` on an ensemble whose victim reconnects at once, and only to the member
+/// the close goes through first (the race behind a rare CI failure: the victim re-attached
+/// there while the close was in flight and kept a live-looking connection to a closed
+/// session). Every round must end with the victim told `Expired` and its ephemeral gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expire_session_id_wins_against_a_victim_reconnecting_to_the_same_member() {
+    let cluster = TestingCluster::start(3);
+    let all = cluster.connect_string();
+    let first = cluster.server(0).connect_string();
+    let observer = connect(&all).await;
+    for round in 0..ROUNDS {
+        let victim = connect(&first).await;
+        let path = format!("/victim-{round}");
+        let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+        victim.create(&path, b"", &options).await.expect("create");
+        let mut state = victim.state_watcher();
+        let (id, password) = (victim.session_id().0, victim.session().password().to_vec());
+        let servers = all.clone();
+        tokio::task::spawn_blocking(move || expire_session_id(&servers, id, &password))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: expire_session_id panicked"));
+        wait_state(&mut state, SessionState::Expired).await;
+        observer.sync(&path).await.expect("sync");
+        assert!(
+            observer.check_stat(&path).await.expect("check").is_none(),
+            "round {round}: the ephemeral of the expired session is still there"
+        );
+    }
+}
+
+const ROUNDS: usize = 40;
