@@ -3,7 +3,21 @@
 //! protected nodes do not take part.
 
 /// The text after the last `name` in `node`, or the whole node name when it has none.
+///
+/// The usual node ends with `name` and the server's 10-digit sequence: its key is those
+/// digits, found without a substring search. (When `name` does not end with a digit, no later
+/// `name` can overlap the digits, so that occurrence is the last one.)
 pub(crate) fn key<'a>(node: &'a str, name: &str) -> &'a str {
+    const DIGITS: usize = 10;
+    let bytes = node.as_bytes();
+    if !name.is_empty()
+        && bytes.len() >= name.len() + DIGITS
+        && !name.ends_with(|c: char| c.is_ascii_digit())
+        && bytes[bytes.len() - DIGITS..].iter().all(u8::is_ascii_digit)
+        && node[..bytes.len() - DIGITS].ends_with(name)
+    {
+        return &node[bytes.len() - DIGITS..];
+    }
     match node.rfind(name) {
         Some(i) => &node[i + name.len()..],
         None => node,
@@ -58,6 +72,30 @@ mod tests {
         assert_eq!(key("_c_x-latch-y-latch-0000000007", "latch-"), "0000000007");
         assert_eq!(key("x-lock-lock-0000000007", "lock-"), "0000000007");
         assert_eq!(key("other", "lock-"), "other");
+    }
+
+    #[test]
+    fn the_sequence_shortcut_gives_the_last_occurrence() {
+        let slow = |node: &'static str, name: &str| match node.rfind(name) {
+            Some(i) => &node[i + name.len()..],
+            None => node,
+        };
+        for (node, name) in [
+            ("_c_0a-lock-0000000007", "lock-"),
+            ("lock-0000000007", "lock-"),
+            ("x-lock-lock-0000000007", "lock-"),
+            ("ock-0000000007", "lock-"),
+            ("a-lock-000000007", "lock-"),
+            ("a-lock-00000000x7", "lock-"),
+            ("n-1-n-10000000001", "n-1"),
+            ("a__READ__0000000001", "__WRIT__"),
+            ("a__WRIT__0000000001", "__WRIT__"),
+            ("é-lock-0000000001", "lock-"),
+            ("0000000001", ""),
+            ("member-0000000003", "member-"),
+        ] {
+            assert_eq!(key(node, name), slow(node, name), "{node} / {name}");
+        }
     }
 
     #[test]

@@ -133,34 +133,63 @@ mod tests {
 
     #[test]
     fn standard_driver_watches_the_predecessor_only() {
-        let c = names(&["a-lock-1", "b-lock-2", "c-lock-3"]);
+        let mut c = names(&["c-lock-3", "a-lock-1", "b-lock-2"]);
         let d = Driver::Standard { max_leases: 1 };
-        assert_eq!(d.gets_the_lock(&c, "a-lock-1", false), Predicate::Granted);
+        let s = Sorter::Standard("lock-");
         assert_eq!(
-            d.gets_the_lock(&c, "c-lock-3", false),
+            d.gets_the_lock(s, &mut c, "a-lock-1", false),
+            Predicate::Granted
+        );
+        assert_eq!(
+            d.gets_the_lock(s, &mut c, "c-lock-3", false),
             Predicate::Watch("b-lock-2".into())
         );
-        assert_eq!(d.gets_the_lock(&c, "z-lock-9", false), Predicate::Missing);
+        assert_eq!(
+            d.gets_the_lock(s, &mut c, "z-lock-9", false),
+            Predicate::Missing
+        );
+    }
+
+    /// The unsorted predicate gives what Curator's (sort, then index) gives, ties included.
+    #[test]
+    fn standard_driver_agrees_with_a_sorted_listing() {
+        let sorter = Sorter::Standard("lock-");
+        for round in 0..300 {
+            let n = 1 + round % 40;
+            let mut listing: Vec<String> = (0..n)
+                .map(|i| format!("_c_{i}-lock-{:010}", fastrand::u32(0..(n as u32 / 2 + 1))))
+                .collect();
+            fastrand::shuffle(&mut listing);
+            let mut sorted = listing.clone();
+            sorter.sort(&mut sorted);
+            for max_leases in 1..4 {
+                let driver = Driver::Standard { max_leases };
+                for ours in &listing {
+                    let i = sorted.iter().position(|c| c == ours).expect("listed");
+                    let expected = if i < max_leases {
+                        Predicate::Granted
+                    } else {
+                        Predicate::Watch(sorted[i - max_leases].clone())
+                    };
+                    let got = driver.gets_the_lock(sorter, &mut listing.clone(), ours, false);
+                    assert_eq!(got, expected, "{listing:?} {ours} {max_leases}");
+                }
+            }
+        }
     }
 
     #[test]
     fn read_driver_waits_only_for_an_earlier_writer() {
-        let c = names(&["r1__READ__1", "w1__WRIT__2", "r2__READ__3", "w2__WRIT__4"]);
+        let c = names(&["w2__WRIT__4", "r1__READ__1", "r2__READ__3", "w1__WRIT__2"]);
+        let s = Sorter::ReadWrite;
+        let read =
+            |ours: &str, held: bool| Driver::Read.gets_the_lock(s, &mut c.clone(), ours, held);
+        assert_eq!(read("r1__READ__1", false), Predicate::Granted);
         assert_eq!(
-            Driver::Read.gets_the_lock(&c, "r1__READ__1", false),
-            Predicate::Granted
-        );
-        assert_eq!(
-            Driver::Read.gets_the_lock(&c, "r2__READ__3", false),
+            read("r2__READ__3", false),
             Predicate::Watch("w1__WRIT__2".into())
         );
-        assert_eq!(
-            Driver::Read.gets_the_lock(&c, "r2__READ__3", true),
-            Predicate::Granted
-        );
-        assert_eq!(
-            Driver::Read.gets_the_lock(&c, "nope", false),
-            Predicate::Missing
-        );
+        assert_eq!(read("r2__READ__3", true), Predicate::Granted);
+        assert_eq!(read("nope", false), Predicate::Missing);
     }
 }
