@@ -601,13 +601,18 @@ impl InterProcessMutex {
     /// `false` if it was released first (or `owner` holds nothing now). For `select!` next to
     /// the work done under the lock.
     pub fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
-        let cohort = self.cohort.as_ref().map(|c| c.lost_signal(owner));
-        let plain = cohort.is_none().then(|| self.plain_lost_signal(owner));
+        enum Signal<C, P> {
+            Cohort(C),
+            Plain(P),
+        }
+        let signal = match &self.cohort {
+            Some(cohort) => Signal::Cohort(cohort.lost_signal(owner)),
+            None => Signal::Plain(self.plain_lost_signal(owner)),
+        };
         async move {
-            match (cohort, plain) {
-                (Some(signal), _) => signal.await,
-                (None, Some(signal)) => signal.await,
-                (None, None) => false,
+            match signal {
+                Signal::Cohort(signal) => signal.await,
+                Signal::Plain(signal) => signal.await,
             }
         }
     }
