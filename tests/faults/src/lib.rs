@@ -28,3 +28,27 @@ pub fn eventually(what: &str, timeout: Duration, mut done: impl FnMut() -> bool)
         thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// The hold of `owner` on `m`, watched from inside its critical section: samples
+/// `is_held_valid` every `poll` for `hold`, or until the hold is seen invalid. Returns the
+/// first and last instants it was seen valid (none if never) and whether it was seen invalid.
+pub fn sample_hold(
+    m: &zkrecipes::lock::InterProcessMutex,
+    owner: zkrecipes::Owner,
+    hold: Duration,
+    poll: Duration,
+) -> (Option<(Instant, Instant)>, bool) {
+    let start = Instant::now();
+    let mut seen: Option<(Instant, Instant)> = None;
+    loop {
+        let now = Instant::now();
+        if !m.is_held_valid(owner) {
+            return (seen, true);
+        }
+        seen = Some((seen.map_or(now, |(first, _)| first), now));
+        if now - start >= hold {
+            return (seen, false);
+        }
+        thread::sleep(poll);
+    }
+}

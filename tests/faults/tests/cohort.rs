@@ -53,22 +53,7 @@ fn section(m: &InterProcessMutex, owner: Owner, who: &str, hold: Duration, log: 
     let token = m
         .fencing_token_wide(owner)
         .expect("a hold has a wide fencing token");
-    let start = Instant::now();
-    let mut first = None;
-    let mut last = start;
-    loop {
-        let now = Instant::now();
-        if !m.is_held_valid(owner) {
-            break;
-        }
-        first.get_or_insert(now);
-        last = now;
-        if now - start >= hold {
-            break;
-        }
-        thread::sleep(POLL);
-    }
-    if let Some(first) = first {
+    if let (Some((first, last)), _) = zkrecipes_faults::sample_hold(m, owner, hold, POLL) {
         log.sections.lock().unwrap().push(Section {
             who: who.to_string(),
             token,

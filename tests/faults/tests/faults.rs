@@ -203,24 +203,8 @@ fn critical_section_with(
     await_lost: bool,
 ) -> Option<Section> {
     let token = m.fencing_token(owner).expect("a hold has a fencing token");
-    let start = Instant::now();
-    let mut first = None;
-    let mut last = start;
-    let mut lost = false;
-    loop {
-        let now = Instant::now();
-        if !m.is_held_valid(owner) {
-            lost = true;
-            break;
-        }
-        first.get_or_insert(now);
-        last = now;
-        if now - start >= hold {
-            break;
-        }
-        thread::sleep(POLL);
-    }
-    let section = first.map(|first| Section {
+    let (seen, lost) = zkrecipes_faults::sample_hold(m, owner, hold, POLL);
+    let section = seen.map(|(first, last)| Section {
         who: who.to_string(),
         token,
         first,
