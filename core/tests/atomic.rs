@@ -404,12 +404,14 @@ fn a_write_lost_before_reaching_the_server_is_resent_and_counts_once() {
         Arc::new(DistributedAtomicLong::new(&client, "/lost/request", None, None).unwrap());
     assert_eq!(counter.add_and_get_blocking(1, None).unwrap(), 1); // the version is now cached
     let sets = client.request_counts().set_data;
-    proxy.delay(Duration::from_millis(800));
+    // Long, at no cost (the cut comes as soon as the request is sent), so that a stalled
+    // machine cannot let it through before the cut.
+    proxy.delay(5 * SECOND);
     let adder = {
         let counter = counter.clone();
         thread::spawn(move || counter.add_and_get_blocking(1, Some(20 * SECOND)))
     };
-    // The setData is sent (counted) and sits in the proxy for 800 ms: cut it off there.
+    // The setData is sent (counted) and sits in the proxy for 5 s: cut it off there.
     wait_until("the setData to be sent", 5 * SECOND, || {
         client.request_counts().set_data > sets
     });
@@ -433,11 +435,20 @@ fn a_write_lost_before_reaching_the_server_is_resent_and_counts_once() {
     observer.close_blocking();
 }
 
+/// How long the proxy holds each reply in the lost-reply test.
+const REPLY_HELD: Duration = Duration::from_secs(8);
+
 #[test]
 fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());
-    let client = connect(&proxy.connect_string());
+    // Timeouts well above the replies' delay below, so that the client does not give up on
+    // its connection by itself while a reply is held.
+    let client = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(40 * SECOND)
+        .connection_timeout(30 * SECOND)
+        .connect_blocking()
+        .expect("connect");
     let observer = connect(&server.connect_string());
     let counter = Arc::new(DistributedAtomicLong::new(&client, "/lost/reply", None, None).unwrap());
     assert_eq!(counter.add_and_get_blocking(1, None).unwrap(), 1);
@@ -445,9 +456,10 @@ fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
     // Both faces: add_and_get, and Curator's add (which must not turn it into "failed" nor
     // retry it into a double count).
     for curator_add in [false, true] {
-        // Long enough that the reply is still in the proxy when the cut comes, however slowly
-        // the observer's polling runs on a loaded machine (400 ms was not, once, in CI).
-        proxy.delay(Duration::from_millis(2000));
+        // Requests pass at once, replies wait: the reply must still be in the proxy when the
+        // cut comes, however slowly the observer's polling runs on a loaded machine (a 400 ms
+        // delay each way was not enough once in CI, 2 s each way once more).
+        proxy.delay_replies(REPLY_HELD);
         let adder = {
             let counter = counter.clone();
             thread::spawn(move || {
@@ -461,7 +473,7 @@ fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
         expected += 1;
         // The write reached the server (the observer sees it) while its reply is still held
         // in the proxy: cut the connection so that the reply is lost.
-        wait_until("the write to be applied", 10 * SECOND, || {
+        wait_until("the write to be applied", 30 * SECOND, || {
             raw(&observer, "/lost/reply") == expected.to_be_bytes()
         });
         proxy.cut();
@@ -633,15 +645,15 @@ fn failed_optimistic_tries_are_promoted_to_the_lock_and_then_succeed() {
     );
     let rivals = DistributedAtomicLong::new(&rival, "/promo/counter", None, None).unwrap();
     rivals.force_set_blocking(100).unwrap();
-    // Every request of ours takes 400 ms each way: the rival writes between our read and our
+    // Every request of ours takes 1 s each way: the rival writes between our read and our
     // conditional write, so the one optimistic try fails.
-    proxy.delay(Duration::from_millis(400));
+    proxy.delay(SECOND);
     let sets = client.request_counts().set_data;
     let adder = {
         let counter = counter.clone();
         thread::spawn(move || counter.add_blocking(5))
     };
-    // Our read was answered and our conditional write is on its way (400 ms in the proxy):
+    // Our read was answered and our conditional write is on its way (1 s in the proxy):
     // the rival's write gets there first.
     wait_until("our write to be sent", 10 * SECOND, || {
         client.request_counts().set_data > sets

@@ -21,6 +21,7 @@ enum Mode {
     Blackhole,
     DropReplies,
     Delay(Duration),
+    DelayReplies(Duration),
 }
 
 #[derive(Debug)]
@@ -43,6 +44,8 @@ struct Shared {
 /// * [`drop_replies`](Self::drop_replies): requests still reach the server but its replies are
 ///   dropped: the server applies a write whose answer the client never sees.
 /// * [`delay`](Self::delay): adds latency to every chunk in each direction, keeping order.
+/// * [`delay_replies`](Self::delay_replies): the same for the server's replies only: a write
+///   is applied at once while its answer is still on its way (a cut then loses it).
 /// * [`restore`](Self::restore): forwards normally again.
 ///
 /// It runs on its own thread with its own tokio runtime; dropping it closes every connection
@@ -144,6 +147,13 @@ impl FaultProxy {
         self.shared.mode.send_replace(Mode::Delay(latency));
     }
 
+    /// Delays every server-to-client chunk by `latency`, keeping order; requests pass at once.
+    /// Between a write reaching the server and its reply reaching the client there is then
+    /// `latency` for a test to see the write applied and [`cut`](Self::cut) the reply off.
+    pub fn delay_replies(&self, latency: Duration) {
+        self.shared.mode.send_replace(Mode::DelayReplies(latency));
+    }
+
     /// Back to normal forwarding, for new and (after blackhole or delay) existing connections.
     pub fn restore(&self) {
         self.shared.mode.send_replace(Mode::Forward);
@@ -237,8 +247,12 @@ async fn pipe(from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: Arc<Shared>, 
     let _reader = AbortOnDrop(reader);
     while let Some((read_at, chunk)) = rx.recv().await {
         let mode = *shared.mode.borrow();
-        if let Mode::Delay(latency) = mode {
-            wait_until_precise(read_at + latency).await;
+        match mode {
+            Mode::Delay(latency) => wait_until_precise(read_at + latency).await,
+            Mode::DelayReplies(latency) if !to_server => {
+                wait_until_precise(read_at + latency).await
+            }
+            _ => {}
         }
         if blackholed(&shared) {
             continue;
