@@ -450,7 +450,7 @@ test('an oversized request rejects at once, naming the sizes; a mutex held on th
   const err = await client.create(`/${'q'.repeat(1000)}`, Buffer.alloc(1047552)).catch((e) => e);
   assert.equal(err.code, 'ZKR_INVALID_ARGUMENT', String(err));
   assert.match(err.message, /\d+ bytes on the wire .*over the 1048575-byte limit/);
-  assert.ok(Date.now() - t0 < 2000, 'refused before sending, not after a timeout');
+  assert.ok(Date.now() - t0 < 5000, 'refused before sending, not after a timeout');
   // The session and the hold are untouched: a round trip works, nothing was lost.
   assert.equal(await client.exists(uniquePath('after-oversized')), null);
   assert.equal(client.state, 'CONNECTED');

@@ -210,7 +210,8 @@ async fn latch_await_leadership_times_out_for_a_follower() {
         .unwrap());
     let waited = t.elapsed();
     assert!(
-        waited >= Duration::from_millis(300) && waited < Duration::from_secs(2),
+        // The upper bound only tells a timeout from a hang: wide, for a stalled machine.
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
     // A zero timeout answers at once.

@@ -306,7 +306,7 @@ async fn timed_out_acquire_leaves_no_node_and_no_watch() {
     // Zero timeout: one look, no wait, nothing left.
     let started = Instant::now();
     assert!(!mw.acquire(w, Some(Duration::ZERO)).await.unwrap());
-    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(started.elapsed() < Duration::from_secs(10), "no wait");
     assert_eq!(
         mh.participant_nodes().await.unwrap(),
         vec![holder_node.clone()]
@@ -1763,7 +1763,7 @@ async fn an_oversized_request_is_refused_before_sending_and_costs_no_hold() {
         matches!(&e, Error::InvalidArgument(m) if m.contains("bytes on the wire") && m.contains("1048575")),
         "{e}"
     );
-    assert!(start.elapsed() < Duration::from_secs(1), "refused at once");
+    assert!(start.elapsed() < Duration::from_secs(5), "refused at once");
     // Just under the limit goes through.
     let fits = vec![b'x'; 1024 * 1024 - 1024 - 100];
     c.create("/oversized/fits", &fits, CreateOptions::default())
