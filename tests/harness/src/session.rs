@@ -50,9 +50,12 @@ pub fn expire_session_id(connect_string: &str, session_id: i64, password: &[u8])
     let hex = format!("{session_id:#x}"); // as ZooKeeper prints it: 0x + lowercase hex
     let mut last_error = String::from("no server in the connect string");
     let closed = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(50), || {
-        let (holding, others): (Vec<String>, Vec<String>) = servers(connect_string)
-            .into_iter()
-            .partition(|server| !mentions(&four_letter(server, "cons"), &hex).is_empty());
+        let (holding, others): (Vec<String>, Vec<String>) =
+            servers(connect_string).into_iter().partition(|server| {
+                mentions(&four_letter(server, "cons"), &hex)
+                    .next()
+                    .is_some()
+            });
         others.iter().chain(&holding).any(|server| {
             close_session(server, session_id, password)
                 .map_err(|e| last_error = format!("{server}: {e}"))
@@ -62,7 +65,7 @@ pub fn expire_session_id(connect_string: &str, session_id: i64, password: &[u8])
     if !closed {
         panic!("zkrecipes-testing: cannot close session {hex} within 30 s: {last_error}");
     }
-    if let Some(seen) = await_session_gone(connect_string, session_id) {
+    if let Some(seen) = await_session_gone(connect_string, &hex) {
         panic!(
             "zkrecipes-testing: session {hex} is still known to {connect_string} 30 s after it \
              was closed (wrong password, or no server answering four-letter words?); last seen: {seen}"
@@ -71,14 +74,11 @@ pub fn expire_session_id(connect_string: &str, session_id: i64, password: &[u8])
 }
 
 /// The lines of a four-letter-word answer that name session `hex`.
-fn mentions<'a>(answer: &'a str, hex: &str) -> Vec<&'a str> {
-    answer
-        .lines()
-        .filter(|line| {
-            line.split(|c: char| !c.is_ascii_alphanumeric())
-                .any(|word| word == hex)
-        })
-        .collect()
+fn mentions<'a>(answer: &'a str, hex: &'a str) -> impl Iterator<Item = &'a str> {
+    answer.lines().filter(move |line| {
+        line.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| word == hex)
+    })
 }
 
 /// `host:port` of each server of a connect string (`tcp://` prefixes and chroot removed).
@@ -98,11 +98,10 @@ fn servers(connect_string: &str) -> Vec<String> {
         .collect()
 }
 
-/// Polls `dump` and `cons` of every server until none mentions session `id` and at least one
+/// Polls `dump` and `cons` of every server until none mentions session `hex` and at least one
 /// answered: `None` then. After 30 s, `Some(where it was last seen)`: each server's lines
 /// naming the session, or that no server answered.
-fn await_session_gone(connect_string: &str, id: i64) -> Option<String> {
-    let hex = format!("{id:#x}");
+fn await_session_gone(connect_string: &str, hex: &str) -> Option<String> {
     let mut seen = String::new();
     let gone = wait_until(EXPIRE_TIMEOUT, Duration::from_millis(10), || {
         let mut answered = false;
@@ -111,7 +110,7 @@ fn await_session_gone(connect_string: &str, id: i64) -> Option<String> {
             for cmd in ["dump", "cons"] {
                 let answer = four_letter(&server, cmd);
                 answered |= !answer.is_empty();
-                for line in mentions(&answer, &hex) {
+                for line in mentions(&answer, hex) {
                     seen.push_str(&format!("[{server} {cmd}] {} ", line.trim()));
                 }
             }

@@ -379,10 +379,10 @@ async fn persistent_watchers_end_with_expired_when_the_client_gives_up_on_the_se
     wait_state(&mut state, SessionState::Expired).await;
 }
 
-/// `expire_session_id` on an ensemble whose victim reconnects at once, and only to the member
-/// the close goes through first (the race behind a rare CI failure: the victim re-attached
-/// there while the close was in flight and kept a live-looking connection to a closed
-/// session). Every round must end with the victim told `Expired` and its ephemeral gone.
+/// `expire_session_id` on an ensemble whose victim reconnects at once, and only to member 0,
+/// the one the close used to go through (the race behind a rare CI failure: the victim
+/// re-attached there while the close was in flight and kept a live-looking connection to a
+/// closed session). Every round must end with the victim told `Expired` and its ephemeral gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expire_session_id_wins_against_a_victim_reconnecting_to_the_same_member() {
     let cluster = TestingCluster::start(3);
