@@ -362,7 +362,7 @@ impl PySharedCount {
         let shared = self.s(py)?;
         let path = shared.path().to_string();
         Ok(shared.add_listener(move |event| {
-            let _ = Python::try_attach(|py| {
+            let _ = bridge::attach(|py| {
                 let args = match event {
                     SharedCountEvent::CountChanged(v) => {
                         Py::new(py, PyVersionedValue::from(v)).map(|v| ("count", v.into_any()))

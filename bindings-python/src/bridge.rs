@@ -13,8 +13,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -278,7 +278,7 @@ fn future<'py>(
     let task = runtime::spawn(async move {
         let result = work.await;
         // None: the interpreter is shutting down; nobody is waiting any more.
-        let _ = Python::try_attach(move |py| deliver(py, loop_ref, afut_ref, result, delivered));
+        let _ = attach(move |py| deliver(py, loop_ref, afut_ref, result, delivered));
     });
     let canceller = Canceller {
         abort: Mutex::new(Some(task.abort_handle())),
@@ -393,7 +393,7 @@ pub fn invoke<A>(callback: &Py<PyAny>, args: A)
 where
     A: for<'py> pyo3::call::PyCallArgs<'py>,
 {
-    let _ = Python::try_attach(|py| {
+    let _ = attach(|py| {
         if let Err(e) = callback.call1(py, args) {
             e.write_unraisable(py, Some(callback.bind(py)));
         }
@@ -409,4 +409,115 @@ where
     A: for<'py> pyo3::call::PyCallArgs<'py>,
 {
     move |event| invoke(&callback, to_args(event))
+}
+
+/// Whether callbacks may still take the GIL, and how many threads are inside [`attach`].
+struct Gate {
+    closed: bool,
+    inside: usize,
+}
+
+static GATE: Mutex<Gate> = Mutex::new(Gate {
+    closed: false,
+    inside: 0,
+});
+static LEFT: Condvar = Condvar::new();
+
+/// How long [`_shutdown`] waits for callbacks that are running when the interpreter exits.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// Leaves the gate when dropped (also on a panic inside a callback).
+struct Inside;
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        gate.inside -= 1;
+        if gate.inside == 0 {
+            LEFT.notify_all();
+        }
+    }
+}
+
+/// Runs `f` with the GIL from a thread Python did not create (the core's dispatcher threads,
+/// its runtime's workers): the only way this face calls back into Python. `None` once the
+/// interpreter is exiting: after the `atexit` hook [`_shutdown`] has run, no callback starts,
+/// and that hook waits for the ones already running. Without it a callback could still hold a
+/// thread state when finalization starts, and CPython aborts the process
+/// ("PyGILState_Release: thread state ... must be current when releasing").
+pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    {
+        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        if gate.closed {
+            return None;
+        }
+        gate.inside += 1;
+    }
+    let _inside = Inside;
+    Python::try_attach(f)
+}
+
+/// Work for [`_shutdown`] on an object that may still be alive at exit.
+trait ExitHook: Send {
+    fn alive(&self) -> bool;
+    fn run(&self);
+}
+
+struct Hook<T> {
+    target: Weak<T>,
+    run: fn(&T),
+}
+
+impl<T: Send + Sync> ExitHook for Hook<T> {
+    fn alive(&self) -> bool {
+        self.target.strong_count() > 0
+    }
+
+    fn run(&self) {
+        if let Some(target) = self.target.upgrade() {
+            (self.run)(&target);
+        }
+    }
+}
+
+static EXIT_HOOKS: Mutex<Vec<Box<dyn ExitHook>>> = Mutex::new(Vec::new());
+
+/// Has [`_shutdown`] call `run(target)` if `target` is still alive when the interpreter exits,
+/// so that a callback blocked until something happens (a leadership callback waiting for its
+/// cancellation) can return before the exit goes on. Holds `target` weakly.
+pub fn on_exit<T: Send + Sync + 'static>(target: &Arc<T>, run: fn(&T)) {
+    let mut hooks = EXIT_HOOKS.lock().unwrap_or_else(|e| e.into_inner());
+    hooks.retain(|h| h.alive());
+    hooks.push(Box::new(Hook {
+        target: Arc::downgrade(target),
+        run,
+    }));
+}
+
+/// The `atexit` hook (registered when the native module loads): closes the gate of [`attach`],
+/// runs the [`on_exit`] hooks (leaderships are interrupted), and waits, without the GIL, up to
+/// [`EXIT_WAIT`] for callbacks still running. A callback that does not return in that time (a
+/// leadership callback that ignores its cancellation) is left to the interpreter's exit, which
+/// may then abort the process.
+#[pyfunction]
+pub fn _shutdown(py: Python<'_>) {
+    py.detach(|| {
+        let deadline = Instant::now() + EXIT_WAIT;
+        GATE.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        let hooks = std::mem::take(&mut *EXIT_HOOKS.lock().unwrap_or_else(|e| e.into_inner()));
+        for hook in &hooks {
+            hook.run();
+        }
+        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        while gate.inside > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            gate = LEFT
+                .wait_timeout(gate, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    });
 }

@@ -128,7 +128,7 @@ impl PyCache {
                 };
                 if let Some(f) = path_filter {
                     opts = opts.path_filter(move |p| {
-                        Python::try_attach(|py| {
+                        bridge::attach(|py| {
                             f.call1(py, (p,))
                                 .and_then(|r| r.is_truthy(py))
                                 .unwrap_or_else(|e| {
@@ -198,7 +198,7 @@ impl PyCache {
     fn listen(&self, py: Python<'_>, callback: Py<PyAny>, replay: bool) -> PyResult<u64> {
         let c = self.c(py)?;
         let f = move |e: &CacheEvent| {
-            let _ = Python::try_attach(|py| {
+            let _ = bridge::attach(|py| {
                 let args = (|| -> PyResult<_> {
                     Ok((
                         e.kind.name(),

@@ -156,7 +156,7 @@ fn stat_obj(py: Python<'_>, s: zkrecipes::Stat) -> PyResult<Py<PyAny>> {
 }
 
 fn call_listeners(listeners: &Listeners, state: ConnectionState) {
-    let _ = Python::try_attach(|py| {
+    let _ = bridge::attach(|py| {
         let snapshot: Vec<Py<PyAny>> = listeners
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -337,7 +337,7 @@ impl PyLeaderSelector {
         let policy = self::lost_policy(py, &lost_policy)?;
         let selector = Arc::new(
             LeaderSelector::new_blocking(&c, &path, &id, move |ctx: &LeadershipContext| {
-                let _ = Python::try_attach(|py| {
+                let _ = bridge::attach(|py| {
                     let arg = match Py::new(py, PyLeadershipContext { ctx: ctx.clone() }) {
                         Ok(a) => a,
                         Err(e) => return e.write_unraisable(py, None),
@@ -351,6 +351,9 @@ impl PyLeaderSelector {
             .with_lost_policy(policy)
             .py_err(py)?,
         );
+        // A leadership still running when the interpreter exits is interrupted, so that a
+        // callback waiting for its cancellation returns before finalization.
+        bridge::on_exit(&selector, LeaderSelector::interrupt_leadership);
         Ok(PyClassInitializer::from(PyElection {
             member: Local::new(Member::Selector(selector.clone())),
         })

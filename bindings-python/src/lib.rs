@@ -28,6 +28,11 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", zkrecipes::VERSION)?;
+    // No callback may hold the GIL when the interpreter starts finalizing (bridge::attach).
+    let shutdown = wrap_pyfunction!(bridge::_shutdown, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (shutdown,))?;
     // The core's vocabulary, which the hand-written enums and exception classes follow (a test
     // checks that they agree).
     m.add("ERROR_KINDS", errors::kinds())?;

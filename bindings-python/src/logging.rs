@@ -13,6 +13,7 @@ use pyo3::types::PyModule;
 use zkrecipes::log::{self, Level, Record};
 
 use crate::args::Text;
+use crate::bridge;
 use crate::errors::IntoPyResult;
 
 static LOGGING: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -39,7 +40,7 @@ fn logger_name(target: &str) -> String {
 }
 
 fn emit(record: &Record) {
-    let _ = Python::try_attach(|py| {
+    let _ = bridge::attach(|py| {
         let sent = (|| -> PyResult<()> {
             let logging = LOGGING
                 .get_or_try_init(py, || py.import("logging").map(|m| m.unbind()))?

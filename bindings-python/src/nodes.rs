@@ -228,7 +228,7 @@ impl PyGroupMember {
     /// dispatcher thread, one at a time, in order.
     fn add_listener(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<u64> {
         Ok(self.m(py)?.add_listener(move |members| {
-            let _ = Python::try_attach(|py| match members_dict(py, members) {
+            let _ = bridge::attach(|py| match members_dict(py, members) {
                 Ok(d) => bridge::invoke(&callback, (d,)),
                 Err(e) => e.write_unraisable(py, None),
             });

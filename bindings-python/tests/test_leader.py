@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import subprocess
+import sys
 import threading
 from typing import Callable, List
 
@@ -12,7 +14,7 @@ import pytest
 import zkrecipes
 from zkrecipes import CancelReason, LatchState, LeaderLatch, LeaderSelector, LeadershipContext, Participant
 
-from conftest import wait_until
+from conftest import ZooKeeper, wait_until
 
 
 def test_ten_latch_clients_take_turns(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
@@ -151,3 +153,39 @@ def test_async_take_leadership_needs_a_running_loop(client: zkrecipes.Client, pa
 
     with pytest.raises(TypeError, match="event loop"):
         LeaderSelector(client, path, take).start()
+
+
+# A child interpreter that leaves a LeaderSelector leading at exit; its take_leadership waits
+# for the cancellation and says which one it got.
+_EXIT_CHILD = """
+import sys, threading, zkrecipes
+connect, path = sys.argv[1], sys.argv[2]
+client = zkrecipes.Client(connect)
+client.start()
+leading = threading.Event()
+def take(ctx):
+    leading.set()
+    print("CANCELLED", ctx.wait_cancelled(60), flush=True)
+selector = zkrecipes.LeaderSelector(client, path, take, "exiting")
+selector.start()
+if not leading.wait(10):
+    sys.exit("never led")
+print("EXITING", flush=True)
+"""
+
+
+def test_an_interpreter_exiting_while_leading_interrupts_the_leadership_and_exits_cleanly(
+    zk: ZooKeeper, path: str
+) -> None:
+    # Without the exit hook the callback kept its thread state into finalization and the child
+    # aborted (Fatal Python error: PyGILState_Release) after the gate's 5 s wait.
+    for i in range(3):
+        child = subprocess.run(
+            [sys.executable, "-c", _EXIT_CHILD, zk.connect, f"{path}/{i}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (child.returncode, child.stdout) == (0, "EXITING\nCANCELLED INTERRUPTED\n"), (
+            f"run {i}: {child.stdout!r} {child.stderr[-2000:]}"
+        )
