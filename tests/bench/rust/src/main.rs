@@ -15,7 +15,9 @@
 //!
 //! `--impl rust` drives zkrecipes' async API on the library's own runtime (every scenario runs
 //! as a task on it); counter_threads uses OS threads on the blocking face, as an application
-//! with threads would. `--impl floor` sends the bare ZooKeeper operations each recipe needs on
+//! with threads would, and so does `uncontended_blocking` (by hand only: `uncontended` on the
+//! blocking face from the driver's main thread, the structure the C face and Python's sync
+//! calls are built on). `--impl floor` sends the bare ZooKeeper operations each recipe needs on
 //! `zookeeper-client`. The protocol (scenarios, JSON keys) is in tests/bench/drivers/README.md.
 //! Prints exactly one JSON line on stdout; exit 1 with a message on stderr on failure.
 
@@ -541,6 +543,57 @@ async fn rust_inproc(a: &Args, out: &mut Out) -> Res<()> {
             ledger.violations.load(Ordering::Relaxed) as i64,
         )
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
+    Ok(())
+}
+
+/// uncontended through the core's own blocking face, from this plain thread (run by hand:
+/// `--impl rust --scenario uncontended_blocking`): what every foreign-thread face (C, Python's
+/// sync calls) is built on, so the faces' cost splits into this structure's and their own.
+fn rust_uncontended_blocking(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(2000);
+    let w = a.warmup.unwrap_or(200);
+    let client = ClientBuilder::new(a.connect.as_str())
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(15))
+        .connect_blocking()
+        .map_err(e("connect"))?;
+    let m = InterProcessMutex::new(&client, &format!("{}/lock", a.path)).map_err(e("mutex"))?;
+    for _ in 0..w {
+        m.acquire_blocking(None).map_err(e("acquire"))?;
+        m.release_blocking().map_err(e("release"))?;
+    }
+    let (mut acq, mut rel, mut cyc) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let cpu = cpu_time();
+    let phase = Instant::now();
+    loop {
+        for _ in 0..n {
+            let t0 = Instant::now();
+            if !m.acquire_blocking(None).map_err(e("acquire"))? {
+                return Err("acquire returned false".into());
+            }
+            let t1 = Instant::now();
+            m.release_blocking().map_err(e("release"))?;
+            let t2 = Instant::now();
+            acq.push(t1 - t0);
+            rel.push(t2 - t1);
+            cyc.push(t2 - t0);
+        }
+        if n == 0 || phase.elapsed().as_secs_f64() >= a.min_seconds {
+            break;
+        }
+    }
+    let n = cyc.len().max(1);
+    let cpu = cpu_time() - cpu;
+    client.close_blocking();
+    out.int("n", n as i64)
+        .latency(&stats(&cyc))
+        .num("acquire_p50_us", stats(&acq).p50)
+        .num("release_p50_us", stats(&rel).p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
     Ok(())
 }
 
@@ -1208,6 +1261,7 @@ fn run(a: Args) -> Res<String> {
     match (a.imp.as_str(), scenario.as_str()) {
         ("rust", "counter_threads") => rust_counter(&a, &mut out, false)?,
         ("rust", "counter_clients") => rust_counter(&a, &mut out, true)?,
+        ("rust", "uncontended_blocking") => rust_uncontended_blocking(&a, &mut out)?,
         ("rust" | "floor", _) => {
             let task = zkrecipes::runtime::spawn(async move {
                 let mut out = out;
