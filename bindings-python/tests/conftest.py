@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -89,6 +90,12 @@ def make_client(zk: ZooKeeper) -> Iterator[Callable[..., zkrecipes.Client]]:
 @pytest.fixture
 def client(make_client: Callable[..., zkrecipes.Client]) -> zkrecipes.Client:
     return make_client()
+
+
+def run_python(code: str, *args: str) -> "subprocess.CompletedProcess[str]":
+    """Runs ``code`` in a new interpreter (this one's executable) with ``args`` as sys.argv[1:];
+    its output captured as text. For what only a process of its own can show (its exit)."""
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import queue
-import subprocess
-import sys
 import threading
 from typing import Callable, List
 
@@ -14,7 +12,7 @@ import pytest
 import zkrecipes
 from zkrecipes import CancelReason, LatchState, LeaderLatch, LeaderSelector, LeadershipContext, Participant
 
-from conftest import ZooKeeper, wait_until
+from conftest import ZooKeeper, run_python, wait_until
 
 
 def test_ten_latch_clients_take_turns(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
@@ -180,12 +178,7 @@ def test_an_interpreter_exiting_while_leading_interrupts_the_leadership_and_exit
     # Without the exit hook the callback kept its thread state into finalization and the child
     # aborted (Fatal Python error: PyGILState_Release) after the gate's 5 s wait.
     for i in range(3):
-        child = subprocess.run(
-            [sys.executable, "-c", _EXIT_CHILD, zk.connect, f"{path}/{i}"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        child = run_python(_EXIT_CHILD, zk.connect, f"{path}/{i}")
         assert (child.returncode, child.stdout) == (0, "EXITING\nCANCELLED INTERRUPTED\n"), (
             f"run {i}: {child.stdout!r} {child.stderr[-2000:]}"
         )

@@ -6,8 +6,6 @@ again; closing; bad input."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 from typing import Callable, List, Optional, Tuple
 
@@ -16,7 +14,7 @@ import pytest
 import zkrecipes
 from zkrecipes import PersistentWatcher, WatcherEvent, WatcherEventType, _native
 
-from conftest import ZooKeeper, wait_until
+from conftest import ZooKeeper, run_python, wait_until
 
 T = WatcherEventType
 
@@ -177,11 +175,6 @@ def test_an_interpreter_exiting_while_listeners_run_exits_cleanly(zk: ZooKeeper,
     # Before the atexit gate (bridge::attach), 45 of 60 such children aborted with "Fatal Python
     # error: PyGILState_Release: thread state ... must be current when releasing".
     for i in range(8):
-        child = subprocess.run(
-            [sys.executable, "-c", _EXIT_CHILD, zk.connect, f"{path}/{i}"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        child = run_python(_EXIT_CHILD, zk.connect, f"{path}/{i}")
         assert (child.returncode, child.stdout) == (0, "EXITING\n"), f"run {i}: {child.stderr[-2000:]}"
         assert "Fatal Python error" not in child.stderr

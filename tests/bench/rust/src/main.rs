@@ -262,14 +262,7 @@ async fn rust_uncontended(a: &Args, out: &mut Out) -> Res<()> {
         m.acquire(owner, None).await.map_err(e("acquire"))?;
         m.release(owner).await.map_err(e("release"))?;
     }
-    let (mut acq, mut rel, mut cyc) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let cpu = cpu_time();
-    let phase = Instant::now();
-    // Rounds of n cycles until the phase has lasted --min-seconds.
+    let mut phase = Cycles::start(a, n);
     loop {
         for _ in 0..n {
             let t0 = Instant::now();
@@ -278,24 +271,63 @@ async fn rust_uncontended(a: &Args, out: &mut Out) -> Res<()> {
             }
             let t1 = Instant::now();
             m.release(owner).await.map_err(e("release"))?;
-            let t2 = Instant::now();
-            acq.push(t1 - t0);
-            rel.push(t2 - t1);
-            cyc.push(t2 - t0);
+            phase.record(t0, t1, Instant::now());
         }
-        if n == 0 || phase.elapsed().as_secs_f64() >= a.min_seconds {
+        if phase.done() {
             break;
         }
     }
-    let n = cyc.len().max(1);
-    let cpu = cpu_time() - cpu;
+    phase.report(out);
     client.close().await;
-    out.int("n", n as i64)
-        .latency(&stats(&cyc))
-        .num("acquire_p50_us", stats(&acq).p50)
-        .num("release_p50_us", stats(&rel).p50)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
     Ok(())
+}
+
+/// The timed phase of `uncontended`: rounds of n cycles until it has lasted --min-seconds,
+/// each cycle's acquire, release and whole recorded, and the process's CPU time over it.
+struct Cycles {
+    n: usize,
+    min_seconds: f64,
+    started: Instant,
+    cpu: Duration,
+    acq: Vec<Duration>,
+    rel: Vec<Duration>,
+    cyc: Vec<Duration>,
+}
+
+impl Cycles {
+    fn start(a: &Args, n: usize) -> Cycles {
+        Cycles {
+            n,
+            min_seconds: a.min_seconds,
+            started: Instant::now(),
+            cpu: cpu_time(),
+            acq: Vec::with_capacity(n),
+            rel: Vec::with_capacity(n),
+            cyc: Vec::with_capacity(n),
+        }
+    }
+
+    /// One cycle: acquire from `t0` to `t1`, release from `t1` to `t2`.
+    fn record(&mut self, t0: Instant, t1: Instant, t2: Instant) {
+        self.acq.push(t1 - t0);
+        self.rel.push(t2 - t1);
+        self.cyc.push(t2 - t0);
+    }
+
+    /// After a round: whether the phase has lasted long enough.
+    fn done(&self) -> bool {
+        self.n == 0 || self.started.elapsed().as_secs_f64() >= self.min_seconds
+    }
+
+    fn report(self, out: &mut Out) {
+        let cpu = cpu_time() - self.cpu;
+        let n = self.cyc.len().max(1);
+        out.int("n", n as i64)
+            .latency(&stats(&self.cyc))
+            .num("acquire_p50_us", stats(&self.acq).p50)
+            .num("release_p50_us", stats(&self.rel).p50)
+            .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
+    }
 }
 
 /// The servers' traffic counters from `mntr` (four-letter word over TCP), summed over every
@@ -562,13 +594,7 @@ fn rust_uncontended_blocking(a: &Args, out: &mut Out) -> Res<()> {
         m.acquire_blocking(None).map_err(e("acquire"))?;
         m.release_blocking().map_err(e("release"))?;
     }
-    let (mut acq, mut rel, mut cyc) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let cpu = cpu_time();
-    let phase = Instant::now();
+    let mut phase = Cycles::start(a, n);
     loop {
         for _ in 0..n {
             let t0 = Instant::now();
@@ -577,23 +603,14 @@ fn rust_uncontended_blocking(a: &Args, out: &mut Out) -> Res<()> {
             }
             let t1 = Instant::now();
             m.release_blocking().map_err(e("release"))?;
-            let t2 = Instant::now();
-            acq.push(t1 - t0);
-            rel.push(t2 - t1);
-            cyc.push(t2 - t0);
+            phase.record(t0, t1, Instant::now());
         }
-        if n == 0 || phase.elapsed().as_secs_f64() >= a.min_seconds {
+        if phase.done() {
             break;
         }
     }
-    let n = cyc.len().max(1);
-    let cpu = cpu_time() - cpu;
+    phase.report(out);
     client.close_blocking();
-    out.int("n", n as i64)
-        .latency(&stats(&cyc))
-        .num("acquire_p50_us", stats(&acq).p50)
-        .num("release_p50_us", stats(&rel).p50)
-        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n as f64);
     Ok(())
 }
 
@@ -1258,6 +1275,7 @@ fn run(a: Args) -> Res<String> {
     let mut out = Out::default();
     out.str("impl", &a.imp).str("scenario", &a.scenario);
     let scenario = a.scenario.clone();
+    let blocking = scenario == "uncontended_blocking";
     match (a.imp.as_str(), scenario.as_str()) {
         ("rust", "counter_threads") => rust_counter(&a, &mut out, false)?,
         ("rust", "counter_clients") => rust_counter(&a, &mut out, true)?,
@@ -1288,6 +1306,7 @@ fn run(a: Args) -> Res<String> {
     }
     let version = match out.0.get("impl").map(String::as_str) {
         Some("\"floor\"") => "zookeeper-client 0.11.2 (vendored)".to_string(),
+        _ if blocking => format!("zkrecipes {} (Rust, blocking API)", zkrecipes::VERSION),
         _ => format!("zkrecipes {} (Rust, async API)", zkrecipes::VERSION),
     };
     out.str("version", &version);
