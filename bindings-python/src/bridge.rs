@@ -14,13 +14,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyModule};
 use pyo3::BoundObject;
 use tokio::task::AbortHandle;
+use zkrecipes::leader::LeaderSelector;
 use zkrecipes::runtime;
 
 use crate::errors;
@@ -457,67 +458,32 @@ pub fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
     Python::try_attach(f)
 }
 
-/// Work for [`_shutdown`] on an object that may still be alive at exit.
-trait ExitHook: Send {
-    fn alive(&self) -> bool;
-    fn run(&self);
-}
+/// The selectors to interrupt at exit (weakly held; the dropped ones are pruned on each add).
+static SELECTORS: Mutex<Vec<Weak<LeaderSelector>>> = Mutex::new(Vec::new());
 
-struct Hook<T> {
-    target: Weak<T>,
-    run: fn(&T),
-}
-
-impl<T: Send + Sync> ExitHook for Hook<T> {
-    fn alive(&self) -> bool {
-        self.target.strong_count() > 0
-    }
-
-    fn run(&self) {
-        if let Some(target) = self.target.upgrade() {
-            (self.run)(&target);
-        }
-    }
-}
-
-static EXIT_HOOKS: Mutex<Vec<Box<dyn ExitHook>>> = Mutex::new(Vec::new());
-
-/// Has [`_shutdown`] call `run(target)` if `target` is still alive when the interpreter exits,
-/// so that a callback blocked until something happens (a leadership callback waiting for its
-/// cancellation) can return before the exit goes on. Holds `target` weakly.
-pub fn on_exit<T: Send + Sync + 'static>(target: &Arc<T>, run: fn(&T)) {
-    let mut hooks = EXIT_HOOKS.lock().unwrap_or_else(|e| e.into_inner());
-    hooks.retain(|h| h.alive());
-    hooks.push(Box::new(Hook {
-        target: Arc::downgrade(target),
-        run,
-    }));
+/// Has [`_shutdown`] interrupt `selector`'s leadership if it still leads when the interpreter
+/// exits, so that a `take_leadership` waiting for its cancellation returns before the exit goes
+/// on.
+pub fn interrupt_at_exit(selector: &Arc<LeaderSelector>) {
+    let mut selectors = SELECTORS.lock().unwrap_or_else(|e| e.into_inner());
+    selectors.retain(|s| s.strong_count() > 0);
+    selectors.push(Arc::downgrade(selector));
 }
 
 /// The `atexit` hook (registered when the native module loads): closes the gate of [`attach`],
-/// runs the [`on_exit`] hooks (leaderships are interrupted), and waits, without the GIL, up to
+/// interrupts the leaderships of [`interrupt_at_exit`], and waits, without the GIL, up to
 /// [`EXIT_WAIT`] for callbacks still running. A callback that does not return in that time (a
 /// leadership callback that ignores its cancellation) is left to the interpreter's exit, which
 /// may then abort the process.
 #[pyfunction]
 pub fn _shutdown(py: Python<'_>) {
     py.detach(|| {
-        let deadline = Instant::now() + EXIT_WAIT;
         GATE.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
-        let hooks = std::mem::take(&mut *EXIT_HOOKS.lock().unwrap_or_else(|e| e.into_inner()));
-        for hook in &hooks {
-            hook.run();
+        let selectors = std::mem::take(&mut *SELECTORS.lock().unwrap_or_else(|e| e.into_inner()));
+        for selector in selectors.iter().filter_map(Weak::upgrade) {
+            selector.interrupt_leadership();
         }
-        let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
-        while gate.inside > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            gate = LEFT
-                .wait_timeout(gate, deadline - now)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        let gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = LEFT.wait_timeout_while(gate, EXIT_WAIT, |gate| gate.inside > 0);
     });
 }

@@ -353,7 +353,7 @@ impl PyLeaderSelector {
         );
         // A leadership still running when the interpreter exits is interrupted, so that a
         // callback waiting for its cancellation returns before finalization.
-        bridge::on_exit(&selector, LeaderSelector::interrupt_leadership);
+        bridge::interrupt_at_exit(&selector);
         Ok(PyClassInitializer::from(PyElection {
             member: Local::new(Member::Selector(selector.clone())),
         })
