@@ -339,6 +339,50 @@ fn a_dropped_item_goes_back_to_the_queue() {
     second.done_blocking().unwrap();
 }
 
+#[test]
+fn a_waiting_consumer_takes_an_item_given_back_or_left_by_an_ended_session() {
+    // Neither leaves a trace in the queue's children (the item stays, only its lock goes), so
+    // a consumer already waiting must be woken by the lock itself.
+    let server = TestingServer::start();
+    let producer = connect(&server.connect_string());
+    let q = DistributedQueue::new(&producer, "/q/wake", locked("/q/wake-locks")).unwrap();
+    q.put_blocking(b"only", None).unwrap();
+    let waiter_client = connect(&server.connect_string());
+    let waiter = DistributedQueue::new(&waiter_client, "/q/wake", locked("/q/wake-locks")).unwrap();
+    for how in ["given back", "its session ended"] {
+        let holder_client = connect(&server.connect_string());
+        let holder =
+            DistributedQueue::new(&holder_client, "/q/wake", locked("/q/wake-locks")).unwrap();
+        let held = holder.take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+        let lock = format!("/q/wake-locks/{}", held.node());
+        let w = waiter.clone();
+        let taker = thread::spawn(move || w.take_blocking(Some(30 * SECOND)));
+        wait_until(
+            "the waiter watches the held item's lock",
+            10 * SECOND,
+            || server.four_letter("wchp").lines().any(|l| l.trim() == lock),
+        );
+        let token = held.fencing_token();
+        if how == "given back" {
+            drop(held);
+        } else {
+            zkrecipes::runtime::block_on(expire_client_session(&holder_client)).unwrap();
+        }
+        let got = taker
+            .join()
+            .unwrap()
+            .unwrap()
+            .unwrap_or_else(|| panic!("item {how}: the waiter was not woken within 30 s"));
+        assert_eq!(got.data(), b"only", "{how}");
+        assert!(got.fencing_token() > token, "{how}");
+        drop(got); // back to the queue for the next round
+        holder_client.close_blocking();
+    }
+    let last = waiter.take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+    last.done_blocking().unwrap();
+    assert!(children(&producer, "/q/wake").is_empty());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bounded puts, variants, listeners, bad input
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{framing, put_sequential, sorted_items};
 use crate::barriers::wake::{self, deadline_of, passed, Wake};
-use crate::client::{Op, OrNone, Parents, Session};
+use crate::client::{Op, OrNone, Parents, Session, Watch};
 use crate::{path, runtime, Client, ConnectionState, CreateMode, Error, ListenerId, Result};
 
 const ITEM_NAME: &str = "queue-";
@@ -267,7 +267,7 @@ impl DistributedQueue {
             .unwrap_or_default();
         let mut removed = 0;
         for node in children.iter().filter(|n| id_of(n) == Some(fixed.as_str())) {
-            if let Some(item) = self.try_take(node).await? {
+            if let Taking::Item(item) = self.try_take(node).await? {
                 item.done().await?;
                 removed += 1;
             }
@@ -418,6 +418,11 @@ impl DistributedQueue {
                 continue;
             };
             let mut due: Option<Instant> = None;
+            // The locks of items other consumers hold: their deletion (a consumer gives its
+            // item back, or dies and its session ends) leaves the item here with no change to
+            // the queue's children, so it is watched too.
+            let mut watches = vec![watch];
+            let mut look_again = false;
             for node in self.ordered(children) {
                 if sh.layout == QueueKind::Delay {
                     let wait_ms = epoch_of(&node) - now_ms();
@@ -427,18 +432,24 @@ impl DistributedQueue {
                         break;
                     }
                 }
-                if let Some(item) = self.try_take(&node).await? {
-                    return Ok(Some(item));
+                match self.try_take(&node).await? {
+                    Taking::Item(item) => return Ok(Some(item)),
+                    Taking::Gone => {}
+                    Taking::Locked(Some(w)) => watches.push(w),
+                    Taking::Locked(None) => look_again = true,
                 }
             }
             if passed(deadline) {
                 return Ok(None);
             }
+            if look_again {
+                continue;
+            }
             let wake_at = match (deadline, due) {
                 (Some(d), Some(u)) => Some(d.min(u)),
                 (d, u) => d.or(u),
             };
-            match wake::wait(&sh.client, vec![watch], wake_at, &mut states).await {
+            match wake::wait(&sh.client, watches, wake_at, &mut states).await {
                 Wake::Again => {}
                 Wake::Deadline if passed(deadline) => return Ok(None),
                 Wake::Deadline => {}
@@ -466,8 +477,8 @@ impl DistributedQueue {
         items
     }
 
-    /// Tries to take `node`: `None` if another consumer has it or had it.
-    async fn try_take(&self, node: &str) -> Result<Option<Item>> {
+    /// Tries to take `node`.
+    async fn try_take(&self, node: &str) -> Result<Taking> {
         let sh = &self.shared;
         let item_path = path::join(&sh.path, node);
         let taken = match &sh.lock_path {
@@ -475,8 +486,10 @@ impl DistributedQueue {
             None => self.take_unlocked(&item_path).await,
         }
         .map_err(|e| e.context(format!("take {item_path}")))?;
-        let Some((data, token, hold)) = taken else {
-            return Ok(None);
+        let (data, token, hold) = match taken {
+            Taking::Item(taken) => taken,
+            Taking::Gone => return Ok(Taking::Gone),
+            Taking::Locked(w) => return Ok(Taking::Locked(w)),
         };
         let messages = match framing::decode(&item_path, &data) {
             Ok(m) => m,
@@ -492,7 +505,7 @@ impl DistributedQueue {
                 return Err(e);
             }
         };
-        Ok(Some(Item {
+        Ok(Taking::Item(Item {
             queue: self.clone(),
             node: node.to_string(),
             item_path,
@@ -503,19 +516,19 @@ impl DistributedQueue {
     }
 
     /// Curator's `processNormally`: read, delete at the version read (at most once).
-    async fn take_unlocked(&self, item_path: &str) -> Result<Option<(Vec<u8>, i64, Option<Hold>)>> {
+    async fn take_unlocked(&self, item_path: &str) -> Result<Taking<Taken>> {
         self.shared
             .client
             .retry(|s| async move {
                 let Some((data, stat)) = s.get_data(item_path).await.or_none()? else {
-                    return Ok(None);
+                    return Ok(Taking::Gone);
                 };
                 if framing::decode(item_path, &data).is_err() {
-                    return Ok(Some((data, stat.czxid, None))); // reported, left in place
+                    return Ok(Taking::Item((data, stat.czxid, None))); // reported, left in place
                 }
                 match s.delete(item_path, Some(stat.version)).await {
-                    Ok(()) => Ok(Some((data, stat.czxid, None))),
-                    Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(None),
+                    Ok(()) => Ok(Taking::Item((data, stat.czxid, None))),
+                    Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(Taking::Gone),
                     Err(e) => Err(e),
                 }
             })
@@ -523,13 +536,14 @@ impl DistributedQueue {
     }
 
     /// Curator's `processWithLockSafety`, first half: our lock node, then the item's data, on
-    /// one session. The lock node holds a fresh id, so a retried create finds it ours.
+    /// one session. The lock node holds a fresh id, so a retried create finds it ours. Another
+    /// consumer's lock is read with a watch, which fires when that lock goes.
     async fn take_locked(
         &self,
         lock_path: &str,
         node: &str,
         item_path: &str,
-    ) -> Result<Option<(Vec<u8>, i64, Option<Hold>)>> {
+    ) -> Result<Taking<Taken>> {
         let sh = &self.shared;
         let lock = path::join(lock_path, node);
         let lock = lock.as_str();
@@ -547,13 +561,15 @@ impl DistributedQueue {
                                 .ensure_path(lock_path, Parents::Containers)
                                 .await?;
                         }
-                        Err(Error::NodeExists(_)) => match s.get_data(lock).await.or_none()? {
-                            Some((d, st)) if d == attempt && st.ephemeral_owner == s.id() => {
+                        Err(Error::NodeExists(_)) => match s.get_data_watch(lock).await {
+                            Ok((d, st, _)) if d == attempt && st.ephemeral_owner == s.id() => {
                                 break st.czxid
                             }
-                            Some(_) => return Ok(None),
-                            None if rounds <= 3 => {}
-                            None => return Ok(None),
+                            Ok((_, _, w)) => return Ok(Taking::Locked(Some(w))),
+                            Err(Error::NoNode(_)) if rounds <= 3 => {}
+                            // Locks that keep coming and going: look again at once.
+                            Err(Error::NoNode(_)) => return Ok(Taking::Locked(None)),
+                            Err(e) => return Err(e),
                         },
                         Err(e) => return Err(e),
                     }
@@ -564,11 +580,11 @@ impl DistributedQueue {
                     lock: lock.to_string(),
                 };
                 match s.get_data(item_path).await {
-                    Ok((data, _)) => Ok(Some((data, czxid, Some(hold)))),
+                    Ok((data, _)) => Ok(Taking::Item((data, czxid, Some(hold)))),
                     Err(Error::NoNode(_)) => {
                         // Completed by another consumer between our listing and our lock.
                         hold.release_in_background();
-                        Ok(None)
+                        Ok(Taking::Gone)
                     }
                     Err(e) => {
                         hold.release_in_background();
@@ -603,6 +619,20 @@ impl DistributedQueue {
         runtime::try_block_on(self.len())?
     }
 }
+
+/// What one attempt to take an item found.
+enum Taking<T = Item> {
+    /// Taken.
+    Item(T),
+    /// Gone: completed or taken by another consumer.
+    Gone,
+    /// Held by another consumer: a watch that fires when its lock goes (`None`: look again at
+    /// once).
+    Locked(Option<Watch>),
+}
+
+/// A taken item's data, fencing token and lock.
+type Taken = (Vec<u8>, i64, Option<Hold>);
 
 /// A lock on one item: the node and the session that made it.
 struct Hold {

@@ -26,7 +26,9 @@
 //! and deletes the lock (as CURATOR-605 proposes): two consumers can never both complete one
 //! item, and a consumer whose session ended is told so instead of completing it. A consumer that
 //! dies mid-item leaves the item in place; its lock goes with its session and another consumer
-//! takes the item. An item dropped without `done` is given back at once.
+//! takes the item. An item dropped without `done` is given back at once. Neither changes the
+//! queue's children, so a waiting consumer also watches the locks of the items it passed over:
+//! it takes such an item as soon as its lock goes.
 //!
 //! Without a lock path, consumption is Curator's: the item is deleted when it is taken (at most
 //! once; a consumer that dies mid-item loses it) and `done` has nothing to do.
