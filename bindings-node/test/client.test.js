@@ -200,6 +200,12 @@ test('an open client keeps the process alive until unref()', async () => {
   assert.match(out, /unref'd/);
 });
 
+test('a pending Promise keeps the process alive until it settles, and only until then', async () => {
+  const { code, out } = await runChild('pending-keeps-alive.js', 15000);
+  assert.equal(code, 0, out);
+  assert.deepEqual(JSON.parse(out.trim().split('\n').at(-1)), { settled: 50 });
+});
+
 test('one-shot watches on getData / exists / getChildren', async () => {
   const p = uniquePath('watched');
   const other = await Client.connect(zk.connectString);
