@@ -9,7 +9,7 @@
 //! (`FAULTS | ...`) are printed as in `tests/faults.rs`; `tests/faults/run` collects them.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -56,16 +56,20 @@ struct Sample {
 }
 
 /// Reads `parent`'s children (and their owners) every few milliseconds from its own client
-/// until stopped. A read that fails (the sampler's own server was killed) is skipped.
+/// until stopped. A read that fails (the sampler's own server was killed) is skipped; a read
+/// may also wait for the sampler's own reconnection, so [`taken`](Sampler::taken) tells how
+/// many samples there are so far.
 struct Sampler {
     stop: Arc<AtomicBool>,
+    taken: Arc<AtomicUsize>,
     thread: Option<JoinHandle<Vec<Sample>>>,
 }
 
 impl Sampler {
     fn start(client: Client, parent: &str) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
-        let (flag, parent) = (stop.clone(), parent.to_string());
+        let taken = Arc::new(AtomicUsize::new(0));
+        let (flag, count, parent) = (stop.clone(), taken.clone(), parent.to_string());
         let thread = thread::spawn(move || {
             let mut samples = Vec::new();
             while !flag.load(Ordering::SeqCst) {
@@ -81,6 +85,7 @@ impl Sampler {
                         at: Instant::now(),
                         nodes,
                     });
+                    count.fetch_add(1, Ordering::SeqCst);
                 }
                 thread::sleep(Duration::from_millis(5));
             }
@@ -89,8 +94,22 @@ impl Sampler {
         });
         Sampler {
             stop,
+            taken,
             thread: Some(thread),
         }
+    }
+
+    /// The samples taken so far.
+    fn taken(&self) -> usize {
+        self.taken.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `n` more samples than now have been taken.
+    fn wait_for_more(&self, n: usize) {
+        let from = self.taken();
+        eventually(&format!("{n} more samples"), WAIT, || {
+            self.taken() >= from + n
+        });
     }
 
     fn finish(mut self) -> Vec<Sample> {
@@ -238,6 +257,8 @@ fn protected_sequential_node_stays_exactly_one_through_reconnections() {
     let rounds = if long() { 9 } else { 3 };
     let mut reconnects = Vec::new();
     for round in 0..rounds {
+        // Samples between the kills (the sampler's own reads wait while its server is down).
+        sampler.wait_for_more(8);
         let mut at = None;
         eventually("the owner's server is known", WAIT, || {
             at = server_of(&cluster, owner.session_id());
@@ -261,8 +282,9 @@ fn protected_sequential_node_stays_exactly_one_through_reconnections() {
         cluster.server(at).start();
         cluster.wait_for_quorum(WAIT).expect("quorum again");
     }
+    sampler.wait_for_more(8);
     let samples = sampler.finish();
-    assert!(samples.len() > 20, "{} samples", samples.len());
+    assert!(samples.len() >= 32, "{} samples", samples.len());
     for s in &samples {
         assert_eq!(
             s.nodes,
