@@ -48,16 +48,16 @@ fn runtime() -> Arc<Runtime> {
 /// The environment variable that sets the number of async worker threads (1 to 64).
 pub const THREADS_ENV: &str = "ZKR_RUNTIME_THREADS";
 
-/// `ZKR_RUNTIME_THREADS` if it is a number from 1 to 64, else 1.
+/// `ZKR_RUNTIME_THREADS` if it is a number from 1 to 64, else the CPUs clamped to 2..=4.
 ///
-/// One worker costs the least CPU per call: with two, tokio wakes the second to look for more
-/// work each time the first is woken with some.
-/// Measured on 2026-12-02 (2 CPUs, one standalone server, interleaved runs): 15–30% less CPU
-/// per uncontended cycle in every face, and no loss of rate with 8 or 512 sessions contending
-/// in one process, nor with 100 threads on one lock (docs/BENCHMARKS.md). More workers help a
-/// process whose sessions keep more than one CPU busy parsing replies.
+/// One worker costs the least CPU per call (17–31% less per uncontended cycle in every face,
+/// measured 2026-12-02), but it is not the default: with one worker, the Python face's acquire
+/// took two round trips instead of one through a 0.5 ms delay in 5 of 9 processes (none of 9
+/// with two workers; cause not found). docs/BENCHMARKS.md has the figures.
 fn worker_threads() -> usize {
-    let default = 1;
+    let default = std::thread::available_parallelism()
+        .map(|n| n.get().clamp(2, 4))
+        .unwrap_or(2);
     match std::env::var(THREADS_ENV) {
         Err(_) => default,
         Ok(v) => match v.trim().parse::<usize>() {
