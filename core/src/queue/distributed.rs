@@ -418,11 +418,7 @@ impl DistributedQueue {
                 continue;
             };
             let mut due: Option<Instant> = None;
-            // The locks of items other consumers hold: their deletion (a consumer gives its
-            // item back, or dies and its session ends) leaves the item here with no change to
-            // the queue's children, so it is watched too.
-            let mut watches = vec![watch];
-            let mut look_again = false;
+            let mut locked = Vec::new();
             for node in self.ordered(children) {
                 if sh.layout == QueueKind::Delay {
                     let wait_ms = epoch_of(&node) - now_ms();
@@ -435,16 +431,18 @@ impl DistributedQueue {
                 match self.try_take(&node).await? {
                     Taking::Item(item) => return Ok(Some(item)),
                     Taking::Gone => {}
-                    Taking::Locked(Some(w)) => watches.push(w),
-                    Taking::Locked(None) => look_again = true,
+                    Taking::Locked => locked.push(node),
                 }
             }
             if passed(deadline) {
                 return Ok(None);
             }
-            if look_again {
-                continue;
-            }
+            // An item given back, or left by a consumer whose session ended, loses only its
+            // lock: the queue's children do not change, so the locks are watched too.
+            let Some(mut watches) = self.lock_watches(&locked).await? else {
+                continue; // a lock went meanwhile: look again at once
+            };
+            watches.push(watch);
             let wake_at = match (deadline, due) {
                 (Some(d), Some(u)) => Some(d.min(u)),
                 (d, u) => d.or(u),
@@ -456,6 +454,29 @@ impl DistributedQueue {
                 Wake::Closed => return Err(Error::closed()),
             }
         }
+    }
+
+    /// Watches on the locks of `nodes`, items other consumers hold (set only before a wait, so
+    /// a take that finds an item sends nothing more); `None` if one of them is gone already.
+    async fn lock_watches(&self, nodes: &[String]) -> Result<Option<Vec<Watch>>> {
+        let sh = &self.shared;
+        let mut watches = Vec::with_capacity(nodes.len() + 1);
+        let Some(lock_path) = &sh.lock_path else {
+            return Ok(Some(watches));
+        };
+        for node in nodes {
+            let lock = path::join(lock_path, node);
+            let lock = lock.as_str();
+            match sh
+                .client
+                .retry(|s| async move { s.get_data_watch(lock).await.or_none() })
+                .await?
+            {
+                Some((_, _, w)) => watches.push(w),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(watches))
     }
 
     /// The item nodes in the layout's order, corrupt ones left out.
@@ -489,7 +510,7 @@ impl DistributedQueue {
         let (data, token, hold) = match taken {
             Taking::Item(taken) => taken,
             Taking::Gone => return Ok(Taking::Gone),
-            Taking::Locked(w) => return Ok(Taking::Locked(w)),
+            Taking::Locked => return Ok(Taking::Locked),
         };
         let messages = match framing::decode(&item_path, &data) {
             Ok(m) => m,
@@ -536,8 +557,7 @@ impl DistributedQueue {
     }
 
     /// Curator's `processWithLockSafety`, first half: our lock node, then the item's data, on
-    /// one session. The lock node holds a fresh id, so a retried create finds it ours. Another
-    /// consumer's lock is read with a watch, which fires when that lock goes.
+    /// one session. The lock node holds a fresh id, so a retried create finds it ours.
     async fn take_locked(
         &self,
         lock_path: &str,
@@ -561,15 +581,14 @@ impl DistributedQueue {
                                 .ensure_path(lock_path, Parents::Containers)
                                 .await?;
                         }
-                        Err(Error::NodeExists(_)) => match s.get_data_watch(lock).await {
-                            Ok((d, st, _)) if d == attempt && st.ephemeral_owner == s.id() => {
+                        Err(Error::NodeExists(_)) => match s.get_data(lock).await.or_none()? {
+                            Some((d, st)) if d == attempt && st.ephemeral_owner == s.id() => {
                                 break st.czxid
                             }
-                            Ok((_, _, w)) => return Ok(Taking::Locked(Some(w))),
-                            Err(Error::NoNode(_)) if rounds <= 3 => {}
-                            // Locks that keep coming and going: look again at once.
-                            Err(Error::NoNode(_)) => return Ok(Taking::Locked(None)),
-                            Err(e) => return Err(e),
+                            Some(_) => return Ok(Taking::Locked),
+                            None if rounds <= 3 => {}
+                            // A lock that keeps coming and going: its watch says when to retry.
+                            None => return Ok(Taking::Locked),
                         },
                         Err(e) => return Err(e),
                     }
@@ -626,9 +645,8 @@ enum Taking<T = Item> {
     Item(T),
     /// Gone: completed or taken by another consumer.
     Gone,
-    /// Held by another consumer: a watch that fires when its lock goes (`None`: look again at
-    /// once).
-    Locked(Option<Watch>),
+    /// Held by another consumer (its lock exists).
+    Locked,
 }
 
 /// A taken item's data, fencing token and lock.
