@@ -132,6 +132,7 @@ fn op(o: TransactionOp) -> CoreResult<Op> {
             data,
             mode: CreateMode::from_name(o.mode.as_deref().unwrap_or("PERSISTENT"))?,
             ttl: ttl(o.ttl_ms)?,
+            acl: None,
         },
         "delete" => Op::Delete {
             path: o.path,

@@ -283,6 +283,7 @@ fn op(py: Python<'_>, (kind, path, data, mode, v, ttl): OpSpec) -> PyResult<Op> 
             data,
             mode: CreateMode::from_name(&mode).py_err(py)?,
             ttl: ttl_arg(py, ttl)?,
+            acl: None,
         },
         "delete" => Op::Delete {
             path,

@@ -187,6 +187,11 @@ kinds! {
     OutcomeUnknown = 202, "OUTCOME_UNKNOWN";
     /// Timed out where a boolean is not the answer.
     Timeout = 203, "TIMEOUT";
+    /// Authentication failed: the server refused the SASL credentials (wrong password, unknown
+    /// user), requires SASL and none is configured, or a TLS peer's certificate was refused
+    /// (the server's by us, or ours by the server). Returned from connect and never retried;
+    /// a session refused later ends LOST with this reason.
+    AuthFailed = 204, "AUTH_FAILED";
     /// The server said the node does not exist.
     NoNode = 300, "NO_NODE";
     /// The server said the node exists already.

@@ -30,8 +30,8 @@ pub mod runtime;
 pub mod timeout;
 
 pub use client::{
-    Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
-    LostPolicy, NodeEventKind, Permission, Stat,
+    Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
+    DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
 };
 pub use dispatch::ListenerId;
 pub use error::{Detail, Error, ErrorKind, Result};

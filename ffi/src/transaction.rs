@@ -245,6 +245,7 @@ pub unsafe extern "C" fn zkr_transaction_create(
                 data: arg_slice(data, data_len, "data")?.to_vec(),
                 mode: CREATE_MODES.parse(mode, "mode")?,
                 ttl: ttl_arg(ttl_ms)?,
+                acl: None,
             })
         })
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::connection::open_session;
+use super::security::{AclProvider, SaslOptions, TlsOptions};
 use super::types::Acl;
 use super::{wire, Client, Config};
 use crate::retry::RetryPolicy;
@@ -22,9 +23,11 @@ pub struct ClientBuilder {
     retry: RetryPolicy,
     namespace: Option<String>,
     auth: Vec<(String, Vec<u8>)>,
-    acl: Vec<Acl>,
+    acl: AclProvider,
     can_be_read_only: bool,
     max_request_bytes: usize,
+    tls: Option<TlsOptions>,
+    sasl: Option<SaslOptions>,
 }
 
 impl ClientBuilder {
@@ -38,9 +41,11 @@ impl ClientBuilder {
             retry: RetryPolicy::default(),
             namespace: None,
             auth: Vec::new(),
-            acl: Acl::open(),
+            acl: AclProvider::default(),
             can_be_read_only: false,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            tls: None,
+            sasl: None,
         }
     }
 
@@ -74,9 +79,30 @@ impl ClientBuilder {
         self
     }
 
-    /// The ACL given to every node this client creates (default: world:anyone, all).
+    /// The ACL given to every node this client creates (default: world:anyone, all): an
+    /// [`AclProvider`] with only this default (it replaces an earlier provider).
     pub fn acl(mut self, acl: Vec<Acl>) -> Self {
-        self.acl = acl;
+        self.acl = AclProvider::new(acl);
+        self
+    }
+
+    /// Curator's ACLProvider: the ACL of each node this client creates, by path.
+    pub fn acl_provider(mut self, provider: AclProvider) -> Self {
+        self.acl = provider;
+        self
+    }
+
+    /// Connects over TLS (see [`TlsOptions`]); every PEM input is checked when connecting,
+    /// before any connection is tried, and read again for each new connection.
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates each connection with SASL (see [`SaslOptions`]). A refusal is
+    /// [`Error::AuthFailed`], at once and never retried.
+    pub fn sasl(mut self, sasl: SaslOptions) -> Self {
+        self.sasl = Some(sasl);
         self
     }
 
@@ -107,10 +133,9 @@ impl ClientBuilder {
         if self.connection_timeout.is_zero() {
             return Err(Error::invalid("connection timeout must be positive"));
         }
-        if self.acl.is_empty() {
-            return Err(Error::invalid(
-                "the ACL list for created nodes must not be empty",
-            ));
+        self.acl.validate()?;
+        if let Some(sasl) = &self.sasl {
+            sasl.validate()?;
         }
         for (scheme, _) in &self.auth {
             if scheme.is_empty() {
@@ -147,6 +172,7 @@ impl ClientBuilder {
     /// Connects: validates every option, then waits up to the connection timeout for a session.
     pub async fn connect(self) -> Result<Client> {
         let prefix = self.validate()?;
+        let tls = self.tls.as_ref().map(TlsOptions::wire).transpose()?;
         let cfg = Arc::new(Config {
             connect_string: self.connect_string,
             session_timeout: self.session_timeout,
@@ -154,10 +180,13 @@ impl ClientBuilder {
             retry: self.retry,
             prefix,
             auth: self.auth,
-            wire_acl: wire::acls(&self.acl),
+            wire_acl: wire::acls(self.acl.default_acl()),
             acl: self.acl,
             can_be_read_only: self.can_be_read_only,
             max_request_bytes: self.max_request_bytes,
+            tls_every_host: self.tls.as_ref().is_some_and(TlsOptions::is_every_host),
+            tls,
+            sasl: self.sasl,
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.
@@ -176,7 +205,63 @@ impl ClientBuilder {
     }
 }
 
-/// Checks `host:port[,host:port...][/chroot]`.
+/// One host of a connect string, as written (`host:port`, `[v6]:port` or `host`), and whether
+/// its scheme asked for TLS (`tcp+tls://`: `Some(true)`, `tcp://`: `Some(false)`, none: `None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostSpec<'a> {
+    pub(crate) address: &'a str,
+    pub(crate) tls: Option<bool>,
+}
+
+impl HostSpec<'_> {
+    /// `host:port`, with ZooKeeper's default port where none is written.
+    pub(crate) fn with_port(&self) -> String {
+        let has_port = if let Some(rest) = self.address.strip_prefix('[') {
+            rest.split_once(']')
+                .is_some_and(|(_, tail)| tail.starts_with(':'))
+        } else {
+            self.address.contains(':')
+        };
+        if has_port {
+            self.address.to_string()
+        } else {
+            format!("{}:2181", self.address)
+        }
+    }
+}
+
+/// Splits `[scheme://]host:port[,...][/chroot]` the way the wire client reads it: hosts with
+/// their scheme stripped, and the chroot after the first `/` of the last host.
+pub(crate) fn split_connect_string(s: &str) -> (Vec<HostSpec<'_>>, Option<&str>) {
+    let segments: Vec<&str> = s.split(',').collect();
+    let last = segments.len() - 1;
+    let mut chroot = None;
+    let hosts = segments
+        .into_iter()
+        .enumerate()
+        .map(|(i, seg)| {
+            let seg = seg.trim();
+            let (mut address, tls) = if let Some(rest) = seg.strip_prefix("tcp+tls://") {
+                (rest, Some(true))
+            } else if let Some(rest) = seg.strip_prefix("tcp://") {
+                (rest, Some(false))
+            } else {
+                (seg, None)
+            };
+            if i == last {
+                if let Some(j) = address.find('/') {
+                    chroot = Some(&address[j..]);
+                    address = &address[..j];
+                }
+            }
+            HostSpec { address, tls }
+        })
+        .collect();
+    (hosts, chroot)
+}
+
+/// Checks `host:port[,host:port...][/chroot]`; a host may be written `tcp://host:port` or
+/// `tcp+tls://host:port` (TLS for that host, see [`TlsOptions::every_host`]).
 pub fn validate_connect_string(s: &str) -> Result<()> {
     let bad = |why: String| {
         Err(Error::invalid(format!(
@@ -186,10 +271,7 @@ pub fn validate_connect_string(s: &str) -> Result<()> {
     if s.trim().is_empty() {
         return bad("it is empty; expected host:port[,host:port...][/chroot]".into());
     }
-    let (hosts, chroot) = match s.find('/') {
-        Some(i) => (&s[..i], Some(&s[i..])),
-        None => (s, None),
-    };
+    let (hosts, chroot) = split_connect_string(s);
     if let Some(chroot) = chroot {
         if chroot != "/" {
             if let Err(e) = path::validate_path(chroot) {
@@ -197,13 +279,17 @@ pub fn validate_connect_string(s: &str) -> Result<()> {
             }
         }
     }
-    if hosts.is_empty() {
+    if hosts.len() == 1 && hosts[0].address.is_empty() && chroot.is_some() {
         return bad("no host before the chroot".into());
     }
-    for host in hosts.split(',') {
-        let host = host.trim();
+    for HostSpec { address: host, .. } in hosts {
         if host.is_empty() {
             return bad("an empty host between commas".into());
+        }
+        if host.contains("://") {
+            return bad(format!(
+                "unknown scheme in {host:?} (expected tcp:// or tcp+tls://)"
+            ));
         }
         let (name, port) = if let Some(rest) = host.strip_prefix('[') {
             match rest.split_once(']') {

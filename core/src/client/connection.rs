@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use zookeeper_client as zk;
 
+use super::builder::split_connect_string;
 use super::{wire, Config, ConnectionState, Inner};
 use crate::{Error, Result};
 
@@ -17,6 +18,7 @@ pub(crate) fn read_timeout(cfg: &Config) -> Duration {
 }
 
 pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)> {
+    let failures = Arc::new(ConnectFailures::new(&cfg.connect_string));
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
         .with_readonly(cfg.can_be_read_only)
@@ -28,21 +30,49 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
     for (scheme, cred) in &cfg.auth {
         connector = connector.with_auth(scheme, cred);
     }
-    match tokio::time::timeout(
-        cfg.connection_timeout,
-        connector.connect(&cfg.connect_string),
-    )
-    .await
-    {
-        Err(_) => Err(Error::Timeout(
+    if let Some(tls) = &cfg.tls {
+        connector = connector.with_tls(tls.clone());
+    }
+    if let Some(sasl) = &cfg.sasl {
+        connector = connector.with_sasl(sasl.wire());
+    }
+    let record = failures.clone();
+    connector =
+        connector.with_connection_error_hook(move |endpoint, error| record.record(endpoint, error));
+    let connect = async {
+        if cfg.tls.is_some() && cfg.tls_every_host {
+            connector.secure_connect(&cfg.connect_string).await
+        } else {
+            connector.connect(&cfg.connect_string).await
+        }
+    };
+    let outcome = tokio::select! {
+        r = tokio::time::timeout(cfg.connection_timeout, connect) => r,
+        refusal = failures.every_server_refused_tls() => return Err(Error::AuthFailed(
             format!(
-                "could not connect to ZooKeeper at {} within the connection timeout of {:?}: {}",
-                cfg.connect_string,
-                cfg.connection_timeout,
-                diagnose(&cfg.connect_string).await
+                "TLS with ZooKeeper at {} failed: {refusal}",
+                cfg.connect_string
             )
             .into(),
         )),
+    };
+    match outcome {
+        Err(_) => {
+            let tls = cfg.tls.is_some();
+            let mut why = failures.summary();
+            let probes = diagnose(&cfg.connect_string, tls).await;
+            if !why.is_empty() {
+                why = format!("{why}; ");
+            }
+            Err(Error::Timeout(
+                format!(
+                    "could not connect to ZooKeeper at {} within the connection timeout of {:?}: {why}{probes}",
+                    cfg.connect_string, cfg.connection_timeout,
+                )
+                .into(),
+            ))
+        }
+        Ok(Err(zk::Error::AuthFailed)) => Err(auth_failed(&cfg, &failures)),
         Ok(Err(e)) => Err(match e {
             zk::Error::BadArguments(_) | zk::Error::NoHosts => {
                 Error::invalid(format!("connect string {:?}: {e}", cfg.connect_string))
@@ -54,6 +84,141 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
             Ok((client, states))
         }
     }
+}
+
+/// The `AuthFailed` error of a refused session, saying what was refused.
+pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
+    let what = match &cfg.sasl {
+        Some(sasl) => format!(
+            "the server refused SASL {} authentication as {:?} (wrong password or unknown user)",
+            sasl.mechanism(),
+            sasl.username()
+        ),
+        None => "the server requires authentication (SASL: zookeeper.sessionRequireClientSASLAuth or enforce.auth) and this client has none configured (set SASL options)".to_string(),
+    };
+    let detail = failures.summary();
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" [{detail}]")
+    };
+    Error::AuthFailed(
+        format!(
+            "authentication with ZooKeeper at {} failed: {what}; not retried{detail}",
+            cfg.connect_string
+        )
+        .into(),
+    )
+}
+
+/// Why each server of a connect string could not be connected to, as the wire client reports
+/// it, and whether every server refused the TLS handshake for a certificate (which retrying
+/// cannot cure: the connect fails at once instead of at the connection timeout).
+pub(crate) struct ConnectFailures {
+    servers: usize,
+    last: std::sync::Mutex<Vec<(String, String)>>,
+    refused: tokio::sync::Notify,
+}
+
+impl ConnectFailures {
+    fn new(connect_string: &str) -> ConnectFailures {
+        ConnectFailures {
+            servers: split_connect_string(connect_string).0.len().max(1),
+            last: Default::default(),
+            refused: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn record(&self, endpoint: &str, error: &str) {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let explained = explain_connect_error(error);
+        match last.iter_mut().find(|(e, _)| e == endpoint) {
+            Some(entry) => entry.1 = explained,
+            None => last.push((endpoint.to_string(), explained)),
+        }
+        let certificate_refusals = last
+            .iter()
+            .filter(|(_, e)| e.starts_with(TLS_REFUSAL))
+            .count();
+        if certificate_refusals >= self.servers {
+            self.refused.notify_one();
+        }
+    }
+
+    async fn every_server_refused_tls(&self) -> String {
+        self.refused.notified().await;
+        self.summary()
+    }
+
+    /// `endpoint: why` for each server that failed, in the order they first failed.
+    fn summary(&self) -> String {
+        self.last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(endpoint, error)| format!("{endpoint}: {error}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// How an explained certificate refusal begins (either side refused the other's certificate).
+const TLS_REFUSAL: &str = "TLS certificate refused: ";
+
+/// What a wire-level connection error means, in the words a user needs (rustls's messages:
+/// `invalid peer certificate: ...` when we refuse the server's certificate, `received fatal
+/// alert: ...` when the server refuses ours).
+fn explain_connect_error(error: &str) -> String {
+    let lower = error.to_ascii_lowercase();
+    if let Some(i) = lower.find("invalid peer certificate: ") {
+        let detail = &error[i + "invalid peer certificate: ".len()..];
+        let d = detail.to_ascii_lowercase();
+        let why = if d.contains("unknownissuer") || d.contains("unknown issuer") {
+            "the server's certificate is not signed by a trusted CA (unknown issuer): is the TLS CA the one that signed the server's certificate?"
+        } else if d.contains("expired") {
+            "the server's certificate has expired"
+        } else if d.contains("notvalidyet") || d.contains("not valid yet") {
+            "the server's certificate is not valid yet (check the clocks)"
+        } else if d.contains("not valid for name") || d.contains("notvalidforname") {
+            "the server's certificate does not name the host it was reached at (hostname verification; it can be turned off, at a man-in-the-middle risk)"
+        } else if d.contains("revoked") {
+            "the server's certificate is revoked"
+        } else {
+            "the server's certificate was not accepted"
+        };
+        return format!("{TLS_REFUSAL}{why} ({detail})");
+    }
+    if let Some(i) = lower.find("received fatal alert: ") {
+        let alert = &error[i + "received fatal alert: ".len()..];
+        let a = alert.to_ascii_lowercase();
+        if a.starts_with("certificaterequired") {
+            return format!("{TLS_REFUSAL}the server requires a client certificate and none is configured (alert {alert})");
+        }
+        if a.starts_with("badcertificate")
+            || a.starts_with("certificateexpired")
+            || a.starts_with("unknownca")
+            || a.starts_with("certificateunknown")
+            || a.starts_with("unsupportedcertificate")
+            || a.starts_with("certificaterevoked")
+            || a.starts_with("accessdenied")
+            || a.starts_with("decrypterror")
+        {
+            return format!("{TLS_REFUSAL}the server rejected the client certificate (missing, expired, or not signed by a CA it trusts; alert {alert})");
+        }
+        if a.starts_with("handshakefailure") {
+            return format!("the TLS handshake failed (alert {alert}): the server may require a client certificate, or share no cipher suite or protocol version with us");
+        }
+        return format!("the server ended the TLS handshake (alert {alert})");
+    }
+    if lower.contains("corrupt message")
+        || lower.contains("invalidcontenttype")
+        || lower.contains("invalid content type")
+    {
+        return format!(
+            "the server did not answer in TLS: does this port speak plaintext ZooKeeper? ({error})"
+        );
+    }
+    error.to_string()
 }
 
 /// Follows the session's states and turns them into Curator's, replacing a lost session.
@@ -105,8 +270,12 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                         true
                     },
                     zk::SessionState::AuthFailed => {
-                        tracing::error!("authentication failed: LOST");
-                        true
+                        // Refused: a new session would be refused too (wrong credentials, or a
+                        // server that now requires them). LOST, with the reason, and no loop.
+                        let error = auth_failed(&i.cfg, &ConnectFailures::new(&i.cfg.connect_string));
+                        tracing::error!(error = %error, "authentication failed: LOST; no new session will be opened");
+                        i.fail(error);
+                        return;
                     },
                 }
             },
@@ -153,6 +322,12 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     );
                     break;
                 }
+                Err(e @ Error::AuthFailed(_)) => {
+                    let Some(i) = inner.upgrade() else { return };
+                    tracing::error!(error = %e, "the new session was refused: no new session will be opened");
+                    i.fail(e);
+                    return;
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, retry_in = ?backoff, "could not open a new session yet");
                     tokio::time::sleep(backoff).await;
@@ -165,58 +340,75 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
 
 /// Why no server of `connect` gave us a session: each host is looked up, connected to and sent
 /// a ZooKeeper handshake, and what went wrong is said per host (DNS, refused, silent, not
-/// ZooKeeper). Only on the failure path; each probe is bounded by two seconds.
-pub(crate) async fn diagnose(connect: &str) -> String {
-    let hosts: Vec<String> = connect
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|h| !h.is_empty())
-        .map(|h| {
-            if h.rsplit_once(':')
-                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-            {
-                h.to_string()
-            } else {
-                format!("{h}:2181")
-            }
-        })
-        .collect();
-    let probes = hosts
-        .iter()
-        .map(|h| async move { format!("{h}: {}", probe(h).await) });
-    let mut out = Vec::with_capacity(hosts.len());
-    for p in probes {
-        out.push(p.await);
+/// ZooKeeper, the other protocol: TLS where plaintext was spoken or the reverse). Only on the
+/// failure path; each probe is bounded by two seconds.
+pub(crate) async fn diagnose(connect: &str, tls_every_host: bool) -> String {
+    let mut out = Vec::new();
+    for host in split_connect_string(connect).0 {
+        let address = host.with_port();
+        let tls = host.tls.unwrap_or(tls_every_host);
+        out.push(format!("{address}: {}", probe(&address, tls).await));
     }
     out.join("; ")
 }
 
-async fn probe(host: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    const LIMIT: Duration = Duration::from_secs(2);
-    let addrs = match tokio::time::timeout(LIMIT, tokio::net::lookup_host(host)).await {
+const PROBE_LIMIT: Duration = Duration::from_secs(2);
+
+async fn probe(host: &str, tls: bool) -> String {
+    let addr = match tokio::time::timeout(PROBE_LIMIT, tokio::net::lookup_host(host)).await {
         Err(_) => return "DNS lookup timed out".into(),
         Ok(Err(e)) => return format!("DNS lookup failed ({e})"),
-        Ok(Ok(a)) => a.collect::<Vec<_>>(),
+        Ok(Ok(mut a)) => match a.next() {
+            Some(a) => a,
+            None => return "the name has no address".into(),
+        },
     };
-    let Some(addr) = addrs.first() else {
-        return "the name has no address".into();
+    let plain = match plaintext_handshake(addr).await {
+        Ok(answer) => answer,
+        Err(why) => return why,
     };
-    let mut stream = match tokio::time::timeout(LIMIT, tokio::net::TcpStream::connect(addr)).await {
-        Err(_) => {
-            return format!(
-                "no answer to a TCP connect to {addr} within 2 s (host down or filtered)"
-            )
+    match (plain, tls) {
+        (Handshake::ZooKeeper, true) => format!("{addr} speaks plaintext ZooKeeper, not TLS: connect to the server's secureClientPort, or without TLS"),
+        (Handshake::ZooKeeper, false) => format!("{addr} answered the handshake as a ZooKeeper server (the session was not established in time: overloaded, or a read-only server while read-only is off?)"),
+        (Handshake::Closed | Handshake::Silent, _) if speaks_tls(addr).await => {
+            if tls {
+                format!("{addr} speaks TLS and accepts connections; the TLS session or the ZooKeeper session on it did not come up in time")
+            } else {
+                format!("{addr} speaks TLS (a secureClientPort): configure TLS to connect to it")
+            }
         }
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return format!("connection refused at {addr} (no server listens on that port)")
-        }
-        Ok(Err(e)) => return format!("cannot connect to {addr} ({e})"),
-        Ok(Ok(s)) => s,
-    };
+        (Handshake::Closed, _) => format!("{addr} closed the connection at the handshake (not a ZooKeeper server, or one refusing clients, e.g. over its connection limit)"),
+        (Handshake::Silent, _) => format!("{addr} accepted the connection but did not answer a ZooKeeper handshake within 2 s (not a ZooKeeper server, or a paused or overloaded one)"),
+        (Handshake::Other(n), _) => format!("{addr} answered, but not like a ZooKeeper server (bad handshake: frame of {n} bytes)"),
+    }
+}
+
+enum Handshake {
+    ZooKeeper,
+    Closed,
+    Silent,
+    Other(i32),
+}
+
+async fn connect_probe(
+    addr: std::net::SocketAddr,
+) -> std::result::Result<tokio::net::TcpStream, String> {
+    match tokio::time::timeout(PROBE_LIMIT, tokio::net::TcpStream::connect(addr)).await {
+        Err(_) => Err(format!(
+            "no answer to a TCP connect to {addr} within 2 s (host down or filtered)"
+        )),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(format!(
+            "connection refused at {addr} (no server listens on that port)"
+        )),
+        Ok(Err(e)) => Err(format!("cannot connect to {addr} ({e})")),
+        Ok(Ok(s)) => Ok(s),
+    }
+}
+
+/// Sends a plaintext ConnectRequest and classifies the answer.
+async fn plaintext_handshake(addr: std::net::SocketAddr) -> std::result::Result<Handshake, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = connect_probe(addr).await?;
     // A ConnectRequest for a new session: protocol 0, last zxid 0, a short timeout, no session,
     // an empty 16-byte password, not read-only.
     let mut req = Vec::with_capacity(48);
@@ -229,15 +421,50 @@ async fn probe(host: &str) -> String {
     req.push(0);
     let frame = [&(req.len() as i32).to_be_bytes()[..], &req].concat();
     if let Err(e) = stream.write_all(&frame).await {
-        return format!("the connection to {addr} failed at the handshake ({e})");
+        return Err(format!(
+            "the connection to {addr} failed at the handshake ({e})"
+        ));
     }
     let mut len = [0u8; 4];
-    match tokio::time::timeout(LIMIT, stream.read_exact(&mut len)).await {
-        Err(_) => format!("{addr} accepted the connection but did not answer a ZooKeeper handshake within 2 s (not a ZooKeeper server, or a paused or overloaded one)"),
-        Ok(Err(_)) => format!("{addr} closed the connection at the handshake (not a ZooKeeper server, or one refusing clients, e.g. over its connection limit)"),
-        Ok(Ok(_)) => match i32::from_be_bytes(len) {
-            16..=64 => format!("{addr} answered the handshake as a ZooKeeper server (the session was not established in time: overloaded, or a read-only server while read-only is off?)"),
-            n => format!("{addr} answered, but not like a ZooKeeper server (bad handshake: frame of {n} bytes)"),
+    Ok(
+        match tokio::time::timeout(PROBE_LIMIT, stream.read_exact(&mut len)).await {
+            Err(_) => Handshake::Silent,
+            Ok(Err(_)) => Handshake::Closed,
+            Ok(Ok(_)) => match i32::from_be_bytes(len) {
+                16..=64 => Handshake::ZooKeeper,
+                n => Handshake::Other(n),
+            },
         },
+    )
+}
+
+/// Whether `addr` answers a TLS ClientHello with a TLS record (a handshake or an alert).
+async fn speaks_tls(addr: std::net::SocketAddr) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = connect_probe(addr).await else {
+        return false;
+    };
+    // A minimal TLS 1.2 ClientHello: a fixed random, no session, a few common suites, no
+    // extensions. Any TLS server answers it with a handshake record or an alert.
+    let suites: [u8; 8] = [0xc0, 0x2f, 0xc0, 0x2b, 0x00, 0x9c, 0x00, 0x2f];
+    let mut body = vec![0x03, 0x03];
+    body.extend([0x5a; 32]);
+    body.push(0);
+    body.extend((suites.len() as u16).to_be_bytes());
+    body.extend(suites);
+    body.extend([1, 0]);
+    let mut hello = vec![0x01];
+    hello.extend(&(body.len() as u32).to_be_bytes()[1..]);
+    hello.extend(body);
+    let mut record = vec![0x16, 0x03, 0x01];
+    record.extend((hello.len() as u16).to_be_bytes());
+    record.extend(hello);
+    if stream.write_all(&record).await.is_err() {
+        return false;
     }
+    let mut first = [0u8; 1];
+    matches!(
+        tokio::time::timeout(PROBE_LIMIT, stream.read_exact(&mut first)).await,
+        Ok(Ok(_)) if first[0] == 0x15 || first[0] == 0x16
+    )
 }

@@ -23,6 +23,7 @@ mod connection;
 mod ops;
 mod persistent;
 pub(crate) mod protected;
+mod security;
 pub(crate) mod sequence;
 mod session;
 mod state;
@@ -41,6 +42,7 @@ use zookeeper_client as zk;
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
 pub(crate) use self::persistent::{Phase as WatchPhase, WatchLifecycle};
+pub use self::security::{AclProvider, Pem, SaslOptions, TlsOptions};
 pub(crate) use self::session::NodeRead;
 pub use self::session::Watch;
 pub(crate) use self::session::{OrNone, Session};
@@ -68,11 +70,15 @@ pub(crate) struct Config {
     /// "" or "/namespace".
     pub(crate) prefix: String,
     auth: Vec<(String, Vec<u8>)>,
-    pub(crate) acl: Vec<Acl>,
-    /// `acl` as the wire crate takes it, built once.
+    pub(crate) acl: AclProvider,
+    /// The provider's default ACL as the wire crate takes it, built once.
     wire_acl: Vec<zk::Acl>,
     can_be_read_only: bool,
     pub(crate) max_request_bytes: usize,
+    /// The wire crate's TLS options (they read the PEM inputs for each connection).
+    tls: Option<zk::TlsOptions>,
+    tls_every_host: bool,
+    sasl: Option<SaslOptions>,
 }
 
 /// Counters of the requests this client sent, per operation (for tests and benchmarks: e.g.
@@ -98,6 +104,10 @@ pub struct RequestCounts {
     pub multi: u64,
     /// `addWatch` requests (persistent watches).
     pub add_watch: u64,
+    /// `getACL` requests.
+    pub get_acl: u64,
+    /// `setACL` requests.
+    pub set_acl: u64,
 }
 
 #[derive(Default)]
@@ -111,6 +121,8 @@ pub(crate) struct Counters {
     pub(crate) sync: AtomicU64,
     pub(crate) multi: AtomicU64,
     pub(crate) add_watch: AtomicU64,
+    pub(crate) get_acl: AtomicU64,
+    pub(crate) set_acl: AtomicU64,
 }
 
 struct Inner {
@@ -128,6 +140,9 @@ struct Inner {
     /// Live persistent watches by path: their mode and how many (ZooKeeper keeps one mode per
     /// path per session, so a second mode on a path is refused).
     persistent_modes: Mutex<std::collections::HashMap<String, (AddWatchMode, usize)>>,
+    /// Why the client gave up on sessions for good (a refused authentication): every later
+    /// operation fails with it.
+    failure: Mutex<Option<Error>>,
 }
 
 /// A ZooKeeper client (Curator's CuratorFramework). Cheap to clone; all clones share one
@@ -180,6 +195,7 @@ impl Client {
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
             persistent_modes: Mutex::new(Default::default()),
+            failure: Mutex::new(None),
         });
         runtime::spawn(connection::manage_connection(
             Arc::downgrade(&inner),
@@ -301,6 +317,8 @@ impl Client {
             sync: l(&c.sync),
             multi: l(&c.multi),
             add_watch: l(&c.add_watch),
+            get_acl: l(&c.get_acl),
+            set_acl: l(&c.set_acl),
         }
     }
 
@@ -350,6 +368,15 @@ impl Client {
         }
     }
 
+    /// Why the client gave up on sessions for good, if it did (a refused authentication).
+    pub fn failure(&self) -> Option<Error> {
+        self.inner
+            .failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub(crate) fn subscribe_events(&self) -> broadcast::Receiver<ConnectionState> {
         self.inner.events.subscribe()
     }
@@ -373,6 +400,9 @@ impl Client {
         loop {
             if self.is_closed() {
                 return Err(Error::closed());
+            }
+            if let Some(e) = self.failure() {
+                return Err(e);
             }
             let connected = rx.borrow_and_update().is_connected();
             if connected {
@@ -552,6 +582,18 @@ impl WeakClient {
 }
 
 impl Inner {
+    /// Gives up on sessions for good: LOST (once), and every later operation fails with `e`.
+    fn fail(&self, e: Error) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+        self.replace_session(None);
+        if *self.state.borrow() != ConnectionState::Lost {
+            self.publish(ConnectionState::Lost);
+        } else {
+            // Wake waiters of `session()`, which look at `failure` on each state change.
+            self.state.send_replace(ConnectionState::Lost);
+        }
+    }
+
     fn publish(&self, s: ConnectionState) {
         self.state.send_replace(s);
         let _ = self.events.send(s);

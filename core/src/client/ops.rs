@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::compression;
 use super::protected::{ProtectedCreate, ProtectedGuard, ProtectedId};
 use super::session::{OrNone, Watch};
-use super::types::{check_ttl, CreateMode, CreateOptions, Created, DeleteOptions, Parents, Stat};
+use super::types::{
+    check_ttl, Acl, CreateMode, CreateOptions, Created, DeleteOptions, Parents, Stat,
+};
 use super::Client;
 use crate::{path, runtime, Error, Result};
 
@@ -35,6 +37,29 @@ impl Client {
     /// Creates a node; returns its actual path (with the sequence number, and the protected
     /// prefix, if any).
     pub async fn create(&self, path: &str, data: &[u8], options: CreateOptions) -> Result<Created> {
+        self.create_inner(path, data, options, None).await
+    }
+
+    /// [`create`](Self::create) with the node's own ACL instead of the client's
+    /// [`AclProvider`](crate::AclProvider)'s for its path (Curator's `withACL`; parents made on
+    /// the way keep the provider's).
+    pub async fn create_with_acl(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: CreateOptions,
+        acl: &[Acl],
+    ) -> Result<Created> {
+        self.create_inner(path, data, options, Some(acl)).await
+    }
+
+    async fn create_inner(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: CreateOptions,
+        acl: Option<&[Acl]>,
+    ) -> Result<Created> {
         self.check_open()?;
         if options.mode.is_sequential() {
             path::validate_sequential_path(path)?;
@@ -45,6 +70,11 @@ impl Client {
             return Err(Error::invalid("cannot create the root node"));
         }
         check_ttl(path, options.mode, options.ttl)?;
+        if acl.is_some_and(<[Acl]>::is_empty) {
+            return Err(Error::invalid(format!(
+                "create {path}: the ACL must not be empty"
+            )));
+        }
         let compressed;
         let data = if options.compressed {
             compressed = compression::gzip(data);
@@ -65,17 +95,18 @@ impl Client {
                 parents,
                 list_parent: false,
             };
-            let result = self.create_protected_ttl(&id, req, ttl).await;
+            let result = self.create_protected_with(&id, req, ttl, acl).await;
             guard.settle(&result);
             return result.map(|n| Created {
                 path: n.path,
                 stat: n.stat,
             });
         }
+        let mode = options.mode;
         self.retry(|s| async move {
             let mut made_parents = false;
             loop {
-                match s.create_ttl(path, data, options.mode, ttl).await {
+                match s.create_with(path, data, mode, ttl, acl).await {
                     Err(Error::NoNode(_)) if parents != Parents::None && !made_parents => {
                         made_parents = true;
                         self.ensure_path(path::parent(path), parents).await?;
@@ -172,6 +203,29 @@ impl Client {
         path::validate_path(path)?;
         check_version("set data", path, version)?;
         self.retry(|s| async move { s.set_data(path, data, version).await })
+            .await
+    }
+
+    /// A node's ACL and stat (Curator's `getACL()`, kazoo's `get_acls`). Reading an ACL needs
+    /// READ or ADMIN permission on the node.
+    pub async fn get_acl(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
+        self.check_open()?;
+        path::validate_path(path)?;
+        self.retry(|s| async move { s.get_acl(path).await }).await
+    }
+
+    /// Replaces a node's ACL, at ACL `version` (the stat's `aversion`) if given; returns the new
+    /// stat (Curator's `setACL()`, kazoo's `set_acls`). Needs ADMIN permission on the node.
+    pub async fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
+        self.check_open()?;
+        path::validate_path(path)?;
+        check_version("set ACL", path, version)?;
+        if acl.is_empty() {
+            return Err(Error::invalid(format!(
+                "set ACL {path}: the ACL must not be empty"
+            )));
+        }
+        self.retry(|s| async move { s.set_acl(path, acl, version).await })
             .await
     }
 
@@ -363,6 +417,17 @@ impl Client {
         runtime::try_block_on(self.create(path, data, options))?
     }
 
+    /// [`create_with_acl`](Self::create_with_acl), blocking.
+    pub fn create_with_acl_blocking(
+        &self,
+        path: &str,
+        data: &[u8],
+        options: CreateOptions,
+        acl: &[Acl],
+    ) -> Result<Created> {
+        runtime::try_block_on(self.create_with_acl(path, data, options, acl))?
+    }
+
     /// [`get_data`](Self::get_data), blocking.
     pub fn get_data_blocking(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
         runtime::try_block_on(self.get_data(path))?
@@ -406,5 +471,15 @@ impl Client {
     /// [`delete`](Self::delete), blocking.
     pub fn delete_blocking(&self, path: &str, options: DeleteOptions) -> Result<()> {
         runtime::try_block_on(self.delete(path, options))?
+    }
+
+    /// [`get_acl`](Self::get_acl), blocking.
+    pub fn get_acl_blocking(&self, path: &str) -> Result<(Vec<Acl>, Stat)> {
+        runtime::try_block_on(self.get_acl(path))?
+    }
+
+    /// [`set_acl`](Self::set_acl), blocking.
+    pub fn set_acl_blocking(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
+        runtime::try_block_on(self.set_acl(path, acl, version))?
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::session::{OrNone, Session};
-use super::types::{CreateMode, Parents, Stat};
+use super::types::{Acl, CreateMode, Parents, Stat};
 use super::Client;
 use crate::{path, runtime, Error, Result};
 
@@ -142,6 +142,18 @@ impl Client {
         req: ProtectedCreate<'_>,
         ttl: Option<Duration>,
     ) -> Result<ProtectedNode> {
+        self.create_protected_with(id, req, ttl, None).await
+    }
+
+    /// [`create_protected_ttl`](Self::create_protected_ttl) with the node's own ACL (`None`:
+    /// the client's provider's).
+    pub(crate) async fn create_protected_with(
+        &self,
+        id: &ProtectedId,
+        req: ProtectedCreate<'_>,
+        ttl: Option<Duration>,
+        acl: Option<&[Acl]>,
+    ) -> Result<ProtectedNode> {
         let name = format!("{}{}", id.prefix(), req.name);
         let node_path = path::join(req.parent, &name);
         self.retry(|s| {
@@ -158,7 +170,7 @@ impl Client {
                 let mut parent_rounds = 0;
                 loop {
                     id.sent.store(true, Ordering::SeqCst);
-                    let create = s.create_ttl(node_path, req.data, req.mode, ttl);
+                    let create = s.create_with(node_path, req.data, req.mode, ttl, acl);
                     let listing = req.list_parent.then(|| s.children(req.parent));
                     let (created, listed) = match listing {
                         Some(l) => {

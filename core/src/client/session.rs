@@ -8,13 +8,16 @@
 //! calls made one after another are pipelined: one session's requests are executed in order,
 //! so a read sent right behind a write sees it, and both replies take one round trip.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::types::{check_ttl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
+use super::types::{
+    check_ttl, Acl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat,
+};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -68,13 +71,22 @@ impl Session {
         Ok(())
     }
 
-    fn acl_len(&self) -> usize {
-        4 + self
-            .client
-            .cfg()
-            .acl
+    /// The ACL of a node created at server path `full`: `explicit` if given, else the client's
+    /// [`AclProvider`](super::AclProvider)'s for that path (Curator's ACLing).
+    fn acl_for(&self, full: &str, explicit: Option<&[Acl]>) -> Cow<'_, [zk::Acl]> {
+        let cfg = self.client.cfg();
+        match explicit {
+            Some(acl) => Cow::Owned(wire::acls(acl)),
+            None if cfg.acl.is_default_only() => Cow::Borrowed(&cfg.wire_acl),
+            None => Cow::Owned(wire::acls(&cfg.acl.acl_for_path(full))),
+        }
+    }
+
+    /// The bytes an ACL list takes on the wire.
+    fn acl_len(acl: &[zk::Acl]) -> usize {
+        4 + acl
             .iter()
-            .map(|a| 12 + a.scheme.len() + a.id.len())
+            .map(|a| 12 + a.scheme().len() + a.id().len())
             .sum::<usize>()
     }
 
@@ -97,19 +109,33 @@ impl Session {
         mode: CreateMode,
         ttl: Option<Duration>,
     ) -> impl Future<Output = Result<Created>> + Send + '_ {
+        self.create_with(path, data, mode, ttl, None)
+    }
+
+    /// [`create_ttl`](Self::create_ttl) with an ACL of its own (`None`: the provider's).
+    pub(crate) fn create_with(
+        &self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        acl: Option<&[Acl]>,
+    ) -> impl Future<Output = Result<Created>> + Send + '_ {
         let full = self.client.full_path(path);
+        let acl = self.acl_for(&full, acl);
         let checked = check_ttl(path, mode, ttl)
-            .and_then(|()| self.check_size("create", path, &full, data.len(), self.acl_len()));
+            .and_then(|()| self.check_size("create", path, &full, data.len(), Self::acl_len(&acl)));
         let sent = match checked {
             Ok(()) => {
                 self.client
                     .counters()
                     .create
                     .fetch_add(1, Ordering::Relaxed);
-                let acl = zk::Acls::new(&self.client.cfg().wire_acl);
-                Ok(self
-                    .zk
-                    .create(&full, data, &wire::create_options(mode, acl, ttl)))
+                Ok(self.zk.create(
+                    &full,
+                    data,
+                    &wire::create_options(mode, zk::Acls::new(&acl), ttl),
+                ))
             }
             Err(e) => Err(e),
         };
@@ -140,10 +166,14 @@ impl Session {
                 .counters()
                 .create
                 .fetch_add(1, Ordering::Relaxed);
-            let acl = zk::Acls::new(&self.client.cfg().wire_acl);
+            let acl = self.acl_for(&node, None);
             match self
                 .zk
-                .create(&node, &[], &wire::create_mode(mode).with_acls(acl))
+                .create(
+                    &node,
+                    &[],
+                    &wire::create_mode(mode).with_acls(zk::Acls::new(&acl)),
+                )
                 .await
             {
                 Ok(_) | Err(zk::Error::NodeExists) => {}
@@ -292,6 +322,48 @@ impl Session {
         }
     }
 
+    /// A node's ACL and stat.
+    pub(crate) fn get_acl(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<(Vec<Acl>, Stat)>> + Send + '_ {
+        let full = self.client.full_path(path);
+        self.client
+            .counters()
+            .get_acl
+            .fetch_add(1, Ordering::Relaxed);
+        let sent = self.zk.get_acl(&full);
+        let user = path.to_string();
+        async move {
+            let (acl, stat) = sent.await.map_err(|e| wire::error(e, "get ACL", &user))?;
+            Ok((wire::acls_from(&acl), wire::stat(stat)))
+        }
+    }
+
+    /// Replaces a node's ACL, at ACL `version` if given.
+    pub(crate) fn set_acl(
+        &self,
+        path: &str,
+        acl: &[Acl],
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<Stat>> + Send + '_ {
+        let full = self.client.full_path(path);
+        let wire_acl = wire::acls(acl);
+        let checked = self.check_size("set ACL", path, &full, 0, Self::acl_len(&wire_acl));
+        let user = path.to_string();
+        let client = self.client.clone();
+        let zk = self.zk.clone();
+        async move {
+            checked?;
+            client.counters().set_acl.fetch_add(1, Ordering::Relaxed);
+            let stat = zk
+                .set_acl(&full, &wire_acl, version)
+                .await
+                .map_err(|e| wire::error(e, "set ACL", &user))?;
+            Ok(wire::stat(stat))
+        }
+    }
+
     /// Deletes a node, at `version` if given.
     pub(crate) fn delete(
         &self,
@@ -384,13 +456,17 @@ impl Session {
     > {
         let cfg = self.client.cfg();
         let mut len = HEADER;
+        let mut acls = Vec::with_capacity(ops.len());
         for op in ops {
-            len += 12 + self.client.full_path(op.path()).len();
+            let full = self.client.full_path(op.path());
+            len += 12 + full.len();
             if let Op::Create { data, .. } | Op::SetData { data, .. } = op {
                 len += 4 + data.len();
             }
-            if let Op::Create { .. } = op {
-                len += self.acl_len();
+            if let Op::Create { acl, .. } = op {
+                let acl = self.acl_for(&full, acl.as_deref());
+                len += Self::acl_len(&acl);
+                acls.push(acl);
             }
         }
         if len > cfg.max_request_bytes {
@@ -401,13 +477,20 @@ impl Session {
             )));
         }
         let mut writer = self.zk.new_multi_writer();
-        let acl = zk::Acls::new(&cfg.wire_acl);
+        let mut acls = acls.iter();
         for (i, op) in ops.iter().enumerate() {
             let full = self.client.full_path(op.path());
             let added = match op {
                 Op::Create {
                     data, mode, ttl, ..
-                } => writer.add_create(&full, data, &wire::create_options(*mode, acl, *ttl)),
+                } => {
+                    let acl = acls.next().map_or(&[][..], |a| &a[..]);
+                    writer.add_create(
+                        &full,
+                        data,
+                        &wire::create_options(*mode, zk::Acls::new(acl), *ttl),
+                    )
+                }
                 Op::Delete { version, .. } => writer.add_delete(&full, *version),
                 Op::SetData { data, version, .. } => writer.add_set_data(&full, data, *version),
                 Op::Check { version, .. } => writer.add_check_version(&full, *version),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::types::{check_ttl, CreateMode, Op, OpResult};
+use super::types::{check_ttl, Acl, CreateMode, Op, OpResult};
 use super::Client;
 use crate::{path, Error, Result};
 
@@ -55,6 +55,18 @@ impl<'c> Transaction<'c> {
             data: data.to_vec(),
             mode,
             ttl: None,
+            acl: None,
+        })
+    }
+
+    /// Creates `path` with its own ACL (instead of the client's provider's).
+    pub fn create_with_acl(self, path: &str, data: &[u8], mode: CreateMode, acl: Vec<Acl>) -> Self {
+        self.push(Op::Create {
+            path: path.to_string(),
+            data: data.to_vec(),
+            mode,
+            ttl: None,
+            acl: Some(acl),
         })
     }
 
@@ -66,6 +78,7 @@ impl<'c> Transaction<'c> {
             data: data.to_vec(),
             mode,
             ttl: Some(ttl),
+            acl: None,
         })
     }
 
@@ -139,9 +152,18 @@ impl<'c> Transaction<'c> {
 fn check(op: &Op) -> Result<()> {
     match op {
         Op::Create {
-            path, mode, ttl, ..
+            path,
+            mode,
+            ttl,
+            acl,
+            ..
         } => {
             check_ttl(path, *mode, *ttl)?;
+            if acl.as_ref().is_some_and(Vec::is_empty) {
+                return Err(Error::invalid(format!(
+                    "create {path}: the ACL must not be empty"
+                )));
+            }
             if mode.is_sequential() {
                 path::validate_sequential_path(path)?;
             } else {

@@ -398,6 +398,8 @@ pub enum Op {
         mode: CreateMode,
         /// The time to live of a TTL mode (required there, refused otherwise).
         ttl: Option<Duration>,
+        /// Its ACL (`None`: the client's [`AclProvider`](crate::AclProvider)'s for the path).
+        acl: Option<Vec<Acl>>,
     },
     /// Delete a node, at `version` if given.
     Delete {

@@ -4,7 +4,7 @@
 
 use zookeeper_client as zk;
 
-use super::types::{Acl, AddWatchMode, CreateMode, NodeEventKind, Stat};
+use super::types::{Acl, AddWatchMode, CreateMode, NodeEventKind, Permission, Stat};
 use crate::error::Detail;
 use crate::Error;
 
@@ -56,6 +56,31 @@ pub(crate) fn acls(list: &[Acl]) -> Vec<zk::Acl> {
             zk::Acl::new(
                 permission(a.perms.bits()),
                 zk::AuthId::new(&a.scheme, &a.id),
+            )
+        })
+        .collect()
+}
+
+/// The wire crate's ACL entries as ours.
+pub(crate) fn acls_from(list: &[zk::Acl]) -> Vec<Acl> {
+    list.iter()
+        .map(|a| {
+            let bits = [
+                zk::Permission::READ,
+                zk::Permission::WRITE,
+                zk::Permission::CREATE,
+                zk::Permission::DELETE,
+                zk::Permission::ADMIN,
+            ]
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| a.permission().has(*p))
+            .fold(0u32, |acc, (i, _)| acc | (1 << i));
+            // Five known bits at most: always a valid permission.
+            Acl::new(
+                Permission::from_bits(bits).unwrap_or(Permission::NONE),
+                a.scheme(),
+                a.id(),
             )
         })
         .collect()
@@ -134,7 +159,8 @@ pub(crate) fn error(err: zk::Error, op: &str, path: &str) -> Error {
         Z::NoNode => Error::NoNode,
         Z::NodeExists => Error::NodeExists,
         Z::BadVersion => Error::BadVersion,
-        Z::NoAuth | Z::AuthFailed => Error::NoAuth,
+        Z::NoAuth => Error::NoAuth,
+        Z::AuthFailed => Error::AuthFailed,
         Z::NotEmpty => Error::NotEmpty,
         // Session moved and a server-side operation timeout are retried like a connection
         // loss (Curator's RetryLoop.shouldRetry).

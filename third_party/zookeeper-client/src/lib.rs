@@ -52,7 +52,16 @@ pub use self::acl::{Acl, Acls, AuthId, AuthUser, Permission};
 pub use self::error::Error;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use self::tls::{TlsCa, TlsCerts, TlsCertsBuilder, TlsCertsOptions, TlsDynamicCerts, TlsIdentity, TlsOptions};
+pub use self::tls::{
+    TlsCa,
+    TlsCerts,
+    TlsCertsBuilder,
+    TlsCertsLoader,
+    TlsCertsOptions,
+    TlsDynamicCerts,
+    TlsIdentity,
+    TlsOptions,
+};
 pub use crate::client::*;
 #[cfg(feature = "sasl-digest-md5")]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]

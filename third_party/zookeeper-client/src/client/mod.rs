@@ -1560,6 +1560,8 @@ pub struct Connector {
     server_version: Version,
     session_timeout: Duration,
     connection_timeout: Duration,
+    #[derive_where(skip(Debug))]
+    connection_error_hook: Option<crate::session::ConnectionErrorHook>,
 }
 
 impl Connector {
@@ -1577,6 +1579,7 @@ impl Connector {
             server_version: Version(u32::MAX, u32::MAX, u32::MAX),
             session_timeout: Duration::ZERO,
             connection_timeout: Duration::ZERO,
+            connection_error_hook: None,
         }
     }
 
@@ -1742,6 +1745,13 @@ impl Connector {
         self
     }
 
+    /// zkrecipes patch 9: `hook(endpoint, error)` is called each time an attempt to connect to a
+    /// server or to establish the session on it fails (refused, TLS handshake, no answer, ...).
+    pub fn with_connection_error_hook(mut self, hook: impl Fn(&str, &str) + Send + Sync + 'static) -> Self {
+        self.connection_error_hook = Some(Arc::new(hook));
+        self
+    }
+
     /// Fail session establishment eagerly with [Error::NoHosts] when all hosts has been tried.
     ///
     /// This permits fail-fast without wait up to [Self::session_timeout] in [Self::connect]. This
@@ -1761,7 +1771,8 @@ impl Connector {
             .with_readonly(self.readonly)
             .with_detached(self.detached)
             .with_session_timeout(self.session_timeout)
-            .with_connection_timeout(self.connection_timeout);
+            .with_connection_timeout(self.connection_timeout)
+            .with_connection_error_hook(self.connection_error_hook);
         #[cfg(feature = "tls")]
         let builder = builder.with_tls(self.tls);
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]

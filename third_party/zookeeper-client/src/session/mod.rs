@@ -45,6 +45,11 @@ use crate::sasl::{SaslInitiator, SaslOptions, SaslSession};
 use crate::tls::TlsOptions;
 
 pub const PASSWORD_LEN: usize = 16;
+
+/// zkrecipes patch 9: told why each attempt to connect to a server failed (`endpoint`, `error`),
+/// so a caller whose connect times out can say why (a TLS certificate the server refused, a
+/// plaintext server on a TLS port, ...) instead of only that it timed out.
+pub type ConnectionErrorHook = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Default)]
@@ -59,9 +64,15 @@ pub struct Builder {
     session: Option<SessionInfo>,
     session_timeout: Duration,
     connection_timeout: Duration,
+    connection_error_hook: Option<ConnectionErrorHook>,
 }
 
 impl Builder {
+    /// zkrecipes patch 9.
+    pub fn with_connection_error_hook(self, connection_error_hook: Option<ConnectionErrorHook>) -> Self {
+        Self { connection_error_hook, ..self }
+    }
+
     #[cfg(feature = "tls")]
     pub fn with_tls(self, tls: Option<TlsOptions>) -> Self {
         Self { tls, ..self }
@@ -130,6 +141,7 @@ impl Builder {
             detached: self.detached,
 
             configured_connection_timeout: self.connection_timeout,
+            connection_error_hook: self.connection_error_hook,
 
             last_zxid: session.last_zxid,
             last_recv: now,
@@ -189,6 +201,7 @@ pub struct Session {
     connector: Connector,
 
     configured_connection_timeout: Duration,
+    connection_error_hook: Option<ConnectionErrorHook>,
 
     last_zxid: i64,
     last_recv: Instant,
@@ -687,6 +700,7 @@ impl Session {
         let mut conn = match self.connector.connect(endpoint, deadline).await {
             Err(err) => {
                 debug!("fails in connecting to {} due to {:?}", endpoint, err);
+                self.report_connection_error(endpoint, &err);
                 return Err(Error::ConnectionLoss);
             },
             Ok(conn) => {
@@ -709,6 +723,7 @@ impl Session {
         match self.serve_connecting(&mut conn, buf, depot).await {
             Err(err) => {
                 warn!("fails to establish session to {} due to {}", endpoint, err);
+                self.report_connection_error(endpoint, &err);
                 Err(err)
             },
             _ => {
@@ -716,6 +731,23 @@ impl Session {
                 Ok(conn)
             },
         }
+    }
+
+    /// zkrecipes patch 9: the error and its sources, for the caller's hook.
+    fn report_connection_error(&self, endpoint: crate::endpoint::EndpointRef<'_>, err: &dyn std::error::Error) {
+        let Some(hook) = self.connection_error_hook.as_ref() else {
+            return;
+        };
+        let mut message = err.to_string();
+        let mut source = err.source();
+        while let Some(e) = source {
+            let text = e.to_string();
+            if !message.contains(&text) {
+                message = format!("{message}: {text}");
+            }
+            source = e.source();
+        }
+        hook(&endpoint.to_string(), &message);
     }
 
     pub async fn start(

@@ -8,7 +8,14 @@ use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tracing::warn;
 
-use super::{NoHostnameVerificationServerCertVerifier, TlsCerts, TlsClientOptions, TlsDynamicCerts, TlsInnerCerts};
+use super::{
+    NoHostnameVerificationServerCertVerifier,
+    TlsCerts,
+    TlsCertsLoader,
+    TlsClientOptions,
+    TlsDynamicCerts,
+    TlsInnerCerts,
+};
 use crate::client::Result;
 use crate::error::Error;
 
@@ -73,6 +80,8 @@ impl TlsDynamicConnector {
 enum TlsInnerClient {
     Static(TlsConnector),
     Dynamic(Arc<TlsDynamicConnector>),
+    /// zkrecipes patch 10: certificates loaded and a configuration built for each connection.
+    Loader(TlsCertsLoader, bool),
 }
 
 impl TlsInnerClient {
@@ -82,6 +91,17 @@ impl TlsInnerClient {
             Self::Dynamic(connector) => {
                 let connector = connector.get();
                 connector.connect(domain, stream).await
+            },
+            Self::Loader(loader, hostname_verification) => {
+                let certs = (loader.0)().map_err(std::io::Error::other)?;
+                let config = TlsClient::create_config(TlsClientOptions {
+                    certs,
+                    hostname_verification: *hostname_verification,
+                    #[cfg(all(feature = "fips", not(feature = "fips-only")))]
+                    fips: false,
+                })
+                .map_err(std::io::Error::other)?;
+                TlsConnector::from(config).connect(domain, stream).await
             },
         }
     }
@@ -114,11 +134,12 @@ impl TlsClient {
                 };
                 TlsDynamicConnector::new(options).map(TlsInnerClient::Dynamic)?
             },
+            TlsInnerCerts::Loader(loader) => TlsInnerClient::Loader(loader, options.hostname_verification),
         };
         Ok(Self { inner })
     }
 
-    fn create_config(options: TlsClientOptions<TlsCerts>) -> Result<Arc<ClientConfig>> {
+    pub(super) fn create_config(options: TlsClientOptions<TlsCerts>) -> Result<Arc<ClientConfig>> {
         let certs = options.certs;
         #[cfg(feature = "fips-only")]
         let builder = ClientConfig::builder_with_provider(rustls::crypto::default_fips_provider().into())
@@ -131,8 +152,13 @@ impl TlsClient {
                 .map_err(|err| Error::with_other("fail to set tls version for FIPS mode", err))?,
             false => ClientConfig::builder(),
         };
+        // zkrecipes patch 8: the ring provider, named here, instead of the process-level default
+        // (`ClientConfig::builder()` panics with "no process-level CryptoProvider" when two
+        // providers are compiled in by other crates and none was installed).
         #[cfg(not(feature = "fips"))]
-        let builder = ClientConfig::builder();
+        let builder = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|err| Error::with_other("fail to set tls protocol versions", err))?;
         let builder = match options.hostname_verification {
             true => {
                 let verifier = WebPkiServerVerifier::builder_with_provider(

@@ -36,6 +36,21 @@ impl TlsCa {
         Ok(ca)
     }
 
+    /// zkrecipes patch 10: the system's trust store (`rustls-native-certs`: the CA bundle of the
+    /// platform, honouring `SSL_CERT_FILE` / `SSL_CERT_DIR`).
+    pub fn system() -> Result<Self> {
+        let found = rustls_native_certs::load_native_certs();
+        let mut ca = Self { roots: RootCertStore::empty(), crls: Vec::new() };
+        let (added, _ignored) = ca.roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            let why = found.errors.first().map(|e| e.to_string()).unwrap_or_else(|| "none found".to_string());
+            return Err(Error::with_message(format!(
+                "no CA given and no usable certificate in the system's trust store ({why})"
+            )));
+        }
+        Ok(ca)
+    }
+
     fn merge(&mut self, ca: TlsCa) {
         self.roots.roots.extend(ca.roots.roots);
         self.crls.extend(ca.crls);
@@ -90,6 +105,44 @@ impl TlsCerts {
     pub fn builder() -> TlsCertsBuilder {
         TlsCertsBuilder::new()
     }
+
+    /// zkrecipes patch 10: builds the TLS configuration these certificates make (as each
+    /// connection will), so that a key that does not match its certificate, or a CA with no
+    /// usable root, is found before any connection is tried.
+    pub fn check(&self, hostname_verification: bool) -> Result<()> {
+        TlsClient::create_config(TlsClientOptions {
+            certs: self.clone(),
+            hostname_verification,
+            #[cfg(all(feature = "fips", not(feature = "fips-only")))]
+            fips: false,
+        })
+        .map(drop)
+    }
+}
+
+/// zkrecipes patch 10: certificates made afresh for each new connection (read from files, say),
+/// so that certificates rotated on disk are used from the next connection on. An error fails
+/// that connection attempt with its message.
+#[derive(Clone)]
+pub struct TlsCertsLoader(pub(super) Arc<dyn Fn() -> std::result::Result<TlsCerts, String> + Send + Sync>);
+
+impl TlsCertsLoader {
+    /// A loader calling `load` for each new connection.
+    pub fn new(load: impl Fn() -> std::result::Result<TlsCerts, String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(load))
+    }
+}
+
+impl std::fmt::Debug for TlsCertsLoader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TlsCertsLoader")
+    }
+}
+
+impl From<TlsCertsLoader> for TlsCertsOptions {
+    fn from(loader: TlsCertsLoader) -> Self {
+        TlsInnerCerts::Loader(loader).into()
+    }
 }
 
 /// Builder to construct [TlsCerts].
@@ -138,6 +191,8 @@ pub struct TlsCertsOptions {
 pub(super) enum TlsInnerCerts {
     Static(TlsCerts),
     Dynamic(TlsDynamicCerts),
+    /// zkrecipes patch 10.
+    Loader(TlsCertsLoader),
 }
 
 impl From<TlsCertsOptions> for TlsInnerCerts {

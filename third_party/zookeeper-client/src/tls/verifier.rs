@@ -147,7 +147,8 @@ impl ServerCertVerifier for NoHostnameVerificationServerCertVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.supported)
+        // zkrecipes patch 8: TLS 1.3's rules (upstream checked TLS 1.3 signatures by TLS 1.2's).
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.supported)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -1,0 +1,532 @@
+//! Secure connections: [`TlsOptions`] (TLS with rustls, the `ring` provider), [`SaslOptions`]
+//! (SASL DIGEST-MD5) and [`AclProvider`] (Curator's ACLProvider: the ACL of each created node).
+//!
+//! What is checked, and when (docs/SECURITY.md says it for users):
+//! - Every PEM input is read, parsed and assembled into a TLS configuration when the client is
+//!   built, so an unreadable file, garbage PEM, an encrypted key or a key that does not match its
+//!   certificate is `InvalidArgument` before any connection is tried.
+//! - Files are read again for each new connection, so certificates rotated on disk are used from
+//!   the next connection on, without restarting the process. A file that is broken at that moment
+//!   fails that connection attempt (and says why); the next attempt reads it again.
+//! - The server's certificate is verified against the CA (without one, the system's trust store)
+//!   and, unless turned off, its name against the host of the connect string (IP SANs for IPs).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use zookeeper_client as zk;
+
+use super::types::Acl;
+use crate::{Error, Result};
+
+/// A PEM input: a file, read again for each new connection, or the PEM text itself.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Pem {
+    /// A file holding PEM.
+    File(PathBuf),
+    /// PEM text (`-----BEGIN ...`).
+    Text(String),
+}
+
+impl Pem {
+    /// The rule every face follows for a string option: text that begins with `-----BEGIN`
+    /// (after leading white space) is PEM text, anything else is a file path.
+    pub fn from_arg(arg: impl Into<String>) -> Pem {
+        let arg = arg.into();
+        if arg.trim_start().starts_with("-----BEGIN") {
+            Pem::Text(arg)
+        } else {
+            Pem::File(PathBuf::from(arg))
+        }
+    }
+
+    /// Reads the PEM text (`what` names the option in the error: "TLS CA", ...).
+    pub(crate) fn read(&self, what: &str) -> Result<String> {
+        match self {
+            Pem::Text(t) => Ok(t.clone()),
+            Pem::File(path) => std::fs::read(path)
+                .map_err(|e| Error::invalid(format!("cannot read the {what} file {}: {e}", path.display())))
+                .and_then(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| {
+                        Error::invalid(format!(
+                            "the {what} file {} is not PEM text (it is not UTF-8: DER? convert it with `openssl x509 -inform der`)",
+                            path.display()
+                        ))
+                    })
+                }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Pem::File(p) => format!("file {}", p.display()),
+            Pem::Text(_) => "PEM text".into(),
+        }
+    }
+}
+
+impl fmt::Debug for Pem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pem::File(p) => f.debug_tuple("File").field(p).finish(),
+            // Keys are secrets: never in logs.
+            Pem::Text(t) => write!(f, "Text({} bytes)", t.len()),
+        }
+    }
+}
+
+impl From<&str> for Pem {
+    fn from(s: &str) -> Pem {
+        Pem::from_arg(s)
+    }
+}
+
+impl From<String> for Pem {
+    fn from(s: String) -> Pem {
+        Pem::from_arg(s)
+    }
+}
+
+impl From<PathBuf> for Pem {
+    fn from(p: PathBuf) -> Pem {
+        Pem::File(p)
+    }
+}
+
+impl From<&Path> for Pem {
+    fn from(p: &Path) -> Pem {
+        Pem::File(p.to_path_buf())
+    }
+}
+
+/// TLS for the client's connections (ZooKeeper's `secureClientPort`; Java's
+/// `zookeeper.client.secure=true`).
+///
+/// ```no_run
+/// # fn main() -> zkrecipes::Result<()> {
+/// use zkrecipes::{ClientBuilder, TlsOptions};
+/// let client = ClientBuilder::new("zk1.example:2281")
+///     .tls(TlsOptions::new().ca("/etc/zk/ca.pem").identity("/etc/zk/client.pem", "/etc/zk/client.key"))
+///     .connect_blocking()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsOptions {
+    ca: Option<Pem>,
+    cert: Option<Pem>,
+    key: Option<Pem>,
+    verify_hostname: bool,
+    every_host: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions::new()
+    }
+}
+
+impl TlsOptions {
+    /// TLS with the system's trust store, no client certificate, hostname verification on, and
+    /// every host of the connect string spoken to over TLS.
+    pub fn new() -> TlsOptions {
+        TlsOptions {
+            ca: None,
+            cert: None,
+            key: None,
+            verify_hostname: true,
+            every_host: true,
+        }
+    }
+
+    /// The CA certificates (and CRLs) that sign the servers' certificates, instead of the
+    /// system's trust store.
+    pub fn ca(mut self, ca: impl Into<Pem>) -> Self {
+        self.ca = Some(ca.into());
+        self
+    }
+
+    /// The client certificate (chain) and its private key (PKCS#8, or RSA / EC in their own
+    /// PEM forms; unencrypted), presented when the server asks for one (`ssl.clientAuth`). With
+    /// ZooKeeper's X509AuthenticationProvider, the certificate's subject is this client's
+    /// `x509` identity in ACLs.
+    pub fn identity(self, cert: impl Into<Pem>, key: impl Into<Pem>) -> Self {
+        self.cert(cert).key(key)
+    }
+
+    /// The client certificate alone (see [`identity`](Self::identity)); needs [`key`](Self::key).
+    pub fn cert(mut self, cert: impl Into<Pem>) -> Self {
+        self.cert = Some(cert.into());
+        self
+    }
+
+    /// The client certificate's private key (see [`identity`](Self::identity)).
+    pub fn key(mut self, key: impl Into<Pem>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Whether the server's certificate must name the host it is reached at (default true).
+    /// Turning it off still checks the certificate chain against the CA, but any server with a
+    /// certificate from that CA is accepted for any host: a man-in-the-middle risk.
+    pub fn verify_hostname(mut self, yes: bool) -> Self {
+        self.verify_hostname = yes;
+        self
+    }
+
+    /// Whether every host of the connect string speaks TLS (default true). With false, only
+    /// hosts written `tcp+tls://host:port` do.
+    pub fn every_host(mut self, yes: bool) -> Self {
+        self.every_host = yes;
+        self
+    }
+
+    /// Whether the server's name is verified.
+    pub fn verifies_hostname(&self) -> bool {
+        self.verify_hostname
+    }
+
+    /// Whether every host speaks TLS.
+    pub fn is_every_host(&self) -> bool {
+        self.every_host
+    }
+
+    /// Reads and parses every input; the wire crate's certificates.
+    fn load(&self) -> Result<zk::TlsCerts> {
+        let ca = match &self.ca {
+            Some(pem) => {
+                let text = pem.read("TLS CA")?;
+                zk::TlsCa::from_pem(&text).map_err(|e| {
+                    Error::invalid(format!(
+                        "the TLS CA ({}) holds no usable certificate ({e}); expected PEM `-----BEGIN CERTIFICATE-----`",
+                        pem.describe()
+                    ))
+                })?
+            }
+            None => zk::TlsCa::system().map_err(|e| Error::invalid(format!("TLS: {e}")))?,
+        };
+        let mut certs = zk::TlsCerts::builder().with_ca(ca);
+        match (&self.cert, &self.key) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    "TLS: a client certificate was given without its private key",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::invalid(
+                    "TLS: a client private key was given without its certificate",
+                ))
+            }
+            (Some(cert), Some(key)) => {
+                let cert_text = cert.read("TLS client certificate")?;
+                if !cert_text.contains("-----BEGIN CERTIFICATE-----") {
+                    return Err(Error::invalid(format!(
+                        "the TLS client certificate ({}) holds no certificate; expected PEM `-----BEGIN CERTIFICATE-----`",
+                        cert.describe()
+                    )));
+                }
+                let key_text = key.read("TLS client key")?;
+                if key_text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+                    || key_text.contains("Proc-Type: 4,ENCRYPTED")
+                {
+                    return Err(Error::invalid(format!(
+                        "the TLS client key ({}) is encrypted; zkrecipes needs an unencrypted key (decrypt it, e.g. `openssl pkey -in key.pem -out key-plain.pem`, and protect the file by its permissions)",
+                        key.describe()
+                    )));
+                }
+                let identity = zk::TlsIdentity::from_pem(&cert_text, &key_text).map_err(|e| {
+                    Error::invalid(format!(
+                        "the TLS client certificate ({}) or key ({}) cannot be read: {e}; expected PEM `-----BEGIN PRIVATE KEY-----` (PKCS#8), `RSA PRIVATE KEY` or `EC PRIVATE KEY`",
+                        cert.describe(),
+                        key.describe()
+                    ))
+                })?;
+                certs = certs.with_identity(identity);
+            }
+        }
+        let certs = certs
+            .build()
+            .map_err(|e| Error::invalid(format!("TLS: {e}")))?;
+        certs.check(self.verify_hostname).map_err(|e| {
+            let hint = if self.key.is_some() {
+                " (does the key belong to the certificate?)"
+            } else {
+                ""
+            };
+            Error::invalid(format!("TLS: {e}{hint}"))
+        })?;
+        Ok(certs)
+    }
+
+    /// Checks every input now and gives the wire crate's options, which read the inputs again
+    /// for each new connection.
+    pub(crate) fn wire(&self) -> Result<zk::TlsOptions> {
+        self.load()?;
+        let me = self.clone();
+        let loader =
+            zk::TlsCertsLoader::new(move || me.load().map_err(|e| e.message().to_string()));
+        let options = zk::TlsOptions::new().with_certs(loader);
+        Ok(if self.verify_hostname {
+            options
+        } else {
+            // SAFETY: not memory safety: the wire crate marks this `unsafe` to flag the
+            // man-in-the-middle risk, which `verify_hostname(false)` documents and the user chose.
+            unsafe { options.with_no_hostname_verification() }
+        })
+    }
+}
+
+/// SASL authentication at each connection (ZooKeeper's `SASLAuthenticationProvider`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SaslOptions {
+    mechanism: SaslMechanism,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum SaslMechanism {
+    DigestMd5 { username: String, password: String },
+}
+
+impl SaslOptions {
+    /// The mechanisms this build supports, by their SASL names.
+    pub const MECHANISMS: &'static [&'static str] = &["DIGEST-MD5"];
+
+    /// DIGEST-MD5 as `username` with `password` (a user of the server's JAAS `Server` section,
+    /// `user_<name>="<password>"`).
+    pub fn digest_md5(username: impl Into<String>, password: impl Into<String>) -> SaslOptions {
+        SaslOptions {
+            mechanism: SaslMechanism::DigestMd5 {
+                username: username.into(),
+                password: password.into(),
+            },
+        }
+    }
+
+    /// A mechanism by its SASL name (`"DIGEST-MD5"`, ASCII case-insensitive), for the faces.
+    pub fn new(
+        mechanism: &str,
+        username: impl Into<String>,
+        password: impl Into<String>,
+    ) -> Result<SaslOptions> {
+        if mechanism.eq_ignore_ascii_case("DIGEST-MD5") {
+            Ok(SaslOptions::digest_md5(username, password))
+        } else {
+            Err(Error::invalid(format!(
+                "SASL mechanism {mechanism:?} is not supported; expected one of {}",
+                SaslOptions::MECHANISMS.join(", ")
+            )))
+        }
+    }
+
+    /// The mechanism's SASL name.
+    pub fn mechanism(&self) -> &'static str {
+        match self.mechanism {
+            SaslMechanism::DigestMd5 { .. } => "DIGEST-MD5",
+        }
+    }
+
+    /// The user authenticated as.
+    pub fn username(&self) -> &str {
+        match &self.mechanism {
+            SaslMechanism::DigestMd5 { username, .. } => username,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        match &self.mechanism {
+            SaslMechanism::DigestMd5 { username, .. } if username.is_empty() => Err(
+                Error::invalid("SASL DIGEST-MD5: the username must not be empty"),
+            ),
+            SaslMechanism::DigestMd5 { .. } => Ok(()),
+        }
+    }
+
+    pub(crate) fn wire(&self) -> zk::SaslOptions {
+        match &self.mechanism {
+            SaslMechanism::DigestMd5 { username, password } => {
+                zk::SaslOptions::digest_md5(username.clone(), password.clone()).into()
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SaslOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SaslOptions")
+            .field("mechanism", &self.mechanism())
+            .field("username", &self.username())
+            .field("password", &"<hidden>")
+            .finish()
+    }
+}
+
+type AclFn = dyn Fn(&str) -> Option<Vec<Acl>> + Send + Sync;
+
+/// Curator's ACLProvider: the ACL of each node the client creates (recipes' nodes, parents and
+/// the namespace's included), chosen by the node's server-side path (namespace included, as
+/// Curator passes it).
+///
+/// Lookup: a function if one is set and it answers; else the longest path rule that is the
+/// path itself or one of its ancestors; else the default ACL. An ACL given to one `create`
+/// (or one transaction create) wins over the provider.
+#[derive(Clone)]
+pub struct AclProvider {
+    default: Vec<Acl>,
+    rules: Vec<(String, Vec<Acl>)>,
+    func: Option<Arc<AclFn>>,
+}
+
+impl AclProvider {
+    /// A provider with `default` for every path.
+    pub fn new(default: Vec<Acl>) -> AclProvider {
+        AclProvider {
+            default,
+            rules: Vec::new(),
+            func: None,
+        }
+    }
+
+    /// `acl` for `prefix` and every node below it (a path rule; the longest match wins).
+    pub fn with_path(mut self, prefix: impl Into<String>, acl: Vec<Acl>) -> AclProvider {
+        let prefix = prefix.into();
+        let prefix = match prefix.trim_end_matches('/') {
+            "" => "/".to_string(),
+            p => p.to_string(),
+        };
+        self.rules.retain(|(p, _)| *p != prefix);
+        self.rules.push((prefix, acl));
+        self
+    }
+
+    /// `f(path)` chooses the ACL; `None` falls back to the path rules and the default.
+    pub fn with_fn(
+        mut self,
+        f: impl Fn(&str) -> Option<Vec<Acl>> + Send + Sync + 'static,
+    ) -> AclProvider {
+        self.func = Some(Arc::new(f));
+        self
+    }
+
+    /// The default ACL (Curator's `getDefaultAcl`).
+    pub fn default_acl(&self) -> &[Acl] {
+        &self.default
+    }
+
+    /// The path rules, in the order given.
+    pub fn rules(&self) -> &[(String, Vec<Acl>)] {
+        &self.rules
+    }
+
+    /// Whether only the default applies (no rules, no function).
+    pub(crate) fn is_default_only(&self) -> bool {
+        self.rules.is_empty() && self.func.is_none()
+    }
+
+    /// The ACL for `path` (Curator's `getAclForPath`), server-side path.
+    pub fn acl_for_path(&self, path: &str) -> Vec<Acl> {
+        if let Some(f) = &self.func {
+            if let Some(acl) = f(path) {
+                return acl;
+            }
+        }
+        self.rule_for(path)
+            .map(<[Acl]>::to_vec)
+            .unwrap_or_else(|| self.default.clone())
+    }
+
+    fn rule_for(&self, path: &str) -> Option<&[Acl]> {
+        self.rules
+            .iter()
+            .filter(|(prefix, _)| {
+                prefix == "/"
+                    || path == prefix
+                    || path
+                        .strip_prefix(prefix.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, acl)| acl.as_slice())
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.default.is_empty() {
+            return Err(Error::invalid(
+                "the ACL list for created nodes must not be empty",
+            ));
+        }
+        for (prefix, acl) in &self.rules {
+            if !prefix.starts_with('/') {
+                return Err(Error::invalid(format!(
+                    "ACL provider: the path rule {prefix:?} must be an absolute path"
+                )));
+            }
+            if acl.is_empty() {
+                return Err(Error::invalid(format!(
+                    "ACL provider: the ACL for {prefix:?} must not be empty"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for AclProvider {
+    fn default() -> AclProvider {
+        AclProvider::new(Acl::open())
+    }
+}
+
+impl fmt::Debug for AclProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AclProvider")
+            .field("default", &self.default)
+            .field("rules", &self.rules)
+            .field("func", &self.func.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Permission;
+
+    #[test]
+    fn pem_arguments_are_text_when_they_begin_like_pem() {
+        assert!(matches!(Pem::from_arg("/etc/ca.pem"), Pem::File(_)));
+        assert!(matches!(
+            Pem::from_arg("  -----BEGIN CERTIFICATE-----\nxyz"),
+            Pem::Text(_)
+        ));
+        assert_eq!(
+            format!("{:?}", Pem::from_arg("-----BEGIN PRIVATE KEY-----\nsecret")),
+            "Text(38 bytes)"
+        );
+    }
+
+    #[test]
+    fn the_longest_path_rule_wins_and_a_function_wins_over_rules() {
+        let read = vec![Acl::new(Permission::READ, "world", "anyone")];
+        let p = AclProvider::new(Acl::open())
+            .with_path("/app", Acl::creator_all())
+            .with_path("/app/public/", read.clone());
+        assert_eq!(p.acl_for_path("/other"), Acl::open());
+        assert_eq!(p.acl_for_path("/app"), Acl::creator_all());
+        assert_eq!(p.acl_for_path("/app/x"), Acl::creator_all());
+        assert_eq!(p.acl_for_path("/application"), Acl::open());
+        assert_eq!(p.acl_for_path("/app/public/y"), read);
+        let f = p.with_fn(|path| (path == "/app/x").then(Acl::read_only));
+        assert_eq!(f.acl_for_path("/app/x"), Acl::read_only());
+        assert_eq!(f.acl_for_path("/app/y"), Acl::creator_all());
+    }
+
+    #[test]
+    fn sasl_options_hide_the_password_and_refuse_unknown_mechanisms() {
+        let s = SaslOptions::new("digest-md5", "alice", "s3cret").unwrap();
+        assert_eq!(s.mechanism(), "DIGEST-MD5");
+        assert!(!format!("{s:?}").contains("s3cret"));
+        let e = SaslOptions::new("PLAIN", "a", "b").unwrap_err();
+        assert!(e.message().contains("DIGEST-MD5"), "{e}");
+    }
+}
