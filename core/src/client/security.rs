@@ -501,7 +501,7 @@ mod tests {
         ));
         assert_eq!(
             format!("{:?}", Pem::from_arg("-----BEGIN PRIVATE KEY-----\nsecret")),
-            "Text(38 bytes)"
+            "Text(34 bytes)"
         );
     }
 
