@@ -88,6 +88,91 @@ pub struct Global {
     #[arg(long, env = "ZKR_NAMESPACE", value_name = "NAMESPACE", global = true)]
     pub namespace: Option<String>,
 
+    /// Connect over TLS, trusting the system's CAs (implied by any other --tls-* option)
+    #[arg(
+        long,
+        env = "ZKR_TLS",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub tls: bool,
+
+    /// CA certificate(s) that sign the servers' certificates (PEM file, or PEM text beginning
+    /// with -----BEGIN); default: the system's trust store
+    #[arg(
+        long,
+        env = "ZKR_TLS_CA",
+        value_name = "PEM",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub tls_ca: Option<String>,
+
+    /// Client certificate (PEM), for servers that ask for one (ssl.clientAuth)
+    #[arg(
+        long,
+        env = "ZKR_TLS_CERT",
+        value_name = "PEM",
+        global = true,
+        requires = "tls_key",
+        help_heading = "Secure connections"
+    )]
+    pub tls_cert: Option<String>,
+
+    /// The client certificate's private key (PEM: PKCS#8, RSA or EC; unencrypted)
+    #[arg(
+        long,
+        env = "ZKR_TLS_KEY",
+        value_name = "PEM",
+        global = true,
+        requires = "tls_cert",
+        hide_env_values = true,
+        help_heading = "Secure connections"
+    )]
+    pub tls_key: Option<String>,
+
+    /// Do not check that the server's certificate names the host it is reached at (the chain
+    /// is still checked; a man-in-the-middle risk)
+    #[arg(
+        long,
+        env = "ZKR_TLS_NO_VERIFY_HOSTNAME",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub tls_no_verify_hostname: bool,
+
+    /// SASL user (DIGEST-MD5); the password comes from ZKR_SASL_PASSWORD or
+    /// --sasl-password-file, never from the command line
+    #[arg(
+        long,
+        env = "ZKR_SASL_USER",
+        value_name = "USER",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub sasl_user: Option<String>,
+
+    /// File holding the SASL password (its first line)
+    #[arg(
+        long,
+        env = "ZKR_SASL_PASSWORD_FILE",
+        value_name = "FILE",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub sasl_password_file: Option<std::path::PathBuf>,
+
+    /// SASL mechanism
+    #[arg(
+        long,
+        env = "ZKR_SASL_MECHANISM",
+        value_name = "MECH",
+        default_value = "DIGEST-MD5",
+        global = true,
+        help_heading = "Secure connections"
+    )]
+    pub sasl_mechanism: String,
+
     /// Print JSON (one object per line) instead of text
     #[arg(long, global = true)]
     pub json: bool,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zkrecipes::{Client, ClientBuilder, ErrorKind, RetryPolicy};
+use zkrecipes::{Client, ClientBuilder, ErrorKind, Pem, RetryPolicy, SaslOptions, TlsOptions};
 
 use crate::args::Global;
 use crate::exit::{describe, Failure, CONNECT};
@@ -40,7 +40,57 @@ fn builder(global: &Global) -> Result<ClientBuilder, Failure> {
     if let Some(auth) = &global.auth {
         b = b.auth("digest", auth.as_bytes());
     }
+    if let Some(tls) = tls_options(global) {
+        b = b.tls(tls);
+    }
+    if let Some(user) = &global.sasl_user {
+        let password = sasl_password(global)?;
+        let sasl = SaslOptions::new(&global.sasl_mechanism, user.clone(), password)
+            .map_err(|e| Failure::usage(format!("--sasl-mechanism: {}", e.message())))?;
+        b = b.sasl(sasl);
+    } else if global.sasl_password_file.is_some() {
+        return Err(Failure::usage(
+            "--sasl-password-file (ZKR_SASL_PASSWORD_FILE) needs --sasl-user (ZKR_SASL_USER)",
+        ));
+    }
     Ok(b)
+}
+
+/// TLS from the `--tls*` options (each PEM option a file or PEM text), if any asks for it.
+fn tls_options(global: &Global) -> Option<TlsOptions> {
+    let wanted = global.tls
+        || global.tls_ca.is_some()
+        || global.tls_cert.is_some()
+        || global.tls_no_verify_hostname;
+    if !wanted {
+        return None;
+    }
+    let mut tls = TlsOptions::new().verify_hostname(!global.tls_no_verify_hostname);
+    if let Some(ca) = &global.tls_ca {
+        tls = tls.ca(Pem::from_arg(ca.clone()));
+    }
+    if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
+        tls = tls.identity(Pem::from_arg(cert.clone()), Pem::from_arg(key.clone()));
+    }
+    Some(tls)
+}
+
+/// The SASL password: `ZKR_SASL_PASSWORD`, or the first line of `--sasl-password-file`.
+fn sasl_password(global: &Global) -> Result<String, Failure> {
+    if let Some(file) = &global.sasl_password_file {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            Failure::usage(format!(
+                "--sasl-password-file: cannot read {}: {e}",
+                file.display()
+            ))
+        })?;
+        return Ok(text.lines().next().unwrap_or_default().to_string());
+    }
+    std::env::var("ZKR_SASL_PASSWORD").map_err(|_| {
+        Failure::usage(
+            "--sasl-user needs a password: set ZKR_SASL_PASSWORD or --sasl-password-file (never on the command line)",
+        )
+    })
 }
 
 /// Connects: exit 1 for bad options, 2 when no session could be had.
@@ -50,8 +100,10 @@ pub async fn connect(global: &Global) -> Result<Client, Failure> {
         .await
         .map_err(|e| match e.kind() {
             ErrorKind::InvalidArgument => Failure::usage(describe(&e)),
-            // The core's message names the server and the timeout already.
-            ErrorKind::Timeout => Failure::new(CONNECT, e.message().to_string()),
+            // The core's message names the server (and the timeout) already.
+            ErrorKind::Timeout | ErrorKind::AuthFailed => {
+                Failure::new(CONNECT, e.message().to_string())
+            }
             _ => Failure::new(
                 CONNECT,
                 format!(

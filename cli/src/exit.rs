@@ -70,6 +70,7 @@ impl Failure {
             | ErrorKind::SessionExpired
             | ErrorKind::OutcomeUnknown
             | ErrorKind::Closed
+            | ErrorKind::AuthFailed
             | ErrorKind::Server => CONNECT,
             ErrorKind::Timeout => TIMEOUT,
             _ => INTERNAL,
