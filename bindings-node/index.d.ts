@@ -38,6 +38,7 @@ export type ZkrErrorCode =
   | 'ZKR_NOT_EMPTY'
   | 'ZKR_CONFLICT'
   | 'ZKR_TIMEOUT'
+  | 'ZKR_AUTH_FAILED'
   | 'ZKR_CORRUPTED_DATA'
   | 'ZKR_OVERFLOW'
   | 'ZKR_SERVER'

@@ -166,6 +166,13 @@ enum zkr_status
      */
     ZKR_TIMEOUT = 203,
     /**
+     * Authentication failed: SASL credentials refused (wrong password, unknown user), SASL
+     * required and none configured, or a TLS certificate refused (the server's by us, or ours
+     * by the server). Returned by zkr_client_connect at once and never retried; a session
+     * refused later ends LOST and every call returns this.
+     */
+    ZKR_AUTH_FAILED = 204,
+    /**
      * The server said: no such node.
      */
     ZKR_NO_NODE = 300,

@@ -39,6 +39,11 @@ pub enum zkr_status {
     ZKR_OUTCOME_UNKNOWN = 202,
     /// Timed out where a boolean is not the answer (connecting, say).
     ZKR_TIMEOUT = 203,
+    /// Authentication failed: SASL credentials refused (wrong password, unknown user), SASL
+    /// required and none configured, or a TLS certificate refused (the server's by us, or ours
+    /// by the server). Returned by zkr_client_connect at once and never retried; a session
+    /// refused later ends LOST and every call returns this.
+    ZKR_AUTH_FAILED = 204,
     /// The server said: no such node.
     ZKR_NO_NODE = 300,
     /// The server said: the node exists already.
@@ -64,7 +69,7 @@ pub enum zkr_status {
 
 impl zkr_status {
     /// Every status, ZKR_OK first, then in the core's code order.
-    const ALL: [zkr_status; 18] = {
+    const ALL: [zkr_status; 19] = {
         use zkr_status::*;
         [
             ZKR_OK,
@@ -75,6 +80,7 @@ impl zkr_status {
             ZKR_SESSION_EXPIRED,
             ZKR_OUTCOME_UNKNOWN,
             ZKR_TIMEOUT,
+            ZKR_AUTH_FAILED,
             ZKR_NO_NODE,
             ZKR_NODE_EXISTS,
             ZKR_BAD_VERSION,

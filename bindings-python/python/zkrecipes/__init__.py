@@ -103,6 +103,7 @@ from .errors import (
     OverflowError,
     ServerError,
     SessionExpiredError,
+    AuthFailedError,
     TimeoutError,
     ZkRecipesError,
 )
@@ -199,6 +200,7 @@ __all__ = [
     "NotOwnerError",
     "ConnectionLossError",
     "SessionExpiredError",
+    "AuthFailedError",
     "OutcomeUnknownError",
     "ClosedError",
     "NoNodeError",

@@ -28,6 +28,7 @@ __all__ = [
     "NotOwnerError",
     "ConnectionLossError",
     "SessionExpiredError",
+    "AuthFailedError",
     "OutcomeUnknownError",
     "ClosedError",
     "NoNodeError",
@@ -91,6 +92,15 @@ class SessionExpiredError(ZkRecipesError):
     """The ZooKeeper session expired."""
 
     code = "SESSION_EXPIRED"
+
+
+class AuthFailedError(ZkRecipesError):
+    """Authentication failed: SASL credentials refused (wrong password, unknown user), SASL
+    required and none configured, or a TLS certificate refused (the server's by this client, or
+    this client's by the server). Raised by connecting, at once and never retried; a session
+    refused later ends LOST and every call raises it."""
+
+    code = "AUTH_FAILED"
 
 
 class OutcomeUnknownError(ZkRecipesError):
@@ -182,6 +192,7 @@ BY_CODE: Dict[str, Type[ZkRecipesError]] = {
         NotOwnerError,
         ConnectionLossError,
         SessionExpiredError,
+        AuthFailedError,
         OutcomeUnknownError,
         ClosedError,
         NoNodeError,
