@@ -195,7 +195,7 @@ async fn a_provider_function_answers_first_and_bad_providers_are_refused() {
     let server = TestingServer::start();
     let provider = AclProvider::new(Acl::open())
         .with_path("/p", Acl::read_only())
-        .with_fn(|path| path.ends_with("-private").then(alice));
+        .with_fn(|path| Ok(path.ends_with("-private").then(alice)));
     let c = builder(&server.connect_string())
         .auth("digest", b"alice:secret".to_vec())
         .acl_provider(provider)

@@ -361,7 +361,7 @@ impl fmt::Debug for SaslOptions {
     }
 }
 
-type AclFn = dyn Fn(&str) -> Option<Vec<Acl>> + Send + Sync;
+type AclFn = dyn Fn(&str) -> Result<Option<Vec<Acl>>> + Send + Sync;
 
 /// Curator's ACLProvider: the ACL of each node the client creates (recipes' nodes, parents and
 /// the namespace's included), chosen by the node's server-side path (namespace included, as
@@ -399,10 +399,13 @@ impl AclProvider {
         self
     }
 
-    /// `f(path)` chooses the ACL; `None` falls back to the path rules and the default.
+    /// `f(path)` chooses the ACL; `Ok(None)` falls back to the path rules and the default. An
+    /// error (or an empty list) fails the create with it, before anything is sent: a node is
+    /// never created with an ACL its provider did not choose. Called on the client's runtime
+    /// for each create: keep it quick.
     pub fn with_fn(
         mut self,
-        f: impl Fn(&str) -> Option<Vec<Acl>> + Send + Sync + 'static,
+        f: impl Fn(&str) -> Result<Option<Vec<Acl>>> + Send + Sync + 'static,
     ) -> AclProvider {
         self.func = Some(Arc::new(f));
         self
@@ -423,16 +426,25 @@ impl AclProvider {
         self.rules.is_empty() && self.func.is_none()
     }
 
-    /// The ACL for `path` (Curator's `getAclForPath`), server-side path.
-    pub fn acl_for_path(&self, path: &str) -> Vec<Acl> {
+    /// The ACL for `path` (Curator's `getAclForPath`), server-side path; the function's error,
+    /// or `InvalidArgument` if it chose an empty list.
+    pub fn acl_for_path(&self, path: &str) -> Result<Vec<Acl>> {
         if let Some(f) = &self.func {
-            if let Some(acl) = f(path) {
-                return acl;
+            match f(path) {
+                Ok(Some(acl)) if acl.is_empty() => {
+                    return Err(Error::invalid(format!(
+                        "the ACL provider chose an empty ACL for {path}"
+                    )))
+                }
+                Ok(Some(acl)) => return Ok(acl),
+                Ok(None) => {}
+                Err(e) => return Err(e.context(format!("the ACL provider, for {path}"))),
             }
         }
-        self.rule_for(path)
+        Ok(self
+            .rule_for(path)
             .map(<[Acl]>::to_vec)
-            .unwrap_or_else(|| self.default.clone())
+            .unwrap_or_else(|| self.default.clone()))
     }
 
     fn rule_for(&self, path: &str) -> Option<&[Acl]> {
@@ -511,14 +523,23 @@ mod tests {
         let p = AclProvider::new(Acl::open())
             .with_path("/app", Acl::creator_all())
             .with_path("/app/public/", read.clone());
-        assert_eq!(p.acl_for_path("/other"), Acl::open());
-        assert_eq!(p.acl_for_path("/app"), Acl::creator_all());
-        assert_eq!(p.acl_for_path("/app/x"), Acl::creator_all());
-        assert_eq!(p.acl_for_path("/application"), Acl::open());
-        assert_eq!(p.acl_for_path("/app/public/y"), read);
-        let f = p.with_fn(|path| (path == "/app/x").then(Acl::read_only));
-        assert_eq!(f.acl_for_path("/app/x"), Acl::read_only());
-        assert_eq!(f.acl_for_path("/app/y"), Acl::creator_all());
+        let acl = |p: &AclProvider, path| p.acl_for_path(path).unwrap();
+        assert_eq!(acl(&p, "/other"), Acl::open());
+        assert_eq!(acl(&p, "/app"), Acl::creator_all());
+        assert_eq!(acl(&p, "/app/x"), Acl::creator_all());
+        assert_eq!(acl(&p, "/application"), Acl::open());
+        assert_eq!(acl(&p, "/app/public/y"), read);
+        let f = p.with_fn(|path| match path {
+            "/app/x" => Ok(Some(Acl::read_only())),
+            "/app/empty" => Ok(Some(vec![])),
+            "/app/bad" => Err(Error::invalid("no")),
+            _ => Ok(None),
+        });
+        assert_eq!(acl(&f, "/app/x"), Acl::read_only());
+        assert_eq!(acl(&f, "/app/y"), Acl::creator_all());
+        assert!(f.acl_for_path("/app/empty").is_err());
+        let e = f.acl_for_path("/app/bad").unwrap_err();
+        assert_eq!(e.message(), "the ACL provider, for /app/bad: no");
     }
 
     #[test]

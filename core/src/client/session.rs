@@ -73,13 +73,13 @@ impl Session {
 
     /// The ACL of a node created at server path `full`: `explicit` if given, else the client's
     /// [`AclProvider`](super::AclProvider)'s for that path (Curator's ACLing).
-    fn acl_for(&self, full: &str, explicit: Option<&[Acl]>) -> Cow<'_, [zk::Acl]> {
+    fn acl_for(&self, full: &str, explicit: Option<&[Acl]>) -> Result<Cow<'_, [zk::Acl]>> {
         let cfg = self.client.cfg();
-        match explicit {
+        Ok(match explicit {
             Some(acl) => Cow::Owned(wire::acls(acl)),
             None if cfg.acl.is_default_only() => Cow::Borrowed(&cfg.wire_acl),
-            None => Cow::Owned(wire::acls(&cfg.acl.acl_for_path(full))),
-        }
+            None => Cow::Owned(wire::acls(&cfg.acl.acl_for_path(full)?)),
+        })
     }
 
     /// The bytes an ACL list takes on the wire.
@@ -122,11 +122,14 @@ impl Session {
         acl: Option<&[Acl]>,
     ) -> impl Future<Output = Result<Created>> + Send + '_ {
         let full = self.client.full_path(path);
-        let acl = self.acl_for(&full, acl);
         let checked = check_ttl(path, mode, ttl)
-            .and_then(|()| self.check_size("create", path, &full, data.len(), Self::acl_len(&acl)));
+            .and_then(|()| self.acl_for(&full, acl))
+            .and_then(|acl| {
+                self.check_size("create", path, &full, data.len(), Self::acl_len(&acl))
+                    .map(|()| acl)
+            });
         let sent = match checked {
-            Ok(()) => {
+            Ok(acl) => {
                 self.client
                     .counters()
                     .create
@@ -166,7 +169,7 @@ impl Session {
                 .counters()
                 .create
                 .fetch_add(1, Ordering::Relaxed);
-            let acl = self.acl_for(&node, None);
+            let acl = self.acl_for(&node, None)?;
             match self
                 .zk
                 .create(
@@ -464,7 +467,7 @@ impl Session {
                 len += 4 + data.len();
             }
             if let Op::Create { acl, .. } = op {
-                let acl = self.acl_for(&full, acl.as_deref());
+                let acl = self.acl_for(&full, acl.as_deref())?;
                 len += Self::acl_len(&acl);
                 acls.push(acl);
             }
