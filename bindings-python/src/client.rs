@@ -10,7 +10,8 @@ use pyo3::types::{PyBytes, PyDict};
 use zkrecipes::client::{validate_connect_string, Acl, Permission};
 use zkrecipes::client::{NodeEvent, Watch};
 use zkrecipes::{
-    Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions, RetryPolicy,
+    AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
+    Pem, RetryPolicy, SaslOptions, TlsOptions,
 };
 
 use crate::args::{duration, Int, Text};
@@ -138,6 +139,99 @@ pub fn retry_policy(py: Python<'_>, spec: (Text, f64, f64, u32)) -> PyResult<Ret
 /// ZooKeeper's permission bits (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16) as a `Permission`.
 fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
     Permission::from_bits(bits).map_err(|e| errors::invalid(py, e.message()))
+}
+
+/// An ACL entry as Python hands it over: `(perms, scheme, id)`.
+type AclSpec = (u32, Text, Text);
+
+/// A list of ACL entries from Python (`what` names the argument in errors).
+fn acl_list(py: Python<'_>, what: &str, entries: Vec<AclSpec>) -> PyResult<Vec<Acl>> {
+    if entries.is_empty() {
+        return Err(errors::invalid(py, format!("{what} must not be empty")));
+    }
+    entries
+        .into_iter()
+        .map(|(perms, scheme, id)| {
+            if scheme.is_empty() {
+                return Err(errors::invalid(py, format!("{what}: a scheme must not be empty")));
+            }
+            Ok(Acl::new(permission(py, perms)?, String::from(scheme), String::from(id)))
+        })
+        .collect()
+}
+
+/// ACL entries for Python: `(perms, scheme, id)`.
+fn acl_specs(acl: Vec<Acl>) -> Vec<(u32, String, String)> {
+    acl.into_iter()
+        .map(|a| (a.perms.bits(), a.scheme, a.id))
+        .collect()
+}
+
+/// TLS options as Python hands them over: `(ca, cert, key, verify_hostname, every_host)`, each
+/// PEM a path or PEM text.
+type TlsSpec = (Option<Text>, Option<Text>, Option<Text>, bool, bool);
+
+fn tls_options((ca, cert, key, verify, every_host): TlsSpec) -> TlsOptions {
+    let mut tls = TlsOptions::new()
+        .verify_hostname(verify)
+        .every_host(every_host);
+    if let Some(ca) = ca {
+        tls = tls.ca(Pem::from_arg(String::from(ca)));
+    }
+    if let Some(cert) = cert {
+        tls = tls.cert(Pem::from_arg(String::from(cert)));
+    }
+    if let Some(key) = key {
+        tls = tls.key(Pem::from_arg(String::from(key)));
+    }
+    tls
+}
+
+/// Curator's ACLProvider from Python: the default ACL, path rules, and a callable
+/// `path -> list | None` called with the GIL from the client's runtime for each create. A
+/// callable that raises (or cannot run because the interpreter is exiting) fails the create.
+fn acl_provider(
+    default: Vec<Acl>,
+    rules: Vec<(String, Vec<Acl>)>,
+    func: Option<Py<PyAny>>,
+) -> AclProvider {
+    let mut provider = rules
+        .into_iter()
+        .fold(AclProvider::new(default), |p, (prefix, acl)| p.with_path(prefix, acl));
+    if let Some(func) = func {
+        provider = provider.with_fn(move |path| {
+            bridge::attach(|py| -> zkrecipes::Result<Option<Vec<Acl>>> {
+                let failed = |e: String| {
+                    zkrecipes::Error::InvalidArgument(
+                        format!("acl_provider({path:?}) failed: {e}").into(),
+                    )
+                };
+                let answer = func.call1(py, (path,)).map_err(|e| failed(e.to_string()))?;
+                if answer.is_none(py) {
+                    return Ok(None);
+                }
+                // zkrecipes.client wraps the user's callable: entries come as (perms, scheme, id).
+                let specs: Vec<(u32, String, String)> = answer
+                    .extract(py)
+                    .map_err(|e| failed(format!("expected a list of zkrecipes.Acl or None ({e})")))?;
+                specs
+                    .into_iter()
+                    .map(|(perms, scheme, id)| {
+                        Permission::from_bits(perms)
+                            .map(|p| Acl::new(p, scheme, id))
+                            .map_err(|e| failed(e.message().to_string()))
+                    })
+                    .collect::<zkrecipes::Result<Vec<Acl>>>()
+                    .map(Some)
+            })
+            .unwrap_or_else(|| {
+                Err(zkrecipes::Error::Closed(
+                    "acl_provider: the Python interpreter is exiting".into(),
+                ))
+            })
+        });
+    }
+    provider
 }
 
 fn version_arg(py: Python<'_>, version: Int<i64>) -> PyResult<Option<i32>> {
@@ -288,7 +382,7 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None))]
+    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None, tls=None, sasl=None, acl_rules=None, acl_func=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -299,7 +393,11 @@ impl PyClient {
         namespace: Option<Text>,
         auth: Vec<(Text, Vec<u8>)>,
         can_be_read_only: bool,
-        acl: Option<Vec<(u32, Text, Text)>>,
+        acl: Option<Vec<AclSpec>>,
+        tls: Option<TlsSpec>,
+        sasl: Option<(Text, Text, Text)>,
+        acl_rules: Option<Vec<(Text, Vec<AclSpec>)>>,
+        acl_func: Option<Py<PyAny>>,
     ) -> PyResult<PyClient> {
         let hosts = String::from(hosts);
         validate_connect_string(&hosts).py_err(py)?;
@@ -327,25 +425,30 @@ impl PyClient {
             }
             builder = builder.auth(String::from(scheme), credentials);
         }
-        if let Some(entries) = acl {
-            if entries.is_empty() {
-                return Err(errors::invalid(
-                    py,
-                    "acl must not be empty (None keeps the default world:anyone, all)",
-                ));
-            }
-            let mut list = Vec::with_capacity(entries.len());
-            for (perms, scheme, id) in entries {
-                if scheme.is_empty() {
-                    return Err(errors::invalid(py, "acl scheme must not be empty"));
-                }
-                list.push(Acl::new(
-                    permission(py, perms)?,
-                    String::from(scheme),
-                    String::from(id),
-                ));
-            }
-            builder = builder.acl(list);
+        let default = match acl {
+            Some(entries) => acl_list(
+                py,
+                "acl (None keeps the default world:anyone, all)",
+                entries,
+            )?,
+            None => Acl::open(),
+        };
+        let rules = acl_rules
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(prefix, entries)| {
+                let what = format!("acl_provider[{:?}]", &*prefix);
+                Ok((String::from(prefix), acl_list(py, &what, entries)?))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        builder = builder.acl_provider(acl_provider(default, rules, acl_func));
+        if let Some(spec) = tls {
+            builder = builder.tls(tls_options(spec));
+        }
+        if let Some((mechanism, username, password)) = sasl {
+            let sasl = SaslOptions::new(&mechanism, String::from(username), String::from(password))
+                .py_err(py)?;
+            builder = builder.sasl(sasl);
         }
         Ok(PyClient {
             builder,
@@ -490,7 +593,7 @@ impl PyClient {
     // ---- plain operations: each returns a Call (`.wait()` or `await`) ----
 
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (path, data, mode, create_parents, protected, persistent_parents = false, compressed = false, ttl = None))]
+    #[pyo3(signature = (path, data, mode, create_parents, protected, persistent_parents = false, compressed = false, ttl = None, acl = None))]
     fn create(
         &self,
         py: Python<'_>,
@@ -502,6 +605,7 @@ impl PyClient {
         persistent_parents: bool,
         compressed: bool,
         ttl: Option<f64>,
+        acl: Option<Vec<AclSpec>>,
     ) -> PyResult<Call> {
         let c = self.core(py)?;
         let mut options = CreateOptions::new(CreateMode::from_name(&mode).py_err(py)?);
@@ -510,11 +614,42 @@ impl PyClient {
         options.persistent_parents = persistent_parents;
         options.compressed = compressed;
         options.ttl = ttl.map(|t| duration(py, "ttl", t)).transpose()?;
+        let acl = acl.map(|entries| acl_list(py, "acl", entries)).transpose()?;
         Ok(Call::value(async move {
-            c.create(&path, &data, options)
-                .await
-                .map(|created| created.path)
+            match acl {
+                Some(acl) => c.create_with_acl(&path, &data, options, &acl).await,
+                None => c.create(&path, &data, options).await,
+            }
+            .map(|created| created.path)
         }))
+    }
+
+    /// The node's ACL as `(perms, scheme, id)` entries, and its stat.
+    fn get_acl(&self, py: Python<'_>, path: Text) -> PyResult<Call> {
+        let c = self.core(py)?;
+        Ok(Call::new(
+            async move { c.get_acl(&path).await },
+            |py, (acl, stat): (Vec<Acl>, zkrecipes::Stat)| {
+                bridge::obj(py, (acl_specs(acl), PyStat::from(stat)))
+            },
+        ))
+    }
+
+    /// Replaces the node's ACL at ACL `version` (-1: any); the new stat.
+    fn set_acl(
+        &self,
+        py: Python<'_>,
+        path: Text,
+        acl: Vec<AclSpec>,
+        version: Int<i64>,
+    ) -> PyResult<Call> {
+        let c = self.core(py)?;
+        let acl = acl_list(py, "acl", acl)?;
+        let version = version_arg(py, version)?;
+        Ok(Call::new(
+            async move { c.set_acl(&path, &acl, version).await },
+            stat_obj,
+        ))
     }
 
     #[pyo3(signature = (path, watch = None, compressed = false))]

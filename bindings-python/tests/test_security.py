@@ -97,3 +97,78 @@ def test_bad_acls_are_rejected(zk: object) -> None:
         zkrecipes.Client("127.0.0.1:1", acl=[])
     # A single entry is accepted as well as a list.
     zkrecipes.Client("127.0.0.1:1", acl=zkrecipes.READ_ACL_UNSAFE[0]).close()
+
+
+def test_get_and_set_acl_by_version(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    c = make_client()
+    c.create(path, b"x", create_parents=True)
+    acl, stat = c.get_acl(path)
+    assert acl == zkrecipes.OPEN_ACL_UNSAFE and stat.aversion == 0
+    stat = c.set_acl(path, zkrecipes.READ_ACL_UNSAFE, version=0)
+    assert stat.aversion == 1
+    assert c.get_acl(path)[0] == zkrecipes.READ_ACL_UNSAFE
+    with pytest.raises(zkrecipes.NoAuthError):
+        c.set_data(path, b"y")
+    with pytest.raises(zkrecipes.NoNodeError):
+        c.get_acl(f"{path}/missing")
+    with pytest.raises(zkrecipes.InvalidArgumentError):
+        c.set_acl(path, [])
+    assert asyncio.run(c.get_acl_async(path))[0] == zkrecipes.READ_ACL_UNSAFE
+
+
+def test_create_acl_and_acl_provider(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    alice = [zkrecipes.make_digest_acl("alice", "secret", all=True)]
+    seen: list[str] = []
+
+    def provider(p: str) -> "list[Acl] | None":
+        seen.append(p)
+        if p.endswith("/boom"):
+            raise RuntimeError("provider refused")
+        return alice if "/private" in p else None
+
+    owner = make_client(auth=("digest", "alice:secret"), acl_provider=provider)
+    anonymous = make_client()
+    anonymous.create(path, b"", create_parents=True)
+    owner.create(f"{path}/private/a", b"", create_parents="persistent")
+    owner.create(f"{path}/public", b"")
+    assert f"{path}/private/a" in seen and f"{path}/private" in seen, seen
+    assert owner.get_acl(f"{path}/private/a")[0] == alice
+    assert anonymous.get_acl(f"{path}/public")[0] == zkrecipes.OPEN_ACL_UNSAFE
+    with pytest.raises(zkrecipes.NoAuthError):
+        anonymous.get_data(f"{path}/private/a")
+    # A recipe's node goes through the provider.
+    lock = zkrecipes.InterProcessMutex(owner, f"{path}/private/lock")
+    with lock:
+        node = lock.lock_node()
+        assert node is not None and owner.get_acl(node)[0] == alice
+    # A provider that raises fails the create; nothing is created.
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="provider refused"):
+        owner.create(f"{path}/boom", b"")
+    assert anonymous.exists(f"{path}/boom") is None
+    # One create's own ACL wins.
+    owner.create(f"{path}/private/open", b"", acl=zkrecipes.OPEN_ACL_UNSAFE)
+    assert anonymous.get_acl(f"{path}/private/open")[0] == zkrecipes.OPEN_ACL_UNSAFE
+    # A mapping of prefixes.
+    mapped = make_client(auth=("digest", "alice:secret"), acl_provider={f"{path}/m": alice})
+    mapped.create(f"{path}/m", b"")
+    mapped.create(f"{path}/n", b"")
+    assert mapped.get_acl(f"{path}/m")[0] == alice
+    assert mapped.get_acl(f"{path}/n")[0] == zkrecipes.OPEN_ACL_UNSAFE
+
+
+def test_security_options_are_checked(zk: object) -> None:
+    with pytest.raises(TypeError):
+        zkrecipes.Client("127.0.0.1:1", tls="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        zkrecipes.Client("127.0.0.1:1", acl_provider=42)  # type: ignore[arg-type]
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="not supported"):
+        zkrecipes.Client("127.0.0.1:1", sasl=zkrecipes.SaslOptions("u", "p", mechanism="PLAIN"))
+    s = zkrecipes.SaslOptions("alice", "s3cret")
+    assert "s3cret" not in repr(s)
+    # TLS inputs are checked when the client starts, before any connection.
+    c = zkrecipes.Client("127.0.0.1:1", tls=zkrecipes.TlsOptions(ca="/nonexistent/ca.pem"), connection_timeout=30)
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="cannot read the TLS CA file /nonexistent/ca.pem"):
+        c.start()
+    c = zkrecipes.Client("127.0.0.1:1", tls=zkrecipes.TlsOptions(ca="-----BEGIN CERTIFICATE-----\ngarbage\n"))
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="TLS CA"):
+        c.start()

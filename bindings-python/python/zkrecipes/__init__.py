@@ -77,6 +77,9 @@ from .locks import (
     attempt_revoke,
 )
 from .security import (
+    AclProvider,
+    SaslOptions,
+    TlsOptions,
     CREATOR_ALL_ACL,
     OPEN_ACL_UNSAFE,
     READ_ACL_UNSAFE,
@@ -158,6 +161,9 @@ __all__ = [
     "Perms",
     "OPEN_ACL_UNSAFE",
     "CREATOR_ALL_ACL",
+    "AclProvider",
+    "SaslOptions",
+    "TlsOptions",
     "READ_ACL_UNSAFE",
     "make_acl",
     "make_digest_acl",

@@ -13,7 +13,7 @@ from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Stat
 from .errors import InvalidArgumentError
-from .security import AclArg, _acl_list
+from .security import Acl, AclArg, AclProvider, SaslOptions, TlsOptions, _acl_list, _acl_provider
 
 if TYPE_CHECKING:
     from .nodes import Transaction
@@ -261,6 +261,11 @@ def _watch_arg(watch: Optional[WatchFunc]) -> Optional[Callable[[str, str], None
     return fire
 
 
+def _acl_result(answer: Tuple[List[Tuple[int, str, str]], Stat]) -> Tuple[List[Acl], Stat]:
+    entries, stat = answer
+    return [Acl(perms, scheme, id) for perms, scheme, id in entries], stat
+
+
 class Client(Lifecycle):
     """A ZooKeeper client (Curator's CuratorFramework).
 
@@ -270,6 +275,16 @@ class Client(Lifecycle):
     them, e.g. ``("digest", "user:password")``; ``acl`` is the ACL of every node this client
     creates (recipes' nodes included): a :class:`~zkrecipes.Acl` or a list of them, e.g.
     :data:`~zkrecipes.CREATOR_ALL_ACL` (default ``None``: ZooKeeper's ``OPEN_ACL_UNSAFE``).
+    ``acl_provider`` (Curator's ACLProvider) chooses the ACL per node instead: a callable
+    ``path -> list of Acl | None`` (None: ``acl``), called with the server-side path for each
+    create (keep it quick; if it raises, the create fails and nothing is sent), or a mapping
+    ``path prefix -> list of Acl`` (the longest matching prefix wins).
+
+    ``tls`` (:class:`~zkrecipes.TlsOptions`) connects over TLS; ``sasl``
+    (:class:`~zkrecipes.SaslOptions`) authenticates each connection with SASL. A refused
+    authentication (SASL credentials, or a TLS certificate either side refused) is
+    :class:`~zkrecipes.AuthFailedError` from :meth:`start`, at once and never retried; a session
+    refused later ends LOST and every call raises it. See docs/SECURITY.md.
 
     Nothing connects until :meth:`start` (or ``with Client(...) as client:``). After
     :meth:`close` every call raises :class:`~zkrecipes.ClosedError`. After the session is LOST
@@ -295,9 +310,17 @@ class Client(Lifecycle):
         auth: Optional[Auth] = None,
         can_be_read_only: bool = False,
         acl: Optional[AclArg] = None,
+        acl_provider: Optional[AclProvider] = None,
+        tls: Optional[TlsOptions] = None,
+        sasl: Optional[SaslOptions] = None,
     ) -> None:
         if not isinstance(hosts, str):
             raise TypeError(f"hosts must be a str, not {type(hosts).__name__}")
+        if tls is not None and not isinstance(tls, TlsOptions):
+            raise TypeError(f"tls must be a zkrecipes.TlsOptions, not {type(tls).__name__}")
+        if sasl is not None and not isinstance(sasl, SaslOptions):
+            raise TypeError(f"sasl must be a zkrecipes.SaslOptions, not {type(sasl).__name__}")
+        acl_rules, acl_func = _acl_provider(acl_provider)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a zkrecipes retry policy, not {type(retry).__name__}")
         if namespace is not None and not isinstance(namespace, str):
@@ -311,6 +334,10 @@ class Client(Lifecycle):
             _auth_list(auth),
             bool(can_be_read_only),
             _acl_list(acl),
+            None if tls is None else tls._spec(),
+            None if sasl is None else sasl._spec(),
+            acl_rules,
+            acl_func,
         )
         self._listener_ids: Dict[int, int] = {}
 
@@ -410,6 +437,7 @@ class Client(Lifecycle):
         protected: bool = False,
         compressed: bool = False,
         ttl: Optional[float] = None,
+        acl: Optional[AclArg] = None,
     ) -> str:
         """Creates a node and returns its actual path (with the sequence number and the
         protected prefix, if any). ``create_parents`` makes missing parents as CONTAINER nodes
@@ -418,8 +446,10 @@ class Client(Lifecycle):
         connection loss instead of created twice); ``compressed`` stores the data as Curator's
         GZIP provider does (read it with ``get_data(..., compressed=True)``); ``ttl`` (seconds)
         is required for the ``*_WITH_TTL`` modes. A request larger than the server accepts
-        (path, data and ACL over ~1 MiB) is :class:`~zkrecipes.InvalidArgumentError` at once."""
-        return self._create(path, data, mode, create_parents, protected, compressed, ttl).wait()
+        (path, data and ACL over ~1 MiB) is :class:`~zkrecipes.InvalidArgumentError` at once.
+        ``acl`` is this node's ACL instead of the client's (``acl`` / ``acl_provider``); parents
+        made on the way keep the client's (Curator's ``withACL``)."""
+        return self._create(path, data, mode, create_parents, protected, compressed, ttl, acl).wait()
 
     async def create_async(
         self,
@@ -431,9 +461,10 @@ class Client(Lifecycle):
         protected: bool = False,
         compressed: bool = False,
         ttl: Optional[float] = None,
+        acl: Optional[AclArg] = None,
     ) -> str:
         """:meth:`create` for asyncio."""
-        return await run(self._create(path, data, mode, create_parents, protected, compressed, ttl))
+        return await run(self._create(path, data, mode, create_parents, protected, compressed, ttl, acl))
 
     def _create(
         self,
@@ -444,6 +475,7 @@ class Client(Lifecycle):
         protected: bool,
         compressed: bool = False,
         ttl: Optional[float] = None,
+        acl: Optional[AclArg] = None,
     ) -> "_native.Call[str]":
         if create_parents not in (True, False, "persistent"):
             raise InvalidArgumentError(
@@ -453,8 +485,27 @@ class Client(Lifecycle):
         if ttl is not None:
             ttl = _seconds("ttl", ttl)
         return self._native.create(
-            path, data, CreateMode(mode).value, create_parents is True, protected, persistent, compressed, ttl
+            path, data, CreateMode(mode).value, create_parents is True, protected, persistent, compressed, ttl,
+            _acl_list(acl),
         )
+
+    def get_acl(self, path: str) -> Tuple[List[Acl], Stat]:
+        """The node's ACL and stat (Curator's ``getACL()``, kazoo's ``get_acls``); reading it
+        needs READ or ADMIN permission (:class:`~zkrecipes.NoAuthError` otherwise)."""
+        return _acl_result(self._native.get_acl(path).wait())
+
+    async def get_acl_async(self, path: str) -> Tuple[List[Acl], Stat]:
+        """:meth:`get_acl` for asyncio."""
+        return _acl_result(await run(self._native.get_acl(path)))
+
+    def set_acl(self, path: str, acl: AclArg, *, version: int = -1) -> Stat:
+        """Replaces the node's ACL, only at ACL ``version`` (the stat's ``aversion``) unless it is
+        -1; returns the new stat (needs ADMIN permission)."""
+        return self._native.set_acl(path, _acl_list(acl) or [], version).wait()
+
+    async def set_acl_async(self, path: str, acl: AclArg, *, version: int = -1) -> Stat:
+        """:meth:`set_acl` for asyncio."""
+        return await run(self._native.set_acl(path, _acl_list(acl) or [], version))
 
     def transaction(self) -> "Transaction":
         """A new :class:`~zkrecipes.Transaction` (Curator's ``transaction()``)."""

@@ -19,9 +19,13 @@ import base64
 import enum
 import hashlib
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+import os
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 __all__ = [
+    "TlsOptions",
+    "SaslOptions",
+    "AclProvider",
     "Perms",
     "Acl",
     "OPEN_ACL_UNSAFE",
@@ -121,6 +125,114 @@ def make_digest_acl(
 
 
 AclArg = Union[Acl, Sequence[Acl]]
+
+#: Curator's ACLProvider: a callable ``path -> list of Acl | None`` (None: the client's default
+#: ``acl``), or a mapping ``path prefix -> list of Acl`` (the longest prefix that is the path or
+#: one of its ancestors wins). The path is the server-side path, namespace included.
+AclProvider = Union[Callable[[str], Optional[Sequence[Acl]]], Mapping[str, Sequence[Acl]]]
+
+#: A PEM input: a file path (``str`` or ``os.PathLike``, read again at each new connection) or the
+#: PEM text itself (``str`` beginning with ``-----BEGIN``, or ``bytes``).
+Pem = Union[str, bytes, "os.PathLike[str]"]
+
+
+def _pem(name: str, value: Optional[Pem]) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            from .errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"TlsOptions.{name}: PEM bytes must be UTF-8 text (INVALID_ARGUMENT)") from None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"TlsOptions.{name} must be a path, PEM text or bytes, not {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """TLS for a :class:`~zkrecipes.Client` (ZooKeeper's ``secureClientPort``).
+
+    ``ca``: the CA certificate(s) that sign the servers' certificates (default: the system's trust
+    store). ``cert`` and ``key``: this client's certificate and unencrypted private key (PKCS#8,
+    RSA or EC), for servers with ``ssl.clientAuth``; with ZooKeeper's X509AuthenticationProvider
+    the certificate's subject is this client's ``x509`` identity. Each is a file path (read again
+    at each new connection, so a certificate rotated on disk is used from the next reconnection
+    on) or PEM text. ``verify_hostname``: the server's certificate must name the host it is
+    reached at (IP SANs for IPs); turning it off is a man-in-the-middle risk. ``every_host``:
+    every host of the connect string speaks TLS (False: only hosts written ``tcp+tls://host:port``).
+    Unreadable files, garbage PEM, an encrypted key or a key that does not match the certificate
+    are :class:`~zkrecipes.InvalidArgumentError` when the client starts, before any connection."""
+
+    ca: Optional[Pem] = None
+    cert: Optional[Pem] = None
+    key: Optional[Pem] = None
+    verify_hostname: bool = True
+    every_host: bool = True
+
+    def _spec(self) -> Tuple[Optional[str], Optional[str], Optional[str], bool, bool]:
+        return (
+            _pem("ca", self.ca),
+            _pem("cert", self.cert),
+            _pem("key", self.key),
+            bool(self.verify_hostname),
+            bool(self.every_host),
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class SaslOptions:
+    """SASL authentication at each connection (ZooKeeper's SASLAuthenticationProvider):
+    ``DIGEST-MD5`` as ``username`` with ``password`` (a ``user_<name>`` of the server's JAAS
+    ``Server`` section). A refusal (wrong password, unknown user) is
+    :class:`~zkrecipes.AuthFailedError` at once, never retried."""
+
+    username: str
+    password: str
+    mechanism: str = "DIGEST-MD5"
+
+    def __post_init__(self) -> None:
+        for name in ("username", "password", "mechanism"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"SaslOptions.{name} must be a str, not {type(getattr(self, name)).__name__}")
+
+    def __repr__(self) -> str:  # the password stays out of logs
+        return f"SaslOptions(mechanism={self.mechanism!r}, username={self.username!r}, password=<hidden>)"
+
+    def _spec(self) -> Tuple[str, str, str]:
+        return (self.mechanism, self.username, self.password)
+
+
+def _acl_provider(
+    provider: Optional[AclProvider],
+) -> Tuple[
+    Optional[List[Tuple[str, List[Tuple[int, str, str]]]]], Optional[Callable[[str], Optional[List[Tuple[int, str, str]]]]]
+]:
+    """(path rules, wrapped callable) for the native client."""
+    if provider is None:
+        return None, None
+    if isinstance(provider, Mapping):
+        rules: List[Tuple[str, List[Tuple[int, str, str]]]] = []
+        for prefix, acl in provider.items():
+            if not isinstance(prefix, str):
+                raise TypeError(f"acl_provider keys must be paths (str), not {type(prefix).__name__}")
+            entries = _acl_list(acl)
+            assert entries is not None
+            rules.append((prefix, entries))
+        return rules, None
+    if not callable(provider):
+        raise TypeError(f"acl_provider must be a callable or a mapping, not {type(provider).__name__}")
+    user = provider
+
+    def call(path: str) -> Optional[List[Tuple[int, str, str]]]:
+        answer = user(path)
+        return None if answer is None else _acl_list(answer)
+
+    return None, call
 
 
 def _acl_list(acl: Optional[AclArg]) -> Optional[List[Tuple[int, str, str]]]:
