@@ -169,6 +169,43 @@ export interface ConnectOptions {
   acl?: AclEntry[];
   /** Allow connecting to a read-only server. */
   canBeReadOnly?: boolean;
+  /** TLS (ZooKeeper's secureClientPort); `true`: the system's trust store, nothing else. */
+  tls?: TlsOptions | boolean;
+  /** SASL authentication at each connection; a refusal rejects with ZKR_AUTH_FAILED, never retried. */
+  sasl?: SaslOptions;
+  /**
+   * Curator's ACLProvider: the ACL of each node this client creates (recipes' included), by its
+   * server-side path. A function (`undefined`: `acl`, the default; what it throws fails the
+   * create, nothing is sent), or path prefixes to ACLs (the longest matching prefix wins).
+   */
+  aclProvider?: ((path: string) => AclEntry[] | undefined | null) | Record<string, AclEntry[]>;
+}
+
+/**
+ * A PEM input: a file path (read again at each new connection, so a rotated certificate is
+ * used from the next reconnection on), PEM text (a string beginning with `-----BEGIN`), or a
+ * Buffer of PEM text.
+ */
+export type Pem = string | Buffer | Uint8Array;
+
+export interface TlsOptions {
+  /** The CA certificate(s) that sign the servers' certificates (default: the system's trust store). */
+  ca?: Pem;
+  /** This client's certificate, for servers with ssl.clientAuth (its subject is the client's `x509` identity). */
+  cert?: Pem;
+  /** The certificate's unencrypted private key (PKCS#8, RSA or EC). */
+  key?: Pem;
+  /** The server's certificate must name the host it is reached at (default true). */
+  verifyHostname?: boolean;
+  /** Every host speaks TLS (default true; false: only hosts written `tcp+tls://host:port`). */
+  everyHost?: boolean;
+}
+
+export interface SaslOptions {
+  /** 'DIGEST-MD5' (the default). */
+  mechanism?: 'DIGEST-MD5';
+  username: string;
+  password: string;
 }
 
 export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED';
@@ -203,6 +240,8 @@ export interface CreateOptions {
   compressed?: boolean;
   /** The time to live of PERSISTENT_WITH_TTL / PERSISTENT_SEQUENTIAL_WITH_TTL nodes (required there). */
   ttlMs?: number;
+  /** This node's own ACL, instead of the client's (`acl` / `aclProvider`); parents keep the client's. */
+  acl?: AclEntry[];
 }
 
 export interface DeleteOptions {
@@ -272,6 +311,10 @@ export declare class Client extends EventEmitter<ClientEvents> {
   setData(path: string, data: Data | null, options?: { version?: number; compressed?: boolean }): Promise<Stat>;
   /** A new transaction (Curator's transaction()): operations committed all together or not at all. */
   transaction(): Transaction;
+  /** The node's ACL (perms as bits) and stat; needs READ or ADMIN permission. */
+  getAcl(path: string): Promise<{ acl: Array<{ perms: number; scheme: string; id: string }>; stat: Stat }>;
+  /** Replaces the node's ACL (at ACL `version`, the stat's aversion, if given); the new stat. */
+  setAcl(path: string, acl: AclEntry[], options?: { version?: number }): Promise<Stat>;
   /** The node's stat, or null. `watch`: called once when it is created, deleted or changed. */
   exists(path: string, options?: WatchOptions): Promise<Stat | null>;
   /** `watch`: called once when a child is added or removed, or the node is deleted. */

@@ -15,7 +15,10 @@ const constructing = Symbol('zkrecipes.constructing');
 // A Client that is garbage collected without close() must not keep the process alive.
 const keepAliveRegistry = new FinalizationRegistry((timer) => clearInterval(timer));
 
-const CONNECT_OPTIONS = ['sessionTimeoutMs', 'connectionTimeoutMs', 'retry', 'namespace', 'auth', 'acl', 'canBeReadOnly'];
+const CONNECT_OPTIONS = [
+  'sessionTimeoutMs', 'connectionTimeoutMs', 'retry', 'namespace', 'auth', 'acl', 'canBeReadOnly',
+  'tls', 'sasl', 'aclProvider',
+];
 
 /** A retry option: a RetryPolicy, as a plain object for the native layer; `undefined` if omitted. */
 function retryOption(what, v) {
@@ -29,6 +32,71 @@ function perms(what, p) {
     if (!Object.hasOwn(PERMS, name)) throw invalid(`${what}: unknown permission ${describe(name)}`);
     return bits | PERMS[name];
   }, 0);
+}
+
+/** An ACL list `[{ perms, scheme, id }]` (perms as bits or names) for the native layer. */
+function aclList(what, acl) {
+  if (!Array.isArray(acl)) throw invalid(`${what} must be an array of { perms, scheme, id }, got ${describe(acl)}`);
+  if (acl.length === 0) throw invalid(`${what} must not be empty`);
+  return acl.map((a, i) => {
+    const e = args.options(`${what}[${i}]`, a, ['perms', 'scheme', 'id']);
+    const bits = perms(`${what}[${i}].perms`, e.perms);
+    if (bits === undefined) throw invalid(`${what}[${i}].perms is required (names or bits)`);
+    return { perms: bits, scheme: args.string(`${what}[${i}].scheme`, e.scheme), id: args.string(`${what}[${i}].id`, e.id) };
+  });
+}
+
+/** A PEM option: a string (a path, or PEM text beginning with -----BEGIN) or a Buffer of PEM text. */
+function pem(what, v) {
+  if (v === undefined || v === null) return undefined;
+  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+  return args.string(what, v);
+}
+
+function tlsOptions(v) {
+  if (v === undefined || v === null || v === false) return undefined;
+  const t = args.options('tls', v === true ? {} : v, ['ca', 'cert', 'key', 'verifyHostname', 'everyHost']);
+  return {
+    ca: pem('tls.ca', t.ca),
+    cert: pem('tls.cert', t.cert),
+    key: pem('tls.key', t.key),
+    verifyHostname: args.bool('tls.verifyHostname', t.verifyHostname, true),
+    everyHost: args.bool('tls.everyHost', t.everyHost, true),
+  };
+}
+
+function saslOptions(v) {
+  if (v === undefined || v === null) return undefined;
+  const s = args.options('sasl', v, ['mechanism', 'username', 'password']);
+  return {
+    mechanism: args.optionalString('sasl.mechanism', s.mechanism),
+    username: args.string('sasl.username', s.username),
+    password: args.string('sasl.password', s.password),
+  };
+}
+
+/**
+ * Curator's ACLProvider: a function `(path) => Acl[] | undefined` (called for each create with
+ * the server-side path; what it throws fails the create) or an object `{ [pathPrefix]: Acl[] }`.
+ * Returns [rules for the native options, the wrapped function or undefined].
+ */
+function aclProvider(v) {
+  if (v === undefined || v === null) return [undefined, undefined];
+  if (typeof v === 'function') {
+    const wrapped = (path) => {
+      try {
+        const acl = v(path);
+        return { acl: acl === undefined || acl === null ? undefined : aclList(`aclProvider(${JSON.stringify(path)})`, acl) };
+      } catch (e) {
+        return { error: e instanceof Error ? e.message : String(e) };
+      }
+    };
+    return [undefined, wrapped];
+  }
+  if (typeof v !== 'object' || Array.isArray(v)) {
+    throw invalid(`aclProvider must be a function (path) => Acl[] | undefined or an object { [prefix]: Acl[] }, got ${describe(v)}`);
+  }
+  return [Object.entries(v).map(([prefix, acl]) => ({ prefix, acl: aclList(`aclProvider[${JSON.stringify(prefix)}]`, acl) })), undefined];
 }
 
 function connectOptions(options) {
@@ -50,16 +118,12 @@ function connectOptions(options) {
       };
     });
   }
-  if (o.acl !== undefined && o.acl !== null) {
-    if (!Array.isArray(o.acl)) throw invalid(`acl must be an array of { perms, scheme, id }, got ${describe(o.acl)}`);
-    out.acl = o.acl.map((a, i) => {
-      const e = args.options(`acl[${i}]`, a, ['perms', 'scheme', 'id']);
-      const bits = perms(`acl[${i}].perms`, e.perms);
-      if (bits === undefined) throw invalid(`acl[${i}].perms is required (names or bits)`);
-      return { perms: bits, scheme: args.string(`acl[${i}].scheme`, e.scheme), id: args.string(`acl[${i}].id`, e.id) };
-    });
-  }
-  return out;
+  if (o.acl !== undefined && o.acl !== null) out.acl = aclList('acl', o.acl);
+  out.tls = tlsOptions(o.tls);
+  out.sasl = saslOptions(o.sasl);
+  const [rules, fn] = aclProvider(o.aclProvider);
+  out.aclRules = rules;
+  return [out, fn];
 }
 
 /**
@@ -102,12 +166,17 @@ class Client extends EventEmitter {
    * Connects to `hosts` (`'host:port[,host:port...][/chroot]'`). Options: `sessionTimeoutMs`
    * (60000), `connectionTimeoutMs` (15000), `retry` (ExponentialBackoffRetry(1000, 3)),
    * `namespace`, `auth` ({ scheme, credentials } or a list), `acl` ([{ perms, scheme, id }]),
-   * `canBeReadOnly`. An unknown option is refused (`ZKR_INVALID_ARGUMENT`).
+   * `canBeReadOnly`, `tls` ({ ca, cert, key, verifyHostname, everyHost }: each PEM a path, PEM
+   * text or a Buffer), `sasl` ({ mechanism: 'DIGEST-MD5', username, password }), `aclProvider`
+   * (a function `(path) => Acl[] | undefined`, or `{ [pathPrefix]: Acl[] }`). An unknown option
+   * is refused (`ZKR_INVALID_ARGUMENT`); a refused authentication rejects with `ZKR_AUTH_FAILED`
+   * at once (never retried).
    */
   static connect(hosts, options) {
     return args.rejecting(async () => {
       args.string('hosts', hosts);
-      const nativeClient = await native.NativeClient.connect(hosts, connectOptions(options));
+      const [o, providerFn] = connectOptions(options);
+      const nativeClient = await native.NativeClient.connect(hosts, o, providerFn);
       return new Client(constructing, nativeClient, hosts);
     });
   }
@@ -148,19 +217,40 @@ class Client extends EventEmitter {
    */
   create(path, data, options) {
     return args.rejecting(() => {
-      const o = args.options('options', options, ['mode', 'createParents', 'protected', 'compressed', 'ttlMs']);
+      const o = args.options('options', options, ['mode', 'createParents', 'protected', 'compressed', 'ttlMs', 'acl']);
       const persistentParents = o.createParents === 'persistent';
       const mode = args.optionalString('mode', o.mode) ?? 'PERSISTENT';
       const createParents = persistentParents ? false : args.bool('createParents', o.createParents, false);
       const isProtected = args.bool('protected', o.protected, false);
       const compressed = args.bool('compressed', o.compressed, false);
       const ttlMs = args.ms('ttlMs', o.ttlMs);
-      if (persistentParents || compressed || ttlMs !== undefined) {
-        // Persistent parents, Curator's GZIP, TTL modes.
-        const ex = { mode, createParents, persistentParents, protected: isProtected, compressed, ttlMs };
+      const acl = o.acl === undefined || o.acl === null ? undefined : aclList('acl', o.acl);
+      if (persistentParents || compressed || ttlMs !== undefined || acl !== undefined) {
+        // Persistent parents, Curator's GZIP, TTL modes, a node's own ACL.
+        const ex = { mode, createParents, persistentParents, protected: isProtected, compressed, ttlMs, acl };
         return native.createEx(this.#native, args.path('path', path), args.buffer('data', data), ex);
       }
       return this.#native.create(args.path('path', path), args.buffer('data', data), mode, createParents, isProtected);
+    });
+  }
+
+  /**
+   * Resolves to `{ acl: [{ perms, scheme, id }], stat }` (Curator's getACL()); reading it needs
+   * READ or ADMIN permission (`ZKR_NO_AUTH` otherwise).
+   */
+  getAcl(path) {
+    return args.rejecting(() => this.#native.getAcl(args.path('path', path)));
+  }
+
+  /**
+   * Replaces the node's ACL; resolves to the new stat. Options: `version` (the ACL version,
+   * the stat's `aversion`; -1 or omitted: any).
+   */
+  setAcl(path, acl, options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['version']);
+      const version = o.version === undefined ? undefined : args.requiredInt32('version', o.version);
+      return this.#native.setAcl(args.path('path', path), aclList('acl', acl), version);
     });
   }
 

@@ -3,13 +3,14 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use napi::bindgen_prelude::{BigInt, Buffer, Object};
-use napi::Env;
+use napi::bindgen_prelude::{BigInt, Buffer, FnArgs, Function, Object};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use zkrecipes::client::Watch;
 use zkrecipes::{
-    Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
-    ListenerId, Permission, RetryPolicy,
+    Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
+    DeleteOptions, ListenerId, Pem, Permission, RetryPolicy, SaslOptions, TlsOptions,
 };
 
 use crate::args;
@@ -57,6 +58,100 @@ pub struct AclOptions {
     pub id: String,
 }
 
+/// TLS options (`lib/client.js` turns Buffers into PEM text): each PEM a path or PEM text.
+#[napi(object)]
+pub struct TlsOptionsJs {
+    /// The CA that signs the servers' certificates (default: the system's trust store).
+    pub ca: Option<String>,
+    /// The client certificate.
+    pub cert: Option<String>,
+    /// The client certificate's private key.
+    pub key: Option<String>,
+    /// Whether the server's certificate must name its host (default true).
+    pub verify_hostname: Option<bool>,
+    /// Whether every host speaks TLS (default true; false: only `tcp+tls://` hosts).
+    pub every_host: Option<bool>,
+}
+
+/// SASL options.
+#[napi(object)]
+pub struct SaslOptionsJs {
+    /// `DIGEST-MD5` (the default).
+    pub mechanism: Option<String>,
+    /// The user.
+    pub username: String,
+    /// The password.
+    pub password: String,
+}
+
+/// One path rule of an ACL provider: `acl` for `prefix` and below.
+#[napi(object)]
+pub struct AclRule {
+    /// The server-side path the rule covers (itself and its descendants).
+    pub prefix: String,
+    /// Its ACL.
+    pub acl: Vec<AclOptions>,
+}
+
+/// What `lib/client.js`'s wrapper of a user's `aclProvider` function answers: the ACL (or
+/// none: the rules and the default apply), or the message of what the function threw.
+#[napi(object)]
+pub struct AclAnswer {
+    /// The chosen ACL.
+    pub acl: Option<Vec<AclOptions>>,
+    /// What the function threw.
+    pub error: Option<String>,
+}
+
+/// The JS side of an ACL provider function: `(path) => AclAnswer`.
+pub type AclProviderFn<'a> = Function<'a, FnArgs<(String,)>, AclAnswer>;
+
+type AclTsfn = ThreadsafeFunction<String, AclAnswer, FnArgs<(String,)>, Status, false, true>;
+
+/// How long a create waits for the JS thread to answer its ACL provider function.
+const ACL_PROVIDER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The core's provider function, asking `tsfn` on the JS thread and waiting for the answer
+/// (the core calls it on its runtime, never on the JS thread, which no native method blocks).
+fn ask_js(tsfn: &AclTsfn, path: &str) -> CoreResult<Option<Vec<Acl>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let status = tsfn.call_with_return_value(
+        path.to_string(),
+        ThreadsafeFunctionCallMode::NonBlocking,
+        move |answer, _env| {
+            let _ = tx.send(answer.map_err(|e| e.reason.clone()));
+            Ok(())
+        },
+    );
+    let failed = |why: String| {
+        zkrecipes::Error::InvalidArgument(format!("aclProvider({path:?}): {why}").into())
+    };
+    if status != Status::Ok {
+        return Err(failed(format!(
+            "cannot call the function ({status}): is the environment exiting?"
+        )));
+    }
+    let answer = match rx.recv_timeout(ACL_PROVIDER_WAIT) {
+        Ok(a) => a.map_err(failed)?,
+        Err(_) => {
+            return Err(failed(format!(
+                "no answer from the JS thread within {ACL_PROVIDER_WAIT:?}"
+            )))
+        }
+    };
+    if let Some(e) = answer.error {
+        return Err(failed(e));
+    }
+    answer.acl.map(acl_list).transpose()
+}
+
+pub(crate) fn acl_list(entries: Vec<AclOptions>) -> CoreResult<Vec<Acl>> {
+    entries
+        .into_iter()
+        .map(|e| Ok(Acl::new(Permission::from_bits(e.perms)?, &e.scheme, &e.id)))
+        .collect()
+}
+
 /// Options of `Client.connect` (checked for types and names by `lib/client.js`).
 #[napi(object)]
 pub struct ConnectOptions {
@@ -74,6 +169,12 @@ pub struct ConnectOptions {
     pub acl: Option<Vec<AclOptions>>,
     /// Allow read-only servers.
     pub can_be_read_only: Option<bool>,
+    /// TLS.
+    pub tls: Option<TlsOptionsJs>,
+    /// SASL.
+    pub sasl: Option<SaslOptionsJs>,
+    /// The path rules of the ACL provider (`aclProvider` given as an object).
+    pub acl_rules: Option<Vec<AclRule>>,
 }
 
 pub(crate) fn retry_policy(r: &RetryOptions) -> CoreResult<RetryPolicy> {
@@ -134,7 +235,7 @@ pub fn check_retry_policy(env: Env, retry: RetryOptions) -> napi::Result<()> {
     })
 }
 
-fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
+fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreResult<ClientBuilder> {
     let mut b = ClientBuilder::new(hosts);
     if let Some(ms) = o.session_timeout_ms {
         b = b.session_timeout(args::positive_duration("sessionTimeoutMs", ms)?);
@@ -151,12 +252,36 @@ fn builder(hosts: String, o: ConnectOptions) -> CoreResult<ClientBuilder> {
     for a in o.auth.unwrap_or_default() {
         b = b.auth(a.scheme, a.credentials.to_vec());
     }
-    if let Some(acl) = o.acl {
-        let mut list = Vec::with_capacity(acl.len());
-        for e in acl {
-            list.push(Acl::new(Permission::from_bits(e.perms)?, &e.scheme, &e.id));
+    let default = match o.acl {
+        Some(acl) => acl_list(acl)?,
+        None => Acl::open(),
+    };
+    let mut provider = AclProvider::new(default);
+    for rule in o.acl_rules.unwrap_or_default() {
+        provider = provider.with_path(rule.prefix, acl_list(rule.acl)?);
+    }
+    if let Some(tsfn) = acl_fn {
+        provider = provider.with_fn(move |path| ask_js(&tsfn, path));
+    }
+    b = b.acl_provider(provider);
+    if let Some(t) = o.tls {
+        let mut tls = TlsOptions::new()
+            .verify_hostname(t.verify_hostname.unwrap_or(true))
+            .every_host(t.every_host.unwrap_or(true));
+        if let Some(ca) = t.ca {
+            tls = tls.ca(Pem::from_arg(ca));
         }
-        b = b.acl(list);
+        if let Some(cert) = t.cert {
+            tls = tls.cert(Pem::from_arg(cert));
+        }
+        if let Some(key) = t.key {
+            tls = tls.key(Pem::from_arg(key));
+        }
+        b = b.tls(tls);
+    }
+    if let Some(s) = o.sasl {
+        let mechanism = s.mechanism.as_deref().unwrap_or("DIGEST-MD5");
+        b = b.sasl(SaslOptions::new(mechanism, s.username, s.password)?);
     }
     if let Some(ro) = o.can_be_read_only {
         b = b.can_be_read_only(ro);
@@ -255,9 +380,19 @@ impl NativeClient {
         env: &'env Env,
         hosts: String,
         options: ConnectOptions,
+        acl_provider: Option<AclProviderFn<'_>>,
     ) -> napi::Result<Object<'env>> {
         promise(env, || {
-            let b = builder(hosts, options)?;
+            let acl_fn = match acl_provider {
+                Some(f) => Some(
+                    f.build_threadsafe_function::<String>()
+                        .weak::<true>()
+                        .callee_handled::<false>()
+                        .build_callback(|ctx| Ok(FnArgs::from((ctx.value,))))?,
+                ),
+                None => None,
+            };
+            let b = builder(hosts, options, acl_fn)?;
             Ok(async move {
                 Ok(NativeClient {
                     inner: b.connect().await?,
@@ -348,6 +483,54 @@ impl NativeClient {
             let data = data.map(|b| b.to_vec()).unwrap_or_default();
             let client = self.inner.clone();
             Ok(async move { Ok(Out::Str(client.create(&path, &data, opts).await?.path)) })
+        })
+    }
+
+    /// Resolves to `{ acl: [{ perms, scheme, id }], stat }`.
+    #[napi]
+    pub fn get_acl<'env>(&self, env: &'env Env, path: String) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let client = self.inner.clone();
+            Ok(async move {
+                let (acl, stat) = client.get_acl(&path).await?;
+                Ok(Out::Object(vec![
+                    (
+                        "acl",
+                        Out::Array(
+                            acl.into_iter()
+                                .map(|a| {
+                                    Out::Object(vec![
+                                        ("perms", Out::Number(a.perms.bits() as f64)),
+                                        ("scheme", Out::Str(a.scheme)),
+                                        ("id", Out::Str(a.id)),
+                                    ])
+                                })
+                                .collect(),
+                        ),
+                    ),
+                    ("stat", Out::stat(&stat)),
+                ]))
+            })
+        })
+    }
+
+    /// Replaces the ACL (at ACL `version` if given); resolves to the new stat.
+    #[napi]
+    pub fn set_acl<'env>(
+        &self,
+        env: &'env Env,
+        path: String,
+        acl: Vec<AclOptions>,
+        version: Option<i32>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let acl = acl_list(acl)?;
+            let version = match version {
+                None | Some(-1) => None,
+                v => v,
+            };
+            let client = self.inner.clone();
+            Ok(async move { Ok(Out::stat(&client.set_acl(&path, &acl, version).await?)) })
         })
     }
 

@@ -42,6 +42,8 @@ pub struct CreateExOptions {
     pub compressed: bool,
     /// The TTL of the TTL modes, in milliseconds.
     pub ttl_ms: Option<f64>,
+    /// The node's own ACL (instead of the client's provider's).
+    pub acl: Option<Vec<crate::client::AclOptions>>,
 }
 
 /// Creates a node with every option; resolves to its actual path.
@@ -61,8 +63,15 @@ pub fn create_ex<'env>(
         opts.compressed = options.compressed;
         opts.ttl = ttl(options.ttl_ms)?;
         let data = data.map(|b| b.to_vec()).unwrap_or_default();
+        let acl = options.acl.map(crate::client::acl_list).transpose()?;
         let c = client.inner.clone();
-        Ok(async move { Ok(Out::Str(c.create(&path, &data, opts).await?.path)) })
+        Ok(async move {
+            let created = match acl {
+                Some(acl) => c.create_with_acl(&path, &data, opts, &acl).await?,
+                None => c.create(&path, &data, opts).await?,
+            };
+            Ok(Out::Str(created.path))
+        })
     })
 }
 
