@@ -153,9 +153,16 @@ fn acl_list(py: Python<'_>, what: &str, entries: Vec<AclSpec>) -> PyResult<Vec<A
         .into_iter()
         .map(|(perms, scheme, id)| {
             if scheme.is_empty() {
-                return Err(errors::invalid(py, format!("{what}: a scheme must not be empty")));
+                return Err(errors::invalid(
+                    py,
+                    format!("{what}: a scheme must not be empty"),
+                ));
             }
-            Ok(Acl::new(permission(py, perms)?, String::from(scheme), String::from(id)))
+            Ok(Acl::new(
+                permission(py, perms)?,
+                String::from(scheme),
+                String::from(id),
+            ))
         })
         .collect()
 }
@@ -197,7 +204,9 @@ fn acl_provider(
 ) -> AclProvider {
     let mut provider = rules
         .into_iter()
-        .fold(AclProvider::new(default), |p, (prefix, acl)| p.with_path(prefix, acl));
+        .fold(AclProvider::new(default), |p, (prefix, acl)| {
+            p.with_path(prefix, acl)
+        });
     if let Some(func) = func {
         provider = provider.with_fn(move |path| {
             bridge::attach(|py| -> zkrecipes::Result<Option<Vec<Acl>>> {
@@ -211,9 +220,9 @@ fn acl_provider(
                     return Ok(None);
                 }
                 // zkrecipes.client wraps the user's callable: entries come as (perms, scheme, id).
-                let specs: Vec<(u32, String, String)> = answer
-                    .extract(py)
-                    .map_err(|e| failed(format!("expected a list of zkrecipes.Acl or None ({e})")))?;
+                let specs: Vec<(u32, String, String)> = answer.extract(py).map_err(|e| {
+                    failed(format!("expected a list of zkrecipes.Acl or None ({e})"))
+                })?;
                 specs
                     .into_iter()
                     .map(|(perms, scheme, id)| {
@@ -614,7 +623,9 @@ impl PyClient {
         options.persistent_parents = persistent_parents;
         options.compressed = compressed;
         options.ttl = ttl.map(|t| duration(py, "ttl", t)).transpose()?;
-        let acl = acl.map(|entries| acl_list(py, "acl", entries)).transpose()?;
+        let acl = acl
+            .map(|entries| acl_list(py, "acl", entries))
+            .transpose()?;
         Ok(Call::value(async move {
             match acl {
                 Some(acl) => c.create_with_acl(&path, &data, options, &acl).await,
