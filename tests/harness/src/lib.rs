@@ -56,11 +56,6 @@ pub use session::{expire_client_session, expire_session, expire_session_id};
 #[doc(hidden)]
 pub mod detached {
     pub use crate::server::{attach, launch_detached};
-
-    /// The TLS material whose files are in `dir` (the `tls_dir` of a `zk-harness` state file).
-    pub fn tls_material_at(dir: &std::path::Path) -> crate::TlsMaterial {
-        crate::TlsMaterial::at(dir)
-    }
 }
 
 /// Polls `done` every `every` until it returns true (-> true) or `timeout` passes (-> false).

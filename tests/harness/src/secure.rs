@@ -202,8 +202,10 @@ impl Security {
         users
     }
 
-    /// What ZooKeeper could not do with these settings, said plainly.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    /// `Err` saying plainly what ZooKeeper cannot do with these settings (what `start_secure`
+    /// panics with): x509 identities without client certificates, a server certificate choice
+    /// without TLS, SASL names or passwords the JAAS file cannot hold.
+    pub fn check(&self) -> Result<(), String> {
         if self.x509_identities && !matches!(self.tls, Some(ClientAuth::Want | ClientAuth::Need)) {
             return Err("x509 identities need client certificates: use \
                         tls(ClientAuth::Want) or tls(ClientAuth::Need), not ClientAuth::None"
@@ -356,8 +358,9 @@ pub struct TlsMaterial {
 }
 
 impl TlsMaterial {
-    /// The files' paths under `dir` (no file is read or written).
-    pub(crate) fn at(dir: &Path) -> TlsMaterial {
+    /// The material whose files are in `dir` (a [`dir`](Self::dir), e.g. the `tls_dir` a
+    /// `zk-harness start` printed); no file is read or written.
+    pub fn at(dir: &Path) -> TlsMaterial {
         let file = |name: &str| dir.join(name);
         TlsMaterial {
             dir: dir.to_owned(),
@@ -378,6 +381,35 @@ impl TlsMaterial {
             wrong_ca_client_key: file("wrong-ca-client.key"),
             wrong_ca: file("wrong-ca.pem"),
         }
+    }
+
+    /// Every path and value as `(name, text)`, names as the fields (`ca`, `client_cert`,
+    /// ...) plus, for each identity `STEM` (`client`, `other_client`, `rsa_client`,
+    /// `sec1_client`, `expired_client`, `wrong_ca_client`), `STEM_keystore` and `STEM_x509_id`;
+    /// `dir` first. What the `zk-harness` CLI prints and the Python and Node kits expose.
+    pub fn entries(&self) -> Vec<(String, String)> {
+        let text = |p: &Path| p.display().to_string();
+        let mut entries = vec![
+            ("dir".to_owned(), text(&self.dir)),
+            ("ca".to_owned(), text(&self.ca)),
+        ];
+        for which in ClientIdentity::ALL {
+            let stem = which.name().replace('-', "_");
+            entries.push((format!("{stem}_cert"), text(self.cert(which))));
+            entries.push((format!("{stem}_key"), text(self.key(which))));
+            entries.push((format!("{stem}_keystore"), text(&self.keystore(which))));
+            entries.push((format!("{stem}_x509_id"), self.x509_id(which)));
+        }
+        entries.push((
+            "encrypted_client_key".to_owned(),
+            text(&self.encrypted_client_key),
+        ));
+        entries.push((
+            "encrypted_client_key_password".to_owned(),
+            self.encrypted_client_key_password.clone(),
+        ));
+        entries.push(("wrong_ca".to_owned(), text(&self.wrong_ca)));
+        entries
     }
 
     /// The certificate of `which`.

@@ -6,10 +6,10 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use zkrecipes_testing::detached::{attach, launch_detached, tls_material_at};
+use zkrecipes_testing::detached::{attach, launch_detached};
 use zkrecipes_testing::{
-    expire_session_id, ClientAuth, ClientIdentity, FaultProxy, Security, ServerCert,
-    TestingServerHandle, TlsMaterial,
+    expire_session_id, ClientAuth, FaultProxy, Security, ServerCert, TestingServerHandle,
+    TlsMaterial,
 };
 
 const USAGE: &str = "\
@@ -210,7 +210,7 @@ fn run(args: &Args) -> Result<(), Failure> {
             let tls_dir = state.get("tls_dir").ok_or_else(|| {
                 Failure::Error(format!("the servers of {} have no TLS", dir.display()))
             })?;
-            tls_material_at(Path::new(tls_dir)).issue_client(&cn, cert, key);
+            TlsMaterial::at(Path::new(tls_dir)).issue_client(&cn, cert, key);
             Ok(())
         }
         "stop" => {
@@ -298,28 +298,15 @@ fn secured_lines(servers: &[TestingServerHandle], tls: Option<&TlsMaterial>) -> 
         .iter()
         .filter_map(TestingServerHandle::secure_connect_string)
         .collect();
-    let mut lines = format!(
-        "secure_connect_string={}\ntls_dir={}\nca={}\n",
-        secure.join(","),
-        tls.dir.display(),
-        tls.ca.display()
-    );
-    for which in ClientIdentity::ALL {
-        let stem = which.name().replace('-', "_");
-        lines += &format!(
-            "{stem}_cert={}\n{stem}_key={}\n{stem}_keystore={}\n{stem}_x509_id={}\n",
-            tls.cert(which).display(),
-            tls.key(which).display(),
-            tls.keystore(which).display(),
-            tls.x509_id(which),
-        );
+    let mut lines = format!("secure_connect_string={}\n", secure.join(","));
+    for (key, value) in tls.entries() {
+        let key = if key == "dir" {
+            "tls_dir".to_owned()
+        } else {
+            key
+        };
+        lines += &format!("{key}={value}\n");
     }
-    lines += &format!(
-        "encrypted_client_key={}\nencrypted_client_key_password={}\nwrong_ca={}\n",
-        tls.encrypted_client_key.display(),
-        tls.encrypted_client_key_password,
-        tls.wrong_ca.display()
-    );
     lines
 }
 
