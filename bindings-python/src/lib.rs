@@ -111,6 +111,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;
+        m.add_function(wrap_pyfunction!(testing::issue_client, m)?)?;
+        m.add_function(wrap_pyfunction!(testing::x509_id_for_cn, m)?)?;
         m.add_class::<testing::PyTestingServer>()?;
         m.add_class::<testing::PyTestingCluster>()?;
     }

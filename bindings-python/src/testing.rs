@@ -6,9 +6,74 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use pyo3::exceptions::{PyIndexError, PyRuntimeError};
+use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use zkrecipes_testing::{TestingCluster, TestingServer, TestingServerHandle};
+use zkrecipes_testing::{
+    ClientAuth, Security, ServerCert, TestingCluster, TestingServer, TestingServerHandle,
+    TlsMaterial,
+};
+
+/// A [`Security`] from the keywords of `zkrecipes.testing` (checked: `ValueError` for what
+/// ZooKeeper cannot do, before any server starts).
+fn security(
+    tls: Option<&str>,
+    server_cert: &str,
+    sasl_users: Vec<(String, String)>,
+    sasl_required: bool,
+    x509: bool,
+    superuser: Option<(String, String)>,
+) -> PyResult<Security> {
+    let mut security = Security::new();
+    if let Some(tls) = tls {
+        let auth = ClientAuth::from_name(tls).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "tls must be None, 'none', 'want' or 'need', not {tls:?}"
+            ))
+        })?;
+        security = security.tls(auth);
+    }
+    let cert = ServerCert::from_name(server_cert).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "server_cert must be 'valid', 'expired' or 'wrong-name', not {server_cert:?}"
+        ))
+    })?;
+    security = security.server_cert(cert);
+    for (name, password) in sasl_users {
+        security = security.sasl_user(name, password);
+    }
+    security = security.sasl_required(sasl_required).x509_identities(x509);
+    if let Some((name, password)) = superuser {
+        security = security.superuser(name, password);
+    }
+    security.check().map_err(PyValueError::new_err)?;
+    Ok(security)
+}
+
+/// The `(name, text)` entries of TLS material (see `TlsMaterial::entries`).
+fn entries(tls: Option<&TlsMaterial>) -> Option<Vec<(String, String)>> {
+    tls.map(TlsMaterial::entries)
+}
+
+/// Issues a client certificate (`CN=cn`) and key signed by the CA of the material in
+/// `tls_dir`, writing each file atomically.
+#[pyfunction]
+pub fn issue_client(
+    py: Python<'_>,
+    tls_dir: String,
+    cn: String,
+    cert_path: String,
+    key_path: String,
+) -> PyResult<()> {
+    harness(py, move || {
+        TlsMaterial::at(std::path::Path::new(&tls_dir)).issue_client(&cn, cert_path, key_path)
+    })
+}
+
+/// The `x509` identity ZooKeeper records for a certificate with the subject `CN=cn`.
+#[pyfunction]
+pub fn x509_id_for_cn(cn: &str) -> String {
+    TlsMaterial::x509_id_for_cn(cn)
+}
 
 /// Runs `f` (a harness call) with the GIL released, turning a panic into `RuntimeError`.
 fn harness<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
@@ -70,13 +135,36 @@ impl PyTestingServer {
 
 #[pymethods]
 impl PyTestingServer {
-    /// Starts a server and waits until it serves.
+    /// Starts a server, secured as the keywords say, and waits until it serves.
     #[new]
-    fn new(py: Python<'_>) -> PyResult<Self> {
-        let server = harness(py, TestingServer::start)?;
+    #[pyo3(signature = (tls=None, server_cert="valid", sasl_users=Vec::new(), sasl_required=false, x509=false, superuser=None))]
+    fn new(
+        py: Python<'_>,
+        tls: Option<&str>,
+        server_cert: &str,
+        sasl_users: Vec<(String, String)>,
+        sasl_required: bool,
+        x509: bool,
+        superuser: Option<(String, String)>,
+    ) -> PyResult<Self> {
+        let security = security(tls, server_cert, sasl_users, sasl_required, x509, superuser)?;
+        let server = harness(py, move || TestingServer::start_secure(security))?;
         Ok(Self {
             inner: Mutex::new(Some(server)),
         })
+    }
+
+    fn secure_connect_string(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |s| s.secure_connect_string())
+    }
+
+    fn secure_port(&self, py: Python<'_>) -> PyResult<Option<u16>> {
+        self.with(py, |s| s.secure_port())
+    }
+
+    /// The TLS material's `(name, text)` entries; `None` without TLS.
+    fn tls_entries(&self, py: Python<'_>) -> PyResult<Option<Vec<(String, String)>>> {
+        with_slot(py, &self.inner, |s: &TestingServer| entries(s.tls()))
     }
 
     fn connect_string(&self, py: Python<'_>) -> PyResult<String> {
@@ -145,18 +233,42 @@ impl PyTestingCluster {
 
 #[pymethods]
 impl PyTestingCluster {
-    /// Starts `n` servers and waits until they serve and agree on a leader.
+    /// Starts `n` servers, secured as the keywords say, and waits until they serve and agree on
+    /// a leader.
     #[new]
-    fn new(py: Python<'_>, n: usize) -> PyResult<Self> {
+    #[pyo3(signature = (n, tls=None, server_cert="valid", sasl_users=Vec::new(), sasl_required=false, x509=false, superuser=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        n: usize,
+        tls: Option<&str>,
+        server_cert: &str,
+        sasl_users: Vec<(String, String)>,
+        sasl_required: bool,
+        x509: bool,
+        superuser: Option<(String, String)>,
+    ) -> PyResult<Self> {
         if n == 0 {
-            return Err(pyo3::exceptions::PyValueError::new_err(
-                "a cluster needs at least one server",
-            ));
+            return Err(PyValueError::new_err("a cluster needs at least one server"));
         }
-        let cluster = harness(py, move || TestingCluster::start(n))?;
+        let security = security(tls, server_cert, sasl_users, sasl_required, x509, superuser)?;
+        let cluster = harness(py, move || TestingCluster::start_secure(n, security))?;
         Ok(Self {
             inner: Mutex::new(Some(cluster)),
         })
+    }
+
+    fn secure_connect_string(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.with(py, |c| c.secure_connect_string())
+    }
+
+    /// The TLS material's `(name, text)` entries; `None` without TLS.
+    fn tls_entries(&self, py: Python<'_>) -> PyResult<Option<Vec<(String, String)>>> {
+        self.with(py, |c| entries(c.tls()))
+    }
+
+    fn server_secure_connect_string(&self, py: Python<'_>, i: usize) -> PyResult<Option<String>> {
+        self.with_server(py, i, |s| s.secure_connect_string())
     }
 
     fn connect_string(&self, py: Python<'_>) -> PyResult<String> {
@@ -173,7 +285,7 @@ impl PyTestingCluster {
 
     fn wait_for_quorum(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<usize>> {
         let timeout = std::time::Duration::try_from_secs_f64(timeout)
-            .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("timeout: {e}")))?;
+            .map_err(|e| PyValueError::new_err(format!("timeout: {e}")))?;
         self.with(py, move |c| c.wait_for_quorum(timeout))
     }
 

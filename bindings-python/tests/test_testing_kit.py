@@ -6,16 +6,20 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import socket
+import ssl
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
 import zkrecipes
 from zkrecipes.testing import (
+    CLIENT_IDENTITIES,
     TestingCluster,
     TestingServer,
+    TlsMaterial,
     ZooKeeperNotFoundError,
     expire_session,
     expire_session_async,
@@ -123,3 +127,122 @@ def test_expire_session_async_and_a_whole_cluster_restart() -> None:
         cluster.restart()
         assert cluster.wait_for_quorum(30) is not None
         assert client.get_data("/kept")[0] == b"1"
+
+
+# --- Secured servers: TLS, SASL, x509 -------------------------------------------------------
+
+
+def _handshake(address: str, ca: str, cert: Optional[str], key: Optional[str], verify_name: bool = True) -> str:
+    """A TLS handshake with Python's own ``ssl`` module (independent of zkrecipes' client), then
+    the four-letter word ``srvr`` over it; returns the server's answer."""
+    host, port = address.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=ca)
+    context.check_hostname = verify_name
+    if cert is not None:
+        context.load_cert_chain(cert, key)
+    with socket.create_connection((host, int(port)), timeout=30) as raw:
+        with context.wrap_socket(raw, server_hostname=host) as tls:
+            tls.sendall(b"srvr")
+            answer = b""
+            while True:
+                chunk = tls.recv(4096)
+                if not chunk:
+                    return answer.decode()
+                answer += chunk
+
+
+def _refused(address: str, ca: str, cert: Optional[str], key: Optional[str]) -> bool:
+    """Whether the server refuses this client: the handshake fails, or (as TLS 1.3 would report
+    a refused client certificate at the first read) the connection closes without an answer."""
+    try:
+        return "Zookeeper version" not in _handshake(address, ca, cert, key)
+    except (ssl.SSLError, ConnectionError):
+        return True
+
+
+def test_a_tls_server_hands_its_port_and_pem_files_and_speaks_tls() -> None:
+    with TestingServer(tls="need", sasl_users={"alice": "secret"}, x509=True) as server:
+        tls = server.tls
+        assert tls is not None
+        secure = server.secure_connect_string
+        assert secure is not None and secure.startswith("127.0.0.1:") and secure != server.connect_string
+        assert "Mode: standalone" in server.four_letter("srvr")  # the plaintext port stays
+        for name in CLIENT_IDENTITIES:
+            for path in (tls.cert(name), tls.key(name), tls.keystore(name)):
+                assert isinstance(path, str) and os.path.isfile(path), (name, path)
+        for path in (tls.ca, tls.wrong_ca, tls.encrypted_client_key):
+            assert os.path.isfile(path)
+        assert Path(tls.client_key).read_text().startswith("-----BEGIN PRIVATE KEY-----")
+        assert Path(tls.rsa_client_key).read_text().startswith("-----BEGIN RSA PRIVATE KEY-----")
+        assert Path(tls.sec1_client_key).read_text().startswith("-----BEGIN EC PRIVATE KEY-----")
+        assert Path(tls.encrypted_client_key).read_text().startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        assert tls.x509_id("client") == tls.client_x509_id == "CN=zkr-client"
+        assert tls.x509_id("other_client") == "CN=zkr-other"
+
+        # Python's ssl: every valid identity (EC PKCS#8, RSA PKCS#1, EC SEC1, the encrypted key)
+        # is served, with host name verification on the IP.
+        assert "Zookeeper version" in _handshake(secure, tls.ca, tls.client_cert, tls.client_key)
+        assert "Zookeeper version" in _handshake(secure, tls.ca, tls.rsa_client_cert, tls.rsa_client_key)
+        assert "Zookeeper version" in _handshake(secure, tls.ca, tls.sec1_client_cert, tls.sec1_client_key)
+        context = ssl.create_default_context(cafile=tls.ca)
+        context.load_cert_chain(tls.client_cert, tls.encrypted_client_key, password=tls.encrypted_client_key_password)
+        # need: no certificate, an expired one, another CA's: refused.
+        for cert, key in (
+            (None, None),
+            (tls.expired_client_cert, tls.expired_client_key),
+            (tls.wrong_ca_client_cert, tls.wrong_ca_client_key),
+        ):
+            assert _refused(secure, tls.ca, cert, key), cert
+        # A client trusting another CA refuses the server.
+        with pytest.raises(ssl.SSLCertVerificationError):
+            _handshake(secure, tls.wrong_ca, tls.client_cert, tls.client_key)
+
+        # A certificate issued now is served too.
+        with tempfile.TemporaryDirectory() as scratch:
+            cert, key = f"{scratch}/new.pem", f"{scratch}/new.key"
+            tls.issue_client("zkr-rotated", cert, key)
+            assert "Zookeeper version" in _handshake(secure, tls.ca, cert, key)
+            assert TlsMaterial.x509_id_for_cn("zkr-rotated") == "CN=zkr-rotated"
+
+
+def test_server_certificates_expired_or_for_another_name_fail_verification() -> None:
+    with TestingServer(tls="none", server_cert="expired") as expired, TestingServer(
+        tls="none", server_cert="wrong-name"
+    ) as wrong:
+        assert expired.tls is not None and wrong.tls is not None
+        assert expired.secure_connect_string is not None and wrong.secure_connect_string is not None
+        with pytest.raises(ssl.SSLCertVerificationError, match="expired"):
+            _handshake(expired.secure_connect_string, expired.tls.ca, None, None)
+        with pytest.raises(ssl.SSLCertVerificationError, match="mismatch|match"):
+            _handshake(wrong.secure_connect_string, wrong.tls.ca, None, None)
+        # Its name is its only fault.
+        assert "Zookeeper version" in _handshake(wrong.secure_connect_string, wrong.tls.ca, None, None, verify_name=False)
+
+
+def test_a_tls_cluster_serves_tls_on_every_member() -> None:
+    with TestingCluster(3, tls="want") as cluster:
+        tls = cluster.tls
+        assert tls is not None and cluster.secure_connect_string is not None
+        members = cluster.secure_connect_string.split(",")
+        assert len(members) == 3
+        for i, server in enumerate(cluster.servers):
+            assert server.secure_connect_string == members[i]
+            assert members[i].startswith(f"127.0.0.{i + 1}:")
+            # want: with or without a client certificate; each member's certificate names its IP.
+            assert "Zookeeper version" in _handshake(members[i], tls.ca, tls.client_cert, tls.client_key)
+            assert "Zookeeper version" in _handshake(members[i], tls.ca, None, None)
+
+
+def test_unsecured_servers_have_no_tls_and_bad_settings_are_refused() -> None:
+    with TestingServer() as server:
+        assert server.tls is None and server.secure_connect_string is None
+    with pytest.raises(ValueError, match="want"):
+        TestingServer(tls="maybe")
+    with pytest.raises(ValueError, match="x509 identities need client certificates"):
+        TestingServer(tls="none", x509=True)
+    with pytest.raises(ValueError, match="server_cert"):
+        TestingCluster(3, server_cert="stale")
+    with pytest.raises(ValueError, match="needs TLS"):
+        TestingServer(server_cert="expired")
+    with pytest.raises(ValueError, match="which must be one of"):
+        TlsMaterial._of([(f, "x") for f in TlsMaterial.__dataclass_fields__]).cert("mallory")

@@ -10,6 +10,14 @@ server or an ensemble from a test, stop, restart or kill its servers, expire a c
         server.restart()          # same port, same data: the client reconnects
         expire_session(client)    # the session ends on the server: LOST, then a new session
 
+Secured servers and ensembles (TLS with client auth ``"none"``/``"want"``/``"need"``, SASL
+DIGEST-MD5 users, SASL required, x509 identities) come with a CA, certificates and keys made at
+test time (:class:`TlsMaterial`)::
+
+    with TestingServer(tls="need", sasl_users={"alice": "secret"}, x509=True) as server:
+        tls = server.tls                      # PEM paths: tls.ca, tls.client_cert, tls.client_key...
+        hosts = server.secure_connect_string  # "127.0.0.1:SECUREPORT" (connect_string stays plaintext)
+
 With pytest, the plugin ``zkrecipes.pytest_plugin`` (registered through the ``pytest11`` entry
 point, so nothing to configure) gives the fixtures ``zookeeper`` (one server for the test
 session) and ``zookeeper_client`` (a started :class:`zkrecipes.Client` of it, closed after the test).
@@ -23,13 +31,16 @@ temporary directories, and die with the process that started them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import TracebackType
-from typing import List, Optional, Type
+from typing import Dict, List, Optional, Tuple, Type
 
 from . import _native
 from .client import Client
 
 __all__ = [
+    "TlsMaterial",
+    "CLIENT_IDENTITIES",
     "TestingServer",
     "TestingCluster",
     "ClusterServer",
@@ -63,6 +74,115 @@ def find_zookeeper() -> str:
     return source
 
 
+CLIENT_IDENTITIES = ("client", "other_client", "rsa_client", "sec1_client", "expired_client", "wrong_ca_client")
+"""The client identities of :class:`TlsMaterial`: the ``which`` of :meth:`TlsMaterial.keystore`
+and :meth:`TlsMaterial.x509_id`, and the prefix of its ``*_cert``/``*_key`` attributes."""
+
+
+@dataclass(frozen=True)
+class TlsMaterial:
+    """The CA, certificates and keys of a TLS server or ensemble, made when it started: PEM files
+    in :attr:`dir` (the server's temporary directory, removed with it). Every attribute is a path
+    (``str``) but the ``*_x509_id`` ones and :attr:`encrypted_client_key_password`.
+
+    Client subjects are ``CN=<name>`` (extended key usage clientAuth); server certificates carry an
+    IP SAN for their ``127.0.0.x`` (and DNS ``localhost``). Keys are EC P-256 unless said otherwise.
+    """
+
+    dir: str
+    ca: str
+    """The CA of the servers' and clients' certificates (not the wrong-CA one); servers trust only it."""
+    client_cert: str
+    """Valid, ``CN=zkr-client``."""
+    client_key: str
+    """PKCS#8 (``BEGIN PRIVATE KEY``)."""
+    client_keystore: str
+    """``client_key`` (PKCS#8) then ``client_cert`` in one file, as ZooKeeper's Java client reads it."""
+    client_x509_id: str
+    """``"CN=zkr-client"``: the ``x509`` ACL id ZooKeeper records for this certificate."""
+    other_client_cert: str
+    """Valid, another subject: ``CN=zkr-other``."""
+    other_client_key: str
+    other_client_keystore: str
+    other_client_x509_id: str
+    rsa_client_cert: str
+    """Valid, ``CN=zkr-rsa-client``, for an RSA 2048 key."""
+    rsa_client_key: str
+    """PKCS#1 (``BEGIN RSA PRIVATE KEY``)."""
+    rsa_client_keystore: str
+    rsa_client_x509_id: str
+    sec1_client_cert: str
+    """Valid, ``CN=zkr-sec1-client``."""
+    sec1_client_key: str
+    """SEC1 (``BEGIN EC PRIVATE KEY``)."""
+    sec1_client_keystore: str
+    sec1_client_x509_id: str
+    expired_client_cert: str
+    """Signed by the CA, expired yesterday, ``CN=zkr-expired-client``."""
+    expired_client_key: str
+    expired_client_keystore: str
+    expired_client_x509_id: str
+    wrong_ca_client_cert: str
+    """Valid but signed by :attr:`wrong_ca`, ``CN=zkr-wrong-ca-client``."""
+    wrong_ca_client_key: str
+    wrong_ca_client_keystore: str
+    wrong_ca_client_x509_id: str
+    encrypted_client_key: str
+    """``client_key`` as encrypted PKCS#8 (``BEGIN ENCRYPTED PRIVATE KEY``; PBES2, AES-256-CBC)."""
+    encrypted_client_key_password: str
+    """The password of :attr:`encrypted_client_key`."""
+    wrong_ca: str
+    """A CA that signed nothing the servers present or trust."""
+
+    @classmethod
+    def _of(cls, entries: List[Tuple[str, str]]) -> TlsMaterial:
+        return cls(**dict(entries))
+
+    def cert(self, which: str) -> str:
+        """The certificate of ``which`` (one of :data:`CLIENT_IDENTITIES`)."""
+        return str(getattr(self, f"{_which(which)}_cert"))
+
+    def key(self, which: str) -> str:
+        """The key of ``which``, in the format its attribute says."""
+        return str(getattr(self, f"{_which(which)}_key"))
+
+    def keystore(self, which: str) -> str:
+        """The PKCS#8 key and certificate of ``which`` in one file."""
+        return str(getattr(self, f"{_which(which)}_keystore"))
+
+    def x509_id(self, which: str) -> str:
+        """The ``x509`` identity ZooKeeper records for ``which``'s certificate (``"CN=zkr-client"``)."""
+        return str(getattr(self, f"{_which(which)}_x509_id"))
+
+    @staticmethod
+    def x509_id_for_cn(cn: str) -> str:
+        """The ``x509`` identity of a certificate from :meth:`issue_client` with this ``cn``."""
+        _kit()
+        return _native.x509_id_for_cn(cn)
+
+    def issue_client(self, cn: str, cert_path: str, key_path: str) -> None:
+        """Issues a fresh client identity now (certificate rotation tests): a new EC P-256 key
+        (PKCS#8) at ``key_path`` and a certificate for ``CN=cn`` signed by :attr:`ca` at
+        ``cert_path``. Each file is written atomically (a temporary file, then a rename), the key
+        first."""
+        _kit()
+        _native.issue_client(self.dir, cn, str(cert_path), str(key_path))
+
+
+def _which(which: str) -> str:
+    if which not in CLIENT_IDENTITIES:
+        raise ValueError(f"which must be one of {', '.join(CLIENT_IDENTITIES)}, not {which!r}")
+    return which
+
+
+def _users(sasl_users: Optional[Dict[str, str]]) -> List[Tuple[str, str]]:
+    users = list((sasl_users or {}).items())
+    for name, password in users:
+        if not isinstance(name, str) or not isinstance(password, str):
+            raise TypeError("sasl_users maps user names (str) to passwords (str)")
+    return users
+
+
 class TestingServer:
     """One standalone ZooKeeper server on ``127.0.0.1`` and a free port, in its own temporary
     directory; started by the constructor, which returns once it serves. Stopped and removed by
@@ -70,9 +190,37 @@ class TestingServer:
 
     __test__ = False  # not a test class, for pytest
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        tls: Optional[str] = None,
+        server_cert: str = "valid",
+        sasl_users: Optional[Dict[str, str]] = None,
+        sasl_required: bool = False,
+        x509: bool = False,
+        superuser: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        """Secured as the keywords say (all off by default; :class:`ValueError` for what ZooKeeper
+        cannot do):
+
+        * ``tls``: ``"none"``, ``"want"`` or ``"need"`` (whether the server asks TLS clients for a
+          certificate): a TLS port too, :attr:`secure_connect_string`, with :attr:`tls` material.
+        * ``server_cert``: what the TLS server presents: ``"valid"``, ``"expired"`` or
+          ``"wrong-name"`` (its only SAN is DNS ``wrong.example``).
+        * ``sasl_users``: SASL DIGEST-MD5 users, ``{"alice": "secret"}`` (ACL id ``sasl:alice``).
+        * ``sasl_required``: sessions that did not authenticate with SASL are closed.
+        * ``x509``: a client certificate gives the session the ``x509`` identity of its subject
+          (``CN=zkr-client``); implies ``tls="need"`` when ``tls`` is not given.
+        * ``superuser``: ``(name, password)``: ``addauth digest name:password`` (and, with SASL,
+          the SASL user ``name``) may do anything.
+        """
         find_zookeeper()
-        self._native = _native._TestingServer()
+        self._native = _native._TestingServer(
+            tls, server_cert, _users(sasl_users), sasl_required, x509, superuser
+        )
+        entries = self._native.tls_entries()
+        self._tls = None if entries is None else TlsMaterial._of(entries)
+        self._secure_connect_string = self._native.secure_connect_string()
 
     @property
     def connect_string(self) -> str:
@@ -82,6 +230,16 @@ class TestingServer:
     @property
     def port(self) -> int:
         return self._native.port()
+
+    @property
+    def secure_connect_string(self) -> Optional[str]:
+        """``"127.0.0.1:SECUREPORT"``, the TLS port; ``None`` without ``tls``."""
+        return self._secure_connect_string
+
+    @property
+    def tls(self) -> Optional[TlsMaterial]:
+        """The CA, certificates and keys (PEM paths); ``None`` without ``tls``."""
+        return self._tls
 
     @property
     def is_running(self) -> bool:
@@ -135,6 +293,11 @@ class ClusterServer:
         return self._cluster.server_connect_string(self.index)
 
     @property
+    def secure_connect_string(self) -> Optional[str]:
+        """``"127.0.0.x:SECUREPORT"``; ``None`` without ``tls``."""
+        return self._cluster.server_secure_connect_string(self.index)
+
+    @property
     def is_running(self) -> bool:
         return self._cluster.server_is_running(self.index)
 
@@ -161,15 +324,43 @@ class TestingCluster:
 
     __test__ = False
 
-    def __init__(self, n: int = 3) -> None:
+    def __init__(
+        self,
+        n: int = 3,
+        *,
+        tls: Optional[str] = None,
+        server_cert: str = "valid",
+        sasl_users: Optional[Dict[str, str]] = None,
+        sasl_required: bool = False,
+        x509: bool = False,
+        superuser: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        """Every server secured as the keywords of :class:`TestingServer` say: one CA for the
+        ensemble, each server's certificate for its own ``127.0.0.x``; quorum traffic stays
+        plaintext."""
         find_zookeeper()
-        self._native = _native._TestingCluster(n)
+        self._native = _native._TestingCluster(
+            n, tls, server_cert, _users(sasl_users), sasl_required, x509, superuser
+        )
         self.servers: List[ClusterServer] = [ClusterServer(self._native, i) for i in range(n)]
+        entries = self._native.tls_entries()
+        self._tls = None if entries is None else TlsMaterial._of(entries)
+        self._secure_connect_string = self._native.secure_connect_string()
 
     @property
     def connect_string(self) -> str:
         """``"127.0.0.1:p1,127.0.0.2:p2,..."``."""
         return self._native.connect_string()
+
+    @property
+    def secure_connect_string(self) -> Optional[str]:
+        """``"127.0.0.1:s1,127.0.0.2:s2,..."``, every TLS port; ``None`` without ``tls``."""
+        return self._secure_connect_string
+
+    @property
+    def tls(self) -> Optional[TlsMaterial]:
+        """The CA, certificates and keys (PEM paths); ``None`` without ``tls``."""
+        return self._tls
 
     @property
     def leader(self) -> Optional[ClusterServer]:

@@ -13,6 +13,16 @@ const DEBIAN_CONF_DIR: &str = "/etc/zookeeper/conf";
 /// Debian's zookeeper.jar ships no SLF4J binding; this one (from libslf4j-java, a dependency)
 /// makes the server log to stderr, which the harness redirects to a file.
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// Netty jars that Debian's zookeeper.jar (3.8.0) leaves out of its manifest's `Class-Path`
+/// although its Netty connection factories need them: without netty-codec, a
+/// `secureClientPort` (NettyServerCnxnFactory's SslHandler) and the Java client's
+/// ClientCnxnSocketNetty fail with `NoClassDefFoundError: io/netty/handler/codec/...`. They come
+/// with libnetty-java, a dependency of the package.
+const DEBIAN_NETTY_EXTRAS: &[&str] = &[
+    "/usr/share/java/netty-codec.jar",
+    "/usr/share/java/netty-resolver.jar",
+    "/usr/share/java/netty-transport-native-unix-common.jar",
+];
 
 /// The environment variable naming ZooKeeper's jar (or a `:`-separated class path: the jar and
 /// its dependencies). Checked first.
@@ -121,8 +131,10 @@ pub fn find_zookeeper() -> Result<ZooKeeperInstall, String> {
     }
     if Path::new(DEBIAN_JAR).is_file() {
         let mut classpath = format!("{DEBIAN_CONF_DIR}:{DEBIAN_JAR}");
-        if Path::new(SLF4J_SIMPLE).is_file() {
-            classpath = format!("{classpath}:{SLF4J_SIMPLE}");
+        for extra in std::iter::once(SLF4J_SIMPLE).chain(DEBIAN_NETTY_EXTRAS.iter().copied()) {
+            if Path::new(extra).is_file() {
+                classpath = format!("{classpath}:{extra}");
+            }
         }
         return with_java(
             classpath,
@@ -157,7 +169,7 @@ pub fn zookeeper_install() -> ZooKeeperInstall {
     let problem = if given || unsafe { libc::geteuid() } != 0 {
         not_found
     } else {
-        match apt_install() {
+        match apt_install("zookeeper") {
             Ok(()) => match find_zookeeper() {
                 Ok(found) => return found,
                 Err(e) => format!("apt-get installed `zookeeper` but: {e}"),
@@ -174,11 +186,9 @@ pub fn ensure_zookeeper_installed() -> PathBuf {
     zookeeper_install().jar
 }
 
-fn apt_install() -> Result<(), String> {
-    for args in [
-        &["update", "-q"][..],
-        &["install", "-y", "-q", "zookeeper"][..],
-    ] {
+/// `apt-get update && apt-get install -y PACKAGE`, apt's output on stderr.
+pub(crate) fn apt_install(package: &str) -> Result<(), String> {
+    for args in [&["update", "-q"][..], &["install", "-y", "-q", package][..]] {
         let status = Command::new("apt-get")
             .args(["-o", "DPkg::Lock::Timeout=300"])
             .args(args)

@@ -8,6 +8,9 @@
 //! * [`TestingCluster`]: an ensemble (usually 3 servers), server `i` on `127.0.0.(i+1)`.
 //! * [`TestingServerHandle`]: per-server control (stop, start, restart, kill, pause, resume,
 //!   four-letter words), shared by both of the above.
+//! * [`Security`]: servers and ensembles with TLS (client auth none, want or need), SASL
+//!   users, SASL required and x509 identities, with a CA, certificates and keys made at test
+//!   time ([`TlsMaterial`]); `TestingServer::start_secure`, `TestingCluster::start_secure`.
 //! * [`FaultProxy`]: a TCP proxy that can cut, blackhole or delay client connections.
 //! * [`expire_session`]: expires a client's session server-side, the Curator way.
 //! * The `zk-harness` binary exposes the same to tests written in other languages.
@@ -34,6 +37,7 @@ use std::time::{Duration, Instant};
 
 mod install;
 mod proxy;
+mod secure;
 mod server;
 mod session;
 
@@ -42,6 +46,9 @@ pub use install::{
     ZOOKEEPER_HOME_ENV, ZOOKEEPER_JAR_ENV,
 };
 pub use proxy::FaultProxy;
+pub use secure::{
+    ClientAuth, ClientIdentity, Security, ServerCert, TlsMaterial, WRONG_SERVER_NAME,
+};
 pub use server::{four_letter, TestingCluster, TestingServer, TestingServerHandle};
 pub use session::{expire_client_session, expire_session, expire_session_id};
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use once_cell::sync::Lazy;
 
 use crate::install::{ensure_zookeeper_installed, zookeeper_install, MAIN_CLASS};
+use crate::secure::{Deployment, Security, TlsMaterial};
 use crate::{wait_until, TempDir};
 
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -21,6 +22,9 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(20);
 const START_ATTEMPTS: usize = 5;
+/// Extra JVM flags of a server (one per line), read at each start: the JAAS file and the
+/// superuser of a secured server.
+const JVM_FLAGS_FILE: &str = "jvm.flags";
 /// Small, quick-starting JVMs: tests start many of them on small machines. With
 /// `ZKR_HARNESS_FULL_JIT=1` in the environment (benchmarks), `-XX:TieredStopAtLevel=1` (C1 only)
 /// is left out so the server runs with the normal tiered JIT.
@@ -76,6 +80,7 @@ pub struct TestingServerHandle {
     index: usize,
     host: Ipv4Addr,
     port: u16,
+    secure_port: Option<u16>,
     dir: PathBuf,
     standalone: bool,
     detached: bool,
@@ -110,9 +115,20 @@ impl TestingServerHandle {
         self.host
     }
 
-    /// Client port.
+    /// Client port (plaintext; every server has one, TLS or not).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The TLS client port (`secureClientPort`) of a server started with
+    /// [`Security::tls`](crate::Security::tls); `None` without TLS.
+    pub fn secure_port(&self) -> Option<u16> {
+        self.secure_port
+    }
+
+    /// `"127.0.0.x:SECUREPORT"`, the TLS client address of this server; `None` without TLS.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.secure_port.map(|port| format!("{}:{port}", self.host))
     }
 
     /// Directory holding `zoo.cfg`, `data/` and `zookeeper.log`.
@@ -268,11 +284,17 @@ impl TestingServerHandle {
         let zookeeper = zookeeper_install();
         let mut cmd = Command::new(&zookeeper.java);
         let full_jit = std::env::var_os("ZKR_HARNESS_FULL_JIT").is_some_and(|v| v == "1");
+        let extra = match fs::read_to_string(self.dir.join(JVM_FLAGS_FILE)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(failed(e)),
+        };
         cmd.args(
             JVM_FLAGS
                 .iter()
                 .filter(|f| !(full_jit && **f == "-XX:TieredStopAtLevel=1")),
         )
+        .args(extra.lines().filter(|l| !l.is_empty()))
         .arg("-cp")
         .arg(&zookeeper.classpath)
         .arg(MAIN_CLASS)
@@ -294,7 +316,10 @@ impl TestingServerHandle {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let srvr = self.four_letter("srvr");
-            if mode(&srvr).is_some() || (!self.standalone && !srvr.is_empty()) {
+            let serving = mode(&srvr).is_some() || (!self.standalone && !srvr.is_empty());
+            // The secure port is bound by a second connection factory, maybe after `srvr`
+            // answers on the first.
+            if serving && self.secure_port.map_or(true, |port| self.listens_on(port)) {
                 return Ok(());
             }
             let (what, log) = if !self.is_running() {
@@ -310,6 +335,31 @@ impl TestingServerHandle {
             };
             return Err(self.error(what, &log));
         }
+    }
+
+    /// Whether this server's process has a socket listening on `host:port` (from `/proc`, so
+    /// nothing connects to it: a TLS port would log a failed handshake).
+    fn listens_on(&self, port: u16) -> bool {
+        let Some(pid) = self.pid() else {
+            return false;
+        };
+        let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes(self.host.octets()));
+        let tcp = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+        let inodes: Vec<String> = tcp
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|f| f.len() > 9 && f[1] == local && f[3] == "0A")
+            .map(|f| format!("socket:[{}]", f[9]))
+            .collect();
+        if inodes.is_empty() {
+            return false;
+        }
+        fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
+            .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
     }
 
     fn error(&self, what: &str, log: &str) -> StartError {
@@ -394,15 +444,26 @@ fn proc_state(pid: u32) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
-/// Creates fresh server directories for `n` servers under `root` (a standalone server if
-/// `n == 1`), on free ports: server `i` on `127.0.0.(i+1)`.
-fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> {
+/// The addresses of `n` servers: server `i` on `127.0.0.(i+1)`.
+fn hosts(n: usize) -> Vec<Ipv4Addr> {
     assert!(
         (1..=254).contains(&n),
         "an ensemble has 1 to 254 servers, not {n}"
     );
-    let hosts: Vec<Ipv4Addr> = (1..=n as u8).map(|i| Ipv4Addr::new(127, 0, 0, i)).collect();
-    // [client, quorum, election] ports; listeners are held until all are picked so none repeats.
+    (1..=n as u8).map(|i| Ipv4Addr::new(127, 0, 0, i)).collect()
+}
+
+/// Creates fresh server directories for `n` servers under `root` (a standalone server if
+/// `n == 1`), on free ports: server `i` on `127.0.0.(i+1)`, secured as `deployment` says.
+fn configure(
+    root: &Path,
+    n: usize,
+    detached: bool,
+    deployment: &Deployment,
+) -> Vec<TestingServerHandle> {
+    let hosts = hosts(n);
+    // [client, quorum, election, secure client] ports; listeners are held until all are
+    // picked so none repeats.
     let mut held = Vec::new();
     let mut pick = |host: Ipv4Addr| {
         let listener = TcpListener::bind((host, 0))
@@ -414,25 +475,35 @@ fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> 
         held.push(listener);
         port
     };
-    let ports: Vec<[u16; 3]> = hosts.iter().map(|&h| [pick(h), pick(h), pick(h)]).collect();
+    let ports: Vec<[u16; 4]> = hosts
+        .iter()
+        .map(|&h| [pick(h), pick(h), pick(h), pick(h)])
+        .collect();
     drop(held);
     let mut members = String::new();
     if n > 1 {
-        for (i, (host, [_, quorum, election])) in hosts.iter().zip(&ports).enumerate() {
+        for (i, (host, [_, quorum, election, _])) in hosts.iter().zip(&ports).enumerate() {
             members += &format!("server.{}={host}:{quorum}:{election}\n", i + 1);
         }
     }
     let mut servers = Vec::new();
-    for (index, (&host, &[port, ..])) in hosts.iter().zip(&ports).enumerate() {
+    let jvm_flags: String = deployment
+        .jvm_flags()
+        .iter()
+        .map(|f| format!("{f}\n"))
+        .collect();
+    for (index, (&host, &[port, _, _, secure])) in hosts.iter().zip(&ports).enumerate() {
         let dir = root.join(format!("server{index}"));
         let data = dir.join("data");
         let _ = fs::remove_dir_all(&dir);
+        let secure_port = deployment.secure().then_some(secure);
         let config = format!(
             "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPortAddress={host}\n\
              clientPort={port}\nminSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
              4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\npreAllocSize=1024\n\
-             {members}",
-            data.display()
+             {members}{}",
+            data.display(),
+            deployment.zoo_cfg(index, host, secure_port),
         );
         let written = fs::create_dir_all(&data)
             .and_then(|()| {
@@ -442,7 +513,8 @@ fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> 
                     Ok(())
                 }
             })
-            .and_then(|()| fs::write(dir.join("zoo.cfg"), config));
+            .and_then(|()| fs::write(dir.join("zoo.cfg"), config))
+            .and_then(|()| fs::write(dir.join(JVM_FLAGS_FILE), &jvm_flags));
         if let Err(e) = written {
             panic!(
                 "zkrecipes-testing: cannot write the configuration in {}: {e}",
@@ -454,6 +526,7 @@ fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> 
             index,
             host,
             port,
+            secure_port,
             dir,
             standalone,
             detached,
@@ -463,12 +536,19 @@ fn configure(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> 
     servers
 }
 
-/// Configures and starts `n` servers under `root` and waits until they serve (and, for an
-/// ensemble, agree on one leader); retries on fresh ports if a port was taken meanwhile.
-fn launch(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> {
+/// Configures and starts `n` servers under `root`, secured as `security` says, and waits until
+/// they serve (and, for an ensemble, agree on one leader); retries on fresh ports if a port was
+/// taken meanwhile.
+fn launch(
+    root: &Path,
+    n: usize,
+    detached: bool,
+    security: &Security,
+) -> (Vec<TestingServerHandle>, Deployment) {
     ensure_zookeeper_installed();
+    let deployment = Deployment::prepare(root, &hosts(n), security);
     for attempt in 1.. {
-        let servers = configure(root, n, detached);
+        let servers = configure(root, n, detached, &deployment);
         let started = servers
             .iter()
             .map(TestingServerHandle::spawn)
@@ -480,14 +560,14 @@ fn launch(root: &Path, n: usize, detached: bool) -> Vec<TestingServerHandle> {
                     .try_for_each(|(s, o)| s.await_ready(o))
             });
         let error = match started {
-            Ok(()) if n == 1 => return servers,
+            Ok(()) if n == 1 => return (servers, deployment),
             // Every server must have joined: one that died (e.g. on a port conflict) does not
             // prevent a quorum of the others.
             Ok(())
                 if quorum_leader(&servers, START_TIMEOUT).is_some()
                     && servers.iter().all(TestingServerHandle::is_running) =>
             {
-                return servers
+                return (servers, deployment)
             }
             Ok(()) => {
                 let what = "(no quorum of all servers with one leader within 30 s)";
@@ -555,6 +635,7 @@ fn quorum_leader(servers: &[TestingServerHandle], timeout: Duration) -> Option<u
 #[derive(Debug)]
 pub struct TestingServer {
     server: TestingServerHandle,
+    deployment: Deployment,
     _dir: TempDir,
 }
 
@@ -563,9 +644,32 @@ impl TestingServer {
     /// the tail of its log). Installs ZooKeeper first if needed, see
     /// [`ensure_zookeeper_installed`](crate::ensure_zookeeper_installed).
     pub fn start() -> TestingServer {
+        TestingServer::start_secure(Security::default())
+    }
+
+    /// [`start`](Self::start) with TLS, SASL, x509 identities... as `security` says (see
+    /// [`Security`]); the server also keeps its plaintext port. Makes the TLS material
+    /// ([`tls`](Self::tls)) first; waits until the secure port listens too. Panics if ZooKeeper
+    /// cannot do what `security` asks, saying why.
+    pub fn start_secure(security: Security) -> TestingServer {
         let dir = TempDir::new();
-        let server = launch(dir.path(), 1, false).pop().expect("one server");
-        TestingServer { server, _dir: dir }
+        let (mut servers, deployment) = launch(dir.path(), 1, false, &security);
+        let server = servers.pop().expect("one server");
+        TestingServer {
+            server,
+            deployment,
+            _dir: dir,
+        }
+    }
+
+    /// The CA, certificates and keys of a server started with TLS; `None` without TLS.
+    pub fn tls(&self) -> Option<&TlsMaterial> {
+        self.deployment.tls.as_ref()
+    }
+
+    /// How the server was secured (`Security::default()` for [`start`](Self::start)).
+    pub fn security(&self) -> &Security {
+        &self.deployment.security
     }
 }
 
@@ -591,6 +695,7 @@ impl Drop for TestingServer {
 #[derive(Debug)]
 pub struct TestingCluster {
     servers: Vec<TestingServerHandle>,
+    deployment: Deployment,
     _dir: TempDir,
 }
 
@@ -598,9 +703,40 @@ impl TestingCluster {
     /// Starts `n` servers (3 typically; 1 gives a standalone server) and waits until each
     /// answers `srvr` and exactly one is the leader. Panics after 30 s with the servers' logs.
     pub fn start(n: usize) -> TestingCluster {
+        TestingCluster::start_secure(n, Security::default())
+    }
+
+    /// [`start`](Self::start) with every server secured as `security` says (see [`Security`]):
+    /// one CA for the ensemble, each server's certificate for its own `127.0.0.x`. TLS is for
+    /// clients only: quorum and election traffic stay plaintext.
+    pub fn start_secure(n: usize, security: Security) -> TestingCluster {
         let dir = TempDir::new();
-        let servers = launch(dir.path(), n, false);
-        TestingCluster { servers, _dir: dir }
+        let (servers, deployment) = launch(dir.path(), n, false, &security);
+        TestingCluster {
+            servers,
+            deployment,
+            _dir: dir,
+        }
+    }
+
+    /// The CA, certificates and keys of an ensemble started with TLS; `None` without TLS.
+    pub fn tls(&self) -> Option<&TlsMaterial> {
+        self.deployment.tls.as_ref()
+    }
+
+    /// How the ensemble was secured (`Security::default()` for [`start`](Self::start)).
+    pub fn security(&self) -> &Security {
+        &self.deployment.security
+    }
+
+    /// `"127.0.0.1:s1,127.0.0.2:s2,..."`, the TLS client address of every server; `None`
+    /// without TLS.
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.servers
+            .iter()
+            .map(TestingServerHandle::secure_connect_string)
+            .collect::<Option<Vec<_>>>()
+            .map(|all| all.join(","))
     }
 
     /// `"127.0.0.1:p1,127.0.0.2:p2,..."`, every server of the ensemble.
@@ -661,13 +797,19 @@ impl Drop for TestingCluster {
     }
 }
 
-/// Starts `n` servers under `dir` in their own sessions, without dying with this process.
-pub fn launch_detached(dir: &Path, n: usize) -> Vec<TestingServerHandle> {
-    launch(dir, n, true)
+/// Starts `n` servers under `dir` in their own sessions, without dying with this process,
+/// secured as `security` says; returns them and their TLS material.
+pub fn launch_detached(
+    dir: &Path,
+    n: usize,
+    security: &Security,
+) -> (Vec<TestingServerHandle>, Option<TlsMaterial>) {
+    let (servers, deployment) = launch(dir, n, true, security);
+    (servers, deployment.tls)
 }
 
 /// A handle on server `index` of an ensemble of `n` started by [`launch_detached`], from what
-/// was recorded about it: its directory ([`TestingServerHandle::dir`]), address and, if it
+/// was recorded about it: its directory ([`TestingServerHandle::dir`]), addresses and, if it
 /// runs, its pid (checked against `/proc/PID/cmdline` before any signal).
 pub fn attach(
     dir: PathBuf,
@@ -675,6 +817,7 @@ pub fn attach(
     index: usize,
     host: Ipv4Addr,
     port: u16,
+    secure_port: Option<u16>,
     pid: u32,
 ) -> TestingServerHandle {
     let proc = Mutex::new(Proc { child: None, pid });
@@ -682,6 +825,7 @@ pub fn attach(
         index,
         host,
         port,
+        secure_port,
         dir,
         standalone: n == 1,
         detached: true,
@@ -697,7 +841,10 @@ mod tests {
     fn a_taken_client_port_is_reported_as_a_bind_conflict() {
         ensure_zookeeper_installed();
         let dir = TempDir::new();
-        let server = configure(dir.path(), 1, false).pop().expect("one server");
+        let deployment = Deployment::prepare(dir.path(), &hosts(1), &Security::default());
+        let server = configure(dir.path(), 1, false, &deployment)
+            .pop()
+            .expect("one server");
         let _taken = TcpListener::bind((server.host, server.port)).expect("bind the port first");
         let error = server
             .spawn()

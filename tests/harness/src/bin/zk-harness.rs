@@ -1,20 +1,35 @@
 //! `zk-harness`: real ZooKeeper servers for tests written in other languages (Python, Node, C).
 //! Run `zk-harness help` for the usage; see tests/harness/README.md.
 
-use std::collections::HashMap;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use zkrecipes_testing::detached::{attach, launch_detached};
-use zkrecipes_testing::{expire_session_id, FaultProxy, TestingServerHandle};
+use zkrecipes_testing::{
+    expire_session_id, ClientAuth, FaultProxy, Security, ServerCert, TestingServerHandle,
+    TlsMaterial,
+};
 
 const USAGE: &str = "\
 usage: zk-harness COMMAND --dir DIR [OPTIONS]
 
-  start --dir DIR [--ensemble N]   start N servers (default 1: standalone) detached, record them
-                                   in DIR/zk-harness.state, print the connect string
+  start --dir DIR [--ensemble N] [SECURITY...]
+                                   start N servers (default 1: standalone) detached, record them
+                                   in DIR/zk-harness.state, print the connect string (one line);
+                                   secured servers: then KEY=VALUE lines (secure_connect_string,
+                                   the PEM files), also in the state file
+    --tls none|want|need           TLS on a secure port too, asking clients for certificates so
+    --server-cert valid|expired|wrong-name
+                                   what the TLS servers present (default valid)
+    --sasl-user USER:PASSWORD      a SASL DIGEST-MD5 user (repeatable)
+    --sasl-required                close sessions that did not authenticate with SASL
+    --x509                         x509 identities from client certificates (implies --tls need)
+    --superuser USER:PASSWORD      digest (and, with SASL, SASL) superuser
+  issue-client --dir DIR --cn CN --cert FILE --key FILE
+                                   issue a new client certificate (CN=CN) and key signed by the
+                                   servers' CA, each file written atomically
   stop --dir DIR                   stop every server of DIR and wait until they are gone
   four-letter --dir DIR [--server I] CMD
                                    print server I's answer to CMD (srvr, cons, wchc, mntr...);
@@ -46,6 +61,10 @@ struct Args {
     password: Option<String>,
     upstream: Option<String>,
     delay_us: Option<usize>,
+    security: Security,
+    cn: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
     words: Vec<String>,
 }
 
@@ -95,6 +114,15 @@ fn parse(raw: &[String]) -> Result<Args, Failure> {
             v.parse()
                 .map_err(|_| Failure::Usage(format!("{arg}: not a number: {v}")))
         };
+        let user = |v: String| match v.split_once(':') {
+            Some((user, password)) if !user.is_empty() => {
+                Ok((user.to_owned(), password.to_owned()))
+            }
+            _ => Err(Failure::Usage(format!(
+                "{arg} takes USER:PASSWORD, not {v}"
+            ))),
+        };
+        let security = std::mem::take(&mut args.security);
         match arg.as_str() {
             "--dir" => args.dir = Some(value()?.into()),
             "--ensemble" => args.ensemble = Some(number(value()?)?),
@@ -103,11 +131,48 @@ fn parse(raw: &[String]) -> Result<Args, Failure> {
             "--password" => args.password = Some(value()?),
             "--upstream" => args.upstream = Some(value()?),
             "--delay-us" => args.delay_us = Some(number(value()?)?),
+            "--cn" => args.cn = Some(value()?),
+            "--cert" => args.cert = Some(value()?.into()),
+            "--key" => args.key = Some(value()?.into()),
+            "--tls" => {
+                let v = value()?;
+                let auth = ClientAuth::from_name(&v)
+                    .ok_or_else(|| Failure::Usage(format!("--tls none|want|need, not {v}")))?;
+                args.security = security.tls(auth);
+                continue;
+            }
+            "--server-cert" => {
+                let v = value()?;
+                let cert = ServerCert::from_name(&v).ok_or_else(|| {
+                    Failure::Usage(format!("--server-cert valid|expired|wrong-name, not {v}"))
+                })?;
+                args.security = security.server_cert(cert);
+                continue;
+            }
+            "--sasl-user" => {
+                let (name, password) = user(value()?)?;
+                args.security = security.sasl_user(name, password);
+                continue;
+            }
+            "--superuser" => {
+                let (name, password) = user(value()?)?;
+                args.security = security.superuser(name, password);
+                continue;
+            }
+            "--sasl-required" => {
+                args.security = security.sasl_required(true);
+                continue;
+            }
+            "--x509" => {
+                args.security = security.x509_identities(true);
+                continue;
+            }
             option if option.starts_with("--") => {
                 return Err(Failure::Usage(format!("unknown option {option}")))
             }
             word => args.words.push(word.to_owned()),
         }
+        args.security = security;
     }
     Ok(args)
 }
@@ -127,7 +192,27 @@ fn run(args: &Args) -> Result<(), Failure> {
         .as_deref()
         .ok_or_else(|| Failure::Usage("--dir DIR is required".into()))?;
     match args.command.as_str() {
-        "start" => start(dir, args.ensemble.unwrap_or(1)),
+        "start" => start(dir, args.ensemble.unwrap_or(1), &args.security),
+        "issue-client" => {
+            let required = |v: &Option<PathBuf>, name: &str| {
+                v.clone()
+                    .ok_or_else(|| Failure::Usage(format!("{name} FILE is required")))
+            };
+            let cn = args
+                .cn
+                .clone()
+                .ok_or_else(|| Failure::Usage("--cn CN is required".into()))?;
+            let (cert, key) = (
+                required(&args.cert, "--cert")?,
+                required(&args.key, "--key")?,
+            );
+            let state = read_state(dir)?;
+            let tls_dir = state.get("tls_dir").ok_or_else(|| {
+                Failure::Error(format!("the servers of {} have no TLS", dir.display()))
+            })?;
+            TlsMaterial::at(Path::new(tls_dir)).issue_client(&cn, cert, key);
+            Ok(())
+        }
         "stop" => {
             if !dir.join(STATE_FILE).exists() {
                 eprintln!("zk-harness: nothing to stop in {}", dir.display());
@@ -161,7 +246,8 @@ fn run(args: &Args) -> Result<(), Failure> {
                 "pause" => server.pause(),
                 _ => server.resume(),
             }
-            save(dir, &servers)
+            let state = read_state(dir)?;
+            save(dir, &servers, &secured_state(&state))
         }
         "expire" => {
             let required = |v: &Option<String>, name: &str| {
@@ -182,7 +268,7 @@ fn run(args: &Args) -> Result<(), Failure> {
     }
 }
 
-fn start(dir: &Path, n: usize) -> Result<(), Failure> {
+fn start(dir: &Path, n: usize, security: &Security) -> Result<(), Failure> {
     if n == 0 {
         return Err(Failure::Usage("--ensemble must be at least 1".into()));
     }
@@ -195,10 +281,33 @@ fn start(dir: &Path, n: usize) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let servers = launch_detached(dir, n);
-    save(dir, &servers)?;
+    let (servers, tls) = launch_detached(dir, n, security);
+    let secured = secured_lines(&servers, tls.as_ref());
+    save(dir, &servers, &secured)?;
     println!("{}", connect_string(&servers));
+    print!("{secured}");
     Ok(())
+}
+
+/// The `KEY=VALUE` lines of a secured start: the secure connect string and every PEM file.
+fn secured_lines(servers: &[TestingServerHandle], tls: Option<&TlsMaterial>) -> String {
+    let Some(tls) = tls else {
+        return String::new();
+    };
+    let secure: Vec<String> = servers
+        .iter()
+        .filter_map(TestingServerHandle::secure_connect_string)
+        .collect();
+    let mut lines = format!("secure_connect_string={}\n", secure.join(","));
+    for (key, value) in tls.entries() {
+        let key = if key == "dir" {
+            "tls_dir".to_owned()
+        } else {
+            key
+        };
+        lines += &format!("{key}={value}\n");
+    }
+    lines
 }
 
 /// `zk-harness proxy`: serves until stdin reaches end of file (the caller closed it or died).
@@ -243,8 +352,9 @@ fn connect_string(servers: &[TestingServerHandle]) -> String {
         .join(",")
 }
 
-/// Writes `DIR/zk-harness.state`: `key=value` lines, easy to read from any language.
-fn save(dir: &Path, servers: &[TestingServerHandle]) -> Result<(), Failure> {
+/// Writes `DIR/zk-harness.state`: `key=value` lines, easy to read from any language; `secured`
+/// are the lines of [`secured_lines`].
+fn save(dir: &Path, servers: &[TestingServerHandle], secured: &str) -> Result<(), Failure> {
     let mut state = format!(
         "connect_string={}\nservers={}\n",
         connect_string(servers),
@@ -252,25 +362,57 @@ fn save(dir: &Path, servers: &[TestingServerHandle]) -> Result<(), Failure> {
     );
     for (i, s) in servers.iter().enumerate() {
         let (host, port, pid, dir) = (s.host(), s.port(), s.pid().unwrap_or(0), s.dir().display());
-        state += &format!("server{i}_host={host}\nserver{i}_port={port}\nserver{i}_pid={pid}\nserver{i}_dir={dir}\n");
+        let secure_port = s.secure_port().unwrap_or(0);
+        state += &format!("server{i}_host={host}\nserver{i}_port={port}\nserver{i}_secure_port={secure_port}\nserver{i}_pid={pid}\nserver{i}_dir={dir}\n");
     }
+    state += secured;
     let path = dir.join(STATE_FILE);
     fs::write(&path, state)
         .map_err(|e| Failure::Error(format!("cannot write {}: {e}", path.display())))
 }
 
+/// The lines of the state file that [`secured_lines`] wrote, in their order.
+fn secured_state(state: &[(String, String)]) -> String {
+    let start = state.iter().position(|(k, _)| k == "secure_connect_string");
+    start.map_or_else(String::new, |start| {
+        state[start..]
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect()
+    })
+}
+
+/// The `key=value` lines of `DIR/zk-harness.state`, in order.
+fn read_state(dir: &Path) -> Result<Vec<(String, String)>, Failure> {
+    let path = dir.join(STATE_FILE);
+    let text = fs::read_to_string(&path).map_err(|e| {
+        Failure::Error(format!(
+            "{}: {e} (did `zk-harness start` run?)",
+            path.display()
+        ))
+    })?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect())
+}
+
+trait Lookup {
+    fn get(&self, key: &str) -> Option<&str>;
+}
+
+impl Lookup for Vec<(String, String)> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
 fn load(dir: &Path) -> Result<Vec<TestingServerHandle>, Failure> {
     let path = dir.join(STATE_FILE);
     let bad = |what: &str| Failure::Error(format!("{}: {what}", path.display()));
-    let text = fs::read_to_string(&path)
-        .map_err(|e| bad(&format!("{e} (did `zk-harness start` run?)")))?;
-    let state: HashMap<&str, &str> = text.lines().filter_map(|l| l.split_once('=')).collect();
-    let get = |key: &str| {
-        state
-            .get(key)
-            .copied()
-            .ok_or_else(|| bad(&format!("no {key}")))
-    };
+    let state = read_state(dir)?;
+    let get = |key: &str| state.get(key).ok_or_else(|| bad(&format!("no {key}")));
     let n: usize = get("servers")?.parse().map_err(|_| bad("bad servers"))?;
     (0..n)
         .map(|i| {
@@ -280,11 +422,18 @@ fn load(dir: &Path) -> Result<Vec<TestingServerHandle>, Failure> {
             let port = get(&format!("server{i}_port"))?
                 .parse()
                 .map_err(|_| bad("bad port"))?;
+            // Absent in state files of older versions: no TLS.
+            let secure_port: u16 = state
+                .get(&format!("server{i}_secure_port"))
+                .unwrap_or("0")
+                .parse()
+                .map_err(|_| bad("bad secure port"))?;
             let pid = get(&format!("server{i}_pid"))?
                 .parse()
                 .map_err(|_| bad("bad pid"))?;
             let server_dir = get(&format!("server{i}_dir"))?.into();
-            Ok(attach(server_dir, n, i, host, port, pid))
+            let secure_port = (secure_port != 0).then_some(secure_port);
+            Ok(attach(server_dir, n, i, host, port, secure_port, pid))
         })
         .collect()
 }
