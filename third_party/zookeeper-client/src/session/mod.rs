@@ -161,6 +161,8 @@ impl Builder {
             session,
             session_timeout: self.session_timeout,
             session_state: SessionState::Disconnected,
+            announced: SessionState::Disconnected,
+            establishing: false,
 
             authes: self.authes,
             state_sender,
@@ -219,6 +221,10 @@ pub struct Session {
 
     pub session: SessionInfo,
     session_state: SessionState,
+    /// zkrecipes patch 11: the state last told to watchers, and whether a connection is being
+    /// established (its connected state not told yet).
+    announced: SessionState,
+    establishing: bool,
     pub session_timeout: Duration,
 
     #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
@@ -292,6 +298,21 @@ impl Session {
             return;
         }
         self.session_state = state;
+        // zkrecipes patch 11: a connection is announced as connected only once it is
+        // established (SASL done, the first ping answered), not at the ConnectResponse: a
+        // reconnection whose authentication is then refused must not look RECONNECTED first.
+        if self.establishing && state.is_connected() {
+            return;
+        }
+        self.announce(state);
+    }
+
+    /// zkrecipes patch 11: tells watchers and the state channel, once per state.
+    fn announce(&mut self, state: SessionState) {
+        if state == self.announced {
+            return;
+        }
+        self.announced = state;
         self.watch_manager.dispatch_session_state(state);
         self.state_sender.send(state).ignore();
     }
@@ -720,7 +741,10 @@ impl Session {
         self.last_turn = self.last_send;
         self.last_ping = None;
         self.change_state(SessionState::Disconnected);
-        match self.serve_connecting(&mut conn, buf, depot).await {
+        self.establishing = true;
+        let established = self.serve_connecting(&mut conn, buf, depot).await;
+        self.establishing = false;
+        match established {
             Err(err) => {
                 warn!("fails to establish session to {} due to {}", endpoint, err);
                 self.report_connection_error(endpoint, &err);
@@ -728,6 +752,7 @@ impl Session {
             },
             _ => {
                 info!("succeeds to establish session to {}", endpoint);
+                self.announce(self.session_state);
                 Ok(conn)
             },
         }
