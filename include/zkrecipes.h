@@ -69,10 +69,11 @@
 
 /**
  * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
- * `acl_len`, `auth` and `auth_len` at the end; programs built with version 1 keep working (the
- * new fields take their defaults).
+ * `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
+ * after them. Programs built with an older version keep working (the new fields take their
+ * defaults).
  */
-#define ZKR_CLIENT_OPTIONS_VERSION 2
+#define ZKR_CLIENT_OPTIONS_VERSION 3
 
 /**
  * ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
@@ -816,6 +817,26 @@ typedef struct zkr_auth {
 } zkr_auth;
 
 /**
+ * One path rule of the client's ACL provider (Curator's ACLProvider): nodes at `prefix` and
+ * below it (server-side paths, namespace included) get `acl` instead of the default ACL; the
+ * longest matching prefix wins.
+ */
+typedef struct zkr_acl_rule {
+    /**
+     * An absolute path. Not NULL.
+     */
+    const char *prefix;
+    /**
+     * `acl_len` entries (> 0).
+     */
+    const struct zkr_acl *acl;
+    /**
+     * The number of entries at `acl`.
+     */
+    size_t acl_len;
+} zkr_acl_rule;
+
+/**
  * Client options. Always start from zkr_client_options_init(&opts), which sets `size` and
  * `version` and every default; then change the fields you need. The struct may grow at its end in
  * later versions: `size` tells the library how much of it your program knows, so programs built
@@ -884,6 +905,61 @@ typedef struct zkr_client_options {
      * (version 2) The number of entries at `auth`.
      */
     size_t auth_len;
+    /**
+     * (version 3) Connect over TLS (ZooKeeper's secureClientPort). Default false. Each PEM field
+     * below is a file path (read again at each new connection, so a certificate rotated on disk
+     * is used from the next reconnection on) or PEM text (a string beginning with
+     * `-----BEGIN`). Bad files, garbage PEM, an encrypted key or a key that does not match the
+     * certificate are ZKR_INVALID_ARGUMENT from zkr_client_connect, before any connection.
+     */
+    bool tls;
+    /**
+     * (version 3) The CA certificate(s) that sign the servers' certificates. NULL (default):
+     * the system's trust store.
+     */
+    const char *tls_ca;
+    /**
+     * (version 3) This client's certificate (for servers with ssl.clientAuth; its subject is the
+     * client's `x509` identity in ACLs). NULL (default): none. Needs `tls_key`.
+     */
+    const char *tls_cert;
+    /**
+     * (version 3) The certificate's unencrypted private key (PKCS#8, RSA or EC). NULL: none.
+     */
+    const char *tls_key;
+    /**
+     * (version 3) Do not check that the server's certificate names the host it is reached at
+     * (the chain is still checked; a man-in-the-middle risk). Default false.
+     */
+    bool tls_skip_hostname_verification;
+    /**
+     * (version 3) Only hosts written `tcp+tls://host:port` speak TLS; the others plaintext.
+     * Default false: every host speaks TLS.
+     */
+    bool tls_marked_hosts_only;
+    /**
+     * (version 3) The SASL mechanism ("DIGEST-MD5"). NULL (default): no SASL, unless
+     * `sasl_username` is set (then DIGEST-MD5).
+     */
+    const char *sasl_mechanism;
+    /**
+     * (version 3) The SASL user. NULL (default): no SASL. A refusal is ZKR_AUTH_FAILED from
+     * zkr_client_connect, at once and never retried.
+     */
+    const char *sasl_username;
+    /**
+     * (version 3) The SASL password (read during zkr_client_connect only).
+     */
+    const char *sasl_password;
+    /**
+     * (version 3) ACL-provider path rules, `acl_rules_len` of them: nodes below a rule's prefix
+     * get its ACL instead of `acl`. NULL (default): none. Read during zkr_client_connect only.
+     */
+    const struct zkr_acl_rule *acl_rules;
+    /**
+     * (version 3) The number of entries at `acl_rules`.
+     */
+    size_t acl_rules_len;
 } zkr_client_options;
 
 /**

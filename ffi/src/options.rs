@@ -4,7 +4,10 @@ use std::ffi::c_char;
 use std::ptr;
 use std::time::Duration;
 
-use zkrecipes::{timeout, Acl, ClientBuilder, Error, Permission, Result, RetryPolicy};
+use zkrecipes::{
+    timeout, Acl, AclProvider, ClientBuilder, Error, Pem, Permission, Result, RetryPolicy,
+    SaslOptions, TlsOptions,
+};
 
 use crate::boundary::{arg_opt_str, arg_out, arg_slice, arg_str, ffi_boundary, ffi_call};
 use crate::status::zkr_status;
@@ -221,9 +224,10 @@ impl zkr_retry_policy {
 // ACL, authentication, options
 
 /// The layout version of zkr_client_options this header describes. Version 2 added `acl`,
-/// `acl_len`, `auth` and `auth_len` at the end; programs built with version 1 keep working (the
-/// new fields take their defaults).
-pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 2;
+/// `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
+/// after them. Programs built with an older version keep working (the new fields take their
+/// defaults).
+pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 3;
 
 /// ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
 pub const ZKR_PERM_READ: u32 = 1;
@@ -252,6 +256,20 @@ pub struct zkr_acl {
     pub scheme: *const c_char,
     /// The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
     pub id: *const c_char,
+}
+
+/// One path rule of the client's ACL provider (Curator's ACLProvider): nodes at `prefix` and
+/// below it (server-side paths, namespace included) get `acl` instead of the default ACL; the
+/// longest matching prefix wins.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct zkr_acl_rule {
+    /// An absolute path. Not NULL.
+    pub prefix: *const c_char,
+    /// `acl_len` entries (> 0).
+    pub acl: *const zkr_acl,
+    /// The number of entries at `acl`.
+    pub acl_len: usize,
 }
 
 /// One authentication entry added to the session (ZooKeeper's addAuthInfo).
@@ -307,6 +325,39 @@ pub struct zkr_client_options {
     pub auth: *const zkr_auth,
     /// (version 2) The number of entries at `auth`.
     pub auth_len: usize,
+    /// (version 3) Connect over TLS (ZooKeeper's secureClientPort). Default false. Each PEM field
+    /// below is a file path (read again at each new connection, so a certificate rotated on disk
+    /// is used from the next reconnection on) or PEM text (a string beginning with
+    /// `-----BEGIN`). Bad files, garbage PEM, an encrypted key or a key that does not match the
+    /// certificate are ZKR_INVALID_ARGUMENT from zkr_client_connect, before any connection.
+    pub tls: bool,
+    /// (version 3) The CA certificate(s) that sign the servers' certificates. NULL (default):
+    /// the system's trust store.
+    pub tls_ca: *const c_char,
+    /// (version 3) This client's certificate (for servers with ssl.clientAuth; its subject is the
+    /// client's `x509` identity in ACLs). NULL (default): none. Needs `tls_key`.
+    pub tls_cert: *const c_char,
+    /// (version 3) The certificate's unencrypted private key (PKCS#8, RSA or EC). NULL: none.
+    pub tls_key: *const c_char,
+    /// (version 3) Do not check that the server's certificate names the host it is reached at
+    /// (the chain is still checked; a man-in-the-middle risk). Default false.
+    pub tls_skip_hostname_verification: bool,
+    /// (version 3) Only hosts written `tcp+tls://host:port` speak TLS; the others plaintext.
+    /// Default false: every host speaks TLS.
+    pub tls_marked_hosts_only: bool,
+    /// (version 3) The SASL mechanism ("DIGEST-MD5"). NULL (default): no SASL, unless
+    /// `sasl_username` is set (then DIGEST-MD5).
+    pub sasl_mechanism: *const c_char,
+    /// (version 3) The SASL user. NULL (default): no SASL. A refusal is ZKR_AUTH_FAILED from
+    /// zkr_client_connect, at once and never retried.
+    pub sasl_username: *const c_char,
+    /// (version 3) The SASL password (read during zkr_client_connect only).
+    pub sasl_password: *const c_char,
+    /// (version 3) ACL-provider path rules, `acl_rules_len` of them: nodes below a rule's prefix
+    /// get its ACL instead of `acl`. NULL (default): none. Read during zkr_client_connect only.
+    pub acl_rules: *const zkr_acl_rule,
+    /// (version 3) The number of entries at `acl_rules`.
+    pub acl_rules_len: usize,
 }
 
 fn default_options() -> zkr_client_options {
@@ -325,6 +376,17 @@ fn default_options() -> zkr_client_options {
         acl_len: 0,
         auth: ptr::null(),
         auth_len: 0,
+        tls: false,
+        tls_ca: ptr::null(),
+        tls_cert: ptr::null(),
+        tls_key: ptr::null(),
+        tls_skip_hostname_verification: false,
+        tls_marked_hosts_only: false,
+        sasl_mechanism: ptr::null(),
+        sasl_username: ptr::null(),
+        sasl_password: ptr::null(),
+        acl_rules: ptr::null(),
+        acl_rules_len: 0,
     }
 }
 
@@ -376,11 +438,12 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
             zkrecipes::VERSION
         ).into()));
     }
-    // A version-1 program knows nothing past auth_credentials_len, whatever its `size` says.
-    let size = if version < 2 {
-        size.min(std::mem::offset_of!(zkr_client_options, acl))
-    } else {
-        size
+    // A version-1 program knows nothing past auth_credentials_len, a version-2 one nothing past
+    // auth_len, whatever its `size` says.
+    let size = match version {
+        1 => size.min(std::mem::offset_of!(zkr_client_options, acl)),
+        2 => size.min(std::mem::offset_of!(zkr_client_options, tls)),
+        _ => size,
     };
     // SAFETY: the caller's struct has `size` readable bytes (checked to be at most ours), and
     // `merged` is a whole struct of ours.
@@ -435,24 +498,98 @@ pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<Clie
             )?;
             b = b.auth(scheme, cred.to_vec());
         }
-        if !o.acl.is_null() || o.acl_len != 0 {
-            let entries = arg_slice(o.acl, o.acl_len, "opts.acl")?;
-            if entries.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "opts.acl is set with acl_len 0: give at least one entry, or NULL for the default"
-                        .into(),
-                ));
+        let default = if !o.acl.is_null() || o.acl_len != 0 {
+            acl_list(o.acl, o.acl_len, "opts.acl")?
+        } else {
+            Acl::open()
+        };
+        let mut provider = AclProvider::new(default);
+        for (i, r) in arg_slice(o.acl_rules, o.acl_rules_len, "opts.acl_rules")?
+            .iter()
+            .enumerate()
+        {
+            let prefix = arg_str(r.prefix, &format!("opts.acl_rules[{i}].prefix"))?;
+            let acl = acl_list(r.acl, r.acl_len, &format!("opts.acl_rules[{i}].acl"))?;
+            provider = provider.with_path(prefix, acl);
+        }
+        b = b.acl_provider(provider);
+        let tls_field = |p, what| arg_opt_str(p, what).map(|s| s.map(Pem::from_arg));
+        let (ca, cert, key) = (
+            tls_field(o.tls_ca, "opts.tls_ca")?,
+            tls_field(o.tls_cert, "opts.tls_cert")?,
+            tls_field(o.tls_key, "opts.tls_key")?,
+        );
+        if o.tls {
+            let mut tls = TlsOptions::new()
+                .verify_hostname(!o.tls_skip_hostname_verification)
+                .every_host(!o.tls_marked_hosts_only);
+            if let Some(ca) = ca {
+                tls = tls.ca(ca);
             }
-            let mut list = Vec::with_capacity(entries.len());
-            for (i, e) in entries.iter().enumerate() {
-                let scheme = scheme_arg(e.scheme, &format!("opts.acl[{i}].scheme"))?;
-                let id = arg_str(e.id, &format!("opts.acl[{i}].id"))?;
-                list.push(Acl::new(permission(e.perms, i)?, scheme, id));
+            if let Some(cert) = cert {
+                tls = tls.cert(cert);
             }
-            b = b.acl(list);
+            if let Some(key) = key {
+                tls = tls.key(key);
+            }
+            b = b.tls(tls);
+        } else if ca.is_some() || cert.is_some() || key.is_some() {
+            return Err(Error::InvalidArgument(
+                "opts.tls_ca, tls_cert or tls_key is set but opts.tls is false: set opts.tls = true"
+                    .into(),
+            ));
+        }
+        let mechanism = arg_opt_str(o.sasl_mechanism, "opts.sasl_mechanism")?;
+        if let Some(user) = arg_opt_str(o.sasl_username, "opts.sasl_username")? {
+            let password =
+                arg_opt_str(o.sasl_password, "opts.sasl_password")?.ok_or_else(|| {
+                    Error::InvalidArgument(
+                        "opts.sasl_username is set without opts.sasl_password".into(),
+                    )
+                })?;
+            b = b.sasl(SaslOptions::new(
+                mechanism.unwrap_or("DIGEST-MD5"),
+                user,
+                password,
+            )?);
+        } else if mechanism.is_some() {
+            return Err(Error::InvalidArgument(
+                "opts.sasl_mechanism is set without opts.sasl_username".into(),
+            ));
         }
     }
     Ok(b)
+}
+
+/// `len` ACL entries at `acl` (at least one).
+///
+/// # Safety
+/// As [`arg_slice`] for `acl` and [`arg_str`] for each entry's strings.
+unsafe fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Result<Vec<Acl>> {
+    // SAFETY: this function's contract.
+    let entries = unsafe { arg_slice(acl, len, what) }?;
+    if entries.is_empty() {
+        return Err(Error::InvalidArgument(
+            format!(
+                "{what} is set with length 0: give at least one entry, or NULL for the default"
+            )
+            .into(),
+        ));
+    }
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            // SAFETY: this function's contract.
+            let (scheme, id) = unsafe {
+                (
+                    scheme_arg(e.scheme, &format!("{what}[{i}].scheme"))?,
+                    arg_str(e.id, &format!("{what}[{i}].id"))?,
+                )
+            };
+            Ok(Acl::new(permission(e.perms, what, i)?, scheme, id))
+        })
+        .collect()
 }
 
 /// A scheme: a non-empty string.
@@ -469,11 +606,10 @@ unsafe fn scheme_arg<'a>(scheme: *const c_char, what: &str) -> Result<&'a str> {
 }
 
 /// ZooKeeper's permission bits as a `Permission`.
-fn permission(bits: u32, i: usize) -> Result<Permission> {
+fn permission(bits: u32, what: &str, i: usize) -> Result<Permission> {
     Permission::from_bits(bits).map_err(|_| {
         Error::InvalidArgument(
-            format!("opts.acl[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)")
-                .into(),
+            format!("{what}[{i}].perms is {bits}: use a combination of ZKR_PERM_* (1..31)").into(),
         )
     })
 }
@@ -521,6 +657,63 @@ mod tests {
         opts.size = std::mem::size_of::<zkr_client_options>();
         let r = read(&opts).unwrap();
         assert!(r.acl.is_null() && r.auth_len == 0);
+    }
+
+    #[test]
+    fn version_2_options_ignore_the_version_3_fields() {
+        let mut opts = default_options();
+        opts.version = 2;
+        opts.size = std::mem::offset_of!(zkr_client_options, tls);
+        opts.tls = true;
+        opts.sasl_username = std::ptr::dangling();
+        opts.acl_rules_len = 5;
+        let r = read(&opts).unwrap();
+        assert!(!r.tls && r.sasl_username.is_null() && r.acl_rules_len == 0);
+        assert!(build(&r).is_ok());
+    }
+
+    #[test]
+    fn tls_and_sasl_fields_are_checked() {
+        let mut opts = default_options();
+        opts.tls_ca = c"/etc/ca.pem".as_ptr();
+        assert!(matches!(build(&opts), Err(Error::InvalidArgument(m)) if m.contains("opts.tls")));
+        opts.tls = true;
+        assert!(build(&opts).is_ok(), "files are read when connecting");
+        let mut opts = default_options();
+        opts.sasl_username = c"alice".as_ptr();
+        assert!(
+            matches!(build(&opts), Err(Error::InvalidArgument(m)) if m.contains("sasl_password"))
+        );
+        opts.sasl_password = c"secret".as_ptr();
+        assert!(build(&opts).is_ok());
+        opts.sasl_mechanism = c"PLAIN".as_ptr();
+        assert!(matches!(build(&opts), Err(Error::InvalidArgument(m)) if m.contains("DIGEST-MD5")));
+        let mut opts = default_options();
+        opts.sasl_mechanism = c"DIGEST-MD5".as_ptr();
+        assert!(build(&opts).is_err(), "a mechanism without a user");
+        let entry = [zkr_acl {
+            perms: ZKR_PERM_READ,
+            scheme: c"world".as_ptr(),
+            id: c"anyone".as_ptr(),
+        }];
+        let rules = [zkr_acl_rule {
+            prefix: c"/app".as_ptr(),
+            acl: entry.as_ptr(),
+            acl_len: 1,
+        }];
+        let mut opts = default_options();
+        opts.acl_rules = rules.as_ptr();
+        opts.acl_rules_len = 1;
+        assert!(build(&opts).is_ok());
+        let rules = [zkr_acl_rule {
+            prefix: c"relative".as_ptr(),
+            ..rules[0]
+        }];
+        opts.acl_rules = rules.as_ptr();
+        assert!(
+            build(&opts).is_ok(),
+            "the core checks rules when connecting"
+        );
     }
 
     #[test]
