@@ -4,13 +4,102 @@ import type { Client } from './index';
 /** Where ZooKeeper will come from; throws (code `ZKR_ZOOKEEPER_NOT_FOUND`) naming what to install. */
 export declare function findZooKeeper(): string;
 
+/** How a server or ensemble is secured; every option is off by default. Unknown keys are refused. */
+export interface SecurityOptions {
+  /** TLS on a secure port too, asking clients for certificates: `'none'`, `'want'` or `'need'`. */
+  tls?: 'none' | 'want' | 'need';
+  /** What the TLS servers present: valid, expired, or a certificate whose only SAN is DNS `wrong.example`. */
+  serverCert?: 'valid' | 'expired' | 'wrong-name';
+  /** SASL DIGEST-MD5 users: `{ alice: 'secret' }` (ACL id `sasl:alice`). */
+  saslUsers?: Record<string, string>;
+  /** Sessions that did not authenticate with SASL are closed at their first request. */
+  saslRequired?: boolean;
+  /** A client certificate gives the session the `x509` identity of its subject; implies `tls: 'need'`. */
+  x509?: boolean;
+  /** `addauth digest name:password` (and, with SASL, the SASL user `name`) may do anything. */
+  superuser?: { name: string; password: string };
+}
+
+/** A client identity of TlsMaterial. */
+export type ClientIdentity = 'client' | 'otherClient' | 'rsaClient' | 'sec1Client' | 'expiredClient' | 'wrongCaClient';
+
+/** The client identities of TlsMaterial. */
+export declare const CLIENT_IDENTITIES: readonly ClientIdentity[];
+
+/**
+ * The CA, certificates and keys of a TLS server or ensemble, made when it started: PEM file paths
+ * in `dir` (the server's temporary directory, removed with it). Client subjects are `CN=<name>`;
+ * server certificates carry an IP SAN for their 127.0.0.x. Keys are EC P-256 unless said otherwise.
+ */
+export declare class TlsMaterial {
+  private constructor();
+  readonly dir: string;
+  /** The CA of the servers' and clients' certificates (not the wrong-CA one); servers trust only it. */
+  readonly ca: string;
+  /** Valid, `CN=zkr-client`. */
+  readonly clientCert: string;
+  /** PKCS#8 (`BEGIN PRIVATE KEY`). */
+  readonly clientKey: string;
+  /** The PKCS#8 key then the certificate, one file (ZooKeeper's Java PEM key store). */
+  readonly clientKeystore: string;
+  /** `'CN=zkr-client'`: the `x509` ACL id ZooKeeper records for it. */
+  readonly clientX509Id: string;
+  /** Valid, another subject: `CN=zkr-other`. */
+  readonly otherClientCert: string;
+  readonly otherClientKey: string;
+  readonly otherClientKeystore: string;
+  readonly otherClientX509Id: string;
+  /** Valid, `CN=zkr-rsa-client`, RSA 2048. */
+  readonly rsaClientCert: string;
+  /** PKCS#1 (`BEGIN RSA PRIVATE KEY`). */
+  readonly rsaClientKey: string;
+  readonly rsaClientKeystore: string;
+  readonly rsaClientX509Id: string;
+  /** Valid, `CN=zkr-sec1-client`. */
+  readonly sec1ClientCert: string;
+  /** SEC1 (`BEGIN EC PRIVATE KEY`). */
+  readonly sec1ClientKey: string;
+  readonly sec1ClientKeystore: string;
+  readonly sec1ClientX509Id: string;
+  /** Signed by the CA, expired yesterday, `CN=zkr-expired-client`. */
+  readonly expiredClientCert: string;
+  readonly expiredClientKey: string;
+  readonly expiredClientKeystore: string;
+  readonly expiredClientX509Id: string;
+  /** Valid but signed by `wrongCa`, `CN=zkr-wrong-ca-client`. */
+  readonly wrongCaClientCert: string;
+  readonly wrongCaClientKey: string;
+  readonly wrongCaClientKeystore: string;
+  readonly wrongCaClientX509Id: string;
+  /** `clientKey` as encrypted PKCS#8 (`BEGIN ENCRYPTED PRIVATE KEY`; PBES2, AES-256-CBC). */
+  readonly encryptedClientKey: string;
+  readonly encryptedClientKeyPassword: string;
+  /** A CA that signed nothing the servers present or trust. */
+  readonly wrongCa: string;
+  /** The PKCS#8 key and certificate of `which` in one file. */
+  keystore(which: ClientIdentity): string;
+  /** The `x509` identity ZooKeeper records for `which`'s certificate. */
+  x509Id(which: ClientIdentity): string;
+  /** The `x509` identity of a certificate from issueClient with this `cn`. */
+  static x509IdForCn(cn: string): string;
+  /**
+   * Issues a fresh client identity now: a new EC P-256 key (PKCS#8) and a certificate for `CN=cn`
+   * signed by `ca`, each file written atomically, the key first.
+   */
+  issueClient(cn: string, certPath: string, keyPath: string): Promise<void>;
+}
+
 /** One standalone server on 127.0.0.1 and a free port. */
 export declare class TestingServer {
   private constructor();
-  /** Starts a server; resolves once it serves. */
-  static start(): Promise<TestingServer>;
-  /** `'127.0.0.1:PORT'`. */
+  /** Starts a server (secured as `options` say); resolves once it serves. */
+  static start(options?: SecurityOptions): Promise<TestingServer>;
+  /** `'127.0.0.1:PORT'` (plaintext, always there). */
   readonly connectString: string;
+  /** `'127.0.0.1:SECUREPORT'`; null without `tls`. */
+  readonly secureConnectString: string | null;
+  /** The PEM files; null without `tls`. */
+  readonly tls: TlsMaterial | null;
   stop(): Promise<void>;
   start(): Promise<void>;
   /** Same port, same data; clients reconnect. */
@@ -28,6 +117,8 @@ export declare class ClusterServer {
   private constructor();
   readonly index: number;
   readonly connectString: string;
+  /** `'127.0.0.x:SECUREPORT'`; null without `tls`. */
+  readonly secureConnectString: string | null;
   stop(): Promise<void>;
   start(): Promise<void>;
   restart(): Promise<void>;
@@ -37,9 +128,13 @@ export declare class ClusterServer {
 /** An ensemble, server i on 127.0.0.(i+1). */
 export declare class TestingCluster {
   private constructor();
-  /** Starts `n` servers (default 3); resolves once every one serves and one leads. */
-  static start(n?: number): Promise<TestingCluster>;
+  /** Starts `n` servers (default 3), each secured as `options` say; resolves once every one serves and one leads. */
+  static start(n?: number, options?: SecurityOptions): Promise<TestingCluster>;
   readonly connectString: string;
+  /** Every TLS port: `'127.0.0.1:s1,127.0.0.2:s2,...'`; null without `tls`. */
+  readonly secureConnectString: string | null;
+  /** The PEM files; null without `tls`. */
+  readonly tls: TlsMaterial | null;
   readonly servers: ClusterServer[];
   leader(): Promise<ClusterServer | null>;
   waitForQuorum(options?: { timeoutMs?: number }): Promise<ClusterServer | null>;

@@ -4,6 +4,110 @@
 'use strict';
 
 const { native } = require('./native');
+const args = require('./args');
+const { invalid, describe } = require('./errors');
+
+const SECURITY_OPTIONS = ['tls', 'serverCert', 'saslUsers', 'saslRequired', 'x509', 'superuser'];
+
+/**
+ * The native security options of `{ tls, serverCert, saslUsers, saslRequired, x509, superuser }`:
+ * names and types checked here, values natively (before any server starts); both throw
+ * `ZKR_INVALID_ARGUMENT`.
+ */
+function securityOptions(what, v) {
+  const o = args.options(what, v, SECURITY_OPTIONS);
+  const users = o.saslUsers ?? undefined;
+  if (users !== undefined && (typeof users !== 'object' || Array.isArray(users))) {
+    throw invalid(`${what}: saslUsers must be an object mapping user names to passwords, got ${describe(users)}`);
+  }
+  for (const [name, password] of Object.entries(users ?? {})) {
+    args.string(`${what}: the password of saslUsers.${name}`, password);
+  }
+  const superuser = args.options(`${what}: superuser`, o.superuser, ['name', 'password']);
+  if (o.superuser !== undefined && o.superuser !== null) {
+    args.string(`${what}: superuser.name`, superuser.name);
+    args.string(`${what}: superuser.password`, superuser.password);
+  }
+  const security = {
+    tls: args.optionalString(`${what}: tls`, o.tls),
+    serverCert: args.optionalString(`${what}: serverCert`, o.serverCert),
+    saslUsers: users,
+    saslRequired: args.bool(`${what}: saslRequired`, o.saslRequired, false),
+    x509: args.bool(`${what}: x509`, o.x509, false),
+    superuserName: superuser.name,
+    superuserPassword: superuser.password,
+  };
+  const problem = native.checkSecurity(security);
+  if (problem) throw invalid(`${what}: ${problem}`);
+  return security;
+}
+
+const camel = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+
+/** The client identities of TlsMaterial (`keystore(which)`, `x509Id(which)`). */
+const CLIENT_IDENTITIES = Object.freeze([
+  'client',
+  'otherClient',
+  'rsaClient',
+  'sec1Client',
+  'expiredClient',
+  'wrongCaClient',
+]);
+
+/**
+ * The CA, certificates and keys of a TLS server or ensemble, made when it started: PEM files in
+ * `dir` (the server's temporary directory, removed with it). Paths are strings: `ca`,
+ * `clientCert`, `clientKey` (PKCS#8), `clientKeystore` (key + certificate, for Java clients),
+ * `clientX509Id`, and the same for `otherClient*`, `rsaClient*` (PKCS#1 key), `sec1Client*` (SEC1
+ * key), `expiredClient*`, `wrongCaClient*`; `encryptedClientKey` and
+ * `encryptedClientKeyPassword`; `wrongCa`.
+ */
+class TlsMaterial {
+  /** @private made by TestingServer/TestingCluster */
+  constructor(entries) {
+    for (const [key, value] of Object.entries(entries)) {
+      Object.defineProperty(this, camel(key), { value, enumerable: true });
+    }
+    Object.freeze(this);
+  }
+
+  /** The PKCS#8 key and certificate of `which` (one of CLIENT_IDENTITIES) in one file. */
+  keystore(which) {
+    return this[`${identity(which)}Keystore`];
+  }
+
+  /** The `x509` identity ZooKeeper records for `which`'s certificate (`'CN=zkr-client'`). */
+  x509Id(which) {
+    return this[`${identity(which)}X509Id`];
+  }
+
+  /** The `x509` identity of a certificate from issueClient with this `cn`. */
+  static x509IdForCn(cn) {
+    kit();
+    return native.x509IdForCn(args.string('x509IdForCn: cn', cn));
+  }
+
+  /**
+   * Issues a fresh client identity now: a new EC P-256 key (PKCS#8) at `keyPath` and a certificate
+   * for `CN=cn` signed by `ca` at `certPath`, each written atomically (temporary file, rename),
+   * the key first.
+   */
+  async issueClient(cn, certPath, keyPath) {
+    await native.issueClient(
+      this.dir,
+      args.string('issueClient: cn', cn),
+      args.string('issueClient: certPath', certPath),
+      args.string('issueClient: keyPath', keyPath),
+    );
+  }
+}
+
+function identity(which) {
+  if (!CLIENT_IDENTITIES.includes(which)) {
+    throw invalid(`which must be one of ${CLIENT_IDENTITIES.join(', ')}, got ${describe(which)}`);
+  }
+  return which;
+}
 
 function kit() {
   if (typeof native.NativeTestingServer !== 'function') {
@@ -31,32 +135,58 @@ function findZooKeeper() {
   }
 }
 
-/** One standalone server on 127.0.0.1 and a free port: `await TestingServer.start()`. */
+/** What a native start resolved to: `{ connectString, secureConnectString, tls }`. */
+function parseStarted(json) {
+  const started = JSON.parse(json);
+  return { ...started, tls: started.tls === null ? null : new TlsMaterial(started.tls) };
+}
+
+/**
+ * One standalone server on 127.0.0.1 and a free port: `await TestingServer.start()`, or secured:
+ * `await TestingServer.start({ tls: 'need', saslUsers: { alice: 'secret' }, x509: true })`.
+ */
 class TestingServer {
   #native;
-  #connectString;
+  #started;
 
   /** @private use TestingServer.start() */
-  constructor(nativeServer, connectString) {
+  constructor(nativeServer, started) {
     this.#native = nativeServer;
-    this.#connectString = connectString;
+    this.#started = started;
   }
 
-  /** Starts a server; resolves once it serves. */
-  static async start() {
+  /**
+   * Starts a server; resolves once it serves. Options (all off by default): `tls` (`'none'`,
+   * `'want'`, `'need'`: a TLS port too, asking clients for certificates so), `serverCert`
+   * (`'valid'`, `'expired'`, `'wrong-name'`), `saslUsers` (`{ name: password }`, SASL
+   * DIGEST-MD5), `saslRequired`, `x509` (client certificates give x509 identities; implies
+   * `tls: 'need'`), `superuser` (`{ name, password }`).
+   */
+  static async start(options) {
+    const security = securityOptions('TestingServer.start', options);
     findZooKeeper();
     const server = new native.NativeTestingServer();
     try {
-      return new TestingServer(server, await server.start());
+      return new TestingServer(server, parseStarted(await server.start(security)));
     } catch (err) {
       await server.close();
       throw err;
     }
   }
 
-  /** `'127.0.0.1:PORT'`. */
+  /** `'127.0.0.1:PORT'` (plaintext, always there). */
   get connectString() {
-    return this.#connectString;
+    return this.#started.connectString;
+  }
+
+  /** `'127.0.0.1:SECUREPORT'`, the TLS port; null without `tls`. */
+  get secureConnectString() {
+    return this.#started.secureConnectString;
+  }
+
+  /** The CA, certificates and keys (TlsMaterial); null without `tls`. */
+  get tls() {
+    return this.#started.tls;
   }
 
   /** Stops the server (its data stays); `start()` brings it back on the same port. */
@@ -66,7 +196,7 @@ class TestingServer {
 
   /** Starts the stopped server again. */
   async start() {
-    await this.#native.start();
+    await this.#native.start(undefined);
   }
 
   /** Stops and starts the server: same port, same data; clients reconnect. */
@@ -99,10 +229,12 @@ class TestingServer {
 class ClusterServer {
   #native;
 
-  constructor(nativeCluster, index, connectString) {
+  constructor(nativeCluster, index, connectString, secureConnectString) {
     this.#native = nativeCluster;
     this.index = index;
     this.connectString = connectString;
+    /** `'127.0.0.x:SECUREPORT'`; null without `tls`. */
+    this.secureConnectString = secureConnectString || null;
   }
 
   async stop() {
@@ -125,26 +257,35 @@ class ClusterServer {
 /** An ensemble of `n` servers, server i on 127.0.0.(i+1): `await TestingCluster.start(3)`. */
 class TestingCluster {
   #native;
-  #connectString;
+  #started;
 
   /** @private use TestingCluster.start(n) */
-  constructor(nativeCluster, connectString, servers) {
+  constructor(nativeCluster, started, servers) {
     this.#native = nativeCluster;
-    this.#connectString = connectString;
+    this.#started = started;
     /** @type {ClusterServer[]} */
     this.servers = servers;
   }
 
-  /** Starts `n` servers (default 3); resolves once every one serves and one leads. */
-  static async start(n = 3) {
+  /**
+   * Starts `n` servers (default 3); resolves once every one serves and one leads. `options` as
+   * for TestingServer.start, for every server: one CA, each server's certificate for its own
+   * 127.0.0.x; quorum traffic stays plaintext.
+   */
+  static async start(n = 3, options = undefined) {
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`TestingCluster.start: n must be a positive integer, got ${n}`);
+    const security = securityOptions('TestingCluster.start', options);
     findZooKeeper();
     const cluster = new native.NativeTestingCluster();
     try {
-      const connectString = await cluster.start(n);
+      const started = parseStarted(await cluster.start(n, security));
       const servers = [];
-      for (let i = 0; i < n; i += 1) servers.push(new ClusterServer(cluster, i, await cluster.serverConnectString(i)));
-      return new TestingCluster(cluster, connectString, servers);
+      for (let i = 0; i < n; i += 1) {
+        servers.push(
+          new ClusterServer(cluster, i, await cluster.serverConnectString(i), await cluster.serverSecureConnectString(i)),
+        );
+      }
+      return new TestingCluster(cluster, started, servers);
     } catch (err) {
       await cluster.close();
       throw err;
@@ -153,7 +294,17 @@ class TestingCluster {
 
   /** `'127.0.0.1:p1,127.0.0.2:p2,...'`. */
   get connectString() {
-    return this.#connectString;
+    return this.#started.connectString;
+  }
+
+  /** `'127.0.0.1:s1,127.0.0.2:s2,...'`, every TLS port; null without `tls`. */
+  get secureConnectString() {
+    return this.#started.secureConnectString;
+  }
+
+  /** The CA, certificates and keys (TlsMaterial); null without `tls`. */
+  get tls() {
+    return this.#started.tls;
   }
 
   /** The server that leads now, or null. */
@@ -188,4 +339,12 @@ async function expireSession(client) {
   await client._expireSessionForTesting();
 }
 
-module.exports = { TestingServer, TestingCluster, ClusterServer, expireSession, findZooKeeper };
+module.exports = {
+  TestingServer,
+  TestingCluster,
+  ClusterServer,
+  TlsMaterial,
+  CLIENT_IDENTITIES,
+  expireSession,
+  findZooKeeper,
+};

@@ -48,7 +48,10 @@ pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode
 pub use vocabulary::vocabulary;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]
-pub use testing::{find_zookeeper, NativeTestingCluster, NativeTestingServer};
+pub use testing::{
+    check_security, find_zookeeper, issue_client, x509_id_for_cn, NativeTestingCluster,
+    NativeTestingServer, SecurityOptions,
+};
 
 use napi::Env;
 use napi_derive::napi;

@@ -5,6 +5,7 @@
 //! pool: a Promise, never a blocked event loop. A harness failure (no ZooKeeper, a server that
 //! does not start) rejects with the harness's message; a panic never crosses into JS.
 
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +14,131 @@ use napi::{Env, Error, Status, Task};
 
 use crate::boundary;
 use napi_derive::napi;
-use zkrecipes_testing::{TestingCluster, TestingServer, TestingServerHandle};
+use zkrecipes_testing::{
+    ClientAuth, Security, ServerCert, TestingCluster, TestingServer, TestingServerHandle,
+    TlsMaterial,
+};
+
+/// How a server or ensemble is secured (`TestingServer.start({ ... })`; the JS layer checks the
+/// option names and types, this the values).
+#[napi(object)]
+pub struct SecurityOptions {
+    /// `'none'`, `'want'` or `'need'`: TLS on a secure port too.
+    pub tls: Option<String>,
+    /// `'valid'`, `'expired'` or `'wrong-name'`.
+    pub server_cert: Option<String>,
+    /// SASL DIGEST-MD5 users: name -> password.
+    pub sasl_users: Option<HashMap<String, String>>,
+    /// Close sessions that did not authenticate with SASL.
+    pub sasl_required: Option<bool>,
+    /// x509 identities from client certificates.
+    pub x509: Option<bool>,
+    /// The superuser's name and password.
+    pub superuser_name: Option<String>,
+    /// The superuser's password.
+    pub superuser_password: Option<String>,
+}
+
+/// The harness's [`Security`] from the JS options, or what is wrong with them.
+fn security(options: Option<SecurityOptions>) -> Result<Security, String> {
+    let Some(o) = options else {
+        return Ok(Security::new());
+    };
+    let mut security = Security::new();
+    if let Some(tls) = o.tls {
+        let auth = ClientAuth::from_name(&tls)
+            .ok_or_else(|| format!("tls must be 'none', 'want' or 'need', not {tls:?}"))?;
+        security = security.tls(auth);
+    }
+    if let Some(cert) = o.server_cert {
+        let cert = ServerCert::from_name(&cert).ok_or_else(|| {
+            format!("serverCert must be 'valid', 'expired' or 'wrong-name', not {cert:?}")
+        })?;
+        security = security.server_cert(cert);
+    }
+    let mut users: Vec<(String, String)> = o.sasl_users.unwrap_or_default().into_iter().collect();
+    users.sort();
+    for (name, password) in users {
+        security = security.sasl_user(name, password);
+    }
+    security = security
+        .sasl_required(o.sasl_required.unwrap_or(false))
+        .x509_identities(o.x509.unwrap_or(false));
+    if let (Some(name), Some(password)) = (o.superuser_name, o.superuser_password) {
+        security = security.superuser(name, password);
+    }
+    security.check()?;
+    Ok(security)
+}
+
+/// What is wrong with these options for ZooKeeper (`''`: nothing), said before any server
+/// starts.
+#[napi]
+pub fn check_security(env: Env, options: Option<SecurityOptions>) -> napi::Result<String> {
+    boundary::sync(&env, || Ok(security(options).err().unwrap_or_default()))
+}
+
+/// What a started server or ensemble tells JS, as JSON: `{ connectString,
+/// secureConnectString, tls }` (`tls`: the material's entries, or null).
+fn started(
+    connect_string: String,
+    secure_connect_string: Option<String>,
+    tls: Option<&TlsMaterial>,
+) -> String {
+    let quote = |s: &str| {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    };
+    let tls = tls.map_or_else(
+        || "null".to_owned(),
+        |tls| {
+            let fields: Vec<String> = tls
+                .entries()
+                .iter()
+                .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        },
+    );
+    let secure = secure_connect_string.map_or_else(|| "null".to_owned(), |s| quote(&s));
+    format!(
+        "{{\"connectString\":{},\"secureConnectString\":{secure},\"tls\":{tls}}}",
+        quote(&connect_string)
+    )
+}
+
+/// Issues a client certificate (`CN=cn`) and key signed by the CA of the material in
+/// `tlsDir`, each file written atomically; resolves to `''`.
+#[napi]
+pub fn issue_client(
+    env: Env,
+    tls_dir: String,
+    cn: String,
+    cert_path: String,
+    key_path: String,
+) -> napi::Result<AsyncTask<HarnessCall>> {
+    boundary::sync(&env, || {
+        Ok(call(move || {
+            TlsMaterial::at(std::path::Path::new(&tls_dir)).issue_client(&cn, cert_path, key_path);
+            Ok(String::new())
+        }))
+    })
+}
+
+/// The `x509` identity ZooKeeper records for a certificate whose subject is `CN=cn`.
+#[napi]
+pub fn x509_id_for_cn(env: Env, cn: String) -> napi::Result<String> {
+    boundary::sync(&env, || Ok(TlsMaterial::x509_id_for_cn(&cn)))
+}
 
 type Work = Box<dyn FnOnce() -> Result<String, String> + Send>;
 
@@ -119,22 +244,27 @@ impl NativeTestingServer {
         })
     }
 
-    /// Starts the server (the first time) or starts it again after `stop()`; resolves to its
-    /// connect string once it serves.
+    /// Starts the server (the first time, secured as `security` says) or starts it again after
+    /// `stop()`; resolves once it serves to JSON: `{ connectString, secureConnectString, tls }`.
     #[napi]
-    pub fn start(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+    pub fn start(
+        &self,
+        env: Env,
+        security: Option<SecurityOptions>,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
         boundary::sync(&env, || {
             Ok({
                 let inner = self.inner.clone();
+                let security = self::security(security);
                 call(move || {
                     let mut guard = inner.lock().unwrap_or_else(|e| e.into_inner());
                     match guard.as_ref() {
                         Some(server) => server.start(),
-                        None => *guard = Some(TestingServer::start()),
+                        None => *guard = Some(TestingServer::start_secure(security?)),
                     }
                     Ok(guard
                         .as_ref()
-                        .map(|s| s.connect_string())
+                        .map(|s| started(s.connect_string(), s.secure_connect_string(), s.tls()))
                         .unwrap_or_default())
                 })
             })
@@ -234,20 +364,31 @@ impl NativeTestingCluster {
         })
     }
 
-    /// Starts `n` servers; resolves to the connect string once they serve and one leads.
+    /// Starts `n` servers secured as `security` says; resolves once they serve and one leads
+    /// to JSON: `{ connectString, secureConnectString, tls }`.
     #[napi]
-    pub fn start(&self, env: Env, n: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+    pub fn start(
+        &self,
+        env: Env,
+        n: u32,
+        security: Option<SecurityOptions>,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
         boundary::sync(&env, || {
             Ok({
                 let inner = self.inner.clone();
+                let security = self::security(security);
                 call(move || {
                     if n == 0 {
                         return Err("a cluster needs at least one server".to_owned());
                     }
-                    let cluster = TestingCluster::start(n as usize);
-                    let connect = cluster.connect_string();
+                    let cluster = TestingCluster::start_secure(n as usize, security?);
+                    let json = started(
+                        cluster.connect_string(),
+                        cluster.secure_connect_string(),
+                        cluster.tls(),
+                    );
                     *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
-                    Ok(connect)
+                    Ok(json)
                 })
             })
         })
@@ -284,6 +425,18 @@ impl NativeTestingCluster {
     #[napi]
     pub fn server_connect_string(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
         boundary::sync(&env, || Ok(self.on_server(i, |s| s.connect_string())))
+    }
+
+    /// Server `i`'s secure connect string (`''` without TLS).
+    #[napi]
+    pub fn server_secure_connect_string(
+        &self,
+        env: Env,
+        i: u32,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| s.secure_connect_string().unwrap_or_default()))
+        })
     }
 
     /// Stops server `i`.

@@ -176,3 +176,140 @@ test('sync: a reader on another server sees every write made before its sync', a
     await cluster.close();
   }
 });
+
+// --- Secured servers: TLS, SASL, x509 ---------------------------------------------------------
+
+const tls = require('node:tls');
+const { TlsMaterial, CLIENT_IDENTITIES } = require('../testing');
+
+/**
+ * A TLS handshake with Node's own `tls` module (independent of zkrecipes' client), then the
+ * four-letter word `srvr`; resolves to the answer, rejects if the handshake fails.
+ */
+function handshake(address, { ca, cert, key, passphrase, checkName = true }) {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({
+      host,
+      port,
+      ca: fs.readFileSync(ca),
+      cert: cert && fs.readFileSync(cert),
+      key: key && fs.readFileSync(key),
+      passphrase,
+      checkServerIdentity: checkName ? tls.checkServerIdentity : () => undefined,
+    });
+    let answer = '';
+    socket.setTimeout(30000, () => socket.destroy(new Error('no answer within 30 s')));
+    socket.on('secureConnect', () => socket.write('srvr'));
+    socket.on('data', (chunk) => {
+      answer += chunk;
+    });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+  });
+}
+
+/** Whether the server refuses this client: the handshake fails or no answer comes. */
+async function refused(address, options) {
+  try {
+    return !(await handshake(address, options)).includes('Zookeeper version');
+  } catch {
+    return true;
+  }
+}
+
+test('a TLS server hands its secure port and PEM files, and speaks TLS', async () => {
+  const server = await TestingServer.start({ tls: 'need', saslUsers: { alice: 'secret' }, x509: true });
+  try {
+    const { tls: material, secureConnectString } = server;
+    assert.ok(material instanceof TlsMaterial);
+    assert.match(secureConnectString, /^127\.0\.0\.1:\d+$/);
+    assert.notEqual(secureConnectString, server.connectString);
+    for (const which of CLIENT_IDENTITIES) {
+      for (const file of [material[`${which}Cert`], material[`${which}Key`], material.keystore(which)]) {
+        assert.ok(fs.statSync(file).isFile(), `${which}: ${file}`);
+      }
+    }
+    assert.match(fs.readFileSync(material.rsaClientKey, 'utf8'), /^-----BEGIN RSA PRIVATE KEY-----/);
+    assert.match(fs.readFileSync(material.sec1ClientKey, 'utf8'), /^-----BEGIN EC PRIVATE KEY-----/);
+    assert.match(fs.readFileSync(material.encryptedClientKey, 'utf8'), /^-----BEGIN ENCRYPTED PRIVATE KEY-----/);
+    assert.equal(material.x509Id('client'), 'CN=zkr-client');
+    assert.equal(material.clientX509Id, 'CN=zkr-client');
+    assert.equal(material.x509Id('otherClient'), 'CN=zkr-other');
+
+    const { ca } = material;
+    for (const [cert, key, passphrase] of [
+      [material.clientCert, material.clientKey],
+      [material.rsaClientCert, material.rsaClientKey],
+      [material.sec1ClientCert, material.sec1ClientKey],
+      [material.clientCert, material.encryptedClientKey, material.encryptedClientKeyPassword],
+    ]) {
+      assert.match(await handshake(secureConnectString, { ca, cert, key, passphrase }), /Zookeeper version/, key);
+    }
+    assert.ok(await refused(secureConnectString, { ca }), 'no client certificate');
+    assert.ok(await refused(secureConnectString, { ca, cert: material.expiredClientCert, key: material.expiredClientKey }), 'expired');
+    assert.ok(await refused(secureConnectString, { ca, cert: material.wrongCaClientCert, key: material.wrongCaClientKey }), 'wrong CA');
+    await assert.rejects(handshake(secureConnectString, { ca: material.wrongCa, cert: material.clientCert, key: material.clientKey }));
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'zkr-node-issued-'));
+    try {
+      await material.issueClient('zkr-rotated', path.join(dir, 'c.pem'), path.join(dir, 'c.key'));
+      const answer = await handshake(secureConnectString, { ca, cert: path.join(dir, 'c.pem'), key: path.join(dir, 'c.key') });
+      assert.match(answer, /Zookeeper version/);
+      assert.equal(TlsMaterial.x509IdForCn('zkr-rotated'), 'CN=zkr-rotated');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  } finally {
+    await server.close();
+  }
+});
+
+test('server certificates expired or for another name fail verification', async () => {
+  const expired = await TestingServer.start({ tls: 'none', serverCert: 'expired' });
+  const wrong = await TestingServer.start({ tls: 'none', serverCert: 'wrong-name' });
+  try {
+    await assert.rejects(handshake(expired.secureConnectString, { ca: expired.tls.ca }), { code: 'CERT_HAS_EXPIRED' });
+    await assert.rejects(handshake(wrong.secureConnectString, { ca: wrong.tls.ca }), { code: 'ERR_TLS_CERT_ALTNAME_INVALID' });
+    assert.match(await handshake(wrong.secureConnectString, { ca: wrong.tls.ca, checkName: false }), /Zookeeper version/);
+  } finally {
+    await wrong.close();
+    await expired.close();
+  }
+});
+
+test('a TLS cluster serves TLS on every member', async () => {
+  const cluster = await TestingCluster.start(3, { tls: 'want' });
+  try {
+    const members = cluster.secureConnectString.split(',');
+    assert.equal(members.length, 3);
+    for (const [i, server] of cluster.servers.entries()) {
+      assert.equal(server.secureConnectString, members[i]);
+      assert.ok(members[i].startsWith(`127.0.0.${i + 1}:`));
+      const { ca, clientCert: cert, clientKey: key } = cluster.tls;
+      assert.match(await handshake(members[i], { ca, cert, key }), /Zookeeper version/);
+      assert.match(await handshake(members[i], { ca }), /Zookeeper version/, 'want: no certificate');
+    }
+  } finally {
+    await cluster.close();
+  }
+});
+
+test('unsecured servers have no TLS; unknown options and bad values are refused', async () => {
+  const server = await TestingServer.start();
+  try {
+    assert.equal(server.tls, null);
+    assert.equal(server.secureConnectString, null);
+  } finally {
+    await server.close();
+  }
+  await assert.rejects(TestingServer.start({ tsl: 'need' }), { code: 'ZKR_INVALID_ARGUMENT', message: /did you mean tls/ });
+  await assert.rejects(TestingServer.start({ tls: 'maybe' }), { code: 'ZKR_INVALID_ARGUMENT', message: /'want'/ });
+  await assert.rejects(TestingServer.start({ tls: 'none', x509: true }), {
+    code: 'ZKR_INVALID_ARGUMENT',
+    message: /x509 identities need client certificates/,
+  });
+  await assert.rejects(TestingServer.start({ saslUsers: { alice: 7 } }), { code: 'ZKR_INVALID_ARGUMENT' });
+  await assert.rejects(TestingServer.start({ superuser: { name: 'a', pass: 'b' } }), { code: 'ZKR_INVALID_ARGUMENT' });
+  await assert.rejects(TestingCluster.start(3, { serverCert: 'stale' }), { code: 'ZKR_INVALID_ARGUMENT' });
+});

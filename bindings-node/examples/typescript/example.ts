@@ -183,7 +183,7 @@ main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
 });
 
 // The testing kit (`zkrecipes/testing`) and the one version.
-import { TestingCluster, TestingServer, expireSession } from 'zkrecipes/testing';
+import { TestingCluster, TestingServer, TlsMaterial, expireSession } from 'zkrecipes/testing';
 import { version } from 'zkrecipes';
 
 export async function testingKitTour(): Promise<string> {
@@ -199,6 +199,19 @@ export async function testingKitTour(): Promise<string> {
     return `${version} ${cluster.servers.length}`;
   } finally {
     await cluster.close();
+    await server.close();
+  }
+}
+
+// Secured servers: TLS, SASL users, x509 identities, with PEM files made at test time.
+export async function secureKitTour(): Promise<string[]> {
+  const server = await TestingServer.start({ tls: 'need', saslUsers: { alice: 'secret' }, x509: true });
+  try {
+    const tls: TlsMaterial | null = server.tls;
+    if (tls === null || server.secureConnectString === null) throw new Error('no TLS');
+    await tls.issueClient('zkr-rotated', '/tmp/rotated.pem', '/tmp/rotated.key');
+    return [server.secureConnectString, tls.ca, tls.clientCert, tls.keystore('otherClient'), TlsMaterial.x509IdForCn('x')];
+  } finally {
     await server.close();
   }
 }

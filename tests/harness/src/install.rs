@@ -169,7 +169,7 @@ pub fn zookeeper_install() -> ZooKeeperInstall {
     let problem = if given || unsafe { libc::geteuid() } != 0 {
         not_found
     } else {
-        match apt_install("zookeeper") {
+        match apt_install(&["zookeeper"]) {
             Ok(()) => match find_zookeeper() {
                 Ok(found) => return found,
                 Err(e) => format!("apt-get installed `zookeeper` but: {e}"),
@@ -186,9 +186,14 @@ pub fn ensure_zookeeper_installed() -> PathBuf {
     zookeeper_install().jar
 }
 
-/// `apt-get update && apt-get install -y PACKAGE`, apt's output on stderr.
-pub(crate) fn apt_install(package: &str) -> Result<(), String> {
-    for args in [&["update", "-q"][..], &["install", "-y", "-q", package][..]] {
+/// `apt-get update && apt-get install -y PACKAGES`, apt's output on stderr.
+pub(crate) fn apt_install(packages: &[&str]) -> Result<(), String> {
+    let install: Vec<&str> = ["install", "-y", "-q"]
+        .iter()
+        .chain(packages)
+        .copied()
+        .collect();
+    for args in [&["update", "-q"][..], &install[..]] {
         let status = Command::new("apt-get")
             .args(["-o", "DPkg::Lock::Timeout=300"])
             .args(args)

@@ -36,6 +36,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 mod install;
+mod kerberos;
 mod proxy;
 mod secure;
 mod server;
@@ -45,6 +46,7 @@ pub use install::{
     ensure_zookeeper_installed, find_zookeeper, zookeeper_install, ZooKeeperInstall,
     ZOOKEEPER_HOME_ENV, ZOOKEEPER_JAR_ENV,
 };
+pub use kerberos::{KerberosMaterial, KERBEROS_REALM};
 pub use proxy::FaultProxy;
 pub use secure::{
     ClientAuth, ClientIdentity, Security, ServerCert, TlsMaterial, WRONG_SERVER_NAME,

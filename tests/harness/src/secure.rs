@@ -17,6 +17,7 @@ use rcgen::{
 use time::{Duration, OffsetDateTime};
 
 use crate::install::apt_install;
+use crate::kerberos::{Kdc, KerberosMaterial};
 
 /// ZooKeeper's `ssl.clientAuth`: whether the server asks TLS clients for a certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,6 +124,9 @@ pub struct Security {
     pub x509_identities: bool,
     /// A superuser, `(name, password)`: see [`superuser`](Self::superuser).
     pub superuser: Option<(String, String)>,
+    /// SASL GSSAPI (Kerberos) against a KDC started for the server: see
+    /// [`kerberos`](Self::kerberos).
+    pub kerberos: bool,
 }
 
 impl Security {
@@ -187,13 +191,29 @@ impl Security {
         self
     }
 
-    /// Whether the servers enable SASL (some user, or [`sasl_required`](Self::sasl_required)).
-    pub fn uses_sasl(&self) -> bool {
-        !self.sasl_users.is_empty() || self.sasl_required
+    /// SASL with Kerberos (GSSAPI) instead of DIGEST-MD5: an MIT KDC (`krb5kdc`) is started
+    /// for the server or ensemble on a free loopback port, with a realm in its temporary
+    /// directory, a principal and keytab per server and a client principal with a keytab and a
+    /// ticket cache ([`KerberosMaterial`], from `kerberos()` of the server or ensemble). Needs
+    /// Debian's `krb5-kdc`, `krb5-admin-server` and `krb5-user` (installed on demand as root).
+    /// ZooKeeper serves one SASL mechanism, so this excludes [`sasl_user`](Self::sasl_user).
+    pub fn kerberos(mut self, on: bool) -> Security {
+        self.kerberos = on;
+        self
     }
 
-    /// The SASL users of the JAAS file: [`sasl_users`](Self::sasl_users) and the superuser.
+    /// Whether the servers enable SASL (some user, Kerberos, or
+    /// [`sasl_required`](Self::sasl_required)).
+    pub fn uses_sasl(&self) -> bool {
+        !self.sasl_users.is_empty() || self.sasl_required || self.kerberos
+    }
+
+    /// The DIGEST-MD5 users of the JAAS file: [`sasl_users`](Self::sasl_users) and the
+    /// superuser; none with Kerberos.
     fn jaas_users(&self) -> Vec<(String, String)> {
+        if self.kerberos {
+            return Vec::new();
+        }
         let mut users = self.sasl_users.clone();
         if let Some((name, password)) = &self.superuser {
             users.retain(|(n, _)| n != name);
@@ -210,6 +230,13 @@ impl Security {
             return Err("x509 identities need client certificates: use \
                         tls(ClientAuth::Want) or tls(ClientAuth::Need), not ClientAuth::None"
                 .into());
+        }
+        if self.kerberos && !self.sasl_users.is_empty() {
+            return Err(
+                "ZooKeeper serves one SASL mechanism: Kerberos (GSSAPI) or DIGEST-MD5 \
+                        users (sasl_user), not both"
+                    .into(),
+            );
         }
         if self.server_cert != ServerCert::Valid && self.tls.is_none() {
             return Err(format!(
@@ -627,12 +654,16 @@ impl TlsMaterial {
 pub(crate) struct Deployment {
     pub(crate) security: Security,
     pub(crate) tls: Option<TlsMaterial>,
-    jaas: Option<PathBuf>,
+    /// The JAAS file of each server (the same for all without Kerberos); empty without SASL.
+    jaas: Vec<PathBuf>,
+    /// Killed when the deployment is dropped (after its servers).
+    kdc: Option<Kdc>,
 }
 
 impl Deployment {
-    /// Checks `security` and writes what it needs under `root` (`tls/`, `jaas.conf`) for
-    /// servers on `hosts`. Panics with the reason if ZooKeeper cannot do it.
+    /// Checks `security` and writes what it needs under `root` (`tls/`, `kerberos/`, the JAAS
+    /// files) for servers on `hosts`, starting a KDC for Kerberos. Panics with the reason if
+    /// ZooKeeper cannot do it.
     pub(crate) fn prepare(root: &Path, hosts: &[Ipv4Addr], security: &Security) -> Deployment {
         if let Err(e) = security.check() {
             panic!("zkrecipes-testing: {e}");
@@ -640,23 +671,42 @@ impl Deployment {
         let tls = security
             .tls
             .map(|_| TlsMaterial::generate(&root.join("tls"), hosts, security.server_cert));
-        let jaas = security.uses_sasl().then(|| {
-            let mut text = String::from(
-                "Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required",
-            );
-            for (name, password) in security.jaas_users() {
-                text += &format!("\n    user_{name}=\"{password}\"");
+        let kdc = security
+            .kerberos
+            .then(|| Kdc::start(&root.join("kerberos"), hosts));
+        let jaas = match &kdc {
+            Some(kdc) => (0..hosts.len())
+                .map(|i| {
+                    let path = root.join(format!("jaas-{i}.conf"));
+                    write(&path, &kdc.server_jaas(i));
+                    path
+                })
+                .collect(),
+            None if security.uses_sasl() => {
+                let mut text = String::from(
+                    "Server {\n    org.apache.zookeeper.server.auth.DigestLoginModule required",
+                );
+                for (name, password) in security.jaas_users() {
+                    text += &format!("\n    user_{name}=\"{password}\"");
+                }
+                text += ";\n};\n";
+                let path = root.join("jaas.conf");
+                write(&path, &text);
+                vec![path; hosts.len()]
             }
-            text += ";\n};\n";
-            let path = root.join("jaas.conf");
-            write(&path, &text);
-            path
-        });
+            None => Vec::new(),
+        };
         Deployment {
             security: security.clone(),
             tls,
             jaas,
+            kdc,
         }
+    }
+
+    /// The Kerberos material, with Kerberos.
+    pub(crate) fn kerberos(&self) -> Option<&KerberosMaterial> {
+        self.kdc.as_ref().map(|kdc| &kdc.material)
     }
 
     /// The `zoo.cfg` lines of server `index` (on `host`, secure port `secure_port`).
@@ -675,7 +725,7 @@ impl Deployment {
                 auth.name(),
             );
         }
-        if self.jaas.is_some() {
+        if !self.jaas.is_empty() {
             cfg +=
                 "authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n";
         }
@@ -690,13 +740,19 @@ impl Deployment {
         self.tls.is_some()
     }
 
-    /// Extra JVM flags of every server (the JAAS file, the superuser).
-    pub(crate) fn jvm_flags(&self) -> Vec<String> {
+    /// Extra JVM flags of server `index` (the JAAS file, Kerberos, the superuser).
+    pub(crate) fn jvm_flags(&self, index: usize) -> Vec<String> {
         let mut flags = Vec::new();
-        if let Some(jaas) = &self.jaas {
+        if let Some(jaas) = self.jaas.get(index) {
             flags.push(format!(
                 "-Djava.security.auth.login.config={}",
                 jaas.display()
+            ));
+        }
+        if let Some(kerberos) = self.kerberos() {
+            flags.push(format!(
+                "-Djava.security.krb5.conf={}",
+                kerberos.krb5_conf.display()
             ));
         }
         if let Some((name, password)) = &self.security.superuser {
@@ -704,7 +760,7 @@ impl Deployment {
                 "-Dzookeeper.DigestAuthenticationProvider.superDigest={}",
                 digest_id(name, password)
             ));
-            if self.jaas.is_some() {
+            if !self.jaas.is_empty() && self.kdc.is_none() {
                 flags.push(format!("-Dzookeeper.superUser={name}"));
             }
         }
@@ -858,7 +914,7 @@ fn openssl_command() -> PathBuf {
     if unsafe { libc::geteuid() } != 0 {
         panic!("zkrecipes-testing: no `openssl` on PATH; {HOW}");
     }
-    if let Err(e) = apt_install("openssl") {
+    if let Err(e) = apt_install(&["openssl"]) {
         panic!("zkrecipes-testing: {e}; {HOW}");
     }
     find().unwrap_or_else(|| {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use once_cell::sync::Lazy;
 
 use crate::install::{ensure_zookeeper_installed, zookeeper_install, MAIN_CLASS};
+use crate::kerberos::KerberosMaterial;
 use crate::secure::{Deployment, Security, TlsMaterial};
 use crate::{wait_until, TempDir};
 
@@ -340,26 +341,8 @@ impl TestingServerHandle {
     /// Whether this server's process has a socket listening on `host:port` (from `/proc`, so
     /// nothing connects to it: a TLS port would log a failed handshake).
     fn listens_on(&self, port: u16) -> bool {
-        let Some(pid) = self.pid() else {
-            return false;
-        };
-        let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes(self.host.octets()));
-        let tcp = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-        let inodes: Vec<String> = tcp
-            .lines()
-            .skip(1)
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .filter(|f| f.len() > 9 && f[1] == local && f[3] == "0A")
-            .map(|f| format!("socket:[{}]", f[9]))
-            .collect();
-        if inodes.is_empty() {
-            return false;
-        }
-        fs::read_dir(format!("/proc/{pid}/fd"))
-            .into_iter()
-            .flatten()
-            .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
-            .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+        self.pid()
+            .is_some_and(|pid| pid_listens(pid, self.host, port))
     }
 
     fn error(&self, what: &str, log: &str) -> StartError {
@@ -382,8 +365,30 @@ impl TestingServerHandle {
     }
 }
 
+/// Whether process `pid` has a TCP socket listening on `host:port` (from `/proc/PID/net/tcp`
+/// and its file descriptors; nothing connects).
+pub(crate) fn pid_listens(pid: u32, host: Ipv4Addr, port: u16) -> bool {
+    let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes(host.octets()));
+    let tcp = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let inodes: Vec<String> = tcp
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 9 && f[1] == local && f[3] == "0A")
+        .map(|f| format!("socket:[{}]", f[9]))
+        .collect();
+    if inodes.is_empty() {
+        return false;
+    }
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
+        .any(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+}
+
 /// Runs in the child between fork and exec.
-fn child_setup(detached: bool, parent: libc::pid_t) -> io::Result<()> {
+pub(crate) fn child_setup(detached: bool, parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: async-signal-safe libc calls only.
     unsafe {
         if detached {
@@ -418,7 +423,7 @@ static KEEPER: Lazy<mpsc::Sender<Job>> = Lazy::new(|| {
     tx
 });
 
-fn spawn_from_keeper(mut cmd: Command) -> io::Result<Child> {
+pub(crate) fn spawn_from_keeper(mut cmd: Command) -> io::Result<Child> {
     let (tx, rx) = mpsc::channel();
     KEEPER
         .send(Box::new(move || {
@@ -487,11 +492,6 @@ fn configure(
         }
     }
     let mut servers = Vec::new();
-    let jvm_flags: String = deployment
-        .jvm_flags()
-        .iter()
-        .map(|f| format!("{f}\n"))
-        .collect();
     for (index, (&host, &[port, _, _, secure])) in hosts.iter().zip(&ports).enumerate() {
         let dir = root.join(format!("server{index}"));
         let data = dir.join("data");
@@ -514,7 +514,14 @@ fn configure(
                 }
             })
             .and_then(|()| fs::write(dir.join("zoo.cfg"), config))
-            .and_then(|()| fs::write(dir.join(JVM_FLAGS_FILE), &jvm_flags));
+            .and_then(|()| {
+                let flags: String = deployment
+                    .jvm_flags(index)
+                    .iter()
+                    .map(|f| format!("{f}\n"))
+                    .collect();
+                fs::write(dir.join(JVM_FLAGS_FILE), flags)
+            });
         if let Err(e) = written {
             panic!(
                 "zkrecipes-testing: cannot write the configuration in {}: {e}",
@@ -671,6 +678,12 @@ impl TestingServer {
     pub fn security(&self) -> &Security {
         &self.deployment.security
     }
+
+    /// The KDC, principals, keytabs and ticket cache of a server started with
+    /// [`Security::kerberos`]; `None` without Kerberos.
+    pub fn kerberos(&self) -> Option<&KerberosMaterial> {
+        self.deployment.kerberos()
+    }
 }
 
 impl Deref for TestingServer {
@@ -727,6 +740,12 @@ impl TestingCluster {
     /// How the ensemble was secured (`Security::default()` for [`start`](Self::start)).
     pub fn security(&self) -> &Security {
         &self.deployment.security
+    }
+
+    /// The KDC, principals, keytabs and ticket cache of an ensemble started with
+    /// [`Security::kerberos`]; `None` without Kerberos.
+    pub fn kerberos(&self) -> Option<&KerberosMaterial> {
+        self.deployment.kerberos()
     }
 
     /// `"127.0.0.1:s1,127.0.0.2:s2,..."`, the TLS client address of every server; `None`
@@ -804,6 +823,11 @@ pub fn launch_detached(
     n: usize,
     security: &Security,
 ) -> (Vec<TestingServerHandle>, Option<TlsMaterial>) {
+    assert!(
+        !security.kerberos,
+        "zkrecipes-testing: detached servers (zk-harness) have no Kerberos yet: its KDC lives \
+         with the TestingServer or TestingCluster that started it"
+    );
     let (servers, deployment) = launch(dir, n, true, security);
     (servers, deployment.tls)
 }
