@@ -515,6 +515,98 @@ typedef struct zkr_transaction zkr_transaction;
 typedef struct zkr_watcher zkr_watcher;
 
 /**
+ * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
+ * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
+ * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
+ * `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
+ * `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+ */
+typedef struct zkr_acl {
+    /**
+     * A combination of ZKR_PERM_* bits (1..31).
+     */
+    uint32_t perms;
+    /**
+     * The scheme: "world", "auth", "digest", "ip", ... Not NULL.
+     */
+    const char *scheme;
+    /**
+     * The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
+     */
+    const char *id;
+} zkr_acl;
+
+/**
+ * An ACL returned by this library (zkr_client_get_acl): `len` entries whose strings belong to
+ * the list. Read it, then free it with zkr_acl_list_free; never free its parts yourself.
+ */
+typedef struct zkr_acl_list {
+    /**
+     * `len` entries (NULL when `len` is 0).
+     */
+    struct zkr_acl *entries;
+    /**
+     * How many entries `entries` holds.
+     */
+    size_t len;
+} zkr_acl_list;
+
+/**
+ * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
+ */
+typedef struct zkr_stat {
+    /**
+     * The zxid of the change that created the node.
+     */
+    int64_t czxid;
+    /**
+     * The zxid of the change that last modified the node's data.
+     */
+    int64_t mzxid;
+    /**
+     * The zxid of the change that last modified the node's children.
+     */
+    int64_t pzxid;
+    /**
+     * Creation time, milliseconds since the epoch.
+     */
+    int64_t ctime;
+    /**
+     * Last modification time, milliseconds since the epoch.
+     */
+    int64_t mtime;
+    /**
+     * The session id owning the node if it is ephemeral, else 0.
+     */
+    int64_t ephemeral_owner;
+    /**
+     * The number of changes to the data (the version for zkr_client_set_data).
+     */
+    int32_t version;
+    /**
+     * The number of changes to the children.
+     */
+    int32_t cversion;
+    /**
+     * The number of changes to the ACL.
+     */
+    int32_t aversion;
+    /**
+     * The length of the data in bytes.
+     */
+    int32_t data_length;
+    /**
+     * The number of children.
+     */
+    int32_t num_children;
+} zkr_stat;
+
+/**
+ * ZooKeeper node types for zkr_client_create (the core's CreateMode, in order).
+ */
+typedef uint32_t zkr_create_mode;
+
+/**
  * Which retry policy a zkr_retry_policy describes (Curator's six).
  */
 typedef uint32_t zkr_retry_kind;
@@ -651,56 +743,6 @@ typedef struct zkr_cache_options {
 typedef uint32_t zkr_start_mode;
 
 /**
- * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
- */
-typedef struct zkr_stat {
-    /**
-     * The zxid of the change that created the node.
-     */
-    int64_t czxid;
-    /**
-     * The zxid of the change that last modified the node's data.
-     */
-    int64_t mzxid;
-    /**
-     * The zxid of the change that last modified the node's children.
-     */
-    int64_t pzxid;
-    /**
-     * Creation time, milliseconds since the epoch.
-     */
-    int64_t ctime;
-    /**
-     * Last modification time, milliseconds since the epoch.
-     */
-    int64_t mtime;
-    /**
-     * The session id owning the node if it is ephemeral, else 0.
-     */
-    int64_t ephemeral_owner;
-    /**
-     * The number of changes to the data (the version for zkr_client_set_data).
-     */
-    int32_t version;
-    /**
-     * The number of changes to the children.
-     */
-    int32_t cversion;
-    /**
-     * The number of changes to the ACL.
-     */
-    int32_t aversion;
-    /**
-     * The length of the data in bytes.
-     */
-    int32_t data_length;
-    /**
-     * The number of children.
-     */
-    int32_t num_children;
-} zkr_stat;
-
-/**
  * A cached node. In an event it is borrowed (valid during the callback); returned by
  * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
  */
@@ -775,28 +817,6 @@ typedef struct zkr_cache_event {
  * (reading the cache included). It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
-
-/**
- * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
- * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
- * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
- * `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
- * `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
- */
-typedef struct zkr_acl {
-    /**
-     * A combination of ZKR_PERM_* bits (1..31).
-     */
-    uint32_t perms;
-    /**
-     * The scheme: "world", "auth", "digest", "ip", ... Not NULL.
-     */
-    const char *scheme;
-    /**
-     * The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
-     */
-    const char *id;
-} zkr_acl;
 
 /**
  * One authentication entry added to the session (ZooKeeper's addAuthInfo).
@@ -970,11 +990,6 @@ typedef struct zkr_client_options {
  * states wait for it. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_state_callback)(enum zkr_connection_state state, void *user_data);
-
-/**
- * ZooKeeper node types for zkr_client_create (the core's CreateMode, in order).
- */
-typedef uint32_t zkr_create_mode;
 
 /**
  * Bytes returned by this library (node data). Free with zkr_buffer_free.
@@ -1452,6 +1467,32 @@ extern "C" {
  * the header you compiled against). A static string: never NULL, never freed.
  */
 const char *zkr_version(void);
+
+/**
+ * Frees an ACL list and its strings. NULL does nothing.
+ */
+void zkr_acl_list_free(struct zkr_acl_list *list);
+
+/**
+ * A node's ACL in `*acl` (free with zkr_acl_list_free) and, if `stat` is not NULL, its stat
+ * (`aversion` is the ACL's version). Reading an ACL needs READ or ADMIN permission
+ * (ZKR_NO_AUTH otherwise); ZKR_NO_NODE if there is no node.
+ */
+zkr_status zkr_client_get_acl(struct zkr_client *c, const char *path, struct zkr_acl_list **acl, struct zkr_stat *stat);
+
+/**
+ * Replaces a node's ACL with `acl_len` entries of `acl`; `version` -1 for any ACL version, else
+ * the expected `aversion` (ZKR_BAD_VERSION if it differs). If `stat` is not NULL it receives the
+ * new stat. Needs ADMIN permission (ZKR_NO_AUTH otherwise).
+ */
+zkr_status zkr_client_set_acl(struct zkr_client *c, const char *path, const struct zkr_acl *acl, size_t acl_len, int32_t version, struct zkr_stat *stat);
+
+/**
+ * zkr_client_create with the node's own ACL (`acl_len` entries of `acl`) instead of the
+ * client's (`opts.acl` / `opts.acl_rules`); parents made on the way keep the client's
+ * (Curator's withACL).
+ */
+zkr_status zkr_client_create_with_acl(struct zkr_client *c, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, uint32_t flags, const struct zkr_acl *acl, size_t acl_len, char **created_path);
 
 /**
  * Makes a 64-bit counter at `path` using the client's retry policy, without promotion (the
@@ -2906,6 +2947,12 @@ zkr_status zkr_transaction_new(struct zkr_client *c, struct zkr_transaction **ou
  * zkr_client_create_ex (0 unless a TTL mode). Parents are not created.
  */
 zkr_status zkr_transaction_create(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, int64_t ttl_ms);
+
+/**
+ * zkr_transaction_create with the node's own ACL (`acl_len` entries of `acl`) instead of the
+ * client's.
+ */
+zkr_status zkr_transaction_create_with_acl(struct zkr_transaction *t, const char *path, const uint8_t *data, size_t data_len, zkr_create_mode mode, const struct zkr_acl *acl, size_t acl_len);
 
 /**
  * Adds a delete of `path`; `version` -1 for any.

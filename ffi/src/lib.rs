@@ -10,6 +10,7 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every unsafe export documents its contract in the header
 
+pub mod acl;
 pub mod atomic;
 pub mod barriers;
 mod boundary;

@@ -565,7 +565,7 @@ pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<Clie
 ///
 /// # Safety
 /// As [`arg_slice`] for `acl` and [`arg_str`] for each entry's strings.
-unsafe fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Result<Vec<Acl>> {
+pub(crate) unsafe fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Result<Vec<Acl>> {
     // SAFETY: this function's contract.
     let entries = unsafe { arg_slice(acl, len, what) }?;
     if entries.is_empty() {

@@ -251,6 +251,32 @@ pub unsafe extern "C" fn zkr_transaction_create(
     }
 }
 
+/// zkr_transaction_create with the node's own ACL (`acl_len` entries of `acl`) instead of the
+/// client's.
+#[no_mangle]
+pub unsafe extern "C" fn zkr_transaction_create_with_acl(
+    t: *mut zkr_transaction,
+    path: *const c_char,
+    data: *const u8,
+    data_len: usize,
+    mode: zkr_create_mode,
+    acl: *const crate::options::zkr_acl,
+    acl_len: usize,
+) -> zkr_status {
+    // SAFETY: the C caller's contract for the handle, the path, the data and the entries.
+    unsafe {
+        add("zkr_transaction_create_with_acl", t, || {
+            Ok(Op::Create {
+                path: arg_str(path, "path")?.to_string(),
+                data: arg_slice(data, data_len, "data")?.to_vec(),
+                mode: CREATE_MODES.parse(mode, "mode")?,
+                ttl: None,
+                acl: Some(crate::options::acl_list(acl, acl_len, "acl")?),
+            })
+        })
+    }
+}
+
 /// Adds a delete of `path`; `version` -1 for any.
 #[no_mangle]
 pub unsafe extern "C" fn zkr_transaction_delete(

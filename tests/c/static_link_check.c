@@ -36,6 +36,27 @@ int main(int argc, char **argv) {
         return 1;
     }
     zkr_client_free(c);
-    printf("static_link_check: 1 passed, 0 failed (libzkrecipes.a %s)\n", zkr_version());
+    int passed = 1;
+    /* argv[2..5]: a server requiring SASL (DIGEST-MD5 user alice:secret) and mutual TLS, its CA,
+     * a client certificate and key: the SASL mechanism (registered at link time) and rustls work
+     * from the static library. */
+    if (argc >= 6) {
+        zkr_client_options o;
+        TRY(zkr_client_options_init(&o));
+        o.tls = true;
+        o.tls_ca = argv[3];
+        o.tls_cert = argv[4];
+        o.tls_key = argv[5];
+        o.sasl_username = "alice";
+        o.sasl_password = "secret";
+        o.connection_timeout_ms = 10000;
+        TRY(zkr_client_connect(argv[2], &o, &c));
+        bool exists = false;
+        TRY(zkr_client_exists(c, "/", &exists, NULL));
+        zkr_client_free(c);
+        if (!exists) return 1;
+        passed++;
+    }
+    printf("static_link_check: %d passed, 0 failed (libzkrecipes.a %s)\n", passed, zkr_version());
     return ok ? 0 : 1;
 }
