@@ -21,6 +21,15 @@ pub fn zkr(server: &str) -> Command {
         .env_remove("ZKR_NAMESPACE")
         .env_remove("ZKR_AUTH")
         .env_remove("ZKR_SESSION_TIMEOUT")
+        .env_remove("ZKR_TLS")
+        .env_remove("ZKR_TLS_CA")
+        .env_remove("ZKR_TLS_CERT")
+        .env_remove("ZKR_TLS_KEY")
+        .env_remove("ZKR_TLS_NO_VERIFY_HOSTNAME")
+        .env_remove("ZKR_SASL_USER")
+        .env_remove("ZKR_SASL_PASSWORD")
+        .env_remove("ZKR_SASL_PASSWORD_FILE")
+        .env_remove("ZKR_SASL_MECHANISM")
         .stdin(Stdio::null());
     c
 }
