@@ -88,7 +88,12 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
 
 /// The `AuthFailed` error of a refused session, saying what was refused.
 pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
+    let detail = failures.summary();
     let what = match &cfg.sasl {
+        Some(sasl) if detail.contains("SASL") && detail.contains("session") => format!(
+            "SASL {} could not start in this client (for the server, nothing was sent)",
+            sasl.mechanism()
+        ),
         Some(sasl) => format!(
             "the server refused SASL {} authentication as {:?} (wrong password or unknown user)",
             sasl.mechanism(),
@@ -96,7 +101,6 @@ pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
         ),
         None => "the server requires authentication (SASL: zookeeper.sessionRequireClientSASLAuth or enforce.auth) and this client has none configured (set SASL options)".to_string(),
     };
-    let detail = failures.summary();
     let detail = if detail.is_empty() {
         String::new()
     } else {

@@ -285,12 +285,59 @@ pub struct SaslOptions {
 
 #[derive(Clone, PartialEq, Eq)]
 enum SaslMechanism {
-    DigestMd5 { username: String, password: String },
+    DigestMd5 {
+        username: String,
+        password: String,
+    },
+    #[cfg(feature = "gssapi")]
+    Gssapi {
+        service: String,
+        hostname: Option<String>,
+    },
 }
 
 impl SaslOptions {
     /// The mechanisms this build supports, by their SASL names.
+    #[cfg(not(feature = "gssapi"))]
     pub const MECHANISMS: &'static [&'static str] = &["DIGEST-MD5"];
+    /// The mechanisms this build supports, by their SASL names.
+    #[cfg(feature = "gssapi")]
+    pub const MECHANISMS: &'static [&'static str] = &["DIGEST-MD5", "GSSAPI"];
+
+    /// GSSAPI (Kerberos) with the credentials of the process's ticket cache (`KRB5CCNAME`,
+    /// `kinit`) and Kerberos configuration (`KRB5_CONFIG`), for the server principal
+    /// `zookeeper/<host>` (the host as written in the connect string; see
+    /// [`with_service`](Self::with_service), [`with_hostname`](Self::with_hostname)). Only in
+    /// builds with the `gssapi` feature.
+    #[cfg(feature = "gssapi")]
+    pub fn gssapi() -> SaslOptions {
+        SaslOptions {
+            mechanism: SaslMechanism::Gssapi {
+                service: "zookeeper".into(),
+                hostname: None,
+            },
+        }
+    }
+
+    /// GSSAPI: the server principal's primary (Java's `zookeeper.sasl.client.username`;
+    /// default `zookeeper`). No effect on other mechanisms.
+    #[cfg(feature = "gssapi")]
+    pub fn with_service(mut self, name: impl Into<String>) -> SaslOptions {
+        if let SaslMechanism::Gssapi { service, .. } = &mut self.mechanism {
+            *service = name.into();
+        }
+        self
+    }
+
+    /// GSSAPI: the server principal's instance for every server (default: each server's host
+    /// as written in the connect string). No effect on other mechanisms.
+    #[cfg(feature = "gssapi")]
+    pub fn with_hostname(mut self, host: impl Into<String>) -> SaslOptions {
+        if let SaslMechanism::Gssapi { hostname, .. } = &mut self.mechanism {
+            *hostname = Some(host.into());
+        }
+        self
+    }
 
     /// DIGEST-MD5 as `username` with `password` (a user of the server's JAAS `Server` section,
     /// `user_<name>="<password>"`).
@@ -310,26 +357,46 @@ impl SaslOptions {
         password: impl Into<String>,
     ) -> Result<SaslOptions> {
         if mechanism.eq_ignore_ascii_case("DIGEST-MD5") {
-            Ok(SaslOptions::digest_md5(username, password))
-        } else {
-            Err(Error::invalid(format!(
-                "SASL mechanism {mechanism:?} is not supported; expected one of {}",
-                SaslOptions::MECHANISMS.join(", ")
-            )))
+            return Ok(SaslOptions::digest_md5(username, password));
         }
+        #[cfg(feature = "gssapi")]
+        if mechanism.eq_ignore_ascii_case("GSSAPI") {
+            // The credentials come from the ticket cache; a username names the service.
+            let (service, _): (String, String) = (username.into(), password.into());
+            let options = SaslOptions::gssapi();
+            return Ok(if service.is_empty() {
+                options
+            } else {
+                options.with_service(service)
+            });
+        }
+        let hint = if mechanism.eq_ignore_ascii_case("GSSAPI") {
+            " (GSSAPI needs a source build of zkrecipes with the `gssapi` cargo feature)"
+        } else {
+            ""
+        };
+        Err(Error::invalid(format!(
+            "SASL mechanism {mechanism:?} is not supported; expected one of {}{hint}",
+            SaslOptions::MECHANISMS.join(", ")
+        )))
     }
 
     /// The mechanism's SASL name.
     pub fn mechanism(&self) -> &'static str {
         match self.mechanism {
             SaslMechanism::DigestMd5 { .. } => "DIGEST-MD5",
+            #[cfg(feature = "gssapi")]
+            SaslMechanism::Gssapi { .. } => "GSSAPI",
         }
     }
 
-    /// The user authenticated as.
+    /// The user authenticated as (GSSAPI: the ticket cache's principal, shown as
+    /// `<ticket cache>`).
     pub fn username(&self) -> &str {
         match &self.mechanism {
             SaslMechanism::DigestMd5 { username, .. } => username,
+            #[cfg(feature = "gssapi")]
+            SaslMechanism::Gssapi { .. } => "<ticket cache>",
         }
     }
 
@@ -339,6 +406,12 @@ impl SaslOptions {
                 Error::invalid("SASL DIGEST-MD5: the username must not be empty"),
             ),
             SaslMechanism::DigestMd5 { .. } => Ok(()),
+            #[cfg(feature = "gssapi")]
+            SaslMechanism::Gssapi { service, .. } if service.is_empty() => {
+                Err(Error::invalid("SASL GSSAPI: the service must not be empty"))
+            }
+            #[cfg(feature = "gssapi")]
+            SaslMechanism::Gssapi { .. } => Ok(()),
         }
     }
 
@@ -346,6 +419,14 @@ impl SaslOptions {
         match &self.mechanism {
             SaslMechanism::DigestMd5 { username, password } => {
                 zk::SaslOptions::digest_md5(username.clone(), password.clone()).into()
+            }
+            #[cfg(feature = "gssapi")]
+            SaslMechanism::Gssapi { service, hostname } => {
+                let options = zk::SaslOptions::gssapi().with_username(service.clone());
+                match hostname {
+                    Some(h) => options.with_hostname(h.clone()).into(),
+                    None => options.into(),
+                }
             }
         }
     }

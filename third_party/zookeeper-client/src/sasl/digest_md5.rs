@@ -4,6 +4,8 @@ use rsasl::callback::{Context, Request, SessionCallback, SessionData};
 use rsasl::prelude::*;
 use rsasl::property::{AuthId, Password, Realm};
 
+use crate::error::Error;
+
 use super::{Result, SaslInitiator, SaslInnerOptions, SaslOptions, SaslSession};
 
 /// DIGEST-MD5 SASL options.
@@ -65,9 +67,16 @@ impl SessionCallback for DigestSessionCallback {
 impl SaslInitiator for DigestMd5SaslOptions {
     fn new_session(&self, _hostname: &str) -> Result<SaslSession> {
         let callback = DigestSessionCallback { options: self.clone() };
-        let config = SASLConfig::builder().with_defaults().with_callback(callback).unwrap();
+        // zkrecipes patch 12: errors, not panics (on the session task, unwinding into C or Python).
+        let config = SASLConfig::builder()
+            .with_defaults()
+            .with_callback(callback)
+            .map_err(|e| Error::with_other("cannot configure a SASL DIGEST-MD5 session", e))?;
         let client = SASLClient::new(config);
-        let session = client.start_suggested(&[Mechname::parse(b"DIGEST-MD5").unwrap()]).unwrap();
+        let mechanism = Mechname::parse(b"DIGEST-MD5").map_err(|e| Error::with_other("bad SASL mechanism name", e))?;
+        let session = client.start_suggested(&[mechanism]).map_err(|e| {
+            Error::with_other("cannot start a SASL DIGEST-MD5 session (is the mechanism compiled in and registered?)", e)
+        })?;
         SaslSession::new(session)
     }
 }

@@ -5,6 +5,8 @@ use rsasl::mechanisms::gssapi::properties::GssService;
 use rsasl::prelude::*;
 use rsasl::property::Hostname;
 
+use crate::error::Error;
+
 use super::{Result, SaslInitiator, SaslInnerOptions, SaslOptions, SaslSession};
 
 impl From<GssapiSaslOptions> for SaslOptions {
@@ -74,9 +76,16 @@ impl SaslInitiator for GssapiSaslOptions {
             }
         }
         let provider = GssapiOptionsProvider { username: self.username.clone(), hostname: self.hostname_or(hostname) };
-        let config = SASLConfig::builder().with_defaults().with_callback(provider).unwrap();
+        // zkrecipes patch 12: errors, not panics (on the session task, unwinding into C or Python).
+        let config = SASLConfig::builder()
+            .with_defaults()
+            .with_callback(provider)
+            .map_err(|e| Error::with_other("cannot configure a SASL GSSAPI session", e))?;
         let client = SASLClient::new(config);
-        let session = client.start_suggested(&[Mechname::parse(b"GSSAPI").unwrap()]).unwrap();
+        let mechanism = Mechname::parse(b"GSSAPI").map_err(|e| Error::with_other("bad SASL mechanism name", e))?;
+        let session = client.start_suggested(&[mechanism]).map_err(|e| {
+            Error::with_other("cannot start a SASL GSSAPI session (is the mechanism compiled in and registered?)", e)
+        })?;
         SaslSession::new(session)
     }
 }

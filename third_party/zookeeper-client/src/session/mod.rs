@@ -733,7 +733,12 @@ impl Session {
         buf.clear();
         self.send_connect(depot);
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-        self.send_sasl(depot, endpoint.host)?;
+        if let Err(err) = self.send_sasl(depot, endpoint.host) {
+            // zkrecipes patch 12: a SASL session that cannot start here will not start on the
+            // next try either: told to the hook, and final (AuthFailed), not retried.
+            self.report_connection_error(endpoint, &err);
+            return Err(Error::AuthFailed);
+        }
         self.send_authes(depot);
         self.watch_manager.resend_watches(self.last_zxid, depot);
         self.last_send = Instant::now();
