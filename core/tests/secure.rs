@@ -225,7 +225,11 @@ async fn client_certificates_the_server_refuses_fail_the_connect_saying_so() {
     let m = server.tls().unwrap();
     let ca_only = TlsOptions::new().ca(m.ca.as_path());
     let (e, _) = refused(builder(&secure(&server)).tls(ca_only)).await;
-    assert_says(&e, ErrorKind::AuthFailed, &["client certificate"]);
+    assert_says(
+        &e,
+        ErrorKind::AuthFailed,
+        &["requires a client certificate and none is configured"],
+    );
     for who in [ClientIdentity::Expired, ClientIdentity::WrongCa] {
         let (e, _) = refused(builder(&secure(&server)).tls(tls_for(m, who))).await;
         assert_says(

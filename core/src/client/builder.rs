@@ -185,6 +185,7 @@ impl ClientBuilder {
             can_be_read_only: self.can_be_read_only,
             max_request_bytes: self.max_request_bytes,
             tls_every_host: self.tls.as_ref().is_some_and(TlsOptions::is_every_host),
+            tls_client_cert: self.tls.as_ref().is_some_and(TlsOptions::has_identity),
             tls,
             sasl: self.sasl,
         });

@@ -18,7 +18,7 @@ pub(crate) fn read_timeout(cfg: &Config) -> Duration {
 }
 
 pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)> {
-    let failures = Arc::new(ConnectFailures::new(&cfg.connect_string));
+    let failures = Arc::new(ConnectFailures::new(&cfg));
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
         .with_readonly(cfg.can_be_read_only)
@@ -120,14 +120,17 @@ pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
 /// cannot cure: the connect fails at once instead of at the connection timeout).
 pub(crate) struct ConnectFailures {
     servers: usize,
+    /// Whether we present a client certificate (else a refused handshake means "none given").
+    client_cert: bool,
     last: std::sync::Mutex<Vec<(String, String)>>,
     refused: tokio::sync::Notify,
 }
 
 impl ConnectFailures {
-    fn new(connect_string: &str) -> ConnectFailures {
+    fn new(cfg: &Config) -> ConnectFailures {
         ConnectFailures {
-            servers: split_connect_string(connect_string).0.len().max(1),
+            servers: split_connect_string(&cfg.connect_string).0.len().max(1),
+            client_cert: cfg.tls_client_cert,
             last: Default::default(),
             refused: tokio::sync::Notify::new(),
         }
@@ -135,7 +138,7 @@ impl ConnectFailures {
 
     fn record(&self, endpoint: &str, error: &str) {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let explained = explain_connect_error(error);
+        let explained = explain_connect_error(error, self.client_cert);
         match last.iter_mut().find(|(e, _)| e == endpoint) {
             Some(entry) => entry.1 = explained,
             None => last.push((endpoint.to_string(), explained)),
@@ -172,7 +175,7 @@ const TLS_REFUSAL: &str = "TLS certificate refused: ";
 /// What a wire-level connection error means, in the words a user needs (rustls's messages:
 /// `invalid peer certificate: ...` when we refuse the server's certificate, `received fatal
 /// alert: ...` when the server refuses ours).
-fn explain_connect_error(error: &str) -> String {
+fn explain_connect_error(error: &str, client_cert: bool) -> String {
     let lower = error.to_ascii_lowercase();
     if let Some(i) = lower.find("invalid peer certificate: ") {
         let detail = &error[i + "invalid peer certificate: ".len()..];
@@ -195,7 +198,20 @@ fn explain_connect_error(error: &str) -> String {
     if let Some(i) = lower.find("received fatal alert: ") {
         let alert = &error[i + "received fatal alert: ".len()..];
         let a = alert.to_ascii_lowercase();
-        if a.starts_with("certificaterequired") {
+        let refused = [
+            "badcertificate",
+            "certificateexpired",
+            "unknownca",
+            "certificateunknown",
+            "unsupportedcertificate",
+            "certificaterevoked",
+            "accessdenied",
+            "decrypterror",
+            "handshakefailure",
+        ];
+        if a.starts_with("certificaterequired")
+            || (!client_cert && refused.iter().any(|r| a.starts_with(r)))
+        {
             return format!("{TLS_REFUSAL}the server requires a client certificate and none is configured (alert {alert})");
         }
         if a.starts_with("badcertificate")
@@ -276,7 +292,7 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     zk::SessionState::AuthFailed => {
                         // Refused: a new session would be refused too (wrong credentials, or a
                         // server that now requires them). LOST, with the reason, and no loop.
-                        let error = auth_failed(&i.cfg, &ConnectFailures::new(&i.cfg.connect_string));
+                        let error = auth_failed(&i.cfg, &ConnectFailures::new(&i.cfg));
                         tracing::error!(error = %error, "authentication failed: LOST; no new session will be opened");
                         i.fail(error);
                         return;
@@ -471,4 +487,38 @@ async fn speaks_tls(addr: std::net::SocketAddr) -> bool {
         tokio::time::timeout(PROBE_LIMIT, stream.read_exact(&mut first)).await,
         Ok(Ok(_)) if first[0] == 0x15 || first[0] == 0x16
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::explain_connect_error as explain;
+
+    #[test]
+    fn rustls_errors_are_explained_in_a_users_words() {
+        let unknown = explain("invalid peer certificate: UnknownIssuer", true);
+        assert!(
+            unknown.starts_with("TLS certificate refused: "),
+            "{unknown}"
+        );
+        assert!(unknown.contains("unknown issuer"), "{unknown}");
+        let expired = explain(
+            "invalid peer certificate: certificate expired: verification time 2, but certificate is not valid after 1",
+            false,
+        );
+        assert!(expired.contains("has expired"), "{expired}");
+        let name = explain("invalid peer certificate: certificate not valid for name \"127.0.0.1\"; certificate is only valid for DnsName(\"wrong.example\")", false);
+        assert!(name.contains("does not name the host"), "{name}");
+        // The server refusing: with no certificate of ours, it wanted one.
+        let none = explain("received fatal alert: BadCertificate", false);
+        assert!(
+            none.contains("requires a client certificate and none is configured"),
+            "{none}"
+        );
+        let ours = explain("received fatal alert: CertificateUnknown", true);
+        assert!(
+            ours.contains("the server rejected the client certificate"),
+            "{ours}"
+        );
+        assert_eq!(explain("connection refused", true), "connection refused");
+    }
 }

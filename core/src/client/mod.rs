@@ -78,6 +78,8 @@ pub(crate) struct Config {
     /// The wire crate's TLS options (they read the PEM inputs for each connection).
     tls: Option<zk::TlsOptions>,
     tls_every_host: bool,
+    /// Whether the TLS options present a client certificate.
+    tls_client_cert: bool,
     sasl: Option<SaslOptions>,
 }
 

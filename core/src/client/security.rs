@@ -191,6 +191,11 @@ impl TlsOptions {
         self.every_host
     }
 
+    /// Whether a client certificate is configured.
+    pub fn has_identity(&self) -> bool {
+        self.cert.is_some()
+    }
+
     /// Reads and parses every input; the wire crate's certificates.
     fn load(&self) -> Result<zk::TlsCerts> {
         let ca = match &self.ca {
