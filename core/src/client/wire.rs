@@ -65,17 +65,11 @@ pub(crate) fn acls(list: &[Acl]) -> Vec<zk::Acl> {
 pub(crate) fn acls_from(list: &[zk::Acl]) -> Vec<Acl> {
     list.iter()
         .map(|a| {
-            let bits = [
-                zk::Permission::READ,
-                zk::Permission::WRITE,
-                zk::Permission::CREATE,
-                zk::Permission::DELETE,
-                zk::Permission::ADMIN,
-            ]
-            .into_iter()
-            .enumerate()
-            .filter(|(_, p)| a.permission().has(*p))
-            .fold(0u32, |acc, (i, _)| acc | (1 << i));
+            let bits = PERMISSION_BITS
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| a.permission().has(**p))
+                .fold(0u32, |acc, (i, _)| acc | (1 << i));
             // Five known bits at most: always a valid permission.
             Acl::new(
                 Permission::from_bits(bits).unwrap_or(Permission::NONE),
@@ -86,18 +80,21 @@ pub(crate) fn acls_from(list: &[zk::Acl]) -> Vec<Acl> {
         .collect()
 }
 
+/// ZooKeeper's permissions, bit `i` of ours (READ 1, WRITE 2, CREATE 4, DELETE 8, ADMIN 16).
+const PERMISSION_BITS: [zk::Permission; 5] = [
+    zk::Permission::READ,
+    zk::Permission::WRITE,
+    zk::Permission::CREATE,
+    zk::Permission::DELETE,
+    zk::Permission::ADMIN,
+];
+
 fn permission(bits: u32) -> zk::Permission {
-    [
-        zk::Permission::READ,
-        zk::Permission::WRITE,
-        zk::Permission::CREATE,
-        zk::Permission::DELETE,
-        zk::Permission::ADMIN,
-    ]
-    .into_iter()
-    .enumerate()
-    .filter(|(i, _)| bits & (1 << i) != 0)
-    .fold(zk::Permission::NONE, |acc, (_, p)| acc | p)
+    PERMISSION_BITS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| bits & (1 << i) != 0)
+        .fold(zk::Permission::NONE, |acc, (_, p)| acc | *p)
 }
 
 pub(crate) fn add_watch_mode(m: AddWatchMode) -> zk::AddWatchMode {
