@@ -25,7 +25,7 @@ from conftest import ZooKeeper
 
 
 def test_every_exception_derives_from_zkrecipes_error_with_a_unique_code() -> None:
-    assert len(BY_CODE) == 17
+    assert len(BY_CODE) == 18
     for code, cls in BY_CODE.items():
         assert issubclass(cls, zkrecipes.ZkRecipesError) and cls.code == code
     assert issubclass(zkrecipes.InvalidArgumentError, ValueError)
