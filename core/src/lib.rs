@@ -16,6 +16,7 @@ pub mod atomic;
 pub mod barriers;
 pub mod cache;
 pub mod client;
+pub mod discovery;
 pub mod dispatch;
 mod error;
 pub mod leader;

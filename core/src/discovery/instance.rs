@@ -1,0 +1,612 @@
+//! Curator's `ServiceInstance` and its JSON, byte for byte as curator-x-discovery's
+//! `JsonInstanceSerializer` (Jackson) writes it.
+//!
+//! Jackson writes the fields in the class's order, nulls included, compactly:
+//! `{"name":..,"id":..,"address":..,"port":..,"sslPort":..,"payload":..,
+//! "registrationTimeUTC":..,"serviceType":"DYNAMIC","uriSpec":{"parts":[{"value":..,
+//! "variable":..}]}}`, and `"enabled":..` last only outside Curator's compatible mode (its
+//! default, which older readers need). Strings escape `"`, `\` and control characters (`\n`
+//! style where JSON has one, else `\u00XX` in upper-case hex); everything else, non-ASCII
+//! included, is written as it is. The payload carries Jackson's type information
+//! (`@JsonTypeInfo(use = CLASS)`): `{"@class":"com.x.Details",...}` for objects,
+//! `["java.util.ArrayList",[...]]` for lists; it is split off into `payload_class` and written
+//! back the same way. Readers ignore unknown fields and keep them for a round trip; a payload
+//! or unknown field that is not changed is written back as the text it was read from (a Java
+//! double's `1.0E10` stays `1.0E10`).
+
+use std::fmt::Write as _;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::uri_spec::{UriPart, UriSpec};
+use crate::client::CreateMode;
+use crate::{Error, Result};
+
+macro_rules! service_types {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal; )*) => {
+        /// How an instance is registered (Curator's `ServiceType`).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub enum ServiceType {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ServiceType {
+            /// Every type, in Curator's declaration order.
+            pub const ALL: &'static [ServiceType] = &[$(ServiceType::$variant),*];
+
+            /// Curator's name (`DYNAMIC`, ...), as written in the JSON.
+            pub const fn name(self) -> &'static str {
+                match self { $(ServiceType::$variant => $name,)* }
+            }
+
+            /// The type named `name` (ASCII case-insensitive).
+            pub fn from_name(name: &str) -> Result<ServiceType> {
+                ServiceType::ALL
+                    .iter()
+                    .copied()
+                    .find(|t| t.name().eq_ignore_ascii_case(name))
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "{name:?} is not a service type; expected one of DYNAMIC, STATIC, PERMANENT, DYNAMIC_SEQUENTIAL"
+                        ))
+                    })
+            }
+        }
+    };
+}
+
+service_types! {
+    /// An ephemeral node: gone with the session (and re-registered after a new one).
+    #[default]
+    Dynamic = "DYNAMIC";
+    /// A persistent node, removed by `unregister` and `close`.
+    Static = "STATIC";
+    /// A persistent node that `close` leaves registered.
+    Permanent = "PERMANENT";
+    /// An ephemeral sequential node: the id gets ZooKeeper's 10-digit sequence number.
+    DynamicSequential = "DYNAMIC_SEQUENTIAL";
+}
+
+impl ServiceType {
+    /// Whether the registration lives and dies with the session.
+    pub fn is_dynamic(self) -> bool {
+        matches!(self, ServiceType::Dynamic | ServiceType::DynamicSequential)
+    }
+
+    /// The node's create mode (Curator's `internalRegisterService`).
+    pub fn create_mode(self) -> CreateMode {
+        match self {
+            ServiceType::Dynamic => CreateMode::Ephemeral,
+            ServiceType::DynamicSequential => CreateMode::EphemeralSequential,
+            ServiceType::Static | ServiceType::Permanent => CreateMode::Persistent,
+        }
+    }
+}
+
+/// One instance of a service (Curator's `ServiceInstance`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ServiceInstance {
+    /// The JSON text of the payload and of unknown fields as read, for an exact round trip.
+    raw: RawTexts,
+    /// The service's name: the node's parent under the base path.
+    pub name: String,
+    /// The instance's id: the node's name (a random UUID by default; a DYNAMIC_SEQUENTIAL
+    /// registration appends ZooKeeper's sequence number).
+    pub id: String,
+    /// Where it listens.
+    pub address: Option<String>,
+    /// Its port.
+    pub port: Option<i32>,
+    /// Its SSL port.
+    pub ssl_port: Option<i32>,
+    /// Any JSON value, without Jackson's type information (that is `payload_class`).
+    pub payload: Option<Value>,
+    /// The Java class Jackson records with the payload (`"@class"` inside an object, the first
+    /// element of the `[class, value]` wrapper otherwise); `None`: plain JSON.
+    pub payload_class: Option<String>,
+    /// When it was registered, ms since the epoch (set when the instance is made).
+    pub registration_time_utc: i64,
+    /// How it is registered.
+    pub service_type: ServiceType,
+    /// Its URI template.
+    pub uri_spec: Option<UriSpec>,
+    /// Whether providers may pick it (written only outside Curator's compatible mode; a node
+    /// without it is enabled).
+    pub enabled: bool,
+    /// Fields a newer writer added, kept in order for a round trip.
+    pub extra: Map<String, Value>,
+}
+
+impl ServiceInstance {
+    /// An instance of `name` with a random UUID id, registered now, DYNAMIC, enabled.
+    pub fn new(name: impl Into<String>) -> ServiceInstance {
+        ServiceInstance {
+            name: name.into(),
+            id: uuid::Uuid::new_v4().to_string(),
+            address: None,
+            port: None,
+            ssl_port: None,
+            payload: None,
+            payload_class: None,
+            registration_time_utc: now_ms(),
+            service_type: ServiceType::Dynamic,
+            uri_spec: None,
+            enabled: true,
+            extra: Map::new(),
+            raw: RawTexts::default(),
+        }
+    }
+
+    /// Checks what a node name and the JSON need: a name and an id that are node names.
+    pub fn validate(&self) -> Result<()> {
+        for (what, v) in [("name", &self.name), ("id", &self.id)] {
+            crate::path::validate_path(&format!("/{v}")).map_err(|e| {
+                Error::invalid(format!("service instance {what} {v:?}: {}", e.message()))
+            })?;
+            if v.contains('/') {
+                return Err(Error::invalid(format!(
+                    "service instance {what} {v:?} must not contain '/'"
+                )));
+            }
+        }
+        for (what, p) in [("port", self.port), ("ssl_port", self.ssl_port)] {
+            if matches!(p, Some(p) if !(0..=65535).contains(&p)) {
+                return Err(Error::invalid(format!(
+                    "service instance {what} {p:?} is not a port (0..65535)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Renders the instance's URI spec (`""` without one), Curator's `buildUriSpec`.
+    pub fn build_uri(&self, variables: &std::collections::HashMap<String, String>) -> String {
+        self.uri_spec
+            .as_ref()
+            .map(|s| s.build(Some(self), variables))
+            .unwrap_or_default()
+    }
+
+    /// The node's bytes: Jackson's, with `enabled` only when `compatible` is false.
+    pub fn to_json(&self, compatible: bool) -> Vec<u8> {
+        let mut o = String::with_capacity(256);
+        o.push('{');
+        field(&mut o, "name", true);
+        string(&mut o, &self.name);
+        field(&mut o, "id", false);
+        string(&mut o, &self.id);
+        field(&mut o, "address", false);
+        opt(&mut o, self.address.as_deref(), |o, v| string(o, v));
+        field(&mut o, "port", false);
+        opt(&mut o, self.port, |o, v| write!(o, "{v}").unwrap_or(()));
+        field(&mut o, "sslPort", false);
+        opt(&mut o, self.ssl_port, |o, v| write!(o, "{v}").unwrap_or(()));
+        field(&mut o, "payload", false);
+        match &self.raw.payload {
+            Some((payload, class, text))
+                if *payload == self.payload && *class == self.payload_class =>
+            {
+                o.push_str(text)
+            }
+            _ => self.write_payload(&mut o),
+        }
+        field(&mut o, "registrationTimeUTC", false);
+        let _ = write!(o, "{}", self.registration_time_utc);
+        field(&mut o, "serviceType", false);
+        string(&mut o, self.service_type.name());
+        field(&mut o, "uriSpec", false);
+        opt(&mut o, self.uri_spec.as_ref(), |o, spec| {
+            o.push_str("{\"parts\":[");
+            for (i, p) in spec.parts().iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                o.push_str("{\"value\":");
+                string(o, &p.value);
+                o.push_str(",\"variable\":");
+                o.push_str(if p.variable { "true" } else { "false" });
+                o.push('}');
+            }
+            o.push_str("]}");
+        });
+        if !compatible {
+            field(&mut o, "enabled", false);
+            o.push_str(if self.enabled { "true" } else { "false" });
+        }
+        for (k, v) in &self.extra {
+            field(&mut o, k, false);
+            match self.raw.extra.iter().find(|(rk, rv, _)| rk == k && rv == v) {
+                Some((_, _, text)) => o.push_str(text),
+                None => value(&mut o, v),
+            }
+        }
+        o.push('}');
+        o.into_bytes()
+    }
+
+    fn write_payload(&self, o: &mut String) {
+        match (&self.payload_class, &self.payload) {
+            (None, None) => o.push_str("null"),
+            (None, Some(v)) => value(o, v),
+            (Some(class), Some(Value::Object(m))) => {
+                o.push_str("{\"@class\":");
+                string(o, class);
+                for (k, v) in m {
+                    o.push(',');
+                    string(o, k);
+                    o.push(':');
+                    value(o, v);
+                }
+                o.push('}');
+            }
+            (Some(class), v) => {
+                o.push('[');
+                string(o, class);
+                o.push(',');
+                match v {
+                    Some(v) => value(o, v),
+                    None => o.push_str("null"),
+                }
+                o.push(']');
+            }
+        }
+    }
+
+    /// Reads a node's bytes as Curator's reader does: unknown fields ignored (and kept), a
+    /// missing `enabled` true, a missing `serviceType` DYNAMIC. Not JSON, or fields of the wrong
+    /// type: `CorruptedData`, naming what is wrong.
+    pub fn from_json(bytes: &[u8]) -> Result<ServiceInstance> {
+        let bad =
+            |why: String| Error::CorruptedData(format!("service instance JSON: {why}").into());
+        let fields: Vec<(String, Box<RawValue>)> = match serde_json::from_slice::<Value>(bytes) {
+            Err(e) => return Err(bad(e.to_string())),
+            Ok(Value::Object(_)) => {
+                serde_json::from_slice::<RawObject>(bytes)
+                    .map_err(|e| bad(e.to_string()))?
+                    .0
+            }
+            Ok(_) => return Err(bad("not a JSON object".into())),
+        };
+        let mut m = Map::new();
+        let mut texts = Vec::with_capacity(fields.len());
+        for (k, raw) in fields {
+            let v: Value = serde_json::from_str(raw.get()).map_err(|e| bad(e.to_string()))?;
+            texts.push((k.clone(), raw));
+            m.insert(k, v);
+        }
+        let text_of = |k: &str| {
+            texts
+                .iter()
+                .find(|(tk, _)| tk == k)
+                .map(|(_, t)| t.get().to_string())
+        };
+        let text = |m: &mut Map<String, Value>, k: &str| -> Result<Option<String>> {
+            match m.remove(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s)),
+                Some(other) => Err(bad(format!("{k} is {other}, not a string"))),
+            }
+        };
+        let int = |m: &mut Map<String, Value>, k: &str| -> Result<Option<i64>> {
+            match m.remove(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => n
+                    .as_i64()
+                    .map(Some)
+                    .ok_or_else(|| bad(format!("{k} is {n}, not an integer"))),
+                Some(other) => Err(bad(format!("{k} is {other}, not a number"))),
+            }
+        };
+        let port = |m: &mut Map<String, Value>, k: &str| -> Result<Option<i32>> {
+            int(m, k)?
+                .map(|p| i32::try_from(p).map_err(|_| bad(format!("{k} {p} does not fit an int"))))
+                .transpose()
+        };
+        let name = text(&mut m, "name")?.unwrap_or_default();
+        let id = text(&mut m, "id")?.unwrap_or_default();
+        let address = text(&mut m, "address")?;
+        let port_v = port(&mut m, "port")?;
+        let ssl_port = port(&mut m, "sslPort")?;
+        let payload_text = text_of("payload");
+        let (payload, payload_class) = split_payload(m.remove("payload"));
+        let registration_time_utc = int(&mut m, "registrationTimeUTC")?.unwrap_or(0);
+        let service_type = match text(&mut m, "serviceType")? {
+            None => ServiceType::Dynamic,
+            Some(t) => ServiceType::from_name(&t).map_err(|e| bad(e.message().to_string()))?,
+        };
+        let uri_spec = match m.remove("uriSpec") {
+            None | Some(Value::Null) => None,
+            Some(spec) => Some(uri_spec_from(spec).map_err(bad)?),
+        };
+        let enabled = match m.remove("enabled") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => b,
+            Some(other) => return Err(bad(format!("enabled is {other}, not a boolean"))),
+        };
+        let raw = RawTexts {
+            payload: payload_text.map(|t| (payload.clone(), payload_class.clone(), t)),
+            extra: m
+                .iter()
+                .filter_map(|(k, v)| text_of(k).map(|t| (k.clone(), v.clone(), t)))
+                .collect(),
+        };
+        Ok(ServiceInstance {
+            raw,
+            name,
+            id,
+            address,
+            port: port_v,
+            ssl_port,
+            payload,
+            payload_class,
+            registration_time_utc,
+            service_type,
+            uri_spec,
+            enabled,
+            extra: m,
+        })
+    }
+}
+
+/// The text each value of a node was read from (payload, unknown fields), so that what is not
+/// changed is written back byte for byte. Never part of an instance's equality.
+#[derive(Clone, Debug, Default)]
+struct RawTexts {
+    payload: Option<(Option<Value>, Option<String>, String)>,
+    extra: Vec<(String, Value, String)>,
+}
+
+impl PartialEq for RawTexts {
+    fn eq(&self, _: &RawTexts) -> bool {
+        true
+    }
+}
+
+/// A JSON object's fields in order, each value as its text.
+struct RawObject(Vec<(String, Box<RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for RawObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<RawObject, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<RawObject, A::Error> {
+                let mut fields = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    fields.retain(|(fk, _): &(String, Box<RawValue>)| *fk != k);
+                    fields.push((k, v));
+                }
+                Ok(RawObject(fields))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+fn uri_spec_from(spec: Value) -> std::result::Result<UriSpec, String> {
+    let Value::Object(mut spec) = spec else {
+        return Err(format!("uriSpec is {spec}, not an object"));
+    };
+    let parts = match spec.remove("parts") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(parts)) => parts,
+        Some(other) => return Err(format!("uriSpec.parts is {other}, not an array")),
+    };
+    parts
+        .into_iter()
+        .map(|p| {
+            let value = p.get("value").and_then(Value::as_str).unwrap_or_default();
+            let variable = p.get("variable").and_then(Value::as_bool).unwrap_or(false);
+            Ok(UriPart {
+                value: value.to_string(),
+                variable,
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, String>>()
+        .map(UriSpec::from_parts)
+}
+
+/// Jackson's type information split off a payload: `{"@class": C, ...}` and `[C, value]` (C a
+/// Java class name) give `(value, Some(C))`; anything else is plain JSON.
+fn split_payload(payload: Option<Value>) -> (Option<Value>, Option<String>) {
+    match payload {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::Object(mut m)) => {
+            let typed = m
+                .iter()
+                .next()
+                .is_some_and(|(k, v)| k == "@class" && v.is_string());
+            let class = if typed {
+                m.shift_remove("@class")
+                    .and_then(|c| c.as_str().map(str::to_string))
+            } else {
+                None
+            };
+            (Some(Value::Object(m)), class)
+        }
+        Some(Value::Array(a)) if a.len() == 2 && a[0].as_str().is_some_and(is_java_class) => {
+            let mut a = a.into_iter();
+            let class = a.next().and_then(|c| c.as_str().map(str::to_string));
+            (a.next(), class)
+        }
+        Some(other) => (Some(other), None),
+    }
+}
+
+/// `java.util.ArrayList`, `com.example.Outer$Inner`: dotted Java identifiers.
+fn is_java_class(s: &str) -> bool {
+    s.contains('.')
+        && s.split('.').all(|seg| {
+            let mut cs = seg.chars();
+            cs.next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+                && cs.all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn field(o: &mut String, name: &str, first: bool) {
+    if !first {
+        o.push(',');
+    }
+    string(o, name);
+    o.push(':');
+}
+
+fn opt<T>(o: &mut String, v: Option<T>, f: impl FnOnce(&mut String, T)) {
+    match v {
+        Some(v) => f(o, v),
+        None => o.push_str("null"),
+    }
+}
+
+/// A JSON string as Jackson escapes it.
+fn string(o: &mut String, s: &str) {
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\u{8}' => o.push_str("\\b"),
+            '\t' => o.push_str("\\t"),
+            '\n' => o.push_str("\\n"),
+            '\u{c}' => o.push_str("\\f"),
+            '\r' => o.push_str("\\r"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04X}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+}
+
+/// Any JSON value, compactly, strings as Jackson escapes them, numbers as their text.
+fn value(o: &mut String, v: &Value) {
+    match v {
+        Value::Null => o.push_str("null"),
+        Value::Bool(b) => o.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            let _ = write!(o, "{n}");
+        }
+        Value::String(s) => string(o, s),
+        Value::Array(a) => {
+            o.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                value(o, v);
+            }
+            o.push(']');
+        }
+        Value::Object(m) => {
+            o.push('{');
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                string(o, k);
+                o.push(':');
+                value(o, v);
+            }
+            o.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instance_is_written_in_jacksons_order_and_read_back() {
+        let mut i = ServiceInstance::new("orders");
+        i.id = "6f2c".into();
+        i.address = Some("10.0.0.7".into());
+        i.port = Some(8080);
+        i.registration_time_utc = 1_700_000_000_123;
+        i.uri_spec = Some(UriSpec::new("{scheme}://{address}:{port}").unwrap());
+        let compat = String::from_utf8(i.to_json(true)).unwrap();
+        assert_eq!(
+            compat,
+            r#"{"name":"orders","id":"6f2c","address":"10.0.0.7","port":8080,"sslPort":null,"payload":null,"registrationTimeUTC":1700000000123,"serviceType":"DYNAMIC","uriSpec":{"parts":[{"value":"scheme","variable":true},{"value":"://","variable":false},{"value":"address","variable":true},{"value":":","variable":false},{"value":"port","variable":true}]}}"#
+        );
+        let full = String::from_utf8(i.to_json(false)).unwrap();
+        assert!(full.ends_with(r#"]},"enabled":true}"#), "{full}");
+        assert_eq!(ServiceInstance::from_json(compat.as_bytes()).unwrap(), i);
+        assert_eq!(ServiceInstance::from_json(full.as_bytes()).unwrap(), i);
+    }
+
+    #[test]
+    fn payload_type_information_is_split_off_and_written_back() {
+        let node = br#"{"name":"n","id":"i","address":null,"port":null,"sslPort":null,"payload":{"@class":"com.example.Details","region":"eu","weight":1.0E10},"registrationTimeUTC":5,"serviceType":"STATIC","uriSpec":null,"extraField":[1,2]}"#;
+        let i = ServiceInstance::from_json(node).unwrap();
+        assert_eq!(i.payload_class.as_deref(), Some("com.example.Details"));
+        assert_eq!(i.payload.as_ref().unwrap()["region"], "eu");
+        assert_eq!(i.service_type, ServiceType::Static);
+        assert!(i.enabled);
+        assert_eq!(i.extra.keys().collect::<Vec<_>>(), ["extraField"]);
+        assert_eq!(
+            i.to_json(true),
+            node.to_vec(),
+            "byte for byte, numbers as written"
+        );
+
+        let list = br#"{"name":"n","id":"i","address":null,"port":null,"sslPort":null,"payload":["java.util.ArrayList",["a","b"]],"registrationTimeUTC":5,"serviceType":"DYNAMIC","uriSpec":null}"#;
+        let i = ServiceInstance::from_json(list).unwrap();
+        assert_eq!(i.payload_class.as_deref(), Some("java.util.ArrayList"));
+        assert_eq!(i.payload, Some(serde_json::json!(["a", "b"])));
+        assert_eq!(i.to_json(true), list.to_vec());
+
+        // Plain JSON (another writer's) stays plain.
+        let plain = br#"{"name":"n","id":"i","payload":["not a class",1]}"#;
+        let i = ServiceInstance::from_json(plain).unwrap();
+        assert_eq!(i.payload_class, None);
+        assert_eq!(i.payload, Some(serde_json::json!(["not a class", 1])));
+        assert_eq!(i.service_type, ServiceType::Dynamic);
+    }
+
+    #[test]
+    fn strings_are_escaped_as_jackson_escapes_them() {
+        let mut i = ServiceInstance::new("a\"b\\c\n\u{1}é/\u{7f}");
+        i.id = "x".into();
+        let json = String::from_utf8(i.to_json(true)).unwrap();
+        assert!(json.starts_with(r#"{"name":"a\"b\\c\n\u0001é/"#), "{json}");
+        assert_eq!(
+            ServiceInstance::from_json(json.as_bytes()).unwrap().name,
+            i.name
+        );
+    }
+
+    #[test]
+    fn bad_nodes_are_corrupted_data_saying_why() {
+        for (bytes, why) in [
+            (&b"not json"[..], "service instance JSON"),
+            (b"[1]", "not a JSON object"),
+            (br#"{"port":"80"}"#, "port"),
+            (br#"{"port":4294967296}"#, "does not fit"),
+            (br#"{"serviceType":"WEIRD"}"#, "not a service type"),
+            (br#"{"enabled":"yes"}"#, "enabled"),
+        ] {
+            match ServiceInstance::from_json(bytes) {
+                Err(Error::CorruptedData(m)) => assert!(m.contains(why), "{m}"),
+                other => panic!("{}: {other:?}", String::from_utf8_lossy(bytes)),
+            }
+        }
+    }
+}
