@@ -178,7 +178,7 @@ impl ServiceInstance {
         field(&mut o, "id", false);
         string(&mut o, &self.id);
         field(&mut o, "address", false);
-        opt(&mut o, self.address.as_deref(), |o, v| string(o, v));
+        opt(&mut o, self.address.as_deref(), string);
         field(&mut o, "port", false);
         opt(&mut o, self.port, |o, v| write!(o, "{v}").unwrap_or(()));
         field(&mut o, "sslPort", false);

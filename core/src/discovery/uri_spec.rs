@@ -35,7 +35,7 @@ impl UriSpec {
         let mut inside = false;
         let mut token = String::new();
         let bad = |why: &str| Err(Error::invalid(format!("URI spec {template:?}: {why}")));
-        let mut flush = |token: &mut String, inside: bool, parts: &mut Vec<UriPart>| {
+        let flush = |token: &mut String, inside: bool, parts: &mut Vec<UriPart>| {
             if !token.is_empty() {
                 let value = if inside {
                     java_trim(token).to_string()
