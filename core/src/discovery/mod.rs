@@ -6,7 +6,9 @@
 //! its JSON ([`ServiceInstance::to_json`], byte for byte as Curator's `JsonInstanceSerializer`).
 
 mod instance;
+mod strategy;
 mod uri_spec;
 
 pub use self::instance::{ServiceInstance, ServiceType};
+pub use self::strategy::{DownInstancePolicy, ProviderStrategy};
 pub use self::uri_spec::{UriPart, UriSpec};

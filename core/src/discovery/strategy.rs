@@ -1,0 +1,235 @@
+//! Picking an instance: Curator's provider strategies (round robin, random, sticky) and its
+//! down-instance policy, as plain logic over a list of candidates.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::ServiceInstance;
+use crate::{Error, Result};
+
+/// How a provider picks among the usable instances (Curator's `ProviderStrategy`s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ProviderStrategy {
+    /// Each call the next, in id order (Curator's `RoundRobinStrategy`, without its failure
+    /// after 2³¹ calls).
+    #[default]
+    RoundRobin,
+    /// A random one each call.
+    Random,
+    /// The same one while it stays usable; then the next by round robin (Curator's
+    /// `StickyStrategy` over round robin).
+    Sticky,
+}
+
+impl ProviderStrategy {
+    /// Every strategy.
+    pub const ALL: &'static [ProviderStrategy] = &[
+        ProviderStrategy::RoundRobin,
+        ProviderStrategy::Random,
+        ProviderStrategy::Sticky,
+    ];
+
+    /// Its name in every face: `round_robin`, `random`, `sticky`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProviderStrategy::RoundRobin => "round_robin",
+            ProviderStrategy::Random => "random",
+            ProviderStrategy::Sticky => "sticky",
+        }
+    }
+
+    /// The strategy named `name` (ASCII case-insensitive; `-` for `_` too).
+    pub fn from_name(name: &str) -> Result<ProviderStrategy> {
+        let n = name.replace('-', "_");
+        ProviderStrategy::ALL
+            .iter()
+            .copied()
+            .find(|s| s.name().eq_ignore_ascii_case(&n))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{name:?} is not a provider strategy; expected round_robin, random or sticky"
+                ))
+            })
+    }
+}
+
+/// Curator's `DownInstancePolicy`: an instance with `error_threshold` errors noted
+/// (a provider's `note_error`) is left out for `timeout`
+/// from its first noted error. Default: 2 errors, 30 s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DownInstancePolicy {
+    /// How long a down instance stays left out.
+    pub timeout: Duration,
+    /// How many noted errors make an instance down.
+    pub error_threshold: u32,
+}
+
+impl Default for DownInstancePolicy {
+    fn default() -> Self {
+        DownInstancePolicy {
+            timeout: Duration::from_secs(30),
+            error_threshold: 2,
+        }
+    }
+}
+
+/// The picking state of one provider.
+#[derive(Debug)]
+#[allow(dead_code)] // the ServiceProvider (on the cache engine) is what uses it; until it lands
+pub(crate) struct Picker {
+    strategy: ProviderStrategy,
+    policy: DownInstancePolicy,
+    next: AtomicU64,
+    sticky: Mutex<Option<String>>,
+    /// Noted errors by instance id: when the first was noted, and how many.
+    errors: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+#[allow(dead_code)]
+impl Picker {
+    pub(crate) fn new(strategy: ProviderStrategy, policy: DownInstancePolicy) -> Picker {
+        Picker {
+            strategy,
+            policy,
+            next: AtomicU64::new(0),
+            sticky: Mutex::new(None),
+            errors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn note_error(&self, id: &str) {
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        Self::purge(&mut errors, self.policy.timeout);
+        errors
+            .entry(id.to_string())
+            .or_insert((Instant::now(), 0))
+            .1 += 1;
+    }
+
+    fn purge(errors: &mut HashMap<String, (Instant, u32)>, timeout: Duration) {
+        errors.retain(|_, (since, _)| since.elapsed() < timeout);
+    }
+
+    /// The usable instances of `all` (enabled, not down, passing `filter`), in id order.
+    pub(crate) fn usable(
+        &self,
+        all: impl IntoIterator<Item = Arc<ServiceInstance>>,
+        filter: Option<&(dyn Fn(&ServiceInstance) -> bool + Send + Sync)>,
+    ) -> Vec<Arc<ServiceInstance>> {
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        Self::purge(&mut errors, self.policy.timeout);
+        let mut usable: Vec<_> = all
+            .into_iter()
+            .filter(|i| i.enabled)
+            .filter(|i| {
+                errors
+                    .get(&i.id)
+                    .map_or(true, |(_, n)| *n < self.policy.error_threshold)
+            })
+            .filter(|i| filter.map_or(true, |f| f(i)))
+            .collect();
+        usable.sort_by(|a, b| a.id.cmp(&b.id));
+        usable
+    }
+
+    /// Picks one of `usable` (from [`usable`](Self::usable)) by the strategy.
+    pub(crate) fn pick(&self, usable: &[Arc<ServiceInstance>]) -> Option<Arc<ServiceInstance>> {
+        if usable.is_empty() {
+            return None;
+        }
+        let round_robin = || {
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            usable[(n % usable.len() as u64) as usize].clone()
+        };
+        Some(match self.strategy {
+            ProviderStrategy::RoundRobin => round_robin(),
+            ProviderStrategy::Random => usable[fastrand::usize(..usable.len())].clone(),
+            ProviderStrategy::Sticky => {
+                let mut sticky = self.sticky.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(kept) = sticky
+                    .as_deref()
+                    .and_then(|id| usable.iter().find(|i| i.id == id))
+                {
+                    return Some(kept.clone());
+                }
+                let chosen = round_robin();
+                *sticky = Some(chosen.id.clone());
+                chosen
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instances(ids: &[&str]) -> Vec<Arc<ServiceInstance>> {
+        ids.iter()
+            .map(|id| {
+                let mut i = ServiceInstance::new("svc");
+                i.id = id.to_string();
+                Arc::new(i)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_goes_around_in_id_order_and_does_not_overflow() {
+        let p = Picker::new(ProviderStrategy::RoundRobin, DownInstancePolicy::default());
+        let usable = p.usable(instances(&["c", "a", "b"]), None);
+        let picked: Vec<_> = (0..4)
+            .map(|_| p.pick(&usable).unwrap().id.clone())
+            .collect();
+        assert_eq!(picked, ["a", "b", "c", "a"]);
+        p.next.store(u64::from(u32::MAX) * 2, Ordering::Relaxed);
+        assert!(p.pick(&usable).is_some(), "past 2^31 calls");
+        assert!(p.pick(&[]).is_none());
+    }
+
+    #[test]
+    fn sticky_keeps_its_instance_while_usable_and_disabled_or_down_ones_are_never_picked() {
+        let p = Picker::new(ProviderStrategy::Sticky, DownInstancePolicy::default());
+        let all = instances(&["a", "b", "c"]);
+        let first = p.pick(&p.usable(all.clone(), None)).unwrap();
+        for _ in 0..5 {
+            assert_eq!(p.pick(&p.usable(all.clone(), None)).unwrap().id, first.id);
+        }
+        p.note_error(&first.id);
+        assert_eq!(
+            p.pick(&p.usable(all.clone(), None)).unwrap().id,
+            first.id,
+            "one error: not down"
+        );
+        p.note_error(&first.id);
+        let usable = p.usable(all.clone(), None);
+        assert!(usable.iter().all(|i| i.id != first.id), "two errors: down");
+        assert_ne!(p.pick(&usable).unwrap().id, first.id);
+        let mut disabled = (*all[1]).clone();
+        disabled.enabled = false;
+        let usable = p.usable(vec![Arc::new(disabled)], None);
+        assert!(usable.is_empty());
+        let only_c = |i: &ServiceInstance| i.id == "c";
+        assert_eq!(p.usable(all, Some(&only_c)).len(), 1);
+    }
+
+    #[test]
+    fn down_instances_come_back_after_the_timeout() {
+        let p = Picker::new(
+            ProviderStrategy::Random,
+            DownInstancePolicy {
+                timeout: Duration::ZERO,
+                error_threshold: 1,
+            },
+        );
+        p.note_error("a");
+        assert_eq!(p.usable(instances(&["a"]), None).len(), 1);
+        assert_eq!(
+            ProviderStrategy::from_name("Round-Robin").unwrap(),
+            ProviderStrategy::RoundRobin
+        );
+        assert!(ProviderStrategy::from_name("fastest").is_err());
+    }
+}
