@@ -5,10 +5,15 @@
 //! Layout: `basePath/serviceName/instanceId`, parents as containers; an instance's node holds
 //! its JSON ([`ServiceInstance::to_json`], byte for byte as Curator's `JsonInstanceSerializer`).
 
+mod cache;
+#[allow(clippy::module_inception)]
+mod discovery;
 mod instance;
 mod strategy;
 mod uri_spec;
 
+pub use self::cache::{ServiceCache, ServiceCacheEvent, ServiceCacheEventKind, ServiceProvider};
+pub use self::discovery::{Registration, ServiceDiscovery};
 pub use self::instance::{ServiceInstance, ServiceType};
 pub use self::strategy::{DownInstancePolicy, ProviderStrategy};
 pub use self::uri_spec::{UriPart, UriSpec};

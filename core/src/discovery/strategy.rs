@@ -77,7 +77,6 @@ impl Default for DownInstancePolicy {
 
 /// The picking state of one provider.
 #[derive(Debug)]
-#[allow(dead_code)] // the ServiceProvider (on the cache engine) is what uses it; until it lands
 pub(crate) struct Picker {
     strategy: ProviderStrategy,
     policy: DownInstancePolicy,
@@ -87,8 +86,11 @@ pub(crate) struct Picker {
     errors: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
-#[allow(dead_code)]
 impl Picker {
+    pub(crate) fn strategy(&self) -> ProviderStrategy {
+        self.strategy
+    }
+
     pub(crate) fn new(strategy: ProviderStrategy, policy: DownInstancePolicy) -> Picker {
         Picker {
             strategy,

@@ -1,0 +1,444 @@
+//! [`ServiceDiscovery`]: Curator's `ServiceDiscovery` — register instances at
+//! `basePath/serviceName/instanceId` and query them — with each registration kept by a
+//! [`PersistentNode`], so it survives everything a session goes through without Curator's
+//! flaps: a connection blip with the session intact deletes and re-creates nothing
+//! (Curator deletes and re-creates every instance on every reconnect, CURATOR-320); after a
+//! session expiry each instance is back exactly once; another live session's node with the same
+//! id is never deleted (`Conflict`); `unregister` is idempotent and works after a connection
+//! loss (CURATOR-617).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::instance::{ServiceInstance, ServiceType};
+use crate::client::OrNone;
+use crate::nodes::PersistentNode;
+use crate::{path, runtime, Client, Error, Result};
+
+/// Curator's `ServiceDiscovery` over `base_path` (see the module notes). Cheap to clone.
+#[derive(Clone)]
+pub struct ServiceDiscovery {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    base: String,
+    write_enabled: AtomicBool,
+    closed: AtomicBool,
+    /// Live registrations by (name, id).
+    registrations: Mutex<HashMap<(String, String), Registration>>,
+}
+
+impl std::fmt::Debug for ServiceDiscovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceDiscovery")
+            .field("base_path", &self.inner.base)
+            .finish()
+    }
+}
+
+impl ServiceDiscovery {
+    /// Discovery under `base_path` (Curator's `ServiceDiscoveryBuilder.basePath`). Nothing is
+    /// written before a registration.
+    ///
+    /// Errors: `InvalidArgument` for a bad path; `Closed` on a closed client.
+    pub fn new(client: &Client, base_path: &str) -> Result<ServiceDiscovery> {
+        client.ensure_open_for("ServiceDiscovery", base_path)?;
+        path::validate_path(base_path)?;
+        Ok(ServiceDiscovery {
+            inner: Arc::new(Inner {
+                client: client.clone(),
+                base: base_path.to_string(),
+                write_enabled: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
+                registrations: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Whether every node written carries the `enabled` field (Curator's
+    /// `JsonInstanceSerializer(..., compatibleSerializationMode = false)`). Default false, as
+    /// Curator's default: readers older than CURATOR-275 fail on the field. A disabled instance
+    /// carries `"enabled":false` either way, so [`Registration::set_enabled`] always takes
+    /// effect.
+    pub fn set_write_enabled(&self, yes: bool) {
+        self.inner.write_enabled.store(yes, Ordering::Relaxed);
+    }
+
+    /// The base path.
+    pub fn base_path(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// `base/name`: the parent of a service's instances.
+    pub fn path_for_name(&self, name: &str) -> String {
+        path::join(&self.inner.base, name)
+    }
+
+    /// `base/name/id`.
+    pub fn path_for_instance(&self, name: &str, id: &str) -> String {
+        path::join(&self.path_for_name(name), id)
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed(
+                format!("service discovery {} is closed", self.inner.base).into(),
+            ));
+        }
+        self.inner
+            .client
+            .ensure_open_for("service discovery call", &self.inner.base)
+    }
+
+    pub(crate) fn json(&self, instance: &ServiceInstance) -> Vec<u8> {
+        let compatible = !self.inner.write_enabled.load(Ordering::Relaxed) && instance.enabled;
+        instance.to_json(compatible)
+    }
+
+    /// Registers `instance` (Curator's `registerService`) and returns once its node is on the
+    /// server: `base/name/id` (`id` + a 10-digit sequence number for DYNAMIC_SEQUENTIAL),
+    /// ephemeral for the DYNAMIC types, persistent for STATIC and PERMANENT, parents as
+    /// containers. Registering an id this discovery already registered updates it (and returns
+    /// the same registration).
+    ///
+    /// Errors: `Conflict` when another live session (or a persistent node, for a DYNAMIC
+    /// instance) holds the path: it is left untouched; `Timeout` if the node could not be made
+    /// within the client's connection timeout; `InvalidArgument` for a bad name or id; `Closed`.
+    pub async fn register(&self, instance: ServiceInstance) -> Result<Registration> {
+        self.check_open()?;
+        instance.validate()?;
+        let key = (instance.name.clone(), instance.id.clone());
+        let existing = self.registration(&key);
+        if let Some(r) = existing {
+            r.update(instance)?;
+            return Ok(r);
+        }
+        let path = self.path_for_instance(&instance.name, &instance.id);
+        let ty = instance.service_type;
+        let node = PersistentNode::new(
+            &self.inner.client,
+            &path,
+            ty.create_mode(),
+            &self.json(&instance),
+            false,
+        )?;
+        let node = if ty == ServiceType::Permanent {
+            node.keep_on_close()
+        } else {
+            node
+        };
+        node.start()?;
+        let wait = self.inner.client.connection_timeout();
+        match node.wait_for_initial_create(Some(wait)).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let why = node
+                    .last_error()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default();
+                let _ = node.close().await;
+                return Err(Error::Timeout(
+                    format!("register {path}: not created within {wait:?}{why}").into(),
+                ));
+            }
+            Err(e) => {
+                let _ = node.close().await;
+                return Err(e.context(format!("register {path}")));
+            }
+        }
+        let registration = Registration {
+            inner: Arc::new(RegInner {
+                discovery: self.clone(),
+                node,
+                instance: Mutex::new(instance),
+                unregistered: AtomicBool::new(false),
+            }),
+        };
+        self.lock().insert(key, registration.clone());
+        tracing::info!(path = %registration.path(), "service instance registered");
+        Ok(registration)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Registration>> {
+        self.inner
+            .registrations
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn registration(&self, key: &(String, String)) -> Option<Registration> {
+        self.lock().get(key).cloned()
+    }
+
+    /// The registrations this discovery keeps.
+    pub fn registrations(&self) -> Vec<Registration> {
+        self.lock().values().cloned().collect()
+    }
+
+    /// The service names (Curator's `queryForNames`): the children of the base path; none if it
+    /// does not exist.
+    pub async fn query_for_names(&self) -> Result<Vec<String>> {
+        self.check_open()?;
+        let base = self.inner.base.as_str();
+        let mut names = self
+            .inner
+            .client
+            .retry(|s| async move { s.children(base).await.or_none() })
+            .await?
+            .unwrap_or_default();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The instances of service `name` (Curator's `queryForInstances`), sorted by node name.
+    /// A node that does not decode is left out with a WARN log (one bad node does not hide the
+    /// others; a [`ServiceCache`](super::ServiceCache) reports it as an event).
+    pub async fn query_for_instances(&self, name: &str) -> Result<Vec<ServiceInstance>> {
+        self.check_open()?;
+        let parent = self.path_for_name(name);
+        path::validate_path(&parent)?;
+        let p = parent.as_str();
+        let mut ids = self
+            .inner
+            .client
+            .retry(|s| async move { s.children(p).await.or_none() })
+            .await?
+            .unwrap_or_default();
+        ids.sort();
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.query_for_instance(name, &id).await {
+                Ok(Some(i)) => out.push(i),
+                Ok(None) => {}
+                Err(Error::CorruptedData(e)) => {
+                    tracing::warn!(path = %path::join(p, &id), error = %e, "service instance left out: its node does not decode")
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The instance `name`/`id` (Curator's `queryForInstance`), `None` if there is none.
+    /// Errors: `CorruptedData` when its node does not decode.
+    pub async fn query_for_instance(
+        &self,
+        name: &str,
+        id: &str,
+    ) -> Result<Option<ServiceInstance>> {
+        self.check_open()?;
+        let node = self.path_for_instance(name, id);
+        path::validate_path(&node)?;
+        let p = node.as_str();
+        let found = self
+            .inner
+            .client
+            .retry(|s| async move { s.get_data(p).await.or_none() })
+            .await?;
+        match found {
+            None => Ok(None),
+            Some((data, _)) => ServiceInstance::from_json(&data)
+                .map(Some)
+                .map_err(|e| e.context(p)),
+        }
+    }
+
+    /// Unregisters every instance this discovery registered but the PERMANENT ones (whose
+    /// nodes stay), and refuses further use. Closing twice is fine.
+    pub async fn close(&self) -> Result<()> {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let all: Vec<Registration> = self.lock().drain().map(|(_, r)| r).collect();
+        let mut first = None;
+        for r in all {
+            if let Err(e) = r.stop().await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// [`register`](Self::register) for the blocking face.
+    pub fn register_blocking(&self, instance: ServiceInstance) -> Result<Registration> {
+        runtime::try_block_on(self.register(instance))?
+    }
+
+    /// [`query_for_names`](Self::query_for_names) for the blocking face.
+    pub fn query_for_names_blocking(&self) -> Result<Vec<String>> {
+        runtime::try_block_on(self.query_for_names())?
+    }
+
+    /// [`query_for_instances`](Self::query_for_instances) for the blocking face.
+    pub fn query_for_instances_blocking(&self, name: &str) -> Result<Vec<ServiceInstance>> {
+        runtime::try_block_on(self.query_for_instances(name))?
+    }
+
+    /// [`query_for_instance`](Self::query_for_instance) for the blocking face.
+    pub fn query_for_instance_blocking(
+        &self,
+        name: &str,
+        id: &str,
+    ) -> Result<Option<ServiceInstance>> {
+        runtime::try_block_on(self.query_for_instance(name, id))?
+    }
+
+    /// [`close`](Self::close) for the blocking face.
+    pub fn close_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.close())?
+    }
+}
+
+/// One registered instance (cheap to clone): update it, enable or disable it, unregister it.
+#[derive(Clone)]
+pub struct Registration {
+    inner: Arc<RegInner>,
+}
+
+struct RegInner {
+    discovery: ServiceDiscovery,
+    node: PersistentNode,
+    instance: Mutex<ServiceInstance>,
+    unregistered: AtomicBool,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("path", &self.path())
+            .finish()
+    }
+}
+
+impl Registration {
+    /// The instance as registered (its last update).
+    pub fn instance(&self) -> ServiceInstance {
+        self.inner
+            .instance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The node's path: `base/name/id`, with the sequence number of a DYNAMIC_SEQUENTIAL
+    /// instance (which changes if the node is made again after a session expiry).
+    pub fn path(&self) -> String {
+        self.inner
+            .node
+            .actual_path()
+            .unwrap_or_else(|| self.inner.node.path().to_string())
+    }
+
+    /// The node's name: the instance id, with its sequence number if DYNAMIC_SEQUENTIAL.
+    pub fn node_name(&self) -> String {
+        path::node_name(&self.path()).to_string()
+    }
+
+    /// Whether the node is on the server as far as this client knows.
+    pub fn is_registered(&self) -> bool {
+        self.inner.node.is_registered()
+    }
+
+    /// Replaces the registered instance (Curator's `updateService`): written now when
+    /// connected, else at the next reconnection. Returns at once.
+    ///
+    /// Errors: `InvalidArgument` when `instance` has another name, id or service type;
+    /// `Closed` once unregistered.
+    pub fn update(&self, instance: ServiceInstance) -> Result<()> {
+        instance.validate()?;
+        let mut current = self
+            .inner
+            .instance
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if (&instance.name, &instance.id, instance.service_type)
+            != (&current.name, &current.id, current.service_type)
+        {
+            return Err(Error::invalid(format!(
+                "update {}: the instance's name, id and service type must stay {}/{} {}",
+                self.path(),
+                current.name,
+                current.id,
+                current.service_type.name()
+            )));
+        }
+        if self.inner.unregistered.load(Ordering::SeqCst) {
+            return Err(Error::Closed(
+                format!("{} is unregistered", self.path()).into(),
+            ));
+        }
+        self.inner
+            .node
+            .set_data(&self.inner.discovery.json(&instance))?;
+        *current = instance;
+        Ok(())
+    }
+
+    /// Enables or disables the instance: a disabled one is never picked by a provider
+    /// (Curator's `enabled`; written even in Curator's compatible mode, see
+    /// [`ServiceDiscovery::set_write_enabled`]).
+    pub fn set_enabled(&self, enabled: bool) -> Result<()> {
+        let mut instance = self.instance();
+        instance.enabled = enabled;
+        self.update(instance)
+    }
+
+    /// Waits until the node is on the server again (`Ok(true)`) or `timeout` passes.
+    pub async fn wait_registered(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.inner.node.wait_for_initial_create(timeout).await
+    }
+
+    /// Deletes the node (our own node only; in the background until the server confirms, so it
+    /// works after a connection loss too, CURATOR-617) and stops keeping it. Idempotent.
+    pub async fn unregister(&self) -> Result<()> {
+        let key = {
+            let i = self
+                .inner
+                .instance
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            (i.name.clone(), i.id.clone())
+        };
+        {
+            let mut map = self.inner.discovery.lock();
+            if map
+                .get(&key)
+                .is_some_and(|r| Arc::ptr_eq(&r.inner, &self.inner))
+            {
+                map.remove(&key);
+            }
+        }
+        let permanent = self.instance().service_type == ServiceType::Permanent;
+        let path = self.path();
+        let first = !self.inner.unregistered.load(Ordering::SeqCst);
+        self.stop().await?;
+        if permanent && first {
+            // A PERMANENT node outlives `close`, not an explicit unregister.
+            self.inner.discovery.client().delete_ours(&path).await?;
+        }
+        Ok(())
+    }
+
+    /// Stops keeping the node: deleted unless PERMANENT.
+    async fn stop(&self) -> Result<()> {
+        if self.inner.unregistered.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        tracing::info!(path = %self.path(), "service instance unregistered");
+        self.inner.node.close().await
+    }
+
+    /// [`unregister`](Self::unregister) for the blocking face.
+    pub fn unregister_blocking(&self) -> Result<()> {
+        runtime::try_block_on(self.unregister())?
+    }
+}

@@ -1,0 +1,407 @@
+//! Service discovery against a real ZooKeeper (started by the harness): Curator's layout and
+//! JSON, registrations through blips and expiries without flaps, conflicts, the service cache's
+//! events and the provider's picks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zkrecipes::client::{CreateMode, CreateOptions};
+use zkrecipes::discovery::{
+    ProviderStrategy, ServiceCache, ServiceCacheEventKind, ServiceDiscovery, ServiceInstance,
+    ServiceProvider, ServiceType, UriSpec,
+};
+use zkrecipes::{Client, ClientBuilder, Error};
+use zkrecipes_testing::{FaultProxy, TestingServer};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+async fn connect(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(Duration::from_secs(10))
+        .connection_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+async fn eventually<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + WAIT;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn instance(name: &str, id: &str, port: i32) -> ServiceInstance {
+    let mut i = ServiceInstance::new(name);
+    i.id = id.into();
+    i.address = Some("10.0.0.7".into());
+    i.port = Some(port);
+    i.payload = Some(serde_json::json!({"region": "eu"}));
+    i.uri_spec = Some(UriSpec::new("{scheme}://{address}:{port}").unwrap());
+    i
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn register_query_update_disable_and_unregister_on_curators_layout() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/services").unwrap();
+    let reg = d.register(instance("orders", "a1", 8080)).await.unwrap();
+    assert_eq!(reg.path(), "/services/orders/a1");
+    let (bytes, stat) = raw.get_data("/services/orders/a1").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, c.session_id(), "DYNAMIC is ephemeral");
+    assert_eq!(
+        bytes,
+        reg.instance().to_json(true),
+        "Curator's compatible JSON"
+    );
+    assert!(!String::from_utf8_lossy(&bytes).contains("enabled"));
+    // Parents are containers.
+    let parent = raw.exists("/services/orders").await.unwrap().unwrap();
+    assert_eq!(parent.ephemeral_owner, 0);
+
+    d.register(instance("orders", "a2", 8081)).await.unwrap();
+    d.register(instance("billing", "b1", 9000)).await.unwrap();
+    assert_eq!(d.query_for_names().await.unwrap(), ["billing", "orders"]);
+    let found = d.query_for_instances("orders").await.unwrap();
+    assert_eq!(
+        found.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+        ["a1", "a2"]
+    );
+    assert_eq!(found[0], reg.instance());
+    assert_eq!(found[0].build_uri(&HashMap::new()), "http://10.0.0.7:8080");
+    assert!(d
+        .query_for_instance("orders", "zz")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(d.query_for_instances("nothing").await.unwrap().is_empty());
+
+    let mut changed = reg.instance();
+    changed.port = Some(8090);
+    reg.update(changed.clone()).unwrap();
+    eventually("the update is written", || async {
+        d.query_for_instance("orders", "a1")
+            .await
+            .unwrap()
+            .unwrap()
+            .port
+            == Some(8090)
+    })
+    .await;
+    let mut renamed = changed.clone();
+    renamed.id = "other".into();
+    assert!(matches!(
+        reg.update(renamed),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    reg.set_enabled(false).unwrap();
+    eventually("disabled on the wire", || async {
+        let bytes = raw.get_data("/services/orders/a1").await.unwrap().0;
+        String::from_utf8_lossy(&bytes).ends_with(r#""enabled":false}"#)
+    })
+    .await;
+    assert!(
+        !d.query_for_instance("orders", "a1")
+            .await
+            .unwrap()
+            .unwrap()
+            .enabled
+    );
+
+    reg.unregister().await.unwrap();
+    reg.unregister().await.unwrap();
+    assert!(raw.exists("/services/orders/a1").await.unwrap().is_none());
+    assert!(matches!(reg.update(changed), Err(Error::Closed(_))));
+    d.close().await.unwrap();
+    for c in [c, raw] {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_types_map_to_curators_modes_and_close_keeps_permanent_only() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let mut seq = instance("s", "q", 1);
+    seq.service_type = ServiceType::DynamicSequential;
+    let seq = d.register(seq).await.unwrap();
+    let name = seq.node_name();
+    assert!(
+        name.starts_with('q') && name.len() == 11 && name[1..].bytes().all(|b| b.is_ascii_digit()),
+        "{name}"
+    );
+    for (id, ty) in [("st", ServiceType::Static), ("pe", ServiceType::Permanent)] {
+        let mut i = instance("s", id, 2);
+        i.service_type = ty;
+        d.register(i).await.unwrap();
+        let stat = raw.exists(&format!("/svc/s/{id}")).await.unwrap().unwrap();
+        assert_eq!(stat.ephemeral_owner, 0, "{ty:?} is persistent");
+    }
+    assert_eq!(raw.get_children("/svc/s").await.unwrap().len(), 3);
+    d.close().await.unwrap();
+    let mut left = raw.get_children("/svc/s").await.unwrap();
+    left.sort();
+    assert_eq!(left, ["pe"], "close keeps PERMANENT only");
+    assert!(matches!(
+        d.register(instance("s", "late", 1)).await,
+        Err(Error::Closed(_))
+    ));
+    c.close().await;
+    raw.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_instance_is_a_conflict_and_left_untouched() {
+    let server = TestingServer::start();
+    let a = connect(&server.connect_string()).await;
+    let b = connect(&server.connect_string()).await;
+    let da = ServiceDiscovery::new(&a, "/svc").unwrap();
+    let db = ServiceDiscovery::new(&b, "/svc").unwrap();
+    da.register(instance("s", "same", 1)).await.unwrap();
+    let e = db.register(instance("s", "same", 2)).await.unwrap_err();
+    assert!(matches!(e, Error::Conflict(_)), "{e}");
+    let (bytes, stat) = b.get_data("/svc/s/same").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, a.session_id());
+    assert_eq!(ServiceInstance::from_json(&bytes).unwrap().port, Some(1));
+    da.close().await.unwrap();
+    db.close().await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blip_deletes_nothing_and_an_expiry_brings_each_instance_back_once() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let mut seq = instance("s", "q", 1);
+    seq.service_type = ServiceType::DynamicSequential;
+    d.register(instance("s", "dyn", 1)).await.unwrap();
+    let seq = d.register(seq).await.unwrap();
+    let before = raw.exists("/svc/s/dyn").await.unwrap().unwrap();
+    let cache = ServiceCache::new(&ServiceDiscovery::new(&raw, "/svc").unwrap(), "s").unwrap();
+    let removed = Arc::new(Mutex::new(0));
+    let r = removed.clone();
+    cache.listen(false, move |e| {
+        if e.kind == ServiceCacheEventKind::Removed {
+            *r.lock().unwrap() += 1;
+        }
+    });
+    cache.start().await.unwrap();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+
+    // A connection cut shorter than the session: SUSPENDED, RECONNECTED, the same nodes.
+    let mut states = c.state_stream();
+    proxy.cut();
+    proxy.restore();
+    loop {
+        match tokio::time::timeout(WAIT, states.next()).await.unwrap() {
+            Some(zkrecipes::ConnectionState::Reconnected) => break,
+            Some(_) => continue,
+            None => panic!("client closed"),
+        }
+    }
+    let fence = raw
+        .create("/fence", b"", CreateOptions::new(CreateMode::Ephemeral))
+        .await
+        .unwrap();
+    assert!(cache
+        .await_zxid(fence.stat.czxid, Some(WAIT))
+        .await
+        .unwrap());
+    let after = raw.exists("/svc/s/dyn").await.unwrap().unwrap();
+    assert_eq!(
+        after.czxid, before.czxid,
+        "not deleted and re-created (CURATOR-320)"
+    );
+    assert_eq!(*removed.lock().unwrap(), 0, "the blip removed nothing");
+
+    // A session expiry: each instance back exactly once, the sequential one as one node.
+    let session = c.session_id();
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    eventually("both instances back on a new session", || async {
+        let kids = raw.get_children("/svc/s").await.unwrap_or_default();
+        if kids.len() != 2 || c.session_id() == session {
+            return false;
+        }
+        for k in kids {
+            match raw.exists(&format!("/svc/s/{k}")).await {
+                Ok(Some(s)) if s.ephemeral_owner == c.session_id() => {}
+                _ => return false,
+            }
+        }
+        true
+    })
+    .await;
+    let kids = raw.get_children("/svc/s").await.unwrap();
+    assert!(kids.contains(&"dyn".to_string()));
+    assert_eq!(
+        kids.iter().filter(|k| k.starts_with('q')).count(),
+        1,
+        "{kids:?}"
+    );
+    assert!(seq.is_registered());
+    d.close().await.unwrap();
+    cache.close();
+    c.close().await;
+    raw.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_names_each_instance_and_reports_invalid_nodes() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let cache = ServiceCache::new(&d, "s").unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let ev = events.clone();
+    cache.listen(false, move |e| {
+        let id = e.instance.as_ref().map(|i| i.id.clone());
+        ev.lock().unwrap().push((e.kind, id, e.error.is_some()));
+    });
+    cache.start().await.unwrap();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    let reg = d.register(instance("s", "a", 1)).await.unwrap();
+    let mut i = reg.instance();
+    i.port = Some(2);
+    reg.update(i).unwrap();
+    eventually("the update seen", || async {
+        cache.instances().iter().any(|i| i.port == Some(2))
+    })
+    .await;
+    let bad = c
+        .create(
+            "/svc/s/garbage",
+            b"not json",
+            CreateOptions::new(CreateMode::Persistent),
+        )
+        .await
+        .unwrap();
+    assert!(cache.await_zxid(bad.stat.czxid, Some(WAIT)).await.unwrap());
+    assert_eq!(cache.instances().len(), 1, "the garbage node is left out");
+    reg.unregister().await.unwrap();
+    let fence = c
+        .create("/f", b"", CreateOptions::new(CreateMode::Persistent))
+        .await
+        .unwrap();
+    assert!(cache
+        .await_zxid(fence.stat.czxid, Some(WAIT))
+        .await
+        .unwrap());
+    eventually("the removal heard", || async {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(k, ..)| *k == ServiceCacheEventKind::Removed)
+    })
+    .await;
+    let seen = events.lock().unwrap().clone();
+    use ServiceCacheEventKind as K;
+    let kinds: Vec<_> = seen.iter().map(|(k, ..)| *k).collect();
+    assert_eq!(
+        kinds,
+        [K::Initialized, K::Added, K::Updated, K::Invalid, K::Removed],
+        "{seen:?}"
+    );
+    assert_eq!(seen[1].1.as_deref(), Some("a"));
+    assert!(seen[3].2, "Invalid carries the error");
+    // A late listener hears the current instances first.
+    let replayed = Arc::new(Mutex::new(Vec::new()));
+    let rp = replayed.clone();
+    d.register(instance("s", "b", 1)).await.unwrap();
+    eventually("b cached", || async { cache.instances().len() == 1 }).await;
+    cache.listen(true, move |e| rp.lock().unwrap().push(e.kind));
+    eventually("the replay", || async {
+        replayed.lock().unwrap().len() >= 3
+    })
+    .await;
+    // In path order: b, then the garbage node (still invalid), then Initialized.
+    assert_eq!(
+        replayed.lock().unwrap()[..3],
+        [K::Added, K::Invalid, K::Initialized]
+    );
+    cache.close();
+    d.close().await.unwrap();
+    c.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_pick_by_strategy_never_a_disabled_or_down_instance() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let regs: Vec<_> = futures_join(&d, &["a", "b", "c"]).await;
+    let p = ServiceProvider::new(&d, "s", ProviderStrategy::RoundRobin).unwrap();
+    p.start().await.unwrap();
+    eventually("three instances", || async {
+        p.get_all_instances().len() == 3
+    })
+    .await;
+    let picks: Vec<_> = (0..6)
+        .map(|_| p.get_instance().unwrap().id.clone())
+        .collect();
+    assert_eq!(picks, ["a", "b", "c", "a", "b", "c"]);
+    regs[1].set_enabled(false).unwrap();
+    eventually("b disabled in the cache", || async {
+        p.get_all_instances().len() == 2
+    })
+    .await;
+    for _ in 0..10 {
+        assert_ne!(p.get_instance().unwrap().id, "b");
+    }
+    let a = p.get_all_instances()[0].clone();
+    p.note_error(&a);
+    p.note_error(&a);
+    for _ in 0..10 {
+        assert_eq!(p.get_instance().unwrap().id, "c", "a is down, b disabled");
+    }
+    let sticky = ServiceProvider::new(&d, "s", ProviderStrategy::Sticky).unwrap();
+    sticky.start().await.unwrap();
+    eventually("sticky sees two", || async {
+        sticky.get_all_instances().len() == 2
+    })
+    .await;
+    let first = sticky.get_instance().unwrap().id.clone();
+    for _ in 0..10 {
+        assert_eq!(sticky.get_instance().unwrap().id, first);
+    }
+    let only_c = ServiceProvider::new(&d, "s", ProviderStrategy::Random)
+        .unwrap()
+        .with_filter(|i| i.id == "c");
+    only_c.start().await.unwrap();
+    eventually("filtered", || async {
+        only_c.get_all_instances().len() == 1
+    })
+    .await;
+    assert_eq!(only_c.get_instance().unwrap().id, "c");
+    for p in [p, sticky, only_c] {
+        p.close();
+    }
+    d.close().await.unwrap();
+    c.close().await;
+}
+
+async fn futures_join(
+    d: &ServiceDiscovery,
+    ids: &[&str],
+) -> Vec<zkrecipes::discovery::Registration> {
+    let mut out = Vec::new();
+    for id in ids {
+        out.push(d.register(instance("s", id, 1)).await.unwrap());
+    }
+    out
+}
