@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::lock::InterProcessMutex;
 use zkrecipes::{
-    Acl, Client, ClientBuilder, ConnectionState, Error, ErrorKind, Owner, Pem, Permission,
-    SaslOptions, TlsOptions,
+    Acl, ClientBuilder, ConnectionState, Error, ErrorKind, Owner, Pem, Permission, SaslOptions,
+    TlsOptions,
 };
 use zkrecipes_testing::{
     ClientAuth, ClientIdentity, Security, ServerCert, TestingCluster, TestingServer, TlsMaterial,
