@@ -29,7 +29,12 @@
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
-//! under P.
+//! under P; `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
+//!
+//! Secured servers (the `tls` scenario): `--tls-ca F --tls-cert F --tls-key F` connect over
+//! mutual TLS, `--sasl-user U --sasl-password P` authenticate with SASL DIGEST-MD5 at every
+//! connection; `--whoami DIR` then creates `DIR/ID` with CREATOR_ALL_ACL, so that its ACL names
+//! the identities the session authenticated as (`sasl:U`, `x509:CN=...`), read by `acls`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -37,11 +42,12 @@ use std::time::Duration;
 use std::sync::{Arc, Condvar, Mutex};
 
 use zkrecipes::atomic::{DistributedAtomicLong, SharedCount};
+use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::leader::{LeaderLatch, LeaderSelector};
 use zkrecipes::lock::{
     CohortOptions, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2,
 };
-use zkrecipes::{Client, Owner};
+use zkrecipes::{Acl, Client, Owner, SaslOptions, TlsOptions};
 
 #[repr(C)]
 struct Timespec {
@@ -116,6 +122,9 @@ fn main() {
     let mut expect: usize = 5;
     let mut peers = String::new();
     let mut max_leases: usize = 2;
+    let (mut tls_ca, mut tls_cert, mut tls_key) = (String::new(), String::new(), String::new());
+    let (mut sasl_user, mut sasl_password, mut whoami) =
+        (String::new(), String::new(), String::new());
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -130,14 +139,40 @@ fn main() {
             "--expect" => expect = v.parse().expect("--expect K"),
             "--peers" => peers = v,
             "--max-leases" => max_leases = v.parse().expect("--max-leases M"),
+            "--tls-ca" => tls_ca = v,
+            "--tls-cert" => tls_cert = v,
+            "--tls-key" => tls_key = v,
+            "--sasl-user" => sasl_user = v,
+            "--sasl-password" => sasl_password = v,
+            "--whoami" => whoami = v,
             _ => panic!("unknown option {a}"),
         }
     }
-    let client = Client::builder(connect.as_str())
+    let mut builder = Client::builder(connect.as_str())
         .session_timeout(Duration::from_secs(30))
-        .connection_timeout(Duration::from_secs(15))
-        .connect_blocking()
-        .expect("connect");
+        .connection_timeout(Duration::from_secs(15));
+    if !tls_ca.is_empty() {
+        let mut tls = TlsOptions::new().ca(tls_ca.as_str());
+        if !tls_cert.is_empty() {
+            tls = tls.identity(tls_cert.as_str(), tls_key.as_str());
+        }
+        builder = builder.tls(tls);
+    }
+    if !sasl_user.is_empty() {
+        builder = builder.sasl(SaslOptions::digest_md5(sasl_user, sasl_password));
+    }
+    let client = builder.connect_blocking().expect("connect");
+    if !whoami.is_empty() {
+        // A node whose ACL is the session's own identities (CREATOR_ALL_ACL, scheme `auth`).
+        client
+            .create_with_acl_blocking(
+                &format!("{whoami}/{id}"),
+                b"",
+                CreateOptions::new(CreateMode::Persistent).parents(),
+                &Acl::creator_all(),
+            )
+            .expect("whoami create");
+    }
     let mut log: Box<dyn Write> = if log_path.is_empty() {
         Box::new(std::io::sink())
     } else {
@@ -488,6 +523,23 @@ fn main() {
                 Ok(c) => println!("{}", c.len()),
                 Err(e) if e.kind() == zkrecipes::ErrorKind::NoNode => println!("0"),
                 Err(e) => panic!("get_children {path}: {e}"),
+            }
+        }
+        "acls" => {
+            // The ACL of every child of `path` (the --whoami nodes), then delete it.
+            let mut names = client.get_children_blocking(&path).expect("children");
+            names.sort();
+            for name in names {
+                let child = format!("{path}/{name}");
+                let (acl, _) = client.get_acl_blocking(&child).expect("get_acl");
+                let ids: Vec<String> = acl
+                    .iter()
+                    .map(|a| format!("{}:{}", a.scheme, a.id))
+                    .collect();
+                println!("{name} {}", ids.join(","));
+                client
+                    .delete_blocking(&child, Default::default())
+                    .expect("delete");
             }
         }
         "counter-get" => {

@@ -2,6 +2,10 @@
  * zkrecipes (pkg-config):
  *   c_worker --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE [--go FILE]
  *            [--expect K] [--peers DIR] [--max-leases M]
+ *            [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
+ * Secured servers (the tls scenario): zkr_client_options version 3 (mutual TLS, SASL DIGEST-MD5);
+ * --whoami DIR creates DIR/ID with CREATOR_ALL_ACL (an ACL-provider rule for that one path), so
+ * that its ACL names the identities the session authenticated as.
  * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
@@ -305,7 +309,8 @@ static size_t heard_count(void) {
 
 int main(int argc, char **argv) {
     const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL,
-               *peers = NULL;
+               *peers = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL, *sasl_user = NULL,
+               *sasl_password = NULL, *whoami = NULL;
     long iterations = 20, expect = 5, max_leases = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--role")) role = argv[i + 1];
@@ -318,6 +323,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--expect")) expect = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--peers")) peers = argv[i + 1];
         else if (!strcmp(argv[i], "--max-leases")) max_leases = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--tls-ca")) tls_ca = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-cert")) tls_cert = argv[i + 1];
+        else if (!strcmp(argv[i], "--tls-key")) tls_key = argv[i + 1];
+        else if (!strcmp(argv[i], "--sasl-user")) sasl_user = argv[i + 1];
+        else if (!strcmp(argv[i], "--sasl-password")) sasl_password = argv[i + 1];
+        else if (!strcmp(argv[i], "--whoami")) whoami = argv[i + 1];
         else { fprintf(stderr, "c_worker: unknown option %s\n", argv[i]); return 2; }
     }
     if (!connect || !path) { fprintf(stderr, "c_worker: --connect and --path are required\n"); return 2; }
@@ -325,7 +336,26 @@ int main(int argc, char **argv) {
     if (!log) { perror("c_worker: log"); return 2; }
 
     zkr_client *client = NULL;
-    check(zkr_client_connect(connect, NULL, &client), "zkr_client_connect");
+    zkr_client_options opts;
+    zkr_client_options_init(&opts);
+    opts.tls = tls_ca != NULL;
+    opts.tls_ca = tls_ca;
+    opts.tls_cert = tls_cert;
+    opts.tls_key = tls_key;
+    opts.sasl_username = sasl_user;
+    opts.sasl_password = sasl_password;
+    char whoami_path[512] = "";
+    zkr_acl creator_all[] = {{ZKR_PERM_ALL, "auth", ""}}; /* CREATOR_ALL_ACL */
+    zkr_acl_rule whoami_rule = {whoami_path, creator_all, 1};
+    if (whoami) {
+        snprintf(whoami_path, sizeof whoami_path, "%s/%s", whoami, id);
+        opts.acl_rules = &whoami_rule;
+        opts.acl_rules_len = 1;
+    }
+    check(zkr_client_connect(connect, &opts, &client), "zkr_client_connect");
+    if (whoami) /* a node whose ACL is the session's own identities */
+        check(zkr_client_create(client, whoami_path, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL),
+              "zkr_client_create (whoami)");
     zkr_leader_latch *latch = NULL;
     if (!strcmp(role, "latch")) { /* join, then wait until every runtime's participant is listed */
         check(zkr_leader_latch_new(client, path, id, &latch), "zkr_leader_latch_new");

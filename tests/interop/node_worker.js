@@ -2,6 +2,10 @@
 // The Node worker of the interop runner (tests/interop/run):
 //   node node_worker.js --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
 //        [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
+//        [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
+// Secured servers (the tls scenario): { tls: { ca, cert, key }, sasl: { username, password } };
+// --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
+// session authenticated as.
 // ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
 // simplequeue, doublebarrier, group, gzip, cache, watch.
 // cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
@@ -23,7 +27,8 @@ const {
 function args() {
   const a = {
     role: '', connect: '', path: '', iterations: 20, id: 'node', log: '/dev/null', go: '', expect: 5,
-    peers: '', 'max-leases': 2,
+    peers: '', 'max-leases': 2, 'tls-ca': '', 'tls-cert': '', 'tls-key': '', 'sasl-user': '',
+    'sasl-password': '', whoami: '',
   };
   const v = process.argv.slice(2);
   for (let i = 0; i + 1 < v.length; i += 2) {
@@ -118,7 +123,16 @@ async function main() {
   const a = args();
   const fd = fs.openSync(a.log, 'a');
   const log = (line) => fs.writeSync(fd, line + '\n');
-  const client = await Client.connect(a.connect, { sessionTimeoutMs: 30000, connectionTimeoutMs: 15000 });
+  const options = { sessionTimeoutMs: 30000, connectionTimeoutMs: 15000 };
+  if (a['tls-ca']) {
+    options.tls = { ca: a['tls-ca'], cert: a['tls-cert'] || undefined, key: a['tls-key'] || undefined };
+  }
+  if (a['sasl-user']) options.sasl = { username: a['sasl-user'], password: a['sasl-password'] };
+  const client = await Client.connect(a.connect, options);
+  if (a.whoami) { // a node whose ACL is the session's own identities (CREATOR_ALL_ACL)
+    await client.create(`${a.whoami}/${a.id}`, Buffer.alloc(0),
+      { createParents: true, acl: [{ perms: 31, scheme: 'auth', id: '' }] });
+  }
   try {
     let latch = null;
     if (a.role === 'latch') { // join, then wait until every runtime's participant is listed

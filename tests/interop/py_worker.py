@@ -2,12 +2,17 @@
 
     py_worker.py --role ROLE --connect HOST:PORT --path P --iterations N --id ID --log FILE
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
+                 [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
 doublebarrier, group, gzip, cache, watch, cohort.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
+
+Secured servers (the tls scenario): TlsOptions (mutual TLS) and SaslOptions (DIGEST-MD5);
+--whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
+session authenticated as.
 
 cohort: 4 threads share ONE InterProcessMutex object with cohort handoffs
 (CohortOptions(max_handoffs=8, max_hold=0.005)) and take it N times in all (thread k: N//4,
@@ -141,9 +146,22 @@ def main() -> None:
     p.add_argument("--expect", type=int, default=5, help="latch: participants to wait for")
     p.add_argument("--peers", help="rwlock/semaphore: directory of first-section marks")
     p.add_argument("--max-leases", type=int, default=2)
+    p.add_argument("--tls-ca")
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--sasl-user")
+    p.add_argument("--sasl-password")
+    p.add_argument("--whoami", help="create WHOAMI/ID with CREATOR_ALL_ACL after connecting")
     a = p.parse_args()
-    with zkrecipes.Client(a.connect, session_timeout=30.0, connection_timeout=15.0) as client, \
+    secure = {}
+    if a.tls_ca:
+        secure["tls"] = zkrecipes.TlsOptions(ca=a.tls_ca, cert=a.tls_cert, key=a.tls_key)
+    if a.sasl_user:
+        secure["sasl"] = zkrecipes.SaslOptions(a.sasl_user, a.sasl_password)
+    with zkrecipes.Client(a.connect, session_timeout=30.0, connection_timeout=15.0, **secure) as client, \
             open(a.log, "a", buffering=1) as log:
+        if a.whoami:  # a node whose ACL is the session's own identities
+            client.create(f"{a.whoami}/{a.id}", create_parents=True, acl=zkrecipes.CREATOR_ALL_ACL)
         latch = None
         if a.role == "latch":  # join, then wait until every runtime's participant is listed
             latch = zkrecipes.LeaderLatch(client, a.path, id=a.id)

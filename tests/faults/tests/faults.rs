@@ -27,13 +27,19 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use zkrecipes::atomic::DistributedAtomicLong;
+use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::leader::LeaderLatch;
 use zkrecipes::lock::{InterProcessMutex, ReleaseStatus};
-use zkrecipes::{Client, ClientBuilder, DeleteOptions, Error, Owner};
+use zkrecipes::{
+    Acl, Client, ClientBuilder, ConnectionState, DeleteOptions, Error, ErrorKind, Owner,
+    SaslOptions, TlsOptions,
+};
 use zkrecipes_faults::child::{ChildProcess, Children, Program, CHILD_CONNECT, CHILD_PATH};
 use zkrecipes_faults::eventually;
 use zkrecipes_faults::fenced::FencedStore;
-use zkrecipes_testing::{FaultProxy, TestingCluster, TestingServer};
+use zkrecipes_testing::{
+    ClientAuth, ClientIdentity, FaultProxy, Security, TestingCluster, TestingServer,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -60,11 +66,44 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn client_to(connect: &str, session: Duration) -> Client {
-    ClientBuilder::new(connect)
-        .session_timeout(session)
-        .connection_timeout(Duration::from_secs(15))
-        .connect_blocking()
-        .unwrap_or_else(|e| panic!("connect to {connect}: {e}"))
+    Connector::plain(connect).client(session)
+}
+
+/// How a scenario's clients connect: a connect string, and for a secured ensemble the TLS and
+/// SASL options every client (the workload's, the checks' readers) uses.
+#[derive(Clone)]
+struct Connector {
+    connect: String,
+    secure: Option<Secure>,
+}
+
+/// A secured ensemble's client options, and the identities each of its connections must show.
+#[derive(Clone)]
+struct Secure {
+    tls: TlsOptions,
+    sasl: SaslOptions,
+    /// Sorted `scheme:id`: what a CREATOR_ALL_ACL node made over any connection must carry.
+    identities: Vec<String>,
+}
+
+impl Connector {
+    fn plain(connect: &str) -> Connector {
+        Connector {
+            connect: connect.to_string(),
+            secure: None,
+        }
+    }
+
+    fn client(&self, session: Duration) -> Client {
+        let mut b = ClientBuilder::new(self.connect.as_str())
+            .session_timeout(session)
+            .connection_timeout(Duration::from_secs(15));
+        if let Some(secure) = &self.secure {
+            b = b.tls(secure.tls.clone()).sasl(secure.sasl.clone());
+        }
+        b.connect_blocking()
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", self.connect))
+    }
 }
 
 /// Every node under `path` (not `path` itself), depth first; empty if `path` is gone.
@@ -85,7 +124,11 @@ fn tree(client: &Client, path: &str) -> Vec<String> {
 
 /// Waits until `root` is gone (its containers reaped) as a fresh client sees it.
 fn assert_no_znodes(connect: &str, roots: &[&str]) {
-    let c = connect_plain(connect);
+    assert_no_znodes_via(&Connector::plain(connect), roots)
+}
+
+fn assert_no_znodes_via(connector: &Connector, roots: &[&str]) {
+    let c = connector.client(Duration::from_secs(10));
     for root in roots {
         eventually(
             &format!("{root} and everything under it are gone"),
@@ -103,7 +146,11 @@ fn connect_plain(connect: &str) -> Client {
 /// A counter leaves exactly its own node: checks that, then deletes it and waits for the
 /// parent containers to go.
 fn assert_only_counter_left(connect: &str, root: &str, counter: &str) {
-    let c = connect_plain(connect);
+    assert_only_counter_left_via(&Connector::plain(connect), root, counter)
+}
+
+fn assert_only_counter_left_via(connector: &Connector, root: &str, counter: &str) {
+    let c = connector.client(Duration::from_secs(10));
     eventually(
         "the counter's directory holds only the counter node",
         WAIT,
@@ -329,12 +376,157 @@ impl CounterLog {
     }
 }
 
+/// The workload's errors by kind (every failed acquire, latch start, increment and probe).
+#[derive(Default)]
+struct ErrorTally {
+    kinds: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl ErrorTally {
+    fn record(&self, e: &Error) {
+        *self
+            .kinds
+            .lock()
+            .unwrap()
+            .entry(e.kind().name())
+            .or_default() += 1;
+    }
+
+    fn count(&self, kind: ErrorKind) -> u64 {
+        self.kinds
+            .lock()
+            .unwrap()
+            .get(kind.name())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn summary(&self) -> String {
+        let kinds = self.kinds.lock().unwrap();
+        if kinds.is_empty() {
+            return "none".into();
+        }
+        kinds
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Evidence that every connection of one client to a secured ensemble authenticated. ZooKeeper
+/// keeps authentication per connection, not per session: after each reconnection the client
+/// must do the TLS handshake (its certificate: the `x509` id) and SASL (the `sasl` id) again.
+/// The audit records the client's state sequence and, after its first connection and after
+/// every CONNECTED/RECONNECTED, runs a probe: it creates an ephemeral node with
+/// CREATOR_ALL_ACL, which the server stores as the identities of the connection that served
+/// the create, reads that ACL back and deletes the node.
+#[derive(Default)]
+struct AuthAudit {
+    states: Mutex<Vec<ConnectionState>>,
+    /// The identities each probe saw (sorted `scheme:id`), in order.
+    probes: Mutex<Vec<Vec<String>>>,
+}
+
+impl AuthAudit {
+    /// Connections so far: the first one, then one per CONNECTED/RECONNECTED event.
+    fn connections(&self) -> usize {
+        1 + self
+            .states
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.is_connected())
+            .count()
+    }
+
+    fn probed(&self) -> usize {
+        self.probes.lock().unwrap().len()
+    }
+
+    fn lost(&self) -> usize {
+        let states = self.states.lock().unwrap();
+        states
+            .iter()
+            .filter(|s| **s == ConnectionState::Lost)
+            .count()
+    }
+
+    /// Listens to `client`'s states and probes each of its connections until `stop`.
+    fn start(
+        client: &Client,
+        who: String,
+        stop: Arc<AtomicBool>,
+        errors: Arc<ErrorTally>,
+    ) -> (Arc<AuthAudit>, JoinHandle<()>) {
+        let audit = Arc::new(AuthAudit::default());
+        let (tx, rx) = mpsc::channel::<ConnectionState>();
+        {
+            let audit = audit.clone();
+            client.add_state_listener(move |s| {
+                audit.states.lock().unwrap().push(s);
+                let _ = tx.send(s);
+            });
+        }
+        let (client, me) = (client.clone(), audit.clone());
+        let thread = thread::spawn(move || {
+            let mut pending = 1usize; // the first connection, made before the listener
+            let mut k = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                while let Ok(s) = rx.try_recv() {
+                    pending += usize::from(s.is_connected());
+                }
+                if pending == 0 {
+                    if let Ok(s) = rx.recv_timeout(Duration::from_millis(20)) {
+                        pending += usize::from(s.is_connected());
+                    }
+                    continue;
+                }
+                match probe_identities(&client, &format!("{who}-{k}")) {
+                    Ok(ids) => {
+                        me.probes.lock().unwrap().push(ids);
+                        pending -= 1;
+                        k += 1;
+                    }
+                    Err(e) => {
+                        errors.record(&e);
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
+        });
+        (audit, thread)
+    }
+}
+
+/// Creates `path` (EPHEMERAL, CREATOR_ALL_ACL), reads its ACL and deletes it: the identities
+/// (sorted `scheme:id`) of the connection that served the create.
+fn probe_identities(client: &Client, path: &str) -> zkrecipes::Result<Vec<String>> {
+    let options = CreateOptions::new(CreateMode::Ephemeral).parents();
+    match client.create_with_acl_blocking(path, b"", options, &Acl::creator_all()) {
+        // Ours: a create retried after its reply was lost (an ephemeral of this session).
+        Ok(_) | Err(Error::NodeExists(_)) => {}
+        Err(e) => return Err(e),
+    }
+    let (acl, _) = client.get_acl_blocking(path)?;
+    match client.delete_blocking(path, DeleteOptions::default()) {
+        Ok(()) | Err(Error::NoNode(_)) => {}
+        Err(e) => return Err(e),
+    }
+    let mut ids: Vec<String> = acl
+        .iter()
+        .map(|a| format!("{}:{}", a.scheme, a.id))
+        .collect();
+    ids.sort();
+    Ok(ids)
+}
+
 // ------------------------------------------------------------------------------------------
 // A mixed workload: lock handoffs, latch elections and a counter run on every client
 // ------------------------------------------------------------------------------------------
 
 struct Workload {
-    connect: String,
+    connector: Connector,
     root: String,
     clients: Vec<Client>,
     stop: Arc<AtomicBool>,
@@ -346,6 +538,10 @@ struct Workload {
     per_client: Vec<Arc<AtomicU64>>,
     /// Each latch thread's latest view of its latch (for the no-progress diagnosis).
     latch_status: Arc<Mutex<Vec<String>>>,
+    /// Every error the workload's operations and probes met, by kind.
+    errors: Arc<ErrorTally>,
+    /// On a secured ensemble: one authentication audit per client.
+    audits: Vec<Arc<AuthAudit>>,
     t0: Instant,
 }
 
@@ -355,9 +551,17 @@ impl Workload {
     }
 
     fn start(connect: &str, root: &str, n: usize, session: Duration) -> Workload {
+        Workload::start_with(Connector::plain(connect), root, n, session)
+    }
+
+    /// [`start`](Self::start) through `connector`; on a secured ensemble every client also gets
+    /// an [`AuthAudit`].
+    fn start_with(connector: Connector, root: &str, n: usize, session: Duration) -> Workload {
         let t0 = Instant::now();
-        let clients: Vec<Client> = (0..n).map(|_| client_to(connect, session)).collect();
+        let clients: Vec<Client> = (0..n).map(|_| connector.client(session)).collect();
         let stop = Arc::new(AtomicBool::new(false));
+        let errors = Arc::new(ErrorTally::default());
+        let mut audits = Vec::new();
         let locks = Arc::new(LockLog::default());
         let latches = Arc::new(LatchLog::default());
         let counter = Arc::new(CounterLog::default());
@@ -368,7 +572,7 @@ impl Workload {
             // Lock handoffs: each client contends with its own mutex object.
             {
                 let m = InterProcessMutex::new(client, &format!("{root}-lock/m")).unwrap();
-                let (stop, log) = (stop.clone(), locks.clone());
+                let (stop, log, errors) = (stop.clone(), locks.clone(), errors.clone());
                 threads.push(thread::spawn(move || {
                     let owner = Owner::new();
                     let who = format!("lock-client-{i}");
@@ -379,7 +583,10 @@ impl Workload {
                             }
                             Ok(false) => {}
                             // Connection trouble: the acquire cleaned up; try again shortly.
-                            Err(_) => thread::sleep(Duration::from_millis(50)),
+                            Err(e) => {
+                                errors.record(&e);
+                                thread::sleep(Duration::from_millis(50));
+                            }
                         }
                     }
                 }));
@@ -387,7 +594,7 @@ impl Workload {
             // Latch elections: join, lead briefly, leave (forcing a new election), rejoin.
             {
                 let client = client.clone();
-                let (stop, log) = (stop.clone(), latches.clone());
+                let (stop, log, errors) = (stop.clone(), latches.clone(), errors.clone());
                 let status = latch_status.clone();
                 let path = format!("{root}-latch/l");
                 threads.push(thread::spawn(move || {
@@ -395,6 +602,7 @@ impl Workload {
                     while !stop.load(Ordering::SeqCst) {
                         let latch = LeaderLatch::new(&client, &path, &who).unwrap();
                         if let Err(e) = latch.start_blocking() {
+                            errors.record(&e);
                             status.lock().unwrap()[i] = format!("start failed: {e}");
                             thread::sleep(Duration::from_millis(50));
                             continue;
@@ -451,12 +659,15 @@ impl Workload {
                 let n =
                     DistributedAtomicLong::new(client, &format!("{root}-counter/n"), None, None)
                         .unwrap();
-                let (stop, log) = (stop.clone(), counter.clone());
+                let (stop, log, errors) = (stop.clone(), counter.clone(), errors.clone());
                 let mine = Arc::new(AtomicU64::new(0));
                 per_client.push(mine.clone());
                 threads.push(thread::spawn(move || {
                     while !stop.load(Ordering::SeqCst) {
                         let r = n.add_and_get_blocking(1, Some(Duration::from_secs(10)));
+                        if let Err(e) = &r {
+                            errors.record(e);
+                        }
                         if r.is_ok() {
                             mine.fetch_add(1, Ordering::SeqCst);
                         } else if !matches!(r, Err(Error::OutcomeUnknown(_))) {
@@ -466,9 +677,16 @@ impl Workload {
                     }
                 }));
             }
+            // Authentication audit (secured ensembles).
+            if connector.secure.is_some() {
+                let who = format!("{root}-who/client-{i}");
+                let (audit, thread) = AuthAudit::start(client, who, stop.clone(), errors.clone());
+                audits.push(audit);
+                threads.push(thread);
+            }
         }
         Workload {
-            connect: connect.to_string(),
+            connector,
             root: root.to_string(),
             clients,
             stop,
@@ -478,7 +696,95 @@ impl Workload {
             counter,
             per_client,
             latch_status,
+            errors,
+            audits,
             t0,
+        }
+    }
+
+    /// Connections per client so far (its audit's count), for [`wait_reauthenticated`].
+    fn connections(&self) -> Vec<usize> {
+        self.audits.iter().map(|a| a.connections()).collect()
+    }
+
+    /// Secured ensembles: waits until every client connected again since `before` (a leader
+    /// kill ends every client's connection: the followers drop theirs when they lose the
+    /// leader) and every connection so far was probed; checks each probe's identities.
+    fn wait_reauthenticated(&self, what: &str, before: &[usize]) {
+        let deadline = Instant::now() + Duration::from_secs(45);
+        loop {
+            let caught_up = self
+                .audits
+                .iter()
+                .zip(before)
+                .all(|(a, b)| a.connections() > *b && a.probed() >= a.connections());
+            if caught_up {
+                break;
+            }
+            self.assert_no_client_gave_up(what);
+            assert!(
+                Instant::now() < deadline,
+                "not every client reconnected and was probed {what}: connections {:?} (before \
+                 {before:?}), probes {:?}, states {:?}, errors {}",
+                self.connections(),
+                self.audits.iter().map(|a| a.probed()).collect::<Vec<_>>(),
+                self.audits
+                    .iter()
+                    .map(|a| a.states.lock().unwrap().clone())
+                    .collect::<Vec<_>>(),
+                self.errors.summary()
+            );
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.check_identities();
+    }
+
+    /// Fails at once, with the client's state sequence, if a client gave up on its sessions
+    /// (`Client::failure()`: a refused authentication ends the client for good).
+    fn assert_no_client_gave_up(&self, what: &str) {
+        for (i, c) in self.clients.iter().enumerate() {
+            if let Some(e) = c.failure() {
+                let states = self
+                    .audits
+                    .get(i)
+                    .map(|a| format!("{:?}", a.states.lock().unwrap()))
+                    .unwrap_or_default();
+                panic!(
+                    "CLIENT GAVE UP {what}: client {i} ({:?}{states}): {e}; workload errors: {}",
+                    c.state(),
+                    self.errors.summary()
+                );
+            }
+        }
+    }
+
+    /// Every probe saw exactly the identities the connector promises; no AuthFailed anywhere,
+    /// and no client gave up on authentication.
+    fn check_identities(&self) {
+        let Some(secure) = &self.connector.secure else {
+            return;
+        };
+        for (i, a) in self.audits.iter().enumerate() {
+            for (k, ids) in a.probes.lock().unwrap().iter().enumerate() {
+                assert_eq!(
+                    ids, &secure.identities,
+                    "UNAUTHENTICATED CONNECTION: client {i}'s connection {k} created a \
+                     CREATOR_ALL_ACL node stored with {ids:?}"
+                );
+            }
+        }
+        assert_eq!(
+            self.errors.count(ErrorKind::AuthFailed),
+            0,
+            "AUTHENTICATION FAILED during the workload: errors {}",
+            self.errors.summary()
+        );
+        for (i, c) in self.clients.iter().enumerate() {
+            assert!(
+                c.failure().is_none(),
+                "client {i} gave up on its sessions: {:?}",
+                c.failure()
+            );
         }
     }
 
@@ -508,8 +814,9 @@ impl Workload {
             if l >= sections && r >= reigns && a.iter().all(|x| *x >= acks) {
                 return;
             }
+            self.assert_no_client_gave_up(what);
             if Instant::now() >= deadline {
-                let diag = connect_plain(&self.connect);
+                let diag = self.connector.client(Duration::from_secs(10));
                 let list = |path: &str| -> Vec<String> {
                     diag.get_children_blocking(path)
                         .unwrap_or_default()
@@ -545,11 +852,16 @@ impl Workload {
 
     /// Stops, closes every client, checks every invariant and the znodes; returns a summary.
     fn finish(mut self) -> String {
+        // Secured: every connection made so far is probed before the workload stops.
+        let now = vec![0; self.audits.len()];
+        self.wait_reauthenticated("before the workload stops", &now);
         self.stop.store(true, Ordering::SeqCst);
         for t in self.threads.drain(..) {
             t.join().expect("a workload thread panicked");
         }
-        let reader = connect_plain(&self.connect);
+        // Before closing: no client gave up, every probe showed the connector's identities.
+        self.check_identities();
+        let reader = self.connector.client(Duration::from_secs(10));
         let counter = format!("{}-counter/n", self.root);
         let final_value = DistributedAtomicLong::new(&reader, &counter, None, None)
             .unwrap()
@@ -564,18 +876,31 @@ impl Workload {
         let lost = self.locks.snapshot().iter().filter(|s| s.lost).count();
         let reigns = self.latches.check(self.t0);
         let (acked, unknown, failed) = self.counter.check(final_value);
-        assert_no_znodes(
-            &self.connect,
+        assert_no_znodes_via(
+            &self.connector,
             &[
                 &format!("{}-lock", self.root),
                 &format!("{}-latch", self.root),
+                &format!("{}-who", self.root),
             ],
         );
-        assert_only_counter_left(&self.connect, &format!("{}-counter", self.root), &counter);
-        format!(
+        assert_only_counter_left_via(&self.connector, &format!("{}-counter", self.root), &counter);
+        let mut summary = format!(
             "lock sections {sections} ({lost} lost), reigns {reigns}, increments acked {acked} \
              unknown {unknown} failed {failed} final {final_value}"
-        )
+        );
+        if let Some(secure) = &self.connector.secure {
+            let connections: Vec<usize> = self.audits.iter().map(|a| a.probed()).collect();
+            let lost_sessions: usize = self.audits.iter().map(|a| a.lost()).sum();
+            summary += &format!(
+                ", connections per client {connections:?} each authenticated as {} \
+                 (CREATOR_ALL_ACL probe after every one), LOST {lost_sessions}, AuthFailed 0, \
+                 client errors: {}",
+                secure.identities.join(" + "),
+                self.errors.summary()
+            );
+        }
+        summary
     }
 }
 
@@ -627,6 +952,86 @@ fn ensemble_leader_killed_during_lock_latch_and_counter() {
     report(
         &format!("1 kill ensemble leader x{rounds}"),
         "Rust (3 clients)",
+        start,
+        &summary,
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// 15. Kill the leader of a TLS + SASL ensemble during the same workload (issue 30)
+// ------------------------------------------------------------------------------------------
+
+/// Scenario 1 on an ensemble that accepts only mutual TLS (client auth `need`, x509
+/// identities) and SASL-authenticated sessions (DIGEST-MD5, `enforce.auth`): the same lock,
+/// latch and counter invariants, and every reconnection authenticated — after each kill every
+/// client reconnects (the followers drop their clients when they lose the leader), and each of
+/// its connections, the first included, is probed: a CREATOR_ALL_ACL node made over it must
+/// carry exactly `sasl:alice` and `x509:CN=zkr-client`. No operation may fail with AuthFailed
+/// and no client may give up (`Client::failure()`).
+#[test]
+fn secured_ensemble_leader_killed_every_reconnection_authenticated() {
+    let _serial = serial();
+    let start = Instant::now();
+    let cluster = TestingCluster::start_secure(
+        3,
+        Security::new()
+            .tls(ClientAuth::Need)
+            .x509_identities(true)
+            .sasl_user("alice", "secret")
+            .sasl_required(true),
+    );
+    let m = cluster.tls().expect("the ensemble's TLS material");
+    let mut identities = vec![
+        "sasl:alice".to_string(),
+        format!("x509:{}", m.x509_id(ClientIdentity::Client)),
+    ];
+    identities.sort();
+    let connector = Connector {
+        connect: cluster
+            .secure_connect_string()
+            .expect("a secure connect string"),
+        secure: Some(Secure {
+            tls: TlsOptions::new()
+                .ca(m.ca.as_path())
+                .identity(m.client_cert.as_path(), m.client_key.as_path()),
+            sasl: SaslOptions::digest_md5("alice", "secret"),
+            identities,
+        }),
+    };
+    // A longer session than scenario 1's 4 s: each reconnection does a TLS handshake and SASL.
+    let w = Workload::start_with(connector, "/f15", 3, Duration::from_secs(6));
+    w.wait_progress("before the first kill", 5, 3, 10);
+    let rounds = if long() { 8 } else { 2 };
+    for round in 0..rounds {
+        let before = w.connections();
+        let leader = cluster
+            .wait_for_quorum(WAIT)
+            .expect("the ensemble has a leader");
+        cluster.server(leader).kill();
+        let new_leader = cluster
+            .wait_for_quorum(WAIT)
+            .expect("the two survivors elect a leader");
+        assert_ne!(new_leader, leader);
+        let what = format!("after killing leader {leader} (round {round})");
+        w.wait_progress(
+            &what,
+            LOCK_PROGRESS_AFTER_FAULT,
+            LATCH_PROGRESS_AFTER_FAULT,
+            10,
+        );
+        w.wait_reauthenticated(&what, &before);
+        cluster.server(leader).start();
+        cluster
+            .wait_for_quorum(WAIT)
+            .expect("quorum with the restarted server");
+        eventually("the restarted server serves", WAIT, || {
+            cluster.server(leader).four_letter("ruok") == "imok"
+        });
+    }
+    let summary = w.finish();
+    report(
+        &format!("15 kill TLS+SASL ensemble leader x{rounds}"),
+        "Rust (3 clients, mutual TLS + SASL)",
         start,
         &summary,
     );

@@ -4,7 +4,16 @@
 //! bench-driver --impl rust|floor --scenario SCENARIO --connect HOST:PORT --path /bench/X
 //!              [--iterations N] [--warmup W] [--clients C] [--threads T] [--seconds S] [--locks L]
 //!              [--min-seconds S] [--cohort K] [--max-hold-ms M] [--remote 0|1]
+//!              [--tls-ca F [--tls-cert F --tls-key F]]
 //! ```
+//!
+//! `--tls-ca` connects `--impl rust` over TLS (the server's secure port in `--connect`), with
+//! a client certificate if `--tls-cert`/`--tls-key` are given (mutual TLS). Scenario
+//! `handshake` (rust only): W + N connections made one after the other, each timed from the
+//! start of `connect()` to its return (TCP, the TLS handshake if any, the session's
+//! ConnectRequest/Response and the first ping, which zkrecipes waits for before it calls a
+//! session established), then closed; reports `handshake_p50_us`/`handshake_p99_us` (also as
+//! the `p50_us`/`p99_us` keys) and `cpu_us_per_op` per connection.
 //!
 //! Counter scenarios repeat each worker's N increments until the timed phase has lasted
 //! `--min-seconds` (default 2) and report rates over the whole phase. `--impl floor` also has
@@ -29,7 +38,7 @@ use std::time::{Duration, Instant};
 use zkrecipes::atomic::DistributedAtomicLong;
 use zkrecipes::leader::LeaderLatch;
 use zkrecipes::lock::InterProcessMutex;
-use zkrecipes::{Client, ClientBuilder, Owner};
+use zkrecipes::{Client, ClientBuilder, Owner, TlsOptions};
 use zookeeper_client as zk;
 
 type Res<T> = Result<T, String>;
@@ -54,6 +63,11 @@ struct Args {
     max_hold_ms: u64,
     /// inproc: a contender on another session (1) or none (0).
     remote: usize,
+    /// TLS: the CA (PEM file); None: plaintext.
+    tls_ca: Option<String>,
+    /// Mutual TLS: this client's certificate and key (PEM files).
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
 }
 
 fn parse_args() -> Res<Args> {
@@ -72,6 +86,9 @@ fn parse_args() -> Res<Args> {
         cohort: 0,
         max_hold_ms: 20,
         remote: 0,
+        tls_ca: None,
+        tls_cert: None,
+        tls_key: None,
     };
     let mut clients = None;
     let raw: Vec<String> = std::env::args().skip(1).collect();
@@ -97,6 +114,9 @@ fn parse_args() -> Res<Args> {
             "--cohort" => a.cohort = num(&v)? as u32,
             "--max-hold-ms" => a.max_hold_ms = num(&v)? as u64,
             "--remote" => a.remote = num(&v)?,
+            "--tls-ca" => a.tls_ca = Some(v),
+            "--tls-cert" => a.tls_cert = Some(v),
+            "--tls-key" => a.tls_key = Some(v),
             "--min-seconds" => {
                 a.min_seconds = v.parse().map_err(|_| format!("--min-seconds: bad {v}"))?
             }
@@ -215,12 +235,43 @@ fn e<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
 }
 
 async fn connect(a: &Args) -> Res<Client> {
-    ClientBuilder::new(a.connect.as_str())
+    let mut b = ClientBuilder::new(a.connect.as_str())
         .session_timeout(Duration::from_secs(30))
-        .connection_timeout(Duration::from_secs(15))
-        .connect()
-        .await
-        .map_err(e("connect"))
+        .connection_timeout(Duration::from_secs(15));
+    if let Some(ca) = &a.tls_ca {
+        let mut tls = TlsOptions::new().ca(ca.as_str());
+        if let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) {
+            tls = tls.identity(cert.as_str(), key.as_str());
+        }
+        b = b.tls(tls);
+    }
+    b.connect().await.map_err(e("connect"))
+}
+
+/// `handshake`: W + N connections one after the other, each timed until `connect()` returns
+/// (the session established), then closed.
+async fn rust_handshake(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(100);
+    let w = a.warmup.unwrap_or(10);
+    for _ in 0..w {
+        connect(a).await?.close().await;
+    }
+    let cpu = cpu_time();
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let client = connect(a).await?;
+        times.push(t0.elapsed());
+        client.close().await;
+    }
+    let cpu = cpu_time() - cpu;
+    let s = stats(&times);
+    out.int("n", n as i64)
+        .latency(&s)
+        .num("handshake_p50_us", s.p50)
+        .num("handshake_p99_us", s.p99)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
+    Ok(())
 }
 
 async fn raw_connect(a: &Args) -> Res<zk::Client> {
@@ -1285,6 +1336,7 @@ fn run(a: Args) -> Res<String> {
                 let mut out = out;
                 match (a.imp.as_str(), a.scenario.as_str()) {
                     ("rust", "uncontended") => rust_uncontended(&a, &mut out).await?,
+                    ("rust", "handshake") => rust_handshake(&a, &mut out).await?,
                     ("rust", "contended") => rust_contended(&a, &mut out).await?,
                     ("rust", "inproc") => rust_inproc(&a, &mut out).await?,
                     ("rust", "failover") => rust_failover(&a, &mut out).await?,

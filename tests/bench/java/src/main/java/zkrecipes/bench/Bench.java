@@ -65,12 +65,82 @@ public final class Bench {
     }
 
     private CuratorFramework connect() throws Exception {
-        CuratorFramework c = CuratorFrameworkFactory.newClient(arg("connect"), 30000, 15000,
-                new ExponentialBackoffRetry(100, 5));
+        CuratorFramework c = newClient();
         clients.add(c);
         c.start();
         if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) throw new IllegalStateException("cannot connect");
         return c;
+    }
+
+    /**
+     * A client as newClient(connect, 30000, 15000, retry) makes it; with --tls-ca, over TLS
+     * through ZooKeeper's Netty client (ZKClientConfig: zookeeper.client.secure=true,
+     * ClientCnxnSocketNetty, the CA as PEM trust store and, with --tls-cert/--tls-key, a PEM key
+     * store: one file with the PKCS#8 key and the certificate, written once per process).
+     */
+    private CuratorFramework newClient() throws Exception {
+        CuratorFrameworkFactory.Builder b = CuratorFrameworkFactory.builder()
+                .connectString(arg("connect"))
+                .sessionTimeoutMs(30000)
+                .connectionTimeoutMs(15000)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5));
+        if (args.containsKey("tls-ca")) {
+            org.apache.zookeeper.client.ZKClientConfig zk = new org.apache.zookeeper.client.ZKClientConfig();
+            zk.setProperty(org.apache.zookeeper.client.ZKClientConfig.SECURE_CLIENT, "true");
+            zk.setProperty(org.apache.zookeeper.client.ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET,
+                    "org.apache.zookeeper.ClientCnxnSocketNetty");
+            zk.setProperty("zookeeper.ssl.trustStore.location", args.get("tls-ca"));
+            zk.setProperty("zookeeper.ssl.trustStore.type", "PEM");
+            // ZooKeeper 3.9's client offers only TLS 1.3 unless told otherwise; the harness's
+            // ZooKeeper 3.8 server speaks TLS 1.2 only.
+            zk.setProperty("zookeeper.ssl.enabledProtocols", "TLSv1.3,TLSv1.2");
+            if (args.containsKey("tls-cert")) {
+                zk.setProperty("zookeeper.ssl.keyStore.location", keystore());
+                zk.setProperty("zookeeper.ssl.keyStore.type", "PEM");
+            }
+            b.zkClientConfig(zk);
+        }
+        return b.build();
+    }
+
+    private String keystore;
+
+    private String keystore() throws Exception {
+        if (keystore == null) {
+            Path ks = Files.createTempFile("curator-bench-keystore", ".pem");
+            ks.toFile().deleteOnExit();
+            Files.writeString(ks, Files.readString(Path.of(arg("tls-key"))) + Files.readString(Path.of(arg("tls-cert"))));
+            keystore = ks.toString();
+        }
+        return keystore;
+    }
+
+    /**
+     * handshake: W + N clients made one after the other, each timed from build() to
+     * blockUntilConnected() returning (TCP, the TLS handshake if any, the session's
+     * ConnectRequest/Response), then closed.
+     */
+    private void handshake() throws Exception {
+        int n = num("iterations", 100), w = num("warmup", 50);
+        List<Long> times = new ArrayList<>(n);
+        long cpu = 0;
+        for (int i = 0; i < w + n; i++) {
+            if (i == w) cpu = cpuNanos();
+            long t0 = System.nanoTime();
+            CuratorFramework c = newClient();
+            c.start();
+            if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) throw new IllegalStateException("cannot connect");
+            long t1 = System.nanoTime();
+            c.close();
+            if (i >= w) times.add(t1 - t0);
+        }
+        cpu = cpuNanos() - cpu;
+        out.put("n", times.size());
+        latency(times);
+        double[] s = stats(times);
+        out.put("handshake_p50_us", s[0]);
+        out.put("handshake_p99_us", s[1]);
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, times.size()));
     }
 
     private void closeAll() {
@@ -124,6 +194,7 @@ public final class Bench {
         out.put("scenario", scenario);
         switch (scenario) {
             case "uncontended" -> uncontended();
+            case "handshake" -> handshake();
             case "contended" -> contended();
             case "inproc" -> inproc();
             case "counter_threads" -> counter(false);

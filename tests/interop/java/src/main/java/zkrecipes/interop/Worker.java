@@ -60,6 +60,13 @@ import org.apache.curator.framework.state.ConnectionState;
  * watch: Curator's PersistentWatcher (recursive); creates N nodes PATH/ID-i and sets each once,
  * waits until it heard every runtime's creates and sets, logs "heard java ID TYPE PATH" per event.
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
+ *
+ * Secured servers (the tls scenario): --tls-ca F --tls-cert F --tls-key F --sasl-user U
+ * --sasl-password P connect Curator through ZooKeeper's Netty client over mutual TLS
+ * (ZKClientConfig: zookeeper.client.secure=true, ClientCnxnSocketNetty, PEM trust store = the CA,
+ * PEM key store = one file with the PKCS#8 key and the certificate, written next to the log) and
+ * SASL DIGEST-MD5 (a JAAS "Client" section, java.security.auth.login.config). --whoami DIR then
+ * creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the session's identities.
  */
 public final class Worker {
     private static void waitForPeer(String dir, String id) throws Exception {
@@ -91,6 +98,50 @@ public final class Worker {
         }
     }
 
+    /**
+     * ZooKeeper's client settings for a secured server (what tests/harness/README.md lists as the
+     * Java client properties that work): TLS over the Netty socket with PEM stores, and SASL
+     * DIGEST-MD5 through a JAAS file. Java's PEM key store must be one file holding the PKCS#8 key
+     * and the certificate; it is written from --tls-key and --tls-cert.
+     */
+    private static org.apache.zookeeper.client.ZKClientConfig secureConfig(Map<String, String> a)
+            throws Exception {
+        String id = a.getOrDefault("--id", "java");
+        java.nio.file.Path dir = a.containsKey("--log")
+                ? java.nio.file.Path.of(a.get("--log")).toAbsolutePath().getParent()
+                : java.nio.file.Files.createTempDirectory("curator-worker-tls");
+        if (a.containsKey("--sasl-user")) {
+            java.nio.file.Path jaas = dir.resolve(id + "-jaas.conf");
+            java.nio.file.Files.writeString(jaas, "Client {\n"
+                    + "    org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                    + "    username=\"" + a.get("--sasl-user") + "\"\n"
+                    + "    password=\"" + a.get("--sasl-password") + "\";\n};\n");
+            jaas.toFile().deleteOnExit();
+            System.setProperty("java.security.auth.login.config", jaas.toString());
+        }
+        org.apache.zookeeper.client.ZKClientConfig zk = new org.apache.zookeeper.client.ZKClientConfig();
+        if (a.containsKey("--tls-ca")) {
+            zk.setProperty(org.apache.zookeeper.client.ZKClientConfig.SECURE_CLIENT, "true");
+            zk.setProperty(org.apache.zookeeper.client.ZKClientConfig.ZOOKEEPER_CLIENT_CNXN_SOCKET,
+                    "org.apache.zookeeper.ClientCnxnSocketNetty");
+            zk.setProperty("zookeeper.ssl.trustStore.location", a.get("--tls-ca"));
+            zk.setProperty("zookeeper.ssl.trustStore.type", "PEM");
+            // Curator 5.9 brings ZooKeeper 3.9's client, which offers only TLS 1.3 unless told
+            // otherwise; the harness's ZooKeeper 3.8 server speaks TLS 1.2 only.
+            zk.setProperty("zookeeper.ssl.enabledProtocols", "TLSv1.3,TLSv1.2");
+            if (a.containsKey("--tls-cert")) {
+                java.nio.file.Path keystore = dir.resolve(id + "-keystore.pem");
+                java.nio.file.Files.writeString(keystore,
+                        java.nio.file.Files.readString(java.nio.file.Path.of(a.get("--tls-key")))
+                                + java.nio.file.Files.readString(java.nio.file.Path.of(a.get("--tls-cert"))));
+                keystore.toFile().deleteOnExit();
+                zk.setProperty("zookeeper.ssl.keyStore.location", keystore.toString());
+                zk.setProperty("zookeeper.ssl.keyStore.type", "PEM");
+            }
+        }
+        return zk;
+    }
+
     public static void main(String[] argv) throws Exception {
         Map<String, String> a = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) a.put(argv[i], argv[i + 1]);
@@ -100,15 +151,23 @@ public final class Worker {
         int n = Integer.parseInt(a.getOrDefault("--iterations", "20"));
         String logPath = a.get("--log");
 
-        CuratorFramework client = CuratorFrameworkFactory.builder()
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(a.get("--connect"))
                 .sessionTimeoutMs(30_000)
                 .connectionTimeoutMs(15_000)
-                .retryPolicy(new ExponentialBackoffRetry(100, 5))
-                .build();
+                .retryPolicy(new ExponentialBackoffRetry(100, 5));
+        if (a.containsKey("--tls-ca") || a.containsKey("--sasl-user")) {
+            builder.zkClientConfig(secureConfig(a));
+        }
+        CuratorFramework client = builder.build();
         client.start();
         if (!client.blockUntilConnected(15, java.util.concurrent.TimeUnit.SECONDS)) {
             throw new IllegalStateException("could not connect");
+        }
+        if (a.containsKey("--whoami")) { // a node whose ACL is the session's own identities
+            client.create().creatingParentContainersIfNeeded()
+                    .withACL(org.apache.zookeeper.ZooDefs.Ids.CREATOR_ALL_ACL)
+                    .forPath(a.get("--whoami") + "/" + id);
         }
         PrintWriter log = logPath == null ? new PrintWriter(java.io.Writer.nullWriter())
                 : new PrintWriter(new FileWriter(logPath, true));
