@@ -475,3 +475,40 @@ fn tls_connect_strings_are_valid() {
         assert!(v(bad).is_err(), "{bad}");
     }
 }
+
+/// Found by the fault suite: after a reconnection, the wire client sent its SetWatches before
+/// the connection's SASL exchange finished, and a SASL-required server closed the session
+/// (AuthFailed, LOST for good). Watches are now held until SASL is done (wire patch 13).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_with_watches_on_a_sasl_required_server_stays_authenticated() {
+    let server = TestingServer::start_secure(
+        Security::new()
+            .sasl_user("alice", "secret")
+            .sasl_required(true),
+    );
+    let c = builder(&server.connect_string())
+        .sasl(SaslOptions::digest_md5("alice", "secret"))
+        .connect()
+        .await
+        .unwrap();
+    c.create("/w", b"", PLAIN).await.unwrap();
+    let (_, watch) = c.exists_watch("/w").await.unwrap();
+    let mut states = c.state_stream();
+    server.restart();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), states.next()).await {
+            Ok(Some(ConnectionState::Reconnected)) => break,
+            Ok(Some(ConnectionState::Lost)) => panic!("LOST: {:?}", c.failure()),
+            Ok(Some(_)) => continue,
+            other => panic!("no RECONNECTED: {other:?}"),
+        }
+    }
+    assert!(c.failure().is_none());
+    // The watch was set again on the new connection: a change fires it.
+    c.set_data("/w", b"x", None).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), watch.changed())
+        .await
+        .expect("the watch fired");
+    assert_eq!(event.path, "/w");
+    c.close().await;
+}

@@ -191,11 +191,11 @@ impl ClientBuilder {
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.
-        let (zk, states) = runtime::handle()
+        let opened = runtime::handle()
             .spawn(open_session(cfg.clone()))
             .await
             .map_err(super::join_error)??;
-        let client = Client::start(cfg, zk, states);
+        let client = Client::start(cfg, opened);
         client.check_chroot().await?;
         Ok(client)
     }

@@ -17,7 +17,11 @@ pub(crate) fn read_timeout(cfg: &Config) -> Duration {
     cfg.connection_timeout.min(cfg.session_timeout * 2 / 5)
 }
 
-pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::StateWatcher)> {
+/// A new session: the wire client, its states, and the record of why connections failed
+/// (kept for the session's life: a refusal on a later reconnection says why too).
+pub(crate) type Opened = (zk::Client, zk::StateWatcher, Arc<ConnectFailures>);
+
+pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<Opened> {
     let failures = Arc::new(ConnectFailures::new(&cfg));
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
@@ -81,7 +85,7 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
         }),
         Ok(Ok(client)) => {
             let states = client.state_watcher();
-            Ok((client, states))
+            Ok((client, states, failures))
         }
     }
 }
@@ -89,10 +93,20 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<(zk::Client, zk::St
 /// The `AuthFailed` error of a refused session, saying what was refused.
 pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
     let detail = failures.summary();
+    let requires_sasl = detail.contains("-124");
     let what = match &cfg.sasl {
-        Some(sasl) if detail.contains("SASL") && detail.contains("session") => format!(
-            "SASL {} could not start in this client (for the server, nothing was sent)",
-            sasl.mechanism()
+        Some(sasl)
+            if detail.contains("cannot start a SASL") || detail.contains("cannot configure a SASL") =>
+        {
+            format!(
+                "SASL {} could not start in this client (for the server, nothing was sent)",
+                sasl.mechanism()
+            )
+        }
+        Some(sasl) if requires_sasl => format!(
+            "the server requires SASL authentication and closed the session before this client's SASL {} exchange as {:?} completed",
+            sasl.mechanism(),
+            sasl.username()
         ),
         Some(sasl) => format!(
             "the server refused SASL {} authentication as {:?} (wrong password or unknown user)",
@@ -292,7 +306,7 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     zk::SessionState::AuthFailed => {
                         // Refused: a new session would be refused too (wrong credentials, or a
                         // server that now requires them). LOST, with the reason, and no loop.
-                        let error = auth_failed(&i.cfg, &ConnectFailures::new(&i.cfg));
+                        let error = auth_failed(&i.cfg, &i.connect_failures());
                         tracing::error!(error = %error, "authentication failed: LOST; no new session will be opened");
                         i.fail(error);
                         return;
@@ -325,13 +339,14 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
             let cfg = i.cfg.clone();
             drop(i);
             match open_session(cfg).await {
-                Ok((zk, new_states)) => {
+                Ok((zk, new_states, failures)) => {
                     let Some(i) = inner.upgrade() else { return };
                     if i.is_closed.load(Ordering::SeqCst) {
                         return;
                     }
                     tracing::info!(session = %format_args!("{:#x}", zk.session_id().0), "new session opened after LOST");
                     i.replace_session(Some(zk));
+                    i.set_connect_failures(failures);
                     states = new_states;
                     i.publish(
                         if states.peek_state() == zk::SessionState::ConnectedReadOnly {

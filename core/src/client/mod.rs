@@ -145,6 +145,8 @@ struct Inner {
     /// Why the client gave up on sessions for good (a refused authentication): every later
     /// operation fails with it.
     failure: Mutex<Option<Error>>,
+    /// Why the current session's connection attempts failed (for a refusal's message).
+    connect_failures: Mutex<Arc<connection::ConnectFailures>>,
 }
 
 /// A ZooKeeper client (Curator's CuratorFramework). Cheap to clone; all clones share one
@@ -179,7 +181,7 @@ impl Client {
         ClientBuilder::new(connect_string)
     }
 
-    fn start(cfg: Arc<Config>, zk: zk::Client, states: zk::StateWatcher) -> Client {
+    fn start(cfg: Arc<Config>, (zk, states, failures): connection::Opened) -> Client {
         let initial = if states.peek_state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
         } else {
@@ -198,6 +200,7 @@ impl Client {
             guaranteed_deletes: AtomicU64::new(0),
             persistent_modes: Mutex::new(Default::default()),
             failure: Mutex::new(None),
+            connect_failures: Mutex::new(failures),
         });
         runtime::spawn(connection::manage_connection(
             Arc::downgrade(&inner),
@@ -584,6 +587,20 @@ impl WeakClient {
 }
 
 impl Inner {
+    fn connect_failures(&self) -> Arc<connection::ConnectFailures> {
+        self.connect_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_connect_failures(&self, failures: Arc<connection::ConnectFailures>) {
+        *self
+            .connect_failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = failures;
+    }
+
     /// Gives up on sessions for good: LOST (once), and every later operation fails with `e`.
     fn fail(&self, e: Error) {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);

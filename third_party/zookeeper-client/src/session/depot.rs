@@ -129,7 +129,7 @@ impl Depot {
         self.push_operation(Operation::Session(operation));
     }
 
-    fn push_request(&mut self, operation: SessionOperation) {
+    pub fn push_request(&mut self, operation: SessionOperation) {
         if self.sasl {
             self.pending_operations.push_back(operation);
             return;

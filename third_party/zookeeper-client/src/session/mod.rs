@@ -142,6 +142,7 @@ impl Builder {
 
             configured_connection_timeout: self.connection_timeout,
             connection_error_hook: self.connection_error_hook,
+            endpoint: None,
 
             last_zxid: session.last_zxid,
             last_recv: now,
@@ -204,6 +205,8 @@ pub struct Session {
 
     configured_connection_timeout: Duration,
     connection_error_hook: Option<ConnectionErrorHook>,
+    /// zkrecipes patch 13: the endpoint of the current connection, for the hook.
+    endpoint: Option<String>,
 
     last_zxid: i64,
     last_recv: Instant,
@@ -442,6 +445,15 @@ impl Session {
         } else if header.err == ErrorCode::AuthFailed as i32
             || header.err == ErrorCode::SessionClosedRequireSaslAuth as i32
         {
+            // zkrecipes patch 13: which of the two, for the caller's message.
+            let why = if header.err == ErrorCode::AuthFailed as i32 {
+                "the server refused the authentication (AUTHFAILED, -115)"
+            } else {
+                "the server closed the session: it requires SASL authentication first (SESSIONCLOSEDREQUIRESASLAUTH, -124)"
+            };
+            if let (Some(hook), Some(endpoint)) = (self.connection_error_hook.as_ref(), self.endpoint.as_ref()) {
+                hook(endpoint, why);
+            }
             return Err(Error::AuthFailed);
         }
         if header.xid == PredefinedXid::Notification as i32 {
@@ -718,6 +730,7 @@ impl Session {
         let Some(endpoint) = endpoints.next(deadline.timeout()).await else {
             return Err(Error::NoHosts);
         };
+        self.endpoint = Some(endpoint.to_string());
         let mut conn = match self.connector.connect(endpoint, deadline).await {
             Err(err) => {
                 debug!("fails in connecting to {} due to {:?}", endpoint, err);

@@ -10,7 +10,7 @@ use tracing::error;
 
 use super::depot::Depot;
 use super::event::WatcherEvent;
-use super::request::{Operation, Request, SessionOperation, StateReceiver, StateResponser};
+use super::request::{Request, SessionOperation, StateReceiver, StateResponser};
 use super::types::{EventType, SessionState, WatchMode, WatchedEvent};
 use crate::error::Error;
 use crate::proto::{ErrorCode, OpCode, SetWatchesRequest};
@@ -425,7 +425,9 @@ impl WatchManager {
         let (n, op_code) = if i <= 2 { (3, OpCode::SetWatches) } else { (5, OpCode::SetWatches2) };
         let request = SetWatchesRequest { relative_zxid: last_zxid, paths: &paths[..n] };
         let operation = SessionOperation::new(op_code, &request);
-        depot.push_operation(Operation::Session(operation));
+        // zkrecipes patch 13: held while the connection's SASL exchange runs, like every other
+        // request (a SASL-required server closes a session whose SetWatches comes first).
+        depot.push_request(operation);
         paths[..=i].iter_mut().for_each(|v| v.clear());
     }
 
