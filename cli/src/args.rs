@@ -207,6 +207,106 @@ pub enum Command {
     /// Run a command while registered as a member of a group (Curator's GroupMember)
     #[command(after_help = MEMBER_AFTER_HELP)]
     Member(MemberArgs),
+    /// Service discovery with Curator's layout: register while a command runs, list, get, pick, watch
+    #[command(after_help = DISCOVER_AFTER_HELP, subcommand)]
+    Discover(DiscoverCommand),
+}
+
+const DISCOVER_AFTER_HELP: &str = "\
+Curator's curator-x-discovery layout and JSON (BASE/NAME/ID nodes), so Java services using
+Curator's ServiceDiscovery and zkr see the same instances. Instances print as Curator's JSON
+with --json, else as one line each: ID ADDRESS:PORT (SSL PORT) [disabled] URI.
+
+Examples:
+  zkr discover register /services orders --address 10.0.0.7 --port 8080 -- ./orders-server
+  zkr discover list /services                 # the service names
+  zkr discover list /services orders --json   # the instances, as Curator's JSON lines
+  zkr discover pick /services orders          # one enabled instance (random)
+  zkr discover watch /services orders         # ADDED / UPDATED / REMOVED / INVALID as JSON lines";
+
+#[derive(Subcommand, Debug)]
+pub enum DiscoverCommand {
+    /// Run a command while an instance is registered (removed when it exits)
+    Register(DiscoverRegisterArgs),
+    /// The service names under BASE, or the instances of NAME
+    List(DiscoverListArgs),
+    /// One instance
+    Get(DiscoverGetArgs),
+    /// Pick one usable (enabled) instance of NAME
+    Pick(DiscoverPickArgs),
+    /// Follow the instances of NAME (JSON lines)
+    Watch(DiscoverWatchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DiscoverRegisterArgs {
+    /// The discovery base path (Curator's basePath)
+    pub base: String,
+    /// The service name
+    pub name: String,
+    /// The instance's address
+    #[arg(long, value_name = "A")]
+    pub address: Option<String>,
+    /// The instance's port
+    #[arg(long, value_name = "P")]
+    pub port: Option<i32>,
+    /// The instance's SSL port
+    #[arg(long, value_name = "P")]
+    pub ssl_port: Option<i32>,
+    /// The instance id [default: a random UUID]
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// The payload: any JSON value
+    #[arg(long, value_name = "JSON")]
+    pub payload: Option<String>,
+    /// The payload's Java class (Jackson type information for Curator's readers)
+    #[arg(long, value_name = "CLASS")]
+    pub payload_class: Option<String>,
+    /// DYNAMIC (ephemeral), DYNAMIC_SEQUENTIAL, STATIC or PERMANENT
+    #[arg(long = "type", value_name = "T", default_value = "DYNAMIC")]
+    pub service_type: String,
+    /// Curator's URI spec, e.g. '{scheme}://{address}:{port}'
+    #[arg(long, value_name = "TEMPLATE")]
+    pub uri_spec: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscoverListArgs {
+    /// The discovery base path
+    pub base: String,
+    /// A service name: list its instances instead of the names
+    pub name: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscoverGetArgs {
+    /// The discovery base path
+    pub base: String,
+    /// The service name
+    pub name: String,
+    /// The instance id
+    pub id: String,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscoverPickArgs {
+    /// The discovery base path
+    pub base: String,
+    /// The service name
+    pub name: String,
+    /// How to pick: random, round_robin or sticky (one pick per run: random spreads load)
+    #[arg(long, default_value = "random", value_name = "S")]
+    pub strategy: String,
+}
+
+#[derive(Args, Debug)]
+pub struct DiscoverWatchArgs {
+    /// The discovery base path
+    pub base: String,
+    /// The service name
+    pub name: String,
 }
 
 const MEMBER_AFTER_HELP: &str = "\

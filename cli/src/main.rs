@@ -61,6 +61,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Inspect(a) => cmd::inspect::run(g, a).await,
         Command::Watch(a) => cmd::watch::run(g, a).await,
         Command::Member(a) => cmd::member::run(g, a).await,
+        Command::Discover(a) => cmd::discover::run(g, a).await,
         Command::Completions(a) => {
             let mut out = std::io::stdout();
             clap_complete::generate(a.shell, &mut Cli::command(), "zkr", &mut out);
@@ -103,9 +104,10 @@ fn usage_error(argv: &[OsString], e: clap::Error) -> i32 {
         .iter()
         .skip(1)
         .filter_map(|a| a.to_str())
-        .find(|a| matches!(*a, "lock" | "elect" | "member"));
+        .find(|a| matches!(*a, "lock" | "elect" | "member" | "register"));
     let has_dashes = argv.iter().any(|a| a == "--");
     let message = match command {
+        Some("register") if !has_dashes => "missing '--' before the command: zkr discover register BASE NAME [OPTIONS] -- CMD [ARGS]... (see 'zkr discover register --help')".to_string(),
         Some(c) if !has_dashes => format!(
             "missing '--' before the command: zkr {c} PATH [OPTIONS] -- CMD [ARGS]... (see 'zkr {c} --help')"
         ),

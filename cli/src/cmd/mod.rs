@@ -2,6 +2,7 @@
 //! recipe, and maps what happened to output and an exit code.
 
 pub mod counter;
+pub mod discover;
 pub mod elect;
 pub mod inspect;
 pub mod lock;

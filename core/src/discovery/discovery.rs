@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use super::instance::{ServiceInstance, ServiceType};
 use crate::client::OrNone;
-use crate::nodes::PersistentNode;
+use crate::dispatch::ListenerId;
+use crate::nodes::{PersistentNode, PersistentNodeEvent};
 use crate::{path, runtime, Client, Error, Result};
 
 /// Curator's `ServiceDiscovery` over `base_path` (see the module notes). Cheap to clone.
@@ -390,6 +391,22 @@ impl Registration {
         let mut instance = self.instance();
         instance.enabled = enabled;
         self.update(instance)
+    }
+
+    /// Adds a listener for the node's events: REGISTERED (made or found again), UNREGISTERED
+    /// (gone: being made again), CONFLICT (another session took the id after our session
+    /// expired; left untouched, and this registration stops). Under the
+    /// [`dispatch`](crate::dispatch) threading guarantee.
+    pub fn add_listener(
+        &self,
+        listener: impl Fn(&PersistentNodeEvent) + Send + Sync + 'static,
+    ) -> ListenerId {
+        self.inner.node.add_listener(listener)
+    }
+
+    /// Removes a listener; whether it was there.
+    pub fn remove_listener(&self, id: ListenerId) -> bool {
+        self.inner.node.remove_listener(id)
     }
 
     /// Waits until the node is on the server again (`Ok(true)`) or `timeout` passes.
