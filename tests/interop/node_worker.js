@@ -125,6 +125,8 @@ async function main() {
   const log = (line) => fs.writeSync(fd, line + '\n');
   const options = { sessionTimeoutMs: 30000, connectionTimeoutMs: 15000 };
   if (a['tls-ca']) {
+    // A TLS handshake on a loaded 2-core machine may take seconds: a minute for secured connections.
+    options.connectionTimeoutMs = 60000;
     options.tls = { ca: a['tls-ca'], cert: a['tls-cert'] || undefined, key: a['tls-key'] || undefined };
   }
   if (a['sasl-user']) options.sasl = { username: a['sasl-user'], password: a['sasl-password'] };

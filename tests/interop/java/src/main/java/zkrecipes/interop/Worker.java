@@ -156,12 +156,14 @@ public final class Worker {
                 .sessionTimeoutMs(30_000)
                 .connectionTimeoutMs(15_000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 5));
-        if (a.containsKey("--tls-ca") || a.containsKey("--sasl-user")) {
-            builder.zkClientConfig(secureConfig(a));
+        boolean secure = a.containsKey("--tls-ca") || a.containsKey("--sasl-user");
+        if (secure) {
+            // A TLS handshake on a loaded 2-core machine may take seconds: a minute.
+            builder.zkClientConfig(secureConfig(a)).connectionTimeoutMs(60_000);
         }
         CuratorFramework client = builder.build();
         client.start();
-        if (!client.blockUntilConnected(15, java.util.concurrent.TimeUnit.SECONDS)) {
+        if (!client.blockUntilConnected(secure ? 60 : 15, java.util.concurrent.TimeUnit.SECONDS)) {
             throw new IllegalStateException("could not connect");
         }
         if (a.containsKey("--whoami")) { // a node whose ACL is the session's own identities
