@@ -305,6 +305,32 @@ typedef enum zkr_watch_event_type {
 } zkr_watch_event_type;
 
 /**
+ * What a service cache event says (the core's ServiceCacheEventKind, in order).
+ */
+typedef enum zkr_service_cache_event_type {
+    /**
+     * An instance appeared.
+     */
+    ZKR_SERVICE_ADDED = 1,
+    /**
+     * An instance's node changed.
+     */
+    ZKR_SERVICE_UPDATED = 2,
+    /**
+     * An instance went away.
+     */
+    ZKR_SERVICE_REMOVED = 3,
+    /**
+     * A node under the service does not decode (`error` says why).
+     */
+    ZKR_SERVICE_INVALID = 4,
+    /**
+     * The initial load is complete (once).
+     */
+    ZKR_SERVICE_INITIALIZED = 5,
+} zkr_service_cache_event_type;
+
+/**
  * What a persistent watcher heard (the core's WatchEvent names, in order).
  */
 typedef enum zkr_watcher_event_type {
@@ -372,6 +398,12 @@ typedef struct zkr_cache zkr_cache;
  * Made by zkr_client_connect, freed by zkr_client_free.
  */
 typedef struct zkr_client zkr_client;
+
+/**
+ * Service discovery under a base path (Curator's ServiceDiscovery). Thread-safe. Made by
+ * zkr_discovery_new, freed by zkr_discovery_free (which closes it).
+ */
+typedef struct zkr_discovery zkr_discovery;
 
 /**
  * Curator's DistributedDoubleBarrier: one member; members enter together once `member_qty`
@@ -464,6 +496,12 @@ typedef struct zkr_queue zkr_queue;
 typedef struct zkr_queue_item zkr_queue_item;
 
 /**
+ * One registered instance. Freeing the handle does not unregister it (the discovery keeps it
+ * until zkr_registration_unregister or zkr_discovery_close).
+ */
+typedef struct zkr_registration zkr_registration;
+
+/**
  * Curator's InterProcessReadWriteLock: a read half (shared) and a write half (exclusive) on one
  * path, both reentrant per owner and fair (one line for both kinds). The owner holding the
  * write lock may also take the read lock and then release the write lock (a downgrade); the
@@ -484,6 +522,17 @@ typedef struct zkr_semaphore zkr_semaphore;
  * thread. That is why it has no `_as` twins. Built on a one-lease semaphore (its layout).
  */
 typedef struct zkr_semaphore_mutex zkr_semaphore_mutex;
+
+/**
+ * The instances of one service, kept by one watch (Curator's ServiceCache). Thread-safe.
+ */
+typedef struct zkr_service_cache zkr_service_cache;
+
+/**
+ * Picks instances of one service (Curator's ServiceProvider): never a disabled one, nor one
+ * noted down. Thread-safe.
+ */
+typedef struct zkr_service_provider zkr_service_provider;
 
 /**
  * Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
@@ -1027,6 +1076,43 @@ typedef struct zkr_string_list {
  * function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_watch_callback)(enum zkr_watch_event_type event, const char *path, void *user_data);
+
+/**
+ * A service cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_service_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_service_cache_event_type type;
+    /**
+     * The node's path.
+     */
+    const char *path;
+    /**
+     * The instance as Curator's JSON (after, for ADDED and UPDATED; as last known, for
+     * REMOVED), else NULL.
+     */
+    const char *instance_json;
+    /**
+     * The instance before (UPDATED), else NULL.
+     */
+    const char *old_json;
+    /**
+     * Why the node does not decode (INVALID), else NULL.
+     */
+    const char *error;
+    /**
+     * Found by a resync after a reconnect or a new session.
+     */
+    bool resync;
+} zkr_service_cache_event;
+
+/**
+ * A service cache listener: called with each event (borrowed, valid during the call), on a
+ * library thread, one call at a time, in event order.
+ */
+typedef void (*zkr_service_cache_callback)(const struct zkr_service_cache_event *event, void *user_data);
 
 /**
  * A member of a leadership group (Curator's Participant). Returned by the library; free with
@@ -2007,6 +2093,169 @@ zkr_status zkr_client_exists_watch(struct zkr_client *c, const char *path, bool 
  * zkr_client_get_data_watch for the callback's rules.
  */
 zkr_status zkr_client_get_children_watch(struct zkr_client *c, const char *path, struct zkr_string_list **children, zkr_watch_callback callback, void *user_data);
+
+/**
+ * Makes a discovery under `base_path` (nothing is written before a registration). Free with
+ * zkr_discovery_free.
+ */
+zkr_status zkr_discovery_new(struct zkr_client *c, const char *base_path, struct zkr_discovery **out);
+
+/**
+ * Whether every node written carries the `enabled` field (Curator's non-compatible mode);
+ * default false. A disabled instance carries `"enabled":false` either way.
+ */
+zkr_status zkr_discovery_set_write_enabled(struct zkr_discovery *d, bool yes);
+
+/**
+ * Registers an instance given as Curator's JSON (`{"name":"orders","address":"10.0.0.7",
+ * "port":8080}`; `id` defaults to a random UUID, `serviceType` to DYNAMIC) and returns once its
+ * node is on the server: `*out` (free with zkr_registration_free). ZKR_CONFLICT if another live
+ * session holds the id (its node is untouched); ZKR_INVALID_ARGUMENT for JSON that is not an
+ * instance.
+ */
+zkr_status zkr_discovery_register(struct zkr_discovery *d, const char *instance_json, struct zkr_registration **out);
+
+/**
+ * The service names under the base path, sorted (free with zkr_string_list_free).
+ */
+zkr_status zkr_discovery_query_for_names(struct zkr_discovery *d, struct zkr_string_list **names);
+
+/**
+ * The instances of service `name` as Curator's JSON, one string each, sorted by node name
+ * (free with zkr_string_list_free). Nodes that do not decode are left out.
+ */
+zkr_status zkr_discovery_query_for_instances(struct zkr_discovery *d, const char *name, struct zkr_string_list **instances);
+
+/**
+ * The instance `name`/`id` as Curator's JSON in `*json` (free with zkr_string_free), or NULL
+ * if there is none. ZKR_CORRUPTED_DATA if its node does not decode.
+ */
+zkr_status zkr_discovery_query_for_instance(struct zkr_discovery *d, const char *name, const char *id, char **json);
+
+/**
+ * Unregisters every instance of this discovery but the PERMANENT ones. Idempotent; later
+ * calls return ZKR_CLOSED.
+ */
+zkr_status zkr_discovery_close(struct zkr_discovery *d);
+
+/**
+ * Closes (see zkr_discovery_close) and frees a discovery. NULL does nothing.
+ */
+void zkr_discovery_free(struct zkr_discovery *d);
+
+/**
+ * The registered instance (its last update) as Curator's JSON (free with zkr_string_free).
+ */
+zkr_status zkr_registration_instance(const struct zkr_registration *r, char **json);
+
+/**
+ * The node's path, with the sequence number of a DYNAMIC_SEQUENTIAL instance (free with
+ * zkr_string_free).
+ */
+zkr_status zkr_registration_path(const struct zkr_registration *r, char **path);
+
+/**
+ * Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
+ * otherwise): written now when connected, else at the next reconnection.
+ */
+zkr_status zkr_registration_update(struct zkr_registration *r, const char *instance_json);
+
+/**
+ * Enables or disables the instance (a disabled one is never picked by a provider).
+ */
+zkr_status zkr_registration_set_enabled(struct zkr_registration *r, bool enabled);
+
+/**
+ * Deletes the instance's node (in the background until the server confirms) and stops keeping
+ * it. Idempotent.
+ */
+zkr_status zkr_registration_unregister(struct zkr_registration *r);
+
+/**
+ * Frees the handle (the registration stays, kept by its discovery). NULL does nothing.
+ */
+void zkr_registration_free(struct zkr_registration *r);
+
+/**
+ * Makes a cache of service `name` of `d` (not started). Free with zkr_service_cache_free.
+ */
+zkr_status zkr_service_cache_new(struct zkr_discovery *d, const char *name, struct zkr_service_cache **out);
+
+/**
+ * Starts watching (the listeners added before hear the initial load).
+ */
+zkr_status zkr_service_cache_start(struct zkr_service_cache *c);
+
+/**
+ * Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes.
+ */
+zkr_status zkr_service_cache_await_initialized(struct zkr_service_cache *c, int64_t timeout_ms, bool *initialized);
+
+/**
+ * Read-your-writes: waits until the cache has applied every change up to `zxid`.
+ */
+zkr_status zkr_service_cache_await_zxid(struct zkr_service_cache *c, int64_t zxid, int64_t timeout_ms, bool *reached);
+
+/**
+ * The cached instances now as Curator's JSON, sorted by node name (free with
+ * zkr_string_list_free). No server call.
+ */
+zkr_status zkr_service_cache_instances(const struct zkr_service_cache *c, struct zkr_string_list **instances);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_service_cache_remove_listener.
+ * `user_data` must stay valid until the listener is removed or the cache freed.
+ */
+zkr_status zkr_service_cache_add_listener(struct zkr_service_cache *c, zkr_service_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener (not running, and never again, once this returns).
+ */
+zkr_status zkr_service_cache_remove_listener(struct zkr_service_cache *c, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners. Idempotent.
+ */
+zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
+
+/**
+ * Frees a service cache (closing it). NULL does nothing.
+ */
+void zkr_service_cache_free(struct zkr_service_cache *c);
+
+/**
+ * Makes a provider of service `name` with `strategy` ("round_robin", "random", "sticky"; NULL:
+ * round robin). Free with zkr_service_provider_free.
+ */
+zkr_status zkr_service_provider_new(struct zkr_discovery *d, const char *name, const char *strategy, struct zkr_service_provider **out);
+
+/**
+ * Starts the provider's cache and waits for its initial load.
+ */
+zkr_status zkr_service_provider_start(struct zkr_service_provider *p);
+
+/**
+ * An instance by the strategy as Curator's JSON in `*json` (free with zkr_string_free), or
+ * NULL when none is usable. No server call.
+ */
+zkr_status zkr_service_provider_get_instance(const struct zkr_service_provider *p, char **json);
+
+/**
+ * Every usable instance (enabled, not down) as Curator's JSON, sorted by id (free with
+ * zkr_string_list_free).
+ */
+zkr_status zkr_service_provider_get_all_instances(const struct zkr_service_provider *p, struct zkr_string_list **instances);
+
+/**
+ * Notes an error with the instance whose id is `instance_id` (Curator's noteError: after 2
+ * within 30 s it is left out for the rest of those 30 s).
+ */
+zkr_status zkr_service_provider_note_error(struct zkr_service_provider *p, const char *instance_id);
+
+/**
+ * Frees a provider (closing it). NULL does nothing.
+ */
+void zkr_service_provider_free(struct zkr_service_provider *p);
 
 /**
  * Frees a participant. NULL does nothing.

@@ -17,6 +17,7 @@ mod boundary;
 pub mod cache;
 mod callback;
 pub mod client;
+pub mod discovery;
 mod handle;
 pub mod leader;
 pub mod lock;

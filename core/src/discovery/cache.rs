@@ -320,6 +320,11 @@ impl ServiceProvider {
         self.picker.note_error(&instance.id)
     }
 
+    /// [`note_error`](Self::note_error) by the instance's id.
+    pub fn note_error_id(&self, id: &str) {
+        self.picker.note_error(id)
+    }
+
     /// Stops the provider. Idempotent.
     pub fn close(&self) {
         self.cache.close()
