@@ -139,9 +139,15 @@ impl ServiceInstance {
         }
     }
 
-    /// Checks what a node name and the JSON need: a name and an id that are node names.
+    /// Checks what a node name and the JSON need: a name and an id that are node names (not
+    /// empty: `base//id` or `base/name/` is no instance's node).
     pub fn validate(&self) -> Result<()> {
         for (what, v) in [("name", &self.name), ("id", &self.id)] {
+            if v.is_empty() {
+                return Err(Error::invalid(format!(
+                    "service instance {what} must not be empty"
+                )));
+            }
             crate::path::validate_path(&format!("/{v}")).map_err(|e| {
                 Error::invalid(format!("service instance {what} {v:?}: {}", e.message()))
             })?;
@@ -591,6 +597,30 @@ mod tests {
             ServiceInstance::from_json(json.as_bytes()).unwrap().name,
             i.name
         );
+    }
+
+    #[test]
+    fn validate_refuses_what_is_no_node_name() {
+        let mut i = ServiceInstance::new("svc");
+        assert!(i.validate().is_ok());
+        i.id = String::new();
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("id must not be empty"));
+        i.id = "x".into();
+        i.name = String::new();
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("name must not be empty"));
+        i.name = "a/b".into();
+        assert!(i.validate().is_err());
+        i.name = "svc".into();
+        i.port = Some(70000);
+        assert!(i.validate().unwrap_err().message().contains("port"));
     }
 
     #[test]
