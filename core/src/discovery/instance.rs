@@ -167,9 +167,9 @@ impl ServiceInstance {
             }
         }
         for (what, p) in [("port", self.port), ("ssl_port", self.ssl_port)] {
-            if matches!(p, Some(p) if !(0..=65535).contains(&p)) {
+            if let Some(p) = p.filter(|p| !(0..=65535).contains(p)) {
                 return Err(Error::invalid(format!(
-                    "service instance {what} {p:?} is not a port (0..65535)"
+                    "service instance {what} {p} is not a port (0..65535)"
                 )));
             }
         }
@@ -629,7 +629,11 @@ mod tests {
         assert!(i.validate().is_err());
         i.name = "svc".into();
         i.port = Some(70000);
-        assert!(i.validate().unwrap_err().message().contains("port"));
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("port 70000 is not a port"));
         i.port = None;
         i.payload = Some(serde_json::json!([1]));
         i.payload_class = Some("MyList".into());
