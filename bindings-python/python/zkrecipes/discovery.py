@@ -27,7 +27,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Type, Union
+from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Type, TypeVar, Union
 
 from . import _native
 from ._base import EventIterator, Lifecycle, Name
@@ -258,7 +258,36 @@ def _optional(core: Optional[_native.ServiceInstanceData]) -> Optional[ServiceIn
     return None if core is None else ServiceInstance._from_core(core)
 
 
-class Registration:
+_S = TypeVar("_S", bound="_Scoped")
+
+
+class _Scoped:
+    """``with x:`` and ``async with x:`` give ``x`` (nothing to start) and end it at the end."""
+
+    def _end(self) -> None:
+        raise NotImplementedError
+
+    async def _end_async(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self._end()
+
+    async def __aenter__(self: _S) -> _S:
+        return self
+
+    async def __aexit__(
+        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        await self._end_async()
+
+
+class Registration(_Scoped):
     """One registered instance (from :meth:`ServiceDiscovery.register`): ``with registration:``
     unregisters at the end (``async with`` too)."""
 
@@ -314,24 +343,14 @@ class Registration:
         """:meth:`unregister` for asyncio."""
         await run(self._n.unregister())
 
-    def __enter__(self) -> "Registration":
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    def _end(self) -> None:
         self.unregister()
 
-    async def __aenter__(self) -> "Registration":
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def _end_async(self) -> None:
         await self.unregister_async()
 
 
-class ServiceDiscovery:
+class ServiceDiscovery(_Scoped):
     """Curator's ``ServiceDiscovery`` over ``base_path``: register instances and query them.
     Nothing is written before a registration. ``with`` (or ``async with``) closes it at the end:
     every instance it registered is unregistered, but PERMANENT ones."""
@@ -393,20 +412,10 @@ class ServiceDiscovery:
         """:meth:`close` for asyncio."""
         await run(self._n.close())
 
-    def __enter__(self) -> "ServiceDiscovery":
-        return self
-
-    def __exit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    def _end(self) -> None:
         self.close()
 
-    async def __aenter__(self) -> "ServiceDiscovery":
-        return self
-
-    async def __aexit__(
-        self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
-    ) -> None:
+    async def _end_async(self) -> None:
         await self.close_async()
 
 
