@@ -1059,3 +1059,157 @@ export declare class DistributedDelayQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Service discovery (Curator's curator-x-discovery: the same `basePath/name/id` nodes and JSON)
+
+export type ServiceTypeName = 'DYNAMIC' | 'STATIC' | 'PERMANENT' | 'DYNAMIC_SEQUENTIAL';
+/** How an instance is registered (the core's list). */
+export declare const ServiceType: Names<ServiceTypeName>;
+export type ServiceCacheEventKindName = 'ADDED' | 'UPDATED' | 'REMOVED' | 'INVALID' | 'INITIALIZED';
+/** What a ServiceCache event says (the core's list). */
+export declare const ServiceCacheEventKind: Names<ServiceCacheEventKindName>;
+export type ProviderStrategyName = 'round_robin' | 'random' | 'sticky';
+/** How a ServiceProvider picks: `ProviderStrategy.ROUND_ROBIN === 'round_robin'`. */
+export declare const ProviderStrategy: Readonly<{ ROUND_ROBIN: 'round_robin'; RANDOM: 'random'; STICKY: 'sticky' }>;
+
+/** Any JSON value (a service instance's payload). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * One instance of a service (Curator's ServiceInstance), a plain object. Absent values are null;
+ * `payloadClass` is the Java class Curator's Jackson records with the payload
+ * (`'java.util.ArrayList'` for a list, `'com.example.Details'` for an object), null for plain JSON.
+ */
+export interface ServiceInstance {
+  name: string;
+  id: string;
+  address: string | null;
+  port: number | null;
+  sslPort: number | null;
+  payload: JsonValue;
+  payloadClass: string | null;
+  /** Milliseconds since the epoch. */
+  registrationTimeUTC: number;
+  serviceType: ServiceTypeName;
+  /** A UriSpec template. */
+  uriSpec: string | null;
+  enabled: boolean;
+}
+
+/** What `register`, `update` and the ServiceInstance functions accept: `name` and any other field. */
+export type ServiceInstanceInput = { name: string } & Partial<
+  Omit<ServiceInstance, 'name' | 'uriSpec' | 'payload'> & { uriSpec: string | UriSpec | null; payload: unknown }
+>;
+
+/** Makes and converts instances (Curator's ServiceInstanceBuilder and JsonInstanceSerializer). */
+export declare const ServiceInstance: {
+  /** Every field: `id` a random UUID and `registrationTimeUTC` now unless given; checked. */
+  create(name: string, options?: Omit<ServiceInstanceInput, 'name'>): ServiceInstance;
+  /** Curator's JSON bytes; `enabled` only with `{ compatible: false }`. */
+  toJson(instance: ServiceInstanceInput, options?: { compatible?: boolean }): Buffer;
+  /** Reads a node's bytes; ZKR_CORRUPTED_DATA saying what is wrong otherwise. */
+  fromJson(data: Data): ServiceInstance;
+  /** Renders the instance's `uriSpec` (`''` without one). */
+  buildUri(instance: ServiceInstanceInput, variables?: Record<string, string>): string;
+};
+
+/** Curator's UriSpec: `new UriSpec('{scheme}://{address}:{port}/v1').build(instance)`. */
+export declare class UriSpec {
+  constructor(template: string);
+  build(instance?: ServiceInstanceInput | null, variables?: Record<string, string>): string;
+  /** The template. */
+  toString(): string;
+}
+
+/** One registered instance (from `discovery.register`). */
+export declare class Registration {
+  private constructor();
+  /** The instance as registered (its last update). */
+  readonly instance: ServiceInstance;
+  /** `basePath/name/id` (plus the sequence number of a DYNAMIC_SEQUENTIAL instance). */
+  readonly path: string;
+  /** Whether the node is on the server as far as this client knows. */
+  readonly registered: boolean;
+  /** Replaces the instance (same name, id and serviceType); returns at once. */
+  update(instance: ServiceInstanceInput): void;
+  /** A disabled instance is never picked by a provider. */
+  setEnabled(enabled: boolean): void;
+  waitRegistered(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Deletes the node (ours only) and stops keeping it. Idempotent. */
+  unregister(): Promise<void>;
+}
+
+/** Curator's ServiceDiscovery over `basePath`. */
+export declare class ServiceDiscovery {
+  constructor(client: Client, basePath: string);
+  readonly basePath: string;
+  /** Resolves once the node is on the server; ZKR_CONFLICT if another live session holds the id. */
+  register(instance: ServiceInstanceInput): Promise<Registration>;
+  queryForNames(): Promise<string[]>;
+  queryForInstances(name: string): Promise<ServiceInstance[]>;
+  /** The instance, or null; ZKR_CORRUPTED_DATA when its node does not decode. */
+  queryForInstance(name: string, id: string): Promise<ServiceInstance | null>;
+  /** Unregisters every instance it registered but the PERMANENT ones; then ZKR_CLOSED. */
+  close(): Promise<void>;
+}
+
+/**
+ * A ServiceCache event: `instance` after (ADDED, UPDATED) or as last known (REMOVED), `old`
+ * before (UPDATED), `error` why a node does not decode (INVALID, ZKR_CORRUPTED_DATA); `resync`
+ * marks a change found by a resync after a reconnect or a new session.
+ */
+export interface ServiceCacheEvent {
+  kind: ServiceCacheEventKindName;
+  path: string;
+  instance: ServiceInstance | null;
+  old: ServiceInstance | null;
+  error: ZkrError | null;
+  resync: boolean;
+}
+
+export interface ServiceCacheEvents {
+  event: [event: ServiceCacheEvent];
+}
+
+/**
+ * Curator's ServiceCache: the instances of one service. Events: `cache.on('event', fn)` and
+ * `for await (const ev of cache)` (`events({ replay: true })`: the cached instances first).
+ */
+export declare class ServiceCache extends EventEmitter<ServiceCacheEvents> implements AsyncIterable<ServiceCacheEvent> {
+  constructor(discovery: ServiceDiscovery, name: string);
+  readonly name: string;
+  /** Sets the watch (see `awaitInitialized` for the first load). */
+  start(): Promise<void>;
+  awaitInitialized(timeoutMs?: number): Promise<boolean>;
+  awaitZxid(zxid: bigint | number, timeoutMs?: number): Promise<boolean>;
+  /** The instances now, sorted by id (no server call). */
+  instances(): ServiceInstance[];
+  events(options?: { replay?: boolean }): AsyncIterableIterator<ServiceCacheEvent>;
+  [Symbol.asyncIterator](): AsyncIterator<ServiceCacheEvent>;
+  close(): void;
+}
+
+export interface ServiceProviderOptions {
+  /** Default 'round_robin'. */
+  strategy?: ProviderStrategyName;
+  /** Called with each cached instance at each pick (on the JS thread); falsy: never picked. */
+  filter?: (instance: ServiceInstance) => unknown;
+  /** noteError calls that make an instance down (default 2). */
+  downErrorThreshold?: number;
+  /** How long a down instance is left out, from its first noted error (default 30000). */
+  downTimeoutMs?: number;
+}
+
+/** Curator's ServiceProvider: never a disabled or down instance. After `close()`, ZKR_CLOSED. */
+export declare class ServiceProvider {
+  constructor(discovery: ServiceDiscovery, name: string, options?: ServiceProviderOptions);
+  readonly name: string;
+  /** Starts the cache; resolves once it is loaded. */
+  start(): Promise<void>;
+  /** An instance by the strategy, or null. */
+  getInstance(): ServiceInstance | null;
+  getAllInstances(): ServiceInstance[];
+  noteError(instance: ServiceInstanceInput): void;
+  close(): void;
+}

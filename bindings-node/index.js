@@ -5,6 +5,8 @@
 //   args        argument checks      owners      who holds a lock   events   native -> EventEmitter
 //   retry       Curator's policies   client      the Client         locks    the lock family
 //   leader      latch, selector, observer        counters            log      setLogger
+//   caches      caches, watchers     nodes       nodes, membership   queues   barriers, queues
+//   discovery   service discovery
 // Every recipe decision (queues, watches, retries, fencing) is the core's.
 'use strict';
 
@@ -31,6 +33,7 @@ module.exports = {
   ...require('./lib/caches'),
   ...require('./lib/nodes'),
   ...require('./lib/queues'),
+  ...require('./lib/discovery'),
   coreVersion,
   version,
 };

@@ -11,7 +11,7 @@ const { native, nativeGetters } = require('./native');
 const args = require('./args');
 const { invalid } = require('./errors');
 const { Client } = require('./client');
-const { forwardTo } = require('./events');
+const { forwardTo, eventIterator } = require('./events');
 
 const words = native.cacheVocabulary();
 const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, n])));
@@ -24,49 +24,6 @@ const StartMode = byName(words.startModes);
  * events), DISCONNECTED, RECONNECTED, SESSION_LOST (the core's list).
  */
 const WatcherEventType = byName(native.watcherEventTypes());
-
-/**
- * An async iterator over the events pushed to it from now on (`push(ev)`), registered in
- * `iterators` until it ends (`end()`, or the loop breaks).
- */
-function eventIterator(iterators) {
-  const queue = [];
-  let wake = null;
-  let done = false;
-  const it = {
-    push(ev) {
-      queue.push(ev);
-      if (wake) {
-        wake();
-        wake = null;
-      }
-    },
-    end() {
-      done = true;
-      if (wake) {
-        wake();
-        wake = null;
-      }
-    },
-    async next() {
-      while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve));
-      if (queue.length > 0) return { value: queue.shift(), done: false };
-      iterators.delete(it);
-      return { value: undefined, done: true };
-    },
-    async return() {
-      done = true;
-      queue.length = 0;
-      iterators.delete(it);
-      return { value: undefined, done: true };
-    },
-    [Symbol.asyncIterator]() {
-      return it;
-    },
-  };
-  iterators.add(it);
-  return it;
-}
 
 class CacheBase extends EventEmitter {
   #native;

@@ -21,4 +21,56 @@ function forwardTo(target, translate = (name, payload) => [payload]) {
   };
 }
 
-module.exports = { forwardTo };
+/**
+ * An async iterator over the events pushed to it from now on (`push(ev)`), registered in
+ * `iterators` until it ends (`end()`, or the loop breaks); `onEnd()` runs once when it leaves
+ * (to remove a listener of its own).
+ */
+function eventIterator(iterators, onEnd = () => {}) {
+  const queue = [];
+  let wake = null;
+  let done = false;
+  let left = false;
+  const leave = () => {
+    iterators.delete(it);
+    if (!left) {
+      left = true;
+      onEnd();
+    }
+  };
+  const it = {
+    push(ev) {
+      queue.push(ev);
+      if (wake) {
+        wake();
+        wake = null;
+      }
+    },
+    end() {
+      done = true;
+      if (wake) {
+        wake();
+        wake = null;
+      }
+    },
+    async next() {
+      while (queue.length === 0 && !done) await new Promise((resolve) => (wake = resolve));
+      if (queue.length > 0) return { value: queue.shift(), done: false };
+      leave();
+      return { value: undefined, done: true };
+    },
+    async return() {
+      done = true;
+      queue.length = 0;
+      leave();
+      return { value: undefined, done: true };
+    },
+    [Symbol.asyncIterator]() {
+      return it;
+    },
+  };
+  iterators.add(it);
+  return it;
+}
+
+module.exports = { forwardTo, eventIterator };

@@ -24,6 +24,7 @@ mod atomic;
 mod boundary;
 mod cache;
 mod client;
+mod discovery;
 mod error;
 mod events;
 mod leader;
@@ -41,6 +42,11 @@ mod vocabulary;
 // every build, `cargo test` included).
 pub use cache::{cache_vocabulary, watcher_event_types, NativeCache, NativePersistentWatcher};
 pub use client::{check_retry_policy, NativeClient};
+pub use discovery::{
+    discovery_vocabulary, service_instance_build_uri, service_instance_from_json,
+    service_instance_normalize, service_instance_to_json, NativeRegistration, NativeServiceCache,
+    NativeServiceDiscovery, NativeServiceProvider, NativeUriSpec,
+};
 pub use lock::attempt_revoke;
 pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};

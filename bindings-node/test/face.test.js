@@ -67,6 +67,8 @@ test("the vocabulary is the core's, and index.d.ts spells the same lists", async
     ['ConnectionState', Object.keys(ConnectionState)],
     ['CancelReason', Object.keys(CancelReason)],
     ['LogLevelName', Object.keys(LogLevel)],
+    ['ServiceTypeName', Object.keys(zkr.ServiceType)],
+    ['ServiceCacheEventKindName', Object.keys(zkr.ServiceCacheEventKind)],
   ]) {
     assert.deepEqual(declaredUnion(name).sort(), [...values].sort(), `index.d.ts's ${name}`);
   }

@@ -7,6 +7,7 @@ and run against a real server by the test suite.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import uuid
 from typing import List, Optional
@@ -24,6 +25,10 @@ from zkrecipes import (
     LeaderLatch,
     Owner,
     Participant,
+    ServiceCacheEvent,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceProvider,
     SharedCount,
     Stat,
 )
@@ -85,6 +90,19 @@ def blocking_tour(client: Client, base: str) -> int:
         versioned = count.get_versioned_value()
         assert count.try_set_count(versioned, versioned.value + 1)
 
+    # Service discovery: Curator's nodes and JSON; a provider picks from a cache.
+    with ServiceDiscovery(client, base + "/services") as discovery:
+        me = ServiceInstance(
+            "api", address="127.0.0.1", port=8080, payload={"zone": "a"}, uri_spec="{scheme}://{address}:{port}"
+        )
+        with discovery.register(me) as registration:
+            with ServiceProvider(discovery, "api", "round_robin") as provider:
+                picked: Optional[ServiceInstance] = provider.get_instance()
+                assert picked is not None and picked.build_uri() == "http://127.0.0.1:8080"
+            registration.update(dataclasses.replace(me, port=8081))
+            names: List[str] = discovery.query_for_names()
+            assert names == ["api"] and me.to_json().startswith(b'{"name":"api"')
+
     try:
         lock.release()
     except zkrecipes.NotOwnerError as e:
@@ -105,6 +123,12 @@ async def async_tour(client: Client, base: str) -> int:
     results = await asyncio.gather(*(counter.add_and_get_async(1) for _ in range(10)))
     async with LeaderLatch(client, base + "/latch2", "async") as latch:
         await latch.await_leadership_async(timeout=5.0)
+    async with ServiceDiscovery(client, base + "/services") as discovery:
+        cache = zkrecipes.ServiceCache(discovery, "worker")
+        events = cache.events(replay=True)
+        async with cache, await discovery.register_async(ServiceInstance("worker")):
+            first: ServiceCacheEvent = await events.__anext__()
+            assert first.kind in (zkrecipes.ServiceCacheEventKind.ADDED, zkrecipes.ServiceCacheEventKind.INITIALIZED)
     return max(results)
 
 

@@ -10,6 +10,7 @@ mod barriers;
 mod bridge;
 mod cache;
 mod client;
+mod discovery;
 mod errors;
 mod leader;
 mod local;
@@ -103,6 +104,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "NODE_EVENTS",
         names(zkrecipes::nodes::PersistentNodeEventKind::ALL, |v| v.name()),
     )?;
+    m.add_class::<discovery::PyInstanceData>()?;
+    m.add_class::<discovery::PyUriSpec>()?;
+    m.add_class::<discovery::PyServiceDiscovery>()?;
+    m.add_class::<discovery::PyRegistration>()?;
+    m.add_class::<discovery::PyServiceCache>()?;
+    m.add_class::<discovery::PyServiceProvider>()?;
+    m.add("SERVICE_TYPES", discovery::service_types())?;
+    m.add("SERVICE_CACHE_EVENT_KINDS", discovery::cache_event_kinds())?;
+    m.add("PROVIDER_STRATEGIES", discovery::strategies())?;
     m.add_class::<barriers::PyBarrier>()?;
     m.add_class::<barriers::PyDoubleBarrier>()?;
     m.add_class::<queue::PySimpleQueue>()?;

@@ -157,6 +157,11 @@ async fn service_types_map_to_curators_modes_and_close_keeps_permanent_only() {
         d.register(instance("s", "late", 1)).await,
         Err(Error::Closed(_))
     ));
+    assert!(matches!(ServiceCache::new(&d, "s"), Err(Error::Closed(_))));
+    assert!(matches!(
+        ServiceProvider::new(&d, "s", ProviderStrategy::Random),
+        Err(Error::Closed(_))
+    ));
     c.close().await;
     raw.close().await;
 }

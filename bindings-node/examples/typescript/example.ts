@@ -173,6 +173,44 @@ async function main(hosts: string): Promise<void> {
   const gate = new zkrecipes.DistributedDoubleBarrier(client, '/gates/start', 1);
   if (await gate.enter({ timeoutMs: 1000 })) await gate.leave();
 
+  // Service discovery: Curator's nodes and JSON; instances are plain objects.
+  const discovery = new zkrecipes.ServiceDiscovery(client, '/services');
+  const me: zkrecipes.ServiceInstance = zkrecipes.ServiceInstance.create('api', {
+    address: '10.0.0.7',
+    port: 8080,
+    payload: { zone: 'a' },
+    uriSpec: '{scheme}://{address}:{port}',
+  });
+  const registration: zkrecipes.Registration = await discovery.register(me);
+  registration.update({ ...me, port: 8081 });
+  registration.setEnabled(true);
+  const nodeBytes: Buffer = zkrecipes.ServiceInstance.toJson(me);
+  const services: string[] = await discovery.queryForNames();
+  const found: zkrecipes.ServiceInstance | null = await discovery.queryForInstance('api', me.id);
+  const apiCache = new zkrecipes.ServiceCache(discovery, 'api');
+  apiCache.on('event', (ev: zkrecipes.ServiceCacheEvent) => console.log('service', ev.kind, ev.instance?.id, ev.error?.code));
+  await apiCache.start();
+  const provider = new zkrecipes.ServiceProvider(discovery, 'api', {
+    strategy: zkrecipes.ProviderStrategy.ROUND_ROBIN,
+    filter: (i: zkrecipes.ServiceInstance) => i.port !== null,
+    downErrorThreshold: 2,
+    downTimeoutMs: 30_000,
+  });
+  await provider.start();
+  const target: zkrecipes.ServiceInstance | null = provider.getInstance();
+  if (target !== null) {
+    console.log('calling', new zkrecipes.UriSpec('{scheme}://{address}:{port}/v1').build(target), zkrecipes.ServiceInstance.buildUri(target));
+    provider.noteError(target);
+  }
+  for await (const ev of apiCache.events({ replay: true })) {
+    if (ev.kind === zkrecipes.ServiceCacheEventKind.INITIALIZED) break;
+  }
+  console.log(nodeBytes.length, services, found?.payload, apiCache.instances().length);
+  provider.close();
+  apiCache.close();
+  await registration.unregister();
+  await discovery.close();
+
   setLogger(null);
   await client.close();
 }

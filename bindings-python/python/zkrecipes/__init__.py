@@ -16,11 +16,12 @@ or by an explicit ``zkrecipes.Owner()`` passed as ``owner=``. Every blocking cal
 GIL while it waits, can be interrupted with Ctrl-C (leaving no node behind), and has an
 ``*_async`` twin. All exceptions derive from :class:`ZkRecipesError`.
 
-Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners) run
-on a library thread, never the caller's or the event loop's: those of one client or recipe one
-at a time, in the order of their events; they may block and may call the blocking API (not wait
-for the next event of the same client or recipe, which comes after them). Logs go to Python's
-``logging`` under the ``zkrecipes`` logger (see :func:`set_log_level`).
+Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners, cache
+and service cache listeners) run on a library thread, never the caller's or the event loop's:
+those of one client or recipe one at a time, in the order of their events; they may block and
+may call the blocking API (not wait for the next event of the same client or recipe, which comes
+after them). Logs go to Python's ``logging`` under the ``zkrecipes`` logger (see
+:func:`set_log_level`).
 """
 
 from __future__ import annotations
@@ -124,6 +125,18 @@ from .cache import (
 from .watchers import PersistentWatcher, WatcherEvent, WatcherEventType
 from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
 from .barriers import DistributedBarrier, DistributedDoubleBarrier
+from .discovery import (
+    ProviderStrategy,
+    Registration,
+    ServiceCache,
+    ServiceCacheEvent,
+    ServiceCacheEventKind,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceProvider,
+    ServiceType,
+    UriSpec,
+)
 from .queues import (
     DistributedDelayQueue,
     DistributedIdQueue,
@@ -246,4 +259,15 @@ __all__ = [
     "DistributedPriorityQueue",
     "DistributedDelayQueue",
     "QueueItem",
+    # service discovery
+    "ServiceDiscovery",
+    "ServiceInstance",
+    "ServiceType",
+    "Registration",
+    "ServiceCache",
+    "ServiceCacheEvent",
+    "ServiceCacheEventKind",
+    "ServiceProvider",
+    "ProviderStrategy",
+    "UriSpec",
 ]

@@ -114,8 +114,10 @@ impl std::fmt::Debug for ServiceCache {
 }
 
 impl ServiceCache {
-    /// A cache of service `name` under `discovery`'s base path (not started).
+    /// A cache of service `name` under `discovery`'s base path (not started). `Closed` once
+    /// the discovery is closed.
     pub fn new(discovery: &ServiceDiscovery, name: &str) -> Result<ServiceCache> {
+        discovery.check_open()?;
         let p = discovery.path_for_name(name);
         path::validate_path(&p)?;
         if name.is_empty() || name.contains('/') {

@@ -89,7 +89,8 @@ impl ServiceDiscovery {
         path::join(&self.path_for_name(name), id)
     }
 
-    fn check_open(&self) -> Result<()> {
+    /// `Closed` once closed (or the client is).
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(Error::Closed(
                 format!("service discovery {} is closed", self.inner.base).into(),

@@ -139,9 +139,15 @@ impl ServiceInstance {
         }
     }
 
-    /// Checks what a node name and the JSON need: a name and an id that are node names.
+    /// Checks what a node name and the JSON need: a name and an id that are node names (not
+    /// empty: `base//id` or `base/name/` is no instance's node).
     pub fn validate(&self) -> Result<()> {
         for (what, v) in [("name", &self.name), ("id", &self.id)] {
+            if v.is_empty() {
+                return Err(Error::invalid(format!(
+                    "service instance {what} must not be empty"
+                )));
+            }
             crate::path::validate_path(&format!("/{v}")).map_err(|e| {
                 Error::invalid(format!("service instance {what} {v:?}: {}", e.message()))
             })?;
@@ -151,10 +157,19 @@ impl ServiceInstance {
                 )));
             }
         }
-        for (what, p) in [("port", self.port), ("ssl_port", self.ssl_port)] {
-            if matches!(p, Some(p) if !(0..=65535).contains(&p)) {
+        if let Some(class) = &self.payload_class {
+            // `[class, value]` reads back typed only with a Java class name (see
+            // `split_payload`); anything else would come back as plain JSON.
+            if !matches!(self.payload, Some(Value::Object(_))) && !is_java_class(class) {
                 return Err(Error::invalid(format!(
-                    "service instance {what} {p:?} is not a port (0..65535)"
+                    "service instance payload_class {class:?} is not a Java class name (such as java.util.ArrayList)"
+                )));
+            }
+        }
+        for (what, p) in [("port", self.port), ("ssl_port", self.ssl_port)] {
+            if let Some(p) = p.filter(|p| !(0..=65535).contains(p)) {
+                return Err(Error::invalid(format!(
+                    "service instance {what} {p} is not a port (0..65535)"
                 )));
             }
         }
@@ -435,7 +450,7 @@ fn split_payload(payload: Option<Value>) -> (Option<Value>, Option<String>) {
         Some(Value::Array(a)) if a.len() == 2 && a[0].as_str().is_some_and(is_java_class) => {
             let mut a = a.into_iter();
             let class = a.next().and_then(|c| c.as_str().map(str::to_string));
-            (a.next(), class)
+            (a.next().filter(|v| !v.is_null()), class)
         }
         Some(other) => (Some(other), None),
     }
@@ -591,6 +606,53 @@ mod tests {
             ServiceInstance::from_json(json.as_bytes()).unwrap().name,
             i.name
         );
+    }
+
+    #[test]
+    fn validate_refuses_what_is_no_node_name() {
+        let mut i = ServiceInstance::new("svc");
+        assert!(i.validate().is_ok());
+        i.id = String::new();
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("id must not be empty"));
+        i.id = "x".into();
+        i.name = String::new();
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("name must not be empty"));
+        i.name = "a/b".into();
+        assert!(i.validate().is_err());
+        i.name = "svc".into();
+        i.port = Some(70000);
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("port 70000 is not a port"));
+        i.port = None;
+        i.payload = Some(serde_json::json!([1]));
+        i.payload_class = Some("MyList".into());
+        assert!(i
+            .validate()
+            .unwrap_err()
+            .message()
+            .contains("payload_class"));
+        i.payload = Some(serde_json::json!({"a": 1}));
+        assert!(i.validate().is_ok(), "an object carries any @class");
+    }
+
+    #[test]
+    fn a_typed_null_payload_reads_back_as_none() {
+        let mut i = ServiceInstance::new("svc");
+        i.payload_class = Some("java.lang.String".into());
+        let back = ServiceInstance::from_json(&i.to_json(true)).unwrap();
+        assert_eq!(back.payload, None);
+        assert_eq!(back, i);
     }
 
     #[test]
