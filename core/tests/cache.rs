@@ -690,3 +690,68 @@ async fn sixty_five_thousand_children_load_and_initialize() {
     watcher.close().await;
     c.close().await;
 }
+
+/// Read-your-writes across a disconnect: `await_zxid` asked right after the connection comes
+/// back (before the resync walk has run) returns only once the walk has brought the snapshot up
+/// to date. Before the fix a fence could be answered between the disconnect and the walk, or
+/// in the middle of the walk, and the snapshot still held a deleted node (a flaky Python test
+/// found it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_zxid_right_after_a_reconnect_waits_for_the_resync() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let writer = connect(&server.connect_string()).await;
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create("/rw", b"", plain).await.unwrap();
+    for i in 0..20 {
+        writer
+            .create(&format!("/rw/keep{i}"), b"", plain)
+            .await
+            .unwrap();
+    }
+    writer.create("/rw/gone", b"", plain).await.unwrap();
+    let cache = Cache::new(&c, "/rw", CacheOptions::default()).unwrap();
+    cache.start().await.unwrap();
+    assert!(cache
+        .await_initialized(Some(Duration::from_secs(20)))
+        .await
+        .unwrap());
+    for round in 0..3 {
+        proxy.blackhole();
+        c.wait_for_state(Duration::from_secs(20), |s| !s.is_connected())
+            .await
+            .unwrap();
+        writer
+            .delete("/rw/gone", DeleteOptions::default())
+            .await
+            .unwrap();
+        let made = writer
+            .create(&format!("/rw/new{round}"), b"", plain)
+            .await
+            .unwrap();
+        proxy.restore();
+        assert!(cache
+            .await_zxid(made.stat.czxid, Some(Duration::from_secs(30)))
+            .await
+            .unwrap());
+        assert!(
+            cache.get("/rw/gone").is_none(),
+            "round {round}: a deleted node"
+        );
+        assert!(
+            cache.get(&format!("/rw/new{round}")).is_some(),
+            "round {round}"
+        );
+        writer.create("/rw/gone", b"", plain).await.unwrap();
+        let back = writer.exists("/rw/gone").await.unwrap().unwrap();
+        assert!(cache
+            .await_zxid(back.czxid, Some(Duration::from_secs(30)))
+            .await
+            .unwrap());
+        assert!(cache.get("/rw/gone").is_some());
+    }
+    cache.close();
+    c.close().await;
+    writer.close().await;
+}

@@ -192,6 +192,11 @@ pub(crate) struct Engine {
     epoch: u64,
     initialized: bool,
     fences_waiting: Vec<oneshot::Sender<()>>,
+    /// Fences that reached the front of the queue during a walk, or between a disconnect and
+    /// the resync walk it calls for: answered when that walk completes.
+    fences_after_walk: Vec<oneshot::Sender<()>>,
+    /// Changes may have been missed (a disconnect) and no resync walk has completed since.
+    stale: bool,
     synced_tx: mpsc::UnboundedSender<(bool, oneshot::Sender<()>)>,
     synced_rx: mpsc::UnboundedReceiver<(bool, oneshot::Sender<()>)>,
 }
@@ -210,6 +215,8 @@ impl Engine {
             epoch: 0,
             initialized: false,
             fences_waiting: Vec::new(),
+            fences_after_walk: Vec::new(),
+            stale: false,
             synced_tx,
             synced_rx,
         }
@@ -270,7 +277,14 @@ impl Engine {
                 }
                 Step::Fence => {
                     if let Some(Pending::Fence(tx)) = self.pending.pop_front() {
-                        let _ = tx.send(());
+                        if self.walk.is_some() || self.stale {
+                            // A walk in progress (a resync) queues reads behind this fence as
+                            // it finds children, and after a disconnect one is due: the
+                            // snapshot is only current once it is done.
+                            self.fences_after_walk.push(tx);
+                        } else {
+                            let _ = tx.send(());
+                        }
                     }
                 }
                 Step::Read(r) => {
@@ -327,6 +341,7 @@ impl Engine {
             }
             WatchEvent::Disconnected | WatchEvent::SessionLost => {
                 tracing::debug!(path = %self.sh.root, event = ?e, "cache watch interrupted");
+                self.stale = true;
                 self.session = None;
                 self.session_fut = None;
             }
@@ -603,6 +618,7 @@ impl Engine {
         let Some(w) = self.walk.take() else {
             return;
         };
+        self.stale = false;
         let was_initialized = self.initialized;
         self.initialized = true;
         let root = self.sh.root.clone();
@@ -639,6 +655,9 @@ impl Engine {
             p.initialized = true;
         });
         tracing::debug!(path = %self.sh.root, resync = was_initialized, "cache walk complete");
+        for tx in std::mem::take(&mut self.fences_after_walk) {
+            let _ = tx.send(());
+        }
     }
 }
 
