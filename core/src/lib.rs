@@ -19,6 +19,7 @@ pub mod client;
 pub mod dispatch;
 mod error;
 pub mod leader;
+mod lifecycle;
 pub mod lock;
 pub mod log;
 pub mod nodes;
@@ -28,6 +29,7 @@ pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;
+mod wait;
 
 pub use client::{
     Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,

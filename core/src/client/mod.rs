@@ -40,7 +40,6 @@ use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
-pub(crate) use self::persistent::{Phase as WatchPhase, WatchLifecycle};
 pub(crate) use self::session::NodeRead;
 pub use self::session::Watch;
 pub(crate) use self::session::{OrNone, Session};

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::internals::{deadline_of, sleep_until};
 use super::mutex::{InterProcessMutex, ReleaseStatus};
+use crate::wait::Deadline;
 use crate::{runtime, Error, Owner, Result};
 
 /// The fairness bound of [cohort handoffs](InterProcessMutex::with_cohort).
@@ -150,7 +150,7 @@ impl Cohort {
                 format!("acquire lock {}: the client is closed", self.inner.path()).into(),
             ));
         }
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let (id, rx) = {
             let mut st = self.lock();
             if let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) {
@@ -194,7 +194,7 @@ impl Cohort {
         };
         let got = tokio::select! {
             r = &mut guard.rx => Some(r),
-            _ = sleep_until(deadline) => None,
+            _ = deadline.sleep() => None,
             _ = client.closed() => return Err(Error::closed()),
         };
         match got {

@@ -11,11 +11,12 @@ use tokio::sync::{broadcast, watch};
 
 use super::cohort::{Cohort, CohortOptions, FencingToken};
 use super::internals::{
-    deadline_of, sleep_until, Acquired, AttemptOptions, DeletedListener, Driver, Internals, Node,
-    RevokeListener, Sorter, WRITE_LOCK_NAME,
+    Acquired, AttemptOptions, DeletedListener, Driver, Internals, Node, RevokeListener, Sorter,
+    WRITE_LOCK_NAME,
 };
 use crate::client::sequence;
 use crate::dispatch::{Dispatcher, ListenerId};
+use crate::wait::Deadline;
 use crate::{path, runtime, Client, ConnectionState, Error, LostPolicy, Owner, Result};
 
 /// When a hold counts as lost: the client framework's one [`LostPolicy`].
@@ -311,7 +312,7 @@ impl InterProcessMutex {
                 format!("acquire lock {}: the client is closed", s.internals.base).into(),
             ));
         }
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let (id, done) = loop {
             let mut wait = {
                 let mut slots = s.lock_slots();
@@ -342,7 +343,7 @@ impl InterProcessMutex {
             };
             tokio::select! {
                 _ = wait.changed() => {},
-                _ = sleep_until(deadline) => return Ok(false),
+                _ = deadline.sleep() => return Ok(false),
                 _ = client.closed() => return Err(Error::closed()),
             }
         };

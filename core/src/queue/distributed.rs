@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{framing, put_sequential, sorted_items};
-use crate::barriers::wake::{self, deadline_of, passed, Wake};
 use crate::client::{Op, OrNone, Parents, Session, Watch};
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, ConnectionState, CreateMode, Error, ListenerId, Result};
 
 const ITEM_NAME: &str = "queue-";
@@ -310,7 +310,7 @@ impl DistributedQueue {
         path::validate_data(&sh.path, &data)?;
         let context = |e: Error| e.context(format!("put to queue {}", sh.path));
         if !self
-            .wait_for_room(deadline_of(timeout))
+            .wait_for_room(Deadline::after(timeout))
             .await
             .map_err(context)?
         {
@@ -323,14 +323,14 @@ impl DistributedQueue {
     }
 
     /// Curator's `blockIfMaxed`.
-    async fn wait_for_room(&self, deadline: Option<Instant>) -> Result<bool> {
+    async fn wait_for_room(&self, deadline: Deadline) -> Result<bool> {
         let sh = &self.shared;
         let Some(max) = sh.max_items else {
             return Ok(true);
         };
         let path = sh.path.as_str();
         loop {
-            let mut states = wake::states(&sh.client);
+            let mut states = wait::states(&sh.client);
             let listed = sh
                 .client
                 .retry(|s| async move { s.children_watch(path).await.or_none() })
@@ -341,10 +341,10 @@ impl DistributedQueue {
             if children.iter().filter(|c| c.starts_with(ITEM_NAME)).count() < max {
                 return Ok(true);
             }
-            if passed(deadline) {
+            if deadline.passed() {
                 return Ok(false);
             }
-            match wake::wait(&sh.client, vec![watch], deadline, &mut states).await {
+            match wait::wait(&sh.client, vec![watch], deadline, &mut states).await {
                 Wake::Again => {}
                 Wake::Deadline => return Ok(false),
                 Wake::Closed => return Err(Error::closed()),
@@ -404,10 +404,10 @@ impl DistributedQueue {
     /// timeout passed first.
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
         let sh = &self.shared;
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let path = sh.path.as_str();
         loop {
-            let mut states = wake::states(&sh.client);
+            let mut states = wait::states(&sh.client);
             let listed = sh
                 .client
                 .retry(|s| async move { s.children_watch(path).await.or_none() })
@@ -417,14 +417,14 @@ impl DistributedQueue {
                 sh.client.ensure_path(path, Parents::Containers).await?;
                 continue;
             };
-            let mut due: Option<Instant> = None;
+            let mut due = Deadline::NEVER;
             let mut locked = Vec::new();
             for node in self.ordered(children) {
                 if sh.layout == QueueKind::Delay {
                     let wait_ms = epoch_of(&node) - now_ms();
                     if wait_ms > 0 {
                         // Sorted by epoch: nothing after this one is due either.
-                        due = Instant::now().checked_add(Duration::from_millis(wait_ms as u64));
+                        due = Deadline::after(Some(Duration::from_millis(wait_ms as u64)));
                         break;
                     }
                 }
@@ -434,7 +434,7 @@ impl DistributedQueue {
                     Taking::Locked => locked.push(node),
                 }
             }
-            if passed(deadline) {
+            if deadline.passed() {
                 return Ok(None);
             }
             // An item given back, or left by a consumer whose session ended, loses only its
@@ -443,13 +443,10 @@ impl DistributedQueue {
                 continue; // a lock went meanwhile: look again at once
             };
             watches.push(watch);
-            let wake_at = match (deadline, due) {
-                (Some(d), Some(u)) => Some(d.min(u)),
-                (d, u) => d.or(u),
-            };
-            match wake::wait(&sh.client, watches, wake_at, &mut states).await {
+            let wake_at = deadline.earliest(due);
+            match wait::wait(&sh.client, watches, wake_at, &mut states).await {
                 Wake::Again => {}
-                Wake::Deadline if passed(deadline) => return Ok(None),
+                Wake::Deadline if deadline.passed() => return Ok(None),
                 Wake::Deadline => {}
                 Wake::Closed => return Err(Error::closed()),
             }
