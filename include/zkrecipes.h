@@ -2163,7 +2163,7 @@ zkr_status zkr_mutex_new(struct zkr_client *c, const char *path, struct zkr_mute
  *
  * The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
  * with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
- * zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+ * zkr_mutex_make_revocable is ZKR_INVALID_ARGUMENT on such a handle. Handles made by
  * zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
  *
  * ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
@@ -2285,6 +2285,8 @@ zkr_status zkr_mutex_set_lost_callback(struct zkr_mutex *m, zkr_lock_lost_callba
  * runs so that the owner may release. Applies to acquires that start after this call. Calling
  * it again replaces the callback; a NULL callback stops the calls (the nodes stay watched).
  * When this returns, a replaced callback is not running (unless called from inside it).
+ * ZKR_INVALID_ARGUMENT on a handle made by zkr_mutex_new_cohort (its one node serves every
+ * local owner; nothing is changed).
  */
 zkr_status zkr_mutex_make_revocable(struct zkr_mutex *m, zkr_revoke_callback callback, void *user_data);
 

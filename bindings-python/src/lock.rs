@@ -218,8 +218,8 @@ impl PyMutex {
     /// Curator's makeRevocable: `callback(owner_id)` when another process asks for the lock.
     fn make_revocable(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.m(py)?
-            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)));
-        Ok(())
+            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)))
+            .py_err(py)
     }
 
     #[getter]

@@ -962,7 +962,8 @@ async fn revocation_request_reaches_the_holder() {
     let requested = Arc::new(Mutex::new(Vec::new()));
     {
         let requested = requested.clone();
-        ma.make_revocable(move |o| requested.lock().unwrap().push(o));
+        ma.make_revocable(move |o| requested.lock().unwrap().push(o))
+            .unwrap();
     }
     let o = Owner::new();
     assert!(ma.acquire(o, None).await.unwrap());

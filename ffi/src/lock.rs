@@ -219,7 +219,7 @@ fn cohort_options(max_handoffs: u32, max_hold_ms: i64) -> Result<CohortOptions> 
 ///
 /// The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
 /// with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
-/// zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+/// zkr_mutex_make_revocable is ZKR_INVALID_ARGUMENT on such a handle. Handles made by
 /// zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
 ///
 /// ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
@@ -599,6 +599,8 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_callback(
 /// runs so that the owner may release. Applies to acquires that start after this call. Calling
 /// it again replaces the callback; a NULL callback stops the calls (the nodes stay watched).
 /// When this returns, a replaced callback is not running (unless called from inside it).
+/// ZKR_INVALID_ARGUMENT on a handle made by zkr_mutex_new_cohort (its one node serves every
+/// local owner; nothing is changed).
 #[no_mangle]
 pub unsafe extern "C" fn zkr_mutex_make_revocable(
     m: *mut zkr_mutex,
@@ -608,10 +610,10 @@ pub unsafe extern "C" fn zkr_mutex_make_revocable(
     // SAFETY: the C caller's contract for the handle and the callback.
     unsafe {
         handle_call("zkr_mutex_make_revocable", m, |m| {
-            m.revoke.set(callback, UserData(user_data));
             if callback.is_some() {
-                m.mutex.make_revocable(owner_listener(&m.revoke));
+                m.mutex.make_revocable(owner_listener(&m.revoke))?;
             }
+            m.revoke.set(callback, UserData(user_data));
             Ok(())
         })
     }

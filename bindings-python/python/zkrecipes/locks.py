@@ -167,7 +167,7 @@ class InterProcessMutex(_OwnedLock):
     holds at a time; acquire, release, reentrancy, timeouts, :meth:`is_held_valid` and
     :meth:`on_lost` work per owner as without. Fence with :attr:`fencing_token_wide`: the plain
     :attr:`fencing_token` is the node's czxid, shared by the local holders of one node. A cohort
-    mutex is not revocable (:meth:`make_revocable` is ignored).
+    mutex is not revocable (:meth:`make_revocable` raises :class:`InvalidArgumentError`).
     """
 
     _n: _native.InterProcessMutex
@@ -308,7 +308,8 @@ class InterProcessMutex(_OwnedLock):
     def make_revocable(self, callback: Callable[[int], object]) -> None:
         """Curator's makeRevocable: ``callback(owner_id)`` when another process writes
         ``__REVOKE__`` into our lock node (see :func:`attempt_revoke`); the holder decides.
-        Ignored (with a warning in the ``zkrecipes`` log) on a mutex with cohort handoffs."""
+        :class:`InvalidArgumentError` on a mutex with cohort handoffs (its one node serves every
+        local owner)."""
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._n.make_revocable(callback)
