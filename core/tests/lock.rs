@@ -1816,3 +1816,93 @@ async fn short_holds_send_no_own_node_watch_long_holds_do() {
     m.release(o).await.unwrap();
     c.close().await;
 }
+
+/// A hold kept through a disconnection (the session lost policy) keeps the watch on its node:
+/// a read of the node that fails on the connection loss is tried again, so a deletion after
+/// the reconnection is still reported. (The watcher used to end silently at its first error:
+/// later deletions and revocation requests went unheard.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_held_nodes_watch_outlives_a_connection_loss() {
+    // The watcher's read that failed is logged (DEBUG) naming the node: it is how this test
+    // knows the watcher met the connection loss before the connection comes back.
+    let (failed_tx, failed_rx) = std::sync::mpsc::channel::<String>();
+    let failed_tx = Mutex::new(failed_tx);
+    zkrecipes::log::set_logger(Some(zkrecipes::log::Level::Debug), move |r| {
+        if r.message.contains("could not watch our held lock node") {
+            let _ = failed_tx.lock().unwrap().send(r.message.clone());
+        }
+    })
+    .unwrap();
+    let failed_rx = Arc::new(Mutex::new(failed_rx));
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_millis(500))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 1,
+            sleep: Duration::from_millis(50),
+        })
+        .connect()
+        .await
+        .unwrap();
+    let other = connect().await;
+    let m = InterProcessMutex::new(&c, "/own-watch/outlives")
+        .unwrap()
+        .with_lost_policy(LockLostPolicy::Session);
+    let o = Owner::new();
+    let node = 'scenario: {
+        for _ in 0..5 {
+            assert!(m.acquire(o, None).await.unwrap());
+            // Cut before the watch is set (once the hold has lasted 100 ms).
+            proxy.cut();
+            let node = m.lock_node(o).unwrap();
+            if !watched_paths(c.session_id()).contains(&node) {
+                break 'scenario node;
+            }
+            // Too slow: the watch was set before the cut. Again.
+            proxy.restore();
+            c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+            m.release(o).await.unwrap();
+        }
+        panic!("could not cut the connection within 100 ms of a grant in 5 tries");
+    };
+    let n = node.clone();
+    let rx = failed_rx.clone();
+    tokio::task::spawn_blocking(move || loop {
+        let record = rx.lock().unwrap().recv_timeout(WAIT);
+        if record
+            .expect("the watcher's read fails on the cut")
+            .contains(&n)
+        {
+            break;
+        }
+    })
+    .await
+    .unwrap();
+    proxy.restore();
+    c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+    assert!(
+        m.is_held_valid(o),
+        "session policy: still held after the blip"
+    );
+    eventually("the holder watches its node again", WAIT, || {
+        let node = node.clone();
+        let session = c.session_id();
+        async move { watched_paths(session).contains(&node) }
+    })
+    .await;
+    let lost = m.lost_signal(o);
+    other.delete(&node, Default::default()).await.unwrap();
+    assert!(
+        tokio::time::timeout(WAIT, lost)
+            .await
+            .expect("the deletion is reported"),
+        "lost, not released"
+    );
+    assert_eq!(
+        m.release_with_status(o).await.unwrap(),
+        ReleaseStatus::WasLost
+    );
+    c.close().await;
+    other.close().await;
+}

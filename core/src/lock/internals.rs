@@ -155,6 +155,11 @@ pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
 /// is found at most this much later than with an immediate watch.
 pub(crate) const OWN_NODE_WATCH_DELAY: Duration = Duration::from_millis(100);
 
+/// How long the watcher of a held node waits before reading it again after a read failed on a
+/// connection loss (the retry policy gave up): a hold may outlive the disconnection (the
+/// session lost policy), and the watch on its node must too.
+const OWN_NODE_REWATCH_AFTER: Duration = Duration::from_millis(500);
+
 /// Who to tell when a node we hold is deleted by someone else (its path). Called on an async
 /// worker: it must only mark the hold lost and queue the listeners.
 pub(crate) type DeletedListener = Arc<dyn Fn(&str) + Send + Sync>;
@@ -453,6 +458,12 @@ impl Internals {
     /// acquire + release stays at Curator's three requests), and a deletion in its first
     /// `delay` is found when the watch is set (its getData sees no node). On release the
     /// node's own deletion ends the watch, so no removal request is sent.
+    ///
+    /// The watch lasts as long as the node can: a read that fails on a connection loss is tried
+    /// again (the hold may be kept through the disconnection), and a watch event that is not
+    /// the node's deletion is followed by a new read. It ends only when the node is gone
+    /// (reported), the session ended or the client was closed (the node went with the session;
+    /// the lock's monitor reports the hold lost), or the hold ends.
     fn watch_own_node(
         &self,
         node: &str,
@@ -478,24 +489,33 @@ impl Internals {
             }
             loop {
                 let Some(client) = weak.upgrade() else { return };
-                let (data, _, w) = tokio::select! {
-                    r = client.get_data_watch(&node) => match r {
-                        Ok(x) => x,
-                        Err(Error::NoNode(_)) => return gone(&node),
-                        Err(_) => return,
-                    },
+                let read = tokio::select! {
+                    r = client.get_data_watch(&node) => r,
                     _ = stop_rx.changed() => return,
                 };
                 drop(client);
+                let (data, w) = match read {
+                    Ok((data, _, w)) => (data, w),
+                    Err(Error::NoNode(_)) => return gone(&node),
+                    Err(Error::Closed(_) | Error::SessionExpired(_)) => return,
+                    Err(e) => {
+                        tracing::debug!(%node, error = %e, "could not watch our held lock node; trying again");
+                        tokio::select! {
+                            _ = tokio::time::sleep(OWN_NODE_REWATCH_AFTER) => continue,
+                            _ = stop_rx.changed() => return,
+                        }
+                    }
+                };
                 if let (Some(listener), true) = (&revoke, data == REVOKE_MESSAGE) {
                     // Queues the user's listener on the lock's dispatcher.
                     listener(owner);
                 }
                 tokio::select! {
                     e = w.changed() => match e.kind {
-                        NodeEventKind::DataChanged => continue,
                         NodeEventKind::Deleted => return gone(&node),
-                        _ => return,
+                        NodeEventKind::SessionEnded => return,
+                        // Changed data (a revocation request, say): read and watch again.
+                        _ => continue,
                     },
                     _ = stop_rx.changed() => return,
                 }
