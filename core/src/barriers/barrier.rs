@@ -46,16 +46,16 @@ impl DistributedBarrier {
         let path = self.path.as_str();
         self.client
             .retry(|s| async move {
-                loop {
-                    match s.create(path, &[], CreateMode::Persistent).await {
-                        Ok(_) | Err(Error::NodeExists(_)) => return Ok(()),
-                        Err(Error::NoNode(_)) => {
-                            self.client
-                                .ensure_path(path::parent(path), Parents::Persistent)
-                                .await?
-                        }
-                        Err(e) => return Err(e),
-                    }
+                let created = s.create_with_parents(
+                    path,
+                    &[],
+                    CreateMode::Persistent,
+                    None,
+                    Parents::Persistent,
+                );
+                match created.await {
+                    Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
+                    Err(e) => Err(e),
                 }
             })
             .await

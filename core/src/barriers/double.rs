@@ -187,19 +187,19 @@ impl DistributedDoubleBarrier {
         let our = self.our_path.as_str();
         self.client
             .retry(|s: Session| async move {
-                let mut rounds = 0;
                 loop {
-                    match s.create(our, &[], CreateMode::Ephemeral).await {
+                    let created = s.create_with_parents(
+                        our,
+                        &[],
+                        CreateMode::Ephemeral,
+                        None,
+                        Parents::Containers,
+                    );
+                    match created.await {
                         Ok(c) => return Ok(c.stat.czxid),
-                        Err(Error::NoNode(_)) if rounds < 3 => {
-                            rounds += 1;
-                            self.client
-                                .ensure_path(&self.path, Parents::Containers)
-                                .await?;
-                        }
                         Err(Error::NodeExists(_)) => match s.exists(our).await? {
                             // Ours already (a retried create, or entering twice): CURATOR-330.
-                            Some(st) if st.ephemeral_owner == s.id() => return Ok(st.czxid),
+                            Some(st) if s.owns(&st) => return Ok(st.czxid),
                             // Left by an earlier session of ours: it goes with that session.
                             Some(st) => match s.delete(our, Some(st.version)).await {
                                 Ok(()) | Err(Error::NoNode(_)) => {}

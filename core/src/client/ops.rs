@@ -73,16 +73,8 @@ impl Client {
             });
         }
         self.retry(|s| async move {
-            let mut made_parents = false;
-            loop {
-                match s.create_ttl(path, data, options.mode, ttl).await {
-                    Err(Error::NoNode(_)) if parents != Parents::None && !made_parents => {
-                        made_parents = true;
-                        self.ensure_path(path::parent(path), parents).await?;
-                    }
-                    other => return other,
-                }
-            }
+            s.create_with_parents(path, data, options.mode, ttl, parents)
+                .await
         })
         .await
     }

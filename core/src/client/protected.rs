@@ -182,39 +182,26 @@ impl Client {
                         return Ok(found);
                     }
                 }
-                // Parents made as containers may be reaped again by the server between our
-                // making them and our create: allow a few rounds.
-                let mut parent_rounds = 0;
-                loop {
-                    id.mark_sent(req.mode);
-                    let create = s.create_ttl(node_path, req.data, req.mode, ttl);
-                    let listing = req.list_parent.then(|| s.children(req.parent));
-                    let (created, listed) = match listing {
-                        Some(l) => {
-                            let (c, l) = tokio::join!(create, l);
-                            (c, l.ok())
-                        }
-                        None => (create.await, None),
-                    };
-                    match created {
-                        Ok(c) => {
-                            return Ok(ProtectedNode {
-                                name: path::node_name(&c.path).to_string(),
-                                path: c.path,
-                                stat: c.stat,
-                                session: s.id(),
-                                listing: listed,
-                            })
-                        }
-                        Err(Error::NoNode(_))
-                            if req.parents != Parents::None && parent_rounds < 3 =>
-                        {
-                            parent_rounds += 1;
-                            self.ensure_path(req.parent, req.parents).await?;
-                        }
-                        Err(e) => return Err(e),
+                id.mark_sent(req.mode);
+                let create = s.create_with_parents(node_path, req.data, req.mode, ttl, req.parents);
+                // Sent right behind the create: it lists the new node (unless the parent had to
+                // be made first: then the caller lists for itself).
+                let listing = req.list_parent.then(|| s.children(req.parent));
+                let (created, listed) = match listing {
+                    Some(l) => {
+                        let (c, l) = tokio::join!(create, l);
+                        (c, l.ok())
                     }
-                }
+                    None => (create.await, None),
+                };
+                let c = created?;
+                Ok(ProtectedNode {
+                    name: path::node_name(&c.path).to_string(),
+                    path: c.path,
+                    stat: c.stat,
+                    session: s.id(),
+                    listing: listed,
+                })
             }
         })
         .await
@@ -247,7 +234,7 @@ pub(crate) async fn find_protected(
     for child in children.into_iter().filter(|c| c.starts_with(prefix)) {
         let p = path::join(parent, &child);
         match s.exists(&p).await? {
-            Some(stat) if !mode.is_ephemeral() || stat.ephemeral_owner == s.id() => {
+            Some(stat) if !mode.is_ephemeral() || s.owns(&stat) => {
                 return Ok(Some(ProtectedNode {
                     path: p,
                     name: child,

@@ -14,13 +14,19 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-use super::types::{check_ttl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat};
+use super::types::{
+    check_ttl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Parents, Stat,
+};
 use super::{wire, Client};
 use crate::{Error, Result};
 
 /// The request header (xid, type) and a length prefix per variable field: what a request adds
 /// to its path and data on the wire, before the ACL.
 const HEADER: usize = 8;
+
+/// How many times a create makes its missing parents before it gives up with `NoNode`:
+/// container parents may be reaped by the server between our making them and our create.
+const PARENT_ROUNDS: u32 = 3;
 
 /// A connected session, for one try of an operation (see the module notes).
 #[derive(Clone)]
@@ -126,6 +132,43 @@ impl Session {
                 stat: wire::stat(stat),
             })
         }
+    }
+
+    /// [`create_ttl`](Self::create_ttl), making the missing parents as `parents` says when the
+    /// server finds none (Curator's `creatingParentsIfNeeded` /
+    /// `creatingParentContainersIfNeeded`), for a few rounds against reaped containers. The
+    /// first create is sent at the call, like every request of a session.
+    pub(crate) fn create_with_parents<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        parents: Parents,
+    ) -> impl Future<Output = Result<Created>> + Send + 'a {
+        let first = self.create_ttl(path, data, mode, ttl);
+        async move {
+            let mut created = first.await;
+            let mut rounds = 0;
+            loop {
+                match created {
+                    Err(Error::NoNode(_)) if parents != Parents::None && rounds < PARENT_ROUNDS => {
+                        rounds += 1;
+                        self.client
+                            .ensure_path(crate::path::parent(path), parents)
+                            .await?;
+                        created = self.create_ttl(path, data, mode, ttl).await;
+                    }
+                    other => return other,
+                }
+            }
+        }
+    }
+
+    /// Whether the node with `stat` is an ephemeral node of this session: ours, whatever reply
+    /// we lost on the way (a retried create that finds its own node, CURATOR-330).
+    pub(crate) fn owns(&self, stat: &Stat) -> bool {
+        stat.ephemeral_owner == self.id()
     }
 
     /// Makes the namespace's own nodes (`/app`, or `/a` then `/a/b`) with `mode`, top down;

@@ -689,7 +689,7 @@ impl Keeper {
                         return Ok(());
                     };
                     let mine = if stat.ephemeral_owner != 0 {
-                        stat.ephemeral_owner == s.id()
+                        s.owns(&stat)
                     } else {
                         ours.czxid != 0 && stat.czxid == ours.czxid
                     };
