@@ -212,7 +212,7 @@ impl PyMutex {
     }
 
     fn remove_lost_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.m(py)?.remove_lost_listener(id))
+        self.m(py)?.remove_lost_listener(id).py_err(py)
     }
 
     /// Curator's makeRevocable: `callback(owner_id)` when another process asks for the lock.

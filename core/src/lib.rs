@@ -35,7 +35,7 @@ pub use client::{
     Acl, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
     LostPolicy, NodeEventKind, Permission, Stat,
 };
-pub use dispatch::ListenerId;
+pub use dispatch::{ListenerId, ListenerIds};
 pub use error::{Detail, Error, ErrorKind, Result};
 pub use owner::Owner;
 pub use retry::RetryPolicy;

@@ -128,7 +128,7 @@ pub fn set_logger(
     {
         let mut slot = bridge.sink.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, _)) = slot.take() {
-            bridge.dispatcher.remove(id);
+            let _ = bridge.dispatcher.remove(id); // our own id
         }
         let sink: Sink = Arc::new(sink);
         let s = sink.clone();

@@ -1169,3 +1169,38 @@ async fn sync_makes_another_servers_reads_see_every_earlier_write() {
     ));
     writer.close().await;
 }
+
+/// Listener ids are unique in the process: every client and recipe used to count from 1, so a
+/// lock's id given to the client's remove removed the client's own first listener. Now it is
+/// refused, and removes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_id_of_another_registry_is_refused() {
+    let server = TestingServer::start();
+    let (a, b) = (
+        connect(&server.connect_string()).await,
+        connect(&server.connect_string()).await,
+    );
+    let state_a = a.add_state_listener(|_| {});
+    let state_b = b.add_state_listener(|_| {});
+    let lock = zkrecipes::lock::InterProcessMutex::new(&a, "/ids").unwrap();
+    let lost = lock.on_lost(|_| {});
+    assert!(state_a != state_b && state_a != lost && state_b != lost);
+    for foreign in [state_b, lost] {
+        assert!(
+            matches!(
+                a.remove_state_listener(foreign),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{foreign}"
+        );
+    }
+    assert!(matches!(
+        lock.remove_lost_listener(state_a),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(a.remove_state_listener(state_a).unwrap());
+    assert!(!a.remove_state_listener(state_a).unwrap(), "removed before");
+    assert!(lock.remove_lost_listener(lost).unwrap());
+    a.close().await;
+    b.close().await;
+}

@@ -624,7 +624,7 @@ impl zkr_shared_count {
 
     fn close(&self) {
         self.unregister_all();
-        self.count.remove_listener(self.errors_listener);
+        let _ = self.count.remove_listener(self.errors_listener); // our own id
         self.errors.set(None, UserData(std::ptr::null_mut()));
         self.count.close();
     }
@@ -646,7 +646,7 @@ impl Listening for zkr_shared_count {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.count.remove_listener(id)
     }
 }

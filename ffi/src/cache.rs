@@ -241,7 +241,7 @@ impl Listening for zkr_cache {
         Ok(self.register_with(cb, false))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.cache.remove_listener(id)
     }
 }

@@ -155,21 +155,21 @@ impl<C: CallbackType> Listeners<C> {
         &self,
         id: ListenerId,
         on: &str,
-        unregister: impl FnOnce(ListenerId) -> bool,
+        unregister: impl FnOnce(ListenerId) -> Result<bool>,
     ) -> Result<()> {
         let callback = lock(&self.0).remove(&id).ok_or_else(|| {
             Error::InvalidArgument(format!("no listener with id {id} on this {on}").into())
         })?;
-        unregister(id);
+        unregister(id)?;
         callback.disable();
         Ok(())
     }
 
     /// Unregisters every callback (the handle is being freed or closed).
-    pub(crate) fn clear(&self, mut unregister: impl FnMut(ListenerId) -> bool) {
+    pub(crate) fn clear(&self, mut unregister: impl FnMut(ListenerId) -> Result<bool>) {
         let all: Vec<_> = lock(&self.0).drain().collect();
         for (id, callback) in all {
-            unregister(id);
+            let _ = unregister(id); // our own ids
             callback.disable();
         }
     }
@@ -220,7 +220,7 @@ pub(crate) trait Listening: Handle {
     ) -> Result<ListenerId>;
 
     /// Removes the core's listener.
-    fn unregister(&self, id: ListenerId) -> bool;
+    fn unregister(&self, id: ListenerId) -> Result<bool>;
 
     /// Unregisters every callback (the handle is being closed or freed).
     fn unregister_all(&self) {

@@ -55,7 +55,7 @@ impl Listening for zkr_client {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.client.remove_state_listener(id)
     }
 }

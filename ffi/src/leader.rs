@@ -245,7 +245,7 @@ impl Listening for zkr_leader_latch {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.latch.remove_listener(id)
     }
 }
@@ -855,7 +855,7 @@ impl Listening for zkr_leader_observer {
 
     /// Takes the observer's lock only for the removal: `unregister_all` then waits for a
     /// running callback without it (the callback may be calling zkr_leader_observer_leader).
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         lock(&self.observer).remove_listener(id)
     }
 }

@@ -137,7 +137,7 @@ pub struct zkr_mutex {
 }
 
 handle!(zkr_mutex, "mutex", |m| {
-    m.mutex.remove_lost_listener(m.lost_listener);
+    let _ = m.mutex.remove_lost_listener(m.lost_listener); // our own id
     m.lost.set(None, UserData(std::ptr::null_mut()));
     m.revoke.set(None, UserData(std::ptr::null_mut()));
 });

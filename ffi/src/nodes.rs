@@ -83,7 +83,7 @@ impl Listening for zkr_persistent_node {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.node.remove_listener(id)
     }
 }
@@ -423,7 +423,7 @@ impl Listening for zkr_group_member {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.member.remove_listener(id)
     }
 }

@@ -125,7 +125,7 @@ impl Listening for zkr_watcher {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.watcher.remove_listener(id)
     }
 }

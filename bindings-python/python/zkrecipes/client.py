@@ -392,7 +392,9 @@ class Client(Lifecycle):
         return lid
 
     def remove_state_listener(self, listener: Union[int, StateListener]) -> bool:
-        """Removes a listener (by the id :meth:`add_state_listener` returned, or the callable)."""
+        """Removes a listener (by the id :meth:`add_state_listener` returned, or the callable);
+        whether it was there. Listener ids are unique in the process: an id that another client
+        or recipe gave out raises :class:`InvalidArgumentError`."""
         if isinstance(listener, int):
             return self._native.remove_state_listener(listener)
         lid = self._listener_ids.pop(id(listener), None)

@@ -302,7 +302,8 @@ class InterProcessMutex(_OwnedLock):
         return self._n.on_lost(callback)
 
     def remove_lost_listener(self, listener_id: int) -> bool:
-        """Removes a listener added with :meth:`on_lost`; whether it was there."""
+        """Removes a listener added with :meth:`on_lost`; whether it was there (an id another
+        client or recipe gave out raises :class:`InvalidArgumentError`)."""
         return self._n.remove_lost_listener(listener_id)
 
     def make_revocable(self, callback: Callable[[int], object]) -> None:

@@ -352,8 +352,9 @@ impl SharedCount {
             .add(move |e: &SharedCountEvent| listener(*e))
     }
 
-    /// Removes a listener; returns whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.inner.listeners.remove(id)
     }
 

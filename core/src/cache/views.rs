@@ -294,8 +294,9 @@ impl Cache {
         id
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.sh.dispatcher.remove(id)
     }
 
@@ -390,7 +391,7 @@ impl CacheEventStream {
 impl Drop for CacheEventStream {
     fn drop(&mut self) {
         if let Some(sh) = self.sh.upgrade() {
-            sh.dispatcher.remove(self.id);
+            let _ = sh.dispatcher.remove(self.id); // our own id
         }
     }
 }

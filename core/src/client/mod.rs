@@ -246,9 +246,16 @@ impl Client {
             .add(move |s: &ConnectionState| listener(*s))
     }
 
-    /// Removes a listener; returns whether it was there.
-    pub fn remove_state_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; returns whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out: listener ids are
+    /// unique in the process ([`crate::dispatch`]).
+    pub fn remove_state_listener(&self, id: ListenerId) -> Result<bool> {
         self.inner.dispatcher.remove(id)
+    }
+
+    /// `InvalidArgument` unless `id` is one of this client's state listener ids.
+    pub(crate) fn check_listener_id(&self, id: ListenerId) -> Result<()> {
+        self.inner.dispatcher.check_id(id)
     }
 
     /// A stream of the state changes from now on.

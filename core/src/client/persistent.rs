@@ -380,8 +380,9 @@ impl PersistentWatcher {
         self.dispatcher.add(f)
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.dispatcher.remove(id)
     }
 
@@ -462,7 +463,7 @@ impl WatchEventStream {
 impl Drop for WatchEventStream {
     fn drop(&mut self) {
         if let Some(d) = self.dispatcher.upgrade() {
-            d.remove(self.id);
+            let _ = d.remove(self.id); // our own id
         }
     }
 }

@@ -261,8 +261,9 @@ impl InterProcessMutex {
         self.mode.on_lost(Arc::new(f))
     }
 
-    /// Removes a listener added with [`on_lost`](Self::on_lost); whether it was there.
-    pub fn remove_lost_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener added with [`on_lost`](Self::on_lost); whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_lost_listener(&self, id: ListenerId) -> Result<bool> {
         self.plain.remove_lost_listener(id)
     }
 

@@ -195,7 +195,7 @@ impl Plain {
         self.shared.policy()
     }
 
-    pub(crate) fn remove_lost_listener(&self, id: ListenerId) -> bool {
+    pub(crate) fn remove_lost_listener(&self, id: ListenerId) -> Result<bool> {
         self.shared.callbacks.remove(id)
     }
 

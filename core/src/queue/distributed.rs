@@ -58,7 +58,7 @@ impl Drop for Shared {
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
         {
-            self.client.remove_state_listener(id);
+            let _ = self.client.remove_state_listener(id); // ids it added there
         }
     }
 }
@@ -295,8 +295,9 @@ impl DistributedQueue {
         id
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         let mut l = self
             .shared
             .listeners
@@ -304,7 +305,11 @@ impl DistributedQueue {
             .unwrap_or_else(|e| e.into_inner());
         let before = l.len();
         l.retain(|i| *i != id);
-        l.len() != before && self.shared.client.remove_state_listener(id)
+        if l.len() == before {
+            self.shared.client.check_listener_id(id)?;
+            return Ok(false);
+        }
+        self.shared.client.remove_state_listener(id)
     }
 
     /// Takes the next item, waiting at most `timeout` (`None`: no limit); `None` when the
