@@ -1906,3 +1906,80 @@ async fn the_held_nodes_watch_outlives_a_connection_loss() {
     c.close().await;
     other.close().await;
 }
+
+/// Contenders that race to make a fresh lock path: each one's first create finds no parent,
+/// someone makes it, and each creates again. The listing sent with a first create may then show
+/// the others' nodes but not its own; taking it as the line made the contender think its node
+/// was gone, delete it and sleep out the retry policy (10 s here) before queueing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contenders_racing_to_make_the_lock_path_queue_at_once() {
+    let clients: Vec<Client> = futures_join_all((0..6).map(|_| async {
+        ClientBuilder::new(server().connect_string())
+            .session_timeout(Duration::from_secs(10))
+            .retry_policy(zkrecipes::RetryPolicy::NTimes {
+                n: 3,
+                sleep: Duration::from_secs(10),
+            })
+            .connect()
+            .await
+            .unwrap()
+    }))
+    .await;
+    for round in 0..20u64 {
+        let path = format!("/racing-parents/{round}/lock");
+        let start = Instant::now();
+        let acquired = futures_join_all(clients.iter().enumerate().map(|(i, c)| {
+            let m = InterProcessMutex::new(c, &path).unwrap();
+            async move {
+                // Staggered by about a round trip, so that one's parent lands between another's
+                // create and its listing.
+                tokio::time::sleep(Duration::from_micros(150 * i as u64 * (1 + round % 4))).await;
+                let o = Owner::new();
+                let got = m.acquire(o, Some(Duration::from_secs(5))).await.unwrap();
+                if got {
+                    m.release(o).await.unwrap();
+                }
+                got
+            }
+        }))
+        .await;
+        assert!(
+            acquired.iter().all(|g| *g),
+            "round {round}: every contender gets the lock in turn: {acquired:?} after {:?}",
+            start.elapsed()
+        );
+    }
+    for c in clients {
+        c.close().await;
+    }
+}
+
+/// Runs the futures together; their outputs in order.
+async fn futures_join_all<F: std::future::Future>(
+    futs: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let futs: Vec<_> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    let mut futs: Vec<Option<_>> = futs.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, fut) in out.iter_mut().zip(futs.iter_mut()) {
+            if let Some(f) = fut {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *slot = Some(v);
+                        *fut = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("ready")).collect()
+}

@@ -184,8 +184,10 @@ impl Client {
                 }
                 id.mark_sent(req.mode);
                 let create = s.create_with_parents(node_path, req.data, req.mode, ttl, req.parents);
-                // Sent right behind the create: it lists the new node (unless the parent had to
-                // be made first: then the caller lists for itself).
+                // Sent right behind the first create: it lists the new node — unless that
+                // create found no parent (made now, and the node created again after it): then
+                // the listing, taken in between, may show other nodes but not ours, and the
+                // caller lists for itself.
                 let listing = req.list_parent.then(|| s.children(req.parent));
                 let (created, listed) = match listing {
                     Some(l) => {
@@ -195,12 +197,13 @@ impl Client {
                     None => (create.await, None),
                 };
                 let c = created?;
+                let name = path::node_name(&c.path).to_string();
                 Ok(ProtectedNode {
-                    name: path::node_name(&c.path).to_string(),
+                    listing: listed.filter(|l| l.contains(&name)),
+                    name,
                     path: c.path,
                     stat: c.stat,
                     session: s.id(),
-                    listing: listed,
                 })
             }
         })
