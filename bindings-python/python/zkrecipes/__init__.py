@@ -44,12 +44,14 @@ from .client import (
     CreateMode,
     EventType,
     ExponentialBackoffRetry,
+    OpResult,
     RetryForever,
     RetryNTimes,
     RetryOneTime,
     RetryPolicy,
     RetryUntilElapsed,
     Stat,
+    Transaction,
     WatchedEvent,
     set_log_level,
 )
@@ -118,7 +120,7 @@ from .cache import (
     TreeCache,
 )
 from .watchers import PersistentWatcher, WatcherEvent, WatcherEventType
-from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
+from .nodes import GroupMember, NodeEvent, PersistentNode, PersistentTtlNode
 from .barriers import DistributedBarrier, DistributedDoubleBarrier
 from .queues import (
     DistributedDelayQueue,

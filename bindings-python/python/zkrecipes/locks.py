@@ -25,7 +25,7 @@ from ._base import Name
 from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
-from .client import Client, _seconds
+from .client import Client, _seconds, _native_client
 from .errors import InvalidArgumentError, NotOwnerError, ZkRecipesError
 
 __all__ = [
@@ -88,12 +88,6 @@ def _cohort_spec(cohort: Union[CohortOptions, bool, None]) -> Optional[Tuple[int
     if not isinstance(cohort, CohortOptions):
         raise TypeError(f"cohort must be a zkrecipes.CohortOptions, a bool or None, not {type(cohort).__name__}")
     return (cohort.max_handoffs, float(cohort.max_hold))
-
-
-def _native_client(client: Client) -> _native.Client:
-    if not isinstance(client, Client):
-        raise TypeError(f"client must be a zkrecipes.Client, not {type(client).__name__}")
-    return client._native
 
 
 _L = TypeVar("_L", bound="_OwnedLock")
