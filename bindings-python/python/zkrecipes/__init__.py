@@ -88,26 +88,12 @@ from .security import (
     make_digest_acl,
     make_digest_acl_credential,
 )
-from .errors import (
-    BadVersionError,
-    ClosedError,
-    ConnectionLossError,
-    ConflictError,
-    CorruptedDataError,
-    InternalError,
-    InvalidArgumentError,
-    NoAuthError,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    NotOwnerError,
-    OutcomeUnknownError,
-    OverflowError,
-    ServerError,
-    SessionExpiredError,
-    TimeoutError,
-    ZkRecipesError,
-)
+from . import errors as _errors
+# Every exception class, by the one table in errors.py (which has no __all__, so that type
+# checkers see each class here).
+from .errors import *  # noqa: F401,F403
+
+del BY_CODE  # noqa: F821 (the table stays zkrecipes.errors.BY_CODE)
 
 from .cache import (
     CacheEvent,
@@ -194,24 +180,6 @@ __all__ = [
     "PromotedToLock",
     "SharedCount",
     "VersionedValue",
-    # errors (TimeoutError and OverflowError are zkrecipes.TimeoutError / zkrecipes.OverflowError,
-    # left out of * imports so as not to shadow the builtins they subclass)
-    "ZkRecipesError",
-    "InvalidArgumentError",
-    "NotOwnerError",
-    "ConnectionLossError",
-    "SessionExpiredError",
-    "OutcomeUnknownError",
-    "ClosedError",
-    "NoNodeError",
-    "NodeExistsError",
-    "BadVersionError",
-    "NoAuthError",
-    "NotEmptyError",
-    "ConflictError",
-    "CorruptedDataError",
-    "ServerError",
-    "InternalError",
     # caches
     "CuratorCache",
     "NodeCache",
@@ -241,3 +209,6 @@ __all__ = [
     "DistributedDelayQueue",
     "QueueItem",
 ]
+# Every exception class but TimeoutError and OverflowError (zkrecipes.TimeoutError /
+# zkrecipes.OverflowError: left out of * imports so as not to shadow the builtins they subclass).
+__all__ += _errors._public_names()
