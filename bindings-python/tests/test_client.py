@@ -141,6 +141,28 @@ def test_a_listener_id_of_another_client_or_recipe_is_refused(
     assert not a.remove_state_listener(ida)
 
 
+def test_expiring_a_session_without_the_testing_kit_is_a_coded_error(
+    make_client: Callable[..., zkrecipes.Client],
+) -> None:
+    # A build without the kit has no native expiry: the same coded error as Node's
+    # ZKR_INVALID_ARGUMENT, not a bare AttributeError.
+    c = make_client()
+    native = c._native
+
+    class WithoutKit:
+        def __getattr__(self, name: str) -> object:
+            if name == "_expire_session_for_testing":
+                raise AttributeError(name)
+            return getattr(native, name)
+
+    c._native = WithoutKit()  # type: ignore[assignment]
+    try:
+        with pytest.raises(zkrecipes.InvalidArgumentError, match="testing kit"):
+            c._expire_session_for_testing()
+    finally:
+        c._native = native
+
+
 def test_listener_exception_is_reported_and_does_not_break_the_client(
     zk: ZooKeeper, monkeypatch: pytest.MonkeyPatch
 ) -> None:

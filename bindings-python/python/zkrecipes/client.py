@@ -540,8 +540,17 @@ class Client(Lifecycle):
 
     def _expire_session_for_testing(self) -> None:
         """FOR TESTS: expires this client's session on the server (as Curator's KillSession).
-        The client reports LOST, then opens a new session and reports RECONNECTED."""
-        self._native._expire_session_for_testing().wait()
+        The client reports LOST, then opens a new session and reports RECONNECTED. Needs a build
+        with the testing kit (the ``testing`` or ``kit`` feature); otherwise
+        :class:`InvalidArgumentError`, as Node's ``_expireSessionForTesting`` rejects with
+        ``ZKR_INVALID_ARGUMENT``."""
+        expire = getattr(self._native, "_expire_session_for_testing", None)
+        if expire is None:
+            raise InvalidArgumentError(
+                "this build of zkrecipes has no testing kit (build it with the `testing` or `kit` "
+                "feature: maturin develop --features kit) (INVALID_ARGUMENT)"
+            )
+        expire().wait()
 
 
 def _core_level(level: int) -> Optional[str]:
