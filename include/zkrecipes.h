@@ -1,6 +1,6 @@
 /*
- * zkrecipes — Apache Curator's coordination recipes (reentrant mutex, leader election,
- * distributed counters) on ZooKeeper, for C and C++.
+ * zkrecipes — Apache Curator's coordination recipes (locks, leader election, counters, caches,
+ * nodes and membership, barriers, queues) on ZooKeeper, for C and C++.
  *
  * Conventions (docs/C_API.md has the full text):
  *  - Every fallible call returns a zkr_status; ZKR_OK (0) is success. The numbers are stable and
