@@ -18,7 +18,6 @@
 //! Commands, options, signals and the meaning of `elect` are documented in `docs/CLI.md` and in
 //! `zkr --help` / `zkr COMMAND --help`.
 
-
 mod args;
 mod child;
 mod cmd;

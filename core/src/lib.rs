@@ -33,6 +33,7 @@ pub mod lock;
 pub mod log;
 pub mod nodes;
 pub mod owner;
+pub mod participants;
 pub mod path;
 pub mod queue;
 pub mod retry;

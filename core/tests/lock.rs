@@ -1983,3 +1983,85 @@ async fn futures_join_all<F: std::future::Future>(
     .await;
     out.into_iter().map(|o| o.expect("ready")).collect()
 }
+
+/// The core lists a path's participants with their roles (Curator's getParticipantNodes,
+/// extended): readers before the first writer hold, a writer waits behind them; a semaphore's
+/// leases and its line; a mutex's holder and waiters. Faces (zkr inspect) only format this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn participants_are_listed_with_their_roles() {
+    use zkrecipes::participants::{participants, Layout, NodeKind, Role};
+    let (a, b) = (connect().await, connect().await);
+    let rw_a = InterProcessReadWriteLock::new(&a, "/participants/rw").unwrap();
+    let rw_b = InterProcessReadWriteLock::new(&b, "/participants/rw").unwrap();
+    let (r1, w, r2) = (Owner::new(), Owner::new(), Owner::new());
+    assert!(rw_a.read_lock().acquire(r1, None).await.unwrap());
+    let writer = {
+        let rw_b = rw_b.clone();
+        tokio::spawn(async move { rw_b.write_lock().acquire(w, None).await })
+    };
+    eventually("the writer queues", WAIT, || async {
+        participants(&a, "/participants/rw")
+            .await
+            .unwrap()
+            .nodes
+            .len()
+            == 2
+    })
+    .await;
+    // A reader behind a waiting writer waits too (fair: it queues behind the writer).
+    let reader2 = {
+        let rw_a = rw_a.clone();
+        tokio::spawn(async move { rw_a.read_lock().acquire(r2, None).await })
+    };
+    eventually("the second reader queues", WAIT, || async {
+        participants(&a, "/participants/rw")
+            .await
+            .unwrap()
+            .nodes
+            .len()
+            == 3
+    })
+    .await;
+    let p = participants(&a, "/participants/rw").await.unwrap();
+    assert_eq!(p.layout, Layout::ReadWrite);
+    let seen: Vec<(Option<NodeKind>, Role)> = p.nodes.iter().map(|n| (n.kind, n.role)).collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(NodeKind::Read), Role::Holder),
+            (Some(NodeKind::Write), Role::Waiting),
+            (Some(NodeKind::Read), Role::Waiting),
+        ]
+    );
+    assert_eq!(p.position_of(b.session_id()), Some(1));
+    rw_a.read_lock().release(r1).await.unwrap();
+    assert!(writer.await.unwrap().unwrap());
+    rw_b.write_lock().release(w).await.unwrap();
+    assert!(reader2.await.unwrap().unwrap());
+    rw_a.read_lock().release(r2).await.unwrap();
+
+    let sem = InterProcessSemaphoreV2::new(&a, "/participants/sem", 1).unwrap();
+    let lease = sem.acquire(1, None).await.unwrap().unwrap();
+    let p = participants(&a, "/participants/sem").await.unwrap();
+    assert_eq!(p.layout, Layout::Semaphore);
+    assert_eq!(p.nodes.len(), 1);
+    assert_eq!(
+        (p.nodes[0].kind, p.nodes[0].role),
+        (Some(NodeKind::Lease), Role::Lease)
+    );
+    sem.return_all(lease).await.unwrap();
+
+    let m = InterProcessMutex::with_data(&a, "/participants/mutex", b"me".to_vec()).unwrap();
+    let o = Owner::new();
+    assert!(m.acquire(o, None).await.unwrap());
+    let p = participants(&b, "/participants/mutex").await.unwrap();
+    assert_eq!((p.layout, p.nodes.len()), (Layout::Mutex, 1));
+    assert_eq!(
+        (p.nodes[0].role, &p.nodes[0].data[..]),
+        (Role::Holder, &b"me"[..])
+    );
+    assert_eq!(Some(p.nodes[0].stat.czxid), m.fencing_token(o));
+    m.release(o).await.unwrap();
+    a.close().await;
+    b.close().await;
+}

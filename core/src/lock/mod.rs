@@ -14,7 +14,7 @@ mod multi;
 mod mutex;
 mod plain;
 mod rwlock;
-mod semaphore;
+pub(crate) mod semaphore;
 
 use std::future::Future;
 use std::pin::Pin;

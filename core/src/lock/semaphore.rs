@@ -9,9 +9,9 @@ use super::mutex::InterProcessMutex;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, DeleteOptions, Error, Owner, Result};
 
-const LOCK_PARENT: &str = "locks";
-const LEASE_PARENT: &str = "leases";
-const LEASE_BASE_NAME: &str = "lease-";
+pub(crate) const LOCK_PARENT: &str = "locks";
+pub(crate) const LEASE_PARENT: &str = "leases";
+pub(crate) const LEASE_BASE_NAME: &str = "lease-";
 
 /// One lease of an [`InterProcessSemaphoreV2`]: the node `leases/_c_<uuid>-lease-<seq>`.
 /// Return it with [`release`](Lease::release); dropping it returns it too (in the background).
