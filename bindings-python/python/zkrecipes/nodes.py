@@ -28,8 +28,6 @@ __all__ = [
     "PersistentNode",
     "PersistentTtlNode",
     "GroupMember",
-    "Transaction",
-    "OpResult",
 ]
 
 
