@@ -379,7 +379,7 @@ export interface MutexOptions extends LockOptions {
   /**
    * Cohort handoffs (see `CohortOptions`): `true` for the defaults (64 handoffs, 20 ms), or the
    * bound; omitted or `false`: none. A mutex with cohort handoffs is not revocable
-   * (`makeRevocable` is ignored). Fence with `fencingTokenWide`, not `fencingToken`.
+   * (`makeRevocable` throws `ZKR_INVALID_ARGUMENT`). Fence with `fencingTokenWide`, not `fencingToken`.
    */
   cohort?: CohortOptions | boolean;
 }

@@ -3,7 +3,7 @@
 // The public API, one concern per module in lib/ over the native addon (src/, napi-rs):
 //   native      the addon            vocabulary  the core's words   errors   coded Errors
 //   args        argument checks      owners      who holds a lock   events   native -> EventEmitter
-//   retry       Curator's policies   client      the Client         locks    the lock family
+//   retry       Curator's policies   client      the Client, Transaction  locks  the lock family
 //   leader      latch, selector, observer        counters            log      setLogger
 //   caches      caches, watchers     nodes       nodes, membership   queues   barriers, queues
 //   discovery   service discovery

@@ -1,6 +1,6 @@
 /*
- * zkrecipes — Apache Curator's coordination recipes (reentrant mutex, leader election,
- * distributed counters) on ZooKeeper, for C and C++.
+ * zkrecipes — Apache Curator's coordination recipes (locks, leader election, counters, caches,
+ * nodes and membership, barriers, queues) on ZooKeeper, for C and C++.
  *
  * Conventions (docs/C_API.md has the full text):
  *  - Every fallible call returns a zkr_status; ZKR_OK (0) is success. The numbers are stable and
@@ -224,32 +224,6 @@ typedef uint32_t zkr_status;
 #endif // __cplusplus
 
 /**
- * What a cache event says (the core's CacheEventType, in order).
- */
-typedef enum zkr_cache_event_type {
-    /**
-     * A node appeared (after ZKR_CACHE_DELETED of the same path: it was recreated).
-     */
-    ZKR_CACHE_CREATED = 1,
-    /**
-     * A node's data changed.
-     */
-    ZKR_CACHE_CHANGED = 2,
-    /**
-     * A node went away.
-     */
-    ZKR_CACHE_DELETED = 3,
-    /**
-     * The initial load is complete (once).
-     */
-    ZKR_CACHE_INITIALIZED = 4,
-    /**
-     * A resync after a reconnect or a new session is complete.
-     */
-    ZKR_CACHE_RESYNCED = 5,
-} zkr_cache_event_type;
-
-/**
  * Curator's connection states.
  */
 typedef enum zkr_connection_state {
@@ -278,57 +252,30 @@ typedef enum zkr_connection_state {
 } zkr_connection_state;
 
 /**
- * What a one-shot watch saw (the core's NodeEventKind, in order).
+ * What a cache event says (the core's CacheEventType, in order).
  */
-typedef enum zkr_watch_event_type {
+typedef enum zkr_cache_event_type {
     /**
-     * The node was created (zkr_client_exists_watch on a missing node).
+     * A node appeared (after ZKR_CACHE_DELETED of the same path: it was recreated).
      */
-    ZKR_WATCH_CREATED = 1,
+    ZKR_CACHE_CREATED = 1,
     /**
-     * The node was deleted.
+     * A node's data changed.
      */
-    ZKR_WATCH_DELETED = 2,
+    ZKR_CACHE_CHANGED = 2,
     /**
-     * The node's data changed (the core's DATA_CHANGED).
+     * A node went away.
      */
-    ZKR_WATCH_CHANGED = 3,
-    /**
-     * A child was added or removed (zkr_client_get_children_watch; the core's
-     * CHILDREN_CHANGED).
-     */
-    ZKR_WATCH_CHILD = 4,
-    /**
-     * The session ended (expired, or the client was closed) before the node changed.
-     */
-    ZKR_WATCH_SESSION_ENDED = 5,
-} zkr_watch_event_type;
-
-/**
- * What a service cache event says (the core's ServiceCacheEventKind, in order).
- */
-typedef enum zkr_service_cache_event_type {
-    /**
-     * An instance appeared.
-     */
-    ZKR_SERVICE_ADDED = 1,
-    /**
-     * An instance's node changed.
-     */
-    ZKR_SERVICE_UPDATED = 2,
-    /**
-     * An instance went away.
-     */
-    ZKR_SERVICE_REMOVED = 3,
-    /**
-     * A node under the service does not decode (`error` says why).
-     */
-    ZKR_SERVICE_INVALID = 4,
+    ZKR_CACHE_DELETED = 3,
     /**
      * The initial load is complete (once).
      */
-    ZKR_SERVICE_INITIALIZED = 5,
-} zkr_service_cache_event_type;
+    ZKR_CACHE_INITIALIZED = 4,
+    /**
+     * A resync after a reconnect or a new session is complete.
+     */
+    ZKR_CACHE_RESYNCED = 5,
+} zkr_cache_event_type;
 
 /**
  * What a persistent watcher heard (the core's WatchEvent names, in order).
@@ -365,6 +312,59 @@ typedef enum zkr_watcher_event_type {
      */
     ZKR_WATCHER_SESSION_LOST = 7,
 } zkr_watcher_event_type;
+
+/**
+ * What a service cache event says (the core's ServiceCacheEventKind, in order).
+ */
+typedef enum zkr_service_cache_event_type {
+    /**
+     * An instance appeared.
+     */
+    ZKR_SERVICE_ADDED = 1,
+    /**
+     * An instance's node changed.
+     */
+    ZKR_SERVICE_UPDATED = 2,
+    /**
+     * An instance went away.
+     */
+    ZKR_SERVICE_REMOVED = 3,
+    /**
+     * A node under the service does not decode (`error` says why).
+     */
+    ZKR_SERVICE_INVALID = 4,
+    /**
+     * The initial load is complete (once).
+     */
+    ZKR_SERVICE_INITIALIZED = 5,
+} zkr_service_cache_event_type;
+
+/**
+ * What a one-shot watch saw (the core's NodeEventKind, in order).
+ */
+typedef enum zkr_watch_event_type {
+    /**
+     * The node was created (zkr_client_exists_watch on a missing node).
+     */
+    ZKR_WATCH_CREATED = 1,
+    /**
+     * The node was deleted.
+     */
+    ZKR_WATCH_DELETED = 2,
+    /**
+     * The node's data changed (the core's DATA_CHANGED).
+     */
+    ZKR_WATCH_CHANGED = 3,
+    /**
+     * A child was added or removed (zkr_client_get_children_watch; the core's
+     * CHILDREN_CHANGED).
+     */
+    ZKR_WATCH_CHILD = 4,
+    /**
+     * The session ended (expired, or the client was closed) before the node changed.
+     */
+    ZKR_WATCH_SESSION_ENDED = 5,
+} zkr_watch_event_type;
 
 /**
  * Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
@@ -564,41 +564,119 @@ typedef struct zkr_transaction zkr_transaction;
 typedef struct zkr_watcher zkr_watcher;
 
 /**
- * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
- * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
- * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
- * `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
- * `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+ * A connection-state callback. It runs on a library thread (never the thread that registered
+ * it, never one of the library's async workers), one call at a time and in the order the states
+ * happened, in order with this client's watch callbacks. Inside it any zkr_ function may be
+ * called, including blocking ones and freeing this client; it should return soon, since later
+ * states wait for it. It must not throw (C++) or longjmp out.
  */
-typedef struct zkr_acl {
-    /**
-     * A combination of ZKR_PERM_* bits (1..31).
-     */
-    uint32_t perms;
-    /**
-     * The scheme: "world", "auth", "digest", "ip", ... Not NULL.
-     */
-    const char *scheme;
-    /**
-     * The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
-     */
-    const char *id;
-} zkr_acl;
+typedef void (*zkr_state_callback)(enum zkr_connection_state state, void *user_data);
 
 /**
- * An ACL returned by this library (zkr_client_get_acl): `len` entries whose strings belong to
- * the list. Read it, then free it with zkr_acl_list_free; never free its parts yourself.
+ * A value with the node's data version it was read at (Curator's VersionedValue).
  */
-typedef struct zkr_acl_list {
+typedef struct zkr_versioned_value {
     /**
-     * `len` entries (NULL when `len` is 0).
+     * The node's data version (-1 before the count is started).
      */
-    struct zkr_acl *entries;
+    int32_t version;
     /**
-     * How many entries `entries` holds.
+     * The value.
+     */
+    int32_t value;
+} zkr_versioned_value;
+
+/**
+ * Called when a shared count changes (by any client, this one included), with the new value
+ * and its version. Connection changes are not reported here: use
+ * zkr_client_add_state_listener. It runs on a library thread, one call at a time, in order with
+ * the count's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+ * or longjmp out.
+ */
+typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
+
+/**
+ * Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
+ * runs on a library thread (never the caller's, never one of the library's async workers), one
+ * call at a time, in order with the latch's other listeners; any zkr_ function may be called
+ * inside, including blocking ones. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_leadership_callback)(bool is_leader, void *user_data);
+
+/**
+ * A member of a leadership group (Curator's Participant). Returned by the library; free with
+ * zkr_participant_free (or as part of a zkr_participant_list).
+ */
+typedef struct zkr_participant {
+    /**
+     * The participant id (its node's data as UTF-8; "" when nobody takes part).
+     */
+    char *id;
+    /**
+     * Whether this participant leads.
+     */
+    bool is_leader;
+} zkr_participant;
+
+/**
+ * Called with each new leader of an observed group (`leader` is valid only during the call; its
+ * id is "" when nobody leads). Runs on a library thread, one call at a time, in order with the
+ * observer's other listeners; any zkr_ function may be called inside. It must not throw (C++)
+ * or longjmp out.
+ */
+typedef void (*zkr_leader_observer_callback)(const struct zkr_participant *leader, void *user_data);
+
+/**
+ * What a persistent node's listener hears (the core's PersistentNodeEventKind, in order).
+ */
+typedef uint32_t zkr_node_event;
+
+/**
+ * Called with each registration event of a persistent node and the node's actual path (valid
+ * during the call). It runs on a library thread (never the caller's, never one of the
+ * library's async workers), one call at a time, in event order; any zkr_ function may be
+ * called inside, including blocking ones. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_node_callback)(zkr_node_event event, const char *path, void *user_data);
+
+/**
+ * One member of a group: its id and payload.
+ */
+typedef struct zkr_member {
+    /**
+     * The member id (its node's name).
+     */
+    char *id;
+    /**
+     * `len` bytes of payload (NULL when `len` is 0).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
      */
     size_t len;
-} zkr_acl_list;
+} zkr_member;
+
+/**
+ * A group's members, sorted by id. Free with zkr_member_list_free (except the one a
+ * zkr_members_callback gets, which is the library's).
+ */
+typedef struct zkr_member_list {
+    /**
+     * `len` members (NULL when `len` is 0).
+     */
+    struct zkr_member *items;
+    /**
+     * How many members `items` holds.
+     */
+    size_t len;
+} zkr_member_list;
+
+/**
+ * Called with each new membership of a group (valid during the call only; do not free it).
+ * Same thread rules as zkr_node_callback.
+ */
+typedef void (*zkr_members_callback)(const struct zkr_member_list *members, void *user_data);
 
 /**
  * A node's metadata (ZooKeeper's Stat), filled by the plain operations.
@@ -649,6 +727,149 @@ typedef struct zkr_stat {
      */
     int32_t num_children;
 } zkr_stat;
+
+/**
+ * A cached node. In an event it is borrowed (valid during the callback); returned by
+ * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
+ */
+typedef struct zkr_child_data {
+    /**
+     * The node's path (relative to the client's namespace), NUL-terminated.
+     */
+    char *path;
+    /**
+     * Its data (NULL when `data_len` is 0 or the cache keeps stats only).
+     */
+    uint8_t *data;
+    /**
+     * How many bytes `data` holds.
+     */
+    size_t data_len;
+    /**
+     * False when the cache keeps stats only (zkr_cache_options.data false).
+     */
+    bool has_data;
+    /**
+     * Its stat.
+     */
+    struct zkr_stat stat;
+} zkr_child_data;
+
+/**
+ * A cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_cache_event_type type;
+    /**
+     * The node's path (the cache's root for INITIALIZED and RESYNCED).
+     */
+    const char *path;
+    /**
+     * The node before (CHANGED, DELETED), else NULL.
+     */
+    const struct zkr_child_data *old_node;
+    /**
+     * The node after (CREATED, CHANGED), else NULL.
+     */
+    const struct zkr_child_data *new_node;
+    /**
+     * Found by a resync walk after a reconnect or a new session (a change made while the
+     * watch could not report it).
+     */
+    bool resync;
+} zkr_cache_event;
+
+/**
+ * A cache listener: called with each event (borrowed, valid during the call). It runs on a
+ * library thread, one call at a time, in event order, where any zkr_ function may be called
+ * (reading the cache included). It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
+
+/**
+ * A watcher listener: called with each event's type and the node's path (relative to the
+ * client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+ * call. It runs on a library thread, one call at a time, in the order the server sent the
+ * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, const char *path, void *user_data);
+
+/**
+ * A service cache event, valid only during the callback (copy what you keep).
+ */
+typedef struct zkr_service_cache_event {
+    /**
+     * What happened.
+     */
+    enum zkr_service_cache_event_type type;
+    /**
+     * The node's path.
+     */
+    const char *path;
+    /**
+     * The instance as Curator's JSON (after, for ADDED and UPDATED; as last known, for
+     * REMOVED), else NULL.
+     */
+    const char *instance_json;
+    /**
+     * The instance before (UPDATED), else NULL.
+     */
+    const char *old_json;
+    /**
+     * Why the node does not decode (INVALID), else NULL.
+     */
+    const char *error;
+    /**
+     * Found by a resync after a reconnect or a new session.
+     */
+    bool resync;
+} zkr_service_cache_event;
+
+/**
+ * A service cache listener: called with each event (borrowed, valid during the call), on a
+ * library thread, one call at a time, in event order.
+ */
+typedef void (*zkr_service_cache_callback)(const struct zkr_service_cache_event *event, void *user_data);
+
+/**
+ * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
+ * `{ZKR_PERM_ALL, "world", "anyone"}` (OPEN_ACL_UNSAFE, the default),
+ * `{ZKR_PERM_ALL, "auth", ""}` (CREATOR_ALL_ACL: the identities the session authenticated as),
+ * `{ZKR_PERM_READ, "world", "anyone"}` (READ_ACL_UNSAFE),
+ * `{ZKR_PERM_ALL, "digest", "user:base64(sha1(user:password))"}`.
+ */
+typedef struct zkr_acl {
+    /**
+     * A combination of ZKR_PERM_* bits (1..31).
+     */
+    uint32_t perms;
+    /**
+     * The scheme: "world", "auth", "digest", "ip", ... Not NULL.
+     */
+    const char *scheme;
+    /**
+     * The id within the scheme ("anyone", "", "user:hash", "10.0.0.0/8"). Not NULL.
+     */
+    const char *id;
+} zkr_acl;
+
+/**
+ * An ACL returned by this library (zkr_client_get_acl): `len` entries whose strings belong to
+ * the list. Read it, then free it with zkr_acl_list_free; never free its parts yourself.
+ */
+typedef struct zkr_acl_list {
+    /**
+     * `len` entries (NULL when `len` is 0).
+     */
+    struct zkr_acl *entries;
+    /**
+     * How many entries `entries` holds.
+     */
+    size_t len;
+} zkr_acl_list;
 
 /**
  * ZooKeeper node types for zkr_client_create (the core's CreateMode, in order).
@@ -739,29 +960,6 @@ typedef struct zkr_atomic_value {
 } zkr_atomic_value;
 
 /**
- * A value with the node's data version it was read at (Curator's VersionedValue).
- */
-typedef struct zkr_versioned_value {
-    /**
-     * The node's data version (-1 before the count is started).
-     */
-    int32_t version;
-    /**
-     * The value.
-     */
-    int32_t value;
-} zkr_versioned_value;
-
-/**
- * Called when a shared count changes (by any client, this one included), with the new value
- * and its version. Connection changes are not reported here: use
- * zkr_client_add_state_listener. It runs on a library thread, one call at a time, in order with
- * the count's other listeners; any zkr_ function may be called inside. It must not throw (C++)
- * or longjmp out.
- */
-typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
-
-/**
  * Called when the count's node holds data that is not a count (someone wrote other than 4 bytes
  * into it): `status` is ZKR_CORRUPTED_DATA and `version` the node's data version. Until a valid
  * value is written (the change callbacks hear it then), zkr_shared_count_get_count and
@@ -792,33 +990,6 @@ typedef struct zkr_cache_options {
 typedef uint32_t zkr_start_mode;
 
 /**
- * A cached node. In an event it is borrowed (valid during the callback); returned by
- * zkr_cache_get it is yours (zkr_child_data_free); in a zkr_child_data_list the list owns it.
- */
-typedef struct zkr_child_data {
-    /**
-     * The node's path (relative to the client's namespace), NUL-terminated.
-     */
-    char *path;
-    /**
-     * Its data (NULL when `data_len` is 0 or the cache keeps stats only).
-     */
-    uint8_t *data;
-    /**
-     * How many bytes `data` holds.
-     */
-    size_t data_len;
-    /**
-     * False when the cache keeps stats only (zkr_cache_options.data false).
-     */
-    bool has_data;
-    /**
-     * Its stat.
-     */
-    struct zkr_stat stat;
-} zkr_child_data;
-
-/**
  * A list of cached nodes sorted by path (zkr_cache_snapshot). Read it, then free it with
  * zkr_child_data_list_free; never free its parts yourself.
  */
@@ -832,40 +1003,6 @@ typedef struct zkr_child_data_list {
      */
     size_t len;
 } zkr_child_data_list;
-
-/**
- * A cache event, valid only during the callback (copy what you keep).
- */
-typedef struct zkr_cache_event {
-    /**
-     * What happened.
-     */
-    enum zkr_cache_event_type type;
-    /**
-     * The node's path (the cache's root for INITIALIZED and RESYNCED).
-     */
-    const char *path;
-    /**
-     * The node before (CHANGED, DELETED), else NULL.
-     */
-    const struct zkr_child_data *old_node;
-    /**
-     * The node after (CREATED, CHANGED), else NULL.
-     */
-    const struct zkr_child_data *new_node;
-    /**
-     * Found by a resync walk after a reconnect or a new session (a change made while the
-     * watch could not report it).
-     */
-    bool resync;
-} zkr_cache_event;
-
-/**
- * A cache listener: called with each event (borrowed, valid during the call). It runs on a
- * library thread, one call at a time, in event order, where any zkr_ function may be called
- * (reading the cache included). It must not throw (C++) or longjmp out.
- */
-typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *user_data);
 
 /**
  * One authentication entry added to the session (ZooKeeper's addAuthInfo).
@@ -1032,15 +1169,6 @@ typedef struct zkr_client_options {
 } zkr_client_options;
 
 /**
- * A connection-state callback. It runs on a library thread (never the thread that registered
- * it, never one of the library's async workers), one call at a time and in the order the states
- * happened, in order with this client's watch callbacks. Inside it any zkr_ function may be
- * called, including blocking ones and freeing this client; it should return soon, since later
- * states wait for it. It must not throw (C++) or longjmp out.
- */
-typedef void (*zkr_state_callback)(enum zkr_connection_state state, void *user_data);
-
-/**
  * Bytes returned by this library (node data). Free with zkr_buffer_free.
  */
 typedef struct zkr_buffer {
@@ -1078,58 +1206,6 @@ typedef struct zkr_string_list {
 typedef void (*zkr_watch_callback)(enum zkr_watch_event_type event, const char *path, void *user_data);
 
 /**
- * A service cache event, valid only during the callback (copy what you keep).
- */
-typedef struct zkr_service_cache_event {
-    /**
-     * What happened.
-     */
-    enum zkr_service_cache_event_type type;
-    /**
-     * The node's path.
-     */
-    const char *path;
-    /**
-     * The instance as Curator's JSON (after, for ADDED and UPDATED; as last known, for
-     * REMOVED), else NULL.
-     */
-    const char *instance_json;
-    /**
-     * The instance before (UPDATED), else NULL.
-     */
-    const char *old_json;
-    /**
-     * Why the node does not decode (INVALID), else NULL.
-     */
-    const char *error;
-    /**
-     * Found by a resync after a reconnect or a new session.
-     */
-    bool resync;
-} zkr_service_cache_event;
-
-/**
- * A service cache listener: called with each event (borrowed, valid during the call), on a
- * library thread, one call at a time, in event order.
- */
-typedef void (*zkr_service_cache_callback)(const struct zkr_service_cache_event *event, void *user_data);
-
-/**
- * A member of a leadership group (Curator's Participant). Returned by the library; free with
- * zkr_participant_free (or as part of a zkr_participant_list).
- */
-typedef struct zkr_participant {
-    /**
-     * The participant id (its node's data as UTF-8; "" when nobody takes part).
-     */
-    char *id;
-    /**
-     * Whether this participant leads.
-     */
-    bool is_leader;
-} zkr_participant;
-
-/**
  * Participants in node order (the leader first). Free with zkr_participant_list_free.
  */
 typedef struct zkr_participant_list {
@@ -1154,14 +1230,6 @@ typedef uint32_t zkr_close_mode;
 typedef uint32_t zkr_leader_lost_policy;
 
 /**
- * Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
- * runs on a library thread (never the caller's, never one of the library's async workers), one
- * call at a time, in order with the latch's other listeners; any zkr_ function may be called
- * inside, including blocking ones. It must not throw (C++) or longjmp out.
- */
-typedef void (*zkr_leadership_callback)(bool is_leader, void *user_data);
-
-/**
  * Why leadership was cancelled (zkr_leadership_cancel_reason): 0, then the core's
  * CancelReason list in order.
  */
@@ -1177,14 +1245,6 @@ typedef uint32_t zkr_cancel_reason;
  * out.
  */
 typedef void (*zkr_take_leadership_callback)(struct zkr_leadership_context *ctx, void *user_data);
-
-/**
- * Called with each new leader of an observed group (`leader` is valid only during the call; its
- * id is "" when nobody leads). Runs on a library thread, one call at a time, in order with the
- * observer's other listeners; any zkr_ function may be called inside. It must not throw (C++)
- * or longjmp out.
- */
-typedef void (*zkr_leader_observer_callback)(const struct zkr_participant *leader, void *user_data);
 
 /**
  * Who holds a lock: a plain value (copy it freely; there is nothing to free).
@@ -1244,58 +1304,6 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
- * What a persistent node's listener hears (the core's PersistentNodeEventKind, in order).
- */
-typedef uint32_t zkr_node_event;
-
-/**
- * Called with each registration event of a persistent node and the node's actual path (valid
- * during the call). It runs on a library thread (never the caller's, never one of the
- * library's async workers), one call at a time, in event order; any zkr_ function may be
- * called inside, including blocking ones. It must not throw (C++) or longjmp out.
- */
-typedef void (*zkr_node_callback)(zkr_node_event event, const char *path, void *user_data);
-
-/**
- * One member of a group: its id and payload.
- */
-typedef struct zkr_member {
-    /**
-     * The member id (its node's name).
-     */
-    char *id;
-    /**
-     * `len` bytes of payload (NULL when `len` is 0).
-     */
-    uint8_t *data;
-    /**
-     * How many bytes `data` holds.
-     */
-    size_t len;
-} zkr_member;
-
-/**
- * A group's members, sorted by id. Free with zkr_member_list_free (except the one a
- * zkr_members_callback gets, which is the library's).
- */
-typedef struct zkr_member_list {
-    /**
-     * `len` members (NULL when `len` is 0).
-     */
-    struct zkr_member *items;
-    /**
-     * How many members `items` holds.
-     */
-    size_t len;
-} zkr_member_list;
-
-/**
- * Called with each new membership of a group (valid during the call only; do not free it).
- * Same thread rules as zkr_node_callback.
- */
-typedef void (*zkr_members_callback)(const struct zkr_member_list *members, void *user_data);
-
-/**
  * What one operation of a transaction is (zkr_op_result.type).
  */
 typedef uint32_t zkr_op_type;
@@ -1332,14 +1340,6 @@ typedef struct zkr_op_result_list {
      */
     size_t len;
 } zkr_op_result_list;
-
-/**
- * A watcher listener: called with each event's type and the node's path (relative to the
- * client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
- * call. It runs on a library thread, one call at a time, in the order the server sent the
- * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
- */
-typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, const char *path, void *user_data);
 
 /**
  * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
@@ -1547,6 +1547,266 @@ typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, con
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Adds a connection-state callback; `*listener_id` identifies it for
+ * zkr_client_remove_state_listener. `user_data` is passed back untouched and must stay valid until
+ * the listener is removed or the client freed. The callback is called on another thread (see its
+ * type).
+ */
+zkr_status zkr_client_add_state_listener(struct zkr_client *c, zkr_state_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a connection-state callback added with zkr_client_add_state_listener. When this returns,
+ * the callback is not running (unless this is called from inside it) and will not run again, so
+ * its user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this client's
+ * listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t listener_id);
+
+/**
+ * Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in recipes
+ * of this client return ZKR_CLOSED, and every later call on the client or its recipes returns
+ * ZKR_CLOSED. The handles stay valid, to be freed. Closing twice is ZKR_OK.
+ */
+zkr_status zkr_client_close(struct zkr_client *c);
+
+/**
+ * Frees a client: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), stops its watch callbacks, closes the session if still open. Recipe handles made
+ * from it stay valid (their calls return ZKR_CLOSED) and must still be freed. The client must not
+ * be in use by another thread. A client already freed is detected in most cases (see
+ * docs/C_API.md): nothing is done and zkr_last_error_message() says so, and releases the handle.
+ * NULL does nothing.
+ */
+void zkr_client_free(struct zkr_client *c);
+
+/**
+ * Adds a change listener; `*listener_id` identifies it for zkr_shared_count_remove_listener.
+ * `user_data` is passed back untouched and must stay valid until the listener is removed or the
+ * count freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_shared_count_add_listener(struct zkr_shared_count *sc, zkr_shared_count_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a change listener added with zkr_shared_count_add_listener. When this returns, the
+ * callback is not running (unless this is called from inside it) and will not run again, so its
+ * user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this count's listeners
+ * (listener ids are unique in the process).
+ */
+zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_t listener_id);
+
+/**
+ * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
+ * other than the getters return ZKR_CLOSED.
+ */
+zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
+
+/**
+ * Frees a count: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
+ * zkr_leader_latch_remove_listener. `user_data` is passed back untouched and must stay valid until
+ * the listener is removed or the latch freed. The callback is called on another thread (see its
+ * type).
+ */
+zkr_status zkr_leader_latch_add_listener(struct zkr_leader_latch *l, zkr_leadership_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a leadership listener (Curator's LeaderLatchListener) added with
+ * zkr_leader_latch_add_listener. When this returns, the callback is not running (unless this is
+ * called from inside it) and will not run again, so its user_data may be freed.
+ * ZKR_INVALID_ARGUMENT for an id that is not one of this latch's listeners (listener ids are
+ * unique in the process).
+ */
+zkr_status zkr_leader_latch_remove_listener(struct zkr_leader_latch *l, uint64_t listener_id);
+
+/**
+ * Leaves the election with the close mode: leadership ends first, then our node is deleted (so the
+ * next participant takes over at once). Closing again, or closing a latch never started, is
+ * ZKR_OK.
+ */
+zkr_status zkr_leader_latch_close(struct zkr_leader_latch *l);
+
+/**
+ * Frees a latch: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it silently if still open (its node is deleted before this returns). The
+ * latch must not be in use by another thread, and releases the handle. NULL does nothing.
+ */
+void zkr_leader_latch_free(struct zkr_leader_latch *l);
+
+/**
+ * Adds a listener called with each new leader; `*listener_id` identifies it for
+ * zkr_leader_observer_remove_listener. `user_data` is passed back untouched and must stay valid
+ * until the listener is removed or the observer freed. The callback is called on another thread
+ * (see its type).
+ */
+zkr_status zkr_leader_observer_add_listener(struct zkr_leader_observer *o, zkr_leader_observer_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener called with each new leader added with zkr_leader_observer_add_listener. When
+ * this returns, the callback is not running (unless this is called from inside it) and will not
+ * run again, so its user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this
+ * observer's listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_leader_observer_remove_listener(struct zkr_leader_observer *o, uint64_t listener_id);
+
+/**
+ * Stops observing (its watch is removed from the server); waiters get ZKR_CLOSED. Closing twice is
+ * ZKR_OK.
+ */
+zkr_status zkr_leader_observer_close(struct zkr_leader_observer *o);
+
+/**
+ * Frees a observer: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_leader_observer_free(struct zkr_leader_observer *o);
+
+/**
+ * Adds a registration listener; `*listener_id` identifies it for
+ * zkr_persistent_node_remove_listener. `user_data` is passed back untouched and must stay valid
+ * until the listener is removed or the node freed. The callback is called on another thread (see
+ * its type).
+ */
+zkr_status zkr_persistent_node_add_listener(struct zkr_persistent_node *n, zkr_node_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a registration listener added with zkr_persistent_node_add_listener. When this returns,
+ * the callback is not running (unless this is called from inside it) and will not run again, so
+ * its user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this node's
+ * listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_persistent_node_remove_listener(struct zkr_persistent_node *n, uint64_t listener_id);
+
+/**
+ * Stops keeping the node and deletes it (our own node only). Closing again, or closing a node
+ * never started, is ZKR_OK.
+ */
+zkr_status zkr_persistent_node_close(struct zkr_persistent_node *n);
+
+/**
+ * Frees a node: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it if still open (its node is deleted before this returns), and releases the
+ * handle. NULL does nothing.
+ */
+void zkr_persistent_node_free(struct zkr_persistent_node *n);
+
+/**
+ * Adds a membership listener (see zkr_members_callback); `*listener_id` identifies it for
+ * zkr_group_member_remove_listener. `user_data` is passed back untouched and must stay valid until
+ * the listener is removed or the member freed. The callback is called on another thread (see its
+ * type).
+ */
+zkr_status zkr_group_member_add_listener(struct zkr_group_member *m, zkr_members_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a membership listener (see zkr_members_callback) added with
+ * zkr_group_member_add_listener. When this returns, the callback is not running (unless this is
+ * called from inside it) and will not run again, so its user_data may be freed.
+ * ZKR_INVALID_ARGUMENT for an id that is not one of this member's listeners (listener ids are
+ * unique in the process).
+ */
+zkr_status zkr_group_member_remove_listener(struct zkr_group_member *m, uint64_t listener_id);
+
+/**
+ * Leaves the group (deletes this member's node, ours only). Closing again is ZKR_OK.
+ */
+zkr_status zkr_group_member_close(struct zkr_group_member *m);
+
+/**
+ * Frees a member: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), leaves the group if still in it, and releases the handle. NULL does nothing.
+ */
+void zkr_group_member_free(struct zkr_group_member *m);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
+ * happens after this returns (no replay: see zkr_cache_add_listener_with_replay). `user_data` is
+ * passed back untouched and must stay valid until the listener is removed or the cache freed. The
+ * callback is called on another thread (see its type).
+ */
+zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener added with zkr_cache_add_listener. When this returns, the callback is not
+ * running (unless this is called from inside it) and will not run again, so its user_data may be
+ * freed. ZKR_INVALID_ARGUMENT for an id that is not one of this cache's listeners (listener ids
+ * are unique in the process).
+ */
+zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice is
+ * ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_cache_close(struct zkr_cache *cache);
+
+/**
+ * Frees a cache: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_cache_free(struct zkr_cache *cache);
+
+/**
+ * Adds a listener; `*listener_id` identifies it for zkr_watcher_remove_listener. It hears the
+ * events that arrive after this returns. `user_data` is passed back untouched and must stay valid
+ * until the listener is removed or the watcher freed. The callback is called on another thread
+ * (see its type).
+ */
+zkr_status zkr_watcher_add_listener(struct zkr_watcher *watcher, zkr_watcher_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a listener added with zkr_watcher_add_listener. When this returns, the callback is not
+ * running (unless this is called from inside it) and will not run again, so its user_data may be
+ * freed. ZKR_INVALID_ARGUMENT for an id that is not one of this watcher's listeners (listener ids
+ * are unique in the process).
+ */
+zkr_status zkr_watcher_remove_listener(struct zkr_watcher *watcher, uint64_t listener_id);
+
+/**
+ * Removes the watch and the listeners. Closing twice is ZKR_OK; zkr_watcher_start returns
+ * ZKR_CLOSED afterwards.
+ */
+zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
+
+/**
+ * Frees a watcher: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), removes the watch, and releases the handle. NULL does nothing.
+ */
+void zkr_watcher_free(struct zkr_watcher *watcher);
+
+/**
+ * Adds a service cache listener; `*listener_id` identifies it for
+ * zkr_service_cache_remove_listener. Added before zkr_service_cache_start, it hears the initial
+ * load. `user_data` is passed back untouched and must stay valid until the listener is removed or
+ * the service cache freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_service_cache_add_listener(struct zkr_service_cache *c, zkr_service_cache_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a service cache listener added with zkr_service_cache_add_listener. When this returns,
+ * the callback is not running (unless this is called from inside it) and will not run again, so
+ * its user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this service
+ * cache's listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_service_cache_remove_listener(struct zkr_service_cache *c, uint64_t listener_id);
+
+/**
+ * Stops the cache and removes its listeners; the last instances stay readable. Closing twice is
+ * ZKR_OK.
+ */
+zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
+
+/**
+ * Frees a service cache: removes its listeners (waiting for a running one to return, unless called
+ * from inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_service_cache_free(struct zkr_service_cache *c);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH" (compare with ZKR_VERSION_STRING, the version of
@@ -1758,20 +2018,6 @@ zkr_status zkr_shared_count_set_count(struct zkr_shared_count *sc, int32_t count
 zkr_status zkr_shared_count_try_set_count(struct zkr_shared_count *sc, struct zkr_versioned_value previous, int32_t count, bool *set);
 
 /**
- * Adds a change listener; `*listener_id` identifies it for zkr_shared_count_remove_listener.
- * `user_data` must stay valid until the listener is removed or the count freed.
- *
- * The callback is called on another thread (see its type).
- */
-zkr_status zkr_shared_count_add_listener(struct zkr_shared_count *sc, zkr_shared_count_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a change listener. When this returns, the callback is not running (unless this is
- * called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
- */
-zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_t listener_id);
-
-/**
  * Sets (replaces) the callback called when the count's node holds data that is not a count; a
  * NULL callback removes it. When this returns, the previous callback is not running (unless
  * this is called from inside it) and will not run again, so its user_data may be freed.
@@ -1779,18 +2025,6 @@ zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_
  * The callback is called on another thread (see its type).
  */
 zkr_status zkr_shared_count_set_error_callback(struct zkr_shared_count *sc, zkr_shared_count_error_callback callback, void *user_data);
-
-/**
- * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later
- * calls other than the getters return ZKR_CLOSED.
- */
-zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
-
-/**
- * Frees a shared count: removes its listeners (waiting for a running one, unless called from
- * inside it) and closes it. NULL does nothing.
- */
-void zkr_shared_count_free(struct zkr_shared_count *sc);
 
 /**
  * Makes a barrier on `path`. No server call is made yet. Free with zkr_barrier_free.
@@ -1920,36 +2154,11 @@ zkr_status zkr_cache_snapshot(const struct zkr_cache *cache, struct zkr_child_da
 void zkr_child_data_list_free(struct zkr_child_data_list *list);
 
 /**
- * Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
- * happens after this returns (no replay: see zkr_cache_add_listener_with_replay).
- * `user_data` must stay valid until the listener is removed or the cache freed.
- */
-zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
  * zkr_cache_add_listener that first hears the cached nodes as ZKR_CACHE_CREATED (and
  * ZKR_CACHE_INITIALIZED if the cache is initialized), then what happens after, with nothing
  * missed or repeated in between.
  */
 zkr_status zkr_cache_add_listener_with_replay(struct zkr_cache *cache, zkr_cache_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a listener. When this returns, the callback is not running (unless this is called
- * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
- */
-zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
-
-/**
- * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice
- * is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
- */
-zkr_status zkr_cache_close(struct zkr_cache *cache);
-
-/**
- * Frees a cache: removes its listeners (waiting for a running one, unless called from inside
- * it) and closes it. NULL does nothing.
- */
-void zkr_cache_free(struct zkr_cache *cache);
 
 /**
  * The name of a zkr_cache_event_type ("CREATED", ...), static; NULL for an unknown number.
@@ -1967,23 +2176,6 @@ const char *zkr_cache_event_type_name(uint32_t event_type);
 zkr_status zkr_client_connect(const char *hosts, const struct zkr_client_options *opts, struct zkr_client **out);
 
 /**
- * Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in
- * recipes of this client return ZKR_CLOSED, and every later call on the client or its recipes
- * returns ZKR_CLOSED. The handles stay valid, to be freed. Closing twice is ZKR_OK.
- */
-zkr_status zkr_client_close(struct zkr_client *c);
-
-/**
- * Frees a client: unregisters its state callbacks (waiting for a running one to return, unless
- * called from inside it), stops its watch callbacks, closes the session if still open, and
- * releases the handle. Recipe handles made from it stay valid (their calls return ZKR_CLOSED)
- * and must still be freed. NULL does nothing. The client must not be in use by another thread.
- * A client already freed is detected in most cases (see docs/C_API.md): nothing is done and
- * zkr_last_error_message() says so.
- */
-void zkr_client_free(struct zkr_client *c);
-
-/**
  * Curator's name of a state ("CONNECTED", "SUSPENDED", "RECONNECTED", "LOST", "READ_ONLY"), or
  * "UNKNOWN". A static string: never NULL, never freed.
  */
@@ -1998,22 +2190,6 @@ zkr_status zkr_client_state(const struct zkr_client *c, enum zkr_connection_stat
  * The current session id (it changes after LOST → RECONNECTED).
  */
 zkr_status zkr_client_session_id(const struct zkr_client *c, int64_t *session_id);
-
-/**
- * Registers a connection-state callback; `*listener_id` identifies it for
- * zkr_client_remove_state_listener. `user_data` is passed back untouched and must stay valid
- * until the callback is removed or the client freed.
- *
- * The callback is called on another thread (see its type).
- */
-zkr_status zkr_client_add_state_listener(struct zkr_client *c, zkr_state_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a state callback. When this returns, the callback is not running (unless this is
- * called from inside it) and will not run again, so its user_data may be freed.
- * ZKR_INVALID_ARGUMENT if the id is not registered on this client.
- */
-zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t listener_id);
 
 #if defined(ZKR_TESTING)
 /**
@@ -2203,27 +2379,6 @@ zkr_status zkr_service_cache_await_zxid(struct zkr_service_cache *c, int64_t zxi
 zkr_status zkr_service_cache_instances(const struct zkr_service_cache *c, struct zkr_string_list **instances);
 
 /**
- * Adds a listener; `*listener_id` identifies it for zkr_service_cache_remove_listener.
- * `user_data` must stay valid until the listener is removed or the cache freed.
- */
-zkr_status zkr_service_cache_add_listener(struct zkr_service_cache *c, zkr_service_cache_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a listener (not running, and never again, once this returns).
- */
-zkr_status zkr_service_cache_remove_listener(struct zkr_service_cache *c, uint64_t listener_id);
-
-/**
- * Stops the cache and removes its listeners. Idempotent.
- */
-zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
-
-/**
- * Frees a service cache (closing it). NULL does nothing.
- */
-void zkr_service_cache_free(struct zkr_service_cache *c);
-
-/**
  * Makes a provider of service `name` with `strategy` ("round_robin", "random", "sticky"; NULL:
  * round robin). Free with zkr_service_provider_free.
  */
@@ -2327,35 +2482,6 @@ zkr_status zkr_leader_latch_get_participants(struct zkr_leader_latch *l, struct 
  * zkr_string_free); ZKR_NO_NODE when there is none (not started, closed, or between sessions).
  */
 zkr_status zkr_leader_latch_our_path(const struct zkr_leader_latch *l, char **path);
-
-/**
- * Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
- * zkr_leader_latch_remove_listener. `user_data` must stay valid until the listener is removed
- * or the latch freed.
- *
- * The callback is called on another thread (see its type).
- */
-zkr_status zkr_leader_latch_add_listener(struct zkr_leader_latch *l, zkr_leadership_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a leadership listener. When this returns, the callback is not running (unless this is
- * called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
- */
-zkr_status zkr_leader_latch_remove_listener(struct zkr_leader_latch *l, uint64_t listener_id);
-
-/**
- * Leaves the election with the close mode: leadership ends first, then our node is deleted (so
- * the next participant takes over at once). Closing again, or closing a latch never started,
- * is ZKR_OK.
- */
-zkr_status zkr_leader_latch_close(struct zkr_leader_latch *l);
-
-/**
- * Frees a latch: removes its listeners (waiting for a running one, unless called from inside
- * it), closes it silently if still open (its node is deleted before this returns), and
- * releases the handle. NULL does nothing. The latch must not be in use by another thread.
- */
-void zkr_leader_latch_free(struct zkr_leader_latch *l);
 
 /**
  * Whether this leadership term is cancelled: stop acting as leader and return from
@@ -2492,31 +2618,6 @@ zkr_status zkr_leader_observer_leader(const struct zkr_leader_observer *o, struc
 zkr_status zkr_leader_observer_wait_changed(struct zkr_leader_observer *o, int64_t timeout_ms, struct zkr_participant **leader);
 
 /**
- * Adds a listener called with each new leader; `*listener_id` identifies it for
- * zkr_leader_observer_remove_listener. `user_data` must stay valid until it is removed or the
- * observer freed. The callback is called on another thread (see its type).
- */
-zkr_status zkr_leader_observer_add_listener(struct zkr_leader_observer *o, zkr_leader_observer_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a listener. When this returns, the callback is not running (unless this is called
- * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
- */
-zkr_status zkr_leader_observer_remove_listener(struct zkr_leader_observer *o, uint64_t listener_id);
-
-/**
- * Stops observing (its watch is removed from the server); waiters get ZKR_CLOSED. Closing twice
- * is ZKR_OK.
- */
-zkr_status zkr_leader_observer_close(struct zkr_leader_observer *o);
-
-/**
- * Frees an observer: removes its listeners (waiting for a running one, unless called from
- * inside it) and closes it. NULL does nothing.
- */
-void zkr_leader_observer_free(struct zkr_leader_observer *o);
-
-/**
  * Makes a mutex on `path` (an absolute ZooKeeper path; lock nodes are created under it). No
  * server call is made yet. Free with zkr_mutex_free.
  */
@@ -2536,7 +2637,7 @@ zkr_status zkr_mutex_new(struct zkr_client *c, const char *path, struct zkr_mute
  *
  * The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
  * with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
- * zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+ * zkr_mutex_make_revocable is ZKR_INVALID_ARGUMENT on such a handle. Handles made by
  * zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
  *
  * ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
@@ -2658,6 +2759,8 @@ zkr_status zkr_mutex_set_lost_callback(struct zkr_mutex *m, zkr_lock_lost_callba
  * runs so that the owner may release. Applies to acquires that start after this call. Calling
  * it again replaces the callback; a NULL callback stops the calls (the nodes stay watched).
  * When this returns, a replaced callback is not running (unless called from inside it).
+ * ZKR_INVALID_ARGUMENT on a handle made by zkr_mutex_new_cohort (its one node serves every
+ * local owner; nothing is changed).
  */
 zkr_status zkr_mutex_make_revocable(struct zkr_mutex *m, zkr_revoke_callback callback, void *user_data);
 
@@ -2869,32 +2972,6 @@ zkr_status zkr_persistent_node_actual_path(const struct zkr_persistent_node *n, 
 zkr_status zkr_persistent_node_set_data(struct zkr_persistent_node *n, const uint8_t *data, size_t data_len);
 
 /**
- * Adds a registration listener; `*listener_id` identifies it for
- * zkr_persistent_node_remove_listener. `user_data` must stay valid until the listener is
- * removed or the node freed. The callback is called on another thread (see its type).
- */
-zkr_status zkr_persistent_node_add_listener(struct zkr_persistent_node *n, zkr_node_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a registration listener. When this returns, the callback is not running (unless
- * this is called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown
- * id.
- */
-zkr_status zkr_persistent_node_remove_listener(struct zkr_persistent_node *n, uint64_t listener_id);
-
-/**
- * Stops keeping the node and deletes it (our own node only). Closing again, or closing a node
- * never started, is ZKR_OK.
- */
-zkr_status zkr_persistent_node_close(struct zkr_persistent_node *n);
-
-/**
- * Frees a persistent node: removes its listeners, closes it if still open (its node is
- * deleted before this returns), and releases the handle. NULL does nothing.
- */
-void zkr_persistent_node_free(struct zkr_persistent_node *n);
-
-/**
  * Makes a TTL node at `path` with `data`, touched every `ttl_ms` / 2 (2 ms to 2^40 - 1 ms).
  * Free with zkr_persistent_ttl_node_free.
  */
@@ -2955,28 +3032,6 @@ zkr_status zkr_group_member_current_members(const struct zkr_group_member *m, st
  * reconnect).
  */
 zkr_status zkr_group_member_set_this_data(struct zkr_group_member *m, const uint8_t *payload, size_t payload_len);
-
-/**
- * Adds a membership listener (see zkr_members_callback); `user_data` must stay valid until
- * the listener is removed or the member freed.
- */
-zkr_status zkr_group_member_add_listener(struct zkr_group_member *m, zkr_members_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a membership listener (as zkr_persistent_node_remove_listener).
- */
-zkr_status zkr_group_member_remove_listener(struct zkr_group_member *m, uint64_t listener_id);
-
-/**
- * Leaves the group (deletes this member's node, ours only). Closing again is ZKR_OK.
- */
-zkr_status zkr_group_member_close(struct zkr_group_member *m);
-
-/**
- * Frees a member: removes its listeners, leaves the group if still in it, and releases the
- * handle. NULL does nothing.
- */
-void zkr_group_member_free(struct zkr_group_member *m);
 
 /**
  * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
@@ -3277,31 +3332,6 @@ zkr_status zkr_persistent_watcher_new(struct zkr_client *c, const char *path, bo
  * zkr_watcher_close.
  */
 zkr_status zkr_watcher_start(struct zkr_watcher *watcher);
-
-/**
- * Adds a listener; `*listener_id` identifies it for zkr_watcher_remove_listener. It hears the
- * events that arrive after this returns. `user_data` must stay valid until the listener is
- * removed or the watcher freed.
- */
-zkr_status zkr_watcher_add_listener(struct zkr_watcher *watcher, zkr_watcher_callback callback, void *user_data, uint64_t *listener_id);
-
-/**
- * Removes a listener. When this returns, the callback is not running (unless this is called
- * from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
- */
-zkr_status zkr_watcher_remove_listener(struct zkr_watcher *watcher, uint64_t listener_id);
-
-/**
- * Removes the watch and the listeners. Closing twice is ZKR_OK; zkr_watcher_start returns
- * ZKR_CLOSED afterwards.
- */
-zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
-
-/**
- * Frees a watcher: removes its listeners (waiting for a running one, unless called from
- * inside it) and the watch. NULL does nothing.
- */
-void zkr_watcher_free(struct zkr_watcher *watcher);
 
 /**
  * The name of a zkr_watcher_event_type ("CREATED", "DATA_CHANGED", ...), static; NULL for an

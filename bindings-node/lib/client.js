@@ -256,7 +256,6 @@ class Client extends EventEmitter {
 
   /** A new Transaction (Curator's transaction()): chain operations, then `await commit()`. */
   transaction() {
-    const { Transaction } = require('./nodes');
     return new Transaction(this);
   }
 
@@ -387,4 +386,63 @@ class Client extends EventEmitter {
   }
 }
 
-module.exports = { Client, constructing, retryOption };
+/**
+ * Curator's transaction(): operations committed all together or not at all. From
+ * `client.transaction()`; chain `create(path, data, { mode, ttlMs })`, `delete(path, { version })`,
+ * `setData(path, data, { version })`, `check(path, version)`, then `await commit()`: one
+ * `{ type, path?, stat? }` per operation, or a rejection with the failing operation's code and
+ * its `index` (nothing applied); `ZKR_OUTCOME_UNKNOWN` when the reply was lost (never resent).
+ */
+class Transaction {
+  #client;
+  #ops = [];
+
+  constructor(client) {
+    this.#client = Client._native(client);
+  }
+
+  /** Adds a create (no parents). */
+  create(path, data, options) {
+    const o = args.options('options', options, ['mode', 'ttlMs']);
+    this.#ops.push({
+      op: 'create',
+      path: args.path('path', path),
+      data: args.buffer('data', data),
+      mode: args.optionalString('mode', o.mode) ?? 'PERSISTENT',
+      ttlMs: args.ms('ttlMs', o.ttlMs),
+    });
+    return this;
+  }
+
+  /** Adds a delete (at `{ version }` if given). */
+  delete(path, options) {
+    const o = args.options('options', options, ['version']);
+    this.#ops.push({ op: 'delete', path: args.path('path', path), version: args.int32('version', o.version, -1) });
+    return this;
+  }
+
+  /** Adds a set data (at `{ version }` if given). */
+  setData(path, data, options) {
+    const o = args.options('options', options, ['version']);
+    this.#ops.push({
+      op: 'setData',
+      path: args.path('path', path),
+      data: args.buffer('data', data) ?? Buffer.alloc(0),
+      version: args.int32('version', o.version, -1),
+    });
+    return this;
+  }
+
+  /** Adds a check that `path` is at data `version`. */
+  check(path, version) {
+    this.#ops.push({ op: 'check', path: args.path('path', path), version: args.requiredInt32('version', version) });
+    return this;
+  }
+
+  /** Commits every operation, in order, or none. */
+  commit() {
+    return args.rejecting(() => native.commitTransaction(this.#client, this.#ops));
+  }
+}
+
+module.exports = { Client, Transaction, constructing, retryOption };

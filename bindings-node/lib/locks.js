@@ -243,7 +243,8 @@ class InterProcessMutex extends OwnedLock {
    * (`attemptRevoke(client, node)` from any process or face). Each request emits `'revoke'` with
    * the `Owner` of that hold; `listener`, if given, is added as a `'revoke'` listener. Revocation
    * is cooperative: release (`lock.release({ owner })`) or ignore it. Applies to acquires that
-   * start after this call. Returns the lock.
+   * start after this call. Returns the lock. Throws `ZKR_INVALID_ARGUMENT` on a mutex with cohort
+   * handoffs (its one node serves every local owner).
    */
   makeRevocable(listener) {
     if (listener !== undefined && listener !== null) args.func('listener', listener);

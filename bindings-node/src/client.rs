@@ -418,7 +418,7 @@ impl NativeClient {
                 .unwrap_or_else(|e| e.into_inner())
                 .replace((emitter, id));
             if let Some((_, old)) = old {
-                self.inner.remove_state_listener(old);
+                let _ = self.inner.remove_state_listener(old); // our own id
             }
             Ok(())
         })
@@ -434,7 +434,7 @@ impl NativeClient {
                 client.close().await;
                 // Drops the listener's threadsafe function: nothing of ours stays registered.
                 if let Some((_, id)) = events {
-                    client.remove_state_listener(id);
+                    let _ = client.remove_state_listener(id); // our own id
                 }
                 Ok(())
             })

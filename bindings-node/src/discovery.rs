@@ -428,7 +428,7 @@ impl NativeServiceCache {
     pub fn remove_listener(&self, env: Env, id: BigInt) -> napi::Result<bool> {
         sync(&env, || {
             let (_, id, _) = id.get_u64();
-            Ok(self.inner.remove_listener(id))
+            Ok(self.inner.remove_listener(id)?)
         })
     }
 

@@ -17,7 +17,6 @@
 //! public API (`Client`, `InterProcessMutex`, ...) with type checks, EventEmitters and owners.
 
 #![deny(clippy::all)]
-#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod args;
 mod atomic;

@@ -201,14 +201,15 @@ impl NativeMutex {
     /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are
     /// watched; when another process writes `__REVOKE__` into one (`attemptRevoke`), the emitter
     /// receives `'revoke'` with the owner id of that hold. Cooperative: the owner decides whether
-    /// to release. Applies to acquires that start after this call.
+    /// to release. Applies to acquires that start after this call. `ZKR_INVALID_ARGUMENT` on a
+    /// mutex with cohort handoffs.
     #[napi]
     pub fn make_revocable(&self, env: Env) -> napi::Result<()> {
         sync(&env, || {
             let e = self.emitter.clone();
             self.inner.make_revocable(move |owner| {
                 e.emit(Event::new("revoke", Out::U64(owner.as_raw())))
-            });
+            })?;
             Ok(())
         })
     }

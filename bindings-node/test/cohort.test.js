@@ -270,6 +270,8 @@ test('cohort options: defaults, read back, and bad values throw ZKR_INVALID_ARGU
   assert.throws(() => new InterProcessMutex(client, p, { cohorts: true }), { ...bad, message: /did you mean cohort/ });
   const mutex = new InterProcessMutex(client, p, { cohort: true });
   assert.throws(() => mutex.fencingTokenWideOf('me'), bad);
+  // One node serves every local owner: a cohort mutex is not revocable, and says so.
+  assert.throws(() => mutex.makeRevocable(), { ...bad, message: /not revocable/ });
 });
 
 test('a plain mutex: fencingTokenWide is the czxid shifted, with handoff 0', async () => {

@@ -389,7 +389,7 @@ impl PySharedCount {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.s(py)?.remove_listener(id))
+        self.s(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

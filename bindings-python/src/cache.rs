@@ -222,7 +222,7 @@ impl PyCache {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.c(py)?.remove_listener(id))
+        self.c(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -278,7 +278,7 @@ impl PyPersistentWatcher {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.w(py)?.remove_listener(id))
+        self.w(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

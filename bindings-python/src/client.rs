@@ -2,7 +2,6 @@
 //! connection-state listeners and the plain operations (each a [`Call`]: waited for by the
 //! sync method, awaited by its asyncio twin).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -11,7 +10,7 @@ use zkrecipes::client::{validate_connect_string, Acl, Permission};
 use zkrecipes::client::{NodeEvent, Watch};
 use zkrecipes::{
     AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions, DeleteOptions,
-    Pem, RetryPolicy, SaslOptions, TlsOptions,
+    ListenerIds, Pem, RetryPolicy, SaslOptions, TlsOptions,
 };
 
 use crate::args::{duration, Int, Text};
@@ -94,7 +93,7 @@ pub struct PyClient {
     configured_session_timeout: f64,
     slot: Mutex<Slot>,
     listeners: Listeners,
-    next_listener: AtomicU64,
+    listener_ids: ListenerIds,
 }
 
 /// A retry policy from `(kind, a, b, n)` as `zkrecipes.RetryPolicy._spec()` spells it.
@@ -465,7 +464,7 @@ impl PyClient {
             configured_session_timeout: session_timeout,
             slot: Mutex::new(Slot::NotStarted),
             listeners: Arc::new(Mutex::new(Vec::new())),
-            next_listener: AtomicU64::new(1),
+            listener_ids: ListenerIds::new(),
         })
     }
 
@@ -556,7 +555,7 @@ impl PyClient {
     /// Adds a listener called with the state's name on the client's dispatcher thread;
     /// returns its id.
     fn add_state_listener(&self, listener: Py<PyAny>) -> u64 {
-        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        let id = self.listener_ids.next();
         self.listeners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -564,12 +563,14 @@ impl PyClient {
         id
     }
 
-    /// Removes a listener by id; returns whether it was there.
-    fn remove_state_listener(&self, id: u64) -> bool {
+    /// Removes a listener by id; returns whether it was there (False for one removed before).
+    /// InvalidArgumentError for an id another client or recipe gave out.
+    fn remove_state_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
+        self.listener_ids.check(id).py_err(py)?;
         let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         let before = l.len();
         l.retain(|(i, _)| *i != id);
-        l.len() != before
+        Ok(l.len() != before)
     }
 
     /// Requests sent so far, per operation.

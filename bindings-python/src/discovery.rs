@@ -577,7 +577,7 @@ impl PyServiceCache {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.c(py)?.remove_listener(id))
+        self.c(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {

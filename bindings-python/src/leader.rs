@@ -239,7 +239,7 @@ impl PyLeaderLatch {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.l(py)?.remove_listener(id))
+        self.l(py)?.remove_listener(id).py_err(py)
     }
 
     #[pyo3(signature = (close_mode = None))]

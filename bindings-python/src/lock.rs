@@ -212,14 +212,14 @@ impl PyMutex {
     }
 
     fn remove_lost_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.m(py)?.remove_lost_listener(id))
+        self.m(py)?.remove_lost_listener(id).py_err(py)
     }
 
     /// Curator's makeRevocable: `callback(owner_id)` when another process asks for the lock.
     fn make_revocable(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.m(py)?
-            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)));
-        Ok(())
+            .make_revocable(bridge::listener(callback, |o: Owner| (o.as_raw(),)))
+            .py_err(py)
     }
 
     #[getter]

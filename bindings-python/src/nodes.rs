@@ -84,7 +84,7 @@ impl PyPersistentNode {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.n(py)?.remove_listener(id))
+        self.n(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<Call> {
@@ -236,7 +236,7 @@ impl PyGroupMember {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.m(py)?.remove_listener(id))
+        self.m(py)?.remove_listener(id).py_err(py)
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<Call> {

@@ -13,7 +13,7 @@ use zkrecipes::{Client, Error};
 use crate::args::{Text, Timeout};
 use crate::bridge::{self, Call};
 use crate::client::PyClient;
-use crate::errors;
+use crate::errors::{self, IntoPyResult};
 use crate::leader::{participant_obj, PyParticipant};
 use crate::local::Local;
 
@@ -197,7 +197,7 @@ impl PyLeaderObserver {
 
     /// Removes a listener; returns whether it was there.
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        self.started(py, |s| Ok(s.observer.remove_listener(id)))
+        self.started(py, |s| s.observer.remove_listener(id).py_err(py))
     }
 
     /// Stops observing (its watch is removed from the server); waiters get ClosedError.

@@ -184,7 +184,7 @@ impl PyQueue {
     }
 
     fn remove_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
-        Ok(self.q(py)?.remove_listener(id))
+        self.q(py)?.remove_listener(id).py_err(py)
     }
 
     #[getter]

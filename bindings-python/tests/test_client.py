@@ -123,6 +123,46 @@ def test_state_listener_hears_connected_lost_and_reconnected(zk: ZooKeeper, path
         c.close()
 
 
+def test_a_listener_id_of_another_client_or_recipe_is_refused(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    # Listener ids are unique in the process: each client and recipe used to count from 1, so a
+    # lock's id (or another client's) given to this client's remove removed an unrelated
+    # listener of its own.
+    a, b = make_client(), make_client()
+    ida = a.add_state_listener(lambda state: None)
+    idb = b.add_state_listener(lambda state: None)
+    lock_id = zkrecipes.InterProcessMutex(a, path).on_lost(lambda owner: None)
+    assert len({ida, idb, lock_id}) == 3
+    for foreign in (idb, lock_id, 1):
+        with pytest.raises(zkrecipes.InvalidArgumentError, match="listener id"):
+            a.remove_state_listener(foreign)
+    assert a.remove_state_listener(ida) and b.remove_state_listener(idb)
+    assert not a.remove_state_listener(ida)
+
+
+def test_expiring_a_session_without_the_testing_kit_is_a_coded_error(
+    make_client: Callable[..., zkrecipes.Client],
+) -> None:
+    # A build without the kit has no native expiry: the same coded error as Node's
+    # ZKR_INVALID_ARGUMENT, not a bare AttributeError.
+    c = make_client()
+    native = c._native
+
+    class WithoutKit:
+        def __getattr__(self, name: str) -> object:
+            if name == "_expire_session_for_testing":
+                raise AttributeError(name)
+            return getattr(native, name)
+
+    c._native = WithoutKit()  # type: ignore[assignment]
+    try:
+        with pytest.raises(zkrecipes.InvalidArgumentError, match="testing kit"):
+            c._expire_session_for_testing()
+    finally:
+        c._native = native
+
+
 def test_listener_exception_is_reported_and_does_not_break_the_client(
     zk: ZooKeeper, monkeypatch: pytest.MonkeyPatch
 ) -> None:

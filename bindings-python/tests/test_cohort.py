@@ -324,6 +324,10 @@ def test_cohort_options_are_checked(client: zkrecipes.Client, path: str) -> None
     with pytest.raises(dataclasses.FrozenInstanceError):
         CohortOptions().max_handoffs = 2  # type: ignore[misc]
 
+    # One node serves every local owner: a cohort mutex is not revocable, and says so.
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="not revocable"):
+        InterProcessMutex(client, path, cohort=True).make_revocable(lambda owner: None)
+
     for wrong_cohort in ("yes", 1, (8, 0.005)):
         with pytest.raises(TypeError, match="cohort"):
             InterProcessMutex(client, path, cohort=wrong_cohort)  # type: ignore[arg-type]

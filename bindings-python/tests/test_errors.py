@@ -34,6 +34,19 @@ def test_every_exception_derives_from_zkrecipes_error_with_a_unique_code() -> No
     assert zkrecipes.TimeoutError is not builtins.TimeoutError
 
 
+def test_the_class_table_is_the_only_list_of_errors() -> None:
+    # Each class of zkrecipes.errors is the package's, under its own name, and in __all__ unless
+    # it is named like a builtin it subclasses (zkrecipes.TimeoutError, zkrecipes.OverflowError).
+    assert not hasattr(zkrecipes.errors, "__all__")
+    assert "ZkRecipesError" in zkrecipes.__all__ and not hasattr(zkrecipes, "BY_CODE")
+    for cls in BY_CODE.values():
+        assert getattr(zkrecipes, cls.__name__) is cls
+        assert (cls.__name__ in zkrecipes.__all__) is not hasattr(builtins, cls.__name__)
+    star: dict = {}
+    exec("from zkrecipes import *", star)
+    assert "NoNodeError" in star and "TimeoutError" not in star
+
+
 @pytest.mark.parametrize(
     "bad", ["", "relative", "/trailing/", "/double//slash", "/dot/./x", "/nul\0", "/\ufff5"]
 )

@@ -115,10 +115,14 @@ pub async fn connect(global: &Global) -> Result<Client, Failure> {
         })
 }
 
-/// Closes the session (ephemeral nodes go at once), waiting at most `limit`: a client whose
-/// connection is gone would otherwise wait for the whole connection timeout.
-pub async fn close(client: &Client, limit: Duration) {
-    let _ = tokio::time::timeout(limit, client.close()).await;
+/// How long closing may take once the command is done (a blackholed connection would otherwise
+/// hold zkr for the whole connection timeout; the session's nodes go when it expires).
+pub const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Closes the session (ephemeral nodes go at once), waiting at most [`CLOSE_LIMIT`]: a client
+/// whose connection is gone would otherwise wait for the whole connection timeout.
+pub async fn close(client: &Client) {
+    let _ = tokio::time::timeout(CLOSE_LIMIT, client.close()).await;
 }
 
 /// The session id as ZooKeeper's tools print it.

@@ -18,9 +18,6 @@
 //! Commands, options, signals and the meaning of `elect` are documented in `docs/CLI.md` and in
 //! `zkr --help` / `zkr COMMAND --help`.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks)]
-
 mod args;
 mod child;
 mod cmd;

@@ -8,7 +8,9 @@ use std::time::Duration;
 use zkrecipes::{path, Client};
 
 use crate::connect::session_hex;
-use crate::inspect::{self, age_text, now_ms, Recipe};
+use zkrecipes::participants::{self, Layout, ParticipantNode};
+
+use crate::inspect::{self, age_text, now_ms};
 
 /// What is waited for, for the words of the line.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +37,7 @@ pub async fn follow(client: Client, path: String, waiting: Waiting) {
             .await
             .ok()
             .map(|(_, w)| w);
-        if let Ok(report) = inspect::read(&client, &path).await {
+        if let Ok(report) = participants::participants(&client, &path).await {
             line.show(&describe(&report, client.session_id(), waiting));
         }
         let changed = async move {
@@ -58,23 +60,23 @@ fn describe(r: &inspect::Report, session: i64, waiting: Waiting) -> String {
         Waiting::Lease => "a lease of",
         Waiting::Leadership => "leadership of",
     };
-    let total = r.members.len() + r.queue.len();
+    let total = r.nodes.len() + r.queue.len();
     let place = match r.position_of(session) {
         Some(p) => format!("{} of {total} in line", p + 1),
         None => format!("joining a line of {total}"),
     };
-    let first = r.members.first().filter(|m| m.session() != session);
-    let who = match (first, &r.recipe) {
+    let first = r.nodes.first().filter(|m| m.session() != session);
+    let who = match (first, r.layout) {
         (None, _) => String::new(),
-        (Some(m), Recipe::Semaphore) => format!(
+        (Some(m), Layout::Semaphore) => format!(
             ", {} leases held, the oldest by {} for {}",
-            r.members.len(),
+            r.nodes.len(),
             name(m),
             age_text(now - m.stat.ctime)
         ),
         (Some(m), _) => format!(
             ", {} {} for {} (session {})",
-            if matches!(r.recipe, Recipe::Latch) || matches!(waiting, Waiting::Leadership) {
+            if matches!(r.layout, Layout::Latch) || matches!(waiting, Waiting::Leadership) {
                 "led by"
             } else {
                 "held by"
@@ -87,8 +89,8 @@ fn describe(r: &inspect::Report, session: i64, waiting: Waiting) -> String {
     format!("zkr: waiting for {what} {}: {place}{who}", r.path)
 }
 
-fn name(m: &inspect::Member) -> String {
-    match m.data_text() {
+fn name(m: &ParticipantNode) -> String {
+    match inspect::node_data(m) {
         s if s.is_empty() => "?".into(),
         s => s,
     }

@@ -13,16 +13,68 @@
 //! * A panicking callback is caught and does not stop the ones after it.
 //! * Nothing is delivered after the dispatcher (its recipe or client) is dropped; events already
 //!   queued are still delivered.
+//!
+//! # Listener ids
+//!
+//! A [`ListenerId`] is unique in the process: its high 32 bits name the dispatcher that gave it
+//! out, its low 32 bits count that dispatcher's listeners. So an id passed to another client's
+//! or recipe's remove is refused (`InvalidArgument`) instead of removing an unrelated listener
+//! that happens to have the same number there.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use crate::runtime;
+use crate::{runtime, Error, Result};
 
-/// A listener id, for removal.
+/// A listener id, for removal: unique in the process (see the [module notes](self)).
 pub type ListenerId = u64;
+
+/// The next registry's number (the high half of its listener ids).
+static REGISTRIES: AtomicU32 = AtomicU32::new(1);
+
+/// Gives out listener ids unique in the process (see the [module notes](self)): every
+/// dispatcher has one, and so may a face that keeps listeners of its own (Python's client keeps
+/// its state listeners before it connects).
+#[derive(Debug)]
+pub struct ListenerIds {
+    /// This registry's number, shifted into the high half of its ids.
+    registry: u64,
+    next: AtomicU32,
+}
+
+impl Default for ListenerIds {
+    fn default() -> Self {
+        ListenerIds {
+            registry: u64::from(REGISTRIES.fetch_add(1, Ordering::Relaxed)) << 32,
+            next: AtomicU32::new(1),
+        }
+    }
+}
+
+impl ListenerIds {
+    /// A registry of its own.
+    pub fn new() -> ListenerIds {
+        ListenerIds::default()
+    }
+
+    /// A new id.
+    pub fn next(&self) -> ListenerId {
+        self.registry | u64::from(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// `InvalidArgument` unless this registry gave `id` out.
+    pub fn check(&self, id: ListenerId) -> Result<()> {
+        if id & !u64::from(u32::MAX) != self.registry {
+            return Err(Error::invalid(format!(
+                "listener id {id} was not given out by this client or recipe (it is another's, \
+                 or no listener id at all)"
+            )));
+        }
+        Ok(())
+    }
+}
 
 type Listener<E> = Arc<dyn Fn(&E) + Send + Sync>;
 type Listeners<E> = Arc<Mutex<Vec<(ListenerId, Listener<E>)>>>;
@@ -38,7 +90,7 @@ enum Job<E> {
 pub(crate) struct Dispatcher<E: Send + 'static> {
     listeners: Listeners<E>,
     queue: Mutex<Option<mpsc::UnboundedSender<Job<E>>>>,
-    next: AtomicU64,
+    ids: ListenerIds,
 }
 
 impl<E: Send + 'static> Default for Dispatcher<E> {
@@ -46,7 +98,7 @@ impl<E: Send + 'static> Default for Dispatcher<E> {
         Dispatcher {
             listeners: Arc::default(),
             queue: Mutex::new(None),
-            next: AtomicU64::new(1),
+            ids: ListenerIds::new(),
         }
     }
 }
@@ -59,7 +111,7 @@ impl<E: Send + 'static> Dispatcher<E> {
 
     /// Adds a listener; it hears events emitted from now on.
     pub(crate) fn add(&self, listener: impl Fn(&E) + Send + Sync + 'static) -> ListenerId {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let id = self.ids.next();
         self.listeners
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -67,12 +119,20 @@ impl<E: Send + 'static> Dispatcher<E> {
         id
     }
 
-    /// Removes a listener; whether it was there. It hears nothing that runs after this returns.
-    pub(crate) fn remove(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (an id of ours removed before: `false`). It
+    /// hears nothing that runs after this returns. `InvalidArgument` for an id this dispatcher
+    /// never gave out (another client's or recipe's).
+    pub(crate) fn remove(&self, id: ListenerId) -> Result<bool> {
+        self.check_id(id)?;
         let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
         let before = l.len();
         l.retain(|(i, _)| *i != id);
-        l.len() != before
+        Ok(l.len() != before)
+    }
+
+    /// `InvalidArgument` unless this dispatcher gave `id` out.
+    pub(crate) fn check_id(&self, id: ListenerId) -> Result<()> {
+        self.ids.check(id)
     }
 
     /// Removes every listener (a closed recipe).
@@ -187,9 +247,25 @@ mod tests {
         d.emit("2");
         let next = || rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!([next(), next(), next()], ["a:1", "once", "a:2"]);
-        assert!(d.remove(id));
+        assert!(d.remove(id).unwrap());
+        assert!(!d.remove(id).unwrap(), "removed already");
         d.emit("3");
         d.call(move || tx.send("done".into()).unwrap());
         assert_eq!(next(), "done");
+    }
+
+    #[test]
+    fn ids_are_unique_in_the_process_and_another_registrys_id_is_refused() {
+        let (a, b) = (Dispatcher::<u8>::new(), Dispatcher::<u8>::new());
+        let ida = a.add(|_| {});
+        let idb = b.add(|_| {});
+        assert_ne!(ida, idb, "the first listener of each has its own id");
+        assert!(matches!(b.remove(ida), Err(Error::InvalidArgument(_))));
+        assert!(
+            a.has_listeners() && b.has_listeners(),
+            "nothing removed by a foreign id"
+        );
+        assert!(matches!(a.remove(7), Err(Error::InvalidArgument(_))));
+        assert!(a.remove(ida).unwrap() && b.remove(idb).unwrap());
     }
 }

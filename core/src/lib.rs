@@ -1,11 +1,20 @@
 //! # zkrecipes
 //!
-//! Apache Curator's coordination recipes — the reentrant distributed mutex, leader election
-//! and distributed counters — on ZooKeeper, with Curator 5.x's node layout on the wire, so
-//! that Rust, C, C++, Python, Node and Java/Curator processes share locks, leaders and
-//! counters.
+//! Apache Curator's coordination recipes on ZooKeeper, with Curator 5.x's node layout on the
+//! wire, so that Rust, C, C++, Python, Node and Java/Curator processes share them:
 //!
-//! The core is async; every blocking call runs on one process-wide runtime ([`runtime`]).
+//! * [`lock`]: the reentrant mutex (with cohort handoffs), the read/write lock, the semaphores
+//!   and the multi lock;
+//! * [`leader`]: LeaderLatch, LeaderSelector and an observer of either;
+//! * [`atomic`]: DistributedAtomicLong/Integer/Value, SharedCount, cached counters;
+//! * [`cache`]: CuratorCache and its NodeCache, PathChildrenCache and TreeCache views, and
+//!   persistent watches ([`client::PersistentWatcher`]);
+//! * [`nodes`]: PersistentNode, PersistentTtlNode, GroupMember, and the client's transactions;
+//! * [`barriers`]: DistributedBarrier and DistributedDoubleBarrier;
+//! * [`queue`]: SimpleDistributedQueue and the DistributedQueue family.
+//!
+//! Recipes are written against the recipe API ([`client`]; waiting and start/close live beside
+//! it). The core is async; every blocking call runs on one process-wide runtime ([`runtime`]).
 //! Listeners run under one threading guarantee ([`dispatch`]). Every face takes its words
 //! from one vocabulary: [`ErrorKind`] (codes and names), [`CreateMode`], [`NodeEventKind`],
 //! [`ConnectionState`], [`LostPolicy`] and the [`timeout`] contract.
@@ -20,21 +29,24 @@ pub mod discovery;
 pub mod dispatch;
 mod error;
 pub mod leader;
+mod lifecycle;
 pub mod lock;
 pub mod log;
 pub mod nodes;
 pub mod owner;
+pub mod participants;
 pub mod path;
 pub mod queue;
 pub mod retry;
 pub mod runtime;
 pub mod timeout;
+mod wait;
 
 pub use client::{
     Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
     DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
 };
-pub use dispatch::ListenerId;
+pub use dispatch::{ListenerId, ListenerIds};
 pub use error::{Detail, Error, ErrorKind, Result};
 pub use owner::Owner;
 pub use retry::RetryPolicy;

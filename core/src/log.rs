@@ -3,8 +3,9 @@
 //!
 //! What is logged, and at which level: connection state changes (INFO; SUSPENDED and LOST at
 //! WARN), session expiry and replacement (WARN), retries with their attempt and delay (DEBUG;
-//! giving up at WARN), protected-create recovery (INFO), guaranteed-delete retries (DEBUG),
-//! lost lock holds and leadership (WARN), corrupted nodes (ERROR). The wire client's own
+//! giving up at WARN), protected-create recovery (INFO; the node of an abandoned create that
+//! could not be deleted, WARN, naming it), guaranteed-delete retries (DEBUG), lost lock holds
+//! and leadership (WARN; leadership given up by a close, INFO), corrupted nodes (ERROR). The wire client's own
 //! warnings (target `zookeeper_client`) are passed on at WARN and above.
 //!
 //! A Rust program uses its own `tracing` subscriber. The faces (Python's `logging`, Node, C)
@@ -127,7 +128,7 @@ pub fn set_logger(
     {
         let mut slot = bridge.sink.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, _)) = slot.take() {
-            bridge.dispatcher.remove(id);
+            let _ = bridge.dispatcher.remove(id); // our own id
         }
         let sink: Sink = Arc::new(sink);
         let s = sink.clone();

@@ -160,6 +160,10 @@ struct LostReply {
 }
 
 async fn protected_create_with_lost_reply(parent: &str) -> LostReply {
+    lost_reply_of(parent, CreateMode::EphemeralSequential).await
+}
+
+async fn lost_reply_of(parent: &str, mode: CreateMode) -> LostReply {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());
     let client = ClientBuilder::new(proxy.connect_string())
@@ -181,12 +185,8 @@ async fn protected_create_with_lost_reply(parent: &str) -> LostReply {
     let create = {
         let (c, path) = (client.clone(), format!("{parent}/lock-"));
         tokio::spawn(async move {
-            c.create(
-                &path,
-                b"id",
-                CreateOptions::new(CreateMode::EphemeralSequential).protected(),
-            )
-            .await
+            c.create(&path, b"id", CreateOptions::new(mode).protected())
+                .await
         })
     };
     eventually(
@@ -230,6 +230,55 @@ async fn dropped_protected_create_leaves_no_node() {
         "the session survived: {:?}",
         t.client.state()
     );
+    t.client.close().await;
+    t.observer.close().await;
+}
+
+/// The cleanup of an abandoned persistent protected create that cannot delete its node (here:
+/// someone made a child under it) gives up with a WARN naming the node, its mode and what stays,
+/// instead of silently (a persistent leftover outlives the session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_protected_node_that_cannot_be_deleted_is_reported_at_warn() {
+    let warnings = Arc::new(Mutex::new(Vec::<String>::new()));
+    let w = warnings.clone();
+    zkrecipes::log::set_logger(Some(zkrecipes::log::Level::Warn), move |r| {
+        if r.message.contains("abandoned create") {
+            w.lock().unwrap().push(r.message.clone());
+        }
+    })
+    .unwrap();
+    let t = lost_reply_of("/left", CreateMode::Persistent).await;
+    t.create.abort();
+    assert!(t.create.await.unwrap_err().is_cancelled());
+    let ours = t.observer.get_children("/left").await.unwrap().remove(0);
+    let prefix = ours.split_once('-').map(|(p, _)| p.to_string()).unwrap();
+    // A child makes the abandoned node undeletable.
+    t.observer
+        .create(
+            &format!("/left/{ours}/child"),
+            b"",
+            CreateOptions::default(),
+        )
+        .await
+        .unwrap();
+    t.proxy.cut();
+    t.proxy.restore();
+    eventually(
+        "the cleanup gives up with a WARN",
+        Duration::from_secs(60),
+        || async { !warnings.lock().unwrap().is_empty() },
+    )
+    .await;
+    let warning = warnings.lock().unwrap()[0].clone();
+    assert!(
+        warning.contains("gave up")
+            && warning.contains(&format!("/left/{prefix}"))
+            && warning.contains("PERSISTENT")
+            && warning.contains("stays until someone deletes it")
+            && warning.contains("NotEmpty"),
+        "{warning}"
+    );
+    assert_eq!(t.observer.get_children("/left").await.unwrap(), [ours]);
     t.client.close().await;
     t.observer.close().await;
 }
@@ -1119,4 +1168,39 @@ async fn sync_makes_another_servers_reads_see_every_earlier_write() {
         Err(Error::Closed(_))
     ));
     writer.close().await;
+}
+
+/// Listener ids are unique in the process: every client and recipe used to count from 1, so a
+/// lock's id given to the client's remove removed the client's own first listener. Now it is
+/// refused, and removes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_id_of_another_registry_is_refused() {
+    let server = TestingServer::start();
+    let (a, b) = (
+        connect(&server.connect_string()).await,
+        connect(&server.connect_string()).await,
+    );
+    let state_a = a.add_state_listener(|_| {});
+    let state_b = b.add_state_listener(|_| {});
+    let lock = zkrecipes::lock::InterProcessMutex::new(&a, "/ids").unwrap();
+    let lost = lock.on_lost(|_| {});
+    assert!(state_a != state_b && state_a != lost && state_b != lost);
+    for foreign in [state_b, lost] {
+        assert!(
+            matches!(
+                a.remove_state_listener(foreign),
+                Err(Error::InvalidArgument(_))
+            ),
+            "{foreign}"
+        );
+    }
+    assert!(matches!(
+        lock.remove_lost_listener(state_a),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(a.remove_state_listener(state_a).unwrap());
+    assert!(!a.remove_state_listener(state_a).unwrap(), "removed before");
+    assert!(lock.remove_lost_listener(lost).unwrap());
+    a.close().await;
+    b.close().await;
 }

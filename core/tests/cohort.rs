@@ -366,6 +366,13 @@ async fn bad_cohort_options_are_refused() {
     ));
     let m = m.with_cohort(CohortOptions::default()).unwrap();
     assert_eq!(m.cohort_options(), Some(CohortOptions::default()));
+    // One node serves every local owner: revoking "its" holder makes no sense, and saying so
+    // beats ignoring the call (it was ignored with a log line).
+    let revoke = m.make_revocable(|_| {});
+    assert!(
+        matches!(&revoke, Err(Error::InvalidArgument(m)) if m.contains("not revocable")),
+        "{revoke:?}"
+    );
     assert!(matches!(
         m.with_cohort(CohortOptions::default()),
         Err(Error::InvalidArgument(_))

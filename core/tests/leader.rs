@@ -1396,3 +1396,69 @@ async fn a_waiting_selector_stays_queued_through_a_session_expiry() {
     c1.close().await;
     c2.close().await;
 }
+
+/// Closing a latch gives leadership up on purpose: logged at INFO, never WARN (the demo printed
+/// "leadership lost or given up" at WARN for every close). A real loss — the session expired —
+/// is a WARN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_latch_logs_no_loss_and_a_lost_one_warns() {
+    const WAIT: Duration = Duration::from_secs(20);
+    let records = Arc::new(Mutex::new(Vec::<zkrecipes::log::Record>::new()));
+    let r = records.clone();
+    zkrecipes::log::set_logger(Some(zkrecipes::log::Level::Info), move |rec| {
+        if rec.target.starts_with("zkrecipes::leader") {
+            r.lock().unwrap().push(rec.clone());
+        }
+    })
+    .unwrap();
+    let about = |path: &str| {
+        let path = path.to_string();
+        let records = records.clone();
+        move || -> Vec<(zkrecipes::log::Level, String)> {
+            records
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.message.contains(&format!("latch={path}")))
+                .map(|r| (r.level, r.message.clone()))
+                .collect()
+        }
+    };
+
+    let c = connect().await;
+    let closed = group("closed-log");
+    let latch = LeaderLatch::new(&c, &closed, "a").unwrap();
+    latch.start().await.unwrap();
+    assert!(latch.await_leadership(Some(WAIT)).await.unwrap());
+    latch.close().await.unwrap();
+    let seen = about(&closed);
+    assert!(
+        eventually(WAIT, || seen().iter().any(|(_, m)| m.contains("given up"))).await,
+        "{:?}",
+        seen()
+    );
+    assert!(
+        seen()
+            .iter()
+            .all(|(level, _)| *level != zkrecipes::log::Level::Warn),
+        "a close is not a loss: {:?}",
+        seen()
+    );
+
+    let lost = group("lost-log");
+    let latch = LeaderLatch::new(&c, &lost, "a").unwrap();
+    latch.start().await.unwrap();
+    assert!(latch.await_leadership(Some(WAIT)).await.unwrap());
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    let seen = about(&lost);
+    assert!(
+        eventually(WAIT, || seen().iter().any(|(level, m)| {
+            *level == zkrecipes::log::Level::Warn && m.contains("leadership lost")
+        }))
+        .await,
+        "{:?}",
+        seen()
+    );
+    latch.close().await.unwrap();
+    c.close().await;
+}

@@ -962,7 +962,8 @@ async fn revocation_request_reaches_the_holder() {
     let requested = Arc::new(Mutex::new(Vec::new()));
     {
         let requested = requested.clone();
-        ma.make_revocable(move |o| requested.lock().unwrap().push(o));
+        ma.make_revocable(move |o| requested.lock().unwrap().push(o))
+            .unwrap();
     }
     let o = Owner::new();
     assert!(ma.acquire(o, None).await.unwrap());
@@ -1814,4 +1815,253 @@ async fn short_holds_send_no_own_node_watch_long_holds_do() {
     .await;
     m.release(o).await.unwrap();
     c.close().await;
+}
+
+/// A hold kept through a disconnection (the session lost policy) keeps the watch on its node:
+/// a read of the node that fails on the connection loss is tried again, so a deletion after
+/// the reconnection is still reported. (The watcher used to end silently at its first error:
+/// later deletions and revocation requests went unheard.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_held_nodes_watch_outlives_a_connection_loss() {
+    // The watcher's read that failed is logged (DEBUG) naming the node: it is how this test
+    // knows the watcher met the connection loss before the connection comes back.
+    let (failed_tx, failed_rx) = std::sync::mpsc::channel::<String>();
+    let failed_tx = Mutex::new(failed_tx);
+    zkrecipes::log::set_logger(Some(zkrecipes::log::Level::Debug), move |r| {
+        if r.message.contains("could not watch our held lock node") {
+            let _ = failed_tx.lock().unwrap().send(r.message.clone());
+        }
+    })
+    .unwrap();
+    let failed_rx = Arc::new(Mutex::new(failed_rx));
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_millis(500))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 1,
+            sleep: Duration::from_millis(50),
+        })
+        .connect()
+        .await
+        .unwrap();
+    let other = connect().await;
+    let m = InterProcessMutex::new(&c, "/own-watch/outlives")
+        .unwrap()
+        .with_lost_policy(LockLostPolicy::Session);
+    let o = Owner::new();
+    let node = 'scenario: {
+        for _ in 0..5 {
+            assert!(m.acquire(o, None).await.unwrap());
+            // Cut before the watch is set (once the hold has lasted 100 ms).
+            proxy.cut();
+            let node = m.lock_node(o).unwrap();
+            if !watched_paths(c.session_id()).contains(&node) {
+                break 'scenario node;
+            }
+            // Too slow: the watch was set before the cut. Again.
+            proxy.restore();
+            c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+            m.release(o).await.unwrap();
+        }
+        panic!("could not cut the connection within 100 ms of a grant in 5 tries");
+    };
+    let n = node.clone();
+    let rx = failed_rx.clone();
+    tokio::task::spawn_blocking(move || loop {
+        let record = rx.lock().unwrap().recv_timeout(WAIT);
+        if record
+            .expect("the watcher's read fails on the cut")
+            .contains(&n)
+        {
+            break;
+        }
+    })
+    .await
+    .unwrap();
+    proxy.restore();
+    c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+    assert!(
+        m.is_held_valid(o),
+        "session policy: still held after the blip"
+    );
+    eventually("the holder watches its node again", WAIT, || {
+        let node = node.clone();
+        let session = c.session_id();
+        async move { watched_paths(session).contains(&node) }
+    })
+    .await;
+    let lost = m.lost_signal(o);
+    other.delete(&node, Default::default()).await.unwrap();
+    assert!(
+        tokio::time::timeout(WAIT, lost)
+            .await
+            .expect("the deletion is reported"),
+        "lost, not released"
+    );
+    assert_eq!(
+        m.release_with_status(o).await.unwrap(),
+        ReleaseStatus::WasLost
+    );
+    c.close().await;
+    other.close().await;
+}
+
+/// Contenders that race to make a fresh lock path: each one's first create finds no parent,
+/// someone makes it, and each creates again. The listing sent with a first create may then show
+/// the others' nodes but not its own; taking it as the line made the contender think its node
+/// was gone, delete it and sleep out the retry policy (10 s here) before queueing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn contenders_racing_to_make_the_lock_path_queue_at_once() {
+    let clients: Vec<Client> = futures_join_all((0..6).map(|_| async {
+        ClientBuilder::new(server().connect_string())
+            .session_timeout(Duration::from_secs(10))
+            .retry_policy(zkrecipes::RetryPolicy::NTimes {
+                n: 3,
+                sleep: Duration::from_secs(10),
+            })
+            .connect()
+            .await
+            .unwrap()
+    }))
+    .await;
+    for round in 0..20u64 {
+        let path = format!("/racing-parents/{round}/lock");
+        let start = Instant::now();
+        let acquired = futures_join_all(clients.iter().enumerate().map(|(i, c)| {
+            let m = InterProcessMutex::new(c, &path).unwrap();
+            async move {
+                // Staggered by about a round trip, so that one's parent lands between another's
+                // create and its listing.
+                tokio::time::sleep(Duration::from_micros(150 * i as u64 * (1 + round % 4))).await;
+                let o = Owner::new();
+                let got = m.acquire(o, Some(Duration::from_secs(5))).await.unwrap();
+                if got {
+                    m.release(o).await.unwrap();
+                }
+                got
+            }
+        }))
+        .await;
+        assert!(
+            acquired.iter().all(|g| *g),
+            "round {round}: every contender gets the lock in turn: {acquired:?} after {:?}",
+            start.elapsed()
+        );
+    }
+    for c in clients {
+        c.close().await;
+    }
+}
+
+/// Runs the futures together; their outputs in order.
+async fn futures_join_all<F: std::future::Future>(
+    futs: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let futs: Vec<_> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    let mut futs: Vec<Option<_>> = futs.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, fut) in out.iter_mut().zip(futs.iter_mut()) {
+            if let Some(f) = fut {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *slot = Some(v);
+                        *fut = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("ready")).collect()
+}
+
+/// The core lists a path's participants with their roles (Curator's getParticipantNodes,
+/// extended): readers before the first writer hold, a writer waits behind them; a semaphore's
+/// leases and its line; a mutex's holder and waiters. Faces (zkr inspect) only format this.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn participants_are_listed_with_their_roles() {
+    use zkrecipes::participants::{participants, Layout, NodeKind, Role};
+    let (a, b) = (connect().await, connect().await);
+    let rw_a = InterProcessReadWriteLock::new(&a, "/participants/rw").unwrap();
+    let rw_b = InterProcessReadWriteLock::new(&b, "/participants/rw").unwrap();
+    let (r1, w, r2) = (Owner::new(), Owner::new(), Owner::new());
+    assert!(rw_a.read_lock().acquire(r1, None).await.unwrap());
+    let writer = {
+        let rw_b = rw_b.clone();
+        tokio::spawn(async move { rw_b.write_lock().acquire(w, None).await })
+    };
+    eventually("the writer queues", WAIT, || async {
+        participants(&a, "/participants/rw")
+            .await
+            .unwrap()
+            .nodes
+            .len()
+            == 2
+    })
+    .await;
+    // A reader behind a waiting writer waits too (fair: it queues behind the writer).
+    let reader2 = {
+        let rw_a = rw_a.clone();
+        tokio::spawn(async move { rw_a.read_lock().acquire(r2, None).await })
+    };
+    eventually("the second reader queues", WAIT, || async {
+        participants(&a, "/participants/rw")
+            .await
+            .unwrap()
+            .nodes
+            .len()
+            == 3
+    })
+    .await;
+    let p = participants(&a, "/participants/rw").await.unwrap();
+    assert_eq!(p.layout, Layout::ReadWrite);
+    let seen: Vec<(Option<NodeKind>, Role)> = p.nodes.iter().map(|n| (n.kind, n.role)).collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(NodeKind::Read), Role::Holder),
+            (Some(NodeKind::Write), Role::Waiting),
+            (Some(NodeKind::Read), Role::Waiting),
+        ]
+    );
+    assert_eq!(p.position_of(b.session_id()), Some(1));
+    rw_a.read_lock().release(r1).await.unwrap();
+    assert!(writer.await.unwrap().unwrap());
+    rw_b.write_lock().release(w).await.unwrap();
+    assert!(reader2.await.unwrap().unwrap());
+    rw_a.read_lock().release(r2).await.unwrap();
+
+    let sem = InterProcessSemaphoreV2::new(&a, "/participants/sem", 1).unwrap();
+    let lease = sem.acquire(1, None).await.unwrap().unwrap();
+    let p = participants(&a, "/participants/sem").await.unwrap();
+    assert_eq!(p.layout, Layout::Semaphore);
+    assert_eq!(p.nodes.len(), 1);
+    assert_eq!(
+        (p.nodes[0].kind, p.nodes[0].role),
+        (Some(NodeKind::Lease), Role::Lease)
+    );
+    sem.return_all(lease).await.unwrap();
+
+    let m = InterProcessMutex::with_data(&a, "/participants/mutex", b"me".to_vec()).unwrap();
+    let o = Owner::new();
+    assert!(m.acquire(o, None).await.unwrap());
+    let p = participants(&b, "/participants/mutex").await.unwrap();
+    assert_eq!((p.layout, p.nodes.len()), (Layout::Mutex, 1));
+    assert_eq!(
+        (p.nodes[0].role, &p.nodes[0].data[..]),
+        (Role::Holder, &b"me"[..])
+    );
+    assert_eq!(Some(p.nodes[0].stat.czxid), m.fencing_token(o));
+    m.release(o).await.unwrap();
+    a.close().await;
+    b.close().await;
 }

@@ -48,44 +48,41 @@ impl zkr_acl_list {
 
 /// Frees an ACL list and its strings. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_acl_list_free(list: *mut zkr_acl_list) {
-    // SAFETY: the C caller's contract: a list from `from_acl`, freed once; its entries were made
-    // by `give_array` and their strings by `CString::into_raw`.
-    unsafe {
-        free_returned("zkr_acl_list_free", list, |l| {
+pub extern "C" fn zkr_acl_list_free(list: *mut zkr_acl_list) {
+    free_returned("zkr_acl_list_free", list, |l| {
+        // SAFETY: the entries of a list `from_acl` made with `give_array`, taken back once with
+        // the list; their strings were made by `CString::into_raw`.
+        unsafe {
             for e in take_array(l.entries, l.len) {
                 drop(CString::from_raw(e.scheme.cast_mut()));
                 drop(CString::from_raw(e.id.cast_mut()));
             }
-        })
-    }
+        }
+    })
 }
 
 /// A node's ACL in `*acl` (free with zkr_acl_list_free) and, if `stat` is not NULL, its stat
 /// (`aversion` is the ACL's version). Reading an ACL needs READ or ADMIN permission
 /// (ZKR_NO_AUTH otherwise); ZKR_NO_NODE if there is no node.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_acl(
+pub extern "C" fn zkr_client_get_acl(
     c: *mut zkr_client,
     path: *const c_char,
     acl: *mut *mut zkr_acl_list,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameters.
-    unsafe {
-        handle_out("zkr_client_get_acl", c, acl, "acl", |c| {
-            let (list, s) = wait(c.client.get_acl(arg_str(path, "path")?))?;
-            put_stat(stat, Some(&s));
-            zkr_acl_list::from_acl(list)
-        })
-    }
+    handle_out("zkr_client_get_acl", c, acl, "acl", |c| {
+        let (list, s) = wait(c.client.get_acl(arg_str(path, "path")?))?;
+        put_stat(stat, Some(&s));
+        zkr_acl_list::from_acl(list)
+    })
 }
 
 /// Replaces a node's ACL with `acl_len` entries of `acl`; `version` -1 for any ACL version, else
 /// the expected `aversion` (ZKR_BAD_VERSION if it differs). If `stat` is not NULL it receives the
 /// new stat. Needs ADMIN permission (ZKR_NO_AUTH otherwise).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_set_acl(
+pub extern "C" fn zkr_client_set_acl(
     c: *mut zkr_client,
     path: *const c_char,
     acl: *const zkr_acl,
@@ -93,17 +90,13 @@ pub unsafe extern "C" fn zkr_client_set_acl(
     version: i32,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the entries and the
-    // out-parameter.
-    unsafe {
-        handle_call("zkr_client_set_acl", c, |c| {
-            let path = arg_str(path, "path")?;
-            let acl = acl_list(acl, acl_len, "acl")?;
-            let s = wait(c.client.set_acl(path, &acl, version_arg(version)?))?;
-            put_stat(stat, Some(&s));
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_set_acl", c, |c| {
+        let path = arg_str(path, "path")?;
+        let acl = acl_list(acl, acl_len, "acl")?;
+        let s = wait(c.client.set_acl(path, &acl, version_arg(version)?))?;
+        put_stat(stat, Some(&s));
+        Ok(())
+    })
 }
 
 /// zkr_client_create with the node's own ACL (`acl_len` entries of `acl`) instead of the
@@ -111,7 +104,7 @@ pub unsafe extern "C" fn zkr_client_set_acl(
 /// (Curator's withACL).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn zkr_client_create_with_acl(
+pub extern "C" fn zkr_client_create_with_acl(
     c: *mut zkr_client,
     path: *const c_char,
     data: *const u8,
@@ -122,23 +115,19 @@ pub unsafe extern "C" fn zkr_client_create_with_acl(
     acl_len: usize,
     created_path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data, the entries and the
-    // out-parameter.
-    unsafe {
-        handle_call("zkr_client_create_with_acl", c, |c| {
-            let path = arg_str(path, "path")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let acl = acl_list(acl, acl_len, "acl")?;
-            let flag = flags_arg(flags, ZKR_CREATE_PARENTS | ZKR_CREATE_PROTECTED)?;
-            let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
-            options.create_parents = flag(ZKR_CREATE_PARENTS);
-            options.protected = flag(ZKR_CREATE_PROTECTED);
-            let out = arg_out_opt(created_path);
-            let created = wait(c.client.create_with_acl(path, data, options, &acl))?;
-            if let Some(out) = out {
-                out.write(c_string(&created.path)?);
-            }
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_create_with_acl", c, |c| {
+        let path = arg_str(path, "path")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let acl = acl_list(acl, acl_len, "acl")?;
+        let flag = flags_arg(flags, ZKR_CREATE_PARENTS | ZKR_CREATE_PROTECTED)?;
+        let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
+        options.create_parents = flag(ZKR_CREATE_PARENTS);
+        options.protected = flag(ZKR_CREATE_PROTECTED);
+        let out = arg_out_opt(created_path);
+        let created = wait(c.client.create_with_acl(path, data, options, &acl))?;
+        if let Some(out) = out {
+            out.write(c_string(&created.path)?);
+        }
+        Ok(())
+    })
 }

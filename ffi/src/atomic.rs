@@ -16,9 +16,7 @@ use zkrecipes::{Client, ListenerId, Result, RetryPolicy};
 use crate::boundary::{
     arg_opt_str, arg_ref, arg_timeout, handle_call, handle_out, recipe_new, wait,
 };
-use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening, Slot, UserData,
-};
+use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening, Slot, UserData};
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, Handle};
 use crate::options::zkr_retry_policy;
@@ -103,10 +101,7 @@ const NO_OPTIONS: CounterOptions = CounterOptions {
 };
 
 /// The `_new` and `_new_with` of both counters.
-///
-/// # Safety
-/// The C caller's contract for every pointer argument and the pointers in `o`.
-unsafe fn counter_new<H: Handle>(
+fn counter_new<H: Handle>(
     function: &str,
     c: *mut zkr_client,
     path: *const c_char,
@@ -114,40 +109,33 @@ unsafe fn counter_new<H: Handle>(
     out: *mut *mut H,
     make: MakeCounter<H>,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        recipe_new(function, c, path, out, |c, path| {
-            let retry = match o.retry.is_null() {
-                true => None,
-                false => Some(arg_ref(o.retry, "retry")?.to_core()?),
-            };
-            let promoted = match arg_opt_str(o.lock_path, "promoted_lock_path")? {
-                None => None,
-                Some(p) => {
-                    let mut b = PromotedToLock::builder().lock_path(p);
-                    if let Some(t) = arg_timeout(o.lock_timeout_ms)? {
-                        b = b.timeout(t);
-                    }
-                    Some(b.build()?)
+    recipe_new(function, c, path, out, |c, path| {
+        let retry = match o.retry.is_null() {
+            true => None,
+            false => Some(arg_ref(o.retry, "retry")?.to_core()?),
+        };
+        let promoted = match arg_opt_str(o.lock_path, "promoted_lock_path")? {
+            None => None,
+            Some(p) => {
+                let mut b = PromotedToLock::builder().lock_path(p);
+                if let Some(t) = arg_timeout(o.lock_timeout_ms)? {
+                    b = b.timeout(t);
                 }
-            };
-            make(c, path, retry, promoted)
-        })
-    }
+                Some(b.build()?)
+            }
+        };
+        make(c, path, retry, promoted)
+    })
 }
 
 /// A Curator-style operation returning an AtomicValue, into `*out`.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn op_value<H: Handle, T: Into<i64>>(
+fn op_value<H: Handle, T: Into<i64>>(
     function: &str,
     handle: *const H,
     out: *mut zkr_atomic_value,
     op: impl FnOnce(&H) -> Result<AtomicValue<T>>,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe { handle_out(function, handle, out, "value", |h| Ok(value(op(h)?))) }
+    handle_out(function, handle, out, "value", |h| Ok(value(op(h)?)))
 }
 
 // ---- DistributedAtomicLong ----
@@ -166,13 +154,12 @@ fn make_long(
 /// Makes a 64-bit counter at `path` using the client's retry policy, without promotion (the
 /// node is created on the first write). Free with zkr_atomic_long_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_new(
+pub extern "C" fn zkr_atomic_long_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_atomic_long,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe { counter_new("zkr_atomic_long_new", c, path, NO_OPTIONS, out, make_long) }
+    counter_new("zkr_atomic_long_new", c, path, NO_OPTIONS, out, make_long)
 }
 
 /// zkr_atomic_long_new with Curator's options: `retry` governs the optimistic tries of the
@@ -180,7 +167,7 @@ pub unsafe extern "C" fn zkr_atomic_long_new(
 /// Curator's PromotedToLock fallback, an InterProcessMutex at that path waited for at most
 /// `promoted_lock_timeout_ms` (-1: forever).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_new_with(
+pub extern "C" fn zkr_atomic_long_new_with(
     c: *mut zkr_client,
     path: *const c_char,
     retry: *const zkr_retry_policy,
@@ -193,142 +180,113 @@ pub unsafe extern "C" fn zkr_atomic_long_new_with(
         lock_path: promoted_lock_path,
         lock_timeout_ms: promoted_lock_timeout_ms,
     };
-    // SAFETY: the C caller's contract for every pointer argument.
-    unsafe { counter_new("zkr_atomic_long_new_with", c, path, o, out, make_long) }
+    counter_new("zkr_atomic_long_new_with", c, path, o, out, make_long)
 }
 
 /// The current value (0 if the node does not exist); `succeeded` is always true and
 /// `pre_value == post_value`. ZKR_CORRUPTED_DATA if the node holds fewer than 8 bytes.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_get(
+pub extern "C" fn zkr_atomic_long_get(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { op_value("zkr_atomic_long_get", a, out, |a| wait(a.counter.get())) }
+    op_value("zkr_atomic_long_get", a, out, |a| wait(a.counter.get()))
 }
 
 /// Curator's add: adds `delta`. Check `out->succeeded`. Where Curator wraps on overflow (like
 /// Java), this is ZKR_OVERFLOW and nothing is written (so are subtract, increment, decrement).
 /// ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate cannot be known.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_add(
+pub extern "C" fn zkr_atomic_long_add(
     a: *mut zkr_atomic_long,
     delta: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_long_add", a, out, |a| {
-            wait(a.counter.add(delta))
-        })
-    }
+    op_value("zkr_atomic_long_add", a, out, |a| {
+        wait(a.counter.add(delta))
+    })
 }
 
 /// Curator's subtract: adds -delta. Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_subtract(
+pub extern "C" fn zkr_atomic_long_subtract(
     a: *mut zkr_atomic_long,
     delta: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_long_subtract", a, out, |a| {
-            wait(a.counter.subtract(delta))
-        })
-    }
+    op_value("zkr_atomic_long_subtract", a, out, |a| {
+        wait(a.counter.subtract(delta))
+    })
 }
 
 /// add(1). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_increment(
+pub extern "C" fn zkr_atomic_long_increment(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_long_increment", a, out, |a| {
-            wait(a.counter.increment())
-        })
-    }
+    op_value("zkr_atomic_long_increment", a, out, |a| {
+        wait(a.counter.increment())
+    })
 }
 
 /// add(-1). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_decrement(
+pub extern "C" fn zkr_atomic_long_decrement(
     a: *mut zkr_atomic_long,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_long_decrement", a, out, |a| {
-            wait(a.counter.decrement())
-        })
-    }
+    op_value("zkr_atomic_long_decrement", a, out, |a| {
+        wait(a.counter.decrement())
+    })
 }
 
 /// Sets `new_value` if the value is `expected` (one try, as Curator). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_compare_and_set(
+pub extern "C" fn zkr_atomic_long_compare_and_set(
     a: *mut zkr_atomic_long,
     expected: i64,
     new_value: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
     let f = "zkr_atomic_long_compare_and_set";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value(f, a, out, |a| {
-            wait(a.counter.compare_and_set(expected, new_value))
-        })
-    }
+    op_value(f, a, out, |a| {
+        wait(a.counter.compare_and_set(expected, new_value))
+    })
 }
 
 /// Curator's trySet: sets `value` with the optimistic loop (and promotion). Check
 /// `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_try_set(
+pub extern "C" fn zkr_atomic_long_try_set(
     a: *mut zkr_atomic_long,
     value: i64,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_long_try_set", a, out, |a| {
-            wait(a.counter.try_set(value))
-        })
-    }
+    op_value("zkr_atomic_long_try_set", a, out, |a| {
+        wait(a.counter.try_set(value))
+    })
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_force_set(
-    a: *mut zkr_atomic_long,
-    value: i64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_atomic_long_force_set", a, |a| {
-            wait(a.counter.force_set(value))
-        })
-    }
+pub extern "C" fn zkr_atomic_long_force_set(a: *mut zkr_atomic_long, value: i64) -> zkr_status {
+    handle_call("zkr_atomic_long_force_set", a, |a| {
+        wait(a.counter.force_set(value))
+    })
 }
 
 /// Creates the node with `value` if it does not exist; `*created` tells whether it did.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_initialize(
+pub extern "C" fn zkr_atomic_long_initialize(
     a: *mut zkr_atomic_long,
     value: i64,
     created: *mut bool,
 ) -> zkr_status {
     let f = "zkr_atomic_long_initialize";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, a, created, "created", |a| {
-            wait(a.counter.initialize(value))
-        })
-    }
+    handle_out(f, a, created, "created", |a| {
+        wait(a.counter.initialize(value))
+    })
 }
 
 /// Beyond Curator: adds `delta` and returns the new value in `*value`, or an error, never a
@@ -337,25 +295,21 @@ pub unsafe extern "C" fn zkr_atomic_long_initialize(
 /// ZKR_OVERFLOW (nothing written), ZKR_TIMEOUT (not applied), ZKR_OUTCOME_UNKNOWN (the write's
 /// fate cannot be known), ZKR_CLOSED and the connection errors (not applied).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_add_and_get(
+pub extern "C" fn zkr_atomic_long_add_and_get(
     a: *mut zkr_atomic_long,
     delta: i64,
     timeout_ms: i64,
     value: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_atomic_long_add_and_get", a, value, "value", |a| {
-            wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out("zkr_atomic_long_add_and_get", a, value, "value", |a| {
+        wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Frees a counter handle (the node stays). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_long_free(a: *mut zkr_atomic_long) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_atomic_long_free", a) }
+pub extern "C" fn zkr_atomic_long_free(a: *mut zkr_atomic_long) {
+    free_handle("zkr_atomic_long_free", a)
 }
 
 // ---- DistributedAtomicInteger ----
@@ -373,18 +327,17 @@ fn make_int(
 
 /// Makes a 32-bit counter at `path` (see zkr_atomic_long_new). Free with zkr_atomic_int_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_new(
+pub extern "C" fn zkr_atomic_int_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_atomic_int,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe { counter_new("zkr_atomic_int_new", c, path, NO_OPTIONS, out, make_int) }
+    counter_new("zkr_atomic_int_new", c, path, NO_OPTIONS, out, make_int)
 }
 
 /// zkr_atomic_int_new with Curator's options (see zkr_atomic_long_new_with).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_new_with(
+pub extern "C" fn zkr_atomic_int_new_with(
     c: *mut zkr_client,
     path: *const c_char,
     retry: *const zkr_retry_policy,
@@ -397,157 +350,126 @@ pub unsafe extern "C" fn zkr_atomic_int_new_with(
         lock_path: promoted_lock_path,
         lock_timeout_ms: promoted_lock_timeout_ms,
     };
-    // SAFETY: the C caller's contract for every pointer argument.
-    unsafe { counter_new("zkr_atomic_int_new_with", c, path, o, out, make_int) }
+    counter_new("zkr_atomic_int_new_with", c, path, o, out, make_int)
 }
 
 /// The current value (see zkr_atomic_long_get).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_get(
+pub extern "C" fn zkr_atomic_int_get(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { op_value("zkr_atomic_int_get", a, out, |a| wait(a.counter.get())) }
+    op_value("zkr_atomic_int_get", a, out, |a| wait(a.counter.get()))
 }
 
 /// Curator's add (see zkr_atomic_long_add). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_add(
+pub extern "C" fn zkr_atomic_int_add(
     a: *mut zkr_atomic_int,
     delta: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { op_value("zkr_atomic_int_add", a, out, |a| wait(a.counter.add(delta))) }
+    op_value("zkr_atomic_int_add", a, out, |a| wait(a.counter.add(delta)))
 }
 
 /// Curator's subtract. Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_subtract(
+pub extern "C" fn zkr_atomic_int_subtract(
     a: *mut zkr_atomic_int,
     delta: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_int_subtract", a, out, |a| {
-            wait(a.counter.subtract(delta))
-        })
-    }
+    op_value("zkr_atomic_int_subtract", a, out, |a| {
+        wait(a.counter.subtract(delta))
+    })
 }
 
 /// add(1). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_increment(
+pub extern "C" fn zkr_atomic_int_increment(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_int_increment", a, out, |a| {
-            wait(a.counter.increment())
-        })
-    }
+    op_value("zkr_atomic_int_increment", a, out, |a| {
+        wait(a.counter.increment())
+    })
 }
 
 /// add(-1). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_decrement(
+pub extern "C" fn zkr_atomic_int_decrement(
     a: *mut zkr_atomic_int,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_int_decrement", a, out, |a| {
-            wait(a.counter.decrement())
-        })
-    }
+    op_value("zkr_atomic_int_decrement", a, out, |a| {
+        wait(a.counter.decrement())
+    })
 }
 
 /// Sets `new_value` if the value is `expected` (one try). Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_compare_and_set(
+pub extern "C" fn zkr_atomic_int_compare_and_set(
     a: *mut zkr_atomic_int,
     expected: i32,
     new_value: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
     let f = "zkr_atomic_int_compare_and_set";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value(f, a, out, |a| {
-            wait(a.counter.compare_and_set(expected, new_value))
-        })
-    }
+    op_value(f, a, out, |a| {
+        wait(a.counter.compare_and_set(expected, new_value))
+    })
 }
 
 /// Curator's trySet. Check `out->succeeded`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_try_set(
+pub extern "C" fn zkr_atomic_int_try_set(
     a: *mut zkr_atomic_int,
     value: i32,
     out: *mut zkr_atomic_value,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        op_value("zkr_atomic_int_try_set", a, out, |a| {
-            wait(a.counter.try_set(value))
-        })
-    }
+    op_value("zkr_atomic_int_try_set", a, out, |a| {
+        wait(a.counter.try_set(value))
+    })
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_force_set(
-    a: *mut zkr_atomic_int,
-    value: i32,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_atomic_int_force_set", a, |a| {
-            wait(a.counter.force_set(value))
-        })
-    }
+pub extern "C" fn zkr_atomic_int_force_set(a: *mut zkr_atomic_int, value: i32) -> zkr_status {
+    handle_call("zkr_atomic_int_force_set", a, |a| {
+        wait(a.counter.force_set(value))
+    })
 }
 
 /// Creates the node with `value` if it does not exist; `*created` tells whether it did.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_initialize(
+pub extern "C" fn zkr_atomic_int_initialize(
     a: *mut zkr_atomic_int,
     value: i32,
     created: *mut bool,
 ) -> zkr_status {
     let f = "zkr_atomic_int_initialize";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, a, created, "created", |a| {
-            wait(a.counter.initialize(value))
-        })
-    }
+    handle_out(f, a, created, "created", |a| {
+        wait(a.counter.initialize(value))
+    })
 }
 
 /// Adds `delta` and returns the new value, or an error (see zkr_atomic_long_add_and_get).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_add_and_get(
+pub extern "C" fn zkr_atomic_int_add_and_get(
     a: *mut zkr_atomic_int,
     delta: i32,
     timeout_ms: i64,
     value: *mut i32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_atomic_int_add_and_get", a, value, "value", |a| {
-            wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out("zkr_atomic_int_add_and_get", a, value, "value", |a| {
+        wait(a.counter.add_and_get(delta, arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Frees a counter handle (the node stays). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_atomic_int_free(a: *mut zkr_atomic_int) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_atomic_int_free", a) }
+pub extern "C" fn zkr_atomic_int_free(a: *mut zkr_atomic_int) {
+    free_handle("zkr_atomic_int_free", a)
 }
 
 // ---- SharedCount ----
@@ -611,8 +533,7 @@ impl zkr_shared_count {
                 return;
             };
             let status = zkr_status::ZKR_CORRUPTED_DATA;
-            // SAFETY: the C caller's contract for the callback it set.
-            s.fire(|f, ud| unsafe { f(status, version, ud) });
+            s.fire((status, version));
         });
         zkr_shared_count {
             count,
@@ -624,9 +545,16 @@ impl zkr_shared_count {
 
     fn close(&self) {
         self.unregister_all();
-        self.count.remove_listener(self.errors_listener);
+        let _ = self.count.remove_listener(self.errors_listener); // our own id
         self.errors.set(None, UserData(std::ptr::null_mut()));
         self.count.close();
+    }
+}
+
+impl Closing for zkr_shared_count {
+    fn close_handle(&self) -> Result<()> {
+        self.close();
+        Ok(())
     }
 }
 
@@ -640,13 +568,12 @@ impl Listening for zkr_shared_count {
     fn register(&self, cb: Arc<CCallback<CountFn>>) -> Result<ListenerId> {
         Ok(self.count.add_listener(move |event| {
             if let SharedCountEvent::CountChanged(v) = event {
-                // SAFETY: the C caller's contract for the callback it registered.
-                cb.call(|f, ud| unsafe { f(v.into(), ud) });
+                cb.call((v.into(),));
             }
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.count.remove_listener(id)
     }
 }
@@ -656,74 +583,60 @@ type CountFn = <zkr_shared_count_callback as CallbackType>::Fn;
 /// Makes a shared count at `path` whose node zkr_shared_count_start creates with `seed` if it
 /// is missing. Free with zkr_shared_count_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_new(
+pub extern "C" fn zkr_shared_count_new(
     c: *mut zkr_client,
     path: *const c_char,
     seed: i32,
     out: *mut *mut zkr_shared_count,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_shared_count_new", c, path, out, |c, path| {
-            Ok(zkr_shared_count::new(SharedCount::new(c, path, seed)?))
-        })
-    }
+    recipe_new("zkr_shared_count_new", c, path, out, |c, path| {
+        Ok(zkr_shared_count::new(SharedCount::new(c, path, seed)?))
+    })
 }
 
 /// Creates the node with the seed if missing, reads it and starts watching. Once only
 /// (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after close).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_start(sc: *mut zkr_shared_count) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_shared_count_start", sc, |sc| wait(sc.count.start())) }
+pub extern "C" fn zkr_shared_count_start(sc: *mut zkr_shared_count) -> zkr_status {
+    handle_call("zkr_shared_count_start", sc, |sc| wait(sc.count.start()))
 }
 
 /// The count as last seen (the seed before start); no server call. ZKR_CORRUPTED_DATA while the
 /// node holds data that is not a count (see zkr_shared_count_error_callback).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_get_count(
+pub extern "C" fn zkr_shared_count_get_count(
     sc: *const zkr_shared_count,
     count: *mut i32,
 ) -> zkr_status {
     let f = "zkr_shared_count_get_count";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { handle_out(f, sc, count, "count", |sc| sc.count.get_count()) }
+    handle_out(f, sc, count, "count", |sc| sc.count.get_count())
 }
 
 /// The count with its data version, for zkr_shared_count_try_set_count.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_get_versioned_value(
+pub extern "C" fn zkr_shared_count_get_versioned_value(
     sc: *const zkr_shared_count,
     out: *mut zkr_versioned_value,
 ) -> zkr_status {
     let f = "zkr_shared_count_get_versioned_value";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, sc, out, "out", |sc| {
-            Ok(sc.count.get_versioned_value()?.into())
-        })
-    }
+    handle_out(f, sc, out, "out", |sc| {
+        Ok(sc.count.get_versioned_value()?.into())
+    })
 }
 
 /// Sets the count whatever it was.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_set_count(
-    sc: *mut zkr_shared_count,
-    count: i32,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_shared_count_set_count", sc, |sc| {
-            wait(sc.count.set_count(count))
-        })
-    }
+pub extern "C" fn zkr_shared_count_set_count(sc: *mut zkr_shared_count, count: i32) -> zkr_status {
+    handle_call("zkr_shared_count_set_count", sc, |sc| {
+        wait(sc.count.set_count(count))
+    })
 }
 
 /// Sets the count to `count` only if it is still at `previous` (from
 /// zkr_shared_count_get_versioned_value); `*set` is false if `previous` is stale (the fresh
 /// value is then read, for the next try). ZKR_OUTCOME_UNKNOWN if the write's reply was lost.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_try_set_count(
+pub extern "C" fn zkr_shared_count_try_set_count(
     sc: *mut zkr_shared_count,
     previous: zkr_versioned_value,
     count: i32,
@@ -733,39 +646,9 @@ pub unsafe extern "C" fn zkr_shared_count_try_set_count(
         version: previous.version,
         value: previous.value,
     };
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_shared_count_try_set_count", sc, set, "set", |sc| {
-            wait(sc.count.try_set_count(&previous, count))
-        })
-    }
-}
-
-/// Adds a change listener; `*listener_id` identifies it for zkr_shared_count_remove_listener.
-/// `user_data` must stay valid until the listener is removed or the count freed.
-///
-/// The callback is called on another thread (see its type).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_add_listener(
-    sc: *mut zkr_shared_count,
-    callback: zkr_shared_count_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_shared_count_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, sc, callback, user_data, listener_id) }
-}
-
-/// Removes a change listener. When this returns, the callback is not running (unless this is
-/// called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_remove_listener(
-    sc: *mut zkr_shared_count,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_shared_count_remove_listener", sc, listener_id) }
+    handle_out("zkr_shared_count_try_set_count", sc, set, "set", |sc| {
+        wait(sc.count.try_set_count(&previous, count))
+    })
 }
 
 /// Sets (replaces) the callback called when the count's node holds data that is not a count; a
@@ -774,37 +657,13 @@ pub unsafe extern "C" fn zkr_shared_count_remove_listener(
 ///
 /// The callback is called on another thread (see its type).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_set_error_callback(
+pub extern "C" fn zkr_shared_count_set_error_callback(
     sc: *mut zkr_shared_count,
     callback: zkr_shared_count_error_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the callback.
-    unsafe {
-        handle_call("zkr_shared_count_set_error_callback", sc, |sc| {
-            sc.errors.set(callback, UserData(user_data));
-            Ok(())
-        })
-    }
-}
-
-/// Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later
-/// calls other than the getters return ZKR_CLOSED.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_close(sc: *mut zkr_shared_count) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_shared_count_close", sc, |sc| {
-            sc.close();
-            Ok(())
-        })
-    }
-}
-
-/// Frees a shared count: removes its listeners (waiting for a running one, unless called from
-/// inside it) and closes it. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_shared_count_free(sc: *mut zkr_shared_count) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_shared_count_free", sc) }
+    handle_call("zkr_shared_count_set_error_callback", sc, |sc| {
+        sc.errors.set(callback, UserData(user_data));
+        Ok(())
+    })
 }

@@ -5,9 +5,18 @@
 //! goes through [`non_null`] (directly or via the typed helpers), so a NULL is
 //! `ZKR_INVALID_ARGUMENT` naming the argument, never a crash.
 //!
+//! # Where the safety argument lives (rustls-ffi's shape)
+//!
+//! The exports are safe `extern "C"` functions: they reach their pointer arguments only through
+//! the helpers of this module (strings, buffers, input structs, out-parameters) and through
+//! [`crate::handle::handle_ref`] (the one checked cast, beside the handle tag). Those helpers are
+//! where the contract below is relied upon, once each; an export adds no `unsafe` of its own for
+//! its arguments. The `unsafe` blocks left elsewhere each have a reason of their own: calling a
+//! C callback, taking back memory the library gave out, reading a versioned options struct.
+//!
 //! # The C caller's contract
 //!
-//! The header promises these, and every `// SAFETY: the C caller's contract` relies on them:
+//! The header promises these; the helpers below rely on them:
 //!
 //! 1. **Handles**: a handle argument is NULL or a pointer this library returned for that type.
 //!    A handle that was freed or is of another type is detected in most cases
@@ -19,9 +28,12 @@
 //! 3. **Outputs**: an out-parameter is NULL or writable for its type during the call.
 //! 4. **Callbacks**: a callback is NULL or a function of the declared type that may be called
 //!    from any thread with its `user_data` until it is unregistered (or its handle freed).
+//! 5. **Returned values**: a pointer given to a `_free` (a string, a list, a buffer, a node) is
+//!    NULL or one this library returned for that type, and is freed once.
 //!
-//! The common shapes of an export are the `unsafe fn`s below ([`handle_call`], [`handle_out`],
-//! [`recipe_new`]): an export is one call to one of them, in one `unsafe` block.
+//! The common shapes of an export are [`handle_call`], [`handle_out`] and [`recipe_new`]: an
+//! export is one call to one of them. A new export follows them: a safe `extern "C" fn`, its
+//! arguments through these helpers, nothing `unsafe`.
 
 use std::ffi::{c_char, CStr};
 use std::future::Future;
@@ -61,26 +73,17 @@ pub(crate) fn ffi_call(function: &str, body: impl FnOnce() -> Result<()>) -> zkr
 }
 
 /// An export on a handle: checks it, then runs `body`.
-///
-/// # Safety
-/// The C caller's contract for `handle` and for whatever `body` reads.
-pub(crate) unsafe fn handle_call<H: Handle>(
+pub(crate) fn handle_call<H: Handle>(
     function: &str,
     handle: *const H,
     body: impl FnOnce(&H) -> Result<()>,
 ) -> zkr_status {
-    ffi_call(function, || {
-        // SAFETY: this function's contract.
-        body(unsafe { handle_ref(handle) }?)
-    })
+    ffi_call(function, || body(handle_ref(handle)?))
 }
 
 /// An export on a handle with one required out-parameter: checks both (so that a NULL
 /// `out` does nothing), runs `body` and writes its value only on success.
-///
-/// # Safety
-/// The C caller's contract for `handle`, `out` and whatever `body` reads.
-pub(crate) unsafe fn handle_out<H: Handle, T>(
+pub(crate) fn handle_out<H: Handle, T>(
     function: &str,
     handle: *const H,
     out: *mut T,
@@ -88,8 +91,7 @@ pub(crate) unsafe fn handle_out<H: Handle, T>(
     body: impl FnOnce(&H) -> Result<T>,
 ) -> zkr_status {
     ffi_call(function, || {
-        // SAFETY: this function's contract.
-        let (handle, out) = unsafe { (handle_ref(handle)?, arg_out(out, what)?) };
+        let (handle, out) = (handle_ref(handle)?, arg_out(out, what)?);
         out.write(body(handle)?);
         Ok(())
     })
@@ -97,10 +99,7 @@ pub(crate) unsafe fn handle_out<H: Handle, T>(
 
 /// A recipe's constructor: `make(client, path)`, written to `*out` as a new handle (the core
 /// refuses a closed client).
-///
-/// # Safety
-/// The C caller's contract for `client`, `path`, `out` and whatever `make` reads.
-pub(crate) unsafe fn recipe_new<H: Handle>(
+pub(crate) fn recipe_new<H: Handle>(
     function: &str,
     client: *const zkr_client,
     path: *const c_char,
@@ -108,14 +107,11 @@ pub(crate) unsafe fn recipe_new<H: Handle>(
     make: impl FnOnce(&Client, &str) -> Result<H>,
 ) -> zkr_status {
     ffi_call(function, || {
-        // SAFETY: this function's contract.
-        let (client, path, out) = unsafe {
-            (
-                handle_ref(client)?,
-                arg_str(path, "path")?,
-                arg_out(out, "out")?,
-            )
-        };
+        let (client, path, out) = (
+            handle_ref(client)?,
+            arg_str(path, "path")?,
+            arg_out(out, "out")?,
+        );
         out.write(new_handle(make(&client.client, path)?));
         Ok(())
     })
@@ -127,12 +123,9 @@ pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<NonNull<T>> {
         .ok_or_else(|| Error::InvalidArgument(format!("{what} is NULL").into()))
 }
 
-/// An input struct argument.
-///
-/// # Safety
-/// `ptr` is NULL or points to a `T` readable for `'a`.
-pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
-    // SAFETY: non-NULL, and readable by this function's contract.
+/// An input struct argument (for the call: the `'a` the caller picks must not outlive it).
+pub(crate) fn arg_ref<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: non-NULL (checked), and readable during the call by contract 2.
     Ok(unsafe { non_null(ptr, what)?.as_ref() })
 }
 
@@ -147,33 +140,25 @@ pub(crate) struct Out<T>(NonNull<T>);
 impl<T> Out<T> {
     /// Writes the value without reading (or dropping) what the caller's memory held before.
     pub(crate) fn write(self, value: T) {
-        // SAFETY: `arg_out`'s caller promised a writable `T` for the call.
+        // SAFETY: non-NULL (checked by `arg_out`), and writable for a `T` during the call by
+        // contract 3; `write` neither reads nor drops what was there (maybe uninitialized).
         unsafe { self.0.as_ptr().write(value) }
     }
 }
 
 /// A required out-parameter.
-///
-/// # Safety
-/// `ptr` is NULL or valid for writing a `T` for as long as the call runs.
-pub(crate) unsafe fn arg_out<T>(ptr: *mut T, what: &str) -> Result<Out<T>> {
+pub(crate) fn arg_out<T>(ptr: *mut T, what: &str) -> Result<Out<T>> {
     non_null(ptr, what).map(Out)
 }
 
 /// An optional out-parameter: NULL means "not wanted".
-///
-/// # Safety
-/// As [`arg_out`].
-pub(crate) unsafe fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
+pub(crate) fn arg_out_opt<T>(ptr: *mut T) -> Option<Out<T>> {
     NonNull::new(ptr).map(Out)
 }
 
-/// A NUL-terminated UTF-8 string argument.
-///
-/// # Safety
-/// `ptr` is NULL or points to a NUL-terminated string that stays valid during the call.
-pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
-    // SAFETY: non-NULL and NUL-terminated by this function's contract.
+/// A NUL-terminated UTF-8 string argument (for the call).
+pub(crate) fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
+    // SAFETY: non-NULL (checked), NUL-terminated and readable during the call by contract 2.
     let c = unsafe { CStr::from_ptr(non_null(ptr, what)?.as_ptr()) };
     c.to_str().map_err(|e| {
         Error::InvalidArgument(
@@ -187,28 +172,21 @@ pub(crate) unsafe fn arg_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a s
 }
 
 /// An optional string argument: NULL means "not given".
-///
-/// # Safety
-/// As [`arg_str`].
-pub(crate) unsafe fn arg_opt_str<'a>(ptr: *const c_char, what: &str) -> Result<Option<&'a str>> {
+pub(crate) fn arg_opt_str<'a>(ptr: *const c_char, what: &str) -> Result<Option<&'a str>> {
     if ptr.is_null() {
         Ok(None)
     } else {
-        // SAFETY: this function's contract.
-        unsafe { arg_str(ptr, what) }.map(Some)
+        arg_str(ptr, what).map(Some)
     }
 }
 
 /// `len` elements at `ptr` (NULL allowed only with 0): a byte buffer or an array of structs.
-///
-/// # Safety
-/// `ptr` is NULL or valid for reading `len` elements during the call.
-pub(crate) unsafe fn arg_slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
+pub(crate) fn arg_slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
     }
     let p = non_null(ptr, what)?;
-    // SAFETY: non-NULL and readable for `len` elements by this function's contract.
+    // SAFETY: non-NULL (checked) and readable for `len` elements during the call by contract 2.
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
 
@@ -234,7 +212,8 @@ mod tests {
     use crate::status::zkr_last_error_message;
 
     fn last_message() -> String {
-        // SAFETY: the library returns a valid NUL-terminated string.
+        // SAFETY: the library returns a valid NUL-terminated string, valid until this thread's
+        // next call.
         unsafe { CStr::from_ptr(zkr_last_error_message()) }
             .to_string_lossy()
             .into_owned()
@@ -277,20 +256,16 @@ mod tests {
 
     #[test]
     fn null_and_bad_strings_are_invalid_arguments() {
-        // SAFETY: NULL is checked before any read.
-        let e = unsafe { arg_ref::<u8>(std::ptr::null(), "opts") }.unwrap_err();
+        let e = arg_ref::<u8>(std::ptr::null(), "opts").unwrap_err();
         assert_eq!(e, Error::InvalidArgument("opts is NULL".into()));
         let bad = b"/a\xff\0";
-        // SAFETY: a NUL-terminated local buffer.
-        let e = unsafe { arg_str(bad.as_ptr().cast(), "path") }.unwrap_err();
+        let e = arg_str(bad.as_ptr().cast(), "path").unwrap_err();
         assert!(
             matches!(e, Error::InvalidArgument(ref m) if m.contains("path is not valid UTF-8")),
             "{e}"
         );
-        // SAFETY: NULL with length 0 is allowed.
-        let empty = unsafe { arg_slice::<u8>(std::ptr::null(), 0, "data") }.unwrap();
+        let empty = arg_slice::<u8>(std::ptr::null(), 0, "data").unwrap();
         assert_eq!(empty, &[] as &[u8]);
-        // SAFETY: NULL with a length is refused before any read.
-        assert!(unsafe { arg_slice::<u8>(std::ptr::null(), 1, "data") }.is_err());
+        assert!(arg_slice::<u8>(std::ptr::null(), 1, "data").is_err());
     }
 }

@@ -11,11 +11,9 @@ use zkrecipes::cache::{
 use zkrecipes::{ListenerId, Result};
 
 use crate::boundary::{arg_ref, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
-use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening, UserData,
-};
+use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening, UserData};
 use crate::client::zkr_client;
-use crate::handle::{free_handle, handle};
+use crate::handle::handle;
 use crate::status::zkr_status;
 use crate::types::{free_returned, give_array, take_array, zkr_stat};
 use crate::vocab::{c_enum_of, CList};
@@ -93,7 +91,8 @@ impl zkr_child_data {
     /// # Safety
     /// `self` came from `owned` and is freed once.
     unsafe fn free_parts(self) {
-        // SAFETY: this function's contract.
+        // SAFETY: this function's contract: `path` (from `CString::into_raw`) and `data` (from
+        // `give_array`) were made by `owned` and are taken back once.
         unsafe {
             if !self.path.is_null() {
                 drop(CString::from_raw(self.path));
@@ -186,9 +185,7 @@ impl zkr_cache {
                 new_node: new.as_ref().map_or(std::ptr::null(), |b| &b.c),
                 resync: e.resync,
             };
-            // SAFETY: the C caller's contract for the callback it registered; the event and
-            // what it points to live until the call returns.
-            cb.call(|f, ud| unsafe { f(&view, ud) });
+            cb.call((&view,));
         };
         if replay {
             self.cache.listen_with_replay(f)
@@ -230,6 +227,13 @@ impl Borrowed {
     }
 }
 
+impl Closing for zkr_cache {
+    fn close_handle(&self) -> Result<()> {
+        self.close();
+        Ok(())
+    }
+}
+
 impl Listening for zkr_cache {
     type Callback = zkr_cache_callback;
 
@@ -241,7 +245,7 @@ impl Listening for zkr_cache {
         Ok(self.register_with(cb, false))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.cache.remove_listener(id)
     }
 }
@@ -249,40 +253,34 @@ impl Listening for zkr_cache {
 /// Makes a CuratorCache of the subtree at `path` (not started; the path need not exist). Free
 /// with zkr_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_curator_cache_new(
+pub extern "C" fn zkr_curator_cache_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_curator_cache_new", c, path, out, |c, p| {
-            Ok(zkr_cache::new(CuratorCache::new(c, p)?))
-        })
-    }
+    recipe_new("zkr_curator_cache_new", c, path, out, |c, p| {
+        Ok(zkr_cache::new(CuratorCache::new(c, p)?))
+    })
 }
 
 /// Makes a cache of the subtree at `path` built as `opts` says (NULL: a CuratorCache's
 /// defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_new(
+pub extern "C" fn zkr_cache_new(
     c: *mut zkr_client,
     path: *const c_char,
     opts: *const zkr_cache_options,
     out: *mut *mut zkr_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path, the options and `out`.
-    unsafe {
-        recipe_new("zkr_cache_new", c, path, out, |c, p| {
-            let mut o = CacheOptions::default();
-            if !opts.is_null() {
-                let given = arg_ref(opts, "opts")?;
-                o.data = given.data;
-                o.max_depth = depth_arg(given.max_depth)?;
-            }
-            Ok(zkr_cache::new(Cache::new(c, p, o)?))
-        })
-    }
+    recipe_new("zkr_cache_new", c, path, out, |c, p| {
+        let mut o = CacheOptions::default();
+        if !opts.is_null() {
+            let given = arg_ref(opts, "opts")?;
+            o.data = given.data;
+            o.max_depth = depth_arg(given.max_depth)?;
+        }
+        Ok(zkr_cache::new(Cache::new(c, p, o)?))
+    })
 }
 
 fn depth_arg(max_depth: i32) -> Result<Option<usize>> {
@@ -297,243 +295,170 @@ fn depth_arg(max_depth: i32) -> Result<Option<usize>> {
 
 /// Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_node_cache_new(
+pub extern "C" fn zkr_node_cache_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_node_cache_new", c, path, out, |c, p| {
-            Ok(zkr_cache::new(NodeCache::new(c, p)?))
-        })
-    }
+    recipe_new("zkr_node_cache_new", c, path, out, |c, p| {
+        Ok(zkr_cache::new(NodeCache::new(c, p)?))
+    })
 }
 
 /// Makes a PathChildrenCache of the children of `path` (`cache_data` false: stats only) with a
 /// start mode (a zkr_start_mode; anything else is ZKR_INVALID_ARGUMENT). Free with
 /// zkr_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_path_children_cache_new(
+pub extern "C" fn zkr_path_children_cache_new(
     c: *mut zkr_client,
     path: *const c_char,
     cache_data: bool,
     start_mode: zkr_start_mode,
     out: *mut *mut zkr_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_path_children_cache_new", c, path, out, |c, p| {
-            let mode = START_MODES.parse(start_mode, "start_mode")?;
-            Ok(zkr_cache::new(PathChildrenCache::new(
-                c, p, cache_data, mode,
-            )?))
-        })
-    }
+    recipe_new("zkr_path_children_cache_new", c, path, out, |c, p| {
+        let mode = START_MODES.parse(start_mode, "start_mode")?;
+        Ok(zkr_cache::new(PathChildrenCache::new(
+            c, p, cache_data, mode,
+        )?))
+    })
 }
 
 /// Makes a TreeCache of the subtree at `path` to `max_depth` (-1: no limit; 0 the root alone).
 /// Free with zkr_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_tree_cache_new(
+pub extern "C" fn zkr_tree_cache_new(
     c: *mut zkr_client,
     path: *const c_char,
     max_depth: i32,
     out: *mut *mut zkr_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_tree_cache_new", c, path, out, |c, p| {
-            Ok(zkr_cache::new(TreeCache::new(c, p, depth_arg(max_depth)?)?))
-        })
-    }
+    recipe_new("zkr_tree_cache_new", c, path, out, |c, p| {
+        Ok(zkr_cache::new(TreeCache::new(c, p, depth_arg(max_depth)?)?))
+    })
 }
 
 /// Sets the watch and starts loading (the listeners added before hear the initial load). Once
 /// only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after zkr_cache_close.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_start(cache: *mut zkr_cache) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_cache_start", cache, |c| wait(c.cache.start())) }
+pub extern "C" fn zkr_cache_start(cache: *mut zkr_cache) -> zkr_status {
+    handle_call("zkr_cache_start", cache, |c| wait(c.cache.start()))
 }
 
 /// Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes
 /// (false). Until then a missing node may just not be loaded yet.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_await_initialized(
+pub extern "C" fn zkr_cache_await_initialized(
     cache: *mut zkr_cache,
     timeout_ms: i64,
     initialized: *mut bool,
 ) -> zkr_status {
     let f = "zkr_cache_await_initialized";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, cache, initialized, "initialized", |c| {
-            wait(c.cache.await_initialized(arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, cache, initialized, "initialized", |c| {
+        wait(c.cache.await_initialized(arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Read-your-writes: waits until the cache has applied every change up to `zxid` (the mzxid
 /// or czxid of a stat your write returned): `*reached` true, or false after `timeout_ms`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_await_zxid(
+pub extern "C" fn zkr_cache_await_zxid(
     cache: *mut zkr_cache,
     zxid: i64,
     timeout_ms: i64,
     reached: *mut bool,
 ) -> zkr_status {
     let f = "zkr_cache_await_zxid";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, cache, reached, "reached", |c| {
-            wait(c.cache.await_zxid(zxid, arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, cache, reached, "reached", |c| {
+        wait(c.cache.await_zxid(zxid, arg_timeout(timeout_ms)?))
+    })
 }
 
 /// How many nodes are cached.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_size(cache: *const zkr_cache, size: *mut usize) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_cache_size", cache, size, "size", |c| {
-            Ok(c.cache.size())
-        })
-    }
+pub extern "C" fn zkr_cache_size(cache: *const zkr_cache, size: *mut usize) -> zkr_status {
+    handle_out("zkr_cache_size", cache, size, "size", |c| {
+        Ok(c.cache.size())
+    })
 }
 
 /// The cached node at `path`: `*node` is a copy you own (free with zkr_child_data_free), or
 /// NULL if the cache does not hold it. No server call.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_get(
+pub extern "C" fn zkr_cache_get(
     cache: *const zkr_cache,
     path: *const c_char,
     node: *mut *mut zkr_child_data,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameter.
-    unsafe {
-        handle_out("zkr_cache_get", cache, node, "node", |c| {
-            match c.cache.get(arg_str(path, "path")?) {
-                None => Ok(std::ptr::null_mut()),
-                Some(d) => Ok(Box::into_raw(Box::new(zkr_child_data::owned(&d)?))),
-            }
-        })
-    }
+    handle_out("zkr_cache_get", cache, node, "node", |c| {
+        match c.cache.get(arg_str(path, "path")?) {
+            None => Ok(std::ptr::null_mut()),
+            Some(d) => Ok(Box::into_raw(Box::new(zkr_child_data::owned(&d)?))),
+        }
+    })
 }
 
 /// Frees a node returned by zkr_cache_get. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_child_data_free(node: *mut zkr_child_data) {
-    // SAFETY: the C caller's contract: a node from zkr_cache_get, freed once.
-    unsafe { free_returned("zkr_child_data_free", node, |n| n.free_parts()) }
+pub extern "C" fn zkr_child_data_free(node: *mut zkr_child_data) {
+    free_returned("zkr_child_data_free", node, |n| {
+        // SAFETY: the parts of a node that `owned` made, freed once with it.
+        unsafe { n.free_parts() }
+    })
 }
 
 /// A consistent copy of the whole cache at one moment, sorted by path: `*list` is yours (free
 /// it with zkr_child_data_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_snapshot(
+pub extern "C" fn zkr_cache_snapshot(
     cache: *const zkr_cache,
     list: *mut *mut zkr_child_data_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_cache_snapshot", cache, list, "list", |c| {
-            let mut items = Vec::new();
-            for d in c.cache.snapshot().iter() {
-                match zkr_child_data::owned(&d) {
-                    Ok(n) => items.push(n),
-                    Err(e) => {
-                        items.into_iter().for_each(|n| n.free_parts());
-                        return Err(e);
-                    }
+    handle_out("zkr_cache_snapshot", cache, list, "list", |c| {
+        let mut items = Vec::new();
+        for d in c.cache.snapshot().iter() {
+            match zkr_child_data::owned(&d) {
+                Ok(n) => items.push(n),
+                Err(e) => {
+                    // SAFETY: each was made by `owned` just above and never reached the caller.
+                    items.into_iter().for_each(|n| unsafe { n.free_parts() });
+                    return Err(e);
                 }
             }
-            let (items, len) = give_array(items);
-            Ok(Box::into_raw(Box::new(zkr_child_data_list { items, len })))
-        })
-    }
+        }
+        let (items, len) = give_array(items);
+        Ok(Box::into_raw(Box::new(zkr_child_data_list { items, len })))
+    })
 }
 
 /// Frees a list from zkr_cache_snapshot and every node in it. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_child_data_list_free(list: *mut zkr_child_data_list) {
-    // SAFETY: the C caller's contract: a list from zkr_cache_snapshot, freed once.
-    unsafe {
-        free_returned("zkr_child_data_list_free", list, |l| {
-            take_array(l.items, l.len)
-                .into_iter()
-                .for_each(|n| n.free_parts())
-        })
-    }
-}
-
-/// Adds a listener; `*listener_id` identifies it for zkr_cache_remove_listener. It hears what
-/// happens after this returns (no replay: see zkr_cache_add_listener_with_replay).
-/// `user_data` must stay valid until the listener is removed or the cache freed.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_cache_add_listener(
-    cache: *mut zkr_cache,
-    callback: zkr_cache_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_cache_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, cache, callback, user_data, listener_id) }
+pub extern "C" fn zkr_child_data_list_free(list: *mut zkr_child_data_list) {
+    free_returned("zkr_child_data_list_free", list, |l| {
+        // SAFETY: the parts of a list zkr_cache_snapshot made: an array from `give_array` of
+        // nodes from `owned`, taken back once with the list.
+        unsafe { take_array(l.items, l.len) }
+            .into_iter()
+            .for_each(|n| unsafe { n.free_parts() })
+    })
 }
 
 /// zkr_cache_add_listener that first hears the cached nodes as ZKR_CACHE_CREATED (and
 /// ZKR_CACHE_INITIALIZED if the cache is initialized), then what happens after, with nothing
 /// missed or repeated in between.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_cache_add_listener_with_replay(
+pub extern "C" fn zkr_cache_add_listener_with_replay(
     cache: *mut zkr_cache,
     callback: zkr_cache_callback,
     user_data: *mut c_void,
     listener_id: *mut u64,
 ) -> zkr_status {
     let f = "zkr_cache_add_listener_with_replay";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe {
-        handle_out(f, cache, listener_id, "listener_id", |c| {
-            let cb = crate::boundary::arg_callback(callback, "callback")?;
-            c.listeners
-                .add(cb, UserData(user_data), |cb| Ok(c.register_with(cb, true)))
-        })
-    }
-}
-
-/// Removes a listener. When this returns, the callback is not running (unless this is called
-/// from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_cache_remove_listener(
-    cache: *mut zkr_cache,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_cache_remove_listener", cache, listener_id) }
-}
-
-/// Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice
-/// is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_cache_close(cache: *mut zkr_cache) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_cache_close", cache, |c| {
-            c.close();
-            Ok(())
-        })
-    }
-}
-
-/// Frees a cache: removes its listeners (waiting for a running one, unless called from inside
-/// it) and closes it. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_cache_free(cache: *mut zkr_cache) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_cache_free", cache) }
+    handle_out(f, cache, listener_id, "listener_id", |c| {
+        let cb = crate::boundary::arg_callback(callback, "callback")?;
+        c.listeners
+            .add(cb, UserData(user_data), |cb| Ok(c.register_with(cb, true)))
+    })
 }
 
 /// The name of a zkr_cache_event_type ("CREATED", ...), static; NULL for an unknown number.

@@ -95,6 +95,32 @@ impl Gate {
     }
 }
 
+/// A C callback's function pointer, called with its arguments and the `user_data` it was given
+/// with: the one place a C callback is called. Safe to call because of the C caller's contract 4
+/// (`boundary`): the function is of the declared type and may be called from any thread with
+/// that `user_data` until unregistered; every call goes through a [`Gate`] (or, for a
+/// one-shot function, is made once while its owner lives), so none comes after that.
+pub(crate) trait CFn<A>: Copy {
+    /// Calls the function with `args` and `user_data`.
+    fn invoke(self, args: A, user_data: *mut c_void);
+}
+
+/// `CFn` for `unsafe extern "C" fn(A1, …, *mut c_void)`.
+macro_rules! c_fn {
+    ($($a:ident),+) => {
+        impl<$($a),+> CFn<($($a,)+)> for unsafe extern "C" fn($($a),+, *mut c_void) {
+            #[allow(non_snake_case)]
+            fn invoke(self, ($($a,)+): ($($a,)+), user_data: *mut c_void) {
+                // SAFETY: the C caller's contract 4 for a registered callback (see `CFn`).
+                unsafe { self($($a),+, user_data) }
+            }
+        }
+    };
+}
+c_fn!(A1);
+c_fn!(A1, A2);
+c_fn!(A1, A2, A3);
+
 /// One registered C callback (`F` is its function pointer type) with its user data.
 pub(crate) struct CCallback<F> {
     function: F,
@@ -111,9 +137,13 @@ impl<F: Copy> CCallback<F> {
         })
     }
 
-    /// Calls the C function through `invoke(function, user_data)` if still registered.
-    pub(crate) fn call(&self, invoke: impl FnOnce(F, *mut c_void)) {
-        self.gate.run(|| invoke(self.function, self.user_data.0));
+    /// Calls the C function with `args` if still registered.
+    pub(crate) fn call<A>(&self, args: A)
+    where
+        F: CFn<A>,
+    {
+        self.gate
+            .run(|| self.function.invoke(args, self.user_data.0));
     }
 
     /// Unregisters: see [`Gate::disable`].
@@ -155,21 +185,21 @@ impl<C: CallbackType> Listeners<C> {
         &self,
         id: ListenerId,
         on: &str,
-        unregister: impl FnOnce(ListenerId) -> bool,
+        unregister: impl FnOnce(ListenerId) -> Result<bool>,
     ) -> Result<()> {
         let callback = lock(&self.0).remove(&id).ok_or_else(|| {
             Error::InvalidArgument(format!("no listener with id {id} on this {on}").into())
         })?;
-        unregister(id);
+        unregister(id)?;
         callback.disable();
         Ok(())
     }
 
     /// Unregisters every callback (the handle is being freed or closed).
-    pub(crate) fn clear(&self, mut unregister: impl FnMut(ListenerId) -> bool) {
+    pub(crate) fn clear(&self, mut unregister: impl FnMut(ListenerId) -> Result<bool>) {
         let all: Vec<_> = lock(&self.0).drain().collect();
         for (id, callback) in all {
-            unregister(id);
+            let _ = unregister(id); // our own ids
             callback.disable();
         }
     }
@@ -196,10 +226,13 @@ impl<C: CallbackType> Slot<C> {
 
     /// Calls the current callback, if any (outside the slot's lock, so that it may replace
     /// itself).
-    pub(crate) fn fire(&self, invoke: impl FnOnce(C::Fn, *mut c_void)) {
+    pub(crate) fn fire<A>(&self, args: A)
+    where
+        C::Fn: CFn<A>,
+    {
         let current = lock(&self.0).clone();
         if let Some(c) = current {
-            c.call(invoke);
+            c.call(args);
         }
     }
 }
@@ -220,7 +253,7 @@ pub(crate) trait Listening: Handle {
     ) -> Result<ListenerId>;
 
     /// Removes the core's listener.
-    fn unregister(&self, id: ListenerId) -> bool;
+    fn unregister(&self, id: ListenerId) -> Result<bool>;
 
     /// Unregisters every callback (the handle is being closed or freed).
     fn unregister_all(&self) {
@@ -229,40 +262,39 @@ pub(crate) trait Listening: Handle {
 }
 
 /// `_add_listener`: registers `callback` with `user_data`; its id goes to `*listener_id`.
-///
-/// # Safety
-/// The C caller's contract for the handle, the callback and `listener_id`.
-pub(crate) unsafe fn add_listener<H: Listening>(
+pub(crate) fn add_listener<H: Listening>(
     function: &str,
     h: *mut H,
     callback: H::Callback,
     user_data: *mut c_void,
     listener_id: *mut u64,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, h, listener_id, "listener_id", |h| {
-            let f = arg_callback(callback.get(), "callback")?;
-            h.listeners()
-                .add(f, UserData(user_data), |cb| h.register(cb))
-        })
-    }
+    handle_out(function, h, listener_id, "listener_id", |h| {
+        let f = arg_callback(callback.get(), "callback")?;
+        h.listeners()
+            .add(f, UserData(user_data), |cb| h.register(cb))
+    })
 }
 
 /// `_remove_listener`: when it returns, the callback neither runs (unless this is called from
 /// inside it) nor will run.
-///
-/// # Safety
-/// The C caller's contract for the handle.
-pub(crate) unsafe fn remove_listener<H: Listening>(
+pub(crate) fn remove_listener<H: Listening>(
     function: &str,
     h: *mut H,
     id: ListenerId,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_call(function, h, |h| {
-            h.listeners().remove(id, H::ARG, |id| h.unregister(id))
-        })
-    }
+    handle_call(function, h, |h| {
+        h.listeners().remove(id, H::ARG, |id| h.unregister(id))
+    })
+}
+
+/// A handle with a `_close` export (generated with its listener exports by `build.rs`).
+pub(crate) trait Closing: Handle {
+    /// Closes the recipe or client (idempotent).
+    fn close_handle(&self) -> Result<()>;
+}
+
+/// `_close`.
+pub(crate) fn close_handle<H: Closing>(function: &str, h: *mut H) -> zkr_status {
+    handle_call(function, h, |h| h.close_handle())
 }

@@ -15,9 +15,9 @@ use crate::boundary::{
     handle_out, wait,
 };
 use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Gate, Listeners, Listening, UserData,
+    CCallback, CFn, CallbackType, Closing, Gate, Listeners, Listening, UserData,
 };
-use crate::handle::{free_handle, handle, new_handle};
+use crate::handle::{handle, new_handle};
 use crate::options::{builder, read_options, zkr_client_options};
 use crate::status::zkr_status;
 use crate::types::{c_string, zkr_buffer, zkr_stat, zkr_string_list};
@@ -39,6 +39,15 @@ handle!(zkr_client, "client", |c| {
     c.client.close_blocking();
 });
 
+impl Closing for zkr_client {
+    fn close_handle(&self) -> Result<()> {
+        wait(async {
+            self.client.close().await;
+            Ok(())
+        })
+    }
+}
+
 impl Listening for zkr_client {
     type Callback = zkr_state_callback;
 
@@ -50,12 +59,11 @@ impl Listening for zkr_client {
         let client = self.open("state listener")?;
         Ok(client.add_state_listener(move |s| {
             let state = zkr_connection_state::of(s);
-            // SAFETY: the C caller's contract for the callback it registered.
-            cb.call(|f, ud| unsafe { f(state, ud) })
+            cb.call((state,))
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.client.remove_state_listener(id)
     }
 }
@@ -72,18 +80,17 @@ type StateFn = <zkr_state_callback as CallbackType>::Fn;
 /// Errors: ZKR_INVALID_ARGUMENT (bad connect string or option), ZKR_TIMEOUT (no server answered
 /// within the connection timeout; the message says why).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_connect(
+pub extern "C" fn zkr_client_connect(
     hosts: *const c_char,
     opts: *const zkr_client_options,
     out: *mut *mut zkr_client,
 ) -> zkr_status {
     ffi_call("zkr_client_connect", || {
-        // SAFETY: the C caller's contract for `hosts`, `out` and `opts` (and its pointers).
-        let (out, options) = unsafe {
-            let hosts = arg_str(hosts, "hosts")?;
-            let out = arg_out(out, "out")?;
-            (out, builder(hosts, &read_options(opts)?)?)
-        };
+        let hosts = arg_str(hosts, "hosts")?;
+        let out = arg_out(out, "out")?;
+        // SAFETY: `opts` is NULL or the caller's zkr_client_options (contract 2), whose leading
+        // `size` says how many bytes of it are readable: what read_options relies on.
+        let options = builder(hosts, &unsafe { read_options(opts) }?)?;
         let client = wait(options.connect())?;
         out.write(new_handle(zkr_client {
             client,
@@ -92,34 +99,6 @@ pub unsafe extern "C" fn zkr_client_connect(
         }));
         Ok(())
     })
-}
-
-/// Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in
-/// recipes of this client return ZKR_CLOSED, and every later call on the client or its recipes
-/// returns ZKR_CLOSED. The handles stay valid, to be freed. Closing twice is ZKR_OK.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_client_close(c: *mut zkr_client) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_client_close", c, |c| {
-            wait(async {
-                c.client.close().await;
-                Ok(())
-            })
-        })
-    }
-}
-
-/// Frees a client: unregisters its state callbacks (waiting for a running one to return, unless
-/// called from inside it), stops its watch callbacks, closes the session if still open, and
-/// releases the handle. Recipe handles made from it stay valid (their calls return ZKR_CLOSED)
-/// and must still be freed. NULL does nothing. The client must not be in use by another thread.
-/// A client already freed is detected in most cases (see docs/C_API.md): nothing is done and
-/// zkr_last_error_message() says so.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_client_free(c: *mut zkr_client) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_client_free", c) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,30 +151,21 @@ impl zkr_client {
 
 /// The current connection state.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_state(
+pub extern "C" fn zkr_client_state(
     c: *const zkr_client,
     state: *mut zkr_connection_state,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_client_state", c, state, "state", |c| {
-            Ok(zkr_connection_state::of(c.open("state")?.state()))
-        })
-    }
+    handle_out("zkr_client_state", c, state, "state", |c| {
+        Ok(zkr_connection_state::of(c.open("state")?.state()))
+    })
 }
 
 /// The current session id (it changes after LOST → RECONNECTED).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_session_id(
-    c: *const zkr_client,
-    session_id: *mut i64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_client_session_id", c, session_id, "session_id", |c| {
-            Ok(c.open("session id")?.session_id())
-        })
-    }
+pub extern "C" fn zkr_client_session_id(c: *const zkr_client, session_id: *mut i64) -> zkr_status {
+    handle_out("zkr_client_session_id", c, session_id, "session_id", |c| {
+        Ok(c.open("session id")?.session_id())
+    })
 }
 
 /// A connection-state callback. It runs on a library thread (never the thread that registered
@@ -206,51 +176,18 @@ pub unsafe extern "C" fn zkr_client_session_id(
 pub type zkr_state_callback =
     Option<unsafe extern "C" fn(state: zkr_connection_state, user_data: *mut c_void)>;
 
-/// Registers a connection-state callback; `*listener_id` identifies it for
-/// zkr_client_remove_state_listener. `user_data` is passed back untouched and must stay valid
-/// until the callback is removed or the client freed.
-///
-/// The callback is called on another thread (see its type).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_client_add_state_listener(
-    c: *mut zkr_client,
-    callback: zkr_state_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_client_add_state_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, c, callback, user_data, listener_id) }
-}
-
-/// Removes a state callback. When this returns, the callback is not running (unless this is
-/// called from inside it) and will not run again, so its user_data may be freed.
-/// ZKR_INVALID_ARGUMENT if the id is not registered on this client.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_client_remove_state_listener(
-    c: *mut zkr_client,
-    listener_id: u64,
-) -> zkr_status {
-    let f = "zkr_client_remove_state_listener";
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener(f, c, listener_id) }
-}
-
 /// Expires this client's session on the server, as Curator's tests do (a second connection joins
 /// the session and closes it). For tests of session loss: the client then reports LOST and
 /// RECONNECTED with a new session. Only in builds with the `testing` feature (declared when
 /// ZKR_TESTING is defined).
 #[cfg(feature = "testing")]
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_expire_session_for_testing(c: *mut zkr_client) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_client_expire_session_for_testing", c, |c| {
-            // Owned: the wait holds no handle to the client, which a LOST callback may free.
-            let expire = zkrecipes_testing::expire_client_session(&c.client);
-            wait(async { expire.await.map_err(|e| Error::Timeout(e.into())) })
-        })
-    }
+pub extern "C" fn zkr_client_expire_session_for_testing(c: *mut zkr_client) -> zkr_status {
+    handle_call("zkr_client_expire_session_for_testing", c, |c| {
+        // Owned: the wait holds no handle to the client, which a LOST callback may free.
+        let expire = zkrecipes_testing::expire_client_session(&c.client);
+        wait(async { expire.await.map_err(|e| Error::Timeout(e.into())) })
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,12 +253,8 @@ pub(crate) fn version_arg(version: i32) -> Result<Option<i32>> {
 }
 
 /// Writes a stat to an optional out-parameter.
-///
-/// # Safety
-/// The C caller's contract for `out`.
-pub(crate) unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
-    // SAFETY: this function's contract.
-    if let (Some(o), Some(s)) = (unsafe { arg_out_opt(out) }, stat) {
+pub(crate) fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>) {
+    if let (Some(o), Some(s)) = (arg_out_opt(out), stat) {
         o.write(zkr_stat::from(s));
     }
 }
@@ -332,7 +265,7 @@ pub(crate) unsafe fn put_stat(out: *mut zkr_stat, stat: Option<&zkrecipes::Stat>
 /// zkr_string_free. A request larger than the server accepts (path + data + ACL over 1 MiB) is
 /// ZKR_INVALID_ARGUMENT naming the sizes, and is not sent.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_create(
+pub extern "C" fn zkr_client_create(
     c: *mut zkr_client,
     path: *const c_char,
     data: *const u8,
@@ -341,49 +274,43 @@ pub unsafe extern "C" fn zkr_client_create(
     flags: u32,
     created_path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data and the out-parameter.
-    unsafe {
-        handle_call("zkr_client_create", c, |c| {
-            let path = arg_str(path, "path")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let flag = flags_arg(flags, ZKR_CREATE_PARENTS | ZKR_CREATE_PROTECTED)?;
-            let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
-            options.create_parents = flag(ZKR_CREATE_PARENTS);
-            options.protected = flag(ZKR_CREATE_PROTECTED);
-            let out = arg_out_opt(created_path);
-            let created = wait(c.client.create(path, data, options))?;
-            if let Some(out) = out {
-                out.write(c_string(&created.path)?);
-            }
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_create", c, |c| {
+        let path = arg_str(path, "path")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let flag = flags_arg(flags, ZKR_CREATE_PARENTS | ZKR_CREATE_PROTECTED)?;
+        let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
+        options.create_parents = flag(ZKR_CREATE_PARENTS);
+        options.protected = flag(ZKR_CREATE_PROTECTED);
+        let out = arg_out_opt(created_path);
+        let created = wait(c.client.create(path, data, options))?;
+        if let Some(out) = out {
+            out.write(c_string(&created.path)?);
+        }
+        Ok(())
+    })
 }
 
 /// Reads a node's data into `*data` (free with zkr_buffer_free) and, if `stat` is not NULL, its
 /// stat. ZKR_NO_NODE if it does not exist.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_data(
+pub extern "C" fn zkr_client_get_data(
     c: *mut zkr_client,
     path: *const c_char,
     data: *mut *mut zkr_buffer,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameters.
-    unsafe {
-        handle_out("zkr_client_get_data", c, data, "data", |c| {
-            let (bytes, s) = wait(c.client.get_data(arg_str(path, "path")?))?;
-            put_stat(stat, Some(&s));
-            Ok(zkr_buffer::from_vec(bytes))
-        })
-    }
+    handle_out("zkr_client_get_data", c, data, "data", |c| {
+        let (bytes, s) = wait(c.client.get_data(arg_str(path, "path")?))?;
+        put_stat(stat, Some(&s));
+        Ok(zkr_buffer::from_vec(bytes))
+    })
 }
 
 /// Sets a node's data; `version` -1 for any version, else the expected version (ZKR_BAD_VERSION
 /// if it differs). If `stat` is not NULL it receives the new stat. Data too large for the server
 /// is ZKR_INVALID_ARGUMENT (see zkr_client_create).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_set_data(
+pub extern "C" fn zkr_client_set_data(
     c: *mut zkr_client,
     path: *const c_char,
     data: *const u8,
@@ -391,40 +318,34 @@ pub unsafe extern "C" fn zkr_client_set_data(
     version: i32,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data and the out-parameter.
-    unsafe {
-        handle_call("zkr_client_set_data", c, |c| {
-            let path = arg_str(path, "path")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let s = wait(c.client.set_data(path, data, version_arg(version)?))?;
-            put_stat(stat, Some(&s));
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_set_data", c, |c| {
+        let path = arg_str(path, "path")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let s = wait(c.client.set_data(path, data, version_arg(version)?))?;
+        put_stat(stat, Some(&s));
+        Ok(())
+    })
 }
 
 /// Deletes a node; `version` -1 for any version. `flags` is 0 or ZKR_DELETE_GUARANTEED |
 /// ZKR_DELETE_RECURSIVE.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_delete(
+pub extern "C" fn zkr_client_delete(
     c: *mut zkr_client,
     path: *const c_char,
     version: i32,
     flags: u32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the path.
-    unsafe {
-        handle_call("zkr_client_delete", c, |c| {
-            let path = arg_str(path, "path")?;
-            let flag = flags_arg(flags, ZKR_DELETE_GUARANTEED | ZKR_DELETE_RECURSIVE)?;
-            let options = DeleteOptions {
-                version: version_arg(version)?,
-                guaranteed: flag(ZKR_DELETE_GUARANTEED),
-                recursive: flag(ZKR_DELETE_RECURSIVE),
-            };
-            wait(c.client.delete(path, options))
-        })
-    }
+    handle_call("zkr_client_delete", c, |c| {
+        let path = arg_str(path, "path")?;
+        let flag = flags_arg(flags, ZKR_DELETE_GUARANTEED | ZKR_DELETE_RECURSIVE)?;
+        let options = DeleteOptions {
+            version: version_arg(version)?,
+            guaranteed: flag(ZKR_DELETE_GUARANTEED),
+            recursive: flag(ZKR_DELETE_RECURSIVE),
+        };
+        wait(c.client.delete(path, options))
+    })
 }
 
 /// ZooKeeper's sync (Curator's sync()): the server this client talks to catches up with the
@@ -432,47 +353,38 @@ pub unsafe extern "C" fn zkr_client_delete(
 /// before the call, by any client. A reconnection in between (to another server) loses that:
 /// sync again after the connection comes back. A missing node is ZKR_OK.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_sync(c: *mut zkr_client, path: *const c_char) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the path.
-    unsafe {
-        handle_call("zkr_client_sync", c, |c| {
-            let path = arg_str(path, "path")?;
-            wait(c.client.sync(path))
-        })
-    }
+pub extern "C" fn zkr_client_sync(c: *mut zkr_client, path: *const c_char) -> zkr_status {
+    handle_call("zkr_client_sync", c, |c| {
+        let path = arg_str(path, "path")?;
+        wait(c.client.sync(path))
+    })
 }
 
 /// Whether a node exists; if it does and `stat` is not NULL, `*stat` receives its stat.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_exists(
+pub extern "C" fn zkr_client_exists(
     c: *mut zkr_client,
     path: *const c_char,
     exists: *mut bool,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameters.
-    unsafe {
-        handle_out("zkr_client_exists", c, exists, "exists", |c| {
-            let found = wait(c.client.exists(arg_str(path, "path")?))?;
-            put_stat(stat, found.as_ref());
-            Ok(found.is_some())
-        })
-    }
+    handle_out("zkr_client_exists", c, exists, "exists", |c| {
+        let found = wait(c.client.exists(arg_str(path, "path")?))?;
+        put_stat(stat, found.as_ref());
+        Ok(found.is_some())
+    })
 }
 
 /// The names of a node's children (unsorted), in `*children` (free with zkr_string_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_children(
+pub extern "C" fn zkr_client_get_children(
     c: *mut zkr_client,
     path: *const c_char,
     children: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameter.
-    unsafe {
-        handle_out("zkr_client_get_children", c, children, "children", |c| {
-            zkr_string_list::from_vec(wait(c.client.get_children(arg_str(path, "path")?))?)
-        })
-    }
+    handle_out("zkr_client_get_children", c, children, "children", |c| {
+        zkr_string_list::from_vec(wait(c.client.get_children(arg_str(path, "path")?))?)
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -510,10 +422,7 @@ pub type zkr_watch_callback = Option<
 
 /// Calls `callback` once, through the client's dispatcher, when `watch` fires; never after the
 /// client is freed.
-///
-/// # Safety
-/// The C caller's contract for the callback.
-unsafe fn arm(
+fn arm(
     c: &zkr_client,
     watch: Watch,
     callback: <zkr_watch_callback as CallbackType>::Fn,
@@ -527,8 +436,8 @@ unsafe fn arm(
         };
         let kind = zkr_watch_event_type::of(e.kind);
         let ud = ud;
-        // SAFETY: the C caller's contract for the callback; `alive` is disabled by free.
-        alive.run(|| unsafe { callback(kind, path.as_ptr(), ud.0) });
+        // Called once, only while the client lives (the gate); `path` outlives the call.
+        alive.run(|| callback.invoke((kind, path.as_ptr()), ud.0));
     });
 }
 
@@ -538,7 +447,7 @@ unsafe fn arm(
 /// stay valid until then. No watch is left when the call fails. After zkr_client_free returns,
 /// no watch callback of the client runs (a pending one never will: free its user_data then).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_data_watch(
+pub extern "C" fn zkr_client_get_data_watch(
     c: *mut zkr_client,
     path: *const c_char,
     data: *mut *mut zkr_buffer,
@@ -546,25 +455,21 @@ pub unsafe extern "C" fn zkr_client_get_data_watch(
     callback: zkr_watch_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the out-parameters and the
-    // callback.
-    unsafe {
-        handle_out("zkr_client_get_data_watch", c, data, "data", |c| {
-            let path = arg_str(path, "path")?;
-            let f = arg_callback(callback, "callback")?;
-            let (bytes, s, w) = wait(c.client.get_data_watch(path))?;
-            arm(c, w, f, user_data);
-            put_stat(stat, Some(&s));
-            Ok(zkr_buffer::from_vec(bytes))
-        })
-    }
+    handle_out("zkr_client_get_data_watch", c, data, "data", |c| {
+        let path = arg_str(path, "path")?;
+        let f = arg_callback(callback, "callback")?;
+        let (bytes, s, w) = wait(c.client.get_data_watch(path))?;
+        arm(c, w, f, user_data);
+        put_stat(stat, Some(&s));
+        Ok(zkr_buffer::from_vec(bytes))
+    })
 }
 
 /// zkr_client_exists that also leaves a one-shot watch: ZKR_WATCH_CREATED (the node did not
 /// exist), ZKR_WATCH_DELETED, ZKR_WATCH_CHANGED, or ZKR_WATCH_SESSION_ENDED. See
 /// zkr_client_get_data_watch for the callback's rules.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_exists_watch(
+pub extern "C" fn zkr_client_exists_watch(
     c: *mut zkr_client,
     path: *const c_char,
     exists: *mut bool,
@@ -572,47 +477,39 @@ pub unsafe extern "C" fn zkr_client_exists_watch(
     callback: zkr_watch_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the out-parameters and the
-    // callback.
-    unsafe {
-        handle_out("zkr_client_exists_watch", c, exists, "exists", |c| {
-            let path = arg_str(path, "path")?;
-            let f = arg_callback(callback, "callback")?;
-            let (found, w) = wait(c.client.exists_watch(path))?;
-            arm(c, w, f, user_data);
-            put_stat(stat, found.as_ref());
-            Ok(found.is_some())
-        })
-    }
+    handle_out("zkr_client_exists_watch", c, exists, "exists", |c| {
+        let path = arg_str(path, "path")?;
+        let f = arg_callback(callback, "callback")?;
+        let (found, w) = wait(c.client.exists_watch(path))?;
+        arm(c, w, f, user_data);
+        put_stat(stat, found.as_ref());
+        Ok(found.is_some())
+    })
 }
 
 /// zkr_client_get_children that also leaves a one-shot watch on the children:
 /// ZKR_WATCH_CHILD, ZKR_WATCH_DELETED, or ZKR_WATCH_SESSION_ENDED. See
 /// zkr_client_get_data_watch for the callback's rules.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_children_watch(
+pub extern "C" fn zkr_client_get_children_watch(
     c: *mut zkr_client,
     path: *const c_char,
     children: *mut *mut zkr_string_list,
     callback: zkr_watch_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the out-parameter and the
-    // callback.
-    unsafe {
-        handle_out(
-            "zkr_client_get_children_watch",
-            c,
-            children,
-            "children",
-            |c| {
-                let path = arg_str(path, "path")?;
-                let f = arg_callback(callback, "callback")?;
-                let (names, w) = wait(c.client.get_children_watch(path))?;
-                let list = zkr_string_list::from_vec(names)?;
-                arm(c, w, f, user_data);
-                Ok(list)
-            },
-        )
-    }
+    handle_out(
+        "zkr_client_get_children_watch",
+        c,
+        children,
+        "children",
+        |c| {
+            let path = arg_str(path, "path")?;
+            let f = arg_callback(callback, "callback")?;
+            let (names, w) = wait(c.client.get_children_watch(path))?;
+            let list = zkr_string_list::from_vec(names)?;
+            arm(c, w, f, user_data);
+            Ok(list)
+        },
+    )
 }

@@ -16,9 +16,7 @@ use zkrecipes::{Error, ListenerId, Result};
 use crate::boundary::{
     arg_opt_str, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
 };
-use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening,
-};
+use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening};
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, new_handle};
 use crate::status::zkr_status;
@@ -28,8 +26,7 @@ use crate::vocab::{c_enum_of, CList};
 /// An instance from Curator's JSON text: a missing or empty `id` gets a random UUID, a missing
 /// `registrationTimeUTC` now; `name` is required.
 fn instance_arg(json: *const c_char) -> Result<ServiceInstance> {
-    // SAFETY: the C caller's contract: NULL or a NUL-terminated string.
-    let text = unsafe { arg_str(json, "instance_json") }?;
+    let text = arg_str(json, "instance_json")?;
     let mut i = ServiceInstance::from_json(text.as_bytes())
         .map_err(|e| Error::InvalidArgument(format!("instance_json: {}", e.message()).into()))?;
     if i.name.is_empty() {
@@ -81,35 +78,26 @@ handle!(zkr_registration, "service registration");
 /// Makes a discovery under `base_path` (nothing is written before a registration). Free with
 /// zkr_discovery_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_new(
+pub extern "C" fn zkr_discovery_new(
     c: *mut zkr_client,
     base_path: *const c_char,
     out: *mut *mut zkr_discovery,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_discovery_new", c, base_path, out, |c, p| {
-            Ok(zkr_discovery {
-                discovery: ServiceDiscovery::new(c, p)?,
-            })
+    recipe_new("zkr_discovery_new", c, base_path, out, |c, p| {
+        Ok(zkr_discovery {
+            discovery: ServiceDiscovery::new(c, p)?,
         })
-    }
+    })
 }
 
 /// Whether every node written carries the `enabled` field (Curator's non-compatible mode);
 /// default false. A disabled instance carries `"enabled":false` either way.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_set_write_enabled(
-    d: *mut zkr_discovery,
-    yes: bool,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_discovery_set_write_enabled", d, |d| {
-            d.discovery.set_write_enabled(yes);
-            Ok(())
-        })
-    }
+pub extern "C" fn zkr_discovery_set_write_enabled(d: *mut zkr_discovery, yes: bool) -> zkr_status {
+    handle_call("zkr_discovery_set_write_enabled", d, |d| {
+        d.discovery.set_write_enabled(yes);
+        Ok(())
+    })
 }
 
 /// Registers an instance given as Curator's JSON (`{"name":"orders","address":"10.0.0.7",
@@ -118,165 +106,135 @@ pub unsafe extern "C" fn zkr_discovery_set_write_enabled(
 /// session holds the id (its node is untouched); ZKR_INVALID_ARGUMENT for JSON that is not an
 /// instance.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_register(
+pub extern "C" fn zkr_discovery_register(
     d: *mut zkr_discovery,
     instance_json: *const c_char,
     out: *mut *mut zkr_registration,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the string and the out-parameter.
-    unsafe {
-        handle_out("zkr_discovery_register", d, out, "out", |d| {
-            let instance = instance_arg(instance_json)?;
-            let registration = wait(d.discovery.register(instance))?;
-            Ok(new_handle(zkr_registration { registration }))
-        })
-    }
+    handle_out("zkr_discovery_register", d, out, "out", |d| {
+        let instance = instance_arg(instance_json)?;
+        let registration = wait(d.discovery.register(instance))?;
+        Ok(new_handle(zkr_registration { registration }))
+    })
 }
 
 /// The service names under the base path, sorted (free with zkr_string_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_query_for_names(
+pub extern "C" fn zkr_discovery_query_for_names(
     d: *mut zkr_discovery,
     names: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_discovery_query_for_names", d, names, "names", |d| {
-            zkr_string_list::from_vec(wait(d.discovery.query_for_names())?)
-        })
-    }
+    handle_out("zkr_discovery_query_for_names", d, names, "names", |d| {
+        zkr_string_list::from_vec(wait(d.discovery.query_for_names())?)
+    })
 }
 
 /// The instances of service `name` as Curator's JSON, one string each, sorted by node name
 /// (free with zkr_string_list_free). Nodes that do not decode are left out.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_query_for_instances(
+pub extern "C" fn zkr_discovery_query_for_instances(
     d: *mut zkr_discovery,
     name: *const c_char,
     instances: *mut *mut zkr_string_list,
 ) -> zkr_status {
     let f = "zkr_discovery_query_for_instances";
-    // SAFETY: the C caller's contract for the handle, the name and the out-parameter.
-    unsafe {
-        handle_out(f, d, instances, "instances", |d| {
-            let all = wait(d.discovery.query_for_instances(arg_str(name, "name")?))?;
-            let all: Vec<_> = all.into_iter().map(Arc::new).collect();
-            json_list(&all)
-        })
-    }
+    handle_out(f, d, instances, "instances", |d| {
+        let all = wait(d.discovery.query_for_instances(arg_str(name, "name")?))?;
+        let all: Vec<_> = all.into_iter().map(Arc::new).collect();
+        json_list(&all)
+    })
 }
 
 /// The instance `name`/`id` as Curator's JSON in `*json` (free with zkr_string_free), or NULL
 /// if there is none. ZKR_CORRUPTED_DATA if its node does not decode.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_query_for_instance(
+pub extern "C" fn zkr_discovery_query_for_instance(
     d: *mut zkr_discovery,
     name: *const c_char,
     id: *const c_char,
     json: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the strings and the out-parameter.
-    unsafe {
-        handle_out("zkr_discovery_query_for_instance", d, json, "json", |d| {
-            let (name, id) = (arg_str(name, "name")?, arg_str(id, "id")?);
-            match wait(d.discovery.query_for_instance(name, id))? {
-                Some(i) => json_of(&i),
-                None => Ok(std::ptr::null_mut()),
-            }
-        })
-    }
+    handle_out("zkr_discovery_query_for_instance", d, json, "json", |d| {
+        let (name, id) = (arg_str(name, "name")?, arg_str(id, "id")?);
+        match wait(d.discovery.query_for_instance(name, id))? {
+            Some(i) => json_of(&i),
+            None => Ok(std::ptr::null_mut()),
+        }
+    })
 }
 
 /// Unregisters every instance of this discovery but the PERMANENT ones. Idempotent; later
 /// calls return ZKR_CLOSED.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_close(d: *mut zkr_discovery) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_discovery_close", d, |d| wait(d.discovery.close())) }
+pub extern "C" fn zkr_discovery_close(d: *mut zkr_discovery) -> zkr_status {
+    handle_call("zkr_discovery_close", d, |d| wait(d.discovery.close()))
 }
 
 /// Closes (see zkr_discovery_close) and frees a discovery. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_discovery_free(d: *mut zkr_discovery) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_discovery_free", d) }
+pub extern "C" fn zkr_discovery_free(d: *mut zkr_discovery) {
+    free_handle("zkr_discovery_free", d)
 }
 
 /// The registered instance (its last update) as Curator's JSON (free with zkr_string_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_instance(
+pub extern "C" fn zkr_registration_instance(
     r: *const zkr_registration,
     json: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_registration_instance", r, json, "json", |r| {
-            json_of(&r.registration.instance())
-        })
-    }
+    handle_out("zkr_registration_instance", r, json, "json", |r| {
+        json_of(&r.registration.instance())
+    })
 }
 
 /// The node's path, with the sequence number of a DYNAMIC_SEQUENTIAL instance (free with
 /// zkr_string_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_path(
+pub extern "C" fn zkr_registration_path(
     r: *const zkr_registration,
     path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_registration_path", r, path, "path", |r| {
-            c_string(&r.registration.path())
-        })
-    }
+    handle_out("zkr_registration_path", r, path, "path", |r| {
+        c_string(&r.registration.path())
+    })
 }
 
 /// Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
 /// otherwise): written now when connected, else at the next reconnection.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_update(
+pub extern "C" fn zkr_registration_update(
     r: *mut zkr_registration,
     instance_json: *const c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the string.
-    unsafe {
-        handle_call("zkr_registration_update", r, |r| {
-            r.registration.update(instance_arg(instance_json)?)
-        })
-    }
+    handle_call("zkr_registration_update", r, |r| {
+        r.registration.update(instance_arg(instance_json)?)
+    })
 }
 
 /// Enables or disables the instance (a disabled one is never picked by a provider).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_set_enabled(
+pub extern "C" fn zkr_registration_set_enabled(
     r: *mut zkr_registration,
     enabled: bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_registration_set_enabled", r, |r| {
-            r.registration.set_enabled(enabled)
-        })
-    }
+    handle_call("zkr_registration_set_enabled", r, |r| {
+        r.registration.set_enabled(enabled)
+    })
 }
 
 /// Deletes the instance's node (in the background until the server confirms) and stops keeping
 /// it. Idempotent.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_unregister(r: *mut zkr_registration) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_registration_unregister", r, |r| {
-            wait(r.registration.unregister())
-        })
-    }
+pub extern "C" fn zkr_registration_unregister(r: *mut zkr_registration) -> zkr_status {
+    handle_call("zkr_registration_unregister", r, |r| {
+        wait(r.registration.unregister())
+    })
 }
 
 /// Frees the handle (the registration stays, kept by its discovery). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_registration_free(r: *mut zkr_registration) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_registration_free", r) }
+pub extern "C" fn zkr_registration_free(r: *mut zkr_registration) {
+    free_handle("zkr_registration_free", r)
 }
 
 /// What a service cache event says (the core's ServiceCacheEventKind, in order).
@@ -364,136 +322,85 @@ impl Listening for zkr_service_cache {
                 error: ptr(&error),
                 resync: e.resync,
             };
-            // SAFETY: the C caller's contract for the callback it registered; the event and
-            // its strings live until the call returns.
-            cb.call(|f, ud| unsafe { f(&view, ud) });
+            cb.call((&view as *const zkr_service_cache_event,));
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.cache.remove_listener(id)
+    }
+}
+
+impl Closing for zkr_service_cache {
+    fn close_handle(&self) -> Result<()> {
+        self.unregister_all();
+        self.cache.close();
+        Ok(())
     }
 }
 
 /// Makes a cache of service `name` of `d` (not started). Free with zkr_service_cache_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_new(
+pub extern "C" fn zkr_service_cache_new(
     d: *mut zkr_discovery,
     name: *const c_char,
     out: *mut *mut zkr_service_cache,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the name and the out-parameter.
-    unsafe {
-        handle_out("zkr_service_cache_new", d, out, "out", |d| {
-            Ok(new_handle(zkr_service_cache {
-                cache: ServiceCache::new(&d.discovery, arg_str(name, "name")?)?,
-                listeners: Listeners::default(),
-            }))
-        })
-    }
+    handle_out("zkr_service_cache_new", d, out, "out", |d| {
+        Ok(new_handle(zkr_service_cache {
+            cache: ServiceCache::new(&d.discovery, arg_str(name, "name")?)?,
+            listeners: Listeners::default(),
+        }))
+    })
 }
 
 /// Starts watching (the listeners added before hear the initial load).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_start(c: *mut zkr_service_cache) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_service_cache_start", c, |c| wait(c.cache.start())) }
+pub extern "C" fn zkr_service_cache_start(c: *mut zkr_service_cache) -> zkr_status {
+    handle_call("zkr_service_cache_start", c, |c| wait(c.cache.start()))
 }
 
 /// Waits until the initial load is complete (`*initialized` true) or `timeout_ms` passes.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_await_initialized(
+pub extern "C" fn zkr_service_cache_await_initialized(
     c: *mut zkr_service_cache,
     timeout_ms: i64,
     initialized: *mut bool,
 ) -> zkr_status {
     let f = "zkr_service_cache_await_initialized";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, c, initialized, "initialized", |c| {
-            wait(c.cache.await_initialized(arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, c, initialized, "initialized", |c| {
+        wait(c.cache.await_initialized(arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Read-your-writes: waits until the cache has applied every change up to `zxid`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_await_zxid(
+pub extern "C" fn zkr_service_cache_await_zxid(
     c: *mut zkr_service_cache,
     zxid: i64,
     timeout_ms: i64,
     reached: *mut bool,
 ) -> zkr_status {
     let f = "zkr_service_cache_await_zxid";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, c, reached, "reached", |c| {
-            wait(c.cache.await_zxid(zxid, arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, c, reached, "reached", |c| {
+        wait(c.cache.await_zxid(zxid, arg_timeout(timeout_ms)?))
+    })
 }
 
 /// The cached instances now as Curator's JSON, sorted by node name (free with
 /// zkr_string_list_free). No server call.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_instances(
+pub extern "C" fn zkr_service_cache_instances(
     c: *const zkr_service_cache,
     instances: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(
-            "zkr_service_cache_instances",
-            c,
-            instances,
-            "instances",
-            |c| json_list(&c.cache.instances()),
-        )
-    }
-}
-
-/// Adds a listener; `*listener_id` identifies it for zkr_service_cache_remove_listener.
-/// `user_data` must stay valid until the listener is removed or the cache freed.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_add_listener(
-    c: *mut zkr_service_cache,
-    callback: zkr_service_cache_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_service_cache_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, c, callback, user_data, listener_id) }
-}
-
-/// Removes a listener (not running, and never again, once this returns).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_remove_listener(
-    c: *mut zkr_service_cache,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_service_cache_remove_listener", c, listener_id) }
-}
-
-/// Stops the cache and removes its listeners. Idempotent.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_close(c: *mut zkr_service_cache) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_service_cache_close", c, |c| {
-            c.unregister_all();
-            c.cache.close();
-            Ok(())
-        })
-    }
-}
-
-/// Frees a service cache (closing it). NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_service_cache_free(c: *mut zkr_service_cache) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_service_cache_free", c) }
+    handle_out(
+        "zkr_service_cache_instances",
+        c,
+        instances,
+        "instances",
+        |c| json_list(&c.cache.instances()),
+    )
 }
 
 /// Picks instances of one service (Curator's ServiceProvider): never a disabled one, nor one
@@ -509,95 +416,79 @@ handle!(zkr_service_provider, "service provider", |p| {
 /// Makes a provider of service `name` with `strategy` ("round_robin", "random", "sticky"; NULL:
 /// round robin). Free with zkr_service_provider_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_new(
+pub extern "C" fn zkr_service_provider_new(
     d: *mut zkr_discovery,
     name: *const c_char,
     strategy: *const c_char,
     out: *mut *mut zkr_service_provider,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the strings and the out-parameter.
-    unsafe {
-        handle_out("zkr_service_provider_new", d, out, "out", |d| {
-            let strategy = match arg_opt_str(strategy, "strategy")? {
-                None => ProviderStrategy::RoundRobin,
-                Some(s) => ProviderStrategy::from_name(s)?,
-            };
-            Ok(new_handle(zkr_service_provider {
-                provider: ServiceProvider::new(&d.discovery, arg_str(name, "name")?, strategy)?,
-            }))
-        })
-    }
+    handle_out("zkr_service_provider_new", d, out, "out", |d| {
+        let strategy = match arg_opt_str(strategy, "strategy")? {
+            None => ProviderStrategy::RoundRobin,
+            Some(s) => ProviderStrategy::from_name(s)?,
+        };
+        Ok(new_handle(zkr_service_provider {
+            provider: ServiceProvider::new(&d.discovery, arg_str(name, "name")?, strategy)?,
+        }))
+    })
 }
 
 /// Starts the provider's cache and waits for its initial load.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_start(p: *mut zkr_service_provider) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_service_provider_start", p, |p| {
-            wait(p.provider.start())
-        })
-    }
+pub extern "C" fn zkr_service_provider_start(p: *mut zkr_service_provider) -> zkr_status {
+    handle_call("zkr_service_provider_start", p, |p| {
+        wait(p.provider.start())
+    })
 }
 
 /// An instance by the strategy as Curator's JSON in `*json` (free with zkr_string_free), or
 /// NULL when none is usable. No server call.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_get_instance(
+pub extern "C" fn zkr_service_provider_get_instance(
     p: *const zkr_service_provider,
     json: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(
-            "zkr_service_provider_get_instance",
-            p,
-            json,
-            "json",
-            |p| match p.provider.get_instance() {
-                Some(i) => json_of(&i),
-                None => Ok(std::ptr::null_mut()),
-            },
-        )
-    }
+    handle_out(
+        "zkr_service_provider_get_instance",
+        p,
+        json,
+        "json",
+        |p| match p.provider.get_instance() {
+            Some(i) => json_of(&i),
+            None => Ok(std::ptr::null_mut()),
+        },
+    )
 }
 
 /// Every usable instance (enabled, not down) as Curator's JSON, sorted by id (free with
 /// zkr_string_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_get_all_instances(
+pub extern "C" fn zkr_service_provider_get_all_instances(
     p: *const zkr_service_provider,
     instances: *mut *mut zkr_string_list,
 ) -> zkr_status {
     let f = "zkr_service_provider_get_all_instances";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, p, instances, "instances", |p| {
-            json_list(&p.provider.get_all_instances())
-        })
-    }
+    handle_out(f, p, instances, "instances", |p| {
+        json_list(&p.provider.get_all_instances())
+    })
 }
 
 /// Notes an error with the instance whose id is `instance_id` (Curator's noteError: after 2
 /// within 30 s it is left out for the rest of those 30 s).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_note_error(
+pub extern "C" fn zkr_service_provider_note_error(
     p: *mut zkr_service_provider,
     instance_id: *const c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the string.
-    unsafe {
-        handle_call("zkr_service_provider_note_error", p, |p| {
-            p.provider
-                .note_error_id(arg_str(instance_id, "instance_id")?);
-            Ok(())
-        })
-    }
+    handle_call("zkr_service_provider_note_error", p, |p| {
+        p.provider
+            .note_error_id(arg_str(instance_id, "instance_id")?);
+        Ok(())
+    })
 }
 
 /// Frees a provider (closing it). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_service_provider_free(p: *mut zkr_service_provider) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_service_provider_free", p) }
+pub extern "C" fn zkr_service_provider_free(p: *mut zkr_service_provider) {
+    free_handle("zkr_service_provider_free", p)
 }

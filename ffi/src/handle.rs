@@ -107,15 +107,13 @@ fn stale<T: Handle>() -> Error {
     )
 }
 
-/// The handle behind a C pointer, if it is one of type `T` that was not freed.
-///
-/// # Safety
-/// `ptr` is NULL or was returned by [`new_handle::<T>`] or by another type's (see the module
-/// documentation for what is caught beyond that).
-pub(crate) unsafe fn handle_ref<'a, T: Handle>(ptr: *const T) -> Result<&'a T> {
+/// The handle behind a C pointer, if it is one of type `T` that was not freed: the one checked
+/// cast of the C face, every export's way to its handle.
+pub(crate) fn handle_ref<'a, T: Handle>(ptr: *const T) -> Result<&'a T> {
     let block = non_null(ptr, T::ARG)?.cast::<Block<T>>();
-    // SAFETY: a block made by `new_handle`, live or quarantined (never deallocated while in
-    // quarantine), so its tag is readable.
+    // SAFETY: by the C caller's contract 1 (`boundary`), `ptr` came from `new_handle` for some
+    // handle type: a block live or in quarantine (never deallocated there), so its tag is
+    // readable; the tag says whether the value behind it is a live `T`.
     let block = unsafe { block.as_ref() };
     if block.tag.load(Ordering::Acquire) != T::TAG {
         return Err(stale::<T>());
@@ -124,16 +122,14 @@ pub(crate) unsafe fn handle_ref<'a, T: Handle>(ptr: *const T) -> Result<&'a T> {
 }
 
 /// `_free`: NULL does nothing; a freed or foreign handle records the error (for
-/// zkr_last_error_message) and does nothing; otherwise the handle is torn down.
-///
-/// # Safety
-/// As [`handle_ref`]; no other call on the handle is running (the header's rule for `_free`),
-/// except the callback this may be called from.
-pub(crate) unsafe fn free_handle<T: Handle>(function: &str, ptr: *mut T) {
+/// zkr_last_error_message) and does nothing; otherwise the handle is torn down. By the header's
+/// rule for `_free`, no other call on the handle is running, except the callback this may be
+/// called from.
+pub(crate) fn free_handle<T: Handle>(function: &str, ptr: *mut T) {
     ffi_boundary(function, (), || {
         let Some(p) = NonNull::new(ptr) else { return };
         let block = p.cast::<Block<T>>();
-        // SAFETY: as in `handle_ref`.
+        // SAFETY: as in `handle_ref`: a block from `new_handle`, its tag readable.
         let tag = unsafe { &block.as_ref().tag };
         if tag
             .compare_exchange(T::TAG, FREED, Ordering::AcqRel, Ordering::Acquire)
@@ -225,29 +221,25 @@ mod tests {
     fn a_freed_or_foreign_handle_is_refused_and_freed_once() {
         let count = Arc::new(AtomicUsize::new(0));
         let p = new_handle(Probe(count.clone()));
-        // SAFETY: a live handle.
-        assert!(unsafe { handle_ref(p) }.is_ok());
-        // SAFETY: a live handle, freed once here.
-        unsafe { free_handle("zkr_probe_free", p) };
+        assert!(handle_ref(p).is_ok());
+        free_handle("zkr_probe_free", p);
         assert_eq!(
             count.load(Ordering::SeqCst),
             11,
             "before_free, then one drop"
         );
-        // SAFETY: freed, but quarantined: its tag is still readable.
-        let e = unsafe { handle_ref(p) }.unwrap_err();
+        // Freed, but quarantined: its tag is still readable.
+        let e = handle_ref(p).unwrap_err();
         assert!(e.message().contains("already freed"), "{e}");
-        // SAFETY: as above; a second free is refused and drops nothing.
-        unsafe { free_handle("zkr_probe_free", p) };
+        // A second free is refused and drops nothing.
+        free_handle("zkr_probe_free", p);
         assert_eq!(count.load(Ordering::SeqCst), 11);
         let o = new_handle(Other);
-        // SAFETY: a live handle of another type: the tag differs.
-        let e = unsafe { handle_ref::<Probe>(o.cast()) }.unwrap_err();
+        // A live handle of another type: the tag differs.
+        let e = handle_ref::<Probe>(o.cast()).unwrap_err();
         assert!(e.message().contains("not a zkr_probe"), "{e}");
-        // SAFETY: a live handle, freed once.
-        unsafe { free_handle("zkr_other_free", o) };
-        // SAFETY: NULL is a no-op.
-        unsafe { free_handle::<Probe>("zkr_probe_free", std::ptr::null_mut()) };
+        free_handle("zkr_other_free", o);
+        free_handle::<Probe>("zkr_probe_free", std::ptr::null_mut());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::boundary::{
     arg_callback, arg_str, arg_timeout, ffi_boundary, handle_call, handle_out, recipe_new, wait,
 };
 use crate::callback::{
-    add_listener, lock, remove_listener, CCallback, CallbackType, Listeners, Listening, UserData,
+    lock, CCallback, CFn, CallbackType, Closing, Listeners, Listening, UserData,
 };
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
@@ -66,8 +66,8 @@ fn participant_list(list: &[Participant]) -> Result<*mut zkr_participant_list> {
             Ok(item) => items.push(item),
             Err(e) => {
                 for item in items {
-                    // SAFETY: made by c_string above, freed once.
-                    unsafe { zkr_string_free(item.id) };
+                    // Made by c_string above, freed once.
+                    zkr_string_free(item.id);
                 }
                 return Err(e);
             }
@@ -79,23 +79,20 @@ fn participant_list(list: &[Participant]) -> Result<*mut zkr_participant_list> {
 
 /// Frees a participant. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_participant_free(p: *mut zkr_participant) {
-    // SAFETY: the C caller's contract: a participant from `participant_box`, freed once.
-    unsafe { free_returned("zkr_participant_free", p, |p| zkr_string_free(p.id)) }
+pub extern "C" fn zkr_participant_free(p: *mut zkr_participant) {
+    free_returned("zkr_participant_free", p, |p| zkr_string_free(p.id))
 }
 
 /// Frees a participant list and everything in it. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_participant_list_free(list: *mut zkr_participant_list) {
-    // SAFETY: the C caller's contract: a list from `participant_list`, freed once; its parts
-    // were made by `give_array` and `c_string`.
-    unsafe {
-        free_returned("zkr_participant_list_free", list, |l| {
-            take_array(l.items, l.len)
-                .into_iter()
-                .for_each(|p| zkr_string_free(p.id))
-        })
-    }
+pub extern "C" fn zkr_participant_list_free(list: *mut zkr_participant_list) {
+    free_returned("zkr_participant_list_free", list, |l| {
+        // SAFETY: the items of a list `participant_list` made with `give_array`, taken back
+        // once with the list.
+        unsafe { take_array(l.items, l.len) }
+            .into_iter()
+            .for_each(|p| zkr_string_free(p.id))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,84 +117,52 @@ trait Election: Handle {
 }
 
 /// _set_lost_policy.
-///
-/// # Safety
-/// The C caller's contract for the handle.
-unsafe fn set_lost_policy<E: Election>(function: &str, e: *mut E, policy: u32) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_call(function, e, |e| {
-            e.set_policy(lost_policy(policy, "ZKR_LEADER_LOST_*")?)
-        })
-    }
+fn set_lost_policy<E: Election>(function: &str, e: *mut E, policy: u32) -> zkr_status {
+    handle_call(function, e, |e| {
+        e.set_policy(lost_policy(policy, "ZKR_LEADER_LOST_*")?)
+    })
 }
 
 /// _has_leadership.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn has_leadership<E: Election>(function: &str, e: *const E, out: *mut bool) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe { handle_out(function, e, out, "is_leader", |e| Ok(e.leads())) }
+fn has_leadership<E: Election>(function: &str, e: *const E, out: *mut bool) -> zkr_status {
+    handle_out(function, e, out, "is_leader", |e| Ok(e.leads()))
 }
 
 /// _leadership_epoch.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn epoch<E: Election>(function: &str, e: *const E, out: *mut i64) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, e, out, "epoch", |e| {
-            e.epoch().ok_or_else(|| {
-                let what = format!("{} {}: this participant does not lead", E::ARG, e.path());
-                Error::NotOwner(what.into())
-            })
+fn epoch<E: Election>(function: &str, e: *const E, out: *mut i64) -> zkr_status {
+    handle_out(function, e, out, "epoch", |e| {
+        e.epoch().ok_or_else(|| {
+            let what = format!("{} {}: this participant does not lead", E::ARG, e.path());
+            Error::NotOwner(what.into())
         })
-    }
+    })
 }
 
 /// _get_leader.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn get_leader<E: Election>(
+fn get_leader<E: Election>(
     function: &str,
     e: *mut E,
     out: *mut *mut zkr_participant,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, e, out, "leader", |e| {
-            participant_box(&wait(e.leader())?)
-        })
-    }
+    handle_out(function, e, out, "leader", |e| {
+        participant_box(&wait(e.leader())?)
+    })
 }
 
 /// _get_participants.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn get_participants<E: Election>(
+fn get_participants<E: Election>(
     function: &str,
     e: *mut E,
     out: *mut *mut zkr_participant_list,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, e, out, "participants", |e| {
-            participant_list(&wait(e.participants())?)
-        })
-    }
+    handle_out(function, e, out, "participants", |e| {
+        participant_list(&wait(e.participants())?)
+    })
 }
 
 /// _close.
-///
-/// # Safety
-/// The C caller's contract for the handle.
-unsafe fn close<E: Election>(function: &str, e: *mut E) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe { handle_call(function, e, |e| wait(e.close())) }
+fn close<E: Election>(function: &str, e: *mut E) -> zkr_status {
+    handle_call(function, e, |e| wait(e.close()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -230,6 +195,12 @@ handle!(zkr_leader_latch, "latch", |l| {
     let _ = wait(l.latch.close_with(CloseMode::Silent));
 });
 
+impl Closing for zkr_leader_latch {
+    fn close_handle(&self) -> Result<()> {
+        wait(Election::close(self))
+    }
+}
+
 impl Listening for zkr_leader_latch {
     type Callback = zkr_leadership_callback;
 
@@ -240,12 +211,11 @@ impl Listening for zkr_leader_latch {
     fn register(&self, cb: Arc<CCallback<LeadershipFn>>) -> Result<ListenerId> {
         Ok(self.latch.add_event_listener(move |event| {
             let is_leader = event == LeadershipEvent::IsLeader;
-            // SAFETY: the C caller's contract for the callback it registered.
-            cb.call(|f, ud| unsafe { f(is_leader, ud) })
+            cb.call((is_leader,))
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.latch.remove_listener(id)
     }
 }
@@ -280,190 +250,126 @@ impl Election for zkr_leader_latch {
 /// Nothing happens on the server before zkr_leader_latch_start. Free with
 /// zkr_leader_latch_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_new(
+pub extern "C" fn zkr_leader_latch_new(
     c: *mut zkr_client,
     path: *const c_char,
     id: *const c_char,
     out: *mut *mut zkr_leader_latch,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the strings and the out-parameter.
-    unsafe {
-        recipe_new("zkr_leader_latch_new", c, path, out, |c, path| {
-            let latch = LeaderLatch::new(c, path, arg_str(id, "id")?)?;
-            Ok(zkr_leader_latch {
-                latch,
-                listeners: Listeners::default(),
-            })
+    recipe_new("zkr_leader_latch_new", c, path, out, |c, path| {
+        let latch = LeaderLatch::new(c, path, arg_str(id, "id")?)?;
+        Ok(zkr_leader_latch {
+            latch,
+            listeners: Listeners::default(),
         })
-    }
+    })
 }
 
 /// Sets the close mode: ZKR_CLOSE_SILENT (default) or ZKR_CLOSE_NOTIFY_LEADER.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_set_close_mode(
+pub extern "C" fn zkr_leader_latch_set_close_mode(
     l: *mut zkr_leader_latch,
     mode: zkr_close_mode,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_leader_latch_set_close_mode", l, |l| {
-            l.latch.set_close_mode(match mode {
-                ZKR_CLOSE_SILENT => CloseMode::Silent,
-                ZKR_CLOSE_NOTIFY_LEADER => CloseMode::NotifyLeader,
-                other => {
-                    return Err(Error::InvalidArgument(
-                        format!("close mode {other} is not a ZKR_CLOSE_* value").into(),
-                    ))
-                }
-            });
-            Ok(())
-        })
-    }
+    handle_call("zkr_leader_latch_set_close_mode", l, |l| {
+        l.latch.set_close_mode(match mode {
+            ZKR_CLOSE_SILENT => CloseMode::Silent,
+            ZKR_CLOSE_NOTIFY_LEADER => CloseMode::NotifyLeader,
+            other => {
+                return Err(Error::InvalidArgument(
+                    format!("close mode {other} is not a ZKR_CLOSE_* value").into(),
+                ))
+            }
+        });
+        Ok(())
+    })
 }
 
 /// Sets which connection states end leadership (ZKR_LEADER_LOST_*); only before start
 /// (ZKR_INVALID_ARGUMENT afterwards).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_set_lost_policy(
+pub extern "C" fn zkr_leader_latch_set_lost_policy(
     l: *mut zkr_leader_latch,
     policy: zkr_leader_lost_policy,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { set_lost_policy("zkr_leader_latch_set_lost_policy", l, policy) }
+    set_lost_policy("zkr_leader_latch_set_lost_policy", l, policy)
 }
 
 /// Joins the election: returns once our node is created (a failed first try is retried in the
 /// background). ZKR_INVALID_ARGUMENT if started twice, ZKR_CLOSED after close.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_start(l: *mut zkr_leader_latch) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_leader_latch_start", l, |l| wait(l.latch.start())) }
+pub extern "C" fn zkr_leader_latch_start(l: *mut zkr_leader_latch) -> zkr_status {
+    handle_call("zkr_leader_latch_start", l, |l| wait(l.latch.start()))
 }
 
 /// Waits until this participant leads, at most `timeout_ms` (-1: forever). `*is_leader` tells
 /// whether it leads. With -1, a latch that is closed (or not started, or whose client is closed)
 /// returns ZKR_CLOSED instead of waiting forever.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_await(
+pub extern "C" fn zkr_leader_latch_await(
     l: *mut zkr_leader_latch,
     timeout_ms: i64,
     is_leader: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leader_latch_await", l, is_leader, "is_leader", |l| {
-            wait(l.latch.await_leadership(arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out("zkr_leader_latch_await", l, is_leader, "is_leader", |l| {
+        wait(l.latch.await_leadership(arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Whether this participant leads now (a local flag: no server call).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_has_leadership(
+pub extern "C" fn zkr_leader_latch_has_leadership(
     l: *const zkr_leader_latch,
     is_leader: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { has_leadership("zkr_leader_latch_has_leadership", l, is_leader) }
+    has_leadership("zkr_leader_latch_has_leadership", l, is_leader)
 }
 
 /// The leadership epoch while leading: our node's czxid, strictly increasing from one
 /// leadership to the next, to fence writes with. ZKR_NOT_OWNER if this participant does not
 /// lead.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_leadership_epoch(
+pub extern "C" fn zkr_leader_latch_leadership_epoch(
     l: *const zkr_leader_latch,
     epoch: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { self::epoch("zkr_leader_latch_leadership_epoch", l, epoch) }
+    self::epoch("zkr_leader_latch_leadership_epoch", l, epoch)
 }
 
 /// The current leader, read from the server, in `*leader` (free with zkr_participant_free): the
 /// participant whose node sorts first, or {"", false} when nobody takes part.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_get_leader(
+pub extern "C" fn zkr_leader_latch_get_leader(
     l: *mut zkr_leader_latch,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { get_leader("zkr_leader_latch_get_leader", l, leader) }
+    get_leader("zkr_leader_latch_get_leader", l, leader)
 }
 
 /// Every participant in node order (the leader first), read from the server, in
 /// `*participants` (free with zkr_participant_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_get_participants(
+pub extern "C" fn zkr_leader_latch_get_participants(
     l: *mut zkr_leader_latch,
     participants: *mut *mut zkr_participant_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { get_participants("zkr_leader_latch_get_participants", l, participants) }
+    get_participants("zkr_leader_latch_get_participants", l, participants)
 }
 
 /// Our node's path while we have one (Curator's getOurPath), in `*path` (free with
 /// zkr_string_free); ZKR_NO_NODE when there is none (not started, closed, or between sessions).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_our_path(
+pub extern "C" fn zkr_leader_latch_our_path(
     l: *const zkr_leader_latch,
     path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leader_latch_our_path", l, path, "path", |l| {
-            let ours = l.latch.our_path().ok_or_else(|| {
-                let what = format!("leader latch {}: no node of ours right now", l.latch.path());
-                Error::NoNode(what.into())
-            })?;
-            c_string(&ours)
-        })
-    }
-}
-
-/// Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
-/// zkr_leader_latch_remove_listener. `user_data` must stay valid until the listener is removed
-/// or the latch freed.
-///
-/// The callback is called on another thread (see its type).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_add_listener(
-    l: *mut zkr_leader_latch,
-    callback: zkr_leadership_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_leader_latch_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, l, callback, user_data, listener_id) }
-}
-
-/// Removes a leadership listener. When this returns, the callback is not running (unless this is
-/// called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_remove_listener(
-    l: *mut zkr_leader_latch,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_leader_latch_remove_listener", l, listener_id) }
-}
-
-/// Leaves the election with the close mode: leadership ends first, then our node is deleted (so
-/// the next participant takes over at once). Closing again, or closing a latch never started,
-/// is ZKR_OK.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_close(l: *mut zkr_leader_latch) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { close("zkr_leader_latch_close", l) }
-}
-
-/// Frees a latch: removes its listeners (waiting for a running one, unless called from inside
-/// it), closes it silently if still open (its node is deleted before this returns), and
-/// releases the handle. NULL does nothing. The latch must not be in use by another thread.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_latch_free(l: *mut zkr_leader_latch) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_leader_latch_free", l) }
+    handle_out("zkr_leader_latch_our_path", l, path, "path", |l| {
+        let ours = l.latch.our_path().ok_or_else(|| {
+            let what = format!("leader latch {}: no node of ours right now", l.latch.path());
+            Error::NoNode(what.into())
+        })?;
+        c_string(&ours)
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,15 +421,12 @@ pub type zkr_take_leadership_callback =
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leadership_cancelled(ctx: *const zkr_leadership_context) -> bool {
-    ffi_boundary("zkr_leadership_cancelled", true, || {
-        // SAFETY: the C caller's contract for the context handle.
-        match unsafe { handle_ref(ctx) } {
-            Ok(c) => c.ctx.is_cancelled(),
-            Err(e) => {
-                fail("zkr_leadership_cancelled", &e);
-                true
-            }
+pub extern "C" fn zkr_leadership_cancelled(ctx: *const zkr_leadership_context) -> bool {
+    ffi_boundary("zkr_leadership_cancelled", true, || match handle_ref(ctx) {
+        Ok(c) => c.ctx.is_cancelled(),
+        Err(e) => {
+            fail("zkr_leadership_cancelled", &e);
+            true
         }
     })
 }
@@ -533,39 +436,33 @@ pub unsafe extern "C" fn zkr_leadership_cancelled(ctx: *const zkr_leadership_con
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leadership_wait_cancelled(
+pub extern "C" fn zkr_leadership_wait_cancelled(
     ctx: *const zkr_leadership_context,
     timeout_ms: i64,
     cancelled: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the context handle and the out-parameter.
-    unsafe {
-        handle_out(
-            "zkr_leadership_wait_cancelled",
-            ctx,
-            cancelled,
-            "cancelled",
-            |c| Ok(c.ctx.wait_cancelled(arg_timeout(timeout_ms)?).is_some()),
-        )
-    }
+    handle_out(
+        "zkr_leadership_wait_cancelled",
+        ctx,
+        cancelled,
+        "cancelled",
+        |c| Ok(c.ctx.wait_cancelled(arg_timeout(timeout_ms)?).is_some()),
+    )
 }
 
 /// Why this term was cancelled (ZKR_CANCEL_NONE while it is not).
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leadership_cancel_reason(
+pub extern "C" fn zkr_leadership_cancel_reason(
     ctx: *const zkr_leadership_context,
     reason: *mut zkr_cancel_reason,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the context handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leadership_cancel_reason", ctx, reason, "reason", |c| {
-            Ok(c.ctx
-                .cancel_reason()
-                .map_or(ZKR_CANCEL_NONE, |r| CANCEL_REASONS.to_c(r)))
-        })
-    }
+    handle_out("zkr_leadership_cancel_reason", ctx, reason, "reason", |c| {
+        Ok(c.ctx
+            .cancel_reason()
+            .map_or(ZKR_CANCEL_NONE, |r| CANCEL_REASONS.to_c(r)))
+    })
 }
 
 /// The fencing token of this term: the lock node's czxid, strictly greater than any earlier
@@ -573,34 +470,28 @@ pub unsafe extern "C" fn zkr_leadership_cancel_reason(
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leadership_fencing_token(
+pub extern "C" fn zkr_leadership_fencing_token(
     ctx: *const zkr_leadership_context,
     token: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the context handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leadership_fencing_token", ctx, token, "token", |c| {
-            c.ctx
-                .fencing_token()
-                .ok_or_else(|| Error::Internal("this leadership term has no fencing token".into()))
-        })
-    }
+    handle_out("zkr_leadership_fencing_token", ctx, token, "token", |c| {
+        c.ctx
+            .fencing_token()
+            .ok_or_else(|| Error::Internal("this leadership term has no fencing token".into()))
+    })
 }
 
 /// Which leadership term of this selector this is (1 for the first).
 ///
 /// Call it only while take_leadership runs, with the context it was given.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leadership_term(
+pub extern "C" fn zkr_leadership_term(
     ctx: *const zkr_leadership_context,
     term: *mut u64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the context handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leadership_term", ctx, term, "term", |c| {
-            Ok(c.ctx.term())
-        })
-    }
+    handle_out("zkr_leadership_term", ctx, term, "term", |c| {
+        Ok(c.ctx.term())
+    })
 }
 
 /// Curator's LeaderSelector: leadership is an InterProcessMutex on the path (nodes
@@ -645,7 +536,7 @@ impl Election for zkr_leader_selector {
 ///
 /// take_leadership is called on another thread (see its type).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_new(
+pub extern "C" fn zkr_leader_selector_new(
     c: *mut zkr_client,
     path: *const c_char,
     id: *const c_char,
@@ -653,163 +544,140 @@ pub unsafe extern "C" fn zkr_leader_selector_new(
     user_data: *mut c_void,
     out: *mut *mut zkr_leader_selector,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the strings, the callback and the
-    // out-parameter.
-    unsafe {
-        recipe_new("zkr_leader_selector_new", c, path, out, |c, path| {
-            let id = arg_str(id, "id")?;
-            let f = arg_callback(take_leadership, "take_leadership")?;
-            let ud = UserData(user_data);
-            // The core runs a blocking take_leadership on a thread of its own per term; the C
-            // function runs there, with a context handle that is freed when it returns.
-            let selector = LeaderSelector::new_blocking(c, path, id, move |ctx| {
-                let ud = ud;
-                let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
-                f(handle, ud.0);
-                free_handle("zkr_leader_selector (take_leadership)", handle);
-            })?;
-            Ok(zkr_leader_selector { selector })
-        })
-    }
+    recipe_new("zkr_leader_selector_new", c, path, out, |c, path| {
+        let id = arg_str(id, "id")?;
+        let f = arg_callback(take_leadership, "take_leadership")?;
+        let ud = UserData(user_data);
+        // The core runs a blocking take_leadership on a thread of its own per term; the C
+        // function runs there, with a context handle that is freed when it returns.
+        let selector = LeaderSelector::new_blocking(c, path, id, move |ctx| {
+            let ud = ud;
+            let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
+            // On the term's own thread; `handle` is a live context until freed below.
+            f.invoke((handle,), ud.0);
+            free_handle("zkr_leader_selector (take_leadership)", handle);
+        })?;
+        Ok(zkr_leader_selector { selector })
+    })
 }
 
 /// Turns Curator's autoRequeue on or off: after each leadership (and after an acquire that
 /// failed on connection trouble), queue again by itself.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_set_auto_requeue(
+pub extern "C" fn zkr_leader_selector_set_auto_requeue(
     s: *mut zkr_leader_selector,
     on: bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_leader_selector_set_auto_requeue", s, |s| {
-            s.selector.set_auto_requeue(on);
-            Ok(())
-        })
-    }
+    handle_call("zkr_leader_selector_set_auto_requeue", s, |s| {
+        s.selector.set_auto_requeue(on);
+        Ok(())
+    })
 }
 
 /// Sets which connection states cancel leadership (ZKR_LEADER_LOST_*); only before start.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_set_lost_policy(
+pub extern "C" fn zkr_leader_selector_set_lost_policy(
     s: *mut zkr_leader_selector,
     policy: zkr_leader_lost_policy,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { set_lost_policy("zkr_leader_selector_set_lost_policy", s, policy) }
+    set_lost_policy("zkr_leader_selector_set_lost_policy", s, policy)
 }
 
 /// Joins the queue for leadership (in the background; returns at once). ZKR_INVALID_ARGUMENT if
 /// started twice, ZKR_CLOSED after close.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_start(s: *mut zkr_leader_selector) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_leader_selector_start", s, |s| s.selector.start()) }
+pub extern "C" fn zkr_leader_selector_start(s: *mut zkr_leader_selector) -> zkr_status {
+    handle_call("zkr_leader_selector_start", s, |s| s.selector.start())
 }
 
 /// Queues for leadership again (Curator's requeue); `*queued` is false if it already was queued
 /// or leading.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_requeue(
+pub extern "C" fn zkr_leader_selector_requeue(
     s: *mut zkr_leader_selector,
     queued: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leader_selector_requeue", s, queued, "queued", |s| {
-            s.selector.requeue()
-        })
-    }
+    handle_out("zkr_leader_selector_requeue", s, queued, "queued", |s| {
+        s.selector.requeue()
+    })
 }
 
 /// Cancels the current leadership, if any (its context reports ZKR_CANCEL_INTERRUPTED).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_interrupt_leadership(
+pub extern "C" fn zkr_leader_selector_interrupt_leadership(
     s: *mut zkr_leader_selector,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_leader_selector_interrupt_leadership", s, |s| {
-            s.selector.interrupt_leadership();
-            Ok(())
-        })
-    }
+    handle_call("zkr_leader_selector_interrupt_leadership", s, |s| {
+        s.selector.interrupt_leadership();
+        Ok(())
+    })
 }
 
 /// Whether this participant leads now (take_leadership runs and is not cancelled).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_has_leadership(
+pub extern "C" fn zkr_leader_selector_has_leadership(
     s: *const zkr_leader_selector,
     is_leader: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { has_leadership("zkr_leader_selector_has_leadership", s, is_leader) }
+    has_leadership("zkr_leader_selector_has_leadership", s, is_leader)
 }
 
 /// The fencing token of the current leadership, while leading (as in the context).
 /// ZKR_NOT_OWNER if this participant does not lead.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_leadership_epoch(
+pub extern "C" fn zkr_leader_selector_leadership_epoch(
     s: *const zkr_leader_selector,
     epoch: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { self::epoch("zkr_leader_selector_leadership_epoch", s, epoch) }
+    self::epoch("zkr_leader_selector_leadership_epoch", s, epoch)
 }
 
 /// How many leadership terms this selector has started.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_leadership_count(
+pub extern "C" fn zkr_leader_selector_leadership_count(
     s: *const zkr_leader_selector,
     count: *mut u64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(
-            "zkr_leader_selector_leadership_count",
-            s,
-            count,
-            "count",
-            |s| Ok(s.selector.leadership_count()),
-        )
-    }
+    handle_out(
+        "zkr_leader_selector_leadership_count",
+        s,
+        count,
+        "count",
+        |s| Ok(s.selector.leadership_count()),
+    )
 }
 
 /// The current leader, read from the server (free with zkr_participant_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_get_leader(
+pub extern "C" fn zkr_leader_selector_get_leader(
     s: *mut zkr_leader_selector,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { get_leader("zkr_leader_selector_get_leader", s, leader) }
+    get_leader("zkr_leader_selector_get_leader", s, leader)
 }
 
 /// Every participant in queue order, the leader flagged (free with zkr_participant_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_get_participants(
+pub extern "C" fn zkr_leader_selector_get_participants(
     s: *mut zkr_leader_selector,
     participants: *mut *mut zkr_participant_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { get_participants("zkr_leader_selector_get_participants", s, participants) }
+    get_participants("zkr_leader_selector_get_participants", s, participants)
 }
 
 /// Leaves for good: cancels the current leadership (ZKR_CANCEL_CLOSED), leaves the queue and
 /// waits until take_leadership has returned and the lock is released (unless called from inside
 /// take_leadership). Closing again is ZKR_OK.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_close(s: *mut zkr_leader_selector) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { close("zkr_leader_selector_close", s) }
+pub extern "C" fn zkr_leader_selector_close(s: *mut zkr_leader_selector) -> zkr_status {
+    close("zkr_leader_selector_close", s)
 }
 
 /// Frees a selector: closes it (waiting for a running take_leadership to return, unless called
 /// from inside it), so `user_data` may be freed afterwards. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_selector_free(s: *mut zkr_leader_selector) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_leader_selector_free", s) }
+pub extern "C" fn zkr_leader_selector_free(s: *mut zkr_leader_selector) {
+    free_handle("zkr_leader_selector_free", s)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -836,6 +704,13 @@ handle!(zkr_leader_observer, "observer", |o| {
     lock(&o.observer).close();
 });
 
+impl Closing for zkr_leader_observer {
+    fn close_handle(&self) -> Result<()> {
+        lock(&self.observer).close();
+        Ok(())
+    }
+}
+
 impl Listening for zkr_leader_observer {
     type Callback = zkr_leader_observer_callback;
 
@@ -846,16 +721,15 @@ impl Listening for zkr_leader_observer {
     fn register(&self, cb: Arc<CCallback<ObserverFn>>) -> Result<ListenerId> {
         Ok(lock(&self.observer).add_listener(move |p| {
             let Ok(c) = participant(&p) else { return };
-            // SAFETY: the C caller's contract for the callback it registered.
-            cb.call(|f, ud| unsafe { f(&c, ud) });
-            // SAFETY: made by `participant` above, freed once.
-            unsafe { zkr_string_free(c.id) };
+            cb.call((&c,));
+            // Made by `participant` above, freed once.
+            zkr_string_free(c.id);
         }))
     }
 
     /// Takes the observer's lock only for the removal: `unregister_all` then waits for a
     /// running callback without it (the callback may be calling zkr_leader_observer_leader).
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         lock(&self.observer).remove_listener(id)
     }
 }
@@ -865,38 +739,32 @@ type ObserverFn = <zkr_leader_observer_callback as CallbackType>::Fn;
 /// Starts observing the group at `path`; returns once the current leader is known (the path
 /// need not exist yet). Free with zkr_leader_observer_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_start(
+pub extern "C" fn zkr_leader_observer_start(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_leader_observer,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_leader_observer_start", c, path, out, |c, path| {
-            let observer = wait(LeaderObserver::start(c, path))?;
-            let mut changes = observer.subscribe();
-            changes.borrow_and_update();
-            Ok(zkr_leader_observer {
-                observer: Mutex::new(observer),
-                changes: Mutex::new(changes),
-                listeners: Listeners::default(),
-            })
+    recipe_new("zkr_leader_observer_start", c, path, out, |c, path| {
+        let observer = wait(LeaderObserver::start(c, path))?;
+        let mut changes = observer.subscribe();
+        changes.borrow_and_update();
+        Ok(zkr_leader_observer {
+            observer: Mutex::new(observer),
+            changes: Mutex::new(changes),
+            listeners: Listeners::default(),
         })
-    }
+    })
 }
 
 /// The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_leader(
+pub extern "C" fn zkr_leader_observer_leader(
     o: *const zkr_leader_observer,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leader_observer_leader", o, leader, "leader", |o| {
-            participant_box(&lock(&o.observer).leader())
-        })
-    }
+    handle_out("zkr_leader_observer_leader", o, leader, "leader", |o| {
+        participant_box(&lock(&o.observer).leader())
+    })
 }
 
 /// Waits for the next change of leader (since the last call, or since start), at most
@@ -904,87 +772,37 @@ pub unsafe extern "C" fn zkr_leader_observer_leader(
 /// zkr_participant_free), or NULL if the timeout passed first. ZKR_CLOSED once the observer or
 /// its client is closed.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_wait_changed(
+pub extern "C" fn zkr_leader_observer_wait_changed(
     o: *mut zkr_leader_observer,
     timeout_ms: i64,
     leader: *mut *mut zkr_participant,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(
-            "zkr_leader_observer_wait_changed",
-            o,
-            leader,
-            "leader",
-            |o| {
-                let timeout = arg_timeout(timeout_ms)?;
-                let mut rx = lock(&o.changes).clone();
-                let changed = wait(async {
-                    Ok(match timeout {
-                        Some(t) => tokio::time::timeout(t, rx.changed()).await.ok(),
-                        None => Some(rx.changed().await),
-                    })
-                })?;
-                match changed {
-                    None => Ok(ptr::null_mut()),
-                    Some(Err(_)) => Err(Error::Closed(
-                        "the leader observer (or its client) is closed".into(),
-                    )),
-                    Some(Ok(())) => {
-                        let p = rx.borrow_and_update().clone();
-                        // Remember what this caller saw, for the next call.
-                        *lock(&o.changes) = rx;
-                        participant_box(&p)
-                    }
+    handle_out(
+        "zkr_leader_observer_wait_changed",
+        o,
+        leader,
+        "leader",
+        |o| {
+            let timeout = arg_timeout(timeout_ms)?;
+            let mut rx = lock(&o.changes).clone();
+            let changed = wait(async {
+                Ok(match timeout {
+                    Some(t) => tokio::time::timeout(t, rx.changed()).await.ok(),
+                    None => Some(rx.changed().await),
+                })
+            })?;
+            match changed {
+                None => Ok(ptr::null_mut()),
+                Some(Err(_)) => Err(Error::Closed(
+                    "the leader observer (or its client) is closed".into(),
+                )),
+                Some(Ok(())) => {
+                    let p = rx.borrow_and_update().clone();
+                    // Remember what this caller saw, for the next call.
+                    *lock(&o.changes) = rx;
+                    participant_box(&p)
                 }
-            },
-        )
-    }
-}
-
-/// Adds a listener called with each new leader; `*listener_id` identifies it for
-/// zkr_leader_observer_remove_listener. `user_data` must stay valid until it is removed or the
-/// observer freed. The callback is called on another thread (see its type).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_add_listener(
-    o: *mut zkr_leader_observer,
-    callback: zkr_leader_observer_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_leader_observer_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, o, callback, user_data, listener_id) }
-}
-
-/// Removes a listener. When this returns, the callback is not running (unless this is called
-/// from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_remove_listener(
-    o: *mut zkr_leader_observer,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_leader_observer_remove_listener", o, listener_id) }
-}
-
-/// Stops observing (its watch is removed from the server); waiters get ZKR_CLOSED. Closing twice
-/// is ZKR_OK.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_close(o: *mut zkr_leader_observer) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_leader_observer_close", o, |o| {
-            lock(&o.observer).close();
-            Ok(())
-        })
-    }
-}
-
-/// Frees an observer: removes its listeners (waiting for a running one, unless called from
-/// inside it) and closes it. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_leader_observer_free(o: *mut zkr_leader_observer) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_leader_observer_free", o) }
+            }
+        },
+    )
 }

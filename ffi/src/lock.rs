@@ -40,49 +40,29 @@ macro_rules! lock_handle {
 }
 
 /// acquire / acquire_as of every lock handle.
-///
-/// # Safety
-/// The C caller's contract for the handle and `acquired`.
-unsafe fn acquire<H: LockHandle>(
+fn acquire<H: LockHandle>(
     function: &str,
     h: *mut H,
     owner: Result<Owner>,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, h, acquired, "acquired", |h| {
-            let (owner, timeout) = (owner?, arg_timeout(timeout_ms)?);
-            wait(h.lock().acquire(owner, timeout))
-        })
-    }
+    handle_out(function, h, acquired, "acquired", |h| {
+        let (owner, timeout) = (owner?, arg_timeout(timeout_ms)?);
+        wait(h.lock().acquire(owner, timeout))
+    })
 }
 
 /// release / release_as of every lock handle.
-///
-/// # Safety
-/// The C caller's contract for the handle.
-unsafe fn release<H: LockHandle>(function: &str, h: *mut H, owner: Result<Owner>) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe { handle_call(function, h, |h| wait(h.lock().release(owner?))) }
+fn release<H: LockHandle>(function: &str, h: *mut H, owner: Result<Owner>) -> zkr_status {
+    handle_call(function, h, |h| wait(h.lock().release(owner?)))
 }
 
 /// is_acquired_in_this_process of every lock handle.
-///
-/// # Safety
-/// The C caller's contract for the handle and `acquired`.
-unsafe fn acquired_here<H: LockHandle>(
-    function: &str,
-    h: *const H,
-    acquired: *mut bool,
-) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, h, acquired, "acquired", |h| {
-            Ok(h.lock().is_acquired_in_this_process())
-        })
-    }
+fn acquired_here<H: LockHandle>(function: &str, h: *const H, acquired: *mut bool) -> zkr_status {
+    handle_out(function, h, acquired, "acquired", |h| {
+        Ok(h.lock().is_acquired_in_this_process())
+    })
 }
 
 /// When a hold or a leadership counts as lost (Curator's ConnectionStateErrorPolicy), for
@@ -137,7 +117,7 @@ pub struct zkr_mutex {
 }
 
 handle!(zkr_mutex, "mutex", |m| {
-    m.mutex.remove_lost_listener(m.lost_listener);
+    let _ = m.mutex.remove_lost_listener(m.lost_listener); // our own id
     m.lost.set(None, UserData(std::ptr::null_mut()));
     m.revoke.set(None, UserData(std::ptr::null_mut()));
 });
@@ -152,8 +132,7 @@ fn owner_listener(
     let slot: Weak<Slot<zkr_lock_lost_callback>> = Arc::downgrade(slot);
     move |owner| {
         if let Some(s) = slot.upgrade() {
-            // SAFETY: the C caller's contract for the callback it installed.
-            s.fire(|f, ud| unsafe { f(zkr_owner::from(owner), ud) });
+            s.fire((zkr_owner::from(owner),));
         }
     }
 }
@@ -174,17 +153,14 @@ impl zkr_mutex {
 /// Makes a mutex on `path` (an absolute ZooKeeper path; lock nodes are created under it). No
 /// server call is made yet. Free with zkr_mutex_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_new(
+pub extern "C" fn zkr_mutex_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_mutex_new", c, path, out, |c, path| {
-            Ok(zkr_mutex::new(InterProcessMutex::new(c, path)?))
-        })
-    }
+    recipe_new("zkr_mutex_new", c, path, out, |c, path| {
+        Ok(zkr_mutex::new(InterProcessMutex::new(c, path)?))
+    })
 }
 
 /// The cohort options of zkr_mutex_new_cohort, checked.
@@ -219,27 +195,24 @@ fn cohort_options(max_handoffs: u32, max_hold_ms: i64) -> Result<CohortOptions> 
 ///
 /// The plain fencing token (the node's czxid) is shared by the local holders of one node: fence
 /// with zkr_mutex_fencing_token_wide. Every other zkr_mutex_* call works per owner as usual;
-/// zkr_mutex_make_revocable is ignored on such a handle (a warning is logged). Handles made by
+/// zkr_mutex_make_revocable is ZKR_INVALID_ARGUMENT on such a handle. Handles made by
 /// zkr_rwlock_read_lock / zkr_rwlock_write_lock never have handoffs.
 ///
 /// ZKR_INVALID_ARGUMENT for `max_handoffs` 0 or a negative `max_hold_ms`, besides what
 /// zkr_mutex_new refuses. No server call is made yet. Free with zkr_mutex_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_new_cohort(
+pub extern "C" fn zkr_mutex_new_cohort(
     c: *mut zkr_client,
     path: *const c_char,
     max_handoffs: u32,
     max_hold_ms: i64,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_mutex_new_cohort", c, path, out, |c, path| {
-            let options = cohort_options(max_handoffs, max_hold_ms)?;
-            let mutex = InterProcessMutex::new(c, path)?.with_cohort(options)?;
-            Ok(zkr_mutex::new(mutex))
-        })
-    }
+    recipe_new("zkr_mutex_new_cohort", c, path, out, |c, path| {
+        let options = cohort_options(max_handoffs, max_hold_ms)?;
+        let mutex = InterProcessMutex::new(c, path)?.with_cohort(options)?;
+        Ok(zkr_mutex::new(mutex))
+    })
 }
 
 /// Acquires the mutex for the calling thread, waiting at most `timeout_ms` (-1: forever; 0: try
@@ -249,33 +222,29 @@ pub unsafe extern "C" fn zkr_mutex_new_cohort(
 /// Errors: ZKR_CLOSED (client closed, also while waiting), connection errors once the retry
 /// policy gives up, and for a re-entry of a hold that was lost, the error that lost it.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_acquire(
+pub extern "C" fn zkr_mutex_acquire(
     m: *mut zkr_mutex,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { acquire("zkr_mutex_acquire", m, thread_owner(), timeout_ms, acquired) }
+    acquire("zkr_mutex_acquire", m, thread_owner(), timeout_ms, acquired)
 }
 
 /// zkr_mutex_acquire for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_acquire_as(
+pub extern "C" fn zkr_mutex_acquire_as(
     m: *mut zkr_mutex,
     owner: zkr_owner,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        acquire(
-            "zkr_mutex_acquire_as",
-            m,
-            owner.to_core(),
-            timeout_ms,
-            acquired,
-        )
-    }
+    acquire(
+        "zkr_mutex_acquire_as",
+        m,
+        owner.to_core(),
+        timeout_ms,
+        acquired,
+    )
 }
 
 /// Releases one acquire of the calling thread; the last one deletes the lock node.
@@ -283,24 +252,19 @@ pub unsafe extern "C" fn zkr_mutex_acquire_as(
 /// ZKR_CLOSED if the client was closed meanwhile (the node went with the session). Releasing a
 /// hold that was reported lost is ZKR_OK.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_release(m: *mut zkr_mutex) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { release("zkr_mutex_release", m, thread_owner()) }
+pub extern "C" fn zkr_mutex_release(m: *mut zkr_mutex) -> zkr_status {
+    release("zkr_mutex_release", m, thread_owner())
 }
 
 /// zkr_mutex_release for an explicit owner (from any thread).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_release_as(m: *mut zkr_mutex, owner: zkr_owner) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { release("zkr_mutex_release_as", m, owner.to_core()) }
+pub extern "C" fn zkr_mutex_release_as(m: *mut zkr_mutex, owner: zkr_owner) -> zkr_status {
+    release("zkr_mutex_release_as", m, owner.to_core())
 }
 
 /// A question about one owner's hold, asked by a plain call (the thread's owner) or its `_as`
 /// twin.
-///
-/// # Safety
-/// The C caller's contract for the handle and `out`.
-unsafe fn ask<T>(
+fn ask<T>(
     function: &str,
     m: *const zkr_mutex,
     owner: Result<Owner>,
@@ -308,8 +272,7 @@ unsafe fn ask<T>(
     what: &str,
     question: impl FnOnce(&InterProcessMutex, Owner) -> Result<T>,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe { handle_out(function, m, out, what, |m| question(&m.mutex, owner?)) }
+    handle_out(function, m, out, what, |m| question(&m.mutex, owner?))
 }
 
 fn is_owned(m: &InterProcessMutex, owner: Owner) -> Result<bool> {
@@ -335,91 +298,72 @@ fn fencing_token(m: &InterProcessMutex, owner: Owner) -> Result<i64> {
 /// Whether the calling thread holds the mutex (Curator's isOwnedByCurrentThread). A hold
 /// reported lost still counts until released; see zkr_mutex_is_held_valid.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_is_owned(
-    m: *const zkr_mutex,
-    owned_out: *mut bool,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_is_owned",
-            m,
-            thread_owner(),
-            owned_out,
-            "owned",
-            is_owned,
-        )
-    }
+pub extern "C" fn zkr_mutex_is_owned(m: *const zkr_mutex, owned_out: *mut bool) -> zkr_status {
+    ask(
+        "zkr_mutex_is_owned",
+        m,
+        thread_owner(),
+        owned_out,
+        "owned",
+        is_owned,
+    )
 }
 
 /// zkr_mutex_is_owned for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_is_owned_as(
+pub extern "C" fn zkr_mutex_is_owned_as(
     m: *const zkr_mutex,
     owner: zkr_owner,
     owned_out: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_is_owned_as",
-            m,
-            owner.to_core(),
-            owned_out,
-            "owned",
-            is_owned,
-        )
-    }
+    ask(
+        "zkr_mutex_is_owned_as",
+        m,
+        owner.to_core(),
+        owned_out,
+        "owned",
+        is_owned,
+    )
 }
 
 /// Whether any owner holds the mutex through this handle.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_is_acquired_in_this_process(
+pub extern "C" fn zkr_mutex_is_acquired_in_this_process(
     m: *const zkr_mutex,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { acquired_here("zkr_mutex_is_acquired_in_this_process", m, acquired) }
+    acquired_here("zkr_mutex_is_acquired_in_this_process", m, acquired)
 }
 
 /// Whether the calling thread holds the mutex and the hold is still trustworthy: not reported
 /// lost, same session, client open, and (default policy) connected right now.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_is_held_valid(
-    m: *const zkr_mutex,
-    valid: *mut bool,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_is_held_valid",
-            m,
-            thread_owner(),
-            valid,
-            "valid",
-            is_held_valid,
-        )
-    }
+pub extern "C" fn zkr_mutex_is_held_valid(m: *const zkr_mutex, valid: *mut bool) -> zkr_status {
+    ask(
+        "zkr_mutex_is_held_valid",
+        m,
+        thread_owner(),
+        valid,
+        "valid",
+        is_held_valid,
+    )
 }
 
 /// zkr_mutex_is_held_valid for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_is_held_valid_as(
+pub extern "C" fn zkr_mutex_is_held_valid_as(
     m: *const zkr_mutex,
     owner: zkr_owner,
     valid: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_is_held_valid_as",
-            m,
-            owner.to_core(),
-            valid,
-            "valid",
-            is_held_valid,
-        )
-    }
+    ask(
+        "zkr_mutex_is_held_valid_as",
+        m,
+        owner.to_core(),
+        valid,
+        "valid",
+        is_held_valid,
+    )
 }
 
 /// The fencing token of the calling thread's hold: the lock node's czxid, strictly greater than
@@ -428,76 +372,61 @@ pub unsafe extern "C" fn zkr_mutex_is_held_valid_as(
 /// zkr_mutex_new_cohort the local holders of one node share this token: fence with
 /// zkr_mutex_fencing_token_wide instead.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_fencing_token(
-    m: *const zkr_mutex,
-    token: *mut i64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_fencing_token",
-            m,
-            thread_owner(),
-            token,
-            "token",
-            fencing_token,
-        )
-    }
+pub extern "C" fn zkr_mutex_fencing_token(m: *const zkr_mutex, token: *mut i64) -> zkr_status {
+    ask(
+        "zkr_mutex_fencing_token",
+        m,
+        thread_owner(),
+        token,
+        "token",
+        fencing_token,
+    )
 }
 
 /// zkr_mutex_fencing_token for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_fencing_token_as(
+pub extern "C" fn zkr_mutex_fencing_token_as(
     m: *const zkr_mutex,
     owner: zkr_owner,
     token: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ask(
-            "zkr_mutex_fencing_token_as",
-            m,
-            owner.to_core(),
-            token,
-            "token",
-            fencing_token,
-        )
-    }
+    ask(
+        "zkr_mutex_fencing_token_as",
+        m,
+        owner.to_core(),
+        token,
+        "token",
+        fencing_token,
+    )
 }
 
 /// The wide fencing token of one owner's hold, in two out-parameters (both checked first,
 /// written only on success).
-///
-/// # Safety
-/// The C caller's contract for the handle, `zxid` and `handoff`.
-unsafe fn fencing_token_wide(
+fn fencing_token_wide(
     function: &str,
     m: *const zkr_mutex,
     owner: Result<Owner>,
     zxid: *mut i64,
     handoff: *mut u32,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_call(function, m, |m| {
-            let (zxid, handoff) = (arg_out(zxid, "zxid")?, arg_out(handoff, "handoff")?);
-            let FencingToken {
-                zxid: z,
-                handoff: h,
-            } = m.mutex.fencing_token_wide(owner?).ok_or_else(|| {
-                Error::NotOwner(
-                    format!(
-                        "wide fencing token of lock {}: this owner does not hold it",
-                        m.mutex.path()
-                    )
-                    .into(),
+    handle_call(function, m, |m| {
+        let (zxid, handoff) = (arg_out(zxid, "zxid")?, arg_out(handoff, "handoff")?);
+        let FencingToken {
+            zxid: z,
+            handoff: h,
+        } = m.mutex.fencing_token_wide(owner?).ok_or_else(|| {
+            Error::NotOwner(
+                format!(
+                    "wide fencing token of lock {}: this owner does not hold it",
+                    m.mutex.path()
                 )
-            })?;
-            zxid.write(z);
-            handoff.write(h);
-            Ok(())
-        })
-    }
+                .into(),
+            )
+        })?;
+        zxid.write(z);
+        handoff.write(h);
+        Ok(())
+    })
 }
 
 /// The wide fencing token of the calling thread's hold: `*zxid` is the lock node's czxid (the
@@ -510,68 +439,56 @@ unsafe fn fencing_token_wide(
 /// process uses cohort handoffs) all plain; a plain token never compares with a wide one.
 /// ZKR_NOT_OWNER if this thread does not hold the mutex.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_fencing_token_wide(
+pub extern "C" fn zkr_mutex_fencing_token_wide(
     m: *const zkr_mutex,
     zxid: *mut i64,
     handoff: *mut u32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameters.
-    unsafe {
-        fencing_token_wide(
-            "zkr_mutex_fencing_token_wide",
-            m,
-            thread_owner(),
-            zxid,
-            handoff,
-        )
-    }
+    fencing_token_wide(
+        "zkr_mutex_fencing_token_wide",
+        m,
+        thread_owner(),
+        zxid,
+        handoff,
+    )
 }
 
 /// zkr_mutex_fencing_token_wide for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_fencing_token_wide_as(
+pub extern "C" fn zkr_mutex_fencing_token_wide_as(
     m: *const zkr_mutex,
     owner: zkr_owner,
     zxid: *mut i64,
     handoff: *mut u32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameters.
-    unsafe {
-        fencing_token_wide(
-            "zkr_mutex_fencing_token_wide_as",
-            m,
-            owner.to_core(),
-            zxid,
-            handoff,
-        )
-    }
+    fencing_token_wide(
+        "zkr_mutex_fencing_token_wide_as",
+        m,
+        owner.to_core(),
+        zxid,
+        handoff,
+    )
 }
 
 /// How many owners wait in this handle's local queue (zkr_mutex_new_cohort) right now, in `*n`;
 /// always 0 for a mutex without cohort handoffs. A snapshot, for monitoring and tests.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_local_waiters(m: *const zkr_mutex, n: *mut usize) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_mutex_local_waiters", m, n, "n", |m| {
-            Ok(m.mutex.local_waiters())
-        })
-    }
+pub extern "C" fn zkr_mutex_local_waiters(m: *const zkr_mutex, n: *mut usize) -> zkr_status {
+    handle_out("zkr_mutex_local_waiters", m, n, "n", |m| {
+        Ok(m.mutex.local_waiters())
+    })
 }
 
 /// The lock's nodes in line order (holder first), as full paths, in `*nodes` (free with
 /// zkr_string_list_free); empty if nobody holds or waits.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_participant_nodes(
+pub extern "C" fn zkr_mutex_participant_nodes(
     m: *mut zkr_mutex,
     nodes: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_mutex_participant_nodes", m, nodes, "nodes", |m| {
-            zkr_string_list::from_vec(wait(m.mutex.participant_nodes())?)
-        })
-    }
+    handle_out("zkr_mutex_participant_nodes", m, nodes, "nodes", |m| {
+        zkr_string_list::from_vec(wait(m.mutex.participant_nodes())?)
+    })
 }
 
 /// Sets (replaces) the callback called when a hold of this mutex is lost; a NULL callback removes
@@ -580,18 +497,15 @@ pub unsafe extern "C" fn zkr_mutex_participant_nodes(
 ///
 /// The callback is called on another thread (see its type).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_set_lost_callback(
+pub extern "C" fn zkr_mutex_set_lost_callback(
     m: *mut zkr_mutex,
     callback: zkr_lock_lost_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the callback.
-    unsafe {
-        handle_call("zkr_mutex_set_lost_callback", m, |m| {
-            m.lost.set(callback, UserData(user_data));
-            Ok(())
-        })
-    }
+    handle_call("zkr_mutex_set_lost_callback", m, |m| {
+        m.lost.set(callback, UserData(user_data));
+        Ok(())
+    })
 }
 
 /// Curator's makeRevocable: from now on, this handle's lock nodes carry empty data and are
@@ -599,56 +513,49 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_callback(
 /// runs so that the owner may release. Applies to acquires that start after this call. Calling
 /// it again replaces the callback; a NULL callback stops the calls (the nodes stay watched).
 /// When this returns, a replaced callback is not running (unless called from inside it).
+/// ZKR_INVALID_ARGUMENT on a handle made by zkr_mutex_new_cohort (its one node serves every
+/// local owner; nothing is changed).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_make_revocable(
+pub extern "C" fn zkr_mutex_make_revocable(
     m: *mut zkr_mutex,
     callback: zkr_revoke_callback,
     user_data: *mut c_void,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the callback.
-    unsafe {
-        handle_call("zkr_mutex_make_revocable", m, |m| {
-            m.revoke.set(callback, UserData(user_data));
-            if callback.is_some() {
-                m.mutex.make_revocable(owner_listener(&m.revoke));
-            }
-            Ok(())
-        })
-    }
+    handle_call("zkr_mutex_make_revocable", m, |m| {
+        if callback.is_some() {
+            m.mutex.make_revocable(owner_listener(&m.revoke))?;
+        }
+        m.revoke.set(callback, UserData(user_data));
+        Ok(())
+    })
 }
 
 /// Curator's Revoker.attemptRevoke: asks the holder of the lock node `node_path` (one of
 /// zkr_mutex_participant_nodes) to release, by writing `__REVOKE__` into it. A node already gone
 /// is ZKR_OK. Only holders that called zkr_mutex_make_revocable hear it.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_lock_attempt_revoke(
+pub extern "C" fn zkr_lock_attempt_revoke(
     c: *mut zkr_client,
     node_path: *const c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client and the path.
-    unsafe {
-        handle_call("zkr_lock_attempt_revoke", c, |c| {
-            let node_path = arg_str(node_path, "node_path")?;
-            wait(zkrecipes::lock::attempt_revoke(&c.client, node_path))
-        })
-    }
+    handle_call("zkr_lock_attempt_revoke", c, |c| {
+        let node_path = arg_str(node_path, "node_path")?;
+        wait(zkrecipes::lock::attempt_revoke(&c.client, node_path))
+    })
 }
 
 /// Sets when a hold counts as lost: ZKR_LOCK_LOST_ON_SUSPENDED (default) or
 /// ZKR_LOCK_LOST_ON_SESSION_LOSS. Applies to the connection changes that follow.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_set_lost_policy(
+pub extern "C" fn zkr_mutex_set_lost_policy(
     m: *mut zkr_mutex,
     policy: zkr_lock_lost_policy,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_mutex_set_lost_policy", m, |m| {
-            m.mutex
-                .set_lost_policy(lost_policy(policy, "ZKR_LOCK_LOST_*")?);
-            Ok(())
-        })
-    }
+    handle_call("zkr_mutex_set_lost_policy", m, |m| {
+        m.mutex
+            .set_lost_policy(lost_policy(policy, "ZKR_LOCK_LOST_*")?);
+        Ok(())
+    })
 }
 
 /// Frees a mutex handle: its lost and revoke callbacks are removed (waiting for a running call to
@@ -657,9 +564,8 @@ pub unsafe extern "C" fn zkr_mutex_set_lost_policy(
 /// does nothing. The handle must not be in use by another thread. A handle already freed is
 /// detected in most cases (see docs/C_API.md).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_mutex_free(m: *mut zkr_mutex) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_mutex_free", m) }
+pub extern "C" fn zkr_mutex_free(m: *mut zkr_mutex) {
+    free_handle("zkr_mutex_free", m)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -678,55 +584,45 @@ handle!(zkr_rwlock, "rwlock");
 
 /// Makes a read/write lock on `path`. Free with zkr_rwlock_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_rwlock_new(
+pub extern "C" fn zkr_rwlock_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_rwlock,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_rwlock_new", c, path, out, |c, path| {
-            Ok(zkr_rwlock {
-                lock: InterProcessReadWriteLock::new(c, path)?,
-            })
+    recipe_new("zkr_rwlock_new", c, path, out, |c, path| {
+        Ok(zkr_rwlock {
+            lock: InterProcessReadWriteLock::new(c, path)?,
         })
-    }
+    })
 }
 
 /// The read half, as a new zkr_mutex handle (free it with zkr_mutex_free, before or after the
 /// zkr_rwlock). Every handle of one half shares its holds.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_rwlock_read_lock(
+pub extern "C" fn zkr_rwlock_read_lock(
     rw: *mut zkr_rwlock,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_rwlock_read_lock", rw, out, "out", |rw| {
-            Ok(new_handle(zkr_mutex::new(rw.lock.read_lock().clone())))
-        })
-    }
+    handle_out("zkr_rwlock_read_lock", rw, out, "out", |rw| {
+        Ok(new_handle(zkr_mutex::new(rw.lock.read_lock().clone())))
+    })
 }
 
 /// The write half, as a new zkr_mutex handle (free it with zkr_mutex_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_rwlock_write_lock(
+pub extern "C" fn zkr_rwlock_write_lock(
     rw: *mut zkr_rwlock,
     out: *mut *mut zkr_mutex,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_rwlock_write_lock", rw, out, "out", |rw| {
-            Ok(new_handle(zkr_mutex::new(rw.lock.write_lock().clone())))
-        })
-    }
+    handle_out("zkr_rwlock_write_lock", rw, out, "out", |rw| {
+        Ok(new_handle(zkr_mutex::new(rw.lock.write_lock().clone())))
+    })
 }
 
 /// Frees a read/write lock handle (handles of its halves stay valid). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_rwlock_free(rw: *mut zkr_rwlock) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_rwlock_free", rw) }
+pub extern "C" fn zkr_rwlock_free(rw: *mut zkr_rwlock) {
+    free_handle("zkr_rwlock_free", rw)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -745,68 +641,57 @@ lock_handle!(zkr_semaphore_mutex, mutex);
 
 /// Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_mutex_new(
+pub extern "C" fn zkr_semaphore_mutex_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_semaphore_mutex,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_semaphore_mutex_new", c, path, out, |c, path| {
-            Ok(zkr_semaphore_mutex {
-                mutex: InterProcessSemaphoreMutex::new(c, path)?,
-            })
+    recipe_new("zkr_semaphore_mutex_new", c, path, out, |c, path| {
+        Ok(zkr_semaphore_mutex {
+            mutex: InterProcessSemaphoreMutex::new(c, path)?,
         })
-    }
+    })
 }
 
 /// Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_mutex_acquire(
+pub extern "C" fn zkr_semaphore_mutex_acquire(
     m: *mut zkr_semaphore_mutex,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        acquire(
-            "zkr_semaphore_mutex_acquire",
-            m,
-            thread_owner(),
-            timeout_ms,
-            acquired,
-        )
-    }
+    acquire(
+        "zkr_semaphore_mutex_acquire",
+        m,
+        thread_owner(),
+        timeout_ms,
+        acquired,
+    )
 }
 
 /// Releases; ZKR_NOT_OWNER if this handle does not hold it.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_mutex_release(m: *mut zkr_semaphore_mutex) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { release("zkr_semaphore_mutex_release", m, thread_owner()) }
+pub extern "C" fn zkr_semaphore_mutex_release(m: *mut zkr_semaphore_mutex) -> zkr_status {
+    release("zkr_semaphore_mutex_release", m, thread_owner())
 }
 
 /// Whether this handle holds it.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_mutex_is_acquired_in_this_process(
+pub extern "C" fn zkr_semaphore_mutex_is_acquired_in_this_process(
     m: *const zkr_semaphore_mutex,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        acquired_here(
-            "zkr_semaphore_mutex_is_acquired_in_this_process",
-            m,
-            acquired,
-        )
-    }
+    acquired_here(
+        "zkr_semaphore_mutex_is_acquired_in_this_process",
+        m,
+        acquired,
+    )
 }
 
 /// Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_mutex_free(m: *mut zkr_semaphore_mutex) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_semaphore_mutex_free", m) }
+pub extern "C" fn zkr_semaphore_mutex_free(m: *mut zkr_semaphore_mutex) {
+    free_handle("zkr_semaphore_mutex_free", m)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -831,122 +716,99 @@ handle!(zkr_leases, "leases");
 /// Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
 /// zkr_semaphore_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_new(
+pub extern "C" fn zkr_semaphore_new(
     c: *mut zkr_client,
     path: *const c_char,
     max_leases: u32,
     out: *mut *mut zkr_semaphore,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_semaphore_new", c, path, out, |c, path| {
-            let semaphore = InterProcessSemaphoreV2::new(c, path, max_leases as usize)?;
-            Ok(zkr_semaphore { semaphore })
-        })
-    }
+    recipe_new("zkr_semaphore_new", c, path, out, |c, path| {
+        let semaphore = InterProcessSemaphoreV2::new(c, path, max_leases as usize)?;
+        Ok(zkr_semaphore { semaphore })
+    })
 }
 
 /// Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
 /// nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
 /// zkr_leases_free), or NULL if the timeout passed first (then none is held).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_acquire(
+pub extern "C" fn zkr_semaphore_acquire(
     s: *mut zkr_semaphore,
     qty: u32,
     timeout_ms: i64,
     leases: *mut *mut zkr_leases,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_semaphore_acquire", s, leases, "leases", |s| {
-            let timeout = arg_timeout(timeout_ms)?;
-            let got = wait(s.semaphore.acquire(qty as usize, timeout))?;
-            Ok(got.map_or(std::ptr::null_mut(), |leases| {
-                new_handle(zkr_leases {
-                    leases: Mutex::new(leases),
-                })
-            }))
-        })
-    }
+    handle_out("zkr_semaphore_acquire", s, leases, "leases", |s| {
+        let timeout = arg_timeout(timeout_ms)?;
+        let got = wait(s.semaphore.acquire(qty as usize, timeout))?;
+        Ok(got.map_or(std::ptr::null_mut(), |leases| {
+            new_handle(zkr_leases {
+                leases: Mutex::new(leases),
+            })
+        }))
+    })
 }
 
 /// Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
 /// empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
 /// reported after trying them all.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_return_leases(
+pub extern "C" fn zkr_semaphore_return_leases(
     s: *mut zkr_semaphore,
     leases: *mut zkr_leases,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for both handles.
-    unsafe {
-        handle_call("zkr_semaphore_return_leases", s, |s| {
-            let taken = std::mem::take(&mut *lock(&handle_ref(leases)?.leases));
-            wait(s.semaphore.return_all(taken))
-        })
-    }
+    handle_call("zkr_semaphore_return_leases", s, |s| {
+        let taken = std::mem::take(&mut *lock(&handle_ref(leases)?.leases));
+        wait(s.semaphore.return_all(taken))
+    })
 }
 
 /// How many leases `leases` holds.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leases_count(
-    leases: *const zkr_leases,
-    count: *mut usize,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leases_count", leases, count, "count", |l| {
-            Ok(lock(&l.leases).len())
-        })
-    }
+pub extern "C" fn zkr_leases_count(leases: *const zkr_leases, count: *mut usize) -> zkr_status {
+    handle_out("zkr_leases_count", leases, count, "count", |l| {
+        Ok(lock(&l.leases).len())
+    })
 }
 
 /// The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leases_paths(
+pub extern "C" fn zkr_leases_paths(
     leases: *const zkr_leases,
     paths: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_leases_paths", leases, paths, "paths", |l| {
-            zkr_string_list::from_vec(
-                lock(&l.leases)
-                    .iter()
-                    .map(|x| x.path().to_string())
-                    .collect(),
-            )
-        })
-    }
+    handle_out("zkr_leases_paths", leases, paths, "paths", |l| {
+        zkr_string_list::from_vec(
+            lock(&l.leases)
+                .iter()
+                .map(|x| x.path().to_string())
+                .collect(),
+        )
+    })
 }
 
 /// Frees a lease set; leases still in it are returned in the background. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_leases_free(leases: *mut zkr_leases) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_leases_free", leases) }
+pub extern "C" fn zkr_leases_free(leases: *mut zkr_leases) {
+    free_handle("zkr_leases_free", leases)
 }
 
 /// The lease nodes, as full paths in sequence order, in `*nodes` (free with
 /// zkr_string_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_participant_nodes(
+pub extern "C" fn zkr_semaphore_participant_nodes(
     s: *mut zkr_semaphore,
     nodes: *mut *mut zkr_string_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_semaphore_participant_nodes", s, nodes, "nodes", |s| {
-            zkr_string_list::from_vec(wait(s.semaphore.participant_nodes())?)
-        })
-    }
+    handle_out("zkr_semaphore_participant_nodes", s, nodes, "nodes", |s| {
+        zkr_string_list::from_vec(wait(s.semaphore.participant_nodes())?)
+    })
 }
 
 /// Frees a semaphore handle (lease sets stay valid). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_semaphore_free(s: *mut zkr_semaphore) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_semaphore_free", s) }
+pub extern "C" fn zkr_semaphore_free(s: *mut zkr_semaphore) {
+    free_handle("zkr_semaphore_free", s)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -968,99 +830,86 @@ lock_handle!(zkr_multi_lock, lock);
 ///
 /// `paths` points to `count` NUL-terminated strings.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_new(
+pub extern "C" fn zkr_multi_lock_new(
     c: *mut zkr_client,
     paths: *const *const c_char,
     count: usize,
     out: *mut *mut zkr_multi_lock,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the paths and the out-parameter.
-    unsafe {
-        handle_out("zkr_multi_lock_new", c, out, "out", |c| {
-            let mut list = Vec::with_capacity(count);
-            for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
-                list.push(arg_str(*p, &format!("paths[{i}]"))?);
-            }
-            let lock = InterProcessMultiLock::new(&c.client, &list)?;
-            Ok(new_handle(zkr_multi_lock { lock }))
-        })
-    }
+    handle_out("zkr_multi_lock_new", c, out, "out", |c| {
+        let mut list = Vec::with_capacity(count);
+        for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
+            list.push(arg_str(*p, &format!("paths[{i}]"))?);
+        }
+        let lock = InterProcessMultiLock::new(&c.client, &list)?;
+        Ok(new_handle(zkr_multi_lock { lock }))
+    })
 }
 
 /// Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
 /// tells whether all were (if not, none is held).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_acquire(
+pub extern "C" fn zkr_multi_lock_acquire(
     m: *mut zkr_multi_lock,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        acquire(
-            "zkr_multi_lock_acquire",
-            m,
-            thread_owner(),
-            timeout_ms,
-            acquired,
-        )
-    }
+    acquire(
+        "zkr_multi_lock_acquire",
+        m,
+        thread_owner(),
+        timeout_ms,
+        acquired,
+    )
 }
 
 /// zkr_multi_lock_acquire for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_acquire_as(
+pub extern "C" fn zkr_multi_lock_acquire_as(
     m: *mut zkr_multi_lock,
     owner: zkr_owner,
     timeout_ms: i64,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        acquire(
-            "zkr_multi_lock_acquire_as",
-            m,
-            owner.to_core(),
-            timeout_ms,
-            acquired,
-        )
-    }
+    acquire(
+        "zkr_multi_lock_acquire_as",
+        m,
+        owner.to_core(),
+        timeout_ms,
+        acquired,
+    )
 }
 
 /// Releases every lock (reverse order) for the calling thread; tries them all and reports the
 /// first error (ZKR_NOT_OWNER if this thread holds none).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_release(m: *mut zkr_multi_lock) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { release("zkr_multi_lock_release", m, thread_owner()) }
+pub extern "C" fn zkr_multi_lock_release(m: *mut zkr_multi_lock) -> zkr_status {
+    release("zkr_multi_lock_release", m, thread_owner())
 }
 
 /// zkr_multi_lock_release for an explicit owner.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_release_as(
+pub extern "C" fn zkr_multi_lock_release_as(
     m: *mut zkr_multi_lock,
     owner: zkr_owner,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { release("zkr_multi_lock_release_as", m, owner.to_core()) }
+    release("zkr_multi_lock_release_as", m, owner.to_core())
 }
 
 /// Whether every lock is held in this process.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_is_acquired_in_this_process(
+pub extern "C" fn zkr_multi_lock_is_acquired_in_this_process(
     m: *const zkr_multi_lock,
     acquired: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { acquired_here("zkr_multi_lock_is_acquired_in_this_process", m, acquired) }
+    acquired_here("zkr_multi_lock_is_acquired_in_this_process", m, acquired)
 }
 
 /// Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
 /// nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_multi_lock_free(m: *mut zkr_multi_lock) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_multi_lock_free", m) }
+pub extern "C" fn zkr_multi_lock_free(m: *mut zkr_multi_lock) {
+    free_handle("zkr_multi_lock_free", m)
 }
 
 #[cfg(test)]

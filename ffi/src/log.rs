@@ -67,8 +67,7 @@ fn c_text(s: &str) -> CString {
 fn deliver(r: &Record) {
     let (target, message) = (c_text(&r.target), c_text(&r.message));
     let level = LEVELS.to_c(r.level);
-    // SAFETY: the C caller's contract for the callback it installed with zkr_set_logger.
-    LOGGER.fire(|f, ud| unsafe { f(level, target.as_ptr(), message.as_ptr(), ud) });
+    LOGGER.fire((level, target.as_ptr(), message.as_ptr()));
 }
 
 /// Sends zkrecipes' log records of `max_level` and more severe (ZKR_LOG_ERROR .. ZKR_LOG_TRACE)
@@ -81,7 +80,7 @@ fn deliver(r: &Record) {
 /// other than ZKR_LOG_OFF, or a process whose Rust code already installed its own `tracing`
 /// subscriber (configure that one instead).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_set_logger(
+pub extern "C" fn zkr_set_logger(
     max_level: zkr_log_level,
     callback: zkr_log_callback,
     user_data: *mut c_void,

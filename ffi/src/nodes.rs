@@ -10,9 +10,7 @@ use zkrecipes::nodes::{
 use zkrecipes::{Error, ListenerId, Result};
 
 use crate::boundary::{arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
-use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening,
-};
+use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening};
 use crate::client::{zkr_client, zkr_create_mode, CREATE_MODES};
 use crate::handle::{free_handle, handle};
 use crate::status::zkr_status;
@@ -64,6 +62,12 @@ handle!(zkr_persistent_node, "node", |n| {
     let _ = wait(n.node.close());
 });
 
+impl Closing for zkr_persistent_node {
+    fn close_handle(&self) -> Result<()> {
+        wait(self.node.close())
+    }
+}
+
 impl Listening for zkr_persistent_node {
     type Callback = zkr_node_callback;
 
@@ -77,13 +81,11 @@ impl Listening for zkr_persistent_node {
                 return;
             };
             let kind = NODE_EVENTS.to_c(e.kind);
-            // SAFETY: the C caller's contract for the callback it registered; `path` lives
-            // for the call.
-            cb.call(|f, ud| unsafe { f(kind, path.as_ptr(), ud) })
+            cb.call((kind, path.as_ptr()))
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.node.remove_listener(id)
     }
 }
@@ -93,7 +95,7 @@ impl Listening for zkr_persistent_node {
 /// ZKR_PERSISTENT*_WITH_TTL modes (0 for the others). Nothing happens on the server before
 /// zkr_persistent_node_start. Free with zkr_persistent_node_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_new(
+pub extern "C" fn zkr_persistent_node_new(
     c: *mut zkr_client,
     path: *const c_char,
     mode: zkr_create_mode,
@@ -103,125 +105,69 @@ pub unsafe extern "C" fn zkr_persistent_node_new(
     ttl_ms: i64,
     out: *mut *mut zkr_persistent_node,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the strings, the data and `out`.
-    unsafe {
-        recipe_new("zkr_persistent_node_new", c, path, out, |c, path| {
-            let mode = CREATE_MODES.parse(mode, "mode")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let node = match ttl_arg(ttl_ms)? {
-                Some(ttl) => PersistentNode::new_with_ttl(c, path, mode, ttl, data, is_protected)?,
-                None => PersistentNode::new(c, path, mode, data, is_protected)?,
-            };
-            Ok(zkr_persistent_node {
-                node,
-                listeners: Listeners::default(),
-            })
+    recipe_new("zkr_persistent_node_new", c, path, out, |c, path| {
+        let mode = CREATE_MODES.parse(mode, "mode")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let node = match ttl_arg(ttl_ms)? {
+            Some(ttl) => PersistentNode::new_with_ttl(c, path, mode, ttl, data, is_protected)?,
+            None => PersistentNode::new(c, path, mode, data, is_protected)?,
+        };
+        Ok(zkr_persistent_node {
+            node,
+            listeners: Listeners::default(),
         })
-    }
+    })
 }
 
 /// Starts keeping the node, in the background (see zkr_persistent_node_wait_for_initial_create).
 /// ZKR_INVALID_ARGUMENT if started twice, ZKR_CLOSED after close.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_start(n: *mut zkr_persistent_node) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_persistent_node_start", n, |n| n.node.start()) }
+pub extern "C" fn zkr_persistent_node_start(n: *mut zkr_persistent_node) -> zkr_status {
+    handle_call("zkr_persistent_node_start", n, |n| n.node.start())
 }
 
 /// Waits until the node was first created, at most `timeout_ms` (-1: forever); `*created`
 /// tells whether it was. ZKR_CONFLICT when the path holds another session's node (left
 /// untouched), ZKR_INVALID_ARGUMENT before start, ZKR_CLOSED once closed.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_wait_for_initial_create(
+pub extern "C" fn zkr_persistent_node_wait_for_initial_create(
     n: *mut zkr_persistent_node,
     timeout_ms: i64,
     created: *mut bool,
 ) -> zkr_status {
     let f = "zkr_persistent_node_wait_for_initial_create";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, n, created, "created", |n| {
-            wait(n.node.wait_for_initial_create(arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, n, created, "created", |n| {
+        wait(n.node.wait_for_initial_create(arg_timeout(timeout_ms)?))
+    })
 }
 
 /// The node's actual path (with the sequence number and protected prefix) in `*path` (free
 /// with zkr_string_free); ZKR_NO_NODE before it was first created.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_actual_path(
+pub extern "C" fn zkr_persistent_node_actual_path(
     n: *const zkr_persistent_node,
     path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_persistent_node_actual_path", n, path, "path", |n| {
-            let p = n.node.actual_path().ok_or_else(|| {
-                let what = format!("persistent node {}: not created yet", n.node.path());
-                Error::NoNode(what.into())
-            })?;
-            c_string(&p)
-        })
-    }
+    handle_out("zkr_persistent_node_actual_path", n, path, "path", |n| {
+        let p = n.node.actual_path().ok_or_else(|| {
+            let what = format!("persistent node {}: not created yet", n.node.path());
+            Error::NoNode(what.into())
+        })?;
+        c_string(&p)
+    })
 }
 
 /// Sets the node's data: written now when connected, else on the next create or reconnect.
 /// Returns at once.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_set_data(
+pub extern "C" fn zkr_persistent_node_set_data(
     n: *mut zkr_persistent_node,
     data: *const u8,
     data_len: usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the data.
-    unsafe {
-        handle_call("zkr_persistent_node_set_data", n, |n| {
-            n.node.set_data(arg_slice(data, data_len, "data")?)
-        })
-    }
-}
-
-/// Adds a registration listener; `*listener_id` identifies it for
-/// zkr_persistent_node_remove_listener. `user_data` must stay valid until the listener is
-/// removed or the node freed. The callback is called on another thread (see its type).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_add_listener(
-    n: *mut zkr_persistent_node,
-    callback: zkr_node_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_persistent_node_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, n, callback, user_data, listener_id) }
-}
-
-/// Removes a registration listener. When this returns, the callback is not running (unless
-/// this is called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown
-/// id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_remove_listener(
-    n: *mut zkr_persistent_node,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_persistent_node_remove_listener", n, listener_id) }
-}
-
-/// Stops keeping the node and deletes it (our own node only). Closing again, or closing a node
-/// never started, is ZKR_OK.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_close(n: *mut zkr_persistent_node) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_persistent_node_close", n, |n| wait(n.node.close())) }
-}
-
-/// Frees a persistent node: removes its listeners, closes it if still open (its node is
-/// deleted before this returns), and releases the handle. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_node_free(n: *mut zkr_persistent_node) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_persistent_node_free", n) }
+    handle_call("zkr_persistent_node_set_data", n, |n| {
+        n.node.set_data(arg_slice(data, data_len, "data")?)
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,7 +188,7 @@ handle!(zkr_persistent_ttl_node, "node", |n| {
 /// Makes a TTL node at `path` with `data`, touched every `ttl_ms` / 2 (2 ms to 2^40 - 1 ms).
 /// Free with zkr_persistent_ttl_node_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_new(
+pub extern "C" fn zkr_persistent_ttl_node_new(
     c: *mut zkr_client,
     path: *const c_char,
     ttl_ms: i64,
@@ -250,72 +196,56 @@ pub unsafe extern "C" fn zkr_persistent_ttl_node_new(
     data_len: usize,
     out: *mut *mut zkr_persistent_ttl_node,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the strings, the data and `out`.
-    unsafe {
-        recipe_new("zkr_persistent_ttl_node_new", c, path, out, |c, path| {
-            let ttl = zkrecipes::timeout::positive_millis(ttl_ms, "ttl_ms")?;
-            let data = arg_slice(data, data_len, "data")?;
-            Ok(zkr_persistent_ttl_node {
-                node: PersistentTtlNode::new(c, path, ttl, data)?,
-            })
+    recipe_new("zkr_persistent_ttl_node_new", c, path, out, |c, path| {
+        let ttl = zkrecipes::timeout::positive_millis(ttl_ms, "ttl_ms")?;
+        let data = arg_slice(data, data_len, "data")?;
+        Ok(zkr_persistent_ttl_node {
+            node: PersistentTtlNode::new(c, path, ttl, data)?,
         })
-    }
+    })
 }
 
 /// Starts keeping the node and touching its child.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_start(
-    n: *mut zkr_persistent_ttl_node,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_persistent_ttl_node_start", n, |n| n.node.start()) }
+pub extern "C" fn zkr_persistent_ttl_node_start(n: *mut zkr_persistent_ttl_node) -> zkr_status {
+    handle_call("zkr_persistent_ttl_node_start", n, |n| n.node.start())
 }
 
 /// As zkr_persistent_node_wait_for_initial_create.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_wait_for_initial_create(
+pub extern "C" fn zkr_persistent_ttl_node_wait_for_initial_create(
     n: *mut zkr_persistent_ttl_node,
     timeout_ms: i64,
     created: *mut bool,
 ) -> zkr_status {
     let f = "zkr_persistent_ttl_node_wait_for_initial_create";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, n, created, "created", |n| {
-            wait(n.node.wait_for_initial_create(arg_timeout(timeout_ms)?))
-        })
-    }
+    handle_out(f, n, created, "created", |n| {
+        wait(n.node.wait_for_initial_create(arg_timeout(timeout_ms)?))
+    })
 }
 
 /// Sets the node's data (as zkr_persistent_node_set_data).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_set_data(
+pub extern "C" fn zkr_persistent_ttl_node_set_data(
     n: *mut zkr_persistent_ttl_node,
     data: *const u8,
     data_len: usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the data.
-    unsafe {
-        handle_call("zkr_persistent_ttl_node_set_data", n, |n| {
-            n.node.set_data(arg_slice(data, data_len, "data")?)
-        })
-    }
+    handle_call("zkr_persistent_ttl_node_set_data", n, |n| {
+        n.node.set_data(arg_slice(data, data_len, "data")?)
+    })
 }
 
 /// Stops touching and keeping the node; it is not deleted (it goes once its TTL passes).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_close(
-    n: *mut zkr_persistent_ttl_node,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_persistent_ttl_node_close", n, |n| wait(n.node.close())) }
+pub extern "C" fn zkr_persistent_ttl_node_close(n: *mut zkr_persistent_ttl_node) -> zkr_status {
+    handle_call("zkr_persistent_ttl_node_close", n, |n| wait(n.node.close()))
 }
 
 /// Frees a TTL node (closing it first if still open). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_ttl_node_free(n: *mut zkr_persistent_ttl_node) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_persistent_ttl_node_free", n) }
+pub extern "C" fn zkr_persistent_ttl_node_free(n: *mut zkr_persistent_ttl_node) {
+    free_handle("zkr_persistent_ttl_node_free", n)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,24 +291,20 @@ fn member_list(members: &BTreeMap<String, Vec<u8>>) -> Result<zkr_member_list> {
 
 fn free_members(items: Vec<zkr_member>) {
     for m in items {
-        // SAFETY: made by `member_list`, freed once.
-        unsafe {
-            zkr_string_free(m.id);
-            drop(take_array(m.data, m.len));
-        }
+        zkr_string_free(m.id);
+        // SAFETY: a member's data, made by `member_list` with `give_array`, taken back once.
+        drop(unsafe { take_array(m.data, m.len) });
     }
 }
 
 /// Frees a member list and everything in it. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_member_list_free(list: *mut zkr_member_list) {
-    // SAFETY: the C caller's contract: a list from zkr_group_member_current_members, freed
-    // once; its parts were made by `member_list`.
-    unsafe {
-        free_returned("zkr_member_list_free", list, |l| {
-            free_members(take_array(l.items, l.len))
-        })
-    }
+pub extern "C" fn zkr_member_list_free(list: *mut zkr_member_list) {
+    free_returned("zkr_member_list_free", list, |l| {
+        // SAFETY: the items of a list `member_list` made with `give_array`, taken back once
+        // with the list.
+        free_members(unsafe { take_array(l.items, l.len) })
+    })
 }
 
 /// Called with each new membership of a group (valid during the call only; do not free it).
@@ -401,6 +327,12 @@ handle!(zkr_group_member, "member", |m| {
     let _ = wait(m.member.close());
 });
 
+impl Closing for zkr_group_member {
+    fn close_handle(&self) -> Result<()> {
+        wait(self.member.close())
+    }
+}
+
 impl Listening for zkr_group_member {
     type Callback = zkr_members_callback;
 
@@ -413,9 +345,7 @@ impl Listening for zkr_group_member {
             let Ok(list) = member_list(members) else {
                 return;
             };
-            // SAFETY: the C caller's contract for the callback it registered; `list` lives
-            // for the call.
-            cb.call(|f, ud| unsafe { f(&list, ud) });
+            cb.call((&list,));
             free_members(
                 // SAFETY: made by `member_list` just above, taken back once.
                 unsafe { take_array(list.items, list.len) },
@@ -423,7 +353,7 @@ impl Listening for zkr_group_member {
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.member.remove_listener(id)
     }
 }
@@ -432,7 +362,7 @@ impl Listening for zkr_group_member {
 /// Nothing happens on the server before zkr_group_member_start. Free with
 /// zkr_group_member_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_new(
+pub extern "C" fn zkr_group_member_new(
     c: *mut zkr_client,
     path: *const c_char,
     member_id: *const c_char,
@@ -440,98 +370,49 @@ pub unsafe extern "C" fn zkr_group_member_new(
     payload_len: usize,
     out: *mut *mut zkr_group_member,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the strings, the payload and `out`.
-    unsafe {
-        recipe_new("zkr_group_member_new", c, path, out, |c, path| {
-            let id = arg_str(member_id, "member_id")?;
-            let payload = arg_slice(payload, payload_len, "payload")?;
-            Ok(zkr_group_member {
-                member: GroupMember::new(c, path, id, payload)?,
-                listeners: Listeners::default(),
-            })
+    recipe_new("zkr_group_member_new", c, path, out, |c, path| {
+        let id = arg_str(member_id, "member_id")?;
+        let payload = arg_slice(payload, payload_len, "payload")?;
+        Ok(zkr_group_member {
+            member: GroupMember::new(c, path, id, payload)?,
+            listeners: Listeners::default(),
         })
-    }
+    })
 }
 
 /// Joins the group; returns once this member is registered. ZKR_CONFLICT when another live
 /// session holds this id (its node untouched); ZKR_TIMEOUT when not registered within the
 /// client's connection timeout (it keeps trying).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_start(m: *mut zkr_group_member) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_group_member_start", m, |m| wait(m.member.start())) }
+pub extern "C" fn zkr_group_member_start(m: *mut zkr_group_member) -> zkr_status {
+    handle_call("zkr_group_member_start", m, |m| wait(m.member.start()))
 }
 
 /// Every member id → payload (this member's own included) in `*members`, sorted by id (free
 /// with zkr_member_list_free).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_current_members(
+pub extern "C" fn zkr_group_member_current_members(
     m: *const zkr_group_member,
     members: *mut *mut zkr_member_list,
 ) -> zkr_status {
     let f = "zkr_group_member_current_members";
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out(f, m, members, "members", |m| {
-            Ok(Box::into_raw(Box::new(member_list(
-                &m.member.current_members(),
-            )?)))
-        })
-    }
+    handle_out(f, m, members, "members", |m| {
+        Ok(Box::into_raw(Box::new(member_list(
+            &m.member.current_members(),
+        )?)))
+    })
 }
 
 /// Changes this member's payload (written now when connected, else on the next create or
 /// reconnect).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_set_this_data(
+pub extern "C" fn zkr_group_member_set_this_data(
     m: *mut zkr_group_member,
     payload: *const u8,
     payload_len: usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the payload.
-    unsafe {
-        handle_call("zkr_group_member_set_this_data", m, |m| {
-            m.member
-                .set_this_data(arg_slice(payload, payload_len, "payload")?)
-        })
-    }
-}
-
-/// Adds a membership listener (see zkr_members_callback); `user_data` must stay valid until
-/// the listener is removed or the member freed.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_add_listener(
-    m: *mut zkr_group_member,
-    callback: zkr_members_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_group_member_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, m, callback, user_data, listener_id) }
-}
-
-/// Removes a membership listener (as zkr_persistent_node_remove_listener).
-#[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_remove_listener(
-    m: *mut zkr_group_member,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_group_member_remove_listener", m, listener_id) }
-}
-
-/// Leaves the group (deletes this member's node, ours only). Closing again is ZKR_OK.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_close(m: *mut zkr_group_member) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_group_member_close", m, |m| wait(m.member.close())) }
-}
-
-/// Frees a member: removes its listeners, leaves the group if still in it, and releases the
-/// handle. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_group_member_free(m: *mut zkr_group_member) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_group_member_free", m) }
+    handle_call("zkr_group_member_set_this_data", m, |m| {
+        m.member
+            .set_this_data(arg_slice(payload, payload_len, "payload")?)
+    })
 }

@@ -396,10 +396,9 @@ fn default_options() -> zkr_client_options {
 ///
 /// `opts` may point to uninitialized memory.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_options_init(opts: *mut zkr_client_options) -> zkr_status {
+pub extern "C" fn zkr_client_options_init(opts: *mut zkr_client_options) -> zkr_status {
     ffi_call("zkr_client_options_init", || {
-        // SAFETY: the C caller's contract: `opts` is NULL or writable.
-        unsafe { arg_out(opts, "opts") }?.write(default_options());
+        arg_out(opts, "opts")?.write(default_options());
         Ok(())
     })
 }
@@ -457,11 +456,9 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
     Ok(merged)
 }
 
-/// The core's builder for `hosts` with the caller's options.
-///
-/// # Safety
-/// The C caller's contract for the pointers in `o`.
-pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> {
+/// The core's builder for `hosts` with the caller's options (their pointers read through the
+/// boundary's helpers).
+pub(crate) fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuilder> {
     let mut b = ClientBuilder::new(hosts)
         .session_timeout(timeout::positive_millis(
             o.session_timeout_ms,
@@ -473,8 +470,7 @@ pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<Clie
         )?)
         .retry_policy(o.retry.to_core()?)
         .can_be_read_only(o.can_be_read_only);
-    // SAFETY: this function's contract.
-    unsafe {
+    {
         if let Some(ns) = arg_opt_str(o.namespace_name, "opts.namespace_name")? {
             b = b.namespace(ns);
         }
@@ -562,12 +558,8 @@ pub(crate) unsafe fn builder(hosts: &str, o: &zkr_client_options) -> Result<Clie
 }
 
 /// `len` ACL entries at `acl` (at least one).
-///
-/// # Safety
-/// As [`arg_slice`] for `acl` and [`arg_str`] for each entry's strings.
-pub(crate) unsafe fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Result<Vec<Acl>> {
-    // SAFETY: this function's contract.
-    let entries = unsafe { arg_slice(acl, len, what) }?;
+pub(crate) fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Result<Vec<Acl>> {
+    let entries = arg_slice(acl, len, what)?;
     if entries.is_empty() {
         return Err(Error::InvalidArgument(
             format!(
@@ -580,25 +572,16 @@ pub(crate) unsafe fn acl_list(acl: *const zkr_acl, len: usize, what: &str) -> Re
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            // SAFETY: this function's contract.
-            let (scheme, id) = unsafe {
-                (
-                    scheme_arg(e.scheme, &format!("{what}[{i}].scheme"))?,
-                    arg_str(e.id, &format!("{what}[{i}].id"))?,
-                )
-            };
+            let scheme = scheme_arg(e.scheme, &format!("{what}[{i}].scheme"))?;
+            let id = arg_str(e.id, &format!("{what}[{i}].id"))?;
             Ok(Acl::new(permission(e.perms, what, i)?, scheme, id))
         })
         .collect()
 }
 
 /// A scheme: a non-empty string.
-///
-/// # Safety
-/// As [`arg_str`].
-unsafe fn scheme_arg<'a>(scheme: *const c_char, what: &str) -> Result<&'a str> {
-    // SAFETY: this function's contract.
-    let scheme = unsafe { arg_str(scheme, what) }?;
+fn scheme_arg<'a>(scheme: *const c_char, what: &str) -> Result<&'a str> {
+    let scheme = arg_str(scheme, what)?;
     if scheme.is_empty() {
         return Err(Error::InvalidArgument(format!("{what} is empty").into()));
     }
@@ -619,8 +602,8 @@ mod tests {
     use super::*;
 
     fn build(opts: &zkr_client_options) -> Result<ClientBuilder> {
-        // SAFETY: every pointer in the test options is NULL, dangling with length 0, or local.
-        unsafe { builder("127.0.0.1:2181", opts) }
+        // Every pointer in the test options is NULL, dangling with length 0, or local.
+        builder("127.0.0.1:2181", opts)
     }
 
     fn read(opts: &zkr_client_options) -> Result<zkr_client_options> {

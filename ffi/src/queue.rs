@@ -28,76 +28,63 @@ handle!(zkr_simple_queue, "queue");
 
 /// Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_simple_queue_new(
+pub extern "C" fn zkr_simple_queue_new(
     c: *mut zkr_client,
     path: *const c_char,
     out: *mut *mut zkr_simple_queue,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_simple_queue_new", c, path, out, |c, path| {
-            Ok(zkr_simple_queue {
-                queue: SimpleDistributedQueue::new(c, path)?,
-            })
+    recipe_new("zkr_simple_queue_new", c, path, out, |c, path| {
+        Ok(zkr_simple_queue {
+            queue: SimpleDistributedQueue::new(c, path)?,
         })
-    }
+    })
 }
 
 /// Adds `len` bytes at `data` (NULL only with 0) at the tail. A lost reply is
 /// ZKR_OUTCOME_UNKNOWN (the item may be in the queue; it was not put twice).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_simple_queue_offer(
+pub extern "C" fn zkr_simple_queue_offer(
     q: *mut zkr_simple_queue,
     data: *const u8,
     len: usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the buffer.
-    unsafe {
-        handle_call("zkr_simple_queue_offer", q, |q| {
-            let data = arg_slice(data, len, "data")?;
-            wait(q.queue.offer(data)).map(drop)
-        })
-    }
+    handle_call("zkr_simple_queue_offer", q, |q| {
+        let data = arg_slice(data, len, "data")?;
+        wait(q.queue.offer(data)).map(drop)
+    })
 }
 
 /// Removes the head, waiting at most `timeout_ms` (-1: no limit; 0: look once). `*data`
 /// receives its bytes (free with zkr_buffer_free), or NULL if the timeout passed first.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_simple_queue_take(
+pub extern "C" fn zkr_simple_queue_take(
     q: *mut zkr_simple_queue,
     timeout_ms: i64,
     data: *mut *mut zkr_buffer,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_simple_queue_take", q, data, "data", |q| {
-            let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
-            Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
-        })
-    }
+    handle_out("zkr_simple_queue_take", q, data, "data", |q| {
+        let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
+        Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
+    })
 }
 
 /// The head's bytes without removing it in `*data` (free with zkr_buffer_free), or NULL when
 /// the queue is empty.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_simple_queue_peek(
+pub extern "C" fn zkr_simple_queue_peek(
     q: *mut zkr_simple_queue,
     data: *mut *mut zkr_buffer,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_simple_queue_peek", q, data, "data", |q| {
-            let got = wait(q.queue.peek())?;
-            Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
-        })
-    }
+    handle_out("zkr_simple_queue_peek", q, data, "data", |q| {
+        let got = wait(q.queue.peek())?;
+        Ok(got.map_or(std::ptr::null_mut(), zkr_buffer::from_vec))
+    })
 }
 
 /// Frees a simple queue handle (its items stay). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_simple_queue_free(q: *mut zkr_simple_queue) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_simple_queue_free", q) }
+pub extern "C" fn zkr_simple_queue_free(q: *mut zkr_simple_queue) {
+    free_handle("zkr_simple_queue_free", q)
 }
 
 /// Curator's DistributedQueue, DistributedIdQueue, DistributedPriorityQueue or
@@ -110,10 +97,7 @@ pub struct zkr_queue {
 handle!(zkr_queue, "queue");
 
 /// A constructor of the family.
-///
-/// # Safety
-/// The C caller's contract for every pointer.
-unsafe fn queue_new(
+fn queue_new(
     function: &str,
     c: *mut zkr_client,
     path: *const c_char,
@@ -122,121 +106,103 @@ unsafe fn queue_new(
     out: *mut *mut zkr_queue,
     kind: QueueKind,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        recipe_new(function, c, path, out, |c, path| {
-            let lock_path = arg_opt_str(lock_path, "lock_path")?;
-            let options = QueueOptions {
-                lock_path: lock_path.map(str::to_string),
-                max_items: (max_items > 0).then_some(max_items as usize),
-            };
-            Ok(zkr_queue {
-                queue: DistributedQueue::with_kind(c, path, kind, options)?,
-            })
+    recipe_new(function, c, path, out, |c, path| {
+        let lock_path = arg_opt_str(lock_path, "lock_path")?;
+        let options = QueueOptions {
+            lock_path: lock_path.map(str::to_string),
+            max_items: (max_items > 0).then_some(max_items as usize),
+        };
+        Ok(zkr_queue {
+            queue: DistributedQueue::with_kind(c, path, kind, options)?,
         })
-    }
+    })
 }
 
 /// Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
 /// consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
 /// queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_new(
+pub extern "C" fn zkr_queue_new(
     c: *mut zkr_client,
     path: *const c_char,
     lock_path: *const c_char,
     max_items: u32,
     out: *mut *mut zkr_queue,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for every pointer.
-    unsafe {
-        queue_new(
-            "zkr_queue_new",
-            c,
-            path,
-            lock_path,
-            max_items,
-            out,
-            QueueKind::Queue,
-        )
-    }
+    queue_new(
+        "zkr_queue_new",
+        c,
+        path,
+        lock_path,
+        max_items,
+        out,
+        QueueKind::Queue,
+    )
 }
 
 /// As zkr_queue_new, for a DistributedIdQueue (put with zkr_queue_put_with_id).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_id_queue_new(
+pub extern "C" fn zkr_id_queue_new(
     c: *mut zkr_client,
     path: *const c_char,
     lock_path: *const c_char,
     max_items: u32,
     out: *mut *mut zkr_queue,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for every pointer.
-    unsafe {
-        queue_new(
-            "zkr_id_queue_new",
-            c,
-            path,
-            lock_path,
-            max_items,
-            out,
-            QueueKind::Id,
-        )
-    }
+    queue_new(
+        "zkr_id_queue_new",
+        c,
+        path,
+        lock_path,
+        max_items,
+        out,
+        QueueKind::Id,
+    )
 }
 
 /// As zkr_queue_new, for a DistributedPriorityQueue (put with zkr_queue_put_with_priority).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_priority_queue_new(
+pub extern "C" fn zkr_priority_queue_new(
     c: *mut zkr_client,
     path: *const c_char,
     lock_path: *const c_char,
     max_items: u32,
     out: *mut *mut zkr_queue,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for every pointer.
-    unsafe {
-        let kind = QueueKind::Priority;
-        queue_new(
-            "zkr_priority_queue_new",
-            c,
-            path,
-            lock_path,
-            max_items,
-            out,
-            kind,
-        )
-    }
+    let kind = QueueKind::Priority;
+    queue_new(
+        "zkr_priority_queue_new",
+        c,
+        path,
+        lock_path,
+        max_items,
+        out,
+        kind,
+    )
 }
 
 /// As zkr_queue_new, for a DistributedDelayQueue (put with zkr_queue_put_with_delay).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_delay_queue_new(
+pub extern "C" fn zkr_delay_queue_new(
     c: *mut zkr_client,
     path: *const c_char,
     lock_path: *const c_char,
     max_items: u32,
     out: *mut *mut zkr_queue,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for every pointer.
-    unsafe {
-        queue_new(
-            "zkr_delay_queue_new",
-            c,
-            path,
-            lock_path,
-            max_items,
-            out,
-            QueueKind::Delay,
-        )
-    }
+    queue_new(
+        "zkr_delay_queue_new",
+        c,
+        path,
+        lock_path,
+        max_items,
+        out,
+        QueueKind::Delay,
+    )
 }
 
 /// Every put of the family: `key` makes the item's key (the kind's, or the core refuses it).
-///
-/// # Safety
-/// The C caller's contract for the handle, the buffer and the out-parameter.
-unsafe fn queue_put(
+fn queue_put(
     function: &str,
     q: *mut zkr_queue,
     data: *const u8,
@@ -245,37 +211,31 @@ unsafe fn queue_put(
     put: *mut bool,
     key: impl FnOnce() -> Result<ItemKey<'static>>,
 ) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_out(function, q, put, "put", |q| {
-            let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
-            wait(q.queue.put_with(data, key()?, timeout))
-        })
-    }
+    handle_out(function, q, put, "put", |q| {
+        let (data, timeout) = (arg_slice(data, len, "data")?, arg_timeout(timeout_ms)?);
+        wait(q.queue.put_with(data, key()?, timeout))
+    })
 }
 
 /// Puts `len` bytes at `data` (NULL only with 0) as one item (on a DistributedQueue; the
 /// variants have their own put). With max_items, waits at most `timeout_ms` (-1: no limit) for
 /// room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_put(
+pub extern "C" fn zkr_queue_put(
     q: *mut zkr_queue,
     data: *const u8,
     len: usize,
     timeout_ms: i64,
     put: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
-    unsafe {
-        queue_put("zkr_queue_put", q, data, len, timeout_ms, put, || {
-            Ok(ItemKey::None)
-        })
-    }
+    queue_put("zkr_queue_put", q, data, len, timeout_ms, put, || {
+        Ok(ItemKey::None)
+    })
 }
 
 /// As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_put_with_id(
+pub extern "C" fn zkr_queue_put_with_id(
     q: *mut zkr_queue,
     data: *const u8,
     len: usize,
@@ -283,40 +243,33 @@ pub unsafe extern "C" fn zkr_queue_put_with_id(
     timeout_ms: i64,
     put: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the buffer, the id (read during the call
-    // only) and the out-parameter.
-    unsafe {
-        queue_put(
-            "zkr_queue_put_with_id",
-            q,
-            data,
-            len,
-            timeout_ms,
-            put,
-            || arg_str(id, "id").map(ItemKey::Id),
-        )
-    }
+    queue_put(
+        "zkr_queue_put_with_id",
+        q,
+        data,
+        len,
+        timeout_ms,
+        put,
+        || arg_str(id, "id").map(ItemKey::Id),
+    )
 }
 
 /// Removes the items with `id` that no consumer holds, from a DistributedIdQueue; `*removed`
 /// says how many.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_remove_id(
+pub extern "C" fn zkr_queue_remove_id(
     q: *mut zkr_queue,
     id: *const c_char,
     removed: *mut usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the id and the out-parameter.
-    unsafe {
-        handle_out("zkr_queue_remove_id", q, removed, "removed", |q| {
-            wait(q.queue.remove_id(arg_str(id, "id")?))
-        })
-    }
+    handle_out("zkr_queue_remove_id", q, removed, "removed", |q| {
+        wait(q.queue.remove_id(arg_str(id, "id")?))
+    })
 }
 
 /// As zkr_queue_put, with a priority (lower first) on a DistributedPriorityQueue.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_put_with_priority(
+pub extern "C" fn zkr_queue_put_with_priority(
     q: *mut zkr_queue,
     data: *const u8,
     len: usize,
@@ -324,25 +277,22 @@ pub unsafe extern "C" fn zkr_queue_put_with_priority(
     timeout_ms: i64,
     put: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
-    unsafe {
-        let key = || Ok(ItemKey::Priority(priority));
-        queue_put(
-            "zkr_queue_put_with_priority",
-            q,
-            data,
-            len,
-            timeout_ms,
-            put,
-            key,
-        )
-    }
+    let key = || Ok(ItemKey::Priority(priority));
+    queue_put(
+        "zkr_queue_put_with_priority",
+        q,
+        data,
+        len,
+        timeout_ms,
+        put,
+        key,
+    )
 }
 
 /// As zkr_queue_put, handed out from `delay_until_epoch_ms` (milliseconds since the Unix epoch,
 /// > 0) on, on a DistributedDelayQueue.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_put_with_delay(
+pub extern "C" fn zkr_queue_put_with_delay(
     q: *mut zkr_queue,
     data: *const u8,
     len: usize,
@@ -350,26 +300,22 @@ pub unsafe extern "C" fn zkr_queue_put_with_delay(
     timeout_ms: i64,
     put: *mut bool,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the buffer and the out-parameter.
-    unsafe {
-        let key = || Ok(ItemKey::DelayUntil(delay_until_epoch_ms));
-        queue_put(
-            "zkr_queue_put_with_delay",
-            q,
-            data,
-            len,
-            timeout_ms,
-            put,
-            key,
-        )
-    }
+    let key = || Ok(ItemKey::DelayUntil(delay_until_epoch_ms));
+    queue_put(
+        "zkr_queue_put_with_delay",
+        q,
+        data,
+        len,
+        timeout_ms,
+        put,
+        key,
+    )
 }
 
 /// The number of items in the queue now, in `*len`.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_len(q: *mut zkr_queue, len: *mut usize) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe { handle_out("zkr_queue_len", q, len, "len", |q| wait(q.queue.len())) }
+pub extern "C" fn zkr_queue_len(q: *mut zkr_queue, len: *mut usize) -> zkr_status {
+    handle_out("zkr_queue_len", q, len, "len", |q| wait(q.queue.len()))
 }
 
 /// One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
@@ -385,67 +331,57 @@ handle!(zkr_queue_item, "item");
 /// Takes the next item, waiting at most `timeout_ms` (-1: no limit). `*item` receives it (free
 /// with zkr_queue_item_free), or NULL if the timeout passed first.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_take(
+pub extern "C" fn zkr_queue_take(
     q: *mut zkr_queue,
     timeout_ms: i64,
     item: *mut *mut zkr_queue_item,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_queue_take", q, item, "item", |q| {
-            let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
-            Ok(got.map_or(std::ptr::null_mut(), |item| {
-                new_handle(zkr_queue_item {
-                    data: item.data().to_vec(),
-                    token: item.fencing_token(),
-                    item: Mutex::new(Some(item)),
-                })
-            }))
-        })
-    }
+    handle_out("zkr_queue_take", q, item, "item", |q| {
+        let got = wait(q.queue.take(arg_timeout(timeout_ms)?))?;
+        Ok(got.map_or(std::ptr::null_mut(), |item| {
+            new_handle(zkr_queue_item {
+                data: item.data().to_vec(),
+                token: item.fencing_token(),
+                item: Mutex::new(Some(item)),
+            })
+        }))
+    })
 }
 
 /// Frees a queue handle (its items stay). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_free(q: *mut zkr_queue) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_queue_free", q) }
+pub extern "C" fn zkr_queue_free(q: *mut zkr_queue) {
+    free_handle("zkr_queue_free", q)
 }
 
 /// The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
 /// zkr_queue_item_free (NULL when empty).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_item_data(
+pub extern "C" fn zkr_queue_item_data(
     item: *const zkr_queue_item,
     data: *mut *const u8,
     len: *mut usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameters.
-    unsafe {
-        handle_out("zkr_queue_item_data", item, data, "data", |i| {
-            crate::boundary::arg_out(len, "len")?.write(i.data.len());
-            Ok(if i.data.is_empty() {
-                std::ptr::null()
-            } else {
-                i.data.as_ptr()
-            })
+    handle_out("zkr_queue_item_data", item, data, "data", |i| {
+        crate::boundary::arg_out(len, "len")?.write(i.data.len());
+        Ok(if i.data.is_empty() {
+            std::ptr::null()
+        } else {
+            i.data.as_ptr()
         })
-    }
+    })
 }
 
 /// The item's fencing token in `*token`: with a lock path, a later taker of the same item always
 /// gets a larger one. Pass it to the sink, which refuses tokens lower than one it has seen.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_item_fencing_token(
+pub extern "C" fn zkr_queue_item_fencing_token(
     item: *const zkr_queue_item,
     token: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_queue_item_fencing_token", item, token, "token", |i| {
-            Ok(i.token)
-        })
-    }
+    handle_out("zkr_queue_item_fencing_token", item, token, "token", |i| {
+        Ok(i.token)
+    })
 }
 
 fn taken(item: &zkr_queue_item, function: &str) -> Result<Item> {
@@ -460,30 +396,23 @@ fn taken(item: &zkr_queue_item, function: &str) -> Result<Item> {
 /// the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
 /// with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_item_done(item: *mut zkr_queue_item) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_queue_item_done", item, |i| {
-            wait(taken(i, "zkr_queue_item_done")?.done())
-        })
-    }
+pub extern "C" fn zkr_queue_item_done(item: *mut zkr_queue_item) -> zkr_status {
+    handle_call("zkr_queue_item_done", item, |i| {
+        wait(taken(i, "zkr_queue_item_done")?.done())
+    })
 }
 
 /// Gives the item back without completing it (another consumer takes it again).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_item_release(item: *mut zkr_queue_item) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_queue_item_release", item, |i| {
-            wait(taken(i, "zkr_queue_item_release")?.release())
-        })
-    }
+pub extern "C" fn zkr_queue_item_release(item: *mut zkr_queue_item) -> zkr_status {
+    handle_call("zkr_queue_item_release", item, |i| {
+        wait(taken(i, "zkr_queue_item_release")?.release())
+    })
 }
 
 /// Frees an item; one neither completed nor released is given back in the background. NULL
 /// does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_queue_item_free(item: *mut zkr_queue_item) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_queue_item_free", item) }
+pub extern "C" fn zkr_queue_item_free(item: *mut zkr_queue_item) {
+    free_handle("zkr_queue_item_free", item)
 }

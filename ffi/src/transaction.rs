@@ -43,7 +43,7 @@ pub(crate) fn ttl_arg(ttl_ms: i64) -> Result<Option<std::time::Duration>> {
 /// TTL nodes need a server with zookeeper.extendedTypesEnabled=true. `created_path` as in
 /// zkr_client_create.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_create_ex(
+pub extern "C" fn zkr_client_create_ex(
     c: *mut zkr_client,
     path: *const c_char,
     data: *const u8,
@@ -53,56 +53,50 @@ pub unsafe extern "C" fn zkr_client_create_ex(
     ttl_ms: i64,
     created_path: *mut *mut c_char,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data and the out-parameter.
-    unsafe {
-        handle_call("zkr_client_create_ex", c, |c| {
-            let path = arg_str(path, "path")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let known = ZKR_CREATE_PARENTS
-                | ZKR_CREATE_PROTECTED
-                | ZKR_CREATE_PERSISTENT_PARENTS
-                | ZKR_CREATE_COMPRESSED;
-            let flag = flags_arg(flags, known)?;
-            let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
-            options.create_parents = flag(ZKR_CREATE_PARENTS);
-            options.protected = flag(ZKR_CREATE_PROTECTED);
-            options.persistent_parents = flag(ZKR_CREATE_PERSISTENT_PARENTS);
-            options.compressed = flag(ZKR_CREATE_COMPRESSED);
-            options.ttl = ttl_arg(ttl_ms)?;
-            let out = arg_out_opt(created_path);
-            let created = wait(c.client.create(path, data, options))?;
-            if let Some(out) = out {
-                out.write(c_string(&created.path)?);
-            }
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_create_ex", c, |c| {
+        let path = arg_str(path, "path")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let known = ZKR_CREATE_PARENTS
+            | ZKR_CREATE_PROTECTED
+            | ZKR_CREATE_PERSISTENT_PARENTS
+            | ZKR_CREATE_COMPRESSED;
+        let flag = flags_arg(flags, known)?;
+        let mut options = CreateOptions::new(CREATE_MODES.parse(mode, "mode")?);
+        options.create_parents = flag(ZKR_CREATE_PARENTS);
+        options.protected = flag(ZKR_CREATE_PROTECTED);
+        options.persistent_parents = flag(ZKR_CREATE_PERSISTENT_PARENTS);
+        options.compressed = flag(ZKR_CREATE_COMPRESSED);
+        options.ttl = ttl_arg(ttl_ms)?;
+        let out = arg_out_opt(created_path);
+        let created = wait(c.client.create(path, data, options))?;
+        if let Some(out) = out {
+            out.write(c_string(&created.path)?);
+        }
+        Ok(())
+    })
 }
 
 /// zkr_client_get_data of data stored compressed (Curator's `getData().decompressed()`):
 /// `*data` gets the plain bytes (free with zkr_buffer_free). Data that is not Curator's GZIP
 /// is ZKR_CORRUPTED_DATA.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_get_data_decompressed(
+pub extern "C" fn zkr_client_get_data_decompressed(
     c: *mut zkr_client,
     path: *const c_char,
     data: *mut *mut zkr_buffer,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the out-parameters.
-    unsafe {
-        handle_out("zkr_client_get_data_decompressed", c, data, "data", |c| {
-            let path = arg_str(path, "path")?;
-            let (bytes, s) = wait(c.client.get_data_decompressed(path))?;
-            put_stat(stat, Some(&s));
-            Ok(zkr_buffer::from_vec(bytes))
-        })
-    }
+    handle_out("zkr_client_get_data_decompressed", c, data, "data", |c| {
+        let path = arg_str(path, "path")?;
+        let (bytes, s) = wait(c.client.get_data_decompressed(path))?;
+        put_stat(stat, Some(&s));
+        Ok(zkr_buffer::from_vec(bytes))
+    })
 }
 
 /// zkr_client_set_data storing the data compressed (Curator's `setData().compressed()`).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_client_set_data_compressed(
+pub extern "C" fn zkr_client_set_data_compressed(
     c: *mut zkr_client,
     path: *const c_char,
     data: *const u8,
@@ -110,17 +104,14 @@ pub unsafe extern "C" fn zkr_client_set_data_compressed(
     version: i32,
     stat: *mut zkr_stat,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data and the out-parameter.
-    unsafe {
-        handle_call("zkr_client_set_data_compressed", c, |c| {
-            let path = arg_str(path, "path")?;
-            let data = arg_slice(data, data_len, "data")?;
-            let version = version_arg(version)?;
-            let s = wait(c.client.set_data_compressed(path, data, version))?;
-            put_stat(stat, Some(&s));
-            Ok(())
-        })
-    }
+    handle_call("zkr_client_set_data_compressed", c, |c| {
+        let path = arg_str(path, "path")?;
+        let data = arg_slice(data, data_len, "data")?;
+        let version = version_arg(version)?;
+        let s = wait(c.client.set_data_compressed(path, data, version))?;
+        put_stat(stat, Some(&s));
+        Ok(())
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -171,65 +162,50 @@ pub struct zkr_op_result_list {
 
 /// Frees a result list and everything in it. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_op_result_list_free(list: *mut zkr_op_result_list) {
-    // SAFETY: the C caller's contract: a list from zkr_transaction_commit, freed once; its
-    // parts were made by `give_array` and `c_string`.
-    unsafe {
-        free_returned("zkr_op_result_list_free", list, |l| {
-            for r in take_array(l.items, l.len) {
-                crate::types::zkr_string_free(r.path);
-            }
-        })
-    }
+pub extern "C" fn zkr_op_result_list_free(list: *mut zkr_op_result_list) {
+    free_returned("zkr_op_result_list_free", list, |l| {
+        // SAFETY: the items of a list zkr_transaction_commit made with `give_array`, taken back
+        // once with the list.
+        for r in unsafe { take_array(l.items, l.len) } {
+            crate::types::zkr_string_free(r.path);
+        }
+    })
 }
 
 /// A new, empty transaction on the client.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_new(
+pub extern "C" fn zkr_transaction_new(
     c: *mut zkr_client,
     out: *mut *mut zkr_transaction,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        ffi_call("zkr_transaction_new", || {
-            let c = crate::handle::handle_ref(c)?;
-            let out = arg_out(out, "out")?;
-            if c.client.is_closed() {
-                return Err(zkrecipes::Error::Closed("the client is closed".into()));
-            }
-            out.write(new_handle(zkr_transaction {
-                client: c.client.clone(),
-                ops: Mutex::new(Vec::new()),
-                failed: Mutex::new(None),
-            }));
-            Ok(())
-        })
-    }
+    ffi_call("zkr_transaction_new", || {
+        let c = crate::handle::handle_ref(c)?;
+        let out = arg_out(out, "out")?;
+        if c.client.is_closed() {
+            return Err(zkrecipes::Error::Closed("the client is closed".into()));
+        }
+        out.write(new_handle(zkr_transaction {
+            client: c.client.clone(),
+            ops: Mutex::new(Vec::new()),
+            failed: Mutex::new(None),
+        }));
+        Ok(())
+    })
 }
 
 /// Adds one operation (checked when committed: a bad one fails the commit with its index).
-///
-/// # Safety
-/// The C caller's contract for the handle and whatever `op` reads.
-unsafe fn add(
-    function: &str,
-    t: *mut zkr_transaction,
-    op: impl FnOnce() -> Result<Op>,
-) -> zkr_status {
-    // SAFETY: this function's contract.
-    unsafe {
-        handle_call(function, t, |t| {
-            let op = op()?;
-            lock(&t.ops).push(op);
-            Ok(())
-        })
-    }
+fn add(function: &str, t: *mut zkr_transaction, op: impl FnOnce() -> Result<Op>) -> zkr_status {
+    handle_call(function, t, |t| {
+        let op = op()?;
+        lock(&t.ops).push(op);
+        Ok(())
+    })
 }
 
 /// Adds a create of `path` with `data_len` bytes of `data` and `mode`; `ttl_ms` as in
 /// zkr_client_create_ex (0 unless a TTL mode). Parents are not created.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_create(
+pub extern "C" fn zkr_transaction_create(
     t: *mut zkr_transaction,
     path: *const c_char,
     data: *const u8,
@@ -237,24 +213,21 @@ pub unsafe extern "C" fn zkr_transaction_create(
     mode: zkr_create_mode,
     ttl_ms: i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the data.
-    unsafe {
-        add("zkr_transaction_create", t, || {
-            Ok(Op::Create {
-                path: arg_str(path, "path")?.to_string(),
-                data: arg_slice(data, data_len, "data")?.to_vec(),
-                mode: CREATE_MODES.parse(mode, "mode")?,
-                ttl: ttl_arg(ttl_ms)?,
-                acl: None,
-            })
+    add("zkr_transaction_create", t, || {
+        Ok(Op::Create {
+            path: arg_str(path, "path")?.to_string(),
+            data: arg_slice(data, data_len, "data")?.to_vec(),
+            mode: CREATE_MODES.parse(mode, "mode")?,
+            ttl: ttl_arg(ttl_ms)?,
+            acl: None,
         })
-    }
+    })
 }
 
 /// zkr_transaction_create with the node's own ACL (`acl_len` entries of `acl`) instead of the
 /// client's.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_create_with_acl(
+pub extern "C" fn zkr_transaction_create_with_acl(
     t: *mut zkr_transaction,
     path: *const c_char,
     data: *const u8,
@@ -263,75 +236,63 @@ pub unsafe extern "C" fn zkr_transaction_create_with_acl(
     acl: *const crate::options::zkr_acl,
     acl_len: usize,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path, the data and the entries.
-    unsafe {
-        add("zkr_transaction_create_with_acl", t, || {
-            Ok(Op::Create {
-                path: arg_str(path, "path")?.to_string(),
-                data: arg_slice(data, data_len, "data")?.to_vec(),
-                mode: CREATE_MODES.parse(mode, "mode")?,
-                ttl: None,
-                acl: Some(crate::options::acl_list(acl, acl_len, "acl")?),
-            })
+    add("zkr_transaction_create_with_acl", t, || {
+        Ok(Op::Create {
+            path: arg_str(path, "path")?.to_string(),
+            data: arg_slice(data, data_len, "data")?.to_vec(),
+            mode: CREATE_MODES.parse(mode, "mode")?,
+            ttl: None,
+            acl: Some(crate::options::acl_list(acl, acl_len, "acl")?),
         })
-    }
+    })
 }
 
 /// Adds a delete of `path`; `version` -1 for any.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_delete(
+pub extern "C" fn zkr_transaction_delete(
     t: *mut zkr_transaction,
     path: *const c_char,
     version: i32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the path.
-    unsafe {
-        add("zkr_transaction_delete", t, || {
-            Ok(Op::Delete {
-                path: arg_str(path, "path")?.to_string(),
-                version: version_arg(version)?,
-            })
+    add("zkr_transaction_delete", t, || {
+        Ok(Op::Delete {
+            path: arg_str(path, "path")?.to_string(),
+            version: version_arg(version)?,
         })
-    }
+    })
 }
 
 /// Adds a set data of `path`; `version` -1 for any.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_set_data(
+pub extern "C" fn zkr_transaction_set_data(
     t: *mut zkr_transaction,
     path: *const c_char,
     data: *const u8,
     data_len: usize,
     version: i32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle, the path and the data.
-    unsafe {
-        add("zkr_transaction_set_data", t, || {
-            Ok(Op::SetData {
-                path: arg_str(path, "path")?.to_string(),
-                data: arg_slice(data, data_len, "data")?.to_vec(),
-                version: version_arg(version)?,
-            })
+    add("zkr_transaction_set_data", t, || {
+        Ok(Op::SetData {
+            path: arg_str(path, "path")?.to_string(),
+            data: arg_slice(data, data_len, "data")?.to_vec(),
+            version: version_arg(version)?,
         })
-    }
+    })
 }
 
 /// Adds a check that `path` is at data `version` (the whole transaction fails otherwise).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_check(
+pub extern "C" fn zkr_transaction_check(
     t: *mut zkr_transaction,
     path: *const c_char,
     version: i32,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the path.
-    unsafe {
-        add("zkr_transaction_check", t, || {
-            Ok(Op::Check {
-                path: arg_str(path, "path")?.to_string(),
-                version,
-            })
+    add("zkr_transaction_check", t, || {
+        Ok(Op::Check {
+            path: arg_str(path, "path")?.to_string(),
+            version,
         })
-    }
+    })
 }
 
 fn op_result(r: OpResult) -> Result<zkr_op_result> {
@@ -366,51 +327,44 @@ fn op_result(r: OpResult) -> Result<zkr_op_result> {
 /// its index. A reply lost with the connection is ZKR_OUTCOME_UNKNOWN (never resent). The
 /// operations stay in the transaction.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_commit(
+pub extern "C" fn zkr_transaction_commit(
     t: *mut zkr_transaction,
     results: *mut *mut zkr_op_result_list,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_call("zkr_transaction_commit", t, |t| {
-            let out = arg_out_opt(results);
-            let ops = lock(&t.ops).clone();
-            let txn = ops
-                .into_iter()
-                .fold(t.client.transaction(), |txn, op| txn.op(op));
-            let committed = wait(txn.commit());
-            *lock(&t.failed) = committed.as_ref().err().and_then(|e| e.failed_op());
-            let list = committed?
-                .into_iter()
-                .map(op_result)
-                .collect::<Result<Vec<_>>>()?;
-            if let Some(out) = out {
-                let (items, len) = give_array(list);
-                out.write(Box::into_raw(Box::new(zkr_op_result_list { items, len })));
-            }
-            Ok(())
-        })
-    }
+    handle_call("zkr_transaction_commit", t, |t| {
+        let out = arg_out_opt(results);
+        let ops = lock(&t.ops).clone();
+        let txn = ops
+            .into_iter()
+            .fold(t.client.transaction(), |txn, op| txn.op(op));
+        let committed = wait(txn.commit());
+        *lock(&t.failed) = committed.as_ref().err().and_then(|e| e.failed_op());
+        let list = committed?
+            .into_iter()
+            .map(op_result)
+            .collect::<Result<Vec<_>>>()?;
+        if let Some(out) = out {
+            let (items, len) = give_array(list);
+            out.write(Box::into_raw(Box::new(zkr_op_result_list { items, len })));
+        }
+        Ok(())
+    })
 }
 
 /// After a failed zkr_transaction_commit: the index of the operation that failed in `*index`
 /// (-1 when the failure was not one operation's: a connection loss, a closed client).
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_failed_op(
+pub extern "C" fn zkr_transaction_failed_op(
     t: *const zkr_transaction,
     index: *mut i64,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle and the out-parameter.
-    unsafe {
-        handle_out("zkr_transaction_failed_op", t, index, "index", |t| {
-            Ok(lock(&t.failed).map_or(-1, |i| i as i64))
-        })
-    }
+    handle_out("zkr_transaction_failed_op", t, index, "index", |t| {
+        Ok(lock(&t.failed).map_or(-1, |i| i as i64))
+    })
 }
 
 /// Frees a transaction (uncommitted operations are dropped). NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_transaction_free(t: *mut zkr_transaction) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_transaction_free", t) }
+pub extern "C" fn zkr_transaction_free(t: *mut zkr_transaction) {
+    free_handle("zkr_transaction_free", t)
 }

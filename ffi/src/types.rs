@@ -94,13 +94,11 @@ pub(crate) unsafe fn take_array<T>(items: *mut T, len: usize) -> Vec<T> {
 
 /// `_free` of a value this library returned in a `Box`: NULL does nothing; `free_parts`
 /// releases what the value owns.
-///
-/// # Safety
-/// `ptr` is NULL or a `Box<T>` this library returned, freed once.
-pub(crate) unsafe fn free_returned<T>(function: &str, ptr: *mut T, free_parts: impl FnOnce(T)) {
+pub(crate) fn free_returned<T>(function: &str, ptr: *mut T, free_parts: impl FnOnce(T)) {
     ffi_boundary(function, (), || {
         if !ptr.is_null() {
-            // SAFETY: this function's contract.
+            // SAFETY: the C caller's contract 5 (`boundary`): a `Box<T>` this library returned,
+            // freed once.
             free_parts(*unsafe { Box::from_raw(ptr) });
         }
     })
@@ -108,10 +106,11 @@ pub(crate) unsafe fn free_returned<T>(function: &str, ptr: *mut T, free_parts: i
 
 /// Frees a string returned by this library. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_string_free(s: *mut c_char) {
+pub extern "C" fn zkr_string_free(s: *mut c_char) {
     ffi_boundary("zkr_string_free", (), || {
         if !s.is_null() {
-            // SAFETY: the C caller's contract: a string from `c_string`, freed once.
+            // SAFETY: the C caller's contract 5: a string this library made with
+            // `CString::into_raw`, freed once.
             drop(unsafe { CString::from_raw(s) });
         }
     })
@@ -143,16 +142,14 @@ impl zkr_string_list {
 
 /// Frees a string list and its strings. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_string_list_free(list: *mut zkr_string_list) {
-    // SAFETY: the C caller's contract: a list from `from_vec`, freed once; its parts were made
-    // by `give_array` and `CString::into_raw`.
-    unsafe {
-        free_returned("zkr_string_list_free", list, |l| {
-            take_array(l.items, l.len)
-                .into_iter()
-                .for_each(|s| drop(CString::from_raw(s)))
-        })
-    }
+pub extern "C" fn zkr_string_list_free(list: *mut zkr_string_list) {
+    free_returned("zkr_string_list_free", list, |l| {
+        // SAFETY: the parts of a list `from_vec` made: an array from `give_array` of strings
+        // from `CString::into_raw`, taken back once with the list.
+        unsafe { take_array(l.items, l.len) }
+            .into_iter()
+            .for_each(|s| drop(unsafe { CString::from_raw(s) }))
+    })
 }
 
 /// Bytes returned by this library (node data). Free with zkr_buffer_free.
@@ -173,14 +170,11 @@ impl zkr_buffer {
 
 /// Frees a buffer and its bytes. NULL does nothing.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_buffer_free(buffer: *mut zkr_buffer) {
-    // SAFETY: the C caller's contract: a buffer from `from_vec`, freed once; its bytes were
-    // made by `give_array`.
-    unsafe {
-        free_returned("zkr_buffer_free", buffer, |b| {
-            drop(take_array(b.data, b.len))
-        })
-    }
+pub extern "C" fn zkr_buffer_free(buffer: *mut zkr_buffer) {
+    free_returned("zkr_buffer_free", buffer, |b| {
+        // SAFETY: the bytes of a buffer `from_vec` made with `give_array`, taken back once.
+        drop(unsafe { take_array(b.data, b.len) })
+    })
 }
 
 /// A node's metadata (ZooKeeper's Stat), filled by the plain operations.

@@ -8,11 +8,9 @@ use zkrecipes::client::{PersistentWatcher, WatchEvent};
 use zkrecipes::{ListenerId, Result};
 
 use crate::boundary::{handle_call, recipe_new, wait};
-use crate::callback::{
-    add_listener, remove_listener, CCallback, CallbackType, Listeners, Listening,
-};
+use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening};
 use crate::client::zkr_client;
-use crate::handle::{free_handle, handle};
+use crate::handle::handle;
 use crate::status::zkr_status;
 use crate::vocab::CList;
 
@@ -101,6 +99,13 @@ impl zkr_watcher {
     }
 }
 
+impl Closing for zkr_watcher {
+    fn close_handle(&self) -> Result<()> {
+        self.close();
+        Ok(())
+    }
+}
+
 impl Listening for zkr_watcher {
     type Callback = zkr_watcher_callback;
 
@@ -119,13 +124,11 @@ impl Listening for zkr_watcher {
             };
             let ptr = path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr());
             let kind = zkr_watcher_event_type::of(e);
-            // SAFETY: the C caller's contract for the callback it registered; the path lives
-            // until the call returns.
-            cb.call(|f, ud| unsafe { f(kind, ptr, ud) });
+            cb.call((kind, ptr));
         }))
     }
 
-    fn unregister(&self, id: ListenerId) -> bool {
+    fn unregister(&self, id: ListenerId) -> Result<bool> {
         self.watcher.remove_listener(id)
     }
 }
@@ -133,77 +136,26 @@ impl Listening for zkr_watcher {
 /// Makes a persistent watcher of `path` (not started; the path need not exist); `recursive`
 /// also covers every node below it. Free with zkr_watcher_free.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_persistent_watcher_new(
+pub extern "C" fn zkr_persistent_watcher_new(
     c: *mut zkr_client,
     path: *const c_char,
     recursive: bool,
     out: *mut *mut zkr_watcher,
 ) -> zkr_status {
-    // SAFETY: the C caller's contract for the client, the path and the out-parameter.
-    unsafe {
-        recipe_new("zkr_persistent_watcher_new", c, path, out, |c, p| {
-            Ok(zkr_watcher {
-                watcher: PersistentWatcher::new(c, p, recursive)?,
-                listeners: Listeners::default(),
-            })
+    recipe_new("zkr_persistent_watcher_new", c, path, out, |c, p| {
+        Ok(zkr_watcher {
+            watcher: PersistentWatcher::new(c, p, recursive)?,
+            listeners: Listeners::default(),
         })
-    }
+    })
 }
 
 /// Sets the watch; returns once the server has it (the listeners added before hear every event
 /// from then on). Once only: ZKR_INVALID_ARGUMENT the second time, ZKR_CLOSED after
 /// zkr_watcher_close.
 #[no_mangle]
-pub unsafe extern "C" fn zkr_watcher_start(watcher: *mut zkr_watcher) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { handle_call("zkr_watcher_start", watcher, |w| wait(w.watcher.start())) }
-}
-
-/// Adds a listener; `*listener_id` identifies it for zkr_watcher_remove_listener. It hears the
-/// events that arrive after this returns. `user_data` must stay valid until the listener is
-/// removed or the watcher freed.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_watcher_add_listener(
-    watcher: *mut zkr_watcher,
-    callback: zkr_watcher_callback,
-    user_data: *mut c_void,
-    listener_id: *mut u64,
-) -> zkr_status {
-    let f = "zkr_watcher_add_listener";
-    // SAFETY: the C caller's contract for the handle, the callback and the out-parameter.
-    unsafe { add_listener(f, watcher, callback, user_data, listener_id) }
-}
-
-/// Removes a listener. When this returns, the callback is not running (unless this is called
-/// from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an unknown id.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_watcher_remove_listener(
-    watcher: *mut zkr_watcher,
-    listener_id: u64,
-) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { remove_listener("zkr_watcher_remove_listener", watcher, listener_id) }
-}
-
-/// Removes the watch and the listeners. Closing twice is ZKR_OK; zkr_watcher_start returns
-/// ZKR_CLOSED afterwards.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_watcher_close(watcher: *mut zkr_watcher) -> zkr_status {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe {
-        handle_call("zkr_watcher_close", watcher, |w| {
-            w.close();
-            Ok(())
-        })
-    }
-}
-
-/// Frees a watcher: removes its listeners (waiting for a running one, unless called from
-/// inside it) and the watch. NULL does nothing.
-#[no_mangle]
-pub unsafe extern "C" fn zkr_watcher_free(watcher: *mut zkr_watcher) {
-    // SAFETY: the C caller's contract for the handle.
-    unsafe { free_handle("zkr_watcher_free", watcher) }
+pub extern "C" fn zkr_watcher_start(watcher: *mut zkr_watcher) -> zkr_status {
+    handle_call("zkr_watcher_start", watcher, |w| wait(w.watcher.start()))
 }
 
 /// The name of a zkr_watcher_event_type ("CREATED", "DATA_CHANGED", ...), static; NULL for an

@@ -356,6 +356,11 @@ static void test_timed_out_local_acquire_and_release_by_a_non_owner(void) {
 
 #define SENTINEL ((void *)0x5e5e5e5e)
 
+static void never_revoked(zkr_owner owner, void *user_data) {
+    (void)owner;
+    (void)user_data;
+}
+
 static void test_bad_arguments_are_invalid_argument(void) {
     zkr_client *c = NULL;
     CHECK_OK(zt_connect_client(&c));
@@ -403,6 +408,11 @@ static void test_bad_arguments_are_invalid_argument(void) {
     CHECK(n == 7);
     CHECK_OK(zkr_mutex_local_waiters(m, &n));
     CHECK(n == 0);
+
+    /* One node serves every local owner: a cohort mutex is not revocable, and says so. */
+    CHECK_STATUS(zkr_mutex_make_revocable(m, never_revoked, NULL), ZKR_INVALID_ARGUMENT,
+                 "zkr_mutex_make_revocable");
+    CHECK(strstr(zkr_last_error_message(), "not revocable") != NULL);
 
     /* A freed cohort handle is refused like any other. */
     zkr_mutex_free(m);

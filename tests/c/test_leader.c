@@ -156,6 +156,40 @@ static void test_leadership_moves_when_the_leaders_session_expires(void) {
     zt_event_destroy(&s.event);
 }
 
+static void ignore_state(zkr_connection_state state, void *user_data) {
+    (void)state;
+    (void)user_data;
+}
+
+static void ignore_leadership(bool is_leader, void *user_data) {
+    (void)is_leader;
+    (void)user_data;
+}
+
+/* Listener ids are unique in the process: a latch's id given to the client's remove (each
+ * registry used to count from 1, so it removed the client's own first listener) is refused. */
+static void test_a_listener_id_of_another_handle_is_refused(void) {
+    char path[128];
+    zt_path(path, sizeof path, "latch-ids");
+    zkr_client *c = NULL;
+    zkr_leader_latch *l = NULL;
+    uint64_t state_id = 0, latch_id = 0;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_leader_latch_new(c, path, "ids", &l));
+    CHECK_OK(zkr_client_add_state_listener(c, ignore_state, NULL, &state_id));
+    CHECK_OK(zkr_leader_latch_add_listener(l, ignore_leadership, NULL, &latch_id));
+    CHECK(state_id != latch_id);
+    CHECK_STATUS(zkr_client_remove_state_listener(c, latch_id), ZKR_INVALID_ARGUMENT,
+                 "zkr_client_remove_state_listener");
+    CHECK_STATUS(zkr_leader_latch_remove_listener(l, state_id), ZKR_INVALID_ARGUMENT,
+                 "zkr_leader_latch_remove_listener");
+    /* Both are still registered: each removes once, with its own id. */
+    CHECK_OK(zkr_client_remove_state_listener(c, state_id));
+    CHECK_OK(zkr_leader_latch_remove_listener(l, latch_id));
+    zkr_leader_latch_free(l);
+    zkr_client_free(c);
+}
+
 static void test_misuse_of_a_latch(void) {
     char path[128];
     zt_path(path, sizeof path, "latch-misuse");
@@ -450,6 +484,7 @@ int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_seed_10_clients_take_turns);
     RUN(test_listener_participants_and_notify_on_close);
+    RUN(test_a_listener_id_of_another_handle_is_refused);
     RUN(test_leadership_moves_when_the_leaders_session_expires);
     RUN(test_misuse_of_a_latch);
     RUN(test_selectors_lead_one_at_a_time_with_increasing_tokens);

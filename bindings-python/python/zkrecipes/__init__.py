@@ -16,135 +16,38 @@ or by an explicit ``zkrecipes.Owner()`` passed as ``owner=``. Every blocking cal
 GIL while it waits, can be interrupted with Ctrl-C (leaving no node behind), and has an
 ``*_async`` twin. All exceptions derive from :class:`ZkRecipesError`.
 
-Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners, cache
-and service cache listeners) run on a library thread, never the caller's or the event loop's:
-those of one client or recipe one at a time, in the order of their events; they may block and
-may call the blocking API (not wait for the next event of the same client or recipe, which comes
-after them). Logs go to Python's ``logging`` under the ``zkrecipes`` logger (see
-:func:`set_log_level`).
+Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners) run
+on a library thread, never the caller's or the event loop's: those of one client or recipe one
+at a time, in the order of their events; they may block and may call the blocking API (not wait
+for the next event of the same client or recipe, which comes after them). Logs go to Python's
+``logging`` under the ``zkrecipes`` logger (see :func:`set_log_level`).
 """
 
 from __future__ import annotations
 
-from . import _native
+# Each module's __all__ is its list of public names; the package takes them as they are (one
+# list per module, none repeated here).
+from . import _native, atomic, barriers, cache, client, discovery, leader, locks, nodes, queues, security, watchers
+from . import errors as _errors
 from ._owners import Owner
-from .atomic import (
-    AtomicStats,
-    AtomicValue,
-    DistributedAtomicInteger,
-    DistributedAtomicLong,
-    PromotedToLock,
-    SharedCount,
-    VersionedValue,
-)
-from .client import _sync_log_level
-from .client import (
-    BoundedExponentialBackoffRetry,
-    Client,
-    ConnectionState,
-    CreateMode,
-    EventType,
-    ExponentialBackoffRetry,
-    RetryForever,
-    RetryNTimes,
-    RetryOneTime,
-    RetryPolicy,
-    RetryUntilElapsed,
-    Stat,
-    WatchedEvent,
-    set_log_level,
-)
-from .leader import (
-    CancelReason,
-    CloseMode,
-    LatchState,
-    LeaderLatch,
-    LeaderLatchListener,
-    LeaderObserver,
-    LeaderSelector,
-    LeadershipContext,
-    LeadershipLostPolicy,
-    Participant,
-)
-from .locks import (
-    CohortOptions,
-    InterProcessMultiLock,
-    InterProcessMutex,
-    InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex,
-    InterProcessSemaphoreV2,
-    Lease,
-    LockLostPolicy,
-    attempt_revoke,
-)
-from .security import (
-    AclProvider,
-    SaslOptions,
-    TlsOptions,
-    CREATOR_ALL_ACL,
-    OPEN_ACL_UNSAFE,
-    READ_ACL_UNSAFE,
-    Acl,
-    Perms,
-    make_acl,
-    make_digest_acl,
-    make_digest_acl_credential,
-)
-from .errors import (
-    BadVersionError,
-    ClosedError,
-    ConnectionLossError,
-    ConflictError,
-    CorruptedDataError,
-    InternalError,
-    InvalidArgumentError,
-    NoAuthError,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    NotOwnerError,
-    OutcomeUnknownError,
-    OverflowError,
-    ServerError,
-    SessionExpiredError,
-    AuthFailedError,
-    TimeoutError,
-    ZkRecipesError,
-)
+from .atomic import *  # noqa: F401,F403
+from .barriers import *  # noqa: F401,F403
+from .cache import *  # noqa: F401,F403
+from .client import *  # noqa: F401,F403
+from .client import _sync_log_level, set_log_level
+from .discovery import *  # noqa: F401,F403
+from .leader import *  # noqa: F401,F403
+from .locks import *  # noqa: F401,F403
+from .nodes import *  # noqa: F401,F403
+from .queues import *  # noqa: F401,F403
+from .security import *  # noqa: F401,F403
+from .watchers import *  # noqa: F401,F403
 
-from .cache import (
-    CacheEvent,
-    CacheEventType,
-    ChildData,
-    CuratorCache,
-    NodeCache,
-    PathChildrenCache,
-    StartMode,
-    TreeCache,
-)
-from .watchers import PersistentWatcher, WatcherEvent, WatcherEventType
-from .nodes import GroupMember, NodeEvent, OpResult, PersistentNode, PersistentTtlNode, Transaction
-from .barriers import DistributedBarrier, DistributedDoubleBarrier
-from .discovery import (
-    ProviderStrategy,
-    Registration,
-    ServiceCache,
-    ServiceCacheEvent,
-    ServiceCacheEventKind,
-    ServiceDiscovery,
-    ServiceInstance,
-    ServiceProvider,
-    ServiceType,
-    UriSpec,
-)
-from .queues import (
-    DistributedDelayQueue,
-    DistributedIdQueue,
-    DistributedPriorityQueue,
-    DistributedQueue,
-    QueueItem,
-    SimpleDistributedQueue,
-)
+# Every exception class, by the one table in errors.py (which has no __all__, so that type
+# checkers see each class here).
+from .errors import *  # noqa: F401,F403
+
+del BY_CODE  # noqa: F821 (the table stays zkrecipes.errors.BY_CODE)
 
 __version__: str = _native.__version__
 
@@ -152,122 +55,18 @@ __version__: str = _native.__version__
 # effective level, read again at every Client start (see set_log_level).
 _sync_log_level()
 
-__all__ = [
-    "__version__",
-    # client
-    "Client",
-    "ConnectionState",
-    "CreateMode",
-    "Stat",
-    "EventType",
-    "WatchedEvent",
-    "RetryPolicy",
-    "ExponentialBackoffRetry",
-    "BoundedExponentialBackoffRetry",
-    "RetryNTimes",
-    "RetryOneTime",
-    "RetryUntilElapsed",
-    "RetryForever",
-    "set_log_level",
-    # ACLs of created nodes
-    "Acl",
-    "Perms",
-    "OPEN_ACL_UNSAFE",
-    "CREATOR_ALL_ACL",
-    "AclProvider",
-    "SaslOptions",
-    "TlsOptions",
-    "READ_ACL_UNSAFE",
-    "make_acl",
-    "make_digest_acl",
-    "make_digest_acl_credential",
-    # owners
-    "Owner",
-    # locks
-    "InterProcessMutex",
-    "CohortOptions",
-    "InterProcessSemaphoreMutex",
-    "InterProcessReadWriteLock",
-    "InterProcessSemaphoreV2",
-    "InterProcessMultiLock",
-    "Lease",
-    "LockLostPolicy",
-    "attempt_revoke",
-    # leader election
-    "LeaderLatch",
-    "LeaderLatchListener",
-    "LeaderSelector",
-    "LeaderObserver",
-    "LeadershipContext",
-    "CancelReason",
-    "CloseMode",
-    "LatchState",
-    "LeadershipLostPolicy",
-    "Participant",
-    # counters
-    "DistributedAtomicLong",
-    "DistributedAtomicInteger",
-    "AtomicValue",
-    "AtomicStats",
-    "PromotedToLock",
-    "SharedCount",
-    "VersionedValue",
-    # errors (TimeoutError and OverflowError are zkrecipes.TimeoutError / zkrecipes.OverflowError,
-    # left out of * imports so as not to shadow the builtins they subclass)
-    "ZkRecipesError",
-    "InvalidArgumentError",
-    "NotOwnerError",
-    "ConnectionLossError",
-    "SessionExpiredError",
-    "AuthFailedError",
-    "OutcomeUnknownError",
-    "ClosedError",
-    "NoNodeError",
-    "NodeExistsError",
-    "BadVersionError",
-    "NoAuthError",
-    "NotEmptyError",
-    "ConflictError",
-    "CorruptedDataError",
-    "ServerError",
-    "InternalError",
-    # caches
-    "CuratorCache",
-    "NodeCache",
-    "PathChildrenCache",
-    "TreeCache",
-    "CacheEvent",
-    "CacheEventType",
-    "ChildData",
-    "StartMode",
-    "PersistentWatcher",
-    "WatcherEvent",
-    "WatcherEventType",
-    # nodes and membership, transactions
-    "PersistentNode",
-    "PersistentTtlNode",
-    "GroupMember",
-    "NodeEvent",
-    "Transaction",
-    "OpResult",
-    # barriers and queues
-    "DistributedBarrier",
-    "DistributedDoubleBarrier",
-    "SimpleDistributedQueue",
-    "DistributedQueue",
-    "DistributedIdQueue",
-    "DistributedPriorityQueue",
-    "DistributedDelayQueue",
-    "QueueItem",
-    # service discovery
-    "ServiceDiscovery",
-    "ServiceInstance",
-    "ServiceType",
-    "Registration",
-    "ServiceCache",
-    "ServiceCacheEvent",
-    "ServiceCacheEventKind",
-    "ServiceProvider",
-    "ProviderStrategy",
-    "UriSpec",
-]
+__all__ = ["__version__", "Owner", "set_log_level"]
+__all__ += client.__all__
+__all__ += security.__all__
+__all__ += locks.__all__
+__all__ += leader.__all__
+__all__ += atomic.__all__
+__all__ += cache.__all__
+__all__ += watchers.__all__
+__all__ += nodes.__all__
+__all__ += barriers.__all__
+__all__ += queues.__all__
+__all__ += discovery.__all__
+# Every exception class but TimeoutError and OverflowError (zkrecipes.TimeoutError /
+# zkrecipes.OverflowError: left out of * imports so as not to shadow the builtins they subclass).
+__all__ += _errors._public_names()

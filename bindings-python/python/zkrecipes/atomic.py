@@ -16,9 +16,8 @@ from . import _native
 from ._base import Lifecycle
 from ._call import run
 from ._native import AtomicStats, AtomicValue, VersionedValue
-from .client import Client, ConnectionState, RetryPolicy, _seconds
+from .client import Client, ConnectionState, RetryPolicy, _seconds, _native_client
 from .errors import CorruptedDataError
-from .locks import _native_client
 
 __all__ = [
     "AtomicStats",

@@ -14,8 +14,7 @@ from typing import Optional
 
 from . import _native
 from ._call import run
-from .client import Client
-from .locks import _native_client
+from .client import Client, _native_client
 
 __all__ = ["DistributedBarrier", "DistributedDoubleBarrier"]
 

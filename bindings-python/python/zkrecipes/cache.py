@@ -27,8 +27,7 @@ from . import _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from ._native import ChildData
-from .client import Client
-from .locks import _native_client
+from .client import Client, _native_client
 
 __all__ = [
     "CacheEvent",

@@ -3,10 +3,10 @@ policies and the plain ZooKeeper operations the recipes are built from."""
 
 from __future__ import annotations
 
+import enum
 import logging
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
-from typing import TYPE_CHECKING
 
 from . import _native
 from ._base import Lifecycle, Name
@@ -15,8 +15,6 @@ from ._native import Stat
 from .errors import InvalidArgumentError
 from .security import Acl, AclArg, AclProvider, SaslOptions, TlsOptions, _acl_list, _acl_provider
 
-if TYPE_CHECKING:
-    from .nodes import Transaction
 
 __all__ = [
     "Client",
@@ -32,6 +30,8 @@ __all__ = [
     "RetryOneTime",
     "RetryUntilElapsed",
     "RetryForever",
+    "Transaction",
+    "OpResult",
 ]
 
 
@@ -76,6 +76,10 @@ def _seconds(name: str, value: float) -> float:
     if not value >= 0 or value == float("inf"):
         raise InvalidArgumentError(f"{name} must be a finite number of seconds >= 0, not {value!r} (INVALID_ARGUMENT)")
     return float(value)
+
+
+def _ttl(ttl: Optional[float]) -> Optional[float]:
+    return None if ttl is None else _seconds("ttl", ttl)
 
 
 def _count(name: str, value: int) -> int:
@@ -419,7 +423,9 @@ class Client(Lifecycle):
         return lid
 
     def remove_state_listener(self, listener: Union[int, StateListener]) -> bool:
-        """Removes a listener (by the id :meth:`add_state_listener` returned, or the callable)."""
+        """Removes a listener (by the id :meth:`add_state_listener` returned, or the callable);
+        whether it was there. Listener ids are unique in the process: an id that another client
+        or recipe gave out raises :class:`InvalidArgumentError`."""
         if isinstance(listener, int):
             return self._native.remove_state_listener(listener)
         lid = self._listener_ids.pop(id(listener), None)
@@ -509,8 +515,6 @@ class Client(Lifecycle):
 
     def transaction(self) -> "Transaction":
         """A new :class:`~zkrecipes.Transaction` (Curator's ``transaction()``)."""
-        from .nodes import Transaction
-
         return Transaction(self)
 
     def get_data(
@@ -587,8 +591,17 @@ class Client(Lifecycle):
 
     def _expire_session_for_testing(self) -> None:
         """FOR TESTS: expires this client's session on the server (as Curator's KillSession).
-        The client reports LOST, then opens a new session and reports RECONNECTED."""
-        self._native._expire_session_for_testing().wait()
+        The client reports LOST, then opens a new session and reports RECONNECTED. Needs a build
+        with the testing kit (the ``testing`` or ``kit`` feature); otherwise
+        :class:`InvalidArgumentError`, as Node's ``_expireSessionForTesting`` rejects with
+        ``ZKR_INVALID_ARGUMENT``."""
+        expire = getattr(self._native, "_expire_session_for_testing", None)
+        if expire is None:
+            raise InvalidArgumentError(
+                "this build of zkrecipes has no testing kit (build it with the `testing` or `kit` "
+                "feature: maturin develop --features kit) (INVALID_ARGUMENT)"
+            )
+        expire().wait()
 
 
 def _core_level(level: int) -> Optional[str]:
@@ -621,3 +634,77 @@ def _sync_log_level() -> None:
     except InvalidArgumentError:
         # A Rust program embedding Python installed its own `tracing` subscriber: it logs.
         pass
+
+
+def _native_client(client: Client) -> _native.Client:
+    """The native client of ``client``, checked (every recipe's constructor takes it)."""
+    if not isinstance(client, Client):
+        raise TypeError(f"client must be a zkrecipes.Client, not {type(client).__name__}")
+    return client._native
+
+
+class _OpKind(str, enum.Enum):
+    CREATE = "create"
+    DELETE = "delete"
+    SET_DATA = "set_data"
+    CHECK = "check"
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """What one operation of a committed :class:`Transaction` did: ``type`` is ``"create"``,
+    ``"delete"``, ``"set_data"`` or ``"check"``; ``path`` the created node's actual path
+    (creates only); ``stat`` the node's new stat (creates and set_data)."""
+
+    type: str
+    path: Optional[str] = None
+    stat: Optional[Stat] = None
+
+
+_Spec = Tuple[str, str, bytes, str, int, Optional[float]]
+
+
+class Transaction:
+    """Curator's ``transaction()``: operations committed all together or not at all. Build it
+    with :meth:`Client.transaction`, chain :meth:`create`, :meth:`delete`, :meth:`set_data`,
+    :meth:`check`, then :meth:`commit`. A failed commit applied nothing and raises the failing
+    operation's error (:class:`~zkrecipes.BadVersionError`, :class:`~zkrecipes.NoNodeError`...)
+    whose ``index`` is that operation's position; a reply lost with the connection raises
+    :class:`~zkrecipes.OutcomeUnknownError` (never resent)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = _native_client(client)
+        self._ops: List[_Spec] = []
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.Transaction of {len(self._ops)} operations>"
+
+    def create(
+        self, path: str, data: bytes = b"", mode: CreateMode = CreateMode.PERSISTENT, *, ttl: Optional[float] = None
+    ) -> "Transaction":
+        """Adds a create (no parents); ``ttl`` in seconds for the ``*_WITH_TTL`` modes."""
+        self._ops.append((_OpKind.CREATE.value, path, data, CreateMode(mode).value, -1, _ttl(ttl)))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> "Transaction":
+        """Adds a delete, at ``version`` unless -1."""
+        self._ops.append((_OpKind.DELETE.value, path, b"", "PERSISTENT", version, None))
+        return self
+
+    def set_data(self, path: str, data: bytes, version: int = -1) -> "Transaction":
+        """Adds a set data, at ``version`` unless -1."""
+        self._ops.append((_OpKind.SET_DATA.value, path, data, "PERSISTENT", version, None))
+        return self
+
+    def check(self, path: str, version: int) -> "Transaction":
+        """Adds a check that ``path`` is at data ``version``."""
+        self._ops.append((_OpKind.CHECK.value, path, b"", "PERSISTENT", version, None))
+        return self
+
+    def commit(self) -> List[OpResult]:
+        """Commits: every operation applied, in order, or none; one result per operation."""
+        return [OpResult(*r) for r in _native.commit_transaction(self._client, self._ops).wait()]
+
+    async def commit_async(self) -> List[OpResult]:
+        """:meth:`commit` for asyncio."""
+        return [OpResult(*r) for r in await run(_native.commit_transaction(self._client, self._ops))]

@@ -11,38 +11,26 @@ to the path.
 ``InvalidArgumentError`` is also a :class:`ValueError`, ``TimeoutError`` also the builtin
 :class:`TimeoutError` and ``OverflowError`` also the builtin :class:`OverflowError`, so generic
 handlers keep working.
+
+The class statements below are the one table of this face, as the core's ``kinds!`` is of the
+core: a new kind of the core needs one class here (its ``code``, its docstring, and its bases if
+it is also a builtin), and nothing else. :data:`BY_CODE`, ``from zkrecipes.errors import *``, the
+package's names and its ``__all__`` are all derived from the subclasses of
+:class:`ZkRecipesError`, and importing this module checks them against the core's list.
+(No ``__all__`` here, so that type checkers see every class through the package's ``import *``;
+the helpers' names start with ``_``.)
 """
 
 from __future__ import annotations
 
-import builtins
-import re
-import sys
-from typing import Dict, Optional, Type
+import builtins as _builtins
+import re as _re
+import sys as _sys
+from typing import Dict as _Dict
+from typing import Optional as _Optional
+from typing import Type as _Type
 
 from . import _native
-
-__all__ = [
-    "ZkRecipesError",
-    "InvalidArgumentError",
-    "NotOwnerError",
-    "ConnectionLossError",
-    "SessionExpiredError",
-    "AuthFailedError",
-    "OutcomeUnknownError",
-    "ClosedError",
-    "NoNodeError",
-    "NodeExistsError",
-    "BadVersionError",
-    "NoAuthError",
-    "NotEmptyError",
-    "ConflictError",
-    "CorruptedDataError",
-    "ServerError",
-    "InternalError",
-    # TimeoutError and OverflowError are left out of ``*`` imports on purpose: they would shadow
-    # the builtins. Use ``zkrecipes.TimeoutError`` / ``zkrecipes.OverflowError``.
-]
 
 
 class ZkRecipesError(Exception):
@@ -54,10 +42,10 @@ class ZkRecipesError(Exception):
     status: int = 0
     #: ZooKeeper's own error code for this failure, when the server gave one (``-101`` for
     #: NONODE); None for failures ZooKeeper did not report.
-    zk_code: Optional[int] = None
+    zk_code: _Optional[int] = None
     #: For a failed :meth:`Transaction.commit <zkrecipes.Transaction.commit>`: the index of the
     #: operation that failed (nothing was applied); None otherwise.
-    index: Optional[int] = None
+    index: _Optional[int] = None
 
 
 class InvalidArgumentError(ZkRecipesError, ValueError):
@@ -72,7 +60,7 @@ class InvalidArgumentError(ZkRecipesError, ValueError):
         if match is not None and getattr(self, "_unnamed", False) and self.args:
             self._unnamed = False
             self.args = (f"{match.group(1)} {self.args[0]}",) + tuple(self.args[1:])
-        if sys.version_info >= (3, 11):
+        if _sys.version_info >= (3, 11):
             super().add_note(note)
 
 
@@ -152,7 +140,7 @@ class ConflictError(ZkRecipesError):
     code = "CONFLICT"
 
 
-class TimeoutError(ZkRecipesError, builtins.TimeoutError):
+class TimeoutError(ZkRecipesError, _builtins.TimeoutError):
     """Timed out where a boolean is not the answer (connecting, ``add_and_get(timeout=...)``)."""
 
     code = "TIMEOUT"
@@ -164,7 +152,7 @@ class CorruptedDataError(ZkRecipesError):
     code = "CORRUPTED_DATA"
 
 
-class OverflowError(ZkRecipesError, builtins.OverflowError):
+class OverflowError(ZkRecipesError, _builtins.OverflowError):
     """An arithmetic result does not fit (checked counter operations)."""
 
     code = "OVERFLOW"
@@ -182,32 +170,33 @@ class InternalError(ZkRecipesError):
     code = "INTERNAL"
 
 
-_ARGUMENT_NOTE = re.compile(r"while processing '(\w+)'")
+_ARGUMENT_NOTE = _re.compile(r"while processing '(\w+)'")
 
-#: Exception class by code, used by the native module to raise the right class.
-BY_CODE: Dict[str, Type[ZkRecipesError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidArgumentError,
-        NotOwnerError,
-        ConnectionLossError,
-        SessionExpiredError,
-        AuthFailedError,
-        OutcomeUnknownError,
-        ClosedError,
-        NoNodeError,
-        NodeExistsError,
-        BadVersionError,
-        NoAuthError,
-        NotEmptyError,
-        ConflictError,
-        TimeoutError,
-        CorruptedDataError,
-        OverflowError,
-        ServerError,
-        InternalError,
-    )
-}
+#: Exception class by code, used by the native module to raise the right class: every subclass
+#: of :class:`ZkRecipesError` above.
+BY_CODE: _Dict[str, _Type[ZkRecipesError]] = {cls.code: cls for cls in ZkRecipesError.__subclasses__()}
 
-for _name, _status in _native.ERROR_KINDS:
-    BY_CODE[_name].status = _status
+
+def _check_against_the_core() -> None:
+    """Each kind of the core has its class, and each class its kind; the numbers are the core's."""
+    kinds = dict(_native.ERROR_KINDS)
+    missing = sorted(set(kinds) - set(BY_CODE))
+    extra = sorted(set(BY_CODE) - set(kinds))
+    if missing or extra:
+        raise ImportError(
+            f"zkrecipes.errors does not match the core's error kinds: no class for {missing}, "
+            f"no kind for {extra} (add one class per kind to zkrecipes/errors.py)"
+        )
+    for code, status in kinds.items():
+        BY_CODE[code].status = status
+
+
+_check_against_the_core()
+
+
+def _public_names() -> "list[str]":
+    """The names ``from zkrecipes import *`` gives: every class but those named like a builtin
+    (``TimeoutError``, ``OverflowError``: use ``zkrecipes.TimeoutError``), which would shadow it."""
+    return ["ZkRecipesError"] + [
+        cls.__name__ for cls in BY_CODE.values() if not hasattr(_builtins, cls.__name__)
+    ]

@@ -16,8 +16,7 @@ from . import _native
 from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Participant
-from .client import Client
-from .locks import _native_client
+from .client import Client, _native_client
 
 __all__ = [
     "LeaderLatch",

@@ -25,7 +25,7 @@ from ._base import Name
 from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
-from .client import Client, _seconds
+from .client import Client, _seconds, _native_client
 from .errors import InvalidArgumentError, NotOwnerError, ZkRecipesError
 
 __all__ = [
@@ -88,12 +88,6 @@ def _cohort_spec(cohort: Union[CohortOptions, bool, None]) -> Optional[Tuple[int
     if not isinstance(cohort, CohortOptions):
         raise TypeError(f"cohort must be a zkrecipes.CohortOptions, a bool or None, not {type(cohort).__name__}")
     return (cohort.max_handoffs, float(cohort.max_hold))
-
-
-def _native_client(client: Client) -> _native.Client:
-    if not isinstance(client, Client):
-        raise TypeError(f"client must be a zkrecipes.Client, not {type(client).__name__}")
-    return client._native
 
 
 _L = TypeVar("_L", bound="_OwnedLock")
@@ -167,7 +161,7 @@ class InterProcessMutex(_OwnedLock):
     holds at a time; acquire, release, reentrancy, timeouts, :meth:`is_held_valid` and
     :meth:`on_lost` work per owner as without. Fence with :attr:`fencing_token_wide`: the plain
     :attr:`fencing_token` is the node's czxid, shared by the local holders of one node. A cohort
-    mutex is not revocable (:meth:`make_revocable` is ignored).
+    mutex is not revocable (:meth:`make_revocable` raises :class:`InvalidArgumentError`).
     """
 
     _n: _native.InterProcessMutex
@@ -302,13 +296,15 @@ class InterProcessMutex(_OwnedLock):
         return self._n.on_lost(callback)
 
     def remove_lost_listener(self, listener_id: int) -> bool:
-        """Removes a listener added with :meth:`on_lost`; whether it was there."""
+        """Removes a listener added with :meth:`on_lost`; whether it was there (an id another
+        client or recipe gave out raises :class:`InvalidArgumentError`)."""
         return self._n.remove_lost_listener(listener_id)
 
     def make_revocable(self, callback: Callable[[int], object]) -> None:
         """Curator's makeRevocable: ``callback(owner_id)`` when another process writes
         ``__REVOKE__`` into our lock node (see :func:`attempt_revoke`); the holder decides.
-        Ignored (with a warning in the ``zkrecipes`` log) on a mutex with cohort handoffs."""
+        :class:`InvalidArgumentError` on a mutex with cohort handoffs (its one node serves every
+        local owner)."""
         if not callable(callback):
             raise TypeError("callback must be callable")
         self._n.make_revocable(callback)

@@ -1,6 +1,7 @@
-"""Nodes and membership: :class:`PersistentNode`, :class:`PersistentTtlNode`,
-:class:`GroupMember` (Curator's ``nodes`` package), and :class:`Transaction` (Curator's
-``transaction()``), with Curator 5.x's node layout.
+"""Nodes and membership: :class:`PersistentNode`, :class:`PersistentTtlNode` and
+:class:`GroupMember` (Curator's ``nodes`` package), with Curator 5.x's node layout.
+(:class:`~zkrecipes.Transaction` lives with the client, as in the core; it is importable from
+here too.)
 
 Beyond Curator: an existing ephemeral node of another live session at our path is never taken
 over — :meth:`PersistentNode.wait_for_initial_create` and :meth:`GroupMember.start` raise
@@ -14,23 +15,19 @@ may block and may call this API.
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple, Union
+from typing import Callable, Dict, List, Optional, Union
 
 from . import _native
 from ._base import Lifecycle, Name
 from ._call import run
-from .client import Client, CreateMode, Stat, _seconds
-from .locks import _native_client
+from .client import Client, CreateMode, _native_client, _seconds, _ttl
+from .client import OpResult as OpResult, Transaction as Transaction
 
 __all__ = [
     "NodeEvent",
     "PersistentNode",
     "PersistentTtlNode",
     "GroupMember",
-    "Transaction",
-    "OpResult",
 ]
 
 
@@ -47,10 +44,6 @@ class NodeEvent(Name):
 
 NodeListener = Callable[[NodeEvent, str], object]
 MembersListener = Callable[[Dict[str, bytes]], object]
-
-
-def _ttl(ttl: Optional[float]) -> Optional[float]:
-    return None if ttl is None else _seconds("ttl", ttl)
 
 
 class PersistentNode(Lifecycle):
@@ -268,70 +261,3 @@ class GroupMember(Lifecycle):
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
         await run(self._n.close())
-
-
-class _OpKind(str, enum.Enum):
-    CREATE = "create"
-    DELETE = "delete"
-    SET_DATA = "set_data"
-    CHECK = "check"
-
-
-@dataclass(frozen=True)
-class OpResult:
-    """What one operation of a committed :class:`Transaction` did: ``type`` is ``"create"``,
-    ``"delete"``, ``"set_data"`` or ``"check"``; ``path`` the created node's actual path
-    (creates only); ``stat`` the node's new stat (creates and set_data)."""
-
-    type: str
-    path: Optional[str] = None
-    stat: Optional[Stat] = None
-
-
-_Spec = Tuple[str, str, bytes, str, int, Optional[float]]
-
-
-class Transaction:
-    """Curator's ``transaction()``: operations committed all together or not at all. Build it
-    with :meth:`Client.transaction`, chain :meth:`create`, :meth:`delete`, :meth:`set_data`,
-    :meth:`check`, then :meth:`commit`. A failed commit applied nothing and raises the failing
-    operation's error (:class:`~zkrecipes.BadVersionError`, :class:`~zkrecipes.NoNodeError`...)
-    whose ``index`` is that operation's position; a reply lost with the connection raises
-    :class:`~zkrecipes.OutcomeUnknownError` (never resent)."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = _native_client(client)
-        self._ops: List[_Spec] = []
-
-    def __repr__(self) -> str:
-        return f"<zkrecipes.Transaction of {len(self._ops)} operations>"
-
-    def create(
-        self, path: str, data: bytes = b"", mode: CreateMode = CreateMode.PERSISTENT, *, ttl: Optional[float] = None
-    ) -> "Transaction":
-        """Adds a create (no parents); ``ttl`` in seconds for the ``*_WITH_TTL`` modes."""
-        self._ops.append((_OpKind.CREATE.value, path, data, CreateMode(mode).value, -1, _ttl(ttl)))
-        return self
-
-    def delete(self, path: str, version: int = -1) -> "Transaction":
-        """Adds a delete, at ``version`` unless -1."""
-        self._ops.append((_OpKind.DELETE.value, path, b"", "PERSISTENT", version, None))
-        return self
-
-    def set_data(self, path: str, data: bytes, version: int = -1) -> "Transaction":
-        """Adds a set data, at ``version`` unless -1."""
-        self._ops.append((_OpKind.SET_DATA.value, path, data, "PERSISTENT", version, None))
-        return self
-
-    def check(self, path: str, version: int) -> "Transaction":
-        """Adds a check that ``path`` is at data ``version``."""
-        self._ops.append((_OpKind.CHECK.value, path, b"", "PERSISTENT", version, None))
-        return self
-
-    def commit(self) -> List[OpResult]:
-        """Commits: every operation applied, in order, or none; one result per operation."""
-        return [OpResult(*r) for r in _native.commit_transaction(self._client, self._ops).wait()]
-
-    async def commit_async(self) -> List[OpResult]:
-        """:meth:`commit` for asyncio."""
-        return [OpResult(*r) for r in await run(_native.commit_transaction(self._client, self._ops))]

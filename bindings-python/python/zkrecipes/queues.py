@@ -31,9 +31,8 @@ from typing import AsyncIterator, Callable, Iterator, List, Optional, Type
 
 from . import _native
 from ._call import run
-from .client import Client, ConnectionState
+from .client import Client, ConnectionState, _native_client
 from .errors import ClosedError
-from .locks import _native_client
 
 __all__ = [
     "SimpleDistributedQueue",

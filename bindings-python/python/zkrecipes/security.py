@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .errors import InvalidArgumentError
+
 __all__ = [
     "TlsOptions",
     "SaslOptions",
@@ -62,8 +64,6 @@ class Acl:
         if isinstance(self.perms, bool) or not isinstance(self.perms, int):
             raise TypeError(f"Acl.perms must be an int (Perms), not {type(self.perms).__name__}")
         if not 1 <= int(self.perms) <= 31:
-            from .errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"Acl.perms must be a combination of Perms (1..31), not {int(self.perms)} (INVALID_ARGUMENT)"
             )
@@ -247,7 +247,5 @@ def _acl_list(acl: Optional[AclArg]) -> Optional[List[Tuple[int, str, str]]]:
             raise TypeError(f"acl entries must be zkrecipes.Acl, not {type(e).__name__}")
         out.append(e._spec())
     if not out:
-        from .errors import InvalidArgumentError
-
         raise InvalidArgumentError("acl must not be empty (None keeps the default OPEN_ACL_UNSAFE) (INVALID_ARGUMENT)")
     return out

@@ -27,8 +27,7 @@ from typing import Any, AsyncIterator, Callable, Optional
 from . import _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
-from .client import Client
-from .locks import _native_client
+from .client import Client, _native_client
 
 __all__ = ["PersistentWatcher", "WatcherEvent", "WatcherEventType"]
 

@@ -16,7 +16,7 @@ pub async fn run_counter(global: &Global, args: CounterArgs) -> Outcome {
     connect::check(global)?;
     let client = connect::connect(global).await?;
     let outcome = counter(global, &client, &args).await;
-    connect::close(&client, crate::cmd::lock::CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 
@@ -74,7 +74,7 @@ pub async fn run_shared_count(global: &Global, args: SharedCountArgs) -> Outcome
     connect::check(global)?;
     let client = connect::connect(global).await?;
     let outcome = shared_count(global, &client, &args).await;
-    connect::close(&client, crate::cmd::lock::CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 

@@ -21,7 +21,6 @@ use crate::args::{
     DiscoverWatchArgs, Global,
 };
 use crate::child::{self, Signals, Spec};
-use crate::cmd::lock::CLOSE_LIMIT;
 use crate::connect;
 use crate::exit::{signalled, Failure, Outcome, CONNECT, OK};
 use crate::output::{write_failure, Printer};
@@ -80,7 +79,7 @@ async fn register(global: &Global, a: DiscoverRegisterArgs) -> Outcome {
         r = discovery.register(wanted) => r.map_err(fail),
         sig = signals.recv() => {
             let _ = discovery.close().await;
-            connect::close(&client, CLOSE_LIMIT).await;
+            connect::close(&client).await;
             return Ok(signalled(sig as i32));
         }
     };
@@ -88,7 +87,7 @@ async fn register(global: &Global, a: DiscoverRegisterArgs) -> Outcome {
         Ok(r) => r,
         Err(f) => {
             let _ = discovery.close().await;
-            connect::close(&client, CLOSE_LIMIT).await;
+            connect::close(&client).await;
             return Err(f);
         }
     };
@@ -136,7 +135,7 @@ async fn register(global: &Global, a: DiscoverRegisterArgs) -> Outcome {
     };
     let _ = registration.unregister().await;
     let _ = discovery.close().await;
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 
@@ -201,7 +200,7 @@ async fn list(global: &Global, a: DiscoverListArgs) -> Outcome {
             Err(e) => Err(fail(e)),
         },
     };
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     result.map(|()| OK)
 }
 
@@ -213,7 +212,7 @@ async fn get(global: &Global, a: DiscoverGetArgs) -> Outcome {
     let fail = |e| Failure::from_core(&what, e);
     let discovery = ServiceDiscovery::new(&client, &a.base).map_err(fail)?;
     let found = discovery.query_for_instance(&a.name, &a.id).await;
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     match found.map_err(fail)? {
         Some(i) => print_instance(&mut Printer::new(), global.json, &i).map(|()| OK),
         None => Err(Failure::usage(format!("{what}: no such instance"))),
@@ -232,7 +231,7 @@ async fn pick(global: &Global, a: DiscoverPickArgs) -> Outcome {
     let started = provider.start().await.map_err(fail);
     let picked = started.map(|()| provider.get_instance());
     provider.close();
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     match picked? {
         Some(i) => print_instance(&mut Printer::new(), global.json, &i).map(|()| OK),
         None => Err(Failure::usage(format!(

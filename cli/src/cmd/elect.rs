@@ -15,7 +15,6 @@ use zkrecipes::Client;
 
 use crate::args::{ElectArgs, Global, LostPolicyArg};
 use crate::child::{self, Ended, Signals, Spec};
-use crate::cmd::lock::CLOSE_LIMIT;
 use crate::connect::{self, session_hex};
 use crate::exit::{signalled, Failure, Outcome, CONNECT};
 use crate::status::{self, Waiting};
@@ -34,7 +33,7 @@ pub async fn run(global: &Global, args: ElectArgs) -> Outcome {
     } else {
         run_selector(global, &client, &args, &id, &mut signals).await
     };
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 

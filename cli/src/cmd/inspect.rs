@@ -10,8 +10,8 @@ pub async fn run(global: &Global, args: InspectArgs) -> Outcome {
     super::check_path(&args.path)?;
     connect::check(global)?;
     let client = connect::connect(global).await?;
-    let report = inspect::read(&client, &args.path).await;
-    connect::close(&client, crate::cmd::lock::CLOSE_LIMIT).await;
+    let report = zkrecipes::participants::participants(&client, &args.path).await;
+    connect::close(&client).await;
     let report = report.map_err(|e| Failure::from_core(&format!("inspect {}", args.path), e))?;
     let mut out = Printer::new();
     if global.json {

@@ -1,7 +1,6 @@
 //! `zkr lock PATH [--timeout D] [--read|--write|--semaphore N] -- CMD…`
 
 use std::future::Future;
-use std::time::Duration;
 
 use zkrecipes::leader::LostPolicy;
 use zkrecipes::lock::{
@@ -15,10 +14,6 @@ use crate::connect::{self, session_hex};
 use crate::exit::{signalled, Failure, Outcome};
 use crate::status::{self, Waiting};
 
-/// How long closing may take once the command is done (a blackholed connection would otherwise
-/// hold zkr for the whole connection timeout; the session's nodes go when it expires).
-pub const CLOSE_LIMIT: Duration = Duration::from_secs(2);
-
 pub async fn run(global: &Global, args: LockArgs) -> Outcome {
     super::check_group_path("lock", &args.path)?;
     connect::check(global)?;
@@ -29,7 +24,7 @@ pub async fn run(global: &Global, args: LockArgs) -> Outcome {
         sig = signals.recv() => return Ok(signalled(sig as i32)),
     };
     let outcome = hold_and_run(global, &client, &args, id, &mut signals).await;
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 

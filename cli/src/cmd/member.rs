@@ -13,7 +13,6 @@ use zkrecipes::nodes::{GroupMember, PersistentNodeEventKind};
 
 use crate::args::{Global, MemberArgs};
 use crate::child::{self, Signals, Spec};
-use crate::cmd::lock::CLOSE_LIMIT;
 use crate::connect;
 use crate::exit::{signalled, Failure, Outcome};
 
@@ -44,13 +43,13 @@ pub async fn run(global: &Global, args: MemberArgs) -> Outcome {
         r = member.start() => r.map_err(fail),
         sig = signals.recv() => {
             let _ = member.close().await;
-            connect::close(&client, CLOSE_LIMIT).await;
+            connect::close(&client).await;
             return Ok(signalled(sig as i32));
         }
     };
     if let Err(f) = outcome {
         let _ = member.close().await;
-        connect::close(&client, CLOSE_LIMIT).await;
+        connect::close(&client).await;
         return Err(f);
     }
     let node = member.node().actual_path().unwrap_or_default();
@@ -84,6 +83,6 @@ pub async fn run(global: &Global, args: MemberArgs) -> Outcome {
         }
     };
     let _ = member.close().await;
-    connect::close(&client, CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }

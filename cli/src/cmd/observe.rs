@@ -16,7 +16,7 @@ pub async fn run(global: &Global, args: ObserveArgs) -> Outcome {
     connect::check(global)?;
     let client = connect::connect(global).await?;
     let outcome = observe(global, &client, &args).await;
-    connect::close(&client, crate::cmd::lock::CLOSE_LIMIT).await;
+    connect::close(&client).await;
     outcome
 }
 

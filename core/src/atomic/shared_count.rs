@@ -2,9 +2,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, watch};
 
@@ -12,6 +11,8 @@ use super::engine::{check_counter_node, Engine, Known, Written};
 use super::{version_is_newer, version_minus_one, VersionedValue, Width};
 use crate::client::{ConnectionState, CreateMode, CreateOptions, NodeEvent, Watch};
 use crate::dispatch::{Dispatcher, ListenerId};
+use crate::lifecycle::{Lifecycle, Phase};
+use crate::wait::Deadline;
 use crate::{path, runtime, Client, Error, Result};
 
 /// What a [`SharedCount`] listener hears (Curator's `SharedCountListener`).
@@ -34,16 +35,7 @@ pub enum SharedCountEvent {
 /// How long the watcher waits before reading again after a failed read.
 const REREAD_AFTER: Duration = Duration::from_millis(500);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    Latent,
-    Starting,
-    Started,
-    Closed,
-}
-
 struct State {
-    phase: Phase,
     current: VersionedValue<i32>,
     czxid: i64,
     /// Whether `current` came from the server (before `start`, it is the seed at version -1).
@@ -69,7 +61,7 @@ struct Inner {
     state: Mutex<State>,
     /// Listeners, under the dispatcher's guarantee ([`crate::dispatch`]).
     listeners: Dispatcher<SharedCountEvent>,
-    closed: AtomicBool,
+    life: Lifecycle,
     stop: watch::Sender<bool>,
 }
 
@@ -103,7 +95,7 @@ impl std::fmt::Debug for SharedCount {
         let st = self.inner.lock();
         f.debug_struct("SharedCount")
             .field("path", &self.inner.engine.path)
-            .field("phase", &st.phase)
+            .field("phase", &self.inner.life.phase())
             .field("current", &st.current)
             .finish()
     }
@@ -174,21 +166,8 @@ impl Inner {
     }
 
     fn emit(&self, event: SharedCountEvent) {
-        if !self.closed.load(Ordering::SeqCst) {
+        if self.life.phase() != Phase::Closed {
             self.listeners.emit(event);
-        }
-    }
-
-    fn ensure_started(&self, op: &str) -> Result<()> {
-        match self.lock().phase {
-            Phase::Started => Ok(()),
-            Phase::Closed => Err(Error::Closed(
-                format!("{op} on SharedCount {}: it is closed", self.path()).into(),
-            )),
-            _ => Err(Error::invalid(format!(
-                "{op} on SharedCount {}: call start() first",
-                self.path()
-            ))),
         }
     }
 }
@@ -225,7 +204,6 @@ impl SharedCount {
                 engine: Engine::new(client.clone(), path, Width::I32),
                 seed,
                 state: Mutex::new(State {
-                    phase: Phase::Latent,
                     current: VersionedValue {
                         version: -1,
                         value: seed,
@@ -236,7 +214,7 @@ impl SharedCount {
                     corrupted: None,
                 }),
                 listeners: Dispatcher::new(),
-                closed: AtomicBool::new(false),
+                life: Lifecycle::new("SharedCount", path),
                 stop: watch::channel(false).0,
             }),
         })
@@ -251,43 +229,18 @@ impl SharedCount {
     /// a second call is `InvalidArgument`, a call after [`close`](Self::close) is `Closed`. If
     /// it fails (connection, corrupted data), it may be called again.
     pub async fn start(&self) -> Result<()> {
-        let inner = &self.inner;
-        {
-            let mut st = inner.lock();
-            match st.phase {
-                Phase::Latent => st.phase = Phase::Starting,
-                Phase::Closed => {
-                    return Err(Error::Closed(
-                        format!("SharedCount {} is closed", inner.path()).into(),
-                    ))
-                }
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "SharedCount {} was already started",
-                        inner.path()
-                    )))
-                }
-            }
-        }
-        let result = self.start_inner().await;
-        let mut st = inner.lock();
-        match (&result, st.phase) {
-            (Ok(_), Phase::Starting) => st.phase = Phase::Started,
-            (Ok(_), _) => {} // closed meanwhile: the watcher sees the stop signal
-            (Err(_), Phase::Starting) => st.phase = Phase::Latent,
-            (Err(_), _) => {}
-        }
-        result
+        let starting = self.inner.life.begin_start(self.inner.client())?;
+        let watch = self.start_inner().await?;
+        // Closed meanwhile: the watcher is not started.
+        starting.finish(|| {
+            runtime::spawn(watch);
+        })
     }
 
-    async fn start_inner(&self) -> Result<()> {
+    /// Creates and reads the node; the watcher to run from then on.
+    async fn start_inner(&self) -> Result<impl std::future::Future<Output = ()> + Send + 'static> {
         let inner = &self.inner;
         let client = inner.client();
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("start SharedCount {}: the client is closed", inner.path()).into(),
-            ));
-        }
         // Subscribe before reading so that no state change between the two is missed.
         let states = client.subscribe_events();
         let seed = inner.seed.to_be_bytes();
@@ -307,8 +260,7 @@ impl SharedCount {
         let value = decode(inner.path(), &data)?;
         inner.update(stat.version, stat.czxid, value);
         inner.lock().notified = Some(stat.version);
-        runtime::spawn(watch_count(inner.clone(), states, watch));
-        Ok(())
+        Ok(watch_count(inner.clone(), states, watch))
     }
 
     /// The count as last seen (the seed before [`start`](Self::start)); `CorruptedData` while
@@ -330,7 +282,7 @@ impl SharedCount {
     /// Sets the count whatever it was.
     pub async fn set_count(&self, count: i32) -> Result<()> {
         let inner = &self.inner;
-        inner.ensure_started("set_count")?;
+        inner.life.check_started("set_count")?;
         // An unconditional write may be repeated safely: the client's retrying set is right.
         let stat = inner
             .client()
@@ -347,7 +299,7 @@ impl SharedCount {
     /// (see the type's documentation).
     pub async fn try_set_count(&self, previous: &VersionedValue<i32>, count: i32) -> Result<bool> {
         let inner = &self.inner;
-        inner.ensure_started("try_set_count")?;
+        inner.life.check_started("try_set_count")?;
         let (current, czxid) = {
             let st = inner.lock();
             (st.current, st.czxid)
@@ -400,8 +352,9 @@ impl SharedCount {
             .add(move |e: &SharedCountEvent| listener(*e))
     }
 
-    /// Removes a listener; returns whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.inner.listeners.remove(id)
     }
 
@@ -409,8 +362,7 @@ impl SharedCount {
     /// stays. Closing twice is a no-op; every later call but the getters gets `Closed`.
     pub fn close(&self) {
         let inner = &self.inner;
-        inner.lock().phase = Phase::Closed;
-        inner.closed.store(true, Ordering::SeqCst);
+        inner.life.close();
         inner.stop.send_replace(true);
         inner.listeners.clear();
     }
@@ -450,13 +402,6 @@ async fn next_event(w: &mut Option<WatchFuture>) -> NodeEvent {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The watcher: re-reads after every watch event and after reconnection, and notifies.
 async fn watch_count(
     inner: Arc<Inner>,
@@ -467,7 +412,7 @@ async fn watch_count(
     let client_closed = inner.client().closed();
     tokio::pin!(client_closed);
     let mut watch: Option<WatchFuture> = Some(Box::pin(first.changed()));
-    let mut reread_at: Option<Instant> = None;
+    let mut reread_at = Deadline::NEVER;
     loop {
         let reread = tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
@@ -486,16 +431,16 @@ async fn watch_count(
                 Err(broadcast::error::RecvError::Lagged(_)) => true,
                 Err(broadcast::error::RecvError::Closed) => return,
             },
-            _ = sleep_until(reread_at) => true,
+            _ = reread_at.sleep() => true,
         };
         if !reread {
             continue;
         }
-        reread_at = None;
+        reread_at = Deadline::NEVER;
         match read_and_watch(&inner).await {
             Ok(w) => watch = Some(w),
-            Err(_) if inner.closed.load(Ordering::SeqCst) => return,
-            Err(_) => reread_at = Some(Instant::now() + REREAD_AFTER),
+            Err(_) if inner.life.phase() == Phase::Closed => return,
+            Err(_) => reread_at = Deadline::after(Some(REREAD_AFTER)),
         }
     }
 }
@@ -537,7 +482,6 @@ mod tests {
 
     fn at(version: i32) -> State {
         State {
-            phase: Phase::Started,
             current: VersionedValue { version, value: 1 },
             czxid: 7,
             initialized: true,

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::wake::{self, deadline_of, Wake};
 use crate::client::{OrNone, Parents};
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Result};
 
 /// Curator's `DistributedBarrier`: [`set_barrier`](Self::set_barrier) creates the node at
@@ -46,16 +46,16 @@ impl DistributedBarrier {
         let path = self.path.as_str();
         self.client
             .retry(|s| async move {
-                loop {
-                    match s.create(path, &[], CreateMode::Persistent).await {
-                        Ok(_) | Err(Error::NodeExists(_)) => return Ok(()),
-                        Err(Error::NoNode(_)) => {
-                            self.client
-                                .ensure_path(path::parent(path), Parents::Persistent)
-                                .await?
-                        }
-                        Err(e) => return Err(e),
-                    }
+                let created = s.create_with_parents(
+                    path,
+                    &[],
+                    CreateMode::Persistent,
+                    None,
+                    Parents::Persistent,
+                );
+                match created.await {
+                    Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
+                    Err(e) => Err(e),
                 }
             })
             .await
@@ -74,10 +74,10 @@ impl DistributedBarrier {
     /// Waits until the barrier is removed, at most `timeout` (`None`: no limit). `true` once a
     /// read shows the node gone, `false` when the timeout passed first.
     pub async fn wait_on_barrier(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let path = self.path.as_str();
         loop {
-            let mut states = wake::states(&self.client);
+            let mut states = wait::states(&self.client);
             let (stat, watch) = self
                 .client
                 .retry(|s| async move { s.exists_watch(path).await })
@@ -86,7 +86,7 @@ impl DistributedBarrier {
             if stat.is_none() {
                 return Ok(true);
             }
-            match wake::wait(&self.client, vec![watch], deadline, &mut states).await {
+            match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
                 Wake::Again => {}
                 Wake::Deadline => return Ok(false),
                 Wake::Closed => return Err(Error::closed()),

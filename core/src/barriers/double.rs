@@ -1,10 +1,10 @@
 //! [`DistributedDoubleBarrier`]: Curator's double barrier — members enter together once
 //! `member_qty` have arrived, and leave together.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::wake::{self, deadline_of, passed, Wake};
 use crate::client::{OrNone, Parents, Session};
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Result, Stat};
 
 const READY_NODE: &str = "ready";
@@ -73,7 +73,7 @@ impl DistributedDoubleBarrier {
     /// member's node deleted again. On an error the node is deleted too. Entering again is
     /// idempotent.
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let result = self.enter_until(deadline).await;
         // Not in: a node left behind would count as a member (CURATOR-80).
         match result {
@@ -84,10 +84,10 @@ impl DistributedDoubleBarrier {
         result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
     }
 
-    async fn enter_until(&self, deadline: Option<Instant>) -> Result<bool> {
+    async fn enter_until(&self, deadline: Deadline) -> Result<bool> {
         let mut our_czxid = self.make_our_node().await?;
         loop {
-            let mut states = wake::states(&self.client);
+            let mut states = wait::states(&self.client);
             let (ready_path, path) = (self.ready_path.as_str(), self.path.as_str());
             let (ready, ready_watch, children, children_watch) = self
                 .client
@@ -132,10 +132,10 @@ impl DistributedDoubleBarrier {
                     .await?;
                 continue; // answer only after reading it back
             }
-            if passed(deadline) {
+            if deadline.passed() {
                 return Ok(false);
             }
-            match wake::wait(
+            match wait::wait(
                 &self.client,
                 vec![ready_watch, children_watch],
                 deadline,
@@ -187,19 +187,19 @@ impl DistributedDoubleBarrier {
         let our = self.our_path.as_str();
         self.client
             .retry(|s: Session| async move {
-                let mut rounds = 0;
                 loop {
-                    match s.create(our, &[], CreateMode::Ephemeral).await {
+                    let created = s.create_with_parents(
+                        our,
+                        &[],
+                        CreateMode::Ephemeral,
+                        None,
+                        Parents::Containers,
+                    );
+                    match created.await {
                         Ok(c) => return Ok(c.stat.czxid),
-                        Err(Error::NoNode(_)) if rounds < 3 => {
-                            rounds += 1;
-                            self.client
-                                .ensure_path(&self.path, Parents::Containers)
-                                .await?;
-                        }
                         Err(Error::NodeExists(_)) => match s.exists(our).await? {
                             // Ours already (a retried create, or entering twice): CURATOR-330.
-                            Some(st) if st.ephemeral_owner == s.id() => return Ok(st.czxid),
+                            Some(st) if s.owns(&st) => return Ok(st.czxid),
                             // Left by an earlier session of ours: it goes with that session.
                             Some(st) => match s.delete(our, Some(st.version)).await {
                                 Ok(()) | Err(Error::NoNode(_)) => {}
@@ -218,17 +218,17 @@ impl DistributedDoubleBarrier {
     /// until every member has left. `true` once a read shows no member (and then the round's
     /// `ready` node is deleted); `false` on timeout (our node is gone either way).
     pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         self.leave_until(deadline)
             .await
             .map_err(|e| e.context(format!("leave double barrier {}", self.path)))
     }
 
-    async fn leave_until(&self, deadline: Option<Instant>) -> Result<bool> {
+    async fn leave_until(&self, deadline: Deadline) -> Result<bool> {
         let (path, our) = (self.path.as_str(), self.our_path.as_str());
         let mut ours_exists = true;
         loop {
-            let mut states = wake::states(&self.client);
+            let mut states = wait::states(&self.client);
             let children = self
                 .client
                 .retry(|s| async move { s.children(path).await.or_none() })
@@ -262,12 +262,12 @@ impl DistributedDoubleBarrier {
             if stat.is_none() || highest == our {
                 continue;
             }
-            match wake::wait(&self.client, vec![watch], deadline, &mut states).await {
+            match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
                 Wake::Again => {}
                 Wake::Deadline => return Ok(false),
                 Wake::Closed => return Err(Error::closed()),
             }
-            if passed(deadline) {
+            if deadline.passed() {
                 return Ok(false);
             }
         }

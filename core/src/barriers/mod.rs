@@ -27,7 +27,6 @@
 
 mod barrier;
 mod double;
-pub(crate) mod wake;
 
 pub use self::barrier::DistributedBarrier;
 pub use self::double::DistributedDoubleBarrier;

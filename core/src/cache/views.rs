@@ -9,8 +9,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::engine::{child_data, Cmd, Engine, Map, Shared};
 use super::{CacheEvent, CacheEventType, CacheOptions, ChildData, StartMode};
-use crate::client::{AddWatchMode, WatchLifecycle, WatchPhase as Phase};
+use crate::client::AddWatchMode;
 use crate::dispatch::ListenerId;
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::{path, runtime, Client, Error, Result};
 
 /// A cache of a subtree (Curator's `CuratorCache`; see [`crate::cache`] for what it does and
@@ -23,7 +24,7 @@ pub struct Cache {
     sh: Arc<Shared>,
     kind: &'static str,
     wait_on_start: bool,
-    life: WatchLifecycle,
+    life: Lifecycle,
     cmds: Mutex<Option<mpsc::UnboundedSender<Cmd>>>,
 }
 
@@ -64,7 +65,7 @@ impl Cache {
             sh: Arc::new(Shared::new(path, opts)),
             kind,
             wait_on_start,
-            life: WatchLifecycle::new(kind, path),
+            life: Lifecycle::new(kind, path),
             cmds: Mutex::new(None),
         })
     }
@@ -89,14 +90,14 @@ impl Cache {
         } else {
             AddWatchMode::PersistentRecursive
         };
-        self.life
-            .start(&self.client, mode, |watch| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
-                let engine = Engine::new(self.sh.clone(), self.client.downgrade());
-                runtime::spawn(engine.run(watch, rx));
-            })
-            .await?;
+        let starting = self.life.begin_start(&self.client)?;
+        let watch = self.client.add_watch(&self.sh.root, mode).await?;
+        starting.finish(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+            let engine = Engine::new(self.sh.clone(), self.client.downgrade());
+            runtime::spawn(engine.run(watch, rx));
+        })?;
         tracing::debug!(path = %self.sh.root, kind = self.kind, "cache started");
         if self.wait_on_start {
             self.await_initialized(None).await?;
@@ -112,7 +113,7 @@ impl Cache {
     /// Stops the cache: the engine ends, listeners hear nothing more (events already queued
     /// are still delivered), waiters return. The snapshot stays readable. Idempotent.
     pub fn close(&self) {
-        if self.life.close() {
+        if self.life.close() != Phase::Closed {
             self.cmds.lock().unwrap_or_else(|e| e.into_inner()).take();
             self.sh.dispatcher.clear();
             self.sh.progress.send_modify(|p| p.ended = true);
@@ -124,14 +125,7 @@ impl Cache {
     }
 
     fn started(&self, op: &str) -> Result<()> {
-        match self.life.phase() {
-            Phase::Started => Ok(()),
-            Phase::Closed => Err(self.closed_error(op)),
-            _ => Err(Error::invalid(format!(
-                "{op} on {} {}: call start() first",
-                self.kind, self.sh.root
-            ))),
-        }
+        self.life.check_started(op)
     }
 
     /// Whether the initial load is complete.
@@ -300,8 +294,9 @@ impl Cache {
         id
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.sh.dispatcher.remove(id)
     }
 
@@ -396,7 +391,7 @@ impl CacheEventStream {
 impl Drop for CacheEventStream {
     fn drop(&mut self) {
         if let Some(sh) = self.sh.upgrade() {
-            sh.dispatcher.remove(self.id);
+            let _ = sh.dispatcher.remove(self.id); // our own id
         }
     }
 }

@@ -41,7 +41,6 @@ use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
-pub(crate) use self::persistent::{Phase as WatchPhase, WatchLifecycle};
 pub use self::security::{AclProvider, Pem, SaslOptions, TlsOptions};
 pub(crate) use self::session::NodeRead;
 pub use self::session::Watch;
@@ -268,9 +267,16 @@ impl Client {
             .add(move |s: &ConnectionState| listener(*s))
     }
 
-    /// Removes a listener; returns whether it was there.
-    pub fn remove_state_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; returns whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out: listener ids are
+    /// unique in the process ([`crate::dispatch`]).
+    pub fn remove_state_listener(&self, id: ListenerId) -> Result<bool> {
         self.inner.dispatcher.remove(id)
+    }
+
+    /// `InvalidArgument` unless `id` is one of this client's state listener ids.
+    pub(crate) fn check_listener_id(&self, id: ListenerId) -> Result<()> {
+        self.inner.dispatcher.check_id(id)
     }
 
     /// A stream of the state changes from now on.

@@ -104,16 +104,8 @@ impl Client {
         }
         let mode = options.mode;
         self.retry(|s| async move {
-            let mut made_parents = false;
-            loop {
-                match s.create_with(path, data, mode, ttl, acl).await {
-                    Err(Error::NoNode(_)) if parents != Parents::None && !made_parents => {
-                        made_parents = true;
-                        self.ensure_path(path::parent(path), parents).await?;
-                    }
-                    other => return other,
-                }
-            }
+            s.create_with_parents_acl(path, data, mode, ttl, parents, acl)
+                .await
         })
         .await
     }

@@ -10,6 +10,7 @@ use zookeeper_client as zk;
 use super::types::{AddWatchMode, NodeEvent};
 use super::{wire, Client, WeakClient};
 use crate::dispatch::{Dispatcher, ListenerId};
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::{path, runtime, Error, Result};
 
 /// What a [`PersistentWatch`] hears.
@@ -251,93 +252,6 @@ impl WatchEvent {
     ];
 }
 
-/// Where a [`WatchLifecycle`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
-    Latent,
-    Starting,
-    Started,
-    Closed,
-}
-
-/// Start once, close once, around one persistent watch: what a cache and a
-/// [`PersistentWatcher`] share.
-#[derive(Debug)]
-pub(crate) struct WatchLifecycle {
-    phase: Mutex<Phase>,
-    kind: &'static str,
-    path: String,
-}
-
-impl WatchLifecycle {
-    pub(crate) fn new(kind: &'static str, path: &str) -> WatchLifecycle {
-        WatchLifecycle {
-            phase: Mutex::new(Phase::Latent),
-            kind,
-            path: path.to_string(),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Phase> {
-        self.phase.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn phase(&self) -> Phase {
-        *self.lock()
-    }
-
-    /// `Closed`, naming the operation, the kind and the path.
-    pub(crate) fn closed_error(&self, op: &str) -> Error {
-        Error::Closed(format!("{op} on {} {}: it is closed", self.kind, self.path).into())
-    }
-
-    /// Sets the watch (`InvalidArgument` if started before, `Closed` once closed), then runs
-    /// `started` with it, under the phase's lock unless closed meanwhile (`Closed` then).
-    pub(crate) async fn start<T>(
-        &self,
-        client: &Client,
-        mode: AddWatchMode,
-        started: impl FnOnce(PersistentWatch) -> T,
-    ) -> Result<T> {
-        {
-            let mut phase = self.lock();
-            match *phase {
-                Phase::Latent => *phase = Phase::Starting,
-                Phase::Closed => return Err(self.closed_error("start")),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "{} {} was already started",
-                        self.kind, self.path
-                    )))
-                }
-            }
-        }
-        let watch = match client.add_watch(&self.path, mode).await {
-            Ok(w) => w,
-            Err(e) => {
-                let mut phase = self.lock();
-                if *phase == Phase::Starting {
-                    *phase = Phase::Latent;
-                }
-                return Err(e);
-            }
-        };
-        let mut phase = self.lock();
-        if *phase != Phase::Starting {
-            return Err(self.closed_error("start"));
-        }
-        *phase = Phase::Started;
-        let out = started(watch);
-        tracing::debug!(path = %self.path, kind = self.kind, ?mode, "persistent watch started");
-        Ok(out)
-    }
-
-    /// Marks it closed; whether it was not closed before.
-    pub(crate) fn close(&self) -> bool {
-        std::mem::replace(&mut *self.lock(), Phase::Closed) != Phase::Closed
-    }
-}
-
 /// Curator's `PersistentWatcher`: a persistent (optionally recursive) watch with listeners,
 /// for the faces and for anyone who prefers callbacks to [`PersistentWatch::next`].
 ///
@@ -357,7 +271,7 @@ pub struct PersistentWatcher {
     path: String,
     mode: AddWatchMode,
     dispatcher: Arc<Dispatcher<WatchEvent>>,
-    life: WatchLifecycle,
+    life: Lifecycle,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     ended: Arc<tokio::sync::watch::Sender<bool>>,
 }
@@ -393,7 +307,7 @@ impl PersistentWatcher {
                 AddWatchMode::Persistent
             },
             dispatcher: Arc::new(Dispatcher::new()),
-            life: WatchLifecycle::new("PersistentWatcher", path),
+            life: Lifecycle::new("PersistentWatcher", path),
             stop: Mutex::new(None),
             ended: Arc::new(tokio::sync::watch::channel(false).0),
         })
@@ -412,29 +326,30 @@ impl PersistentWatcher {
     /// Sets the watch; returns once the server has it (events from then on reach the
     /// listeners). `InvalidArgument` if started before, `Closed` once closed.
     pub async fn start(&self) -> Result<()> {
+        let starting = self.life.begin_start(&self.client)?;
+        let mut watch = self.client.add_watch(&self.path, self.mode).await?;
         let dispatcher = Arc::downgrade(&self.dispatcher);
         let ended = self.ended.clone();
-        self.life
-            .start(&self.client, self.mode, |mut watch| {
-                let (stop_tx, mut stop_rx) = oneshot::channel();
-                *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop_tx);
-                runtime::spawn(async move {
-                    loop {
-                        let event = tokio::select! {
-                            e = watch.next() => e,
-                            _ = &mut stop_rx => None,
-                        };
-                        match (event, dispatcher.upgrade()) {
-                            (Some(e), Some(d)) => d.emit(e),
-                            _ => break,
-                        }
+        starting.finish(|| {
+            let (stop_tx, mut stop_rx) = oneshot::channel();
+            *self.stop.lock().unwrap_or_else(|e| e.into_inner()) = Some(stop_tx);
+            runtime::spawn(async move {
+                loop {
+                    let event = tokio::select! {
+                        e = watch.next() => e,
+                        _ = &mut stop_rx => None,
+                    };
+                    match (event, dispatcher.upgrade()) {
+                        (Some(e), Some(d)) => d.emit(e),
+                        _ => break,
                     }
-                    // Dropping `watch` asks the server to remove it.
-                    drop(watch);
-                    ended.send_replace(true);
-                });
-            })
-            .await
+                }
+                // Dropping `watch` asks the server to remove it.
+                drop(watch);
+                ended.send_replace(true);
+            });
+            tracing::debug!(path = %self.path, mode = ?self.mode, "persistent watcher started");
+        })
     }
 
     /// [`start`](Self::start), blocking.
@@ -444,13 +359,13 @@ impl PersistentWatcher {
 
     /// Whether it was started and is not closed.
     pub fn is_started(&self) -> bool {
-        self.life.phase() == Phase::Started
+        self.life.is_started()
     }
 
     /// Removes the watch: listeners hear nothing more (events already queued are still
     /// delivered), streams end. Idempotent.
     pub fn close(&self) {
-        if self.life.close() {
+        if self.life.close() != Phase::Closed {
             if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 let _ = stop.send(());
             } else {
@@ -465,8 +380,9 @@ impl PersistentWatcher {
         self.dispatcher.add(f)
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.dispatcher.remove(id)
     }
 
@@ -547,7 +463,7 @@ impl WatchEventStream {
 impl Drop for WatchEventStream {
     fn drop(&mut self) {
         if let Some(d) = self.dispatcher.upgrade() {
-            d.remove(self.id);
+            let _ = d.remove(self.id); // our own id
         }
     }
 }

@@ -5,10 +5,10 @@
 //! it instead of creating a second node. A caller that gives up while a create may have been
 //! applied hands the prefix to [`ProtectedId::cleanup`], which finds the node and deletes it in
 //! the background, so an abandoned attempt never leaves a node in a live session (Curator's
-//! `findAndDeleteProtectedNodeInBackground`).
+//! `findAndDeleteProtectedNodeInBackground`). A cleanup that cannot finish says so at WARN,
+//! naming what may be left.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::session::{OrNone, Session};
@@ -22,8 +22,12 @@ use crate::{path, runtime, Error, Result};
 #[derive(Clone, Debug)]
 pub(crate) struct ProtectedId {
     prefix: Arc<str>,
-    sent: Arc<AtomicBool>,
+    /// The mode of the first create sent with this prefix (none sent: empty).
+    sent: Arc<OnceLock<CreateMode>>,
 }
+
+/// How many rounds a cleanup makes before it gives up (a round: look, delete, 200 ms).
+const CLEANUP_ROUNDS: u32 = 30;
 
 impl ProtectedId {
     /// A fresh `_c_<uuid v4>-` prefix.
@@ -41,7 +45,11 @@ impl ProtectedId {
 
     /// Whether a create with this prefix may have reached the server.
     pub(crate) fn maybe_sent(&self) -> bool {
-        self.sent.load(Ordering::SeqCst)
+        self.sent.get().is_some()
+    }
+
+    fn mark_sent(&self, mode: CreateMode) {
+        let _ = self.sent.set(mode);
     }
 
     /// Finds the node this prefix may have created under `parent` and deletes it, in the
@@ -49,44 +57,65 @@ impl ProtectedId {
     /// `sync` each), because a request from a connection that just ended may still be on its
     /// way to the leader, where the session's move then refuses it.
     /// The handle resolves when the cleanup is over (for a caller that wants to wait for it).
+    ///
+    /// A cleanup that ends without deleting the node — [`CLEANUP_ROUNDS`] failed rounds, or the
+    /// client closed or dropped before a persistent node was found — logs a WARN naming the
+    /// node (`parent/_c_<uuid>-…`), its mode and the last error: an ephemeral one goes with the
+    /// session, a persistent one stays until someone deletes it.
     pub(crate) fn cleanup(
         &self,
         client: &Client,
         parent: &str,
     ) -> Option<tokio::task::JoinHandle<()>> {
-        if !self.maybe_sent() {
-            return None;
-        }
+        let mode = *self.sent.get()?;
         let weak = client.downgrade();
         let (parent, prefix) = (parent.to_string(), self.prefix.clone());
         Some(runtime::spawn(async move {
+            let node = format!("{}…", path::join(&parent, &prefix));
+            let left = if mode.is_ephemeral() {
+                "an ephemeral node goes with its session"
+            } else {
+                "a persistent node stays until someone deletes it"
+            };
             let mut misses = 0;
-            for _ in 0..30 {
-                let Some(client) = weak.upgrade() else { return };
-                if client.is_closed() {
-                    return; // the session's close removes an ephemeral anyway
-                }
-                if let Ok(s) = client.session().await {
-                    match find_protected(&s, &parent, &prefix, CreateMode::Persistent).await {
-                        Ok(None) => {
-                            misses += 1;
-                            if misses >= 3 {
-                                return;
-                            }
-                        }
-                        Ok(Some(found)) => match s.delete(&found.path, None).await {
-                            Ok(()) | Err(Error::NoNode(_)) => {
-                                tracing::info!(path = %found.path, "deleted the node of an abandoned protected create");
-                                return;
-                            }
-                            Err(_) => {}
-                        },
-                        Err(_) => {}
+            let mut last_error: Option<Error> = None;
+            for _ in 0..CLEANUP_ROUNDS {
+                let client = weak.upgrade().filter(|c| !c.is_closed());
+                let Some(client) = client else {
+                    // The session's close removes an ephemeral node; a persistent one stays.
+                    if !mode.is_ephemeral() {
+                        tracing::warn!(%node, mode = mode.name(), left, "protected create: the client closed before the node of an abandoned create was found; it may be left");
                     }
+                    return;
+                };
+                let round = async {
+                    let s = client.session().await?;
+                    let Some(found) =
+                        find_protected(&s, &parent, &prefix, CreateMode::Persistent).await?
+                    else {
+                        return Ok(None);
+                    };
+                    s.delete(&found.path, None).await.or_none()?;
+                    Ok(Some(found.path))
+                };
+                match round.await {
+                    Ok(Some(path)) => {
+                        tracing::info!(%path, "deleted the node of an abandoned protected create");
+                        return;
+                    }
+                    Ok(None) => {
+                        misses += 1;
+                        if misses >= 3 {
+                            return;
+                        }
+                    }
+                    Err(e) => last_error = Some(e),
                 }
                 drop(client);
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
+            let error = last_error.map(|e| e.to_string()).unwrap_or_default();
+            tracing::warn!(%node, mode = mode.name(), left, %error, rounds = CLEANUP_ROUNDS, "protected create: gave up deleting the node of an abandoned create; it may be left");
         }))
     }
 }
@@ -165,39 +194,30 @@ impl Client {
                         return Ok(found);
                     }
                 }
-                // Parents made as containers may be reaped again by the server between our
-                // making them and our create: allow a few rounds.
-                let mut parent_rounds = 0;
-                loop {
-                    id.sent.store(true, Ordering::SeqCst);
-                    let create = s.create_with(node_path, req.data, req.mode, ttl, acl);
-                    let listing = req.list_parent.then(|| s.children(req.parent));
-                    let (created, listed) = match listing {
-                        Some(l) => {
-                            let (c, l) = tokio::join!(create, l);
-                            (c, l.ok())
-                        }
-                        None => (create.await, None),
-                    };
-                    match created {
-                        Ok(c) => {
-                            return Ok(ProtectedNode {
-                                name: path::node_name(&c.path).to_string(),
-                                path: c.path,
-                                stat: c.stat,
-                                session: s.id(),
-                                listing: listed,
-                            })
-                        }
-                        Err(Error::NoNode(_))
-                            if req.parents != Parents::None && parent_rounds < 3 =>
-                        {
-                            parent_rounds += 1;
-                            self.ensure_path(req.parent, req.parents).await?;
-                        }
-                        Err(e) => return Err(e),
+                id.mark_sent(req.mode);
+                let create =
+                    s.create_with_parents_acl(node_path, req.data, req.mode, ttl, req.parents, acl);
+                // Sent right behind the first create: it lists the new node — unless that
+                // create found no parent (made now, and the node created again after it): then
+                // the listing, taken in between, may show other nodes but not ours, and the
+                // caller lists for itself.
+                let listing = req.list_parent.then(|| s.children(req.parent));
+                let (created, listed) = match listing {
+                    Some(l) => {
+                        let (c, l) = tokio::join!(create, l);
+                        (c, l.ok())
                     }
-                }
+                    None => (create.await, None),
+                };
+                let c = created?;
+                let name = path::node_name(&c.path).to_string();
+                Ok(ProtectedNode {
+                    listing: listed.filter(|l| l.contains(&name)),
+                    name,
+                    path: c.path,
+                    stat: c.stat,
+                    session: s.id(),
+                })
             }
         })
         .await
@@ -230,7 +250,7 @@ pub(crate) async fn find_protected(
     for child in children.into_iter().filter(|c| c.starts_with(prefix)) {
         let p = path::join(parent, &child);
         match s.exists(&p).await? {
-            Some(stat) if !mode.is_ephemeral() || stat.ephemeral_owner == s.id() => {
+            Some(stat) if !mode.is_ephemeral() || s.owns(&stat) => {
                 return Ok(Some(ProtectedNode {
                     path: p,
                     name: child,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use zookeeper_client as zk;
 
 use super::types::{
-    check_ttl, Acl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Stat,
+    check_ttl, Acl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Parents, Stat,
 };
 use super::{wire, Client};
 use crate::{Error, Result};
@@ -24,6 +24,10 @@ use crate::{Error, Result};
 /// The request header (xid, type) and a length prefix per variable field: what a request adds
 /// to its path and data on the wire, before the ACL.
 const HEADER: usize = 8;
+
+/// How many times a create makes its missing parents before it gives up with `NoNode`:
+/// container parents may be reaped by the server between our making them and our create.
+const PARENT_ROUNDS: u32 = 3;
 
 /// A connected session, for one try of an operation (see the module notes).
 #[derive(Clone)]
@@ -155,6 +159,57 @@ impl Session {
                 stat: wire::stat(stat),
             })
         }
+    }
+
+    /// [`create_ttl`](Self::create_ttl), making the missing parents as `parents` says when the
+    /// server finds none (Curator's `creatingParentsIfNeeded` /
+    /// `creatingParentContainersIfNeeded`), for a few rounds against reaped containers. The
+    /// first create is sent at the call, like every request of a session.
+    pub(crate) fn create_with_parents<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        parents: Parents,
+    ) -> impl Future<Output = Result<Created>> + Send + 'a {
+        self.create_with_parents_acl(path, data, mode, ttl, parents, None)
+    }
+
+    /// [`create_with_parents`](Self::create_with_parents) with the node's own ACL (`None`: the
+    /// provider's; parents always get the provider's).
+    pub(crate) fn create_with_parents_acl<'a>(
+        &'a self,
+        path: &'a str,
+        data: &'a [u8],
+        mode: CreateMode,
+        ttl: Option<Duration>,
+        parents: Parents,
+        acl: Option<&'a [Acl]>,
+    ) -> impl Future<Output = Result<Created>> + Send + 'a {
+        let first = self.create_with(path, data, mode, ttl, acl);
+        async move {
+            let mut created = first.await;
+            let mut rounds = 0;
+            loop {
+                match created {
+                    Err(Error::NoNode(_)) if parents != Parents::None && rounds < PARENT_ROUNDS => {
+                        rounds += 1;
+                        self.client
+                            .ensure_path(crate::path::parent(path), parents)
+                            .await?;
+                        created = self.create_with(path, data, mode, ttl, acl).await;
+                    }
+                    other => return other,
+                }
+            }
+        }
+    }
+
+    /// Whether the node with `stat` is an ephemeral node of this session: ours, whatever reply
+    /// we lost on the way (a retried create that finds its own node, CURATOR-330).
+    pub(crate) fn owns(&self, stat: &Stat) -> bool {
+        stat.ephemeral_owner == self.id()
     }
 
     /// Makes the namespace's own nodes (`/app`, or `/a` then `/a/b`) with `mode`, top down;

@@ -197,7 +197,7 @@ impl ServiceCache {
     }
 
     /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.cache.remove_listener(id)
     }
 

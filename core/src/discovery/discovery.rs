@@ -406,7 +406,7 @@ impl Registration {
     }
 
     /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.inner.node.remove_listener(id)
     }
 

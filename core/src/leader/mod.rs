@@ -19,7 +19,7 @@
 //! the current session; and the leader gets a *leadership epoch* (its node's czxid) to fence
 //! its writes with.
 
-mod common;
+pub(crate) mod common;
 mod latch;
 mod observer;
 mod selector;

@@ -15,6 +15,7 @@ use super::common::{
 };
 use crate::client::sequence;
 use crate::dispatch::Dispatcher;
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::lock::InterProcessMutex;
 use crate::{runtime, Client, ConnectionState, Error, Owner, Result};
 
@@ -272,7 +273,6 @@ enum TakeLeadership {
 }
 
 struct Control {
-    state: SelectorState,
     queued: bool,
     auto_requeue: bool,
     policy: LostPolicy,
@@ -292,6 +292,8 @@ struct Shared {
     owner: Owner,
     take: TakeLeadership,
     callbacks: Arc<Dispatcher<()>>,
+    /// Changed only under the control lock, so that a term and a close see each other.
+    life: Lifecycle,
     control: Mutex<Control>,
     leading: AtomicBool,
     terms: AtomicU64,
@@ -405,8 +407,8 @@ impl LeaderSelector {
                 owner: Owner::new(),
                 take,
                 callbacks: Arc::new(Dispatcher::new()),
+                life: Lifecycle::new("LeaderSelector", path),
                 control: Mutex::new(Control {
-                    state: SelectorState::Latent,
                     queued: false,
                     auto_requeue: false,
                     policy: LostPolicy::Standard,
@@ -444,7 +446,7 @@ impl LeaderSelector {
     /// Which connection states cancel leadership; only before [`start`](Self::start).
     pub fn set_lost_policy(&self, policy: LostPolicy) -> Result<()> {
         let mut c = self.shared.control();
-        if c.state != SelectorState::Latent {
+        if self.shared.life.phase() != Phase::Latent {
             return Err(Error::invalid(format!(
                 "leader selector {}: the lost policy can only be set before start()",
                 self.shared.path
@@ -473,7 +475,11 @@ impl LeaderSelector {
 
     /// The life-cycle state.
     pub fn state(&self) -> SelectorState {
-        self.shared.control().state
+        match self.shared.life.phase() {
+            Phase::Latent | Phase::Starting => SelectorState::Latent,
+            Phase::Started => SelectorState::Started,
+            Phase::Closed => SelectorState::Closed,
+        }
     }
 
     /// Joins the queue for leadership (in the background; returns at once).
@@ -481,25 +487,8 @@ impl LeaderSelector {
     /// Errors: `InvalidArgument` when started twice, `Closed` after close or on a closed client.
     pub fn start(&self) -> Result<()> {
         let s = &self.shared;
-        if s.client.is_closed() {
-            return Err(Error::closed());
-        }
         let mut c = s.control();
-        match c.state {
-            SelectorState::Latent => {}
-            SelectorState::Started => {
-                return Err(Error::invalid(format!(
-                    "leader selector {}: cannot be started more than once",
-                    s.path
-                )))
-            }
-            SelectorState::Closed => {
-                return Err(Error::Closed(
-                    format!("leader selector {} is closed", s.path).into(),
-                ))
-            }
-        }
-        c.state = SelectorState::Started;
+        s.life.start(&s.client)?;
         c.queued = true;
         c.worker = Some(runtime::spawn(work(s.clone())));
         Ok(())
@@ -516,20 +505,7 @@ impl LeaderSelector {
     pub fn requeue(&self) -> Result<bool> {
         let s = &self.shared;
         let mut c = s.control();
-        match c.state {
-            SelectorState::Started => {}
-            SelectorState::Latent => {
-                return Err(Error::invalid(format!(
-                    "leader selector {}: requeue() before start()",
-                    s.path
-                )))
-            }
-            SelectorState::Closed => {
-                return Err(Error::Closed(
-                    format!("leader selector {} is closed", s.path).into(),
-                ))
-            }
-        }
+        s.life.check_started("requeue")?;
         if c.queued {
             return Ok(false);
         }
@@ -544,7 +520,7 @@ impl LeaderSelector {
     /// [`last_error`](Self::last_error)).
     pub fn is_queued(&self) -> bool {
         let c = self.shared.control();
-        c.state == SelectorState::Started && c.queued
+        self.shared.life.is_started() && c.queued
     }
 
     /// Cancels the current leadership, if any (its context reports
@@ -642,10 +618,9 @@ impl LeaderSelector {
     fn begin_close(&self) -> Option<(Option<tokio::task::JoinHandle<()>>, bool)> {
         let s = &self.shared;
         let mut c = s.control();
-        if c.state == SelectorState::Closed {
+        if s.life.close() == Phase::Closed {
             return None;
         }
-        c.state = SelectorState::Closed;
         c.queued = false;
         let from_inside = c.callback_thread == Some(std::thread::current().id())
             || (c.callback_task.is_some() && tokio::task::try_id() == c.callback_task);
@@ -682,7 +657,7 @@ async fn work(s: Arc<Shared>) {
             let notified = s.wake.notified();
             {
                 let c = s.control();
-                if c.state == SelectorState::Closed {
+                if s.life.phase() == Phase::Closed {
                     return;
                 }
                 if c.queued {
@@ -730,7 +705,7 @@ async fn work(s: Arc<Shared>) {
         // queued", and the selector stayed out).
         {
             let mut c = s.control();
-            c.queued = c.auto_requeue && c.state == SelectorState::Started;
+            c.queued = c.auto_requeue && s.life.is_started();
         }
         let _ = s.mutex.release(s.owner).await;
     }
@@ -754,7 +729,7 @@ async fn lead(s: &Arc<Shared>, closed: &mut watch::Receiver<bool>) {
         // Under the control lock, as close() marks the state: either it sees this term and
         // cancels it, or this term sees the close.
         let mut c = s.control();
-        if c.state == SelectorState::Closed {
+        if s.life.phase() == Phase::Closed {
             ctx.cancel(CancelReason::Closed);
         } else if !valid {
             // Already doubtful (a SUSPENDED between the acquire and now): starts cancelled.

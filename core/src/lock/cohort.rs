@@ -1,4 +1,4 @@
-//! Cohort handoffs (opt-in, [`InterProcessMutex::with_cohort`]): the owners of one mutex
+//! Cohort handoffs (opt-in, [`InterProcessMutex::with_cohort`](crate::lock::InterProcessMutex::with_cohort)): the owners of one mutex
 //! object queue in memory behind the object's one lock node, and a release hands the hold to
 //! the next local owner without a round trip, up to a fairness bound; then the node goes and
 //! the local owners queue again behind whoever waits elsewhere.
@@ -18,11 +18,14 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch, Notify};
 
-use super::internals::{deadline_of, sleep_until};
-use super::mutex::{InterProcessMutex, ReleaseStatus};
+use super::mode::{FencingToken, LostListener, Mode, ReleaseStatus};
+use super::plain::Plain;
+use super::BoxFuture;
+use crate::dispatch::ListenerId;
+use crate::wait::Deadline;
 use crate::{runtime, Error, Owner, Result};
 
-/// The fairness bound of [cohort handoffs](InterProcessMutex::with_cohort).
+/// The fairness bound of [cohort handoffs](crate::lock::InterProcessMutex::with_cohort).
 ///
 /// A node is handed from one local owner to the next at most `max_handoffs` times, and for at
 /// most `max_hold` after it was granted; then, if another contender has a node on the lock
@@ -42,26 +45,6 @@ impl Default for CohortOptions {
             max_handoffs: 64,
             max_hold: Duration::from_millis(20),
         }
-    }
-}
-
-/// A fencing token that also orders holds handed over inside one process: the lock node's
-/// czxid, then the number of local handoffs on that node before this hold (0 for the first
-/// holder of a node, and always 0 without cohort handoffs). Compare tokens as pairs (the
-/// derived order) or as [`wide`](Self::wide) integers; a guarded resource that keeps the
-/// largest token it has seen rejects every stale holder.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct FencingToken {
-    /// The lock node's czxid (the plain [`fencing_token`](InterProcessMutex::fencing_token)).
-    pub zxid: i64,
-    /// Local handoffs on that node before this hold.
-    pub handoff: u32,
-}
-
-impl FencingToken {
-    /// `zxid << 32 | handoff`: one integer with the same order (Python's int, Node's bigint).
-    pub fn wide(self) -> u128 {
-        ((self.zxid as u64 as u128) << 32) | u128::from(self.handoff)
     }
 }
 
@@ -104,15 +87,17 @@ struct State {
     next_id: u64,
 }
 
+/// Cohort handoffs over one plain mutex: the object's node is the plain mutex's hold of
+/// `proc_owner`, acquired by a driver task for the local queue.
 pub(crate) struct Cohort {
-    inner: InterProcessMutex,
+    inner: Plain,
     proc_owner: Owner,
     opts: CohortOptions,
     state: Mutex<State>,
 }
 
 impl Cohort {
-    pub(crate) fn new(inner: InterProcessMutex, opts: CohortOptions) -> Result<Arc<Cohort>> {
+    pub(crate) fn new(inner: Plain, opts: CohortOptions) -> Result<Arc<Cohort>> {
         if opts.max_handoffs == 0 {
             return Err(Error::invalid(
                 "cohort max_handoffs must be at least 1 (use a plain mutex for none)",
@@ -135,22 +120,12 @@ impl Cohort {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn options(&self) -> CohortOptions {
-        self.opts
-    }
-
     pub(crate) async fn acquire(
         self: &Arc<Self>,
         owner: Owner,
-        timeout: Option<Duration>,
+        deadline: Deadline,
     ) -> Result<bool> {
         let client = self.inner.client().clone();
-        if client.is_closed() {
-            return Err(Error::Closed(
-                format!("acquire lock {}: the client is closed", self.inner.path()).into(),
-            ));
-        }
-        let deadline = deadline_of(timeout);
         let (id, rx) = {
             let mut st = self.lock();
             if let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) {
@@ -194,7 +169,7 @@ impl Cohort {
         };
         let got = tokio::select! {
             r = &mut guard.rx => Some(r),
-            _ = sleep_until(deadline) => None,
+            _ = deadline.sleep() => None,
             _ = client.closed() => return Err(Error::closed()),
         };
         match got {
@@ -279,7 +254,7 @@ impl Cohort {
         let me = self.clone();
         runtime::spawn(async move {
             let got = tokio::select! {
-                r = me.inner.plain_acquire(me.proc_owner, None) => Some(r),
+                r = me.inner.acquire(me.proc_owner, Deadline::NEVER) => Some(r),
                 _ = cancel.notified() => None,
             };
             me.on_driver_done(id, got).await;
@@ -315,7 +290,7 @@ impl Cohort {
             }
         };
         if release {
-            let _ = self.inner.plain_release(self.proc_owner).await;
+            let _ = self.inner.release(self.proc_owner).await;
         }
         self.settle();
     }
@@ -333,7 +308,7 @@ impl Cohort {
         st.node = NodeState::Busy;
         let me = self.clone();
         runtime::spawn(async move {
-            let _ = me.inner.plain_release(me.proc_owner).await;
+            let _ = me.inner.release(me.proc_owner).await;
             me.settle();
         });
     }
@@ -414,32 +389,20 @@ impl Cohort {
             }
             st.node = NodeState::Busy;
         }
-        let r = self.inner.plain_release(self.proc_owner).await;
+        let r = self.inner.release(self.proc_owner).await;
         self.settle();
         r
     }
 
-    pub(crate) fn waiting(&self) -> usize {
-        self.lock().waiters.len()
-    }
-
-    pub(crate) fn holder(&self) -> Option<Owner> {
+    fn holder(&self) -> Option<Owner> {
         self.lock().holder.as_ref().map(|h| h.owner)
     }
 
-    pub(crate) fn holds(&self, owner: Owner) -> bool {
+    fn holds(&self, owner: Owner) -> bool {
         self.holder() == Some(owner)
     }
 
-    pub(crate) fn proc_owner(&self) -> Owner {
-        self.proc_owner
-    }
-
-    pub(crate) fn inner(&self) -> &InterProcessMutex {
-        &self.inner
-    }
-
-    pub(crate) fn token(&self, owner: Owner) -> Option<FencingToken> {
+    fn token(&self, owner: Owner) -> Option<FencingToken> {
         let handoff = {
             let st = self.lock();
             st.holder
@@ -447,11 +410,11 @@ impl Cohort {
                 .filter(|h| h.owner == owner)
                 .map(|h| h.handoff)?
         };
-        let zxid = self.inner.fencing_token(self.proc_owner)?;
+        let zxid = self.inner.czxid(self.proc_owner)?;
         Some(FencingToken { zxid, handoff })
     }
 
-    pub(crate) fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
+    fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
         let ended = {
             let st = self.lock();
             st.holder
@@ -461,7 +424,7 @@ impl Cohort {
         };
         let inner = ended
             .as_ref()
-            .map(|_| self.inner.plain_lost_signal(self.proc_owner));
+            .map(|_| self.inner.lost_signal(self.proc_owner));
         async move {
             let (Some(mut ended), Some(inner)) = (ended, inner) else {
                 return false;
@@ -474,12 +437,75 @@ impl Cohort {
         }
     }
 
-    /// Maps the node's owner in a lost or revoke callback to the local holder.
-    pub(crate) fn map_owner(weak: &Weak<Cohort>, o: Owner) -> Option<Owner> {
+    /// Maps the node's owner in a lost callback to the local holder.
+    fn map_owner(weak: &Weak<Cohort>, o: Owner) -> Option<Owner> {
         match weak.upgrade() {
             Some(c) if o == c.proc_owner => c.holder(),
             _ => Some(o),
         }
+    }
+}
+
+impl Mode for Arc<Cohort> {
+    fn acquire(&self, owner: Owner, deadline: Deadline) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(Cohort::acquire(self, owner, deadline))
+    }
+
+    fn release(&self, owner: Owner) -> BoxFuture<'_, Result<ReleaseStatus>> {
+        Box::pin(Cohort::release(self, owner))
+    }
+
+    fn is_owned_by(&self, owner: Owner) -> bool {
+        self.holds(owner)
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        self.holder().is_some()
+    }
+
+    fn fencing_token(&self, owner: Owner) -> Option<FencingToken> {
+        self.token(owner)
+    }
+
+    fn lock_node(&self, owner: Owner) -> Option<String> {
+        if self.holds(owner) {
+            self.inner.lock_node(self.proc_owner)
+        } else {
+            None
+        }
+    }
+
+    fn is_held_valid(&self, owner: Owner) -> bool {
+        self.holds(owner) && self.inner.is_held_valid(self.proc_owner)
+    }
+
+    fn lost_signal(&self, owner: Owner) -> BoxFuture<'static, bool> {
+        Box::pin(Cohort::lost_signal(self, owner))
+    }
+
+    fn on_lost(&self, listener: LostListener) -> ListenerId {
+        let weak = Arc::downgrade(self);
+        self.inner.on_lost(Arc::new(move |o| {
+            if let Some(o) = Cohort::map_owner(&weak, o) {
+                listener(o)
+            }
+        }))
+    }
+
+    fn make_revocable(&self, _listener: LostListener) -> Result<()> {
+        Err(Error::invalid(format!(
+            "make_revocable on lock {}: a mutex with cohort handoffs is not revocable (its one \
+             node serves every local owner); use a plain mutex",
+            self.inner.path()
+        )))
+    }
+
+    fn local_waiters(&self) -> usize {
+        self.lock().waiters.len()
+    }
+
+    fn cohort_options(&self) -> Option<CohortOptions> {
+        Some(self.opts)
     }
 }
 

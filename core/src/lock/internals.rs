@@ -6,12 +6,13 @@
 //! one node it waits for with getData and re-checks when that node changes or vanishes.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::client::protected::{ProtectedCreate, ProtectedGuard, ProtectedId};
 use crate::client::{sequence, NodeEventKind, OrNone, Parents, Watch};
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Owner, Result};
 
 /// What a holder's node receives to be asked to release (Curator's `LockInternals.REVOKE_MESSAGE`).
@@ -154,6 +155,11 @@ pub(crate) type RevokeListener = Arc<dyn Fn(Owner) + Send + Sync>;
 /// is found at most this much later than with an immediate watch.
 pub(crate) const OWN_NODE_WATCH_DELAY: Duration = Duration::from_millis(100);
 
+/// How long the watcher of a held node waits before reading it again after a read failed on a
+/// connection loss (the retry policy gave up): a hold may outlive the disconnection (the
+/// session lost policy), and the watch on its node must too.
+const OWN_NODE_REWATCH_AFTER: Duration = Duration::from_millis(500);
+
 /// Who to tell when a node we hold is deleted by someone else (its path). Called on an async
 /// worker: it must only mark the hold lost and queue the listeners.
 pub(crate) type DeletedListener = Arc<dyn Fn(&str) + Send + Sync>;
@@ -162,7 +168,7 @@ pub(crate) type DeletedListener = Arc<dyn Fn(&str) + Send + Sync>;
 pub(crate) struct AttemptOptions<'a> {
     pub(crate) owner: Owner,
     pub(crate) data: &'a [u8],
-    pub(crate) deadline: Option<Instant>,
+    pub(crate) deadline: Deadline,
     /// Create a plain EPHEMERAL node with this sequence text instead of a sequential one
     /// (the read lock taken by the write lock's holder, Curator 5.5+'s downgrade).
     pub(crate) sequence: Option<String>,
@@ -228,23 +234,6 @@ impl Drop for NodeGuard {
     }
 }
 
-/// Sleeps until `deadline` (forever when `None`).
-pub(crate) async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// `now + timeout`, or `None` (wait forever) when there is no timeout or it does not fit.
-pub(crate) fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
-    timeout.and_then(|t| Instant::now().checked_add(t))
-}
-
-pub(crate) fn passed(deadline: Option<Instant>) -> bool {
-    deadline.is_some_and(|d| Instant::now() >= d)
-}
-
 /// Creates a protected node of ours under `parent` (parents as containers), optionally with
 /// `parent`'s children listed in the same round trip. If this future is dropped, or gives up,
 /// while a create's outcome is unknown, the node is found and deleted in the background.
@@ -282,7 +271,7 @@ impl Internals {
     /// Curator's attemptLock: create our node and run the lock loop; when our node vanishes
     /// (session expiry), try again under the client's retry policy. `Ok(None)` = timed out.
     pub(crate) async fn attempt(&self, opts: &AttemptOptions<'_>) -> Result<Option<Acquired>> {
-        let start = Instant::now();
+        let start = std::time::Instant::now();
         let mut retries = 0u32;
         loop {
             if self.client.is_closed() {
@@ -306,16 +295,8 @@ impl Internals {
                 {
                     Some(sleep) => {
                         retries += 1;
-                        let wake = deadline_of(Some(sleep));
-                        let wake = match (wake, opts.deadline) {
-                            (Some(w), Some(d)) => Some(w.min(d)),
-                            (w, d) => w.or(d),
-                        };
-                        tokio::select! {
-                            _ = sleep_until(wake) => {},
-                            _ = self.client.closed() => return Err(Error::closed()),
-                        }
-                        if passed(opts.deadline) {
+                        wait::pause(&self.client, sleep, opts.deadline).await?;
+                        if opts.deadline.passed() {
                             return Ok(None);
                         }
                     }
@@ -389,7 +370,7 @@ impl Internals {
                 }
                 Predicate::Watch(name) => name,
             };
-            if passed(opts.deadline) {
+            if opts.deadline.passed() {
                 let _ = guard.delete_now().await;
                 return Ok(Outcome::TimedOut);
             }
@@ -405,16 +386,14 @@ impl Internals {
                         node.session, node.path
                     )))
                 }
-                Ok((w, _)) => {
-                    tokio::select! {
-                        _ = w.changed() => {},
-                        _ = sleep_until(opts.deadline) => {
-                            let _ = guard.delete_now().await;
-                            return Ok(Outcome::TimedOut);
-                        },
-                        _ = self.client.closed() => return Err(Error::closed()),
+                Ok((w, _)) => match wait::watch(&self.client, w, opts.deadline).await {
+                    Wake::Again => {}
+                    Wake::Deadline => {
+                        let _ = guard.delete_now().await;
+                        return Ok(Outcome::TimedOut);
                     }
-                }
+                    Wake::Closed => return Err(Error::closed()),
+                },
             }
         }
     }
@@ -479,6 +458,12 @@ impl Internals {
     /// acquire + release stays at Curator's three requests), and a deletion in its first
     /// `delay` is found when the watch is set (its getData sees no node). On release the
     /// node's own deletion ends the watch, so no removal request is sent.
+    ///
+    /// The watch lasts as long as the node can: a read that fails on a connection loss is tried
+    /// again (the hold may be kept through the disconnection), and a watch event that is not
+    /// the node's deletion is followed by a new read. It ends only when the node is gone
+    /// (reported), the session ended or the client was closed (the node went with the session;
+    /// the lock's monitor reports the hold lost), or the hold ends.
     fn watch_own_node(
         &self,
         node: &str,
@@ -504,24 +489,33 @@ impl Internals {
             }
             loop {
                 let Some(client) = weak.upgrade() else { return };
-                let (data, _, w) = tokio::select! {
-                    r = client.get_data_watch(&node) => match r {
-                        Ok(x) => x,
-                        Err(Error::NoNode(_)) => return gone(&node),
-                        Err(_) => return,
-                    },
+                let read = tokio::select! {
+                    r = client.get_data_watch(&node) => r,
                     _ = stop_rx.changed() => return,
                 };
                 drop(client);
+                let (data, w) = match read {
+                    Ok((data, _, w)) => (data, w),
+                    Err(Error::NoNode(_)) => return gone(&node),
+                    Err(Error::Closed(_) | Error::SessionExpired(_)) => return,
+                    Err(e) => {
+                        tracing::debug!(%node, error = %e, "could not watch our held lock node; trying again");
+                        tokio::select! {
+                            _ = tokio::time::sleep(OWN_NODE_REWATCH_AFTER) => continue,
+                            _ = stop_rx.changed() => return,
+                        }
+                    }
+                };
                 if let (Some(listener), true) = (&revoke, data == REVOKE_MESSAGE) {
                     // Queues the user's listener on the lock's dispatcher.
                     listener(owner);
                 }
                 tokio::select! {
                     e = w.changed() => match e.kind {
-                        NodeEventKind::DataChanged => continue,
                         NodeEventKind::Deleted => return gone(&node),
-                        _ => return,
+                        NodeEventKind::SessionEnded => return,
+                        // Changed data (a revocation request, say): read and watch again.
+                        _ => continue,
                     },
                     _ = stop_rx.changed() => return,
                 }

@@ -9,18 +9,21 @@
 
 mod cohort;
 pub(crate) mod internals;
+mod mode;
 mod multi;
 mod mutex;
+mod plain;
 mod rwlock;
-mod semaphore;
+pub(crate) mod semaphore;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-pub use self::cohort::{CohortOptions, FencingToken};
+pub use self::cohort::CohortOptions;
+pub use self::mode::{FencingToken, ReleaseStatus};
 pub use self::multi::InterProcessMultiLock;
-pub use self::mutex::{InterProcessMutex, LockLostPolicy, ReleaseStatus};
+pub use self::mutex::{InterProcessMutex, LockLostPolicy};
 pub use self::rwlock::InterProcessReadWriteLock;
 pub use self::semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
 use crate::{path, runtime, Client, Error, Owner, Result};

@@ -1,10 +1,10 @@
 //! InterProcessMultiLock: several locks taken as one, all or nothing.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::internals::deadline_of;
 use super::{BoxFuture, InterProcessLock, InterProcessMutex};
+use crate::wait::Deadline;
 use crate::{runtime, Client, Error, Owner, Result};
 
 /// Curator's InterProcessMultiLock: acquires every lock in order, all or nothing (a timeout or
@@ -56,14 +56,13 @@ impl InterProcessMultiLock {
     /// were acquired. On `false` or an error none is held. Cancelling (dropping the future)
     /// releases those already taken.
     pub async fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let mut taken = Taken {
             locks: Vec::new(),
             owner,
         };
         for lock in &self.locks {
-            let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            match lock.acquire(owner, remaining).await {
+            match lock.acquire(owner, deadline.remaining()).await {
                 Ok(true) => taken.locks.push(lock.clone()),
                 Ok(false) => {
                     taken.release_all().await;

@@ -1,7 +1,8 @@
 //! InterProcessReadWriteLock: Curator's reentrant read/write lock across processes.
 
 use super::internals::{Driver, Internals, Sorter, READ_LOCK_NAME, WRITE_LOCK_NAME};
-use super::mutex::{InterProcessMutex, Kind};
+use super::mutex::InterProcessMutex;
+use super::plain::Kind;
 use crate::{Client, Result};
 
 /// Curator's InterProcessReadWriteLock: a pair of [`InterProcessMutex`]es on one path. Readers

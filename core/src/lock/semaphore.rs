@@ -4,13 +4,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::internals::{create_lock_node, deadline_of, passed, sleep_until, NodeGuard};
+use super::internals::{create_lock_node, NodeGuard};
 use super::mutex::InterProcessMutex;
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, DeleteOptions, Error, Owner, Result};
 
-const LOCK_PARENT: &str = "locks";
-const LEASE_PARENT: &str = "leases";
-const LEASE_BASE_NAME: &str = "lease-";
+pub(crate) const LOCK_PARENT: &str = "locks";
+pub(crate) const LEASE_PARENT: &str = "leases";
+pub(crate) const LEASE_BASE_NAME: &str = "lease-";
 
 /// One lease of an [`InterProcessSemaphoreV2`]: the node `leases/_c_<uuid>-lease-<seq>`.
 /// Return it with [`release`](Lease::release); dropping it returns it too (in the background).
@@ -179,7 +180,7 @@ impl InterProcessSemaphoreV2 {
                 format!("acquire from semaphore {}: the client is closed", s.path).into(),
             ));
         }
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let mut leases = Vec::with_capacity(qty);
         for _ in 0..qty {
             let start = Instant::now();
@@ -201,10 +202,7 @@ impl InterProcessSemaphoreV2 {
                             // Our lease node vanished (session loss): try again, as Curator does.
                             Some(sleep) => {
                                 retries += 1;
-                                tokio::select! {
-                                    _ = tokio::time::sleep(sleep) => {},
-                                    _ = s.client.closed() => return Err(Error::closed()),
-                                }
+                                wait::pause(&s.client, sleep, Deadline::NEVER).await?;
                             }
                             None => {
                                 return_all(leases).await;
@@ -225,9 +223,9 @@ impl InterProcessSemaphoreV2 {
         Ok(Some(leases))
     }
 
-    async fn acquire_one(&self, deadline: Option<Instant>) -> Result<One> {
+    async fn acquire_one(&self, deadline: Deadline) -> Result<One> {
         let s = &self.shared;
-        let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        let remaining = deadline.remaining();
         // A fresh owner per take: tasks of one thread must not re-enter each other's hold.
         let owner = Owner::new();
         if !s.lock.acquire(owner, remaining).await? {
@@ -244,7 +242,7 @@ impl InterProcessSemaphoreV2 {
         result
     }
 
-    async fn create_and_wait(&self, deadline: Option<Instant>) -> Result<One> {
+    async fn create_and_wait(&self, deadline: Deadline) -> Result<One> {
         let s = &self.shared;
         // A cancelled acquire never leaves a lease node behind.
         let (created, _) = create_lock_node(
@@ -279,17 +277,17 @@ impl InterProcessSemaphoreV2 {
                     returned: false,
                 }));
             }
-            if passed(deadline) {
+            if deadline.passed() {
                 let _ = guard.delete_now().await;
                 return Ok(One::TimedOut);
             }
-            tokio::select! {
-                _ = watch.changed() => {},
-                _ = sleep_until(deadline) => {
+            match wait::watch(&s.client, watch, deadline).await {
+                Wake::Again => {}
+                Wake::Deadline => {
                     let _ = guard.delete_now().await;
                     return Ok(One::TimedOut);
-                },
-                _ = s.client.closed() => return Err(Error::closed()),
+                }
+                Wake::Closed => return Err(Error::closed()),
             }
         }
     }

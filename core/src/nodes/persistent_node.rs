@@ -12,6 +12,7 @@ use crate::client::{
     ConnectionState, CreateMode, CreateOptions, NodeEventKind, Parents, Session, Watch,
 };
 use crate::dispatch::{Dispatcher, ListenerId};
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::{path, runtime, Client, Error, Result};
 
 /// What a [`PersistentNode`] tells its listeners.
@@ -56,13 +57,6 @@ pub struct PersistentNodeEvent {
     pub path: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Phase {
-    Latent,
-    Started,
-    Closed,
-}
-
 #[derive(Clone, Debug)]
 enum Initial {
     Pending,
@@ -72,7 +66,6 @@ enum Initial {
 
 #[derive(Clone, Debug)]
 struct Status {
-    phase: Phase,
     initial: Initial,
     registered: bool,
     actual_path: Option<String>,
@@ -81,6 +74,7 @@ struct Status {
 /// What the handle and the keeper task share.
 struct Shared {
     path: String,
+    life: Lifecycle,
     /// The data we want on the node, and its generation (bumped by each `set_data`).
     data: Mutex<(Vec<u8>, u64)>,
     poke: Notify,
@@ -229,10 +223,10 @@ impl PersistentNode {
             delete_on_close: true,
             shared: Arc::new(Shared {
                 path: path.to_string(),
+                life: Lifecycle::new("PersistentNode", path),
                 data: Mutex::new((data.to_vec(), 0)),
                 poke: Notify::new(),
                 status: watch::channel(Status {
-                    phase: Phase::Latent,
                     initial: Initial::Pending,
                     registered: false,
                     actual_path: None,
@@ -268,33 +262,7 @@ impl PersistentNode {
     ///
     /// Errors: `InvalidArgument` when started twice; `Closed` after close or on a closed client.
     pub fn start(&self) -> Result<()> {
-        if self.client.is_closed() {
-            return Err(Error::closed());
-        }
-        let mut previous = Phase::Latent;
-        self.shared.status.send_if_modified(|s| {
-            previous = s.phase.clone();
-            if s.phase == Phase::Latent {
-                s.phase = Phase::Started;
-                true
-            } else {
-                false
-            }
-        });
-        match previous {
-            Phase::Latent => {}
-            Phase::Started => {
-                return Err(Error::invalid(format!(
-                    "persistent node {}: cannot be started more than once",
-                    self.path()
-                )))
-            }
-            Phase::Closed => {
-                return Err(Error::Closed(
-                    format!("persistent node {} is closed", self.path()).into(),
-                ))
-            }
-        }
+        self.shared.life.start(&self.client)?;
         let keeper = Keeper {
             client: self.client.clone(),
             mode: self.mode,
@@ -319,30 +287,22 @@ impl PersistentNode {
     /// another error the first create met that retrying will not cure (`NoAuth`, say; the
     /// node keeps trying); `InvalidArgument` before start; `Closed` once closed.
     pub async fn wait_for_initial_create(&self, timeout: Option<Duration>) -> Result<bool> {
+        const OP: &str = "wait_for_initial_create";
         let mut rx = self.shared.status.subscribe();
-        let path = self.path().to_string();
+        let mut phase = self.shared.life.subscribe();
+        let life = &self.shared.life;
         let wait = async move {
             loop {
-                {
-                    let s = rx.borrow_and_update();
-                    match (&s.phase, &s.initial) {
-                        (Phase::Latent, _) => {
-                            return Err(Error::invalid(format!(
-                                "persistent node {path}: not started"
-                            )))
-                        }
-                        (Phase::Closed, _) => {
-                            return Err(Error::Closed(
-                                format!("persistent node {path} is closed").into(),
-                            ))
-                        }
-                        (_, Initial::Created) => return Ok(true),
-                        (_, Initial::Failed(e)) => return Err(e.clone()),
-                        (_, Initial::Pending) => {}
-                    }
+                phase.borrow_and_update();
+                life.check_started(OP)?;
+                match &rx.borrow_and_update().initial {
+                    Initial::Created => return Ok(true),
+                    Initial::Failed(e) => return Err(e.clone()),
+                    Initial::Pending => {}
                 }
-                if rx.changed().await.is_err() {
-                    return Err(Error::closed());
+                tokio::select! {
+                    r = rx.changed() => r.map_err(|_| life.closed_error(OP))?,
+                    r = phase.changed() => r.map_err(|_| life.closed_error(OP))?,
                 }
             }
         };
@@ -366,8 +326,7 @@ impl PersistentNode {
     /// Whether the node is on the server as far as this client knows (the last event was
     /// REGISTERED).
     pub fn is_registered(&self) -> bool {
-        let s = self.shared.status.borrow();
-        s.phase == Phase::Started && s.registered
+        self.shared.life.is_started() && self.shared.status.borrow().registered
     }
 
     /// The data this node keeps (the last [`set_data`](Self::set_data), or the initial data).
@@ -385,10 +344,8 @@ impl PersistentNode {
     ///
     /// Errors: `InvalidArgument` for data over the request limit; `Closed` once closed.
     pub fn set_data(&self, data: &[u8]) -> Result<()> {
-        if self.shared.status.borrow().phase == Phase::Closed {
-            return Err(Error::Closed(
-                format!("persistent node {} is closed", self.path()).into(),
-            ));
+        if self.shared.life.phase() == Phase::Closed {
+            return Err(self.shared.life.closed_error("set_data"));
         }
         check_data(&self.client, self.path(), data)?;
         {
@@ -417,18 +374,17 @@ impl PersistentNode {
         self.shared.dispatcher.add(listener)
     }
 
-    /// Removes a listener; whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.shared.dispatcher.remove(id)
     }
 
     /// Stops keeping the node and deletes it (our own node only, at the version just read;
     /// a PersistentTtlNode's container stays). Closing twice, or an unstarted node, is fine.
     pub async fn close(&self) -> Result<()> {
-        self.shared.status.send_modify(|s| {
-            s.phase = Phase::Closed;
-            s.registered = false;
-        });
+        self.shared.life.close();
+        self.shared.status.send_modify(|s| s.registered = false);
         self.shared.closing.send_replace(true);
         self.shared.dispatcher.clear();
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -734,7 +690,7 @@ impl Keeper {
                         return Ok(());
                     };
                     let mine = if stat.ephemeral_owner != 0 {
-                        stat.ephemeral_owner == s.id()
+                        s.owns(&stat)
                     } else {
                         ours.czxid != 0 && stat.czxid == ours.czxid
                     };

@@ -41,13 +41,17 @@
 
 mod distributed;
 mod framing;
+mod item;
+mod names;
 mod simple;
+mod take;
+mod variants;
 
-pub use self::distributed::{
-    Consumer, DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue,
-    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions,
-};
+pub use self::distributed::{DistributedQueue, QueueOptions};
+pub use self::item::{Consumer, Item};
+pub use self::names::{ItemKey, QueueKind};
 pub use self::simple::SimpleDistributedQueue;
+pub use self::variants::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
 
 use crate::client::Parents;
 use crate::{path, Client, CreateMode, Error, Result};
@@ -61,27 +65,25 @@ pub(crate) async fn put_sequential(
     data: &[u8],
 ) -> Result<String> {
     let node = path::join(parent, name);
-    let mut rounds = 0;
-    loop {
-        // Waiting for a connection sends nothing: the retry policy covers that part only.
-        let s = client.retry(|s| async move { Ok(s) }).await?;
-        match s.create(&node, data, CreateMode::PersistentSequential).await {
-            Ok(c) => return Ok(c.path),
-            Err(Error::NoNode(_)) if rounds < 3 => {
-                rounds += 1;
-                client.ensure_path(parent, Parents::Containers).await?;
-            }
-            Err(e) if e.is_retryable() => {
-                return Err(Error::OutcomeUnknown(
-                    format!(
-                        "the reply of the create of {node} was lost ({}); the item may or may not be in the queue, and was not put again",
-                        e.message()
-                    )
-                    .into(),
-                ))
-            }
-            Err(e) => return Err(e),
-        }
+    // Waiting for a connection sends nothing: the retry policy covers that part only.
+    let s = client.retry(|s| async move { Ok(s) }).await?;
+    let created = s.create_with_parents(
+        &node,
+        data,
+        CreateMode::PersistentSequential,
+        None,
+        Parents::Containers,
+    );
+    match created.await {
+        Ok(c) => Ok(c.path),
+        Err(e) if e.is_retryable() => Err(Error::OutcomeUnknown(
+            format!(
+                "the reply of the create of {node} was lost ({}); the item may or may not be in the queue, and was not put again",
+                e.message()
+            )
+            .into(),
+        )),
+        Err(e) => Err(e),
     }
 }
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{put_sequential, sorted_items};
-use crate::barriers::wake::{self, deadline_of, passed, Wake};
 use crate::client::{OrNone, Parents};
+use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, Error, Result};
 
 const PREFIX: &str = "qn-";
@@ -81,10 +81,10 @@ impl SimpleDistributedQueue {
     /// Removes the head and returns its data, waiting at most `timeout` (`None`: no limit) for
     /// one; `None` when the timeout passed first.
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Vec<u8>>> {
-        let deadline = deadline_of(timeout);
+        let deadline = Deadline::after(timeout);
         let path = self.path.as_str();
         loop {
-            let mut states = wake::states(&self.client);
+            let mut states = wait::states(&self.client);
             let listed = self
                 .client
                 .retry(|s| async move {
@@ -116,10 +116,10 @@ impl SimpleDistributedQueue {
                     continue;
                 }
             };
-            if passed(deadline) {
+            if deadline.passed() {
                 return Ok(None);
             }
-            match wake::wait(&self.client, vec![watch], deadline, &mut states).await {
+            match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
                 Wake::Again => {}
                 Wake::Deadline => return Ok(None),
                 Wake::Closed => return Err(Error::closed()),

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -13,6 +13,7 @@ use super::{CloseMode, Command, Core, OurNode, LATCH_NAME};
 use crate::client::protected::{ProtectedCreate, ProtectedId};
 use crate::client::{sequence, NodeEvent, OrNone, Parents, Watch, WeakClient};
 use crate::leader::common::LostPolicy;
+use crate::wait::Deadline;
 use crate::{path, Client, ConnectionState, CreateMode, Error, Result};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -62,7 +63,7 @@ pub(super) struct Machine {
     /// Bumped on every connection-state change: a server reply from before the change must
     /// not make us leader.
     generation: u64,
-    retry_at: Option<Instant>,
+    retry_at: Deadline,
     backoff: Duration,
     first: Option<oneshot::Sender<()>>,
 }
@@ -92,7 +93,7 @@ impl Machine {
             pred: None,
             need: Need::Create,
             generation: 0,
-            retry_at: None,
+            retry_at: Deadline::NEVER,
             backoff: MIN_BACKOFF,
             first: Some(first),
         }
@@ -185,7 +186,7 @@ impl Machine {
             | ConnectionState::Reconnected
             | ConnectionState::ReadOnly => {
                 self.need = self.recheck();
-                self.retry_at = None;
+                self.retry_at = Deadline::NEVER;
             }
         }
     }
@@ -208,7 +209,7 @@ impl Machine {
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(e);
         self.need = Need::Idle;
-        self.retry_at = Some(Instant::now() + self.backoff);
+        self.retry_at = Deadline::after(Some(self.backoff));
         self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
         Step::Done(())
     }
@@ -338,13 +339,7 @@ impl Machine {
     }
 
     async fn idle(&mut self) -> Step<()> {
-        let retry = self.retry_at;
-        let sleep = async move {
-            match retry {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => std::future::pending().await,
-            }
-        };
+        let sleep = self.retry_at.sleep();
         tokio::select! {
             biased;
             cmd = self.cmds.recv() => close_step(cmd),
@@ -361,7 +356,7 @@ impl Machine {
                 Step::Done(())
             },
             _ = sleep => {
-                self.retry_at = None;
+                self.retry_at = Deadline::NEVER;
                 self.need = self.recheck();
                 Step::Done(())
             },

@@ -17,6 +17,7 @@ use super::common::{
 };
 use crate::client::sequence;
 use crate::dispatch::Dispatcher;
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::{runtime, Client, Error, Result};
 
 /// The life cycle of a latch (Curator's `LeaderLatch.State`).
@@ -30,15 +31,13 @@ pub enum LatchState {
     Closed,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Status {
-    state: LatchState,
-    leader: bool,
-}
-
-impl Status {
-    fn has_leadership(self) -> bool {
-        self.state == LatchState::Started && self.leader
+impl LatchState {
+    fn of(phase: Phase) -> LatchState {
+        match phase {
+            Phase::Latent | Phase::Starting => LatchState::Latent,
+            Phase::Started => LatchState::Started,
+            Phase::Closed => LatchState::Closed,
+        }
     }
 }
 
@@ -48,7 +47,9 @@ pub(super) const NO_EPOCH: i64 = i64::MIN;
 pub(super) struct Core {
     /// The latch path (for logs).
     path: String,
-    status: watch::Sender<Status>,
+    life: Lifecycle,
+    /// Whether the state machine found us leading (leadership also needs the latch started).
+    leader: watch::Sender<bool>,
     epoch: AtomicI64,
     our_path: Mutex<Option<String>>,
     last_error: Mutex<Option<Error>>,
@@ -64,13 +65,10 @@ impl Core {
             self.epoch
                 .store(epoch.unwrap_or(NO_EPOCH), Ordering::SeqCst);
         }
-        let changed = self.status.send_if_modified(|s| {
-            if s.leader == leader {
-                false
-            } else {
-                s.leader = leader;
-                true
-            }
+        let changed = self.leader.send_if_modified(|l| {
+            let changed = *l != leader;
+            *l = leader;
+            changed
         });
         if !leader {
             self.epoch.store(NO_EPOCH, Ordering::SeqCst);
@@ -78,8 +76,11 @@ impl Core {
         if changed {
             if leader {
                 tracing::info!(latch = %self.path, "leadership taken");
+            } else if self.life.phase() == Phase::Closed {
+                // Closing gives leadership up on purpose: not a loss.
+                tracing::info!(latch = %self.path, "leadership given up: the latch is closed");
             } else {
-                tracing::warn!(latch = %self.path, "leadership lost or given up");
+                tracing::warn!(latch = %self.path, "leadership lost");
             }
         }
         if changed && notify {
@@ -91,6 +92,10 @@ impl Core {
             self.dispatcher.emit(event);
             let _ = self.events.send(event);
         }
+    }
+
+    fn has_leadership(&self) -> bool {
+        self.life.is_started() && *self.leader.borrow()
     }
 
     fn set_our_path(&self, p: Option<String>) {
@@ -169,11 +174,8 @@ impl LeaderLatch {
             policy: Mutex::new(LostPolicy::Standard),
             core: Arc::new(Core {
                 path: path.to_string(),
-                status: watch::channel(Status {
-                    state: LatchState::Latent,
-                    leader: false,
-                })
-                .0,
+                life: Lifecycle::new("LeaderLatch", path),
+                leader: watch::channel(false).0,
                 epoch: AtomicI64::new(NO_EPOCH),
                 our_path: Mutex::new(None),
                 last_error: Mutex::new(None),
@@ -236,7 +238,7 @@ impl LeaderLatch {
 
     /// The life-cycle state.
     pub fn state(&self) -> LatchState {
-        self.core.status.borrow().state
+        LatchState::of(self.core.life.phase())
     }
 
     /// Joins the election. Returns once our node is created (or the first try failed: it is
@@ -245,33 +247,7 @@ impl LeaderLatch {
     ///
     /// Errors: `InvalidArgument` when started twice, `Closed` after close or on a closed client.
     pub async fn start(&self) -> Result<()> {
-        if self.client.is_closed() {
-            return Err(Error::closed());
-        }
-        let mut previous = LatchState::Latent;
-        self.core.status.send_if_modified(|s| {
-            previous = s.state;
-            if s.state == LatchState::Latent {
-                s.state = LatchState::Started;
-                true
-            } else {
-                false
-            }
-        });
-        match previous {
-            LatchState::Latent => {}
-            LatchState::Started => {
-                return Err(Error::invalid(format!(
-                    "latch {}: cannot be started more than once",
-                    self.path
-                )))
-            }
-            LatchState::Closed => {
-                return Err(Error::Closed(
-                    format!("latch {} is closed", self.path).into(),
-                ))
-            }
-        }
+        self.core.life.start(&self.client)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (first_tx, first_rx) = oneshot::channel();
         *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
@@ -298,7 +274,7 @@ impl LeaderLatch {
     /// server heard from recently enough under the lost policy, checked at call time (a process
     /// waking from a long pause gets `false` at once, before its client notices the silence).
     pub fn has_leadership(&self) -> bool {
-        self.core.status.borrow().has_leadership() && self.client.heard_recently(self.lost_policy())
+        self.core.has_leadership() && self.client.heard_recently(self.lost_policy())
     }
 
     /// The leadership epoch while leading: our node's czxid, which strictly increases from one
@@ -332,19 +308,20 @@ impl LeaderLatch {
     /// without a deadline, like Curator's `await()`: then a closed or unstarted latch (or a
     /// closed client) is `Err(Closed)`.
     pub async fn await_leadership(&self, timeout: Option<Duration>) -> Result<bool> {
-        let mut rx = self.core.status.subscribe();
+        let mut leader = self.core.leader.subscribe();
+        let mut phase = self.core.life.subscribe();
         let mut client_closed = Box::pin(self.client.closed());
         let wait = async {
             loop {
-                let s = *rx.borrow_and_update();
-                if s.state != LatchState::Started {
+                if *phase.borrow_and_update() != Phase::Started {
                     return false;
                 }
-                if s.leader {
+                if *leader.borrow_and_update() {
                     return true;
                 }
                 tokio::select! {
-                    r = rx.changed() => if r.is_err() { return false },
+                    r = leader.changed() => if r.is_err() { return false },
+                    r = phase.changed() => if r.is_err() { return false },
                     _ = &mut client_closed => return false,
                 }
             }
@@ -421,8 +398,9 @@ impl LeaderLatch {
             .add(move |e: &LeadershipEvent| listener(*e))
     }
 
-    /// Removes a listener; returns whether it was there.
-    pub fn remove_listener(&self, id: ListenerId) -> bool {
+    /// Removes a listener; whether it was there (`false` for one removed before).
+    /// `InvalidArgument` for an id that another client or recipe gave out.
+    pub fn remove_listener(&self, id: ListenerId) -> Result<bool> {
         self.core.dispatcher.remove(id)
     }
 
@@ -435,9 +413,11 @@ impl LeaderLatch {
 
     /// A watch of [`has_leadership`](Self::has_leadership).
     pub fn leadership_watch(&self) -> LeadershipWatch {
-        let rx = self.core.status.subscribe();
-        let last = rx.borrow().has_leadership();
-        LeadershipWatch { rx, last }
+        LeadershipWatch {
+            leader: self.core.leader.subscribe(),
+            phase: self.core.life.subscribe(),
+            last: self.core.has_leadership(),
+        }
     }
 
     /// Leaves the election with the configured [`CloseMode`]: leadership ends first, then our
@@ -449,18 +429,8 @@ impl LeaderLatch {
 
     /// [`close`](Self::close) with an explicit mode (Curator's `close(CloseMode)`).
     pub async fn close_with(&self, mode: CloseMode) -> Result<()> {
-        let mut previous = LatchState::Latent;
         // Closed first: has_leadership() is false before the node goes.
-        self.core.status.send_if_modified(|s| {
-            previous = s.state;
-            if s.state == LatchState::Closed {
-                false
-            } else {
-                s.state = LatchState::Closed;
-                true
-            }
-        });
-        if previous != LatchState::Started {
+        if self.core.life.close() != Phase::Started {
             return Ok(());
         }
         let sender = self.cmds.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -509,30 +479,34 @@ impl LeadershipEvents {
 
 /// A watch of a latch's leadership (its `has_leadership()`).
 pub struct LeadershipWatch {
-    rx: watch::Receiver<Status>,
+    leader: watch::Receiver<bool>,
+    phase: watch::Receiver<Phase>,
     last: bool,
 }
 
 impl LeadershipWatch {
     /// Whether the latch leads now.
     pub fn is_leader(&self) -> bool {
-        self.rx.borrow().has_leadership()
+        *self.phase.borrow() == Phase::Started && *self.leader.borrow()
     }
 
     /// Waits for leadership to change from what this watch last reported; returns the new
     /// value, or `None` once the latch is closed (or gone).
     pub async fn changed(&mut self) -> Option<bool> {
         loop {
-            let s = *self.rx.borrow_and_update();
-            let now = s.has_leadership();
+            let phase = *self.phase.borrow_and_update();
+            let now = phase == Phase::Started && *self.leader.borrow_and_update();
             if now != self.last {
                 self.last = now;
                 return Some(now);
             }
-            if s.state == LatchState::Closed {
+            if phase == Phase::Closed {
                 return None;
             }
-            self.rx.changed().await.ok()?;
+            tokio::select! {
+                r = self.leader.changed() => r.ok()?,
+                r = self.phase.changed() => r.ok()?,
+            }
         }
     }
 }

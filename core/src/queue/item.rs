@@ -1,0 +1,190 @@
+//! What a consumer gets: [`Consumer`] takes items one after the other; an [`Item`] is valid
+//! until it is done (one transaction with its lock) or given back.
+
+use std::time::{Duration, Instant};
+
+use super::distributed::DistributedQueue;
+use super::names::{id_of, QueueKind};
+use super::take::Hold;
+use crate::client::Op;
+use crate::{runtime, Error, Result};
+
+/// Takes items one after the other: `next().await`, or iterate (blocking face; each step
+/// waits with no limit).
+#[derive(Clone, Debug)]
+pub struct Consumer {
+    pub(super) queue: DistributedQueue,
+}
+
+impl Consumer {
+    /// The next item, waiting at most `timeout` (`None`: no limit).
+    pub async fn next(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
+        self.queue.take(timeout).await
+    }
+
+    /// [`next`](Self::next) for the blocking face.
+    pub fn next_blocking(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
+        self.queue.take_blocking(timeout)
+    }
+}
+
+impl Iterator for Consumer {
+    type Item = Result<Item>;
+
+    fn next(&mut self) -> Option<Result<Item>> {
+        match self.queue.take_blocking(None) {
+            Ok(Some(item)) => Some(Ok(item)),
+            Ok(None) => None,
+            Err(e) if e.kind() == crate::ErrorKind::Closed => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+/// One taken item: its messages and fencing token are valid until [`done`](Self::done) (or
+/// [`release`](Self::release)). Dropping it without either gives it back.
+pub struct Item {
+    pub(super) queue: DistributedQueue,
+    pub(super) node: String,
+    pub(super) item_path: String,
+    pub(super) messages: Vec<Vec<u8>>,
+    pub(super) token: i64,
+    pub(super) hold: Option<Hold>,
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Item")
+            .field("node", &self.node)
+            .field("messages", &self.messages.len())
+            .field("fencing_token", &self.token)
+            .finish()
+    }
+}
+
+impl Item {
+    /// The item's (first) message; empty for an item with none.
+    pub fn data(&self) -> &[u8] {
+        self.messages.first().map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every message of the item (several for Curator's `putMulti`).
+    pub fn messages(&self) -> &[Vec<u8>] {
+        &self.messages
+    }
+
+    /// The fencing token: the czxid of this consumer's lock node (with a lock path; a later
+    /// taker of the same item gets a larger one), or of the item node (without one). Pass it
+    /// to the sink, which refuses a token lower than one it has seen for the item.
+    pub fn fencing_token(&self) -> i64 {
+        self.token
+    }
+
+    /// The item's node name (`queue-…`).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The item's id (an id queue's), or `None`.
+    pub fn id(&self) -> Option<&str> {
+        (self.queue.shared.layout == QueueKind::Id).then(|| id_of(&self.node))?
+    }
+
+    /// Completes the item: with a lock path, one transaction on the session holding the lock
+    /// checks the lock, deletes the item and deletes the lock. An error means the item was not
+    /// completed by us: the lock went with an ended session (`SessionExpired`; another consumer
+    /// may take the item), or the item was removed by someone else (`NoNode`). A lost reply is
+    /// resolved by reading back on the same session. Without a lock path, nothing to do.
+    pub async fn done(mut self) -> Result<()> {
+        let Some(hold) = self.hold.take() else {
+            return Ok(());
+        };
+        let ops = [
+            Op::Check {
+                path: hold.lock.clone(),
+                version: 0,
+            },
+            Op::Delete {
+                path: self.item_path.clone(),
+                version: None,
+            },
+            Op::Delete {
+                path: hold.lock.clone(),
+                version: None,
+            },
+        ];
+        let client = hold.session_client();
+        let start = Instant::now();
+        let mut retries = 0;
+        let context = |e: Error| e.context(format!("complete queue item {}", self.item_path));
+        loop {
+            let err = match hold.session.multi(&ops).await {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            match err {
+                Error::NoNode(_) if err.failed_op() == Some(1) => {
+                    hold.release_in_background();
+                    return Err(context(Error::NoNode(
+                        "the item was removed by another process while we held it".into(),
+                    )));
+                }
+                Error::NoNode(_) | Error::BadVersion(_) => {
+                    return Err(context(Error::SessionExpired(
+                        "our lock node on the item is gone; another consumer may take the item"
+                            .into(),
+                    )));
+                }
+                Error::SessionExpired(_) => {
+                    return Err(context(Error::SessionExpired(
+                        "the session holding the item's lock ended; another consumer may take the item"
+                            .into(),
+                    )));
+                }
+                e if e.is_retryable() => {
+                    match client.retry_policy().next_sleep(retries, start.elapsed()) {
+                        Some(d) if !client.is_closed() => {
+                            retries += 1;
+                            tokio::time::sleep(d).await;
+                        }
+                        _ => return Err(context(e)),
+                    }
+                    // Applied already? Both nodes went in one transaction.
+                    let lock = hold.session.exists(&hold.lock).await;
+                    let item = hold.session.exists(&self.item_path).await;
+                    if let (Ok(None), Ok(None)) = (lock, item) {
+                        return Ok(());
+                    }
+                }
+                e => return Err(context(e)),
+            }
+        }
+    }
+
+    /// Gives the item back without completing it: deletes our lock, so another consumer (or
+    /// this one) takes it again. Without a lock path the item is gone already.
+    pub async fn release(mut self) -> Result<()> {
+        match self.hold.take() {
+            Some(hold) => hold.release().await,
+            None => Ok(()),
+        }
+    }
+
+    /// [`done`](Self::done) for the blocking face.
+    pub fn done_blocking(self) -> Result<()> {
+        runtime::try_block_on(self.done())?
+    }
+
+    /// [`release`](Self::release) for the blocking face.
+    pub fn release_blocking(self) -> Result<()> {
+        runtime::try_block_on(self.release())?
+    }
+}
+
+impl Drop for Item {
+    fn drop(&mut self) {
+        if let Some(hold) = self.hold.take() {
+            hold.release_in_background();
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Taking one item of a [`DistributedQueue`]: Curator's `processNormally` (read, then delete)
+//! without a lock path, `processWithLockSafety` (our lock node, then the item) with one.
+
+use std::time::Instant;
+
+use super::distributed::DistributedQueue;
+use super::framing;
+use super::item::Item;
+use crate::client::{OrNone, Parents, Session};
+use crate::{path, runtime, Client, CreateMode, Error, Result};
+
+impl DistributedQueue {
+    /// Tries to take `node`.
+    pub(super) async fn try_take(&self, node: &str) -> Result<Taking> {
+        let sh = &self.shared;
+        let item_path = path::join(&sh.path, node);
+        let taken = match &sh.lock_path {
+            Some(lock_path) => self.take_locked(lock_path, node, &item_path).await,
+            None => self.take_unlocked(&item_path).await,
+        }
+        .map_err(|e| e.context(format!("take {item_path}")))?;
+        let (data, token, hold) = match taken {
+            Taking::Item(taken) => taken,
+            Taking::Gone => return Ok(Taking::Gone),
+            Taking::Locked => return Ok(Taking::Locked),
+        };
+        let messages = match framing::decode(&item_path, &data) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(item = %item_path, error = %e, "queue item is not Curator's framing; left in place and passed over");
+                sh.corrupt
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(node.to_string());
+                if let Some(hold) = hold {
+                    hold.release_in_background();
+                }
+                return Err(e);
+            }
+        };
+        Ok(Taking::Item(Item {
+            queue: self.clone(),
+            node: node.to_string(),
+            item_path,
+            messages,
+            token,
+            hold,
+        }))
+    }
+
+    /// Curator's `processNormally`: read, delete at the version read (at most once).
+    async fn take_unlocked(&self, item_path: &str) -> Result<Taking<Taken>> {
+        self.shared
+            .client
+            .retry(|s| async move {
+                let Some((data, stat)) = s.get_data(item_path).await.or_none()? else {
+                    return Ok(Taking::Gone);
+                };
+                if framing::decode(item_path, &data).is_err() {
+                    return Ok(Taking::Item((data, stat.czxid, None))); // reported, left in place
+                }
+                match s.delete(item_path, Some(stat.version)).await {
+                    Ok(()) => Ok(Taking::Item((data, stat.czxid, None))),
+                    Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(Taking::Gone),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
+    }
+
+    /// Curator's `processWithLockSafety`, first half: our lock node, then the item's data, on
+    /// one session. The lock node holds a fresh id, so a retried create finds it ours.
+    async fn take_locked(
+        &self,
+        lock_path: &str,
+        node: &str,
+        item_path: &str,
+    ) -> Result<Taking<Taken>> {
+        let sh = &self.shared;
+        let lock = path::join(lock_path, node);
+        let lock = lock.as_str();
+        let attempt = uuid::Uuid::new_v4().to_string();
+        let attempt = attempt.as_bytes();
+        sh.client
+            .retry(|s: Session| async move {
+                let mut rounds = 0;
+                let czxid = loop {
+                    rounds += 1;
+                    let created = s.create_with_parents(
+                        lock,
+                        attempt,
+                        CreateMode::Ephemeral,
+                        None,
+                        Parents::Containers,
+                    );
+                    match created.await {
+                        Ok(c) => break c.stat.czxid,
+                        Err(Error::NodeExists(_)) => match s.get_data(lock).await.or_none()? {
+                            // Ours: a retried create whose first reply was lost.
+                            Some((d, st)) if d == attempt && s.owns(&st) => break st.czxid,
+                            Some(_) => return Ok(Taking::Locked),
+                            None if rounds <= 3 => {}
+                            // A lock that keeps coming and going: its watch says when to retry.
+                            None => return Ok(Taking::Locked),
+                        },
+                        Err(e) => return Err(e),
+                    }
+                };
+                let hold = Hold {
+                    client: sh.client.clone(),
+                    session: s.clone(),
+                    lock: lock.to_string(),
+                };
+                match s.get_data(item_path).await {
+                    Ok((data, _)) => Ok(Taking::Item((data, czxid, Some(hold)))),
+                    Err(Error::NoNode(_)) => {
+                        // Completed by another consumer between our listing and our lock.
+                        hold.release_in_background();
+                        Ok(Taking::Gone)
+                    }
+                    Err(e) => {
+                        hold.release_in_background();
+                        Err(e)
+                    }
+                }
+            })
+            .await
+    }
+}
+
+/// What one attempt to take an item found.
+pub(super) enum Taking<T = Item> {
+    /// Taken.
+    Item(T),
+    /// Gone: completed or taken by another consumer.
+    Gone,
+    /// Held by another consumer (its lock exists).
+    Locked,
+}
+
+/// A taken item's data, fencing token and lock.
+type Taken = (Vec<u8>, i64, Option<Hold>);
+
+/// A lock on one item: the node and the session that made it.
+pub(super) struct Hold {
+    client: Client,
+    pub(super) session: Session,
+    pub(super) lock: String,
+}
+
+impl Hold {
+    /// Deletes the lock node on its own session (a lock of an ended session is gone already),
+    /// retrying connection losses under the client's retry policy.
+    pub(super) async fn release(self) -> Result<()> {
+        let client = self.session_client();
+        let start = Instant::now();
+        let mut retries = 0;
+        loop {
+            match self.session.delete(&self.lock, None).await {
+                Ok(()) | Err(Error::NoNode(_)) | Err(Error::SessionExpired(_)) => return Ok(()),
+                Err(e) if e.is_retryable() => {
+                    match client.retry_policy().next_sleep(retries, start.elapsed()) {
+                        Some(d) if !client.is_closed() => {
+                            retries += 1;
+                            tokio::time::sleep(d).await;
+                        }
+                        _ => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    pub(super) fn release_in_background(self) {
+        runtime::spawn(async move {
+            if let Err(e) = self.release().await {
+                tracing::warn!(error = %e, "could not delete a queue item's lock node (it goes with the session)");
+            }
+        });
+    }
+
+    pub(super) fn session_client(&self) -> Client {
+        self.client.clone()
+    }
+}
