@@ -823,7 +823,7 @@ export interface OpResult {
  * code and its `index` (nothing applied); ZKR_OUTCOME_UNKNOWN when the reply was lost.
  */
 export declare class Transaction {
-  create(path: string, data?: Data | null, options?: { mode?: CreateMode; ttlMs?: number }): this;
+  create(path: string, data?: Data | null, options?: { mode?: CreateMode; ttlMs?: number; acl?: AclEntry[] }): this;
   delete(path: string, options?: { version?: number }): this;
   setData(path: string, data: Data | null, options?: { version?: number }): this;
   check(path: string, version: number): this;

@@ -388,7 +388,7 @@ class Client extends EventEmitter {
 
 /**
  * Curator's transaction(): operations committed all together or not at all. From
- * `client.transaction()`; chain `create(path, data, { mode, ttlMs })`, `delete(path, { version })`,
+ * `client.transaction()`; chain `create(path, data, { mode, ttlMs, acl })`, `delete(path, { version })`,
  * `setData(path, data, { version })`, `check(path, version)`, then `await commit()`: one
  * `{ type, path?, stat? }` per operation, or a rejection with the failing operation's code and
  * its `index` (nothing applied); `ZKR_OUTCOME_UNKNOWN` when the reply was lost (never resent).
@@ -401,15 +401,16 @@ class Transaction {
     this.#client = Client._native(client);
   }
 
-  /** Adds a create (no parents). */
+  /** Adds a create (no parents); `acl` is this node's own ACL instead of the client's. */
   create(path, data, options) {
-    const o = args.options('options', options, ['mode', 'ttlMs']);
+    const o = args.options('options', options, ['mode', 'ttlMs', 'acl']);
     this.#ops.push({
       op: 'create',
       path: args.path('path', path),
       data: args.buffer('data', data),
       mode: args.optionalString('mode', o.mode) ?? 'PERSISTENT',
       ttlMs: args.ms('ttlMs', o.ttlMs),
+      acl: o.acl === undefined || o.acl === null ? undefined : aclList('acl', o.acl),
     });
     return this;
   }

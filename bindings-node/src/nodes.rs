@@ -14,7 +14,7 @@ use zkrecipes::CreateMode;
 
 use crate::args;
 use crate::boundary::{promise, promise_on, promise_timed, sync};
-use crate::client::NativeClient;
+use crate::client::{acl_list, AclOptions, NativeClient};
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -127,6 +127,8 @@ pub struct TransactionOp {
     pub version: Option<i32>,
     /// The TTL of a create of a TTL mode, in milliseconds.
     pub ttl_ms: Option<f64>,
+    /// A create's own ACL (none: the client's).
+    pub acl: Option<Vec<AclOptions>>,
 }
 
 fn op(o: TransactionOp) -> CoreResult<Op> {
@@ -141,7 +143,7 @@ fn op(o: TransactionOp) -> CoreResult<Op> {
             data,
             mode: CreateMode::from_name(o.mode.as_deref().unwrap_or("PERSISTENT"))?,
             ttl: ttl(o.ttl_ms)?,
-            acl: None,
+            acl: o.acl.map(acl_list).transpose()?,
         },
         "delete" => Op::Delete {
             path: o.path,

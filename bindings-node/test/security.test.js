@@ -92,6 +92,32 @@ test('create({ acl }) and aclProvider (function and prefixes) choose each node\'
   }
 });
 
+test('a transaction create takes its own { acl }', async () => {
+  const base = uniquePath('acl-transaction');
+  const alice = digest('alice', 'secret');
+  const owner = await Client.connect(zk.connectString, { auth: { scheme: 'digest', credentials: 'alice:secret' } });
+  const anonymous = await Client.connect(zk.connectString);
+  try {
+    await owner.create(base, null, { createParents: true });
+    const results = await owner
+      .transaction()
+      .create(`${base}/private`, 'p', { acl: alice })
+      .create(`${base}/open`, 'o')
+      .commit();
+    assert.deepEqual(results.map((r) => r.path), [`${base}/private`, `${base}/open`]);
+    assert.deepEqual((await owner.getAcl(`${base}/private`)).acl, alice);
+    assert.deepEqual((await owner.getAcl(`${base}/open`)).acl, OPEN);
+    await assert.rejects(anonymous.getData(`${base}/private`), { code: 'ZKR_NO_AUTH' });
+    assert.equal((await anonymous.getData(`${base}/open`)).data.toString(), 'o');
+    // An empty ACL is refused when the operation is added: nothing is sent.
+    assert.throws(() => owner.transaction().create(`${base}/never`, null, { acl: [] }), { code: 'ZKR_INVALID_ARGUMENT' });
+    assert.equal(await owner.exists(`${base}/never`), null);
+  } finally {
+    await owner.close();
+    await anonymous.close();
+  }
+});
+
 test('security options are checked before anything connects', async () => {
   const bad = { code: 'ZKR_INVALID_ARGUMENT' };
   await assert.rejects(Client.connect('127.0.0.1:1', { tls: { caa: 'x' } }), /did you mean ca\?/);

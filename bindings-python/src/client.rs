@@ -141,10 +141,10 @@ fn permission(py: Python<'_>, bits: u32) -> PyResult<Permission> {
 }
 
 /// An ACL entry as Python hands it over: `(perms, scheme, id)`.
-type AclSpec = (u32, Text, Text);
+pub(crate) type AclSpec = (u32, Text, Text);
 
 /// A list of ACL entries from Python (`what` names the argument in errors).
-fn acl_list(py: Python<'_>, what: &str, entries: Vec<AclSpec>) -> PyResult<Vec<Acl>> {
+pub(crate) fn acl_list(py: Python<'_>, what: &str, entries: Vec<AclSpec>) -> PyResult<Vec<Acl>> {
     if entries.is_empty() {
         return Err(errors::invalid(py, format!("{what} must not be empty")));
     }

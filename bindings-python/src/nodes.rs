@@ -12,7 +12,7 @@ use zkrecipes::CreateMode;
 
 use crate::args::{duration, Int, Text, Timeout};
 use crate::bridge::{self, Call};
-use crate::client::{PyClient, PyStat};
+use crate::client::{acl_list, AclSpec, PyClient, PyStat};
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
 
@@ -261,8 +261,17 @@ impl PyGroupMember {
 }
 
 /// One operation of a transaction as the Python builder hands it over:
-/// `(kind, path, data, mode, version, ttl)` with kind "create", "delete", "set_data", "check".
-type OpSpec = (Text, Text, Vec<u8>, Text, Int<i64>, Option<f64>);
+/// `(kind, path, data, mode, version, ttl, acl)` with kind "create", "delete", "set_data",
+/// "check"; `acl` (a create's own ACL) is None for the client's.
+type OpSpec = (
+    Text,
+    Text,
+    Vec<u8>,
+    Text,
+    Int<i64>,
+    Option<f64>,
+    Option<Vec<AclSpec>>,
+);
 
 fn version(py: Python<'_>, v: i64) -> PyResult<Option<i32>> {
     match v {
@@ -275,7 +284,7 @@ fn version(py: Python<'_>, v: i64) -> PyResult<Option<i32>> {
     }
 }
 
-fn op(py: Python<'_>, (kind, path, data, mode, v, ttl): OpSpec) -> PyResult<Op> {
+fn op(py: Python<'_>, (kind, path, data, mode, v, ttl, acl): OpSpec) -> PyResult<Op> {
     let path = path.0;
     Ok(match kind.0.as_str() {
         "create" => Op::Create {
@@ -283,7 +292,7 @@ fn op(py: Python<'_>, (kind, path, data, mode, v, ttl): OpSpec) -> PyResult<Op> 
             data,
             mode: CreateMode::from_name(&mode).py_err(py)?,
             ttl: ttl_arg(py, ttl)?,
-            acl: None,
+            acl: acl.map(|a| acl_list(py, "acl", a)).transpose()?,
         },
         "delete" => Op::Delete {
             path,

@@ -156,6 +156,32 @@ def test_create_acl_and_acl_provider(make_client: Callable[..., zkrecipes.Client
     assert mapped.get_acl(f"{path}/n")[0] == zkrecipes.OPEN_ACL_UNSAFE
 
 
+def test_transaction_create_with_its_own_acl(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
+    alice = [zkrecipes.make_digest_acl("alice", "secret", all=True)]
+    owner = make_client(auth=("digest", "alice:secret"))
+    anonymous = make_client()
+    owner.create(path, b"", create_parents=True)
+    results = (
+        owner.transaction()
+        .create(f"{path}/private", b"p", acl=alice)
+        .create(f"{path}/open", b"o")
+        .commit()
+    )
+    assert [r.path for r in results] == [f"{path}/private", f"{path}/open"]
+    assert owner.get_acl(f"{path}/private")[0] == alice
+    assert owner.get_acl(f"{path}/open")[0] == zkrecipes.OPEN_ACL_UNSAFE
+    with pytest.raises(zkrecipes.NoAuthError):
+        anonymous.get_data(f"{path}/private")
+    assert anonymous.get_data(f"{path}/open")[0] == b"o"
+    # An empty ACL is refused before anything is sent: nothing is created.
+    with pytest.raises(zkrecipes.InvalidArgumentError):
+        owner.transaction().create(f"{path}/never", b"", acl=[]).commit()
+    assert owner.exists(f"{path}/never") is None
+    # asyncio too.
+    asyncio.run(owner.transaction().create(f"{path}/async", b"", acl=alice).commit_async())
+    assert owner.get_acl(f"{path}/async")[0] == alice
+
+
 def test_security_options_are_checked(zk: object) -> None:
     with pytest.raises(TypeError):
         zkrecipes.Client("127.0.0.1:1", tls="yes")  # type: ignore[arg-type]

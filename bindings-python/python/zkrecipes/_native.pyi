@@ -484,7 +484,8 @@ class GroupMember:
     def actual_path(self) -> Optional[str]: ...
 
 def commit_transaction(
-    client: Client, ops: List[Tuple[str, str, bytes, str, int, Optional[float]]]
+    client: Client,
+    ops: List[Tuple[str, str, bytes, str, int, Optional[float], Optional[List[Tuple[int, str, str]]]]],
 ) -> Call[List[Tuple[str, Optional[str], Optional[Stat]]]]: ...
 @final
 class DistributedBarrier:

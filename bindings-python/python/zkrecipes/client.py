@@ -661,7 +661,7 @@ class OpResult:
     stat: Optional[Stat] = None
 
 
-_Spec = Tuple[str, str, bytes, str, int, Optional[float]]
+_Spec = Tuple[str, str, bytes, str, int, Optional[float], Optional[List[Tuple[int, str, str]]]]
 
 
 class Transaction:
@@ -680,25 +680,32 @@ class Transaction:
         return f"<zkrecipes.Transaction of {len(self._ops)} operations>"
 
     def create(
-        self, path: str, data: bytes = b"", mode: CreateMode = CreateMode.PERSISTENT, *, ttl: Optional[float] = None
+        self,
+        path: str,
+        data: bytes = b"",
+        mode: CreateMode = CreateMode.PERSISTENT,
+        *,
+        ttl: Optional[float] = None,
+        acl: Optional[AclArg] = None,
     ) -> "Transaction":
-        """Adds a create (no parents); ``ttl`` in seconds for the ``*_WITH_TTL`` modes."""
-        self._ops.append((_OpKind.CREATE.value, path, data, CreateMode(mode).value, -1, _ttl(ttl)))
+        """Adds a create (no parents); ``ttl`` in seconds for the ``*_WITH_TTL`` modes; ``acl`` is
+        this node's ACL instead of the client's (Curator's ``withACL``)."""
+        self._ops.append((_OpKind.CREATE.value, path, data, CreateMode(mode).value, -1, _ttl(ttl), _acl_list(acl)))
         return self
 
     def delete(self, path: str, version: int = -1) -> "Transaction":
         """Adds a delete, at ``version`` unless -1."""
-        self._ops.append((_OpKind.DELETE.value, path, b"", "PERSISTENT", version, None))
+        self._ops.append((_OpKind.DELETE.value, path, b"", "PERSISTENT", version, None, None))
         return self
 
     def set_data(self, path: str, data: bytes, version: int = -1) -> "Transaction":
         """Adds a set data, at ``version`` unless -1."""
-        self._ops.append((_OpKind.SET_DATA.value, path, data, "PERSISTENT", version, None))
+        self._ops.append((_OpKind.SET_DATA.value, path, data, "PERSISTENT", version, None, None))
         return self
 
     def check(self, path: str, version: int) -> "Transaction":
         """Adds a check that ``path`` is at data ``version``."""
-        self._ops.append((_OpKind.CHECK.value, path, b"", "PERSISTENT", version, None))
+        self._ops.append((_OpKind.CHECK.value, path, b"", "PERSISTENT", version, None, None))
         return self
 
     def commit(self) -> List[OpResult]:
