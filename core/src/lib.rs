@@ -45,6 +45,7 @@ mod wait;
 pub use client::{
     Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
     DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
+    WatcherType,
 };
 pub use dispatch::{ListenerId, ListenerIds};
 pub use error::{Detail, Error, ErrorKind, Result};

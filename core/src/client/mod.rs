@@ -29,6 +29,7 @@ mod session;
 mod state;
 mod transaction;
 mod types;
+mod watches;
 mod wire;
 
 use std::future::Future;
@@ -50,7 +51,7 @@ pub use self::transaction::Transaction;
 pub(crate) use self::types::check_ttl;
 pub use self::types::{
     Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
-    Op, OpResult, Parents, Permission, Stat,
+    Op, OpResult, Parents, Permission, Stat, WatcherType,
 };
 
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -109,6 +110,8 @@ pub struct RequestCounts {
     pub get_acl: u64,
     /// `setACL` requests.
     pub set_acl: u64,
+    /// `removeWatches` requests ([`Client::remove_watches`]).
+    pub remove_watches: u64,
 }
 
 #[derive(Default)]
@@ -124,6 +127,7 @@ pub(crate) struct Counters {
     pub(crate) add_watch: AtomicU64,
     pub(crate) get_acl: AtomicU64,
     pub(crate) set_acl: AtomicU64,
+    pub(crate) remove_watches: AtomicU64,
 }
 
 struct Inner {
@@ -138,9 +142,9 @@ struct Inner {
     is_closed: AtomicBool,
     counters: Counters,
     guaranteed_deletes: AtomicU64,
-    /// Live persistent watches by path: their mode and how many (ZooKeeper keeps one mode per
-    /// path per session, so a second mode on a path is refused).
-    persistent_modes: Mutex<std::collections::HashMap<String, (AddWatchMode, usize)>>,
+    /// The client's watches: one shared persistent watch per path, the one-shot watches
+    /// (`watches.rs`).
+    watches: Arc<watches::Watches>,
     /// Why the client gave up on sessions for good (a refused authentication): every later
     /// operation fails with it.
     failure: Mutex<Option<Error>>,
@@ -197,7 +201,7 @@ impl Client {
             is_closed: AtomicBool::new(false),
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
-            persistent_modes: Mutex::new(Default::default()),
+            watches: Arc::new(watches::Watches::default()),
             failure: Mutex::new(None),
             connect_failures: Mutex::new(failures),
         });
@@ -330,6 +334,7 @@ impl Client {
             add_watch: l(&c.add_watch),
             get_acl: l(&c.get_acl),
             set_acl: l(&c.set_acl),
+            remove_watches: l(&c.remove_watches),
         }
     }
 
@@ -398,6 +403,10 @@ impl Client {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.inner.counters
+    }
+
+    pub(crate) fn watches(&self) -> &Arc<watches::Watches> {
+        &self.inner.watches
     }
 
     pub(crate) fn downgrade(&self) -> WeakClient {
