@@ -70,10 +70,10 @@
 /**
  * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
  * `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
- * after them. Programs built with an older version keep working (the new fields take their
- * defaults).
+ * after them; version 4 `max_request_bytes`. Programs built with an older version keep working
+ * (the new fields take their defaults).
  */
-#define ZKR_CLIENT_OPTIONS_VERSION 3
+#define ZKR_CLIENT_OPTIONS_VERSION 4
 
 /**
  * ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
@@ -199,6 +199,11 @@ enum zkr_status
      */
     ZKR_CONFLICT = 305,
     /**
+     * There is no watch of the kind asked for on that path in this client
+     * (zkr_client_remove_watches; ZooKeeper's NoWatcherException).
+     */
+    ZKR_NO_WATCHER = 306,
+    /**
      * Any other error from the server or the protocol layer.
      */
     ZKR_SERVER = 399,
@@ -311,6 +316,10 @@ typedef enum zkr_watcher_event_type {
      * ZKR_WATCHER_RECONNECTED follows.
      */
     ZKR_WATCHER_SESSION_LOST = 7,
+    /**
+     * The watch was removed by zkr_client_remove_watches (path NULL): the last event.
+     */
+    ZKR_WATCHER_WATCH_REMOVED = 8,
 } zkr_watcher_event_type;
 
 /**
@@ -364,6 +373,10 @@ typedef enum zkr_watch_event_type {
      * The session ended (expired, or the client was closed) before the node changed.
      */
     ZKR_WATCH_SESSION_ENDED = 5,
+    /**
+     * The watch was removed (zkr_client_remove_watches) before the node changed.
+     */
+    ZKR_WATCH_REMOVED = 6,
 } zkr_watch_event_type;
 
 /**
@@ -555,10 +568,10 @@ typedef struct zkr_transaction zkr_transaction;
 
 /**
  * A persistent watch on a path, optionally recursive (every node below it too): Curator's
- * PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
- * one persistent-watch mode per path per session: while a recursive watcher (or a cache, which
- * sets a recursive watch on its root) lives on a path, zkr_watcher_start of a plain one there in
- * the same client is ZKR_CONFLICT, and the other way round.
+ * PersistentWatcher. It stays set across reconnects and sessions until closed. Watchers and
+ * caches on one path of one client share one watch on the server, whatever their modes (the
+ * recursive one serves the plain ones, filtered). zkr_client_remove_watches of its kind ends it:
+ * ZKR_WATCHER_WATCH_REMOVED is its last event.
  * Thread-safe.
  */
 typedef struct zkr_watcher zkr_watcher;
@@ -791,7 +804,7 @@ typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *us
 
 /**
  * A watcher listener: called with each event's type and the node's path (relative to the
- * client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+ * client's namespace; NULL for DISCONNECTED, RECONNECTED, SESSION_LOST and WATCH_REMOVED), valid during the
  * call. It runs on a library thread, one call at a time, in the order the server sent the
  * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
  */
@@ -984,6 +997,16 @@ typedef struct zkr_cache_options {
 } zkr_cache_options;
 
 /**
+ * A cache's path filter (Curator's CuratorCacheBuilder.withSelector / TreeCache's selector):
+ * true keeps `path` — the root or a node below it — in the cache (and lets the cache look below
+ * it); false leaves it and everything below it out. It is called on one of the library's async
+ * workers, from the cache's own work (several times per event: once per level below the root),
+ * so it must return quickly and must not call blocking zkr_ functions; `path` is valid during
+ * the call only. It is not called once zkr_cache_close or zkr_cache_free has returned.
+ */
+typedef bool (*zkr_path_filter)(const char *path, void *user_data);
+
+/**
  * PathChildrenCache's start modes (Curator's StartMode, the core's list in order), for
  * zkr_path_children_cache_new.
  */
@@ -1166,6 +1189,13 @@ typedef struct zkr_client_options {
      * (version 3) The number of entries at `acl_rules`.
      */
     size_t acl_rules_len;
+    /**
+     * (version 4) The largest request the client sends, in bytes on the wire (path, data, ACL
+     * and framing), at least 1024. Default 1048575 (0xfffff, the server's default
+     * jute.maxbuffer). A bigger request is ZKR_INVALID_ARGUMENT before it is sent (the server
+     * would drop the connection). Raise it only together with the servers' jute.maxbuffer.
+     */
+    size_t max_request_bytes;
 } zkr_client_options;
 
 /**
@@ -1340,6 +1370,12 @@ typedef struct zkr_op_result_list {
      */
     size_t len;
 } zkr_op_result_list;
+
+/**
+ * The kinds of watches zkr_client_remove_watches removes (ZooKeeper's WatcherType, with its
+ * numbers; the core's WatcherType in order).
+ */
+typedef uint32_t zkr_watcher_type;
 
 /**
  * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
@@ -1543,6 +1579,32 @@ typedef struct zkr_op_result_list {
  * A version check.
  */
 #define ZKR_OP_CHECK 3
+
+/**
+ * One-shot child watches (zkr_client_get_children_watch).
+ */
+#define ZKR_WATCHER_TYPE_CHILDREN 1
+
+/**
+ * One-shot data watches (zkr_client_get_data_watch, zkr_client_exists_watch).
+ */
+#define ZKR_WATCHER_TYPE_DATA 2
+
+/**
+ * Every kind.
+ */
+#define ZKR_WATCHER_TYPE_ANY 3
+
+/**
+ * Persistent watchers (zkr_persistent_watcher_new with recursive false) and node caches on
+ * the path.
+ */
+#define ZKR_WATCHER_TYPE_PERSISTENT 4
+
+/**
+ * Recursive persistent watchers and the caches rooted at the path.
+ */
+#define ZKR_WATCHER_TYPE_PERSISTENT_RECURSIVE 5
 
 #ifdef __cplusplus
 extern "C" {
@@ -2089,6 +2151,13 @@ zkr_status zkr_curator_cache_new(struct zkr_client *c, const char *path, struct 
  * defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
  */
 zkr_status zkr_cache_new(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, struct zkr_cache **out);
+
+/**
+ * zkr_cache_new with a path filter (see zkr_path_filter): `filter(path, user_data)` decides
+ * which nodes the cache keeps. `user_data` must stay valid until zkr_cache_close or
+ * zkr_cache_free returns. NULL `filter` is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+ */
+zkr_status zkr_cache_new_filtered(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, zkr_path_filter filter, void *user_data, struct zkr_cache **out);
 
 /**
  * Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
@@ -3338,6 +3407,35 @@ zkr_status zkr_watcher_start(struct zkr_watcher *watcher);
  * unknown number.
  */
 const char *zkr_watcher_event_type_name(uint32_t event_type);
+
+/**
+ * Removes this client's watches of `type` on `path` (ZooKeeper's removeAllWatches, Curator's
+ * watchers().removeAll()). Each removed one-shot watch's callback is called with
+ * ZKR_WATCH_REMOVED; a removed persistent watcher's listeners hear ZKR_WATCHER_WATCH_REMOVED,
+ * last. ZKR_NO_WATCHER when the client has no watch of that kind there.
+ *
+ * One-shot kinds are removed on the server first: with `local` false, a failure to reach it is
+ * returned (ZKR_CONNECTION_LOSS) and nothing is removed; with `local` true one try is made and
+ * the watches are removed here whatever it says. Persistent kinds are removed here at once
+ * (the path's one shared watch leaves the server with its last user). A recipe waiting on a
+ * removed watch reads again and sets a new one; a cache whose watch is removed sets it again
+ * and resyncs. ZooKeeper before 3.9 cannot remove a persistent watch by its kind
+ * (ZOOKEEPER-4472) and strips half of one with a data or child removal (ZOOKEEPER-4471): the
+ * library sets such a watch again and its users hear RECONNECTED (read again).
+ */
+zkr_status zkr_client_remove_watches(struct zkr_client *c, const char *path, zkr_watcher_type kind, bool local);
+
+/**
+ * Curator's blockUntilConnected(timeout): waits until the client is connected (CONNECTED,
+ * RECONNECTED or READ_ONLY; at once if it is now), at most `timeout_ms` (-1: no limit; 0: look
+ * once). `*connected` is false when the time ran out first. ZKR_CLOSED on a closed client.
+ */
+zkr_status zkr_client_wait_for_state(struct zkr_client *c, int64_t timeout_ms, bool *connected);
+
+/**
+ * The largest request this client sends, in bytes (zkr_client_options.max_request_bytes).
+ */
+zkr_status zkr_client_max_request_bytes(const struct zkr_client *c, size_t *bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

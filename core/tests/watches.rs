@@ -473,3 +473,43 @@ async fn removing_one_shot_watches_on_a_cache_root_does_not_deafen_the_cache() {
     c.close().await;
     writer.close().await;
 }
+
+/// Curator's `blockUntilConnected(timeout)` (the faces' `wait_for_state`): true at once when
+/// connected; false once the timeout passes while the server is down; true when the
+/// connection comes back during the wait; `Closed` on a closed client. The client's request
+/// size limit reads back as built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_until_connected_waits_for_a_connection() {
+    let server = TestingServer::start();
+    let c = ClientBuilder::new(server.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .max_request_bytes(4096)
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(c.max_request_bytes(), 4096);
+    assert!(c.block_until_connected(Some(Duration::ZERO)).await.unwrap());
+    server.stop();
+    c.wait_for_state(WAIT, |s| s == ConnectionState::Suspended)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert!(!c
+        .block_until_connected(Some(Duration::from_millis(300)))
+        .await
+        .unwrap());
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let waiter = {
+        let c = c.clone();
+        tokio::spawn(async move { c.block_until_connected(None).await })
+    };
+    server.start();
+    assert!(tokio::time::timeout(WAIT, waiter)
+        .await
+        .expect("connected in time")
+        .unwrap()
+        .unwrap());
+    c.close().await;
+    let err = c.block_until_connected(None).await.unwrap_err();
+    assert!(matches!(err, Error::Closed(_)), "{err}");
+}

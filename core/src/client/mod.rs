@@ -318,6 +318,45 @@ impl Client {
             })
     }
 
+    /// Curator's `blockUntilConnected(timeout)`: waits until the client is connected
+    /// (CONNECTED, RECONNECTED or READ_ONLY; at once if it is now); `Ok(false)` once `timeout`
+    /// passes first (`None`: no limit; zero: look once). `Closed` if the client is closed or
+    /// closes meanwhile. The faces' `wait_for_state(timeout)`.
+    pub async fn block_until_connected(&self, timeout: Option<Duration>) -> Result<bool> {
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        let mut rx = self.inner.state.subscribe();
+        let connected = async {
+            loop {
+                if rx.borrow_and_update().is_connected() {
+                    return Ok(true);
+                }
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { return Err(Error::closed()) },
+                    _ = self.closed() => return Err(Error::closed()),
+                }
+            }
+        };
+        match timeout {
+            None => connected.await,
+            Some(t) => tokio::time::timeout(t, connected)
+                .await
+                .unwrap_or(Ok(false)),
+        }
+    }
+
+    /// [`block_until_connected`](Self::block_until_connected), blocking.
+    pub fn block_until_connected_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.block_until_connected(timeout))?
+    }
+
+    /// The largest request this client sends, in bytes
+    /// ([`ClientBuilder::max_request_bytes`]).
+    pub fn max_request_bytes(&self) -> usize {
+        self.inner.cfg.max_request_bytes
+    }
+
     /// Counts of requests sent so far, per operation.
     pub fn request_counts(&self) -> RequestCounts {
         let c = &self.inner.counters;
