@@ -132,6 +132,7 @@ mod tests {
         check(&WATCH_EVENTS, |name| match name {
             "DATA_CHANGED" => "ZKR_WATCH_CHANGED".into(),
             "CHILDREN_CHANGED" => "ZKR_WATCH_CHILD".into(),
+            "WATCH_REMOVED" => "ZKR_WATCH_REMOVED".into(),
             other => format!("ZKR_WATCH_{other}"),
         });
         assert_eq!(CREATE_MODES.all, CreateMode::ALL);
@@ -139,5 +140,10 @@ mod tests {
         assert_eq!(CANCEL_REASONS.all, CancelReason::ALL);
         assert_eq!(LEVELS.all, Level::ALL);
         assert_eq!(WATCH_EVENTS.all, NodeEventKind::ALL);
+        check(&crate::watches::WATCHER_TYPES, plain("ZKR_WATCHER_TYPE_"));
+        assert_eq!(
+            crate::watches::WATCHER_TYPES.all,
+            zkrecipes::WatcherType::ALL
+        );
     }
 }
