@@ -678,8 +678,7 @@ mod tests {
         opts.version = 4;
         let r = read(&opts).unwrap();
         assert_eq!(r.max_request_bytes, 5);
-        let err = build(&r).unwrap_err();
-        assert!(err.to_string().contains("below 1024"), "{err}");
+        // Too small: refused by zkr_client_connect (tests/c/test_cache.c).
     }
 
     #[test]

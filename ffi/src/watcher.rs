@@ -199,6 +199,10 @@ mod tests {
             zkr_watcher_event_type::of(&WatchEvent::Reconnected) as u32,
             WATCHER_EVENTS.to_c("RECONNECTED")
         );
-        assert!(WATCHER_EVENTS.get(8).is_none());
+        assert_eq!(
+            zkr_watcher_event_type::of(&WatchEvent::Removed),
+            zkr_watcher_event_type::ZKR_WATCHER_WATCH_REMOVED
+        );
+        assert!(WATCHER_EVENTS.get(9).is_none());
     }
 }
