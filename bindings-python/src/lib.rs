@@ -22,6 +22,7 @@ mod owner;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
+mod watches;
 
 use pyo3::prelude::*;
 
@@ -57,6 +58,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "LOG_LEVELS",
         names(zkrecipes::log::Level::ALL, |v| v.name()),
     )?;
+    m.add(
+        "WATCHER_TYPES",
+        names(zkrecipes::WatcherType::ALL, |v| v.name()),
+    )?;
+    m.add_function(wrap_pyfunction!(watches::remove_watches, m)?)?;
+    m.add_function(wrap_pyfunction!(watches::wait_for_state, m)?)?;
+    m.add_function(wrap_pyfunction!(watches::max_request_bytes, m)?)?;
     m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyStat>()?;
