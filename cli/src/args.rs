@@ -210,6 +210,12 @@ pub enum Command {
     /// Service discovery with Curator's layout: register while a command runs, list, get, pick, watch
     #[command(after_help = DISCOVER_AFTER_HELP, subcommand)]
     Discover(DiscoverCommand),
+    /// Create, read, change, delete and list nodes (zkCli's create, get, set, delete, ls)
+    #[command(after_help = crate::cmd::node::NODE_AFTER_HELP, subcommand)]
+    Node(crate::cmd::node::NodeCommand),
+    /// Read and set a node's ACL (zkCli's getAcl, setAcl), make digest entries
+    #[command(after_help = crate::cmd::node::ACL_AFTER_HELP, subcommand)]
+    Acl(crate::cmd::node::AclCommand),
 }
 
 const DISCOVER_AFTER_HELP: &str = "\

@@ -59,6 +59,8 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Watch(a) => cmd::watch::run(g, a).await,
         Command::Member(a) => cmd::member::run(g, a).await,
         Command::Discover(a) => cmd::discover::run(g, a).await,
+        Command::Node(a) => cmd::node::run_node(g, a).await,
+        Command::Acl(a) => cmd::node::run_acl(g, a).await,
         Command::Completions(a) => {
             let mut out = std::io::stdout();
             clap_complete::generate(a.shell, &mut Cli::command(), "zkr", &mut out);

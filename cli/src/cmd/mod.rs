@@ -7,6 +7,7 @@ pub mod elect;
 pub mod inspect;
 pub mod lock;
 pub mod member;
+pub mod node;
 pub mod observe;
 pub mod watch;
 
