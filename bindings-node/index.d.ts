@@ -37,6 +37,7 @@ export type ZkrErrorCode =
   | 'ZKR_NO_AUTH'
   | 'ZKR_NOT_EMPTY'
   | 'ZKR_CONFLICT'
+  | 'ZKR_NO_WATCHER'
   | 'ZKR_TIMEOUT'
   | 'ZKR_AUTH_FAILED'
   | 'ZKR_CORRUPTED_DATA'
@@ -169,6 +170,12 @@ export interface ConnectOptions {
   acl?: AclEntry[];
   /** Allow connecting to a read-only server. */
   canBeReadOnly?: boolean;
+  /**
+   * The largest request sent, in bytes on the wire (default 1048575, the server's default
+   * jute.maxbuffer; at least 1024): a bigger one rejects with ZKR_INVALID_ARGUMENT before it is
+   * sent. Raise it only together with the servers' jute.maxbuffer.
+   */
+  maxRequestBytes?: number;
   /** TLS (ZooKeeper's secureClientPort); `true`: the system's trust store, nothing else. */
   tls?: TlsOptions | boolean;
   /** SASL authentication at each connection; a refusal rejects with ZKR_AUTH_FAILED, never retried. */
@@ -208,7 +215,7 @@ export interface SaslOptions {
   password: string;
 }
 
-export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED';
+export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED' | 'WATCH_REMOVED';
 /** What a one-shot watch saw (the core's list). */
 export declare const WatchedEventType: Names<WatchedEventType>;
 
@@ -282,10 +289,14 @@ export interface ClientEvents {
   state: [state: ConnectionState];
 }
 
+export type WatcherTypeName = 'CHILDREN' | 'DATA' | 'ANY' | 'PERSISTENT' | 'PERSISTENT_RECURSIVE';
+/** The kinds of watches `client.removeWatches` removes (ZooKeeper's WatcherType; the core's list). */
+export declare const WatcherType: Names<WatcherTypeName>;
+
 /**
  * A ZooKeeper client (Curator's CuratorFramework). While open it keeps the process alive,
  * like a socket; `close()` (or `unref()`) lets it exit. An oversized create or setData (over
- * the server's 1 MiB jute.maxbuffer, path and ACL included) rejects at once with
+ * `maxRequestBytes`, by default the server's 1 MiB jute.maxbuffer, path and ACL included) rejects at once with
  * ZKR_INVALID_ARGUMENT naming the sizes; the session and its holds are untouched.
  */
 export declare class Client extends EventEmitter<ClientEvents> {
@@ -298,6 +309,8 @@ export declare class Client extends EventEmitter<ClientEvents> {
   readonly isClosed: boolean;
   /** `''` or `'/namespace'`. */
   readonly namespace: string;
+  /** The largest request this client sends, in bytes (the `maxRequestBytes` option). */
+  readonly maxRequestBytes: number;
   /** Ends the session: ephemeral nodes vanish, waits reject with ZKR_CLOSED. */
   close(): Promise<void>;
   /** Lets the process exit while this client is open. */
@@ -327,6 +340,23 @@ export declare class Client extends EventEmitter<ClientEvents> {
    * connection is back. A missing node is fine.
    */
   sync(path: string): Promise<void>;
+  /**
+   * Removes this client's watches of `type` on `path` (ZooKeeper's removeAllWatches): removed
+   * one-shot watches are called with WATCH_REMOVED, removed PersistentWatchers emit WATCH_REMOVED
+   * last; ZKR_NO_WATCHER when there is none of that kind. One-shot kinds are removed on the
+   * server first: `local: false` (default) rejects when it cannot be reached and removes nothing;
+   * `local: true` removes here whatever the server says. Persistent kinds are removed here at once.
+   * A cache whose watch is removed sets it again and resyncs. Before ZooKeeper 3.9 (ZOOKEEPER-4472,
+   * 4471) a persistent watch stripped by a data or child removal is set again, its users hear
+   * RECONNECTED.
+   */
+  removeWatches(path: string, type: WatcherTypeName, options?: { local?: boolean }): Promise<void>;
+  /**
+   * Curator's blockUntilConnected(timeout): true once connected (CONNECTED, RECONNECTED or
+   * READ_ONLY; at once if it is now), false when `timeoutMs` (omitted: no limit; 0: look once)
+   * ran out first. Rejects with ZKR_CLOSED on a closed client.
+   */
+  waitForState(options?: { timeoutMs?: number }): Promise<boolean>;
   /** Testing only (addon built with `--testing`): expires the session on the server, waits for LOST. */
   _expireSessionForTesting(): Promise<void>;
   /** Testing only: requests sent so far. */
@@ -888,14 +918,29 @@ export declare class Cache extends EventEmitter<CacheEvents> implements Iterable
   get(path: string): ChildData | null;
   snapshot(): ChildData[];
   events(): AsyncIterableIterator<CacheEvent>;
+  /**
+   * Adds `fn` as a listener of its own; its id, for `unlisten`. `replay: true`: it first hears
+   * the current contents as CREATED events, then what happens next (nothing missed, nothing twice).
+   */
+  listen(fn: (event: CacheEvent) => void, options?: { replay?: boolean }): bigint;
+  /** Removes a listener added by `listen`; whether it was there. */
+  unlisten(id: bigint | number): boolean;
   [Symbol.iterator](): Iterator<ChildData>;
   [Symbol.asyncIterator](): AsyncIterator<CacheEvent>;
   close(): void;
 }
 
-/** Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). */
+/**
+ * Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). `pathFilter`
+ * (Curator's selector): false leaves a node and everything below it out; called on the JS thread
+ * for the root and each level below it (keep it quick); one that throws keeps the node.
+ */
 export declare class CuratorCache extends Cache {
-  constructor(client: Client, path: string, options?: { data?: boolean; maxDepth?: number });
+  constructor(
+    client: Client,
+    path: string,
+    options?: { data?: boolean; maxDepth?: number; pathFilter?: (path: string) => boolean },
+  );
 }
 
 /** Curator's NodeCache: one node. */
@@ -922,7 +967,8 @@ export type WatcherEventTypeName =
   | 'CHILDREN_CHANGED'
   | 'DISCONNECTED'
   | 'RECONNECTED'
-  | 'SESSION_LOST';
+  | 'SESSION_LOST'
+  | 'WATCH_REMOVED';
 /** What a PersistentWatcher hears (the core's list). */
 export declare const WatcherEventType: Names<WatcherEventTypeName>;
 
@@ -933,7 +979,7 @@ export declare const WatcherEventType: Names<WatcherEventTypeName>;
  */
 export type WatcherEvent =
   | { type: 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED'; path: string }
-  | { type: 'DISCONNECTED' | 'RECONNECTED' | 'SESSION_LOST'; path: null };
+  | { type: 'DISCONNECTED' | 'RECONNECTED' | 'SESSION_LOST' | 'WATCH_REMOVED'; path: null };
 
 export interface WatcherEvents {
   event: [event: WatcherEvent];
@@ -943,9 +989,9 @@ export interface WatcherEvents {
  * Curator's PersistentWatcher: a persistent watch on `path` (ZooKeeper 3.6+'s addWatch), kept
  * after it fires and across reconnects and sessions until `close()`; `recursive` also covers
  * every node below it. Events: `watcher.on('event', fn)` and `for await (const ev of watcher)`.
- * ZooKeeper keeps one persistent-watch mode per path per session: while a recursive
- * watcher (or a cache) lives on a path, `start()` of a plain one there in the same client
- * rejects with ZKR_CONFLICT, and the other way round.
+ * Watchers and caches on one path of one client share one watch on the server, whatever their
+ * modes (the recursive one serves the plain ones, filtered). `client.removeWatches` of its kind
+ * ends it: WATCH_REMOVED is its last event.
  */
 export declare class PersistentWatcher extends EventEmitter<WatcherEvents> implements AsyncIterable<WatcherEvent> {
   constructor(client: Client, path: string, options?: { recursive?: boolean });

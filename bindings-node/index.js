@@ -12,7 +12,7 @@
 
 const { native } = require('./lib/native');
 const { Owner } = require('./lib/owners');
-const { Client } = require('./lib/client');
+const { Client, WatcherType } = require('./lib/client');
 
 /** The version of the Rust core the addon was built from. */
 const coreVersion = native.coreVersion();
@@ -23,6 +23,7 @@ const version = coreVersion;
 // from the modules' own lists), which is how index.mjs's `export *` gets them.
 module.exports = {
   Client,
+  WatcherType,
   Owner,
   ...require('./lib/locks'),
   ...require('./lib/leader'),

@@ -36,6 +36,7 @@ mod queue;
 mod testing;
 mod value;
 mod vocabulary;
+mod watches;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in
 // every build, `cargo test` included).
