@@ -52,6 +52,7 @@ pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
 pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
 pub use vocabulary::vocabulary;
+pub use watches::watcher_types;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]
 pub use testing::{
