@@ -671,7 +671,10 @@ impl Watch {
             mut reg,
         } = self;
         let e = tokio::select! {
-            e = inner.changed() => e,
+            e = inner.changed() => {
+                reg.fired();
+                e
+            }
             () = reg.removed() => {
                 return NodeEvent {
                     kind: super::types::NodeEventKind::WatchRemoved,

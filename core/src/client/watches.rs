@@ -92,12 +92,19 @@ pub(crate) struct OneshotReg {
     watches: Weak<Watches>,
     path: String,
     id: u64,
+    kind: OneshotKind,
     removed: oneshot::Receiver<()>,
+    fired: bool,
 }
 
 impl OneshotReg {
     pub(crate) fn path(&self) -> &str {
         &self.path
+    }
+
+    /// The server delivered the watch's event: it left the server by firing, not by removal.
+    pub(crate) fn fired(&mut self) {
+        self.fired = true;
     }
 
     /// Resolves once [`Client::remove_watches`] removed this watch (never otherwise).
@@ -111,12 +118,21 @@ impl OneshotReg {
 impl Drop for OneshotReg {
     fn drop(&mut self) {
         if let Some(w) = self.watches.upgrade() {
-            let mut map = lock(&w.oneshots);
-            if let Some(list) = map.get_mut(&self.path) {
-                list.retain(|o| o.id != self.id);
-                if list.is_empty() {
-                    map.remove(&self.path);
+            {
+                let mut map = lock(&w.oneshots);
+                if let Some(list) = map.get_mut(&self.path) {
+                    list.retain(|o| o.id != self.id);
+                    if list.is_empty() {
+                        map.remove(&self.path);
+                    }
                 }
+            }
+            // A one-shot watch dropped unfired is removed from the server by the wire client
+            // (its drop, which runs before this one, queued the removal); before 3.9 that
+            // strips the path's persistent watch of the same half (ZOOKEEPER-4471). Set it
+            // again, after the removal on the same ordered connection.
+            if !self.fired && w.shares_half(&self.path, self.kind) {
+                w.reset(&self.path);
             }
         }
     }
@@ -159,12 +175,38 @@ impl Watches {
                 kind,
                 removed: Some(tx),
             });
+        // Called once the server has set the one-shot watch. Before 3.9 a session keeps one
+        // watch mode per path in each of the server's two watch tables (ZOOKEEPER-4466): a
+        // one-shot watch set where this client holds a persistent one in the same table turned
+        // it into a one-shot watch (deaf below the path, gone after its next event). Set the
+        // persistent watch again; its consumers hear RECONNECTED and read again, so nothing
+        // that changed in between is lost.
+        if self.shares_half(path, kind) {
+            self.reset(path);
+        }
         OneshotReg {
             watches: Arc::downgrade(self),
             path: path.to_string(),
             id,
+            kind,
             removed: rx,
+            fired: false,
         }
+    }
+
+    /// Whether this client holds a persistent watch on `path` in the server's table where a
+    /// one-shot watch of `kind` goes: the data table holds both persistent modes, the child
+    /// table only the plain one (a recursive watch's wire mode is the widest its consumers ask).
+    fn shares_half(&self, path: &str, kind: OneshotKind) -> bool {
+        lock(&self.persistent).get(path).is_some_and(|e| match kind {
+            OneshotKind::Data => !e.consumers.is_empty(),
+            OneshotKind::Children => {
+                !e.consumers.is_empty()
+                    && e.consumers
+                        .iter()
+                        .all(|c| c.mode == AddWatchMode::Persistent)
+            }
+        })
     }
 
     /// Registers a consumer of `mode` on `path` (starting the path's pump if it has none) and
