@@ -6,8 +6,9 @@
 //! "registrationTimeUTC":..,"serviceType":"DYNAMIC","uriSpec":{"parts":[{"value":..,
 //! "variable":..}]}}`, and `"enabled":..` last only outside Curator's compatible mode (its
 //! default, which older readers need). Strings escape `"`, `\` and control characters (`\n`
-//! style where JSON has one, else `\u00XX` in upper-case hex); everything else, non-ASCII
-//! included, is written as it is. The payload carries Jackson's type information
+//! style where JSON has one, else `\u00XX` in upper-case hex) and a character past U+FFFF as
+//! its surrogate pair (`\uD83D\uDE00`); everything else, other non-ASCII included, is written
+//! as it is. The payload carries Jackson's type information
 //! (`@JsonTypeInfo(use = CLASS)`): `{"@class":"com.x.Details",...}` for objects,
 //! `["java.util.ArrayList",[...]]` for lists; it is split off into `payload_class` and written
 //! back the same way; a double in a payload is written as Java's `Double.toString` writes it
@@ -505,6 +506,14 @@ fn string(o: &mut String, s: &str) {
             c if (c as u32) < 0x20 => {
                 let _ = write!(o, "\\u{:04X}", c as u32);
             }
+            // Jackson's UTF-8 writer escapes each half of a surrogate pair: a character past
+            // U+FFFF is two `\uXXXX` (upper-case hex), not its four UTF-8 bytes.
+            c if (c as u32) > 0xFFFF => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(o, "\\u{:04X}", u);
+                }
+            }
             c => o.push(c),
         }
     }
@@ -703,6 +712,20 @@ mod tests {
             ServiceInstance::from_json(json.as_bytes()).unwrap().name,
             i.name
         );
+    }
+
+    #[test]
+    fn characters_past_the_bmp_are_escaped_as_surrogate_pairs_as_jackson_does() {
+        // Curator 5.9's Jackson (UTF8JsonGenerator) writes U+1F600 as \uD83D\uDE00; the
+        // interop scenario's golden bytes showed it. Below U+10000 everything is written as is.
+        let mut i = ServiceInstance::new("a\u{1F600}b\u{10000}\u{2028}\u{FFFF}");
+        i.id = "x".into();
+        let json = String::from_utf8(i.to_json(true)).unwrap();
+        assert!(
+            json.starts_with("{\"name\":\"a\\uD83D\\uDE00b\\uD800\\uDC00\u{2028}\u{FFFF}\","),
+            "{json}"
+        );
+        assert_eq!(ServiceInstance::from_json(json.as_bytes()).unwrap(), i);
     }
 
     #[test]
