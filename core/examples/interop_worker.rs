@@ -4,8 +4,8 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache, watch (workloads), or
-//! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
+//! doublebarrier, group, gzip, cache, watch, discovery (workloads), or
+//! counter-get, sharedcount-get, children, acls, discovery-golden (one-shot checks for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
@@ -26,7 +26,17 @@
 //!   (Σcreated − Σdeleted and the cache's size);
 //! * watch: a recursive PersistentWatcher on P; creates N nodes `P/ID-i` and sets each once,
 //!   waits until it heard every runtime's creates and sets, then `heard rust ID TYPE PATH` each;
+//! * discovery: a ServiceCache and a ServiceProvider per runtime's service under P; registers
+//!   this worker's instances under service `rust` (`registered rust SERVICE/ID CANON`), waits
+//!   until the caches hold `--expect` instances, then `found rust SERVICE/ID CANON` per cached
+//!   instance, `picked rust SERVICE/ID` per pick (2 × the service's instances) and `usable rust
+//!   SERVICE ids` (see tests/interop/README.md; CANON is the instance's fields as one JSON object);
 //! * all:     `done rust ID COUNT` at the end.
+//!
+//! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
+//! `NAME.full.json`): `golden NAME ok` when `ServiceInstance::from_json(bytes).to_json(compat)`
+//! and a fresh instance made of the decoded fields (no remembered text) both write those bytes
+//! again, else `golden NAME roundtrip|encode|decode ...`.
 //!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
 //! under P; `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
@@ -270,6 +280,11 @@ fn main() {
         w.start_blocking().expect("watcher start");
         watcher = Some(w);
     }
+    // discovery: a cache and a provider per runtime's service, started before the barrier.
+    let mut discovery = None;
+    if role == "discovery" {
+        discovery = Some(DiscoverySide::start(&client, &path));
+    }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
@@ -453,6 +468,15 @@ fn main() {
         }
         "group" => group(&client, &path, &id, expect, &peers, &mut log),
         "gzip" => gzip(&client, &path, &id, expect, &mut log),
+        "discovery" => discovery.take().expect("discovery").run(
+            &client,
+            &id,
+            iterations as usize,
+            expect,
+            &peers,
+            &mut log,
+        ),
+        "discovery-golden" => discovery_golden(&path),
         "cache" => {
             // Write our share, then wait until the cache holds every runtime's share.
             let c = cache.take().expect("cache");
@@ -734,4 +758,299 @@ fn gzip(client: &Client, path: &str, id: &str, expect: usize, log: &mut dyn Writ
         .unwrap();
     }
     writeln!(log, "done rust {id} {}", children.len()).unwrap();
+}
+
+/// The discovery scenario's side: two discoveries on the base path (Curator's compatible JSON,
+/// and one that writes `enabled`), and a cache and a round-robin provider per runtime's service.
+struct DiscoverySide {
+    compat: zkrecipes::discovery::ServiceDiscovery,
+    full: zkrecipes::discovery::ServiceDiscovery,
+    caches: Vec<(String, zkrecipes::discovery::ServiceCache)>,
+    providers: Vec<(String, zkrecipes::discovery::ServiceProvider)>,
+}
+
+const DISCOVERY_SERVICES: [&str; 5] = ["java", "rust", "c", "python", "node"];
+
+/// An instance's fields as one JSON object, the same in every worker (payload as JSON,
+/// `payloadClass` the Java class, `uriSpec` the template).
+fn canon(i: &zkrecipes::discovery::ServiceInstance) -> String {
+    serde_json::json!({
+        "name": i.name, "id": i.id, "address": i.address, "port": i.port, "sslPort": i.ssl_port,
+        "payload": i.payload, "payloadClass": i.payload_class,
+        "registrationTimeUTC": i.registration_time_utc, "serviceType": i.service_type.name(),
+        "uriSpec": i.uri_spec.as_ref().map(|u| u.to_string()), "enabled": i.enabled,
+    })
+    .to_string()
+}
+
+impl DiscoverySide {
+    fn start(client: &Client, base: &str) -> DiscoverySide {
+        use zkrecipes::discovery::{
+            ProviderStrategy, ServiceCache, ServiceDiscovery, ServiceProvider,
+        };
+        let compat = ServiceDiscovery::new(client, base).expect("discovery");
+        let full = ServiceDiscovery::new(client, base).expect("discovery");
+        full.set_write_enabled(true);
+        let mut caches = Vec::new();
+        let mut providers = Vec::new();
+        for s in DISCOVERY_SERVICES {
+            let c = ServiceCache::new(&compat, s).expect("service cache");
+            c.start_blocking().expect("cache start");
+            assert!(c
+                .await_initialized_blocking(Some(Duration::from_secs(60)))
+                .expect("cache load"));
+            caches.push((s.to_string(), c));
+            let p =
+                ServiceProvider::new(&compat, s, ProviderStrategy::RoundRobin).expect("provider");
+            p.start_blocking().expect("provider start");
+            providers.push((s.to_string(), p));
+        }
+        DiscoverySide {
+            compat,
+            full,
+            caches,
+            providers,
+        }
+    }
+
+    fn run(
+        self,
+        _client: &Client,
+        id: &str,
+        extras: usize,
+        expect: usize,
+        peers: &str,
+        log: &mut dyn Write,
+    ) {
+        use zkrecipes::discovery::{ServiceInstance, ServiceType, UriSpec};
+        let make = |iid: &str,
+                    address: &str,
+                    port: i32,
+                    ssl: Option<i32>,
+                    payload: Option<(serde_json::Value, &str)>,
+                    ty: ServiceType,
+                    uri: Option<&str>,
+                    enabled: bool| {
+            let mut i = ServiceInstance::new("rust");
+            i.id = iid.to_string();
+            i.address = Some(address.to_string());
+            i.port = Some(port);
+            i.ssl_port = ssl;
+            if let Some((p, class)) = payload {
+                i.payload = Some(p);
+                i.payload_class = Some(class.to_string());
+            }
+            i.service_type = ty;
+            i.uri_spec = uri.map(|u| UriSpec::new(u).expect("uri spec"));
+            i.enabled = enabled;
+            i
+        };
+        let map = serde_json::json!({
+            "region": "eu-west", "weight": 1.5, "ratio": 2.5e-4, "big": 10_000_000_000i64,
+            "tags": ["a", "b"], "nested": {"k": "v"}, "note": "say \"hi\"\t\u{e9}\u{fc}/\u{1}",
+        });
+        let lhm = "java.util.LinkedHashMap";
+        let mut mine = vec![
+            (
+                make(
+                    "rust-map",
+                    "10.0.0.1",
+                    8080,
+                    None,
+                    Some((map.clone(), lhm)),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/map"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-pojo",
+                    "10.0.0.2",
+                    8081,
+                    Some(8443),
+                    Some((
+                        serde_json::json!({"region": "us", "weight": 3, "primary": true}),
+                        "zkrecipes.interop.Discovery$Details",
+                    )),
+                    ServiceType::Static,
+                    Some("{scheme}://{address}:{ssl-port}/pojo"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-list",
+                    "10.0.0.3",
+                    8082,
+                    None,
+                    Some((
+                        serde_json::json!(["x", 1, 2.5, true, null]),
+                        "java.util.ArrayList",
+                    )),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/{[}list{]}"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-none",
+                    "10.0.0.4",
+                    8083,
+                    None,
+                    None,
+                    ServiceType::Dynamic,
+                    None,
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-full",
+                    "10.0.0.6",
+                    8085,
+                    None,
+                    Some((map, lhm)),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/full"),
+                    true,
+                ),
+                true,
+            ),
+            (
+                make(
+                    "rust-off",
+                    "10.0.0.5",
+                    8084,
+                    None,
+                    None,
+                    ServiceType::Dynamic,
+                    None,
+                    false,
+                ),
+                false,
+            ),
+        ];
+        for k in 0..extras {
+            mine.push((
+                make(
+                    &format!("rust-e{k}"),
+                    &format!("10.1.0.{}", k % 250),
+                    9000 + k as i32,
+                    None,
+                    Some((serde_json::json!({"i": k}), lhm)),
+                    ServiceType::Dynamic,
+                    None,
+                    true,
+                ),
+                false,
+            ));
+        }
+        let mut registrations = Vec::new();
+        for (i, via_full) in mine {
+            let d = if via_full { &self.full } else { &self.compat };
+            let r = d.register_blocking(i).expect("register");
+            let i = r.instance();
+            writeln!(log, "registered rust rust/{} {}", i.id, canon(&i)).unwrap();
+            registrations.push(r);
+        }
+        log.flush().unwrap();
+        poll(|| {
+            self.caches
+                .iter()
+                .map(|(_, c)| c.instances().len())
+                .sum::<usize>()
+                >= expect
+        });
+        for (s, c) in &self.caches {
+            for i in c.instances() {
+                writeln!(log, "found rust {s}/{} {}", i.id, canon(&i)).unwrap();
+            }
+        }
+        for (s, p) in &self.providers {
+            let n = p.cache().instances().len();
+            for _ in 0..2 * n {
+                let picked = p.get_instance().map_or("-".to_string(), |i| i.id.clone());
+                writeln!(log, "picked rust {s}/{picked}").unwrap();
+            }
+            let mut ids: Vec<String> = p.get_all_instances().iter().map(|i| i.id.clone()).collect();
+            ids.sort();
+            writeln!(log, "usable rust {s} {}", ids.join(",")).unwrap();
+        }
+        log.flush().unwrap();
+        std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
+        poll(|| std::fs::read_dir(peers).map_or(0, |d| d.count()) >= DISCOVERY_SERVICES.len());
+        for (_, p) in &self.providers {
+            p.close();
+        }
+        for (_, c) in &self.caches {
+            c.close();
+        }
+        self.full.close_blocking().expect("close");
+        self.compat.close_blocking().expect("close");
+        writeln!(log, "done rust {id} {}", registrations.len()).unwrap();
+    }
+}
+
+/// The golden check: the bytes Curator 5.9 wrote (files `NAME.compat.json` / `NAME.full.json`
+/// in `dir`) decode, and encode again to the same bytes, both as read (remembered payload text)
+/// and as a fresh instance made of the decoded fields (our encoder alone).
+fn discovery_golden(dir: &str) {
+    use zkrecipes::discovery::ServiceInstance;
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("golden dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let compat = name.ends_with(".compat.json");
+        let bytes = std::fs::read(&f).expect("read golden");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        let i = match ServiceInstance::from_json(&bytes) {
+            Ok(i) => i,
+            Err(e) => {
+                println!("golden {name} decode {e}");
+                continue;
+            }
+        };
+        let again = i.to_json(compat);
+        if again != bytes {
+            println!(
+                "golden {name} roundtrip ours={} curator={}",
+                text(&again),
+                text(&bytes)
+            );
+            continue;
+        }
+        let mut fresh = ServiceInstance::new(i.name.clone());
+        fresh.id = i.id.clone();
+        fresh.address = i.address.clone();
+        fresh.port = i.port;
+        fresh.ssl_port = i.ssl_port;
+        fresh.payload = i.payload.clone();
+        fresh.payload_class = i.payload_class.clone();
+        fresh.registration_time_utc = i.registration_time_utc;
+        fresh.service_type = i.service_type;
+        fresh.uri_spec = i.uri_spec.clone();
+        fresh.enabled = i.enabled;
+        fresh.extra = i.extra.clone();
+        let encoded = fresh.to_json(compat);
+        if encoded != bytes {
+            println!(
+                "golden {name} encode ours={} curator={}",
+                text(&encoded),
+                text(&bytes)
+            );
+            continue;
+        }
+        println!("golden {name} ok");
+    }
 }

@@ -6,7 +6,9 @@
  * Secured servers (the tls scenario): zkr_client_options version 3 (mutual TLS, SASL DIGEST-MD5);
  * --whoami DIR creates DIR/ID with CREATOR_ALL_ACL (an ACL-provider rule for that one path), so
  * that its ACL names the identities the session authenticated as.
- * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
+ * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch,
+ * discovery (instances as Curator's JSON in and out: "registered c c/ID JSON" and "found c SVC/ID
+ * JSON" carry that JSON as the face returns it; the runner reads its fields).
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT".
@@ -307,6 +309,171 @@ static size_t heard_count(void) {
     return n;
 }
 
+/* The discovery scenario (tests/interop/README.md). */
+#define DISCOVERY_SERVICES 5
+static const char *const discovery_services[DISCOVERY_SERVICES] = {"java", "rust", "c", "python", "node"};
+static zkr_discovery *disco, *disco_full;
+static zkr_service_cache *disco_caches[DISCOVERY_SERVICES];
+static zkr_service_provider *disco_providers[DISCOVERY_SERVICES];
+
+/* The instance id in Curator's JSON (the ids here are plain ASCII). */
+static void json_id(const char *json, char *out, size_t len) {
+    const char *p = strstr(json, "\"id\":\"");
+    size_t n = 0;
+    if (p)
+        for (p += 6; *p && *p != '"' && n + 1 < len; p++) out[n++] = *p;
+    out[n] = '\0';
+}
+
+static void discovery_start(zkr_client *client, const char *base) {
+    check(zkr_discovery_new(client, base, &disco), "zkr_discovery_new");
+    check(zkr_discovery_new(client, base, &disco_full), "zkr_discovery_new");
+    check(zkr_discovery_set_write_enabled(disco_full, true), "zkr_discovery_set_write_enabled");
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        bool loaded = false;
+        check(zkr_service_cache_new(disco, discovery_services[s], &disco_caches[s]), "zkr_service_cache_new");
+        check(zkr_service_cache_start(disco_caches[s]), "zkr_service_cache_start");
+        check(zkr_service_cache_await_initialized(disco_caches[s], 60000, &loaded), "await_initialized");
+        if (!loaded) { fprintf(stderr, "c_worker: service cache not loaded\n"); exit(2); }
+        check(zkr_service_provider_new(disco, discovery_services[s], "round_robin", &disco_providers[s]),
+              "zkr_service_provider_new");
+        check(zkr_service_provider_start(disco_providers[s]), "zkr_service_provider_start");
+    }
+}
+
+static size_t discovery_cached(int s) {
+    zkr_string_list *l = NULL;
+    check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");
+    size_t n = l->len;
+    zkr_string_list_free(l);
+    return n;
+}
+
+/* This worker's instances under service "c" as Curator's JSON (map, pojo, list, none, full through
+ * the write-enabled discovery, the disabled "off", K extras); the payloads are written as Jackson
+ * writes them (the face keeps a payload's text as given). */
+static void discovery_run(const char *id, long extras, long expect, const char *peers, FILE *log) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    const char *map = "{\"@class\":\"java.util.LinkedHashMap\",\"region\":\"eu-west\",\"weight\":1.5,"
+                      "\"ratio\":2.5E-4,\"big\":10000000000,\"tags\":[\"a\",\"b\"],\"nested\":{\"k\":\"v\"},"
+                      "\"note\":\"say \\\"hi\\\"\\t\xc3\xa9\xc3\xbc/\\u0001\"}";
+    char fixed[6][1024];
+    snprintf(fixed[0], sizeof fixed[0], "{\"name\":\"c\",\"id\":\"c-map\",\"address\":\"10.0.0.1\",\"port\":8080,"
+             "\"payload\":%s,\"registrationTimeUTC\":%lld,\"serviceType\":\"DYNAMIC\","
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/map\",\"variable\":false}]}}", map, ms);
+    snprintf(fixed[1], sizeof fixed[1], "{\"name\":\"c\",\"id\":\"c-pojo\",\"address\":\"10.0.0.2\",\"port\":8081,"
+             "\"sslPort\":8443,\"payload\":{\"@class\":\"zkrecipes.interop.Discovery$Details\",\"region\":\"us\","
+             "\"weight\":3,\"primary\":true},\"registrationTimeUTC\":%lld,\"serviceType\":\"STATIC\","
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"ssl-port\",\"variable\":true},{\"value\":\"/pojo\",\"variable\":false}]}}", ms);
+    snprintf(fixed[2], sizeof fixed[2], "{\"name\":\"c\",\"id\":\"c-list\",\"address\":\"10.0.0.3\",\"port\":8082,"
+             "\"payload\":[\"java.util.ArrayList\",[\"x\",1,2.5,true,null]],\"registrationTimeUTC\":%lld,"
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/\",\"variable\":false},"
+             "{\"value\":\"[\",\"variable\":true},{\"value\":\"list\",\"variable\":false},"
+             "{\"value\":\"]\",\"variable\":true}]}}", ms);
+    snprintf(fixed[3], sizeof fixed[3], "{\"name\":\"c\",\"id\":\"c-none\",\"address\":\"10.0.0.4\",\"port\":8083,"
+             "\"registrationTimeUTC\":%lld}", ms);
+    snprintf(fixed[4], sizeof fixed[4], "{\"name\":\"c\",\"id\":\"c-full\",\"address\":\"10.0.0.6\",\"port\":8085,"
+             "\"payload\":%s,\"registrationTimeUTC\":%lld,"
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/full\",\"variable\":false}]}}", map, ms);
+    snprintf(fixed[5], sizeof fixed[5], "{\"name\":\"c\",\"id\":\"c-off\",\"address\":\"10.0.0.5\",\"port\":8084,"
+             "\"registrationTimeUTC\":%lld,\"enabled\":false}", ms);
+    long total = 6 + extras;
+    zkr_registration **regs = calloc((size_t)total, sizeof *regs);
+    for (long k = 0; k < total; k++) {
+        char extra[512];
+        const char *json = fixed[k < 6 ? k : 0];
+        if (k >= 6) {
+            snprintf(extra, sizeof extra, "{\"name\":\"c\",\"id\":\"c-e%ld\",\"address\":\"10.1.0.%ld\",\"port\":%ld,"
+                     "\"payload\":{\"@class\":\"java.util.LinkedHashMap\",\"i\":%ld},\"registrationTimeUTC\":%lld}",
+                     k - 6, (k - 6) % 250, 9000 + k - 6, k - 6, ms);
+            json = extra;
+        }
+        check(zkr_discovery_register(k == 4 ? disco_full : disco, json, &regs[k]), "zkr_discovery_register");
+        char *back = NULL, iid[256];
+        check(zkr_registration_instance(regs[k], &back), "zkr_registration_instance");
+        json_id(back, iid, sizeof iid);
+        fprintf(log, "registered c c/%s %s\n", iid, back);
+        zkr_string_free(back);
+    }
+    fflush(log);
+    long long t = mono_ns();
+    for (;;) {
+        size_t n = 0;
+        for (int s = 0; s < DISCOVERY_SERVICES; s++) n += discovery_cached(s);
+        if ((long)n >= expect || mono_ns() - t > 60000000000LL) break;
+        sleep_ms(20);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        zkr_string_list *l = NULL;
+        check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");
+        for (size_t i = 0; i < l->len; i++) {
+            char iid[256];
+            json_id(l->items[i], iid, sizeof iid);
+            fprintf(log, "found c %s/%s %s\n", discovery_services[s], iid, l->items[i]);
+        }
+        zkr_string_list_free(l);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        size_t n = discovery_cached(s);
+        for (size_t k = 0; k < 2 * n; k++) {
+            char *json = NULL, iid[256] = "-";
+            check(zkr_service_provider_get_instance(disco_providers[s], &json), "get_instance");
+            if (json) json_id(json, iid, sizeof iid);
+            fprintf(log, "picked c %s/%s\n", discovery_services[s], iid);
+            zkr_string_free(json);
+        }
+        zkr_string_list *l = NULL;
+        check(zkr_service_provider_get_all_instances(disco_providers[s], &l), "get_all_instances");
+        fprintf(log, "usable c %s ", discovery_services[s]);
+        for (size_t i = 0; i < l->len; i++) {
+            char iid[256];
+            json_id(l->items[i], iid, sizeof iid);
+            fprintf(log, "%s%s", i ? "," : "", iid);
+        }
+        fprintf(log, "\n");
+        zkr_string_list_free(l);
+    }
+    fflush(log);
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s/%s", peers, id);
+    FILE *f = fopen(mark, "w");
+    if (f) fclose(f);
+    t = mono_ns();
+    for (;;) {
+        int n = 0;
+        DIR *d = opendir(peers);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) n += e->d_name[0] != '.';
+            closedir(d);
+        }
+        if (n >= DISCOVERY_SERVICES || mono_ns() - t > 60000000000LL) break;
+        sleep_ms(20);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        zkr_service_provider_free(disco_providers[s]);
+        check(zkr_service_cache_close(disco_caches[s]), "zkr_service_cache_close");
+        zkr_service_cache_free(disco_caches[s]);
+    }
+    for (long k = 0; k < total; k++) zkr_registration_free(regs[k]);
+    free(regs);
+    check(zkr_discovery_close(disco_full), "zkr_discovery_close");
+    check(zkr_discovery_close(disco), "zkr_discovery_close");
+    zkr_discovery_free(disco_full);
+    zkr_discovery_free(disco);
+    fprintf(log, "done c %s %ld\n", id, total);
+}
+
 int main(int argc, char **argv) {
     const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL,
                *peers = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL, *sasl_user = NULL,
@@ -418,6 +585,7 @@ int main(int argc, char **argv) {
         check(zkr_watcher_add_listener(watcher, record_watch_event, NULL, &lid), "zkr_watcher_add_listener");
         check(zkr_watcher_start(watcher), "zkr_watcher_start");
     }
+    if (!strcmp(role, "discovery")) discovery_start(client, path); /* before the barrier */
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
         fflush(log);
@@ -690,6 +858,8 @@ int main(int argc, char **argv) {
             free(heard_lines[i]);
         }
         fprintf(log, "done c %s %zu\n", id, heard_n);
+    } else if (!strcmp(role, "discovery")) {
+        discovery_run(id, iterations, expect, peers, log);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

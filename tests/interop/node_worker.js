@@ -7,7 +7,7 @@
 // --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
 // session authenticated as.
 // ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
-// simplequeue, doublebarrier, group, gzip, cache, watch.
+// simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below).
 // cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
 // handoffs ({ cohort: { maxHandoffs: 8, maxHoldMs: 5 } }: one lock node for the process, the
 // hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
@@ -22,6 +22,7 @@ const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember, Owner,
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
+  ServiceDiscovery, ServiceCache, ServiceProvider, ServiceInstance,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -119,6 +120,89 @@ async function gzip(client, a, log) {
   log(`done node ${a.id} ${children.length}`);
 }
 
+const DISCOVERY_SERVICES = ['java', 'rust', 'c', 'python', 'node'];
+
+// An instance's fields as one JSON object, the same in every worker.
+function canon(i) {
+  return JSON.stringify({
+    name: i.name, id: i.id, address: i.address, port: i.port, sslPort: i.sslPort, payload: i.payload,
+    payloadClass: i.payloadClass, registrationTimeUTC: i.registrationTimeUTC, serviceType: i.serviceType,
+    uriSpec: i.uriSpec === null || i.uriSpec === undefined ? null : String(i.uriSpec), enabled: i.enabled,
+  }, (k, v) => (typeof v === 'bigint' ? Number(v) : v));
+}
+
+// The discovery scenario (tests/interop/README.md): a ServiceCache and a round-robin
+// ServiceProvider per runtime's service, started before the barrier.
+async function discoveryStart(client, base) {
+  const d = new ServiceDiscovery(client, base);
+  const caches = {};
+  const providers = {};
+  for (const s of DISCOVERY_SERVICES) {
+    const c = new ServiceCache(d, s);
+    await c.start();
+    if (!(await c.awaitInitialized(60000))) throw new Error('service cache not loaded');
+    caches[s] = c;
+    const p = new ServiceProvider(d, s, { strategy: 'round_robin' });
+    await p.start();
+    providers[s] = p;
+  }
+  return { d, caches, providers };
+}
+
+// This worker's instances under service "node" (map, pojo, list, none, the disabled "off", K
+// extras; the Node face has no write-enabled mode, so no "full"), then the registered / found /
+// picked / usable lines, the peers' marks, close.
+async function discoveryRun({ d, caches, providers }, a, log) {
+  const lhm = 'java.util.LinkedHashMap';
+  const map = {
+    region: 'eu-west', weight: 1.5, ratio: 2.5e-4, big: 10000000000, tags: ['a', 'b'], nested: { k: 'v' },
+    note: 'say "hi"\t\u00e9\u00fc/\u0001',
+  };
+  const mine = [
+    { id: 'node-map', address: '10.0.0.1', port: 8080, payload: map, payloadClass: lhm,
+      uriSpec: '{scheme}://{address}:{port}/map' },
+    { id: 'node-pojo', address: '10.0.0.2', port: 8081, sslPort: 8443,
+      payload: { region: 'us', weight: 3, primary: true }, payloadClass: 'zkrecipes.interop.Discovery$Details',
+      serviceType: 'STATIC', uriSpec: '{scheme}://{address}:{ssl-port}/pojo' },
+    { id: 'node-list', address: '10.0.0.3', port: 8082, payload: ['x', 1, 2.5, true, null],
+      payloadClass: 'java.util.ArrayList', uriSpec: '{scheme}://{address}:{port}/{[}list{]}' },
+    { id: 'node-none', address: '10.0.0.4', port: 8083 },
+    { id: 'node-off', address: '10.0.0.5', port: 8084, enabled: false },
+  ];
+  for (let k = 0; k < a.iterations; k++) {
+    mine.push({ id: `node-e${k}`, address: `10.1.0.${k % 250}`, port: 9000 + k, payload: { i: k }, payloadClass: lhm });
+  }
+  let registered = 0;
+  for (const o of mine) {
+    const r = await d.register(ServiceInstance.create('node', o));
+    log(`registered node node/${r.instance.id} ${canon(r.instance)}`);
+    registered++;
+  }
+  const count = () => DISCOVERY_SERVICES.reduce((n, s) => n + caches[s].instances().length, 0);
+  const t = Date.now();
+  while (count() < a.expect && Date.now() - t < 60000) await sleep(20);
+  for (const s of DISCOVERY_SERVICES) {
+    for (const i of caches[s].instances()) log(`found node ${s}/${i.id} ${canon(i)}`);
+  }
+  for (const s of DISCOVERY_SERVICES) {
+    const p = providers[s];
+    for (let k = 0; k < 2 * caches[s].instances().length; k++) {
+      const i = p.getInstance();
+      log(`picked node ${s}/${i === null ? '-' : i.id}`);
+    }
+    log(`usable node ${s} ${p.getAllInstances().map((i) => i.id).sort().join(',')}`);
+  }
+  fs.writeFileSync(path.join(a.peers, a.id), '');
+  const t2 = Date.now();
+  while (fs.readdirSync(a.peers).length < DISCOVERY_SERVICES.length && Date.now() - t2 < 60000) await sleep(20);
+  for (const s of DISCOVERY_SERVICES) {
+    providers[s].close();
+    caches[s].close();
+  }
+  await d.close();
+  log(`done node ${a.id} ${registered}`);
+}
+
 async function main() {
   const a = args();
   const fd = fs.openSync(a.log, 'a');
@@ -194,6 +278,8 @@ async function main() {
       });
       await watcher.start();
     }
+    let disco = null;
+    if (a.role === 'discovery') disco = await discoveryStart(client, a.path); // before the barrier
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
       while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
@@ -368,6 +454,8 @@ async function main() {
       watcher.close();
       for (const h of heard) log(`heard node ${a.id} ${h}`);
       log(`done node ${a.id} ${heard.length}`);
+    } else if (a.role === 'discovery') {
+      await discoveryRun(disco, a, log);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

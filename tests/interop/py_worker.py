@@ -5,7 +5,7 @@
                  [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier, group, gzip, cache, watch, cohort.
+doublebarrier, group, gzip, cache, watch, cohort, discovery.
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -21,6 +21,7 @@ plus one for k < N%4); each section is stamped like mutex's, with TOKEN the wide
 the 4 threads go to the log under one lock (never interleaved); then "done python ID N".
 """
 import argparse
+import json
 import os
 import threading
 import time
@@ -134,6 +135,87 @@ def cohort(client, a, log):
     log.write(f"done python {a.id} {a.iterations}\n")
 
 
+DISCOVERY_SERVICES = ["java", "rust", "c", "python", "node"]
+
+
+def canon(i: "zkrecipes.ServiceInstance") -> str:
+    """An instance's fields as one JSON object, the same in every worker."""
+    return json.dumps({
+        "name": i.name, "id": i.id, "address": i.address, "port": i.port, "sslPort": i.ssl_port,
+        "payload": i.payload, "payloadClass": i.payload_class,
+        "registrationTimeUTC": i.registration_time_utc, "serviceType": str(i.service_type),
+        "uriSpec": None if i.uri_spec is None else str(i.uri_spec), "enabled": i.enabled,
+    }, separators=(",", ":"))
+
+
+class DiscoverySide:
+    """The discovery scenario (tests/interop/README.md): a ServiceCache and a round-robin
+    ServiceProvider per runtime's service, started before the barrier; then this worker's
+    instances under service "python" (map, pojo, list, none, the disabled "off", K extras),
+    "registered"/"found"/"picked"/"usable" lines, peers, close. The Python face has no
+    write-enabled mode: no "full" instance here."""
+
+    def __init__(self, client: "zkrecipes.Client", base: str) -> None:
+        self.d = zkrecipes.ServiceDiscovery(client, base)
+        self.caches = {}
+        self.providers = {}
+        for s in DISCOVERY_SERVICES:
+            c = zkrecipes.ServiceCache(self.d, s)
+            c.start()
+            assert c.await_initialized(60), "service cache not loaded"
+            self.caches[s] = c
+            pr = zkrecipes.ServiceProvider(self.d, s, strategy="round_robin")
+            pr.start()
+            self.providers[s] = pr
+
+    def run(self, a: argparse.Namespace, log) -> None:
+        SI = zkrecipes.ServiceInstance
+        lhm = "java.util.LinkedHashMap"
+        mp = {"region": "eu-west", "weight": 1.5, "ratio": 2.5e-4, "big": 10000000000,
+              "tags": ["a", "b"], "nested": {"k": "v"}, "note": "say \"hi\"\t\u00e9\u00fc/\u0001"}
+        mine = [
+            SI("python", id="python-map", address="10.0.0.1", port=8080, payload=mp, payload_class=lhm,
+               uri_spec="{scheme}://{address}:{port}/map"),
+            SI("python", id="python-pojo", address="10.0.0.2", port=8081, ssl_port=8443,
+               payload={"region": "us", "weight": 3, "primary": True},
+               payload_class="zkrecipes.interop.Discovery$Details", service_type="STATIC",
+               uri_spec="{scheme}://{address}:{ssl-port}/pojo"),
+            SI("python", id="python-list", address="10.0.0.3", port=8082, payload=["x", 1, 2.5, True, None],
+               payload_class="java.util.ArrayList", uri_spec="{scheme}://{address}:{port}/{[}list{]}"),
+            SI("python", id="python-none", address="10.0.0.4", port=8083),
+            SI("python", id="python-off", address="10.0.0.5", port=8084, enabled=False),
+        ]
+        mine += [SI("python", id=f"python-e{k}", address=f"10.1.0.{k % 250}", port=9000 + k,
+                    payload={"i": k}, payload_class=lhm) for k in range(a.iterations)]
+        regs = []
+        for i in mine:
+            r = self.d.register(i)
+            regs.append(r)
+            log.write(f"registered python python/{r.instance.id} {canon(r.instance)}\n")
+        t = time.monotonic()
+        while sum(len(c.instances()) for c in self.caches.values()) < a.expect and time.monotonic() - t < 60:
+            time.sleep(0.02)
+        for s, c in self.caches.items():
+            for i in c.instances():
+                log.write(f"found python {s}/{i.id} {canon(i)}\n")
+        for s, pr in self.providers.items():
+            for _ in range(2 * len(self.caches[s].instances())):
+                i = pr.get_instance()
+                log.write(f"picked python {s}/{'-' if i is None else i.id}\n")
+            log.write(f"usable python {s} {','.join(sorted(i.id for i in pr.get_all_instances()))}\n")
+        log.flush()
+        open(os.path.join(a.peers, a.id), "w").close()
+        t = time.monotonic()
+        while len(os.listdir(a.peers)) < len(DISCOVERY_SERVICES) and time.monotonic() - t < 60:
+            time.sleep(0.02)
+        for pr in self.providers.values():
+            pr.close()
+        for c in self.caches.values():
+            c.close()
+        self.d.close()
+        log.write(f"done python {a.id} {len(regs)}\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--role", required=True)
@@ -224,6 +306,9 @@ def main() -> None:
             watcher = zkrecipes.PersistentWatcher(client, a.path, recursive=True)
             watcher.listen(hear)
             watcher.start()
+        disco = None
+        if a.role == "discovery":  # a cache and a provider per runtime's service, before the barrier
+            disco = DiscoverySide(client, a.path)
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
@@ -380,6 +465,9 @@ def main() -> None:
             for h in list(heard):
                 log.write(f"heard python {a.id} {h}\n")
             log.write(f"done python {a.id} {len(heard)}\n")
+        elif a.role == "discovery":
+            assert disco is not None
+            disco.run(a, log)
         else:
             raise SystemExit(f"unknown role {a.role}")
 
