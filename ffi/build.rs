@@ -91,7 +91,7 @@ const LISTENING: &[Listening] = &[
     },
     Listening {
         handle: "zkr_leader_observer",
-        module: "leader",
+        module: "observer",
         callback: "zkr_leader_observer_callback",
         arg: "o",
         add: "add_listener",

@@ -2599,25 +2599,6 @@ zkr_status zkr_leader_selector_close(struct zkr_leader_selector *s);
 void zkr_leader_selector_free(struct zkr_leader_selector *s);
 
 /**
- * Starts observing the group at `path`; returns once the current leader is known (the path
- * need not exist yet). Free with zkr_leader_observer_free.
- */
-zkr_status zkr_leader_observer_start(struct zkr_client *c, const char *path, struct zkr_leader_observer **out);
-
-/**
- * The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
- */
-zkr_status zkr_leader_observer_leader(const struct zkr_leader_observer *o, struct zkr_participant **leader);
-
-/**
- * Waits for the next change of leader (since the last call, or since start), at most
- * `timeout_ms` (-1: forever). `*leader` receives the new leader (free with
- * zkr_participant_free), or NULL if the timeout passed first. ZKR_CLOSED once the observer or
- * its client is closed.
- */
-zkr_status zkr_leader_observer_wait_changed(struct zkr_leader_observer *o, int64_t timeout_ms, struct zkr_participant **leader);
-
-/**
  * Makes a mutex on `path` (an absolute ZooKeeper path; lock nodes are created under it). No
  * server call is made yet. Free with zkr_mutex_free.
  */
@@ -2808,118 +2789,6 @@ zkr_status zkr_rwlock_write_lock(struct zkr_rwlock *rw, struct zkr_mutex **out);
 void zkr_rwlock_free(struct zkr_rwlock *rw);
 
 /**
- * Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
- */
-zkr_status zkr_semaphore_mutex_new(struct zkr_client *c, const char *path, struct zkr_semaphore_mutex **out);
-
-/**
- * Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
- */
-zkr_status zkr_semaphore_mutex_acquire(struct zkr_semaphore_mutex *m, int64_t timeout_ms, bool *acquired);
-
-/**
- * Releases; ZKR_NOT_OWNER if this handle does not hold it.
- */
-zkr_status zkr_semaphore_mutex_release(struct zkr_semaphore_mutex *m);
-
-/**
- * Whether this handle holds it.
- */
-zkr_status zkr_semaphore_mutex_is_acquired_in_this_process(const struct zkr_semaphore_mutex *m, bool *acquired);
-
-/**
- * Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
- */
-void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
-
-/**
- * Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
- * zkr_semaphore_free.
- */
-zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
-
-/**
- * Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
- * nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
- * zkr_leases_free), or NULL if the timeout passed first (then none is held).
- */
-zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
-
-/**
- * Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
- * empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
- * reported after trying them all.
- */
-zkr_status zkr_semaphore_return_leases(struct zkr_semaphore *s, struct zkr_leases *leases);
-
-/**
- * How many leases `leases` holds.
- */
-zkr_status zkr_leases_count(const struct zkr_leases *leases, size_t *count);
-
-/**
- * The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
- */
-zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_list **paths);
-
-/**
- * Frees a lease set; leases still in it are returned in the background. NULL does nothing.
- */
-void zkr_leases_free(struct zkr_leases *leases);
-
-/**
- * The lease nodes, as full paths in sequence order, in `*nodes` (free with
- * zkr_string_list_free).
- */
-zkr_status zkr_semaphore_participant_nodes(struct zkr_semaphore *s, struct zkr_string_list **nodes);
-
-/**
- * Frees a semaphore handle (lease sets stay valid). NULL does nothing.
- */
-void zkr_semaphore_free(struct zkr_semaphore *s);
-
-/**
- * Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
- * zkr_multi_lock_free.
- *
- * `paths` points to `count` NUL-terminated strings.
- */
-zkr_status zkr_multi_lock_new(struct zkr_client *c, const char *const *paths, size_t count, struct zkr_multi_lock **out);
-
-/**
- * Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
- * tells whether all were (if not, none is held).
- */
-zkr_status zkr_multi_lock_acquire(struct zkr_multi_lock *m, int64_t timeout_ms, bool *acquired);
-
-/**
- * zkr_multi_lock_acquire for an explicit owner.
- */
-zkr_status zkr_multi_lock_acquire_as(struct zkr_multi_lock *m, struct zkr_owner owner, int64_t timeout_ms, bool *acquired);
-
-/**
- * Releases every lock (reverse order) for the calling thread; tries them all and reports the
- * first error (ZKR_NOT_OWNER if this thread holds none).
- */
-zkr_status zkr_multi_lock_release(struct zkr_multi_lock *m);
-
-/**
- * zkr_multi_lock_release for an explicit owner.
- */
-zkr_status zkr_multi_lock_release_as(struct zkr_multi_lock *m, struct zkr_owner owner);
-
-/**
- * Whether every lock is held in this process.
- */
-zkr_status zkr_multi_lock_is_acquired_in_this_process(const struct zkr_multi_lock *m, bool *acquired);
-
-/**
- * Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
- * nothing.
- */
-void zkr_multi_lock_free(struct zkr_multi_lock *m);
-
-/**
  * Sends zkrecipes' log records of `max_level` and more severe (ZKR_LOG_ERROR .. ZKR_LOG_TRACE)
  * to `callback(level, target, message, user_data)`, for every client of the process, replacing
  * the callback of an earlier call. `ZKR_LOG_OFF` (with a NULL callback) turns logging off; off
@@ -3032,6 +2901,25 @@ zkr_status zkr_group_member_current_members(const struct zkr_group_member *m, st
  * reconnect).
  */
 zkr_status zkr_group_member_set_this_data(struct zkr_group_member *m, const uint8_t *payload, size_t payload_len);
+
+/**
+ * Starts observing the group at `path`; returns once the current leader is known (the path
+ * need not exist yet). Free with zkr_leader_observer_free.
+ */
+zkr_status zkr_leader_observer_start(struct zkr_client *c, const char *path, struct zkr_leader_observer **out);
+
+/**
+ * The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
+ */
+zkr_status zkr_leader_observer_leader(const struct zkr_leader_observer *o, struct zkr_participant **leader);
+
+/**
+ * Waits for the next change of leader (since the last call, or since start), at most
+ * `timeout_ms` (-1: forever). `*leader` receives the new leader (free with
+ * zkr_participant_free), or NULL if the timeout passed first. ZKR_CLOSED once the observer or
+ * its client is closed.
+ */
+zkr_status zkr_leader_observer_wait_changed(struct zkr_leader_observer *o, int64_t timeout_ms, struct zkr_participant **leader);
 
 /**
  * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
@@ -3197,6 +3085,118 @@ zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
  * does nothing.
  */
 void zkr_queue_item_free(struct zkr_queue_item *item);
+
+/**
+ * Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
+ */
+zkr_status zkr_semaphore_mutex_new(struct zkr_client *c, const char *path, struct zkr_semaphore_mutex **out);
+
+/**
+ * Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
+ */
+zkr_status zkr_semaphore_mutex_acquire(struct zkr_semaphore_mutex *m, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Releases; ZKR_NOT_OWNER if this handle does not hold it.
+ */
+zkr_status zkr_semaphore_mutex_release(struct zkr_semaphore_mutex *m);
+
+/**
+ * Whether this handle holds it.
+ */
+zkr_status zkr_semaphore_mutex_is_acquired_in_this_process(const struct zkr_semaphore_mutex *m, bool *acquired);
+
+/**
+ * Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
+ */
+void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
+
+/**
+ * Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
+ * zkr_semaphore_free.
+ */
+zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
+
+/**
+ * Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
+ * nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
+ * zkr_leases_free), or NULL if the timeout passed first (then none is held).
+ */
+zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
+
+/**
+ * Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
+ * empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
+ * reported after trying them all.
+ */
+zkr_status zkr_semaphore_return_leases(struct zkr_semaphore *s, struct zkr_leases *leases);
+
+/**
+ * How many leases `leases` holds.
+ */
+zkr_status zkr_leases_count(const struct zkr_leases *leases, size_t *count);
+
+/**
+ * The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
+ */
+zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_list **paths);
+
+/**
+ * Frees a lease set; leases still in it are returned in the background. NULL does nothing.
+ */
+void zkr_leases_free(struct zkr_leases *leases);
+
+/**
+ * The lease nodes, as full paths in sequence order, in `*nodes` (free with
+ * zkr_string_list_free).
+ */
+zkr_status zkr_semaphore_participant_nodes(struct zkr_semaphore *s, struct zkr_string_list **nodes);
+
+/**
+ * Frees a semaphore handle (lease sets stay valid). NULL does nothing.
+ */
+void zkr_semaphore_free(struct zkr_semaphore *s);
+
+/**
+ * Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
+ * zkr_multi_lock_free.
+ *
+ * `paths` points to `count` NUL-terminated strings.
+ */
+zkr_status zkr_multi_lock_new(struct zkr_client *c, const char *const *paths, size_t count, struct zkr_multi_lock **out);
+
+/**
+ * Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
+ * tells whether all were (if not, none is held).
+ */
+zkr_status zkr_multi_lock_acquire(struct zkr_multi_lock *m, int64_t timeout_ms, bool *acquired);
+
+/**
+ * zkr_multi_lock_acquire for an explicit owner.
+ */
+zkr_status zkr_multi_lock_acquire_as(struct zkr_multi_lock *m, struct zkr_owner owner, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Releases every lock (reverse order) for the calling thread; tries them all and reports the
+ * first error (ZKR_NOT_OWNER if this thread holds none).
+ */
+zkr_status zkr_multi_lock_release(struct zkr_multi_lock *m);
+
+/**
+ * zkr_multi_lock_release for an explicit owner.
+ */
+zkr_status zkr_multi_lock_release_as(struct zkr_multi_lock *m, struct zkr_owner owner);
+
+/**
+ * Whether every lock is held in this process.
+ */
+zkr_status zkr_multi_lock_is_acquired_in_this_process(const struct zkr_multi_lock *m, bool *acquired);
+
+/**
+ * Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
+ * nothing.
+ */
+void zkr_multi_lock_free(struct zkr_multi_lock *m);
 
 /**
  * The calling thread's last failure message: the function that failed, what went wrong (naming
