@@ -506,9 +506,10 @@ int main(int argc, char **argv) {
     zkr_client_options opts;
     zkr_client_options_init(&opts);
     opts.tls = tls_ca != NULL;
-    /* A TLS handshake on a loaded 2-core machine (the Java server's TLS, every scenario's
-     * workers starting at once) may take seconds: give secured connections a minute. */
-    if (opts.tls) opts.connection_timeout_ms = 60000;
+    /* Every scenario's workers (17 JVMs among ~85 processes) connect at once on a 2-core machine,
+     * and a TLS handshake on the Java server takes seconds more: a minute for every connection (a
+     * 15 s plaintext connect timed out in CI); the runner's ready barrier waits 90 s. */
+    opts.connection_timeout_ms = 60000;
     opts.tls_ca = tls_ca;
     opts.tls_cert = tls_cert;
     opts.tls_key = tls_key;
