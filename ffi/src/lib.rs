@@ -32,6 +32,7 @@ pub mod queue;
 pub mod status;
 pub mod transaction;
 pub mod types;
+pub mod values;
 mod vocab;
 pub mod watcher;
 
