@@ -487,10 +487,15 @@ export declare class Lease {
 
 /** Curator's InterProcessSemaphoreV2. */
 export declare class InterProcessSemaphoreV2 {
-  constructor(client: Client, path: string, maxLeases: number);
+  /**
+   * `maxLeases` fixed, or `{ count }`: a SharedCount whose value is the limit, read live
+   * (raising it admits waiters at once; lowering it revokes nothing).
+   */
+  constructor(client: Client, path: string, maxLeases: number | { count: SharedCount });
   readonly path: string;
+  /** The limit now (with `{ count }`, the count's value; 0 below 1). */
   readonly maxLeases: number;
-  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > maxLeases: ZKR_INVALID_ARGUMENT. */
+  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > a fixed maxLeases: ZKR_INVALID_ARGUMENT. */
   acquire(options?: { qty?: number; timeoutMs?: number }): Promise<Lease[] | null>;
   returnLease(lease: Lease): Promise<void>;
   returnAll(leases: Lease[]): Promise<void>;
@@ -676,9 +681,10 @@ export declare class DistributedAtomicInteger extends Counter<number, number> {
   constructor(client: Client, path: string, options?: AtomicOptions);
 }
 
-export interface VersionedValue {
+/** Curator's VersionedValue: a count (`number`, the default) or bytes (`Buffer`, SharedValue). */
+export interface VersionedValue<T = number> {
   version: number;
-  value: number;
+  value: T;
 }
 
 export interface SharedCountEvents {
@@ -704,6 +710,55 @@ export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   setCount(count: number): Promise<void>;
   trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
   close(): void;
+}
+
+/** Node data as the bytes recipes take it (a string is UTF-8). */
+export type Bytes = Buffer | Uint8Array | string;
+
+export interface SharedValueEvents {
+  change: [value: Buffer, version: number];
+  state: [state: ConnectionState];
+}
+
+/**
+ * Curator's SharedValue: bytes watched by every client, with versioned writes. `trySetValue`
+ * rejects with ZKR_OUTCOME_UNKNOWN if its reply was lost and its fate cannot be known.
+ */
+export declare class SharedValue extends EventEmitter<SharedValueEvents> {
+  constructor(client: Client, path: string, seed?: Bytes);
+  readonly path: string;
+  start(): Promise<void>;
+  /** The bytes as last seen (the seed before start). */
+  getValue(): Buffer;
+  getVersionedValue(): VersionedValue<Buffer>;
+  setValue(value: Bytes): Promise<void>;
+  trySetValue(previous: VersionedValue<Bytes>, value: Bytes): Promise<boolean>;
+  close(): void;
+}
+
+/** Curator's DistributedAtomicValue: values are Buffers, or null for a missing node. */
+export declare class DistributedAtomicValue {
+  constructor(client: Client, path: string, options?: AtomicOptions);
+  readonly path: string;
+  get(): Promise<AtomicValue<Buffer | null>>;
+  compareAndSet(expected: Bytes, newValue: Bytes): Promise<AtomicValue<Buffer | null>>;
+  trySet(value: Bytes): Promise<AtomicValue<Buffer | null>>;
+  forceSet(value: Bytes): Promise<void>;
+  initialize(value: Bytes): Promise<boolean>;
+}
+
+/** Curator's CachedAtomicLong: ids (`postValue`) from ranges of `cacheFactor` reserved at a time. */
+export declare class CachedAtomicLong {
+  constructor(counter: DistributedAtomicLong, cacheFactor: number);
+  readonly counter: DistributedAtomicLong;
+  next(): Promise<AtomicValue<bigint>>;
+}
+
+/** Curator's CachedAtomicInteger: CachedAtomicLong over a DistributedAtomicInteger. */
+export declare class CachedAtomicInteger {
+  constructor(counter: DistributedAtomicInteger, cacheFactor: number);
+  readonly counter: DistributedAtomicInteger;
+  next(): Promise<AtomicValue<number>>;
 }
 
 // ---------------------------------------------------------------------------------------------

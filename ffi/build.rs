@@ -74,6 +74,20 @@ const LISTENING: &[Listening] = &[
         free: "closes it",
     },
     Listening {
+        handle: "zkr_shared_value",
+        module: "values",
+        callback: "zkr_shared_value_callback",
+        arg: "sv",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a change listener",
+        noun: "value",
+        add_more: "",
+        close: "Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later \
+                calls other than zkr_shared_value_get_value return ZKR_CLOSED.",
+        free: "closes it",
+    },
+    Listening {
         handle: "zkr_leader_latch",
         module: "leader",
         callback: "zkr_leadership_callback",

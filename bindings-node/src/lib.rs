@@ -35,6 +35,7 @@ mod queue;
 #[cfg(feature = "kit")]
 mod testing;
 mod value;
+mod values;
 mod vocabulary;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in

@@ -22,6 +22,7 @@ mod owner;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -78,6 +79,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<atomic::PyVersionedValue>()?;
     m.add_class::<atomic::PyAtomicNumber>()?;
     m.add_class::<atomic::PySharedCount>()?;
+    m.add_class::<values::PySharedValue>()?;
+    m.add_class::<values::PyAtomicBytes>()?;
+    m.add_class::<values::PyCachedNumber>()?;
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;

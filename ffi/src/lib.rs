@@ -34,6 +34,7 @@ pub mod semaphore;
 pub mod status;
 pub mod transaction;
 pub mod types;
+pub mod values;
 mod vocab;
 pub mod watcher;
 

@@ -10,6 +10,7 @@ use zkrecipes::lock::{
     Lease,
 };
 
+use crate::atomic::zkr_shared_count;
 use crate::boundary::{arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
 use crate::callback::lock;
 use crate::client::zkr_client;
@@ -121,8 +122,29 @@ pub extern "C" fn zkr_semaphore_new(
     })
 }
 
-/// Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
-/// nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
+/// Makes a semaphore on `path` whose max leases are `count`'s value, read live (Curator's
+/// constructor taking a SharedCountReader): raising the count lets waiters in at once; lowering
+/// it takes no lease back but admits nobody until fewer than the new count are held (below 1:
+/// nobody). Start the count (zkr_shared_count_start) to follow its changes. The semaphore reads
+/// the count without owning its handle: after the count is closed or freed, its last value
+/// stays the limit. Free with zkr_semaphore_free.
+#[no_mangle]
+pub extern "C" fn zkr_semaphore_new_with_count(
+    c: *mut zkr_client,
+    path: *const c_char,
+    count: *const zkr_shared_count,
+    out: *mut *mut zkr_semaphore,
+) -> zkr_status {
+    recipe_new("zkr_semaphore_new_with_count", c, path, out, |c, path| {
+        let count = &handle_ref(count)?.count;
+        let semaphore = InterProcessSemaphoreV2::with_count(c, path, count)?;
+        Ok(zkr_semaphore { semaphore })
+    })
+}
+
+/// Acquires `qty` (>= 1; more than a fixed max_leases is ZKR_INVALID_ARGUMENT at once, more than
+/// a count's value waits, as the count may be raised) leases, all or nothing, waiting at most
+/// `timeout_ms` (-1: forever). `*leases` receives them (free with
 /// zkr_leases_free), or NULL if the timeout passed first (then none is held).
 #[no_mangle]
 pub extern "C" fn zkr_semaphore_acquire(
