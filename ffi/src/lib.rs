@@ -28,6 +28,7 @@ pub mod lock;
 pub mod log;
 pub mod nodes;
 pub mod options;
+pub mod partition;
 pub mod queue;
 pub mod status;
 pub mod transaction;
