@@ -3218,16 +3218,18 @@ zkr_status zkr_set_partitioner_finish(struct zkr_set_partitioner *p);
  * identifier holds an unexpired one (holding it ourselves renews it); `*obtained` tells
  * whether it did. `identifier` NULL is this host's name (kazoo's default). Waits at most
  * `timeout_ms` (-1: no limit) for the lease's lock (ZKR_TIMEOUT). A holder node that cannot be
- * read is ZKR_CORRUPTED_DATA (left as it is).
+ * read is ZKR_CORRUPTED_DATA (left as it is). `*end_unix_ms` (may be NULL) gets the end of our
+ * lease in milliseconds since 1970 (whole seconds, as stored), when obtained.
  */
-zkr_status zkr_non_blocking_lease(struct zkr_client *c, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained);
+zkr_status zkr_non_blocking_lease(struct zkr_client *c, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, int64_t *end_unix_ms);
 
 /**
  * kazoo's MultiNonBlockingLease: tries the leases `path/0` … `path/count-1` in order (as
  * zkr_non_blocking_lease) until one is obtained; `*obtained` tells whether one was, and
- * `*index` (may be NULL) which one (untouched when none).
+ * `*index` and `*end_unix_ms` (each may be NULL) which one and when it ends (both untouched
+ * when none).
  */
-zkr_status zkr_multi_non_blocking_lease(struct zkr_client *c, uint32_t count, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, uint32_t *index);
+zkr_status zkr_multi_non_blocking_lease(struct zkr_client *c, uint32_t count, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, uint32_t *index, int64_t *end_unix_ms);
 
 /**
  * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.

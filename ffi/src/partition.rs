@@ -280,7 +280,8 @@ fn lease_duration(duration_ms: i64) -> Result<Duration> {
 /// identifier holds an unexpired one (holding it ourselves renews it); `*obtained` tells
 /// whether it did. `identifier` NULL is this host's name (kazoo's default). Waits at most
 /// `timeout_ms` (-1: no limit) for the lease's lock (ZKR_TIMEOUT). A holder node that cannot be
-/// read is ZKR_CORRUPTED_DATA (left as it is).
+/// read is ZKR_CORRUPTED_DATA (left as it is). `*end_unix_ms` (may be NULL) gets the end of our
+/// lease in milliseconds since 1970 (whole seconds, as stored), when obtained.
 #[no_mangle]
 pub extern "C" fn zkr_non_blocking_lease(
     c: *mut zkr_client,
@@ -289,19 +290,33 @@ pub extern "C" fn zkr_non_blocking_lease(
     identifier: *const c_char,
     timeout_ms: i64,
     obtained: *mut bool,
+    end_unix_ms: *mut i64,
 ) -> zkr_status {
-    handle_out("zkr_non_blocking_lease", c, obtained, "obtained", |c| {
+    handle_call("zkr_non_blocking_lease", c, |c| {
+        let out = arg_out(obtained, "obtained")?;
         let path = arg_str(path, "path")?;
         let duration = lease_duration(duration_ms)?;
         let options = lease_options(identifier, timeout_ms)?;
         let lease = wait(NonBlockingLease::obtain(&c.client, path, duration, options))?;
-        Ok(lease.obtained())
+        write_end(lease.end(), end_unix_ms);
+        out.write(lease.obtained());
+        Ok(())
     })
+}
+
+fn write_end(end: Option<std::time::SystemTime>, out: *mut i64) {
+    let ms = end
+        .and_then(|e| e.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64);
+    if let (Some(ms), Some(out)) = (ms, arg_out_opt(out)) {
+        out.write(ms);
+    }
 }
 
 /// kazoo's MultiNonBlockingLease: tries the leases `path/0` … `path/count-1` in order (as
 /// zkr_non_blocking_lease) until one is obtained; `*obtained` tells whether one was, and
-/// `*index` (may be NULL) which one (untouched when none).
+/// `*index` and `*end_unix_ms` (each may be NULL) which one and when it ends (both untouched
+/// when none).
 #[no_mangle]
 pub extern "C" fn zkr_multi_non_blocking_lease(
     c: *mut zkr_client,
@@ -312,6 +327,7 @@ pub extern "C" fn zkr_multi_non_blocking_lease(
     timeout_ms: i64,
     obtained: *mut bool,
     index: *mut u32,
+    end_unix_ms: *mut i64,
 ) -> zkr_status {
     handle_call("zkr_multi_non_blocking_lease", c, |c| {
         let out = arg_out(obtained, "obtained")?;
@@ -324,6 +340,7 @@ pub extern "C" fn zkr_multi_non_blocking_lease(
         if let (Some(i), Some(index)) = (lease.index(), arg_out_opt(index)) {
             index.write(i);
         }
+        write_end(lease.lease().and_then(|l| l.end()), end_unix_ms);
         out.write(lease.obtained());
         Ok(())
     })

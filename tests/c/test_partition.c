@@ -114,11 +114,13 @@ static void test_leases_are_held_until_their_end_and_at_most_count_are_given(voi
     zkr_client *c;
     CHECK_OK(zt_connect_client(&c));
     bool got = false;
-    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "one", -1, &got));
+    int64_t end_ms = 0;
+    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "one", -1, &got, &end_ms));
     CHECK(got);
-    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "two", -1, &got));
+    CHECK_MSG(end_ms % 1000 == 0 && end_ms > (int64_t)time(NULL) * 1000 + 58000, "end %" PRId64, end_ms);
+    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "two", -1, &got, NULL));
     CHECK_MSG(!got, "a second holder within the lease");
-    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "one", -1, &got));
+    CHECK_OK(zkr_non_blocking_lease(c, base, 60000, "one", -1, &got, NULL));
     CHECK_MSG(got, "the holder renews");
     snprintf(holder, sizeof holder, "%s/lease_holder", base);
     zkr_buffer *data = NULL;
@@ -126,7 +128,7 @@ static void test_leases_are_held_until_their_end_and_at_most_count_are_given(voi
     CHECK(data->len > 30 && memcmp(data->data, "{\"version\": 1, \"holder\": \"one\", \"end\": \"", 40) == 0);
     zkr_buffer_free(data);
     /* A zero duration ends at once: the next one takes it. */
-    CHECK_OK(zkr_non_blocking_lease(c, multi, 0, "x", -1, &got));
+    CHECK_OK(zkr_non_blocking_lease(c, multi, 0, "x", -1, &got, NULL));
     CHECK(got);
 
     uint32_t index = 99;
@@ -136,22 +138,22 @@ static void test_leases_are_held_until_their_end_and_at_most_count_are_given(voi
     snprintf(mpath, sizeof mpath, "%s/m", base);
     for (int i = 0; i < 3; i++) {
         index = 99;
-        CHECK_OK(zkr_multi_non_blocking_lease(c, 2, mpath, 60000, ids[i], -1, &got, &index));
+        CHECK_OK(zkr_multi_non_blocking_lease(c, 2, mpath, 60000, ids[i], -1, &got, &index, NULL));
         CHECK_MSG(got == want[i], "%s got %d", ids[i], got);
         CHECK(got ? index == (uint32_t)i : index == 99);
     }
-    CHECK_OK(zkr_multi_non_blocking_lease(c, 2, mpath, 60000, "b", -1, &got, NULL));
+    CHECK_OK(zkr_multi_non_blocking_lease(c, 2, mpath, 60000, "b", -1, &got, NULL, &end_ms));
     CHECK(got);
 
     /* Bad input. */
-    CHECK_STATUS(zkr_non_blocking_lease(c, "bad", 1000, NULL, -1, &got), ZKR_INVALID_ARGUMENT, "lease path");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, -5, NULL, -1, &got), ZKR_INVALID_ARGUMENT, "lease duration");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -7, &got), ZKR_INVALID_ARGUMENT, "lease timeout");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -1, NULL), ZKR_INVALID_ARGUMENT, "lease out");
-    CHECK_STATUS(zkr_multi_non_blocking_lease(c, 0, mpath, 1000, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT,
+    CHECK_STATUS(zkr_non_blocking_lease(c, "bad", 1000, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "lease path");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, -5, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "lease duration");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -7, &got, NULL), ZKR_INVALID_ARGUMENT, "lease timeout");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -1, NULL, NULL), ZKR_INVALID_ARGUMENT, "lease out");
+    CHECK_STATUS(zkr_multi_non_blocking_lease(c, 0, mpath, 1000, NULL, -1, &got, NULL, NULL), ZKR_INVALID_ARGUMENT,
                  "multi count");
     CHECK_OK(zkr_client_set_data(c, holder, (const uint8_t *)"junk", 4, -1, NULL));
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, "one", -1, &got), ZKR_CORRUPTED_DATA, "corrupt holder");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, "one", -1, &got, NULL), ZKR_CORRUPTED_DATA, "corrupt holder");
     zkr_client_free(c);
 }
 
