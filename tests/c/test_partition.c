@@ -146,14 +146,14 @@ static void test_leases_are_held_until_their_end_and_at_most_count_are_given(voi
     CHECK(got);
 
     /* Bad input. */
-    CHECK_STATUS(zkr_non_blocking_lease(c, "bad", 1000, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "lease path");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, -5, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "lease duration");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -7, &got, NULL), ZKR_INVALID_ARGUMENT, "lease timeout");
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -1, NULL, NULL), ZKR_INVALID_ARGUMENT, "lease out");
+    CHECK_STATUS(zkr_non_blocking_lease(c, "bad", 1000, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "zkr_non_blocking_lease");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, -5, NULL, -1, &got, NULL), ZKR_INVALID_ARGUMENT, "zkr_non_blocking_lease");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -7, &got, NULL), ZKR_INVALID_ARGUMENT, "zkr_non_blocking_lease");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, NULL, -1, NULL, NULL), ZKR_INVALID_ARGUMENT, "zkr_non_blocking_lease");
     CHECK_STATUS(zkr_multi_non_blocking_lease(c, 0, mpath, 1000, NULL, -1, &got, NULL, NULL), ZKR_INVALID_ARGUMENT,
-                 "multi count");
+                 "zkr_multi_non_blocking_lease");
     CHECK_OK(zkr_client_set_data(c, holder, (const uint8_t *)"junk", 4, -1, NULL));
-    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, "one", -1, &got, NULL), ZKR_CORRUPTED_DATA, "corrupt holder");
+    CHECK_STATUS(zkr_non_blocking_lease(c, base, 1000, "one", -1, &got, NULL), ZKR_CORRUPTED_DATA, "zkr_non_blocking_lease");
     zkr_client_free(c);
 }
 
@@ -164,25 +164,25 @@ static void test_bad_input_is_invalid_argument(void) {
     const char *dup[] = {"a", "a"};
     const char *slash[] = {"a/b"};
     zkr_set_partitioner *p = NULL;
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", dup, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "dup");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", slash, 1, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "slash");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", NULL, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "NULL set");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, "", 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "empty id");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 0, 1000, &p), ZKR_INVALID_ARGUMENT, "boundary");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 1000, -1, &p), ZKR_INVALID_ARGUMENT, "reaction");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "p", set, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "path");
-    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 1000, 1000, NULL), ZKR_INVALID_ARGUMENT, "out");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", dup, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", slash, 1, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", NULL, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, "", 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 0, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 1000, -1, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "p", set, 2, NULL, 1000, 1000, &p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
+    CHECK_STATUS(zkr_set_partitioner_new(c, "/p", set, 2, NULL, 1000, 1000, NULL), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new");
     CHECK(p == NULL);
     CHECK_OK(zkr_set_partitioner_new(c, "/p-bad", set, 2, NULL, ZKR_PARTITIONER_TIME_BOUNDARY_MS,
                                      ZKR_PARTITIONER_MAX_REACTION_TIME_MS, &p));
     bool acquired;
-    CHECK_STATUS(zkr_set_partitioner_release_set(p), ZKR_INVALID_ARGUMENT, "release before start");
-    CHECK_STATUS(zkr_set_partitioner_wait_for_acquire(p, 0, &acquired), ZKR_INVALID_ARGUMENT, "wait before start");
+    CHECK_STATUS(zkr_set_partitioner_release_set(p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_release_set");
+    CHECK_STATUS(zkr_set_partitioner_wait_for_acquire(p, 0, &acquired), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_wait_for_acquire");
     zkr_partition_state st;
-    CHECK_STATUS(zkr_set_partitioner_wait_for_change(p, 42, 0, &st), ZKR_INVALID_ARGUMENT, "bad state");
-    CHECK_STATUS(zkr_set_partitioner_state(NULL, &st), ZKR_INVALID_ARGUMENT, "NULL handle");
+    CHECK_STATUS(zkr_set_partitioner_wait_for_change(p, 42, 0, &st), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_wait_for_change");
+    CHECK_STATUS(zkr_set_partitioner_state(NULL, &st), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_state");
     CHECK_OK(zkr_set_partitioner_start(p));
-    CHECK_STATUS(zkr_set_partitioner_start(p), ZKR_INVALID_ARGUMENT, "start twice");
+    CHECK_STATUS(zkr_set_partitioner_start(p), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_start");
     char *ident = NULL;
     CHECK_OK(zkr_set_partitioner_identifier(p, &ident));
     CHECK_MSG(strchr(ident, '-') != NULL, "default identifier %s", ident);
@@ -190,7 +190,7 @@ static void test_bad_input_is_invalid_argument(void) {
     CHECK_OK(zkr_set_partitioner_finish(p));
     CHECK_OK(zkr_set_partitioner_finish(p));
     zkr_set_partitioner_free(p);
-    CHECK_STATUS(zkr_set_partitioner_state(p, &st), ZKR_INVALID_ARGUMENT, "freed handle");
+    CHECK_STATUS(zkr_set_partitioner_state(p, &st), ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_state");
     zkr_set_partitioner_free(NULL);
     zkr_client_free(c);
 }
