@@ -1268,3 +1268,90 @@ export declare class ServiceProvider {
   noteError(instance: ServiceInstanceInput): void;
   close(): void;
 }
+
+// ---------------------------------------------------------------------------------------------
+// kazoo's recipes (SetPartitioner, NonBlockingLease, MultiNonBlockingLease), on kazoo's layout
+
+export type PartitionState = 'ALLOCATING' | 'ACQUIRED' | 'RELEASE' | 'FAILURE';
+/** kazoo's PartitionState (the core's list). */
+export declare const PartitionState: Names<PartitionState>;
+
+export interface SetPartitionerOptions {
+  /** This member's identifier in the party (default `<hostname>-<pid>`). */
+  identifier?: string;
+  /** How long the party must be unchanged before the set is divided (default 30000, kazoo's). */
+  timeBoundaryMs?: number;
+  /** How long one attempt at a partition's lock waits before checking the party (default 1000). */
+  maxReactionTimeMs?: number;
+}
+
+export interface SetPartitionerEvents {
+  /** Each new state. */
+  state: [state: PartitionState];
+}
+
+/**
+ * kazoo's SetPartitioner: the members of a party divide `set` among themselves, each partition to
+ * exactly one member, and divide it again when members come or go; kazoo processes share the
+ * path. `await start()` joins. In RELEASE call `releaseSet()` soon (other members wait for it).
+ */
+export declare class SetPartitioner extends EventEmitter<SetPartitionerEvents> {
+  constructor(client: Client, path: string, set: Iterable<string>, options?: SetPartitionerOptions);
+  readonly path: string;
+  readonly identifier: string;
+  readonly state: PartitionState;
+  readonly failed: boolean;
+  readonly release: boolean;
+  readonly allocating: boolean;
+  readonly acquired: boolean;
+  /** This member's partitions, sorted, while ACQUIRED; `[]` otherwise. */
+  readonly partitions: string[];
+  snapshot(): [PartitionState, string[]];
+  [Symbol.iterator](): Iterator<string>;
+  start(): Promise<void>;
+  /** Waits while ALLOCATING (default 30000 ms); whether ACQUIRED then. */
+  waitForAcquire(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Resolves to the state once it is no longer `seen` (default: the state now). */
+  waitForChange(seen?: PartitionState | null, options?: { timeoutMs?: number }): Promise<PartitionState>;
+  releaseSet(): Promise<void>;
+  /** FAILURE at once, then the locks released and the party left. */
+  finish(): Promise<void>;
+  close(): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<PartitionState>;
+}
+
+export interface LeaseOptions {
+  /** Who holds the lease (default: this host's name, kazoo's); the same identifier renews it. */
+  identifier?: string;
+  /** The clock reading to use instead of the system clock (tests; kazoo's utcnow). */
+  now?: Date;
+  /** How long to wait for the lease's lock (default: no limit, as kazoo); ZKR_TIMEOUT after. */
+  timeoutMs?: number;
+}
+
+/** kazoo's NonBlockingLease: `held` when obtained; the lease ends at `end` and is never released. */
+export declare class NonBlockingLease {
+  static obtain(client: Client, path: string, durationMs: number, options?: LeaseOptions): Promise<NonBlockingLease>;
+  readonly held: boolean;
+  readonly path: string;
+  readonly identifier: string;
+  /** When our lease ends (whole seconds), if held. */
+  readonly end: Date | null;
+}
+
+/** kazoo's MultiNonBlockingLease: one of `count` leases `path/0` … `path/<count-1>`. */
+export declare class MultiNonBlockingLease {
+  static obtain(
+    client: Client,
+    count: number,
+    path: string,
+    durationMs: number,
+    options?: LeaseOptions,
+  ): Promise<MultiNonBlockingLease>;
+  readonly held: boolean;
+  /** Which lease was obtained, or null. */
+  readonly index: number | null;
+  readonly path: string;
+  readonly identifier: string;
+  readonly end: Date | null;
+}

@@ -187,6 +187,20 @@ const LISTENING: &[Listening] = &[
                 twice is ZKR_OK.",
         free: "closes it",
     },
+    Listening {
+        handle: "zkr_set_partitioner",
+        module: "partition",
+        callback: "zkr_partition_callback",
+        arg: "p",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a state listener",
+        noun: "partitioner",
+        add_more: "",
+        close: "kazoo's finish (zkr_set_partitioner_finish): ZKR_PARTITION_FAILURE at once, then the \
+                partitions' locks are released and the party left. Closing twice is ZKR_OK.",
+        free: "finishes it if not finished (its locks released, the party left, before this returns)",
+    },
 ];
 
 /// Doc comment lines for `text`, wrapped at 100 columns.

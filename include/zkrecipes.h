@@ -106,6 +106,17 @@
 #define ZKR_PERM_ALL 31
 
 /**
+ * kazoo's default time boundary: how long the party must be unchanged before dividing.
+ */
+#define ZKR_PARTITIONER_TIME_BOUNDARY_MS 30000
+
+/**
+ * kazoo's default reaction time: how long one attempt at a partition's lock waits before
+ * checking whether the party changed.
+ */
+#define ZKR_PARTITIONER_MAX_REACTION_TIME_MS 1000
+
+/**
  * zkr_client_create_ex flag: create missing parents as PERSISTENT nodes (Curator's
  * creatingParentsIfNeeded); wins over ZKR_CREATE_PARENTS (container parents).
  */
@@ -535,6 +546,13 @@ typedef struct zkr_service_cache zkr_service_cache;
 typedef struct zkr_service_provider zkr_service_provider;
 
 /**
+ * kazoo's SetPartitioner: the members of a party divide a set of partitions among themselves,
+ * each partition to exactly one member, and divide it again when members come or go. kazoo
+ * processes on the same path take part. Thread-safe.
+ */
+typedef struct zkr_set_partitioner zkr_set_partitioner;
+
+/**
  * Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
  * in every client that watches it. Thread-safe.
  */
@@ -833,6 +851,19 @@ typedef struct zkr_service_cache_event {
  * library thread, one call at a time, in event order.
  */
 typedef void (*zkr_service_cache_callback)(const struct zkr_service_cache_event *event, void *user_data);
+
+/**
+ * Where a set partitioner is (kazoo's PartitionState; the core's list, in order).
+ */
+typedef uint32_t zkr_partition_state;
+
+/**
+ * Called with each new state of a set partitioner. It runs on a library thread (never the
+ * caller's, never one of the library's async workers), one call at a time, in order; any zkr_
+ * function may be called inside, including blocking ones (zkr_set_partitioner_release_set).
+ * It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_partition_callback)(zkr_partition_state state, void *user_data);
 
 /**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
@@ -1525,6 +1556,27 @@ typedef struct zkr_op_result_list {
 #define ZKR_RETRY_FOREVER 6
 
 /**
+ * Dividing the set: waiting for the party to be stable, then taking the partitions' locks.
+ */
+#define ZKR_PARTITION_ALLOCATING 0
+
+/**
+ * This member holds the lock of each of its partitions (zkr_set_partitioner_partitions).
+ */
+#define ZKR_PARTITION_ACQUIRED 1
+
+/**
+ * The party or the connection changed: stop working on the partitions and call
+ * zkr_set_partitioner_release_set soon.
+ */
+#define ZKR_PARTITION_RELEASE 2
+
+/**
+ * For good (session lost, client closed, an error, or finish): make a new partitioner.
+ */
+#define ZKR_PARTITION_FAILURE 3
+
+/**
  * A create.
  */
 #define ZKR_OP_CREATE 0
@@ -1807,6 +1859,34 @@ zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
  * from inside it), closes it, and releases the handle. NULL does nothing.
  */
 void zkr_service_cache_free(struct zkr_service_cache *c);
+
+/**
+ * Adds a state listener; `*listener_id` identifies it for zkr_set_partitioner_remove_listener.
+ * `user_data` is passed back untouched and must stay valid until the listener is removed or the
+ * partitioner freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_set_partitioner_add_listener(struct zkr_set_partitioner *p, zkr_partition_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a state listener added with zkr_set_partitioner_add_listener. When this returns, the
+ * callback is not running (unless this is called from inside it) and will not run again, so its
+ * user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this partitioner's
+ * listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_set_partitioner_remove_listener(struct zkr_set_partitioner *p, uint64_t listener_id);
+
+/**
+ * kazoo's finish (zkr_set_partitioner_finish): ZKR_PARTITION_FAILURE at once, then the partitions'
+ * locks are released and the party left. Closing twice is ZKR_OK.
+ */
+zkr_status zkr_set_partitioner_close(struct zkr_set_partitioner *p);
+
+/**
+ * Frees a partitioner: removes its listeners (waiting for a running one to return, unless called
+ * from inside it), finishes it if not finished (its locks released, the party left, before this
+ * returns), and releases the handle. NULL does nothing.
+ */
+void zkr_set_partitioner_free(struct zkr_set_partitioner *p);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH" (compare with ZKR_VERSION_STRING, the version of
@@ -2960,6 +3040,84 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
  * `opts` may point to uninitialized memory.
  */
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
+
+/**
+ * Makes a member of the set partitioner at `path`, dividing the `count` partition names at
+ * `set` (node names, no duplicates), as `identifier` (NULL: `<hostname>-<pid>`). The party must
+ * be unchanged for `time_boundary_ms` before the set is divided
+ * (ZKR_PARTITIONER_TIME_BOUNDARY_MS is kazoo's default); each attempt at a partition's lock
+ * waits `max_reaction_time_ms` (ZKR_PARTITIONER_MAX_REACTION_TIME_MS). Nothing happens on the
+ * server before zkr_set_partitioner_start. Free with zkr_set_partitioner_free.
+ */
+zkr_status zkr_set_partitioner_new(struct zkr_client *c, const char *path, const char *const *set, size_t count, const char *identifier, int64_t time_boundary_ms, int64_t max_reaction_time_ms, struct zkr_set_partitioner **out);
+
+/**
+ * Joins the party and starts allocating in the background (state ZKR_PARTITION_ALLOCATING).
+ * Once only (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after finish).
+ */
+zkr_status zkr_set_partitioner_start(struct zkr_set_partitioner *p);
+
+/**
+ * The state now, in `*state`.
+ */
+zkr_status zkr_set_partitioner_state(const struct zkr_set_partitioner *p, zkr_partition_state *state);
+
+/**
+ * The partitions this member holds, sorted, in `*partitions` (free with
+ * zkr_string_list_free): its share while ZKR_PARTITION_ACQUIRED, empty in any other state.
+ * `state` (may be NULL) gets the state of the same reading.
+ */
+zkr_status zkr_set_partitioner_partitions(const struct zkr_set_partitioner *p, zkr_partition_state *state, struct zkr_string_list **partitions);
+
+/**
+ * This member's identifier in `*identifier` (free with zkr_string_free).
+ */
+zkr_status zkr_set_partitioner_identifier(const struct zkr_set_partitioner *p, char **identifier);
+
+/**
+ * kazoo's wait_for_acquire: waits while ZKR_PARTITION_ALLOCATING, at most `timeout_ms` (-1:
+ * no limit); `*acquired` tells whether it is ZKR_PARTITION_ACQUIRED then (false in RELEASE or
+ * FAILURE, and when the time ran out). ZKR_INVALID_ARGUMENT before start.
+ */
+zkr_status zkr_set_partitioner_wait_for_acquire(struct zkr_set_partitioner *p, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Waits until the state differs from `seen`, at most `timeout_ms` (-1: no limit); `*state`
+ * gets the state then (`seen` when the time ran out).
+ */
+zkr_status zkr_set_partitioner_wait_for_change(struct zkr_set_partitioner *p, zkr_partition_state seen, int64_t timeout_ms, zkr_partition_state *state);
+
+/**
+ * kazoo's release_set: releases the partitions' locks and allocates again
+ * (ZKR_PARTITION_ALLOCATING). Call it in ZKR_PARTITION_RELEASE (other members wait for it).
+ * An error means a lock could not be released (its delete goes on in the background) and the
+ * partitioner is ZKR_PARTITION_FAILURE. ZKR_INVALID_ARGUMENT before start.
+ */
+zkr_status zkr_set_partitioner_release_set(struct zkr_set_partitioner *p);
+
+/**
+ * kazoo's finish: ZKR_PARTITION_FAILURE at once, then releases the locks and leaves the
+ * party. Finishing twice is ZKR_OK. (zkr_set_partitioner_close does the same.)
+ */
+zkr_status zkr_set_partitioner_finish(struct zkr_set_partitioner *p);
+
+/**
+ * kazoo's NonBlockingLease: takes the lease at `path` for `duration_ms` unless another
+ * identifier holds an unexpired one (holding it ourselves renews it); `*obtained` tells
+ * whether it did. `identifier` NULL is this host's name (kazoo's default). Waits at most
+ * `timeout_ms` (-1: no limit) for the lease's lock (ZKR_TIMEOUT). A holder node that cannot be
+ * read is ZKR_CORRUPTED_DATA (left as it is). `*end_unix_ms` (may be NULL) gets the end of our
+ * lease in milliseconds since 1970 (whole seconds, as stored), when obtained.
+ */
+zkr_status zkr_non_blocking_lease(struct zkr_client *c, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, int64_t *end_unix_ms);
+
+/**
+ * kazoo's MultiNonBlockingLease: tries the leases `path/0` … `path/count-1` in order (as
+ * zkr_non_blocking_lease) until one is obtained; `*obtained` tells whether one was, and
+ * `*index` and `*end_unix_ms` (each may be NULL) which one and when it ends (both untouched
+ * when none).
+ */
+zkr_status zkr_multi_non_blocking_lease(struct zkr_client *c, uint32_t count, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, uint32_t *index, int64_t *end_unix_ms);
 
 /**
  * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.

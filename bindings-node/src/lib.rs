@@ -31,6 +31,7 @@ mod lock;
 mod log;
 mod nodes;
 mod observer;
+mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
@@ -51,6 +52,9 @@ pub use lock::attempt_revoke;
 pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
 pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
+pub use partition::{
+    multi_non_blocking_lease, non_blocking_lease, partition_states, NativeSetPartitioner,
+};
 pub use vocabulary::vocabulary;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]

@@ -19,6 +19,7 @@ mod logging;
 mod nodes;
 mod observer;
 mod owner;
+mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
@@ -122,6 +123,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PySimpleQueue>()?;
     m.add_class::<queue::PyQueue>()?;
     m.add_class::<queue::PyQueueItem>()?;
+    m.add_class::<partition::PySetPartitioner>()?;
+    m.add_function(wrap_pyfunction!(partition::non_blocking_lease, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::multi_non_blocking_lease, m)?)?;
+    m.add("PARTITION_STATES", partition::states())?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

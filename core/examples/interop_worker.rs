@@ -31,6 +31,8 @@
 //!   until the caches hold `--expect` instances, then `found rust SERVICE/ID CANON` per cached
 //!   instance, `picked rust SERVICE/ID` per pick (2 × the service's instances) and `usable rust
 //!   SERVICE ids` (see tests/interop/README.md; CANON is the instance's fields as one JSON object);
+//! * partition, lease: kazoo's SetPartitioner and MultiNonBlockingLease, the loops of
+//!   `py_worker.py` and `kazoo_worker.py` (tests/interop/README.md);
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
@@ -476,6 +478,8 @@ fn main() {
             &mut log,
         ),
         "discovery-golden" => discovery_golden(&path),
+        "partition" => partition(&client, &path, &id, iterations, expect, &peers, &mut log),
+        "lease" => lease(&client, &path, &id, iterations, &mut log),
         "cache" => {
             // Write our share, then wait until the cache holds every runtime's share.
             let c = cache.take().expect("cache");
@@ -1052,4 +1056,207 @@ fn discovery_golden(dir: &str) {
         }
         println!("golden {name} ok");
     }
+}
+
+/// The partition scenario's set, and how long a round's member stays ACQUIRED.
+const PARTS: [&str; 8] = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"];
+const HOLD: Duration = Duration::from_millis(400);
+
+type PartitionState = zkrecipes::partition::PartitionState;
+
+/// kazoo's loop on one partitioner, stamping `start/end rust ID PARTITION NS` around each hold
+/// (start once ACQUIRED, end before release_set); returns the held partitions (None if not
+/// ACQUIRED) once `until(state, partitions, since, log)`.
+fn drive(
+    p: &zkrecipes::partition::SetPartitioner,
+    id: &str,
+    log: &mut dyn Write,
+    mut until: impl FnMut(PartitionState, &[String], std::time::Instant, &mut dyn Write) -> bool,
+) -> Option<Vec<String>> {
+    let mut held: Option<Vec<String>> = None;
+    let mut since = std::time::Instant::now();
+    loop {
+        let (state, parts) = p.snapshot();
+        if state == PartitionState::Acquired && held.is_none() {
+            since = std::time::Instant::now();
+            for q in &parts {
+                writeln!(log, "start rust {id} {q} {}", mono_ns()).unwrap();
+            }
+            log.flush().unwrap();
+            held = Some(parts.clone());
+        }
+        if until(state, &parts, since, log) {
+            return held;
+        }
+        match state {
+            PartitionState::Release => {
+                for q in held.take().unwrap_or_default() {
+                    writeln!(log, "end rust {id} {q} {}", mono_ns()).unwrap();
+                }
+                log.flush().unwrap();
+                p.release_set_blocking().expect("release_set");
+            }
+            PartitionState::Failure => panic!("partitioner FAILURE"),
+            _ => {
+                p.wait_for_change_blocking(state, Some(Duration::from_millis(50)))
+                    .expect("wait");
+            }
+        }
+    }
+}
+
+fn leave(
+    p: &zkrecipes::partition::SetPartitioner,
+    held: Option<Vec<String>>,
+    id: &str,
+    log: &mut dyn Write,
+) {
+    for q in held.unwrap_or_default() {
+        writeln!(log, "end rust {id} {q} {}", mono_ns()).unwrap();
+    }
+    log.flush().unwrap();
+    p.finish_blocking().expect("finish");
+}
+
+fn partition(
+    client: &Client,
+    path: &str,
+    id: &str,
+    rounds: u64,
+    expect: usize,
+    peers: &str,
+    log: &mut dyn Write,
+) {
+    use zkrecipes::partition::{partition_set, PartitionerOptions, SetPartitioner};
+    let member = || {
+        let options = PartitionerOptions {
+            identifier: Some(id.to_string()),
+            time_boundary: Duration::from_millis(200),
+            max_reaction_time: Duration::from_millis(100),
+        };
+        let p = SetPartitioner::new(client, path, &PARTS, options).expect("partitioner");
+        p.start_blocking().expect("start");
+        p
+    };
+    for r in 0..rounds {
+        let p = member();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        // Jittered, so that members leave apart.
+        let hold = HOLD + Duration::from_millis((mono_ns() % 200) as u64);
+        let held = drive(&p, id, log, |s, _, since, _| {
+            (s == PartitionState::Acquired && since.elapsed() >= hold)
+                || std::time::Instant::now() > deadline
+        });
+        assert!(held.is_some(), "round {r}: never ACQUIRED");
+        leave(&p, held, id, log);
+        writeln!(log, "round rust {id} {r}").unwrap();
+        // Longer than the time boundary: the rest divide the set without us.
+        std::thread::sleep(Duration::from_millis(300 + (mono_ns() % 200) as u64));
+    }
+    // The final member: logs its share once the party is every worker and the share is kazoo's
+    // for them, until every worker did.
+    let p = member();
+    let party = format!("{path}/party");
+    let mut logged: Option<Vec<String>> = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let held = drive(&p, id, log, |state, parts, _, log| {
+        if state == PartitionState::Acquired && logged.as_deref() != Some(parts) {
+            let ids: Vec<String> = client
+                .get_children_blocking(&party)
+                .expect("party")
+                .iter()
+                .map(|c| c[c.find('-').map_or(0, |i| i + 1)..].to_string())
+                .collect();
+            let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+            if distinct.len() == ids.len()
+                && ids.len() == expect
+                && partition_set(id, &ids, &PARTS).as_deref() == Some(parts)
+            {
+                let shown = if parts.is_empty() {
+                    "-".to_string()
+                } else {
+                    parts.join(",")
+                };
+                writeln!(log, "final rust {id} {shown}").unwrap();
+                log.flush().unwrap();
+                std::fs::write(std::path::Path::new(peers).join(id), b"").expect("mark");
+                logged = Some(parts.to_vec());
+            }
+        }
+        std::fs::read_dir(peers).expect("peers").count() >= expect
+            || std::time::Instant::now() > deadline
+    });
+    leave(&p, held, id, log);
+    writeln!(log, "done rust {id} {rounds}").unwrap();
+}
+
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_nanos()
+}
+
+fn lease(client: &Client, path: &str, id: &str, leases: u64, log: &mut dyn Write) {
+    use zkrecipes::partition::{LeaseOptions, MultiNonBlockingLease};
+    let options = || LeaseOptions {
+        identifier: Some(id.to_string()),
+        ..Default::default()
+    };
+    let second = Duration::from_secs(1);
+    let end_of = |m: &MultiNonBlockingLease| {
+        m.lease()
+            .and_then(|l| l.end())
+            .expect("an obtained lease has an end")
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos()
+    };
+    let mut got = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got < leases && std::time::Instant::now() < deadline {
+        let m = MultiNonBlockingLease::obtain_blocking(client, 2, path, second, options())
+            .expect("lease");
+        if !m.obtained() {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        got += 1;
+        let mut end = end_of(&m);
+        writeln!(
+            log,
+            "lease rust {id} {} {} {end}",
+            m.index().unwrap_or(0),
+            wall_ns()
+        )
+        .unwrap();
+        log.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        if wall_ns() + 100_000_000 < end {
+            let r = MultiNonBlockingLease::obtain_blocking(client, 2, path, second, options())
+                .expect("lease");
+            writeln!(
+                log,
+                "renew rust {id} {}",
+                if r.obtained() { "ok" } else { "lost" }
+            )
+            .unwrap();
+            if r.obtained() {
+                end = end_of(&r);
+                writeln!(
+                    log,
+                    "lease rust {id} {} {} {end}",
+                    r.index().unwrap_or(0),
+                    wall_ns()
+                )
+                .unwrap();
+            }
+            log.flush().unwrap();
+        }
+        let left = end.saturating_sub(wall_ns()) as u64;
+        std::thread::sleep(
+            Duration::from_nanos(left) + Duration::from_millis(50 + (mono_ns() % 100) as u64),
+        );
+    }
+    writeln!(log, "done rust {id} {got}").unwrap();
 }

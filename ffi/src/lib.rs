@@ -29,6 +29,7 @@ pub mod log;
 pub mod nodes;
 pub mod observer;
 pub mod options;
+pub mod partition;
 pub mod queue;
 pub mod semaphore;
 pub mod status;

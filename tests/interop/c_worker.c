@@ -9,6 +9,8 @@
  * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch,
  * discovery (instances as Curator's JSON in and out: "registered c c/ID JSON" and "found c SVC/ID
  * JSON" carry that JSON as the face returns it; the runner reads its fields).
+ * partition, lease (the loops of py_worker.py and kazoo_worker.py on zkr_set_partitioner_* and
+ * zkr_multi_non_blocking_lease; tests/interop/README.md).
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT".
@@ -133,6 +135,182 @@ static void wait_for_peer(const char *peers, const char *id) {
         if (other) return;
         sleep_ms(1);
     }
+}
+
+static long files_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) { perror("c_worker: peers"); exit(2); }
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* The partition scenario's set (every worker's, sorted) and how long a round's member stays
+ * ACQUIRED before it leaves. */
+static const char *const PARTS[] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"};
+#define NPARTS 8
+#define HOLD_NS 400000000LL
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether the party at PATH/party is `expect` distinct identifiers, us among them, and `held` is
+ * kazoo's share of PARTS for us in it (kazoo's default partition_func: identifiers sorted, member
+ * i of n takes i, i + n, ...). */
+static bool held_is_kazoos_share(zkr_client *client, const char *path, const char *me, long expect,
+                                 const zkr_string_list *held) {
+    char party[4096];
+    snprintf(party, sizeof party, "%s/party", path);
+    zkr_string_list *kids = NULL;
+    check(zkr_client_get_children(client, party, &kids), "zkr_client_get_children (party)");
+    size_t n = kids->len;
+    const char **ids = calloc(n ? n : 1, sizeof *ids);
+    if (!ids) exit(2);
+    for (size_t i = 0; i < n; i++) {
+        const char *dash = strchr(kids->items[i], '-');
+        ids[i] = dash ? dash + 1 : kids->items[i];
+    }
+    qsort(ids, n, sizeof *ids, cmp_str);
+    bool ok = (long)n == expect;
+    size_t mine = n;
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(ids[i], ids[i - 1])) ok = false;
+        if (!strcmp(ids[i], me)) mine = i;
+    }
+    if (mine == n) ok = false;
+    size_t k = 0;
+    for (size_t j = mine; ok && j < NPARTS; j += n, k++)
+        if (k >= held->len || strcmp(held->items[k], PARTS[j])) ok = false;
+    if (ok && k != held->len) ok = false;
+    free(ids);
+    zkr_string_list_free(kids);
+    return ok;
+}
+
+static void stamp_all(FILE *log, const char *what, const char *me, const zkr_string_list *parts) {
+    for (size_t i = 0; parts && i < parts->len; i++)
+        fprintf(log, "%s c %s %s %lld\n", what, me, parts->items[i], mono_ns());
+    fflush(log);
+}
+
+/* One member, kazoo's loop, stamping `start/end c ID PARTITION NS` around each hold (start once
+ * ACQUIRED, end before release_set or finish). A round's member leaves after HOLD_NS ACQUIRED;
+ * the final one logs `final c ID p,q,...` once its share is kazoo's for the whole party, and
+ * leaves once every worker did (a mark per worker in `peers`). */
+static void partition_member(zkr_client *client, const char *path, const char *me, long expect,
+                             const char *peers, FILE *log, bool final) {
+    zkr_set_partitioner *p = NULL;
+    check(zkr_set_partitioner_new(client, path, PARTS, NPARTS, me, 200, 100, &p), "zkr_set_partitioner_new");
+    check(zkr_set_partitioner_start(p), "zkr_set_partitioner_start");
+    zkr_string_list *held = NULL;
+    long long since = 0, deadline = mono_ns() + 120000000000LL;
+    long long hold = HOLD_NS + (mono_ns() % 200) * 1000000LL; /* jittered, so that members leave apart */
+    bool logged = false;
+    for (;;) {
+        zkr_partition_state state;
+        zkr_string_list *parts = NULL;
+        check(zkr_set_partitioner_partitions(p, &state, &parts), "zkr_set_partitioner_partitions");
+        if (state == ZKR_PARTITION_ACQUIRED && !held) {
+            since = mono_ns();
+            stamp_all(log, "start", me, parts);
+            held = parts;
+            parts = NULL;
+        }
+        zkr_string_list_free(parts);
+        bool stop;
+        if (!final) {
+            stop = (state == ZKR_PARTITION_ACQUIRED && mono_ns() - since >= hold) || mono_ns() > deadline;
+        } else {
+            if (state == ZKR_PARTITION_ACQUIRED && !logged && held_is_kazoos_share(client, path, me, expect, held)) {
+                fprintf(log, "final c %s ", me);
+                for (size_t i = 0; i < held->len; i++) fprintf(log, "%s%s", i ? "," : "", held->items[i]);
+                fprintf(log, "%s\n", held->len ? "" : "-");
+                fflush(log);
+                char mark[4096];
+                snprintf(mark, sizeof mark, "%s/%s", peers, me);
+                FILE *f = fopen(mark, "w");
+                if (!f) { perror("c_worker: peer mark"); exit(2); }
+                fclose(f);
+                logged = true;
+            }
+            stop = files_in(peers) >= expect || mono_ns() > deadline;
+        }
+        if (stop) break;
+        if (state == ZKR_PARTITION_RELEASE) {
+            stamp_all(log, "end", me, held);
+            zkr_string_list_free(held);
+            held = NULL;
+            check(zkr_set_partitioner_release_set(p), "zkr_set_partitioner_release_set");
+        } else if (state == ZKR_PARTITION_FAILURE) {
+            fprintf(stderr, "c_worker: partitioner FAILURE\n");
+            exit(2);
+        } else {
+            zkr_partition_state now;
+            check(zkr_set_partitioner_wait_for_change(p, state, 50, &now), "zkr_set_partitioner_wait_for_change");
+        }
+    }
+    if (!final && !held) { fprintf(stderr, "c_worker: a round never ACQUIRED\n"); exit(2); }
+    stamp_all(log, "end", me, held);
+    zkr_string_list_free(held);
+    check(zkr_set_partitioner_finish(p), "zkr_set_partitioner_finish");
+    zkr_set_partitioner_free(p);
+}
+
+static void partition(zkr_client *client, const char *path, const char *me, long rounds, long expect,
+                      const char *peers, FILE *log) {
+    for (long r = 0; r < rounds; r++) {
+        partition_member(client, path, me, expect, peers, log, false);
+        fprintf(log, "round c %s %ld\n", me, r);
+        fflush(log);
+        sleep_ms(300 + (long)(mono_ns() % 200)); /* > time boundary: the rest divide without us */
+    }
+    partition_member(client, path, me, expect, peers, log, true);
+    fprintf(log, "done c %s %ld\n", me, rounds);
+}
+
+static long long wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one `leases`
+ * times (60 s at most); a holder renews once within its lease, then waits for its end. Logs
+ * `lease c ID SLOT START_NS END_NS` (wall clock) per hold and `renew c ID ok|lost`. */
+static void lease(zkr_client *client, const char *path, const char *me, long leases, FILE *log) {
+    long got = 0;
+    long long deadline = mono_ns() + 60000000000LL;
+    while (got < leases && mono_ns() < deadline) {
+        bool ok = false;
+        uint32_t slot = 0;
+        int64_t end_ms = 0;
+        check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
+              "zkr_multi_non_blocking_lease");
+        if (!ok) {
+            sleep_ms(100);
+            continue;
+        }
+        got++;
+        long long end = (long long)end_ms * 1000000LL;
+        fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);
+        fflush(log);
+        sleep_ms(200);
+        if (wall_ns() < end - 100000000LL) {
+            check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
+                  "zkr_multi_non_blocking_lease (renew)");
+            fprintf(log, "renew c %s %s\n", me, ok ? "ok" : "lost");
+            if (ok) {
+                end = (long long)end_ms * 1000000LL;
+                fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);
+            }
+            fflush(log);
+        }
+        long long left = end - wall_ns();
+        sleep_ms((left > 0 ? (long)(left / 1000000) : 0) + 50 + (long)(mono_ns() % 100));
+    }
+    fprintf(log, "done c %s %ld\n", me, got);
 }
 
 struct selector_state {
@@ -751,6 +929,10 @@ int main(int argc, char **argv) {
         group(client, path, id, expect, peers, log);
     } else if (!strcmp(role, "gzip")) {
         gzip(client, path, id, expect, log);
+    } else if (!strcmp(role, "partition")) {
+        partition(client, path, id, iterations, expect, peers, log);
+    } else if (!strcmp(role, "lease")) {
+        lease(client, path, id, iterations, log);
     } else if (!strcmp(role, "queue") || !strcmp(role, "simplequeue")) {
         /* Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks). */
         char locks[512], item[64];

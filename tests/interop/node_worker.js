@@ -7,7 +7,9 @@
 // --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
 // session authenticated as.
 // ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
-// simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below).
+// simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below),
+// partition, lease (partition, lease: the
+// loops of py_worker.py and kazoo_worker.py, on SetPartitioner and MultiNonBlockingLease).
 // cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
 // handoffs ({ cohort: { maxHandoffs: 8, maxHoldMs: 5 } }: one lock node for the process, the
 // hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
@@ -23,6 +25,7 @@ const {
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember, Owner,
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
   ServiceDiscovery, ServiceCache, ServiceProvider, ServiceInstance,
+  SetPartitioner, MultiNonBlockingLease,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -201,6 +204,116 @@ async function discoveryRun({ d, caches, providers }, a, log) {
   }
   await d.close();
   log(`done node ${a.id} ${registered}`);
+}
+
+const PARTS = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `p${i}`);
+const HOLD_MS = 400;
+
+// kazoo's default partition_func.
+function kazooShare(me, ids, parts) {
+  const workers = [...ids].sort();
+  const i = workers.indexOf(me);
+  return i < 0 ? null : [...parts].sort().filter((_, k) => k % workers.length === i);
+}
+
+async function partyIds(client, p) {
+  return (await client.getChildren(`${p}/party`)).map((c) => c.slice(c.indexOf('-') + 1));
+}
+
+// kazoo's loop on one partitioner, stamping start/end around each hold (start once ACQUIRED,
+// end before releaseSet); resolves to the held partitions once until(state, parts, since).
+async function drive(p, log, me, until) {
+  let held = null;
+  let since = 0;
+  for (;;) {
+    const [state, parts] = p.snapshot();
+    if (state === 'ACQUIRED' && held === null) {
+      held = parts;
+      since = Date.now();
+      for (const q of held) log(`start node ${me} ${q} ${process.hrtime.bigint()}`);
+    }
+    if (await until(state, parts, since)) return held;
+    if (state === 'RELEASE') {
+      for (const q of held ?? []) log(`end node ${me} ${q} ${process.hrtime.bigint()}`);
+      held = null;
+      await p.releaseSet();
+    } else if (state === 'FAILURE') {
+      throw new Error('partitioner FAILURE');
+    } else {
+      await p.waitForChange(state, { timeoutMs: 50 });
+    }
+  }
+}
+
+async function leave(p, held, log, me) {
+  for (const q of held ?? []) log(`end node ${me} ${q} ${process.hrtime.bigint()}`);
+  await p.finish();
+}
+
+// The partition scenario (tests/interop/README.md).
+async function partition(client, a, log) {
+  const member = async () => {
+    const p = new SetPartitioner(client, a.path, PARTS, { identifier: a.id, timeBoundaryMs: 200, maxReactionTimeMs: 100 });
+    await p.start();
+    return p;
+  };
+  for (let r = 0; r < a.iterations; r++) {
+    const p = await member();
+    const deadline = Date.now() + 120000;
+    const hold = HOLD_MS + Number(process.hrtime.bigint() % 200n); // jittered, so that members leave apart
+    const held = await drive(p, log, a.id, (s, _, since) => (s === 'ACQUIRED' && Date.now() - since >= hold) || Date.now() > deadline);
+    if (held === null) throw new Error(`round ${r}: never ACQUIRED`);
+    await leave(p, held, log, a.id);
+    log(`round node ${a.id} ${r}`);
+    await sleep(300 + Number(process.hrtime.bigint() % 200n)); // > timeBoundary: the rest divide without us
+  }
+  const p = await member();
+  let logged = null;
+  const deadline = Date.now() + 120000;
+  const final = async (state, parts) => {
+    if (state === 'ACQUIRED' && JSON.stringify(logged) !== JSON.stringify(parts)) {
+      const ids = await partyIds(client, a.path);
+      if (new Set(ids).size === ids.length && ids.length === a.expect
+          && JSON.stringify(parts) === JSON.stringify(kazooShare(a.id, ids, PARTS))) {
+        log(`final node ${a.id} ${parts.join(',') || '-'}`);
+        fs.writeFileSync(path.join(a.peers, a.id), '');
+        logged = parts;
+      }
+    }
+    return fs.readdirSync(a.peers).length >= a.expect || Date.now() > deadline;
+  };
+  await leave(p, await drive(p, log, a.id, final), log, a.id);
+  log(`done node ${a.id} ${a.iterations}`);
+}
+
+// The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one
+// `iterations` times (60 s at most); a holder renews once within its lease, then waits for its
+// end (wall-clock ns in the log).
+async function lease(client, a, log) {
+  const wallNs = () => BigInt(Date.now()) * 1000000n;
+  let got = 0;
+  const deadline = Date.now() + 60000;
+  while (got < a.iterations && Date.now() < deadline) {
+    const m = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
+    if (!m.held) {
+      await sleep(100);
+      continue;
+    }
+    got += 1;
+    let end = BigInt(m.end.getTime()) * 1000000n;
+    log(`lease node ${a.id} ${m.index} ${wallNs()} ${end}`);
+    await sleep(200);
+    if (wallNs() < end - 100000000n) {
+      const r = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
+      log(`renew node ${a.id} ${r.held ? 'ok' : 'lost'}`);
+      if (r.held) {
+        end = BigInt(r.end.getTime()) * 1000000n;
+        log(`lease node ${a.id} ${r.index} ${wallNs()} ${end}`);
+      }
+    }
+    await sleep(Math.max(0, Number((end - wallNs()) / 1000000n)) + 50 + Number(process.hrtime.bigint() % 100n));
+  }
+  log(`done node ${a.id} ${got}`);
 }
 
 async function main() {
@@ -397,6 +510,10 @@ async function main() {
       await group(client, a, log);
     } else if (a.role === 'gzip') {
       await gzip(client, a, log);
+    } else if (a.role === 'partition') {
+      await partition(client, a, log);
+    } else if (a.role === 'lease') {
+      await lease(client, a, log);
     } else if (a.role === 'queue') {
       // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
       const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });

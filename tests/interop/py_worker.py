@@ -5,7 +5,9 @@
                  [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier, group, gzip, cache, watch, cohort, discovery.
+doublebarrier, group, gzip, cache, watch, cohort, discovery, partition, lease (partition/lease: see
+tests/interop/README.md; the same loops as kazoo_worker.py, on zkrecipes' SetPartitioner and
+MultiNonBlockingLease).
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -22,6 +24,7 @@ the 4 threads go to the log under one lock (never interleaved); then "done pytho
 """
 import argparse
 import json
+import calendar
 import os
 import threading
 import time
@@ -216,6 +219,109 @@ class DiscoverySide:
         log.write(f"done python {a.id} {len(regs)}\n")
 
 
+PARTS = [f"p{i}" for i in range(8)]  # the partition scenario's set (every worker's)
+HOLD = 0.4  # seconds a round's member stays ACQUIRED before it leaves
+
+
+def kazoo_share(me, ids, parts):
+    """kazoo's default partition_func."""
+    workers = sorted(ids)
+    return sorted(parts)[workers.index(me) :: len(workers)] if me in workers else None
+
+
+def party_ids(client, path):
+    return [c[c.find("-") + 1 :] for c in client.get_children(path + "/party")]
+
+
+def drive(p, log, rt, me, until):
+    """kazoo's loop on one partitioner, stamping `start/end RT ID PARTITION NS` around each hold
+    (start once ACQUIRED, end before release_set); returns the held partitions (None if not
+    ACQUIRED) once until(state, parts) is true."""
+    held = None
+    since = 0.0
+    while True:
+        state, parts = p.snapshot()
+        if state is zkrecipes.PartitionState.ACQUIRED and held is None:
+            held, since = parts, time.monotonic()
+            for q in held:
+                log.write(f"start {rt} {me} {q} {time.monotonic_ns()}\n")
+        if until(state, parts, since):
+            return held
+        if state is zkrecipes.PartitionState.RELEASE:
+            for q in held or []:
+                log.write(f"end {rt} {me} {q} {time.monotonic_ns()}\n")
+            held = None
+            p.release_set()
+        elif state is zkrecipes.PartitionState.FAILURE:
+            raise SystemExit("partitioner FAILURE")
+        else:
+            p.wait_for_change(state, 0.05)
+
+
+def leave(p, held, log, rt, me):
+    for q in held or []:
+        log.write(f"end {rt} {me} {q} {time.monotonic_ns()}\n")
+    p.finish()
+
+
+def partition(client, a, log):
+    """The partition scenario: `iterations` rounds of join, hold for HOLD, leave; then a final
+    member that logs its share once the party is all `expect` workers, until every worker did."""
+    opts = dict(identifier=a.id, time_boundary=0.2, max_reaction_time=0.1)
+    acquired = zkrecipes.PartitionState.ACQUIRED
+    for r in range(a.iterations):
+        p = zkrecipes.SetPartitioner(client, a.path, PARTS, **opts)
+        deadline = time.monotonic() + 120
+        hold = HOLD + (time.monotonic_ns() % 200) / 1000  # jittered, so that members leave apart
+        held = drive(p, log, "python", a.id, lambda s, _, since: (s is acquired and time.monotonic() - since >= hold)
+                     or time.monotonic() > deadline)
+        if held is None:
+            raise SystemExit(f"round {r}: never ACQUIRED")
+        leave(p, held, log, "python", a.id)
+        log.write(f"round python {a.id} {r}\n")
+        time.sleep(0.3 + (time.monotonic_ns() % 200) / 1000)  # > time_boundary: the rest divide without us
+    p = zkrecipes.SetPartitioner(client, a.path, PARTS, **opts)
+    logged = [None]
+    deadline = time.monotonic() + 120
+
+    def final(state, parts, _since):
+        if state is acquired and logged[0] != parts:
+            ids = party_ids(client, a.path)
+            if len(set(ids)) == len(ids) == a.expect and parts == kazoo_share(a.id, ids, PARTS):
+                log.write(f"final python {a.id} {','.join(parts) or '-'}\n")
+                open(os.path.join(a.peers, a.id), "w").close()
+                logged[0] = parts
+        return len(os.listdir(a.peers)) >= a.expect or time.monotonic() > deadline
+
+    leave(p, drive(p, log, "python", a.id, final), log, "python", a.id)
+    log.write(f"done python {a.id} {a.iterations}\n")
+
+
+def lease(client, a, log):
+    """The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one
+    `iterations` times (60 s at most); a holder renews once within its lease, then waits for its
+    end. Logs `lease RT ID SLOT START_NS END_NS` (wall clock) per hold and `renew RT ID ok|lost`."""
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < a.iterations and time.monotonic() < deadline:
+        m = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
+        if not m:
+            time.sleep(0.1)
+            continue
+        got += 1
+        end = calendar.timegm(m.end.timetuple()) * 10**9
+        log.write(f"lease python {a.id} {m.index} {time.time_ns()} {end}\n")
+        time.sleep(0.2)
+        if time.time_ns() < end - 100_000_000:
+            r = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
+            log.write(f"renew python {a.id} {'ok' if r else 'lost'}\n")
+            if r:
+                end = calendar.timegm(r.end.timetuple()) * 10**9
+                log.write(f"lease python {a.id} {r.index} {time.time_ns()} {end}\n")
+        time.sleep(max(0, end - time.time_ns()) / 1e9 + 0.05 + (time.monotonic_ns() % 100) / 1000)
+    log.write(f"done python {a.id} {got}\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--role", required=True)
@@ -398,6 +504,10 @@ def main() -> None:
             group(client, a, log)
         elif a.role == "gzip":
             gzip(client, a, log)
+        elif a.role == "partition":
+            partition(client, a, log)
+        elif a.role == "lease":
+            lease(client, a, log)
         elif a.role in ("queue", "simplequeue"):
             # Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks).
             if a.role == "queue":
