@@ -378,6 +378,12 @@ typedef enum zkr_watch_event_type {
 } zkr_watch_event_type;
 
 /**
+ * Curator's DistributedAtomicValue: bytes set atomically in one node, shared with Curator's
+ * DistributedAtomicValue (and, when they hold 8 or 4 bytes, with the counters). Thread-safe.
+ */
+typedef struct zkr_atomic_bytes zkr_atomic_bytes;
+
+/**
  * Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
  * Same operations as zkr_atomic_long.
  */
@@ -402,6 +408,17 @@ typedef struct zkr_barrier zkr_barrier;
  * It never writes to ZooKeeper. Thread-safe.
  */
 typedef struct zkr_cache zkr_cache;
+
+/**
+ * Curator's CachedAtomicInteger: zkr_cached_atomic_long over a zkr_atomic_int's node.
+ */
+typedef struct zkr_cached_atomic_int zkr_cached_atomic_int;
+
+/**
+ * Curator's CachedAtomicLong: ids handed out from ranges of a zkr_atomic_long's node, reserved
+ * `cache_factor` at a time with one Curator-style add. Thread-safe.
+ */
+typedef struct zkr_cached_atomic_long zkr_cached_atomic_long;
 
 /**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
@@ -559,6 +576,13 @@ typedef struct zkr_set_partitioner zkr_set_partitioner;
 typedef struct zkr_shared_count zkr_shared_count;
 
 /**
+ * Curator's SharedValue: bytes in one node, kept up to date in every client that watches it,
+ * with versioned (compare-and-set) writes. zkr_shared_count is this over a 4-byte int; the
+ * node is shared with Curator's SharedValue. Thread-safe.
+ */
+typedef struct zkr_shared_value zkr_shared_value;
+
+/**
  * Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
  * delivery. Thread-safe.
  */
@@ -612,6 +636,17 @@ typedef struct zkr_versioned_value {
  * or longjmp out.
  */
 typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
+
+/**
+ * Called when a shared value changes (by any client, this one included), with its new data
+ * version and bytes: `data` holds `len` bytes (NULL when `len` is 0), borrowed for the call
+ * only (copy what you keep). Connection changes are not reported here: use
+ * zkr_client_add_state_listener (after a reconnection the value is read again, and this is
+ * called if it moved meanwhile). It runs on a library thread, one call at a time, in order
+ * with the value's other listeners; any zkr_ function may be called inside. It must not throw
+ * (C++) or longjmp out.
+ */
+typedef void (*zkr_shared_value_callback)(int32_t version, const uint8_t *data, size_t len, void *user_data);
 
 /**
  * Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
@@ -1373,6 +1408,30 @@ typedef struct zkr_op_result_list {
 } zkr_op_result_list;
 
 /**
+ * The result of a zkr_atomic_bytes operation (Curator's AtomicValue of byte[]), owned by you:
+ * free it with zkr_atomic_bytes_result_free. When `succeeded` is false nothing was written,
+ * `pre_value` is the last value read and `post_value` is NULL.
+ */
+typedef struct zkr_atomic_bytes_result {
+    /**
+     * Whether the operation's write was applied.
+     */
+    bool succeeded;
+    /**
+     * The bytes before the operation; NULL if the node did not exist (Curator's null).
+     */
+    struct zkr_buffer *pre_value;
+    /**
+     * The bytes after it; NULL if it did not succeed or the node does not exist.
+     */
+    struct zkr_buffer *post_value;
+    /**
+     * Tries and times.
+     */
+    struct zkr_atomic_stats stats;
+} zkr_atomic_bytes_result;
+
+/**
  * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
  */
 #define ZKR_START_NORMAL 1
@@ -1659,6 +1718,33 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
  * inside it), closes it, and releases the handle. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Adds a change listener; `*listener_id` identifies it for zkr_shared_value_remove_listener.
+ * `user_data` is passed back untouched and must stay valid until the listener is removed or the
+ * value freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_shared_value_add_listener(struct zkr_shared_value *sv, zkr_shared_value_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a change listener added with zkr_shared_value_add_listener. When this returns, the
+ * callback is not running (unless this is called from inside it) and will not run again, so its
+ * user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this value's listeners
+ * (listener ids are unique in the process).
+ */
+zkr_status zkr_shared_value_remove_listener(struct zkr_shared_value *sv, uint64_t listener_id);
+
+/**
+ * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
+ * other than zkr_shared_value_get_value return ZKR_CLOSED.
+ */
+zkr_status zkr_shared_value_close(struct zkr_shared_value *sv);
+
+/**
+ * Frees a value: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_shared_value_free(struct zkr_shared_value *sv);
 
 /**
  * Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
@@ -3276,8 +3362,19 @@ void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
 zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
 
 /**
- * Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
- * nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
+ * Makes a semaphore on `path` whose max leases are `count`'s value, read live (Curator's
+ * constructor taking a SharedCountReader): raising the count lets waiters in at once; lowering
+ * it takes no lease back but admits nobody until fewer than the new count are held (below 1:
+ * nobody). Start the count (zkr_shared_count_start) to follow its changes. The semaphore reads
+ * the count without owning its handle: after the count is closed or freed, its last value
+ * stays the limit. Free with zkr_semaphore_free.
+ */
+zkr_status zkr_semaphore_new_with_count(struct zkr_client *c, const char *path, const struct zkr_shared_count *count, struct zkr_semaphore **out);
+
+/**
+ * Acquires `qty` (>= 1; more than a fixed max_leases is ZKR_INVALID_ARGUMENT at once, more than
+ * a count's value waits, as the count may be raised) leases, all or nothing, waiting at most
+ * `timeout_ms` (-1: forever). `*leases` receives them (free with
  * zkr_leases_free), or NULL if the timeout passed first (then none is held).
  */
 zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
@@ -3477,6 +3574,132 @@ void zkr_string_list_free(struct zkr_string_list *list);
  * Frees a buffer and its bytes. NULL does nothing.
  */
 void zkr_buffer_free(struct zkr_buffer *buffer);
+
+/**
+ * Makes a shared value at `path` whose node zkr_shared_value_start creates with the
+ * `seed_len` bytes of `seed` (`seed` may be NULL when `seed_len` is 0) if it is missing. Free
+ * with zkr_shared_value_free.
+ */
+zkr_status zkr_shared_value_new(struct zkr_client *c, const char *path, const uint8_t *seed, size_t seed_len, struct zkr_shared_value **out);
+
+/**
+ * Creates the node with the seed if missing (parents as persistent nodes), reads it and starts
+ * watching. Once only (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after close). The node
+ * must be a persistent leaf (ZKR_INVALID_ARGUMENT otherwise).
+ */
+zkr_status zkr_shared_value_start(struct zkr_shared_value *sv);
+
+/**
+ * The value as last seen (the seed before start) in `*value` (free with zkr_buffer_free) and,
+ * if `version` is not NULL, its data version (-1 before start); no server call. Pass both to
+ * zkr_shared_value_try_set_value.
+ */
+zkr_status zkr_shared_value_get_value(const struct zkr_shared_value *sv, struct zkr_buffer **value, int32_t *version);
+
+/**
+ * Sets the value to the `len` bytes of `data` whatever it was (ZKR_INVALID_ARGUMENT before
+ * start, ZKR_CLOSED after close).
+ */
+zkr_status zkr_shared_value_set_value(struct zkr_shared_value *sv, const uint8_t *data, size_t len);
+
+/**
+ * Sets the value to the `len` bytes of `data` only if it is still at `previous_version` with
+ * the `previous_len` bytes of `previous` (both from zkr_shared_value_get_value); `*set` is
+ * false if they are stale (the fresh value is then read, for the next try).
+ * ZKR_OUTCOME_UNKNOWN if the write's reply was lost and its fate cannot be known; ZKR_OVERFLOW
+ * at data version -1 (where Curator throws IllegalTrySetVersionException).
+ */
+zkr_status zkr_shared_value_try_set_value(struct zkr_shared_value *sv, int32_t previous_version, const uint8_t *previous, size_t previous_len, const uint8_t *data, size_t len, bool *set);
+
+/**
+ * Frees a result and its buffers. NULL does nothing.
+ */
+void zkr_atomic_bytes_result_free(struct zkr_atomic_bytes_result *result);
+
+/**
+ * Makes an atomic value at `path` using the client's retry policy, without promotion (the
+ * node is created by the first try_set, force_set or initialize). Free with
+ * zkr_atomic_bytes_free.
+ */
+zkr_status zkr_atomic_bytes_new(struct zkr_client *c, const char *path, struct zkr_atomic_bytes **out);
+
+/**
+ * zkr_atomic_bytes_new with Curator's options (see zkr_atomic_long_new_with): `retry` for the
+ * optimistic tries of zkr_atomic_bytes_try_set, and Curator's PromotedToLock fallback.
+ */
+zkr_status zkr_atomic_bytes_new_with(struct zkr_client *c, const char *path, const struct zkr_retry_policy *retry, const char *promoted_lock_path, int64_t promoted_lock_timeout_ms, struct zkr_atomic_bytes **out);
+
+/**
+ * The current bytes in `*result` (`succeeded` true; `pre_value` and `post_value` NULL if the
+ * node does not exist).
+ */
+zkr_status zkr_atomic_bytes_get(struct zkr_atomic_bytes *a, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's compareAndSet: sets the `len` bytes of `data` only if the node holds exactly the
+ * `expected_len` bytes of `expected` (one try; a missing node never matches). Check
+ * `(*result)->succeeded`.
+ */
+zkr_status zkr_atomic_bytes_compare_and_set(struct zkr_atomic_bytes *a, const uint8_t *expected, size_t expected_len, const uint8_t *data, size_t len, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's trySet: sets the `len` bytes of `data` with the optimistic loop (and promotion).
+ * Check `(*result)->succeeded`. ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate
+ * cannot be known.
+ */
+zkr_status zkr_atomic_bytes_try_set(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's forceSet: sets the `len` bytes of `data` whatever the value was, creating the node
+ * if needed.
+ */
+zkr_status zkr_atomic_bytes_force_set(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len);
+
+/**
+ * Curator's initialize: creates the node with the `len` bytes of `data` if it does not exist;
+ * `*created` tells whether it did.
+ */
+zkr_status zkr_atomic_bytes_initialize(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len, bool *created);
+
+/**
+ * Frees an atomic value handle (the node stays). NULL does nothing.
+ */
+void zkr_atomic_bytes_free(struct zkr_atomic_bytes *a);
+
+/**
+ * Makes ids from `counter`'s node, `cache_factor` (at least 1, else ZKR_INVALID_ARGUMENT)
+ * reserved at a time. The new handle shares the counter's node and options, not its handle:
+ * `counter` may be freed afterwards. Free with zkr_cached_atomic_long_free.
+ */
+zkr_status zkr_cached_atomic_long_new(const struct zkr_atomic_long *counter, int64_t cache_factor, struct zkr_cached_atomic_long **out);
+
+/**
+ * The next id: `out->post_value` (and `pre_value` = post_value - 1), reserving a new range
+ * when needed. Check `out->succeeded` (false when a reservation did not succeed: nothing was
+ * handed out). After an error the next call reserves a fresh range: ids may be skipped, never
+ * handed out twice across processes.
+ */
+zkr_status zkr_cached_atomic_long_next(struct zkr_cached_atomic_long *cached, struct zkr_atomic_value *out);
+
+/**
+ * Frees a cached counter (the ids of its range not handed out are lost). NULL does nothing.
+ */
+void zkr_cached_atomic_long_free(struct zkr_cached_atomic_long *cached);
+
+/**
+ * zkr_cached_atomic_long_new over a 32-bit counter. Free with zkr_cached_atomic_int_free.
+ */
+zkr_status zkr_cached_atomic_int_new(const struct zkr_atomic_int *counter, int32_t cache_factor, struct zkr_cached_atomic_int **out);
+
+/**
+ * The next id (see zkr_cached_atomic_long_next).
+ */
+zkr_status zkr_cached_atomic_int_next(struct zkr_cached_atomic_int *cached, struct zkr_atomic_value *out);
+
+/**
+ * Frees a cached counter (the ids of its range not handed out are lost). NULL does nothing.
+ */
+void zkr_cached_atomic_int_free(struct zkr_cached_atomic_int *cached);
 
 /**
  * Makes a persistent watcher of `path` (not started; the path need not exist); `recursive`
