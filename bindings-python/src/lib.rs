@@ -118,6 +118,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PySimpleQueue>()?;
     m.add_class::<queue::PyQueue>()?;
     m.add_class::<queue::PyQueueItem>()?;
+    m.add_class::<queue::PyQueueSharder>()?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;
