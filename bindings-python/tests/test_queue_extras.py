@@ -133,7 +133,7 @@ def test_an_exception_requeues_the_item_at_the_tail(client: zkrecipes.Client, pa
         with item:
             raise RuntimeError("processing failed")
     assert first_node not in client.get_children(path)
-    assert client.get_children(path + "-locks") == []
+    assert children_or_none(client, path + "-locks") == []  # no lock left
     b = q.take(5)
     assert b is not None and b.data == b"b"
     b.done()
@@ -199,7 +199,8 @@ def test_a_sharder_adds_shards_and_takes_every_item_once(
             assert (a if i % 2 else b).get_queue().put(f"item-{i}".encode())
             if i % 10 == 9:
                 want = min(i // 10 + 2, 3)
-                wait_until(lambda: a.shard_qty == want and b.shard_qty == want, 30, f"{want} shards")
+                # The leader adds a shard at every check while one is at the threshold (as Curator's).
+                wait_until(lambda: a.shard_qty >= want and b.shard_qty >= want, 30, f"{want} shards")
         wait_until(lambda: a.shard_qty == 3 and b.shard_qty == 3, 30, "three shards")
         seen: List[bytes] = []
         lock = threading.Lock()
@@ -219,6 +220,15 @@ def test_a_sharder_adds_shards_and_takes_every_item_once(
     assert client_children(a_client, path + "/queues") == 3
     with pytest.raises(zkrecipes.ClosedError):
         a.get_queue()
+
+
+def children_or_none(client: zkrecipes.Client, p: str) -> List[str]:
+    """The children of ``p``, or none if it is gone (a lock parent is a container: reaped once
+    empty)."""
+    try:
+        return client.get_children(p)
+    except zkrecipes.NoNodeError:
+        return []
 
 
 def client_children(client: zkrecipes.Client, p: str) -> int:
