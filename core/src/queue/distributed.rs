@@ -94,7 +94,7 @@ impl Drop for Shared {
 /// What one look at a queue found ([`DistributedQueue::pass`]).
 pub(super) enum Pass {
     /// An item, taken.
-    Item(Item),
+    Item(Box<Item>),
     /// Nothing to take now: look again when one of `watches` fires or at `due`.
     Wait { watches: Vec<Watch>, due: Deadline },
 }
@@ -431,7 +431,7 @@ impl DistributedQueue {
         loop {
             let mut states = wait::states(&sh.client);
             let (watches, due) = match self.pass().await? {
-                Pass::Item(item) => return Ok(Some(item)),
+                Pass::Item(item) => return Ok(Some(*item)),
                 Pass::Wait { watches, due } => (watches, due),
             };
             if deadline.passed() {
@@ -475,7 +475,7 @@ impl DistributedQueue {
                     }
                 }
                 match self.try_take(&node).await? {
-                    Taking::Item(item) => return Ok(Pass::Item(item)),
+                    Taking::Item(item) => return Ok(Pass::Item(Box::new(item))),
                     Taking::Gone => {}
                     Taking::Locked => locked.push(node),
                 }

@@ -289,7 +289,7 @@ impl QueueSharder {
             let mut due = Deadline::NEVER;
             for i in 0..shards.len() {
                 match shards[(start + i) % shards.len()].pass().await? {
-                    Pass::Item(item) => return Ok(Some(item)),
+                    Pass::Item(item) => return Ok(Some(*item)),
                     Pass::Wait { watches: w, due: d } => {
                         watches.extend(w);
                         due = due.earliest(d);
