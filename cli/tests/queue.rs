@@ -11,7 +11,7 @@ use zkrecipes::queue::{DistributedQueue, QueueOptions, SimpleDistributedQueue};
 use zkrecipes::ClientBuilder;
 
 fn client(server: &TestingServer) -> zkrecipes::Client {
-    ClientBuilder::new(&server.connect_string())
+    ClientBuilder::new(server.connect_string())
         .session_timeout(Duration::from_secs(10))
         .connect_blocking()
         .expect("connect")

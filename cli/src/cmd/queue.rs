@@ -111,8 +111,10 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
         write_item(global, path, None, &[data]).map_err(write_failure)?;
         return Ok(OK);
     }
-    let mut options = QueueOptions::default();
-    options.lock_path = args.lock_path.clone();
+    let options = QueueOptions {
+        lock_path: args.lock_path.clone(),
+        ..QueueOptions::default()
+    };
     let q = DistributedQueue::new(client, path, options).map_err(fail)?;
     let item = q
         .take(args.timeout)
