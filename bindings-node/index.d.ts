@@ -1066,23 +1066,50 @@ export declare class QueueItem {
   /** The item's id (an id queue's), else null. */
   readonly id: string | null;
   done(): Promise<void>;
+  /**
+   * The consumer failed the item: with a lock path the queue's `errorMode` requeues it at the
+   * tail (`'REQUEUE'`, the default) or deletes it (`'DELETE'`); rejects as `done()` does.
+   */
+  fail(): Promise<void>;
+  /** Gives the item back where it was (taken again next). */
   release(): Promise<void>;
 }
+
+/** What `item.fail()` does with an item (Curator's ErrorMode; needs a lock path). */
+export type ErrorMode = 'REQUEUE' | 'DELETE';
 
 export interface QueueOptions {
   /** Curator's lock path: with it, consumption is exactly once. */
   lockPath?: string;
   /** Bound on the number of items (puts wait for room). */
   maxItems?: number;
+  /** What `item.fail()` does (default `'REQUEUE'`); needs `lockPath`. */
+  errorMode?: ErrorMode;
+}
+
+/** A completed put (Curator's QueuePutListener: putCompleted, or putMultiCompleted when `multi`). */
+export interface QueuePut {
+  /** The item's node path (with its sequence number). */
+  node: string;
+  /** The messages put: one for `put`, every one of `putMulti`. */
+  messages: Buffer[];
+  multi: boolean;
 }
 
 export interface QueueEvents {
   state: [state: ConnectionState];
+  /** After every put or putMulti through this queue that succeeded. */
+  put: [put: QueuePut];
 }
 
 /** What the DistributedQueue family shares. */
 declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
   readonly path: string;
+  /** What `item.fail()` does; setting it needs a lock path. */
+  errorMode: ErrorMode;
+  /** The same as `on('put', listener)` (Curator's QueuePutListener). */
+  addPutListener(listener: (put: QueuePut) => void): this;
+  removePutListener(listener: (put: QueuePut) => void): this;
   take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
   /** Items as they come; ends when none came within `timeoutMs` (default: never). */
   consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
@@ -1094,6 +1121,8 @@ declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
 export declare class DistributedQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Puts `values` (at least one) as one item (Curator's putMulti). */
+  putMulti(values: Data[], options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedIdQueue. */
@@ -1107,12 +1136,46 @@ export declare class DistributedIdQueue extends DistributedQueueBase {
 export declare class DistributedPriorityQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedDelayQueue. */
 export declare class DistributedDelayQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+export interface QueueSharderOptions {
+  /** The parent of the shards' lock paths (shard S locks under `lockPath/S`). */
+  lockPath?: string;
+  /** The shards' error mode (needs `lockPath`). */
+  errorMode?: ErrorMode;
+  /** Items in a shard that make the leader add one (Curator's default 10000). */
+  newQueueThreshold?: number;
+  /** How often the shards are counted (Curator's default 30000). */
+  thresholdCheckMs?: number;
+  /** The most shards (Curator's default 10). */
+  maxQueues?: number;
+}
+
+/**
+ * Curator's QueueSharder: DistributedQueue shards `queuePath/queue-<UUID>`, one added by the
+ * sharders' leader (a LeaderLatch at `leaderPath`) when a shard holds the threshold.
+ */
+export declare class QueueSharder {
+  constructor(client: Client, queuePath: string, leaderPath: string, options?: QueueSharderOptions);
+  readonly path: string;
+  readonly shardQty: number;
+  readonly queuePaths: string[];
+  readonly isLeader: boolean;
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** A shard for puts (one under the threshold, at random). */
+  getQueue(): DistributedQueue;
+  /** The next item of any shard, or null after `timeoutMs`. */
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -174,6 +174,20 @@ const LISTENING: &[Listening] = &[
         free: "removes the watch",
     },
     Listening {
+        handle: "zkr_queue",
+        module: "queue",
+        callback: "zkr_queue_state_callback",
+        arg: "q",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a connection-state listener (Curator's consumers hear none: CURATOR-336)",
+        noun: "queue",
+        add_more: "",
+        close: "Removes the queue's state and put listeners. The queue stays usable (its items live in \
+                ZooKeeper; taken items are completed or freed as before). Closing twice is ZKR_OK.",
+        free: "removes its put listeners (its items stay)",
+    },
+    Listening {
         handle: "zkr_service_cache",
         module: "discovery",
         callback: "zkr_service_cache_callback",

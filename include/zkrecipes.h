@@ -524,6 +524,13 @@ typedef struct zkr_queue zkr_queue;
 typedef struct zkr_queue_item zkr_queue_item;
 
 /**
+ * Curator's QueueSharder: DistributedQueue shards `queue_path/queue-<UUID>`, a new one added by
+ * the sharders' leader (a LeaderLatch at `leader_path`) when a shard holds the threshold.
+ * Thread-safe.
+ */
+typedef struct zkr_queue_sharder zkr_queue_sharder;
+
+/**
  * One registered instance. Freeing the handle does not unregister it (the discovery keeps it
  * until zkr_registration_unregister or zkr_discovery_close).
  */
@@ -849,6 +856,12 @@ typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *us
  * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, const char *path, void *user_data);
+
+/**
+ * A queue's connection-state callback (Curator's consumers are never told: CURATOR-336), as
+ * zkr_state_callback: on a library thread, one call at a time, in the order of the states.
+ */
+typedef void (*zkr_queue_state_callback)(enum zkr_connection_state state, void *user_data);
 
 /**
  * A service cache event, valid only during the callback (copy what you keep).
@@ -1370,6 +1383,58 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
+ * Bytes passed in (and, in a zkr_queue_put_event, out for the length of a callback): `len`
+ * bytes at `data` (NULL only with 0). The library never keeps the pointer.
+ */
+typedef struct zkr_bytes {
+    /**
+     * The bytes.
+     */
+    const uint8_t *data;
+    /**
+     * How many.
+     */
+    size_t len;
+} zkr_bytes;
+
+/**
+ * A completed put (Curator's QueuePutListener): valid during the callback only.
+ */
+typedef struct zkr_queue_put_event {
+    /**
+     * The item's node path (with its sequence number), NUL-terminated.
+     */
+    const char *node;
+    /**
+     * The messages put: one for a put, every one of a put_multi.
+     */
+    const struct zkr_bytes *messages;
+    /**
+     * How many messages.
+     */
+    size_t count;
+    /**
+     * Whether it was a put_multi (Curator's putMultiCompleted; else putCompleted).
+     */
+    bool multi;
+} zkr_queue_put_event;
+
+/**
+ * A put listener: called after each put or put_multi through this queue handle (or another
+ * handle of the same queue object, e.g. one zkr_queue_sharder_get_queue returned twice) that
+ * succeeded, on a library thread, one call at a time, in the order of the puts. `event` and
+ * everything it points to are valid during the call only. Any zkr_ function may be called
+ * inside it.
+ */
+typedef void (*zkr_queue_put_callback)(const struct zkr_queue_put_event *event, void *user_data);
+
+/**
+ * What zkr_queue_item_fail does with an item on a queue with a lock path (Curator's
+ * ErrorMode).
+ */
+typedef uint32_t zkr_error_mode;
+
+/**
  * What one operation of a transaction is (zkr_op_result.type).
  */
 typedef uint32_t zkr_op_type;
@@ -1634,6 +1699,16 @@ typedef struct zkr_atomic_bytes_result {
  * For good (session lost, client closed, an error, or finish): make a new partitioner.
  */
 #define ZKR_PARTITION_FAILURE 3
+
+/**
+ * The item goes back into the queue at the tail, keeping its key (Curator's default).
+ */
+#define ZKR_ERROR_MODE_REQUEUE 0
+
+/**
+ * The item is deleted.
+ */
+#define ZKR_ERROR_MODE_DELETE 1
 
 /**
  * A create.
@@ -1917,6 +1992,35 @@ zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
  * inside it), removes the watch, and releases the handle. NULL does nothing.
  */
 void zkr_watcher_free(struct zkr_watcher *watcher);
+
+/**
+ * Adds a connection-state listener (Curator's consumers hear none: CURATOR-336); `*listener_id`
+ * identifies it for zkr_queue_remove_listener. `user_data` is passed back untouched and must stay
+ * valid until the listener is removed or the queue freed. The callback is called on another thread
+ * (see its type).
+ */
+zkr_status zkr_queue_add_listener(struct zkr_queue *q, zkr_queue_state_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a connection-state listener (Curator's consumers hear none: CURATOR-336) added with
+ * zkr_queue_add_listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again, so its user_data may be freed. ZKR_INVALID_ARGUMENT for
+ * an id that is not one of this queue's listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_queue_remove_listener(struct zkr_queue *q, uint64_t listener_id);
+
+/**
+ * Removes the queue's state and put listeners. The queue stays usable (its items live in
+ * ZooKeeper; taken items are completed or freed as before). Closing twice is ZKR_OK.
+ */
+zkr_status zkr_queue_close(struct zkr_queue *q);
+
+/**
+ * Frees a queue: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), removes its put listeners (its items stay), and releases the handle. NULL does
+ * nothing.
+ */
+void zkr_queue_free(struct zkr_queue *q);
 
 /**
  * Adds a service cache listener; `*listener_id` identifies it for
@@ -3234,6 +3338,32 @@ zkr_status zkr_simple_queue_peek(struct zkr_simple_queue *q, struct zkr_buffer *
 void zkr_simple_queue_free(struct zkr_simple_queue *q);
 
 /**
+ * Adds a put listener (Curator's QueuePutListener); `*listener_id` identifies it for
+ * zkr_queue_remove_put_listener. `user_data` is passed back untouched and must stay valid
+ * until the listener is removed or the queue closed or freed.
+ */
+zkr_status zkr_queue_add_put_listener(struct zkr_queue *q, zkr_queue_put_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a put listener. When this returns, the callback is not running (unless this is
+ * called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an id that is not
+ * one of this queue's put listeners.
+ */
+zkr_status zkr_queue_remove_put_listener(struct zkr_queue *q, uint64_t listener_id);
+
+/**
+ * Sets what zkr_queue_item_fail does (Curator's setErrorMode): ZKR_ERROR_MODE_REQUEUE (the
+ * default) or ZKR_ERROR_MODE_DELETE. ZKR_INVALID_ARGUMENT for a queue without a lock path or
+ * another value.
+ */
+zkr_status zkr_queue_set_error_mode(struct zkr_queue *q, zkr_error_mode mode);
+
+/**
+ * The queue's error mode in `*mode`.
+ */
+zkr_status zkr_queue_error_mode(struct zkr_queue *q, zkr_error_mode *mode);
+
+/**
  * Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
  * consumption is exactly once; without, an item is removed when taken. `max_items` bounds the
  * queue (0: unbounded). No server call is made yet. Free with zkr_queue_free.
@@ -3261,6 +3391,24 @@ zkr_status zkr_delay_queue_new(struct zkr_client *c, const char *path, const cha
  * room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
  */
 zkr_status zkr_queue_put(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t timeout_ms, bool *put);
+
+/**
+ * Puts the `count` messages at `messages` (at least one) as one item (Curator's putMulti:
+ * one node, consumed together; zkr_queue_item_message reads them), on a DistributedQueue.
+ * Waits for room as zkr_queue_put.
+ */
+zkr_status zkr_queue_put_multi(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put_multi, with a priority (lower first) on a DistributedPriorityQueue.
+ */
+zkr_status zkr_queue_put_multi_with_priority(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int32_t priority, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put_multi, handed out from `delay_until_epoch_ms` on, on a
+ * DistributedDelayQueue.
+ */
+zkr_status zkr_queue_put_multi_with_delay(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int64_t delay_until_epoch_ms, int64_t timeout_ms, bool *put);
 
 /**
  * As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
@@ -3296,15 +3444,22 @@ zkr_status zkr_queue_len(struct zkr_queue *q, size_t *len);
 zkr_status zkr_queue_take(struct zkr_queue *q, int64_t timeout_ms, struct zkr_queue_item **item);
 
 /**
- * Frees a queue handle (its items stay). NULL does nothing.
- */
-void zkr_queue_free(struct zkr_queue *q);
-
-/**
  * The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
  * zkr_queue_item_free (NULL when empty).
  */
 zkr_status zkr_queue_item_data(const struct zkr_queue_item *item, const uint8_t **data, size_t *len);
+
+/**
+ * The number of messages of the item in `*count` (several for a put_multi; 1 for a put).
+ */
+zkr_status zkr_queue_item_message_count(const struct zkr_queue_item *item, size_t *count);
+
+/**
+ * Message `index` of the item (0 is the one zkr_queue_item_data gives): `*data` points at
+ * `*len` bytes owned by the item, valid until zkr_queue_item_free (NULL when empty).
+ * ZKR_INVALID_ARGUMENT for an index past the last.
+ */
+zkr_status zkr_queue_item_message(const struct zkr_queue_item *item, size_t index, const uint8_t **data, size_t *len);
 
 /**
  * The item's fencing token in `*token`: with a lock path, a later taker of the same item always
@@ -3320,6 +3475,15 @@ zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64
 zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
 
 /**
+ * The consumer failed the item (Curator's consumer threw): with a lock path, the queue's error
+ * mode puts it back at the tail (ZKR_ERROR_MODE_REQUEUE, the default) or deletes it
+ * (ZKR_ERROR_MODE_DELETE), in one transaction that checks our lock; the errors are
+ * zkr_queue_item_done's (ZKR_SESSION_EXPIRED: the item stays for another consumer). Without a
+ * lock path the item was removed when taken: ZKR_OK, nothing to do.
+ */
+zkr_status zkr_queue_item_fail(struct zkr_queue_item *item);
+
+/**
  * Gives the item back without completing it (another consumer takes it again).
  */
 zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
@@ -3329,6 +3493,61 @@ zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
  * does nothing.
  */
 void zkr_queue_item_free(struct zkr_queue_item *item);
+
+/**
+ * Makes a sharder of the DistributedQueue shards under `queue_path`, electing its leader at
+ * `leader_path` (outside `queue_path`). `lock_path` (or NULL) is the parent of the shards' lock
+ * paths (shard S locks under lock_path/S: exactly-once consumption). Curator's policies, 0 for
+ * Curator's default: `new_queue_threshold` (items in a shard that make the leader add one;
+ * 10000), `threshold_check_ms` (how often shards are counted; 30000), `max_queues` (10). No
+ * server call is made yet. Free with zkr_queue_sharder_free.
+ */
+zkr_status zkr_queue_sharder_new(struct zkr_client *c, const char *queue_path, const char *leader_path, const char *lock_path, uint32_t new_queue_threshold, uint32_t threshold_check_ms, uint32_t max_queues, struct zkr_queue_sharder **out);
+
+/**
+ * Starts: makes the queue path, takes up its shards (or adds the first), joins the election.
+ * Once only.
+ */
+zkr_status zkr_queue_sharder_start(struct zkr_queue_sharder *s);
+
+/**
+ * Stops counting and leaves the election (shards and items stay; queue handles from
+ * zkr_queue_sharder_get_queue still work). Closing twice is ZKR_OK.
+ */
+zkr_status zkr_queue_sharder_close(struct zkr_queue_sharder *s);
+
+/**
+ * A shard for puts (Curator's getQueue: one under the threshold, at random) as a new queue
+ * handle in `*out` (free with zkr_queue_free). ZKR_INVALID_ARGUMENT before start, ZKR_CLOSED
+ * after close.
+ */
+zkr_status zkr_queue_sharder_get_queue(struct zkr_queue_sharder *s, struct zkr_queue **out);
+
+/**
+ * Takes the next item of any shard, waiting at most `timeout_ms` (-1: no limit). `*item`
+ * receives it (free with zkr_queue_item_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_queue_sharder_take(struct zkr_queue_sharder *s, int64_t timeout_ms, struct zkr_queue_item **item);
+
+/**
+ * The number of shards this sharder knows, in `*qty` (Curator's getShardQty).
+ */
+zkr_status zkr_queue_sharder_shard_qty(struct zkr_queue_sharder *s, size_t *qty);
+
+/**
+ * The shards' paths, sorted, in `*paths` (free with zkr_string_list_free).
+ */
+zkr_status zkr_queue_sharder_queue_paths(struct zkr_queue_sharder *s, struct zkr_string_list **paths);
+
+/**
+ * Whether this sharder leads (adds shards), in `*leader`.
+ */
+zkr_status zkr_queue_sharder_is_leader(struct zkr_queue_sharder *s, bool *leader);
+
+/**
+ * Frees a sharder, closing it first. NULL does nothing.
+ */
+void zkr_queue_sharder_free(struct zkr_queue_sharder *s);
 
 /**
  * Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.

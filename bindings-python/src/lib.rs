@@ -127,6 +127,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition::non_blocking_lease, m)?)?;
     m.add_function(wrap_pyfunction!(partition::multi_non_blocking_lease, m)?)?;
     m.add("PARTITION_STATES", partition::states())?;
+    m.add_class::<queue::PyQueueSharder>()?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

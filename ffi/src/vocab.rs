@@ -74,7 +74,7 @@ macro_rules! c_enum_of {
         };
 
         impl $e {
-            fn of(value: $core) -> $e {
+            pub(crate) fn of(value: $core) -> $e {
                 [$($e::$variant),*][($list.to_c(value) - $list.first) as usize]
             }
         }
