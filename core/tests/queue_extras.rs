@@ -467,8 +467,10 @@ fn sharder_arguments_are_checked() {
     bad("/s/q", "/s/q/leader", SharderOptions::default());
     bad("/", "/l", SharderOptions::default());
     bad("s/q", "/l", SharderOptions::default());
-    let mut o = SharderOptions::default();
-    o.queue = locked("/s/q/locks");
+    let o = SharderOptions {
+        queue: locked("/s/q/locks"),
+        ..Default::default()
+    };
     bad("/s/q", "/l", o);
     let mut o = SharderOptions::default();
     o.policies.new_queue_threshold = 0;
