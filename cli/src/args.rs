@@ -256,7 +256,7 @@ pub struct QueuePutArgs {
     /// The items (UTF-8 text)
     #[arg(required = true, value_name = "DATA")]
     pub data: Vec<String>,
-    /// Curator's DistributedQueue layout (queue-<seq>, item framing) instead of the simple queue
+    /// Curator's DistributedQueue layout (`queue-<seq>`, item framing) instead of the simple queue
     #[arg(long)]
     pub distributed: bool,
     /// Put every DATA as one item (Curator's putMulti; needs --distributed)
@@ -271,7 +271,7 @@ pub struct QueueTakeArgs {
     /// Give up after this long (exit 3); default: wait without limit
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// Curator's DistributedQueue layout (queue-<seq>, item framing) instead of the simple queue
+    /// Curator's DistributedQueue layout (`queue-<seq>`, item framing) instead of the simple queue
     #[arg(long)]
     pub distributed: bool,
     /// Curator's lock path: the item is completed only once printed (needs --distributed)

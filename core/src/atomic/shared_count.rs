@@ -40,11 +40,11 @@ pub enum SharedCountEvent {
 /// wrap; we compare them in wrapping (serial-number) order, so the count keeps updating across
 /// it. A node whose version is exactly -1 (reached on servers without ZOOKEEPER-4743) cannot
 /// be written conditionally, since ZooKeeper reads -1 as "any version": `try_set_count` then
-/// fails with [`Error::Overflow`] explaining this, instead of silently writing
+/// fails with [`Error::Overflow`](crate::Error::Overflow) explaining this, instead of silently writing
 /// unconditionally; `set_count` moves the version on.
 ///
 /// An empty node reads as 0 (as the distributed counters do); data of another length is
-/// [`Error::CorruptedData`]. A bad value written by someone else is reported, not hidden:
+/// [`Error::CorruptedData`](crate::Error::CorruptedData). A bad value written by someone else is reported, not hidden:
 /// listeners hear [`SharedCountEvent::CorruptedData`] and [`get_count`](Self::get_count) fails
 /// until a valid value is written (Curator keeps returning the stale count silently).
 pub struct SharedCount {
