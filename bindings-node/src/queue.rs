@@ -558,12 +558,15 @@ impl NativeQueueSharder {
     /// Closes (shards and items stay); gives back every item still held.
     #[napi]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-        self.holds
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        promise_on(env, &self.inner, |s| async move { s.close().await })
+        promise(env, || {
+            self.holds
+                .held
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            let s = self.inner.clone();
+            Ok(async move { s.close().await })
+        })
     }
 
     /// A shard for puts, as a native queue emitting through `emit`.
@@ -582,13 +585,17 @@ impl NativeQueueSharder {
         env: &'env Env,
         timeout_ms: Option<f64>,
     ) -> napi::Result<Object<'env>> {
-        let holds = self.holds.clone();
-        promise_timed(env, &self.inner, timeout_ms, move |s, t| async move {
-            Ok(match s.take(t).await? {
-                Some(item) => holds.hold(item),
-                None => Out::Null,
-            })
-        })
+        promise_timed(
+            env,
+            &(self.inner.clone(), self.holds.clone()),
+            timeout_ms,
+            |(s, holds), t| async move {
+                Ok(match s.take(t).await? {
+                    Some(item) => holds.hold(item),
+                    None => Out::Null,
+                })
+            },
+        )
     }
 
     /// Completes a taken item.
