@@ -175,7 +175,12 @@ fn main() {
     if !sasl_user.is_empty() {
         builder = builder.sasl(SaslOptions::digest_md5(sasl_user, sasl_password));
     }
-    let client = builder.connect_blocking().expect("connect");
+    // The error itself on one line (the runner shows a failed worker's stderr tail, which a
+    // panic's backtrace would fill).
+    let client = builder.connect_blocking().unwrap_or_else(|e| {
+        eprintln!("interop_worker: connect to {connect} failed: {e}");
+        std::process::exit(2)
+    });
     if !whoami.is_empty() {
         // A node whose ACL is the session's own identities (CREATOR_ALL_ACL, scheme `auth`).
         client
