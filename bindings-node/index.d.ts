@@ -517,10 +517,15 @@ export declare class Lease {
 
 /** Curator's InterProcessSemaphoreV2. */
 export declare class InterProcessSemaphoreV2 {
-  constructor(client: Client, path: string, maxLeases: number);
+  /**
+   * `maxLeases` fixed, or `{ count }`: a SharedCount whose value is the limit, read live
+   * (raising it admits waiters at once; lowering it revokes nothing).
+   */
+  constructor(client: Client, path: string, maxLeases: number | { count: SharedCount });
   readonly path: string;
+  /** The limit now (with `{ count }`, the count's value; 0 below 1). */
   readonly maxLeases: number;
-  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > maxLeases: ZKR_INVALID_ARGUMENT. */
+  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > a fixed maxLeases: ZKR_INVALID_ARGUMENT. */
   acquire(options?: { qty?: number; timeoutMs?: number }): Promise<Lease[] | null>;
   returnLease(lease: Lease): Promise<void>;
   returnAll(leases: Lease[]): Promise<void>;
@@ -706,9 +711,10 @@ export declare class DistributedAtomicInteger extends Counter<number, number> {
   constructor(client: Client, path: string, options?: AtomicOptions);
 }
 
-export interface VersionedValue {
+/** Curator's VersionedValue: a count (`number`, the default) or bytes (`Buffer`, SharedValue). */
+export interface VersionedValue<T = number> {
   version: number;
-  value: number;
+  value: T;
 }
 
 export interface SharedCountEvents {
@@ -734,6 +740,55 @@ export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   setCount(count: number): Promise<void>;
   trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
   close(): void;
+}
+
+/** Node data as the bytes recipes take it (a string is UTF-8). */
+export type Bytes = Buffer | Uint8Array | string;
+
+export interface SharedValueEvents {
+  change: [value: Buffer, version: number];
+  state: [state: ConnectionState];
+}
+
+/**
+ * Curator's SharedValue: bytes watched by every client, with versioned writes. `trySetValue`
+ * rejects with ZKR_OUTCOME_UNKNOWN if its reply was lost and its fate cannot be known.
+ */
+export declare class SharedValue extends EventEmitter<SharedValueEvents> {
+  constructor(client: Client, path: string, seed?: Bytes);
+  readonly path: string;
+  start(): Promise<void>;
+  /** The bytes as last seen (the seed before start). */
+  getValue(): Buffer;
+  getVersionedValue(): VersionedValue<Buffer>;
+  setValue(value: Bytes): Promise<void>;
+  trySetValue(previous: VersionedValue<Bytes>, value: Bytes): Promise<boolean>;
+  close(): void;
+}
+
+/** Curator's DistributedAtomicValue: values are Buffers, or null for a missing node. */
+export declare class DistributedAtomicValue {
+  constructor(client: Client, path: string, options?: AtomicOptions);
+  readonly path: string;
+  get(): Promise<AtomicValue<Buffer | null>>;
+  compareAndSet(expected: Bytes, newValue: Bytes): Promise<AtomicValue<Buffer | null>>;
+  trySet(value: Bytes): Promise<AtomicValue<Buffer | null>>;
+  forceSet(value: Bytes): Promise<void>;
+  initialize(value: Bytes): Promise<boolean>;
+}
+
+/** Curator's CachedAtomicLong: ids (`postValue`) from ranges of `cacheFactor` reserved at a time. */
+export declare class CachedAtomicLong {
+  constructor(counter: DistributedAtomicLong, cacheFactor: number);
+  readonly counter: DistributedAtomicLong;
+  next(): Promise<AtomicValue<bigint>>;
+}
+
+/** Curator's CachedAtomicInteger: CachedAtomicLong over a DistributedAtomicInteger. */
+export declare class CachedAtomicInteger {
+  constructor(counter: DistributedAtomicInteger, cacheFactor: number);
+  readonly counter: DistributedAtomicInteger;
+  next(): Promise<AtomicValue<number>>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1057,23 +1112,50 @@ export declare class QueueItem {
   /** The item's id (an id queue's), else null. */
   readonly id: string | null;
   done(): Promise<void>;
+  /**
+   * The consumer failed the item: with a lock path the queue's `errorMode` requeues it at the
+   * tail (`'REQUEUE'`, the default) or deletes it (`'DELETE'`); rejects as `done()` does.
+   */
+  fail(): Promise<void>;
+  /** Gives the item back where it was (taken again next). */
   release(): Promise<void>;
 }
+
+/** What `item.fail()` does with an item (Curator's ErrorMode; needs a lock path). */
+export type ErrorMode = 'REQUEUE' | 'DELETE';
 
 export interface QueueOptions {
   /** Curator's lock path: with it, consumption is exactly once. */
   lockPath?: string;
   /** Bound on the number of items (puts wait for room). */
   maxItems?: number;
+  /** What `item.fail()` does (default `'REQUEUE'`); needs `lockPath`. */
+  errorMode?: ErrorMode;
+}
+
+/** A completed put (Curator's QueuePutListener: putCompleted, or putMultiCompleted when `multi`). */
+export interface QueuePut {
+  /** The item's node path (with its sequence number). */
+  node: string;
+  /** The messages put: one for `put`, every one of `putMulti`. */
+  messages: Buffer[];
+  multi: boolean;
 }
 
 export interface QueueEvents {
   state: [state: ConnectionState];
+  /** After every put or putMulti through this queue that succeeded. */
+  put: [put: QueuePut];
 }
 
 /** What the DistributedQueue family shares. */
 declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
   readonly path: string;
+  /** What `item.fail()` does; setting it needs a lock path. */
+  errorMode: ErrorMode;
+  /** The same as `on('put', listener)` (Curator's QueuePutListener). */
+  addPutListener(listener: (put: QueuePut) => void): this;
+  removePutListener(listener: (put: QueuePut) => void): this;
   take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
   /** Items as they come; ends when none came within `timeoutMs` (default: never). */
   consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
@@ -1085,6 +1167,8 @@ declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
 export declare class DistributedQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Puts `values` (at least one) as one item (Curator's putMulti). */
+  putMulti(values: Data[], options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedIdQueue. */
@@ -1098,12 +1182,46 @@ export declare class DistributedIdQueue extends DistributedQueueBase {
 export declare class DistributedPriorityQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedDelayQueue. */
 export declare class DistributedDelayQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+export interface QueueSharderOptions {
+  /** The parent of the shards' lock paths (shard S locks under `lockPath/S`). */
+  lockPath?: string;
+  /** The shards' error mode (needs `lockPath`). */
+  errorMode?: ErrorMode;
+  /** Items in a shard that make the leader add one (Curator's default 10000). */
+  newQueueThreshold?: number;
+  /** How often the shards are counted (Curator's default 30000). */
+  thresholdCheckMs?: number;
+  /** The most shards (Curator's default 10). */
+  maxQueues?: number;
+}
+
+/**
+ * Curator's QueueSharder: DistributedQueue shards `queuePath/queue-<UUID>`, one added by the
+ * sharders' leader (a LeaderLatch at `leaderPath`) when a shard holds the threshold.
+ */
+export declare class QueueSharder {
+  constructor(client: Client, queuePath: string, leaderPath: string, options?: QueueSharderOptions);
+  readonly path: string;
+  readonly shardQty: number;
+  readonly queuePaths: string[];
+  readonly isLeader: boolean;
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** A shard for puts (one under the threshold, at random). */
+  getQueue(): DistributedQueue;
+  /** The next item of any shard, or null after `timeoutMs`. */
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1258,4 +1376,91 @@ export declare class ServiceProvider {
   getAllInstances(): ServiceInstance[];
   noteError(instance: ServiceInstanceInput): void;
   close(): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// kazoo's recipes (SetPartitioner, NonBlockingLease, MultiNonBlockingLease), on kazoo's layout
+
+export type PartitionState = 'ALLOCATING' | 'ACQUIRED' | 'RELEASE' | 'FAILURE';
+/** kazoo's PartitionState (the core's list). */
+export declare const PartitionState: Names<PartitionState>;
+
+export interface SetPartitionerOptions {
+  /** This member's identifier in the party (default `<hostname>-<pid>`). */
+  identifier?: string;
+  /** How long the party must be unchanged before the set is divided (default 30000, kazoo's). */
+  timeBoundaryMs?: number;
+  /** How long one attempt at a partition's lock waits before checking the party (default 1000). */
+  maxReactionTimeMs?: number;
+}
+
+export interface SetPartitionerEvents {
+  /** Each new state. */
+  state: [state: PartitionState];
+}
+
+/**
+ * kazoo's SetPartitioner: the members of a party divide `set` among themselves, each partition to
+ * exactly one member, and divide it again when members come or go; kazoo processes share the
+ * path. `await start()` joins. In RELEASE call `releaseSet()` soon (other members wait for it).
+ */
+export declare class SetPartitioner extends EventEmitter<SetPartitionerEvents> {
+  constructor(client: Client, path: string, set: Iterable<string>, options?: SetPartitionerOptions);
+  readonly path: string;
+  readonly identifier: string;
+  readonly state: PartitionState;
+  readonly failed: boolean;
+  readonly release: boolean;
+  readonly allocating: boolean;
+  readonly acquired: boolean;
+  /** This member's partitions, sorted, while ACQUIRED; `[]` otherwise. */
+  readonly partitions: string[];
+  snapshot(): [PartitionState, string[]];
+  [Symbol.iterator](): Iterator<string>;
+  start(): Promise<void>;
+  /** Waits while ALLOCATING (default 30000 ms); whether ACQUIRED then. */
+  waitForAcquire(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Resolves to the state once it is no longer `seen` (default: the state now). */
+  waitForChange(seen?: PartitionState | null, options?: { timeoutMs?: number }): Promise<PartitionState>;
+  releaseSet(): Promise<void>;
+  /** FAILURE at once, then the locks released and the party left. */
+  finish(): Promise<void>;
+  close(): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<PartitionState>;
+}
+
+export interface LeaseOptions {
+  /** Who holds the lease (default: this host's name, kazoo's); the same identifier renews it. */
+  identifier?: string;
+  /** The clock reading to use instead of the system clock (tests; kazoo's utcnow). */
+  now?: Date;
+  /** How long to wait for the lease's lock (default: no limit, as kazoo); ZKR_TIMEOUT after. */
+  timeoutMs?: number;
+}
+
+/** kazoo's NonBlockingLease: `held` when obtained; the lease ends at `end` and is never released. */
+export declare class NonBlockingLease {
+  static obtain(client: Client, path: string, durationMs: number, options?: LeaseOptions): Promise<NonBlockingLease>;
+  readonly held: boolean;
+  readonly path: string;
+  readonly identifier: string;
+  /** When our lease ends (whole seconds), if held. */
+  readonly end: Date | null;
+}
+
+/** kazoo's MultiNonBlockingLease: one of `count` leases `path/0` … `path/<count-1>`. */
+export declare class MultiNonBlockingLease {
+  static obtain(
+    client: Client,
+    count: number,
+    path: string,
+    durationMs: number,
+    options?: LeaseOptions,
+  ): Promise<MultiNonBlockingLease>;
+  readonly held: boolean;
+  /** Which lease was obtained, or null. */
+  readonly index: number | null;
+  readonly path: string;
+  readonly identifier: string;
+  readonly end: Date | null;
 }

@@ -7,6 +7,7 @@
 //   leader      latch, selector, observer        counters            log      setLogger
 //   caches      caches, watchers     nodes       nodes, membership   queues   barriers, queues
 //   discovery   service discovery
+//   partition   kazoo's SetPartitioner and leases
 // Every recipe decision (queues, watches, retries, fencing) is the core's.
 'use strict';
 
@@ -35,6 +36,7 @@ module.exports = {
   ...require('./lib/nodes'),
   ...require('./lib/queues'),
   ...require('./lib/discovery'),
+  ...require('./lib/partition'),
   coreVersion,
   version,
 };

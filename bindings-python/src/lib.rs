@@ -19,10 +19,12 @@ mod logging;
 mod nodes;
 mod observer;
 mod owner;
+mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
 mod watches;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -86,6 +88,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<atomic::PyVersionedValue>()?;
     m.add_class::<atomic::PyAtomicNumber>()?;
     m.add_class::<atomic::PySharedCount>()?;
+    m.add_class::<values::PySharedValue>()?;
+    m.add_class::<values::PyAtomicBytes>()?;
+    m.add_class::<values::PyCachedNumber>()?;
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
@@ -126,6 +131,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PySimpleQueue>()?;
     m.add_class::<queue::PyQueue>()?;
     m.add_class::<queue::PyQueueItem>()?;
+    m.add_class::<partition::PySetPartitioner>()?;
+    m.add_function(wrap_pyfunction!(partition::non_blocking_lease, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::multi_non_blocking_lease, m)?)?;
+    m.add("PARTITION_STATES", partition::states())?;
+    m.add_class::<queue::PyQueueSharder>()?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

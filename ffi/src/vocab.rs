@@ -74,7 +74,7 @@ macro_rules! c_enum_of {
         };
 
         impl $e {
-            fn of(value: $core) -> $e {
+            pub(crate) fn of(value: $core) -> $e {
                 [$($e::$variant),*][($list.to_c(value) - $list.first) as usize]
             }
         }
@@ -128,6 +128,7 @@ mod tests {
         check(&CANCEL_REASONS, plain("ZKR_CANCEL_"));
         check(&LEVELS, plain("ZKR_LOG_"));
         check(&crate::nodes::NODE_EVENTS, plain("ZKR_NODE_"));
+        check(&crate::partition::PARTITION_STATES, plain("ZKR_PARTITION_"));
         // Two watch events keep their first C spellings.
         check(&WATCH_EVENTS, |name| match name {
             "DATA_CHANGED" => "ZKR_WATCH_CHANGED".into(),

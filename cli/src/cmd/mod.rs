@@ -1,6 +1,7 @@
 //! The commands. Each is a face over the core's public API: it checks its input, calls the
 //! recipe, and maps what happened to output and an exit code.
 
+pub mod barrier;
 pub mod counter;
 pub mod discover;
 pub mod elect;
@@ -9,6 +10,7 @@ pub mod lock;
 pub mod member;
 pub mod node;
 pub mod observe;
+pub mod queue;
 pub mod watch;
 
 use crate::exit::Failure;

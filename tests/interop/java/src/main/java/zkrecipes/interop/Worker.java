@@ -59,6 +59,9 @@ import org.apache.curator.framework.state.ConnectionState;
  * logs "node java ID PATH DATA" per cached child and "events java ID CREATED-DELETED SIZE".
  * watch: Curator's PersistentWatcher (recursive); creates N nodes PATH/ID-i and sets each once,
  * waits until it heard every runtime's creates and sets, logs "heard java ID TYPE PATH" per event.
+ * discovery: Curator's curator-x-discovery (ServiceDiscovery in both serializer modes, ServiceCache,
+ * ServiceProvider), see Discovery.java; --iterations K extra instances, --expect the instances of all
+ * runtimes, --golden DIR for the bytes Curator writes.
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  *
  * Secured servers (the tls scenario): --tls-ca F --tls-cert F --tls-key F --sasl-user U
@@ -154,16 +157,17 @@ public final class Worker {
         CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(a.get("--connect"))
                 .sessionTimeoutMs(30_000)
-                .connectionTimeoutMs(15_000)
+                // Every scenario's workers connect at once on a 2-core machine (a 15 s connect
+                // timed out in CI): a minute, within the runner's 90 s ready barrier.
+                .connectionTimeoutMs(60_000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 5));
         boolean secure = a.containsKey("--tls-ca") || a.containsKey("--sasl-user");
         if (secure) {
-            // A TLS handshake on a loaded 2-core machine may take seconds: a minute.
-            builder.zkClientConfig(secureConfig(a)).connectionTimeoutMs(60_000);
+            builder.zkClientConfig(secureConfig(a));
         }
         CuratorFramework client = builder.build();
         client.start();
-        if (!client.blockUntilConnected(secure ? 60 : 15, java.util.concurrent.TimeUnit.SECONDS)) {
+        if (!client.blockUntilConnected(60, java.util.concurrent.TimeUnit.SECONDS)) {
             throw new IllegalStateException("could not connect");
         }
         if (a.containsKey("--whoami")) { // a node whose ACL is the session's own identities
@@ -282,6 +286,8 @@ public final class Worker {
                 watcher.start();
                 if (!set.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("persistent watch not set");
             }
+            // discovery: the caches and providers of every runtime's service, started before the barrier.
+            Discovery discovery = role.equals("discovery") ? new Discovery(client, path, id) : null;
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
@@ -436,6 +442,10 @@ public final class Worker {
                     group(client, path, id, expect, a.get("--peers"), log);
                     break;
                 }
+                case "discovery": {
+                    discovery.run(n, expect, a.get("--peers"), a.get("--golden"), log);
+                    break;
+                }
                 case "gzip": {
                     gzip(client, path, id, expect, log);
                     break;
@@ -555,7 +565,7 @@ public final class Worker {
     }
 
     /** Polls f every 20 ms for up to 60 s; whether it held. */
-    private static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
+    static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
         long t = System.nanoTime();
         while (System.nanoTime() - t < 60_000_000_000L) {
             if (f.getAsBoolean()) return true;
