@@ -4,8 +4,9 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache, watch, discovery (workloads), or
-//! counter-get, sharedcount-get, children, acls, discovery-golden (one-shot checks for the runner).
+//! doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti, sharder
+//! (workloads), or counter-get, sharedcount-get, children, acls, discovery-golden, sharder-init,
+//! sharder-check (one-shot steps for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
@@ -33,6 +34,11 @@
 //!   SERVICE ids` (see tests/interop/README.md; CANON is the instance's fields as one JSON object);
 //! * partition, lease: kazoo's SetPartitioner and MultiNonBlockingLease, the loops of
 //!   `py_worker.py` and `kazoo_worker.py` (tests/interop/README.md);
+//! * putmulti: a DistributedQueue (lock path P-locks); puts items `rust:i` three at a time with
+//!   put_multi, then takes until idle: `got rust ID ITEM TOKEN` per message;
+//! * sharder: a QueueSharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3,
+//!   checks every 200 ms, at most 4 shards); puts `rust:i` through get_queue, then takes from
+//!   every shard until idle: `got rust ID ITEM TOKEN`, then `shards rust ID K`;
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
@@ -41,7 +47,9 @@
 //! again, else `golden NAME roundtrip|encode|decode ...`.
 //!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
-//! under P; `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
+//! under P; `sharder-init` makes the first shard P/queues/queue-<UUID> (so that the sharders,
+//! starting together, do not each make a first one); `sharder-check` prints `SHARDS ITEMS
+//! LOCKS` (shards under P/queues, items left in them, lock nodes left under P-locks/*); `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
 //!
 //! Secured servers (the `tls` scenario): `--tls-ca F --tls-cert F --tls-key F` connect over
 //! mutual TLS, `--sasl-user U --sasl-password P` authenticate with SASL DIGEST-MD5 at every
@@ -603,6 +611,101 @@ fn main() {
                 got += 1;
             }
             writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "putmulti" => {
+            // Put N items three to a node (put_multi), then consume until idle for 3 s.
+            let options =
+                zkrecipes::queue::QueueOptions::default().lock_path(format!("{path}-locks"));
+            let q =
+                zkrecipes::queue::DistributedQueue::new(&client, &path, options).expect("queue");
+            let items: Vec<String> = (0..iterations).map(|i| format!("rust:{i}")).collect();
+            for batch in items.chunks(3) {
+                let batch: Vec<&[u8]> = batch.iter().map(|s| s.as_bytes()).collect();
+                assert!(q.put_multi_blocking(&batch, None).expect("put_multi"));
+            }
+            wait_for_curator_consumer(&go, &role);
+            let mut got = 0u64;
+            while let Some(item) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                std::thread::sleep(Duration::from_millis(2));
+                let token = item.fencing_token();
+                let messages: Vec<String> = item
+                    .messages()
+                    .iter()
+                    .map(|m| String::from_utf8_lossy(m).into_owned())
+                    .collect();
+                item.done_blocking().expect("done");
+                for m in messages {
+                    writeln!(log, "got rust {id} {m} {token}").unwrap();
+                    got += 1;
+                }
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "sharder" => {
+            use zkrecipes::queue::{QueueOptions, QueueSharder, SharderOptions, SharderPolicies};
+            let options = SharderOptions {
+                queue: QueueOptions::default().lock_path(format!("{path}-locks")),
+                policies: SharderPolicies {
+                    new_queue_threshold: 3,
+                    threshold_check: Duration::from_millis(200),
+                    max_queues: 4,
+                },
+                ..SharderOptions::default()
+            };
+            let s = QueueSharder::new(
+                &client,
+                &format!("{path}/queues"),
+                &format!("{path}/leader"),
+                options,
+            )
+            .expect("sharder");
+            s.start_blocking().expect("sharder start");
+            for i in 0..iterations {
+                let q = s.get_queue().expect("get_queue");
+                assert!(q
+                    .put_blocking(format!("rust:{i}").as_bytes(), None)
+                    .expect("put"));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            wait_for_curator_consumer(&go, &role);
+            let mut got = 0u64;
+            while let Some(item) = s.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                let data = String::from_utf8_lossy(item.data()).into_owned();
+                let token = item.fencing_token();
+                item.done_blocking().expect("done");
+                writeln!(log, "got rust {id} {data} {token}").unwrap();
+                got += 1;
+            }
+            writeln!(log, "shards rust {id} {}", s.shard_qty()).unwrap();
+            s.close_blocking().expect("sharder close");
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "sharder-init" => {
+            let shard = format!("{path}/queues/queue-{}", uuid::Uuid::new_v4());
+            client
+                .create_blocking(
+                    &shard,
+                    b"",
+                    CreateOptions::new(CreateMode::Persistent).parents(),
+                )
+                .expect("first shard");
+        }
+        "sharder-check" => {
+            let children = |p: &str| match client.get_children_blocking(p) {
+                Ok(c) => c,
+                Err(e) if e.kind() == zkrecipes::ErrorKind::NoNode => Vec::new(),
+                Err(e) => panic!("get_children {p}: {e}"),
+            };
+            let shards = children(&format!("{path}/queues"));
+            let items: usize = shards
+                .iter()
+                .map(|s| children(&format!("{path}/queues/{s}")).len())
+                .sum();
+            let locks: usize = children(&format!("{path}-locks"))
+                .iter()
+                .map(|s| children(&format!("{path}-locks/{s}")).len())
+                .sum();
+            println!("{} {items} {locks}", shards.len());
         }
         "simplequeue" => {
             let q = zkrecipes::queue::SimpleDistributedQueue::new(&client, &path).expect("queue");

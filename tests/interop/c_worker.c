@@ -11,6 +11,12 @@
  * JSON" carry that JSON as the face returns it; the runner reads its fields).
  * partition, lease (the loops of py_worker.py and kazoo_worker.py on zkr_set_partitioner_* and
  * zkr_multi_non_blocking_lease; tests/interop/README.md).
+ * queue, simplequeue, doublebarrier, group, gzip, putmulti, sharder.
+ * putmulti: puts "c:i" three to a node (zkr_queue_put_multi) into a DistributedQueue (lock path
+ * P-locks), then consumes until idle: "got c ID ITEM TOKEN" per message. sharder: a
+ * zkr_queue_sharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks
+ * every 200 ms, at most 4 shards): puts through zkr_queue_sharder_get_queue, consumes from every
+ * shard, then "shards c ID K".
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT".
@@ -976,6 +982,84 @@ int main(int argc, char **argv) {
         fprintf(log, "done c %s %ld\n", id, got);
         zkr_queue_free(q);
         zkr_simple_queue_free(sq);
+    } else if (!strcmp(role, "putmulti")) {
+        char locks[512], items[3][64];
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        zkr_queue *q = NULL;
+        check(zkr_queue_new(client, path, locks, 0, &q), "zkr_queue_new");
+        for (long i = 0; i < iterations; i += 3) {
+            zkr_bytes batch[3];
+            size_t count = 0;
+            for (long k = i; k < iterations && k < i + 3; k++, count++) {
+                int len = snprintf(items[count], sizeof items[count], "c:%ld", k);
+                batch[count].data = (const uint8_t *)items[count];
+                batch[count].len = (size_t)len;
+            }
+            bool put = false;
+            check(zkr_queue_put_multi(q, batch, count, -1, &put), "zkr_queue_put_multi");
+        }
+        wait_for_curator_consumer(go, role);
+        long got = 0;
+        for (;;) {
+            zkr_queue_item *it = NULL;
+            check(zkr_queue_take(q, 3000, &it), "zkr_queue_take");
+            if (!it) break;
+            size_t count = 0;
+            int64_t token = 0;
+            check(zkr_queue_item_message_count(it, &count), "zkr_queue_item_message_count");
+            check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+            sleep_ms(2);
+            check(zkr_queue_item_done(it), "zkr_queue_item_done");
+            for (size_t m = 0; m < count; m++) {
+                const uint8_t *data = NULL;
+                size_t len = 0;
+                check(zkr_queue_item_message(it, m, &data, &len), "zkr_queue_item_message");
+                fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+                got++;
+            }
+            zkr_queue_item_free(it);
+        }
+        fprintf(log, "done c %s %ld\n", id, got);
+        zkr_queue_free(q);
+    } else if (!strcmp(role, "sharder")) {
+        char queues[512], leader[512], locks[512], item[64];
+        snprintf(queues, sizeof queues, "%s/queues", path);
+        snprintf(leader, sizeof leader, "%s/leader", path);
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        zkr_queue_sharder *s = NULL;
+        check(zkr_queue_sharder_new(client, queues, leader, locks, 3, 200, 4, &s), "zkr_queue_sharder_new");
+        check(zkr_queue_sharder_start(s), "zkr_queue_sharder_start");
+        for (long i = 0; i < iterations; i++) {
+            zkr_queue *q = NULL;
+            check(zkr_queue_sharder_get_queue(s, &q), "zkr_queue_sharder_get_queue");
+            int len = snprintf(item, sizeof item, "c:%ld", i);
+            bool put = false;
+            check(zkr_queue_put(q, (const uint8_t *)item, (size_t)len, -1, &put), "zkr_queue_put");
+            zkr_queue_free(q);
+            sleep_ms(10);
+        }
+        wait_for_curator_consumer(go, role);
+        long got = 0;
+        for (;;) {
+            zkr_queue_item *it = NULL;
+            check(zkr_queue_sharder_take(s, 3000, &it), "zkr_queue_sharder_take");
+            if (!it) break;
+            const uint8_t *data = NULL;
+            size_t len = 0;
+            int64_t token = 0;
+            check(zkr_queue_item_data(it, &data, &len), "zkr_queue_item_data");
+            check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+            check(zkr_queue_item_done(it), "zkr_queue_item_done");
+            fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+            zkr_queue_item_free(it);
+            got++;
+        }
+        size_t shards = 0;
+        check(zkr_queue_sharder_shard_qty(s, &shards), "zkr_queue_sharder_shard_qty");
+        fprintf(log, "shards c %s %zu\n", id, shards);
+        check(zkr_queue_sharder_close(s), "zkr_queue_sharder_close");
+        zkr_queue_sharder_free(s);
+        fprintf(log, "done c %s %ld\n", id, got);
     } else if (!strcmp(role, "doublebarrier")) {
         zkr_double_barrier *b = NULL;
         bool ok = false;

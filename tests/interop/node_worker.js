@@ -10,6 +10,11 @@
 // simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below),
 // partition, lease (partition, lease: the
 // loops of py_worker.py and kazoo_worker.py, on SetPartitioner and MultiNonBlockingLease).
+// simplequeue, doublebarrier, group, gzip, cache, watch, putmulti, sharder.
+// putmulti: puts "node:i" three to a node (putMulti) into a DistributedQueue (lock path P-locks),
+// then consumes until idle: "got node ID ITEM TOKEN" per message. sharder: a QueueSharder
+// (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 200 ms, at
+// most 4 shards): puts through getQueue(), consumes from every shard, then "shards node ID K".
 // cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
 // handoffs ({ cohort: { maxHandoffs: 8, maxHoldMs: 5 } }: one lock node for the process, the
 // hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
@@ -26,6 +31,7 @@ const {
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
   ServiceDiscovery, ServiceCache, ServiceProvider, ServiceInstance,
   SetPartitioner, MultiNonBlockingLease,
+  QueueSharder,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -526,6 +532,41 @@ async function main() {
         log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
         got++;
       }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'putmulti') {
+      const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
+      const items = Array.from({ length: a.iterations }, (_, i) => `node:${i}`);
+      for (let k = 0; k < items.length; k += 3) await q.putMulti(items.slice(k, k + 3));
+      await waitForCuratorConsumer(a.go, a.role);
+      let got = 0;
+      for await (const item of q.consume({ timeoutMs: 3000 })) {
+        await sleep(2);
+        await item.done();
+        for (const m of item.messages) {
+          log(`got node ${a.id} ${m.toString()} ${item.fencingToken}`);
+          got++;
+        }
+      }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'sharder') {
+      const s = new QueueSharder(client, `${a.path}/queues`, `${a.path}/leader`,
+        { lockPath: `${a.path}-locks`, newQueueThreshold: 3, thresholdCheckMs: 200, maxQueues: 4 });
+      await s.start();
+      for (let i = 0; i < a.iterations; i++) {
+        const q = s.getQueue();
+        await q.put(`node:${i}`);
+        q.close();
+        await sleep(10);
+      }
+      await waitForCuratorConsumer(a.go, a.role);
+      let got = 0;
+      for await (const item of s.consume({ timeoutMs: 3000 })) {
+        await item.done();
+        log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
+        got++;
+      }
+      log(`shards node ${a.id} ${s.shardQty}`);
+      await s.close();
       log(`done node ${a.id} ${got}`);
     } else if (a.role === 'simplequeue') {
       const q = new SimpleDistributedQueue(client, a.path);

@@ -8,6 +8,11 @@ ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, si
 doublebarrier, group, gzip, cache, watch, cohort, discovery, partition, lease (partition/lease: see
 tests/interop/README.md; the same loops as kazoo_worker.py, on zkrecipes' SetPartitioner and
 MultiNonBlockingLease).
+doublebarrier, group, gzip, cache, watch, cohort, putmulti, sharder.
+putmulti: puts "python:i" three to a node (put_multi) into a DistributedQueue (lock path P-locks),
+then consumes until idle: "got python ID ITEM TOKEN" per message. sharder: a QueueSharder
+(P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 0.2 s, at most 4
+shards): puts through get_queue(), consumes from every shard, then "shards python ID K".
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -531,6 +536,38 @@ def main() -> None:
                 while (d := sq.take(3.0)) is not None:
                     log.write(f"got python {a.id} {d.decode()} 0\n")
                     got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "putmulti":
+            q = zkrecipes.DistributedQueue(client, a.path, lock_path=a.path + "-locks")
+            items = [f"python:{i}".encode() for i in range(a.iterations)]
+            for k in range(0, len(items), 3):
+                assert q.put_multi(items[k : k + 3])
+            wait_for_curator_consumer(a.go, a.role)
+            got = 0
+            for item in q.consume(timeout=3.0):
+                time.sleep(0.002)
+                messages, token = [m.decode() for m in item.messages], item.fencing_token
+                item.done()
+                for m in messages:
+                    log.write(f"got python {a.id} {m} {token}\n")
+                    got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "sharder":
+            sharder = zkrecipes.QueueSharder(client, a.path + "/queues", a.path + "/leader",
+                                             lock_path=a.path + "-locks", new_queue_threshold=3,
+                                             threshold_check=0.2, max_queues=4)
+            with sharder:
+                for i in range(a.iterations):
+                    assert sharder.get_queue().put(f"python:{i}".encode())
+                    time.sleep(0.01)
+                wait_for_curator_consumer(a.go, a.role)
+                got = 0
+                for item in sharder.consume(timeout=3.0):
+                    data, token = item.data.decode(), item.fencing_token
+                    item.done()
+                    log.write(f"got python {a.id} {data} {token}\n")
+                    got += 1
+                log.write(f"shards python {a.id} {sharder.shard_qty}\n")
             log.write(f"done python {a.id} {got}\n")
         elif a.role == "doublebarrier":
             b = zkrecipes.DistributedDoubleBarrier(client, a.path, a.expect)

@@ -33,6 +33,9 @@ import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.QueueSharder;
+import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.state.ConnectionState;
 
@@ -62,6 +65,11 @@ import org.apache.curator.framework.state.ConnectionState;
  * discovery: Curator's curator-x-discovery (ServiceDiscovery in both serializer modes, ServiceCache,
  * ServiceProvider), see Discovery.java; --iterations K extra instances, --expect the instances of all
  * runtimes, --golden DIR for the bytes Curator writes.
+ * putmulti: Curator's DistributedQueue (lock path P-locks); puts "java:i" three to a node with
+ * putMulti, consumes until idle: "got java ID ITEM -1" per message.
+ * sharder: Curator's QueueSharder (P/queues, leader P/leader, each shard S locking under
+ * P-locks/S, threshold 3, checks every 200 ms, at most 4 shards); puts "java:i" through getQueue(),
+ * consumes (every shard's QueueConsumer) until idle: "got ...", then "shards java ID K".
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  *
  * Secured servers (the tls scenario): --tls-ca F --tls-cert F --tls-key F --sasl-user U
@@ -82,6 +90,36 @@ public final class Worker {
             if (names != null) for (String name : names) if (!name.equals(id)) return;
             Thread.sleep(1);
         }
+    }
+
+    /** Byte arrays as they are: the item bytes zkrecipes puts. */
+    static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) { return item; }
+
+        @Override
+        public byte[] deserialize(byte[] b) { return b; }
+    };
+
+    /** A consumer that logs "got java ID ITEM -1" per message and notes when it last got one. */
+    static QueueConsumer<byte[]> loggingConsumer(PrintWriter qlog, String id, String go, String role,
+            AtomicInteger got, AtomicLong last) {
+        return new QueueConsumer<byte[]>() {
+            @Override
+            public void consumeMessage(byte[] m) throws Exception {
+                Thread.sleep(2);
+                synchronized (qlog) {
+                    qlog.println("got java " + id + " " + new String(m, StandardCharsets.UTF_8) + " -1");
+                    qlog.flush();
+                }
+                got.incrementAndGet();
+                last.set(System.nanoTime());
+                tookOneOfOurs(go, role, m);
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
     }
 
     private static void waitForFile(String go) throws InterruptedException {
@@ -486,6 +524,53 @@ public final class Worker {
                     q.close();
                     synchronized (qlog) {
                         qlog.println("done java " + id + " " + got.get());
+                    }
+                    break;
+                }
+                case "putmulti": { // put N three to a node (putMulti), consume until idle for 3 s
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = loggingConsumer(log, id, go, role, got, last);
+                    DistributedQueue<byte[]> q = QueueBuilder.builder(client, consumer, BYTES, path)
+                            .lockPath(path + "-locks").putInBackground(false).buildQueue();
+                    q.start();
+                    for (int i = 0; i < n; i += 3) {
+                        final java.util.Iterator<byte[]> batch = java.util.stream.IntStream.range(i, Math.min(i + 3, n))
+                                .mapToObj(k -> ("java:" + k).getBytes(StandardCharsets.UTF_8)).iterator();
+                        q.putMulti(() -> batch.hasNext() ? batch.next() : null);
+                    }
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    q.close();
+                    synchronized (log) {
+                        log.println("done java " + id + " " + got.get());
+                    }
+                    break;
+                }
+                case "sharder": { // Curator's QueueSharder: put N through getQueue(), consume until idle
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = loggingConsumer(log, id, go, role, got, last);
+                    final String locks = path + "-locks/";
+                    QueueSharderPolicies policies = QueueSharderPolicies.builder()
+                            .newQueueThreshold(3).thresholdCheckMs(200).maxQueues(4).build();
+                    QueueSharder<byte[], DistributedQueue<byte[]>> sharder = new QueueSharder<>(client,
+                            (c, shard) -> QueueBuilder.builder(c, consumer, BYTES, shard)
+                                    .lockPath(locks + ZKPaths.getNodeFromPath(shard)).putInBackground(false)
+                                    .buildQueue(),
+                            path + "/queues", path + "/leader", policies);
+                    sharder.start();
+                    for (int i = 0; i < n; i++) {
+                        sharder.getQueue().put(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                        Thread.sleep(10);
+                    }
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    int shards = sharder.getShardQty();
+                    sharder.close();
+                    synchronized (log) {
+                        log.println("shards java " + id + " " + shards);
+                        log.println("done java " + id + " " + got.get());
                     }
                     break;
                 }
