@@ -144,11 +144,12 @@ static void test_variants_and_bounded_puts(void) {
     CHECK_OK(zkr_delay_queue_new(c, path, NULL, 0, &delay));
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    int64_t due = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 300;
+    int64_t due = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + 1000;
     CHECK_OK(zkr_queue_put_with_delay(delay, (const uint8_t *)"d", 1, due, -1, &put));
+    /* Never handed out before it is due. Usually it is not due yet at the first take; a busy
+     * machine may take longer than the delay to get there, and then it must be due. */
     CHECK_OK(zkr_queue_take(delay, 0, &item));
-    CHECK(item == NULL); /* not due yet */
-    CHECK_OK(zkr_queue_take(delay, 10000, &item));
+    if (item == NULL) CHECK_OK(zkr_queue_take(delay, 10000, &item));
     CHECK(item != NULL);
     clock_gettime(CLOCK_REALTIME, &now);
     CHECK((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 >= due);

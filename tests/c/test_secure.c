@@ -150,10 +150,11 @@ static void test_client_certificates_the_server_refuses(void) {
 static void test_the_wrong_protocol_on_a_port_is_named(void) {
     zkr_client_options plain;
     zkr_client_options_init(&plain);
-    plain.connection_timeout_ms = 2000;
+    /* Long enough for a connection attempt on a busy machine: the diagnosis needs one. */
+    plain.connection_timeout_ms = 4000;
     CHECK_REFUSED(val(&main_srv, "secure_connect_string"), plain, ZKR_TIMEOUT, "speaks TLS");
     zkr_client_options tls = tls_opts(&main_srv, "client", "alice", "secret");
-    tls.connection_timeout_ms = 2000;
+    tls.connection_timeout_ms = 4000;
     CHECK_REFUSED(main_srv.plain, tls, ZKR_TIMEOUT, "speaks plaintext ZooKeeper, not TLS");
 }
 
