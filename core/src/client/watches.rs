@@ -615,6 +615,12 @@ impl Client {
     /// caches) shares one watch on the server, whatever their modes: the recursive one serves
     /// the plain ones too, filtered (see the module notes of `client::watches`), so independent
     /// parts of an application may watch the same path through one client.
+    ///
+    /// Before ZooKeeper 3.9 a session keeps one watch mode per path (ZOOKEEPER-4466): a one-shot
+    /// watch this client sets on the very path (a data read or exists check with a watch; a
+    /// children read with a watch when the watch is plain), or drops unfired, turns the
+    /// persistent watch into a one-shot one on the server. The client then sets it again and
+    /// its consumers hear `RECONNECTED` (read again: what changed in between is not lost).
     pub async fn add_watch(&self, path: &str, mode: AddWatchMode) -> Result<PersistentWatch> {
         if self.is_closed() {
             return Err(Error::closed());
