@@ -1404,8 +1404,10 @@ const ONE_TRY: zkrecipes::RetryPolicy = zkrecipes::RetryPolicy::NTimes {
 };
 
 fn text(v: &Option<Vec<u8>>) -> String {
-    v.as_deref()
-        .map_or_else(|| "null".into(), |b| String::from_utf8_lossy(b).into_owned())
+    v.as_deref().map_or_else(
+        || "null".into(),
+        |b| String::from_utf8_lossy(b).into_owned(),
+    )
 }
 
 impl Values {
@@ -1417,9 +1419,13 @@ impl Values {
                 .expect("atomic value");
         atomic.initialize_blocking(b"0").expect("initialize");
         let lock = PromotedToLock::new(&format!("{path}/atomic-lock")).expect("promoted to lock");
-        let set =
-            DistributedAtomicValue::new(client, &format!("{path}/atomic-set"), Some(ONE_TRY), Some(lock))
-                .expect("atomic value");
+        let set = DistributedAtomicValue::new(
+            client,
+            &format!("{path}/atomic-set"),
+            Some(ONE_TRY),
+            Some(lock),
+        )
+        .expect("atomic value");
         set.initialize_blocking(b"seed").expect("initialize");
         let retry = zkrecipes::RetryPolicy::NTimes {
             n: 50,
@@ -1473,7 +1479,10 @@ impl Values {
             }
             loop {
                 let current = self.atomic.get_blocking().expect("get").post_value;
-                let next = text(&current).parse::<i64>().expect("a decimal atomic value") + 1;
+                let next = text(&current)
+                    .parse::<i64>()
+                    .expect("a decimal atomic value")
+                    + 1;
                 let r = self
                     .atomic
                     .compare_and_set_blocking(
