@@ -23,8 +23,8 @@ mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
-mod watches;
 mod values;
+mod watches;
 
 use pyo3::prelude::*;
 
