@@ -4,9 +4,9 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti, sharder
-//! (workloads), or counter-get, sharedcount-get, children, acls, discovery-golden, sharder-init,
-//! sharder-check (one-shot steps for the runner).
+//! doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti, sharder,
+//! values (workloads), or counter-get, sharedcount-get, values-get, children, acls,
+//! discovery-golden, sharder-init, sharder-check (one-shot steps for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
@@ -39,6 +39,10 @@
 //! * sharder: a QueueSharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3,
 //!   checks every 200 ms, at most 4 shards); puts `rust:i` through get_queue, then takes from
 //!   every shard until idle: `got rust ID ITEM TOKEN`, then `shards rust ID K`;
+//! * values: a SharedValue at P/value, DistributedAtomicValues at P/atomic and P/atomic-set
+//!   (the latter promoted to a lock at P/atomic-lock) and a CachedAtomicLong at P/ids, the
+//!   workload of `Values.java` (see [`Values`]): `set rust ID PRE POST PROMOTED`, `value rust ID
+//!   V`, `atomic rust ID V`, `id rust ID V`, then `retries rust ID VALUE ATOMIC SET ID`;
 //! * all:     `done rust ID COUNT` at the end.
 //!
 //! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
@@ -46,7 +50,8 @@
 //! and a fresh instance made of the decoded fields (no remembered text) both write those bytes
 //! again, else `golden NAME roundtrip|encode|decode ...`.
 //!
-//! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
+//! `counter-get`/`sharedcount-get` print the value on stdout, `values-get` `VALUE ATOMIC SET
+//! IDS` (the four nodes of the values role); `children` how many nodes remain
 //! under P; `sharder-init` makes the first shard P/queues/queue-<UUID> (so that the sharders,
 //! starting together, do not each make a first one); `sharder-check` prints `SHARDS ITEMS
 //! LOCKS` (shards under P/queues, items left in them, lock nodes left under P-locks/*); `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
@@ -61,7 +66,10 @@ use std::time::Duration;
 
 use std::sync::{Arc, Condvar, Mutex};
 
-use zkrecipes::atomic::{DistributedAtomicLong, SharedCount};
+use zkrecipes::atomic::{
+    CachedAtomicLong, DistributedAtomicLong, DistributedAtomicValue, PromotedToLock, SharedCount,
+    SharedValue,
+};
 use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::leader::{LeaderLatch, LeaderSelector};
 use zkrecipes::lock::{
@@ -299,6 +307,8 @@ fn main() {
     if role == "discovery" {
         discovery = Some(DiscoverySide::start(&client, &path));
     }
+    // values: every object started and every node initialized before the barrier.
+    let values = (role == "values").then(|| Values::new(&client, &path));
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
@@ -553,6 +563,8 @@ fn main() {
             }
             writeln!(log, "done rust {id} {}", heard.len()).unwrap();
         }
+        "values" => values.expect("values").run(&id, iterations, &mut log),
+        "values-get" => println!("{}", Values::read(&client, &path)),
         "sharedcount-get" => {
             let c = SharedCount::new(&client, &path, 0).expect("shared count");
             c.start_blocking().expect("shared count start");
@@ -1367,4 +1379,156 @@ fn lease(client: &Client, path: &str, id: &str, leases: u64, log: &mut dyn Write
         );
     }
     writeln!(log, "done rust {id} {got}").unwrap();
+}
+
+/// The values scenario (tests/interop/README.md), as Curator's worker runs it (`Values.java`):
+/// * P/value: a SharedValue (seed `0`) counting in decimal text: `get_versioned_value`, then
+///   `try_set_value(previous, v + 1)` until it is true;
+/// * P/atomic: a DistributedAtomicValue (decimal text, initialized `0`): `get`, then
+///   `compare_and_set(v, v + 1)` until it succeeds;
+/// * P/atomic-set: a DistributedAtomicValue with `RetryNTimes(0, 0)` (one optimistic try) and
+///   promotion to a lock at P/atomic-lock (Curator's default: one try under it), initialized
+///   `seed`: `try_set("ID:i")` until it succeeds, logging what it replaced and the tries made
+///   under the lock;
+/// * P/ids: a CachedAtomicLong (cache factor 5) over the DistributedAtomicLong P/ids.
+struct Values {
+    value: SharedValue,
+    atomic: DistributedAtomicValue,
+    set: DistributedAtomicValue,
+    ids: CachedAtomicLong,
+}
+
+const ONE_TRY: zkrecipes::RetryPolicy = zkrecipes::RetryPolicy::NTimes {
+    n: 0,
+    sleep: Duration::ZERO,
+};
+
+fn text(v: &Option<Vec<u8>>) -> String {
+    v.as_deref().map_or_else(
+        || "null".into(),
+        |b| String::from_utf8_lossy(b).into_owned(),
+    )
+}
+
+impl Values {
+    fn new(client: &Client, path: &str) -> Values {
+        let value = SharedValue::new(client, &format!("{path}/value"), b"0").expect("shared value");
+        value.start_blocking().expect("shared value start");
+        let atomic =
+            DistributedAtomicValue::new(client, &format!("{path}/atomic"), Some(ONE_TRY), None)
+                .expect("atomic value");
+        atomic.initialize_blocking(b"0").expect("initialize");
+        let lock = PromotedToLock::new(&format!("{path}/atomic-lock")).expect("promoted to lock");
+        let set = DistributedAtomicValue::new(
+            client,
+            &format!("{path}/atomic-set"),
+            Some(ONE_TRY),
+            Some(lock),
+        )
+        .expect("atomic value");
+        set.initialize_blocking(b"seed").expect("initialize");
+        let retry = zkrecipes::RetryPolicy::NTimes {
+            n: 50,
+            sleep: Duration::from_millis(10),
+        };
+        let counter = DistributedAtomicLong::new(client, &format!("{path}/ids"), Some(retry), None)
+            .expect("counter");
+        let ids = CachedAtomicLong::new(counter, 5).expect("cached atomic long");
+        Values {
+            value,
+            atomic,
+            set,
+            ids,
+        }
+    }
+
+    fn run(self, id: &str, n: u64, log: &mut dyn Write) {
+        let (mut value_retries, mut atomic_retries, mut set_fails, mut id_fails) = (0, 0, 0, 0);
+        for i in 0..n {
+            loop {
+                let r = self
+                    .set
+                    .try_set_blocking(format!("{id}:{i}").as_bytes())
+                    .expect("try_set");
+                if r.succeeded {
+                    let (pre, post) = (text(&r.pre_value), text(&r.post_value));
+                    let promoted = r.stats.promoted_lock_tries;
+                    writeln!(log, "set rust {id} {pre} {post} {promoted}").unwrap();
+                    break;
+                }
+                set_fails += 1;
+            }
+        }
+        for _ in 0..n {
+            loop {
+                let v = self.value.get_versioned_value();
+                let next = String::from_utf8(v.value.clone())
+                    .ok()
+                    .and_then(|t| t.parse::<i64>().ok())
+                    .expect("a decimal shared value")
+                    + 1;
+                let set = self
+                    .value
+                    .try_set_value_blocking(&v, next.to_string().as_bytes())
+                    .expect("try_set_value");
+                if set {
+                    writeln!(log, "value rust {id} {next}").unwrap();
+                    break;
+                }
+                value_retries += 1;
+            }
+            loop {
+                let current = self.atomic.get_blocking().expect("get").post_value;
+                let next = text(&current)
+                    .parse::<i64>()
+                    .expect("a decimal atomic value")
+                    + 1;
+                let r = self
+                    .atomic
+                    .compare_and_set_blocking(
+                        current.as_deref().unwrap_or_default(),
+                        next.to_string().as_bytes(),
+                    )
+                    .expect("compare_and_set");
+                if r.succeeded {
+                    writeln!(log, "atomic rust {id} {next}").unwrap();
+                    break;
+                }
+                atomic_retries += 1;
+            }
+            loop {
+                let r = self.ids.next_blocking().expect("next");
+                if r.succeeded {
+                    writeln!(log, "id rust {id} {}", r.post_value).unwrap();
+                    break;
+                }
+                id_fails += 1;
+            }
+            log.flush().unwrap();
+        }
+        writeln!(
+            log,
+            "retries rust {id} {value_retries} {atomic_retries} {set_fails} {id_fails}"
+        )
+        .unwrap();
+        writeln!(log, "done rust {id} {n}").unwrap();
+        self.value.close();
+    }
+
+    /// `VALUE ATOMIC SET IDS`: the four nodes as zkrecipes reads them.
+    fn read(client: &Client, path: &str) -> String {
+        let value = SharedValue::new(client, &format!("{path}/value"), b"0").expect("shared value");
+        value.start_blocking().expect("shared value start");
+        let v = String::from_utf8_lossy(&value.get_value()).into_owned();
+        value.close();
+        let get = |p: &str| {
+            let a = DistributedAtomicValue::new(client, &format!("{path}/{p}"), None, None)
+                .expect("atomic value");
+            text(&a.get_blocking().expect("get").post_value)
+        };
+        let counter = DistributedAtomicLong::new(client, &format!("{path}/ids"), None, None)
+            .expect("counter");
+        let ids = counter.get_blocking().expect("get").post_value;
+        format!("{v} {} {} {ids}", get("atomic"), get("atomic-set"))
+    }
 }

@@ -11,7 +11,11 @@
  * JSON" carry that JSON as the face returns it; the runner reads its fields).
  * partition, lease (the loops of py_worker.py and kazoo_worker.py on zkr_set_partitioner_* and
  * zkr_multi_non_blocking_lease; tests/interop/README.md).
- * queue, simplequeue, doublebarrier, group, gzip, putmulti, sharder.
+ * queue, simplequeue, doublebarrier, group, gzip, putmulti, sharder, values.
+ * values: a zkr_shared_value at P/value, zkr_atomic_bytes at P/atomic and P/atomic-set (promoted to
+ * a lock at P/atomic-lock) and a zkr_cached_atomic_long at P/ids, the workload of Values.java (see
+ * values_start/values_run): "set c ID PRE POST PROMOTED", "value c ID V", "atomic c ID V", "id c
+ * ID V", then "retries c ID VALUE ATOMIC SET ID".
  * putmulti: puts "c:i" three to a node (zkr_queue_put_multi) into a DistributedQueue (lock path
  * P-locks), then consumes until idle: "got c ID ITEM TOKEN" per message. sharder: a
  * zkr_queue_sharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks
@@ -70,6 +74,119 @@ static void format_wide_token(int64_t zxid, uint32_t handoff, char *out, size_t 
     } while ((limbs[0] | limbs[1] | limbs[2]) != 0 && n < 4);
     int w = snprintf(out, len, "%u", groups[n - 1]);
     for (int i = n - 2; i >= 0 && w > 0 && (size_t)w < len; i--) w += snprintf(out + w, len - (size_t)w, "%09u", groups[i]);
+}
+
+/* The values scenario (tests/interop/README.md), as Curator's worker runs it (Values.java): P/value
+ * a shared value (seed "0") counting in decimal text with get_value / try_set_value; P/atomic an
+ * atomic value (initialized "0") with get / compare_and_set; P/atomic-set one with
+ * zkr_retry_n_times(0, 0) (one optimistic try) promoted to a lock at P/atomic-lock (one try under
+ * it, Curator's default; waiting without limit), initialized "seed", written with try_set("ID:i");
+ * P/ids a cached atomic long (cache factor 5) over a counter with zkr_retry_n_times(50, 10). */
+struct values {
+    zkr_shared_value *value;
+    zkr_atomic_bytes *atomic, *set;
+    zkr_cached_atomic_long *ids;
+};
+
+static void values_start(zkr_client *client, const char *path, struct values *v) {
+    char p[1024], lock[1024];
+    bool created;
+    zkr_retry_policy one_try = zkr_retry_n_times(0, 0), fifty = zkr_retry_n_times(50, 10);
+    snprintf(p, sizeof p, "%s/value", path);
+    check(zkr_shared_value_new(client, p, (const uint8_t *)"0", 1, &v->value), "zkr_shared_value_new");
+    check(zkr_shared_value_start(v->value), "zkr_shared_value_start");
+    snprintf(p, sizeof p, "%s/atomic", path);
+    check(zkr_atomic_bytes_new_with(client, p, &one_try, NULL, -1, &v->atomic), "zkr_atomic_bytes_new_with");
+    check(zkr_atomic_bytes_initialize(v->atomic, (const uint8_t *)"0", 1, &created), "zkr_atomic_bytes_initialize");
+    snprintf(p, sizeof p, "%s/atomic-set", path);
+    snprintf(lock, sizeof lock, "%s/atomic-lock", path);
+    check(zkr_atomic_bytes_new_with(client, p, &one_try, lock, -1, &v->set), "zkr_atomic_bytes_new_with");
+    check(zkr_atomic_bytes_initialize(v->set, (const uint8_t *)"seed", 4, &created), "zkr_atomic_bytes_initialize");
+    snprintf(p, sizeof p, "%s/ids", path);
+    zkr_atomic_long *counter = NULL;
+    check(zkr_atomic_long_new_with(client, p, &fifty, NULL, -1, &counter), "zkr_atomic_long_new_with");
+    check(zkr_cached_atomic_long_new(counter, 5, &v->ids), "zkr_cached_atomic_long_new");
+    zkr_atomic_long_free(counter);
+}
+
+/* A buffer as text ("null" for NULL) in `out`. */
+static const char *buffer_text(const zkr_buffer *b, char *out, size_t len) {
+    if (b == NULL) return "null";
+    snprintf(out, len, "%.*s", (int)b->len, b->len ? (const char *)b->data : "");
+    return out;
+}
+
+static void values_run(struct values *v, FILE *log, const char *id, long n) {
+    long value_retries = 0, atomic_retries = 0, set_fails = 0, id_fails = 0;
+    char token[256], pre[256], post[256];
+    for (long i = 0; i < n; i++) {
+        for (;;) {
+            zkr_atomic_bytes_result *r = NULL;
+            snprintf(token, sizeof token, "%s:%ld", id, i);
+            check(zkr_atomic_bytes_try_set(v->set, (const uint8_t *)token, strlen(token), &r), "zkr_atomic_bytes_try_set");
+            bool ok = r->succeeded;
+            if (ok)
+                fprintf(log, "set c %s %s %s %u\n", id, buffer_text(r->pre_value, pre, sizeof pre),
+                        buffer_text(r->post_value, post, sizeof post), r->stats.promoted_lock_tries);
+            zkr_atomic_bytes_result_free(r);
+            if (ok) break;
+            set_fails++;
+        }
+    }
+    for (long i = 0; i < n; i++) {
+        for (;;) {
+            zkr_buffer *b = NULL;
+            int32_t version = 0;
+            check(zkr_shared_value_get_value(v->value, &b, &version), "zkr_shared_value_get_value");
+            long long next = atoll(buffer_text(b, pre, sizeof pre)) + 1;
+            snprintf(post, sizeof post, "%lld", next);
+            bool set = false;
+            check(zkr_shared_value_try_set_value(v->value, version, b->data, b->len, (const uint8_t *)post,
+                                                 strlen(post), &set),
+                  "zkr_shared_value_try_set_value");
+            zkr_buffer_free(b);
+            if (set) {
+                fprintf(log, "value c %s %lld\n", id, next);
+                break;
+            }
+            value_retries++;
+        }
+        for (;;) {
+            zkr_atomic_bytes_result *g = NULL, *r = NULL;
+            check(zkr_atomic_bytes_get(v->atomic, &g), "zkr_atomic_bytes_get");
+            if (g->post_value == NULL) { fprintf(stderr, "c_worker: %s/atomic is missing\n", id); exit(2); }
+            long long next = atoll(buffer_text(g->post_value, pre, sizeof pre)) + 1;
+            snprintf(post, sizeof post, "%lld", next);
+            check(zkr_atomic_bytes_compare_and_set(v->atomic, g->post_value->data, g->post_value->len,
+                                                   (const uint8_t *)post, strlen(post), &r),
+                  "zkr_atomic_bytes_compare_and_set");
+            bool ok = r->succeeded;
+            zkr_atomic_bytes_result_free(g);
+            zkr_atomic_bytes_result_free(r);
+            if (ok) {
+                fprintf(log, "atomic c %s %lld\n", id, next);
+                break;
+            }
+            atomic_retries++;
+        }
+        for (;;) {
+            zkr_atomic_value r;
+            check(zkr_cached_atomic_long_next(v->ids, &r), "zkr_cached_atomic_long_next");
+            if (r.succeeded) {
+                fprintf(log, "id c %s %lld\n", id, (long long)r.post_value);
+                break;
+            }
+            id_fails++;
+        }
+        fflush(log);
+    }
+    fprintf(log, "retries c %s %ld %ld %ld %ld\n", id, value_retries, atomic_retries, set_fails, id_fails);
+    fprintf(log, "done c %s %ld\n", id, n);
+    check(zkr_shared_value_close(v->value), "zkr_shared_value_close");
+    zkr_shared_value_free(v->value);
+    zkr_atomic_bytes_free(v->atomic);
+    zkr_atomic_bytes_free(v->set);
+    zkr_cached_atomic_long_free(v->ids);
 }
 
 /* The cohort role's threads: one handle, one log, lines written under one mutex. */
@@ -771,6 +888,8 @@ int main(int argc, char **argv) {
         check(zkr_watcher_start(watcher), "zkr_watcher_start");
     }
     if (!strcmp(role, "discovery")) discovery_start(client, path); /* before the barrier */
+    struct values values = {0};
+    if (!strcmp(role, "values")) values_start(client, path, &values); /* before the barrier */
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
         fflush(log);
@@ -866,6 +985,8 @@ int main(int argc, char **argv) {
         check(zkr_leader_selector_close(selector), "zkr_leader_selector_close");
         zkr_leader_selector_free(selector);
         fprintf(log, "done c %s %ld\n", id, led);
+    } else if (!strcmp(role, "values")) {
+        values_run(&values, log, id, iterations);
     } else if (!strcmp(role, "sharedcount")) {
         zkr_shared_count *sc = NULL;
         check(zkr_shared_count_new(client, path, 0, &sc), "zkr_shared_count_new");

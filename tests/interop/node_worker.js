@@ -20,6 +20,10 @@
 // hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
 // more if k < N % 4), holding ~0.2 ms; logged like mutex, but TOKEN is the wide fencing token
 // (czxid << 32 | handoff, decimal), which strictly increases also across in-memory handoffs.
+// values: a SharedValue at P/value, DistributedAtomicValues at P/atomic and P/atomic-set (promoted
+// to a lock at P/atomic-lock) and a CachedAtomicLong at P/ids, the workload of Values.java (see
+// valuesStart/valuesRun below): "set node ID PRE POST PROMOTED", "value node ID V", "atomic node
+// ID V", "id node ID V", then "retries node ID VALUE ATOMIC SET ID".
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -32,6 +36,7 @@ const {
   ServiceDiscovery, ServiceCache, ServiceProvider, ServiceInstance,
   SetPartitioner, MultiNonBlockingLease,
   QueueSharder,
+  SharedValue, DistributedAtomicValue, CachedAtomicLong, RetryNTimes,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -47,6 +52,75 @@ function args() {
     a[k] = k === 'iterations' || k === 'expect' || k === 'max-leases' ? Number(v[i + 1]) : v[i + 1];
   }
   return a;
+}
+
+// The values scenario (tests/interop/README.md), as Curator's worker runs it (Values.java): P/value
+// a SharedValue (seed "0") counting in decimal text with getVersionedValue / trySetValue; P/atomic
+// a DistributedAtomicValue (initialized "0") with get / compareAndSet; P/atomic-set one with
+// RetryNTimes(0, 0) (one optimistic try) promoted to a lock at P/atomic-lock (one try under it,
+// Curator's default), initialized "seed", written with trySet("ID:i"); P/ids a CachedAtomicLong
+// (cache factor 5). Everything started and initialized before the barrier.
+async function valuesStart(client, p) {
+  const oneTry = new RetryNTimes(0, 0);
+  const value = new SharedValue(client, `${p}/value`, '0');
+  await value.start();
+  const atomic = new DistributedAtomicValue(client, `${p}/atomic`, { retry: oneTry });
+  await atomic.initialize('0');
+  const set = new DistributedAtomicValue(client, `${p}/atomic-set`, {
+    retry: oneTry, promotedToLock: { lockPath: `${p}/atomic-lock` },
+  });
+  await set.initialize('seed');
+  const counter = new DistributedAtomicLong(client, `${p}/ids`, { retry: new RetryNTimes(50, 10) });
+  return { value, atomic, set, ids: new CachedAtomicLong(counter, 5) };
+}
+
+async function valuesRun(v, id, n, log) {
+  let valueRetries = 0;
+  let atomicRetries = 0;
+  let setFails = 0;
+  let idFails = 0;
+  const text = (b) => (b === null ? 'null' : b.toString('utf8'));
+  for (let i = 0; i < n; i++) {
+    for (;;) {
+      const r = await v.set.trySet(`${id}:${i}`);
+      if (r.succeeded) {
+        log(`set node ${id} ${text(r.preValue)} ${text(r.postValue)} ${r.stats.promotedLockTries}`);
+        break;
+      }
+      setFails++;
+    }
+  }
+  for (let i = 0; i < n; i++) {
+    for (;;) {
+      const vv = v.value.getVersionedValue();
+      const next = Number(vv.value.toString('utf8')) + 1;
+      if (await v.value.trySetValue(vv, String(next))) {
+        log(`value node ${id} ${next}`);
+        break;
+      }
+      valueRetries++;
+    }
+    for (;;) {
+      const current = (await v.atomic.get()).postValue;
+      const next = Number(text(current)) + 1;
+      if ((await v.atomic.compareAndSet(current, String(next))).succeeded) {
+        log(`atomic node ${id} ${next}`);
+        break;
+      }
+      atomicRetries++;
+    }
+    for (;;) {
+      const r = await v.ids.next();
+      if (r.succeeded) {
+        log(`id node ${id} ${r.postValue}`);
+        break;
+      }
+      idFails++;
+    }
+  }
+  log(`retries node ${id} ${valueRetries} ${atomicRetries} ${setFails} ${idFails}`);
+  log(`done node ${id} ${n}`);
+  v.value.close();
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -399,6 +473,7 @@ async function main() {
     }
     let disco = null;
     if (a.role === 'discovery') disco = await discoveryStart(client, a.path); // before the barrier
+    const values = a.role === 'values' ? await valuesStart(client, a.path) : null; // before the barrier
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
       while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
@@ -468,6 +543,8 @@ async function main() {
       clearTimeout(timer);
       await selector.close();
       log(`done node ${a.id} ${terms}`);
+    } else if (a.role === 'values') {
+      await valuesRun(values, a.id, a.iterations, log);
     } else if (a.role === 'sharedcount') {
       const c = new SharedCount(client, a.path, 0);
       await c.start();

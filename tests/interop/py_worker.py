@@ -8,7 +8,11 @@ ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, si
 doublebarrier, group, gzip, cache, watch, cohort, discovery, partition, lease (partition/lease: see
 tests/interop/README.md; the same loops as kazoo_worker.py, on zkrecipes' SetPartitioner and
 MultiNonBlockingLease).
-doublebarrier, group, gzip, cache, watch, cohort, putmulti, sharder.
+doublebarrier, group, gzip, cache, watch, cohort, putmulti, sharder, values.
+values: a SharedValue at P/value, DistributedAtomicValues at P/atomic and P/atomic-set (promoted to a
+lock at P/atomic-lock) and a CachedAtomicLong at P/ids, the workload of Values.java (class Values
+below): "set python ID PRE POST PROMOTED", "value python ID V", "atomic python ID V", "id python
+ID V", then "retries python ID VALUE ATOMIC SET ID".
 putmulti: puts "python:i" three to a node (put_multi) into a DistributedQueue (lock path P-locks),
 then consumes until idle: "got python ID ITEM TOKEN" per message. sharder: a QueueSharder
 (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 0.2 s, at most 4
@@ -327,6 +331,64 @@ def lease(client, a, log):
     log.write(f"done python {a.id} {got}\n")
 
 
+class Values:
+    """The values scenario (tests/interop/README.md), as Curator's worker runs it (Values.java):
+    P/value a SharedValue (seed b"0") counting in decimal text with get_versioned_value /
+    try_set_value; P/atomic a DistributedAtomicValue (initialized b"0") with get /
+    compare_and_set; P/atomic-set a DistributedAtomicValue with RetryNTimes(0, 0) (one optimistic
+    try) promoted to a lock at P/atomic-lock (one try under it, Curator's default), initialized
+    b"seed", written with try_set(b"ID:i"); P/ids a CachedAtomicLong (cache factor 5)."""
+
+    def __init__(self, client, path):
+        one_try = zkrecipes.RetryNTimes(0, 0)
+        self.value = zkrecipes.SharedValue(client, f"{path}/value", b"0")
+        self.value.start()
+        self.atomic = zkrecipes.DistributedAtomicValue(client, f"{path}/atomic", retry=one_try)
+        self.atomic.initialize(b"0")
+        self.set = zkrecipes.DistributedAtomicValue(
+            client, f"{path}/atomic-set", retry=one_try,
+            promoted_to_lock=zkrecipes.PromotedToLock(f"{path}/atomic-lock"))
+        self.set.initialize(b"seed")
+        counter = zkrecipes.DistributedAtomicLong(client, f"{path}/ids", retry=zkrecipes.RetryNTimes(50, 0.01))
+        self.ids = zkrecipes.CachedAtomicLong(counter, 5)
+
+    def run(self, id_, n, log):
+        value_retries = atomic_retries = set_fails = id_fails = 0
+        text = lambda b: "null" if b is None else b.decode()
+        for i in range(n):
+            while True:
+                r = self.set.try_set(f"{id_}:{i}".encode())
+                if r.succeeded:
+                    log.write(f"set python {id_} {text(r.pre_value)} {text(r.post_value)} "
+                              f"{r.stats.promoted_lock_tries}\n")
+                    break
+                set_fails += 1
+        for _ in range(n):
+            while True:
+                v = self.value.get_versioned_value()
+                nxt = int(v.value) + 1
+                if self.value.try_set_value(v, str(nxt).encode()):
+                    log.write(f"value python {id_} {nxt}\n")
+                    break
+                value_retries += 1
+            while True:
+                current = self.atomic.get().post_value
+                nxt = int(current) + 1
+                if self.atomic.compare_and_set(current, str(nxt).encode()).succeeded:
+                    log.write(f"atomic python {id_} {nxt}\n")
+                    break
+                atomic_retries += 1
+            while True:
+                r = self.ids.next()
+                if r.succeeded:
+                    log.write(f"id python {id_} {r.post_value}\n")
+                    break
+                id_fails += 1
+        log.write(f"retries python {id_} {value_retries} {atomic_retries} {set_fails} {id_fails}\n")
+        log.write(f"done python {id_} {n}\n")
+        self.value.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--role", required=True)
@@ -421,6 +483,8 @@ def main() -> None:
         disco = None
         if a.role == "discovery":  # a cache and a provider per runtime's service, before the barrier
             disco = DiscoverySide(client, a.path)
+        # values: every object started and every node initialized before the barrier.
+        values = Values(client, a.path) if a.role == "values" else None
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
@@ -466,6 +530,8 @@ def main() -> None:
                     raise SystemExit(f"led only {terms[0]} times")
             selector.close()
             log.write(f"done python {a.id} {terms[0]}\n")
+        elif a.role == "values":
+            values.run(a.id, a.iterations, log)
         elif a.role == "sharedcount":
             c = zkrecipes.SharedCount(client, a.path, 0)
             c.start()

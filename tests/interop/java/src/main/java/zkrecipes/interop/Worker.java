@@ -70,7 +70,11 @@ import org.apache.curator.framework.state.ConnectionState;
  * sharder: Curator's QueueSharder (P/queues, leader P/leader, each shard S locking under
  * P-locks/S, threshold 3, checks every 200 ms, at most 4 shards); puts "java:i" through getQueue(),
  * consumes (every shard's QueueConsumer) until idle: "got ...", then "shards java ID K".
- * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
+ * values: Curator's SharedValue, DistributedAtomicValue (compareAndSet; trySet promoted to a lock)
+ * and CachedAtomicLong on P/value, P/atomic, P/atomic-set (lock P/atomic-lock) and P/ids, see
+ * Values.java.
+ * All end with "done java ID COUNT". counter-get / sharedcount-get print the value; values-get
+ * prints "VALUE ATOMIC SET IDS".
  *
  * Secured servers (the tls scenario): --tls-ca F --tls-cert F --tls-key F --sasl-user U
  * --sasl-password P connect Curator through ZooKeeper's Netty client over mutual TLS
@@ -326,6 +330,8 @@ public final class Worker {
             }
             // discovery: the caches and providers of every runtime's service, started before the barrier.
             Discovery discovery = role.equals("discovery") ? new Discovery(client, path, id) : null;
+            // values: Curator's SharedValue, DistributedAtomicValues and CachedAtomicLong, started.
+            Values values = role.equals("values") ? new Values(client, path) : null;
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
@@ -426,6 +432,14 @@ public final class Worker {
                     log.println("retries java " + id + " " + retries);
                     log.println("done java " + id + " " + ok);
                     c.close();
+                    break;
+                }
+                case "values": {
+                    values.run(log, id, n);
+                    break;
+                }
+                case "values-get": {
+                    System.out.println(Values.read(client, path));
                     break;
                 }
                 case "sharedcount-get": {
