@@ -23,8 +23,8 @@ mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
-mod watches;
 mod values;
+mod watches;
 
 use pyo3::prelude::*;
 
@@ -143,6 +143,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(testing::x509_id_for_cn, m)?)?;
         m.add_class::<testing::PyTestingServer>()?;
         m.add_class::<testing::PyTestingCluster>()?;
+        m.add_class::<testing::PyFaultProxy>()?;
     }
     Ok(())
 }
