@@ -198,15 +198,17 @@ impl Watches {
     /// one-shot watch of `kind` goes: the data table holds both persistent modes, the child
     /// table only the plain one (a recursive watch's wire mode is the widest its consumers ask).
     fn shares_half(&self, path: &str, kind: OneshotKind) -> bool {
-        lock(&self.persistent).get(path).is_some_and(|e| match kind {
-            OneshotKind::Data => !e.consumers.is_empty(),
-            OneshotKind::Children => {
-                !e.consumers.is_empty()
-                    && e.consumers
-                        .iter()
-                        .all(|c| c.mode == AddWatchMode::Persistent)
-            }
-        })
+        lock(&self.persistent)
+            .get(path)
+            .is_some_and(|e| match kind {
+                OneshotKind::Data => !e.consumers.is_empty(),
+                OneshotKind::Children => {
+                    !e.consumers.is_empty()
+                        && e.consumers
+                            .iter()
+                            .all(|c| c.mode == AddWatchMode::Persistent)
+                }
+            })
     }
 
     /// Registers a consumer of `mode` on `path` (starting the path's pump if it has none) and
