@@ -61,9 +61,9 @@ def test_blackhole_suspends_the_client_and_restore_brings_back_its_session(zk: Z
         session = client.session_id
         states = states_of(client)
 
+        # (No byte count is compared across the switch: a ping may be mid-way through it.)
         proxy.blackhole()
         wait_state(states, "SUSPENDED")
-        assert proxy.bytes_forwarded == forwarded  # nothing came through meanwhile
 
         proxy.restore()
         wait_state(states, "RECONNECTED")
