@@ -106,6 +106,16 @@ export declare class TestingServer {
   restart(): Promise<void>;
   /** SIGKILL, as a crash would. */
   kill(): Promise<void>;
+  /**
+   * Freezes the server (SIGSTOP), as a hung machine: it keeps its sockets and sessions but answers
+   * nothing, so clients go SUSPENDED. Resolves once stopped; rejects if the server is not running.
+   */
+  pause(): Promise<void>;
+  /** Resumes a paused server (SIGCONT): clients back within their session timeout keep their session. */
+  resume(): Promise<void>;
+  /** Whether the server is frozen by `pause()`. */
+  isPaused(): Promise<boolean>;
+  /** Whether the server process runs (a paused one does). */
   isRunning(): Promise<boolean>;
   fourLetter(cmd: string): Promise<string>;
   /** Stops the server and removes its directory; idempotent. */
@@ -123,6 +133,12 @@ export declare class ClusterServer {
   start(): Promise<void>;
   restart(): Promise<void>;
   kill(): Promise<void>;
+  /** Freezes this server (SIGSTOP). */
+  pause(): Promise<void>;
+  /** Resumes this server (SIGCONT). */
+  resume(): Promise<void>;
+  /** Whether this server is frozen by `pause()`. */
+  isPaused(): Promise<boolean>;
 }
 
 /** An ensemble, server i on 127.0.0.(i+1). */
@@ -139,6 +155,42 @@ export declare class TestingCluster {
   leader(): Promise<ClusterServer | null>;
   waitForQuorum(options?: { timeoutMs?: number }): Promise<ClusterServer | null>;
   restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 and a free port in front of one server, injecting network faults
+ * between clients and it. Each control takes effect at once on open and new connections. After
+ * `close()`, every method rejects (and the counters throw) with code `ZKR_CLOSED`.
+ */
+export declare class FaultProxy {
+  private constructor();
+  /** Starts forwarding to one server's `'host:port'`; rejects with `ZKR_INVALID_ARGUMENT` if it is not one. */
+  static start(upstream: string): Promise<FaultProxy>;
+  /** `'127.0.0.1:PORT'`, for clients. */
+  readonly connectString: string;
+  readonly port: number;
+  /** The `'host:port'` it forwards to. */
+  readonly upstream: string;
+  /** Client connections open through the proxy now. */
+  readonly connections: number;
+  /** Bytes delivered so far, both directions. */
+  readonly bytesForwarded: number;
+  /** Whether `close()` ran. */
+  readonly closed: boolean;
+  /** Closes every connection, and new ones as soon as they are accepted, until `restore()`; resolves once none is open. */
+  cut(): Promise<void>;
+  /** Keeps connections open but drops every byte both ways (a network partition: clients go SUSPENDED). */
+  blackhole(): Promise<void>;
+  /** Forwards requests but drops every reply. */
+  dropReplies(): Promise<void>;
+  /** Delays every chunk by `ms` each way (a round trip: twice that); `ZKR_INVALID_ARGUMENT` if negative or not finite. */
+  delay(ms: number): Promise<void>;
+  /** Delays every server-to-client chunk by `ms`; requests pass at once. */
+  delayReplies(ms: number): Promise<void>;
+  /** Forwards normally again. */
+  restore(): Promise<void>;
+  /** Stops the proxy and closes every connection through it; idempotent. */
   close(): Promise<void>;
 }
 

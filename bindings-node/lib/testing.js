@@ -209,7 +209,29 @@ class TestingServer {
     await this.#native.kill();
   }
 
-  /** Whether the server process runs. */
+  /**
+   * Freezes the server (SIGSTOP), as a hung machine: it keeps its sockets and sessions but
+   * answers nothing, so its clients go SUSPENDED. Resolves once the process is stopped; rejects
+   * if the server is not running.
+   */
+  async pause() {
+    await this.#native.pause();
+  }
+
+  /**
+   * Resumes a paused server (SIGCONT): clients back within their session timeout keep their
+   * session (RECONNECTED). Rejects if the server is not running.
+   */
+  async resume() {
+    await this.#native.resume();
+  }
+
+  /** Whether the server is frozen by `pause()`. */
+  async isPaused() {
+    return (await this.#native.isPaused()) === 'true';
+  }
+
+  /** Whether the server process runs (a paused one does). */
   async isRunning() {
     return (await this.#native.isRunning()) === 'true';
   }
@@ -252,6 +274,132 @@ class ClusterServer {
   async kill() {
     await this.#native.killServer(this.index);
   }
+
+  /** Freezes this server (SIGSTOP), as TestingServer's `pause()`. */
+  async pause() {
+    await this.#native.pauseServer(this.index);
+  }
+
+  /** Resumes this server (SIGCONT), as TestingServer's `resume()`. */
+  async resume() {
+    await this.#native.resumeServer(this.index);
+  }
+
+  /** Whether this server is frozen by `pause()`. */
+  async isPaused() {
+    return (await this.#native.serverIsPaused(this.index)) === 'true';
+  }
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 and a free port in front of one server, to inject network faults
+ * between clients and it: `const proxy = await FaultProxy.start(server.connectString)`, then
+ * point clients at `proxy.connectString`. Each control takes effect at once on open and new
+ * connections: `cut()` closes every connection (and new ones) until `restore()`; `blackhole()`
+ * keeps them open but drops every byte both ways (a partition: clients go SUSPENDED);
+ * `dropReplies()` lets requests through and drops the replies; `delay(ms)` adds `ms` each way,
+ * `delayReplies(ms)` to replies only; `restore()` forwards normally again. After `close()`,
+ * every method rejects (and the counters throw) with code `ZKR_CLOSED`.
+ */
+class FaultProxy {
+  #native;
+  #connectString;
+  #upstream;
+
+  /** @private use FaultProxy.start(upstream) */
+  constructor(nativeProxy, connectString, upstream) {
+    this.#native = nativeProxy;
+    this.#connectString = connectString;
+    this.#upstream = upstream;
+  }
+
+  /**
+   * Starts forwarding to `upstream`, one server's `'host:port'` (a TestingServer's or
+   * ClusterServer's `connectString`); rejects with `ZKR_INVALID_ARGUMENT` if it is not one.
+   */
+  static async start(upstream) {
+    kit();
+    args.string('FaultProxy.start: upstream', upstream);
+    const proxy = new native.NativeFaultProxy();
+    return new FaultProxy(proxy, await proxy.start(upstream), upstream);
+  }
+
+  /** `'127.0.0.1:PORT'`, for clients. */
+  get connectString() {
+    return this.#connectString;
+  }
+
+  /** The proxy's port. */
+  get port() {
+    return Number(this.#connectString.slice(this.#connectString.lastIndexOf(':') + 1));
+  }
+
+  /** The `'host:port'` it forwards to. */
+  get upstream() {
+    return this.#upstream;
+  }
+
+  /** Client connections open through the proxy now (throws `ZKR_CLOSED` after close()). */
+  get connections() {
+    return this.#native.connections();
+  }
+
+  /** Bytes delivered so far, both directions (throws `ZKR_CLOSED` after close()). */
+  get bytesForwarded() {
+    return this.#native.bytesForwarded();
+  }
+
+  /** Whether close() ran. */
+  get closed() {
+    return this.#native.isClosed();
+  }
+
+  /** Closes every connection and closes new ones on accept until restore(); resolves once none is open. */
+  async cut() {
+    await this.#native.cut();
+  }
+
+  /** Keeps connections open but silently drops every byte both ways (a network partition). */
+  async blackhole() {
+    this.#native.blackhole();
+  }
+
+  /** Forwards requests but drops every reply (a write applied whose answer never comes). */
+  async dropReplies() {
+    this.#native.dropReplies();
+  }
+
+  /**
+   * Delays every chunk by `ms` milliseconds in each direction (a round trip: twice that);
+   * `ZKR_INVALID_ARGUMENT` for a negative, NaN or infinite `ms`.
+   */
+  async delay(ms) {
+    this.#native.delay(latencyMs('delay: ms', ms));
+  }
+
+  /** Delays every server-to-client chunk by `ms` milliseconds; requests pass at once. */
+  async delayReplies(ms) {
+    this.#native.delayReplies(latencyMs('delayReplies: ms', ms));
+  }
+
+  /** Back to normal forwarding, for open and new connections. */
+  async restore() {
+    this.#native.restore();
+  }
+
+  /** Stops the proxy and closes every connection through it; idempotent. */
+  async close() {
+    await this.#native.close();
+  }
+}
+
+/** A latency in milliseconds: a finite, non-negative number. */
+function latencyMs(what, v) {
+  const ms = args.requiredMs(what, v);
+  if (!Number.isFinite(ms) || ms < 0) {
+    throw invalid(`${what} must be a finite, non-negative number of milliseconds, got ${describe(ms)}`);
+  }
+  return ms;
 }
 
 /** An ensemble of `n` servers, server i on 127.0.0.(i+1): `await TestingCluster.start(3)`. */
@@ -343,6 +491,7 @@ module.exports = {
   TestingServer,
   TestingCluster,
   ClusterServer,
+  FaultProxy,
   TlsMaterial,
   CLIENT_IDENTITIES,
   expireSession,

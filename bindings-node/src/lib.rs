@@ -61,8 +61,8 @@ pub use watches::watcher_types;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]
 pub use testing::{
-    check_security, find_zookeeper, issue_client, x509_id_for_cn, NativeTestingCluster,
-    NativeTestingServer, SecurityOptions,
+    check_security, find_zookeeper, issue_client, x509_id_for_cn, NativeFaultProxy,
+    NativeTestingCluster, NativeTestingServer, SecurityOptions,
 };
 
 use napi::Env;

@@ -12,11 +12,12 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Error, Status, Task};
 
-use crate::boundary;
+use crate::error::invalid;
+use crate::{args, boundary};
 use napi_derive::napi;
 use zkrecipes_testing::{
-    ClientAuth, Security, ServerCert, TestingCluster, TestingServer, TestingServerHandle,
-    TlsMaterial,
+    ClientAuth, FaultProxy, Security, ServerCert, TestingCluster, TestingServer,
+    TestingServerHandle, TlsMaterial,
 };
 
 /// How a server or ensemble is secured (`TestingServer.start({ ... })`; the JS layer checks the
@@ -304,6 +305,34 @@ impl NativeTestingServer {
         })
     }
 
+    /// Freezes the server (SIGSTOP); rejects if it is not running.
+    #[napi]
+    pub fn pause(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|s| {
+                s.pause();
+                String::new()
+            }))
+        })
+    }
+
+    /// Resumes a paused server (SIGCONT); rejects if it is not running.
+    #[napi]
+    pub fn resume(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on(|s| {
+                s.resume();
+                String::new()
+            }))
+        })
+    }
+
+    /// Whether the server is frozen by `pause()`: `'true'` or `'false'`.
+    #[napi]
+    pub fn is_paused(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(self.on(|s| s.is_paused().to_string())))
+    }
+
     /// Whether the server process runs: `'true'` or `'false'`.
     #[napi]
     pub fn is_running(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
@@ -483,7 +512,179 @@ impl NativeTestingCluster {
         })
     }
 
+    /// Freezes server `i` (SIGSTOP).
+    #[napi]
+    pub fn pause_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.pause();
+                String::new()
+            }))
+        })
+    }
+
+    /// Resumes server `i` (SIGCONT).
+    #[napi]
+    pub fn resume_server(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| {
+                s.resume();
+                String::new()
+            }))
+        })
+    }
+
+    /// Whether server `i` is frozen by `pauseServer`: `'true'` or `'false'`.
+    #[napi]
+    pub fn server_is_paused(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(
+            &env,
+            || Ok(self.on_server(i, |s| s.is_paused().to_string())),
+        )
+    }
+
     /// Stops every server and removes the directory; idempotent.
+    #[napi]
+    pub fn close(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || Ok(close_slot(&self.inner)))
+    }
+}
+
+/// Whether `upstream` is `"host:port"`: a host and a port number.
+fn check_upstream(upstream: &str) -> zkrecipes::Result<()> {
+    let ok = upstream
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "FaultProxy.start: upstream must be \"host:port\" (one server), got {upstream:?}"
+        )))
+    }
+}
+
+/// A TCP proxy injecting network faults in front of one server (wrapped by `FaultProxy` in
+/// `lib/testing.js`). Every control but `start`, `cut` and `close` is immediate; after
+/// `close()` each throws `ZKR_CLOSED`.
+#[napi]
+pub struct NativeFaultProxy {
+    inner: Slot<FaultProxy>,
+}
+
+impl NativeFaultProxy {
+    /// Runs `f` on the proxy now, or fails with `ZKR_CLOSED`.
+    fn now<T>(&self, f: impl FnOnce(&FaultProxy) -> T) -> zkrecipes::Result<T> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map(f).ok_or_else(|| {
+            zkrecipes::Error::Closed(zkrecipes::Detail::new("the fault proxy is closed"))
+        })
+    }
+}
+
+#[napi]
+impl NativeFaultProxy {
+    /// A proxy not started yet: `start(upstream)` starts it.
+    #[napi(constructor)]
+    pub fn new(env: Env) -> napi::Result<Self> {
+        boundary::sync(&env, || {
+            Ok(Self {
+                inner: Slot::default(),
+            })
+        })
+    }
+
+    /// Starts forwarding a free 127.0.0.1 port to `upstream` (`"host:port"`); resolves to the
+    /// proxy's connect string. Throws `ZKR_INVALID_ARGUMENT` for an upstream that is not one.
+    #[napi]
+    pub fn start(&self, env: Env, upstream: String) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            check_upstream(&upstream)?;
+            let inner = self.inner.clone();
+            Ok(call(move || {
+                let proxy = FaultProxy::start(&upstream);
+                let connect_string = proxy.connect_string();
+                *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(proxy);
+                Ok(connect_string)
+            }))
+        })
+    }
+
+    /// Closes every connection (and new ones on accept); resolves once none is open.
+    #[napi]
+    pub fn cut(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            self.now(|_| ())?;
+            Ok(on_slot(&self.inner, |p: &FaultProxy| {
+                p.cut();
+                Ok(String::new())
+            }))
+        })
+    }
+
+    /// Drops every byte both ways, connections kept open.
+    #[napi]
+    pub fn blackhole(&self, env: Env) -> napi::Result<()> {
+        boundary::sync(&env, || Ok(self.now(FaultProxy::blackhole)?))
+    }
+
+    /// Forwards requests, drops replies.
+    #[napi]
+    pub fn drop_replies(&self, env: Env) -> napi::Result<()> {
+        boundary::sync(&env, || Ok(self.now(FaultProxy::drop_replies)?))
+    }
+
+    /// Delays every chunk by `ms` milliseconds each way (finite, not negative).
+    #[napi]
+    pub fn delay(&self, env: Env, ms: f64) -> napi::Result<()> {
+        boundary::sync(&env, || {
+            let latency = args::duration("delay: ms", ms)?;
+            Ok(self.now(|p| p.delay(latency))?)
+        })
+    }
+
+    /// Delays every server-to-client chunk by `ms` milliseconds.
+    #[napi]
+    pub fn delay_replies(&self, env: Env, ms: f64) -> napi::Result<()> {
+        boundary::sync(&env, || {
+            let latency = args::duration("delayReplies: ms", ms)?;
+            Ok(self.now(|p| p.delay_replies(latency))?)
+        })
+    }
+
+    /// Forwards normally again.
+    #[napi]
+    pub fn restore(&self, env: Env) -> napi::Result<()> {
+        boundary::sync(&env, || Ok(self.now(FaultProxy::restore)?))
+    }
+
+    /// Client connections open through the proxy now.
+    #[napi]
+    pub fn connections(&self, env: Env) -> napi::Result<u32> {
+        boundary::sync(&env, || {
+            Ok(self.now(|p| u32::try_from(p.connections()).unwrap_or(u32::MAX))?)
+        })
+    }
+
+    /// Bytes delivered so far, both directions.
+    #[napi]
+    pub fn bytes_forwarded(&self, env: Env) -> napi::Result<f64> {
+        boundary::sync(&env, || Ok(self.now(|p| p.bytes_forwarded() as f64)?))
+    }
+
+    /// Whether `close()` ran.
+    #[napi]
+    pub fn is_closed(&self, env: Env) -> napi::Result<bool> {
+        boundary::sync(&env, || {
+            Ok(self
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_none())
+        })
+    }
+
+    /// Stops the proxy, closing every connection through it; idempotent.
     #[napi]
     pub fn close(&self, env: Env) -> napi::Result<AsyncTask<HarnessCall>> {
         boundary::sync(&env, || Ok(close_slot(&self.inner)))

@@ -96,6 +96,12 @@ test('a cluster elects a new leader when its leader dies', async () => {
       const next = await cluster.waitForQuorum({ timeoutMs: 30000 });
       assert.ok(next && next.index !== leader.index);
       assert.equal((await client.getData('/ensemble')).data.toString(), '1');
+      // The new leader frozen (SIGSTOP) and thawed (SIGCONT).
+      await next.pause();
+      assert.equal(await next.isPaused(), true);
+      await next.resume();
+      assert.equal(await next.isPaused(), false);
+      assert.equal((await client.getData('/ensemble')).data.toString(), '1');
     } finally {
       await client.close();
     }

@@ -143,6 +143,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(testing::x509_id_for_cn, m)?)?;
         m.add_class::<testing::PyTestingServer>()?;
         m.add_class::<testing::PyTestingCluster>()?;
+        m.add_class::<testing::PyFaultProxy>()?;
     }
     Ok(())
 }

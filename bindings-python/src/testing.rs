@@ -9,9 +9,11 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use zkrecipes_testing::{
-    ClientAuth, Security, ServerCert, TestingCluster, TestingServer, TestingServerHandle,
-    TlsMaterial,
+    ClientAuth, FaultProxy, Security, ServerCert, TestingCluster, TestingServer,
+    TestingServerHandle, TlsMaterial,
 };
+
+use crate::errors;
 
 /// A [`Security`] from the keywords of `zkrecipes.testing` (checked: `ValueError` for what
 /// ZooKeeper cannot do, before any server starts).
@@ -199,6 +201,20 @@ impl PyTestingServer {
         self.with(py, move |s| s.four_letter(&cmd))
     }
 
+    /// Freezes the server (SIGSTOP); `RuntimeError` if it is not running.
+    fn pause(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.pause())
+    }
+
+    /// Resumes a paused server (SIGCONT); `RuntimeError` if it is not running.
+    fn resume(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |s| s.resume())
+    }
+
+    fn is_paused(&self, py: Python<'_>) -> PyResult<bool> {
+        self.with(py, |s| s.is_paused())
+    }
+
     /// Stops the server and removes its directory; idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         close_slot(py, &self.inner)
@@ -313,7 +329,140 @@ impl PyTestingCluster {
         self.with_server(py, i, |s| s.kill())
     }
 
+    fn pause_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.pause())
+    }
+
+    fn resume_server(&self, py: Python<'_>, i: usize) -> PyResult<()> {
+        self.with_server(py, i, |s| s.resume())
+    }
+
+    fn server_is_paused(&self, py: Python<'_>, i: usize) -> PyResult<bool> {
+        self.with_server(py, i, |s| s.is_paused())
+    }
+
     /// Stops every server and removes the directory; idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        close_slot(py, &self.inner)
+    }
+}
+
+/// A TCP proxy injecting network faults in front of one server (`zkrecipes.testing.FaultProxy`).
+/// Using it after `close()` raises `ClosedError`; a bad latency or upstream,
+/// `InvalidArgumentError`.
+#[pyclass(module = "zkrecipes._native", name = "_FaultProxy")]
+pub struct PyFaultProxy {
+    inner: Mutex<Option<FaultProxy>>,
+}
+
+/// A latency in seconds as a [`std::time::Duration`]: finite and not negative.
+fn latency(py: Python<'_>, seconds: f64) -> PyResult<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|_| {
+        errors::invalid(
+            py,
+            format!("latency must be a finite, non-negative number of seconds, not {seconds}"),
+        )
+    })
+}
+
+/// Whether `upstream` is `"host:port"` with a host and a port number.
+fn check_upstream(py: Python<'_>, upstream: &str) -> PyResult<()> {
+    let ok = upstream
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if ok {
+        Ok(())
+    } else {
+        Err(errors::invalid(
+            py,
+            format!("upstream must be \"host:port\" (one server), not {upstream:?}"),
+        ))
+    }
+}
+
+impl PyFaultProxy {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&FaultProxy) -> T + Send,
+    ) -> PyResult<T> {
+        harness(py, || {
+            let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_ref().map(f)
+        })?
+        .ok_or_else(|| errors::closed(py, "the fault proxy is closed"))
+    }
+}
+
+#[pymethods]
+impl PyFaultProxy {
+    /// Starts forwarding a free 127.0.0.1 port to `upstream` (`"host:port"`).
+    #[new]
+    fn new(py: Python<'_>, upstream: String) -> PyResult<Self> {
+        check_upstream(py, &upstream)?;
+        let proxy = harness(py, move || FaultProxy::start(&upstream))?;
+        Ok(Self {
+            inner: Mutex::new(Some(proxy)),
+        })
+    }
+
+    fn connect_string(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |p| p.connect_string())
+    }
+
+    fn port(&self, py: Python<'_>) -> PyResult<u16> {
+        self.with(py, |p| p.port())
+    }
+
+    fn upstream(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |p| p.upstream().to_owned())
+    }
+
+    /// Closes every connection (and new ones on accept); returns once none is open.
+    fn cut(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| p.cut())
+    }
+
+    fn blackhole(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| p.blackhole())
+    }
+
+    fn drop_replies(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| p.drop_replies())
+    }
+
+    /// Delays every chunk by `seconds` in each direction.
+    fn delay(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let latency = latency(py, seconds)?;
+        self.with(py, move |p| p.delay(latency))
+    }
+
+    /// Delays every server-to-client chunk by `seconds`.
+    fn delay_replies(&self, py: Python<'_>, seconds: f64) -> PyResult<()> {
+        let latency = latency(py, seconds)?;
+        self.with(py, move |p| p.delay_replies(latency))
+    }
+
+    fn restore(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| p.restore())
+    }
+
+    fn connections(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |p| p.connections())
+    }
+
+    fn bytes_forwarded(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |p| p.bytes_forwarded())
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none()
+    }
+
+    /// Stops the proxy, closing every connection through it; idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         close_slot(py, &self.inner)
     }

@@ -78,6 +78,13 @@ def test_a_cluster_elects_a_new_leader_when_its_leader_dies() -> None:
             assert new_leader is not None and new_leader.index != leader.index
             assert client.get_data("/ensemble")[0] == b"1"
             leader.start()
+            # A member frozen (SIGSTOP) and thawed (SIGCONT).
+            member = cluster.servers[(new_leader.index + 1) % 3]
+            member.pause()
+            assert member.is_paused and member.is_running
+            member.resume()
+            assert not member.is_paused
+            assert client.get_data("/ensemble")[0] == b"1"
 
 
 def test_the_pytest_plugin_gives_a_server_and_a_client(

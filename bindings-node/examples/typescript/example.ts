@@ -221,7 +221,7 @@ main(process.argv[2] ?? '127.0.0.1:2181').catch((err: unknown) => {
 });
 
 // The testing kit (`zkrecipes/testing`) and the one version.
-import { TestingCluster, TestingServer, TlsMaterial, expireSession } from 'zkrecipes/testing';
+import { FaultProxy, TestingCluster, TestingServer, TlsMaterial, expireSession } from 'zkrecipes/testing';
 import { version } from 'zkrecipes';
 
 export async function testingKitTour(): Promise<string> {
@@ -237,6 +237,30 @@ export async function testingKitTour(): Promise<string> {
     return `${version} ${cluster.servers.length}`;
   } finally {
     await cluster.close();
+    await server.close();
+  }
+}
+
+// Network faults through a proxy, and a frozen server.
+export async function faultsTour(): Promise<number> {
+  const server = await TestingServer.start();
+  const proxy: FaultProxy = await FaultProxy.start(server.connectString);
+  try {
+    const client = await Client.connect(proxy.connectString, { connectionTimeoutMs: 1000 });
+    await proxy.blackhole();
+    await proxy.restore();
+    await proxy.delay(200);
+    await proxy.delayReplies(100);
+    await proxy.dropReplies();
+    await proxy.cut();
+    await proxy.restore();
+    await server.pause();
+    const paused: boolean = await server.isPaused();
+    await server.resume();
+    await client.close();
+    return paused ? proxy.connections + proxy.bytesForwarded + proxy.port : -1;
+  } finally {
+    await proxy.close();
     await server.close();
   }
 }

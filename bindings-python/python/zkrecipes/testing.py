@@ -9,6 +9,16 @@ server or an ensemble from a test, stop, restart or kill its servers, expire a c
         ...
         server.restart()          # same port, same data: the client reconnects
         expire_session(client)    # the session ends on the server: LOST, then a new session
+        server.pause()            # frozen (SIGSTOP): the client SUSPENDs; resume() brings it back
+
+Network faults between a client and a server come from a :class:`FaultProxy` in front of it::
+
+    with TestingServer() as server, FaultProxy(server.connect_string) as proxy:
+        client = zkrecipes.Client(proxy.connect_string)
+        proxy.blackhole()         # bytes dropped both ways: the client SUSPENDs
+        proxy.restore()           # forwarding again: RECONNECTED, same session
+        proxy.delay(0.2)          # 0.2 s more each way
+        proxy.cut()               # every connection closed (and new ones) until restore()
 
 Secured servers and ensembles (TLS with client auth ``"none"``/``"want"``/``"need"``, SASL
 DIGEST-MD5 users, SASL required, x509 identities) come with a CA, certificates and keys made at
@@ -35,8 +45,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Dict, List, Optional, Tuple, Type
 
+import math
+
 from . import _native
 from .client import Client
+from .errors import InvalidArgumentError
 
 __all__ = [
     "TlsMaterial",
@@ -44,6 +57,7 @@ __all__ = [
     "TestingServer",
     "TestingCluster",
     "ClusterServer",
+    "FaultProxy",
     "ZooKeeperNotFoundError",
     "find_zookeeper",
     "expire_session",
@@ -261,6 +275,22 @@ class TestingServer:
         """Kills the server (SIGKILL), as a crash would."""
         self._native.kill()
 
+    def pause(self) -> None:
+        """Freezes the server (SIGSTOP), as a hung machine: it keeps its sockets and its sessions
+        but answers nothing, so its clients SUSPEND. Returns once the process is stopped;
+        :class:`RuntimeError` if the server is not running."""
+        self._native.pause()
+
+    def resume(self) -> None:
+        """Resumes a server frozen by :meth:`pause` (SIGCONT): clients back within their session timeout
+        keep their session (RECONNECTED). :class:`RuntimeError` if the server is not running."""
+        self._native.resume()
+
+    @property
+    def is_paused(self) -> bool:
+        """Whether the server is frozen by :meth:`pause`."""
+        return self._native.is_paused()
+
     def four_letter(self, cmd: str) -> str:
         """A four-letter-word command's answer (``srvr``, ``cons``, ``mntr``...), ``""`` if none."""
         return self._native.four_letter(cmd)
@@ -312,6 +342,18 @@ class ClusterServer:
 
     def kill(self) -> None:
         self._cluster.kill_server(self.index)
+
+    def pause(self) -> None:
+        """Freezes this server (SIGSTOP), as :meth:`TestingServer.pause`."""
+        self._cluster.pause_server(self.index)
+
+    def resume(self) -> None:
+        """Resumes this server (SIGCONT), as :meth:`TestingServer.resume`."""
+        self._cluster.resume_server(self.index)
+
+    @property
+    def is_paused(self) -> bool:
+        return self._cluster.server_is_paused(self.index)
 
     def __repr__(self) -> str:
         return f"ClusterServer({self.index}, {self.connect_string!r})"
@@ -389,6 +431,117 @@ class TestingCluster:
         self, t: Optional[Type[BaseException]], e: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         self.close()
+
+
+def _seconds(what: str, seconds: float) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise InvalidArgumentError(f"{what} must be a finite, non-negative number of seconds, not {seconds!r}")
+    return float(seconds)
+
+
+class FaultProxy:
+    """A TCP proxy on ``127.0.0.1`` and a free port in front of one server, to inject network
+    faults between clients and that server (the harness's ``FaultProxy``). Point clients at
+    :attr:`connect_string`; each control takes effect at once on open and new connections:
+
+    * :meth:`cut`: closes every connection, and new ones as soon as they are accepted (the server
+      looks down), until :meth:`restore`.
+    * :meth:`blackhole`: connections stay open but bytes are dropped both ways, as in a network
+      partition: clients notice only by timeouts (SUSPENDED).
+    * :meth:`drop_replies`: requests reach the server, its replies are dropped (a write applied
+      whose answer never comes).
+    * :meth:`delay`: ``seconds`` more in each direction, order kept; :meth:`delay_replies`: the
+      same for replies only.
+    * :meth:`restore`: forwards normally again.
+
+    A context manager; :meth:`close` (or the ``with`` block's end) stops it and closes every
+    connection. Afterwards every method raises :class:`~zkrecipes.errors.ClosedError`.
+    """
+
+    __test__ = False
+
+    def __init__(self, upstream: str) -> None:
+        """Starts forwarding to ``upstream``, one server's ``"host:port"`` (a
+        :attr:`TestingServer.connect_string` or :attr:`ClusterServer.connect_string`);
+        :class:`~zkrecipes.errors.InvalidArgumentError` if it is not one."""
+        _kit()
+        if not isinstance(upstream, str):
+            raise TypeError(f"upstream must be a str, not {type(upstream).__name__}")
+        self._native = _native._FaultProxy(upstream)
+
+    @property
+    def connect_string(self) -> str:
+        """``"127.0.0.1:PORT"``, for clients."""
+        return self._native.connect_string()
+
+    @property
+    def port(self) -> int:
+        return self._native.port()
+
+    @property
+    def upstream(self) -> str:
+        """The ``"host:port"`` it forwards to."""
+        return self._native.upstream()
+
+    @property
+    def connections(self) -> int:
+        """Client connections open through the proxy now."""
+        return self._native.connections()
+
+    @property
+    def bytes_forwarded(self) -> int:
+        """Bytes delivered so far, both directions."""
+        return self._native.bytes_forwarded()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.is_closed()
+
+    def cut(self) -> None:
+        """Closes every connection and closes new ones on accept until :meth:`restore`; returns
+        once no connection is open."""
+        self._native.cut()
+
+    def blackhole(self) -> None:
+        """Keeps connections open but silently drops every byte both ways (a partition)."""
+        self._native.blackhole()
+
+    def drop_replies(self) -> None:
+        """Forwards requests but drops every reply (the ambiguous-write fault)."""
+        self._native.drop_replies()
+
+    def delay(self, seconds: float) -> None:
+        """Delays every chunk by ``seconds`` in each direction (a round trip: twice that);
+        :class:`~zkrecipes.errors.InvalidArgumentError` (a :class:`ValueError`) for a negative or
+        non-finite value."""
+        self._native.delay(_seconds("delay", seconds))
+
+    def delay_replies(self, seconds: float) -> None:
+        """Delays every server-to-client chunk by ``seconds``; requests pass at once."""
+        self._native.delay_replies(_seconds("delay_replies", seconds))
+
+    def restore(self) -> None:
+        """Back to normal forwarding, for open and new connections."""
+        self._native.restore()
+
+    def close(self) -> None:
+        """Stops the proxy and closes every connection through it; idempotent."""
+        self._native.close()
+
+    def __enter__(self) -> FaultProxy:
+        return self
+
+    def __exit__(
+        self, t: Optional[Type[BaseException]], e: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "FaultProxy(closed)"
+        return f"FaultProxy({self.connect_string!r} -> {self.upstream!r})"
 
 
 def expire_session(client: Client) -> None:
