@@ -25,7 +25,9 @@ from conftest import ZooKeeper
 
 
 def test_every_exception_derives_from_zkrecipes_error_with_a_unique_code() -> None:
-    assert len(BY_CODE) == 18
+    # One class per kind of the core's vocabulary (19 kinds since NoWatcher), none twice.
+    assert sorted(BY_CODE) == sorted(code for code, _ in zkrecipes._native.ERROR_KINDS)
+    assert len(BY_CODE) == 19
     for code, cls in BY_CODE.items():
         assert issubclass(cls, zkrecipes.ZkRecipesError) and cls.code == code
     assert issubclass(zkrecipes.InvalidArgumentError, ValueError)
