@@ -46,6 +46,7 @@ pub use client::{
     Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
     DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
 };
+pub use client::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
 pub use dispatch::{ListenerId, ListenerIds};
 pub use error::{Detail, Error, ErrorKind, Result};
 pub use owner::Owner;

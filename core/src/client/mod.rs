@@ -20,6 +20,7 @@
 mod builder;
 pub mod compression;
 mod connection;
+mod ensemble;
 mod ops;
 mod persistent;
 pub(crate) mod protected;
@@ -40,6 +41,7 @@ use tokio::sync::{broadcast, watch};
 use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
+pub use self::ensemble::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
 pub use self::security::{AclProvider, Pem, SaslOptions, TlsOptions};
 pub(crate) use self::session::NodeRead;
@@ -80,6 +82,8 @@ pub(crate) struct Config {
     /// Whether the TLS options present a client certificate.
     tls_client_cert: bool,
     sasl: Option<SaslOptions>,
+    /// Follow the ensemble's configuration (Curator's EnsembleTracker).
+    pub(crate) track_ensemble: bool,
 }
 
 /// Counters of the requests this client sent, per operation (for tests and benchmarks: e.g.
@@ -109,6 +113,10 @@ pub struct RequestCounts {
     pub get_acl: u64,
     /// `setACL` requests.
     pub set_acl: u64,
+    /// `getConfig` requests (reads of `/zookeeper/config`, the ensemble tracker's included).
+    pub get_config: u64,
+    /// `reconfig` requests.
+    pub reconfig: u64,
 }
 
 #[derive(Default)]
@@ -124,6 +132,8 @@ pub(crate) struct Counters {
     pub(crate) add_watch: AtomicU64,
     pub(crate) get_acl: AtomicU64,
     pub(crate) set_acl: AtomicU64,
+    pub(crate) get_config: AtomicU64,
+    pub(crate) reconfig: AtomicU64,
 }
 
 struct Inner {
@@ -146,6 +156,9 @@ struct Inner {
     failure: Mutex<Option<Error>>,
     /// Why the current session's connection attempts failed (for a refusal's message).
     connect_failures: Mutex<Arc<connection::ConnectFailures>>,
+    /// The servers to connect to now: the connect string, or the ensemble's members as the
+    /// tracker last read them (`track_ensemble`).
+    hosts: Mutex<String>,
 }
 
 /// A ZooKeeper client (Curator's CuratorFramework). Cheap to clone; all clones share one
@@ -181,6 +194,7 @@ impl Client {
     }
 
     fn start(cfg: Arc<Config>, (zk, states, failures): connection::Opened) -> Client {
+        let cfg_hosts = cfg.connect_string.clone();
         let initial = if states.peek_state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
         } else {
@@ -200,12 +214,17 @@ impl Client {
             persistent_modes: Mutex::new(Default::default()),
             failure: Mutex::new(None),
             connect_failures: Mutex::new(failures),
+            hosts: Mutex::new(cfg_hosts),
         });
         runtime::spawn(connection::manage_connection(
             Arc::downgrade(&inner),
             states,
         ));
-        Client { inner }
+        let client = Client { inner };
+        if client.inner.cfg.track_ensemble {
+            ensemble::track(&client);
+        }
+        client
     }
 
     /// The current connection state.
@@ -330,6 +349,8 @@ impl Client {
             add_watch: l(&c.add_watch),
             get_acl: l(&c.get_acl),
             set_acl: l(&c.set_acl),
+            get_config: l(&c.get_config),
+            reconfig: l(&c.reconfig),
         }
     }
 

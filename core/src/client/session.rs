@@ -398,6 +398,75 @@ impl Session {
         }
     }
 
+    /// The ensemble's configuration node (`/zookeeper/config`, never under the namespace).
+    pub(crate) fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + '_ {
+        self.client
+            .counters()
+            .get_config
+            .fetch_add(1, Ordering::Relaxed);
+        let sent = self.zk.get_config();
+        async move {
+            let (data, stat) = sent
+                .await
+                .map_err(|e| wire::error(e, "get config", super::ensemble::CONFIG_NODE))?;
+            Ok((data, wire::stat(stat)))
+        }
+    }
+
+    /// [`get_config`](Self::get_config) with a watch on the node.
+    pub(crate) fn get_config_watch(
+        &self,
+    ) -> impl Future<Output = Result<(Vec<u8>, Watch)>> + Send + '_ {
+        self.client
+            .counters()
+            .get_config
+            .fetch_add(1, Ordering::Relaxed);
+        let sent = self.zk.get_and_watch_config();
+        async move {
+            let (data, _, watcher) = sent
+                .await
+                .map_err(|e| wire::error(e, "get config", super::ensemble::CONFIG_NODE))?;
+            Ok((data, Watch::absolute(watcher)))
+        }
+    }
+
+    /// ZooKeeper's `reconfig`: the new configuration's data and stat.
+    pub(crate) fn reconfig<'a>(
+        &'a self,
+        change: &'a super::ensemble::Reconfig,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'a {
+        self.client
+            .counters()
+            .reconfig
+            .fetch_add(1, Ordering::Relaxed);
+        let as_str: fn(&String) -> &str = String::as_str;
+        async move {
+            let leaving: Vec<String> = change.leaving_ids().iter().map(u64::to_string).collect();
+            let from = change.from_version();
+            let reply = match change.new_member_list() {
+                Some(members) => {
+                    let ensemble = members.iter().map(as_str);
+                    self.zk
+                        .update_ensemble(zk::EnsembleUpdate::New { ensemble }, from)
+                        .await
+                }
+                None => {
+                    let joinings = change.joining_servers().iter().map(as_str);
+                    let leavings = leaving.iter().map(as_str);
+                    self.zk
+                        .update_ensemble(
+                            zk::EnsembleUpdate::Incremental { joinings, leavings },
+                            from,
+                        )
+                        .await
+                }
+            };
+            let (data, stat) =
+                reply.map_err(|e| wire::error(e, "reconfig", super::ensemble::CONFIG_NODE))?;
+            Ok((data, wire::stat(stat)))
+        }
+    }
+
     /// Replaces a node's ACL, at ACL `version` if given.
     pub(crate) fn set_acl(
         &self,
@@ -618,6 +687,14 @@ impl Watch {
         Watch {
             inner,
             prefix_len: client.cfg().prefix.len(),
+        }
+    }
+
+    /// A watch on a node outside the namespace (`/zookeeper/config`): its path as is.
+    pub(crate) fn absolute(inner: zk::OneshotWatcher) -> Watch {
+        Watch {
+            inner,
+            prefix_len: 0,
         }
     }
 
