@@ -37,6 +37,7 @@ export type ZkrErrorCode =
   | 'ZKR_NO_AUTH'
   | 'ZKR_NOT_EMPTY'
   | 'ZKR_CONFLICT'
+  | 'ZKR_NO_WATCHER'
   | 'ZKR_TIMEOUT'
   | 'ZKR_AUTH_FAILED'
   | 'ZKR_CORRUPTED_DATA'
@@ -169,6 +170,12 @@ export interface ConnectOptions {
   acl?: AclEntry[];
   /** Allow connecting to a read-only server. */
   canBeReadOnly?: boolean;
+  /**
+   * The largest request sent, in bytes on the wire (default 1048575, the server's default
+   * jute.maxbuffer; at least 1024): a bigger one rejects with ZKR_INVALID_ARGUMENT before it is
+   * sent. Raise it only together with the servers' jute.maxbuffer.
+   */
+  maxRequestBytes?: number;
   /** TLS (ZooKeeper's secureClientPort); `true`: the system's trust store, nothing else. */
   tls?: TlsOptions | boolean;
   /** SASL authentication at each connection; a refusal rejects with ZKR_AUTH_FAILED, never retried. */
@@ -208,7 +215,7 @@ export interface SaslOptions {
   password: string;
 }
 
-export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED';
+export type WatchedEventType = 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED' | 'SESSION_ENDED' | 'WATCH_REMOVED';
 /** What a one-shot watch saw (the core's list). */
 export declare const WatchedEventType: Names<WatchedEventType>;
 
@@ -282,10 +289,14 @@ export interface ClientEvents {
   state: [state: ConnectionState];
 }
 
+export type WatcherTypeName = 'CHILDREN' | 'DATA' | 'ANY' | 'PERSISTENT' | 'PERSISTENT_RECURSIVE';
+/** The kinds of watches `client.removeWatches` removes (ZooKeeper's WatcherType; the core's list). */
+export declare const WatcherType: Names<WatcherTypeName>;
+
 /**
  * A ZooKeeper client (Curator's CuratorFramework). While open it keeps the process alive,
  * like a socket; `close()` (or `unref()`) lets it exit. An oversized create or setData (over
- * the server's 1 MiB jute.maxbuffer, path and ACL included) rejects at once with
+ * `maxRequestBytes`, by default the server's 1 MiB jute.maxbuffer, path and ACL included) rejects at once with
  * ZKR_INVALID_ARGUMENT naming the sizes; the session and its holds are untouched.
  */
 export declare class Client extends EventEmitter<ClientEvents> {
@@ -298,6 +309,8 @@ export declare class Client extends EventEmitter<ClientEvents> {
   readonly isClosed: boolean;
   /** `''` or `'/namespace'`. */
   readonly namespace: string;
+  /** The largest request this client sends, in bytes (the `maxRequestBytes` option). */
+  readonly maxRequestBytes: number;
   /** Ends the session: ephemeral nodes vanish, waits reject with ZKR_CLOSED. */
   close(): Promise<void>;
   /** Lets the process exit while this client is open. */
@@ -327,6 +340,23 @@ export declare class Client extends EventEmitter<ClientEvents> {
    * connection is back. A missing node is fine.
    */
   sync(path: string): Promise<void>;
+  /**
+   * Removes this client's watches of `type` on `path` (ZooKeeper's removeAllWatches): removed
+   * one-shot watches are called with WATCH_REMOVED, removed PersistentWatchers emit WATCH_REMOVED
+   * last; ZKR_NO_WATCHER when there is none of that kind. One-shot kinds are removed on the
+   * server first: `local: false` (default) rejects when it cannot be reached and removes nothing;
+   * `local: true` removes here whatever the server says. Persistent kinds are removed here at once.
+   * A cache whose watch is removed sets it again and resyncs. Before ZooKeeper 3.9 (ZOOKEEPER-4472,
+   * 4471) a persistent watch stripped by a data or child removal is set again, its users hear
+   * RECONNECTED.
+   */
+  removeWatches(path: string, type: WatcherTypeName, options?: { local?: boolean }): Promise<void>;
+  /**
+   * Curator's blockUntilConnected(timeout): true once connected (CONNECTED, RECONNECTED or
+   * READ_ONLY; at once if it is now), false when `timeoutMs` (omitted: no limit; 0: look once)
+   * ran out first. Rejects with ZKR_CLOSED on a closed client.
+   */
+  waitForState(options?: { timeoutMs?: number }): Promise<boolean>;
   /** Testing only (addon built with `--testing`): expires the session on the server, waits for LOST. */
   _expireSessionForTesting(): Promise<void>;
   /** Testing only: requests sent so far. */
@@ -487,10 +517,15 @@ export declare class Lease {
 
 /** Curator's InterProcessSemaphoreV2. */
 export declare class InterProcessSemaphoreV2 {
-  constructor(client: Client, path: string, maxLeases: number);
+  /**
+   * `maxLeases` fixed, or `{ count }`: a SharedCount whose value is the limit, read live
+   * (raising it admits waiters at once; lowering it revokes nothing).
+   */
+  constructor(client: Client, path: string, maxLeases: number | { count: SharedCount });
   readonly path: string;
+  /** The limit now (with `{ count }`, the count's value; 0 below 1). */
   readonly maxLeases: number;
-  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > maxLeases: ZKR_INVALID_ARGUMENT. */
+  /** `qty` leases (default 1), or null if not all were acquired within `timeoutMs`; qty > a fixed maxLeases: ZKR_INVALID_ARGUMENT. */
   acquire(options?: { qty?: number; timeoutMs?: number }): Promise<Lease[] | null>;
   returnLease(lease: Lease): Promise<void>;
   returnAll(leases: Lease[]): Promise<void>;
@@ -676,9 +711,10 @@ export declare class DistributedAtomicInteger extends Counter<number, number> {
   constructor(client: Client, path: string, options?: AtomicOptions);
 }
 
-export interface VersionedValue {
+/** Curator's VersionedValue: a count (`number`, the default) or bytes (`Buffer`, SharedValue). */
+export interface VersionedValue<T = number> {
   version: number;
-  value: number;
+  value: T;
 }
 
 export interface SharedCountEvents {
@@ -704,6 +740,55 @@ export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   setCount(count: number): Promise<void>;
   trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
   close(): void;
+}
+
+/** Node data as the bytes recipes take it (a string is UTF-8). */
+export type Bytes = Buffer | Uint8Array | string;
+
+export interface SharedValueEvents {
+  change: [value: Buffer, version: number];
+  state: [state: ConnectionState];
+}
+
+/**
+ * Curator's SharedValue: bytes watched by every client, with versioned writes. `trySetValue`
+ * rejects with ZKR_OUTCOME_UNKNOWN if its reply was lost and its fate cannot be known.
+ */
+export declare class SharedValue extends EventEmitter<SharedValueEvents> {
+  constructor(client: Client, path: string, seed?: Bytes);
+  readonly path: string;
+  start(): Promise<void>;
+  /** The bytes as last seen (the seed before start). */
+  getValue(): Buffer;
+  getVersionedValue(): VersionedValue<Buffer>;
+  setValue(value: Bytes): Promise<void>;
+  trySetValue(previous: VersionedValue<Bytes>, value: Bytes): Promise<boolean>;
+  close(): void;
+}
+
+/** Curator's DistributedAtomicValue: values are Buffers, or null for a missing node. */
+export declare class DistributedAtomicValue {
+  constructor(client: Client, path: string, options?: AtomicOptions);
+  readonly path: string;
+  get(): Promise<AtomicValue<Buffer | null>>;
+  compareAndSet(expected: Bytes, newValue: Bytes): Promise<AtomicValue<Buffer | null>>;
+  trySet(value: Bytes): Promise<AtomicValue<Buffer | null>>;
+  forceSet(value: Bytes): Promise<void>;
+  initialize(value: Bytes): Promise<boolean>;
+}
+
+/** Curator's CachedAtomicLong: ids (`postValue`) from ranges of `cacheFactor` reserved at a time. */
+export declare class CachedAtomicLong {
+  constructor(counter: DistributedAtomicLong, cacheFactor: number);
+  readonly counter: DistributedAtomicLong;
+  next(): Promise<AtomicValue<bigint>>;
+}
+
+/** Curator's CachedAtomicInteger: CachedAtomicLong over a DistributedAtomicInteger. */
+export declare class CachedAtomicInteger {
+  constructor(counter: DistributedAtomicInteger, cacheFactor: number);
+  readonly counter: DistributedAtomicInteger;
+  next(): Promise<AtomicValue<number>>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -888,14 +973,29 @@ export declare class Cache extends EventEmitter<CacheEvents> implements Iterable
   get(path: string): ChildData | null;
   snapshot(): ChildData[];
   events(): AsyncIterableIterator<CacheEvent>;
+  /**
+   * Adds `fn` as a listener of its own; its id, for `unlisten`. `replay: true`: it first hears
+   * the current contents as CREATED events, then what happens next (nothing missed, nothing twice).
+   */
+  listen(fn: (event: CacheEvent) => void, options?: { replay?: boolean }): bigint;
+  /** Removes a listener added by `listen`; whether it was there. */
+  unlisten(id: bigint | number): boolean;
   [Symbol.iterator](): Iterator<ChildData>;
   [Symbol.asyncIterator](): AsyncIterator<CacheEvent>;
   close(): void;
 }
 
-/** Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). */
+/**
+ * Curator 5.x's CuratorCache: the whole subtree (`maxDepth` 0: the root alone). `pathFilter`
+ * (Curator's selector): false leaves a node and everything below it out; called on the JS thread
+ * for the root and each level below it (keep it quick); one that throws keeps the node.
+ */
 export declare class CuratorCache extends Cache {
-  constructor(client: Client, path: string, options?: { data?: boolean; maxDepth?: number });
+  constructor(
+    client: Client,
+    path: string,
+    options?: { data?: boolean; maxDepth?: number; pathFilter?: (path: string) => boolean },
+  );
 }
 
 /** Curator's NodeCache: one node. */
@@ -922,7 +1022,8 @@ export type WatcherEventTypeName =
   | 'CHILDREN_CHANGED'
   | 'DISCONNECTED'
   | 'RECONNECTED'
-  | 'SESSION_LOST';
+  | 'SESSION_LOST'
+  | 'WATCH_REMOVED';
 /** What a PersistentWatcher hears (the core's list). */
 export declare const WatcherEventType: Names<WatcherEventTypeName>;
 
@@ -933,7 +1034,7 @@ export declare const WatcherEventType: Names<WatcherEventTypeName>;
  */
 export type WatcherEvent =
   | { type: 'CREATED' | 'DELETED' | 'DATA_CHANGED' | 'CHILDREN_CHANGED'; path: string }
-  | { type: 'DISCONNECTED' | 'RECONNECTED' | 'SESSION_LOST'; path: null };
+  | { type: 'DISCONNECTED' | 'RECONNECTED' | 'SESSION_LOST' | 'WATCH_REMOVED'; path: null };
 
 export interface WatcherEvents {
   event: [event: WatcherEvent];
@@ -943,9 +1044,9 @@ export interface WatcherEvents {
  * Curator's PersistentWatcher: a persistent watch on `path` (ZooKeeper 3.6+'s addWatch), kept
  * after it fires and across reconnects and sessions until `close()`; `recursive` also covers
  * every node below it. Events: `watcher.on('event', fn)` and `for await (const ev of watcher)`.
- * ZooKeeper keeps one persistent-watch mode per path per session: while a recursive
- * watcher (or a cache) lives on a path, `start()` of a plain one there in the same client
- * rejects with ZKR_CONFLICT, and the other way round.
+ * Watchers and caches on one path of one client share one watch on the server, whatever their
+ * modes (the recursive one serves the plain ones, filtered). `client.removeWatches` of its kind
+ * ends it: WATCH_REMOVED is its last event.
  */
 export declare class PersistentWatcher extends EventEmitter<WatcherEvents> implements AsyncIterable<WatcherEvent> {
   constructor(client: Client, path: string, options?: { recursive?: boolean });
@@ -1011,23 +1112,50 @@ export declare class QueueItem {
   /** The item's id (an id queue's), else null. */
   readonly id: string | null;
   done(): Promise<void>;
+  /**
+   * The consumer failed the item: with a lock path the queue's `errorMode` requeues it at the
+   * tail (`'REQUEUE'`, the default) or deletes it (`'DELETE'`); rejects as `done()` does.
+   */
+  fail(): Promise<void>;
+  /** Gives the item back where it was (taken again next). */
   release(): Promise<void>;
 }
+
+/** What `item.fail()` does with an item (Curator's ErrorMode; needs a lock path). */
+export type ErrorMode = 'REQUEUE' | 'DELETE';
 
 export interface QueueOptions {
   /** Curator's lock path: with it, consumption is exactly once. */
   lockPath?: string;
   /** Bound on the number of items (puts wait for room). */
   maxItems?: number;
+  /** What `item.fail()` does (default `'REQUEUE'`); needs `lockPath`. */
+  errorMode?: ErrorMode;
+}
+
+/** A completed put (Curator's QueuePutListener: putCompleted, or putMultiCompleted when `multi`). */
+export interface QueuePut {
+  /** The item's node path (with its sequence number). */
+  node: string;
+  /** The messages put: one for `put`, every one of `putMulti`. */
+  messages: Buffer[];
+  multi: boolean;
 }
 
 export interface QueueEvents {
   state: [state: ConnectionState];
+  /** After every put or putMulti through this queue that succeeded. */
+  put: [put: QueuePut];
 }
 
 /** What the DistributedQueue family shares. */
 declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
   readonly path: string;
+  /** What `item.fail()` does; setting it needs a lock path. */
+  errorMode: ErrorMode;
+  /** The same as `on('put', listener)` (Curator's QueuePutListener). */
+  addPutListener(listener: (put: QueuePut) => void): this;
+  removePutListener(listener: (put: QueuePut) => void): this;
   take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
   /** Items as they come; ends when none came within `timeoutMs` (default: never). */
   consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
@@ -1039,6 +1167,8 @@ declare class DistributedQueueBase extends EventEmitter<QueueEvents> {
 export declare class DistributedQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Puts `values` (at least one) as one item (Curator's putMulti). */
+  putMulti(values: Data[], options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedIdQueue. */
@@ -1052,12 +1182,46 @@ export declare class DistributedIdQueue extends DistributedQueueBase {
 export declare class DistributedPriorityQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], priority: number, options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /** Curator's DistributedDelayQueue. */
 export declare class DistributedDelayQueue extends DistributedQueueBase {
   constructor(client: Client, path: string, options?: QueueOptions);
   put(data: Data, delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+  putMulti(values: Data[], delayUntil: Date | number, options?: { timeoutMs?: number }): Promise<boolean>;
+}
+
+export interface QueueSharderOptions {
+  /** The parent of the shards' lock paths (shard S locks under `lockPath/S`). */
+  lockPath?: string;
+  /** The shards' error mode (needs `lockPath`). */
+  errorMode?: ErrorMode;
+  /** Items in a shard that make the leader add one (Curator's default 10000). */
+  newQueueThreshold?: number;
+  /** How often the shards are counted (Curator's default 30000). */
+  thresholdCheckMs?: number;
+  /** The most shards (Curator's default 10). */
+  maxQueues?: number;
+}
+
+/**
+ * Curator's QueueSharder: DistributedQueue shards `queuePath/queue-<UUID>`, one added by the
+ * sharders' leader (a LeaderLatch at `leaderPath`) when a shard holds the threshold.
+ */
+export declare class QueueSharder {
+  constructor(client: Client, queuePath: string, leaderPath: string, options?: QueueSharderOptions);
+  readonly path: string;
+  readonly shardQty: number;
+  readonly queuePaths: string[];
+  readonly isLeader: boolean;
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** A shard for puts (one under the threshold, at random). */
+  getQueue(): DistributedQueue;
+  /** The next item of any shard, or null after `timeoutMs`. */
+  take(options?: { timeoutMs?: number }): Promise<QueueItem | null>;
+  consume(options?: { timeoutMs?: number }): AsyncGenerator<QueueItem, void, undefined>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1212,4 +1376,91 @@ export declare class ServiceProvider {
   getAllInstances(): ServiceInstance[];
   noteError(instance: ServiceInstanceInput): void;
   close(): void;
+}
+
+// ---------------------------------------------------------------------------------------------
+// kazoo's recipes (SetPartitioner, NonBlockingLease, MultiNonBlockingLease), on kazoo's layout
+
+export type PartitionState = 'ALLOCATING' | 'ACQUIRED' | 'RELEASE' | 'FAILURE';
+/** kazoo's PartitionState (the core's list). */
+export declare const PartitionState: Names<PartitionState>;
+
+export interface SetPartitionerOptions {
+  /** This member's identifier in the party (default `<hostname>-<pid>`). */
+  identifier?: string;
+  /** How long the party must be unchanged before the set is divided (default 30000, kazoo's). */
+  timeBoundaryMs?: number;
+  /** How long one attempt at a partition's lock waits before checking the party (default 1000). */
+  maxReactionTimeMs?: number;
+}
+
+export interface SetPartitionerEvents {
+  /** Each new state. */
+  state: [state: PartitionState];
+}
+
+/**
+ * kazoo's SetPartitioner: the members of a party divide `set` among themselves, each partition to
+ * exactly one member, and divide it again when members come or go; kazoo processes share the
+ * path. `await start()` joins. In RELEASE call `releaseSet()` soon (other members wait for it).
+ */
+export declare class SetPartitioner extends EventEmitter<SetPartitionerEvents> {
+  constructor(client: Client, path: string, set: Iterable<string>, options?: SetPartitionerOptions);
+  readonly path: string;
+  readonly identifier: string;
+  readonly state: PartitionState;
+  readonly failed: boolean;
+  readonly release: boolean;
+  readonly allocating: boolean;
+  readonly acquired: boolean;
+  /** This member's partitions, sorted, while ACQUIRED; `[]` otherwise. */
+  readonly partitions: string[];
+  snapshot(): [PartitionState, string[]];
+  [Symbol.iterator](): Iterator<string>;
+  start(): Promise<void>;
+  /** Waits while ALLOCATING (default 30000 ms); whether ACQUIRED then. */
+  waitForAcquire(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** Resolves to the state once it is no longer `seen` (default: the state now). */
+  waitForChange(seen?: PartitionState | null, options?: { timeoutMs?: number }): Promise<PartitionState>;
+  releaseSet(): Promise<void>;
+  /** FAILURE at once, then the locks released and the party left. */
+  finish(): Promise<void>;
+  close(): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<PartitionState>;
+}
+
+export interface LeaseOptions {
+  /** Who holds the lease (default: this host's name, kazoo's); the same identifier renews it. */
+  identifier?: string;
+  /** The clock reading to use instead of the system clock (tests; kazoo's utcnow). */
+  now?: Date;
+  /** How long to wait for the lease's lock (default: no limit, as kazoo); ZKR_TIMEOUT after. */
+  timeoutMs?: number;
+}
+
+/** kazoo's NonBlockingLease: `held` when obtained; the lease ends at `end` and is never released. */
+export declare class NonBlockingLease {
+  static obtain(client: Client, path: string, durationMs: number, options?: LeaseOptions): Promise<NonBlockingLease>;
+  readonly held: boolean;
+  readonly path: string;
+  readonly identifier: string;
+  /** When our lease ends (whole seconds), if held. */
+  readonly end: Date | null;
+}
+
+/** kazoo's MultiNonBlockingLease: one of `count` leases `path/0` … `path/<count-1>`. */
+export declare class MultiNonBlockingLease {
+  static obtain(
+    client: Client,
+    count: number,
+    path: string,
+    durationMs: number,
+    options?: LeaseOptions,
+  ): Promise<MultiNonBlockingLease>;
+  readonly held: boolean;
+  /** Which lease was obtained, or null. */
+  readonly index: number | null;
+  readonly path: string;
+  readonly identifier: string;
+  readonly end: Date | null;
 }

@@ -7,12 +7,13 @@
 //   leader      latch, selector, observer        counters            log      setLogger
 //   caches      caches, watchers     nodes       nodes, membership   queues   barriers, queues
 //   discovery   service discovery
+//   partition   kazoo's SetPartitioner and leases
 // Every recipe decision (queues, watches, retries, fencing) is the core's.
 'use strict';
 
 const { native } = require('./lib/native');
 const { Owner } = require('./lib/owners');
-const { Client } = require('./lib/client');
+const { Client, WatcherType } = require('./lib/client');
 
 /** The version of the Rust core the addon was built from. */
 const coreVersion = native.coreVersion();
@@ -23,6 +24,7 @@ const version = coreVersion;
 // from the modules' own lists), which is how index.mjs's `export *` gets them.
 module.exports = {
   Client,
+  WatcherType,
   Owner,
   ...require('./lib/locks'),
   ...require('./lib/leader'),
@@ -34,6 +36,7 @@ module.exports = {
   ...require('./lib/nodes'),
   ...require('./lib/queues'),
   ...require('./lib/discovery'),
+  ...require('./lib/partition'),
   coreVersion,
   version,
 };

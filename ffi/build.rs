@@ -74,6 +74,20 @@ const LISTENING: &[Listening] = &[
         free: "closes it",
     },
     Listening {
+        handle: "zkr_shared_value",
+        module: "values",
+        callback: "zkr_shared_value_callback",
+        arg: "sv",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a change listener",
+        noun: "value",
+        add_more: "",
+        close: "Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later \
+                calls other than zkr_shared_value_get_value return ZKR_CLOSED.",
+        free: "closes it",
+    },
+    Listening {
         handle: "zkr_leader_latch",
         module: "leader",
         callback: "zkr_leadership_callback",
@@ -91,7 +105,7 @@ const LISTENING: &[Listening] = &[
     },
     Listening {
         handle: "zkr_leader_observer",
-        module: "leader",
+        module: "observer",
         callback: "zkr_leader_observer_callback",
         arg: "o",
         add: "add_listener",
@@ -160,6 +174,20 @@ const LISTENING: &[Listening] = &[
         free: "removes the watch",
     },
     Listening {
+        handle: "zkr_queue",
+        module: "queue",
+        callback: "zkr_queue_state_callback",
+        arg: "q",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a connection-state listener (Curator's consumers hear none: CURATOR-336)",
+        noun: "queue",
+        add_more: "",
+        close: "Removes the queue's state and put listeners. The queue stays usable (its items live in \
+                ZooKeeper; taken items are completed or freed as before). Closing twice is ZKR_OK.",
+        free: "removes its put listeners (its items stay)",
+    },
+    Listening {
         handle: "zkr_service_cache",
         module: "discovery",
         callback: "zkr_service_cache_callback",
@@ -172,6 +200,20 @@ const LISTENING: &[Listening] = &[
         close: "Stops the cache and removes its listeners; the last instances stay readable. Closing \
                 twice is ZKR_OK.",
         free: "closes it",
+    },
+    Listening {
+        handle: "zkr_set_partitioner",
+        module: "partition",
+        callback: "zkr_partition_callback",
+        arg: "p",
+        add: "add_listener",
+        remove: "remove_listener",
+        what: "a state listener",
+        noun: "partitioner",
+        add_more: "",
+        close: "kazoo's finish (zkr_set_partitioner_finish): ZKR_PARTITION_FAILURE at once, then the \
+                partitions' locks are released and the party left. Closing twice is ZKR_OK.",
+        free: "finishes it if not finished (its locks released, the party left, before this returns)",
     },
 ];
 

@@ -70,10 +70,10 @@
 /**
  * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
  * `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
- * after them. Programs built with an older version keep working (the new fields take their
- * defaults).
+ * after them; version 4 `max_request_bytes`. Programs built with an older version keep working
+ * (the new fields take their defaults).
  */
-#define ZKR_CLIENT_OPTIONS_VERSION 3
+#define ZKR_CLIENT_OPTIONS_VERSION 4
 
 /**
  * ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
@@ -104,6 +104,17 @@
  * Every permission.
  */
 #define ZKR_PERM_ALL 31
+
+/**
+ * kazoo's default time boundary: how long the party must be unchanged before dividing.
+ */
+#define ZKR_PARTITIONER_TIME_BOUNDARY_MS 30000
+
+/**
+ * kazoo's default reaction time: how long one attempt at a partition's lock waits before
+ * checking whether the party changed.
+ */
+#define ZKR_PARTITIONER_MAX_REACTION_TIME_MS 1000
 
 /**
  * zkr_client_create_ex flag: create missing parents as PERSISTENT nodes (Curator's
@@ -198,6 +209,11 @@ enum zkr_status
      * someone else); it was left untouched.
      */
     ZKR_CONFLICT = 305,
+    /**
+     * There is no watch of the kind asked for on that path in this client
+     * (zkr_client_remove_watches; ZooKeeper's NoWatcherException).
+     */
+    ZKR_NO_WATCHER = 306,
     /**
      * Any other error from the server or the protocol layer.
      */
@@ -311,6 +327,10 @@ typedef enum zkr_watcher_event_type {
      * ZKR_WATCHER_RECONNECTED follows.
      */
     ZKR_WATCHER_SESSION_LOST = 7,
+    /**
+     * The watch was removed by zkr_client_remove_watches (path NULL): the last event.
+     */
+    ZKR_WATCHER_WATCH_REMOVED = 8,
 } zkr_watcher_event_type;
 
 /**
@@ -364,7 +384,17 @@ typedef enum zkr_watch_event_type {
      * The session ended (expired, or the client was closed) before the node changed.
      */
     ZKR_WATCH_SESSION_ENDED = 5,
+    /**
+     * The watch was removed (zkr_client_remove_watches) before the node changed.
+     */
+    ZKR_WATCH_REMOVED = 6,
 } zkr_watch_event_type;
+
+/**
+ * Curator's DistributedAtomicValue: bytes set atomically in one node, shared with Curator's
+ * DistributedAtomicValue (and, when they hold 8 or 4 bytes, with the counters). Thread-safe.
+ */
+typedef struct zkr_atomic_bytes zkr_atomic_bytes;
 
 /**
  * Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
@@ -391,6 +421,17 @@ typedef struct zkr_barrier zkr_barrier;
  * It never writes to ZooKeeper. Thread-safe.
  */
 typedef struct zkr_cache zkr_cache;
+
+/**
+ * Curator's CachedAtomicInteger: zkr_cached_atomic_long over a zkr_atomic_int's node.
+ */
+typedef struct zkr_cached_atomic_int zkr_cached_atomic_int;
+
+/**
+ * Curator's CachedAtomicLong: ids handed out from ranges of a zkr_atomic_long's node, reserved
+ * `cache_factor` at a time with one Curator-style add. Thread-safe.
+ */
+typedef struct zkr_cached_atomic_long zkr_cached_atomic_long;
 
 /**
  * A ZooKeeper client (Curator's CuratorFramework): one session at a time, renewed by itself
@@ -496,6 +537,13 @@ typedef struct zkr_queue zkr_queue;
 typedef struct zkr_queue_item zkr_queue_item;
 
 /**
+ * Curator's QueueSharder: DistributedQueue shards `queue_path/queue-<UUID>`, a new one added by
+ * the sharders' leader (a LeaderLatch at `leader_path`) when a shard holds the threshold.
+ * Thread-safe.
+ */
+typedef struct zkr_queue_sharder zkr_queue_sharder;
+
+/**
  * One registered instance. Freeing the handle does not unregister it (the discovery keeps it
  * until zkr_registration_unregister or zkr_discovery_close).
  */
@@ -535,10 +583,24 @@ typedef struct zkr_service_cache zkr_service_cache;
 typedef struct zkr_service_provider zkr_service_provider;
 
 /**
+ * kazoo's SetPartitioner: the members of a party divide a set of partitions among themselves,
+ * each partition to exactly one member, and divide it again when members come or go. kazoo
+ * processes on the same path take part. Thread-safe.
+ */
+typedef struct zkr_set_partitioner zkr_set_partitioner;
+
+/**
  * Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
  * in every client that watches it. Thread-safe.
  */
 typedef struct zkr_shared_count zkr_shared_count;
+
+/**
+ * Curator's SharedValue: bytes in one node, kept up to date in every client that watches it,
+ * with versioned (compare-and-set) writes. zkr_shared_count is this over a 4-byte int; the
+ * node is shared with Curator's SharedValue. Thread-safe.
+ */
+typedef struct zkr_shared_value zkr_shared_value;
 
 /**
  * Curator's SimpleDistributedQueue: `qn-<seq>` nodes holding raw bytes; at-most-once
@@ -555,10 +617,10 @@ typedef struct zkr_transaction zkr_transaction;
 
 /**
  * A persistent watch on a path, optionally recursive (every node below it too): Curator's
- * PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
- * one persistent-watch mode per path per session: while a recursive watcher (or a cache, which
- * sets a recursive watch on its root) lives on a path, zkr_watcher_start of a plain one there in
- * the same client is ZKR_CONFLICT, and the other way round.
+ * PersistentWatcher. It stays set across reconnects and sessions until closed. Watchers and
+ * caches on one path of one client share one watch on the server, whatever their modes (the
+ * recursive one serves the plain ones, filtered). zkr_client_remove_watches of its kind ends it:
+ * ZKR_WATCHER_WATCH_REMOVED is its last event.
  * Thread-safe.
  */
 typedef struct zkr_watcher zkr_watcher;
@@ -594,6 +656,17 @@ typedef struct zkr_versioned_value {
  * or longjmp out.
  */
 typedef void (*zkr_shared_count_callback)(struct zkr_versioned_value value, void *user_data);
+
+/**
+ * Called when a shared value changes (by any client, this one included), with its new data
+ * version and bytes: `data` holds `len` bytes (NULL when `len` is 0), borrowed for the call
+ * only (copy what you keep). Connection changes are not reported here: use
+ * zkr_client_add_state_listener (after a reconnection the value is read again, and this is
+ * called if it moved meanwhile). It runs on a library thread, one call at a time, in order
+ * with the value's other listeners; any zkr_ function may be called inside. It must not throw
+ * (C++) or longjmp out.
+ */
+typedef void (*zkr_shared_value_callback)(int32_t version, const uint8_t *data, size_t len, void *user_data);
 
 /**
  * Called when this participant becomes leader (`is_leader` true) or stops leading (false). It
@@ -791,11 +864,17 @@ typedef void (*zkr_cache_callback)(const struct zkr_cache_event *event, void *us
 
 /**
  * A watcher listener: called with each event's type and the node's path (relative to the
- * client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+ * client's namespace; NULL for DISCONNECTED, RECONNECTED, SESSION_LOST and WATCH_REMOVED), valid during the
  * call. It runs on a library thread, one call at a time, in the order the server sent the
  * events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_watcher_callback)(enum zkr_watcher_event_type event_type, const char *path, void *user_data);
+
+/**
+ * A queue's connection-state callback (Curator's consumers are never told: CURATOR-336), as
+ * zkr_state_callback: on a library thread, one call at a time, in the order of the states.
+ */
+typedef void (*zkr_queue_state_callback)(enum zkr_connection_state state, void *user_data);
 
 /**
  * A service cache event, valid only during the callback (copy what you keep).
@@ -833,6 +912,19 @@ typedef struct zkr_service_cache_event {
  * library thread, one call at a time, in event order.
  */
 typedef void (*zkr_service_cache_callback)(const struct zkr_service_cache_event *event, void *user_data);
+
+/**
+ * Where a set partitioner is (kazoo's PartitionState; the core's list, in order).
+ */
+typedef uint32_t zkr_partition_state;
+
+/**
+ * Called with each new state of a set partitioner. It runs on a library thread (never the
+ * caller's, never one of the library's async workers), one call at a time, in order; any zkr_
+ * function may be called inside, including blocking ones (zkr_set_partitioner_release_set).
+ * It must not throw (C++) or longjmp out.
+ */
+typedef void (*zkr_partition_callback)(zkr_partition_state state, void *user_data);
 
 /**
  * One ACL entry (ZooKeeper's ACL): `perms` granted to `id` in `scheme`. Common entries:
@@ -982,6 +1074,16 @@ typedef struct zkr_cache_options {
      */
     int32_t max_depth;
 } zkr_cache_options;
+
+/**
+ * A cache's path filter (Curator's CuratorCacheBuilder.withSelector / TreeCache's selector):
+ * true keeps `path` — the root or a node below it — in the cache (and lets the cache look below
+ * it); false leaves it and everything below it out. It is called on one of the library's async
+ * workers, from the cache's own work (several times per event: once per level below the root),
+ * so it must return quickly and must not call blocking zkr_ functions; `path` is valid during
+ * the call only. It is not called once zkr_cache_close or zkr_cache_free has returned.
+ */
+typedef bool (*zkr_path_filter)(const char *path, void *user_data);
 
 /**
  * PathChildrenCache's start modes (Curator's StartMode, the core's list in order), for
@@ -1166,6 +1268,13 @@ typedef struct zkr_client_options {
      * (version 3) The number of entries at `acl_rules`.
      */
     size_t acl_rules_len;
+    /**
+     * (version 4) The largest request the client sends, in bytes on the wire (path, data, ACL
+     * and framing), at least 1024. Default 1048575 (0xfffff, the server's default
+     * jute.maxbuffer). A bigger request is ZKR_INVALID_ARGUMENT before it is sent (the server
+     * would drop the connection). Raise it only together with the servers' jute.maxbuffer.
+     */
+    size_t max_request_bytes;
 } zkr_client_options;
 
 /**
@@ -1304,6 +1413,58 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
+ * Bytes passed in (and, in a zkr_queue_put_event, out for the length of a callback): `len`
+ * bytes at `data` (NULL only with 0). The library never keeps the pointer.
+ */
+typedef struct zkr_bytes {
+    /**
+     * The bytes.
+     */
+    const uint8_t *data;
+    /**
+     * How many.
+     */
+    size_t len;
+} zkr_bytes;
+
+/**
+ * A completed put (Curator's QueuePutListener): valid during the callback only.
+ */
+typedef struct zkr_queue_put_event {
+    /**
+     * The item's node path (with its sequence number), NUL-terminated.
+     */
+    const char *node;
+    /**
+     * The messages put: one for a put, every one of a put_multi.
+     */
+    const struct zkr_bytes *messages;
+    /**
+     * How many messages.
+     */
+    size_t count;
+    /**
+     * Whether it was a put_multi (Curator's putMultiCompleted; else putCompleted).
+     */
+    bool multi;
+} zkr_queue_put_event;
+
+/**
+ * A put listener: called after each put or put_multi through this queue handle (or another
+ * handle of the same queue object, e.g. one zkr_queue_sharder_get_queue returned twice) that
+ * succeeded, on a library thread, one call at a time, in the order of the puts. `event` and
+ * everything it points to are valid during the call only. Any zkr_ function may be called
+ * inside it.
+ */
+typedef void (*zkr_queue_put_callback)(const struct zkr_queue_put_event *event, void *user_data);
+
+/**
+ * What zkr_queue_item_fail does with an item on a queue with a lock path (Curator's
+ * ErrorMode).
+ */
+typedef uint32_t zkr_error_mode;
+
+/**
  * What one operation of a transaction is (zkr_op_result.type).
  */
 typedef uint32_t zkr_op_type;
@@ -1340,6 +1501,36 @@ typedef struct zkr_op_result_list {
      */
     size_t len;
 } zkr_op_result_list;
+
+/**
+ * The result of a zkr_atomic_bytes operation (Curator's AtomicValue of byte[]), owned by you:
+ * free it with zkr_atomic_bytes_result_free. When `succeeded` is false nothing was written,
+ * `pre_value` is the last value read and `post_value` is NULL.
+ */
+typedef struct zkr_atomic_bytes_result {
+    /**
+     * Whether the operation's write was applied.
+     */
+    bool succeeded;
+    /**
+     * The bytes before the operation; NULL if the node did not exist (Curator's null).
+     */
+    struct zkr_buffer *pre_value;
+    /**
+     * The bytes after it; NULL if it did not succeed or the node does not exist.
+     */
+    struct zkr_buffer *post_value;
+    /**
+     * Tries and times.
+     */
+    struct zkr_atomic_stats stats;
+} zkr_atomic_bytes_result;
+
+/**
+ * The kinds of watches zkr_client_remove_watches removes (ZooKeeper's WatcherType, with its
+ * numbers; the core's WatcherType in order).
+ */
+typedef uint32_t zkr_watcher_type;
 
 /**
  * ZKR_CACHE_CREATED for the children found at start, no ZKR_CACHE_INITIALIZED.
@@ -1525,6 +1716,37 @@ typedef struct zkr_op_result_list {
 #define ZKR_RETRY_FOREVER 6
 
 /**
+ * Dividing the set: waiting for the party to be stable, then taking the partitions' locks.
+ */
+#define ZKR_PARTITION_ALLOCATING 0
+
+/**
+ * This member holds the lock of each of its partitions (zkr_set_partitioner_partitions).
+ */
+#define ZKR_PARTITION_ACQUIRED 1
+
+/**
+ * The party or the connection changed: stop working on the partitions and call
+ * zkr_set_partitioner_release_set soon.
+ */
+#define ZKR_PARTITION_RELEASE 2
+
+/**
+ * For good (session lost, client closed, an error, or finish): make a new partitioner.
+ */
+#define ZKR_PARTITION_FAILURE 3
+
+/**
+ * The item goes back into the queue at the tail, keeping its key (Curator's default).
+ */
+#define ZKR_ERROR_MODE_REQUEUE 0
+
+/**
+ * The item is deleted.
+ */
+#define ZKR_ERROR_MODE_DELETE 1
+
+/**
  * A create.
  */
 #define ZKR_OP_CREATE 0
@@ -1543,6 +1765,32 @@ typedef struct zkr_op_result_list {
  * A version check.
  */
 #define ZKR_OP_CHECK 3
+
+/**
+ * One-shot child watches (zkr_client_get_children_watch).
+ */
+#define ZKR_WATCHER_TYPE_CHILDREN 1
+
+/**
+ * One-shot data watches (zkr_client_get_data_watch, zkr_client_exists_watch).
+ */
+#define ZKR_WATCHER_TYPE_DATA 2
+
+/**
+ * Every kind.
+ */
+#define ZKR_WATCHER_TYPE_ANY 3
+
+/**
+ * Persistent watchers (zkr_persistent_watcher_new with recursive false) and node caches on
+ * the path.
+ */
+#define ZKR_WATCHER_TYPE_PERSISTENT 4
+
+/**
+ * Recursive persistent watchers and the caches rooted at the path.
+ */
+#define ZKR_WATCHER_TYPE_PERSISTENT_RECURSIVE 5
 
 #ifdef __cplusplus
 extern "C" {
@@ -1607,6 +1855,33 @@ zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
  * inside it), closes it, and releases the handle. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
+
+/**
+ * Adds a change listener; `*listener_id` identifies it for zkr_shared_value_remove_listener.
+ * `user_data` is passed back untouched and must stay valid until the listener is removed or the
+ * value freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_shared_value_add_listener(struct zkr_shared_value *sv, zkr_shared_value_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a change listener added with zkr_shared_value_add_listener. When this returns, the
+ * callback is not running (unless this is called from inside it) and will not run again, so its
+ * user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this value's listeners
+ * (listener ids are unique in the process).
+ */
+zkr_status zkr_shared_value_remove_listener(struct zkr_shared_value *sv, uint64_t listener_id);
+
+/**
+ * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
+ * other than zkr_shared_value_get_value return ZKR_CLOSED.
+ */
+zkr_status zkr_shared_value_close(struct zkr_shared_value *sv);
+
+/**
+ * Frees a value: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), closes it, and releases the handle. NULL does nothing.
+ */
+void zkr_shared_value_free(struct zkr_shared_value *sv);
 
 /**
  * Adds a leadership listener (Curator's LeaderLatchListener); `*listener_id` identifies it for
@@ -1781,6 +2056,35 @@ zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
 void zkr_watcher_free(struct zkr_watcher *watcher);
 
 /**
+ * Adds a connection-state listener (Curator's consumers hear none: CURATOR-336); `*listener_id`
+ * identifies it for zkr_queue_remove_listener. `user_data` is passed back untouched and must stay
+ * valid until the listener is removed or the queue freed. The callback is called on another thread
+ * (see its type).
+ */
+zkr_status zkr_queue_add_listener(struct zkr_queue *q, zkr_queue_state_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a connection-state listener (Curator's consumers hear none: CURATOR-336) added with
+ * zkr_queue_add_listener. When this returns, the callback is not running (unless this is called
+ * from inside it) and will not run again, so its user_data may be freed. ZKR_INVALID_ARGUMENT for
+ * an id that is not one of this queue's listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_queue_remove_listener(struct zkr_queue *q, uint64_t listener_id);
+
+/**
+ * Removes the queue's state and put listeners. The queue stays usable (its items live in
+ * ZooKeeper; taken items are completed or freed as before). Closing twice is ZKR_OK.
+ */
+zkr_status zkr_queue_close(struct zkr_queue *q);
+
+/**
+ * Frees a queue: removes its listeners (waiting for a running one to return, unless called from
+ * inside it), removes its put listeners (its items stay), and releases the handle. NULL does
+ * nothing.
+ */
+void zkr_queue_free(struct zkr_queue *q);
+
+/**
  * Adds a service cache listener; `*listener_id` identifies it for
  * zkr_service_cache_remove_listener. Added before zkr_service_cache_start, it hears the initial
  * load. `user_data` is passed back untouched and must stay valid until the listener is removed or
@@ -1807,6 +2111,34 @@ zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
  * from inside it), closes it, and releases the handle. NULL does nothing.
  */
 void zkr_service_cache_free(struct zkr_service_cache *c);
+
+/**
+ * Adds a state listener; `*listener_id` identifies it for zkr_set_partitioner_remove_listener.
+ * `user_data` is passed back untouched and must stay valid until the listener is removed or the
+ * partitioner freed. The callback is called on another thread (see its type).
+ */
+zkr_status zkr_set_partitioner_add_listener(struct zkr_set_partitioner *p, zkr_partition_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a state listener added with zkr_set_partitioner_add_listener. When this returns, the
+ * callback is not running (unless this is called from inside it) and will not run again, so its
+ * user_data may be freed. ZKR_INVALID_ARGUMENT for an id that is not one of this partitioner's
+ * listeners (listener ids are unique in the process).
+ */
+zkr_status zkr_set_partitioner_remove_listener(struct zkr_set_partitioner *p, uint64_t listener_id);
+
+/**
+ * kazoo's finish (zkr_set_partitioner_finish): ZKR_PARTITION_FAILURE at once, then the partitions'
+ * locks are released and the party left. Closing twice is ZKR_OK.
+ */
+zkr_status zkr_set_partitioner_close(struct zkr_set_partitioner *p);
+
+/**
+ * Frees a partitioner: removes its listeners (waiting for a running one to return, unless called
+ * from inside it), finishes it if not finished (its locks released, the party left, before this
+ * returns), and releases the handle. NULL does nothing.
+ */
+void zkr_set_partitioner_free(struct zkr_set_partitioner *p);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH" (compare with ZKR_VERSION_STRING, the version of
@@ -2089,6 +2421,13 @@ zkr_status zkr_curator_cache_new(struct zkr_client *c, const char *path, struct 
  * defaults). A max_depth below -1 is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
  */
 zkr_status zkr_cache_new(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, struct zkr_cache **out);
+
+/**
+ * zkr_cache_new with a path filter (see zkr_path_filter): `filter(path, user_data)` decides
+ * which nodes the cache keeps. `user_data` must stay valid until zkr_cache_close or
+ * zkr_cache_free returns. NULL `filter` is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+ */
+zkr_status zkr_cache_new_filtered(struct zkr_client *c, const char *path, const struct zkr_cache_options *opts, zkr_path_filter filter, void *user_data, struct zkr_cache **out);
 
 /**
  * Makes a NodeCache of the one node at `path`. Free with zkr_cache_free.
@@ -2599,25 +2938,6 @@ zkr_status zkr_leader_selector_close(struct zkr_leader_selector *s);
 void zkr_leader_selector_free(struct zkr_leader_selector *s);
 
 /**
- * Starts observing the group at `path`; returns once the current leader is known (the path
- * need not exist yet). Free with zkr_leader_observer_free.
- */
-zkr_status zkr_leader_observer_start(struct zkr_client *c, const char *path, struct zkr_leader_observer **out);
-
-/**
- * The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
- */
-zkr_status zkr_leader_observer_leader(const struct zkr_leader_observer *o, struct zkr_participant **leader);
-
-/**
- * Waits for the next change of leader (since the last call, or since start), at most
- * `timeout_ms` (-1: forever). `*leader` receives the new leader (free with
- * zkr_participant_free), or NULL if the timeout passed first. ZKR_CLOSED once the observer or
- * its client is closed.
- */
-zkr_status zkr_leader_observer_wait_changed(struct zkr_leader_observer *o, int64_t timeout_ms, struct zkr_participant **leader);
-
-/**
  * Makes a mutex on `path` (an absolute ZooKeeper path; lock nodes are created under it). No
  * server call is made yet. Free with zkr_mutex_free.
  */
@@ -2808,118 +3128,6 @@ zkr_status zkr_rwlock_write_lock(struct zkr_rwlock *rw, struct zkr_mutex **out);
 void zkr_rwlock_free(struct zkr_rwlock *rw);
 
 /**
- * Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
- */
-zkr_status zkr_semaphore_mutex_new(struct zkr_client *c, const char *path, struct zkr_semaphore_mutex **out);
-
-/**
- * Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
- */
-zkr_status zkr_semaphore_mutex_acquire(struct zkr_semaphore_mutex *m, int64_t timeout_ms, bool *acquired);
-
-/**
- * Releases; ZKR_NOT_OWNER if this handle does not hold it.
- */
-zkr_status zkr_semaphore_mutex_release(struct zkr_semaphore_mutex *m);
-
-/**
- * Whether this handle holds it.
- */
-zkr_status zkr_semaphore_mutex_is_acquired_in_this_process(const struct zkr_semaphore_mutex *m, bool *acquired);
-
-/**
- * Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
- */
-void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
-
-/**
- * Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
- * zkr_semaphore_free.
- */
-zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
-
-/**
- * Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
- * nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
- * zkr_leases_free), or NULL if the timeout passed first (then none is held).
- */
-zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
-
-/**
- * Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
- * empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
- * reported after trying them all.
- */
-zkr_status zkr_semaphore_return_leases(struct zkr_semaphore *s, struct zkr_leases *leases);
-
-/**
- * How many leases `leases` holds.
- */
-zkr_status zkr_leases_count(const struct zkr_leases *leases, size_t *count);
-
-/**
- * The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
- */
-zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_list **paths);
-
-/**
- * Frees a lease set; leases still in it are returned in the background. NULL does nothing.
- */
-void zkr_leases_free(struct zkr_leases *leases);
-
-/**
- * The lease nodes, as full paths in sequence order, in `*nodes` (free with
- * zkr_string_list_free).
- */
-zkr_status zkr_semaphore_participant_nodes(struct zkr_semaphore *s, struct zkr_string_list **nodes);
-
-/**
- * Frees a semaphore handle (lease sets stay valid). NULL does nothing.
- */
-void zkr_semaphore_free(struct zkr_semaphore *s);
-
-/**
- * Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
- * zkr_multi_lock_free.
- *
- * `paths` points to `count` NUL-terminated strings.
- */
-zkr_status zkr_multi_lock_new(struct zkr_client *c, const char *const *paths, size_t count, struct zkr_multi_lock **out);
-
-/**
- * Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
- * tells whether all were (if not, none is held).
- */
-zkr_status zkr_multi_lock_acquire(struct zkr_multi_lock *m, int64_t timeout_ms, bool *acquired);
-
-/**
- * zkr_multi_lock_acquire for an explicit owner.
- */
-zkr_status zkr_multi_lock_acquire_as(struct zkr_multi_lock *m, struct zkr_owner owner, int64_t timeout_ms, bool *acquired);
-
-/**
- * Releases every lock (reverse order) for the calling thread; tries them all and reports the
- * first error (ZKR_NOT_OWNER if this thread holds none).
- */
-zkr_status zkr_multi_lock_release(struct zkr_multi_lock *m);
-
-/**
- * zkr_multi_lock_release for an explicit owner.
- */
-zkr_status zkr_multi_lock_release_as(struct zkr_multi_lock *m, struct zkr_owner owner);
-
-/**
- * Whether every lock is held in this process.
- */
-zkr_status zkr_multi_lock_is_acquired_in_this_process(const struct zkr_multi_lock *m, bool *acquired);
-
-/**
- * Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
- * nothing.
- */
-void zkr_multi_lock_free(struct zkr_multi_lock *m);
-
-/**
  * Sends zkrecipes' log records of `max_level` and more severe (ZKR_LOG_ERROR .. ZKR_LOG_TRACE)
  * to `callback(level, target, message, user_data)`, for every client of the process, replacing
  * the callback of an earlier call. `ZKR_LOG_OFF` (with a NULL callback) turns logging off; off
@@ -3034,6 +3242,25 @@ zkr_status zkr_group_member_current_members(const struct zkr_group_member *m, st
 zkr_status zkr_group_member_set_this_data(struct zkr_group_member *m, const uint8_t *payload, size_t payload_len);
 
 /**
+ * Starts observing the group at `path`; returns once the current leader is known (the path
+ * need not exist yet). Free with zkr_leader_observer_free.
+ */
+zkr_status zkr_leader_observer_start(struct zkr_client *c, const char *path, struct zkr_leader_observer **out);
+
+/**
+ * The leader as last seen (free with zkr_participant_free); {"", false} when nobody leads.
+ */
+zkr_status zkr_leader_observer_leader(const struct zkr_leader_observer *o, struct zkr_participant **leader);
+
+/**
+ * Waits for the next change of leader (since the last call, or since start), at most
+ * `timeout_ms` (-1: forever). `*leader` receives the new leader (free with
+ * zkr_participant_free), or NULL if the timeout passed first. ZKR_CLOSED once the observer or
+ * its client is closed.
+ */
+zkr_status zkr_leader_observer_wait_changed(struct zkr_leader_observer *o, int64_t timeout_ms, struct zkr_participant **leader);
+
+/**
  * Curator's ExponentialBackoffRetry(base_sleep_ms, max_retries, max_sleep_ms); max_sleep_ms 0 =
  * no cap. The default is (1000, 3, 0).
  */
@@ -3074,6 +3301,84 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
 
 /**
+ * Makes a member of the set partitioner at `path`, dividing the `count` partition names at
+ * `set` (node names, no duplicates), as `identifier` (NULL: `<hostname>-<pid>`). The party must
+ * be unchanged for `time_boundary_ms` before the set is divided
+ * (ZKR_PARTITIONER_TIME_BOUNDARY_MS is kazoo's default); each attempt at a partition's lock
+ * waits `max_reaction_time_ms` (ZKR_PARTITIONER_MAX_REACTION_TIME_MS). Nothing happens on the
+ * server before zkr_set_partitioner_start. Free with zkr_set_partitioner_free.
+ */
+zkr_status zkr_set_partitioner_new(struct zkr_client *c, const char *path, const char *const *set, size_t count, const char *identifier, int64_t time_boundary_ms, int64_t max_reaction_time_ms, struct zkr_set_partitioner **out);
+
+/**
+ * Joins the party and starts allocating in the background (state ZKR_PARTITION_ALLOCATING).
+ * Once only (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after finish).
+ */
+zkr_status zkr_set_partitioner_start(struct zkr_set_partitioner *p);
+
+/**
+ * The state now, in `*state`.
+ */
+zkr_status zkr_set_partitioner_state(const struct zkr_set_partitioner *p, zkr_partition_state *state);
+
+/**
+ * The partitions this member holds, sorted, in `*partitions` (free with
+ * zkr_string_list_free): its share while ZKR_PARTITION_ACQUIRED, empty in any other state.
+ * `state` (may be NULL) gets the state of the same reading.
+ */
+zkr_status zkr_set_partitioner_partitions(const struct zkr_set_partitioner *p, zkr_partition_state *state, struct zkr_string_list **partitions);
+
+/**
+ * This member's identifier in `*identifier` (free with zkr_string_free).
+ */
+zkr_status zkr_set_partitioner_identifier(const struct zkr_set_partitioner *p, char **identifier);
+
+/**
+ * kazoo's wait_for_acquire: waits while ZKR_PARTITION_ALLOCATING, at most `timeout_ms` (-1:
+ * no limit); `*acquired` tells whether it is ZKR_PARTITION_ACQUIRED then (false in RELEASE or
+ * FAILURE, and when the time ran out). ZKR_INVALID_ARGUMENT before start.
+ */
+zkr_status zkr_set_partitioner_wait_for_acquire(struct zkr_set_partitioner *p, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Waits until the state differs from `seen`, at most `timeout_ms` (-1: no limit); `*state`
+ * gets the state then (`seen` when the time ran out).
+ */
+zkr_status zkr_set_partitioner_wait_for_change(struct zkr_set_partitioner *p, zkr_partition_state seen, int64_t timeout_ms, zkr_partition_state *state);
+
+/**
+ * kazoo's release_set: releases the partitions' locks and allocates again
+ * (ZKR_PARTITION_ALLOCATING). Call it in ZKR_PARTITION_RELEASE (other members wait for it).
+ * An error means a lock could not be released (its delete goes on in the background) and the
+ * partitioner is ZKR_PARTITION_FAILURE. ZKR_INVALID_ARGUMENT before start.
+ */
+zkr_status zkr_set_partitioner_release_set(struct zkr_set_partitioner *p);
+
+/**
+ * kazoo's finish: ZKR_PARTITION_FAILURE at once, then releases the locks and leaves the
+ * party. Finishing twice is ZKR_OK. (zkr_set_partitioner_close does the same.)
+ */
+zkr_status zkr_set_partitioner_finish(struct zkr_set_partitioner *p);
+
+/**
+ * kazoo's NonBlockingLease: takes the lease at `path` for `duration_ms` unless another
+ * identifier holds an unexpired one (holding it ourselves renews it); `*obtained` tells
+ * whether it did. `identifier` NULL is this host's name (kazoo's default). Waits at most
+ * `timeout_ms` (-1: no limit) for the lease's lock (ZKR_TIMEOUT). A holder node that cannot be
+ * read is ZKR_CORRUPTED_DATA (left as it is). `*end_unix_ms` (may be NULL) gets the end of our
+ * lease in milliseconds since 1970 (whole seconds, as stored), when obtained.
+ */
+zkr_status zkr_non_blocking_lease(struct zkr_client *c, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, int64_t *end_unix_ms);
+
+/**
+ * kazoo's MultiNonBlockingLease: tries the leases `path/0` … `path/count-1` in order (as
+ * zkr_non_blocking_lease) until one is obtained; `*obtained` tells whether one was, and
+ * `*index` and `*end_unix_ms` (each may be NULL) which one and when it ends (both untouched
+ * when none).
+ */
+zkr_status zkr_multi_non_blocking_lease(struct zkr_client *c, uint32_t count, const char *path, int64_t duration_ms, const char *identifier, int64_t timeout_ms, bool *obtained, uint32_t *index, int64_t *end_unix_ms);
+
+/**
  * Makes a simple queue on `path`. No server call is made yet. Free with zkr_simple_queue_free.
  */
 zkr_status zkr_simple_queue_new(struct zkr_client *c, const char *path, struct zkr_simple_queue **out);
@@ -3100,6 +3405,32 @@ zkr_status zkr_simple_queue_peek(struct zkr_simple_queue *q, struct zkr_buffer *
  * Frees a simple queue handle (its items stay). NULL does nothing.
  */
 void zkr_simple_queue_free(struct zkr_simple_queue *q);
+
+/**
+ * Adds a put listener (Curator's QueuePutListener); `*listener_id` identifies it for
+ * zkr_queue_remove_put_listener. `user_data` is passed back untouched and must stay valid
+ * until the listener is removed or the queue closed or freed.
+ */
+zkr_status zkr_queue_add_put_listener(struct zkr_queue *q, zkr_queue_put_callback callback, void *user_data, uint64_t *listener_id);
+
+/**
+ * Removes a put listener. When this returns, the callback is not running (unless this is
+ * called from inside it) and will not run again. ZKR_INVALID_ARGUMENT for an id that is not
+ * one of this queue's put listeners.
+ */
+zkr_status zkr_queue_remove_put_listener(struct zkr_queue *q, uint64_t listener_id);
+
+/**
+ * Sets what zkr_queue_item_fail does (Curator's setErrorMode): ZKR_ERROR_MODE_REQUEUE (the
+ * default) or ZKR_ERROR_MODE_DELETE. ZKR_INVALID_ARGUMENT for a queue without a lock path or
+ * another value.
+ */
+zkr_status zkr_queue_set_error_mode(struct zkr_queue *q, zkr_error_mode mode);
+
+/**
+ * The queue's error mode in `*mode`.
+ */
+zkr_status zkr_queue_error_mode(struct zkr_queue *q, zkr_error_mode *mode);
 
 /**
  * Makes a DistributedQueue on `path`. `lock_path` (or NULL) is Curator's lock path: with one,
@@ -3129,6 +3460,24 @@ zkr_status zkr_delay_queue_new(struct zkr_client *c, const char *path, const cha
  * room: `*put` is false if there was none in time. A lost reply is ZKR_OUTCOME_UNKNOWN.
  */
 zkr_status zkr_queue_put(struct zkr_queue *q, const uint8_t *data, size_t len, int64_t timeout_ms, bool *put);
+
+/**
+ * Puts the `count` messages at `messages` (at least one) as one item (Curator's putMulti:
+ * one node, consumed together; zkr_queue_item_message reads them), on a DistributedQueue.
+ * Waits for room as zkr_queue_put.
+ */
+zkr_status zkr_queue_put_multi(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put_multi, with a priority (lower first) on a DistributedPriorityQueue.
+ */
+zkr_status zkr_queue_put_multi_with_priority(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int32_t priority, int64_t timeout_ms, bool *put);
+
+/**
+ * As zkr_queue_put_multi, handed out from `delay_until_epoch_ms` on, on a
+ * DistributedDelayQueue.
+ */
+zkr_status zkr_queue_put_multi_with_delay(struct zkr_queue *q, const struct zkr_bytes *messages, size_t count, int64_t delay_until_epoch_ms, int64_t timeout_ms, bool *put);
 
 /**
  * As zkr_queue_put, with an item id (not empty) on a DistributedIdQueue.
@@ -3164,15 +3513,22 @@ zkr_status zkr_queue_len(struct zkr_queue *q, size_t *len);
 zkr_status zkr_queue_take(struct zkr_queue *q, int64_t timeout_ms, struct zkr_queue_item **item);
 
 /**
- * Frees a queue handle (its items stay). NULL does nothing.
- */
-void zkr_queue_free(struct zkr_queue *q);
-
-/**
  * The item's (first) message: `*data` points at `*len` bytes owned by the item, valid until
  * zkr_queue_item_free (NULL when empty).
  */
 zkr_status zkr_queue_item_data(const struct zkr_queue_item *item, const uint8_t **data, size_t *len);
+
+/**
+ * The number of messages of the item in `*count` (several for a put_multi; 1 for a put).
+ */
+zkr_status zkr_queue_item_message_count(const struct zkr_queue_item *item, size_t *count);
+
+/**
+ * Message `index` of the item (0 is the one zkr_queue_item_data gives): `*data` points at
+ * `*len` bytes owned by the item, valid until zkr_queue_item_free (NULL when empty).
+ * ZKR_INVALID_ARGUMENT for an index past the last.
+ */
+zkr_status zkr_queue_item_message(const struct zkr_queue_item *item, size_t index, const uint8_t **data, size_t *len);
 
 /**
  * The item's fencing token in `*token`: with a lock path, a later taker of the same item always
@@ -3188,6 +3544,15 @@ zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64
 zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
 
 /**
+ * The consumer failed the item (Curator's consumer threw): with a lock path, the queue's error
+ * mode puts it back at the tail (ZKR_ERROR_MODE_REQUEUE, the default) or deletes it
+ * (ZKR_ERROR_MODE_DELETE), in one transaction that checks our lock; the errors are
+ * zkr_queue_item_done's (ZKR_SESSION_EXPIRED: the item stays for another consumer). Without a
+ * lock path the item was removed when taken: ZKR_OK, nothing to do.
+ */
+zkr_status zkr_queue_item_fail(struct zkr_queue_item *item);
+
+/**
  * Gives the item back without completing it (another consumer takes it again).
  */
 zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
@@ -3197,6 +3562,184 @@ zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
  * does nothing.
  */
 void zkr_queue_item_free(struct zkr_queue_item *item);
+
+/**
+ * Makes a sharder of the DistributedQueue shards under `queue_path`, electing its leader at
+ * `leader_path` (outside `queue_path`). `lock_path` (or NULL) is the parent of the shards' lock
+ * paths (shard S locks under lock_path/S: exactly-once consumption). Curator's policies, 0 for
+ * Curator's default: `new_queue_threshold` (items in a shard that make the leader add one;
+ * 10000), `threshold_check_ms` (how often shards are counted; 30000), `max_queues` (10). No
+ * server call is made yet. Free with zkr_queue_sharder_free.
+ */
+zkr_status zkr_queue_sharder_new(struct zkr_client *c, const char *queue_path, const char *leader_path, const char *lock_path, uint32_t new_queue_threshold, uint32_t threshold_check_ms, uint32_t max_queues, struct zkr_queue_sharder **out);
+
+/**
+ * Starts: makes the queue path, takes up its shards (or adds the first), joins the election.
+ * Once only.
+ */
+zkr_status zkr_queue_sharder_start(struct zkr_queue_sharder *s);
+
+/**
+ * Stops counting and leaves the election (shards and items stay; queue handles from
+ * zkr_queue_sharder_get_queue still work). Closing twice is ZKR_OK.
+ */
+zkr_status zkr_queue_sharder_close(struct zkr_queue_sharder *s);
+
+/**
+ * A shard for puts (Curator's getQueue: one under the threshold, at random) as a new queue
+ * handle in `*out` (free with zkr_queue_free). ZKR_INVALID_ARGUMENT before start, ZKR_CLOSED
+ * after close.
+ */
+zkr_status zkr_queue_sharder_get_queue(struct zkr_queue_sharder *s, struct zkr_queue **out);
+
+/**
+ * Takes the next item of any shard, waiting at most `timeout_ms` (-1: no limit). `*item`
+ * receives it (free with zkr_queue_item_free), or NULL if the timeout passed first.
+ */
+zkr_status zkr_queue_sharder_take(struct zkr_queue_sharder *s, int64_t timeout_ms, struct zkr_queue_item **item);
+
+/**
+ * The number of shards this sharder knows, in `*qty` (Curator's getShardQty).
+ */
+zkr_status zkr_queue_sharder_shard_qty(struct zkr_queue_sharder *s, size_t *qty);
+
+/**
+ * The shards' paths, sorted, in `*paths` (free with zkr_string_list_free).
+ */
+zkr_status zkr_queue_sharder_queue_paths(struct zkr_queue_sharder *s, struct zkr_string_list **paths);
+
+/**
+ * Whether this sharder leads (adds shards), in `*leader`.
+ */
+zkr_status zkr_queue_sharder_is_leader(struct zkr_queue_sharder *s, bool *leader);
+
+/**
+ * Frees a sharder, closing it first. NULL does nothing.
+ */
+void zkr_queue_sharder_free(struct zkr_queue_sharder *s);
+
+/**
+ * Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
+ */
+zkr_status zkr_semaphore_mutex_new(struct zkr_client *c, const char *path, struct zkr_semaphore_mutex **out);
+
+/**
+ * Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
+ */
+zkr_status zkr_semaphore_mutex_acquire(struct zkr_semaphore_mutex *m, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Releases; ZKR_NOT_OWNER if this handle does not hold it.
+ */
+zkr_status zkr_semaphore_mutex_release(struct zkr_semaphore_mutex *m);
+
+/**
+ * Whether this handle holds it.
+ */
+zkr_status zkr_semaphore_mutex_is_acquired_in_this_process(const struct zkr_semaphore_mutex *m, bool *acquired);
+
+/**
+ * Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
+ */
+void zkr_semaphore_mutex_free(struct zkr_semaphore_mutex *m);
+
+/**
+ * Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
+ * zkr_semaphore_free.
+ */
+zkr_status zkr_semaphore_new(struct zkr_client *c, const char *path, uint32_t max_leases, struct zkr_semaphore **out);
+
+/**
+ * Makes a semaphore on `path` whose max leases are `count`'s value, read live (Curator's
+ * constructor taking a SharedCountReader): raising the count lets waiters in at once; lowering
+ * it takes no lease back but admits nobody until fewer than the new count are held (below 1:
+ * nobody). Start the count (zkr_shared_count_start) to follow its changes. The semaphore reads
+ * the count without owning its handle: after the count is closed or freed, its last value
+ * stays the limit. Free with zkr_semaphore_free.
+ */
+zkr_status zkr_semaphore_new_with_count(struct zkr_client *c, const char *path, const struct zkr_shared_count *count, struct zkr_semaphore **out);
+
+/**
+ * Acquires `qty` (>= 1; more than a fixed max_leases is ZKR_INVALID_ARGUMENT at once, more than
+ * a count's value waits, as the count may be raised) leases, all or nothing, waiting at most
+ * `timeout_ms` (-1: forever). `*leases` receives them (free with
+ * zkr_leases_free), or NULL if the timeout passed first (then none is held).
+ */
+zkr_status zkr_semaphore_acquire(struct zkr_semaphore *s, uint32_t qty, int64_t timeout_ms, struct zkr_leases **leases);
+
+/**
+ * Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
+ * empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
+ * reported after trying them all.
+ */
+zkr_status zkr_semaphore_return_leases(struct zkr_semaphore *s, struct zkr_leases *leases);
+
+/**
+ * How many leases `leases` holds.
+ */
+zkr_status zkr_leases_count(const struct zkr_leases *leases, size_t *count);
+
+/**
+ * The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
+ */
+zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_list **paths);
+
+/**
+ * Frees a lease set; leases still in it are returned in the background. NULL does nothing.
+ */
+void zkr_leases_free(struct zkr_leases *leases);
+
+/**
+ * The lease nodes, as full paths in sequence order, in `*nodes` (free with
+ * zkr_string_list_free).
+ */
+zkr_status zkr_semaphore_participant_nodes(struct zkr_semaphore *s, struct zkr_string_list **nodes);
+
+/**
+ * Frees a semaphore handle (lease sets stay valid). NULL does nothing.
+ */
+void zkr_semaphore_free(struct zkr_semaphore *s);
+
+/**
+ * Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
+ * zkr_multi_lock_free.
+ *
+ * `paths` points to `count` NUL-terminated strings.
+ */
+zkr_status zkr_multi_lock_new(struct zkr_client *c, const char *const *paths, size_t count, struct zkr_multi_lock **out);
+
+/**
+ * Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
+ * tells whether all were (if not, none is held).
+ */
+zkr_status zkr_multi_lock_acquire(struct zkr_multi_lock *m, int64_t timeout_ms, bool *acquired);
+
+/**
+ * zkr_multi_lock_acquire for an explicit owner.
+ */
+zkr_status zkr_multi_lock_acquire_as(struct zkr_multi_lock *m, struct zkr_owner owner, int64_t timeout_ms, bool *acquired);
+
+/**
+ * Releases every lock (reverse order) for the calling thread; tries them all and reports the
+ * first error (ZKR_NOT_OWNER if this thread holds none).
+ */
+zkr_status zkr_multi_lock_release(struct zkr_multi_lock *m);
+
+/**
+ * zkr_multi_lock_release for an explicit owner.
+ */
+zkr_status zkr_multi_lock_release_as(struct zkr_multi_lock *m, struct zkr_owner owner);
+
+/**
+ * Whether every lock is held in this process.
+ */
+zkr_status zkr_multi_lock_is_acquired_in_this_process(const struct zkr_multi_lock *m, bool *acquired);
+
+/**
+ * Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
+ * nothing.
+ */
+void zkr_multi_lock_free(struct zkr_multi_lock *m);
 
 /**
  * The calling thread's last failure message: the function that failed, what went wrong (naming
@@ -3321,6 +3864,132 @@ void zkr_string_list_free(struct zkr_string_list *list);
 void zkr_buffer_free(struct zkr_buffer *buffer);
 
 /**
+ * Makes a shared value at `path` whose node zkr_shared_value_start creates with the
+ * `seed_len` bytes of `seed` (`seed` may be NULL when `seed_len` is 0) if it is missing. Free
+ * with zkr_shared_value_free.
+ */
+zkr_status zkr_shared_value_new(struct zkr_client *c, const char *path, const uint8_t *seed, size_t seed_len, struct zkr_shared_value **out);
+
+/**
+ * Creates the node with the seed if missing (parents as persistent nodes), reads it and starts
+ * watching. Once only (ZKR_INVALID_ARGUMENT the second time; ZKR_CLOSED after close). The node
+ * must be a persistent leaf (ZKR_INVALID_ARGUMENT otherwise).
+ */
+zkr_status zkr_shared_value_start(struct zkr_shared_value *sv);
+
+/**
+ * The value as last seen (the seed before start) in `*value` (free with zkr_buffer_free) and,
+ * if `version` is not NULL, its data version (-1 before start); no server call. Pass both to
+ * zkr_shared_value_try_set_value.
+ */
+zkr_status zkr_shared_value_get_value(const struct zkr_shared_value *sv, struct zkr_buffer **value, int32_t *version);
+
+/**
+ * Sets the value to the `len` bytes of `data` whatever it was (ZKR_INVALID_ARGUMENT before
+ * start, ZKR_CLOSED after close).
+ */
+zkr_status zkr_shared_value_set_value(struct zkr_shared_value *sv, const uint8_t *data, size_t len);
+
+/**
+ * Sets the value to the `len` bytes of `data` only if it is still at `previous_version` with
+ * the `previous_len` bytes of `previous` (both from zkr_shared_value_get_value); `*set` is
+ * false if they are stale (the fresh value is then read, for the next try).
+ * ZKR_OUTCOME_UNKNOWN if the write's reply was lost and its fate cannot be known; ZKR_OVERFLOW
+ * at data version -1 (where Curator throws IllegalTrySetVersionException).
+ */
+zkr_status zkr_shared_value_try_set_value(struct zkr_shared_value *sv, int32_t previous_version, const uint8_t *previous, size_t previous_len, const uint8_t *data, size_t len, bool *set);
+
+/**
+ * Frees a result and its buffers. NULL does nothing.
+ */
+void zkr_atomic_bytes_result_free(struct zkr_atomic_bytes_result *result);
+
+/**
+ * Makes an atomic value at `path` using the client's retry policy, without promotion (the
+ * node is created by the first try_set, force_set or initialize). Free with
+ * zkr_atomic_bytes_free.
+ */
+zkr_status zkr_atomic_bytes_new(struct zkr_client *c, const char *path, struct zkr_atomic_bytes **out);
+
+/**
+ * zkr_atomic_bytes_new with Curator's options (see zkr_atomic_long_new_with): `retry` for the
+ * optimistic tries of zkr_atomic_bytes_try_set, and Curator's PromotedToLock fallback.
+ */
+zkr_status zkr_atomic_bytes_new_with(struct zkr_client *c, const char *path, const struct zkr_retry_policy *retry, const char *promoted_lock_path, int64_t promoted_lock_timeout_ms, struct zkr_atomic_bytes **out);
+
+/**
+ * The current bytes in `*result` (`succeeded` true; `pre_value` and `post_value` NULL if the
+ * node does not exist).
+ */
+zkr_status zkr_atomic_bytes_get(struct zkr_atomic_bytes *a, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's compareAndSet: sets the `len` bytes of `data` only if the node holds exactly the
+ * `expected_len` bytes of `expected` (one try; a missing node never matches). Check
+ * `(*result)->succeeded`.
+ */
+zkr_status zkr_atomic_bytes_compare_and_set(struct zkr_atomic_bytes *a, const uint8_t *expected, size_t expected_len, const uint8_t *data, size_t len, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's trySet: sets the `len` bytes of `data` with the optimistic loop (and promotion).
+ * Check `(*result)->succeeded`. ZKR_OUTCOME_UNKNOWN if a write's reply was lost and its fate
+ * cannot be known.
+ */
+zkr_status zkr_atomic_bytes_try_set(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len, struct zkr_atomic_bytes_result **result);
+
+/**
+ * Curator's forceSet: sets the `len` bytes of `data` whatever the value was, creating the node
+ * if needed.
+ */
+zkr_status zkr_atomic_bytes_force_set(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len);
+
+/**
+ * Curator's initialize: creates the node with the `len` bytes of `data` if it does not exist;
+ * `*created` tells whether it did.
+ */
+zkr_status zkr_atomic_bytes_initialize(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len, bool *created);
+
+/**
+ * Frees an atomic value handle (the node stays). NULL does nothing.
+ */
+void zkr_atomic_bytes_free(struct zkr_atomic_bytes *a);
+
+/**
+ * Makes ids from `counter`'s node, `cache_factor` (at least 1, else ZKR_INVALID_ARGUMENT)
+ * reserved at a time. The new handle shares the counter's node and options, not its handle:
+ * `counter` may be freed afterwards. Free with zkr_cached_atomic_long_free.
+ */
+zkr_status zkr_cached_atomic_long_new(const struct zkr_atomic_long *counter, int64_t cache_factor, struct zkr_cached_atomic_long **out);
+
+/**
+ * The next id: `out->post_value` (and `pre_value` = post_value - 1), reserving a new range
+ * when needed. Check `out->succeeded` (false when a reservation did not succeed: nothing was
+ * handed out). After an error the next call reserves a fresh range: ids may be skipped, never
+ * handed out twice across processes.
+ */
+zkr_status zkr_cached_atomic_long_next(struct zkr_cached_atomic_long *cached, struct zkr_atomic_value *out);
+
+/**
+ * Frees a cached counter (the ids of its range not handed out are lost). NULL does nothing.
+ */
+void zkr_cached_atomic_long_free(struct zkr_cached_atomic_long *cached);
+
+/**
+ * zkr_cached_atomic_long_new over a 32-bit counter. Free with zkr_cached_atomic_int_free.
+ */
+zkr_status zkr_cached_atomic_int_new(const struct zkr_atomic_int *counter, int32_t cache_factor, struct zkr_cached_atomic_int **out);
+
+/**
+ * The next id (see zkr_cached_atomic_long_next).
+ */
+zkr_status zkr_cached_atomic_int_next(struct zkr_cached_atomic_int *cached, struct zkr_atomic_value *out);
+
+/**
+ * Frees a cached counter (the ids of its range not handed out are lost). NULL does nothing.
+ */
+void zkr_cached_atomic_int_free(struct zkr_cached_atomic_int *cached);
+
+/**
  * Makes a persistent watcher of `path` (not started; the path need not exist); `recursive`
  * also covers every node below it. Free with zkr_watcher_free.
  */
@@ -3338,6 +4007,35 @@ zkr_status zkr_watcher_start(struct zkr_watcher *watcher);
  * unknown number.
  */
 const char *zkr_watcher_event_type_name(uint32_t event_type);
+
+/**
+ * Removes this client's watches of `type` on `path` (ZooKeeper's removeAllWatches, Curator's
+ * watchers().removeAll()). Each removed one-shot watch's callback is called with
+ * ZKR_WATCH_REMOVED; a removed persistent watcher's listeners hear ZKR_WATCHER_WATCH_REMOVED,
+ * last. ZKR_NO_WATCHER when the client has no watch of that kind there.
+ *
+ * One-shot kinds are removed on the server first: with `local` false, a failure to reach it is
+ * returned (ZKR_CONNECTION_LOSS) and nothing is removed; with `local` true one try is made and
+ * the watches are removed here whatever it says. Persistent kinds are removed here at once
+ * (the path's one shared watch leaves the server with its last user). A recipe waiting on a
+ * removed watch reads again and sets a new one; a cache whose watch is removed sets it again
+ * and resyncs. ZooKeeper before 3.9 cannot remove a persistent watch by its kind
+ * (ZOOKEEPER-4472) and strips half of one with a data or child removal (ZOOKEEPER-4471): the
+ * library sets such a watch again and its users hear RECONNECTED (read again).
+ */
+zkr_status zkr_client_remove_watches(struct zkr_client *c, const char *path, zkr_watcher_type kind, bool local);
+
+/**
+ * Curator's blockUntilConnected(timeout): waits until the client is connected (CONNECTED,
+ * RECONNECTED or READ_ONLY; at once if it is now), at most `timeout_ms` (-1: no limit; 0: look
+ * once). `*connected` is false when the time ran out first. ZKR_CLOSED on a closed client.
+ */
+zkr_status zkr_client_wait_for_state(struct zkr_client *c, int64_t timeout_ms, bool *connected);
+
+/**
+ * The largest request this client sends, in bytes (zkr_client_options.max_request_bytes).
+ */
+zkr_status zkr_client_max_request_bytes(const struct zkr_client *c, size_t *bytes);
 
 #ifdef __cplusplus
 }  // extern "C"

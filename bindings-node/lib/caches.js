@@ -36,7 +36,7 @@ class CacheBase extends EventEmitter {
     nativeGetters(this, (c) => c.#native, ['path', 'size', 'initialized', 'resyncs']);
   }
 
-  constructor(client, path, options, expectsInitialized) {
+  constructor(client, path, options, expectsInitialized, pathFilter) {
     super();
     const nc = Client._native(client);
     args.path('path', path);
@@ -56,7 +56,7 @@ class CacheBase extends EventEmitter {
       forward(name, payload, extra);
     };
     this.#expectsInitialized = expectsInitialized;
-    this.#native = new native.NativeCache(nc, path, options, emit);
+    this.#native = new native.NativeCache(nc, path, options, emit, pathFilter);
   }
 
   #expectsInitialized;
@@ -110,6 +110,31 @@ class CacheBase extends EventEmitter {
     return eventIterator(this.#iterators);
   }
 
+  /**
+   * Adds `fn(event)` as a listener of its own and returns its id (a bigint, for `unlisten`).
+   * With `{ replay: true }` it first hears the current contents as CREATED events, then what
+   * happens next — nothing missed, nothing twice (C's zkr_cache_add_listener_with_replay,
+   * Python's `listen(fn, replay=True)`): for a listener added after `start()`. Events arrive
+   * on the JS thread, in order.
+   */
+  listen(fn, options) {
+    const o = args.options('options', options, ['replay']);
+    args.func('fn', fn);
+    const replay = args.bool('replay', o.replay, false);
+    return this.#native.listen((_name, payload) => {
+      try {
+        fn(payload);
+      } catch (err) {
+        process.emitWarning(`zkrecipes: a cache listener threw: ${err?.stack ?? err}`, { code: 'ZKR_LISTENER_ERROR' });
+      }
+    }, replay);
+  }
+
+  /** Removes a listener added by `listen`; whether it was there. */
+  unlisten(id) {
+    return this.#native.removeListener(args.int64('id', id));
+  }
+
   /** Stops the cache: no event after this; `for await` loops end; the snapshot stays readable. */
   close() {
     this.#native.close();
@@ -123,11 +148,29 @@ function maxDepthOption(what, v) {
   return d;
 }
 
-/** Curator 5.x's CuratorCache: the whole subtree at `path`; options `{ data, maxDepth }`. */
+/**
+ * Curator 5.x's CuratorCache: the whole subtree at `path`; options `{ data, maxDepth,
+ * pathFilter }`. `pathFilter(path) => boolean` (Curator's selector) decides which nodes the
+ * cache keeps: false leaves a node and everything below it out. It is called on the JS thread
+ * for the root and each level below it (so keep it quick); one that throws keeps the node (with
+ * a process warning).
+ */
 class CuratorCache extends CacheBase {
   constructor(client, path, options) {
-    const o = args.options('options', options, ['data', 'maxDepth']);
-    super(client, path, { view: 'curator', data: args.bool('data', o.data, true), maxDepth: maxDepthOption('maxDepth', o.maxDepth) }, true);
+    const o = args.options('options', options, ['data', 'maxDepth', 'pathFilter']);
+    let filter;
+    if (o.pathFilter !== undefined && o.pathFilter !== null) {
+      const f = args.func('pathFilter', o.pathFilter);
+      filter = (p) => {
+        try {
+          return Boolean(f(p));
+        } catch (err) {
+          process.emitWarning(`zkrecipes: a cache's pathFilter threw (the node is kept): ${err?.stack ?? err}`, { code: 'ZKR_LISTENER_ERROR' });
+          return true;
+        }
+      };
+    }
+    super(client, path, { view: 'curator', data: args.bool('data', o.data, true), maxDepth: maxDepthOption('maxDepth', o.maxDepth) }, true, filter);
   }
 }
 
@@ -178,9 +221,9 @@ class TreeCache extends CacheBase {
  * covers every node below it. Events `{ type, path }` (`path` null for DISCONNECTED, RECONNECTED
  * and SESSION_LOST): `watcher.on('event', fn)` and `for await (const ev of watcher)`, in the
  * order the server sent them. RECONNECTED means changes made meanwhile were not reported: read
- * again what matters (or use a cache). ZooKeeper keeps one persistent-watch mode per path per
- * session: while a recursive watcher (or a cache) lives on a path, `start()` of a plain one there
- * in the same client rejects with ZKR_CONFLICT, and the other way round.
+ * again what matters (or use a cache). Watchers and caches on one path of one client share one
+ * watch on the server, whatever their modes (the recursive one serves the plain ones, filtered).
+ * `client.removeWatches` of its kind ends it: WATCH_REMOVED is its last event.
  */
 class PersistentWatcher extends EventEmitter {
   #native;

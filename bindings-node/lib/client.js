@@ -10,6 +10,8 @@ const args = require('./args');
 const { RetryPolicy } = require('./retry');
 
 const PERMS = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 };
+/** The kinds of watches `client.removeWatches` removes (ZooKeeper's WatcherType; the core's list). */
+const WatcherType = Object.freeze(Object.fromEntries(native.watcherTypes().map((n) => [n, n])));
 const constructing = Symbol('zkrecipes.constructing');
 
 // A Client that is garbage collected without close() must not keep the process alive.
@@ -17,7 +19,7 @@ const keepAliveRegistry = new FinalizationRegistry((timer) => clearInterval(time
 
 const CONNECT_OPTIONS = [
   'sessionTimeoutMs', 'connectionTimeoutMs', 'retry', 'namespace', 'auth', 'acl', 'canBeReadOnly',
-  'tls', 'sasl', 'aclProvider',
+  'tls', 'sasl', 'aclProvider', 'maxRequestBytes',
 ];
 
 /** A retry option: a RetryPolicy, as a plain object for the native layer; `undefined` if omitted. */
@@ -107,6 +109,7 @@ function connectOptions(options) {
     retry: retryOption('retry', o.retry),
     namespace: args.optionalString('namespace', o.namespace),
     canBeReadOnly: args.bool('canBeReadOnly', o.canBeReadOnly, undefined),
+    maxRequestBytes: args.uint32('maxRequestBytes', o.maxRequestBytes),
   };
   if (o.auth !== undefined && o.auth !== null) {
     const list = Array.isArray(o.auth) ? o.auth : [o.auth];
@@ -142,7 +145,7 @@ class Client extends EventEmitter {
   // `state` (the connection state), `sessionId` (a BigInt, 0n once closed), `isClosed`,
   // `namespace` (`''` or `'/ns'`).
   static {
-    nativeGetters(this, (c) => c.#native, ['state', 'sessionId', 'isClosed', 'namespace']);
+    nativeGetters(this, (c) => c.#native, ['state', 'sessionId', 'isClosed', 'namespace', 'maxRequestBytes']);
   }
 
   constructor(token, nativeClient, hosts) {
@@ -168,7 +171,10 @@ class Client extends EventEmitter {
    * `namespace`, `auth` ({ scheme, credentials } or a list), `acl` ([{ perms, scheme, id }]),
    * `canBeReadOnly`, `tls` ({ ca, cert, key, verifyHostname, everyHost }: each PEM a path, PEM
    * text or a Buffer), `sasl` ({ mechanism: 'DIGEST-MD5', username, password }), `aclProvider`
-   * (a function `(path) => Acl[] | undefined`, or `{ [pathPrefix]: Acl[] }`). An unknown option
+   * (a function `(path) => Acl[] | undefined`, or `{ [pathPrefix]: Acl[] }`), `maxRequestBytes`
+   * (the largest request sent, in bytes on the wire: default 1048575, the server's default
+   * jute.maxbuffer, at least 1024; a bigger request rejects with ZKR_INVALID_ARGUMENT before it
+   * is sent; raise it only with the servers' jute.maxbuffer). An unknown option
    * is refused (`ZKR_INVALID_ARGUMENT`); a refused authentication rejects with `ZKR_AUTH_FAILED`
    * at once (never retried).
    */
@@ -348,6 +354,45 @@ class Client extends EventEmitter {
   }
 
   /**
+   * Removes this client's watches of `type` on `path` (ZooKeeper's removeAllWatches, Curator's
+   * watchers().removeAll()); `type` is a WatcherType: 'CHILDREN', 'DATA', 'PERSISTENT',
+   * 'PERSISTENT_RECURSIVE' or 'ANY'. A removed one-shot watch is called with `{ type:
+   * 'WATCH_REMOVED', path }`; a removed PersistentWatcher emits WATCH_REMOVED last. Rejects with
+   * ZKR_NO_WATCHER when the client has no watch of that kind there. One-shot kinds are removed
+   * on the server first: with `{ local: false }` (the default) a failure to reach it rejects
+   * (ZKR_CONNECTION_LOSS) and nothing is removed; with `{ local: true }` one try is made and the
+   * watches are removed here whatever it says. Persistent kinds are removed here at once (the
+   * path's one shared watch leaves the server with its last user). A recipe waiting on a removed
+   * watch reads again; a cache whose watch is removed sets it again and resyncs. ZooKeeper
+   * before 3.9 cannot remove a persistent watch by its kind (ZOOKEEPER-4472) and strips half of
+   * one with a data or child removal (ZOOKEEPER-4471): such a watch is set again and its users
+   * hear RECONNECTED (read again).
+   */
+  removeWatches(path, type, options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['local']);
+      const t = args.string('type', type);
+      if (!Object.hasOwn(WatcherType, t)) {
+        throw invalid(`type must be one of ${Object.keys(WatcherType).join(', ')}, got ${JSON.stringify(t)}`);
+      }
+      return this.#native.removeWatches(args.path('path', path), t, args.bool('local', o.local, false));
+    });
+  }
+
+  /**
+   * Curator's blockUntilConnected(timeout): resolves to true once the client is connected
+   * (CONNECTED, RECONNECTED or READ_ONLY; at once if it is now), false when `{ timeoutMs }`
+   * (omitted or Infinity: no limit; 0: look once) ran out first. Rejects with ZKR_CLOSED on a
+   * closed client.
+   */
+  waitForState(options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['timeoutMs']);
+      return this.#native.waitForState(args.ms('timeoutMs', o.timeoutMs));
+    });
+  }
+
+  /**
    * Deletes a node. Options: `version` (only at that version), `guaranteed` (keep retrying in
    * the background after connection loss, Curator's guaranteed()), `recursive` (children first).
    */
@@ -446,4 +491,4 @@ class Transaction {
   }
 }
 
-module.exports = { Client, Transaction, constructing, retryOption };
+module.exports = { Client, Transaction, WatcherType, constructing, retryOption };

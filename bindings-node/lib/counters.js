@@ -1,4 +1,5 @@
-// Counters: DistributedAtomicLong, DistributedAtomicInteger and SharedCount.
+// Counters and values: DistributedAtomicLong, DistributedAtomicInteger, SharedCount,
+// DistributedAtomicValue, SharedValue, CachedAtomicLong and CachedAtomicInteger.
 'use strict';
 
 const { EventEmitter } = require('node:events');
@@ -6,6 +7,7 @@ const { EventEmitter } = require('node:events');
 const { native, nativeGetters } = require('./native');
 const { ErrorCode } = require('./vocabulary');
 const { zkrError } = require('./errors');
+const { registerNative, nativeOf } = require('./handles');
 const args = require('./args');
 const { Client, retryOption } = require('./client');
 const { forwardTo } = require('./events');
@@ -34,6 +36,7 @@ class CounterBase {
   constructor(nativeCounter, conv) {
     this.#native = nativeCounter;
     this.#conv = conv;
+    registerNative(this, nativeCounter);
   }
 
   /** The counter's path. */
@@ -143,6 +146,7 @@ class SharedCount extends EventEmitter {
       else forward(name, payload, extra);
     };
     this.#native = new native.NativeSharedCount(nc, path, int32('seed', seed ?? 0), emit);
+    registerNative(this, this.#native);
   }
 
   #corrupted(path, version) {
@@ -186,4 +190,172 @@ class SharedCount extends EventEmitter {
   }
 }
 
-module.exports = { DistributedAtomicLong, DistributedAtomicInteger, SharedCount };
+/**
+ * Curator's SharedValue: bytes watched by every client, with versioned (compare-and-set)
+ * writes. `await value.start()`, then `getValue()` answers from memory; emits `'change'`
+ * (value, version) and `'state'` (name): Curator's SharedValueListener hears both. Values are
+ * Buffers (accepted as Buffer, Uint8Array or string). SharedCount is this over a 4-byte int.
+ */
+class SharedValue extends EventEmitter {
+  #native;
+
+  // `path`.
+  static {
+    nativeGetters(this, (v) => v.#native, ['path']);
+  }
+
+  constructor(client, path, seed) {
+    super();
+    const nc = Client._native(client);
+    args.path('path', path);
+    const translate = (name, payload, extra) => (name === 'change' ? [payload, extra] : [payload]);
+    this.#native = new native.NativeSharedValue(nc, path, args.buffer('seed', seed) ?? Buffer.alloc(0), forwardTo(this, translate));
+  }
+
+  /** Creates the node with the seed if missing, reads it and starts watching. */
+  start() {
+    return args.rejecting(() => this.#native.start());
+  }
+
+  /** Curator's getValue(): the bytes as last seen (the seed before start). */
+  getValue() {
+    return this.#native.versionedValue().value;
+  }
+
+  /** `{ version, value }`, for trySetValue. */
+  getVersionedValue() {
+    return this.#native.versionedValue();
+  }
+
+  /** Sets the value whatever it was. */
+  setValue(value) {
+    return args.rejecting(() => this.#native.setValue(args.buffer('value', value, { optional: false })));
+  }
+
+  /**
+   * Sets the value only if it is still at `previous` ({ version, value }, from
+   * getVersionedValue); resolves to whether it did (when not, the fresh value has been read).
+   * Rejects with ZKR_OUTCOME_UNKNOWN if the write's reply was lost and its fate cannot be known.
+   */
+  trySetValue(previous, value) {
+    return args.rejecting(() => {
+      const p = args.options('previous', previous, ['version', 'value']);
+      return this.#native.trySetValue(
+        int32('previous.version', p.version),
+        args.buffer('previous.value', p.value, { optional: false }),
+        args.buffer('value', value, { optional: false }),
+      );
+    });
+  }
+
+  /** Stops watching (the node stays). */
+  close() {
+    this.#native.close();
+  }
+}
+
+const bytes = (what, v) => args.buffer(what, v, { optional: false });
+
+/**
+ * Curator's DistributedAtomicValue: bytes set atomically in one node. Resolves to AtomicValues
+ * whose values are Buffers, or `null` where the node does not exist (Curator's null); check
+ * `succeeded`. Options as the counters': `retry`, `promotedToLock`.
+ */
+class DistributedAtomicValue {
+  #native;
+
+  constructor(client, path, options) {
+    const nc = Client._native(client);
+    this.#native = new native.NativeAtomicValue(nc, args.path('path', path), atomicOptions(options));
+  }
+
+  /** The value's path. */
+  get path() {
+    return this.#native.path;
+  }
+
+  /** Resolves to `{ succeeded: true, preValue, postValue, stats }` with the current bytes. */
+  get() {
+    return args.rejecting(() => this.#native.get());
+  }
+
+  /** Curator's compareAndSet: sets `newValue` only if the node holds exactly `expected`. */
+  compareAndSet(expected, newValue) {
+    return args.rejecting(() => this.#native.compareAndSet(bytes('expected', expected), bytes('newValue', newValue)));
+  }
+
+  /** Curator's trySet: the optimistic tries, then the promoted lock (check `succeeded`). */
+  trySet(value) {
+    return args.rejecting(() => this.#native.trySet(bytes('value', value)));
+  }
+
+  /** Curator's forceSet: sets whatever the value was, creating the node if needed. */
+  forceSet(value) {
+    return args.rejecting(() => this.#native.forceSet(bytes('value', value)));
+  }
+
+  /** Curator's initialize: creates the node with `value` if missing; resolves to whether it did. */
+  initialize(value) {
+    return args.rejecting(() => this.#native.initialize(bytes('value', value)));
+  }
+}
+
+/**
+ * Curator's CachedAtomicLong(counter, cacheFactor): ids handed out from ranges of a
+ * DistributedAtomicLong, `cacheFactor` (at least 1) reserved at a time with one Curator-style
+ * add. `next()` resolves to an AtomicValue whose `postValue` is the id (bigint); check
+ * `succeeded`. After a rejection the next call reserves a fresh range: ids may be skipped,
+ * never handed out twice across processes.
+ */
+class CachedAtomicLong {
+  #native;
+  #counter;
+
+  constructor(counter, cacheFactor) {
+    const nc = nativeOf('counter', counter, DistributedAtomicLong);
+    this.#native = new native.NativeCachedAtomicLong(nc, args.requiredInt32('cacheFactor', cacheFactor));
+    this.#counter = counter;
+  }
+
+  /** The counter ranges are reserved from. */
+  get counter() {
+    return this.#counter;
+  }
+
+  /** Resolves to the next id's AtomicValue. */
+  next() {
+    return args.rejecting(() => this.#native.next());
+  }
+}
+
+/** Curator's CachedAtomicInteger: CachedAtomicLong over a DistributedAtomicInteger (numbers). */
+class CachedAtomicInteger {
+  #native;
+  #counter;
+
+  constructor(counter, cacheFactor) {
+    const nc = nativeOf('counter', counter, DistributedAtomicInteger);
+    this.#native = new native.NativeCachedAtomicInteger(nc, args.requiredInt32('cacheFactor', cacheFactor));
+    this.#counter = counter;
+  }
+
+  /** The counter ranges are reserved from. */
+  get counter() {
+    return this.#counter;
+  }
+
+  /** Resolves to the next id's AtomicValue. */
+  next() {
+    return args.rejecting(() => this.#native.next());
+  }
+}
+
+module.exports = {
+  DistributedAtomicLong,
+  DistributedAtomicInteger,
+  SharedCount,
+  SharedValue,
+  DistributedAtomicValue,
+  CachedAtomicLong,
+  CachedAtomicInteger,
+};

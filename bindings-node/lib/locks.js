@@ -12,6 +12,8 @@ const args = require('./args');
 const { Owner, ownerContext, resolveOwner, ThreadOwnerGuard } = require('./owners');
 const { Client, constructing } = require('./client');
 const { forwardTo } = require('./events');
+const { nativeOf } = require('./handles');
+const { SharedCount } = require('./counters');
 
 // A held lock whose object is collected keeps its node until the session ends (the core does
 // not delete it from a finalizer: that would race with the session). Say so, like Node does of
@@ -373,15 +375,29 @@ class InterProcessSemaphoreV2 {
     nativeGetters(this, (s) => s.#native, ['maxLeases', 'path']);
   }
 
+  /**
+   * `maxLeases` is a number, or `{ count }`: a SharedCount whose value is the limit, read live
+   * (Curator's constructor taking a SharedCountReader). Raising the count lets waiters in at
+   * once; lowering it takes no lease back but admits nobody until fewer than the new count are
+   * held (below 1: nobody). Start the count to follow its changes.
+   */
   constructor(client, path, maxLeases) {
     this.#nc = Client._native(client);
-    this.#native = new native.NativeSemaphoreV2(this.#nc, args.path('path', path), args.requiredUint32('maxLeases', maxLeases));
+    args.path('path', path);
+    if (typeof maxLeases === 'object' && maxLeases !== null) {
+      const o = args.options('maxLeases', maxLeases, ['count']);
+      const count = nativeOf('maxLeases.count', o.count, SharedCount);
+      this.#native = native.NativeSemaphoreV2.withCount(this.#nc, path, count);
+    } else {
+      this.#native = new native.NativeSemaphoreV2(this.#nc, path, args.requiredUint32('maxLeases', maxLeases));
+    }
   }
 
   /**
    * Acquires `qty` leases (1) all or nothing; waits without limit or at most `{ timeoutMs }`.
-   * Resolves to the leases, or `null` if they were not all acquired in time; `qty` above
-   * `maxLeases` rejects with `ZKR_INVALID_ARGUMENT` at once.
+   * Resolves to the leases, or `null` if they were not all acquired in time; `qty` above a
+   * fixed `maxLeases` rejects with `ZKR_INVALID_ARGUMENT` at once (with `{ count }` it waits:
+   * the count may be raised).
    */
   acquire(options) {
     return args.rejecting(async () => {

@@ -127,18 +127,42 @@ class QueueItem {
     return args.rejecting(() => this.#queue.itemDone(this.#handle));
   }
 
-  /** Gives the item back without completing it. */
+  /**
+   * The consumer failed the item (Curator's consumer threw): with a lock path the queue's
+   * `errorMode` puts it back at the tail (`'REQUEUE'`, the default) or deletes it (`'DELETE'`),
+   * in one transaction that checks our lock; rejects as `done()` does. Without a lock path the
+   * item was removed when taken: nothing to do.
+   */
+  fail() {
+    return args.rejecting(() => this.#queue.itemFail(this.#handle));
+  }
+
+  /** Gives the item back where it was, without completing it (taken again next). */
   release() {
     return args.rejecting(() => this.#queue.itemRelease(this.#handle));
   }
 }
 
+const ERROR_MODES = ['REQUEUE', 'DELETE'];
+
+function errorModeArg(what, v) {
+  if (v === undefined || v === null) return undefined;
+  if (!ERROR_MODES.includes(v)) throw invalid(`${what} must be one of ${ERROR_MODES.join(', ')}, got ${describe(v)}`);
+  return v;
+}
+
 function queueOptions(options) {
-  const o = args.options('options', options, ['lockPath', 'maxItems']);
+  const o = args.options('options', options, ['lockPath', 'maxItems', 'errorMode']);
   return {
     lockPath: args.optionalString('lockPath', o.lockPath),
     maxItems: args.uint32('maxItems', o.maxItems),
+    errorMode: errorModeArg('errorMode', o.errorMode),
   };
+}
+
+function messagesArg(values) {
+  if (!Array.isArray(values)) throw invalid(`messages must be an array of Buffers, Uint8Arrays or strings, got ${describe(values)}`);
+  return values.map((v, i) => data(`messages[${i}]`, v));
 }
 
 /**
@@ -148,15 +172,49 @@ function queueOptions(options) {
 class QueueBase extends EventEmitter {
   #native;
 
-  constructor(client, path, kind, options) {
+  constructor(client, path, kind, options, make) {
     super();
     const forward = forwardTo(this);
-    this.#native = new native.NativeQueue(Client._native(client), args.path('path', path), kind, queueOptions(options), forward);
-    this.path = path;
+    if (make !== undefined) {
+      this.#native = make(forward); // a shard of a QueueSharder
+      this.path = this.#native.path;
+    } else {
+      this.#native = new native.NativeQueue(Client._native(client), args.path('path', path), kind, queueOptions(options), forward);
+      this.path = path;
+    }
   }
 
   _put(value, id, number, options) {
     return args.rejecting(() => this.#native.put(data('data', value), id, number, args.timeoutOption(options)));
+  }
+
+  _putMulti(values, number, options) {
+    return args.rejecting(() => this.#native.putMulti(messagesArg(values), number, args.timeoutOption(options)));
+  }
+
+  /**
+   * What `item.fail()` does (Curator's ErrorMode): `'REQUEUE'` (the default) or `'DELETE'`.
+   * Setting it needs a lock path (ZKR_INVALID_ARGUMENT otherwise).
+   */
+  get errorMode() {
+    return this.#native.errorMode;
+  }
+
+  set errorMode(mode) {
+    this.#native.setErrorMode(errorModeArg('errorMode', mode) ?? describe(mode));
+  }
+
+  /**
+   * Calls `listener({ node, messages, multi })` after every put or putMulti through this queue
+   * that succeeded (Curator's QueuePutListener); the same as `on('put', listener)`.
+   */
+  addPutListener(listener) {
+    return this.on('put', args.func('listener', listener));
+  }
+
+  /** Removes a put listener (`off('put', listener)`). */
+  removePutListener(listener) {
+    return this.off('put', listener);
   }
 
   _native() {
@@ -193,15 +251,26 @@ class QueueBase extends EventEmitter {
   }
 }
 
-/** Curator's DistributedQueue; options `{ lockPath, maxItems }` (lockPath: exactly once). */
+/**
+ * Curator's DistributedQueue; options `{ lockPath, maxItems, errorMode }` (lockPath: exactly
+ * once).
+ */
 class DistributedQueue extends QueueBase {
-  constructor(client, path, options) {
-    super(client, path, 'queue', options);
+  constructor(client, path, options, make) {
+    super(client, path, 'queue', options, make);
   }
 
   /** Puts one item; resolves to false if a bounded queue had no room within `{ timeoutMs }`. */
   put(value, options) {
     return this._put(value, undefined, undefined, options);
+  }
+
+  /**
+   * Puts `values` (at least one) as one item (Curator's putMulti: one node, handed to one
+   * consumer together as `item.messages`); waits for room as `put`.
+   */
+  putMulti(values, options) {
+    return this._putMulti(values, undefined, options);
   }
 }
 
@@ -232,6 +301,11 @@ class DistributedPriorityQueue extends QueueBase {
   put(value, priority, options) {
     return this._put(value, undefined, args.requiredInt32('priority', priority), options);
   }
+
+  /** Puts `values` as one item with `priority` (Curator's putMulti(items, priority)). */
+  putMulti(values, priority, options) {
+    return args.rejecting(() => this._putMulti(values, args.requiredInt32('priority', priority), options));
+  }
 }
 
 /** Curator's DistributedDelayQueue: an item is handed out once its time has passed. */
@@ -248,6 +322,86 @@ class DistributedDelayQueue extends QueueBase {
     }
     return this._put(value, undefined, ms, options);
   }
+
+  /** Puts `values` as one item handed out from `delayUntil` on (Curator's putMulti(items, delayUntilEpoch)). */
+  putMulti(values, delayUntil, options) {
+    const ms = delayUntil instanceof Date ? delayUntil.getTime() : delayUntil;
+    if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms <= 0) {
+      return Promise.reject(invalid(`delayUntil must be a Date or positive epoch milliseconds, got ${describe(delayUntil)}`));
+    }
+    return this._putMulti(values, ms, options);
+  }
+}
+
+/**
+ * Curator's QueueSharder: DistributedQueue shards `queuePath/queue-<UUID>`; when a shard holds
+ * `newQueueThreshold` items (counted every `thresholdCheckMs`), the sharders' leader (a
+ * LeaderLatch at `leaderPath`, outside `queuePath`) adds one, up to `maxQueues` (Curator's
+ * defaults: 10000, 30000, 10). With `lockPath`, shard S locks under `lockPath/S` (exactly once).
+ * `getQueue()` picks a shard for puts; `take()` / `consume()` take from every shard and follow
+ * new ones at once.
+ */
+class QueueSharder {
+  #native;
+
+  constructor(client, queuePath, leaderPath, options) {
+    const o = args.options('options', options, ['lockPath', 'errorMode', 'newQueueThreshold', 'thresholdCheckMs', 'maxQueues']);
+    this.#native = new native.NativeQueueSharder(Client._native(client), args.path('queuePath', queuePath),
+      args.path('leaderPath', leaderPath), {
+        lockPath: args.optionalString('lockPath', o.lockPath),
+        errorMode: errorModeArg('errorMode', o.errorMode),
+        newQueueThreshold: args.uint32('newQueueThreshold', o.newQueueThreshold),
+        thresholdCheckMs: args.ms('thresholdCheckMs', o.thresholdCheckMs),
+        maxQueues: args.uint32('maxQueues', o.maxQueues),
+      });
+    this.path = queuePath;
+  }
+
+  /** Makes the path, takes up its shards (or adds the first), joins the election. */
+  start() {
+    return args.rejecting(() => this.#native.start());
+  }
+
+  /** Stops counting and leaves the election (shards and items stay); gives back items held. */
+  close() {
+    return args.rejecting(() => this.#native.close());
+  }
+
+  /** A shard for puts (Curator's getQueue: one under the threshold, at random). */
+  getQueue() {
+    return new DistributedQueue(undefined, undefined, undefined, (forward) => this.#native.getQueue(forward));
+  }
+
+  /** The number of shards this sharder knows (Curator's getShardQty). */
+  get shardQty() {
+    return this.#native.shardQty;
+  }
+
+  /** The shards' paths, sorted (Curator's getQueuePaths). */
+  get queuePaths() {
+    return this.#native.queuePaths;
+  }
+
+  /** Whether this sharder leads (adds shards). */
+  get isLeader() {
+    return this.#native.isLeader;
+  }
+
+  /** Resolves to the next QueueItem of any shard, or null after `{ timeoutMs }`. */
+  async take(options) {
+    const raw = await args.rejecting(() => this.#native.take(args.timeoutOption(options)));
+    return raw === null ? null : new QueueItem(this.#native, raw);
+  }
+
+  /** Items of every shard as they come; ends when none came within `{ timeoutMs }`. */
+  async *consume(options) {
+    const timeoutMs = args.timeoutOption(options);
+    for (;;) {
+      const item = await this.take({ timeoutMs });
+      if (item === null) return;
+      yield item;
+    }
+  }
 }
 
 module.exports = {
@@ -259,4 +413,5 @@ module.exports = {
   DistributedIdQueue,
   DistributedPriorityQueue,
   DistributedDelayQueue,
+  QueueSharder,
 };

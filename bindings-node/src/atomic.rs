@@ -38,7 +38,7 @@ pub struct AtomicOptions {
     pub promoted_to_lock: Option<PromotedToLockOptions>,
 }
 
-fn counter_options(
+pub(crate) fn counter_options(
     o: Option<AtomicOptions>,
 ) -> CoreResult<(Option<zkrecipes::RetryPolicy>, Option<PromotedToLock>)> {
     let Some(o) = o else { return Ok((None, None)) };
@@ -78,11 +78,11 @@ fn stats(s: &AtomicStats) -> Out {
 }
 
 /// Curator's AtomicValue as `{ succeeded, preValue, postValue, stats }`.
-fn atomic_value<T: Copy>(v: &AtomicValue<T>, num: impl Fn(T) -> Out) -> Out {
+pub(crate) fn atomic_value<T: Clone>(v: &AtomicValue<T>, num: impl Fn(T) -> Out) -> Out {
     Out::Object(vec![
         ("succeeded", Out::Bool(v.succeeded)),
-        ("preValue", num(v.pre_value)),
-        ("postValue", num(v.post_value)),
+        ("preValue", num(v.pre_value.clone())),
+        ("postValue", num(v.post_value.clone())),
         ("stats", stats(&v.stats)),
     ])
 }
@@ -240,6 +240,13 @@ pub struct NativeAtomicLong {
     inner: Arc<DistributedAtomicLong>,
 }
 
+impl NativeAtomicLong {
+    /// The core counter (a cached counter takes a clone of it).
+    pub(crate) fn core(&self) -> &DistributedAtomicLong {
+        &self.inner
+    }
+}
+
 counter_methods!(
     NativeAtomicLong,
     DistributedAtomicLong,
@@ -254,6 +261,13 @@ pub struct NativeAtomicInteger {
     inner: Arc<DistributedAtomicInteger>,
 }
 
+impl NativeAtomicInteger {
+    /// The core counter (a cached counter takes a clone of it).
+    pub(crate) fn core(&self) -> &DistributedAtomicInteger {
+        &self.inner
+    }
+}
+
 counter_methods!(
     NativeAtomicInteger,
     DistributedAtomicInteger,
@@ -261,6 +275,13 @@ counter_methods!(
     int_in,
     int_out
 );
+
+impl NativeSharedCount {
+    /// The core count (a count-driven semaphore reads it).
+    pub(crate) fn core(&self) -> &SharedCount {
+        &self.inner
+    }
+}
 
 /// Curator's SharedCount; `emit` receives `'change'` (value, version), `'state'` (name) and
 /// `'corrupted'` (the data version of a value that is not a count).

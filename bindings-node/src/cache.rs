@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{BigInt, Object};
-use napi::Env;
+use napi::bindgen_prelude::{BigInt, FnArgs, Function, Object};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use zkrecipes::cache::{
     Cache, CacheEvent, CacheEventType, CacheOptions, ChildData, CuratorCache, NodeCache,
@@ -100,6 +101,32 @@ fn depth(max_depth: Option<f64>) -> CoreResult<Option<usize>> {
     }
 }
 
+/// The JS side of a cache's path filter: `(path) => boolean` (the JS layer catches what the
+/// user's function throws).
+pub type PathFilterFn<'a> = Function<'a, FnArgs<(String,)>, bool>;
+
+type PathFilterTsfn = ThreadsafeFunction<String, bool, FnArgs<(String,)>, Status, false, true>;
+
+/// How long the cache waits for the JS thread to answer its path filter.
+const PATH_FILTER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The core's path filter, asking `tsfn` on the JS thread and waiting for the answer (the core
+/// calls it from the cache's task on its runtime, never on the JS thread, which no native method
+/// blocks). A filter that cannot answer keeps the node.
+fn ask_filter(tsfn: &PathFilterTsfn, path: &str) -> bool {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let status = tsfn.call_with_return_value(
+        path.to_string(),
+        ThreadsafeFunctionCallMode::NonBlocking,
+        move |answer, _env| {
+            let _ = tx.send(answer.unwrap_or(true));
+            Ok(())
+        },
+    );
+    // Cannot call it (the environment is exiting) or no answer in time: keep the node.
+    status != Status::Ok || rx.recv_timeout(PATH_FILTER_WAIT).unwrap_or(true)
+}
+
 /// The native cache.
 #[napi]
 pub struct NativeCache {
@@ -116,8 +143,18 @@ impl NativeCache {
         path: String,
         options: NativeCacheOptions,
         emit: EmitFn<'_>,
+        path_filter: Option<PathFilterFn<'_>>,
     ) -> napi::Result<Self> {
         sync(&env, || {
+            let filter = match path_filter {
+                Some(f) => Some(
+                    f.build_threadsafe_function::<String>()
+                        .weak::<true>()
+                        .callee_handled::<false>()
+                        .build_callback(|ctx| Ok(FnArgs::from((ctx.value,))))?,
+                ),
+                None => None,
+            };
             let c = &client.inner;
             let data = options.data.unwrap_or(true);
             let max_depth = depth(options.max_depth)?;
@@ -132,11 +169,14 @@ impl NativeCache {
                 }
                 "tree" => TreeCache::new(c, &path, max_depth)?.into(),
                 _ => {
-                    let opts = CacheOptions {
+                    let mut opts = CacheOptions {
                         data,
                         max_depth,
                         ..CacheOptions::default()
                     };
+                    if let Some(tsfn) = filter {
+                        opts = opts.path_filter(move |p| ask_filter(&tsfn, p));
+                    }
                     CuratorCache::with_options(c, &path, opts)?.into()
                 }
             };
@@ -216,6 +256,32 @@ impl NativeCache {
     #[napi(getter)]
     pub fn resyncs(&self, env: Env) -> napi::Result<f64> {
         sync(&env, || Ok(self.inner.resyncs() as f64))
+    }
+
+    /// A listener of its own for one JS function (`emit('event', payload)`): with `replay`, it
+    /// first hears the current contents as CREATED events (the core's `listen_with_replay`:
+    /// nothing missed, nothing twice), then what happens next. Its id, for `removeListener`.
+    #[napi]
+    pub fn listen(&self, env: Env, emit: EmitFn<'_>, replay: bool) -> napi::Result<BigInt> {
+        sync(&env, || {
+            let emitter = Emitter::new(emit)?;
+            let f = move |e: &CacheEvent| emitter.emit(event(e));
+            let id = if replay {
+                self.inner.listen_with_replay(f)
+            } else {
+                self.inner.listen(f)
+            };
+            Ok(BigInt::from(id))
+        })
+    }
+
+    /// Removes a listener added by `listen`; whether it was there.
+    #[napi]
+    pub fn remove_listener(&self, env: Env, id: BigInt) -> napi::Result<bool> {
+        sync(&env, || {
+            let (_, v, _) = id.get_u64();
+            Ok(self.inner.remove_listener(v)?)
+        })
     }
 
     /// Stops the cache.

@@ -175,6 +175,8 @@ pub struct ConnectOptions {
     pub sasl: Option<SaslOptionsJs>,
     /// The path rules of the ACL provider (`aclProvider` given as an object).
     pub acl_rules: Option<Vec<AclRule>>,
+    /// The largest request the client sends, in bytes (default 0xfffff).
+    pub max_request_bytes: Option<f64>,
 }
 
 pub(crate) fn retry_policy(r: &RetryOptions) -> CoreResult<RetryPolicy> {
@@ -248,6 +250,14 @@ fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreRes
     }
     if let Some(ns) = o.namespace {
         b = b.namespace(ns);
+    }
+    if let Some(n) = o.max_request_bytes {
+        if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64) {
+            return Err(invalid(format!(
+                "maxRequestBytes is {n}: expected a whole number of bytes"
+            )));
+        }
+        b = b.max_request_bytes(n as usize);
     }
     for a in o.auth.unwrap_or_default() {
         b = b.auth(a.scheme, a.credentials.to_vec());

@@ -31,11 +31,14 @@ mod lock;
 mod log;
 mod nodes;
 mod observer;
+mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
 mod value;
+mod values;
 mod vocabulary;
+mod watches;
 
 // The free functions and classes JS reaches (napi registers them; these uses keep them alive in
 // every build, `cargo test` included).
@@ -50,7 +53,11 @@ pub use lock::attempt_revoke;
 pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
 pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};
+pub use partition::{
+    multi_non_blocking_lease, non_blocking_lease, partition_states, NativeSetPartitioner,
+};
 pub use vocabulary::vocabulary;
+pub use watches::watcher_types;
 // The testing kit (`require('zkrecipes/testing')`), in builds with the `kit` feature.
 #[cfg(feature = "kit")]
 pub use testing::{

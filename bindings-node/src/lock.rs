@@ -403,6 +403,21 @@ impl NativeSemaphoreV2 {
         })
     }
 
+    /// Curator's semaphore whose max leases are `count`'s value, read live.
+    #[napi(factory)]
+    pub fn with_count(
+        env: Env,
+        client: &NativeClient,
+        path: String,
+        count: &crate::atomic::NativeSharedCount,
+    ) -> napi::Result<Self> {
+        sync(&env, || {
+            Ok(NativeSemaphoreV2 {
+                inner: InterProcessSemaphoreV2::with_count(&client.inner, &path, count.core())?,
+            })
+        })
+    }
+
     /// Resolves to `qty` leases, or `null` if they were not all acquired within `timeout_ms`.
     #[napi]
     pub fn acquire<'env>(

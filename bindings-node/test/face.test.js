@@ -69,6 +69,7 @@ test("the vocabulary is the core's, and index.d.ts spells the same lists", async
     ['LogLevelName', Object.keys(LogLevel)],
     ['ServiceTypeName', Object.keys(zkr.ServiceType)],
     ['ServiceCacheEventKindName', Object.keys(zkr.ServiceCacheEventKind)],
+    ['PartitionState', Object.keys(zkr.PartitionState)],
   ]) {
     assert.deepEqual(declaredUnion(name).sort(), [...values].sort(), `index.d.ts's ${name}`);
   }

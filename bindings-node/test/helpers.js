@@ -76,7 +76,7 @@ async function waitFor(predicate, { timeoutMs = 10000, what = 'condition' } = {}
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -1,10 +1,13 @@
 //! Distributed counters: `DistributedAtomicLong` / `DistributedAtomicInteger` (one native class
-//! for both widths) and `SharedCount`, with `AtomicValue` as a small frozen object.
+//! for both widths) and `SharedCount`, with `AtomicValue` and `VersionedValue` as small frozen
+//! objects whose values are ints or bytes (Curator's `AtomicValue<T>`, `VersionedValue<T>`: the
+//! bytes recipes in `values.rs` use them too).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use zkrecipes::atomic::{
     AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock,
     SharedCount, SharedCountEvent, VersionedValue,
@@ -51,29 +54,65 @@ impl From<AtomicStats> for PyAtomicStats {
     }
 }
 
-/// The result of a Curator-style counter operation (Curator's AtomicValue). When `succeeded` is
-/// False nothing was written: `pre_value` is the last value read and `post_value` is 0.
+/// A value of a counter (an int) or of a bytes recipe (bytes, or None for a missing node:
+/// Curator's `null`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Val {
+    Int(i64),
+    Bytes(Option<Vec<u8>>),
+}
+
+impl<'py> IntoPyObject<'py> for Val {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self {
+            Val::Int(v) => v.into_pyobject(py)?.into_any(),
+            Val::Bytes(Some(b)) => PyBytes::new(py, &b).into_any(),
+            Val::Bytes(None) => py.None().into_bound(py),
+        })
+    }
+}
+
+impl Val {
+    fn repr(&self, py: Python<'_>) -> String {
+        match self {
+            Val::Int(v) => v.to_string(),
+            Val::Bytes(None) => "None".to_string(),
+            Val::Bytes(Some(b)) => PyBytes::new(py, b)
+                .repr()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|_| format!("{b:?}")),
+        }
+    }
+}
+
+/// The result of a Curator-style counter or value operation (Curator's AtomicValue). When
+/// `succeeded` is False nothing was written: `pre_value` is the last value read and
+/// `post_value` is 0 (None for a DistributedAtomicValue, whose values are bytes or None).
 #[pyclass(frozen, get_all, eq, module = "zkrecipes", name = "AtomicValue")]
 #[derive(Clone, PartialEq)]
 pub struct PyAtomicValue {
     /// Whether the write was applied. Always check it (or use `add_and_get`).
     succeeded: bool,
     /// The value before the operation.
-    pre_value: i64,
+    pre_value: Val,
     /// The value after the operation (0 if it did not succeed).
-    post_value: i64,
+    post_value: Val,
     /// Tries and times.
     stats: PyAtomicStats,
 }
 
 #[pymethods]
 impl PyAtomicValue {
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "AtomicValue(succeeded={}, pre_value={}, post_value={})",
             if self.succeeded { "True" } else { "False" },
-            self.pre_value,
-            self.post_value
+            self.pre_value.repr(py),
+            self.post_value.repr(py)
         )
     }
 
@@ -85,10 +124,25 @@ impl PyAtomicValue {
 fn value<T: Into<i64>>(v: AtomicValue<T>) -> PyAtomicValue {
     PyAtomicValue {
         succeeded: v.succeeded,
-        pre_value: v.pre_value.into(),
-        post_value: v.post_value.into(),
+        pre_value: Val::Int(v.pre_value.into()),
+        post_value: Val::Int(v.post_value.into()),
         stats: v.stats.into(),
     }
+}
+
+/// A bytes recipe's result (DistributedAtomicValue).
+pub fn bytes_value(v: AtomicValue<Option<Vec<u8>>>) -> PyAtomicValue {
+    PyAtomicValue {
+        succeeded: v.succeeded,
+        pre_value: Val::Bytes(v.pre_value),
+        post_value: Val::Bytes(v.post_value),
+        stats: v.stats.into(),
+    }
+}
+
+/// A counter's result as a Python object (the cached counters' `next` too).
+pub fn value_obj<T: Into<i64>>(py: Python<'_>, v: AtomicValue<T>) -> PyResult<Py<PyAny>> {
+    Ok(Py::new(py, value(v))?.into_any())
 }
 
 /// A value with the data version it was read at (Curator's VersionedValue).
@@ -104,24 +158,29 @@ fn value<T: Into<i64>>(v: AtomicValue<T>) -> PyAtomicValue {
 pub struct PyVersionedValue {
     /// The node's data version.
     version: i32,
-    /// The value.
-    value: i32,
+    /// The value: an int (SharedCount) or bytes (SharedValue).
+    value: Val,
 }
 
 #[pymethods]
 impl PyVersionedValue {
     #[new]
-    fn new(version: Int<i32>, value: Int<i32>) -> Self {
-        PyVersionedValue {
+    fn new(version: Int<i32>, value: Bound<'_, PyAny>) -> PyResult<Self> {
+        let value = match value.cast::<PyBytes>() {
+            Ok(b) => Val::Bytes(Some(b.as_bytes().to_vec())),
+            Err(_) => Val::Int(i64::from(args::int::<i32>(&value, "value")?)),
+        };
+        Ok(PyVersionedValue {
             version: version.0,
-            value: value.0,
-        }
+            value,
+        })
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "VersionedValue(version={}, value={})",
-            self.version, self.value
+            self.version,
+            self.value.repr(py)
         )
     }
 }
@@ -130,19 +189,79 @@ impl From<VersionedValue<i32>> for PyVersionedValue {
     fn from(v: VersionedValue<i32>) -> Self {
         PyVersionedValue {
             version: v.version,
-            value: v.value,
+            value: Val::Int(i64::from(v.value)),
         }
     }
 }
 
-#[derive(Clone)]
-enum Counter {
-    Long(Arc<DistributedAtomicLong>),
-    Int(Arc<DistributedAtomicInteger>),
+impl From<VersionedValue<Vec<u8>>> for PyVersionedValue {
+    fn from(v: VersionedValue<Vec<u8>>) -> Self {
+        PyVersionedValue {
+            version: v.version,
+            value: Val::Bytes(Some(v.value)),
+        }
+    }
 }
 
-fn value_obj<T: Into<i64>>(py: Python<'_>, v: AtomicValue<T>) -> PyResult<Py<PyAny>> {
-    Ok(Py::new(py, value(v))?.into_any())
+impl PyVersionedValue {
+    /// A SharedCount's view: `InvalidArgumentError` for a bytes value.
+    fn as_count(&self, py: Python<'_>) -> PyResult<VersionedValue<i32>> {
+        match self.value {
+            Val::Int(v) => Ok(VersionedValue {
+                version: self.version,
+                value: i32::try_from(v)
+                    .map_err(|_| errors::invalid(py, "previous.value must fit in 32 bits"))?,
+            }),
+            Val::Bytes(_) => Err(errors::invalid(
+                py,
+                "previous must be a SharedCount's VersionedValue (an int value), not bytes",
+            )),
+        }
+    }
+
+    /// A SharedValue's view: `InvalidArgumentError` for an int value.
+    pub fn as_bytes(&self, py: Python<'_>) -> PyResult<VersionedValue<Vec<u8>>> {
+        match &self.value {
+            Val::Bytes(Some(b)) => Ok(VersionedValue {
+                version: self.version,
+                value: b.clone(),
+            }),
+            _ => Err(errors::invalid(
+                py,
+                "previous must be a SharedValue's VersionedValue (a bytes value), not an int",
+            )),
+        }
+    }
+}
+
+/// A retry policy spec as `client.rs` takes it: (kind, base, max, n).
+pub type RetrySpec = (Text, f64, f64, u32);
+
+/// Curator's PromotedToLock from the Python dataclass's fields.
+pub fn promoted(
+    py: Python<'_>,
+    path: Option<Text>,
+    timeout: Option<f64>,
+    retry: Option<RetrySpec>,
+) -> PyResult<Option<PromotedToLock>> {
+    let Some(p) = path else {
+        return Ok(None);
+    };
+    let mut b = PromotedToLock::builder().lock_path(&p);
+    if let Some(t) = timeout {
+        b = b.timeout(duration(py, "max_lock_time", t)?);
+    }
+    if let Some(r) = retry {
+        b = b.retry_policy(retry_policy(py, r)?);
+    }
+    Ok(Some(b.build().py_err(py)?))
+}
+
+/// A native counter of either width.
+#[derive(Clone)]
+pub enum Counter {
+    Long(Arc<DistributedAtomicLong>),
+    Int(Arc<DistributedAtomicInteger>),
 }
 
 fn int_obj<T: Into<i64>>(py: Python<'_>, v: T) -> PyResult<Py<PyAny>> {
@@ -203,6 +322,13 @@ fn operand<T: IntKind + Default>(a: Option<&Bound<'_, PyAny>>, name: &str) -> Py
     a.map_or(Ok(T::default()), |a| args::int(a, name))
 }
 
+impl PyAtomicNumber {
+    /// The core counter (a cached counter takes a clone of it).
+    pub fn core(&self, py: Python<'_>) -> PyResult<Counter> {
+        self.inner.get(py, "counter").cloned()
+    }
+}
+
 #[pymethods]
 impl PyAtomicNumber {
     #[new]
@@ -213,26 +339,14 @@ impl PyAtomicNumber {
         client: &PyClient,
         path: Text,
         bits: u32,
-        retry: Option<(Text, f64, f64, u32)>,
+        retry: Option<RetrySpec>,
         promoted_path: Option<Text>,
         promoted_timeout: Option<f64>,
-        promoted_retry: Option<(Text, f64, f64, u32)>,
+        promoted_retry: Option<RetrySpec>,
     ) -> PyResult<PyAtomicNumber> {
         let c = client.core(py)?;
         let retry = retry.map(|r| retry_policy(py, r)).transpose()?;
-        let promoted = match promoted_path {
-            None => None,
-            Some(p) => {
-                let mut b = PromotedToLock::builder().lock_path(&p);
-                if let Some(t) = promoted_timeout {
-                    b = b.timeout(duration(py, "max_lock_time", t)?);
-                }
-                if let Some(r) = promoted_retry {
-                    b = b.retry_policy(retry_policy(py, r)?);
-                }
-                Some(b.build().py_err(py)?)
-            }
-        };
+        let promoted = promoted(py, promoted_path, promoted_timeout, promoted_retry)?;
         let counter = match bits {
             64 => Counter::Long(Arc::new(
                 DistributedAtomicLong::new(&c, &path, retry, promoted).py_err(py)?,
@@ -301,7 +415,8 @@ pub struct PySharedCount {
 }
 
 impl PySharedCount {
-    fn s(&self, py: Python<'_>) -> PyResult<Arc<SharedCount>> {
+    /// The core count (the count-driven semaphore reads it).
+    pub fn s(&self, py: Python<'_>) -> PyResult<Arc<SharedCount>> {
         self.inner.get(py, "shared count").cloned()
     }
 }
@@ -346,10 +461,7 @@ impl PySharedCount {
         count: Int<i32>,
     ) -> PyResult<Call> {
         let s = self.s(py)?;
-        let prev = VersionedValue {
-            version: previous.version,
-            value: previous.value,
-        };
+        let prev = previous.as_count(py)?;
         Ok(Call::value(
             async move { s.try_set_count(&prev, count.0).await },
         ))

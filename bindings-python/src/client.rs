@@ -390,7 +390,7 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None, tls=None, sasl=None, acl_rules=None, acl_func=None))]
+    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None, tls=None, sasl=None, acl_rules=None, acl_func=None, max_request_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -406,6 +406,7 @@ impl PyClient {
         sasl: Option<(Text, Text, Text)>,
         acl_rules: Option<Vec<(Text, Vec<AclSpec>)>>,
         acl_func: Option<Py<PyAny>>,
+        max_request_bytes: Option<Int<usize>>,
     ) -> PyResult<PyClient> {
         let hosts = String::from(hosts);
         validate_connect_string(&hosts).py_err(py)?;
@@ -421,6 +422,9 @@ impl PyClient {
             .session_timeout(session)
             .connection_timeout(connection)
             .can_be_read_only(can_be_read_only);
+        if let Some(bytes) = max_request_bytes {
+            builder = builder.max_request_bytes(bytes.0);
+        }
         if let Some(spec) = retry {
             builder = builder.retry_policy(retry_policy(py, spec)?);
         }

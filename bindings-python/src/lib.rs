@@ -19,9 +19,12 @@ mod logging;
 mod nodes;
 mod observer;
 mod owner;
+mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
+mod values;
+mod watches;
 
 use pyo3::prelude::*;
 
@@ -57,6 +60,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "LOG_LEVELS",
         names(zkrecipes::log::Level::ALL, |v| v.name()),
     )?;
+    m.add(
+        "WATCHER_TYPES",
+        names(zkrecipes::WatcherType::ALL, |v| v.name()),
+    )?;
+    m.add_function(wrap_pyfunction!(watches::remove_watches, m)?)?;
+    m.add_function(wrap_pyfunction!(watches::wait_for_state, m)?)?;
+    m.add_function(wrap_pyfunction!(watches::max_request_bytes, m)?)?;
     m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyStat>()?;
@@ -78,6 +88,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<atomic::PyVersionedValue>()?;
     m.add_class::<atomic::PyAtomicNumber>()?;
     m.add_class::<atomic::PySharedCount>()?;
+    m.add_class::<values::PySharedValue>()?;
+    m.add_class::<values::PyAtomicBytes>()?;
+    m.add_class::<values::PyCachedNumber>()?;
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
@@ -118,6 +131,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PySimpleQueue>()?;
     m.add_class::<queue::PyQueue>()?;
     m.add_class::<queue::PyQueueItem>()?;
+    m.add_class::<partition::PySetPartitioner>()?;
+    m.add_function(wrap_pyfunction!(partition::non_blocking_lease, m)?)?;
+    m.add_function(wrap_pyfunction!(partition::multi_non_blocking_lease, m)?)?;
+    m.add("PARTITION_STATES", partition::states())?;
+    m.add_class::<queue::PyQueueSharder>()?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

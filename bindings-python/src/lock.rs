@@ -466,19 +466,30 @@ impl PySemaphore {
 
 #[pymethods]
 impl PySemaphore {
+    /// `max_leases` fixed, or `count` (a native SharedCount) giving it live; exactly one.
     #[new]
-    #[pyo3(signature = (client, path, max_leases, data = None))]
+    #[pyo3(signature = (client, path, max_leases, data = None, count = None))]
     fn new(
         py: Python<'_>,
         client: &PyClient,
         path: Text,
-        max_leases: Int<usize>,
+        max_leases: Option<Int<usize>>,
         data: Option<Vec<u8>>,
+        count: Option<PyRef<'_, crate::atomic::PySharedCount>>,
     ) -> PyResult<PySemaphore> {
         let c = client.core(py)?;
-        let s = match data {
-            Some(d) => InterProcessSemaphoreV2::with_data(&c, &path, max_leases.0, d),
-            None => InterProcessSemaphoreV2::new(&c, &path, max_leases.0),
+        let data = data.unwrap_or_default();
+        let s = match (max_leases, count) {
+            (Some(n), None) => InterProcessSemaphoreV2::with_data(&c, &path, n.0, data),
+            (None, Some(count)) => {
+                InterProcessSemaphoreV2::with_count_and_data(&c, &path, &*count.s(py)?, data)
+            }
+            _ => {
+                return Err(errors::invalid(
+                    py,
+                    "give either max_leases or count (a SharedCount), not both or neither",
+                ))
+            }
         }
         .py_err(py)?;
         Ok(PySemaphore {

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use zkrecipes::queue::{
-    DistributedQueue, Item, ItemKey, QueueKind, QueueOptions, SimpleDistributedQueue,
+    DistributedQueue, ErrorMode, Item, ItemKey, PutEvent, QueueKind, QueueOptions, QueueSharder,
+    SharderOptions, SharderPolicies, SimpleDistributedQueue,
 };
 
 use crate::args::{Int, Text, Timeout};
@@ -81,6 +82,44 @@ pub struct PyQueue {
     inner: Local<DistributedQueue>,
 }
 
+impl From<DistributedQueue> for PyQueue {
+    fn from(q: DistributedQueue) -> Self {
+        PyQueue {
+            inner: Local::new(q),
+        }
+    }
+}
+
+/// The key of the queue's kind from a Python value (None: no key).
+fn key_of(py: Python<'_>, kind: QueueKind, key: Option<Bound<'_, PyAny>>) -> PyResult<Key> {
+    Ok(match (kind, key) {
+        (_, None) => Key::None,
+        (QueueKind::Id, Some(k)) => Key::Id(k.extract::<Text>()?.into()),
+        (QueueKind::Priority, Some(k)) => Key::Priority(crate::args::int(&k, "priority")?),
+        (QueueKind::Delay, Some(k)) => {
+            Key::DelayUntil(crate::args::int(&k, "delay_until_epoch_ms")?)
+        }
+        (QueueKind::Queue, Some(_)) => {
+            return Err(errors::invalid(py, "a plain queue's put takes no key"))
+        }
+    })
+}
+
+impl Key {
+    fn item_key(&self) -> ItemKey<'_> {
+        match self {
+            Key::None => ItemKey::None,
+            Key::Id(id) => ItemKey::Id(id),
+            Key::Priority(p) => ItemKey::Priority(*p),
+            Key::DelayUntil(ms) => ItemKey::DelayUntil(*ms),
+        }
+    }
+}
+
+fn error_mode(py: Python<'_>, mode: &str) -> PyResult<ErrorMode> {
+    ErrorMode::from_name(mode).py_err(py)
+}
+
 impl PyQueue {
     fn q(&self, py: Python<'_>) -> PyResult<DistributedQueue> {
         self.inner.get(py, "queue").cloned()
@@ -105,7 +144,7 @@ fn item_obj(py: Python<'_>, item: Option<Item>) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl PyQueue {
     #[new]
-    #[pyo3(signature = (client, path, kind, lock_path = None, max_items = None))]
+    #[pyo3(signature = (client, path, kind, lock_path = None, max_items = None, error_mode = None))]
     fn new(
         py: Python<'_>,
         client: &PyClient,
@@ -113,11 +152,13 @@ impl PyQueue {
         kind: Text,
         lock_path: Option<Text>,
         max_items: Option<Int<usize>>,
+        error_mode: Option<Text>,
     ) -> PyResult<PyQueue> {
         let c = client.core(py)?;
         let o = QueueOptions {
             lock_path: lock_path.map(String::from),
             max_items: max_items.map(|m| m.0),
+            error_mode: error_mode.map(|m| self::error_mode(py, &m)).transpose()?,
         };
         let kind = QueueKind::from_name(&kind).py_err(py)?;
         let q = DistributedQueue::with_kind(&c, &path, kind, o).py_err(py)?;
@@ -136,26 +177,64 @@ impl PyQueue {
         timeout: Timeout,
     ) -> PyResult<Call> {
         let q = self.q(py)?;
-        let key = match (q.kind(), key) {
-            (_, None) => Key::None,
-            (QueueKind::Id, Some(k)) => Key::Id(k.extract::<Text>()?.into()),
-            (QueueKind::Priority, Some(k)) => Key::Priority(crate::args::int(&k, "priority")?),
-            (QueueKind::Delay, Some(k)) => {
-                Key::DelayUntil(crate::args::int(&k, "delay_until_epoch_ms")?)
-            }
-            (QueueKind::Queue, Some(_)) => {
-                return Err(errors::invalid(py, "a plain queue's put takes no key"))
-            }
-        };
+        let key = key_of(py, q.kind(), key)?;
         Ok(Call::value(async move {
-            let key = match &key {
-                Key::None => ItemKey::None,
-                Key::Id(id) => ItemKey::Id(id),
-                Key::Priority(p) => ItemKey::Priority(*p),
-                Key::DelayUntil(ms) => ItemKey::DelayUntil(*ms),
-            };
-            q.put_with(&data, key, timeout.0).await
+            q.put_with(&data, key.item_key(), timeout.0).await
         }))
+    }
+
+    /// Puts `messages` as one item (Curator's putMulti); `key` as for `put`.
+    #[pyo3(signature = (messages, key = None, timeout = Timeout(None)))]
+    fn put_multi(
+        &self,
+        py: Python<'_>,
+        messages: Vec<Vec<u8>>,
+        key: Option<Bound<'_, PyAny>>,
+        timeout: Timeout,
+    ) -> PyResult<Call> {
+        let q = self.q(py)?;
+        let key = key_of(py, q.kind(), key)?;
+        Ok(Call::value(async move {
+            let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            q.put_multi_with(&slices, key.item_key(), timeout.0).await
+        }))
+    }
+
+    /// Calls `listener(node, messages, multi)` after every completed put; returns an id.
+    fn add_put_listener(&self, py: Python<'_>, listener: Py<PyAny>) -> PyResult<u64> {
+        let q = self.q(py)?;
+        Ok(q.add_put_listener(move |e: &PutEvent| {
+            let messages = bridge::attach(|py| {
+                e.messages
+                    .iter()
+                    .map(|m| PyBytes::new(py, m).unbind())
+                    .collect::<Vec<Py<PyBytes>>>()
+            });
+            if let Some(messages) = messages {
+                bridge::invoke(&listener, (e.node.clone(), messages, e.multi));
+            }
+        }))
+    }
+
+    fn remove_put_listener(&self, py: Python<'_>, id: u64) -> PyResult<bool> {
+        self.q(py)?.remove_put_listener(id).py_err(py)
+    }
+
+    #[getter]
+    fn get_error_mode(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.q(py)?.error_mode().name())
+    }
+
+    #[setter]
+    fn set_error_mode(&self, py: Python<'_>, mode: Text) -> PyResult<()> {
+        let q = self.q(py)?;
+        let mode = error_mode(py, &mode)?;
+        q.set_error_mode(mode).py_err(py)
+    }
+
+    #[getter]
+    fn kind(&self, py: Python<'_>) -> PyResult<&'static str> {
+        Ok(self.q(py)?.kind().name())
     }
 
     fn remove(&self, py: Python<'_>, id: Text) -> PyResult<Call> {
@@ -244,6 +323,11 @@ impl PyQueueItem {
         Ok(Call::unit(async move { item.release().await }))
     }
 
+    fn fail(&self, py: Python<'_>) -> PyResult<Call> {
+        let item = self.taken(py)?;
+        Ok(Call::unit(async move { item.fail().await }))
+    }
+
     #[getter]
     fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, &self.data)
@@ -275,5 +359,95 @@ impl PyQueueItem {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_none()
+    }
+}
+
+/// The native QueueSharder (DistributedQueue shards).
+#[pyclass(frozen, module = "zkrecipes._native", name = "QueueSharder")]
+pub struct PyQueueSharder {
+    inner: Local<Arc<QueueSharder>>,
+}
+
+impl PyQueueSharder {
+    fn s(&self, py: Python<'_>) -> PyResult<Arc<QueueSharder>> {
+        self.inner.get(py, "sharder").cloned()
+    }
+}
+
+#[pymethods]
+impl PyQueueSharder {
+    #[new]
+    #[pyo3(signature = (client, queue_path, leader_path, lock_path = None, error_mode = None, new_queue_threshold = None, threshold_check = Timeout(None), max_queues = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        client: &PyClient,
+        queue_path: Text,
+        leader_path: Text,
+        lock_path: Option<Text>,
+        error_mode: Option<Text>,
+        new_queue_threshold: Option<Int<usize>>,
+        threshold_check: Timeout,
+        max_queues: Option<Int<usize>>,
+    ) -> PyResult<PyQueueSharder> {
+        let c = client.core(py)?;
+        let d = SharderPolicies::default();
+        let options = SharderOptions {
+            kind: QueueKind::Queue,
+            queue: QueueOptions {
+                lock_path: lock_path.map(String::from),
+                max_items: None,
+                error_mode: error_mode.map(|m| self::error_mode(py, &m)).transpose()?,
+            },
+            policies: SharderPolicies {
+                new_queue_threshold: new_queue_threshold.map_or(d.new_queue_threshold, |v| v.0),
+                threshold_check: threshold_check.0.unwrap_or(d.threshold_check),
+                max_queues: max_queues.map_or(d.max_queues, |v| v.0),
+            },
+        };
+        let s = QueueSharder::new(&c, &queue_path, &leader_path, options).py_err(py)?;
+        Ok(PyQueueSharder {
+            inner: Local::new(Arc::new(s)),
+        })
+    }
+
+    fn start(&self, py: Python<'_>) -> PyResult<Call> {
+        let s = self.s(py)?;
+        Ok(Call::unit(async move { s.start().await }))
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<Call> {
+        let s = self.s(py)?;
+        Ok(Call::unit(async move { s.close().await }))
+    }
+
+    fn get_queue(&self, py: Python<'_>) -> PyResult<PyQueue> {
+        Ok(PyQueue::from(self.s(py)?.get_queue().py_err(py)?))
+    }
+
+    #[pyo3(signature = (timeout = Timeout(None)))]
+    fn take(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
+        let s = self.s(py)?;
+        Ok(Call::new(async move { s.take(timeout.0).await }, item_obj))
+    }
+
+    #[getter]
+    fn shard_qty(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.s(py)?.shard_qty())
+    }
+
+    #[getter]
+    fn queue_paths(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.s(py)?.queue_paths())
+    }
+
+    #[getter]
+    fn is_leader(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.s(py)?.is_leader())
+    }
+
+    #[getter]
+    fn path(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.s(py)?.path().to_string())
     }
 }

@@ -248,6 +248,19 @@ def test_ctrl_c_interrupts_a_blocking_acquire_within_100ms_and_leaves_no_node(
     make_client: Callable[..., zkrecipes.Client], path: str, how: str
 ) -> None:
     assert threading.current_thread() is threading.main_thread()
+    # Ctrl-C as an interactive process gets it: Python's own handler. A process started in the
+    # background by a non-interactive shell (`cmd &`, as CI jobs may be) inherits SIGINT ignored,
+    # and then neither interrupt_main nor the signal would reach the wait (seen in a CI run).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _ctrl_c_interrupts_a_blocking_acquire(make_client, path, how)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ctrl_c_interrupts_a_blocking_acquire(
+    make_client: Callable[..., zkrecipes.Client], path: str, how: str
+) -> None:
     m = InterProcessMutex(make_client(), path)
     holder = Owner()
     m.acquire(owner=holder)

@@ -37,8 +37,9 @@ def test_a_recursive_watcher_hears_every_change_below_its_path(client: zkrecipes
     heard = Heard()
     with PersistentWatcher(client, path, recursive=True) as w:
         assert w.started and w.recursive and w.path == path
-        with pytest.raises(zkrecipes.ConflictError):
-            PersistentWatcher(client, path).start()  # the other mode on the same path
+        # The other mode on the same path shares the path's one watch (issue 32): no error.
+        with PersistentWatcher(client, path) as plain:
+            assert plain.started
         w.listen(heard)
         # Persistent parents: a container emptied by the delete below would be reaped by the
         # server at some point, and that deletion is an event the later assertions do not expect.

@@ -210,6 +210,99 @@ pub enum Command {
     /// Service discovery with Curator's layout: register while a command runs, list, get, pick, watch
     #[command(after_help = DISCOVER_AFTER_HELP, subcommand)]
     Discover(DiscoverCommand),
+    /// Create, read, change, delete and list nodes (zkCli's create, get, set, delete, ls)
+    #[command(after_help = crate::cmd::node::NODE_AFTER_HELP, subcommand)]
+    Node(crate::cmd::node::NodeCommand),
+    /// Read and set a node's ACL (zkCli's getAcl, setAcl), make digest entries
+    #[command(after_help = crate::cmd::node::ACL_AFTER_HELP, subcommand)]
+    Acl(crate::cmd::node::AclCommand),
+    /// Put items into a queue or take one (SimpleDistributedQueue, or DistributedQueue)
+    #[command(after_help = QUEUE_AFTER_HELP, subcommand)]
+    Queue(QueueCommand),
+    /// Enter or leave a DistributedDoubleBarrier
+    #[command(after_help = BARRIER_AFTER_HELP, subcommand)]
+    Barrier(BarrierCommand),
+}
+
+const QUEUE_AFTER_HELP: &str = "\
+Curator's layouts: a SimpleDistributedQueue (PATH/qn-<seq>, raw bytes) by default, Curator's
+DistributedQueue (PATH/queue-<seq>, its item framing) with --distributed. `put` prints each
+item's node; `take` prints the item's data (each message of a multi-item on its own line) and
+exits 3 when no item came within --timeout. With --distributed --lock-path, the item is
+completed only after it was written to stdout (exactly once with Curator's consumers).
+
+Examples:
+  zkr queue put /jobs 'resize 42' 'resize 43'
+  zkr queue take /jobs --timeout 10s
+  zkr queue put /jobs --distributed --multi part-1 part-2     # one item (Curator's putMulti)
+  zkr queue take /jobs --distributed --lock-path /jobs-locks --json";
+
+const BARRIER_AFTER_HELP: &str = "\
+Curator's DistributedDoubleBarrier (PATH/<uuid> members, PATH/ready). `enter` returns (exit 0)
+once --members members are in; zkr's member node goes with its session when it exits, so the
+members still in are the other processes'. `leave` waits until every member has left. Both
+exit 3 when --timeout passes first.
+
+Examples:
+  zkr barrier enter /barriers/start --members 3 --timeout 60s && ./run-phase-1
+  zkr barrier leave /barriers/start --members 3 --timeout 5m";
+
+#[derive(Subcommand, Debug)]
+pub enum QueueCommand {
+    /// Put each DATA as an item (or all as one with --multi)
+    Put(QueuePutArgs),
+    /// Take one item and print it
+    Take(QueueTakeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct QueuePutArgs {
+    /// The queue's node
+    pub path: String,
+    /// The items (UTF-8 text)
+    #[arg(required = true, value_name = "DATA")]
+    pub data: Vec<String>,
+    /// Curator's DistributedQueue layout (`queue-<seq>`, item framing) instead of the simple queue
+    #[arg(long)]
+    pub distributed: bool,
+    /// Put every DATA as one item (Curator's putMulti; needs --distributed)
+    #[arg(long, requires = "distributed")]
+    pub multi: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct QueueTakeArgs {
+    /// The queue's node
+    pub path: String,
+    /// Give up after this long (exit 3); default: wait without limit
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Curator's DistributedQueue layout (`queue-<seq>`, item framing) instead of the simple queue
+    #[arg(long)]
+    pub distributed: bool,
+    /// Curator's lock path: the item is completed only once printed (needs --distributed)
+    #[arg(long, value_name = "PATH", requires = "distributed")]
+    pub lock_path: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BarrierCommand {
+    /// Enter: wait until --members members are in
+    Enter(BarrierArgs),
+    /// Leave: wait until every member has left
+    Leave(BarrierArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BarrierArgs {
+    /// The barrier's node
+    pub path: String,
+    /// How many members open the barrier
+    #[arg(long, value_name = "N", required = true)]
+    pub members: usize,
+    /// Give up after this long (exit 3); default: wait without limit
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
 }
 
 const DISCOVER_AFTER_HELP: &str = "\

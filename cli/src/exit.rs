@@ -65,7 +65,8 @@ impl Failure {
             | ErrorKind::NotEmpty
             | ErrorKind::CorruptedData
             | ErrorKind::Overflow
-            | ErrorKind::Conflict => USAGE,
+            | ErrorKind::Conflict
+            | ErrorKind::NoWatcher => USAGE,
             ErrorKind::ConnectionLoss
             | ErrorKind::SessionExpired
             | ErrorKind::OutcomeUnknown

@@ -3,7 +3,8 @@
 //! `zkr` is the command-line face of [`zkrecipes`]: it runs a command under a Curator-compatible
 //! lock (`zkr lock PATH -- CMD`) or only while leader (`zkr elect PATH -- CMD`), follows a leader
 //! (`observe`), reads and changes counters (`counter`, `shared-count`), shows who holds, waits
-//! or leads on any recipe path, Curator's or ours (`inspect`), and streams changes (`watch`).
+//! or leads on any recipe path, Curator's or ours (`inspect`), streams changes (`watch`), puts
+//! and takes queue items (`queue`) and enters or leaves double barriers (`barrier`).
 //!
 //! It holds no recipe logic: every command calls the core's public API and maps what happened
 //! to output and an exit code (`exit`): 0 ok, 1 usage or bad input, 2 could not connect, 3 timed
@@ -59,6 +60,10 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Watch(a) => cmd::watch::run(g, a).await,
         Command::Member(a) => cmd::member::run(g, a).await,
         Command::Discover(a) => cmd::discover::run(g, a).await,
+        Command::Node(a) => cmd::node::run_node(g, a).await,
+        Command::Acl(a) => cmd::node::run_acl(g, a).await,
+        Command::Queue(a) => cmd::queue::run(g, a).await,
+        Command::Barrier(a) => cmd::barrier::run(g, a).await,
         Command::Completions(a) => {
             let mut out = std::io::stdout();
             clap_complete::generate(a.shell, &mut Cli::command(), "zkr", &mut out);

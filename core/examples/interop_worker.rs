@@ -4,8 +4,9 @@
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
 //! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache, watch (workloads), or
-//! counter-get, sharedcount-get, children (one-shot reads for the runner's checks).
+//! doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti, sharder
+//! (workloads), or counter-get, sharedcount-get, children, acls, discovery-golden, sharder-init,
+//! sharder-check (one-shot steps for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
 //! * mutex:   `start rust ID TOKEN NS` / `end rust ID TOKEN NS` around each critical section,
@@ -26,10 +27,29 @@
 //!   (Σcreated − Σdeleted and the cache's size);
 //! * watch: a recursive PersistentWatcher on P; creates N nodes `P/ID-i` and sets each once,
 //!   waits until it heard every runtime's creates and sets, then `heard rust ID TYPE PATH` each;
+//! * discovery: a ServiceCache and a ServiceProvider per runtime's service under P; registers
+//!   this worker's instances under service `rust` (`registered rust SERVICE/ID CANON`), waits
+//!   until the caches hold `--expect` instances, then `found rust SERVICE/ID CANON` per cached
+//!   instance, `picked rust SERVICE/ID` per pick (2 × the service's instances) and `usable rust
+//!   SERVICE ids` (see tests/interop/README.md; CANON is the instance's fields as one JSON object);
+//! * partition, lease: kazoo's SetPartitioner and MultiNonBlockingLease, the loops of
+//!   `py_worker.py` and `kazoo_worker.py` (tests/interop/README.md);
+//! * putmulti: a DistributedQueue (lock path P-locks); puts items `rust:i` three at a time with
+//!   put_multi, then takes until idle: `got rust ID ITEM TOKEN` per message;
+//! * sharder: a QueueSharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3,
+//!   checks every 200 ms, at most 4 shards); puts `rust:i` through get_queue, then takes from
+//!   every shard until idle: `got rust ID ITEM TOKEN`, then `shards rust ID K`;
 //! * all:     `done rust ID COUNT` at the end.
 //!
+//! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
+//! `NAME.full.json`): `golden NAME ok` when `ServiceInstance::from_json(bytes).to_json(compat)`
+//! and a fresh instance made of the decoded fields (no remembered text) both write those bytes
+//! again, else `golden NAME roundtrip|encode|decode ...`.
+//!
 //! `counter-get`/`sharedcount-get` print the value on stdout; `children` how many nodes remain
-//! under P; `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
+//! under P; `sharder-init` makes the first shard P/queues/queue-<UUID> (so that the sharders,
+//! starting together, do not each make a first one); `sharder-check` prints `SHARDS ITEMS
+//! LOCKS` (shards under P/queues, items left in them, lock nodes left under P-locks/*); `acls` prints `NAME SCHEME:ID,...` (the ACL) of every child of P and deletes it.
 //!
 //! Secured servers (the `tls` scenario): `--tls-ca F --tls-cert F --tls-key F` connect over
 //! mutual TLS, `--sasl-user U --sasl-password P` authenticate with SASL DIGEST-MD5 at every
@@ -150,11 +170,10 @@ fn main() {
     }
     let mut builder = Client::builder(connect.as_str())
         .session_timeout(Duration::from_secs(30))
-        .connection_timeout(Duration::from_secs(15));
+        // Every scenario's workers connect at once on a 2-core machine (a 15 s connect timed out
+        // in CI): a minute for every connection, within the runner's 90 s ready barrier.
+        .connection_timeout(Duration::from_secs(60));
     if !tls_ca.is_empty() {
-        // A TLS handshake on a loaded 2-core machine may take seconds: a minute for secured
-        // connections.
-        builder = builder.connection_timeout(Duration::from_secs(60));
         let mut tls = TlsOptions::new().ca(tls_ca.as_str());
         if !tls_cert.is_empty() {
             tls = tls.identity(tls_cert.as_str(), tls_key.as_str());
@@ -164,7 +183,12 @@ fn main() {
     if !sasl_user.is_empty() {
         builder = builder.sasl(SaslOptions::digest_md5(sasl_user, sasl_password));
     }
-    let client = builder.connect_blocking().expect("connect");
+    // The error itself on one line (the runner shows a failed worker's stderr tail, which a
+    // panic's backtrace would fill).
+    let client = builder.connect_blocking().unwrap_or_else(|e| {
+        eprintln!("interop_worker: connect to {connect} failed: {e}");
+        std::process::exit(2)
+    });
     if !whoami.is_empty() {
         // A node whose ACL is the session's own identities (CREATOR_ALL_ACL, scheme `auth`).
         client
@@ -269,6 +293,11 @@ fn main() {
         });
         w.start_blocking().expect("watcher start");
         watcher = Some(w);
+    }
+    // discovery: a cache and a provider per runtime's service, started before the barrier.
+    let mut discovery = None;
+    if role == "discovery" {
+        discovery = Some(DiscoverySide::start(&client, &path));
     }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
@@ -453,6 +482,17 @@ fn main() {
         }
         "group" => group(&client, &path, &id, expect, &peers, &mut log),
         "gzip" => gzip(&client, &path, &id, expect, &mut log),
+        "discovery" => discovery.take().expect("discovery").run(
+            &client,
+            &id,
+            iterations as usize,
+            expect,
+            &peers,
+            &mut log,
+        ),
+        "discovery-golden" => discovery_golden(&path),
+        "partition" => partition(&client, &path, &id, iterations, expect, &peers, &mut log),
+        "lease" => lease(&client, &path, &id, iterations, &mut log),
         "cache" => {
             // Write our share, then wait until the cache holds every runtime's share.
             let c = cache.take().expect("cache");
@@ -571,6 +611,101 @@ fn main() {
                 got += 1;
             }
             writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "putmulti" => {
+            // Put N items three to a node (put_multi), then consume until idle for 3 s.
+            let options =
+                zkrecipes::queue::QueueOptions::default().lock_path(format!("{path}-locks"));
+            let q =
+                zkrecipes::queue::DistributedQueue::new(&client, &path, options).expect("queue");
+            let items: Vec<String> = (0..iterations).map(|i| format!("rust:{i}")).collect();
+            for batch in items.chunks(3) {
+                let batch: Vec<&[u8]> = batch.iter().map(|s| s.as_bytes()).collect();
+                assert!(q.put_multi_blocking(&batch, None).expect("put_multi"));
+            }
+            wait_for_curator_consumer(&go, &role);
+            let mut got = 0u64;
+            while let Some(item) = q.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                std::thread::sleep(Duration::from_millis(2));
+                let token = item.fencing_token();
+                let messages: Vec<String> = item
+                    .messages()
+                    .iter()
+                    .map(|m| String::from_utf8_lossy(m).into_owned())
+                    .collect();
+                item.done_blocking().expect("done");
+                for m in messages {
+                    writeln!(log, "got rust {id} {m} {token}").unwrap();
+                    got += 1;
+                }
+            }
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "sharder" => {
+            use zkrecipes::queue::{QueueOptions, QueueSharder, SharderOptions, SharderPolicies};
+            let options = SharderOptions {
+                queue: QueueOptions::default().lock_path(format!("{path}-locks")),
+                policies: SharderPolicies {
+                    new_queue_threshold: 3,
+                    threshold_check: Duration::from_millis(200),
+                    max_queues: 4,
+                },
+                ..SharderOptions::default()
+            };
+            let s = QueueSharder::new(
+                &client,
+                &format!("{path}/queues"),
+                &format!("{path}/leader"),
+                options,
+            )
+            .expect("sharder");
+            s.start_blocking().expect("sharder start");
+            for i in 0..iterations {
+                let q = s.get_queue().expect("get_queue");
+                assert!(q
+                    .put_blocking(format!("rust:{i}").as_bytes(), None)
+                    .expect("put"));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            wait_for_curator_consumer(&go, &role);
+            let mut got = 0u64;
+            while let Some(item) = s.take_blocking(Some(Duration::from_secs(3))).expect("take") {
+                let data = String::from_utf8_lossy(item.data()).into_owned();
+                let token = item.fencing_token();
+                item.done_blocking().expect("done");
+                writeln!(log, "got rust {id} {data} {token}").unwrap();
+                got += 1;
+            }
+            writeln!(log, "shards rust {id} {}", s.shard_qty()).unwrap();
+            s.close_blocking().expect("sharder close");
+            writeln!(log, "done rust {id} {got}").unwrap();
+        }
+        "sharder-init" => {
+            let shard = format!("{path}/queues/queue-{}", uuid::Uuid::new_v4());
+            client
+                .create_blocking(
+                    &shard,
+                    b"",
+                    CreateOptions::new(CreateMode::Persistent).parents(),
+                )
+                .expect("first shard");
+        }
+        "sharder-check" => {
+            let children = |p: &str| match client.get_children_blocking(p) {
+                Ok(c) => c,
+                Err(e) if e.kind() == zkrecipes::ErrorKind::NoNode => Vec::new(),
+                Err(e) => panic!("get_children {p}: {e}"),
+            };
+            let shards = children(&format!("{path}/queues"));
+            let items: usize = shards
+                .iter()
+                .map(|s| children(&format!("{path}/queues/{s}")).len())
+                .sum();
+            let locks: usize = children(&format!("{path}-locks"))
+                .iter()
+                .map(|s| children(&format!("{path}-locks/{s}")).len())
+                .sum();
+            println!("{} {items} {locks}", shards.len());
         }
         "simplequeue" => {
             let q = zkrecipes::queue::SimpleDistributedQueue::new(&client, &path).expect("queue");
@@ -734,4 +869,502 @@ fn gzip(client: &Client, path: &str, id: &str, expect: usize, log: &mut dyn Writ
         .unwrap();
     }
     writeln!(log, "done rust {id} {}", children.len()).unwrap();
+}
+
+/// The discovery scenario's side: two discoveries on the base path (Curator's compatible JSON,
+/// and one that writes `enabled`), and a cache and a round-robin provider per runtime's service.
+struct DiscoverySide {
+    compat: zkrecipes::discovery::ServiceDiscovery,
+    full: zkrecipes::discovery::ServiceDiscovery,
+    caches: Vec<(String, zkrecipes::discovery::ServiceCache)>,
+    providers: Vec<(String, zkrecipes::discovery::ServiceProvider)>,
+}
+
+const DISCOVERY_SERVICES: [&str; 5] = ["java", "rust", "c", "python", "node"];
+
+/// An instance's fields as one JSON object, the same in every worker (payload as JSON,
+/// `payloadClass` the Java class, `uriSpec` the template).
+fn canon(i: &zkrecipes::discovery::ServiceInstance) -> String {
+    serde_json::json!({
+        "name": i.name, "id": i.id, "address": i.address, "port": i.port, "sslPort": i.ssl_port,
+        "payload": i.payload, "payloadClass": i.payload_class,
+        "registrationTimeUTC": i.registration_time_utc, "serviceType": i.service_type.name(),
+        "uriSpec": i.uri_spec.as_ref().map(|u| u.to_string()), "enabled": i.enabled,
+    })
+    .to_string()
+}
+
+impl DiscoverySide {
+    fn start(client: &Client, base: &str) -> DiscoverySide {
+        use zkrecipes::discovery::{
+            ProviderStrategy, ServiceCache, ServiceDiscovery, ServiceProvider,
+        };
+        let compat = ServiceDiscovery::new(client, base).expect("discovery");
+        let full = ServiceDiscovery::new(client, base).expect("discovery");
+        full.set_write_enabled(true);
+        let mut caches = Vec::new();
+        let mut providers = Vec::new();
+        for s in DISCOVERY_SERVICES {
+            let c = ServiceCache::new(&compat, s).expect("service cache");
+            c.start_blocking().expect("cache start");
+            assert!(c
+                .await_initialized_blocking(Some(Duration::from_secs(60)))
+                .expect("cache load"));
+            caches.push((s.to_string(), c));
+            let p =
+                ServiceProvider::new(&compat, s, ProviderStrategy::RoundRobin).expect("provider");
+            p.start_blocking().expect("provider start");
+            providers.push((s.to_string(), p));
+        }
+        DiscoverySide {
+            compat,
+            full,
+            caches,
+            providers,
+        }
+    }
+
+    fn run(
+        self,
+        _client: &Client,
+        id: &str,
+        extras: usize,
+        expect: usize,
+        peers: &str,
+        log: &mut dyn Write,
+    ) {
+        use zkrecipes::discovery::{ServiceInstance, ServiceType, UriSpec};
+        let make = |iid: &str,
+                    address: &str,
+                    port: i32,
+                    ssl: Option<i32>,
+                    payload: Option<(serde_json::Value, &str)>,
+                    ty: ServiceType,
+                    uri: Option<&str>,
+                    enabled: bool| {
+            let mut i = ServiceInstance::new("rust");
+            i.id = iid.to_string();
+            i.address = Some(address.to_string());
+            i.port = Some(port);
+            i.ssl_port = ssl;
+            if let Some((p, class)) = payload {
+                i.payload = Some(p);
+                i.payload_class = Some(class.to_string());
+            }
+            i.service_type = ty;
+            i.uri_spec = uri.map(|u| UriSpec::new(u).expect("uri spec"));
+            i.enabled = enabled;
+            i
+        };
+        let map = serde_json::json!({
+            "region": "eu-west", "weight": 1.5, "ratio": 2.5e-4, "big": 10_000_000_000i64,
+            "tags": ["a", "b"], "nested": {"k": "v"}, "note": "say \"hi\"\t\u{e9}\u{fc}/\u{1}",
+        });
+        let lhm = "java.util.LinkedHashMap";
+        let mut mine = vec![
+            (
+                make(
+                    "rust-map",
+                    "10.0.0.1",
+                    8080,
+                    None,
+                    Some((map.clone(), lhm)),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/map"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-pojo",
+                    "10.0.0.2",
+                    8081,
+                    Some(8443),
+                    Some((
+                        serde_json::json!({"region": "us", "weight": 3, "primary": true}),
+                        "zkrecipes.interop.Discovery$Details",
+                    )),
+                    ServiceType::Static,
+                    Some("{scheme}://{address}:{ssl-port}/pojo"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-list",
+                    "10.0.0.3",
+                    8082,
+                    None,
+                    Some((
+                        serde_json::json!(["x", 1, 2.5, true, null]),
+                        "java.util.ArrayList",
+                    )),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/{[}list{]}"),
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-none",
+                    "10.0.0.4",
+                    8083,
+                    None,
+                    None,
+                    ServiceType::Dynamic,
+                    None,
+                    true,
+                ),
+                false,
+            ),
+            (
+                make(
+                    "rust-full",
+                    "10.0.0.6",
+                    8085,
+                    None,
+                    Some((map, lhm)),
+                    ServiceType::Dynamic,
+                    Some("{scheme}://{address}:{port}/full"),
+                    true,
+                ),
+                true,
+            ),
+            (
+                make(
+                    "rust-off",
+                    "10.0.0.5",
+                    8084,
+                    None,
+                    None,
+                    ServiceType::Dynamic,
+                    None,
+                    false,
+                ),
+                false,
+            ),
+        ];
+        for k in 0..extras {
+            mine.push((
+                make(
+                    &format!("rust-e{k}"),
+                    &format!("10.1.0.{}", k % 250),
+                    9000 + k as i32,
+                    None,
+                    Some((serde_json::json!({"i": k}), lhm)),
+                    ServiceType::Dynamic,
+                    None,
+                    true,
+                ),
+                false,
+            ));
+        }
+        let mut registrations = Vec::new();
+        for (i, via_full) in mine {
+            let d = if via_full { &self.full } else { &self.compat };
+            let r = d.register_blocking(i).expect("register");
+            let i = r.instance();
+            writeln!(log, "registered rust rust/{} {}", i.id, canon(&i)).unwrap();
+            registrations.push(r);
+        }
+        log.flush().unwrap();
+        poll(|| {
+            self.caches
+                .iter()
+                .map(|(_, c)| c.instances().len())
+                .sum::<usize>()
+                >= expect
+        });
+        for (s, c) in &self.caches {
+            for i in c.instances() {
+                writeln!(log, "found rust {s}/{} {}", i.id, canon(&i)).unwrap();
+            }
+        }
+        for (s, p) in &self.providers {
+            let n = p.cache().instances().len();
+            for _ in 0..2 * n {
+                let picked = p.get_instance().map_or("-".to_string(), |i| i.id.clone());
+                writeln!(log, "picked rust {s}/{picked}").unwrap();
+            }
+            let mut ids: Vec<String> = p.get_all_instances().iter().map(|i| i.id.clone()).collect();
+            ids.sort();
+            writeln!(log, "usable rust {s} {}", ids.join(",")).unwrap();
+        }
+        log.flush().unwrap();
+        std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
+        poll(|| std::fs::read_dir(peers).map_or(0, |d| d.count()) >= DISCOVERY_SERVICES.len());
+        for (_, p) in &self.providers {
+            p.close();
+        }
+        for (_, c) in &self.caches {
+            c.close();
+        }
+        self.full.close_blocking().expect("close");
+        self.compat.close_blocking().expect("close");
+        writeln!(log, "done rust {id} {}", registrations.len()).unwrap();
+    }
+}
+
+/// The golden check: the bytes Curator 5.9 wrote (files `NAME.compat.json` / `NAME.full.json`
+/// in `dir`) decode, and encode again to the same bytes, both as read (remembered payload text)
+/// and as a fresh instance made of the decoded fields (our encoder alone).
+fn discovery_golden(dir: &str) {
+    use zkrecipes::discovery::ServiceInstance;
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("golden dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let compat = name.ends_with(".compat.json");
+        let bytes = std::fs::read(&f).expect("read golden");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+        let i = match ServiceInstance::from_json(&bytes) {
+            Ok(i) => i,
+            Err(e) => {
+                println!("golden {name} decode {e}");
+                continue;
+            }
+        };
+        let again = i.to_json(compat);
+        if again != bytes {
+            println!(
+                "golden {name} roundtrip ours={} curator={}",
+                text(&again),
+                text(&bytes)
+            );
+            continue;
+        }
+        let mut fresh = ServiceInstance::new(i.name.clone());
+        fresh.id = i.id.clone();
+        fresh.address = i.address.clone();
+        fresh.port = i.port;
+        fresh.ssl_port = i.ssl_port;
+        fresh.payload = i.payload.clone();
+        fresh.payload_class = i.payload_class.clone();
+        fresh.registration_time_utc = i.registration_time_utc;
+        fresh.service_type = i.service_type;
+        fresh.uri_spec = i.uri_spec.clone();
+        fresh.enabled = i.enabled;
+        fresh.extra = i.extra.clone();
+        let encoded = fresh.to_json(compat);
+        if encoded != bytes {
+            println!(
+                "golden {name} encode ours={} curator={}",
+                text(&encoded),
+                text(&bytes)
+            );
+            continue;
+        }
+        println!("golden {name} ok");
+    }
+}
+
+/// The partition scenario's set, and how long a round's member stays ACQUIRED.
+const PARTS: [&str; 8] = ["p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"];
+const HOLD: Duration = Duration::from_millis(400);
+
+type PartitionState = zkrecipes::partition::PartitionState;
+
+/// kazoo's loop on one partitioner, stamping `start/end rust ID PARTITION NS` around each hold
+/// (start once ACQUIRED, end before release_set); returns the held partitions (None if not
+/// ACQUIRED) once `until(state, partitions, since, log)`.
+fn drive(
+    p: &zkrecipes::partition::SetPartitioner,
+    id: &str,
+    log: &mut dyn Write,
+    mut until: impl FnMut(PartitionState, &[String], std::time::Instant, &mut dyn Write) -> bool,
+) -> Option<Vec<String>> {
+    let mut held: Option<Vec<String>> = None;
+    let mut since = std::time::Instant::now();
+    loop {
+        let (state, parts) = p.snapshot();
+        if state == PartitionState::Acquired && held.is_none() {
+            since = std::time::Instant::now();
+            for q in &parts {
+                writeln!(log, "start rust {id} {q} {}", mono_ns()).unwrap();
+            }
+            log.flush().unwrap();
+            held = Some(parts.clone());
+        }
+        if until(state, &parts, since, log) {
+            return held;
+        }
+        match state {
+            PartitionState::Release => {
+                for q in held.take().unwrap_or_default() {
+                    writeln!(log, "end rust {id} {q} {}", mono_ns()).unwrap();
+                }
+                log.flush().unwrap();
+                p.release_set_blocking().expect("release_set");
+            }
+            PartitionState::Failure => panic!("partitioner FAILURE"),
+            _ => {
+                p.wait_for_change_blocking(state, Some(Duration::from_millis(50)))
+                    .expect("wait");
+            }
+        }
+    }
+}
+
+fn leave(
+    p: &zkrecipes::partition::SetPartitioner,
+    held: Option<Vec<String>>,
+    id: &str,
+    log: &mut dyn Write,
+) {
+    for q in held.unwrap_or_default() {
+        writeln!(log, "end rust {id} {q} {}", mono_ns()).unwrap();
+    }
+    log.flush().unwrap();
+    p.finish_blocking().expect("finish");
+}
+
+fn partition(
+    client: &Client,
+    path: &str,
+    id: &str,
+    rounds: u64,
+    expect: usize,
+    peers: &str,
+    log: &mut dyn Write,
+) {
+    use zkrecipes::partition::{partition_set, PartitionerOptions, SetPartitioner};
+    let member = || {
+        let options = PartitionerOptions {
+            identifier: Some(id.to_string()),
+            time_boundary: Duration::from_millis(200),
+            max_reaction_time: Duration::from_millis(100),
+        };
+        let p = SetPartitioner::new(client, path, &PARTS, options).expect("partitioner");
+        p.start_blocking().expect("start");
+        p
+    };
+    for r in 0..rounds {
+        let p = member();
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        // Jittered, so that members leave apart.
+        let hold = HOLD + Duration::from_millis((mono_ns() % 200) as u64);
+        let held = drive(&p, id, log, |s, _, since, _| {
+            (s == PartitionState::Acquired && since.elapsed() >= hold)
+                || std::time::Instant::now() > deadline
+        });
+        assert!(held.is_some(), "round {r}: never ACQUIRED");
+        leave(&p, held, id, log);
+        writeln!(log, "round rust {id} {r}").unwrap();
+        // Longer than the time boundary: the rest divide the set without us.
+        std::thread::sleep(Duration::from_millis(300 + (mono_ns() % 200) as u64));
+    }
+    // The final member: logs its share once the party is every worker and the share is kazoo's
+    // for them, until every worker did.
+    let p = member();
+    let party = format!("{path}/party");
+    let mut logged: Option<Vec<String>> = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let held = drive(&p, id, log, |state, parts, _, log| {
+        if state == PartitionState::Acquired && logged.as_deref() != Some(parts) {
+            let ids: Vec<String> = client
+                .get_children_blocking(&party)
+                .expect("party")
+                .iter()
+                .map(|c| c[c.find('-').map_or(0, |i| i + 1)..].to_string())
+                .collect();
+            let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+            if distinct.len() == ids.len()
+                && ids.len() == expect
+                && partition_set(id, &ids, &PARTS).as_deref() == Some(parts)
+            {
+                let shown = if parts.is_empty() {
+                    "-".to_string()
+                } else {
+                    parts.join(",")
+                };
+                writeln!(log, "final rust {id} {shown}").unwrap();
+                log.flush().unwrap();
+                std::fs::write(std::path::Path::new(peers).join(id), b"").expect("mark");
+                logged = Some(parts.to_vec());
+            }
+        }
+        std::fs::read_dir(peers).expect("peers").count() >= expect
+            || std::time::Instant::now() > deadline
+    });
+    leave(&p, held, id, log);
+    writeln!(log, "done rust {id} {rounds}").unwrap();
+}
+
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_nanos()
+}
+
+fn lease(client: &Client, path: &str, id: &str, leases: u64, log: &mut dyn Write) {
+    use zkrecipes::partition::{LeaseOptions, MultiNonBlockingLease};
+    let options = || LeaseOptions {
+        identifier: Some(id.to_string()),
+        ..Default::default()
+    };
+    let second = Duration::from_secs(1);
+    let end_of = |m: &MultiNonBlockingLease| {
+        m.lease()
+            .and_then(|l| l.end())
+            .expect("an obtained lease has an end")
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos()
+    };
+    let mut got = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while got < leases && std::time::Instant::now() < deadline {
+        let m = MultiNonBlockingLease::obtain_blocking(client, 2, path, second, options())
+            .expect("lease");
+        if !m.obtained() {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        got += 1;
+        let mut end = end_of(&m);
+        writeln!(
+            log,
+            "lease rust {id} {} {} {end}",
+            m.index().unwrap_or(0),
+            wall_ns()
+        )
+        .unwrap();
+        log.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        if wall_ns() + 100_000_000 < end {
+            let r = MultiNonBlockingLease::obtain_blocking(client, 2, path, second, options())
+                .expect("lease");
+            writeln!(
+                log,
+                "renew rust {id} {}",
+                if r.obtained() { "ok" } else { "lost" }
+            )
+            .unwrap();
+            if r.obtained() {
+                end = end_of(&r);
+                writeln!(
+                    log,
+                    "lease rust {id} {} {} {end}",
+                    r.index().unwrap_or(0),
+                    wall_ns()
+                )
+                .unwrap();
+            }
+            log.flush().unwrap();
+        }
+        let left = end.saturating_sub(wall_ns()) as u64;
+        std::thread::sleep(
+            Duration::from_nanos(left) + Duration::from_millis(50 + (mono_ns() % 100) as u64),
+        );
+    }
+    writeln!(log, "done rust {id} {got}").unwrap();
 }

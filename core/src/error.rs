@@ -205,6 +205,9 @@ kinds! {
     /// A node we would take over belongs to another live session (a member id or a persistent
     /// node registered by someone else); it was left untouched.
     Conflict = 305, "CONFLICT";
+    /// There is no watch of the kind asked for on that path in this client (ZooKeeper's
+    /// `NoWatcherException`, from `remove_watches`).
+    NoWatcher = 306, "NO_WATCHER";
     /// Any other error code from the server or the protocol layer.
     Server = 399, "SERVER";
     /// A node's data cannot be decoded (a counter with too few bytes, say).

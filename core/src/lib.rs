@@ -11,7 +11,9 @@
 //!   persistent watches ([`client::PersistentWatcher`]);
 //! * [`nodes`]: PersistentNode, PersistentTtlNode, GroupMember, and the client's transactions;
 //! * [`barriers`]: DistributedBarrier and DistributedDoubleBarrier;
-//! * [`queue`]: SimpleDistributedQueue and the DistributedQueue family.
+//! * [`queue`]: SimpleDistributedQueue and the DistributedQueue family;
+//! * [`partition`]: kazoo's SetPartitioner, NonBlockingLease and MultiNonBlockingLease, on
+//!   kazoo's node layout.
 //!
 //! Recipes are written against the recipe API ([`client`]; waiting and start/close live beside
 //! it). The core is async; every blocking call runs on one process-wide runtime ([`runtime`]).
@@ -35,6 +37,7 @@ pub mod log;
 pub mod nodes;
 pub mod owner;
 pub mod participants;
+pub mod partition;
 pub mod path;
 pub mod queue;
 pub mod retry;
@@ -45,6 +48,7 @@ mod wait;
 pub use client::{
     Acl, AclProvider, Client, ClientBuilder, ConnectionState, CreateMode, CreateOptions,
     DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
+    WatcherType,
 };
 pub use client::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
 pub use dispatch::{ListenerId, ListenerIds};

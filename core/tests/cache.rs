@@ -366,6 +366,12 @@ async fn reconnect_consistency(fault: Fault) {
     assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
     assert_eq!(cache_tree(&cache), server_tree(&writer, "/r").await);
     let before = cache_tree(&cache);
+    // Listeners are called after the snapshot changed: the initial load's events are all heard
+    // once INITIALIZED (their last) is.
+    eventually("INITIALIZED heard", || {
+        rec.count(CacheEventType::Initialized) == 1
+    })
+    .await;
     let seen_before = rec.events().len();
     let old_session = c.session_id();
 

@@ -925,9 +925,8 @@ async fn a_persistent_watch_survives_reconnects_and_sessions() {
         "set again once, on the new session"
     );
 
-    // (Dropping a watch asks the server to remove it; ZooKeeper 3.8, Debian's, removes a
-    // persistent watch only with its session: ZOOKEEPER-4472, fixed in 3.9.) A closed client
-    // ends the stream.
+    // Dropping the last watch on a path removes it from the server (`tests/watches.rs`). A
+    // closed client ends the stream.
     drop(w);
     let mut w = c
         .add_watch("/root", AddWatchMode::Persistent)
@@ -1054,73 +1053,6 @@ async fn a_persistent_watcher_delivers_to_listeners_and_streams_until_closed() {
         Err(Error::Closed(_))
     ));
     writer.close().await;
-}
-
-/// ZooKeeper keeps one persistent-watch mode per path per session: the other mode on a path
-/// that has a live watch (a watcher's, or a cache's on its root) is refused with Conflict
-/// instead of silently deafening the first; the same mode is fine; once the watches of a mode
-/// are gone, the other mode may take the path. Another client is unaffected.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_persistent_watch_mode_on_a_path_is_refused_while_the_first_lives() {
-    use zkrecipes::cache::CuratorCache;
-    use zkrecipes::client::{AddWatchMode, PersistentWatcher};
-    let server = TestingServer::start();
-    let c = connect(&server.connect_string()).await;
-    let other = connect(&server.connect_string()).await;
-    c.create("/pwm/a", b"", CreateOptions::default().parents())
-        .await
-        .unwrap();
-
-    let rec = c
-        .add_watch("/pwm", AddWatchMode::PersistentRecursive)
-        .await
-        .unwrap();
-    let same = c
-        .add_watch("/pwm", AddWatchMode::PersistentRecursive)
-        .await
-        .unwrap();
-    let err = c
-        .add_watch("/pwm", AddWatchMode::Persistent)
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)), "{err}");
-    assert!(err.to_string().contains("one mode per path"), "{err}");
-    // Another path, and the same path in another client, are fine.
-    let below = c
-        .add_watch("/pwm/a", AddWatchMode::Persistent)
-        .await
-        .unwrap();
-    let elsewhere = other
-        .add_watch("/pwm", AddWatchMode::Persistent)
-        .await
-        .unwrap();
-    drop(rec);
-    let err = c
-        .add_watch("/pwm", AddWatchMode::Persistent)
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, Error::Conflict(_)),
-        "one recursive watch still lives: {err}"
-    );
-    drop(same);
-    let plain = c.add_watch("/pwm", AddWatchMode::Persistent).await.unwrap();
-
-    // A cache sets a recursive watch on its root: a plain watcher there is refused at start.
-    let cache = CuratorCache::new(&c, "/pwm/a").unwrap();
-    let watcher = PersistentWatcher::new(&c, "/pwm/a", true).unwrap();
-    drop(below);
-    cache.start().await.unwrap();
-    watcher.start().await.unwrap(); // the same (recursive) mode: fine
-    let flat = PersistentWatcher::new(&c, "/pwm/a", false).unwrap();
-    let err = flat.start().await.unwrap_err();
-    assert!(matches!(err, Error::Conflict(_)), "{err}");
-    assert!(!flat.is_started());
-    cache.close();
-    watcher.close();
-    drop((plain, elsewhere));
-    c.close().await;
-    other.close().await;
 }
 
 /// `sync` on a 3-server ensemble: a writer on one server, a reader on another; after each

@@ -1796,7 +1796,15 @@ async fn short_holds_send_no_own_node_watch_long_holds_do() {
         m.release(o).await.unwrap();
     }
     let after = c.request_counts();
-    assert_eq!(after.create - before.create, 20);
+    // The parent is a container: the server deletes it once empty (the harness checks every
+    // 250 ms), and an acquire that finds it gone makes it again: its create fails, the parent's
+    // create, its create again (+2; seen on a loaded CI machine: 22).
+    let extra = after.create - before.create - 20;
+    assert!(
+        extra % 2 == 0 && extra <= 40,
+        "{} creates for 20 acquires",
+        20 + extra
+    );
     assert_eq!(after.get_children - before.get_children, 20);
     assert_eq!(after.delete - before.delete, 20);
     // (A cycle stalled past the delay on a loaded machine may still send one.)

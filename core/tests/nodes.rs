@@ -340,6 +340,13 @@ async fn a_protected_sequential_node_stays_one_node_through_reconnections() {
         })
     };
     for round in 0..3 {
+        // Each round is sampled before, during and after its cut (a busy machine runs a
+        // round faster than the sampler's pace: CI saw 2 samples in all).
+        let before = samples.lock().unwrap().len();
+        eventually("samples before the cut", WAIT, || async {
+            samples.lock().unwrap().len() >= before + 2
+        })
+        .await;
         proxy.cut();
         c.wait_for_state(WAIT, |s| !s.is_connected()).await.unwrap();
         proxy.restore();
@@ -349,6 +356,11 @@ async fn a_protected_sequential_node_stays_one_node_through_reconnections() {
         })
         .await;
         assert_eq!(node.actual_path().unwrap(), actual, "round {round}");
+        let after = samples.lock().unwrap().len();
+        eventually("samples after the reconnect", WAIT, || async {
+            samples.lock().unwrap().len() >= after + 2
+        })
+        .await;
     }
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     sampler.await.unwrap();

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zkrecipes::atomic::{
-    AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, SharedCount,
-    SharedCountEvent, VersionedValue,
+    AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock,
+    SharedCount, SharedCountEvent, VersionedValue,
 };
 use zkrecipes::{Client, ListenerId, Result, RetryPolicy};
 
@@ -53,18 +53,24 @@ pub struct zkr_atomic_value {
     pub stats: zkr_atomic_stats,
 }
 
-fn value<T: Into<i64>>(v: AtomicValue<T>) -> zkr_atomic_value {
-    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+impl From<&AtomicStats> for zkr_atomic_stats {
+    fn from(s: &AtomicStats) -> zkr_atomic_stats {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        zkr_atomic_stats {
+            optimistic_tries: s.optimistic_tries,
+            promoted_lock_tries: s.promoted_lock_tries,
+            optimistic_time_ms: ms(s.optimistic_time),
+            promoted_time_ms: ms(s.promoted_time),
+        }
+    }
+}
+
+pub(crate) fn value<T: Into<i64>>(v: AtomicValue<T>) -> zkr_atomic_value {
     zkr_atomic_value {
         succeeded: v.succeeded,
         pre_value: v.pre_value.into(),
         post_value: v.post_value.into(),
-        stats: zkr_atomic_stats {
-            optimistic_tries: v.stats.optimistic_tries,
-            promoted_lock_tries: v.stats.promoted_lock_tries,
-            optimistic_time_ms: ms(v.stats.optimistic_time),
-            promoted_time_ms: ms(v.stats.promoted_time),
-        },
+        stats: zkr_atomic_stats::from(&v.stats),
     }
 }
 
@@ -72,7 +78,7 @@ fn value<T: Into<i64>>(v: AtomicValue<T>) -> zkr_atomic_value {
 /// with every process and language. Thread-safe; concurrent adds through one client are combined
 /// into one compare-and-set round.
 pub struct zkr_atomic_long {
-    counter: DistributedAtomicLong,
+    pub(crate) counter: DistributedAtomicLong,
 }
 
 handle!(zkr_atomic_long, "counter");
@@ -80,28 +86,29 @@ handle!(zkr_atomic_long, "counter");
 /// Curator's DistributedAtomicInteger: a 32-bit counter in one node (4 bytes, big-endian).
 /// Same operations as zkr_atomic_long.
 pub struct zkr_atomic_int {
-    counter: DistributedAtomicInteger,
+    pub(crate) counter: DistributedAtomicInteger,
 }
 
 handle!(zkr_atomic_int, "counter");
 
-type MakeCounter<H> = fn(&Client, &str, Option<RetryPolicy>, Option<PromotedToLock>) -> Result<H>;
+pub(crate) type MakeCounter<H> =
+    fn(&Client, &str, Option<RetryPolicy>, Option<PromotedToLock>) -> Result<H>;
 
 /// The options of the `_new_with` functions (the plain `_new` has none).
-struct CounterOptions {
-    retry: *const zkr_retry_policy,
-    lock_path: *const c_char,
-    lock_timeout_ms: i64,
+pub(crate) struct CounterOptions {
+    pub(crate) retry: *const zkr_retry_policy,
+    pub(crate) lock_path: *const c_char,
+    pub(crate) lock_timeout_ms: i64,
 }
 
-const NO_OPTIONS: CounterOptions = CounterOptions {
+pub(crate) const NO_OPTIONS: CounterOptions = CounterOptions {
     retry: std::ptr::null(),
     lock_path: std::ptr::null(),
     lock_timeout_ms: -1,
 };
 
-/// The `_new` and `_new_with` of both counters.
-fn counter_new<H: Handle>(
+/// The `_new` and `_new_with` of both counters (and of zkr_atomic_bytes).
+pub(crate) fn counter_new<H: Handle>(
     function: &str,
     c: *mut zkr_client,
     path: *const c_char,
@@ -513,7 +520,7 @@ pub type zkr_shared_count_error_callback =
 /// Curator's SharedCount: a 32-bit integer in one node (4 bytes, big-endian), kept up to date
 /// in every client that watches it. Thread-safe.
 pub struct zkr_shared_count {
-    count: SharedCount,
+    pub(crate) count: SharedCount,
     listeners: Listeners<zkr_shared_count_callback>,
     errors: Arc<Slot<zkr_shared_count_error_callback>>,
     errors_listener: ListenerId,

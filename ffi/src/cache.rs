@@ -10,8 +10,11 @@ use zkrecipes::cache::{
 };
 use zkrecipes::{ListenerId, Result};
 
+use crate::boundary::arg_callback;
 use crate::boundary::{arg_ref, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
-use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening, UserData};
+use crate::callback::{
+    CCallback, CPredicate, CallbackType, Closing, Gate, Listeners, Listening, UserData,
+};
 use crate::client::zkr_client;
 use crate::handle::handle;
 use crate::status::zkr_status;
@@ -152,6 +155,8 @@ pub struct zkr_cache_options {
 pub struct zkr_cache {
     cache: Cache,
     listeners: Listeners<zkr_cache_callback>,
+    /// The path filter's gate (zkr_cache_new_filtered): closed by close and free.
+    filter: Option<Arc<Gate>>,
 }
 
 handle!(zkr_cache, "cache", |c| {
@@ -163,12 +168,16 @@ impl zkr_cache {
         zkr_cache {
             cache: cache.into(),
             listeners: Listeners::default(),
+            filter: None,
         }
     }
 
     fn close(&self) {
         self.unregister_all();
         self.cache.close();
+        if let Some(gate) = &self.filter {
+            gate.disable();
+        }
     }
 
     fn register_with(&self, cb: Arc<CCallback<CacheFn>>, replay: bool) -> ListenerId {
@@ -280,6 +289,54 @@ pub extern "C" fn zkr_cache_new(
             o.max_depth = depth_arg(given.max_depth)?;
         }
         Ok(zkr_cache::new(Cache::new(c, p, o)?))
+    })
+}
+
+/// A cache's path filter (Curator's CuratorCacheBuilder.withSelector / TreeCache's selector):
+/// true keeps `path` — the root or a node below it — in the cache (and lets the cache look below
+/// it); false leaves it and everything below it out. It is called on one of the library's async
+/// workers, from the cache's own work (several times per event: once per level below the root),
+/// so it must return quickly and must not call blocking zkr_ functions; `path` is valid during
+/// the call only. It is not called once zkr_cache_close or zkr_cache_free has returned.
+pub type zkr_path_filter =
+    Option<unsafe extern "C" fn(path: *const c_char, user_data: *mut c_void) -> bool>;
+
+/// zkr_cache_new with a path filter (see zkr_path_filter): `filter(path, user_data)` decides
+/// which nodes the cache keeps. `user_data` must stay valid until zkr_cache_close or
+/// zkr_cache_free returns. NULL `filter` is ZKR_INVALID_ARGUMENT. Free with zkr_cache_free.
+#[no_mangle]
+pub extern "C" fn zkr_cache_new_filtered(
+    c: *mut zkr_client,
+    path: *const c_char,
+    opts: *const zkr_cache_options,
+    filter: zkr_path_filter,
+    user_data: *mut c_void,
+    out: *mut *mut zkr_cache,
+) -> zkr_status {
+    recipe_new("zkr_cache_new_filtered", c, path, out, |c, p| {
+        let test = arg_callback(filter, "filter")?;
+        let mut o = CacheOptions::default();
+        if !opts.is_null() {
+            let given = arg_ref(opts, "opts")?;
+            o.data = given.data;
+            o.max_depth = depth_arg(given.max_depth)?;
+        }
+        let gate = Arc::new(Gate::new());
+        let open = gate.clone();
+        let ud = UserData(user_data);
+        o = o.path_filter(move |path| {
+            let ud = ud;
+            let Ok(path) = CString::new(path) else {
+                return false;
+            };
+            // Closed: the answer no longer matters (the cache is stopping).
+            let mut keep = true;
+            open.run(|| keep = test.test(path.as_ptr(), ud.0));
+            keep
+        });
+        let mut handle = zkr_cache::new(Cache::new(c, p, o)?);
+        handle.filter = Some(gate);
+        Ok(handle)
     })
 }
 

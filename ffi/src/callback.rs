@@ -121,6 +121,19 @@ c_fn!(A1);
 c_fn!(A1, A2);
 c_fn!(A1, A2, A3);
 
+/// [`CFn`] with a `bool` answer (a cache's path filter), under the same contract.
+pub(crate) trait CPredicate<A1>: Copy {
+    /// Calls the function with `arg` and `user_data`; its answer.
+    fn test(self, arg: A1, user_data: *mut c_void) -> bool;
+}
+
+impl<A1> CPredicate<A1> for unsafe extern "C" fn(A1, *mut c_void) -> bool {
+    fn test(self, arg: A1, user_data: *mut c_void) -> bool {
+        // SAFETY: the C caller's contract 4 for a registered callback (see `CFn`).
+        unsafe { self(arg, user_data) }
+    }
+}
+
 /// One registered C callback (`F` is its function pointer type) with its user data.
 pub(crate) struct CCallback<F> {
     function: F,

@@ -405,11 +405,14 @@ pub enum zkr_watch_event_type {
     ZKR_WATCH_CHILD = 4,
     /// The session ended (expired, or the client was closed) before the node changed.
     ZKR_WATCH_SESSION_ENDED = 5,
+    /// The watch was removed (zkr_client_remove_watches) before the node changed.
+    ZKR_WATCH_REMOVED = 6,
 }
 
 // The core's watch events in C.
 c_enum_of! { zkr_watch_event_type, WATCH_EVENTS: NodeEventKind from 1 as "ZKR_WATCH_", [
     ZKR_WATCH_CREATED, ZKR_WATCH_DELETED, ZKR_WATCH_CHANGED, ZKR_WATCH_CHILD, ZKR_WATCH_SESSION_ENDED,
+    ZKR_WATCH_REMOVED,
 ] }
 
 /// A one-shot watch callback: called once with what happened and the node's path (relative to

@@ -2,21 +2,18 @@
 //! the semaphores and the multi lock.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use zkrecipes::lock::{
-    CohortOptions, FencingToken, InterProcessLock, InterProcessMultiLock, InterProcessMutex,
-    InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
+    CohortOptions, FencingToken, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock,
 };
 use zkrecipes::{Error, ListenerId, LostPolicy, Owner, Result};
 
-use crate::boundary::{
-    arg_out, arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait,
-};
-use crate::callback::{lock, Slot, UserData};
+use crate::boundary::{arg_out, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
+use crate::callback::{Slot, UserData};
 use crate::client::zkr_client;
-use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
+use crate::handle::{free_handle, handle, new_handle, Handle};
 use crate::status::zkr_status;
 use crate::types::{thread_owner, zkr_owner, zkr_string_list};
 
@@ -24,7 +21,7 @@ use crate::types::{thread_owner, zkr_owner, zkr_string_list};
 // What the lock handles share
 
 /// A handle whose lock is one of Curator's InterProcessLock family.
-trait LockHandle: Handle {
+pub(crate) trait LockHandle: Handle {
     fn lock(&self) -> &dyn InterProcessLock;
 }
 
@@ -38,9 +35,10 @@ macro_rules! lock_handle {
         }
     };
 }
+pub(crate) use lock_handle;
 
 /// acquire / acquire_as of every lock handle.
-fn acquire<H: LockHandle>(
+pub(crate) fn acquire<H: LockHandle>(
     function: &str,
     h: *mut H,
     owner: Result<Owner>,
@@ -54,12 +52,20 @@ fn acquire<H: LockHandle>(
 }
 
 /// release / release_as of every lock handle.
-fn release<H: LockHandle>(function: &str, h: *mut H, owner: Result<Owner>) -> zkr_status {
+pub(crate) fn release<H: LockHandle>(
+    function: &str,
+    h: *mut H,
+    owner: Result<Owner>,
+) -> zkr_status {
     handle_call(function, h, |h| wait(h.lock().release(owner?)))
 }
 
 /// is_acquired_in_this_process of every lock handle.
-fn acquired_here<H: LockHandle>(function: &str, h: *const H, acquired: *mut bool) -> zkr_status {
+pub(crate) fn acquired_here<H: LockHandle>(
+    function: &str,
+    h: *const H,
+    acquired: *mut bool,
+) -> zkr_status {
     handle_out(function, h, acquired, "acquired", |h| {
         Ok(h.lock().is_acquired_in_this_process())
     })
@@ -623,293 +629,6 @@ pub extern "C" fn zkr_rwlock_write_lock(
 #[no_mangle]
 pub extern "C" fn zkr_rwlock_free(rw: *mut zkr_rwlock) {
     free_handle("zkr_rwlock_free", rw)
-}
-
-// ---------------------------------------------------------------------------------------------
-// InterProcessSemaphoreMutex
-
-/// Curator's InterProcessSemaphoreMutex: a mutex that is NOT reentrant (a second acquire waits,
-/// even from the same thread) and not owned: whoever holds the handle may release it, from any
-/// thread. That is why it has no `_as` twins. Built on a one-lease semaphore (its layout).
-pub struct zkr_semaphore_mutex {
-    mutex: InterProcessSemaphoreMutex,
-}
-
-handle!(zkr_semaphore_mutex, "mutex");
-
-lock_handle!(zkr_semaphore_mutex, mutex);
-
-/// Makes a semaphore mutex on `path`. Free with zkr_semaphore_mutex_free.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_mutex_new(
-    c: *mut zkr_client,
-    path: *const c_char,
-    out: *mut *mut zkr_semaphore_mutex,
-) -> zkr_status {
-    recipe_new("zkr_semaphore_mutex_new", c, path, out, |c, path| {
-        Ok(zkr_semaphore_mutex {
-            mutex: InterProcessSemaphoreMutex::new(c, path)?,
-        })
-    })
-}
-
-/// Acquires, waiting at most `timeout_ms` (-1: forever); `*acquired` tells whether it was.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_mutex_acquire(
-    m: *mut zkr_semaphore_mutex,
-    timeout_ms: i64,
-    acquired: *mut bool,
-) -> zkr_status {
-    acquire(
-        "zkr_semaphore_mutex_acquire",
-        m,
-        thread_owner(),
-        timeout_ms,
-        acquired,
-    )
-}
-
-/// Releases; ZKR_NOT_OWNER if this handle does not hold it.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_mutex_release(m: *mut zkr_semaphore_mutex) -> zkr_status {
-    release("zkr_semaphore_mutex_release", m, thread_owner())
-}
-
-/// Whether this handle holds it.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_mutex_is_acquired_in_this_process(
-    m: *const zkr_semaphore_mutex,
-    acquired: *mut bool,
-) -> zkr_status {
-    acquired_here(
-        "zkr_semaphore_mutex_is_acquired_in_this_process",
-        m,
-        acquired,
-    )
-}
-
-/// Frees a semaphore mutex; a hold still held is returned in the background. NULL does nothing.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_mutex_free(m: *mut zkr_semaphore_mutex) {
-    free_handle("zkr_semaphore_mutex_free", m)
-}
-
-// ---------------------------------------------------------------------------------------------
-// InterProcessSemaphoreV2
-
-/// Curator's InterProcessSemaphoreV2: at most `max_leases` leases held at a time across every
-/// process using the path. Thread-safe.
-pub struct zkr_semaphore {
-    semaphore: InterProcessSemaphoreV2,
-}
-
-handle!(zkr_semaphore, "semaphore");
-
-/// Leases taken by zkr_semaphore_acquire. Return them with zkr_semaphore_return_leases, then
-/// free the handle with zkr_leases_free (which returns, in the background, any lease still in it).
-pub struct zkr_leases {
-    leases: Mutex<Vec<Lease>>,
-}
-
-handle!(zkr_leases, "leases");
-
-/// Makes a semaphore on `path` allowing `max_leases` (>= 1) leases at once. Free with
-/// zkr_semaphore_free.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_new(
-    c: *mut zkr_client,
-    path: *const c_char,
-    max_leases: u32,
-    out: *mut *mut zkr_semaphore,
-) -> zkr_status {
-    recipe_new("zkr_semaphore_new", c, path, out, |c, path| {
-        let semaphore = InterProcessSemaphoreV2::new(c, path, max_leases as usize)?;
-        Ok(zkr_semaphore { semaphore })
-    })
-}
-
-/// Acquires `qty` (>= 1, at most max_leases: more is ZKR_INVALID_ARGUMENT at once) leases, all or
-/// nothing, waiting at most `timeout_ms` (-1: forever). `*leases` receives them (free with
-/// zkr_leases_free), or NULL if the timeout passed first (then none is held).
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_acquire(
-    s: *mut zkr_semaphore,
-    qty: u32,
-    timeout_ms: i64,
-    leases: *mut *mut zkr_leases,
-) -> zkr_status {
-    handle_out("zkr_semaphore_acquire", s, leases, "leases", |s| {
-        let timeout = arg_timeout(timeout_ms)?;
-        let got = wait(s.semaphore.acquire(qty as usize, timeout))?;
-        Ok(got.map_or(std::ptr::null_mut(), |leases| {
-            new_handle(zkr_leases {
-                leases: Mutex::new(leases),
-            })
-        }))
-    })
-}
-
-/// Returns every lease still in `leases` (deleting their nodes). The handle stays valid (and
-/// empty) until zkr_leases_free; returning an empty set is ZKR_OK. On failure the first error is
-/// reported after trying them all.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_return_leases(
-    s: *mut zkr_semaphore,
-    leases: *mut zkr_leases,
-) -> zkr_status {
-    handle_call("zkr_semaphore_return_leases", s, |s| {
-        let taken = std::mem::take(&mut *lock(&handle_ref(leases)?.leases));
-        wait(s.semaphore.return_all(taken))
-    })
-}
-
-/// How many leases `leases` holds.
-#[no_mangle]
-pub extern "C" fn zkr_leases_count(leases: *const zkr_leases, count: *mut usize) -> zkr_status {
-    handle_out("zkr_leases_count", leases, count, "count", |l| {
-        Ok(lock(&l.leases).len())
-    })
-}
-
-/// The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
-#[no_mangle]
-pub extern "C" fn zkr_leases_paths(
-    leases: *const zkr_leases,
-    paths: *mut *mut zkr_string_list,
-) -> zkr_status {
-    handle_out("zkr_leases_paths", leases, paths, "paths", |l| {
-        zkr_string_list::from_vec(
-            lock(&l.leases)
-                .iter()
-                .map(|x| x.path().to_string())
-                .collect(),
-        )
-    })
-}
-
-/// Frees a lease set; leases still in it are returned in the background. NULL does nothing.
-#[no_mangle]
-pub extern "C" fn zkr_leases_free(leases: *mut zkr_leases) {
-    free_handle("zkr_leases_free", leases)
-}
-
-/// The lease nodes, as full paths in sequence order, in `*nodes` (free with
-/// zkr_string_list_free).
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_participant_nodes(
-    s: *mut zkr_semaphore,
-    nodes: *mut *mut zkr_string_list,
-) -> zkr_status {
-    handle_out("zkr_semaphore_participant_nodes", s, nodes, "nodes", |s| {
-        zkr_string_list::from_vec(wait(s.semaphore.participant_nodes())?)
-    })
-}
-
-/// Frees a semaphore handle (lease sets stay valid). NULL does nothing.
-#[no_mangle]
-pub extern "C" fn zkr_semaphore_free(s: *mut zkr_semaphore) {
-    free_handle("zkr_semaphore_free", s)
-}
-
-// ---------------------------------------------------------------------------------------------
-// InterProcessMultiLock
-
-/// Curator's InterProcessMultiLock: several InterProcessMutexes taken as one, in order, all or
-/// nothing (a timeout or an error releases those already taken), released in reverse order.
-/// Reentrant per owner like its mutexes. The timeout bounds the whole acquire.
-pub struct zkr_multi_lock {
-    lock: InterProcessMultiLock,
-}
-
-handle!(zkr_multi_lock, "multi_lock");
-
-lock_handle!(zkr_multi_lock, lock);
-
-/// Makes a multi lock over `count` mutex paths (at least one, no duplicates). Free with
-/// zkr_multi_lock_free.
-///
-/// `paths` points to `count` NUL-terminated strings.
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_new(
-    c: *mut zkr_client,
-    paths: *const *const c_char,
-    count: usize,
-    out: *mut *mut zkr_multi_lock,
-) -> zkr_status {
-    handle_out("zkr_multi_lock_new", c, out, "out", |c| {
-        let mut list = Vec::with_capacity(count);
-        for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
-            list.push(arg_str(*p, &format!("paths[{i}]"))?);
-        }
-        let lock = InterProcessMultiLock::new(&c.client, &list)?;
-        Ok(new_handle(zkr_multi_lock { lock }))
-    })
-}
-
-/// Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
-/// tells whether all were (if not, none is held).
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_acquire(
-    m: *mut zkr_multi_lock,
-    timeout_ms: i64,
-    acquired: *mut bool,
-) -> zkr_status {
-    acquire(
-        "zkr_multi_lock_acquire",
-        m,
-        thread_owner(),
-        timeout_ms,
-        acquired,
-    )
-}
-
-/// zkr_multi_lock_acquire for an explicit owner.
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_acquire_as(
-    m: *mut zkr_multi_lock,
-    owner: zkr_owner,
-    timeout_ms: i64,
-    acquired: *mut bool,
-) -> zkr_status {
-    acquire(
-        "zkr_multi_lock_acquire_as",
-        m,
-        owner.to_core(),
-        timeout_ms,
-        acquired,
-    )
-}
-
-/// Releases every lock (reverse order) for the calling thread; tries them all and reports the
-/// first error (ZKR_NOT_OWNER if this thread holds none).
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_release(m: *mut zkr_multi_lock) -> zkr_status {
-    release("zkr_multi_lock_release", m, thread_owner())
-}
-
-/// zkr_multi_lock_release for an explicit owner.
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_release_as(
-    m: *mut zkr_multi_lock,
-    owner: zkr_owner,
-) -> zkr_status {
-    release("zkr_multi_lock_release_as", m, owner.to_core())
-}
-
-/// Whether every lock is held in this process.
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_is_acquired_in_this_process(
-    m: *const zkr_multi_lock,
-    acquired: *mut bool,
-) -> zkr_status {
-    acquired_here("zkr_multi_lock_is_acquired_in_this_process", m, acquired)
-}
-
-/// Frees a multi lock handle (holds still held are not released; see zkr_mutex_free). NULL does
-/// nothing.
-#[no_mangle]
-pub extern "C" fn zkr_multi_lock_free(m: *mut zkr_multi_lock) {
-    free_handle("zkr_multi_lock_free", m)
 }
 
 #[cfg(test)]

@@ -225,9 +225,9 @@ impl zkr_retry_policy {
 
 /// The layout version of zkr_client_options this header describes. Version 2 added `acl`,
 /// `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
-/// after them. Programs built with an older version keep working (the new fields take their
-/// defaults).
-pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 3;
+/// after them; version 4 `max_request_bytes`. Programs built with an older version keep working
+/// (the new fields take their defaults).
+pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 4;
 
 /// ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
 pub const ZKR_PERM_READ: u32 = 1;
@@ -358,6 +358,11 @@ pub struct zkr_client_options {
     pub acl_rules: *const zkr_acl_rule,
     /// (version 3) The number of entries at `acl_rules`.
     pub acl_rules_len: usize,
+    /// (version 4) The largest request the client sends, in bytes on the wire (path, data, ACL
+    /// and framing), at least 1024. Default 1048575 (0xfffff, the server's default
+    /// jute.maxbuffer). A bigger request is ZKR_INVALID_ARGUMENT before it is sent (the server
+    /// would drop the connection). Raise it only together with the servers' jute.maxbuffer.
+    pub max_request_bytes: usize,
 }
 
 fn default_options() -> zkr_client_options {
@@ -387,6 +392,7 @@ fn default_options() -> zkr_client_options {
         sasl_password: ptr::null(),
         acl_rules: ptr::null(),
         acl_rules_len: 0,
+        max_request_bytes: zkrecipes::client::DEFAULT_MAX_REQUEST_BYTES,
     }
 }
 
@@ -438,10 +444,11 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
         ).into()));
     }
     // A version-1 program knows nothing past auth_credentials_len, a version-2 one nothing past
-    // auth_len, whatever its `size` says.
+    // auth_len, a version-3 one nothing past acl_rules_len, whatever its `size` says.
     let size = match version {
         1 => size.min(std::mem::offset_of!(zkr_client_options, acl)),
         2 => size.min(std::mem::offset_of!(zkr_client_options, tls)),
+        3 => size.min(std::mem::offset_of!(zkr_client_options, max_request_bytes)),
         _ => size,
     };
     // SAFETY: the caller's struct has `size` readable bytes (checked to be at most ours), and
@@ -469,7 +476,8 @@ pub(crate) fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuild
             "opts.connection_timeout_ms",
         )?)
         .retry_policy(o.retry.to_core()?)
-        .can_be_read_only(o.can_be_read_only);
+        .can_be_read_only(o.can_be_read_only)
+        .max_request_bytes(o.max_request_bytes);
     {
         if let Some(ns) = arg_opt_str(o.namespace_name, "opts.namespace_name")? {
             b = b.namespace(ns);
@@ -653,6 +661,24 @@ mod tests {
         let r = read(&opts).unwrap();
         assert!(!r.tls && r.sasl_username.is_null() && r.acl_rules_len == 0);
         assert!(build(&r).is_ok());
+    }
+
+    #[test]
+    fn version_3_options_ignore_the_version_4_fields() {
+        let mut opts = default_options();
+        opts.version = 3;
+        opts.size = std::mem::size_of::<zkr_client_options>();
+        opts.max_request_bytes = 5; // a version-3 program never wrote it
+        let r = read(&opts).unwrap();
+        assert_eq!(
+            r.max_request_bytes,
+            zkrecipes::client::DEFAULT_MAX_REQUEST_BYTES
+        );
+        assert!(build(&r).is_ok());
+        opts.version = 4;
+        let r = read(&opts).unwrap();
+        assert_eq!(r.max_request_bytes, 5);
+        // Too small: refused by zkr_client_connect (tests/c/test_cache.c).
     }
 
     #[test]

@@ -57,6 +57,9 @@ pub enum zkr_status {
     /// A node we would take over belongs to another live session (a member id registered by
     /// someone else); it was left untouched.
     ZKR_CONFLICT = 305,
+    /// There is no watch of the kind asked for on that path in this client
+    /// (zkr_client_remove_watches; ZooKeeper's NoWatcherException).
+    ZKR_NO_WATCHER = 306,
     /// Any other error from the server or the protocol layer.
     ZKR_SERVER = 399,
     /// A node's data cannot be decoded (a counter node with too few bytes, say).
@@ -69,7 +72,7 @@ pub enum zkr_status {
 
 impl zkr_status {
     /// Every status, ZKR_OK first, then in the core's code order.
-    const ALL: [zkr_status; 19] = {
+    const ALL: [zkr_status; 20] = {
         use zkr_status::*;
         [
             ZKR_OK,
@@ -87,6 +90,7 @@ impl zkr_status {
             ZKR_NO_AUTH,
             ZKR_NOT_EMPTY,
             ZKR_CONFLICT,
+            ZKR_NO_WATCHER,
             ZKR_SERVER,
             ZKR_CORRUPTED_DATA,
             ZKR_OVERFLOW,

@@ -74,7 +74,7 @@ macro_rules! c_enum_of {
         };
 
         impl $e {
-            fn of(value: $core) -> $e {
+            pub(crate) fn of(value: $core) -> $e {
                 [$($e::$variant),*][($list.to_c(value) - $list.first) as usize]
             }
         }
@@ -128,10 +128,12 @@ mod tests {
         check(&CANCEL_REASONS, plain("ZKR_CANCEL_"));
         check(&LEVELS, plain("ZKR_LOG_"));
         check(&crate::nodes::NODE_EVENTS, plain("ZKR_NODE_"));
+        check(&crate::partition::PARTITION_STATES, plain("ZKR_PARTITION_"));
         // Two watch events keep their first C spellings.
         check(&WATCH_EVENTS, |name| match name {
             "DATA_CHANGED" => "ZKR_WATCH_CHANGED".into(),
             "CHILDREN_CHANGED" => "ZKR_WATCH_CHILD".into(),
+            "WATCH_REMOVED" => "ZKR_WATCH_REMOVED".into(),
             other => format!("ZKR_WATCH_{other}"),
         });
         assert_eq!(CREATE_MODES.all, CreateMode::ALL);
@@ -139,5 +141,10 @@ mod tests {
         assert_eq!(CANCEL_REASONS.all, CancelReason::ALL);
         assert_eq!(LEVELS.all, Level::ALL);
         assert_eq!(WATCH_EVENTS.all, NodeEventKind::ALL);
+        check(&crate::watches::WATCHER_TYPES, plain("ZKR_WATCHER_TYPE_"));
+        assert_eq!(
+            crate::watches::WATCHER_TYPES.all,
+            zkrecipes::WatcherType::ALL
+        );
     }
 }

@@ -34,6 +34,8 @@ pub enum zkr_watcher_event_type {
     /// The session ended (path NULL); the watch is set again on the next session and
     /// ZKR_WATCHER_RECONNECTED follows.
     ZKR_WATCHER_SESSION_LOST = 7,
+    /// The watch was removed by zkr_client_remove_watches (path NULL): the last event.
+    ZKR_WATCHER_WATCH_REMOVED = 8,
 }
 
 fn same(name: &'static str) -> &'static str {
@@ -59,12 +61,13 @@ impl zkr_watcher_event_type {
             ZKR_WATCHER_DISCONNECTED,
             ZKR_WATCHER_RECONNECTED,
             ZKR_WATCHER_SESSION_LOST,
+            ZKR_WATCHER_WATCH_REMOVED,
         ][(WATCHER_EVENTS.to_c(e.name()) - WATCHER_EVENTS.first) as usize]
     }
 }
 
 /// A watcher listener: called with each event's type and the node's path (relative to the
-/// client's namespace; NULL for DISCONNECTED, RECONNECTED and SESSION_LOST), valid during the
+/// client's namespace; NULL for DISCONNECTED, RECONNECTED, SESSION_LOST and WATCH_REMOVED), valid during the
 /// call. It runs on a library thread, one call at a time, in the order the server sent the
 /// events, where any zkr_ function may be called. It must not throw (C++) or longjmp out.
 pub type zkr_watcher_callback = Option<
@@ -78,10 +81,10 @@ pub type zkr_watcher_callback = Option<
 type WatcherFn = <zkr_watcher_callback as CallbackType>::Fn;
 
 /// A persistent watch on a path, optionally recursive (every node below it too): Curator's
-/// PersistentWatcher. It stays set across reconnects and sessions until closed. ZooKeeper keeps
-/// one persistent-watch mode per path per session: while a recursive watcher (or a cache, which
-/// sets a recursive watch on its root) lives on a path, zkr_watcher_start of a plain one there in
-/// the same client is ZKR_CONFLICT, and the other way round.
+/// PersistentWatcher. It stays set across reconnects and sessions until closed. Watchers and
+/// caches on one path of one client share one watch on the server, whatever their modes (the
+/// recursive one serves the plain ones, filtered). zkr_client_remove_watches of its kind ends it:
+/// ZKR_WATCHER_WATCH_REMOVED is its last event.
 /// Thread-safe.
 pub struct zkr_watcher {
     watcher: PersistentWatcher,
@@ -196,6 +199,10 @@ mod tests {
             zkr_watcher_event_type::of(&WatchEvent::Reconnected) as u32,
             WATCHER_EVENTS.to_c("RECONNECTED")
         );
-        assert!(WATCHER_EVENTS.get(8).is_none());
+        assert_eq!(
+            zkr_watcher_event_type::of(&WatchEvent::Removed),
+            zkr_watcher_event_type::ZKR_WATCHER_WATCH_REMOVED
+        );
+        assert!(WATCHER_EVENTS.get(9).is_none());
     }
 }

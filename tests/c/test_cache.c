@@ -315,10 +315,10 @@ static void test_persistent_watchers(void) {
     CHECK_OK(zkr_watcher_add_listener(w, on_watch, &h, &id));
     CHECK_OK(zkr_watcher_start(w));
     CHECK_STATUS(zkr_watcher_start(w), ZKR_INVALID_ARGUMENT, "zkr_watcher_start");
-    /* The other mode on the same path of the same client: refused (one mode per path). */
+    /* The other mode on the same path of the same client shares the path's one watch. */
     zkr_watcher *other_mode = NULL;
     CHECK_OK(zkr_persistent_watcher_new(c, root, false, &other_mode));
-    CHECK_STATUS(zkr_watcher_start(other_mode), ZKR_CONFLICT, "zkr_watcher_start");
+    CHECK_OK(zkr_watcher_start(other_mode));
     zkr_watcher_free(other_mode);
     CHECK_OK(put(c, root, "", "r"));
     CHECK_OK(put(c, root, "/a", "a"));
@@ -373,7 +373,8 @@ static void test_persistent_watchers(void) {
 
     CHECK(strcmp(zkr_watcher_event_type_name(ZKR_WATCHER_SESSION_LOST), "SESSION_LOST") == 0);
     CHECK(strcmp(zkr_watcher_event_type_name(ZKR_WATCHER_CHILDREN_CHANGED), "CHILDREN_CHANGED") == 0);
-    CHECK(zkr_watcher_event_type_name(0) == NULL && zkr_watcher_event_type_name(8) == NULL);
+    CHECK(strcmp(zkr_watcher_event_type_name(ZKR_WATCHER_WATCH_REMOVED), "WATCH_REMOVED") == 0);
+    CHECK(zkr_watcher_event_type_name(0) == NULL && zkr_watcher_event_type_name(9) == NULL);
 
     /* Bad input. */
     zkr_watcher *bad = NULL;
@@ -394,12 +395,121 @@ static void test_persistent_watchers(void) {
     zt_event_destroy(&h.event);
 }
 
+static void on_oneshot(zkr_watch_event_type e, const char *path, void *user_data) {
+    (void)path;
+    zt_event_signal((zt_event *)user_data, (int)e);
+}
+
+/* A path filter: leaves out every node named "skip" (and so everything below it). */
+static bool not_skip(const char *path, void *user_data) {
+    zt_event_signal((zt_event *)user_data, 0);
+    const char *name = strrchr(path, '/');
+    return name == NULL || strcmp(name, "/skip") != 0;
+}
+
+static bool cached(zkr_cache *cache, const char *root, const char *rel) {
+    char p[192];
+    snprintf(p, sizeof p, "%s%s", root, rel);
+    zkr_child_data *node = NULL;
+    if (zkr_cache_get(cache, p, &node) != ZKR_OK) return false;
+    bool found = node != NULL;
+    zkr_child_data_free(node);
+    return found;
+}
+
+/* Issue 32: a cache's path filter; zkr_client_remove_watches (a one-shot data watch removed
+ * with ZKR_WATCH_REMOVED, ZKR_NO_WATCHER, the cache on the same path still hearing after it);
+ * zkr_client_wait_for_state; the max_request_bytes option (options version 4). */
+static void test_filters_watch_removal_and_client_options(void) {
+    char root[128], p[192];
+    zt_path(root, sizeof root, "filtered");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(put(c, root, "/skip/deep", "d"));
+    zt_event asked;
+    zt_event_init(&asked);
+    zkr_cache *cache = NULL;
+    CHECK_STATUS(zkr_cache_new_filtered(c, root, NULL, NULL, NULL, &cache), ZKR_INVALID_ARGUMENT,
+                 "zkr_cache_new_filtered");
+    CHECK_OK(zkr_cache_new_filtered(c, root, NULL, not_skip, &asked, &cache));
+    CHECK_OK(zkr_cache_start(cache));
+    bool ok = false;
+    CHECK_OK(zkr_cache_await_initialized(cache, 30000, &ok));
+    CHECK(ok && zt_event_count(&asked) > 0);
+    CHECK(cached(cache, root, "") && !cached(cache, root, "/skip") && !cached(cache, root, "/skip/deep"));
+    CHECK_OK(put(c, root, "/keep", "k"));
+    zkr_stat st;
+    snprintf(p, sizeof p, "%s/keep", root);
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"k2", 2, -1, &st));
+    CHECK_OK(zkr_cache_await_zxid(cache, st.mzxid, 30000, &ok));
+    CHECK(ok && cached(cache, root, "/keep") && !cached(cache, root, "/skip"));
+
+    /* A one-shot data watch on the cache's root, removed. */
+    zt_event fired;
+    zt_event_init(&fired);
+    zkr_buffer *data = NULL;
+    CHECK_OK(zkr_client_get_data_watch(c, root, &data, NULL, on_oneshot, &fired));
+    zkr_buffer_free(data);
+    CHECK_STATUS(zkr_client_remove_watches(c, root, ZKR_WATCHER_TYPE_PERSISTENT, false), ZKR_NO_WATCHER,
+                 "zkr_client_remove_watches");
+    CHECK_STATUS(zkr_client_remove_watches(c, root, 9, false), ZKR_INVALID_ARGUMENT, "zkr_client_remove_watches");
+    CHECK_STATUS(zkr_client_remove_watches(c, "bad", ZKR_WATCHER_TYPE_ANY, false), ZKR_INVALID_ARGUMENT,
+                 "zkr_client_remove_watches");
+    CHECK_OK(zkr_client_remove_watches(c, root, ZKR_WATCHER_TYPE_DATA, false));
+    CHECK_MSG(zt_event_wait(&fired, 1, 10000), "the removed watch is told");
+    CHECK(fired.last == ZKR_WATCH_REMOVED);
+    CHECK_STATUS(zkr_client_remove_watches(c, root, ZKR_WATCHER_TYPE_DATA, true), ZKR_NO_WATCHER,
+                 "zkr_client_remove_watches");
+    /* The cache on that root still hears what changes below it. */
+    CHECK_OK(put(c, root, "/later", "l"));
+    snprintf(p, sizeof p, "%s/later", root);
+    CHECK_OK(zkr_client_set_data(c, p, (const uint8_t *)"l2", 2, -1, &st));
+    CHECK_OK(zkr_cache_await_zxid(cache, st.mzxid, 30000, &ok));
+    CHECK(ok && cached(cache, root, "/later"));
+    CHECK(zt_event_count(&fired) == 1);
+    zkr_cache_free(cache);
+
+    /* wait_for_state and the request size limit. */
+    bool connected = false;
+    CHECK_OK(zkr_client_wait_for_state(c, 0, &connected));
+    CHECK(connected);
+    CHECK_STATUS(zkr_client_wait_for_state(c, -2, &connected), ZKR_INVALID_ARGUMENT, "zkr_client_wait_for_state");
+    CHECK_STATUS(zkr_client_wait_for_state(c, 0, NULL), ZKR_INVALID_ARGUMENT, "zkr_client_wait_for_state");
+    size_t bytes = 0;
+    CHECK_OK(zkr_client_max_request_bytes(c, &bytes));
+    CHECK_MSG(bytes == 1048575, "default max_request_bytes %zu", bytes);
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    CHECK(opts.version == 4 && opts.max_request_bytes == 1048575);
+    opts.max_request_bytes = 2048;
+    zkr_client *small = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, &opts, &small));
+    CHECK_OK(zkr_client_max_request_bytes(small, &bytes));
+    CHECK(bytes == 2048);
+    static uint8_t big[3000];
+    snprintf(p, sizeof p, "%s/big", root);
+    CHECK_STATUS(zkr_client_create(small, p, big, sizeof big, ZKR_PERSISTENT, 0, NULL), ZKR_INVALID_ARGUMENT,
+                 "zkr_client_create");
+    CHECK_OK(zkr_client_create(small, p, big, 1000, ZKR_PERSISTENT, 0, NULL));
+    zkr_client_free(small);
+    opts.max_request_bytes = 10;
+    CHECK_STATUS(zkr_client_connect(zt_connect, &opts, &small), ZKR_INVALID_ARGUMENT, "zkr_client_connect");
+    zkr_client_close(c);
+    CHECK_STATUS(zkr_client_wait_for_state(c, 0, &connected), ZKR_CLOSED, "zkr_client_wait_for_state");
+    CHECK_STATUS(zkr_client_remove_watches(c, root, ZKR_WATCHER_TYPE_ANY, false), ZKR_CLOSED,
+                 "zkr_client_remove_watches");
+    zkr_client_free(c);
+    zt_event_destroy(&fired);
+    zt_event_destroy(&asked);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_curator_cache_loads_listens_and_reads_its_writes);
     RUN(test_views_keep_their_scope);
     RUN(test_a_session_expiry_is_resynced);
     RUN(test_persistent_watchers);
+    RUN(test_filters_watch_removal_and_client_options);
     RUN(test_bad_input);
     return zt_end("test_cache");
 }

@@ -6,7 +6,17 @@
  * Secured servers (the tls scenario): zkr_client_options version 3 (mutual TLS, SASL DIGEST-MD5);
  * --whoami DIR creates DIR/ID with CREATOR_ALL_ACL (an ACL-provider rule for that one path), so
  * that its ACL names the identities the session authenticated as.
- * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch.
+ * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch,
+ * discovery (instances as Curator's JSON in and out: "registered c c/ID JSON" and "found c SVC/ID
+ * JSON" carry that JSON as the face returns it; the runner reads its fields).
+ * partition, lease (the loops of py_worker.py and kazoo_worker.py on zkr_set_partitioner_* and
+ * zkr_multi_non_blocking_lease; tests/interop/README.md).
+ * queue, simplequeue, doublebarrier, group, gzip, putmulti, sharder.
+ * putmulti: puts "c:i" three to a node (zkr_queue_put_multi) into a DistributedQueue (lock path
+ * P-locks), then consumes until idle: "got c ID ITEM TOKEN" per message. sharder: a
+ * zkr_queue_sharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks
+ * every 200 ms, at most 4 shards): puts through zkr_queue_sharder_get_queue, consumes from every
+ * shard, then "shards c ID K".
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT".
@@ -131,6 +141,182 @@ static void wait_for_peer(const char *peers, const char *id) {
         if (other) return;
         sleep_ms(1);
     }
+}
+
+static long files_in(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) { perror("c_worker: peers"); exit(2); }
+    long n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+/* The partition scenario's set (every worker's, sorted) and how long a round's member stays
+ * ACQUIRED before it leaves. */
+static const char *const PARTS[] = {"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"};
+#define NPARTS 8
+#define HOLD_NS 400000000LL
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether the party at PATH/party is `expect` distinct identifiers, us among them, and `held` is
+ * kazoo's share of PARTS for us in it (kazoo's default partition_func: identifiers sorted, member
+ * i of n takes i, i + n, ...). */
+static bool held_is_kazoos_share(zkr_client *client, const char *path, const char *me, long expect,
+                                 const zkr_string_list *held) {
+    char party[4096];
+    snprintf(party, sizeof party, "%s/party", path);
+    zkr_string_list *kids = NULL;
+    check(zkr_client_get_children(client, party, &kids), "zkr_client_get_children (party)");
+    size_t n = kids->len;
+    const char **ids = calloc(n ? n : 1, sizeof *ids);
+    if (!ids) exit(2);
+    for (size_t i = 0; i < n; i++) {
+        const char *dash = strchr(kids->items[i], '-');
+        ids[i] = dash ? dash + 1 : kids->items[i];
+    }
+    qsort(ids, n, sizeof *ids, cmp_str);
+    bool ok = (long)n == expect;
+    size_t mine = n;
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(ids[i], ids[i - 1])) ok = false;
+        if (!strcmp(ids[i], me)) mine = i;
+    }
+    if (mine == n) ok = false;
+    size_t k = 0;
+    for (size_t j = mine; ok && j < NPARTS; j += n, k++)
+        if (k >= held->len || strcmp(held->items[k], PARTS[j])) ok = false;
+    if (ok && k != held->len) ok = false;
+    free(ids);
+    zkr_string_list_free(kids);
+    return ok;
+}
+
+static void stamp_all(FILE *log, const char *what, const char *me, const zkr_string_list *parts) {
+    for (size_t i = 0; parts && i < parts->len; i++)
+        fprintf(log, "%s c %s %s %lld\n", what, me, parts->items[i], mono_ns());
+    fflush(log);
+}
+
+/* One member, kazoo's loop, stamping `start/end c ID PARTITION NS` around each hold (start once
+ * ACQUIRED, end before release_set or finish). A round's member leaves after HOLD_NS ACQUIRED;
+ * the final one logs `final c ID p,q,...` once its share is kazoo's for the whole party, and
+ * leaves once every worker did (a mark per worker in `peers`). */
+static void partition_member(zkr_client *client, const char *path, const char *me, long expect,
+                             const char *peers, FILE *log, bool final) {
+    zkr_set_partitioner *p = NULL;
+    check(zkr_set_partitioner_new(client, path, PARTS, NPARTS, me, 200, 100, &p), "zkr_set_partitioner_new");
+    check(zkr_set_partitioner_start(p), "zkr_set_partitioner_start");
+    zkr_string_list *held = NULL;
+    long long since = 0, deadline = mono_ns() + 120000000000LL;
+    long long hold = HOLD_NS + (mono_ns() % 200) * 1000000LL; /* jittered, so that members leave apart */
+    bool logged = false;
+    for (;;) {
+        zkr_partition_state state;
+        zkr_string_list *parts = NULL;
+        check(zkr_set_partitioner_partitions(p, &state, &parts), "zkr_set_partitioner_partitions");
+        if (state == ZKR_PARTITION_ACQUIRED && !held) {
+            since = mono_ns();
+            stamp_all(log, "start", me, parts);
+            held = parts;
+            parts = NULL;
+        }
+        zkr_string_list_free(parts);
+        bool stop;
+        if (!final) {
+            stop = (state == ZKR_PARTITION_ACQUIRED && mono_ns() - since >= hold) || mono_ns() > deadline;
+        } else {
+            if (state == ZKR_PARTITION_ACQUIRED && !logged && held_is_kazoos_share(client, path, me, expect, held)) {
+                fprintf(log, "final c %s ", me);
+                for (size_t i = 0; i < held->len; i++) fprintf(log, "%s%s", i ? "," : "", held->items[i]);
+                fprintf(log, "%s\n", held->len ? "" : "-");
+                fflush(log);
+                char mark[4096];
+                snprintf(mark, sizeof mark, "%s/%s", peers, me);
+                FILE *f = fopen(mark, "w");
+                if (!f) { perror("c_worker: peer mark"); exit(2); }
+                fclose(f);
+                logged = true;
+            }
+            stop = files_in(peers) >= expect || mono_ns() > deadline;
+        }
+        if (stop) break;
+        if (state == ZKR_PARTITION_RELEASE) {
+            stamp_all(log, "end", me, held);
+            zkr_string_list_free(held);
+            held = NULL;
+            check(zkr_set_partitioner_release_set(p), "zkr_set_partitioner_release_set");
+        } else if (state == ZKR_PARTITION_FAILURE) {
+            fprintf(stderr, "c_worker: partitioner FAILURE\n");
+            exit(2);
+        } else {
+            zkr_partition_state now;
+            check(zkr_set_partitioner_wait_for_change(p, state, 50, &now), "zkr_set_partitioner_wait_for_change");
+        }
+    }
+    if (!final && !held) { fprintf(stderr, "c_worker: a round never ACQUIRED\n"); exit(2); }
+    stamp_all(log, "end", me, held);
+    zkr_string_list_free(held);
+    check(zkr_set_partitioner_finish(p), "zkr_set_partitioner_finish");
+    zkr_set_partitioner_free(p);
+}
+
+static void partition(zkr_client *client, const char *path, const char *me, long rounds, long expect,
+                      const char *peers, FILE *log) {
+    for (long r = 0; r < rounds; r++) {
+        partition_member(client, path, me, expect, peers, log, false);
+        fprintf(log, "round c %s %ld\n", me, r);
+        fflush(log);
+        sleep_ms(300 + (long)(mono_ns() % 200)); /* > time boundary: the rest divide without us */
+    }
+    partition_member(client, path, me, expect, peers, log, true);
+    fprintf(log, "done c %s %ld\n", me, rounds);
+}
+
+static long long wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one `leases`
+ * times (60 s at most); a holder renews once within its lease, then waits for its end. Logs
+ * `lease c ID SLOT START_NS END_NS` (wall clock) per hold and `renew c ID ok|lost`. */
+static void lease(zkr_client *client, const char *path, const char *me, long leases, FILE *log) {
+    long got = 0;
+    long long deadline = mono_ns() + 60000000000LL;
+    while (got < leases && mono_ns() < deadline) {
+        bool ok = false;
+        uint32_t slot = 0;
+        int64_t end_ms = 0;
+        check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
+              "zkr_multi_non_blocking_lease");
+        if (!ok) {
+            sleep_ms(100);
+            continue;
+        }
+        got++;
+        long long end = (long long)end_ms * 1000000LL;
+        fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);
+        fflush(log);
+        sleep_ms(200);
+        if (wall_ns() < end - 100000000LL) {
+            check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
+                  "zkr_multi_non_blocking_lease (renew)");
+            fprintf(log, "renew c %s %s\n", me, ok ? "ok" : "lost");
+            if (ok) {
+                end = (long long)end_ms * 1000000LL;
+                fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);
+            }
+            fflush(log);
+        }
+        long long left = end - wall_ns();
+        sleep_ms((left > 0 ? (long)(left / 1000000) : 0) + 50 + (long)(mono_ns() % 100));
+    }
+    fprintf(log, "done c %s %ld\n", me, got);
 }
 
 struct selector_state {
@@ -307,6 +493,171 @@ static size_t heard_count(void) {
     return n;
 }
 
+/* The discovery scenario (tests/interop/README.md). */
+#define DISCOVERY_SERVICES 5
+static const char *const discovery_services[DISCOVERY_SERVICES] = {"java", "rust", "c", "python", "node"};
+static zkr_discovery *disco, *disco_full;
+static zkr_service_cache *disco_caches[DISCOVERY_SERVICES];
+static zkr_service_provider *disco_providers[DISCOVERY_SERVICES];
+
+/* The instance id in Curator's JSON (the ids here are plain ASCII). */
+static void json_id(const char *json, char *out, size_t len) {
+    const char *p = strstr(json, "\"id\":\"");
+    size_t n = 0;
+    if (p)
+        for (p += 6; *p && *p != '"' && n + 1 < len; p++) out[n++] = *p;
+    out[n] = '\0';
+}
+
+static void discovery_start(zkr_client *client, const char *base) {
+    check(zkr_discovery_new(client, base, &disco), "zkr_discovery_new");
+    check(zkr_discovery_new(client, base, &disco_full), "zkr_discovery_new");
+    check(zkr_discovery_set_write_enabled(disco_full, true), "zkr_discovery_set_write_enabled");
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        bool loaded = false;
+        check(zkr_service_cache_new(disco, discovery_services[s], &disco_caches[s]), "zkr_service_cache_new");
+        check(zkr_service_cache_start(disco_caches[s]), "zkr_service_cache_start");
+        check(zkr_service_cache_await_initialized(disco_caches[s], 60000, &loaded), "await_initialized");
+        if (!loaded) { fprintf(stderr, "c_worker: service cache not loaded\n"); exit(2); }
+        check(zkr_service_provider_new(disco, discovery_services[s], "round_robin", &disco_providers[s]),
+              "zkr_service_provider_new");
+        check(zkr_service_provider_start(disco_providers[s]), "zkr_service_provider_start");
+    }
+}
+
+static size_t discovery_cached(int s) {
+    zkr_string_list *l = NULL;
+    check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");
+    size_t n = l->len;
+    zkr_string_list_free(l);
+    return n;
+}
+
+/* This worker's instances under service "c" as Curator's JSON (map, pojo, list, none, full through
+ * the write-enabled discovery, the disabled "off", K extras); the payloads are written as Jackson
+ * writes them (the face keeps a payload's text as given). */
+static void discovery_run(const char *id, long extras, long expect, const char *peers, FILE *log) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    const char *map = "{\"@class\":\"java.util.LinkedHashMap\",\"region\":\"eu-west\",\"weight\":1.5,"
+                      "\"ratio\":2.5E-4,\"big\":10000000000,\"tags\":[\"a\",\"b\"],\"nested\":{\"k\":\"v\"},"
+                      "\"note\":\"say \\\"hi\\\"\\t\xc3\xa9\xc3\xbc/\\u0001\"}";
+    char fixed[6][1024];
+    snprintf(fixed[0], sizeof fixed[0], "{\"name\":\"c\",\"id\":\"c-map\",\"address\":\"10.0.0.1\",\"port\":8080,"
+             "\"payload\":%s,\"registrationTimeUTC\":%lld,\"serviceType\":\"DYNAMIC\","
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/map\",\"variable\":false}]}}", map, ms);
+    snprintf(fixed[1], sizeof fixed[1], "{\"name\":\"c\",\"id\":\"c-pojo\",\"address\":\"10.0.0.2\",\"port\":8081,"
+             "\"sslPort\":8443,\"payload\":{\"@class\":\"zkrecipes.interop.Discovery$Details\",\"region\":\"us\","
+             "\"weight\":3,\"primary\":true},\"registrationTimeUTC\":%lld,\"serviceType\":\"STATIC\","
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"ssl-port\",\"variable\":true},{\"value\":\"/pojo\",\"variable\":false}]}}", ms);
+    snprintf(fixed[2], sizeof fixed[2], "{\"name\":\"c\",\"id\":\"c-list\",\"address\":\"10.0.0.3\",\"port\":8082,"
+             "\"payload\":[\"java.util.ArrayList\",[\"x\",1,2.5,true,null]],\"registrationTimeUTC\":%lld,"
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/\",\"variable\":false},"
+             "{\"value\":\"[\",\"variable\":true},{\"value\":\"list\",\"variable\":false},"
+             "{\"value\":\"]\",\"variable\":true}]}}", ms);
+    snprintf(fixed[3], sizeof fixed[3], "{\"name\":\"c\",\"id\":\"c-none\",\"address\":\"10.0.0.4\",\"port\":8083,"
+             "\"registrationTimeUTC\":%lld}", ms);
+    snprintf(fixed[4], sizeof fixed[4], "{\"name\":\"c\",\"id\":\"c-full\",\"address\":\"10.0.0.6\",\"port\":8085,"
+             "\"payload\":%s,\"registrationTimeUTC\":%lld,"
+             "\"uriSpec\":{\"parts\":[{\"value\":\"scheme\",\"variable\":true},{\"value\":\"://\",\"variable\":false},"
+             "{\"value\":\"address\",\"variable\":true},{\"value\":\":\",\"variable\":false},"
+             "{\"value\":\"port\",\"variable\":true},{\"value\":\"/full\",\"variable\":false}]}}", map, ms);
+    snprintf(fixed[5], sizeof fixed[5], "{\"name\":\"c\",\"id\":\"c-off\",\"address\":\"10.0.0.5\",\"port\":8084,"
+             "\"registrationTimeUTC\":%lld,\"enabled\":false}", ms);
+    long total = 6 + extras;
+    zkr_registration **regs = calloc((size_t)total, sizeof *regs);
+    for (long k = 0; k < total; k++) {
+        char extra[512];
+        const char *json = fixed[k < 6 ? k : 0];
+        if (k >= 6) {
+            snprintf(extra, sizeof extra, "{\"name\":\"c\",\"id\":\"c-e%ld\",\"address\":\"10.1.0.%ld\",\"port\":%ld,"
+                     "\"payload\":{\"@class\":\"java.util.LinkedHashMap\",\"i\":%ld},\"registrationTimeUTC\":%lld}",
+                     k - 6, (k - 6) % 250, 9000 + k - 6, k - 6, ms);
+            json = extra;
+        }
+        check(zkr_discovery_register(k == 4 ? disco_full : disco, json, &regs[k]), "zkr_discovery_register");
+        char *back = NULL, iid[256];
+        check(zkr_registration_instance(regs[k], &back), "zkr_registration_instance");
+        json_id(back, iid, sizeof iid);
+        fprintf(log, "registered c c/%s %s\n", iid, back);
+        zkr_string_free(back);
+    }
+    fflush(log);
+    long long t = mono_ns();
+    for (;;) {
+        size_t n = 0;
+        for (int s = 0; s < DISCOVERY_SERVICES; s++) n += discovery_cached(s);
+        if ((long)n >= expect || mono_ns() - t > 60000000000LL) break;
+        sleep_ms(20);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        zkr_string_list *l = NULL;
+        check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");
+        for (size_t i = 0; i < l->len; i++) {
+            char iid[256];
+            json_id(l->items[i], iid, sizeof iid);
+            fprintf(log, "found c %s/%s %s\n", discovery_services[s], iid, l->items[i]);
+        }
+        zkr_string_list_free(l);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        size_t n = discovery_cached(s);
+        for (size_t k = 0; k < 2 * n; k++) {
+            char *json = NULL, iid[256] = "-";
+            check(zkr_service_provider_get_instance(disco_providers[s], &json), "get_instance");
+            if (json) json_id(json, iid, sizeof iid);
+            fprintf(log, "picked c %s/%s\n", discovery_services[s], iid);
+            zkr_string_free(json);
+        }
+        zkr_string_list *l = NULL;
+        check(zkr_service_provider_get_all_instances(disco_providers[s], &l), "get_all_instances");
+        fprintf(log, "usable c %s ", discovery_services[s]);
+        for (size_t i = 0; i < l->len; i++) {
+            char iid[256];
+            json_id(l->items[i], iid, sizeof iid);
+            fprintf(log, "%s%s", i ? "," : "", iid);
+        }
+        fprintf(log, "\n");
+        zkr_string_list_free(l);
+    }
+    fflush(log);
+    char mark[4096];
+    snprintf(mark, sizeof mark, "%s/%s", peers, id);
+    FILE *f = fopen(mark, "w");
+    if (f) fclose(f);
+    t = mono_ns();
+    for (;;) {
+        int n = 0;
+        DIR *d = opendir(peers);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d))) n += e->d_name[0] != '.';
+            closedir(d);
+        }
+        if (n >= DISCOVERY_SERVICES || mono_ns() - t > 60000000000LL) break;
+        sleep_ms(20);
+    }
+    for (int s = 0; s < DISCOVERY_SERVICES; s++) {
+        zkr_service_provider_free(disco_providers[s]);
+        check(zkr_service_cache_close(disco_caches[s]), "zkr_service_cache_close");
+        zkr_service_cache_free(disco_caches[s]);
+    }
+    for (long k = 0; k < total; k++) zkr_registration_free(regs[k]);
+    free(regs);
+    check(zkr_discovery_close(disco_full), "zkr_discovery_close");
+    check(zkr_discovery_close(disco), "zkr_discovery_close");
+    zkr_discovery_free(disco_full);
+    zkr_discovery_free(disco);
+    fprintf(log, "done c %s %ld\n", id, total);
+}
+
 int main(int argc, char **argv) {
     const char *role = "", *connect = NULL, *path = NULL, *id = "c", *log_path = NULL, *go = NULL,
                *peers = NULL, *tls_ca = NULL, *tls_cert = NULL, *tls_key = NULL, *sasl_user = NULL,
@@ -339,9 +690,10 @@ int main(int argc, char **argv) {
     zkr_client_options opts;
     zkr_client_options_init(&opts);
     opts.tls = tls_ca != NULL;
-    /* A TLS handshake on a loaded 2-core machine (the Java server's TLS, every scenario's
-     * workers starting at once) may take seconds: give secured connections a minute. */
-    if (opts.tls) opts.connection_timeout_ms = 60000;
+    /* Every scenario's workers (17 JVMs among ~85 processes) connect at once on a 2-core machine,
+     * and a TLS handshake on the Java server takes seconds more: a minute for every connection (a
+     * 15 s plaintext connect timed out in CI); the runner's ready barrier waits 90 s. */
+    opts.connection_timeout_ms = 60000;
     opts.tls_ca = tls_ca;
     opts.tls_cert = tls_cert;
     opts.tls_key = tls_key;
@@ -418,6 +770,7 @@ int main(int argc, char **argv) {
         check(zkr_watcher_add_listener(watcher, record_watch_event, NULL, &lid), "zkr_watcher_add_listener");
         check(zkr_watcher_start(watcher), "zkr_watcher_start");
     }
+    if (!strcmp(role, "discovery")) discovery_start(client, path); /* before the barrier */
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
         fflush(log);
@@ -582,6 +935,10 @@ int main(int argc, char **argv) {
         group(client, path, id, expect, peers, log);
     } else if (!strcmp(role, "gzip")) {
         gzip(client, path, id, expect, log);
+    } else if (!strcmp(role, "partition")) {
+        partition(client, path, id, iterations, expect, peers, log);
+    } else if (!strcmp(role, "lease")) {
+        lease(client, path, id, iterations, log);
     } else if (!strcmp(role, "queue") || !strcmp(role, "simplequeue")) {
         /* Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks). */
         char locks[512], item[64];
@@ -625,6 +982,84 @@ int main(int argc, char **argv) {
         fprintf(log, "done c %s %ld\n", id, got);
         zkr_queue_free(q);
         zkr_simple_queue_free(sq);
+    } else if (!strcmp(role, "putmulti")) {
+        char locks[512], items[3][64];
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        zkr_queue *q = NULL;
+        check(zkr_queue_new(client, path, locks, 0, &q), "zkr_queue_new");
+        for (long i = 0; i < iterations; i += 3) {
+            zkr_bytes batch[3];
+            size_t count = 0;
+            for (long k = i; k < iterations && k < i + 3; k++, count++) {
+                int len = snprintf(items[count], sizeof items[count], "c:%ld", k);
+                batch[count].data = (const uint8_t *)items[count];
+                batch[count].len = (size_t)len;
+            }
+            bool put = false;
+            check(zkr_queue_put_multi(q, batch, count, -1, &put), "zkr_queue_put_multi");
+        }
+        wait_for_curator_consumer(go, role);
+        long got = 0;
+        for (;;) {
+            zkr_queue_item *it = NULL;
+            check(zkr_queue_take(q, 3000, &it), "zkr_queue_take");
+            if (!it) break;
+            size_t count = 0;
+            int64_t token = 0;
+            check(zkr_queue_item_message_count(it, &count), "zkr_queue_item_message_count");
+            check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+            sleep_ms(2);
+            check(zkr_queue_item_done(it), "zkr_queue_item_done");
+            for (size_t m = 0; m < count; m++) {
+                const uint8_t *data = NULL;
+                size_t len = 0;
+                check(zkr_queue_item_message(it, m, &data, &len), "zkr_queue_item_message");
+                fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+                got++;
+            }
+            zkr_queue_item_free(it);
+        }
+        fprintf(log, "done c %s %ld\n", id, got);
+        zkr_queue_free(q);
+    } else if (!strcmp(role, "sharder")) {
+        char queues[512], leader[512], locks[512], item[64];
+        snprintf(queues, sizeof queues, "%s/queues", path);
+        snprintf(leader, sizeof leader, "%s/leader", path);
+        snprintf(locks, sizeof locks, "%s-locks", path);
+        zkr_queue_sharder *s = NULL;
+        check(zkr_queue_sharder_new(client, queues, leader, locks, 3, 200, 4, &s), "zkr_queue_sharder_new");
+        check(zkr_queue_sharder_start(s), "zkr_queue_sharder_start");
+        for (long i = 0; i < iterations; i++) {
+            zkr_queue *q = NULL;
+            check(zkr_queue_sharder_get_queue(s, &q), "zkr_queue_sharder_get_queue");
+            int len = snprintf(item, sizeof item, "c:%ld", i);
+            bool put = false;
+            check(zkr_queue_put(q, (const uint8_t *)item, (size_t)len, -1, &put), "zkr_queue_put");
+            zkr_queue_free(q);
+            sleep_ms(10);
+        }
+        wait_for_curator_consumer(go, role);
+        long got = 0;
+        for (;;) {
+            zkr_queue_item *it = NULL;
+            check(zkr_queue_sharder_take(s, 3000, &it), "zkr_queue_sharder_take");
+            if (!it) break;
+            const uint8_t *data = NULL;
+            size_t len = 0;
+            int64_t token = 0;
+            check(zkr_queue_item_data(it, &data, &len), "zkr_queue_item_data");
+            check(zkr_queue_item_fencing_token(it, &token), "zkr_queue_item_fencing_token");
+            check(zkr_queue_item_done(it), "zkr_queue_item_done");
+            fprintf(log, "got c %s %.*s %lld\n", id, (int)len, (const char *)data, (long long)token);
+            zkr_queue_item_free(it);
+            got++;
+        }
+        size_t shards = 0;
+        check(zkr_queue_sharder_shard_qty(s, &shards), "zkr_queue_sharder_shard_qty");
+        fprintf(log, "shards c %s %zu\n", id, shards);
+        check(zkr_queue_sharder_close(s), "zkr_queue_sharder_close");
+        zkr_queue_sharder_free(s);
+        fprintf(log, "done c %s %ld\n", id, got);
     } else if (!strcmp(role, "doublebarrier")) {
         zkr_double_barrier *b = NULL;
         bool ok = false;
@@ -690,6 +1125,8 @@ int main(int argc, char **argv) {
             free(heard_lines[i]);
         }
         fprintf(log, "done c %s %zu\n", id, heard_n);
+    } else if (!strcmp(role, "discovery")) {
+        discovery_run(id, iterations, expect, peers, log);
     } else {
         fprintf(stderr, "c_worker: unknown role %s\n", role);
         return 2;

@@ -7,7 +7,14 @@
 // --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
 // session authenticated as.
 // ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
-// simplequeue, doublebarrier, group, gzip, cache, watch.
+// simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below),
+// partition, lease (partition, lease: the
+// loops of py_worker.py and kazoo_worker.py, on SetPartitioner and MultiNonBlockingLease).
+// simplequeue, doublebarrier, group, gzip, cache, watch, putmulti, sharder.
+// putmulti: puts "node:i" three to a node (putMulti) into a DistributedQueue (lock path P-locks),
+// then consumes until idle: "got node ID ITEM TOKEN" per message. sharder: a QueueSharder
+// (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 200 ms, at
+// most 4 shards): puts through getQueue(), consumes from every shard, then "shards node ID K".
 // cohort: 4 async owners (each its own Owner) share ONE InterProcessMutex object with cohort
 // handoffs ({ cohort: { maxHandoffs: 8, maxHoldMs: 5 } }: one lock node for the process, the
 // hold handed between them in memory) and take it N times in total (owner k: floor(N/4), one
@@ -22,6 +29,9 @@ const {
   Client, InterProcessMutex, DistributedAtomicLong, LeaderLatch, LeaderSelector, SharedCount,
   InterProcessReadWriteLock, InterProcessSemaphoreV2, GroupMember, Owner,
   DistributedQueue, SimpleDistributedQueue, DistributedDoubleBarrier, CuratorCache, PersistentWatcher,
+  ServiceDiscovery, ServiceCache, ServiceProvider, ServiceInstance,
+  SetPartitioner, MultiNonBlockingLease,
+  QueueSharder,
 } = require(path.join(__dirname, '..', '..', 'bindings-node'));
 
 function args() {
@@ -119,14 +129,207 @@ async function gzip(client, a, log) {
   log(`done node ${a.id} ${children.length}`);
 }
 
+const DISCOVERY_SERVICES = ['java', 'rust', 'c', 'python', 'node'];
+
+// An instance's fields as one JSON object, the same in every worker.
+function canon(i) {
+  return JSON.stringify({
+    name: i.name, id: i.id, address: i.address, port: i.port, sslPort: i.sslPort, payload: i.payload,
+    payloadClass: i.payloadClass, registrationTimeUTC: i.registrationTimeUTC, serviceType: i.serviceType,
+    uriSpec: i.uriSpec === null || i.uriSpec === undefined ? null : String(i.uriSpec), enabled: i.enabled,
+  }, (k, v) => (typeof v === 'bigint' ? Number(v) : v));
+}
+
+// The discovery scenario (tests/interop/README.md): a ServiceCache and a round-robin
+// ServiceProvider per runtime's service, started before the barrier.
+async function discoveryStart(client, base) {
+  const d = new ServiceDiscovery(client, base);
+  const caches = {};
+  const providers = {};
+  for (const s of DISCOVERY_SERVICES) {
+    const c = new ServiceCache(d, s);
+    await c.start();
+    if (!(await c.awaitInitialized(60000))) throw new Error('service cache not loaded');
+    caches[s] = c;
+    const p = new ServiceProvider(d, s, { strategy: 'round_robin' });
+    await p.start();
+    providers[s] = p;
+  }
+  return { d, caches, providers };
+}
+
+// This worker's instances under service "node" (map, pojo, list, none, the disabled "off", K
+// extras; the Node face has no write-enabled mode, so no "full"), then the registered / found /
+// picked / usable lines, the peers' marks, close.
+async function discoveryRun({ d, caches, providers }, a, log) {
+  const lhm = 'java.util.LinkedHashMap';
+  const map = {
+    region: 'eu-west', weight: 1.5, ratio: 2.5e-4, big: 10000000000, tags: ['a', 'b'], nested: { k: 'v' },
+    note: 'say "hi"\t\u00e9\u00fc/\u0001',
+  };
+  const mine = [
+    { id: 'node-map', address: '10.0.0.1', port: 8080, payload: map, payloadClass: lhm,
+      uriSpec: '{scheme}://{address}:{port}/map' },
+    { id: 'node-pojo', address: '10.0.0.2', port: 8081, sslPort: 8443,
+      payload: { region: 'us', weight: 3, primary: true }, payloadClass: 'zkrecipes.interop.Discovery$Details',
+      serviceType: 'STATIC', uriSpec: '{scheme}://{address}:{ssl-port}/pojo' },
+    { id: 'node-list', address: '10.0.0.3', port: 8082, payload: ['x', 1, 2.5, true, null],
+      payloadClass: 'java.util.ArrayList', uriSpec: '{scheme}://{address}:{port}/{[}list{]}' },
+    { id: 'node-none', address: '10.0.0.4', port: 8083 },
+    { id: 'node-off', address: '10.0.0.5', port: 8084, enabled: false },
+  ];
+  for (let k = 0; k < a.iterations; k++) {
+    mine.push({ id: `node-e${k}`, address: `10.1.0.${k % 250}`, port: 9000 + k, payload: { i: k }, payloadClass: lhm });
+  }
+  let registered = 0;
+  for (const o of mine) {
+    const r = await d.register(ServiceInstance.create('node', o));
+    log(`registered node node/${r.instance.id} ${canon(r.instance)}`);
+    registered++;
+  }
+  const count = () => DISCOVERY_SERVICES.reduce((n, s) => n + caches[s].instances().length, 0);
+  const t = Date.now();
+  while (count() < a.expect && Date.now() - t < 60000) await sleep(20);
+  for (const s of DISCOVERY_SERVICES) {
+    for (const i of caches[s].instances()) log(`found node ${s}/${i.id} ${canon(i)}`);
+  }
+  for (const s of DISCOVERY_SERVICES) {
+    const p = providers[s];
+    for (let k = 0; k < 2 * caches[s].instances().length; k++) {
+      const i = p.getInstance();
+      log(`picked node ${s}/${i === null ? '-' : i.id}`);
+    }
+    log(`usable node ${s} ${p.getAllInstances().map((i) => i.id).sort().join(',')}`);
+  }
+  fs.writeFileSync(path.join(a.peers, a.id), '');
+  const t2 = Date.now();
+  while (fs.readdirSync(a.peers).length < DISCOVERY_SERVICES.length && Date.now() - t2 < 60000) await sleep(20);
+  for (const s of DISCOVERY_SERVICES) {
+    providers[s].close();
+    caches[s].close();
+  }
+  await d.close();
+  log(`done node ${a.id} ${registered}`);
+}
+
+const PARTS = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `p${i}`);
+const HOLD_MS = 400;
+
+// kazoo's default partition_func.
+function kazooShare(me, ids, parts) {
+  const workers = [...ids].sort();
+  const i = workers.indexOf(me);
+  return i < 0 ? null : [...parts].sort().filter((_, k) => k % workers.length === i);
+}
+
+async function partyIds(client, p) {
+  return (await client.getChildren(`${p}/party`)).map((c) => c.slice(c.indexOf('-') + 1));
+}
+
+// kazoo's loop on one partitioner, stamping start/end around each hold (start once ACQUIRED,
+// end before releaseSet); resolves to the held partitions once until(state, parts, since).
+async function drive(p, log, me, until) {
+  let held = null;
+  let since = 0;
+  for (;;) {
+    const [state, parts] = p.snapshot();
+    if (state === 'ACQUIRED' && held === null) {
+      held = parts;
+      since = Date.now();
+      for (const q of held) log(`start node ${me} ${q} ${process.hrtime.bigint()}`);
+    }
+    if (await until(state, parts, since)) return held;
+    if (state === 'RELEASE') {
+      for (const q of held ?? []) log(`end node ${me} ${q} ${process.hrtime.bigint()}`);
+      held = null;
+      await p.releaseSet();
+    } else if (state === 'FAILURE') {
+      throw new Error('partitioner FAILURE');
+    } else {
+      await p.waitForChange(state, { timeoutMs: 50 });
+    }
+  }
+}
+
+async function leave(p, held, log, me) {
+  for (const q of held ?? []) log(`end node ${me} ${q} ${process.hrtime.bigint()}`);
+  await p.finish();
+}
+
+// The partition scenario (tests/interop/README.md).
+async function partition(client, a, log) {
+  const member = async () => {
+    const p = new SetPartitioner(client, a.path, PARTS, { identifier: a.id, timeBoundaryMs: 200, maxReactionTimeMs: 100 });
+    await p.start();
+    return p;
+  };
+  for (let r = 0; r < a.iterations; r++) {
+    const p = await member();
+    const deadline = Date.now() + 120000;
+    const hold = HOLD_MS + Number(process.hrtime.bigint() % 200n); // jittered, so that members leave apart
+    const held = await drive(p, log, a.id, (s, _, since) => (s === 'ACQUIRED' && Date.now() - since >= hold) || Date.now() > deadline);
+    if (held === null) throw new Error(`round ${r}: never ACQUIRED`);
+    await leave(p, held, log, a.id);
+    log(`round node ${a.id} ${r}`);
+    await sleep(300 + Number(process.hrtime.bigint() % 200n)); // > timeBoundary: the rest divide without us
+  }
+  const p = await member();
+  let logged = null;
+  const deadline = Date.now() + 120000;
+  const final = async (state, parts) => {
+    if (state === 'ACQUIRED' && JSON.stringify(logged) !== JSON.stringify(parts)) {
+      const ids = await partyIds(client, a.path);
+      if (new Set(ids).size === ids.length && ids.length === a.expect
+          && JSON.stringify(parts) === JSON.stringify(kazooShare(a.id, ids, PARTS))) {
+        log(`final node ${a.id} ${parts.join(',') || '-'}`);
+        fs.writeFileSync(path.join(a.peers, a.id), '');
+        logged = parts;
+      }
+    }
+    return fs.readdirSync(a.peers).length >= a.expect || Date.now() > deadline;
+  };
+  await leave(p, await drive(p, log, a.id, final), log, a.id);
+  log(`done node ${a.id} ${a.iterations}`);
+}
+
+// The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one
+// `iterations` times (60 s at most); a holder renews once within its lease, then waits for its
+// end (wall-clock ns in the log).
+async function lease(client, a, log) {
+  const wallNs = () => BigInt(Date.now()) * 1000000n;
+  let got = 0;
+  const deadline = Date.now() + 60000;
+  while (got < a.iterations && Date.now() < deadline) {
+    const m = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
+    if (!m.held) {
+      await sleep(100);
+      continue;
+    }
+    got += 1;
+    let end = BigInt(m.end.getTime()) * 1000000n;
+    log(`lease node ${a.id} ${m.index} ${wallNs()} ${end}`);
+    await sleep(200);
+    if (wallNs() < end - 100000000n) {
+      const r = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
+      log(`renew node ${a.id} ${r.held ? 'ok' : 'lost'}`);
+      if (r.held) {
+        end = BigInt(r.end.getTime()) * 1000000n;
+        log(`lease node ${a.id} ${r.index} ${wallNs()} ${end}`);
+      }
+    }
+    await sleep(Math.max(0, Number((end - wallNs()) / 1000000n)) + 50 + Number(process.hrtime.bigint() % 100n));
+  }
+  log(`done node ${a.id} ${got}`);
+}
+
 async function main() {
   const a = args();
   const fd = fs.openSync(a.log, 'a');
   const log = (line) => fs.writeSync(fd, line + '\n');
-  const options = { sessionTimeoutMs: 30000, connectionTimeoutMs: 15000 };
+  // Every scenario's workers connect at once on a 2-core machine (a 15 s connect timed out in CI):
+  // a minute for every connection, within the runner's 90 s ready barrier.
+  const options = { sessionTimeoutMs: 30000, connectionTimeoutMs: 60000 };
   if (a['tls-ca']) {
-    // A TLS handshake on a loaded 2-core machine may take seconds: a minute for secured connections.
-    options.connectionTimeoutMs = 60000;
     options.tls = { ca: a['tls-ca'], cert: a['tls-cert'] || undefined, key: a['tls-key'] || undefined };
   }
   if (a['sasl-user']) options.sasl = { username: a['sasl-user'], password: a['sasl-password'] };
@@ -194,6 +397,8 @@ async function main() {
       });
       await watcher.start();
     }
+    let disco = null;
+    if (a.role === 'discovery') disco = await discoveryStart(client, a.path); // before the barrier
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
       while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
@@ -311,6 +516,10 @@ async function main() {
       await group(client, a, log);
     } else if (a.role === 'gzip') {
       await gzip(client, a, log);
+    } else if (a.role === 'partition') {
+      await partition(client, a, log);
+    } else if (a.role === 'lease') {
+      await lease(client, a, log);
     } else if (a.role === 'queue') {
       // Put N items, then consume until idle for 3 s (exactly once, lock path P-locks).
       const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
@@ -323,6 +532,41 @@ async function main() {
         log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
         got++;
       }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'putmulti') {
+      const q = new DistributedQueue(client, a.path, { lockPath: `${a.path}-locks` });
+      const items = Array.from({ length: a.iterations }, (_, i) => `node:${i}`);
+      for (let k = 0; k < items.length; k += 3) await q.putMulti(items.slice(k, k + 3));
+      await waitForCuratorConsumer(a.go, a.role);
+      let got = 0;
+      for await (const item of q.consume({ timeoutMs: 3000 })) {
+        await sleep(2);
+        await item.done();
+        for (const m of item.messages) {
+          log(`got node ${a.id} ${m.toString()} ${item.fencingToken}`);
+          got++;
+        }
+      }
+      log(`done node ${a.id} ${got}`);
+    } else if (a.role === 'sharder') {
+      const s = new QueueSharder(client, `${a.path}/queues`, `${a.path}/leader`,
+        { lockPath: `${a.path}-locks`, newQueueThreshold: 3, thresholdCheckMs: 200, maxQueues: 4 });
+      await s.start();
+      for (let i = 0; i < a.iterations; i++) {
+        const q = s.getQueue();
+        await q.put(`node:${i}`);
+        q.close();
+        await sleep(10);
+      }
+      await waitForCuratorConsumer(a.go, a.role);
+      let got = 0;
+      for await (const item of s.consume({ timeoutMs: 3000 })) {
+        await item.done();
+        log(`got node ${a.id} ${item.data.toString()} ${item.fencingToken}`);
+        got++;
+      }
+      log(`shards node ${a.id} ${s.shardQty}`);
+      await s.close();
       log(`done node ${a.id} ${got}`);
     } else if (a.role === 'simplequeue') {
       const q = new SimpleDistributedQueue(client, a.path);
@@ -368,6 +612,8 @@ async function main() {
       watcher.close();
       for (const h of heard) log(`heard node ${a.id} ${h}`);
       log(`done node ${a.id} ${heard.length}`);
+    } else if (a.role === 'discovery') {
+      await discoveryRun(disco, a, log);
     } else {
       throw new Error(`unknown role ${a.role}`);
     }

@@ -5,7 +5,14 @@
                  [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
 
 ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-doublebarrier, group, gzip, cache, watch, cohort.
+doublebarrier, group, gzip, cache, watch, cohort, discovery, partition, lease (partition/lease: see
+tests/interop/README.md; the same loops as kazoo_worker.py, on zkrecipes' SetPartitioner and
+MultiNonBlockingLease).
+doublebarrier, group, gzip, cache, watch, cohort, putmulti, sharder.
+putmulti: puts "python:i" three to a node (put_multi) into a DistributedQueue (lock path P-locks),
+then consumes until idle: "got python ID ITEM TOKEN" per message. sharder: a QueueSharder
+(P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 0.2 s, at most 4
+shards): puts through get_queue(), consumes from every shard, then "shards python ID K".
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
@@ -21,6 +28,8 @@ plus one for k < N%4); each section is stamped like mutex's, with TOKEN the wide
 the 4 threads go to the log under one lock (never interleaved); then "done python ID N".
 """
 import argparse
+import json
+import calendar
 import os
 import threading
 import time
@@ -134,6 +143,190 @@ def cohort(client, a, log):
     log.write(f"done python {a.id} {a.iterations}\n")
 
 
+DISCOVERY_SERVICES = ["java", "rust", "c", "python", "node"]
+
+
+def canon(i: "zkrecipes.ServiceInstance") -> str:
+    """An instance's fields as one JSON object, the same in every worker."""
+    return json.dumps({
+        "name": i.name, "id": i.id, "address": i.address, "port": i.port, "sslPort": i.ssl_port,
+        "payload": i.payload, "payloadClass": i.payload_class,
+        "registrationTimeUTC": i.registration_time_utc, "serviceType": str(i.service_type),
+        "uriSpec": None if i.uri_spec is None else str(i.uri_spec), "enabled": i.enabled,
+    }, separators=(",", ":"))
+
+
+class DiscoverySide:
+    """The discovery scenario (tests/interop/README.md): a ServiceCache and a round-robin
+    ServiceProvider per runtime's service, started before the barrier; then this worker's
+    instances under service "python" (map, pojo, list, none, the disabled "off", K extras),
+    "registered"/"found"/"picked"/"usable" lines, peers, close. The Python face has no
+    write-enabled mode: no "full" instance here."""
+
+    def __init__(self, client: "zkrecipes.Client", base: str) -> None:
+        self.d = zkrecipes.ServiceDiscovery(client, base)
+        self.caches = {}
+        self.providers = {}
+        for s in DISCOVERY_SERVICES:
+            c = zkrecipes.ServiceCache(self.d, s)
+            c.start()
+            assert c.await_initialized(60), "service cache not loaded"
+            self.caches[s] = c
+            pr = zkrecipes.ServiceProvider(self.d, s, strategy="round_robin")
+            pr.start()
+            self.providers[s] = pr
+
+    def run(self, a: argparse.Namespace, log) -> None:
+        SI = zkrecipes.ServiceInstance
+        lhm = "java.util.LinkedHashMap"
+        mp = {"region": "eu-west", "weight": 1.5, "ratio": 2.5e-4, "big": 10000000000,
+              "tags": ["a", "b"], "nested": {"k": "v"}, "note": "say \"hi\"\t\u00e9\u00fc/\u0001"}
+        mine = [
+            SI("python", id="python-map", address="10.0.0.1", port=8080, payload=mp, payload_class=lhm,
+               uri_spec="{scheme}://{address}:{port}/map"),
+            SI("python", id="python-pojo", address="10.0.0.2", port=8081, ssl_port=8443,
+               payload={"region": "us", "weight": 3, "primary": True},
+               payload_class="zkrecipes.interop.Discovery$Details", service_type="STATIC",
+               uri_spec="{scheme}://{address}:{ssl-port}/pojo"),
+            SI("python", id="python-list", address="10.0.0.3", port=8082, payload=["x", 1, 2.5, True, None],
+               payload_class="java.util.ArrayList", uri_spec="{scheme}://{address}:{port}/{[}list{]}"),
+            SI("python", id="python-none", address="10.0.0.4", port=8083),
+            SI("python", id="python-off", address="10.0.0.5", port=8084, enabled=False),
+        ]
+        mine += [SI("python", id=f"python-e{k}", address=f"10.1.0.{k % 250}", port=9000 + k,
+                    payload={"i": k}, payload_class=lhm) for k in range(a.iterations)]
+        regs = []
+        for i in mine:
+            r = self.d.register(i)
+            regs.append(r)
+            log.write(f"registered python python/{r.instance.id} {canon(r.instance)}\n")
+        t = time.monotonic()
+        while sum(len(c.instances()) for c in self.caches.values()) < a.expect and time.monotonic() - t < 60:
+            time.sleep(0.02)
+        for s, c in self.caches.items():
+            for i in c.instances():
+                log.write(f"found python {s}/{i.id} {canon(i)}\n")
+        for s, pr in self.providers.items():
+            for _ in range(2 * len(self.caches[s].instances())):
+                i = pr.get_instance()
+                log.write(f"picked python {s}/{'-' if i is None else i.id}\n")
+            log.write(f"usable python {s} {','.join(sorted(i.id for i in pr.get_all_instances()))}\n")
+        log.flush()
+        open(os.path.join(a.peers, a.id), "w").close()
+        t = time.monotonic()
+        while len(os.listdir(a.peers)) < len(DISCOVERY_SERVICES) and time.monotonic() - t < 60:
+            time.sleep(0.02)
+        for pr in self.providers.values():
+            pr.close()
+        for c in self.caches.values():
+            c.close()
+        self.d.close()
+        log.write(f"done python {a.id} {len(regs)}\n")
+
+
+PARTS = [f"p{i}" for i in range(8)]  # the partition scenario's set (every worker's)
+HOLD = 0.4  # seconds a round's member stays ACQUIRED before it leaves
+
+
+def kazoo_share(me, ids, parts):
+    """kazoo's default partition_func."""
+    workers = sorted(ids)
+    return sorted(parts)[workers.index(me) :: len(workers)] if me in workers else None
+
+
+def party_ids(client, path):
+    return [c[c.find("-") + 1 :] for c in client.get_children(path + "/party")]
+
+
+def drive(p, log, rt, me, until):
+    """kazoo's loop on one partitioner, stamping `start/end RT ID PARTITION NS` around each hold
+    (start once ACQUIRED, end before release_set); returns the held partitions (None if not
+    ACQUIRED) once until(state, parts) is true."""
+    held = None
+    since = 0.0
+    while True:
+        state, parts = p.snapshot()
+        if state is zkrecipes.PartitionState.ACQUIRED and held is None:
+            held, since = parts, time.monotonic()
+            for q in held:
+                log.write(f"start {rt} {me} {q} {time.monotonic_ns()}\n")
+        if until(state, parts, since):
+            return held
+        if state is zkrecipes.PartitionState.RELEASE:
+            for q in held or []:
+                log.write(f"end {rt} {me} {q} {time.monotonic_ns()}\n")
+            held = None
+            p.release_set()
+        elif state is zkrecipes.PartitionState.FAILURE:
+            raise SystemExit("partitioner FAILURE")
+        else:
+            p.wait_for_change(state, 0.05)
+
+
+def leave(p, held, log, rt, me):
+    for q in held or []:
+        log.write(f"end {rt} {me} {q} {time.monotonic_ns()}\n")
+    p.finish()
+
+
+def partition(client, a, log):
+    """The partition scenario: `iterations` rounds of join, hold for HOLD, leave; then a final
+    member that logs its share once the party is all `expect` workers, until every worker did."""
+    opts = dict(identifier=a.id, time_boundary=0.2, max_reaction_time=0.1)
+    acquired = zkrecipes.PartitionState.ACQUIRED
+    for r in range(a.iterations):
+        p = zkrecipes.SetPartitioner(client, a.path, PARTS, **opts)
+        deadline = time.monotonic() + 120
+        hold = HOLD + (time.monotonic_ns() % 200) / 1000  # jittered, so that members leave apart
+        held = drive(p, log, "python", a.id, lambda s, _, since: (s is acquired and time.monotonic() - since >= hold)
+                     or time.monotonic() > deadline)
+        if held is None:
+            raise SystemExit(f"round {r}: never ACQUIRED")
+        leave(p, held, log, "python", a.id)
+        log.write(f"round python {a.id} {r}\n")
+        time.sleep(0.3 + (time.monotonic_ns() % 200) / 1000)  # > time_boundary: the rest divide without us
+    p = zkrecipes.SetPartitioner(client, a.path, PARTS, **opts)
+    logged = [None]
+    deadline = time.monotonic() + 120
+
+    def final(state, parts, _since):
+        if state is acquired and logged[0] != parts:
+            ids = party_ids(client, a.path)
+            if len(set(ids)) == len(ids) == a.expect and parts == kazoo_share(a.id, ids, PARTS):
+                log.write(f"final python {a.id} {','.join(parts) or '-'}\n")
+                open(os.path.join(a.peers, a.id), "w").close()
+                logged[0] = parts
+        return len(os.listdir(a.peers)) >= a.expect or time.monotonic() > deadline
+
+    leave(p, drive(p, log, "python", a.id, final), log, "python", a.id)
+    log.write(f"done python {a.id} {a.iterations}\n")
+
+
+def lease(client, a, log):
+    """The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one
+    `iterations` times (60 s at most); a holder renews once within its lease, then waits for its
+    end. Logs `lease RT ID SLOT START_NS END_NS` (wall clock) per hold and `renew RT ID ok|lost`."""
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < a.iterations and time.monotonic() < deadline:
+        m = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
+        if not m:
+            time.sleep(0.1)
+            continue
+        got += 1
+        end = calendar.timegm(m.end.timetuple()) * 10**9
+        log.write(f"lease python {a.id} {m.index} {time.time_ns()} {end}\n")
+        time.sleep(0.2)
+        if time.time_ns() < end - 100_000_000:
+            r = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
+            log.write(f"renew python {a.id} {'ok' if r else 'lost'}\n")
+            if r:
+                end = calendar.timegm(r.end.timetuple()) * 10**9
+                log.write(f"lease python {a.id} {r.index} {time.time_ns()} {end}\n")
+        time.sleep(max(0, end - time.time_ns()) / 1e9 + 0.05 + (time.monotonic_ns() % 100) / 1000)
+    log.write(f"done python {a.id} {got}\n")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--role", required=True)
@@ -158,8 +351,9 @@ def main() -> None:
         secure["tls"] = zkrecipes.TlsOptions(ca=a.tls_ca, cert=a.tls_cert, key=a.tls_key)
     if a.sasl_user:
         secure["sasl"] = zkrecipes.SaslOptions(a.sasl_user, a.sasl_password)
-    # A TLS handshake on a loaded 2-core machine may take seconds: a minute for secured connections.
-    timeout = 60.0 if a.tls_ca else 15.0
+    # Every scenario's workers connect at once on a 2-core machine (a 15 s connect timed out in CI):
+    # a minute for every connection, within the runner's 90 s ready barrier.
+    timeout = 60.0
     with zkrecipes.Client(a.connect, session_timeout=30.0, connection_timeout=timeout, **secure) as client, \
             open(a.log, "a", buffering=1) as log:
         if a.whoami:  # a node whose ACL is the session's own identities
@@ -224,6 +418,9 @@ def main() -> None:
             watcher = zkrecipes.PersistentWatcher(client, a.path, recursive=True)
             watcher.listen(hear)
             watcher.start()
+        disco = None
+        if a.role == "discovery":  # a cache and a provider per runtime's service, before the barrier
+            disco = DiscoverySide(client, a.path)
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
@@ -312,6 +509,10 @@ def main() -> None:
             group(client, a, log)
         elif a.role == "gzip":
             gzip(client, a, log)
+        elif a.role == "partition":
+            partition(client, a, log)
+        elif a.role == "lease":
+            lease(client, a, log)
         elif a.role in ("queue", "simplequeue"):
             # Put N items, then consume until idle for 3 s (queue: exactly once, lock path P-locks).
             if a.role == "queue":
@@ -335,6 +536,38 @@ def main() -> None:
                 while (d := sq.take(3.0)) is not None:
                     log.write(f"got python {a.id} {d.decode()} 0\n")
                     got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "putmulti":
+            q = zkrecipes.DistributedQueue(client, a.path, lock_path=a.path + "-locks")
+            items = [f"python:{i}".encode() for i in range(a.iterations)]
+            for k in range(0, len(items), 3):
+                assert q.put_multi(items[k : k + 3])
+            wait_for_curator_consumer(a.go, a.role)
+            got = 0
+            for item in q.consume(timeout=3.0):
+                time.sleep(0.002)
+                messages, token = [m.decode() for m in item.messages], item.fencing_token
+                item.done()
+                for m in messages:
+                    log.write(f"got python {a.id} {m} {token}\n")
+                    got += 1
+            log.write(f"done python {a.id} {got}\n")
+        elif a.role == "sharder":
+            sharder = zkrecipes.QueueSharder(client, a.path + "/queues", a.path + "/leader",
+                                             lock_path=a.path + "-locks", new_queue_threshold=3,
+                                             threshold_check=0.2, max_queues=4)
+            with sharder:
+                for i in range(a.iterations):
+                    assert sharder.get_queue().put(f"python:{i}".encode())
+                    time.sleep(0.01)
+                wait_for_curator_consumer(a.go, a.role)
+                got = 0
+                for item in sharder.consume(timeout=3.0):
+                    data, token = item.data.decode(), item.fencing_token
+                    item.done()
+                    log.write(f"got python {a.id} {data} {token}\n")
+                    got += 1
+                log.write(f"shards python {a.id} {sharder.shard_qty}\n")
             log.write(f"done python {a.id} {got}\n")
         elif a.role == "doublebarrier":
             b = zkrecipes.DistributedDoubleBarrier(client, a.path, a.expect)
@@ -380,6 +613,9 @@ def main() -> None:
             for h in list(heard):
                 log.write(f"heard python {a.id} {h}\n")
             log.write(f"done python {a.id} {len(heard)}\n")
+        elif a.role == "discovery":
+            assert disco is not None
+            disco.run(a, log)
         else:
             raise SystemExit(f"unknown role {a.role}")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 # Each module's __all__ is its list of public names; the package takes them as they are (one
 # list per module, none repeated here).
-from . import _native, atomic, barriers, cache, client, discovery, leader, locks, nodes, queues, security, watchers
+from . import _native, atomic, barriers, cache, client, discovery, leader, locks, nodes, partition, queues, security, watchers
 from . import errors as _errors
 from ._owners import Owner
 from .atomic import *  # noqa: F401,F403
@@ -39,6 +39,7 @@ from .discovery import *  # noqa: F401,F403
 from .leader import *  # noqa: F401,F403
 from .locks import *  # noqa: F401,F403
 from .nodes import *  # noqa: F401,F403
+from .partition import *  # noqa: F401,F403
 from .queues import *  # noqa: F401,F403
 from .security import *  # noqa: F401,F403
 from .watchers import *  # noqa: F401,F403
@@ -67,6 +68,7 @@ __all__ += nodes.__all__
 __all__ += barriers.__all__
 __all__ += queues.__all__
 __all__ += discovery.__all__
+__all__ += partition.__all__
 # Every exception class but TimeoutError and OverflowError (zkrecipes.TimeoutError /
 # zkrecipes.OverflowError: left out of * imports so as not to shadow the builtins they subclass).
 __all__ += _errors._public_names()

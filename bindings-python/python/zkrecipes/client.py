@@ -3,6 +3,7 @@ policies and the plain ZooKeeper operations the recipes are built from."""
 
 from __future__ import annotations
 
+import builtins
 import enum
 import logging
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ __all__ = [
     "Stat",
     "EventType",
     "WatchedEvent",
+    "WatcherType",
     "RetryPolicy",
     "ExponentialBackoffRetry",
     "BoundedExponentialBackoffRetry",
@@ -224,6 +226,22 @@ def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
     return out
 
 
+class WatcherType(Name):
+    """The kinds of watches :meth:`Client.remove_watches` removes (ZooKeeper's ``WatcherType``,
+    the core's names, ``_native.WATCHER_TYPES``)."""
+
+    #: One-shot child watches (``get_children(path, watch=...)``).
+    CHILDREN = "CHILDREN"
+    #: One-shot data watches (``get(path, watch=...)``, ``exists(path, watch=...)``).
+    DATA = "DATA"
+    #: Every kind.
+    ANY = "ANY"
+    #: Plain persistent watchers, and node caches on the path.
+    PERSISTENT = "PERSISTENT"
+    #: Recursive persistent watchers, and the caches rooted at the path.
+    PERSISTENT_RECURSIVE = "PERSISTENT_RECURSIVE"
+
+
 class EventType(Name):
     """What a one-shot watch saw (the core's names, ``_native.EVENT_TYPES``; kazoo's
     ``CHANGED`` and ``CHILD`` are aliases)."""
@@ -236,6 +254,8 @@ class EventType(Name):
     CHILDREN_CHANGED = "CHILDREN_CHANGED"
     #: The session ended (expired, or the client closed) before the node changed.
     SESSION_ENDED = "SESSION_ENDED"
+    #: The watch was removed (:meth:`Client.remove_watches`) before the node changed.
+    WATCH_REMOVED = "WATCH_REMOVED"
     #: kazoo's name of :attr:`DATA_CHANGED`.
     CHANGED = "DATA_CHANGED"
     #: kazoo's name of :attr:`CHILDREN_CHANGED`.
@@ -290,6 +310,11 @@ class Client(Lifecycle):
     :class:`~zkrecipes.AuthFailedError` from :meth:`start`, at once and never retried; a session
     refused later ends LOST and every call raises it. See docs/SECURITY.md.
 
+    ``max_request_bytes`` is the largest request the client sends, in bytes on the wire (path,
+    data, ACL; default 1048575, the server's default ``jute.maxbuffer``; at least 1024): a bigger
+    one raises :class:`~zkrecipes.InvalidArgumentError` before it is sent, instead of the server
+    dropping the connection. Raise it only together with the servers' ``jute.maxbuffer``.
+
     Nothing connects until :meth:`start` (or ``with Client(...) as client:``). After
     :meth:`close` every call raises :class:`~zkrecipes.ClosedError`. After the session is LOST
     the client opens a new session by itself and reports RECONNECTED.
@@ -317,6 +342,7 @@ class Client(Lifecycle):
         acl_provider: Optional[AclProvider] = None,
         tls: Optional[TlsOptions] = None,
         sasl: Optional[SaslOptions] = None,
+        max_request_bytes: Optional[int] = None,
     ) -> None:
         if not isinstance(hosts, str):
             raise TypeError(f"hosts must be a str, not {type(hosts).__name__}")
@@ -342,6 +368,7 @@ class Client(Lifecycle):
             None if sasl is None else sasl._spec(),
             acl_rules,
             acl_func,
+            max_request_bytes,
         )
         self._listener_ids: Dict[int, int] = {}
 
@@ -571,6 +598,53 @@ class Client(Lifecycle):
     async def sync_async(self, path: str) -> None:
         """:meth:`sync` for asyncio."""
         await run(self._native.sync(path))
+
+    def remove_watches(self, path: str, type: Union[WatcherType, str], local: bool = False) -> None:
+        """Removes this client's watches of ``type`` on ``path`` (ZooKeeper's
+        ``removeAllWatches``, Curator's ``watchers().removeAll()``): each removed one-shot watch
+        is called with :attr:`EventType.WATCH_REMOVED`; a removed persistent watcher hears
+        ``WATCH_REMOVED`` last. Raises :class:`~zkrecipes.NoWatcherError` when the client has no
+        watch of that kind there.
+
+        One-shot kinds are removed on the server first: with ``local=False`` a failure to reach
+        it raises (:class:`~zkrecipes.ConnectionLossError`) and nothing is removed; with
+        ``local=True`` one try is made and the watches are removed here whatever it says.
+        Persistent kinds are removed here at once (the path's one shared watch leaves the server
+        with its last user). A recipe waiting on a removed watch reads again and sets a new one;
+        a cache whose watch is removed sets it again and resyncs. ZooKeeper before 3.9 cannot
+        remove a persistent watch by its kind (ZOOKEEPER-4472) and strips half of one with a
+        data or child removal (ZOOKEEPER-4471): such a watch is set again and its users hear
+        ``RECONNECTED`` (read again)."""
+        self._remove_watches(path, type, local).wait()
+
+    async def remove_watches_async(
+        self, path: str, type: Union[WatcherType, str], local: bool = False
+    ) -> None:
+        """:meth:`remove_watches` for asyncio."""
+        await run(self._remove_watches(path, type, local))
+
+    def _remove_watches(self, path: str, type: Union[WatcherType, str], local: bool) -> "_native.Call[None]":
+        if not isinstance(type, str):
+            raise TypeError(f"type must be a zkrecipes.WatcherType, not {builtins.type(type).__name__}")
+        return _native.remove_watches(self._native, path, str(type), bool(local))
+
+    def wait_for_state(self, timeout: Optional[float] = None) -> bool:
+        """Curator's ``blockUntilConnected(timeout)``: waits until the client is connected
+        (CONNECTED, RECONNECTED or READ_ONLY; at once if it is now), at most ``timeout``
+        seconds (None or ``math.inf``: no limit; 0: look once). True once connected, False when
+        the time ran out first. Raises :class:`~zkrecipes.ClosedError` on a closed client."""
+        return _native.wait_for_state(self._native, timeout).wait()
+
+    async def wait_for_state_async(self, timeout: Optional[float] = None) -> bool:
+        """:meth:`wait_for_state` for asyncio."""
+        return await run(_native.wait_for_state(self._native, timeout))
+
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request the client sends, in bytes (the ``max_request_bytes`` option;
+        default 1048575, the server's default ``jute.maxbuffer``). A bigger request raises
+        :class:`~zkrecipes.InvalidArgumentError` before it is sent."""
+        return _native.max_request_bytes(self._native)
 
     def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
         """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;

@@ -32,8 +32,7 @@ from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Type, 
 from . import _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
-from .client import Client
-from .locks import _native_client
+from .client import Client, _native_client
 
 __all__ = [
     "ProviderStrategy",

@@ -140,6 +140,13 @@ class ConflictError(ZkRecipesError):
     code = "CONFLICT"
 
 
+class NoWatcherError(ZkRecipesError):
+    """There is no watch of the kind asked for on that path in this client
+    (:meth:`Client.remove_watches`; ZooKeeper's ``NoWatcherException``)."""
+
+    code = "NO_WATCHER"
+
+
 class TimeoutError(ZkRecipesError, _builtins.TimeoutError):
     """Timed out where a boolean is not the answer (connecting, ``add_and_get(timeout=...)``)."""
 

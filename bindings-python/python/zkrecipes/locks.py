@@ -25,6 +25,7 @@ from ._base import Name
 from ._call import run
 from ._native import Lease
 from ._owners import Owner, current_owner_id, owner_id
+from .atomic import SharedCount
 from .client import Client, _seconds, _native_client
 from .errors import InvalidArgumentError, NotOwnerError, ZkRecipesError
 
@@ -370,10 +371,29 @@ class InterProcessReadWriteLock:
 
 class InterProcessSemaphoreV2:
     """Curator's InterProcessSemaphoreV2: at most ``max_leases`` leases held at once across
-    processes. Leases are returned with :meth:`Lease.release` (or ``with lease:``)."""
+    processes. Leases are returned with :meth:`Lease.release` (or ``with lease:``).
 
-    def __init__(self, client: Client, path: str, max_leases: int, *, data: Optional[bytes] = None) -> None:
-        self._n = _native.InterProcessSemaphoreV2(_native_client(client), path, max_leases, data)
+    ``count=`` (a :class:`~zkrecipes.SharedCount`, instead of ``max_leases``) is Curator's
+    constructor taking a SharedCountReader: the limit is the count's value, read live. Raising it
+    lets waiters in at once; lowering it takes no lease back but admits nobody until fewer than
+    the new count are held (below 1: nobody). Start the count to follow its changes; closing it
+    freezes the limit at its last value."""
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        max_leases: Optional[int] = None,
+        *,
+        data: Optional[bytes] = None,
+        count: Optional[SharedCount] = None,
+    ) -> None:
+        if count is not None and not isinstance(count, SharedCount):
+            raise TypeError(f"count must be a zkrecipes.SharedCount, not {type(count).__name__}")
+        self._count = count
+        self._n = _native.InterProcessSemaphoreV2(
+            _native_client(client), path, max_leases, data, None if count is None else count._n
+        )
 
     def __repr__(self) -> str:
         return f"<zkrecipes.InterProcessSemaphoreV2 path={self.path!r} max_leases={self.max_leases}>"
@@ -385,13 +405,19 @@ class InterProcessSemaphoreV2:
 
     @property
     def max_leases(self) -> int:
-        """The most leases held at once."""
+        """The most leases held at once (with ``count=``, the count's value now; 0 below 1)."""
         return int(self._n.max_leases)
+
+    @property
+    def count(self) -> Optional[SharedCount]:
+        """The SharedCount giving the limit, if any."""
+        return self._count
 
     def acquire(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:
         """``qty`` leases, waiting at most ``timeout`` seconds (None or ``math.inf``: until
-        acquired); None on timeout (all or nothing: nothing is kept). ``qty`` above
-        ``max_leases`` can never be granted: :class:`~zkrecipes.InvalidArgumentError` at once."""
+        acquired); None on timeout (all or nothing: nothing is kept). ``qty`` above a fixed
+        ``max_leases`` can never be granted: :class:`~zkrecipes.InvalidArgumentError` at once
+        (with ``count=`` it waits, as the count may be raised)."""
         return self._n.acquire(qty, timeout).wait()
 
     async def acquire_async(self, qty: int = 1, timeout: Optional[float] = None) -> Optional[List[Lease]]:

@@ -20,16 +20,23 @@ consumer that dies mid-item leaves the item for another, which gets a larger
     queue = zkrecipes.DistributedQueue(client, "/jobs", lock_path="/jobs-locks")
     queue.put(b"resize 42")
     for item in queue.consume():
-        with item:            # done() on success, given back on an exception
+        with item:            # done() on success, fail() on an exception
             handle(item.data, item.fencing_token)
+
+A consumer that raises fails the item: ``error_mode`` (Curator's ErrorMode, with a lock path)
+requeues it at the tail (``ErrorMode.REQUEUE``, the default) or deletes it (``ErrorMode.DELETE``).
+``put_multi`` puts several messages in one item (Curator's putMulti); ``add_put_listener`` hears
+every completed put (Curator's QueuePutListener). :class:`QueueSharder` spreads one queue over
+several (Curator's QueueSharder).
 """
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import AsyncIterator, Callable, Iterator, List, Optional, Type
+from typing import AsyncIterator, Callable, Iterator, List, NamedTuple, Optional, Sequence, Type, TypeVar, Union
 
 from . import _native
+from ._base import Lifecycle, Name
 from ._call import run
 from .client import Client, ConnectionState, _native_client
 from .errors import ClosedError
@@ -41,7 +48,37 @@ __all__ = [
     "DistributedIdQueue",
     "DistributedPriorityQueue",
     "DistributedDelayQueue",
+    "ErrorMode",
+    "QueuePut",
+    "QueueSharder",
 ]
+
+
+class ErrorMode(Name):
+    """What :meth:`QueueItem.fail` does with an item on a queue with a lock path (Curator's
+    ErrorMode)."""
+
+    REQUEUE = "REQUEUE"
+    """Put it back at the tail, keeping its key (Curator's default)."""
+    DELETE = "DELETE"
+    """Delete it."""
+
+
+class QueuePut(NamedTuple):
+    """A completed put, for put listeners (Curator's QueuePutListener: ``putCompleted`` when
+    ``multi`` is False, ``putMultiCompleted`` when it is True)."""
+
+    node: str
+    """The item's node path (with its sequence number)."""
+    messages: List[bytes]
+    """The messages put: one for ``put``, every one of ``put_multi``."""
+    multi: bool
+    """Whether it was a ``put_multi``."""
+
+    @property
+    def data(self) -> bytes:
+        """The first message."""
+        return self.messages[0] if self.messages else b""
 
 
 class SimpleDistributedQueue:
@@ -97,8 +134,9 @@ class SimpleDistributedQueue:
 
 class QueueItem:
     """One taken item. :attr:`data` and :attr:`fencing_token` are valid until :meth:`done` (or
-    :meth:`release`). ``with item:`` completes it when the block succeeds and gives it back when
-    it raises. An item dropped without either is given back."""
+    :meth:`fail`, :meth:`release`). ``with item:`` completes it when the block succeeds and
+    fails it (the queue's :class:`ErrorMode`) when it raises. An item dropped without any of
+    them is given back."""
 
     def __init__(self, native: _native.QueueItem) -> None:
         self._n = native
@@ -142,8 +180,19 @@ class QueueItem:
         """:meth:`done` for asyncio."""
         await run(self._n.done())
 
+    def fail(self) -> None:
+        """The consumer failed the item (Curator's consumer threw): with a lock path the queue's
+        :class:`ErrorMode` requeues it at the tail (the default) or deletes it, in one
+        transaction that checks our lock; the errors are :meth:`done`'s. Without a lock path the
+        item was removed when taken: nothing to do."""
+        self._n.fail().wait()
+
+    async def fail_async(self) -> None:
+        """:meth:`fail` for asyncio."""
+        await run(self._n.fail())
+
     def release(self) -> None:
-        """Gives the item back without completing it."""
+        """Gives the item back where it was, without completing it (taken again next)."""
         self._n.release().wait()
 
     async def release_async(self) -> None:
@@ -161,7 +210,7 @@ class QueueItem:
         if exc_type is None:
             self.done()
         else:
-            self.release()
+            self.fail()
 
     async def __aenter__(self) -> "QueueItem":
         return self
@@ -174,16 +223,58 @@ class QueueItem:
         if exc_type is None:
             await self.done_async()
         else:
-            await self.release_async()
+            await self.fail_async()
+
+
+_Q = TypeVar("_Q", bound="_QueueBase")
 
 
 class _QueueBase:
     _KIND = "queue"
 
     def __init__(
-        self, client: Client, path: str, *, lock_path: Optional[str] = None, max_items: Optional[int] = None
+        self,
+        client: Client,
+        path: str,
+        *,
+        lock_path: Optional[str] = None,
+        max_items: Optional[int] = None,
+        error_mode: Optional[Union[ErrorMode, str]] = None,
     ) -> None:
-        self._n = _native.DistributedQueue(_native_client(client), path, self._KIND, lock_path, max_items)
+        mode = None if error_mode is None else ErrorMode(error_mode).value
+        self._n = _native.DistributedQueue(_native_client(client), path, self._KIND, lock_path, max_items, mode)
+
+    @classmethod
+    def _of(cls: Type[_Q], native: _native.DistributedQueue) -> _Q:
+        q = cls.__new__(cls)
+        q._n = native
+        return q
+
+    @property
+    def error_mode(self) -> ErrorMode:
+        """What :meth:`QueueItem.fail` does (Curator's setErrorMode); settable, and only with a
+        lock path (``InvalidArgumentError`` otherwise)."""
+        return ErrorMode(self._n.error_mode)
+
+    @error_mode.setter
+    def error_mode(self, mode: Union[ErrorMode, str]) -> None:
+        self._n.error_mode = ErrorMode(mode).value
+
+    def add_put_listener(self, listener: Callable[[QueuePut], None]) -> int:
+        """Calls ``listener(put)`` with a :class:`QueuePut` after every put and put_multi made
+        through this queue that succeeded (Curator's QueuePutListener), on the queue's library
+        thread, one at a time, in order; returns an id."""
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+
+        def call(node: str, messages: List[bytes], multi: bool) -> None:
+            listener(QueuePut(node, list(messages), multi))
+
+        return int(self._n.add_put_listener(call))
+
+    def remove_put_listener(self, listener_id: int) -> bool:
+        """Removes a put listener; whether it was there."""
+        return bool(self._n.remove_put_listener(listener_id))
 
     def __repr__(self) -> str:
         return f"<zkrecipes.{type(self).__name__} path={self.path!r} lock_path={self.lock_path!r}>"
@@ -268,6 +359,15 @@ class DistributedQueue(_QueueBase):
         """:meth:`put` for asyncio."""
         return bool(await run(self._n.put(data, None, timeout)))
 
+    def put_multi(self, messages: Sequence[bytes], timeout: Optional[float] = None) -> bool:
+        """Puts ``messages`` (at least one) as one item (Curator's putMulti: one node, handed to
+        one consumer together as :attr:`QueueItem.messages`). Waits for room as :meth:`put`."""
+        return bool(self._n.put_multi(list(messages), None, timeout).wait())
+
+    async def put_multi_async(self, messages: Sequence[bytes], timeout: Optional[float] = None) -> bool:
+        """:meth:`put_multi` for asyncio."""
+        return bool(await run(self._n.put_multi(list(messages), None, timeout)))
+
 
 class DistributedIdQueue(_QueueBase):
     """Curator's DistributedIdQueue: items carry an id and can be removed by it."""
@@ -304,6 +404,14 @@ class DistributedPriorityQueue(_QueueBase):
         """:meth:`put` for asyncio."""
         return bool(await run(self._n.put(data, priority, timeout)))
 
+    def put_multi(self, messages: Sequence[bytes], priority: int, timeout: Optional[float] = None) -> bool:
+        """Puts ``messages`` as one item with ``priority`` (Curator's putMulti(items, priority))."""
+        return bool(self._n.put_multi(list(messages), priority, timeout).wait())
+
+    async def put_multi_async(self, messages: Sequence[bytes], priority: int, timeout: Optional[float] = None) -> bool:
+        """:meth:`put_multi` for asyncio."""
+        return bool(await run(self._n.put_multi(list(messages), priority, timeout)))
+
 
 class DistributedDelayQueue(_QueueBase):
     """Curator's DistributedDelayQueue: an item is handed out once its time has passed."""
@@ -319,9 +427,132 @@ class DistributedDelayQueue(_QueueBase):
         """:meth:`put` for asyncio."""
         return bool(await run(self._n.put(data, _epoch_ms(delay_until), timeout)))
 
+    def put_multi(self, messages: Sequence[bytes], delay_until: float, timeout: Optional[float] = None) -> bool:
+        """Puts ``messages`` as one item handed out from ``delay_until`` (seconds since the epoch)
+        on (Curator's putMulti(items, delayUntilEpoch))."""
+        return bool(self._n.put_multi(list(messages), _epoch_ms(delay_until), timeout).wait())
+
+    async def put_multi_async(
+        self, messages: Sequence[bytes], delay_until: float, timeout: Optional[float] = None
+    ) -> bool:
+        """:meth:`put_multi` for asyncio."""
+        return bool(await run(self._n.put_multi(list(messages), _epoch_ms(delay_until), timeout)))
+
 
 def _epoch_ms(seconds: float) -> int:
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         raise TypeError(f"delay_until must be a number of seconds, not {type(seconds).__name__}")
     return int(seconds * 1000)
 
+
+class QueueSharder(Lifecycle):
+    """Curator's QueueSharder: :class:`DistributedQueue` shards ``queue_path/queue-<UUID>``; when a
+    shard holds ``new_queue_threshold`` items (checked every ``threshold_check`` seconds), the
+    sharders' leader (a LeaderLatch at ``leader_path``, outside ``queue_path``) adds one, up to
+    ``max_queues`` (Curator's defaults: 10000, 30 s, 10). With ``lock_path`` shard ``S`` locks its
+    items under ``lock_path/S`` (exactly once). :meth:`get_queue` picks a shard for puts;
+    :meth:`take` and :meth:`consume` take from every shard and follow new ones at once.
+
+    ::
+
+        with zkrecipes.QueueSharder(client, "/jobs", "/jobs-leader", lock_path="/jobs-locks") as s:
+            s.get_queue().put(b"job")
+            for item in s.consume(timeout=5):
+                with item:
+                    handle(item.data)
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        queue_path: str,
+        leader_path: str,
+        *,
+        lock_path: Optional[str] = None,
+        error_mode: Optional[Union[ErrorMode, str]] = None,
+        new_queue_threshold: int = 10000,
+        threshold_check: float = 30.0,
+        max_queues: int = 10,
+    ) -> None:
+        mode = None if error_mode is None else ErrorMode(error_mode).value
+        self._n = _native.QueueSharder(
+            _native_client(client), queue_path, leader_path, lock_path, mode, new_queue_threshold,
+            threshold_check, max_queues,
+        )
+
+    def __repr__(self) -> str:
+        return f"<zkrecipes.QueueSharder path={self.path!r} shards={self.shard_qty}>"
+
+    @property
+    def path(self) -> str:
+        """The path of the shards."""
+        return str(self._n.path)
+
+    def start(self) -> None:
+        """Makes the path, takes up its shards (or adds the first), joins the election."""
+        self._n.start().wait()
+
+    async def start_async(self) -> None:
+        """:meth:`start` for asyncio."""
+        await run(self._n.start())
+
+    def close(self) -> None:
+        """Stops counting and leaves the election; shards and items stay."""
+        self._n.close().wait()
+
+    async def close_async(self) -> None:
+        """:meth:`close` for asyncio."""
+        await run(self._n.close())
+
+    def get_queue(self) -> DistributedQueue:
+        """A shard for puts (Curator's getQueue: one under the threshold, at random)."""
+        return DistributedQueue._of(self._n.get_queue())
+
+    @property
+    def shard_qty(self) -> int:
+        """The number of shards this sharder knows (Curator's getShardQty)."""
+        return int(self._n.shard_qty)
+
+    @property
+    def queue_paths(self) -> List[str]:
+        """The shards' paths, sorted (Curator's getQueuePaths)."""
+        return list(self._n.queue_paths)
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this sharder leads (adds shards)."""
+        return bool(self._n.is_leader)
+
+    def take(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
+        """The next item of any shard, waiting at most ``timeout`` seconds (None: no limit);
+        None if the timeout passed first."""
+        n = self._n.take(timeout).wait()
+        return None if n is None else QueueItem(n)
+
+    async def take_async(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
+        """:meth:`take` for asyncio."""
+        n = await run(self._n.take(timeout))
+        return None if n is None else QueueItem(n)
+
+    def consume(self, timeout: Optional[float] = None) -> Iterator[QueueItem]:
+        """Yields items of every shard as they come; ends when none came within ``timeout``
+        seconds (None: never) or the sharder or client is closed."""
+        while True:
+            try:
+                item = self.take(timeout)
+            except ClosedError:
+                return
+            if item is None:
+                return
+            yield item
+
+    async def consume_async(self, timeout: Optional[float] = None) -> AsyncIterator[QueueItem]:
+        """:meth:`consume` for asyncio."""
+        while True:
+            try:
+                item = await self.take_async(timeout)
+            except ClosedError:
+                return
+            if item is None:
+                return
+            yield item

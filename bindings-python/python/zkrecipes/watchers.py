@@ -9,10 +9,11 @@ not the data: read what you need (or use a cache, which does and also resyncs)::
         ...
 
 ``RECONNECTED`` after ``DISCONNECTED`` or ``SESSION_LOST`` means changes made meanwhile were
-not reported (ZooKeeper does not replay them): read again what matters. ZooKeeper keeps one
-persistent-watch mode per path per session: while a recursive watcher (or a cache, which sets a
-recursive watch on its root) lives on a path, starting a plain one there in the same client
-raises ``ConflictError``, and the other way round.
+not reported (ZooKeeper does not replay them): read again what matters. Watchers and caches on
+one path of one client share one watch on the server, whatever their modes (the recursive one
+serves the plain ones, filtered), so independent parts of an application may watch the same
+path through one client. :meth:`Client.remove_watches` of its kind ends a watcher:
+``WATCH_REMOVED`` is its last event.
 
 Listeners run on a library thread (never the event loop's), one at a time per watcher, in the
 order the server sent the events. ``async for event in watcher`` delivers them to a coroutine.
@@ -47,12 +48,14 @@ class WatcherEventType(Name):
     RECONNECTED = "RECONNECTED"
     #: The session ended; the watch is set again on the next session, then RECONNECTED.
     SESSION_LOST = "SESSION_LOST"
+    #: Removed by :meth:`Client.remove_watches`: the watcher's last event.
+    WATCH_REMOVED = "WATCH_REMOVED"
 
 
 @dataclass(frozen=True)
 class WatcherEvent:
     """One event: its type and the node's path (relative to the namespace), or ``None`` for
-    ``DISCONNECTED``, ``RECONNECTED`` and ``SESSION_LOST``."""
+    ``DISCONNECTED``, ``RECONNECTED``, ``SESSION_LOST`` and ``WATCH_REMOVED``."""
 
     type: WatcherEventType
     path: Optional[str]

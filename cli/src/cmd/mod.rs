@@ -1,13 +1,16 @@
 //! The commands. Each is a face over the core's public API: it checks its input, calls the
 //! recipe, and maps what happened to output and an exit code.
 
+pub mod barrier;
 pub mod counter;
 pub mod discover;
 pub mod elect;
 pub mod inspect;
 pub mod lock;
 pub mod member;
+pub mod node;
 pub mod observe;
+pub mod queue;
 pub mod watch;
 
 use crate::exit::Failure;

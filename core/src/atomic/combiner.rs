@@ -54,7 +54,7 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
     }
     let combiner = Arc::new(Combiner {
         key: key.clone(),
-        engine: Engine::new(client.clone(), path, width),
+        engine: Arc::new(Engine::new(client.clone(), path, width)),
         queue: Mutex::new(Queue {
             waiting: VecDeque::new(),
             leader: false,
@@ -175,7 +175,7 @@ struct Queue {
 /// See the module documentation.
 pub(crate) struct Combiner {
     key: Key,
-    pub(crate) engine: Engine,
+    pub(crate) engine: Arc<Engine<Width>>,
     queue: Mutex<Queue>,
     arrived: Notify,
 }
@@ -358,7 +358,7 @@ impl Combiner {
             },
         };
         loop {
-            let plan = plan(engine.width, base.value(), &batch);
+            let plan = plan(engine.codec, base.value(), &batch);
             if plan.overflows && !fresh {
                 // Decide overflow only against the node as read, never a cached guess.
                 match engine.read().await {
@@ -381,7 +381,7 @@ impl Combiner {
                 }
                 continue;
             }
-            match engine.write(base, plan.total).await {
+            match engine.write(&base, plan.total).await {
                 Ok(Written::Applied(_)) => {
                     self.answer(batch, &plan);
                     return Vec::new();
@@ -441,7 +441,7 @@ impl Combiner {
     /// Answers every request of a committed round (or of a round that wrote nothing because
     /// every delta overflowed).
     fn answer(&self, batch: Vec<Request>, plan: &Plan) {
-        let width = self.engine.width;
+        let width = self.engine.codec;
         for (mut r, slot) in batch.into_iter().zip(&plan.slots) {
             r.tries += 1;
             let result = match *slot {

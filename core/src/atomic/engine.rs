@@ -1,4 +1,7 @@
-//! One counter node: reads, conditional writes, and what to do when a write's reply is lost.
+//! One value node (a counter's, a `DistributedAtomicValue`'s, a `SharedValue`'s): reads,
+//! conditional writes, and what to do when a write's reply is lost. The node's bytes are read
+//! and written through a [`Codec`]: the counters' big-endian numbers ([`Width`], [`Int32`]) or
+//! the bytes as they are ([`Bytes`]); every rule below is the same for all of them.
 //!
 //! # Exactly once, or say so
 //!
@@ -46,37 +49,100 @@ use super::{version_minus_one, Width};
 use crate::client::{OrNone, Parents};
 use crate::{path, Client, CreateMode, Error, Result, Stat};
 
+/// How a value node's bytes become a value and back.
+pub(crate) trait Codec: Send + Sync + 'static {
+    /// The decoded value.
+    type Value: Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static;
+    /// The bytes written for `value`.
+    fn encode(&self, value: &Self::Value) -> Vec<u8>;
+    /// The value of a node's bytes; `CorruptedData` naming `path` if they are not one.
+    fn decode(&self, path: &str, data: &[u8]) -> Result<Self::Value>;
+    /// What the recipe calls the node in messages ("counter", "value").
+    fn noun(&self) -> &'static str;
+}
+
+impl Codec for Width {
+    type Value = i64;
+    fn encode(&self, value: &i64) -> Vec<u8> {
+        Width::encode(*self, *value)
+    }
+    fn decode(&self, path: &str, data: &[u8]) -> Result<i64> {
+        Width::decode(*self, path, data)
+    }
+    fn noun(&self) -> &'static str {
+        "counter"
+    }
+}
+
+/// `SharedCount`'s 4-byte big-endian `int`, as an `i32`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Int32;
+
+impl Codec for Int32 {
+    type Value = i32;
+    fn encode(&self, value: &i32) -> Vec<u8> {
+        value.to_be_bytes().to_vec()
+    }
+    fn decode(&self, path: &str, data: &[u8]) -> Result<i32> {
+        Width::I32.decode(path, data).map(|v| v as i32)
+    }
+    fn noun(&self) -> &'static str {
+        "counter"
+    }
+}
+
+/// The node's bytes as they are (`DistributedAtomicValue`, `SharedValue`): nothing is corrupt.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bytes;
+
+impl Codec for Bytes {
+    type Value = Vec<u8>;
+    fn encode(&self, value: &Vec<u8>) -> Vec<u8> {
+        value.clone()
+    }
+    fn decode(&self, _path: &str, data: &[u8]) -> Result<Vec<u8>> {
+        Ok(data.to_vec())
+    }
+    fn noun(&self) -> &'static str {
+        "value"
+    }
+}
+
 /// How long a cached (version, value) is tried before reading the node first. Bounds the
 /// window in which a deleted-and-recreated counter could be mistaken for the cached one.
 pub(crate) const CACHE_TTL: Duration = Duration::from_secs(1);
 
-/// What we know of the counter node.
+/// What we know of the value node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Known {
-    /// The node does not exist (counts as 0); the next write creates it.
+pub(crate) enum Known<V> {
+    /// The node does not exist (a counter counts it as 0); the next write creates it.
     Missing,
     /// The node at data version `version`, created at `czxid`, holding `value`.
-    Present {
-        version: i32,
-        czxid: i64,
-        value: i64,
-    },
+    Present { version: i32, czxid: i64, value: V },
 }
 
-impl Known {
-    pub(crate) fn value(self) -> i64 {
+impl<V> Known<V> {
+    /// The value, `None` for a missing node.
+    pub(crate) fn get(&self) -> Option<&V> {
         match self {
-            Known::Missing => 0,
-            Known::Present { value, .. } => value,
+            Known::Missing => None,
+            Known::Present { value, .. } => Some(value),
         }
+    }
+}
+
+impl Known<i64> {
+    /// A counter's value: a missing node counts as 0 (Curator's rule).
+    pub(crate) fn value(&self) -> i64 {
+        self.get().copied().unwrap_or(0)
     }
 }
 
 /// A conditional write that certainly applied, or certainly did not because the node had moved
 /// on (another writer won).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Written {
-    Applied(Known),
+pub(crate) enum Written<V> {
+    Applied(Known<V>),
     Conflict,
 }
 
@@ -90,13 +156,14 @@ enum Resolution {
     Unknown(String),
 }
 
-/// A counter node of one client (shared by every instance on that path, via the combiner).
-pub(crate) struct Engine {
+/// A value node of one client (a counter's is shared by every instance on that path, via the
+/// combiner).
+pub(crate) struct Engine<C: Codec> {
     pub(crate) client: Client,
     /// The caller's path (without the namespace).
     pub(crate) path: String,
-    pub(crate) width: Width,
-    cache: Mutex<Option<(Known, Instant)>>,
+    pub(crate) codec: C,
+    cache: Mutex<Option<(Known<C::Value>, Instant)>>,
 }
 
 /// Maps an error of a read (safe to repeat) so that the client's retry loop tries again after
@@ -113,20 +180,25 @@ pub(crate) fn read_error(e: Error) -> Error {
     }
 }
 
-impl Engine {
-    pub(crate) fn new(client: Client, path: &str, width: Width) -> Engine {
+impl<C: Codec> Engine<C> {
+    pub(crate) fn new(client: Client, path: &str, codec: C) -> Engine<C> {
         Engine {
             client,
             path: path.to_string(),
-            width,
+            codec,
             cache: Mutex::new(None),
         }
+    }
+
+    /// "counter /path" or "value /path", for messages.
+    pub(crate) fn what(&self) -> String {
+        format!("{} {}", self.codec.noun(), self.path)
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.client.is_closed() {
             Err(Error::Closed(
-                format!("counter {}: the client is closed", self.path).into(),
+                format!("{}: the client is closed", self.what()).into(),
             ))
         } else {
             Ok(())
@@ -134,14 +206,15 @@ impl Engine {
     }
 
     /// The cached knowledge, if recent enough to try a write on.
-    pub(crate) fn cached(&self) -> Option<Known> {
+    pub(crate) fn cached(&self) -> Option<Known<C::Value>> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
+            .as_ref()
             .filter(|(_, at)| at.elapsed() < CACHE_TTL)
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.clone())
     }
 
-    pub(crate) fn remember(&self, known: Known) {
+    pub(crate) fn remember(&self, known: Known<C::Value>) {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         // Never move the cache back to an older version of the same node (a slow reader racing
         // a fast writer); anything else (a first read, a recreated node) replaces it.
@@ -155,9 +228,9 @@ impl Engine {
                 _,
             )),
             Known::Present { version, czxid, .. },
-        ) = (*cache, known)
+        ) = (cache.as_ref(), &known)
         {
-            if oc == czxid && super::version_is_newer(old, version) {
+            if oc == czxid && super::version_is_newer(*old, *version) {
                 return;
             }
         }
@@ -169,12 +242,12 @@ impl Engine {
     }
 
     /// Turns a read into knowledge: checks the node is a plain persistent node and decodes it.
-    fn interpret(&self, got: Option<(Vec<u8>, Stat)>) -> Result<Known> {
+    pub(crate) fn interpret(&self, got: Option<(Vec<u8>, Stat)>) -> Result<Known<C::Value>> {
         let Some((data, stat)) = got else {
             return Ok(Known::Missing);
         };
-        check_counter_node(&self.path, &stat)?;
-        let value = self.width.decode(&self.path, &data)?;
+        check_value_node(self.codec.noun(), &self.path, &stat)?;
+        let value = self.codec.decode(&self.path, &data)?;
         Ok(Known::Present {
             version: stat.version,
             czxid: stat.czxid,
@@ -183,7 +256,7 @@ impl Engine {
     }
 
     /// Reads the node (under the client's retry policy; a read is safe to repeat).
-    pub(crate) async fn read(&self) -> Result<Known> {
+    pub(crate) async fn read(&self) -> Result<Known<C::Value>> {
         self.check_open()?;
         let path = self.path.as_str();
         let got = self
@@ -191,15 +264,19 @@ impl Engine {
             .retry(|s| async move { s.get_data(path).await.or_none().map_err(read_error) })
             .await?;
         let known = self.interpret(got)?;
-        self.remember(known);
+        self.remember(known.clone());
         Ok(known)
     }
 
     /// Writes `new_value` conditionally on `base` (setData at its version, or create if it was
     /// missing). `Err(OutcomeUnknown)` when the outcome cannot be known; any other error means
     /// not applied.
-    pub(crate) async fn write(&self, base: Known, new_value: i64) -> Result<Written> {
-        let data = self.width.encode(new_value);
+    pub(crate) async fn write(
+        &self,
+        base: &Known<C::Value>,
+        new_value: C::Value,
+    ) -> Result<Written<C::Value>> {
+        let data = self.codec.encode(&new_value);
         let start = Instant::now();
         let mut resends = 0u32;
         let mut made_parents = false;
@@ -217,7 +294,7 @@ impl Engine {
             let sent = match base {
                 Known::Present { version: -1, .. } => return Err(version_minus_one(&self.path)),
                 Known::Present { version, .. } => {
-                    s.set_data(&self.path, &data, Some(version)).await
+                    s.set_data(&self.path, &data, Some(*version)).await
                 }
                 Known::Missing => s
                     .create(&self.path, &data, CreateMode::Persistent)
@@ -228,7 +305,7 @@ impl Engine {
             let err = match (sent, base) {
                 (Ok(stat), _) => {
                     if let Known::Present { czxid, .. } = base {
-                        if stat.czxid != czxid {
+                        if stat.czxid != *czxid {
                             // The node was recreated and reached our cached version: see the
                             // module notes. Trust nothing cached from the old incarnation.
                             self.forget();
@@ -239,7 +316,7 @@ impl Engine {
                         czxid: stat.czxid,
                         value: new_value,
                     };
-                    self.remember(known);
+                    self.remember(known.clone());
                     return Ok(Written::Applied(known));
                 }
                 (Err(Error::BadVersion(_) | Error::NoNode(_)), Known::Present { .. })
@@ -295,7 +372,7 @@ impl Engine {
                 *retries += 1;
                 tokio::select! {
                     _ = tokio::time::sleep(sleep) => Ok(()),
-                    _ = self.client.closed() => Err(Error::Closed(format!("counter {}: the client was closed", self.path).into())),
+                    _ = self.client.closed() => Err(Error::Closed(format!("{}: the client was closed", self.what()).into())),
                 }
             }
             None => Err(err),
@@ -303,7 +380,7 @@ impl Engine {
     }
 
     /// After a lost reply: sync, re-read, and decide (see the module notes).
-    async fn resolve(&self, base: Known, data: &[u8], cause: &Error) -> Resolution {
+    async fn resolve(&self, base: &Known<C::Value>, data: &[u8], cause: &Error) -> Resolution {
         let unknown = |why: String| {
             Resolution::Unknown(format!(
                 "the write of {} to {} may or may not have been applied: {why}",
@@ -345,9 +422,9 @@ impl Engine {
         match (base, now) {
             (Known::Present { .. }, None) => unknown(format!("its reply was lost ({cause}) and the node is gone")),
             (Known::Present { version, czxid, .. }, Some((d, s))) => {
-                if s.czxid != czxid {
+                if s.czxid != *czxid {
                     unknown(format!("its reply was lost ({cause}) and the node was recreated"))
-                } else if s.version == version {
+                } else if s.version == *version {
                     Resolution::Unchanged
                 } else if s.version == version.wrapping_add(1) && d != data {
                     Resolution::Superseded
@@ -376,8 +453,9 @@ impl Engine {
 /// session; a node that has or had children is a directory — likely a lock's or latch's
 /// container, which ZooKeeper deletes once it is empty (servers report a container's
 /// ephemeralOwner as 0 to clients, so its history of children is what gives it away; a
-/// counter never has children). Counting there would silently lose the count.
-pub(crate) fn check_counter_node(path: &str, stat: &Stat) -> Result<()> {
+/// counter never has children). Counting there would silently lose the count, and a value kept
+/// there would be lost just the same (`noun`: "counter", "value").
+pub(crate) fn check_value_node(noun: &str, path: &str, stat: &Stat) -> Result<()> {
     let what = if stat.ephemeral_owner != 0 {
         format!(
             "an ephemeral node of session {:#x} (a lock or latch node?)",
@@ -389,7 +467,10 @@ pub(crate) fn check_counter_node(path: &str, stat: &Stat) -> Result<()> {
     } else {
         return Ok(());
     };
-    Err(Error::invalid(format!("counter path {path} is {what}; a counter must be a persistent leaf node, or the count would be lost")))
+    if noun == "counter" {
+        return Err(Error::invalid(format!("counter path {path} is {what}; a counter must be a persistent leaf node, or the count would be lost")));
+    }
+    Err(Error::invalid(format!("{noun} path {path} is {what}; a {noun} must be a persistent leaf node, or the {noun} would be lost")))
 }
 
 fn fmt_bytes(data: &[u8]) -> String {

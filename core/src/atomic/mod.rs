@@ -1,10 +1,23 @@
-//! Distributed counters: [`DistributedAtomicLong`], [`DistributedAtomicInteger`] and
-//! [`SharedCount`] (issue 5), with Curator 5.x's node layout.
+//! Distributed counters and values: [`DistributedAtomicLong`], [`DistributedAtomicInteger`]
+//! and [`SharedCount`] (issue 5); [`DistributedAtomicValue`], [`SharedValue`],
+//! [`CachedAtomicLong`] and [`CachedAtomicInteger`] (issue 32), with Curator 5.x's node layout.
 //!
 //! # Wire layout (what Curator reads and writes)
 //! * `DistributedAtomicLong`: the counter node holds 8 bytes, big-endian two's complement
 //!   (`DistributedAtomicInteger`: 4 bytes). A missing or empty node counts as 0.
 //! * `SharedCount`: the node holds a 4-byte big-endian `int`.
+//! * `DistributedAtomicValue`, `SharedValue`: the node holds the bytes as they are.
+//! * `CachedAtomicLong`/`Integer`: no node of their own; each range is one `add` on the
+//!   counter's node.
+//!
+//! # One home for each rule
+//! * `engine.rs`: one value node's reads and conditional writes, and what a lost reply means
+//!   (below), over a codec (the counters' big-endian numbers, or bytes).
+//! * `value.rs`: the Curator-style operations (`get`, `compare_and_set`, `try_set` with its
+//!   optimistic loop and the promoted lock, `force_set`, `initialize`) for the counters and
+//!   `DistributedAtomicValue` alike; `combiner.rs` adds combining to the counters' `add`.
+//! * `shared_value.rs`: the watch, re-read and versioned-set rules of `SharedValue`, of which
+//!   `SharedCount` is a typed view (as in Curator).
 //!
 //! Where we read more strictly than Curator: Curator decodes the first 8 (4) bytes of any
 //! longer node; we refuse data that is neither empty nor exactly 8 (4) bytes with
@@ -40,15 +53,24 @@
 //!   cannot be read again. Any other error from a write operation means its write was not
 //!   applied. (The full argument is in the comments of `atomic/engine.rs`.)
 
+mod cached;
 mod combiner;
 mod engine;
 mod number;
 mod shared_count;
+mod shared_value;
+mod value;
 
 use std::time::Duration;
 
+pub use self::cached::{CachedAtomicInteger, CachedAtomicLong};
 pub use self::number::{DistributedAtomicInteger, DistributedAtomicLong};
 pub use self::shared_count::{SharedCount, SharedCountEvent};
+pub use self::shared_value::{SharedValue, SharedValueEvent};
+pub use self::value::DistributedAtomicValue;
+
+/// What a count-driven semaphore keeps of its [`SharedCount`]: a reader that does not own it.
+pub(crate) type CountReader = shared_value::Reader<engine::Int32>;
 
 use crate::retry::RetryPolicy;
 use crate::{path, Error, Result};
@@ -67,11 +89,12 @@ pub struct AtomicStats {
     pub promoted_time: Duration,
 }
 
-/// The result of a Curator-style counter operation (Curator's `AtomicValue`).
+/// The result of a Curator-style counter or value operation (Curator's `AtomicValue`).
 ///
 /// As in Curator: when `succeeded` is false nothing was written, `pre_value` is the last value
-/// read and `post_value` is 0. [`DistributedAtomicLong::get`] always succeeds, with
-/// `pre_value == post_value`.
+/// read and `post_value` is 0 (`None` for a [`DistributedAtomicValue`], whose values are
+/// `Option<Vec<u8>>`: `None` where Curator has `null`, a missing node).
+/// [`DistributedAtomicLong::get`] always succeeds, with `pre_value == post_value`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AtomicValue<T> {
     /// Whether the operation's write was applied. Always check it (or use `add_and_get`).

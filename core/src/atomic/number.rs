@@ -1,53 +1,30 @@
 //! [`DistributedAtomicLong`] and [`DistributedAtomicInteger`]: Curator's distributed numbers.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::combiner::{combiner_for, Combiner, Mode};
-use super::engine::{Engine, Known, Written};
+use super::value::{blocking, check_atomic, Atomic};
 use super::{AtomicStats, AtomicValue, PromotedToLock, Width};
-use crate::client::{CreateMode, CreateOptions};
-use crate::lock::InterProcessMutex;
 use crate::retry::RetryPolicy;
-use crate::{path, runtime, Client, Error, Owner, Result};
+use crate::{Client, Error, Result};
 
-/// The width-independent counter behind both public types (values as `i64`).
+/// The width-independent counter behind both public types (values as `i64`): the shared
+/// Curator-style operations ([`Atomic`], over the counter's big-endian codec) plus combining
+/// for `add`.
+#[derive(Clone)]
 struct Number {
+    atomic: Atomic<Width>,
     combiner: Arc<Combiner>,
-    retry: RetryPolicy,
-    promotion: Option<Promotion>,
 }
 
-struct Promotion {
-    config: PromotedToLock,
-    mutex: InterProcessMutex,
-}
-
-/// Releases a promoted lock if the operation's future is dropped while holding it.
-struct HeldLock {
-    mutex: InterProcessMutex,
-    owner: Owner,
-    armed: bool,
-}
-
-impl Drop for HeldLock {
-    fn drop(&mut self) {
-        if self.armed {
-            let (mutex, owner) = (self.mutex.clone(), self.owner);
-            runtime::spawn(async move {
-                let _ = mutex.release(owner).await;
-            });
-        }
-    }
-}
-
-fn failed() -> AtomicValue<i64> {
+/// A counter's view of the shared operations' values: a missing node counts as 0.
+fn counted(v: AtomicValue<Option<i64>>) -> AtomicValue<i64> {
     AtomicValue {
-        succeeded: false,
-        pre_value: 0,
-        post_value: 0,
-        stats: AtomicStats::default(),
+        succeeded: v.succeeded,
+        pre_value: v.pre_value.unwrap_or(0),
+        post_value: v.post_value.unwrap_or(0),
+        stats: v.stats,
     }
 }
 
@@ -59,89 +36,68 @@ impl Number {
         retry: Option<RetryPolicy>,
         promoted: Option<PromotedToLock>,
     ) -> Result<Number> {
-        client.ensure_open_for("counter", path)?;
-        path::validate_path(path)?;
-        if path == "/" {
-            return Err(Error::invalid("the root node cannot be a counter"));
-        }
-        let retry = retry.unwrap_or_else(|| client.retry_policy().clone());
-        retry.validate()?;
-        let promotion = match promoted {
-            None => None,
-            Some(config) => {
-                if config.path == path {
-                    return Err(Error::invalid(format!(
-                        "counter {path}: the promoted lock needs its own path, not the counter's"
-                    )));
-                }
-                let mutex = InterProcessMutex::new(client, &config.path)?;
-                Some(Promotion { config, mutex })
-            }
-        };
+        let (retry, promotion) = check_atomic(client, path, "counter", retry, promoted)?;
+        let combiner = combiner_for(client, path, width);
         Ok(Number {
-            combiner: combiner_for(client, path, width),
-            retry,
-            promotion,
+            atomic: Atomic::new(combiner.engine.clone(), retry, promotion),
+            combiner,
         })
     }
 
-    fn engine(&self) -> &Engine {
-        &self.combiner.engine
+    fn path(&self) -> &str {
+        &self.atomic.engine.path
     }
 
     fn width(&self) -> Width {
-        self.engine().width
+        self.atomic.engine.codec
     }
 
     async fn get(&self) -> Result<AtomicValue<i64>> {
-        let value = self.engine().read().await?.value();
-        Ok(AtomicValue {
-            succeeded: true,
-            pre_value: value,
-            post_value: value,
-            stats: AtomicStats::default(),
-        })
+        self.atomic.get().await.map(counted)
     }
 
     /// Curator's `add`, but an overflow is refused (`Overflow`) where Curator wraps; combined
     /// with concurrent adds; then promotion if configured.
     async fn add(&self, delta: i64) -> Result<AtomicValue<i64>> {
-        self.engine().check_open()?;
+        self.atomic.engine.check_open()?;
         let c = self
             .combiner
             .submit(
                 delta,
                 Mode::Curator {
-                    policy: self.retry.clone(),
+                    policy: self.atomic.retry.clone(),
                 },
             )
             .wait(None)
             .await?;
-        let mut result = AtomicValue {
+        let result = AtomicValue {
             succeeded: c.succeeded,
-            pre_value: c.pre,
-            post_value: c.post,
+            pre_value: Some(c.pre),
+            post_value: c.succeeded.then_some(c.post),
             stats: AtomicStats {
                 optimistic_tries: c.tries,
                 optimistic_time: c.elapsed,
                 ..AtomicStats::default()
             },
         };
-        if !result.succeeded && self.promotion.is_some() {
+        let mut result = result;
+        if !result.succeeded && self.atomic.promotion.is_some() {
             let width = self.width();
-            let path = self.engine().path.clone();
-            self.promoted(&mut result, move |previous| {
-                width
-                    .checked_add(previous, delta)
-                    .ok_or_else(|| super::overflow("add", delta, previous, width, &path))
-            })
-            .await?;
+            let path = self.path().to_string();
+            self.atomic
+                .promoted(&mut result, &move |previous: Option<&i64>| {
+                    let previous = previous.copied().unwrap_or(0);
+                    width
+                        .checked_add(previous, delta)
+                        .ok_or_else(|| super::overflow("add", delta, previous, width, &path))
+                })
+                .await?;
         }
-        Ok(result)
+        Ok(counted(result))
     }
 
     async fn add_and_get(&self, delta: i64, timeout: Option<Duration>) -> Result<i64> {
-        self.engine().check_open()?;
+        self.atomic.engine.check_open()?;
         Ok(self
             .combiner
             .submit(delta, Mode::Checked)
@@ -151,183 +107,35 @@ impl Number {
     }
 
     async fn compare_and_set(&self, expected: i64, new: i64) -> Result<AtomicValue<i64>> {
-        let known = self.engine().read().await?;
-        let mut result = failed();
-        result.pre_value = known.value();
-        // Curator compares the node's bytes; we compare decoded values, so that an empty node
-        // (which reads as 0 everywhere) matches an expected 0. A missing node never matches,
-        // as in Curator.
-        if matches!(known, Known::Present { value, .. } if value == expected) {
-            if let Written::Applied(_) = self.engine().write(known, new).await? {
-                result.succeeded = true;
-                result.post_value = new;
-            }
-        }
-        Ok(result)
+        // Curator compares the node's bytes; the engine compares decoded values, so that an
+        // empty node (which reads as 0 everywhere) matches an expected 0. A missing node never
+        // matches, as in Curator.
+        self.atomic
+            .compare_and_set(&expected, new)
+            .await
+            .map(counted)
     }
 
     async fn try_set(&self, value: i64) -> Result<AtomicValue<i64>> {
-        let mut result = self.optimistic(move |_| Ok(value)).await?;
-        if !result.succeeded && self.promotion.is_some() {
-            self.promoted(&mut result, move |_| Ok(value)).await?;
-        }
-        Ok(result)
+        self.atomic
+            .try_set_with(move |_| Ok(value))
+            .await
+            .map(counted)
     }
 
     async fn force_set(&self, value: i64) -> Result<()> {
-        let engine = self.engine();
-        engine.check_open()?;
-        let client = &engine.client;
-        let data = engine.width.encode(value);
-        // An unconditional write may be repeated safely (it sets the same bytes), so the
-        // client's retrying operations are right here, as in Curator.
-        let stat = match client.set_data(&engine.path, &data, None).await {
-            Err(Error::NoNode(_)) => {
-                match client
-                    .create(
-                        &engine.path,
-                        &data,
-                        CreateOptions::new(CreateMode::Persistent).parents(),
-                    )
-                    .await
-                {
-                    Ok(created) => created.stat,
-                    Err(Error::NodeExists(_)) => client.set_data(&engine.path, &data, None).await?,
-                    Err(e) => return Err(e),
-                }
-            }
-            other => other?,
-        };
-        engine.remember(Known::Present {
-            version: stat.version,
-            czxid: stat.czxid,
-            value,
-        });
-        Ok(())
+        self.atomic.force_set(value).await
     }
 
     async fn initialize(&self, value: i64) -> Result<bool> {
-        Ok(matches!(
-            self.engine().write(Known::Missing, value).await?,
-            Written::Applied(_)
-        ))
+        self.atomic.initialize(value).await
     }
-
-    /// Curator's tryOnce: read, make the new value, write conditionally.
-    async fn try_once(
-        &self,
-        result: &mut AtomicValue<i64>,
-        make: &impl Fn(i64) -> Result<i64>,
-    ) -> Result<bool> {
-        let known = self.engine().read().await?;
-        result.pre_value = known.value();
-        let new = make(known.value())?;
-        match self.engine().write(known, new).await? {
-            Written::Applied(_) => {
-                result.post_value = new;
-                Ok(true)
-            }
-            Written::Conflict => Ok(false),
-        }
-    }
-
-    /// Curator's tryOptimistic: tries under the instance's retry policy (sleeping as it says).
-    async fn optimistic(&self, make: impl Fn(i64) -> Result<i64>) -> Result<AtomicValue<i64>> {
-        let start = Instant::now();
-        let mut result = failed();
-        let mut retries = 0;
-        loop {
-            result.stats.optimistic_tries += 1;
-            if self.try_once(&mut result, &make).await? {
-                result.succeeded = true;
-                break;
-            }
-            match self.retry.next_sleep(retries, start.elapsed()) {
-                Some(sleep) => {
-                    retries += 1;
-                    self.sleep(sleep).await?;
-                }
-                None => break,
-            }
-        }
-        result.stats.optimistic_time = start.elapsed();
-        Ok(result)
-    }
-
-    /// Curator's tryWithMutex: take the promoted lock (waiting at most its timeout), then try
-    /// under the promotion's retry policy. Not getting the lock leaves `result` failed.
-    async fn promoted(
-        &self,
-        result: &mut AtomicValue<i64>,
-        make: impl Fn(i64) -> Result<i64>,
-    ) -> Result<()> {
-        let Some(promotion) = &self.promotion else {
-            return Ok(());
-        };
-        let start = Instant::now();
-        let owner = Owner::new();
-        if promotion
-            .mutex
-            .acquire(owner, promotion.config.max_lock_time)
-            .await?
-        {
-            let mut held = HeldLock {
-                mutex: promotion.mutex.clone(),
-                owner,
-                armed: true,
-            };
-            let mut retries = 0;
-            let tried: Result<()> = async {
-                loop {
-                    result.stats.promoted_lock_tries += 1;
-                    if self.try_once(result, &make).await? {
-                        result.succeeded = true;
-                        return Ok(());
-                    }
-                    match promotion
-                        .config
-                        .retry_policy
-                        .next_sleep(retries, start.elapsed())
-                    {
-                        Some(sleep) => {
-                            retries += 1;
-                            self.sleep(sleep).await?;
-                        }
-                        None => return Ok(()),
-                    }
-                }
-            }
-            .await;
-            held.armed = false;
-            let released = promotion.mutex.release(owner).await;
-            tried?;
-            // A failed release must not hide an applied write (the lock node goes with the
-            // session, or the mutex's guaranteed delete removes it).
-            if !result.succeeded {
-                released?;
-            }
-        }
-        result.stats.promoted_time = start.elapsed();
-        Ok(())
-    }
-
-    async fn sleep(&self, d: Duration) -> Result<()> {
-        tokio::select! {
-            _ = tokio::time::sleep(d) => Ok(()),
-            _ = self.engine().client.closed() => {
-                Err(Error::Closed(format!("counter {}: the client was closed", self.engine().path).into()))
-            },
-        }
-    }
-}
-
-fn blocking<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
-    runtime::try_block_on(f)?
 }
 
 macro_rules! distributed_number {
     ($(#[$doc:meta])* $name:ident, $t:ty, $width:expr) => {
         $(#[$doc])*
+        #[derive(Clone)]
         pub struct $name {
             inner: Number,
         }
@@ -335,9 +143,9 @@ macro_rules! distributed_number {
         impl std::fmt::Debug for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
-                    .field("path", &self.inner.engine().path)
-                    .field("retry", &self.inner.retry)
-                    .field("promoted_to_lock", &self.inner.promotion.as_ref().map(|p| &p.config))
+                    .field("path", &self.inner.path())
+                    .field("retry", &self.inner.atomic.retry)
+                    .field("promoted_to_lock", &self.inner.atomic.promotion.as_ref().map(|p| &p.config))
                     .finish()
             }
         }
@@ -358,7 +166,7 @@ macro_rules! distributed_number {
 
             /// The counter's path.
             pub fn path(&self) -> &str {
-                &self.inner.engine().path
+                self.inner.path()
             }
 
             fn typed(v: AtomicValue<i64>) -> AtomicValue<$t> {

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{CacheEvent, CacheEventType, CacheOptions, ChildData};
 use crate::client::{
-    NodeEventKind, NodeRead, PersistentWatch, Session, Stat, WatchEvent, WeakClient,
+    AddWatchMode, NodeEventKind, NodeRead, PersistentWatch, Session, Stat, WatchEvent, WeakClient,
 };
 use crate::dispatch::Dispatcher;
 use crate::{path, runtime, Error, Result};
@@ -197,6 +197,8 @@ pub(crate) struct Engine {
     fences_after_walk: Vec<oneshot::Sender<()>>,
     /// Changes may have been missed (a disconnect) and no resync walk has completed since.
     stale: bool,
+    /// The watch was removed (seen while draining): set it again.
+    removed: bool,
     synced_tx: mpsc::UnboundedSender<(bool, oneshot::Sender<()>)>,
     synced_rx: mpsc::UnboundedReceiver<(bool, oneshot::Sender<()>)>,
 }
@@ -217,6 +219,7 @@ impl Engine {
             fences_waiting: Vec::new(),
             fences_after_walk: Vec::new(),
             stale: false,
+            removed: false,
             synced_tx,
             synced_rx,
         }
@@ -245,9 +248,20 @@ impl Engine {
                     r = front(pending), if !pending.is_empty() => r,
                 }
             };
+            if self.removed {
+                self.removed = false;
+                match self.watch_again().await {
+                    Some(w) => watch = w,
+                    None => break,
+                }
+            }
             match step {
                 Step::Cmd(None) | Step::Watch(None) => break,
                 Step::Cmd(Some(Cmd::Fence(tx))) => self.fence(tx),
+                Step::Watch(Some(WatchEvent::Removed)) => match self.watch_again().await {
+                    Some(w) => watch = w,
+                    None => break,
+                },
                 Step::Watch(Some(e)) => self.on_watch(e),
                 Step::Synced(ok, tx) => {
                     if ok {
@@ -310,17 +324,45 @@ impl Engine {
     /// Takes the watch events already received, without waiting; false if the watch ended.
     fn drain(&mut self, watch: &mut PersistentWatch) -> bool {
         loop {
-            let got = {
-                let next = watch.next();
-                tokio::pin!(next);
-                let waker = std::task::Waker::from(Arc::new(NoWake));
-                let mut cx = std::task::Context::from_waker(&waker);
-                next.as_mut().poll(&mut cx)
-            };
-            match got {
-                std::task::Poll::Ready(Some(e)) => self.on_watch(e),
-                std::task::Poll::Ready(None) => return false,
-                std::task::Poll::Pending => return true,
+            match watch.try_next() {
+                Some(Some(WatchEvent::Removed)) => {
+                    self.removed = true;
+                    return true;
+                }
+                Some(Some(e)) => self.on_watch(e),
+                Some(None) => return false,
+                None => return true,
+            }
+        }
+    }
+
+    /// The watch was removed (`Client::remove_watches`): a cache lives until closed, so it
+    /// sets its watch again and walks the tree (changes meanwhile were not heard). `None` once
+    /// the client is closed or gone.
+    async fn watch_again(&mut self) -> Option<PersistentWatch> {
+        let mode = if self.sh.opts.max_depth == Some(0) {
+            AddWatchMode::Persistent
+        } else {
+            AddWatchMode::PersistentRecursive
+        };
+        loop {
+            let client = self.client.upgrade()?;
+            match client.add_watch(&self.sh.root, mode).await {
+                Ok(w) => {
+                    tracing::debug!(path = %self.sh.root, "cache watch removed; set again, resyncing");
+                    self.on_watch(WatchEvent::Reconnected);
+                    return Some(w);
+                }
+                Err(Error::Closed(_)) => return None,
+                Err(e) => {
+                    tracing::debug!(path = %self.sh.root, error = %e, "could not set the cache's watch again; trying again");
+                    let closed = client.closed();
+                    drop(client);
+                    tokio::select! {
+                        _ = tokio::time::sleep(SESSION_RETRY) => {}
+                        _ = closed => return None,
+                    }
+                }
             }
         }
     }
@@ -345,6 +387,7 @@ impl Engine {
                 self.session = None;
                 self.session_fut = None;
             }
+            WatchEvent::Removed => self.removed = true,
             WatchEvent::Reconnected => {
                 // Changes made while disconnected were not reported: walk the tree again.
                 tracing::debug!(path = %self.sh.root, "cache resyncing after a reconnect");
@@ -674,13 +717,6 @@ fn delete_all(map: &mut Map, events: &mut Vec<CacheEvent>, gone: &[String], resy
             });
         }
     }
-}
-
-/// A waker for polling once without waiting.
-struct NoWake;
-
-impl std::task::Wake for NoWake {
-    fn wake(self: Arc<Self>) {}
 }
 
 /// The entries at `p` and below it, in path order.

@@ -30,6 +30,7 @@ mod session;
 mod state;
 mod transaction;
 mod types;
+mod watches;
 mod wire;
 
 use std::future::Future;
@@ -52,7 +53,7 @@ pub use self::transaction::Transaction;
 pub(crate) use self::types::check_ttl;
 pub use self::types::{
     Acl, AddWatchMode, CreateMode, CreateOptions, Created, DeleteOptions, NodeEvent, NodeEventKind,
-    Op, OpResult, Parents, Permission, Stat,
+    Op, OpResult, Parents, Permission, Stat, WatcherType,
 };
 
 use crate::dispatch::{Dispatcher, ListenerId};
@@ -117,6 +118,8 @@ pub struct RequestCounts {
     pub get_config: u64,
     /// `reconfig` requests.
     pub reconfig: u64,
+    /// `removeWatches` requests ([`Client::remove_watches`]).
+    pub remove_watches: u64,
 }
 
 #[derive(Default)]
@@ -134,6 +137,7 @@ pub(crate) struct Counters {
     pub(crate) set_acl: AtomicU64,
     pub(crate) get_config: AtomicU64,
     pub(crate) reconfig: AtomicU64,
+    pub(crate) remove_watches: AtomicU64,
 }
 
 struct Inner {
@@ -148,9 +152,9 @@ struct Inner {
     is_closed: AtomicBool,
     counters: Counters,
     guaranteed_deletes: AtomicU64,
-    /// Live persistent watches by path: their mode and how many (ZooKeeper keeps one mode per
-    /// path per session, so a second mode on a path is refused).
-    persistent_modes: Mutex<std::collections::HashMap<String, (AddWatchMode, usize)>>,
+    /// The client's watches: one shared persistent watch per path, the one-shot watches
+    /// (`watches.rs`).
+    watches: Arc<watches::Watches>,
     /// Why the client gave up on sessions for good (a refused authentication): every later
     /// operation fails with it.
     failure: Mutex<Option<Error>>,
@@ -211,7 +215,7 @@ impl Client {
             is_closed: AtomicBool::new(false),
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
-            persistent_modes: Mutex::new(Default::default()),
+            watches: Arc::new(watches::Watches::default()),
             failure: Mutex::new(None),
             connect_failures: Mutex::new(failures),
             hosts: Mutex::new(cfg_hosts),
@@ -333,6 +337,45 @@ impl Client {
             })
     }
 
+    /// Curator's `blockUntilConnected(timeout)`: waits until the client is connected
+    /// (CONNECTED, RECONNECTED or READ_ONLY; at once if it is now); `Ok(false)` once `timeout`
+    /// passes first (`None`: no limit; zero: look once). `Closed` if the client is closed or
+    /// closes meanwhile. The faces' `wait_for_state(timeout)`.
+    pub async fn block_until_connected(&self, timeout: Option<Duration>) -> Result<bool> {
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        let mut rx = self.inner.state.subscribe();
+        let connected = async {
+            loop {
+                if rx.borrow_and_update().is_connected() {
+                    return Ok(true);
+                }
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { return Err(Error::closed()) },
+                    _ = self.closed() => return Err(Error::closed()),
+                }
+            }
+        };
+        match timeout {
+            None => connected.await,
+            Some(t) => tokio::time::timeout(t, connected)
+                .await
+                .unwrap_or(Ok(false)),
+        }
+    }
+
+    /// [`block_until_connected`](Self::block_until_connected), blocking.
+    pub fn block_until_connected_blocking(&self, timeout: Option<Duration>) -> Result<bool> {
+        runtime::try_block_on(self.block_until_connected(timeout))?
+    }
+
+    /// The largest request this client sends, in bytes
+    /// ([`ClientBuilder::max_request_bytes`]).
+    pub fn max_request_bytes(&self) -> usize {
+        self.inner.cfg.max_request_bytes
+    }
+
     /// Counts of requests sent so far, per operation.
     pub fn request_counts(&self) -> RequestCounts {
         let c = &self.inner.counters;
@@ -351,6 +394,7 @@ impl Client {
             set_acl: l(&c.set_acl),
             get_config: l(&c.get_config),
             reconfig: l(&c.reconfig),
+            remove_watches: l(&c.remove_watches),
         }
     }
 
@@ -419,6 +463,10 @@ impl Client {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.inner.counters
+    }
+
+    pub(crate) fn watches(&self) -> &Arc<watches::Watches> {
+        &self.inner.watches
     }
 
     pub(crate) fn downgrade(&self) -> WeakClient {

@@ -5,13 +5,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use zookeeper_client as zk;
 
 use super::types::{AddWatchMode, NodeEvent};
-use super::{wire, Client, WeakClient};
+use super::watches::Watches;
+use super::Client;
 use crate::dispatch::{Dispatcher, ListenerId};
 use crate::lifecycle::{Lifecycle, Phase};
-use crate::{path, runtime, Error, Result};
+use crate::{path, runtime, Result};
 
 /// What a [`PersistentWatch`] hears.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,18 +29,20 @@ pub enum WatchEvent {
     /// session, and [`Reconnected`](Self::Reconnected) follows once it is. Everything may
     /// have changed meanwhile.
     SessionLost,
+    /// The watch was removed ([`Client::remove_watches`]): nothing follows.
+    Removed,
 }
 
-/// A persistent watch (see [`Client::add_watch`]). Events arrive in the order the server sent
-/// them; [`next`](Self::next) returns `None` once the client is closed or dropped. Dropping
-/// the watch asks the server to remove it: ZooKeeper 3.9+ does; 3.8 keeps a persistent watch
-/// until the session ends (ZOOKEEPER-4472), sending events nobody reads.
+/// A persistent watch (see [`Client::add_watch`]): one consumer of its path's shared watch.
+/// Events arrive in the order the server sent them; [`next`](Self::next) returns `None` once
+/// the client is closed or dropped, or after `WATCH_REMOVED`. Dropping it leaves the path's
+/// watch, which goes from the server with its last consumer.
 pub struct PersistentWatch {
-    client: WeakClient,
+    watches: Weak<Watches>,
     path: String,
     mode: AddWatchMode,
-    prefix_len: usize,
-    inner: Option<zk::PersistentWatcher>,
+    id: u64,
+    rx: mpsc::UnboundedReceiver<WatchEvent>,
 }
 
 impl std::fmt::Debug for PersistentWatch {
@@ -52,100 +54,31 @@ impl std::fmt::Debug for PersistentWatch {
     }
 }
 
-impl Client {
-    /// Sets a persistent watch on `path` — [`AddWatchMode::PersistentRecursive`] also covers
-    /// every node below it — and returns once the server has it. Unlike a one-shot watch it
-    /// stays until dropped, and is set again by itself after a session loss.
-    ///
-    /// ZooKeeper keeps one persistent-watch mode per path per session (a second `addWatch` with
-    /// the other mode replaces the first, which then goes deaf below its path), so while a
-    /// watch of one mode is alive on a path in this client — a cache sets a recursive one on its
-    /// root — asking for the other mode there is refused with `Conflict`. The same mode again
-    /// is fine.
-    pub async fn add_watch(&self, path: &str, mode: AddWatchMode) -> Result<PersistentWatch> {
-        if self.is_closed() {
-            return Err(Error::closed());
-        }
-        path::validate_path(path)?;
-        self.reserve_watch_mode(path, mode)?;
-        let watcher = match self
-            .retry(|s| async move { s.add_watch(path, mode).await })
-            .await
-        {
-            Ok(w) => w,
-            Err(e) => {
-                self.release_watch_mode(path);
-                return Err(e);
-            }
-        };
-        Ok(PersistentWatch {
-            client: self.downgrade(),
-            path: path.to_string(),
-            mode,
-            prefix_len: self.namespace().len(),
-            inner: Some(watcher),
-        })
-    }
-}
-
-impl Client {
-    /// Counts a persistent watch of `mode` on `path`, or refuses the other mode there.
-    fn reserve_watch_mode(&self, path: &str, mode: AddWatchMode) -> Result<()> {
-        let mut modes = self
-            .inner
-            .persistent_modes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        match modes.get_mut(path) {
-            Some((m, n)) if *m == mode => *n += 1,
-            Some((m, _)) => {
-                let name = |m: AddWatchMode| match m {
-                    AddWatchMode::Persistent => "persistent",
-                    AddWatchMode::PersistentRecursive => "persistent recursive",
-                };
-                return Err(Error::Conflict(
-                    format!(
-                        "add a {} watch on {path}: this client already has a {} watch there (a \
-                         watcher, or a cache on that root); ZooKeeper keeps one mode per path per \
-                         session, so one of them would stop hearing events. Use the same mode, \
-                         another path, or another client",
-                        name(mode),
-                        name(*m)
-                    )
-                    .into(),
-                ));
-            }
-            None => {
-                modes.insert(path.to_string(), (mode, 1));
-            }
-        }
-        Ok(())
-    }
-
-    fn release_watch_mode(&self, path: &str) {
-        let mut modes = self
-            .inner
-            .persistent_modes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some((_, n)) = modes.get_mut(path) {
-            *n -= 1;
-            if *n == 0 {
-                modes.remove(path);
-            }
-        }
-    }
-}
-
 impl Drop for PersistentWatch {
     fn drop(&mut self) {
-        if let Some(c) = self.client.upgrade() {
-            c.release_watch_mode(&self.path);
+        if let Some(w) = self.watches.upgrade() {
+            w.leave(&self.path, self.id);
         }
     }
 }
 
 impl PersistentWatch {
+    pub(crate) fn new(
+        watches: Weak<Watches>,
+        path: &str,
+        mode: AddWatchMode,
+        id: u64,
+        rx: mpsc::UnboundedReceiver<WatchEvent>,
+    ) -> PersistentWatch {
+        PersistentWatch {
+            watches,
+            path: path.to_string(),
+            mode,
+            id,
+            rx,
+        }
+    }
+
     /// The watched path.
     pub fn path(&self) -> &str {
         &self.path
@@ -156,63 +89,18 @@ impl PersistentWatch {
         self.mode
     }
 
-    /// The next event; `None` once the client is closed or dropped.
+    /// The next event; `None` once the client is closed or dropped, or after
+    /// [`WatchEvent::Removed`].
     pub async fn next(&mut self) -> Option<WatchEvent> {
-        loop {
-            let Some(watcher) = self.inner.as_mut() else {
-                // The session ended: set the watch again on the next one.
-                let client = self.client.upgrade()?;
-                let (path, mode) = (self.path.as_str(), self.mode);
-                match client
-                    .retry(|s| async move { s.add_watch(path, mode).await })
-                    .await
-                {
-                    Ok(w) => {
-                        self.inner = Some(w);
-                        return Some(WatchEvent::Reconnected);
-                    }
-                    Err(Error::Closed(_)) => return None,
-                    Err(_) => {
-                        let closed = client.closed();
-                        drop(client);
-                        tokio::select! {
-                            _ = tokio::time::sleep(Duration::from_millis(200)) => continue,
-                            _ = closed => return None,
-                        }
-                    }
-                }
-            };
-            let event = watcher.changed().await;
-            if event.event_type != zk::EventType::Session {
-                let path = if event.path.len() >= self.prefix_len {
-                    &event.path[self.prefix_len..]
-                } else {
-                    &event.path
-                };
-                return Some(WatchEvent::Node(NodeEvent {
-                    kind: wire::event_kind(&event),
-                    path: if path.is_empty() {
-                        "/".into()
-                    } else {
-                        path.to_string()
-                    },
-                }));
-            }
-            match event.session_state {
-                zk::SessionState::Disconnected => return Some(WatchEvent::Disconnected),
-                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                    return Some(WatchEvent::Reconnected)
-                }
-                // Terminal: this watcher hears nothing more (and must not be polled again).
-                _ => {
-                    self.inner = None;
-                    let gone = self.client.upgrade().map_or(true, |c| c.is_closed());
-                    if gone {
-                        return None;
-                    }
-                    return Some(WatchEvent::SessionLost);
-                }
-            }
+        self.rx.recv().await
+    }
+
+    /// The next event if one is queued, without waiting (`None` otherwise).
+    pub(crate) fn try_next(&mut self) -> Option<Option<WatchEvent>> {
+        match self.rx.try_recv() {
+            Ok(e) => Some(Some(e)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(None),
         }
     }
 }
@@ -229,6 +117,7 @@ impl WatchEvent {
             WatchEvent::Disconnected => "DISCONNECTED",
             WatchEvent::Reconnected => "RECONNECTED",
             WatchEvent::SessionLost => "SESSION_LOST",
+            WatchEvent::Removed => "WATCH_REMOVED",
         }
     }
 
@@ -249,6 +138,7 @@ impl WatchEvent {
         "DISCONNECTED",
         "RECONNECTED",
         "SESSION_LOST",
+        "WATCH_REMOVED",
     ];
 }
 
@@ -263,9 +153,9 @@ impl WatchEvent {
 /// [`Cache`](crate::cache::Cache), which does that for you). [`close`](Self::close) (or
 /// dropping it) removes the watch.
 ///
-/// ZooKeeper keeps one persistent-watch mode per path per session, so while a recursive watcher
-/// (or a cache, which sets a recursive watch on its root) lives on a path, starting a plain
-/// one there in the same client is refused with `Conflict`, and the other way round.
+/// Watchers, caches and [`PersistentWatch`]es on one path of one client share one watch on the
+/// server, whatever their modes ([`Client::add_watch`]): each hears what its own mode would.
+/// [`Client::remove_watches`] of its kind ends it: listeners hear `WATCH_REMOVED`, last.
 pub struct PersistentWatcher {
     client: Client,
     path: String,
@@ -344,7 +234,7 @@ impl PersistentWatcher {
                         _ => break,
                     }
                 }
-                // Dropping `watch` asks the server to remove it.
+                // Leaves the path's shared watch (the last consumer's leaving removes it).
                 drop(watch);
                 ended.send_replace(true);
             });

@@ -18,6 +18,7 @@ use zookeeper_client as zk;
 use super::types::{
     check_ttl, Acl, AddWatchMode, CreateMode, Created, NodeEvent, Op, OpResult, Parents, Stat,
 };
+use super::watches::{OneshotKind, OneshotReg};
 use super::{wire, Client};
 use crate::{Error, Result};
 
@@ -283,7 +284,11 @@ impl Session {
         let user = path.to_string();
         async move {
             let (d, s, w) = f.await.map_err(|e| wire::error(e, "get data", &user))?;
-            Ok((d, wire::stat(s), Watch::new(&self.client, w)))
+            Ok((
+                d,
+                wire::stat(s),
+                Watch::new(&self.client, w, &user, OneshotKind::Data),
+            ))
         }
     }
 
@@ -317,7 +322,10 @@ impl Session {
         let user = path.to_string();
         async move {
             let (s, w) = f.await.map_err(|e| wire::error(e, "exists", &user))?;
-            Ok((s.map(wire::stat), Watch::new(&self.client, w)))
+            Ok((
+                s.map(wire::stat),
+                Watch::new(&self.client, w, &user, OneshotKind::Data),
+            ))
         }
     }
 
@@ -350,7 +358,7 @@ impl Session {
         let user = path.to_string();
         async move {
             let (c, w) = f.await.map_err(|e| wire::error(e, "get children", &user))?;
-            Ok((c, Watch::new(&self.client, w)))
+            Ok((c, Watch::new(&self.client, w, &user, OneshotKind::Children)))
         }
     }
 
@@ -652,6 +660,24 @@ impl Session {
     }
 }
 
+impl Session {
+    /// ZooKeeper's `removeWatches` of `kind` on `path`, at the server only (see
+    /// `Client::remove_watches`).
+    pub(crate) fn remove_watches(
+        &self,
+        path: &str,
+        kind: zk::WatcherType,
+    ) -> impl Future<Output = Result<()>> + Send + '_ {
+        self.client
+            .counters()
+            .remove_watches
+            .fetch_add(1, Ordering::Relaxed);
+        let f = self.zk.remove_watches(&self.client.full_path(path), kind);
+        let user = path.to_string();
+        async move { f.await.map_err(|e| wire::error(e, "remove watches", &user)) }
+    }
+}
+
 fn describe(ops: &[(&'static str, String)]) -> String {
     let shown: Vec<String> = ops
         .iter()
@@ -680,30 +706,74 @@ fn abbreviate(p: &str) -> String {
 pub struct Watch {
     inner: zk::OneshotWatcher,
     prefix_len: usize,
+    /// Its place in the client's registry (`None`: outside the namespace).
+    reg: Option<OneshotReg>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("path", &self.reg.as_ref().map(OneshotReg::path))
+            .finish()
+    }
 }
 
 impl Watch {
-    pub(crate) fn new(client: &Client, inner: zk::OneshotWatcher) -> Watch {
+    pub(crate) fn new(
+        client: &Client,
+        inner: zk::OneshotWatcher,
+        path: &str,
+        kind: OneshotKind,
+    ) -> Watch {
         Watch {
             inner,
             prefix_len: client.cfg().prefix.len(),
+            reg: Some(client.watches().register_oneshot(client, path, kind)),
         }
     }
 
-    /// A watch on a node outside the namespace (`/zookeeper/config`): its path as is.
+    /// A watch on a node outside the namespace (`/zookeeper/config`): its path as is, outside
+    /// the registry (`remove_watches` names namespace paths).
     pub(crate) fn absolute(inner: zk::OneshotWatcher) -> Watch {
         Watch {
             inner,
             prefix_len: 0,
+            reg: None,
         }
     }
 
-    /// Waits for the event.
+    /// Waits for the event: the node's change, `SessionEnded`, or `WatchRemoved` once
+    /// [`Client::remove_watches`] removed it.
     pub async fn changed(self) -> NodeEvent {
-        let e = self.inner.changed().await;
+        let Watch {
+            inner,
+            prefix_len,
+            mut reg,
+        } = self;
+        let removed = async {
+            match reg.as_mut() {
+                Some(r) => r.removed().await,
+                None => std::future::pending().await,
+            }
+        };
+        let e = tokio::select! {
+            e = inner.changed() => {
+                if let Some(r) = reg.as_mut() {
+                    r.fired();
+                }
+                e
+            }
+            () = removed => {
+                let path = reg.as_ref().map_or("", |r| r.path()).to_string();
+                return NodeEvent {
+                    kind: super::types::NodeEventKind::WatchRemoved,
+                    path,
+                };
+            }
+        };
         let kind = wire::event_kind(&e);
-        let path = if e.path.len() >= self.prefix_len {
-            e.path[self.prefix_len..].to_string()
+        let path = if e.path.len() >= prefix_len {
+            e.path[prefix_len..].to_string()
         } else {
             e.path
         };

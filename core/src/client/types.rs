@@ -408,6 +408,29 @@ named_enum! {
         ChildrenChanged = "CHILDREN_CHANGED",
         /// The session ended (expired or closed) before the node changed.
         SessionEnded = "SESSION_ENDED",
+        /// The watch was removed ([`Client::remove_watches`](crate::Client::remove_watches))
+        /// before the node changed (ZooKeeper's `DataWatchRemoved`/`ChildWatchRemoved`).
+        WatchRemoved = "WATCH_REMOVED",
+    }
+}
+
+named_enum! {
+    /// The kinds of watches [`Client::remove_watches`](crate::Client::remove_watches) removes
+    /// (ZooKeeper's `Watcher.WatcherType`, Curator's `watchers().remove(...).ofType(...)`), in
+    /// ZooKeeper's order (its numbers 1 to 5).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub enum WatcherType {
+        /// One-shot child watches (set by a children read with a watch).
+        Children = "CHILDREN",
+        /// One-shot data watches (set by a data read or an exists check with a watch).
+        Data = "DATA",
+        /// Every kind below and above.
+        Any = "ANY",
+        /// Persistent (non-recursive) watches: [`PersistentWatcher`](crate::client::PersistentWatcher)s,
+        /// [`Client::add_watch`](crate::Client::add_watch) handles and `NodeCache`s on the path.
+        Persistent = "PERSISTENT",
+        /// Persistent recursive watches: recursive watchers and the caches rooted at the path.
+        PersistentRecursive = "PERSISTENT_RECURSIVE",
     }
 }
 

@@ -159,6 +159,7 @@ pub(crate) fn error(err: zk::Error, op: &str, path: &str) -> Error {
         Z::NoAuth => Error::NoAuth,
         Z::AuthFailed => Error::AuthFailed,
         Z::NotEmpty => Error::NotEmpty,
+        Z::NoWatcher => Error::NoWatcher,
         // Session moved and a server-side operation timeout are retried like a connection
         // loss (Curator's RetryLoop.shouldRetry).
         Z::ConnectionLoss | Z::SessionMoved | Z::Timeout | Z::Throttled => Error::ConnectionLoss,

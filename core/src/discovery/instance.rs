@@ -6,11 +6,13 @@
 //! "registrationTimeUTC":..,"serviceType":"DYNAMIC","uriSpec":{"parts":[{"value":..,
 //! "variable":..}]}}`, and `"enabled":..` last only outside Curator's compatible mode (its
 //! default, which older readers need). Strings escape `"`, `\` and control characters (`\n`
-//! style where JSON has one, else `\u00XX` in upper-case hex); everything else, non-ASCII
-//! included, is written as it is. The payload carries Jackson's type information
+//! style where JSON has one, else `\u00XX` in upper-case hex) and a character past U+FFFF as
+//! its surrogate pair (`\uD83D\uDE00`); everything else, other non-ASCII included, is written
+//! as it is. The payload carries Jackson's type information
 //! (`@JsonTypeInfo(use = CLASS)`): `{"@class":"com.x.Details",...}` for objects,
 //! `["java.util.ArrayList",[...]]` for lists; it is split off into `payload_class` and written
-//! back the same way. Readers ignore unknown fields and keep them for a round trip; a payload
+//! back the same way; a double in a payload is written as Java's `Double.toString` writes it
+//! (`2.5E-4`, `1.0E10`, `100.0`). Readers ignore unknown fields and keep them for a round trip; a payload
 //! or unknown field that is not changed is written back as the text it was read from (a Java
 //! double's `1.0E10` stays `1.0E10`).
 
@@ -504,20 +506,32 @@ fn string(o: &mut String, s: &str) {
             c if (c as u32) < 0x20 => {
                 let _ = write!(o, "\\u{:04X}", c as u32);
             }
+            // Jackson's UTF-8 writer escapes each half of a surrogate pair: a character past
+            // U+FFFF is two `\uXXXX` (upper-case hex), not its four UTF-8 bytes.
+            c if (c as u32) > 0xFFFF => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(o, "\\u{:04X}", u);
+                }
+            }
             c => o.push(c),
         }
     }
     o.push('"');
 }
 
-/// Any JSON value, compactly, strings as Jackson escapes them, numbers as their text.
+/// Any JSON value, compactly, strings as Jackson escapes them, integers as their text, doubles
+/// as Jackson writes a Java `Double` ([`java_double`]).
 fn value(o: &mut String, v: &Value) {
     match v {
         Value::Null => o.push_str("null"),
         Value::Bool(b) => o.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            let _ = write!(o, "{n}");
-        }
+        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()) {
+            Some(d) => java_double(o, d),
+            None => {
+                let _ = write!(o, "{n}");
+            }
+        },
         Value::String(s) => string(o, s),
         Value::Array(a) => {
             o.push('[');
@@ -541,6 +555,55 @@ fn value(o: &mut String, v: &Value) {
             }
             o.push('}');
         }
+    }
+}
+
+/// A double as Jackson writes a Java `Double` (`Double.toString`): the shortest digits that
+/// read back as the same double (two when one would do and another second digit is closer, as
+/// `4.9E-324`), plain between 10⁻³ and 10⁷ (`100.0`, `0.00123`), else computerized scientific
+/// notation (`1.0E10`, `2.5E-4`); always a digit after the point.
+fn java_double(o: &mut String, d: f64) {
+    if d == 0.0 {
+        o.push_str(if d.is_sign_negative() { "-0.0" } else { "0.0" });
+        return;
+    }
+    if d.is_sign_negative() {
+        o.push('-');
+    }
+    let x = d.abs();
+    // Rust's `{:e}` is the shortest round-trip form; `{:.1e}` the closest two digits.
+    let mut sci = format!("{x:e}");
+    if !sci.contains('.') {
+        sci = format!("{x:.1e}");
+    }
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
+    if (1e-3..1e7).contains(&x) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                o.push_str(&digits);
+                o.extend(std::iter::repeat('0').take(int_len - digits.len()));
+                o.push_str(".0");
+            } else {
+                o.push_str(&digits[..int_len]);
+                o.push('.');
+                o.push_str(&digits[int_len..]);
+            }
+        } else {
+            o.push_str("0.");
+            o.extend(std::iter::repeat('0').take((-exp - 1) as usize));
+            o.push_str(&digits);
+        }
+    } else {
+        o.push_str(&digits[..1]);
+        o.push('.');
+        o.push_str(if digits.len() > 1 { &digits[1..] } else { "0" });
+        let _ = write!(o, "E{exp}");
     }
 }
 
@@ -597,6 +660,49 @@ mod tests {
     }
 
     #[test]
+    fn doubles_are_written_as_javas_double_to_string() {
+        // Jackson writes a payload's doubles with Double.toString; a fresh payload was written
+        // with serde_json's text (0.00025, 10000000000.0) before: the interop scenario's
+        // re-encoding by Curator found it.
+        for (d, java) in [
+            (0.00025, "2.5E-4"),
+            (1e10, "1.0E10"),
+            (1.5, "1.5"),
+            (0.1, "0.1"),
+            (100.0, "100.0"),
+            (1e7, "1.0E7"),
+            (9999999.0, "9999999.0"),
+            (1e-3, "0.001"),
+            (9.99e-4, "9.99E-4"),
+            (1e-5, "1.0E-5"),
+            (-2.5e-7, "-2.5E-7"),
+            (123456.789, "123456.789"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (f64::from_bits(1), "4.9E-324"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (3e21, "3.0E21"),
+            (-12.0, "-12.0"),
+        ] {
+            let mut o = String::new();
+            java_double(&mut o, d);
+            assert_eq!(o, java, "{d:e}");
+        }
+        let mut i = ServiceInstance::new("n");
+        i.id = "i".into();
+        i.payload = Some(
+            serde_json::json!({"ratio": 0.00025, "n": 7, "big": 10_000_000_000i64, "w": [1e10]}),
+        );
+        i.payload_class = Some("java.util.LinkedHashMap".into());
+        let json = String::from_utf8(i.to_json(true)).unwrap();
+        assert!(
+            json.contains(r#""payload":{"@class":"java.util.LinkedHashMap","ratio":2.5E-4,"n":7,"big":10000000000,"w":[1.0E10]}"#),
+            "{json}"
+        );
+        assert_eq!(ServiceInstance::from_json(json.as_bytes()).unwrap(), i);
+    }
+
+    #[test]
     fn strings_are_escaped_as_jackson_escapes_them() {
         let mut i = ServiceInstance::new("a\"b\\c\n\u{1}é/\u{7f}");
         i.id = "x".into();
@@ -606,6 +712,20 @@ mod tests {
             ServiceInstance::from_json(json.as_bytes()).unwrap().name,
             i.name
         );
+    }
+
+    #[test]
+    fn characters_past_the_bmp_are_escaped_as_surrogate_pairs_as_jackson_does() {
+        // Curator 5.9's Jackson (UTF8JsonGenerator) writes U+1F600 as \uD83D\uDE00; the
+        // interop scenario's golden bytes showed it. Below U+10000 everything is written as is.
+        let mut i = ServiceInstance::new("a\u{1F600}b\u{10000}\u{2028}\u{FFFF}");
+        i.id = "x".into();
+        let json = String::from_utf8(i.to_json(true)).unwrap();
+        assert!(
+            json.starts_with("{\"name\":\"a\\uD83D\\uDE00b\\uD800\\uDC00\u{2028}\u{FFFF}\","),
+            "{json}"
+        );
+        assert_eq!(ServiceInstance::from_json(json.as_bytes()).unwrap(), i);
     }
 
     #[test]

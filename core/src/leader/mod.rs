@@ -20,11 +20,13 @@
 //! its writes with.
 
 pub(crate) mod common;
+mod context;
 mod latch;
 mod observer;
 mod selector;
 
 pub use common::{CloseMode, LeadershipEvent, ListenerId, LostPolicy, Participant};
+pub use context::{CancelReason, LeadershipContext};
 pub use latch::{LatchState, LeaderLatch, LeadershipEvents, LeadershipWatch};
 pub use observer::{observe, LeaderObserver};
-pub use selector::{CancelReason, LeaderSelector, LeadershipContext, SelectorState};
+pub use selector::{LeaderSelector, SelectorState};

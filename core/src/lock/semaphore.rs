@@ -4,8 +4,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::watch;
+
 use super::internals::{create_lock_node, NodeGuard};
 use super::mutex::InterProcessMutex;
+use crate::atomic::SharedCount;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, DeleteOptions, Error, Owner, Result};
 
@@ -78,12 +81,38 @@ impl Drop for Lease {
     }
 }
 
+/// Where the most leases held at once comes from.
+enum MaxLeases {
+    /// A number fixed at construction.
+    Fixed(usize),
+    /// A [`SharedCount`], read live (Curator's `SharedCountReader` constructor).
+    Count(crate::atomic::CountReader),
+}
+
+impl MaxLeases {
+    /// The limit in force now (a count below 1 admits nobody).
+    fn now(&self) -> usize {
+        match self {
+            MaxLeases::Fixed(n) => *n,
+            MaxLeases::Count(c) => usize::try_from(c.current()).unwrap_or(0),
+        }
+    }
+
+    /// Changes whenever the limit may have (never for a fixed one).
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        match self {
+            MaxLeases::Fixed(_) => None,
+            MaxLeases::Count(c) => Some(c.subscribe()),
+        }
+    }
+}
+
 struct Shared {
     client: Client,
     path: String,
     leases_path: String,
     lock: InterProcessMutex,
-    max_leases: usize,
+    max_leases: MaxLeases,
     data: Vec<u8>,
 }
 
@@ -100,7 +129,11 @@ impl std::fmt::Debug for InterProcessSemaphoreV2 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InterProcessSemaphoreV2")
             .field("path", &self.shared.path)
-            .field("max_leases", &self.shared.max_leases)
+            .field("max_leases", &self.shared.max_leases.now())
+            .field(
+                "from_shared_count",
+                &matches!(self.shared.max_leases, MaxLeases::Count(_)),
+            )
             .finish()
     }
 }
@@ -124,12 +157,47 @@ impl InterProcessSemaphoreV2 {
         max_leases: usize,
         data: Vec<u8>,
     ) -> Result<InterProcessSemaphoreV2> {
-        path::validate_path(path)?;
         if max_leases == 0 {
+            path::validate_path(path)?;
             return Err(Error::invalid(format!(
                 "semaphore {path}: max leases must be at least 1"
             )));
         }
+        Self::make(client, path, MaxLeases::Fixed(max_leases), data)
+    }
+
+    /// Curator's `InterProcessSemaphoreV2(client, path, SharedCountReader)`: the most leases
+    /// held at once is `count`'s value, read live. Raising the count lets waiters in at once;
+    /// lowering it takes no lease back, but admits nobody until fewer than the new count are
+    /// held (a count below 1 admits nobody). Start the count ([`SharedCount::start`]) to follow
+    /// its changes; before that (or after it is closed) its last value counts. The semaphore
+    /// does not own the count: closing or dropping the count freezes the limit at its last
+    /// value.
+    pub fn with_count(
+        client: &Client,
+        path: &str,
+        count: &SharedCount,
+    ) -> Result<InterProcessSemaphoreV2> {
+        Self::with_count_and_data(client, path, count, Vec::new())
+    }
+
+    /// [`with_count`](Self::with_count) whose lease nodes carry `data`.
+    pub fn with_count_and_data(
+        client: &Client,
+        path: &str,
+        count: &SharedCount,
+        data: Vec<u8>,
+    ) -> Result<InterProcessSemaphoreV2> {
+        Self::make(client, path, MaxLeases::Count(count.reader()), data)
+    }
+
+    fn make(
+        client: &Client,
+        path: &str,
+        max_leases: MaxLeases,
+        data: Vec<u8>,
+    ) -> Result<InterProcessSemaphoreV2> {
+        path::validate_path(path)?;
         path::validate_data(path, &data)?;
         let lock = InterProcessMutex::new(client, &path::join(path, LOCK_PARENT))?;
         Ok(InterProcessSemaphoreV2 {
@@ -149,9 +217,15 @@ impl InterProcessSemaphoreV2 {
         &self.shared.path
     }
 
-    /// The most leases held at once.
+    /// The most leases held at once (for one made [`with_count`](Self::with_count), the
+    /// count's value now; below 1 it is 0).
     pub fn max_leases(&self) -> usize {
-        self.shared.max_leases
+        self.shared.max_leases.now()
+    }
+
+    /// Whether the limit comes from a [`SharedCount`] ([`with_count`](Self::with_count)).
+    pub fn is_count_driven(&self) -> bool {
+        matches!(self.shared.max_leases, MaxLeases::Count(_))
     }
 
     /// Acquires `qty` leases, waiting at most `timeout` (`None`: until acquired). All or
@@ -168,11 +242,13 @@ impl InterProcessSemaphoreV2 {
                 s.path
             )));
         }
-        if qty > s.max_leases {
+        if let (MaxLeases::Fixed(max), true) = (&s.max_leases, qty > s.max_leases.now()) {
+            let max = *max;
             // Curator waits forever here: no holder can ever make room for more than all.
+            // (A count-driven limit may be raised: then the acquire waits, as Curator's.)
             return Err(Error::invalid(format!(
-                "acquire {qty} leases from semaphore {}: it has only {} in all, so this could never succeed",
-                s.path, s.max_leases
+                "acquire {qty} leases from semaphore {}: it has only {max} in all, so this could never succeed",
+                s.path
             )));
         }
         if s.client.is_closed() {
@@ -257,7 +333,13 @@ impl InterProcessSemaphoreV2 {
         let mut guard = NodeGuard::new(&s.client, &created.path);
         let name = created.name.clone();
         let lease_session = created.session;
+        // Subscribed before each listing: a change of a count-driven limit after the listing
+        // wakes the wait below (Curator's count listener notifies the waiter).
+        let mut limit_changes = s.max_leases.changes();
         loop {
+            if let Some(rx) = limit_changes.as_mut() {
+                rx.borrow_and_update();
+            }
             let (children, watch) = match s.client.get_children_watch(&s.leases_path).await {
                 Ok(listed) => listed,
                 // Our lease node went with its session (and the emptied `leases` container may
@@ -268,7 +350,7 @@ impl InterProcessSemaphoreV2 {
             if !children.contains(&name) || s.client.session_id() != lease_session {
                 return Ok(One::Missing);
             }
-            if children.len() <= s.max_leases {
+            if children.len() <= s.max_leases.now() {
                 guard.disarm();
                 return Ok(One::Got(Lease {
                     client: s.client.clone(),
@@ -281,7 +363,15 @@ impl InterProcessSemaphoreV2 {
                 let _ = guard.delete_now().await;
                 return Ok(One::TimedOut);
             }
-            match wait::watch(&s.client, watch, deadline).await {
+            let woke = match limit_changes.as_mut() {
+                None => wait::watch(&s.client, watch, deadline).await,
+                Some(rx) => tokio::select! {
+                    w = wait::watch(&s.client, watch, deadline) => w,
+                    // The limit changed: list again (a closed count sender never fires).
+                    Ok(()) = rx.changed() => Wake::Again,
+                },
+            };
+            match woke {
                 Wake::Again => {}
                 Wake::Deadline => {
                     let _ = guard.delete_now().await;

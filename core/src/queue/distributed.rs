@@ -7,10 +7,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::item::{Consumer, Item};
-use super::names::{self, epoch_of, fix_id, id_of, now_ms, ItemKey, QueueKind, ITEM_NAME};
+use super::names::{
+    self, epoch_of, fix_id, id_of, now_ms, ErrorMode, ItemKey, QueueKind, ITEM_NAME,
+};
 use super::take::Taking;
 use super::{framing, put_sequential, sorted_items};
 use crate::client::{OrNone, Parents, Watch};
+use crate::dispatch::Dispatcher;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, ConnectionState, Error, ListenerId, Result};
 
@@ -23,6 +26,10 @@ pub struct QueueOptions {
     /// Curator's `maxItems`: a put waits while the queue holds this many items (a bound that
     /// concurrent producers may overshoot by a few, as Curator's). `None`: unbounded.
     pub max_items: Option<usize>,
+    /// Curator's `setErrorMode`: what [`Item::fail`] does with the item. Needs a lock path
+    /// (Curator's rule: without one an item is deleted when it is taken). `None`: Curator's
+    /// default, [`ErrorMode::Requeue`].
+    pub error_mode: Option<ErrorMode>,
 }
 
 impl QueueOptions {
@@ -37,6 +44,24 @@ impl QueueOptions {
         self.max_items = Some(max_items);
         self
     }
+
+    /// With an error mode (needs a lock path).
+    pub fn error_mode(mut self, mode: ErrorMode) -> Self {
+        self.error_mode = Some(mode);
+        self
+    }
+}
+
+/// A completed put, for put listeners (Curator's `QueuePutListener`): `putCompleted` when
+/// `multi` is false, `putMultiCompleted` when it is true.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PutEvent {
+    /// The item's node path (with its sequence number).
+    pub node: String,
+    /// The messages put in it: one for a put, every one of a put_multi.
+    pub messages: Vec<Vec<u8>>,
+    /// Whether it was a put_multi.
+    pub multi: bool,
 }
 
 pub(super) struct Shared {
@@ -45,7 +70,10 @@ pub(super) struct Shared {
     pub(super) lock_path: Option<String>,
     pub(super) max_items: Option<usize>,
     pub(super) layout: QueueKind,
+    pub(super) error_mode: Mutex<ErrorMode>,
     pub(super) listeners: Mutex<Vec<ListenerId>>,
+    /// Put listeners, under the dispatcher's guarantee ([`crate::dispatch`]).
+    pub(super) puts: Dispatcher<PutEvent>,
     /// Items whose data is not Curator's framing: reported once, then passed over.
     pub(super) corrupt: Mutex<HashSet<String>>,
 }
@@ -61,6 +89,14 @@ impl Drop for Shared {
             let _ = self.client.remove_state_listener(id); // ids it added there
         }
     }
+}
+
+/// What one look at a queue found ([`DistributedQueue::pass`]).
+pub(super) enum Pass {
+    /// An item, taken.
+    Item(Box<Item>),
+    /// Nothing to take now: look again when one of `watches` fires or at `due`.
+    Wait { watches: Vec<Watch>, due: Deadline },
 }
 
 /// Curator's `DistributedQueue`: producers [`put`](Self::put) items, consumers take them
@@ -108,6 +144,11 @@ impl DistributedQueue {
                 )));
             }
         }
+        if options.error_mode.is_some() && options.lock_path.is_none() {
+            return Err(Error::invalid(format!(
+                "{recipe} {path}: an error mode needs a lock path (without one an item is deleted when it is taken)"
+            )));
+        }
         if options.max_items == Some(0) {
             return Err(Error::invalid(format!(
                 "{recipe} {path}: max_items must be at least 1"
@@ -121,7 +162,9 @@ impl DistributedQueue {
                 lock_path: options.lock_path,
                 max_items: options.max_items,
                 layout,
+                error_mode: Mutex::new(options.error_mode.unwrap_or_default()),
                 listeners: Mutex::default(),
+                puts: Dispatcher::new(),
                 corrupt: Mutex::default(),
             }),
         })
@@ -152,7 +195,7 @@ impl DistributedQueue {
         timeout: Option<Duration>,
     ) -> Result<bool> {
         let name = names::item_name(self.shared.layout, key, &self.shared.path)?;
-        self.put_named(name, &[data], timeout).await
+        self.put_named(name, &[data], false, timeout).await
     }
 
     /// An id queue's Curator `remove(id)`: removes every item with `id` that no consumer holds;
@@ -196,20 +239,81 @@ impl DistributedQueue {
     /// (`None`: no limit) for room: `false` when there was none in time. A create whose reply
     /// is lost is not resent (it would put the item twice): that is `OutcomeUnknown`.
     pub async fn put(&self, data: &[u8], timeout: Option<Duration>) -> Result<bool> {
-        self.put_named(ITEM_NAME.to_string(), &[data], timeout)
+        self.put_named(ITEM_NAME.to_string(), &[data], false, timeout)
             .await
     }
 
-    /// Puts several messages as one item (Curator's `putMulti`): consumed together.
+    /// Puts several messages as one item (Curator's `putMulti`: one node in its `MultiItem`
+    /// framing), handed to one consumer together: [`Item::messages`]. At least one message.
     pub async fn put_multi(&self, messages: &[&[u8]], timeout: Option<Duration>) -> Result<bool> {
-        self.put_named(ITEM_NAME.to_string(), messages, timeout)
-            .await
+        self.put_multi_with(messages, ItemKey::None, timeout).await
+    }
+
+    /// [`put_multi`](Self::put_multi) with `key`, which must be the kind's (`InvalidArgument`
+    /// otherwise): Curator has `putMulti` on the plain, priority and delay queues.
+    pub async fn put_multi_with(
+        &self,
+        messages: &[&[u8]],
+        key: ItemKey<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        if messages.is_empty() {
+            return Err(Error::invalid(format!(
+                "put_multi to queue {}: no messages (an item needs at least one)",
+                self.shared.path
+            )));
+        }
+        let name = names::item_name(self.shared.layout, key, &self.shared.path)?;
+        self.put_named(name, messages, true, timeout).await
+    }
+
+    /// Adds a put listener (Curator's `QueuePutListener`): it hears every put and put_multi
+    /// made through this queue (or a clone) that succeeded, after the item is in ZooKeeper. It
+    /// runs on the queue's dispatcher (see [`crate::dispatch`]).
+    pub fn add_put_listener(
+        &self,
+        listener: impl Fn(&PutEvent) + Send + Sync + 'static,
+    ) -> ListenerId {
+        self.shared.puts.add(listener)
+    }
+
+    /// Removes a put listener; whether it was there. `InvalidArgument` for an id another
+    /// recipe gave out.
+    pub fn remove_put_listener(&self, id: ListenerId) -> Result<bool> {
+        self.shared.puts.remove(id)
+    }
+
+    /// Curator's `setErrorMode`: what [`Item::fail`] does from now on. `InvalidArgument`
+    /// without a lock path.
+    pub fn set_error_mode(&self, mode: ErrorMode) -> Result<()> {
+        if self.shared.lock_path.is_none() {
+            return Err(Error::invalid(format!(
+                "queue {}: an error mode needs a lock path (without one an item is deleted when it is taken)",
+                self.shared.path
+            )));
+        }
+        *self
+            .shared
+            .error_mode
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = mode;
+        Ok(())
+    }
+
+    /// The error mode ([`ErrorMode::Requeue`] unless set).
+    pub fn error_mode(&self) -> ErrorMode {
+        *self
+            .shared
+            .error_mode
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     async fn put_named(
         &self,
         name: String,
         messages: &[&[u8]],
+        multi: bool,
         timeout: Option<Duration>,
     ) -> Result<bool> {
         let sh = &self.shared;
@@ -223,9 +327,16 @@ impl DistributedQueue {
         {
             return Ok(false);
         }
-        put_sequential(&sh.client, &sh.path, &name, &data)
+        let node = put_sequential(&sh.client, &sh.path, &name, &data)
             .await
             .map_err(context)?;
+        if sh.puts.has_listeners() {
+            sh.puts.emit(PutEvent {
+                node,
+                messages: messages.iter().map(|m| m.to_vec()).collect(),
+                multi,
+            });
+        }
         Ok(true)
     }
 
@@ -317,9 +428,32 @@ impl DistributedQueue {
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
         let sh = &self.shared;
         let deadline = Deadline::after(timeout);
-        let path = sh.path.as_str();
         loop {
             let mut states = wait::states(&sh.client);
+            let (watches, due) = match self.pass().await? {
+                Pass::Item(item) => return Ok(Some(*item)),
+                Pass::Wait { watches, due } => (watches, due),
+            };
+            if deadline.passed() {
+                return Ok(None);
+            }
+            let wake_at = deadline.earliest(due);
+            match wait::wait(&sh.client, watches, wake_at, &mut states).await {
+                Wake::Again => {}
+                Wake::Deadline if deadline.passed() => return Ok(None),
+                Wake::Deadline => {}
+                Wake::Closed => return Err(Error::closed()),
+            }
+        }
+    }
+
+    /// One look at the queue: an item taken, or what to wait on before the next look (the
+    /// queue's children, the locks of the items other consumers hold, the next delay item's
+    /// time). Subscribe to the connection states before calling it.
+    pub(super) async fn pass(&self) -> Result<Pass> {
+        let sh = &self.shared;
+        let path = sh.path.as_str();
+        loop {
             let listed = sh
                 .client
                 .retry(|s| async move { s.children_watch(path).await.or_none() })
@@ -341,13 +475,10 @@ impl DistributedQueue {
                     }
                 }
                 match self.try_take(&node).await? {
-                    Taking::Item(item) => return Ok(Some(item)),
+                    Taking::Item(item) => return Ok(Pass::Item(Box::new(item))),
                     Taking::Gone => {}
                     Taking::Locked => locked.push(node),
                 }
-            }
-            if deadline.passed() {
-                return Ok(None);
             }
             // An item given back, or left by a consumer whose session ended, loses only its
             // lock: the queue's children do not change, so the locks are watched too.
@@ -355,13 +486,7 @@ impl DistributedQueue {
                 continue; // a lock went meanwhile: look again at once
             };
             watches.push(watch);
-            let wake_at = deadline.earliest(due);
-            match wait::wait(&sh.client, watches, wake_at, &mut states).await {
-                Wake::Again => {}
-                Wake::Deadline if deadline.passed() => return Ok(None),
-                Wake::Deadline => {}
-                Wake::Closed => return Err(Error::closed()),
-            }
+            return Ok(Pass::Wait { watches, due });
         }
     }
 

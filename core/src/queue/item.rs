@@ -4,10 +4,11 @@
 use std::time::{Duration, Instant};
 
 use super::distributed::DistributedQueue;
-use super::names::{id_of, QueueKind};
+use super::framing;
+use super::names::{id_of, requeue_name, ErrorMode, QueueKind};
 use super::take::Hold;
 use crate::client::Op;
-use crate::{runtime, Error, Result};
+use crate::{path, runtime, CreateMode, Error, Result};
 
 /// Takes items one after the other: `next().await`, or iterate (blocking face; each step
 /// waits with no limit).
@@ -99,7 +100,39 @@ impl Item {
         let Some(hold) = self.hold.take() else {
             return Ok(());
         };
-        let ops = [
+        self.settle(hold, None, "complete").await
+    }
+
+    /// The consumer failed to process the item (Curator's consumer threw): the queue's
+    /// [`ErrorMode`] decides. `Requeue` (the default) puts the item back at the tail with its
+    /// key, `Delete` removes it; either in one transaction on the session holding the lock that
+    /// checks the lock first, so the errors are [`done`](Self::done)'s (an ended session:
+    /// `SessionExpired`, and the item stays where it was for another consumer). Without a lock
+    /// path the item was removed when it was taken: nothing to do, as in Curator.
+    pub async fn fail(mut self) -> Result<()> {
+        let Some(hold) = self.hold.take() else {
+            return Ok(());
+        };
+        match self.queue.error_mode() {
+            ErrorMode::Delete => self.settle(hold, None, "delete failed").await,
+            ErrorMode::Requeue => {
+                let sh = &self.queue.shared;
+                let requeued = Op::Create {
+                    path: path::join(&sh.path, &requeue_name(&self.node)),
+                    data: framing::encode(self.messages.iter().map(Vec::as_slice)),
+                    mode: CreateMode::PersistentSequential,
+                    ttl: None,
+                    acl: None,
+                };
+                self.settle(hold, Some(requeued), "requeue failed").await
+            }
+        }
+    }
+
+    /// One transaction on the session holding the lock: check the lock, delete the item,
+    /// `also` (a requeue's create), delete the lock.
+    async fn settle(&self, hold: Hold, also: Option<Op>, what: &str) -> Result<()> {
+        let mut ops = vec![
             Op::Check {
                 path: hold.lock.clone(),
                 version: 0,
@@ -108,15 +141,16 @@ impl Item {
                 path: self.item_path.clone(),
                 version: None,
             },
-            Op::Delete {
-                path: hold.lock.clone(),
-                version: None,
-            },
         ];
+        ops.extend(also);
+        ops.push(Op::Delete {
+            path: hold.lock.clone(),
+            version: None,
+        });
         let client = hold.session_client();
         let start = Instant::now();
         let mut retries = 0;
-        let context = |e: Error| e.context(format!("complete queue item {}", self.item_path));
+        let context = |e: Error| e.context(format!("{what} queue item {}", self.item_path));
         loop {
             let err = match hold.session.multi(&ops).await {
                 Ok(_) => return Ok(()),
@@ -173,6 +207,11 @@ impl Item {
     /// [`done`](Self::done) for the blocking face.
     pub fn done_blocking(self) -> Result<()> {
         runtime::try_block_on(self.done())?
+    }
+
+    /// [`fail`](Self::fail) for the blocking face.
+    pub fn fail_blocking(self) -> Result<()> {
+        runtime::try_block_on(self.fail())?
     }
 
     /// [`release`](Self::release) for the blocking face.

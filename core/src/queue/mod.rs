@@ -18,6 +18,10 @@
 //!   priority's 32-bit two's complement), lower first. Delay queue: `queue-|<hex epoch ms>|<seq>`,
 //!   handed out once the epoch has passed, earliest first.
 //!
+//! Several messages may share one item (`put_multi`, Curator's `putMulti`/`MultiItem`), and put
+//! listeners hear every completed put (Curator's `QueuePutListener`). [`QueueSharder`] spreads
+//! one logical queue over several (Curator's `QueueSharder`).
+//!
 //! # Exactly-once consumption (with a lock path)
 //! A consumer takes an item by creating its lock node, then reads it and hands it out as an
 //! [`Item`] whose [`fencing_token`](Item::fencing_token) is the lock node's czxid (a later
@@ -29,6 +33,11 @@
 //! takes the item. An item dropped without `done` is given back at once. Neither changes the
 //! queue's children, so a waiting consumer also watches the locks of the items it passed over:
 //! it takes such an item as soon as its lock goes.
+//!
+//! A consumer that fails an item calls [`Item::fail`]: the queue's [`ErrorMode`] (Curator's,
+//! honoured only with a lock path, as Curator's) puts the item back at the tail
+//! (`Requeue`, the default) or deletes it (`Delete`), in the same kind of transaction, so a
+//! consumer whose session ended fails nothing and the item is taken once by another.
 //!
 //! Without a lock path, consumption is Curator's: the item is deleted when it is taken (at most
 //! once; a consumer that dies mid-item loses it) and `done` has nothing to do.
@@ -43,13 +52,15 @@ mod distributed;
 mod framing;
 mod item;
 mod names;
+mod sharder;
 mod simple;
 mod take;
 mod variants;
 
-pub use self::distributed::{DistributedQueue, QueueOptions};
+pub use self::distributed::{DistributedQueue, PutEvent, QueueOptions};
 pub use self::item::{Consumer, Item};
-pub use self::names::{ItemKey, QueueKind};
+pub use self::names::{ErrorMode, ItemKey, QueueKind};
+pub use self::sharder::{QueueSharder, SharderOptions, SharderPolicies};
 pub use self::simple::SimpleDistributedQueue;
 pub use self::variants::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
 

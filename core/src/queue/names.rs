@@ -65,6 +65,45 @@ impl QueueKind {
     }
 }
 
+/// What happens to an item whose consumer failed ([`Item::fail`](super::Item::fail)) on a
+/// queue with a lock path: Curator's `ErrorMode`, set with `QueueOptions::error_mode` or
+/// [`DistributedQueue::set_error_mode`](super::DistributedQueue::set_error_mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ErrorMode {
+    /// The item goes back into the queue, at the tail (Curator's default): one transaction that
+    /// checks the consumer's lock deletes the item and puts it again with its key.
+    #[default]
+    Requeue,
+    /// The item is deleted, as if it had been completed.
+    Delete,
+}
+
+impl ErrorMode {
+    /// Every mode.
+    pub const ALL: &'static [ErrorMode] = &[ErrorMode::Requeue, ErrorMode::Delete];
+
+    /// The name every face uses: `REQUEUE`, `DELETE`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorMode::Requeue => "REQUEUE",
+            ErrorMode::Delete => "DELETE",
+        }
+    }
+
+    /// The mode with this name (ASCII case-insensitive).
+    pub fn from_name(name: &str) -> Result<ErrorMode> {
+        ErrorMode::ALL
+            .iter()
+            .copied()
+            .find(|m| m.name().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{name:?} is not an error mode; expected REQUEUE or DELETE"
+                ))
+            })
+    }
+}
+
 /// What an item is put with: nothing (a plain queue), or its kind's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ItemKey<'a> {
@@ -111,6 +150,25 @@ pub(super) fn item_name(kind: QueueKind, key: ItemKey<'_>, queue: &str) -> Resul
             )))
         }
     })
+}
+
+/// The name an item is put again with (Curator's `makeRequeueItemPath`): the node's name
+/// without the server's 10-digit sequence, so the item keeps its kind's key. Curator keeps only
+/// the id queue's key (a requeued priority item comes back with none, a delay item as due at
+/// once); we keep every kind's, so a requeued priority item keeps its priority.
+pub(super) fn requeue_name(node: &str) -> String {
+    const SEQUENCE_DIGITS: usize = 10;
+    let cut = node.len().saturating_sub(SEQUENCE_DIGITS);
+    match node.get(cut..) {
+        Some(seq)
+            if node.starts_with(ITEM_NAME)
+                && cut >= ITEM_NAME.len()
+                && seq.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
+        {
+            node[..cut].to_string()
+        }
+        _ => ITEM_NAME.to_string(),
+    }
 }
 
 /// Orders item names (sorted by name already, as Curator lists them) the way `kind` hands
@@ -176,5 +234,15 @@ mod tests {
         assert_eq!(epoch_of("queue-|18C5F3A2B00|0000000004"), 0x18C5F3A2B00);
         assert_eq!(epoch_of("queue-0000000004"), 0);
         assert_eq!(epoch_of("queue-|zz|0000000004"), 0);
+        assert_eq!(requeue_name("queue-0000000003"), "queue-");
+        assert_eq!(requeue_name("queue-|job-7|0000000003"), "queue-|job-7|");
+        assert_eq!(requeue_name("queue-1000000050000000012"), "queue-100000005");
+        assert_eq!(
+            requeue_name("queue-|18C5F3A2B00|0000000004"),
+            "queue-|18C5F3A2B00|"
+        );
+        assert_eq!(requeue_name("queue-"), "queue-");
+        assert_eq!(ErrorMode::from_name("delete").unwrap(), ErrorMode::Delete);
+        assert!(ErrorMode::from_name("retry").is_err());
     }
 }

@@ -17,7 +17,7 @@ macro_rules! variant_common {
             Ok($t { queue })
         }
 
-        /// The underlying queue (consume, listeners, length).
+        /// The underlying queue (consume, listeners, put listeners, error mode, length).
         pub fn queue(&self) -> &DistributedQueue {
             &self.queue
         }
@@ -86,6 +86,19 @@ impl DistributedPriorityQueue {
             .await
     }
 
+    /// Puts several messages as one item with `priority` (Curator's `putMulti(items,
+    /// priority)`), handed to one consumer together.
+    pub async fn put_multi(
+        &self,
+        messages: &[&[u8]],
+        priority: i32,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        self.queue
+            .put_multi_with(messages, ItemKey::Priority(priority), timeout)
+            .await
+    }
+
     /// [`put`](Self::put) for the blocking face.
     pub fn put_blocking(
         &self,
@@ -94,6 +107,16 @@ impl DistributedPriorityQueue {
         timeout: Option<Duration>,
     ) -> Result<bool> {
         runtime::try_block_on(self.put(data, priority, timeout))?
+    }
+
+    /// [`put_multi`](Self::put_multi) for the blocking face.
+    pub fn put_multi_blocking(
+        &self,
+        messages: &[&[u8]],
+        priority: i32,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        runtime::try_block_on(self.put_multi(messages, priority, timeout))?
     }
 }
 
@@ -120,6 +143,19 @@ impl DistributedDelayQueue {
             .await
     }
 
+    /// Puts several messages as one item, handed out together from `delay_until_epoch_ms` on
+    /// (Curator's `putMulti(items, delayUntilEpoch)`).
+    pub async fn put_multi(
+        &self,
+        messages: &[&[u8]],
+        delay_until_epoch_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        self.queue
+            .put_multi_with(messages, ItemKey::DelayUntil(delay_until_epoch_ms), timeout)
+            .await
+    }
+
     /// [`put`](Self::put) for the blocking face.
     pub fn put_blocking(
         &self,
@@ -128,5 +164,15 @@ impl DistributedDelayQueue {
         timeout: Option<Duration>,
     ) -> Result<bool> {
         runtime::try_block_on(self.put(data, delay_until_epoch_ms, timeout))?
+    }
+
+    /// [`put_multi`](Self::put_multi) for the blocking face.
+    pub fn put_multi_blocking(
+        &self,
+        messages: &[&[u8]],
+        delay_until_epoch_ms: i64,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
+        runtime::try_block_on(self.put_multi(messages, delay_until_epoch_ms, timeout))?
     }
 }

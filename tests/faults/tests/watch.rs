@@ -33,6 +33,8 @@ struct Heard {
     disconnects: u32,
     session_losses: u32,
     reconnects: u32,
+    /// WATCH_REMOVED: nobody removes these watches, so any is a violation.
+    removed: u32,
 }
 
 impl Heard {
@@ -41,6 +43,7 @@ impl Heard {
             WatchEvent::Disconnected => self.disconnects += 1,
             WatchEvent::SessionLost => self.session_losses += 1,
             WatchEvent::Reconnected => self.reconnects += 1,
+            WatchEvent::Removed => self.removed += 1,
             WatchEvent::Node(_) => {
                 let path = e.path().unwrap_or_default().to_string();
                 if path != ROOT {
@@ -158,6 +161,10 @@ fn persistent_watchers_hear_everything_or_say_so_under_leader_kills() {
             .iter()
             .map(|(k, n)| n - h.nodes.get(k).copied().unwrap_or(0))
             .sum();
+        assert_eq!(
+            h.removed, 0,
+            "watcher {i} heard WATCH_REMOVED, but nothing removed its watch"
+        );
         let told = h.disconnects + h.session_losses;
         assert!(
             missed == 0 || told > 0,

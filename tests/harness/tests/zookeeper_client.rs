@@ -11,7 +11,7 @@ use std::time::Duration;
 use zkrecipes_testing::{expire_session_id, FaultProxy, TestingCluster, TestingServer};
 use zookeeper_client::{
     Acls, AddWatchMode, Client, CreateMode, EventType, PersistentWatcher, SessionState,
-    StateWatcher, WatchedEvent,
+    StateWatcher, WatchedEvent, WatcherType,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -513,4 +513,112 @@ async fn a_session_leaves_a_server_taken_out_of_its_list_and_keeps_its_session()
         client.update_server_list(""),
         Err(zookeeper_client::Error::BadArguments(_))
     ));
+}
+
+/// Whether `watcher` has an event queued right now (polled once, no waiting).
+async fn has_queued_event(watcher: &mut PersistentWatcher) -> Option<WatchedEvent> {
+    tokio::time::timeout(Duration::ZERO, watcher.changed())
+        .await
+        .ok()
+}
+
+/// Changes the sentinel node and waits for its watch's event.
+async fn sentinel_event(writer: &Client, sentinel: &mut PersistentWatcher) {
+    writer
+        .set_data("/rw/sentinel", b"bump", None)
+        .await
+        .expect("set the sentinel");
+    expect_node_event(
+        sentinel,
+        "/rw/sentinel",
+        EventType::NodeDataChanged,
+        "/rw/sentinel",
+    )
+    .await;
+}
+
+/// Patch 14 (`Client::remove_watches`, the server half of ZooKeeper's `removeWatches`) and the
+/// server facts behind `zkrecipes::Client::remove_watches`, confirmed against the server the
+/// harness runs (Debian's 3.8.0) and stated for 3.9+ too:
+/// - ZooKeeper before 3.9 has no removal kind for persistent watches (ZOOKEEPER-4472): kinds 4
+///   and 5 are refused (MARSHALLINGERROR); 3.9 removes them one by one.
+/// - Before 3.9 a `Data` removal takes the data half of a persistent recursive watch on the
+///   path (ZOOKEEPER-4471): changes below it are no longer reported; `Any` removes a
+///   persistent watch whole. 3.9 removes only one-shot watches with `Data` (NoWatcher here).
+///
+/// "Not reported" is shown without waiting for nothing: a change on a watched sentinel node is
+/// made after the change that must not be reported; the server sends events in order on the
+/// connection, so once the sentinel's event is here, the other would be queued too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_3_8_removes_persistent_watches_only_with_any_or_by_halves() {
+    let server = TestingServer::start();
+    let srvr = server.four_letter("srvr");
+    let version = srvr
+        .lines()
+        .find_map(|l| l.strip_prefix("Zookeeper version: "))
+        .expect("srvr says the version")
+        .to_string();
+    let before_3_9 = version.starts_with("3.8.") || version.starts_with("3.7.");
+    let client = connect(&server.connect_string()).await;
+    let writer = connect(&server.connect_string()).await;
+    for p in ["/rw", "/rw/tree", "/rw/node", "/rw/sentinel"] {
+        create(&client, p).await;
+    }
+    let mut sentinel = watch(&client, "/rw/sentinel", AddWatchMode::Persistent).await;
+    let mut tree = watch(&client, "/rw/tree", AddWatchMode::PersistentRecursive).await;
+    let mut node = watch(&client, "/rw/node", AddWatchMode::Persistent).await;
+    // The persistent kinds.
+    let r = client
+        .remove_watches("/rw/tree", WatcherType::PersistentRecursive)
+        .await;
+    if before_3_9 {
+        assert!(
+            matches!(r, Err(zookeeper_client::Error::MarshallingError)),
+            "{version}: {r:?}"
+        );
+        // Refused: the watch still reports below its path.
+        create(&writer, "/rw/tree/a").await;
+        expect_node_event(&mut tree, "/rw/tree", EventType::NodeCreated, "/rw/tree/a").await;
+
+        // A Data removal takes the recursive watch's data half: changes below it go unheard.
+        client
+            .remove_watches("/rw/tree", WatcherType::Data)
+            .await
+            .expect("3.8 removes the data half of a persistent watch");
+        create(&writer, "/rw/tree/b").await;
+        sentinel_event(&writer, &mut sentinel).await;
+        assert!(
+            has_queued_event(&mut tree).await.is_none(),
+            "{version}: a Data removal left the recursive watch reporting below its path"
+        );
+
+        // Any removes a plain persistent watch whole.
+        client
+            .remove_watches("/rw/node", WatcherType::Any)
+            .await
+            .expect("Any removes a persistent watch");
+        writer.set_data("/rw/node", b"x", None).await.expect("set");
+        sentinel_event(&writer, &mut sentinel).await;
+        assert!(
+            has_queued_event(&mut node).await.is_none(),
+            "{version}: Any left the persistent watch"
+        );
+    } else {
+        r.expect("3.9+ removes a persistent recursive watch by its kind");
+        let r = client.remove_watches("/rw/node", WatcherType::Data).await;
+        assert!(
+            matches!(r, Err(zookeeper_client::Error::NoWatcher)),
+            "{version}: Data must not touch a persistent watch: {r:?}"
+        );
+        client
+            .remove_watches("/rw/node", WatcherType::Persistent)
+            .await
+            .expect("3.9+ removes a persistent watch by its kind");
+    }
+    // Nothing of that kind there: NoWatcher, on every version.
+    let r = client.remove_watches("/rw", WatcherType::Children).await;
+    assert!(
+        matches!(r, Err(zookeeper_client::Error::NoWatcher)),
+        "{r:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! bench-driver --impl rust|floor --scenario SCENARIO --connect HOST:PORT --path /bench/X
 //!              [--iterations N] [--warmup W] [--clients C] [--threads T] [--seconds S] [--locks L]
-//!              [--min-seconds S] [--cohort K] [--max-hold-ms M] [--remote 0|1]
+//!              [--min-seconds S] [--cohort K] [--max-hold-ms M] [--remote 0|1] [--instances N]
 //!              [--tls-ca F [--tls-cert F --tls-key F]]
 //! ```
 //!
@@ -14,6 +14,13 @@
 //! ConnectRequest/Response and the first ping, which zkrecipes waits for before it calls a
 //! session established), then closed; reports `handshake_p50_us`/`handshake_p99_us` (also as
 //! the `p50_us`/`p99_us` keys) and `cpu_us_per_op` per connection.
+//!
+//! Scenario `discovery` (rust only; issue 31): `--instances N` instances of one service registered
+//! (untimed); then W + K times a new `ServiceCache` on another client, timed from `new` + `start`
+//! until `await_initialized` returns (all N loaded), and W + K registrations of a new instance on
+//! one started cache, each timed from `register()` until the cache's listener hears its ADDED
+//! (then unregistered, untimed). Reports `load_p50_us`/`load_p99_us` (also as `p50_us`/`p99_us`)
+//! and `event_p50_us`/`event_p99_us`.
 //!
 //! Counter scenarios repeat each worker's N increments until the timed phase has lasted
 //! `--min-seconds` (default 2) and report rates over the whole phase. `--impl floor` also has
@@ -63,6 +70,8 @@ struct Args {
     max_hold_ms: u64,
     /// inproc: a contender on another session (1) or none (0).
     remote: usize,
+    /// discovery: how many instances the service has.
+    instances: usize,
     /// TLS: the CA (PEM file); None: plaintext.
     tls_ca: Option<String>,
     /// Mutual TLS: this client's certificate and key (PEM files).
@@ -86,6 +95,7 @@ fn parse_args() -> Res<Args> {
         cohort: 0,
         max_hold_ms: 20,
         remote: 0,
+        instances: 1000,
         tls_ca: None,
         tls_cert: None,
         tls_key: None,
@@ -114,6 +124,7 @@ fn parse_args() -> Res<Args> {
             "--cohort" => a.cohort = num(&v)? as u32,
             "--max-hold-ms" => a.max_hold_ms = num(&v)? as u64,
             "--remote" => a.remote = num(&v)?,
+            "--instances" => a.instances = num(&v)?,
             "--tls-ca" => a.tls_ca = Some(v),
             "--tls-cert" => a.tls_cert = Some(v),
             "--tls-key" => a.tls_key = Some(v),
@@ -901,6 +912,135 @@ async fn rust_memory(a: &Args, out: &mut Out) -> Res<()> {
     Ok(())
 }
 
+/// An instance of the discovery scenario: a small map payload and a URI spec, as services register.
+fn bench_instance(id: String, i: usize) -> zkrecipes::discovery::ServiceInstance {
+    let mut x = zkrecipes::discovery::ServiceInstance::new("svc");
+    x.id = id;
+    x.address = Some(format!("10.0.{}.{}", i / 250, i % 250));
+    x.port = Some(8000 + (i % 1000) as i32);
+    let mut payload = serde_json::Map::new();
+    payload.insert("zone".into(), format!("z{}", i % 3).into());
+    payload.insert("weight".into(), 1.5.into());
+    x.payload = Some(payload.into());
+    x.payload_class = Some("java.util.LinkedHashMap".into());
+    x.uri_spec =
+        Some(zkrecipes::discovery::UriSpec::new("{scheme}://{address}:{port}/api").unwrap());
+    x
+}
+
+async fn rust_discovery(a: &Args, out: &mut Out) -> Res<()> {
+    use zkrecipes::discovery::{ServiceCache, ServiceCacheEventKind, ServiceDiscovery};
+    let (n, w, count) = (
+        a.iterations.unwrap_or(20),
+        a.warmup.unwrap_or(20),
+        a.instances,
+    );
+    let reg = connect(a).await?;
+    let watcher = connect(a).await?;
+    let d = ServiceDiscovery::new(&reg, &a.path).map_err(e("discovery"))?;
+    // Registered 50 at a time (each register waits for its node).
+    for chunk in (0..count).collect::<Vec<_>>().chunks(50) {
+        let tasks: Vec<_> = chunk
+            .iter()
+            .map(|&i| {
+                let d = d.clone();
+                zkrecipes::runtime::spawn(async move {
+                    d.register(bench_instance(format!("i{i}"), i)).await
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await
+                .map_err(e("register task"))?
+                .map_err(e("register"))?;
+        }
+    }
+    let reader = ServiceDiscovery::new(&watcher, &a.path).map_err(e("discovery"))?;
+    let mut loads = Vec::with_capacity(n);
+    let mut cpu = cpu_time();
+    for i in 0..w + n {
+        if i == w {
+            cpu = cpu_time();
+        }
+        let t0 = Instant::now();
+        let c = ServiceCache::new(&reader, "svc").map_err(e("cache"))?;
+        c.start().await.map_err(e("cache start"))?;
+        if !c
+            .await_initialized(Some(Duration::from_secs(60)))
+            .await
+            .map_err(e("load"))?
+        {
+            return Err("the cache did not load within 60 s".into());
+        }
+        let t1 = t0.elapsed();
+        if c.instances().len() != count {
+            return Err(format!(
+                "a loaded cache holds {} of {count}",
+                c.instances().len()
+            ));
+        }
+        c.close();
+        if i >= w {
+            loads.push(t1);
+        }
+    }
+    let cpu = cpu_time() - cpu;
+    let c = ServiceCache::new(&reader, "svc").map_err(e("cache"))?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+    c.listen(false, move |ev| {
+        if ev.kind == ServiceCacheEventKind::Added {
+            if let Some(i) = &ev.instance {
+                let _ = tx.send((i.id.clone(), Instant::now()));
+            }
+        }
+    });
+    c.start().await.map_err(e("cache start"))?;
+    c.await_initialized(Some(Duration::from_secs(60)))
+        .await
+        .map_err(e("load"))?;
+    while rx.try_recv().is_ok() {}
+    let mut events = Vec::with_capacity(n);
+    for i in 0..w + n {
+        let id = format!("new{i}");
+        let t0 = Instant::now();
+        let r = d
+            .register(bench_instance(id.clone(), count + i))
+            .await
+            .map_err(e("register"))?;
+        let seen = loop {
+            let (got, at) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+                .await
+                .map_err(|_| format!("the cache never saw {id}"))?
+                .ok_or("listener gone")?;
+            if got == id {
+                break at;
+            }
+        };
+        if i >= w {
+            events.push(seen - t0);
+        }
+        r.unregister().await.map_err(e("unregister"))?;
+    }
+    c.close();
+    d.close().await.map_err(e("close"))?;
+    reg.close().await;
+    watcher.close().await;
+    let (l, ev) = (stats(&loads), stats(&events));
+    out.int("n", loads.len() as i64)
+        .int("instances", count as i64)
+        .num("p50_us", l.p50)
+        .num("p99_us", l.p99)
+        .num("load_p50_us", l.p50)
+        .num("load_p99_us", l.p99)
+        .num("event_p50_us", ev.p50)
+        .num("event_p99_us", ev.p99)
+        .num(
+            "cpu_us_per_op",
+            cpu.as_secs_f64() * 1e6 / loads.len().max(1) as f64,
+        );
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // The raw protocol floor (zookeeper-client)
 
@@ -1341,6 +1481,7 @@ fn run(a: Args) -> Res<String> {
                     ("rust", "inproc") => rust_inproc(&a, &mut out).await?,
                     ("rust", "failover") => rust_failover(&a, &mut out).await?,
                     ("rust", "memory") => rust_memory(&a, &mut out).await?,
+                    ("rust", "discovery") => rust_discovery(&a, &mut out).await?,
                     ("floor", "uncontended") => floor_uncontended(&a, &mut out).await?,
                     ("floor", "rtt") => floor_rtt(&a, &mut out).await?,
                     ("floor", "counter_threads") => floor_counter(&a, &mut out, false).await?,

@@ -114,6 +114,23 @@ impl CreateMode {
     }
 }
 
+/// The kinds of watches [Client::remove_watches] removes (ZooKeeper's `Watcher.WatcherType`).
+/// zkrecipes patch 14.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum WatcherType {
+    /// Child watches (`getChildren`).
+    Children = 1,
+    /// Data and exist watches (`getData`, `exists`).
+    Data = 2,
+    /// Every kind.
+    Any = 3,
+    /// Persistent watches (ZooKeeper 3.9+).
+    Persistent = 4,
+    /// Persistent recursive watches (ZooKeeper 3.9+).
+    PersistentRecursive = 5,
+}
+
 /// Watch mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AddWatchMode {
@@ -915,6 +932,34 @@ impl Client {
         Ok(async move {
             let (_, watcher) = receiver.await?;
             Ok(watcher.into_persistent(&self.chroot))
+        })
+    }
+
+    /// Removes this session's watches of `kind` on `path` at the server (ZooKeeper's
+    /// `removeWatches`/`removeAllWatches` with `local = false`, the server half only): the
+    /// server's answer, `Error::NoWatcher` when it had none of that kind there. Watchers held
+    /// in this client are not touched: the caller removes (drops) them itself.
+    ///
+    /// zkrecipes patch 14 (PATCHES.md). Servers before 3.9 know only `Children`, `Data` and
+    /// `Any` (ZOOKEEPER-4472) and answer the persistent kinds with `Error::MarshallingError`;
+    /// there `Data` and `Children` also remove that half of a persistent watch on the same path
+    /// (ZOOKEEPER-4471).
+    pub fn remove_watches(&self, path: &str, kind: WatcherType) -> impl Future<Output = Result<()>> + Send + '_ {
+        Self::wait(self.remove_watches_internally(path, kind))
+    }
+
+    fn remove_watches_internally(
+        &self,
+        path: &str,
+        kind: WatcherType,
+    ) -> Result<impl Future<Output = Result<()>> + Send + '_> {
+        let chroot_path = self.validate_path(path)?;
+        // The same record as addWatch's: a path and an int.
+        let request = PersistentWatchRequest { path: chroot_path, mode: kind as i32 };
+        let receiver = self.send_request(OpCode::RemoveWatches, &request);
+        Ok(async move {
+            receiver.await?;
+            Ok(())
         })
     }
 

@@ -201,6 +201,7 @@ public final class Bench {
             case "counter_clients" -> counter(true);
             case "failover" -> failover();
             case "memory" -> memory();
+            case "discovery" -> discovery();
             default -> throw new IllegalArgumentException("scenario " + scenario + " is not implemented for curator");
         }
         out.put("version", "curator 5.9.0 (Java " + Runtime.version() + ", "
@@ -568,6 +569,110 @@ public final class Bench {
         out.put("rss_delta_kb", after - before);
         out.put("heap_used_kb", heapKb);
         out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, locks));
+    }
+
+    /** An instance of the discovery scenario: a small map payload and a URI spec, as services register. */
+    private static org.apache.curator.x.discovery.ServiceInstance<Object> benchInstance(String id, int i) {
+        Map<String, Object> payload = new LinkedHashMap<>();
+        payload.put("zone", "z" + (i % 3));
+        payload.put("weight", 1.5);
+        return new org.apache.curator.x.discovery.ServiceInstance<>("svc", id, "10.0." + (i / 250) + "." + (i % 250),
+                8000 + i % 1000, null, payload, System.currentTimeMillis(), org.apache.curator.x.discovery.ServiceType.DYNAMIC,
+                new org.apache.curator.x.discovery.UriSpec("{scheme}://{address}:{port}/api"), true);
+    }
+
+    /**
+     * discovery (issue 31): --instances N instances of one service registered (untimed) through
+     * ServiceDiscovery; then W + K times a new ServiceCache is built and started on another client
+     * and timed until it is loaded (ServiceCache.start() returns once the initial load is in, all N
+     * instances); then on one started cache W + K registrations of a new instance, each timed from
+     * registerService() until the cache's listener sees it (then unregistered, untimed).
+     */
+    private void discovery() throws Exception {
+        int n = num("iterations", 20), w = num("warmup", 20), count = num("instances", 1000);
+        CuratorFramework reg = connect();
+        CuratorFramework watcher = connect();
+        String base = arg("path");
+        org.apache.curator.x.discovery.ServiceDiscovery<Object> d = org.apache.curator.x.discovery.ServiceDiscoveryBuilder
+                .builder(Object.class).client(reg).basePath(base).build();
+        d.start();
+        for (int i = 0; i < count; i++) d.registerService(benchInstance("i" + i, i));
+        org.apache.curator.x.discovery.ServiceDiscovery<Object> reader = org.apache.curator.x.discovery.ServiceDiscoveryBuilder
+                .builder(Object.class).client(watcher).basePath(base).build();
+        reader.start();
+        List<Long> loads = new ArrayList<>(n);
+        long cpu = 0;
+        for (int i = 0; i < w + n; i++) {
+            if (i == w) cpu = cpuNanos();
+            long t0 = System.nanoTime();
+            org.apache.curator.x.discovery.ServiceCache<Object> c = reader.serviceCacheBuilder().name("svc").build();
+            c.start();
+            long t1 = System.nanoTime();
+            if (c.getInstances().size() != count) {
+                throw new IllegalStateException("a loaded cache holds " + c.getInstances().size() + " of " + count);
+            }
+            c.close();
+            if (i >= w) loads.add(t1 - t0);
+        }
+        cpu = cpuNanos() - cpu;
+        org.apache.curator.x.discovery.ServiceCache<Object> c = reader.serviceCacheBuilder().name("svc").build();
+        final Object lock = new Object();
+        final String[] awaited = {null};
+        final long[] seenAt = {0};
+        c.addListener(new org.apache.curator.x.discovery.details.ServiceCacheListener() {
+            @Override
+            public void cacheChanged() {
+                synchronized (lock) {
+                    if (awaited[0] == null || seenAt[0] != 0) return;
+                    for (org.apache.curator.x.discovery.ServiceInstance<Object> x : c.getInstances()) {
+                        if (x.getId().equals(awaited[0])) {
+                            seenAt[0] = System.nanoTime();
+                            lock.notifyAll();
+                            return;
+                        }
+                    }
+                }
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework client, org.apache.curator.framework.state.ConnectionState s) {}
+        });
+        c.start();
+        List<Long> events = new ArrayList<>(n);
+        for (int i = 0; i < w + n; i++) {
+            String id = "new" + i;
+            org.apache.curator.x.discovery.ServiceInstance<Object> x = benchInstance(id, count + i);
+            synchronized (lock) {
+                awaited[0] = id;
+                seenAt[0] = 0;
+            }
+            long t0 = System.nanoTime();
+            d.registerService(x);
+            synchronized (lock) {
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (seenAt[0] == 0) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) throw new IllegalStateException("the cache never saw " + id);
+                    lock.wait(Math.max(1, left / 1_000_000));
+                }
+                if (i >= w) events.add(seenAt[0] - t0);
+                awaited[0] = null;
+            }
+            d.unregisterService(x);
+        }
+        c.close();
+        reader.close();
+        d.close();
+        out.put("n", loads.size());
+        out.put("instances", count);
+        double[] l = stats(loads), ev = stats(events);
+        out.put("p50_us", l[0]);
+        out.put("p99_us", l[1]);
+        out.put("load_p50_us", l[0]);
+        out.put("load_p99_us", l[1]);
+        out.put("event_p50_us", ev[0]);
+        out.put("event_p99_us", ev[1]);
+        out.put("cpu_us_per_op", cpu / 1e3 / Math.max(1, loads.size()));
     }
 
     private String json() {

@@ -33,6 +33,9 @@ import org.apache.curator.framework.recipes.queue.DistributedQueue;
 import org.apache.curator.framework.recipes.queue.QueueBuilder;
 import org.apache.curator.framework.recipes.queue.QueueConsumer;
 import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.QueueSharder;
+import org.apache.curator.framework.recipes.queue.QueueSharderPolicies;
+import org.apache.curator.utils.ZKPaths;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.state.ConnectionState;
 
@@ -59,6 +62,14 @@ import org.apache.curator.framework.state.ConnectionState;
  * logs "node java ID PATH DATA" per cached child and "events java ID CREATED-DELETED SIZE".
  * watch: Curator's PersistentWatcher (recursive); creates N nodes PATH/ID-i and sets each once,
  * waits until it heard every runtime's creates and sets, logs "heard java ID TYPE PATH" per event.
+ * discovery: Curator's curator-x-discovery (ServiceDiscovery in both serializer modes, ServiceCache,
+ * ServiceProvider), see Discovery.java; --iterations K extra instances, --expect the instances of all
+ * runtimes, --golden DIR for the bytes Curator writes.
+ * putmulti: Curator's DistributedQueue (lock path P-locks); puts "java:i" three to a node with
+ * putMulti, consumes until idle: "got java ID ITEM -1" per message.
+ * sharder: Curator's QueueSharder (P/queues, leader P/leader, each shard S locking under
+ * P-locks/S, threshold 3, checks every 200 ms, at most 4 shards); puts "java:i" through getQueue(),
+ * consumes (every shard's QueueConsumer) until idle: "got ...", then "shards java ID K".
  * All end with "done java ID COUNT". counter-get / sharedcount-get print the value.
  *
  * Secured servers (the tls scenario): --tls-ca F --tls-cert F --tls-key F --sasl-user U
@@ -79,6 +90,36 @@ public final class Worker {
             if (names != null) for (String name : names) if (!name.equals(id)) return;
             Thread.sleep(1);
         }
+    }
+
+    /** Byte arrays as they are: the item bytes zkrecipes puts. */
+    static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) { return item; }
+
+        @Override
+        public byte[] deserialize(byte[] b) { return b; }
+    };
+
+    /** A consumer that logs "got java ID ITEM -1" per message and notes when it last got one. */
+    static QueueConsumer<byte[]> loggingConsumer(PrintWriter qlog, String id, String go, String role,
+            AtomicInteger got, AtomicLong last) {
+        return new QueueConsumer<byte[]>() {
+            @Override
+            public void consumeMessage(byte[] m) throws Exception {
+                Thread.sleep(2);
+                synchronized (qlog) {
+                    qlog.println("got java " + id + " " + new String(m, StandardCharsets.UTF_8) + " -1");
+                    qlog.flush();
+                }
+                got.incrementAndGet();
+                last.set(System.nanoTime());
+                tookOneOfOurs(go, role, m);
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {}
+        };
     }
 
     private static void waitForFile(String go) throws InterruptedException {
@@ -154,16 +195,17 @@ public final class Worker {
         CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(a.get("--connect"))
                 .sessionTimeoutMs(30_000)
-                .connectionTimeoutMs(15_000)
+                // Every scenario's workers connect at once on a 2-core machine (a 15 s connect
+                // timed out in CI): a minute, within the runner's 90 s ready barrier.
+                .connectionTimeoutMs(60_000)
                 .retryPolicy(new ExponentialBackoffRetry(100, 5));
         boolean secure = a.containsKey("--tls-ca") || a.containsKey("--sasl-user");
         if (secure) {
-            // A TLS handshake on a loaded 2-core machine may take seconds: a minute.
-            builder.zkClientConfig(secureConfig(a)).connectionTimeoutMs(60_000);
+            builder.zkClientConfig(secureConfig(a));
         }
         CuratorFramework client = builder.build();
         client.start();
-        if (!client.blockUntilConnected(secure ? 60 : 15, java.util.concurrent.TimeUnit.SECONDS)) {
+        if (!client.blockUntilConnected(60, java.util.concurrent.TimeUnit.SECONDS)) {
             throw new IllegalStateException("could not connect");
         }
         if (a.containsKey("--whoami")) { // a node whose ACL is the session's own identities
@@ -282,6 +324,8 @@ public final class Worker {
                 watcher.start();
                 if (!set.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("persistent watch not set");
             }
+            // discovery: the caches and providers of every runtime's service, started before the barrier.
+            Discovery discovery = role.equals("discovery") ? new Discovery(client, path, id) : null;
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
@@ -436,6 +480,10 @@ public final class Worker {
                     group(client, path, id, expect, a.get("--peers"), log);
                     break;
                 }
+                case "discovery": {
+                    discovery.run(n, expect, a.get("--peers"), a.get("--golden"), log);
+                    break;
+                }
                 case "gzip": {
                     gzip(client, path, id, expect, log);
                     break;
@@ -476,6 +524,53 @@ public final class Worker {
                     q.close();
                     synchronized (qlog) {
                         qlog.println("done java " + id + " " + got.get());
+                    }
+                    break;
+                }
+                case "putmulti": { // put N three to a node (putMulti), consume until idle for 3 s
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = loggingConsumer(log, id, go, role, got, last);
+                    DistributedQueue<byte[]> q = QueueBuilder.builder(client, consumer, BYTES, path)
+                            .lockPath(path + "-locks").putInBackground(false).buildQueue();
+                    q.start();
+                    for (int i = 0; i < n; i += 3) {
+                        final java.util.Iterator<byte[]> batch = java.util.stream.IntStream.range(i, Math.min(i + 3, n))
+                                .mapToObj(k -> ("java:" + k).getBytes(StandardCharsets.UTF_8)).iterator();
+                        q.putMulti(() -> batch.hasNext() ? batch.next() : null);
+                    }
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    q.close();
+                    synchronized (log) {
+                        log.println("done java " + id + " " + got.get());
+                    }
+                    break;
+                }
+                case "sharder": { // Curator's QueueSharder: put N through getQueue(), consume until idle
+                    final AtomicLong last = new AtomicLong(System.nanoTime());
+                    final AtomicInteger got = new AtomicInteger();
+                    QueueConsumer<byte[]> consumer = loggingConsumer(log, id, go, role, got, last);
+                    final String locks = path + "-locks/";
+                    QueueSharderPolicies policies = QueueSharderPolicies.builder()
+                            .newQueueThreshold(3).thresholdCheckMs(200).maxQueues(4).build();
+                    QueueSharder<byte[], DistributedQueue<byte[]>> sharder = new QueueSharder<>(client,
+                            (c, shard) -> QueueBuilder.builder(c, consumer, BYTES, shard)
+                                    .lockPath(locks + ZKPaths.getNodeFromPath(shard)).putInBackground(false)
+                                    .buildQueue(),
+                            path + "/queues", path + "/leader", policies);
+                    sharder.start();
+                    for (int i = 0; i < n; i++) {
+                        sharder.getQueue().put(("java:" + i).getBytes(StandardCharsets.UTF_8));
+                        Thread.sleep(10);
+                    }
+                    last.set(System.nanoTime());
+                    while (System.nanoTime() - last.get() < 3_000_000_000L) Thread.sleep(50);
+                    int shards = sharder.getShardQty();
+                    sharder.close();
+                    synchronized (log) {
+                        log.println("shards java " + id + " " + shards);
+                        log.println("done java " + id + " " + got.get());
                     }
                     break;
                 }
@@ -555,7 +650,7 @@ public final class Worker {
     }
 
     /** Polls f every 20 ms for up to 60 s; whether it held. */
-    private static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
+    static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
         long t = System.nanoTime();
         while (System.nanoTime() - t < 60_000_000_000L) {
             if (f.getAsBoolean()) return true;
