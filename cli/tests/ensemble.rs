@@ -46,7 +46,10 @@ fn ensemble_config_and_reconfig_on_a_reconfigurable_ensemble() {
             line.starts_with(&format!("{} PARTICIPANT 127.0.0.{}:", i + 1, i + 1)),
             "{line}"
         );
-        assert!(line.ends_with(&format!(" {}", s.connect_string())), "{line}");
+        assert!(
+            line.ends_with(&format!(" {}", s.connect_string())),
+            "{line}"
+        );
     }
     assert!(lines[3].starts_with("version=0x"), "{text}");
     let config: serde_json::Value =
@@ -62,16 +65,36 @@ fn ensemble_config_and_reconfig_on_a_reconfigurable_ensemble() {
     fails(&ensemble(&["reconfig", "--remove", "3"]), 1, "superuser");
     // Bad input, before connecting or sending.
     fails(&admin(&["reconfig"]), 1, "--add, --remove or --members");
-    fails(&admin(&["reconfig", "--add", "4=127.0.0.4:1:2;3"]), 1, "server line");
-    fails(&admin(&["reconfig", "--from-version=-1"]), 1, "--from-version");
     fails(
-        &admin(&["reconfig", "--members", "server.1=127.0.0.1:1:2;3", "--remove", "2"]),
+        &admin(&["reconfig", "--add", "4=127.0.0.4:1:2;3"]),
+        1,
+        "server line",
+    );
+    fails(
+        &admin(&["reconfig", "--from-version=-1"]),
+        1,
+        "--from-version",
+    );
+    fails(
+        &admin(&[
+            "reconfig",
+            "--members",
+            "server.1=127.0.0.1:1:2;3",
+            "--remove",
+            "2",
+        ]),
         1,
         "--members",
     );
 
     // Member 3 leaves, from the version read.
-    let after = ok(admin(&["reconfig", "--remove", "3", "--from-version", &version]));
+    let after = ok(admin(&[
+        "reconfig",
+        "--remove",
+        "3",
+        "--from-version",
+        &version,
+    ]));
     let ids: Vec<&str> = after
         .lines()
         .filter(|l| !l.starts_with("version="))
