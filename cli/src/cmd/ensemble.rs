@@ -5,10 +5,10 @@
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use zkrecipes::{Client, EnsembleConfig, ErrorKind, Reconfig};
+use zkrecipes::{EnsembleConfig, ErrorKind, Reconfig};
 
+use super::node::with_client;
 use crate::args::Global;
-use crate::connect;
 use crate::exit::{Failure, Outcome, OK, USAGE};
 use crate::output::{write_failure, Printer};
 
@@ -106,18 +106,6 @@ fn print(global: &Global, config: &EnsembleConfig) -> Result<(), Failure> {
     }
     out.line(&format!("version={:#x}", config.version))
         .map_err(write_failure)
-}
-
-async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
-where
-    F: FnOnce(Client) -> Fut,
-    Fut: std::future::Future<Output = Outcome>,
-{
-    connect::check(global)?;
-    let client = connect::connect(global).await?;
-    let outcome = f(client.clone()).await;
-    connect::close(&client).await;
-    outcome
 }
 
 pub async fn run(global: &Global, command: EnsembleCommand) -> Outcome {

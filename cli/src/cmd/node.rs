@@ -163,7 +163,8 @@ fn check_path(path: &str) -> Result<(), Failure> {
 }
 
 /// Connects, runs `f`, closes.
-async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
+/// Connects, runs `f` with the client, closes it (for the one-shot commands).
+pub(crate) async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = Outcome>,
