@@ -162,8 +162,7 @@ fn check_path(path: &str) -> Result<(), Failure> {
     super::check_path(path)
 }
 
-/// Connects, runs `f`, closes.
-/// Connects, runs `f` with the client, closes it (for the one-shot commands).
+/// Connects, runs `f` with the client, closes it (the one-shot commands: node, acl, ensemble).
 pub(crate) async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
 where
     F: FnOnce(Client) -> Fut,
