@@ -1,8 +1,10 @@
 /* Dynamic ensembles through the C API, against the test server (a standalone server without
- * reconfigEnabled): its configuration (no member lines), reconfig is refused with ZooKeeper's
+ * reconfigEnabled; argv[1]) and a static 3-server ensemble (argv[2]): their configurations, reconfig is refused with ZooKeeper's
  * reason, the tracked client's connect string, and bad input. The real 3 -> 5 -> 3 change with a
  * tracked session is core/tests/ensemble.rs's (and one test per binding). */
 #include "testutil.h"
+
+static const char *ensemble_connect; /* argv[2]: a static 3-server ensemble */
 
 static void test_get_config_of_a_standalone_server_and_the_tracker_keeps_its_hosts(void) {
     zkr_client_options opts;
@@ -28,6 +30,48 @@ static void test_get_config_of_a_standalone_server_and_the_tracker_keeps_its_hos
     CHECK(exists);
     zkr_ensemble_config_free(config);
     zkr_ensemble_config_free(NULL);
+    zkr_client_free(c);
+}
+
+static void test_a_static_ensemble_lists_its_members(void) {
+    CHECK_MSG(ensemble_connect != NULL, "test_ensemble needs a 3-server ensemble's connect string as argv[2]");
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    opts.track_ensemble = true;
+    zkr_client *c = NULL;
+    CHECK_OK(zkr_client_connect(ensemble_connect, &opts, &c));
+    zkr_ensemble_config *config = NULL;
+    CHECK_OK(zkr_client_get_config(c, &config));
+    CHECK_MSG(config->len == 3, "%zu members in %s", config->len, config->data);
+    for (size_t i = 0; i < config->len; i++) {
+        const zkr_ensemble_member *m = &config->members[i];
+        char host[32], prefix[64];
+        snprintf(host, sizeof host, "127.0.0.%zu", i + 1);
+        snprintf(prefix, sizeof prefix, "server.%zu=127.0.0.%zu:", i + 1, i + 1);
+        CHECK(m->id == i + 1);
+        CHECK_MSG(strcmp(m->host, host) == 0, "%s", m->host);
+        CHECK(m->role == ZKR_SERVER_PARTICIPANT);
+        CHECK(m->quorum_port > 0 && m->election_port > 0 && m->quorum_port != m->election_port);
+        CHECK_MSG(strncmp(m->server_line, prefix, strlen(prefix)) == 0, "%s", m->server_line);
+        /* A static configuration names no client ports. */
+        CHECK(m->client_port == 0 && m->client_host == NULL && m->client_address == NULL);
+    }
+    CHECK(config->version == 0);
+    CHECK(strcmp(config->connect_string, "") == 0);
+    /* Nothing to follow: the tracker keeps the hosts it was given, and the session works. */
+    char *hosts = NULL;
+    CHECK_OK(zkr_client_current_connect_string(c, &hosts));
+    CHECK_MSG(strcmp(hosts, ensemble_connect) == 0, "%s", hosts);
+    zkr_string_free(hosts);
+    uint64_t leaving[] = {3};
+    CHECK_STATUS(zkr_client_reconfig(c, NULL, 0, leaving, 1, NULL, 0, -1, NULL), ZKR_SERVER,
+                 "zkr_client_reconfig");
+    CHECK(strstr(zkr_last_error_message(), "reconfigEnabled") != NULL);
+    zkr_ensemble_config *again = NULL;
+    CHECK_OK(zkr_client_get_config(c, &again));
+    CHECK(again->len == 3);
+    zkr_ensemble_config_free(again);
+    zkr_ensemble_config_free(config);
     zkr_client_free(c);
 }
 
@@ -119,7 +163,9 @@ static void test_bad_input_is_refused_before_anything_is_sent(void) {
 
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
+    ensemble_connect = argc > 2 ? argv[2] : NULL;
     RUN(test_get_config_of_a_standalone_server_and_the_tracker_keeps_its_hosts);
+    RUN(test_a_static_ensemble_lists_its_members);
     RUN(test_reconfig_without_reconfig_enabled_is_a_server_error_saying_why);
     RUN(test_bad_input_is_refused_before_anything_is_sent);
     return zt_end("test_ensemble");
