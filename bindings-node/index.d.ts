@@ -176,6 +176,13 @@ export interface ConnectOptions {
    * sent. Raise it only together with the servers' jute.maxbuffer.
    */
   maxRequestBytes?: number;
+  /**
+   * Follow the ensemble's configuration (Curator's EnsembleTracker): the client reads
+   * /zookeeper/config at each connection and each change, and its servers become the members'
+   * client addresses (`currentConnectString`), keeping the session when members join or leave.
+   * Not with `tls` (ZKR_INVALID_ARGUMENT).
+   */
+  trackEnsemble?: boolean;
   /** TLS (ZooKeeper's secureClientPort); `true`: the system's trust store, nothing else. */
   tls?: TlsOptions | boolean;
   /** SASL authentication at each connection; a refusal rejects with ZKR_AUTH_FAILED, never retried. */
@@ -357,6 +364,19 @@ export declare class Client extends EventEmitter<ClientEvents> {
    * ran out first. Rejects with ZKR_CLOSED on a closed client.
    */
   waitForState(options?: { timeoutMs?: number }): Promise<boolean>;
+  /** The ensemble's configuration (/zookeeper/config, Curator's getConfig().forEnsemble()). */
+  getConfig(): Promise<EnsembleConfig>;
+  /**
+   * Changes the ensemble's members (Curator's reconfig()): `joining` server lines and `leaving`
+   * ids, or `newMembers`; `fromConfig` only if the configuration is still that version. Needs
+   * reconfigEnabled=true (else ZKR_SERVER, zkCode -123) and a superuser session (else ZKR_NO_AUTH).
+   */
+  reconfig(options: ReconfigOptions): Promise<EnsembleConfig>;
+  /**
+   * The servers the client connects to now: its hosts or, with `trackEnsemble`, the members as
+   * the tracker last read them (with the chroot).
+   */
+  readonly currentConnectString: string;
   /** Testing only (addon built with `--testing`): expires the session on the server, waits for LOST. */
   _expireSessionForTesting(): Promise<void>;
   /** Testing only: requests sent so far. */
@@ -1463,4 +1483,47 @@ export declare class MultiNonBlockingLease {
   readonly path: string;
   readonly identifier: string;
   readonly end: Date | null;
+}
+
+/** A member of the ensemble, from its `server.ID=` line. */
+export interface EnsembleMember {
+  /** Its myid. */
+  readonly id: number;
+  /** The host of its (first) quorum address. */
+  readonly host: string;
+  readonly quorumPort: number;
+  readonly electionPort: number;
+  readonly role: 'PARTICIPANT' | 'OBSERVER';
+  /** The address it serves clients on as written ('0.0.0.0' for a port only); null without one. */
+  readonly clientHost: string | null;
+  /** Its plaintext client port; null without one. */
+  readonly clientPort: number | null;
+  /** Where a client reaches it ('host:port'); null without a client port. */
+  readonly clientAddress: string | null;
+  /** 'server.ID=HOST:QUORUM:ELECTION:ROLE;HOST:PORT': what `reconfig({ joining })` takes. */
+  readonly serverLine: string;
+}
+
+/** The ensemble's configuration (`client.getConfig()`, `client.reconfig()`). */
+export interface EnsembleConfig {
+  /** The members by id (none on a standalone server). */
+  readonly members: readonly EnsembleMember[];
+  /** The zxid of the reconfiguration that made it (0n for one never changed): `fromConfig`. */
+  readonly version: bigint;
+  /** The members' client addresses as a connect string ('' if none has one). */
+  readonly connectString: string;
+  /** The node's text as read. */
+  readonly data: string;
+}
+
+/** `client.reconfig(options)`: incremental (`joining`, `leaving`) or `newMembers`. */
+export interface ReconfigOptions {
+  /** Server lines to add: 'server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENTPORT'. */
+  joining?: string | string[];
+  /** Member ids to remove. */
+  leaving?: number | number[];
+  /** The whole new member list (not with `joining` or `leaving`). */
+  newMembers?: string[];
+  /** Only if the configuration is still this version. */
+  fromConfig?: bigint | number;
 }

@@ -129,6 +129,8 @@ export declare class ClusterServer {
   readonly connectString: string;
   /** `'127.0.0.x:SECUREPORT'`; null without `tls`. */
   readonly secureConnectString: string | null;
+  /** In a reconfigurable ensemble, its `'server.ID=...'` line for `client.reconfig({ joining })`; null otherwise. */
+  readonly reconfigSpec: string | null;
   stop(): Promise<void>;
   start(): Promise<void>;
   restart(): Promise<void>;
@@ -156,6 +158,15 @@ export declare class TestingCluster {
   waitForQuorum(options?: { timeoutMs?: number }): Promise<ClusterServer | null>;
   restart(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Starts `n` members (default 3) with reconfigEnabled=true and a digest superuser (default
+   * `['super', 'secret']`), for `client.reconfig`.
+   */
+  static startReconfigurable(n?: number, options?: { superuser?: [string, string] }): Promise<TestingCluster>;
+  /** Starts a server synced with the ensemble but not a member yet (`reconfigSpec` makes it one). */
+  addServer(options?: { observer?: boolean }): Promise<ClusterServer>;
+  /** Waits until the running members list exactly `ids` (myid = index + 1) and one leads. */
+  waitForMembers(ids: number[], options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 /**

@@ -70,10 +70,10 @@
 /**
  * The layout version of zkr_client_options this header describes. Version 2 added `acl`,
  * `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
- * after them; version 4 `max_request_bytes`. Programs built with an older version keep working
+ * after them; version 4 `max_request_bytes`; version 5 `track_ensemble`. Programs built with an older version keep working
  * (the new fields take their defaults).
  */
-#define ZKR_CLIENT_OPTIONS_VERSION 4
+#define ZKR_CLIENT_OPTIONS_VERSION 5
 
 /**
  * ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
@@ -1275,6 +1275,14 @@ typedef struct zkr_client_options {
      * would drop the connection). Raise it only together with the servers' jute.maxbuffer.
      */
     size_t max_request_bytes;
+    /**
+     * (version 5) Follow the ensemble's configuration (Curator's EnsembleTracker): the client
+     * reads /zookeeper/config at each connection and each change, and its server list becomes
+     * the members' client addresses (zkr_client_current_connect_string), so members added or
+     * removed by a reconfiguration are used without ending the session. Default false. Not
+     * with `tls` (the configuration names only plaintext client ports: ZKR_INVALID_ARGUMENT).
+     */
+    bool track_ensemble;
 } zkr_client_options;
 
 /**
@@ -1313,6 +1321,86 @@ typedef struct zkr_string_list {
  * function may be called. It must not throw (C++) or longjmp out.
  */
 typedef void (*zkr_watch_callback)(enum zkr_watch_event_type event, const char *path, void *user_data);
+
+/**
+ * A member's role (zkr_ensemble_member.role).
+ */
+typedef uint32_t zkr_server_role;
+
+/**
+ * One member of the ensemble, from its `server.ID=` line of `/zookeeper/config`. Part of a
+ * zkr_ensemble_config: never free it on its own.
+ */
+typedef struct zkr_ensemble_member {
+    /**
+     * The member's id (its `myid`).
+     */
+    uint64_t id;
+    /**
+     * The host of its (first) quorum address.
+     */
+    char *host;
+    /**
+     * Its quorum (follower-to-leader) port.
+     */
+    uint16_t quorum_port;
+    /**
+     * Its leader-election port.
+     */
+    uint16_t election_port;
+    /**
+     * ZKR_SERVER_PARTICIPANT or ZKR_SERVER_OBSERVER.
+     */
+    zkr_server_role role;
+    /**
+     * The address it serves clients on as written ("0.0.0.0" when only a port is given);
+     * NULL when the line has no client port.
+     */
+    char *client_host;
+    /**
+     * Its plaintext client port; 0 when the line has none.
+     */
+    uint16_t client_port;
+    /**
+     * Where a client reaches it ("host:port", "[v6]:port"; its quorum host when the client
+     * address is a wildcard); NULL without a client port.
+     */
+    char *client_address;
+    /**
+     * Its whole line, "server.ID=HOST:QUORUM:ELECTION:ROLE;HOST:PORT": what zkr_client_reconfig
+     * takes to add it (`joining`, `new_members`).
+     */
+    char *server_line;
+} zkr_ensemble_member;
+
+/**
+ * The ensemble's configuration: its members by id, and its version. Free with
+ * zkr_ensemble_config_free.
+ */
+typedef struct zkr_ensemble_config {
+    /**
+     * `len` members, by id (NULL when `len` is 0).
+     */
+    struct zkr_ensemble_member *members;
+    /**
+     * How many members `members` holds.
+     */
+    size_t len;
+    /**
+     * The configuration's version: the zxid of the reconfiguration that made it (0 for one
+     * never changed). zkr_client_reconfig's `from_version` takes it.
+     */
+    int64_t version;
+    /**
+     * The members' client addresses as a connect string ("host:port,...", no chroot; "" if
+     * none has a client port): what the ensemble tracker gives the session.
+     */
+    char *connect_string;
+    /**
+     * The node's text as read.
+     */
+    char *data;
+} zkr_ensemble_config;
 
 /**
  * Participants in node order (the leader first). Free with zkr_participant_list_free.
@@ -1582,6 +1670,16 @@ typedef uint32_t zkr_watcher_type;
  * ZKR_PERSISTENT_WITH_TTL with a 10-digit sequence number.
  */
 #define ZKR_PERSISTENT_SEQUENTIAL_WITH_TTL 6
+
+/**
+ * A voting member.
+ */
+#define ZKR_SERVER_PARTICIPANT 0
+
+/**
+ * A non-voting member that serves clients.
+ */
+#define ZKR_SERVER_OBSERVER 1
 
 /**
  * Leadership ends as soon as the connection is SUSPENDED, and on LOST (the default).
@@ -2750,6 +2848,50 @@ zkr_status zkr_service_provider_note_error(struct zkr_service_provider *p, const
  * Frees a provider (closing it). NULL does nothing.
  */
 void zkr_service_provider_free(struct zkr_service_provider *p);
+
+/**
+ * Frees an ensemble configuration and everything in it. NULL does nothing.
+ */
+void zkr_ensemble_config_free(struct zkr_ensemble_config *config);
+
+/**
+ * The ensemble's configuration (`/zookeeper/config`, Curator's getConfig().forEnsemble()) in
+ * `*config` (free with zkr_ensemble_config_free): its members with their ids, addresses,
+ * roles and client ports, and its version. Any session may read it; a server without dynamic
+ * configuration lists its static members (with client port 0 where the configuration names
+ * none).
+ */
+zkr_status zkr_client_get_config(struct zkr_client *c, struct zkr_ensemble_config **config);
+
+/**
+ * Changes the ensemble's members (ZooKeeper's reconfig, Curator's reconfig()) and, if
+ * `config` is not NULL, gives the new configuration in `*config` (free with
+ * zkr_ensemble_config_free).
+ *
+ * Incremental (`new_members` NULL): add the `joining_len` servers at `joining`
+ * ("server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENTPORT" lines, as
+ * zkr_ensemble_member.server_line gives them) and remove the `leaving_len` member ids at
+ * `leaving` (both may be empty). Otherwise the ensemble becomes exactly the `new_members_len`
+ * servers at `new_members`, and `joining`/`leaving` must be empty. `from_version` -1 applies
+ * the change to whatever configuration is current; otherwise only if it is still that
+ * version (ZKR_BAD_VERSION if not).
+ *
+ * Needs servers with reconfigEnabled=true (else ZKR_SERVER, ZooKeeper's code -123 in the
+ * message) and a session allowed to write /zookeeper/config: a superuser (opts.auth digest)
+ * or servers with skipACL (else ZKR_NO_AUTH). Joining servers must be running and synced with
+ * the leader first (else ZKR_SERVER, code -13). Bad lines, a server both joining and leaving,
+ * new members with joining/leaving, or a negative version other than -1 are
+ * ZKR_INVALID_ARGUMENT before anything is sent. Safe to repeat after a lost reply: the change
+ * is not sent again once it is in effect.
+ */
+zkr_status zkr_client_reconfig(struct zkr_client *c, const char *const *joining, size_t joining_len, const uint64_t *leaving, size_t leaving_len, const char *const *new_members, size_t new_members_len, int64_t from_version, struct zkr_ensemble_config **config);
+
+/**
+ * The servers the client connects to now, in `*hosts` (free with zkr_string_free): the
+ * connect string it was made with or, with opts.track_ensemble, the ensemble's members as the
+ * tracker last read them (with the connect string's chroot).
+ */
+zkr_status zkr_client_current_connect_string(struct zkr_client *c, char **hosts);
 
 /**
  * Frees a participant. NULL does nothing.

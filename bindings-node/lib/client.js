@@ -19,8 +19,36 @@ const keepAliveRegistry = new FinalizationRegistry((timer) => clearInterval(time
 
 const CONNECT_OPTIONS = [
   'sessionTimeoutMs', 'connectionTimeoutMs', 'retry', 'namespace', 'auth', 'acl', 'canBeReadOnly',
-  'tls', 'sasl', 'aclProvider', 'maxRequestBytes',
+  'tls', 'sasl', 'aclProvider', 'maxRequestBytes', 'trackEnsemble',
 ];
+
+/** Server lines for reconfig: a string (one line) or an array of strings. */
+function serverLines(what, v) {
+  if (v === undefined || v === null) return [];
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list)) throw invalid(`${what} must be a server line or an array of them, got ${describe(v)}`);
+  return list.map((line, i) => args.string(`${what}[${i}]`, line));
+}
+
+/** An ensemble configuration from the native layer: `version` as a BigInt, frozen. */
+function ensembleConfig(c) {
+  return Object.freeze({
+    members: Object.freeze(c.members.map((m) => Object.freeze({
+      id: m.id,
+      host: m.host,
+      quorumPort: m.quorumPort,
+      electionPort: m.electionPort,
+      role: m.role,
+      clientHost: m.clientHost ?? null,
+      clientPort: m.clientPort ?? null,
+      clientAddress: m.clientAddress ?? null,
+      serverLine: m.serverLine,
+    }))),
+    version: BigInt(c.version),
+    connectString: c.connectString,
+    data: c.data,
+  });
+}
 
 /** A retry option: a RetryPolicy, as a plain object for the native layer; `undefined` if omitted. */
 function retryOption(what, v) {
@@ -110,6 +138,7 @@ function connectOptions(options) {
     namespace: args.optionalString('namespace', o.namespace),
     canBeReadOnly: args.bool('canBeReadOnly', o.canBeReadOnly, undefined),
     maxRequestBytes: args.uint32('maxRequestBytes', o.maxRequestBytes),
+    trackEnsemble: args.bool('trackEnsemble', o.trackEnsemble, undefined),
   };
   if (o.auth !== undefined && o.auth !== null) {
     const list = Array.isArray(o.auth) ? o.auth : [o.auth];
@@ -145,7 +174,7 @@ class Client extends EventEmitter {
   // `state` (the connection state), `sessionId` (a BigInt, 0n once closed), `isClosed`,
   // `namespace` (`''` or `'/ns'`).
   static {
-    nativeGetters(this, (c) => c.#native, ['state', 'sessionId', 'isClosed', 'namespace', 'maxRequestBytes']);
+    nativeGetters(this, (c) => c.#native, ['state', 'sessionId', 'isClosed', 'namespace', 'maxRequestBytes', 'currentConnectString']);
   }
 
   constructor(token, nativeClient, hosts) {
@@ -174,7 +203,10 @@ class Client extends EventEmitter {
    * (a function `(path) => Acl[] | undefined`, or `{ [pathPrefix]: Acl[] }`), `maxRequestBytes`
    * (the largest request sent, in bytes on the wire: default 1048575, the server's default
    * jute.maxbuffer, at least 1024; a bigger request rejects with ZKR_INVALID_ARGUMENT before it
-   * is sent; raise it only with the servers' jute.maxbuffer). An unknown option
+   * is sent; raise it only with the servers' jute.maxbuffer), `trackEnsemble` (Curator's
+   * EnsembleTracker: follow /zookeeper/config, so that members added or removed by `reconfig`
+   * become the client's servers, `currentConnectString`, without ending the session; not with
+   * `tls`). An unknown option
    * is refused (`ZKR_INVALID_ARGUMENT`); a refused authentication rejects with `ZKR_AUTH_FAILED`
    * at once (never retried).
    */
@@ -389,6 +421,40 @@ class Client extends EventEmitter {
     return args.rejecting(() => {
       const o = args.options('options', options, ['timeoutMs']);
       return this.#native.waitForState(args.ms('timeoutMs', o.timeoutMs));
+    });
+  }
+
+  /**
+   * The ensemble's configuration (/zookeeper/config, Curator's getConfig().forEnsemble()):
+   * `{ members, version, connectString, data }`, the members by id (`id`, `host`, `quorumPort`,
+   * `electionPort`, `role` 'PARTICIPANT' | 'OBSERVER', `clientHost`, `clientPort`,
+   * `clientAddress` — null without a client port —, `serverLine`), `version` a BigInt. Any
+   * session may read it; a standalone server lists no members.
+   */
+  getConfig() {
+    return args.rejecting(() => this.#native.getConfig().then(ensembleConfig));
+  }
+
+  /**
+   * Changes the ensemble's members (ZooKeeper's reconfig, Curator's reconfig()); resolves to the
+   * new configuration. Options: `joining` (server lines 'server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]PORT',
+   * as `serverLine` gives them), `leaving` (member ids), or `newMembers` (the whole new member
+   * list, not with the other two), and `fromConfig` (a `version`: only if still current, else
+   * ZKR_BAD_VERSION). Rejects with ZKR_SERVER (`zkCode` -123) when the servers lack
+   * reconfigEnabled=true, ZKR_NO_AUTH unless the session is a superuser (or the servers skip
+   * ACLs), ZKR_INVALID_ARGUMENT before sending anything for bad lines or combinations.
+   */
+  reconfig(options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['joining', 'leaving', 'newMembers', 'fromConfig']);
+      const joining = serverLines('joining', o.joining);
+      let leaving = o.leaving ?? [];
+      if (typeof leaving === 'number') leaving = [leaving];
+      if (!Array.isArray(leaving)) throw invalid(`leaving must be a member id or an array of them, got ${describe(o.leaving)}`);
+      leaving = leaving.map((id, i) => args.requiredUint32(`leaving[${i}]`, id));
+      const newMembers = o.newMembers === undefined || o.newMembers === null ? null : serverLines('newMembers', o.newMembers);
+      const from = o.fromConfig === undefined || o.fromConfig === null ? null : args.int64('fromConfig', o.fromConfig).toString();
+      return this.#native.reconfig(joining, leaving, newMembers, from).then(ensembleConfig);
     });
   }
 

@@ -257,6 +257,8 @@ class ClusterServer {
     this.connectString = connectString;
     /** `'127.0.0.x:SECUREPORT'`; null without `tls`. */
     this.secureConnectString = secureConnectString || null;
+    /** In a reconfigurable ensemble, its `'server.ID=...'` line for `reconfig({ joining })`; null otherwise. */
+    this.reconfigSpec = null;
   }
 
   async stop() {
@@ -475,6 +477,47 @@ class TestingCluster {
   /** Stops every server and removes the directory; idempotent. */
   async close() {
     await this.#native.close();
+  }
+
+  // Dynamic ensembles
+
+  /**
+   * Starts `n` members (default 3) with reconfigEnabled=true and a digest superuser
+   * (`{ superuser: ['super', 'secret'] }` by default: connect with `auth: { scheme: 'digest',
+   * credentials: 'super:secret' }` to reconfig). Grow it with `addServer`.
+   */
+  static async startReconfigurable(n = 3, { superuser = ['super', 'secret'] } = {}) {
+    if (!Number.isInteger(n) || n < 1) throw new RangeError(`TestingCluster.startReconfigurable: n must be a positive integer, got ${n}`);
+    findZooKeeper();
+    const cluster = new native.NativeTestingCluster();
+    try {
+      const started = parseStarted(await cluster.startReconfigurable(n, String(superuser[0]), String(superuser[1])));
+      const servers = [];
+      for (let i = 0; i < n; i += 1) servers.push(new ClusterServer(cluster, i, await cluster.serverConnectString(i), ''));
+      const self = new TestingCluster(cluster, started, servers);
+      for (const s of servers) s.reconfigSpec = (await cluster.serverReconfigSpec(s.index)) || null;
+      return self;
+    } catch (err) {
+      await cluster.close();
+      throw err;
+    }
+  }
+
+  /**
+   * Starts a server synced with this reconfigurable ensemble, not a member yet:
+   * `client.reconfig({ joining: server.reconfigSpec })` makes it one (`{ observer: true }`: an observer).
+   */
+  async addServer({ observer = false } = {}) {
+    const i = Number(await this.#native.addServer(Boolean(observer)));
+    const server = new ClusterServer(this.#native, i, await this.#native.serverConnectString(i), '');
+    server.reconfigSpec = (await this.#native.serverReconfigSpec(i)) || null;
+    this.servers.push(server);
+    return server;
+  }
+
+  /** Waits (up to `timeoutMs`, default 30 s) until the running members list exactly `ids` and one leads. */
+  async waitForMembers(ids, { timeoutMs = 30000 } = {}) {
+    return (await this.#native.waitForMembers(ids, timeoutMs)) === 'true';
   }
 }
 

@@ -177,6 +177,8 @@ pub struct ConnectOptions {
     pub acl_rules: Option<Vec<AclRule>>,
     /// The largest request the client sends, in bytes (default 0xfffff).
     pub max_request_bytes: Option<f64>,
+    /// Follow the ensemble's configuration (Curator's EnsembleTracker).
+    pub track_ensemble: Option<bool>,
 }
 
 pub(crate) fn retry_policy(r: &RetryOptions) -> CoreResult<RetryPolicy> {
@@ -250,6 +252,9 @@ fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreRes
     }
     if let Some(ns) = o.namespace {
         b = b.namespace(ns);
+    }
+    if let Some(track) = o.track_ensemble {
+        b = b.track_ensemble(track);
     }
     if let Some(n) = o.max_request_bytes {
         if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64) {

@@ -24,6 +24,7 @@ mod boundary;
 mod cache;
 mod client;
 mod discovery;
+mod ensemble;
 mod error;
 mod events;
 mod leader;

@@ -690,3 +690,81 @@ impl NativeFaultProxy {
         boundary::sync(&env, || Ok(close_slot(&self.inner)))
     }
 }
+
+// Dynamic ensembles (issue 32): a reconfigurable ensemble and the servers that join it.
+#[napi]
+impl NativeTestingCluster {
+    /// Starts `n` members with `reconfigEnabled=true` and the digest superuser
+    /// `user:password`; resolves as `start` does.
+    #[napi]
+    pub fn start_reconfigurable(
+        &self,
+        env: Env,
+        n: u32,
+        user: String,
+        password: String,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let inner = self.inner.clone();
+                call(move || {
+                    if n == 0 {
+                        return Err("a cluster needs at least one server".to_owned());
+                    }
+                    let security = Security::new().superuser(user, password);
+                    let cluster = TestingCluster::start_reconfigurable(n as usize, security);
+                    let json = started(cluster.connect_string(), None, None);
+                    *inner.lock().unwrap_or_else(|e| e.into_inner()) = Some(cluster);
+                    Ok(json)
+                })
+            })
+        })
+    }
+
+    /// Starts a server synced with the ensemble, not yet a member; resolves to its index.
+    #[napi]
+    pub fn add_server(&self, env: Env, observer: bool) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let slot = self.inner.clone();
+                call(move || {
+                    let role = if observer {
+                        zkrecipes_testing::ServerRole::Observer
+                    } else {
+                        zkrecipes_testing::ServerRole::Participant
+                    };
+                    let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    let cluster = guard.as_mut().ok_or_else(|| CLOSED.to_owned())?;
+                    Ok(cluster.add_server(role).to_string())
+                })
+            })
+        })
+    }
+
+    /// Server `i`'s `server.ID=...` line for `reconfig` (`''` outside a reconfigurable
+    /// ensemble).
+    #[napi]
+    pub fn server_reconfig_spec(&self, env: Env, i: u32) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok(self.on_server(i, |s| s.reconfig_spec().unwrap_or_default()))
+        })
+    }
+
+    /// Waits up to `timeout_ms` until the running members list exactly `ids` and one leads:
+    /// `'true'` or `'false'`.
+    #[napi]
+    pub fn wait_for_members(
+        &self,
+        env: Env,
+        ids: Vec<u32>,
+        timeout_ms: u32,
+    ) -> napi::Result<AsyncTask<HarnessCall>> {
+        boundary::sync(&env, || {
+            Ok({
+                let timeout = std::time::Duration::from_millis(timeout_ms.into());
+                let ids: Vec<u64> = ids.into_iter().map(u64::from).collect();
+                self.on(move |c| Ok(c.wait_for_members(&ids, timeout).to_string()))
+            })
+        })
+    }
+}

@@ -390,7 +390,7 @@ impl PyClient {
 #[pymethods]
 impl PyClient {
     #[new]
-    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None, tls=None, sasl=None, acl_rules=None, acl_func=None, max_request_bytes=None))]
+    #[pyo3(signature = (hosts, session_timeout, connection_timeout, retry, namespace, auth, can_be_read_only, acl=None, tls=None, sasl=None, acl_rules=None, acl_func=None, max_request_bytes=None, track_ensemble=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -407,6 +407,7 @@ impl PyClient {
         acl_rules: Option<Vec<(Text, Vec<AclSpec>)>>,
         acl_func: Option<Py<PyAny>>,
         max_request_bytes: Option<Int<usize>>,
+        track_ensemble: bool,
     ) -> PyResult<PyClient> {
         let hosts = String::from(hosts);
         validate_connect_string(&hosts).py_err(py)?;
@@ -421,7 +422,8 @@ impl PyClient {
         let mut builder = ClientBuilder::new(hosts.clone())
             .session_timeout(session)
             .connection_timeout(connection)
-            .can_be_read_only(can_be_read_only);
+            .can_be_read_only(can_be_read_only)
+            .track_ensemble(track_ensemble);
         if let Some(bytes) = max_request_bytes {
             builder = builder.max_request_bytes(bytes.0);
         }

@@ -11,6 +11,7 @@ mod bridge;
 mod cache;
 mod client;
 mod discovery;
+mod ensemble;
 mod errors;
 mod leader;
 mod local;
@@ -67,6 +68,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(watches::remove_watches, m)?)?;
     m.add_function(wrap_pyfunction!(watches::wait_for_state, m)?)?;
     m.add_function(wrap_pyfunction!(watches::max_request_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(ensemble::get_config, m)?)?;
+    m.add_function(wrap_pyfunction!(ensemble::reconfig, m)?)?;
+    m.add_function(wrap_pyfunction!(ensemble::current_connect_string, m)?)?;
     m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
     m.add_class::<client::PyStat>()?;

@@ -345,6 +345,54 @@ impl PyTestingCluster {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         close_slot(py, &self.inner)
     }
+    // Dynamic ensembles (issue 32).
+
+    /// `n` members with `reconfigEnabled=true` and a digest superuser (`user:password`), for
+    /// `reconfig`: `TestingCluster::start_reconfigurable`.
+    #[staticmethod]
+    fn start_reconfigurable(
+        py: Python<'_>,
+        n: usize,
+        superuser: (String, String),
+    ) -> PyResult<Self> {
+        if n == 0 {
+            return Err(PyValueError::new_err("a cluster needs at least one server"));
+        }
+        let security = Security::new().superuser(superuser.0, superuser.1);
+        let cluster = harness(py, move || {
+            TestingCluster::start_reconfigurable(n, security)
+        })?;
+        Ok(Self {
+            inner: Mutex::new(Some(cluster)),
+        })
+    }
+
+    /// Starts a server synced with a reconfigurable ensemble, not yet a member; its index.
+    fn add_server(&self, py: Python<'_>, observer: bool) -> PyResult<usize> {
+        let role = if observer {
+            zkrecipes_testing::ServerRole::Observer
+        } else {
+            zkrecipes_testing::ServerRole::Participant
+        };
+        harness(py, || {
+            let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            guard.as_mut().map(|c| c.add_server(role))
+        })?
+        .ok_or_else(|| PyRuntimeError::new_err("the testing server or cluster is closed"))
+    }
+
+    /// Server `i`'s `server.ID=...` line for `reconfig(joining=...)`; `None` outside a
+    /// reconfigurable ensemble.
+    fn server_reconfig_spec(&self, py: Python<'_>, i: usize) -> PyResult<Option<String>> {
+        self.with_server(py, i, |s| s.reconfig_spec())
+    }
+
+    /// Waits until the running members list exactly `ids` and one leads.
+    fn wait_for_members(&self, py: Python<'_>, ids: Vec<u64>, timeout: f64) -> PyResult<bool> {
+        let timeout = std::time::Duration::try_from_secs_f64(timeout)
+            .map_err(|e| PyValueError::new_err(format!("timeout: {e}")))?;
+        self.with(py, move |c| c.wait_for_members(&ids, timeout))
+    }
 }
 
 /// A TCP proxy injecting network faults in front of one server (`zkrecipes.testing.FaultProxy`).

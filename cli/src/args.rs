@@ -222,6 +222,9 @@ pub enum Command {
     /// Enter or leave a DistributedDoubleBarrier
     #[command(after_help = BARRIER_AFTER_HELP, subcommand)]
     Barrier(BarrierCommand),
+    /// Show or change the ensemble's members (dynamic reconfiguration)
+    #[command(after_help = crate::cmd::ensemble::ENSEMBLE_AFTER_HELP, subcommand)]
+    Ensemble(crate::cmd::ensemble::EnsembleCommand),
 }
 
 const QUEUE_AFTER_HELP: &str = "\

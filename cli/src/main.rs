@@ -4,7 +4,8 @@
 //! lock (`zkr lock PATH -- CMD`) or only while leader (`zkr elect PATH -- CMD`), follows a leader
 //! (`observe`), reads and changes counters (`counter`, `shared-count`), shows who holds, waits
 //! or leads on any recipe path, Curator's or ours (`inspect`), streams changes (`watch`), puts
-//! and takes queue items (`queue`) and enters or leaves double barriers (`barrier`).
+//! and takes queue items (`queue`), enters or leaves double barriers (`barrier`) and reads or
+//! changes the ensemble's members (`ensemble`).
 //!
 //! It holds no recipe logic: every command calls the core's public API and maps what happened
 //! to output and an exit code (`exit`): 0 ok, 1 usage or bad input, 2 could not connect, 3 timed
@@ -64,6 +65,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Acl(a) => cmd::node::run_acl(g, a).await,
         Command::Queue(a) => cmd::queue::run(g, a).await,
         Command::Barrier(a) => cmd::barrier::run(g, a).await,
+        Command::Ensemble(a) => cmd::ensemble::run(g, a).await,
         Command::Completions(a) => {
             let mut out = std::io::stdout();
             clap_complete::generate(a.shell, &mut Cli::command(), "zkr", &mut out);

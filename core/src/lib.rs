@@ -50,6 +50,7 @@ pub use client::{
     DeleteOptions, LostPolicy, NodeEventKind, Pem, Permission, SaslOptions, Stat, TlsOptions,
     WatcherType,
 };
+pub use client::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
 pub use dispatch::{ListenerId, ListenerIds};
 pub use error::{Detail, Error, ErrorKind, Result};
 pub use owner::Owner;

@@ -22,6 +22,7 @@ pub mod cache;
 mod callback;
 pub mod client;
 pub mod discovery;
+pub mod ensemble;
 mod handle;
 pub mod leader;
 pub mod lock;

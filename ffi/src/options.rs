@@ -225,9 +225,9 @@ impl zkr_retry_policy {
 
 /// The layout version of zkr_client_options this header describes. Version 2 added `acl`,
 /// `acl_len`, `auth` and `auth_len` at the end; version 3 the TLS, SASL and ACL-provider fields
-/// after them; version 4 `max_request_bytes`. Programs built with an older version keep working
+/// after them; version 4 `max_request_bytes`; version 5 `track_ensemble`. Programs built with an older version keep working
 /// (the new fields take their defaults).
-pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 4;
+pub const ZKR_CLIENT_OPTIONS_VERSION: u32 = 5;
 
 /// ZooKeeper's permission bits (ZooDefs.Perms), for zkr_acl.perms: read data and children.
 pub const ZKR_PERM_READ: u32 = 1;
@@ -363,6 +363,12 @@ pub struct zkr_client_options {
     /// jute.maxbuffer). A bigger request is ZKR_INVALID_ARGUMENT before it is sent (the server
     /// would drop the connection). Raise it only together with the servers' jute.maxbuffer.
     pub max_request_bytes: usize,
+    /// (version 5) Follow the ensemble's configuration (Curator's EnsembleTracker): the client
+    /// reads /zookeeper/config at each connection and each change, and its server list becomes
+    /// the members' client addresses (zkr_client_current_connect_string), so members added or
+    /// removed by a reconfiguration are used without ending the session. Default false. Not
+    /// with `tls` (the configuration names only plaintext client ports: ZKR_INVALID_ARGUMENT).
+    pub track_ensemble: bool,
 }
 
 fn default_options() -> zkr_client_options {
@@ -393,6 +399,7 @@ fn default_options() -> zkr_client_options {
         acl_rules: ptr::null(),
         acl_rules_len: 0,
         max_request_bytes: zkrecipes::client::DEFAULT_MAX_REQUEST_BYTES,
+        track_ensemble: false,
     }
 }
 
@@ -444,11 +451,13 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
         ).into()));
     }
     // A version-1 program knows nothing past auth_credentials_len, a version-2 one nothing past
-    // auth_len, a version-3 one nothing past acl_rules_len, whatever its `size` says.
+    // auth_len, a version-3 one nothing past acl_rules_len, a version-4 one nothing past
+    // max_request_bytes, whatever its `size` says.
     let size = match version {
         1 => size.min(std::mem::offset_of!(zkr_client_options, acl)),
         2 => size.min(std::mem::offset_of!(zkr_client_options, tls)),
         3 => size.min(std::mem::offset_of!(zkr_client_options, max_request_bytes)),
+        4 => size.min(std::mem::offset_of!(zkr_client_options, track_ensemble)),
         _ => size,
     };
     // SAFETY: the caller's struct has `size` readable bytes (checked to be at most ours), and
@@ -477,7 +486,8 @@ pub(crate) fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuild
         )?)
         .retry_policy(o.retry.to_core()?)
         .can_be_read_only(o.can_be_read_only)
-        .max_request_bytes(o.max_request_bytes);
+        .max_request_bytes(o.max_request_bytes)
+        .track_ensemble(o.track_ensemble);
     {
         if let Some(ns) = arg_opt_str(o.namespace_name, "opts.namespace_name")? {
             b = b.namespace(ns);
@@ -679,6 +689,18 @@ mod tests {
         let r = read(&opts).unwrap();
         assert_eq!(r.max_request_bytes, 5);
         // Too small: refused by zkr_client_connect (tests/c/test_cache.c).
+    }
+
+    #[test]
+    fn version_4_options_ignore_the_version_5_fields() {
+        let mut opts = default_options();
+        opts.version = 4;
+        opts.size = std::mem::size_of::<zkr_client_options>();
+        opts.track_ensemble = true; // a version-4 program never wrote it
+        assert!(!read(&opts).unwrap().track_ensemble);
+        opts.version = 5;
+        assert!(read(&opts).unwrap().track_ensemble);
+        // With TLS: refused when connecting (tests/c/test_ensemble.c).
     }
 
     #[test]

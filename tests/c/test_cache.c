@@ -480,7 +480,7 @@ static void test_filters_watch_removal_and_client_options(void) {
     CHECK_MSG(bytes == 1048575, "default max_request_bytes %zu", bytes);
     zkr_client_options opts;
     CHECK_OK(zkr_client_options_init(&opts));
-    CHECK(opts.version == 4 && opts.max_request_bytes == 1048575);
+    CHECK(opts.version == 5 && opts.max_request_bytes == 1048575);
     opts.max_request_bytes = 2048;
     zkr_client *small = NULL;
     CHECK_OK(zkr_client_connect(zt_connect, &opts, &small));

@@ -81,7 +81,7 @@ static void test_acl_and_several_auth_entries(void) {
     zkr_acl creator_all[1] = {{ZKR_PERM_ALL, "auth", ""}};
     zkr_client_options opts;
     CHECK_OK(zkr_client_options_init(&opts));
-    CHECK(opts.version == 4 && opts.max_request_bytes == 1048575 && opts.acl == NULL && opts.acl_len == 0 && opts.auth == NULL && opts.auth_len == 0);
+    CHECK(opts.version == 5 && !opts.track_ensemble && opts.max_request_bytes == 1048575 && opts.acl == NULL && opts.acl_len == 0 && opts.auth == NULL && opts.auth_len == 0);
     CHECK(!opts.tls && opts.tls_ca == NULL && opts.sasl_username == NULL && opts.acl_rules == NULL);
     opts.auth = auth;
     opts.auth_len = 2;

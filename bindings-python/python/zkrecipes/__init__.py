@@ -27,7 +27,7 @@ from __future__ import annotations
 
 # Each module's __all__ is its list of public names; the package takes them as they are (one
 # list per module, none repeated here).
-from . import _native, atomic, barriers, cache, client, discovery, leader, locks, nodes, partition, queues, security, watchers
+from . import _native, atomic, barriers, cache, client, discovery, ensemble, leader, locks, nodes, partition, queues, security, watchers
 from . import errors as _errors
 from ._owners import Owner
 from .atomic import *  # noqa: F401,F403
@@ -36,6 +36,7 @@ from .cache import *  # noqa: F401,F403
 from .client import *  # noqa: F401,F403
 from .client import _sync_log_level, set_log_level
 from .discovery import *  # noqa: F401,F403
+from .ensemble import *  # noqa: F401,F403
 from .leader import *  # noqa: F401,F403
 from .locks import *  # noqa: F401,F403
 from .nodes import *  # noqa: F401,F403
@@ -68,6 +69,7 @@ __all__ += nodes.__all__
 __all__ += barriers.__all__
 __all__ += queues.__all__
 __all__ += discovery.__all__
+__all__ += ensemble.__all__
 __all__ += partition.__all__
 # Every exception class but TimeoutError and OverflowError (zkrecipes.TimeoutError /
 # zkrecipes.OverflowError: left out of * imports so as not to shadow the builtins they subclass).

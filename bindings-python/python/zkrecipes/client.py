@@ -13,6 +13,7 @@ from . import _native
 from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Stat
+from .ensemble import EnsembleConfig, _ConfigTuple, _ids, _lines
 from .errors import InvalidArgumentError
 from .security import Acl, AclArg, AclProvider, SaslOptions, TlsOptions, _acl_list, _acl_provider
 
@@ -315,6 +316,12 @@ class Client(Lifecycle):
     one raises :class:`~zkrecipes.InvalidArgumentError` before it is sent, instead of the server
     dropping the connection. Raise it only together with the servers' ``jute.maxbuffer``.
 
+    ``track_ensemble=True`` follows the ensemble's configuration (Curator's EnsembleTracker): the
+    client reads ``/zookeeper/config`` at each connection and each change, and its server list
+    becomes the members' client addresses (:attr:`current_connect_string`), so members added or
+    removed by :meth:`reconfig` are used without ending the session. Not with ``tls``
+    (the configuration names only plaintext client ports: :class:`~zkrecipes.InvalidArgumentError`).
+
     Nothing connects until :meth:`start` (or ``with Client(...) as client:``). After
     :meth:`close` every call raises :class:`~zkrecipes.ClosedError`. After the session is LOST
     the client opens a new session by itself and reports RECONNECTED.
@@ -343,6 +350,7 @@ class Client(Lifecycle):
         tls: Optional[TlsOptions] = None,
         sasl: Optional[SaslOptions] = None,
         max_request_bytes: Optional[int] = None,
+        track_ensemble: bool = False,
     ) -> None:
         if not isinstance(hosts, str):
             raise TypeError(f"hosts must be a str, not {type(hosts).__name__}")
@@ -369,6 +377,7 @@ class Client(Lifecycle):
             acl_rules,
             acl_func,
             max_request_bytes,
+            bool(track_ensemble),
         )
         self._listener_ids: Dict[int, int] = {}
 
@@ -645,6 +654,75 @@ class Client(Lifecycle):
         default 1048575, the server's default ``jute.maxbuffer``). A bigger request raises
         :class:`~zkrecipes.InvalidArgumentError` before it is sent."""
         return _native.max_request_bytes(self._native)
+
+    # ---- dynamic ensembles ----
+
+    def get_config(self) -> EnsembleConfig:
+        """The ensemble's configuration (``/zookeeper/config``, Curator's
+        ``getConfig().forEnsemble()``): its members with their ids, addresses, roles and client
+        ports, and its version. Any session may read it; a standalone server lists no members."""
+        return EnsembleConfig._of(_native.get_config(self._native).wait())
+
+    async def get_config_async(self) -> EnsembleConfig:
+        """:meth:`get_config` for asyncio."""
+        return EnsembleConfig._of(await run(_native.get_config(self._native)))
+
+    def reconfig(
+        self,
+        *,
+        joining: Union[None, str, Sequence[str]] = None,
+        leaving: Union[None, int, Sequence[int]] = None,
+        new_members: Optional[Sequence[str]] = None,
+        from_config: int = -1,
+    ) -> EnsembleConfig:
+        """Changes the ensemble's members (ZooKeeper's ``reconfig``, Curator's ``reconfig()``)
+        and returns the new configuration. Incremental: ``joining`` servers
+        (``"server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENTPORT"`` lines, as
+        :attr:`EnsembleMember.server_line` gives them) are added, ``leaving`` member ids removed.
+        ``new_members``: the ensemble becomes exactly these servers (not with ``joining`` or
+        ``leaving``). ``from_config``: only if the configuration is still this version
+        (:attr:`EnsembleConfig.version`; :class:`~zkrecipes.BadVersionError` if not); -1: any.
+
+        Needs servers with ``reconfigEnabled=true`` (else :class:`~zkrecipes.ServerError`,
+        ZooKeeper's code -123, the message saying so) and a session allowed to write
+        ``/zookeeper/config``: a digest superuser, or servers with ``skipACL``
+        (else :class:`~zkrecipes.NoAuthError`). Joining servers must be running and synced with
+        the leader first. Bad lines, an id twice, a server joining and leaving, an empty or
+        mixed ``new_members`` raise :class:`~zkrecipes.InvalidArgumentError` before anything is
+        sent. Safe after a lost reply: the change is sent again only if it is not in effect."""
+        return EnsembleConfig._of(self._reconfig(joining, leaving, new_members, from_config).wait())
+
+    async def reconfig_async(
+        self,
+        *,
+        joining: Union[None, str, Sequence[str]] = None,
+        leaving: Union[None, int, Sequence[int]] = None,
+        new_members: Optional[Sequence[str]] = None,
+        from_config: int = -1,
+    ) -> EnsembleConfig:
+        """:meth:`reconfig` for asyncio."""
+        return EnsembleConfig._of(await run(self._reconfig(joining, leaving, new_members, from_config)))
+
+    def _reconfig(
+        self,
+        joining: Union[None, str, Sequence[str]],
+        leaving: Union[None, int, Sequence[int]],
+        new_members: Optional[Sequence[str]],
+        from_config: int,
+    ) -> "_native.Call[_ConfigTuple]":
+        if not isinstance(from_config, int) or isinstance(from_config, bool):
+            raise TypeError(f"from_config must be an int, not {type(from_config).__name__}")
+        members = None if new_members is None else _lines("new_members", new_members)
+        return _native.reconfig(
+            self._native, _lines("joining", joining), _ids(leaving), members, from_config
+        )
+
+    @property
+    def current_connect_string(self) -> str:
+        """The servers the client connects to now: the hosts it was made with or, with
+        ``track_ensemble=True``, the ensemble's members as the tracker last read them (with the
+        chroot)."""
+        return _native.current_connect_string(self._native)
 
     def delete(self, path: str, *, version: int = -1, guaranteed: bool = False, recursive: bool = False) -> None:
         """Deletes a node: only at ``version`` unless -1; ``recursive`` deletes its children first;

@@ -358,6 +358,12 @@ class ClusterServer:
     def __repr__(self) -> str:
         return f"ClusterServer({self.index}, {self.connect_string!r})"
 
+    @property
+    def reconfig_spec(self) -> Optional[str]:
+        """In a reconfigurable ensemble, this server's ``server.ID=...`` line for
+        ``client.reconfig(joining=...)``; ``None`` otherwise."""
+        return self._cluster.server_reconfig_spec(self.index)
+
 
 class TestingCluster:
     """An ensemble of ``n`` servers (server ``i`` on ``127.0.0.(i+1)``), started by the
@@ -431,6 +437,34 @@ class TestingCluster:
         self, t: Optional[Type[BaseException]], e: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
         self.close()
+
+    # ---- dynamic ensembles ----
+
+    @classmethod
+    def start_reconfigurable(cls, n: int = 3, *, superuser: Tuple[str, str] = ("super", "secret")) -> TestingCluster:
+        """``n`` members running with ``reconfigEnabled=true`` and a digest ``superuser``
+        (``(user, password)``: connect with ``auth=("digest", "user:password")`` to call
+        ``reconfig``). Grow it with :meth:`add_server`."""
+        find_zookeeper()
+        self = cls.__new__(cls)
+        self._native = _native._TestingCluster.start_reconfigurable(n, superuser)
+        self.servers = [ClusterServer(self._native, i) for i in range(n)]
+        self._tls = None
+        self._secure_connect_string = None
+        return self
+
+    def add_server(self, *, observer: bool = False) -> ClusterServer:
+        """Starts a server synced with this reconfigurable ensemble but not a member yet:
+        ``client.reconfig(joining=server.reconfig_spec)`` makes it one (a participant, or an
+        observer)."""
+        i = self._native.add_server(bool(observer))
+        self.servers.append(ClusterServer(self._native, i))
+        return self.servers[i]
+
+    def wait_for_members(self, ids: List[int], timeout: float = 30.0) -> bool:
+        """Waits until the running members list exactly these ids (``myid`` is index + 1) and
+        one leads; False after ``timeout`` seconds."""
+        return self._native.wait_for_members(list(ids), timeout)
 
 
 def _seconds(what: str, seconds: float) -> float:

@@ -5,6 +5,7 @@ pub mod barrier;
 pub mod counter;
 pub mod discover;
 pub mod elect;
+pub mod ensemble;
 pub mod inspect;
 pub mod lock;
 pub mod member;

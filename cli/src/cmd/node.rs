@@ -162,8 +162,8 @@ fn check_path(path: &str) -> Result<(), Failure> {
     super::check_path(path)
 }
 
-/// Connects, runs `f`, closes.
-async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
+/// Connects, runs `f` with the client, closes it (the one-shot commands: node, acl, ensemble).
+pub(crate) async fn with_client<F, Fut>(global: &Global, f: F) -> Outcome
 where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = Outcome>,

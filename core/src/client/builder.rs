@@ -28,6 +28,7 @@ pub struct ClientBuilder {
     max_request_bytes: usize,
     tls: Option<TlsOptions>,
     sasl: Option<SaslOptions>,
+    track_ensemble: bool,
 }
 
 impl ClientBuilder {
@@ -46,6 +47,7 @@ impl ClientBuilder {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             tls: None,
             sasl: None,
+            track_ensemble: false,
         }
     }
 
@@ -122,6 +124,20 @@ impl ClientBuilder {
         self
     }
 
+    /// Follows the ensemble's membership (Curator's `EnsembleTracker`): the client reads the
+    /// ensemble's configuration (`/zookeeper/config`) at each connection and each change, and
+    /// gives the session the members' client addresses as its servers, keeping the session
+    /// (see [`Client::reconfig`] and [`Client::current_connect_string`]). A connection to a
+    /// member that leaves moves to one that stays (SUSPENDED, then RECONNECTED, same session);
+    /// when members are added, a share of clients moves to them (the Java client's
+    /// rebalancing), also through SUSPENDED and RECONNECTED. After LOST, the new session starts
+    /// from the members last read. Off by default; refused with TLS (the configuration names
+    /// only plaintext client ports).
+    pub fn track_ensemble(mut self, yes: bool) -> Self {
+        self.track_ensemble = yes;
+        self
+    }
+
     fn validate(&self) -> Result<String> {
         validate_connect_string(&self.connect_string)?;
         if self.session_timeout.is_zero() {
@@ -149,6 +165,15 @@ impl ClientBuilder {
             )));
         }
         self.retry.validate()?;
+        let tls_host = split_connect_string(&self.connect_string)
+            .0
+            .iter()
+            .any(|h| h.tls == Some(true));
+        if self.track_ensemble && (self.tls.is_some() || tls_host) {
+            return Err(Error::invalid(
+                "track_ensemble cannot be used with TLS: the ensemble's configuration names only its members' plaintext client ports",
+            ));
+        }
         let prefix = match self.namespace.as_deref() {
             None | Some("") => String::new(),
             Some(ns) => {
@@ -188,11 +213,12 @@ impl ClientBuilder {
             tls_client_cert: self.tls.as_ref().is_some_and(TlsOptions::has_identity),
             tls,
             sasl: self.sasl,
+            track_ensemble: self.track_ensemble,
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.
         let opened = runtime::handle()
-            .spawn(open_session(cfg.clone()))
+            .spawn(open_session(cfg.clone(), cfg.connect_string.clone()))
             .await
             .map_err(super::join_error)??;
         let client = Client::start(cfg, opened);

@@ -21,8 +21,10 @@ pub(crate) fn read_timeout(cfg: &Config) -> Duration {
 /// (kept for the session's life: a refusal on a later reconnection says why too).
 pub(crate) type Opened = (zk::Client, zk::StateWatcher, Arc<ConnectFailures>);
 
-pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<Opened> {
-    let failures = Arc::new(ConnectFailures::new(&cfg));
+/// Opens a session on the servers of `hosts` (the connect string, or the members the
+/// ensemble tracker last read).
+pub(crate) async fn open_session(cfg: Arc<Config>, hosts: String) -> Result<Opened> {
+    let failures = Arc::new(ConnectFailures::new(&hosts, &cfg));
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
         .with_readonly(cfg.can_be_read_only)
@@ -45,9 +47,9 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<Opened> {
         connector.with_connection_error_hook(move |endpoint, error| record.record(endpoint, error));
     let connect = async {
         if cfg.tls.is_some() && cfg.tls_every_host {
-            connector.secure_connect(&cfg.connect_string).await
+            connector.secure_connect(&hosts).await
         } else {
-            connector.connect(&cfg.connect_string).await
+            connector.connect(&hosts).await
         }
     };
     let outcome = tokio::select! {
@@ -64,14 +66,14 @@ pub(crate) async fn open_session(cfg: Arc<Config>) -> Result<Opened> {
         Err(_) => {
             let tls = cfg.tls.is_some();
             let mut why = failures.summary();
-            let probes = diagnose(&cfg.connect_string, tls).await;
+            let probes = diagnose(&hosts, tls).await;
             if !why.is_empty() {
                 why = format!("{why}; ");
             }
             Err(Error::Timeout(
                 format!(
                     "could not connect to ZooKeeper at {} within the connection timeout of {:?}: {why}{probes}",
-                    cfg.connect_string, cfg.connection_timeout,
+                    hosts, cfg.connection_timeout,
                 )
                 .into(),
             ))
@@ -141,9 +143,9 @@ pub(crate) struct ConnectFailures {
 }
 
 impl ConnectFailures {
-    fn new(cfg: &Config) -> ConnectFailures {
+    fn new(hosts: &str, cfg: &Config) -> ConnectFailures {
         ConnectFailures {
-            servers: split_connect_string(&cfg.connect_string).0.len().max(1),
+            servers: split_connect_string(hosts).0.len().max(1),
             client_cert: cfg.tls_client_cert,
             last: Default::default(),
             refused: tokio::sync::Notify::new(),
@@ -337,8 +339,9 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                 return;
             }
             let cfg = i.cfg.clone();
+            let hosts = i.hosts.lock().unwrap_or_else(|e| e.into_inner()).clone();
             drop(i);
-            match open_session(cfg).await {
+            match open_session(cfg, hosts).await {
                 Ok((zk, new_states, failures)) => {
                     let Some(i) = inner.upgrade() else { return };
                     if i.is_closed.load(Ordering::SeqCst) {

@@ -20,6 +20,7 @@
 mod builder;
 pub mod compression;
 mod connection;
+mod ensemble;
 mod ops;
 mod persistent;
 pub(crate) mod protected;
@@ -41,6 +42,7 @@ use tokio::sync::{broadcast, watch};
 use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
+pub use self::ensemble::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
 pub use self::security::{AclProvider, Pem, SaslOptions, TlsOptions};
 pub(crate) use self::session::NodeRead;
@@ -81,6 +83,8 @@ pub(crate) struct Config {
     /// Whether the TLS options present a client certificate.
     tls_client_cert: bool,
     sasl: Option<SaslOptions>,
+    /// Follow the ensemble's configuration (Curator's EnsembleTracker).
+    pub(crate) track_ensemble: bool,
 }
 
 /// Counters of the requests this client sent, per operation (for tests and benchmarks: e.g.
@@ -110,6 +114,10 @@ pub struct RequestCounts {
     pub get_acl: u64,
     /// `setACL` requests.
     pub set_acl: u64,
+    /// `getConfig` requests (reads of `/zookeeper/config`, the ensemble tracker's included).
+    pub get_config: u64,
+    /// `reconfig` requests.
+    pub reconfig: u64,
     /// `removeWatches` requests ([`Client::remove_watches`]).
     pub remove_watches: u64,
 }
@@ -127,6 +135,8 @@ pub(crate) struct Counters {
     pub(crate) add_watch: AtomicU64,
     pub(crate) get_acl: AtomicU64,
     pub(crate) set_acl: AtomicU64,
+    pub(crate) get_config: AtomicU64,
+    pub(crate) reconfig: AtomicU64,
     pub(crate) remove_watches: AtomicU64,
 }
 
@@ -150,6 +160,9 @@ struct Inner {
     failure: Mutex<Option<Error>>,
     /// Why the current session's connection attempts failed (for a refusal's message).
     connect_failures: Mutex<Arc<connection::ConnectFailures>>,
+    /// The servers to connect to now: the connect string, or the ensemble's members as the
+    /// tracker last read them (`track_ensemble`).
+    hosts: Mutex<String>,
 }
 
 /// A ZooKeeper client (Curator's CuratorFramework). Cheap to clone; all clones share one
@@ -185,6 +198,7 @@ impl Client {
     }
 
     fn start(cfg: Arc<Config>, (zk, states, failures): connection::Opened) -> Client {
+        let cfg_hosts = cfg.connect_string.clone();
         let initial = if states.peek_state() == zk::SessionState::ConnectedReadOnly {
             ConnectionState::ReadOnly
         } else {
@@ -204,12 +218,17 @@ impl Client {
             watches: Arc::new(watches::Watches::default()),
             failure: Mutex::new(None),
             connect_failures: Mutex::new(failures),
+            hosts: Mutex::new(cfg_hosts),
         });
         runtime::spawn(connection::manage_connection(
             Arc::downgrade(&inner),
             states,
         ));
-        Client { inner }
+        let client = Client { inner };
+        if client.inner.cfg.track_ensemble {
+            ensemble::track(&client);
+        }
+        client
     }
 
     /// The current connection state.
@@ -373,6 +392,8 @@ impl Client {
             add_watch: l(&c.add_watch),
             get_acl: l(&c.get_acl),
             set_acl: l(&c.set_acl),
+            get_config: l(&c.get_config),
+            reconfig: l(&c.reconfig),
             remove_watches: l(&c.remove_watches),
         }
     }

@@ -406,6 +406,75 @@ impl Session {
         }
     }
 
+    /// The ensemble's configuration node (`/zookeeper/config`, never under the namespace).
+    pub(crate) fn get_config(&self) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + '_ {
+        self.client
+            .counters()
+            .get_config
+            .fetch_add(1, Ordering::Relaxed);
+        let sent = self.zk.get_config();
+        async move {
+            let (data, stat) = sent
+                .await
+                .map_err(|e| wire::error(e, "get config", super::ensemble::CONFIG_NODE))?;
+            Ok((data, wire::stat(stat)))
+        }
+    }
+
+    /// [`get_config`](Self::get_config) with a watch on the node.
+    pub(crate) fn get_config_watch(
+        &self,
+    ) -> impl Future<Output = Result<(Vec<u8>, Watch)>> + Send + '_ {
+        self.client
+            .counters()
+            .get_config
+            .fetch_add(1, Ordering::Relaxed);
+        let sent = self.zk.get_and_watch_config();
+        async move {
+            let (data, _, watcher) = sent
+                .await
+                .map_err(|e| wire::error(e, "get config", super::ensemble::CONFIG_NODE))?;
+            Ok((data, Watch::absolute(watcher)))
+        }
+    }
+
+    /// ZooKeeper's `reconfig`: the new configuration's data and stat.
+    pub(crate) fn reconfig<'a>(
+        &'a self,
+        change: &'a super::ensemble::Reconfig,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat)>> + Send + 'a {
+        self.client
+            .counters()
+            .reconfig
+            .fetch_add(1, Ordering::Relaxed);
+        let as_str: fn(&String) -> &str = String::as_str;
+        async move {
+            let leaving: Vec<String> = change.leaving_ids().iter().map(u64::to_string).collect();
+            let from = change.from_version();
+            let reply = match change.new_member_list() {
+                Some(members) => {
+                    let ensemble = members.iter().map(as_str);
+                    self.zk
+                        .update_ensemble(zk::EnsembleUpdate::New { ensemble }, from)
+                        .await
+                }
+                None => {
+                    let joinings = change.joining_servers().iter().map(as_str);
+                    let leavings = leaving.iter().map(as_str);
+                    self.zk
+                        .update_ensemble(
+                            zk::EnsembleUpdate::Incremental { joinings, leavings },
+                            from,
+                        )
+                        .await
+                }
+            };
+            let (data, stat) =
+                reply.map_err(|e| wire::error(e, "reconfig", super::ensemble::CONFIG_NODE))?;
+            Ok((data, wire::stat(stat)))
+        }
+    }
+
     /// Replaces a node's ACL, at ACL `version` if given.
     pub(crate) fn set_acl(
         &self,
@@ -637,13 +706,14 @@ fn abbreviate(p: &str) -> String {
 pub struct Watch {
     inner: zk::OneshotWatcher,
     prefix_len: usize,
-    reg: OneshotReg,
+    /// Its place in the client's registry (`None`: outside the namespace).
+    reg: Option<OneshotReg>,
 }
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Watch")
-            .field("path", &self.reg.path())
+            .field("path", &self.reg.as_ref().map(OneshotReg::path))
             .finish()
     }
 }
@@ -658,7 +728,17 @@ impl Watch {
         Watch {
             inner,
             prefix_len: client.cfg().prefix.len(),
-            reg: client.watches().register_oneshot(client, path, kind),
+            reg: Some(client.watches().register_oneshot(client, path, kind)),
+        }
+    }
+
+    /// A watch on a node outside the namespace (`/zookeeper/config`): its path as is, outside
+    /// the registry (`remove_watches` names namespace paths).
+    pub(crate) fn absolute(inner: zk::OneshotWatcher) -> Watch {
+        Watch {
+            inner,
+            prefix_len: 0,
+            reg: None,
         }
     }
 
@@ -670,15 +750,24 @@ impl Watch {
             prefix_len,
             mut reg,
         } = self;
+        let removed = async {
+            match reg.as_mut() {
+                Some(r) => r.removed().await,
+                None => std::future::pending().await,
+            }
+        };
         let e = tokio::select! {
             e = inner.changed() => {
-                reg.fired();
+                if let Some(r) = reg.as_mut() {
+                    r.fired();
+                }
                 e
             }
-            () = reg.removed() => {
+            () = removed => {
+                let path = reg.as_ref().map_or("", |r| r.path()).to_string();
                 return NodeEvent {
                     kind: super::types::NodeEventKind::WatchRemoved,
-                    path: reg.path().to_string(),
+                    path,
                 };
             }
         };

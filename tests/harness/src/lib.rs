@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 mod install;
 mod kerberos;
 mod proxy;
+mod reconfig;
 mod secure;
 mod server;
 mod session;
@@ -48,6 +49,7 @@ pub use install::{
 };
 pub use kerberos::{KerberosMaterial, KERBEROS_REALM};
 pub use proxy::FaultProxy;
+pub use reconfig::ServerRole;
 pub use secure::{
     ClientAuth, ClientIdentity, Security, ServerCert, TlsMaterial, WRONG_SERVER_NAME,
 };

@@ -15,6 +15,7 @@ use once_cell::sync::Lazy;
 
 use crate::install::{ensure_zookeeper_installed, zookeeper_install, MAIN_CLASS};
 use crate::kerberos::KerberosMaterial;
+use crate::reconfig::{self, Member};
 use crate::secure::{Deployment, Security, TlsMaterial};
 use crate::{wait_until, TempDir};
 
@@ -25,7 +26,7 @@ const POLL: Duration = Duration::from_millis(20);
 const START_ATTEMPTS: usize = 5;
 /// Extra JVM flags of a server (one per line), read at each start: the JAAS file and the
 /// superuser of a secured server.
-const JVM_FLAGS_FILE: &str = "jvm.flags";
+pub(crate) const JVM_FLAGS_FILE: &str = "jvm.flags";
 /// Small, quick-starting JVMs: tests start many of them on small machines. With
 /// `ZKR_HARNESS_FULL_JIT=1` in the environment (benchmarks), `-XX:TieredStopAtLevel=1` (C1 only)
 /// is left out so the server runs with the normal tiered JIT.
@@ -65,7 +66,7 @@ pub fn four_letter(address: &str, cmd: &str) -> String {
 }
 
 /// The value of the `Mode:` line of a `srvr` answer (`standalone`, `leader`, `follower`, ...).
-fn mode(srvr: &str) -> Option<&str> {
+pub(crate) fn mode(srvr: &str) -> Option<&str> {
     srvr.lines()
         .find_map(|l| l.strip_prefix("Mode:"))
         .map(str::trim)
@@ -86,6 +87,8 @@ pub struct TestingServerHandle {
     standalone: bool,
     detached: bool,
     proc: Mutex<Proc>,
+    /// Its quorum and election ports and role, in a reconfigurable ensemble.
+    pub(crate) member: Option<Member>,
 }
 
 #[derive(Debug, Default)]
@@ -101,6 +104,27 @@ struct StartError {
 }
 
 impl TestingServerHandle {
+    /// A server added to a reconfigurable ensemble (see [`TestingCluster::add_server`]).
+    pub(crate) fn member(
+        index: usize,
+        host: Ipv4Addr,
+        port: u16,
+        dir: PathBuf,
+        member: Member,
+    ) -> TestingServerHandle {
+        TestingServerHandle {
+            index,
+            host,
+            port,
+            secure_port: None,
+            dir,
+            standalone: false,
+            detached: false,
+            proc: Mutex::default(),
+            member: Some(member),
+        }
+    }
+
     /// Index of this server in its ensemble (0 for a standalone server); its `myid` is `index + 1`.
     pub fn index(&self) -> usize {
         self.index
@@ -465,6 +489,7 @@ fn configure(
     n: usize,
     detached: bool,
     deployment: &Deployment,
+    dynamic: bool,
 ) -> Vec<TestingServerHandle> {
     let hosts = hosts(n);
     // [client, quorum, election, secure client] ports; listeners are held until all are
@@ -486,20 +511,36 @@ fn configure(
         .collect();
     drop(held);
     let mut members = String::new();
-    if n > 1 {
+    let dynamic_members: Vec<Member> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &[_, quorum, election, _])| Member::participant(i, quorum, election))
+        .collect();
+    if n > 1 && !dynamic {
         for (i, (host, [_, quorum, election, _])) in hosts.iter().zip(&ports).enumerate() {
             members += &format!("server.{}={host}:{quorum}:{election}\n", i + 1);
         }
     }
+    let dynamic_file: String = hosts
+        .iter()
+        .zip(&ports)
+        .zip(&dynamic_members)
+        .map(|((&host, &[port, ..]), m)| format!("{}\n", m.spec(host, port)))
+        .collect();
     let mut servers = Vec::new();
     for (index, (&host, &[port, _, _, secure])) in hosts.iter().zip(&ports).enumerate() {
         let dir = root.join(format!("server{index}"));
         let data = dir.join("data");
         let _ = fs::remove_dir_all(&dir);
         let secure_port = deployment.secure().then_some(secure);
+        let client = if dynamic {
+            reconfig::static_lines(&dir)
+        } else {
+            format!("clientPortAddress={host}\nclientPort={port}\n")
+        };
         let config = format!(
-            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPortAddress={host}\n\
-             clientPort={port}\nminSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
+            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{client}\
+             minSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
              4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\npreAllocSize=1024\n\
              {members}{}",
             data.display(),
@@ -507,8 +548,15 @@ fn configure(
         );
         let written = fs::create_dir_all(&data)
             .and_then(|()| {
-                if n > 1 {
+                if n > 1 || dynamic {
                     fs::write(data.join("myid"), format!("{}\n", index + 1))
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| {
+                if dynamic {
+                    fs::write(dir.join(reconfig::DYNAMIC_FILE), &dynamic_file)
                 } else {
                     Ok(())
                 }
@@ -528,7 +576,8 @@ fn configure(
                 dir.display()
             );
         }
-        let (standalone, proc) = (n == 1, Mutex::default());
+        let (standalone, proc) = (n == 1 && !dynamic, Mutex::default());
+        let member = dynamic.then(|| dynamic_members[index].clone());
         servers.push(TestingServerHandle {
             index,
             host,
@@ -538,6 +587,7 @@ fn configure(
             standalone,
             detached,
             proc,
+            member,
         });
     }
     servers
@@ -551,11 +601,12 @@ fn launch(
     n: usize,
     detached: bool,
     security: &Security,
+    dynamic: bool,
 ) -> (Vec<TestingServerHandle>, Deployment) {
     ensure_zookeeper_installed();
     let deployment = Deployment::prepare(root, &hosts(n), security);
     for attempt in 1.. {
-        let servers = configure(root, n, detached, &deployment);
+        let servers = configure(root, n, detached, &deployment, dynamic);
         let started = servers
             .iter()
             .map(TestingServerHandle::spawn)
@@ -567,7 +618,7 @@ fn launch(
                     .try_for_each(|(s, o)| s.await_ready(o))
             });
         let error = match started {
-            Ok(()) if n == 1 => return (servers, deployment),
+            Ok(()) if n == 1 && !dynamic => return (servers, deployment),
             // Every server must have joined: one that died (e.g. on a port conflict) does not
             // prevent a quorum of the others.
             Ok(())
@@ -660,7 +711,7 @@ impl TestingServer {
     /// cannot do what `security` asks, saying why.
     pub fn start_secure(security: Security) -> TestingServer {
         let dir = TempDir::new();
-        let (mut servers, deployment) = launch(dir.path(), 1, false, &security);
+        let (mut servers, deployment) = launch(dir.path(), 1, false, &security, false);
         let server = servers.pop().expect("one server");
         TestingServer {
             server,
@@ -719,12 +770,42 @@ impl TestingCluster {
         TestingCluster::start_secure(n, Security::default())
     }
 
+    /// Starts `n` servers (1 or more) as a **reconfigurable** ensemble: ZooKeeper's dynamic
+    /// reconfiguration is on (`reconfigEnabled=true`, `standaloneEnabled=false`), the members
+    /// are in a dynamic configuration file with their client addresses
+    /// (`server.ID=127.0.0.x:QUORUM:ELECTION:participant;127.0.0.x:PORT`), and
+    /// [`add_server`](Self::add_server) starts more servers for a `reconfig` to add. A
+    /// `reconfig` is refused to clients that are not authorized to write `/zookeeper/config`:
+    /// give the ensemble a [`Security::superuser`] and authenticate the client as it
+    /// (`digest`, `name:password`). See the module `reconfig` notes for how joiners start.
+    pub fn start_reconfigurable(n: usize, security: Security) -> TestingCluster {
+        let dir = TempDir::new();
+        let (servers, deployment) = launch(dir.path(), n, false, &security, true);
+        TestingCluster {
+            servers,
+            deployment,
+            _dir: dir,
+        }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        self._dir.path()
+    }
+
+    pub(crate) fn deployment_jvm_flags(&self, index: usize) -> Vec<String> {
+        self.deployment.jvm_flags(index)
+    }
+
+    pub(crate) fn push_server(&mut self, server: TestingServerHandle) {
+        self.servers.push(server);
+    }
+
     /// [`start`](Self::start) with every server secured as `security` says (see [`Security`]):
     /// one CA for the ensemble, each server's certificate for its own `127.0.0.x`. TLS is for
     /// clients only: quorum and election traffic stay plaintext.
     pub fn start_secure(n: usize, security: Security) -> TestingCluster {
         let dir = TempDir::new();
-        let (servers, deployment) = launch(dir.path(), n, false, &security);
+        let (servers, deployment) = launch(dir.path(), n, false, &security, false);
         TestingCluster {
             servers,
             deployment,
@@ -828,7 +909,7 @@ pub fn launch_detached(
         "zkrecipes-testing: detached servers (zk-harness) have no Kerberos yet: its KDC lives \
          with the TestingServer or TestingCluster that started it"
     );
-    let (servers, deployment) = launch(dir, n, true, security);
+    let (servers, deployment) = launch(dir, n, true, security, false);
     (servers, deployment.tls)
 }
 
@@ -854,6 +935,7 @@ pub fn attach(
         standalone: n == 1,
         detached: true,
         proc,
+        member: None,
     }
 }
 
@@ -866,7 +948,7 @@ mod tests {
         ensure_zookeeper_installed();
         let dir = TempDir::new();
         let deployment = Deployment::prepare(dir.path(), &hosts(1), &Security::default());
-        let server = configure(dir.path(), 1, false, &deployment)
+        let server = configure(dir.path(), 1, false, &deployment, false)
             .pop()
             .expect("one server");
         let _taken = TcpListener::bind((server.host, server.port)).expect("bind the port first");

@@ -199,7 +199,9 @@ pub fn expire_client_session(
     client: &zkrecipes::Client,
 ) -> impl Future<Output = Result<(), String>> + Send + 'static {
     let credentials = client.session_credentials();
-    let connect = client.connect_string().to_owned();
+    // The servers the client uses now (an ensemble tracker may have replaced its connect
+    // string's).
+    let connect = client.current_connect_string();
     let mut states = client.state_stream();
     async move {
         let (id, password) =

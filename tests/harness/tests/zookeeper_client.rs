@@ -411,6 +411,110 @@ async fn expire_session_id_wins_against_a_victim_reconnecting_to_the_same_member
 
 const ROUNDS: usize = 40;
 
+// Patch 15: a live session's server list replaced (the Java client's `updateServerList`).
+
+/// The order of a new list and the decision to move, by the Java client's algorithm.
+#[test]
+fn a_new_server_list_moves_the_clients_the_java_client_would_move() {
+    use zookeeper_client::{rebalance_server_list as rebalance, Endpoint};
+    let e = |port| Endpoint::new("127.0.0.1", port, false);
+    let old = vec![e(1), e(2), e(3)];
+    // Not connected: the new list, no move.
+    let (list, moved) = rebalance(&old, vec![e(1), e(2)], None);
+    assert!(!moved);
+    assert_eq!(list.len(), 2);
+    // My server is gone: move, to the others.
+    let (list, moved) = rebalance(&old, vec![e(1), e(2)], Some("tcp://127.0.0.1:3"));
+    assert!(moved);
+    assert!(list.len() == 2 && !list.contains(&e(3)), "{list:?}");
+    // Shrunk, my server stays: stay.
+    let (_, moved) = rebalance(&old, vec![e(1), e(3)], Some("tcp://127.0.0.1:3"));
+    assert!(!moved);
+    // Same list: stay.
+    let (_, moved) = rebalance(&old, old.clone(), Some("tcp://127.0.0.1:2"));
+    assert!(!moved);
+    // Grown from 3 to 5: 1 - 3/5 of the clients move, each to a new server first.
+    let mut moves = 0;
+    for _ in 0..2000 {
+        let five = vec![e(1), e(2), e(3), e(4), e(5)];
+        let (list, moved) = rebalance(&old, five, Some("tcp://127.0.0.1:1"));
+        assert_eq!(list.len(), 5);
+        if moved {
+            moves += 1;
+            assert!(list[0] == e(4) || list[0] == e(5), "{list:?}");
+        }
+    }
+    assert!(
+        (650..950).contains(&moves),
+        "{moves} of 2000 moved, about 800 expected"
+    );
+    // My server gone and one new: the new one or an old one, keeping the load even.
+    let (list, moved) = rebalance(&old, vec![e(1), e(2), e(4)], Some("tcp://127.0.0.1:3"));
+    assert!(moved && !list.contains(&e(3)), "{list:?}");
+    // Duplicates are dropped.
+    let (list, _) = rebalance(&old, vec![e(1), e(1)], None);
+    assert_eq!(list, vec![e(1)]);
+}
+
+/// A session whose server is taken out of its list moves to a server of the new list, once
+/// its requests in flight are answered: same session, its ephemeral node kept, its watchers see
+/// `Disconnected` then `SyncConnected`. A list that keeps its server leaves it there; a list
+/// with another chroot is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_leaves_a_server_taken_out_of_its_list_and_keeps_its_session() {
+    let cluster = TestingCluster::start(3);
+    let client = connect(&cluster.connect_string()).await;
+    let options = CreateMode::Ephemeral.with_acls(Acls::anyone_all());
+    client.create("/mine", b"", &options).await.expect("create");
+    let mut recursive = watch(&client, "/", AddWatchMode::PersistentRecursive).await;
+    let session = client.session_id();
+    let before = connected_server(&cluster, &client).expect("a server lists the session");
+
+    // Its server stays in the new list: it stays there.
+    let kept: Vec<String> = (0..3)
+        .filter(|&i| i == before || i == (before + 1) % 3)
+        .map(|i| cluster.server(i).connect_string())
+        .collect();
+    client.update_server_list(&kept.join(",")).expect("update");
+    for _ in 0..5 {
+        client.check_stat("/").await.expect("round trip");
+    }
+    assert_eq!(connected_server(&cluster, &client), Some(before));
+
+    // Its server is gone from the list: it moves.
+    let others: Vec<String> = (0..3)
+        .filter(|&i| i != before)
+        .map(|i| cluster.server(i).connect_string())
+        .collect();
+    client
+        .update_server_list(&others.join(","))
+        .expect("update");
+    expect_reconnect(&mut recursive, "/").await;
+    assert_eq!(client.session_id(), session, "the session survived");
+    client.check_stat("/").await.expect("round trip");
+    let after = connected_server(&cluster, &client).expect("a server lists the session");
+    assert_ne!(after, before, "moved to a server of the new list");
+    assert!(client.check_stat("/mine").await.expect("exists").is_some());
+
+    // Later reconnections use the new list only: with its server killed, it goes to the last
+    // one of the list, never back to the one it left.
+    cluster.server(after).kill();
+    expect_reconnect(&mut recursive, "/").await;
+    client.check_stat("/").await.expect("round trip");
+    let last = connected_server(&cluster, &client).expect("a server lists the session");
+    assert!(last != before && last != after, "{before} {after} {last}");
+    assert_eq!(client.session_id(), session);
+
+    assert!(matches!(
+        client.update_server_list(&format!("{}/elsewhere", others[0])),
+        Err(zookeeper_client::Error::BadArguments(_))
+    ));
+    assert!(matches!(
+        client.update_server_list(""),
+        Err(zookeeper_client::Error::BadArguments(_))
+    ));
+}
+
 /// Whether `watcher` has an event queued right now (polled once, no waiting).
 async fn has_queued_event(watcher: &mut PersistentWatcher) -> Option<WatchedEvent> {
     tokio::time::timeout(Duration::ZERO, watcher.changed())

@@ -262,6 +262,55 @@ impl IterableEndpoints {
     }
 }
 
+/// zkrecipes patch 15: the order in which to try the servers of a new server list, and whether
+/// the client must leave the server it is connected to (`current`, an endpoint's `Display`;
+/// `None` while not connected), by the algorithm of ZooKeeper's Java client
+/// (`StaticHostProvider.updateServerList`): when the list grows, a client whose server stays
+/// moves to one of the new servers with probability `1 - old/new` (so the load spreads over
+/// the new servers); when its server is gone, it must move: to a new server, or back to one of
+/// the servers it already knew with the probability that keeps their load even; when the list
+/// shrinks and its server stays, it stays. The servers it should move to come first (shuffled),
+/// then the others (shuffled).
+pub fn rebalance_server_list(old: &[Endpoint], new: Vec<Endpoint>, current: Option<&str>) -> (Vec<Endpoint>, bool) {
+    let mut unique: Vec<Endpoint> = Vec::with_capacity(new.len());
+    for endpoint in new {
+        if !unique.contains(&endpoint) {
+            unique.push(endpoint);
+        }
+    }
+    fastrand::shuffle(&mut unique);
+    let Some(current) = current else {
+        return (unique, false);
+    };
+    let mine_stays = unique.iter().any(|e| e.to_string() == current);
+    let (olds, news): (Vec<Endpoint>, Vec<Endpoint>) = unique.iter().cloned().partition(|e| old.contains(e));
+    let (old_size, new_size, num_old) = (old.len() as f32, unique.len() as f32, olds.len() as f32);
+    let prefer_new = if unique.len() > old.len() {
+        if mine_stays && fastrand::f32() > 1.0 - old_size / new_size {
+            return (unique, false);
+        }
+        true
+    } else if mine_stays {
+        return (unique, false);
+    } else if old_size > num_old {
+        let p_old = num_old * (old_size - new_size) / (new_size * (old_size - num_old));
+        fastrand::f32() >= p_old
+    } else {
+        false
+    };
+    let (first, then) = if prefer_new { (news, olds) } else { (olds, news) };
+    (first.into_iter().chain(then).collect(), true)
+}
+
+impl IterableEndpoints {
+    /// zkrecipes patch 15: tries `endpoints` from now on, in this order, from the first.
+    pub fn replace(&mut self, endpoints: Vec<Endpoint>) {
+        self.endpoints = endpoints;
+        self.next = 0;
+        self.start = 0;
+    }
+}
+
 impl From<&[EndpointRef<'_>]> for IterableEndpoints {
     fn from(endpoints: &[EndpointRef<'_>]) -> Self {
         let endpoints: Vec<_> = endpoints.iter().map(|endpoint| endpoint.to_value()).collect();

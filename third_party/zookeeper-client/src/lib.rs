@@ -49,6 +49,7 @@ mod tls;
 mod util;
 
 pub use self::acl::{Acl, Acls, AuthId, AuthUser, Permission};
+pub use self::endpoint::{rebalance_server_list, Endpoint}; // zkrecipes patch 15
 pub use self::error::Error;
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]

@@ -20,6 +20,7 @@ use super::session::{Depot, MarshalledRequest, Request, Session, SessionOperatio
 use crate::acl::{Acl, Acls, AuthUser};
 use crate::chroot::{Chroot, ChrootPath, OwnedChroot};
 use crate::endpoint::{self, IterableEndpoints};
+use crate::util::Ref as _;
 use crate::error::Error;
 use crate::proto::{
     self,
@@ -243,6 +244,10 @@ pub struct Client {
     requester: Arc<mpsc::UnboundedSender<Request>>,
     state_watcher: StateWatcher,
     last_heard: LastHeard,
+    /// zkrecipes patch 15: new server lists for the session, and whether hosts without a
+    /// scheme are TLS ones.
+    server_list: Arc<asyncs::sync::watch::Sender<Option<Vec<crate::endpoint::Endpoint>>>>,
+    secure: bool,
 }
 
 impl Client {
@@ -266,8 +271,33 @@ impl Client {
         requester: Arc<mpsc::UnboundedSender<Request>>,
         state_watcher: StateWatcher,
         last_heard: LastHeard,
+        server_list: asyncs::sync::watch::Sender<Option<Vec<crate::endpoint::Endpoint>>>,
+        secure: bool,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, last_heard }
+        let server_list = Arc::new(server_list);
+        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, last_heard, server_list, secure }
+    }
+
+    /// zkrecipes patch 15: replaces the servers this session connects to with those of
+    /// `cluster` (`host:port[,host:port...]`, with `tcp://`/`tcp+tls://` as for `connect`; a
+    /// chroot, if written, must be this client's), the way the Java client's
+    /// `updateServerList` does: the session is kept; a connection to a server that is still in
+    /// the list stays (when the list grows, a share of clients moves to the new servers so the
+    /// load spreads); a connection to a server that is no longer in it is left, once the
+    /// requests in flight are answered, for one of the new list, as after a disconnect (the
+    /// session's watchers see Disconnected, then SyncConnected). Later reconnections use the
+    /// new list.
+    ///
+    /// # Notable errors
+    /// * [Error::BadArguments] for a connect string without hosts or with another chroot
+    /// * [Error::ClientClosed] once the session has ended
+    pub fn update_server_list(&self, cluster: &str) -> Result<()> {
+        let (endpoints, chroot) = endpoint::parse_connect_string(cluster, self.secure)?;
+        if !chroot.is_none() && chroot.path() != self.chroot.path() {
+            return Err(Error::BadArguments(&"a new server list cannot change the chroot"));
+        }
+        let endpoints: Vec<_> = endpoints.iter().map(|e| e.to_value()).collect();
+        self.server_list.send(Some(endpoints)).map_err(|_| Error::ClientClosed)
     }
 
     /// When this session last received bytes from a server (zkrecipes patch 7): lets a caller
@@ -1824,6 +1854,8 @@ impl Connector {
         let builder = builder.with_sasl(self.sasl);
         let (sender, receiver) = mpsc::unbounded();
         let sender = Arc::new(sender);
+        let (server_list, server_lists) = asyncs::sync::watch::channel(None);
+        let builder = builder.with_server_list(server_lists);
         let mut session = builder.build(Arc::downgrade(&sender))?;
         let mut endpoints = IterableEndpoints::from(endpoints.as_slice());
         endpoints.reset();
@@ -1843,7 +1875,7 @@ impl Connector {
             session.serve(endpoints, conn, buf, depot, receiver).await;
         });
         let client =
-            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher, last_heard);
+            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher, last_heard, server_list, secure);
         Ok(client)
     }
 

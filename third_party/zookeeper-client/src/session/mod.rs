@@ -35,7 +35,7 @@ pub use self::types::{EventType, SessionId, SessionInfo, SessionState, WatchedEv
 use self::watch::WatchManager;
 pub use self::watch::{OneshotReceiver, PersistentReceiver, WatchReceiver};
 use crate::deadline::Deadline;
-use crate::endpoint::IterableEndpoints;
+use crate::endpoint::{self, Endpoint, IterableEndpoints};
 use crate::error::Error;
 use crate::proto::{ConnectRequest, ConnectResponse, ErrorCode, OpCode, PredefinedXid, ReplyHeader};
 use crate::record;
@@ -50,6 +50,10 @@ pub const PASSWORD_LEN: usize = 16;
 /// so a caller whose connect times out can say why (a TLS certificate the server refused, a
 /// plaintext server on a TLS port, ...) instead of only that it timed out.
 pub type ConnectionErrorHook = std::sync::Arc<dyn Fn(&str, &str) + Send + Sync>;
+
+/// zkrecipes patch 15: the servers a live session connects to, replaced by
+/// `Client::update_server_list` (`None`: the connect string's, unchanged).
+pub type ServerListReceiver = sync::watch::Receiver<Option<Vec<Endpoint>>>;
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 
 #[derive(Default)]
@@ -65,9 +69,15 @@ pub struct Builder {
     session_timeout: Duration,
     connection_timeout: Duration,
     connection_error_hook: Option<ConnectionErrorHook>,
+    server_list: Option<ServerListReceiver>,
 }
 
 impl Builder {
+    /// zkrecipes patch 15.
+    pub fn with_server_list(self, server_list: ServerListReceiver) -> Self {
+        Self { server_list: Some(server_list), ..self }
+    }
+
     /// zkrecipes patch 9.
     pub fn with_connection_error_hook(self, connection_error_hook: Option<ConnectionErrorHook>) -> Self {
         Self { connection_error_hook, ..self }
@@ -143,6 +153,8 @@ impl Builder {
             configured_connection_timeout: self.connection_timeout,
             connection_error_hook: self.connection_error_hook,
             endpoint: None,
+            server_list: self.server_list.unwrap_or_else(|| sync::watch::channel(None).1),
+            next_servers: None,
 
             last_zxid: session.last_zxid,
             last_recv: now,
@@ -207,6 +219,10 @@ pub struct Session {
     connection_error_hook: Option<ConnectionErrorHook>,
     /// zkrecipes patch 13: the endpoint of the current connection, for the hook.
     endpoint: Option<String>,
+    /// zkrecipes patch 15: new server lists, and the one (in the order to try it) to use from
+    /// the next connection attempt on.
+    server_list: ServerListReceiver,
+    next_servers: Option<Vec<Endpoint>>,
 
     last_zxid: i64,
     last_recv: Instant,
@@ -276,6 +292,9 @@ impl Session {
         endpoints.reset();
         self.serve_once(conn, &mut endpoints, &mut buf, &mut depot, &mut requester).await;
         while !self.session_state.is_terminated() {
+            if let Some(servers) = self.next_servers.take() {
+                endpoints.replace(servers);
+            }
             let conn = match self.start(&mut endpoints, &mut buf, &mut depot).await {
                 Err(err) => {
                     warn!("fail to connect to cluster {:?} due to {}", endpoints.endpoints(), err);
@@ -619,6 +638,10 @@ impl Session {
     ) -> Result<(), Error> {
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
         self.sasl_session.take();
+        // zkrecipes patch 15: the servers known now, and new lists as they come.
+        let mut known: Vec<Endpoint> = endpoints.endpoints().to_vec();
+        let mut server_lists = self.server_list.clone();
+        let mut lists_open = true;
         let mut seek_for_writable =
             if self.session.readonly { Some(self.connector.clone().seek_for_writable(endpoints)) } else { None };
         let mut tick = pin!(Timer::interval(self.tick_timeout));
@@ -640,6 +663,28 @@ impl Session {
                 r = depot.write_to(&mut writer) => {
                     r?;
                     self.last_send = Instant::now();
+                },
+                r = server_lists.changed(), if lists_open && !channel_halted => match r {
+                    Err(_) => lists_open = false,
+                    Ok(list) => {
+                        let list = (*list).clone();
+                        // Seen: `start_once` does not take it again.
+                        drop(self.server_list.borrow_and_update());
+                        if let Some(list) = list {
+                            let current = self.endpoint.clone();
+                            let (servers, must_move) = endpoint::rebalance_server_list(&known, list, current.as_deref());
+                            known = servers.clone();
+                            self.next_servers = Some(servers);
+                            if must_move {
+                                info!("leaving {} for the new server list {:?}", current.as_deref().unwrap_or("?"), known);
+                                err = Some(Error::with_message(format!(
+                                    "left {} for the new server list",
+                                    current.as_deref().unwrap_or("the server")
+                                )));
+                                channel_halted = true;
+                            }
+                        }
+                    },
                 },
                 r = requester.next(), if !channel_halted => match r {
                     None => {
@@ -668,6 +713,16 @@ impl Session {
         }
         writer.flush().await.map_err(Error::other)?;
         Err(err.unwrap_or(Error::ClientClosed))
+    }
+
+    /// zkrecipes patch 15: a new server list not seen yet.
+    fn take_server_list(&mut self) -> Option<Vec<Endpoint>> {
+        let list = self.server_list.borrow_and_update();
+        if list.has_changed() {
+            (*list).clone()
+        } else {
+            None
+        }
     }
 
     /// Records that the task runs at `now`; whether it had not run for more than half the read
@@ -727,6 +782,13 @@ impl Session {
         buf: &mut Vec<u8>,
         depot: &mut Depot,
     ) -> Result<Connection, Error> {
+        // zkrecipes patch 15: a server list that arrived while not connected applies at once.
+        if let Some(servers) = self.next_servers.take() {
+            endpoints.replace(servers);
+        }
+        if let Some(servers) = self.take_server_list() {
+            endpoints.replace(endpoint::rebalance_server_list(endpoints.endpoints(), servers, None).0);
+        }
         let Some(endpoint) = endpoints.next(deadline.timeout()).await else {
             return Err(Error::NoHosts);
         };

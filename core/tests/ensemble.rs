@@ -1,0 +1,358 @@
+//! Dynamic ensembles against real reconfigurable ensembles started by the harness: the
+//! ensemble's configuration, `reconfig`, and the ensemble tracker following members as they
+//! join and leave while a session, its ephemeral node and a lock held live on.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zkrecipes::client::{CreateMode, CreateOptions};
+use zkrecipes::lock::InterProcessMutex;
+use zkrecipes::{
+    Client, ClientBuilder, ConnectionState, Error, ErrorKind, LostPolicy, Owner, Reconfig,
+    ServerRole, TlsOptions,
+};
+use zkrecipes_testing::{expire_client_session, Security, ServerRole as Role, TestingCluster};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One ensemble at a time in this file: each runs 3 to 5 JVMs, and the machine may have 2 cores
+/// shared with other builds.
+static ONE_ENSEMBLE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn superuser() -> Security {
+    Security::new().superuser("super", "secret")
+}
+
+async fn admin(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(Duration::from_secs(20))
+        .auth("digest", b"super:secret".to_vec())
+        .connect()
+        .await
+        .expect("connect the admin client")
+}
+
+async fn tracked(connect: &str) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(Duration::from_secs(20))
+        .track_ensemble(true)
+        .connect()
+        .await
+        .expect("connect the tracked client")
+}
+
+/// Waits (bounded) until `f` returns true.
+async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The connect string of these members of `cluster`, by id.
+fn hosts(cluster: &TestingCluster, indexes: &[usize]) -> String {
+    let mut indexes = indexes.to_vec();
+    indexes.sort_unstable();
+    indexes
+        .iter()
+        .map(|&i| cluster.server(i).connect_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The index of the server that has `client`'s session among its connections.
+fn connected_server(cluster: &TestingCluster, client: &Client) -> Option<usize> {
+    let sid = format!("sid={:#x}", client.session_id());
+    cluster
+        .servers()
+        .iter()
+        .filter(|s| s.is_running() && !s.is_paused())
+        .find(|s| s.four_letter("cons").contains(&sid))
+        .map(|s| s.index())
+}
+
+fn record_states(client: &Client) -> Arc<Mutex<Vec<ConnectionState>>> {
+    let states = Arc::new(Mutex::new(Vec::new()));
+    let seen = states.clone();
+    client.add_state_listener(move |s| seen.lock().unwrap().push(s));
+    states
+}
+
+/// The scenario of issue 32: 3 members, 2 join (5), 2 leave (3), one of them the server the
+/// tracked client is connected to. Throughout: the same session, its ephemeral node, a lock
+/// held (session policy: only LOST ends a hold), and the tracker's host list following each
+/// step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_on() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    if std::env::var_os("ZKR_TEST_LOG").is_some() {
+        let t0 = Instant::now();
+        zkrecipes::log::set_logger(Some(zkrecipes::log::Level::Debug), move |r| {
+            eprintln!(
+                "{:>8.3} {:?} {} {}",
+                t0.elapsed().as_secs_f64(),
+                r.level,
+                r.target,
+                r.message
+            )
+        })
+        .unwrap();
+    }
+    let mut cluster = TestingCluster::start_reconfigurable(3, superuser());
+    // Both know the first three servers only; the admin client does not track.
+    let admin = admin(&cluster.connect_string()).await;
+    let client = tracked(&cluster.connect_string()).await;
+    let states = record_states(&client);
+    let session = client.session_id();
+    client
+        .create("/eph", b"mine", CreateOptions::new(CreateMode::Ephemeral))
+        .await
+        .unwrap();
+    let mutex = InterProcessMutex::new(&client, "/lock")
+        .unwrap()
+        .with_lost_policy(LostPolicy::Session);
+    let owner = Owner::new();
+    assert!(mutex.acquire(owner, Some(WAIT)).await.unwrap());
+    let (token, node) = (mutex.fencing_token(owner), mutex.lock_node(owner).unwrap());
+
+    let config = client.get_config().await.unwrap();
+    assert_eq!(
+        config.members.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    for m in &config.members {
+        let server = cluster.server(m.id as usize - 1);
+        assert_eq!(m.role, ServerRole::Participant);
+        assert_eq!(m.client_port, Some(server.port()));
+        assert_eq!(m.server_line(), server.reconfig_spec().unwrap());
+    }
+    assert_eq!(config.connect_string(), hosts(&cluster, &[0, 1, 2]));
+    eventually("the tracker read the first configuration", || {
+        client.request_counts().get_config >= 2
+    })
+    .await;
+    assert_eq!(client.current_connect_string(), hosts(&cluster, &[0, 1, 2]));
+    assert_eq!(client.connect_string(), cluster.connect_string());
+
+    // Grow: a participant and an observer join.
+    let four = cluster.add_server(Role::Participant);
+    let five = cluster.add_server(Role::Observer);
+    let joining = [four, five].map(|i| cluster.server(i).reconfig_spec().unwrap());
+    let grown = admin
+        .reconfig(
+            Reconfig::incremental()
+                .joining(joining)
+                .from_config(config.version),
+        )
+        .await
+        .expect("reconfig adding two servers");
+    assert_eq!(
+        grown
+            .members
+            .iter()
+            .map(|m| (m.id, m.role))
+            .collect::<Vec<_>>(),
+        [
+            (1, ServerRole::Participant),
+            (2, ServerRole::Participant),
+            (3, ServerRole::Participant),
+            (4, ServerRole::Participant),
+            (5, ServerRole::Observer)
+        ]
+    );
+    assert!(grown.version > config.version);
+    assert!(cluster.wait_for_members(&[1, 2, 3, 4, 5], WAIT));
+    let five_hosts = hosts(&cluster, &[0, 1, 2, 3, 4]);
+    eventually("the tracker follows the 5 members", || {
+        client.current_connect_string() == five_hosts
+    })
+    .await;
+    assert_eq!(client.get_config().await.unwrap(), grown);
+
+    // Shrink: the member the client is connected to leaves, with another one.
+    let on = connected_server(&cluster, &client).expect("a server lists the session");
+    let leader = cluster.leader_index();
+    let other = (0..5)
+        .find(|&i| i != on && Some(i) != leader)
+        .expect("another member");
+    let leaving = [on, other].map(|i| cluster.server(i).server_id());
+    let staying: Vec<usize> = (0..5).filter(|i| *i != on && *i != other).collect();
+    let shrunk = admin
+        .reconfig(Reconfig::incremental().leaving(leaving))
+        .await
+        .expect("reconfig removing two servers");
+    let staying_ids: Vec<u64> = staying.iter().map(|&i| i as u64 + 1).collect();
+    assert_eq!(
+        shrunk.members.iter().map(|m| m.id).collect::<Vec<_>>(),
+        staying_ids
+    );
+    assert!(cluster.wait_for_members(&staying_ids, WAIT));
+    let three_hosts = hosts(&cluster, &staying);
+    eventually("the tracker follows the 3 members", || {
+        client.current_connect_string() == three_hosts
+    })
+    .await;
+    // The removed servers are gone for good; the client is on a member.
+    cluster.server(on).stop();
+    cluster.server(other).stop();
+    client.exists("/").await.expect("a round trip");
+    let now_on = connected_server(&cluster, &client).expect("a member lists the session");
+    assert!(
+        staying.contains(&now_on),
+        "on {now_on}, members {staying:?}"
+    );
+
+    // The same session all along; its ephemeral node and its lock live on.
+    assert_eq!(client.session_id(), session);
+    let (_, stat) = admin.get_data("/eph").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, session);
+    assert!(mutex.is_held_valid(owner));
+    assert_eq!(mutex.fencing_token(owner), token);
+    assert!(admin.exists(&node).await.unwrap().is_some());
+    assert!(!states.lock().unwrap().contains(&ConnectionState::Lost));
+    mutex.release(owner).await.unwrap();
+    assert!(admin.exists(&node).await.unwrap().is_none());
+    client.close().await;
+    admin.close().await;
+}
+
+/// A client given one server learns the others from the configuration: when that server
+/// dies it is on another member in the same session (it may have moved there already: the
+/// list grew from 1 to 3, and 2 clients in 3 move to spread the load), and after LOST its new
+/// session opens on the members (the server it was given is still dead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_given_one_server_survives_its_death_through_the_tracked_members() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start_reconfigurable(3, Security::new());
+    let client = tracked(&cluster.server(0).connect_string()).await;
+    let all = hosts(&cluster, &[0, 1, 2]);
+    eventually("the tracker learns every member", || {
+        client.current_connect_string() == all
+    })
+    .await;
+    let session = client.session_id();
+    cluster.server(0).kill();
+    let mut on = None;
+    eventually("the session is on another member", || {
+        on = connected_server(&cluster, &client);
+        on.is_some()
+    })
+    .await;
+    client
+        .wait_for_state(WAIT, ConnectionState::is_connected)
+        .await
+        .expect("connected");
+    client.exists("/").await.expect("a round trip");
+    assert_eq!(client.session_id(), session);
+    assert_ne!(on, Some(0));
+
+    // LOST (seen by expire_client_session), then a new session on the tracked members.
+    expire_client_session(&client)
+        .await
+        .expect("expire the session");
+    eventually("a new session on the tracked members", || {
+        client.state().is_connected() && ![0, session].contains(&client.session_id())
+    })
+    .await;
+    client.exists("/").await.expect("a round trip");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconfig_is_checked_authorized_and_versioned() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start_reconfigurable(3, superuser());
+    let admin = admin(&cluster.connect_string()).await;
+    let config = admin.get_config().await.unwrap();
+
+    // Refused before anything is sent.
+    for bad in [
+        Reconfig::incremental().joining(["4=127.0.0.4:1:2;3"]),
+        Reconfig::new_members(["server.1=127.0.0.1:1:2;3"]).leaving([2]),
+        Reconfig::incremental().from_config(-5),
+    ] {
+        let e = admin.reconfig(bad).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    }
+    assert_eq!(admin.request_counts().reconfig, 0);
+
+    // A session that is not the superuser may read the configuration but not change it.
+    let plain = ClientBuilder::new(cluster.connect_string())
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(plain.get_config().await.unwrap(), config);
+    let e = plain.reconfig(Reconfig::incremental()).await.unwrap_err();
+    assert!(matches!(e, Error::NoAuth(_)), "{e}");
+    assert!(e.message().contains("superuser"), "{e}");
+
+    // A change that changes no member makes a new version; the old one is then stale.
+    let same = admin
+        .reconfig(Reconfig::incremental().from_config(config.version))
+        .await
+        .unwrap();
+    assert!(same.version > config.version);
+    assert_eq!(same.members, config.members);
+    let e = admin
+        .reconfig(Reconfig::incremental().from_config(config.version))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::BadVersion(_)), "{e}");
+    // The whole member list, unchanged.
+    let lines: Vec<String> = config.members.iter().map(|m| m.server_line()).collect();
+    let again = admin.reconfig(Reconfig::new_members(lines)).await.unwrap();
+    assert_eq!(again.members, config.members);
+    // A joiner that is not running: no quorum can sync it.
+    let e = admin
+        .reconfig(Reconfig::new_members([
+            "server.7=127.0.0.7:1:2:participant;127.0.0.7:3",
+            "server.8=127.0.0.8:1:2:participant;127.0.0.8:3",
+        ]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Server | ErrorKind::InvalidArgument),
+        "{e}"
+    );
+    assert_eq!(admin.get_config().await.unwrap().members, config.members);
+    plain.close().await;
+    admin.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_ensemble_lists_its_members_and_refuses_reconfig() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start(3);
+    let client = ClientBuilder::new(cluster.connect_string())
+        .connect()
+        .await
+        .unwrap();
+    let config = client.get_config().await.unwrap();
+    assert_eq!(
+        config.members.iter().map(|m| m.id).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    let e = client
+        .reconfig(Reconfig::incremental().leaving([3]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.zk_code(), Some(-123), "{e}");
+    assert!(e.message().contains("reconfigEnabled"), "{e}");
+    client.close().await;
+
+    // The tracker cannot follow TLS ports: refused before connecting.
+    let e = ClientBuilder::new("127.0.0.1:1")
+        .tls(TlsOptions::new())
+        .track_ensemble(true)
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let e = ClientBuilder::new("tcp+tls://127.0.0.1:1")
+        .track_ensemble(true)
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
