@@ -3,9 +3,9 @@
 //! `cargo run -p zkrecipes --example interop_worker -- --role ROLE --connect HOST:PORT --path P
 //!     --iterations N --id ID --log FILE [--go FILE] [--expect K] [--peers DIR] [--max-leases M]`
 //!
-//! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
-//! doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti, sharder,
-//! values (workloads), or counter-get, sharedcount-get, values-get, children, acls,
+//! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, semcount, queue,
+//! simplequeue, doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti,
+//! sharder, values (workloads), or counter-get, sharedcount-get, values-get, children, acls,
 //! discovery-golden, sharder-init, sharder-check (one-shot steps for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -101,6 +101,76 @@ fn mono_ns() -> i128 {
 /// Marks this worker as inside its first section (`DIR/ID`) and waits until another worker's
 /// mark is there too: each one marks after stamping `start`, so whoever stamps `end` first
 /// overlapped someone. Gives up after 30 s (the runner's check then fails).
+/// The semcount scenario: an InterProcessSemaphoreV2 whose limit is the SharedCount at P-count
+/// (1 at first). N sections (`lease1`) at limit 1; then every worker marks PEERS/p1/ID. The
+/// Rust worker waits for all `expect` marks, logs `raise rust ID NS`, sets the count to 3, takes
+/// a lease (its first `lease2` section), marks PEERS/raised and holds the lease until every
+/// other worker marked PEERS/p2 (each does once inside its first `lease2` section, taken while
+/// ours is held: only a semaphore that followed the count admits it). Then N - 1 more sections.
+fn semcount(
+    client: &Client,
+    path: &str,
+    id: &str,
+    iterations: u64,
+    expect: usize,
+    peers: &str,
+    log: &mut impl Write,
+) {
+    let count = SharedCount::new(client, &format!("{path}-count"), 1).expect("shared count");
+    count.start_blocking().expect("shared count start");
+    let sem = InterProcessSemaphoreV2::with_count(client, path, &count).expect("semaphore");
+    let dir = std::path::Path::new(peers);
+    let marks = |d: &str| std::fs::read_dir(dir.join(d)).map_or(0, |r| r.count());
+    let section = |tag: &str, hold: &dyn Fn(), log: &mut dyn Write| {
+        let mut leases = sem
+            .acquire_blocking(1, None)
+            .expect("acquire")
+            .expect("a lease without timeout");
+        writeln!(log, "start rust {id} {tag} {}", mono_ns()).unwrap();
+        log.flush().unwrap();
+        hold();
+        std::thread::sleep(Duration::from_millis(1));
+        writeln!(log, "end rust {id} {tag} {}", mono_ns()).unwrap();
+        log.flush().unwrap();
+        leases
+            .pop()
+            .unwrap()
+            .release_blocking()
+            .expect("return lease");
+    };
+    for _ in 0..iterations {
+        section("lease1", &|| {}, log);
+    }
+    for d in ["p1", "p2"] {
+        std::fs::create_dir_all(dir.join(d)).expect("peers dir");
+    }
+    std::fs::write(dir.join("p1").join(id), b"").expect("phase mark");
+    let t = std::time::Instant::now();
+    while marks("p1") < expect {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "not every worker finished phase 1"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    writeln!(log, "raise rust {id} {}", mono_ns()).unwrap();
+    log.flush().unwrap();
+    count.set_count_blocking(3).expect("raise the count");
+    let hold = || {
+        std::fs::write(dir.join("raised"), b"").expect("raised mark");
+        let t = std::time::Instant::now();
+        while marks("p2") < expect - 1 && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    section("lease2", &hold, log);
+    for _ in 1..iterations {
+        section("lease2", &|| {}, log);
+    }
+    writeln!(log, "done rust {id} {}", 2 * iterations).unwrap();
+    count.close();
+}
+
 fn wait_for_peer(dir: &str, id: &str) {
     if dir.is_empty() {
         return;
@@ -490,6 +560,7 @@ fn main() {
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
         }
+        "semcount" => semcount(&client, &path, &id, iterations, expect, &peers, &mut log),
         "group" => group(&client, &path, &id, expect, &peers, &mut log),
         "gzip" => gzip(&client, &path, &id, expect, &mut log),
         "discovery" => discovery.take().expect("discovery").run(

@@ -6,7 +6,7 @@
  * Secured servers (the tls scenario): zkr_client_options version 3 (mutual TLS, SASL DIGEST-MD5);
  * --whoami DIR creates DIR/ID with CREATOR_ALL_ACL (an ACL-provider rule for that one path), so
  * that its ACL names the identities the session authenticated as.
- * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, cache, watch,
+ * ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, semcount, cache, watch,
  * discovery (instances as Curator's JSON in and out: "registered c c/ID JSON" and "found c SVC/ID
  * JSON" carry that JSON as the face returns it; the runner reads its fields).
  * partition, lease (the loops of py_worker.py and kazoo_worker.py on zkr_set_partitioner_* and
@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,60 @@ static void wait_for_peer(const char *peers, const char *id) {
         if (other) return;
         sleep_ms(1);
     }
+}
+
+static void semcount_section(zkr_semaphore *sem, const char *id, const char *tag, const char *mark,
+                             FILE *log) {
+    zkr_leases *leases = NULL;
+    check(zkr_semaphore_acquire(sem, 1, -1, &leases), "zkr_semaphore_acquire");
+    if (!leases) { fprintf(stderr, "c_worker: no lease without a timeout\n"); exit(2); }
+    fprintf(log, "start c %s %s %lld\n", id, tag, mono_ns());
+    fflush(log);
+    if (mark) {
+        FILE *f = fopen(mark, "w");
+        if (!f) { perror("c_worker: p2 mark"); exit(2); }
+        fclose(f);
+    }
+    sleep_ms(1);
+    fprintf(log, "end c %s %s %lld\n", id, tag, mono_ns());
+    fflush(log);
+    check(zkr_semaphore_return_leases(sem, leases), "zkr_semaphore_return_leases");
+    zkr_leases_free(leases);
+}
+
+/* semcount: a semaphore whose limit is the SharedCount at P-count (1): N sections at limit 1
+ * (lease1); then PEERS/p1/ID, wait for the Rust worker's PEERS/raised (it set the count to 3 and
+ * holds a lease until every other worker marked PEERS/p2/ID inside its first lease2 section), and
+ * N sections (lease2). */
+static void semcount(zkr_client *client, const char *path, const char *id, long iterations,
+                     const char *peers, FILE *log) {
+    char buf[4096], p2[4096];
+    snprintf(buf, sizeof buf, "%s-count", path);
+    zkr_shared_count *count = NULL;
+    check(zkr_shared_count_new(client, buf, 1, &count), "zkr_shared_count_new");
+    check(zkr_shared_count_start(count), "zkr_shared_count_start");
+    zkr_semaphore *sem = NULL;
+    check(zkr_semaphore_new_with_count(client, path, count, &sem), "zkr_semaphore_new_with_count");
+    for (long i = 0; i < iterations; i++) semcount_section(sem, id, "lease1", NULL, log);
+    snprintf(buf, sizeof buf, "%s/p1", peers);
+    mkdir(buf, 0755);
+    snprintf(p2, sizeof p2, "%s/p2", peers);
+    mkdir(p2, 0755);
+    snprintf(p2, sizeof p2, "%s/p2/%s", peers, id);
+    snprintf(buf, sizeof buf, "%s/p1/%s", peers, id);
+    FILE *f = fopen(buf, "w");
+    if (!f) { perror("c_worker: phase mark"); exit(2); }
+    fclose(f);
+    snprintf(buf, sizeof buf, "%s/raised", peers);
+    long long t = mono_ns();
+    while (access(buf, F_OK) != 0) {
+        if (mono_ns() - t > 120000000000LL) { fprintf(stderr, "c_worker: the count was never raised\n"); exit(2); }
+        sleep_ms(2);
+    }
+    for (long i = 0; i < iterations; i++) semcount_section(sem, id, "lease2", i == 0 ? p2 : NULL, log);
+    fprintf(log, "done c %s %ld\n", id, 2 * iterations);
+    zkr_semaphore_free(sem);
+    zkr_shared_count_free(count);
 }
 
 static long files_in(const char *dir) {
@@ -1052,6 +1107,8 @@ int main(int argc, char **argv) {
         }
         fprintf(log, "done c %s %ld\n", id, iterations);
         zkr_semaphore_free(sem);
+    } else if (!strcmp(role, "semcount")) {
+        semcount(client, path, id, iterations, peers, log);
     } else if (!strcmp(role, "group")) {
         group(client, path, id, expect, peers, log);
     } else if (!strcmp(role, "gzip")) {

@@ -6,7 +6,7 @@
 // Secured servers (the tls scenario): { tls: { ca, cert, key }, sasl: { username, password } };
 // --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
 // session authenticated as.
-// ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, queue,
+// ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, semcount, queue,
 // simplequeue, doublebarrier, group, gzip, cache, watch, discovery (see discoveryRun below),
 // partition, lease (partition, lease: the
 // loops of py_worker.py and kazoo_worker.py, on SetPartitioner and MultiNonBlockingLease).
@@ -145,6 +145,36 @@ async function waitForPeer(peers, id) {
 }
 
 // Queue scenarios: consume once Curator took one of our items (GO.ROLE.java-took), or after 30 s.
+// A semaphore whose limit is the SharedCount at P-count (1): N sections at limit 1 (lease1);
+// then PEERS/p1/ID, wait for the Rust worker's PEERS/raised (it set the count to 3 and holds a
+// lease until every other worker marked PEERS/p2/ID inside its first lease2 section), and N
+// sections (lease2).
+async function semcount(client, a, log) {
+  const count = new SharedCount(client, `${a.path}-count`, 1);
+  await count.start();
+  const sem = new InterProcessSemaphoreV2(client, a.path, { count });
+  const section = async (tag, mark) => {
+    const leases = await sem.acquire({ qty: 1 });
+    if (!leases) throw new Error('no lease without a timeout');
+    log(`start node ${a.id} ${tag} ${process.hrtime.bigint()}`);
+    if (mark) fs.writeFileSync(mark, '');
+    await sleep(1);
+    log(`end node ${a.id} ${tag} ${process.hrtime.bigint()}`);
+    await sem.returnLease(leases[0]);
+  };
+  for (let i = 0; i < a.iterations; i++) await section('lease1');
+  for (const d of ['p1', 'p2']) fs.mkdirSync(path.join(a.peers, d), { recursive: true });
+  fs.writeFileSync(path.join(a.peers, 'p1', a.id), '');
+  const deadline = Date.now() + 120000;
+  while (!fs.existsSync(path.join(a.peers, 'raised'))) {
+    if (Date.now() > deadline) throw new Error('the count was never raised');
+    await sleep(2);
+  }
+  for (let i = 0; i < a.iterations; i++) await section('lease2', i === 0 ? path.join(a.peers, 'p2', a.id) : null);
+  log(`done node ${a.id} ${2 * a.iterations}`);
+  count.close();
+}
+
 async function waitForCuratorConsumer(go, role) {
   const deadline = Date.now() + 30000;
   while (go && !fs.existsSync(`${go}.${role}.java-took`) && Date.now() < deadline) await sleep(5);
@@ -589,6 +619,8 @@ async function main() {
         await sem.returnLease(leases[0]);
       }
       log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'semcount') {
+      await semcount(client, a, log);
     } else if (a.role === 'group') {
       await group(client, a, log);
     } else if (a.role === 'gzip') {

@@ -4,7 +4,7 @@
                  [--go FILE] [--expect K] [--peers DIR] [--max-leases M]
                  [--tls-ca F --tls-cert F --tls-key F] [--sasl-user U --sasl-password P] [--whoami DIR]
 
-ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, queue, simplequeue,
+ROLE: mutex, counter, latch, selector, sharedcount, rwlock, semaphore, semcount, queue, simplequeue,
 doublebarrier, group, gzip, cache, watch, cohort, discovery, partition, lease (partition/lease: see
 tests/interop/README.md; the same loops as kazoo_worker.py, on zkrecipes' SetPartitioner and
 MultiNonBlockingLease).
@@ -51,6 +51,41 @@ def wait_for_peer(peers, me):
         if any(name != me for name in os.listdir(peers)):
             return
         time.sleep(0.001)
+
+
+def semcount(client, a, log):
+    """A semaphore whose limit is the SharedCount at P-count (1): N sections at limit 1 (lease1);
+    then PEERS/p1/ID, wait for the Rust worker's PEERS/raised (it set the count to 3 and holds a
+    lease until every other worker marked PEERS/p2/ID inside its first lease2 section), and N
+    sections (lease2)."""
+    count = zkrecipes.SharedCount(client, a.path + "-count", 1)
+    count.start()
+    sem = zkrecipes.InterProcessSemaphoreV2(client, a.path, count=count)
+
+    def section(tag, mark=None):
+        leases = sem.acquire(1)
+        assert leases, "no lease without a timeout"
+        log.write(f"start python {a.id} {tag} {time.monotonic_ns()}\n")
+        if mark:
+            open(mark, "w").close()
+        time.sleep(0.001)
+        log.write(f"end python {a.id} {tag} {time.monotonic_ns()}\n")
+        sem.return_lease(leases[0])
+
+    for _ in range(a.iterations):
+        section("lease1")
+    for d in ("p1", "p2"):
+        os.makedirs(os.path.join(a.peers, d), exist_ok=True)
+    open(os.path.join(a.peers, "p1", a.id), "w").close()
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(a.peers, "raised")):
+        if time.monotonic() > deadline:
+            raise SystemExit("the count was never raised")
+        time.sleep(0.002)
+    for i in range(a.iterations):
+        section("lease2", os.path.join(a.peers, "p2", a.id) if i == 0 else None)
+    log.write(f"done python {a.id} {2 * a.iterations}\n")
+    count.close()
 
 
 def wait_for_curator_consumer(go, role):
@@ -571,6 +606,8 @@ def main() -> None:
                 log.write(f"end python {a.id} lease {time.monotonic_ns()}\n")
                 sem.return_lease(leases[0])
             log.write(f"done python {a.id} {a.iterations}\n")
+        elif a.role == "semcount":
+            semcount(client, a, log)
         elif a.role == "group":
             group(client, a, log)
         elif a.role == "gzip":

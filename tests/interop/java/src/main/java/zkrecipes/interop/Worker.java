@@ -483,6 +483,45 @@ public final class Worker {
                     log.println("done java " + id + " " + n);
                     break;
                 }
+                case "semcount": {
+                    // Curator's InterProcessSemaphoreV2(client, path, SharedCountReader): N sections
+                    // at the count's limit 1 (lease1); then PEERS/p1/ID, wait for the Rust worker's
+                    // PEERS/raised (it set the count to 3 and holds a lease until every other worker
+                    // marked PEERS/p2/ID inside its first lease2 section), and N sections (lease2).
+                    String peers = a.get("--peers");
+                    SharedCount count = new SharedCount(client, path + "-count", 1);
+                    count.start();
+                    InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(client, path, count);
+                    for (int phase = 1; phase <= 2; phase++) {
+                        if (phase == 2) {
+                            java.io.File dir = new java.io.File(peers);
+                            new java.io.File(dir, "p1").mkdirs();
+                            new java.io.File(dir, "p2").mkdirs();
+                            new java.io.File(new java.io.File(dir, "p1"), id).createNewFile();
+                            long t = System.nanoTime();
+                            while (!new java.io.File(dir, "raised").exists()) {
+                                if (System.nanoTime() - t > 120_000_000_000L)
+                                    throw new IllegalStateException("the count was never raised");
+                                Thread.sleep(2);
+                            }
+                        }
+                        String tag = "lease" + phase;
+                        for (int i = 0; i < n; i++) {
+                            Lease lease = sem.acquire();
+                            log.println("start java " + id + " " + tag + " " + System.nanoTime());
+                            log.flush();
+                            if (phase == 2 && i == 0)
+                                new java.io.File(new java.io.File(peers, "p2"), id).createNewFile();
+                            Thread.sleep(1);
+                            log.println("end java " + id + " " + tag + " " + System.nanoTime());
+                            log.flush();
+                            sem.returnLease(lease);
+                        }
+                    }
+                    log.println("done java " + id + " " + (2 * n));
+                    count.close();
+                    break;
+                }
                 case "counter-get": {
                     DistributedAtomicLong c = new DistributedAtomicLong(client, path, new RetryNTimes(3, 10));
                     AtomicValue<Long> v = c.get();
