@@ -43,8 +43,12 @@ pub enum EnsembleCommand {
 
 #[derive(Args, Debug)]
 pub struct ReconfigArgs {
-    /// A server to add: server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENTPORT (repeatable)
-    #[arg(long = "add", value_name = "LINE")]
+    /// A server to add (repeatable): a `server.ID=…` line, see `help`.
+    #[arg(
+        long = "add",
+        value_name = "LINE",
+        help = "A server to add: server.ID=HOST:QUORUM:ELECTION[:ROLE];[HOST:]CLIENTPORT (repeatable)"
+    )]
     pub add: Vec<String>,
     /// A member to remove, by id (repeatable)
     #[arg(long = "remove", value_name = "ID")]
