@@ -1423,7 +1423,7 @@ fn lease(client: &Client, path: &str, id: &str, leases: u64, log: &mut dyn Write
         .unwrap();
         log.flush().unwrap();
         std::thread::sleep(Duration::from_millis(200));
-        if wall_ns() + 100_000_000 < end {
+        if wall_ns() + 500_000_000 < end {
             let r = MultiNonBlockingLease::obtain_blocking(client, 2, path, second, options())
                 .expect("lease");
             writeln!(

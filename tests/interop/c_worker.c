@@ -475,7 +475,7 @@ static void lease(zkr_client *client, const char *path, const char *me, long lea
         fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);
         fflush(log);
         sleep_ms(200);
-        if (wall_ns() < end - 100000000LL) {
+        if (wall_ns() < end - 500000000LL) {
             check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
                   "zkr_multi_non_blocking_lease (renew)");
             fprintf(log, "renew c %s %s\n", me, ok ? "ok" : "lost");

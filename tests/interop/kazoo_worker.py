@@ -140,7 +140,7 @@ def lease(client, a, log):
         slot, end = our_slot(client, a.path, a.id)
         log.write(f"lease kazoo {a.id} {slot} {time.time_ns()} {end}\n")
         time.sleep(0.2)
-        if time.time_ns() < end - 100_000_000:
+        if time.time_ns() < end - 500_000_000:
             ok = bool(MultiNonBlockingLease(client, 2, a.path, duration, identifier=a.id))
             log.write(f"renew kazoo {a.id} {'ok' if ok else 'lost'}\n")
             if ok:

@@ -413,7 +413,7 @@ async function lease(client, a, log) {
     let end = BigInt(m.end.getTime()) * 1000000n;
     log(`lease node ${a.id} ${m.index} ${wallNs()} ${end}`);
     await sleep(200);
-    if (wallNs() < end - 100000000n) {
+    if (wallNs() < end - 500000000n) {
       const r = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
       log(`renew node ${a.id} ${r.held ? 'ok' : 'lost'}`);
       if (r.held) {

@@ -356,7 +356,7 @@ def lease(client, a, log):
         end = calendar.timegm(m.end.timetuple()) * 10**9
         log.write(f"lease python {a.id} {m.index} {time.time_ns()} {end}\n")
         time.sleep(0.2)
-        if time.time_ns() < end - 100_000_000:
+        if time.time_ns() < end - 500_000_000:
             r = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
             log.write(f"renew python {a.id} {'ok' if r else 'lost'}\n")
             if r:
