@@ -29,6 +29,7 @@ struct Shared {
     mode: watch::Sender<Mode>,
     connections: AtomicUsize,
     bytes: AtomicU64,
+    client_reads: AtomicU64,
 }
 
 /// A TCP proxy on a free 127.0.0.1 port in front of one server, to simulate network faults.
@@ -73,6 +74,7 @@ impl FaultProxy {
             mode: watch::channel(Mode::Forward).0,
             connections: AtomicUsize::new(0),
             bytes: AtomicU64::new(0),
+            client_reads: AtomicU64::new(0),
         });
         let (shutdown, stop) = oneshot::channel();
         let (sh, up) = (shared.clone(), Arc::<str>::from(upstream));
@@ -168,6 +170,13 @@ impl FaultProxy {
     pub fn bytes_forwarded(&self) -> u64 {
         self.shared.bytes.load(Ordering::SeqCst)
     }
+
+    /// Reads the proxy has made from its clients' sockets so far (counted as they are read,
+    /// whatever the mode). Requests a client writes together arrive in one read, so this tells
+    /// a test whether a client pipelined them or wrote them one by one.
+    pub fn client_reads(&self) -> u64 {
+        self.shared.client_reads.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for FaultProxy {
@@ -237,6 +246,9 @@ async fn pipe(from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: Arc<Shared>, 
         tokio::spawn(async move {
             let mut buf = vec![0; 64 * 1024];
             while let Ok(n @ 1..) = from.read(&mut buf).await {
+                if to_server {
+                    shared.client_reads.fetch_add(1, Ordering::SeqCst);
+                }
                 if !blackholed(&shared) && tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
                     break;
                 }

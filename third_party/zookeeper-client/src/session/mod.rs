@@ -686,18 +686,19 @@ impl Session {
                         }
                     },
                 },
-                r = requester.next(), if !channel_halted => match r {
-                    None => {
-                        if !self.detached {
-                            depot.push_session(SessionOperation::new_without_body(OpCode::CloseSession));
+                r = requester.next(), if !channel_halted => {
+                    // zkrecipes patch 16: take every request already queued before the next
+                    // write, so requests issued together leave in one write.
+                    let mut next = Some(r);
+                    while let Some(r) = next.take() {
+                        channel_halted = self.take_request(r, depot);
+                        if !channel_halted {
+                            next = match requester.try_recv() {
+                                Ok(r) => Some(Some(r)),
+                                Err(e) if e.is_closed() => Some(None),
+                                Err(_) => None,
+                            };
                         }
-                        channel_halted = true;
-                    }
-                    Some(Request::Session(operation)) => depot.push_session(operation),
-                    Some(Request::RemoveWatcher {
-                        id, responser
-                    }) => {
-                        self.watch_manager.remove_watcher(id, responser, depot);
                     }
                 },
                 now = tick.as_mut() => {
@@ -713,6 +714,24 @@ impl Session {
         }
         writer.flush().await.map_err(Error::other)?;
         Err(err.unwrap_or(Error::ClientClosed))
+    }
+
+    /// Queues one request from the channel (`None`: the channel closed); whether the channel
+    /// is now halted (zkrecipes patch 16 moved this out of `serve_session`'s `select!`).
+    fn take_request(&mut self, r: Option<Request>, depot: &mut Depot) -> bool {
+        match r {
+            None => {
+                if !self.detached {
+                    depot.push_session(SessionOperation::new_without_body(OpCode::CloseSession));
+                }
+                return true;
+            }
+            Some(Request::Session(operation)) => depot.push_session(operation),
+            Some(Request::RemoveWatcher { id, responser }) => {
+                self.watch_manager.remove_watcher(id, responser, depot);
+            }
+        }
+        false
     }
 
     /// zkrecipes patch 15: a new server list not seen yet.
