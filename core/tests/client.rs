@@ -529,6 +529,48 @@ async fn connect_failures_say_why_within_the_connection_timeout() {
     drop(silent);
 }
 
+/// The connection timeout bounds a connect, not the session timeout: a server that answers
+/// only after more than one session timeout (a busy machine, a TLS server warming up) is still
+/// connected to within the connection timeout. The wire client alone gives up on a new session
+/// after the session timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_waits_out_its_connection_timeout_not_its_session_timeout() {
+    let server = TestingServer::start();
+    let session_timeout = Duration::from_secs(2);
+    server.pause();
+    let start = Instant::now();
+    // Resumed once the connect has tried for twice the session timeout.
+    let resumer = {
+        let until = start + 2 * session_timeout;
+        std::thread::spawn(move || {
+            while Instant::now() < until {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            }
+        })
+    };
+    let connecting = tokio::spawn(
+        ClientBuilder::new(&server.connect_string())
+            .session_timeout(session_timeout)
+            .connection_timeout(Duration::from_secs(60))
+            .connect(),
+    );
+    tokio::task::spawn_blocking(move || resumer.join())
+        .await
+        .unwrap()
+        .unwrap();
+    server.resume();
+    let client = connecting
+        .await
+        .unwrap()
+        .expect("connected within the connection timeout, after the session timeout");
+    assert!(
+        start.elapsed() > 2 * session_timeout,
+        "the server was paused for {:?}",
+        2 * session_timeout
+    );
+    client.close().await;
+}
+
 /// A chroot that does not exist fails the connect with NoNode naming it (ZooKeeper would open
 /// the session and fail every operation instead).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,11 +45,23 @@ pub(crate) async fn open_session(cfg: Arc<Config>, hosts: String) -> Result<Open
     let record = failures.clone();
     connector =
         connector.with_connection_error_hook(move |endpoint, error| record.record(endpoint, error));
+    // The wire client gives up on a new session after the session timeout (its `Timeout`);
+    // the connection timeout is the user's bound, so start again until it is reached (a busy
+    // TLS server or machine can take longer than one session timeout to answer).
     let connect = async {
-        if cfg.tls.is_some() && cfg.tls_every_host {
-            connector.secure_connect(&hosts).await
-        } else {
-            connector.connect(&hosts).await
+        loop {
+            let attempt = connector.clone();
+            let r = if cfg.tls.is_some() && cfg.tls_every_host {
+                attempt.secure_connect(&hosts).await
+            } else {
+                attempt.connect(&hosts).await
+            };
+            match r {
+                Err(zk::Error::Timeout) => {
+                    tracing::info!(hosts = %hosts, "no session within the session timeout; trying again within the connection timeout");
+                }
+                r => return r,
+            }
         }
     };
     let outcome = tokio::select! {
