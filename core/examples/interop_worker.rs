@@ -1341,6 +1341,9 @@ fn partition(
         assert!(held.is_some(), "round {r}: never ACQUIRED");
         leave(&p, held, id, log);
         writeln!(log, "round rust {id} {r}").unwrap();
+        // Our first round held the whole set alone: the others join now, so each takes a
+        // share from us (a cross-runtime handoff however the machine schedules the members).
+        std::fs::write(format!("{peers}.first"), b"").expect("write the .first marker");
         // Longer than the time boundary: the rest divide the set without us.
         std::thread::sleep(Duration::from_millis(300 + (mono_ns() % 200) as u64));
     }

@@ -438,6 +438,14 @@ static void partition_member(zkr_client *client, const char *path, const char *m
 
 static void partition(zkr_client *client, const char *path, const char *me, long rounds, long expect,
                       const char *peers, FILE *log) {
+    /* After the Rust worker's first round (py_worker.py's wait_for_first). */
+    char first[4096];
+    snprintf(first, sizeof first, "%s.first", peers);
+    long long until = mono_ns() + 120000000000LL;
+    while (access(first, F_OK) != 0) {
+        if (mono_ns() > until) { fprintf(stderr, "c_worker: no %s after 120 s\n", first); exit(2); }
+        sleep_ms(5);
+    }
     for (long r = 0; r < rounds; r++) {
         partition_member(client, path, me, expect, peers, log, false);
         fprintf(log, "round c %s %ld\n", me, r);

@@ -79,6 +79,12 @@ def partition(client, a, log):
                            max_reaction_time=0.1, state_change_event=event)
         return p, event
 
+    # After the Rust worker's first round (py_worker.py's wait_for_first).
+    deadline = time.monotonic() + 120
+    while not os.path.exists(a.peers + ".first"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the Rust worker's first round never ended (no PEERS.first)")
+        time.sleep(0.005)
     for r in range(a.iterations):
         p, event = member()
         deadline = time.monotonic() + 120

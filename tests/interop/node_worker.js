@@ -367,6 +367,12 @@ async function partition(client, a, log) {
     await p.start();
     return p;
   };
+  // After the Rust worker's first round (py_worker.py's wait_for_first).
+  const until = Date.now() + 120000;
+  while (!fs.existsSync(`${a.peers}.first`)) {
+    if (Date.now() > until) throw new Error('the Rust worker\'s first round never ended (no PEERS.first)');
+    await sleep(5);
+  }
   for (let r = 0; r < a.iterations; r++) {
     const p = await member();
     const deadline = Date.now() + 120000;

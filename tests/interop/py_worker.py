@@ -308,11 +308,23 @@ def leave(p, held, log, rt, me):
     p.finish()
 
 
+def wait_for_first(peers):
+    """The Rust worker holds the whole set alone in its first round and then writes PEERS.first;
+    the others join after it, so each takes partitions the Rust worker held (a cross-runtime
+    handoff even when every member would otherwise join and leave at the same moments)."""
+    deadline = time.monotonic() + 120
+    while not os.path.exists(peers + ".first"):
+        if time.monotonic() > deadline:
+            raise SystemExit("the Rust worker's first round never ended (no PEERS.first)")
+        time.sleep(0.005)
+
+
 def partition(client, a, log):
     """The partition scenario: `iterations` rounds of join, hold for HOLD, leave; then a final
     member that logs its share once the party is all `expect` workers, until every worker did."""
     opts = dict(identifier=a.id, time_boundary=0.2, max_reaction_time=0.1)
     acquired = zkrecipes.PartitionState.ACQUIRED
+    wait_for_first(a.peers)
     for r in range(a.iterations):
         p = zkrecipes.SetPartitioner(client, a.path, PARTS, **opts)
         deadline = time.monotonic() + 120
