@@ -260,10 +260,8 @@ async fn pipe(from: OwnedReadHalf, mut to: OwnedWriteHalf, shared: Arc<Shared>, 
     while let Some((read_at, chunk)) = rx.recv().await {
         let mode = *shared.mode.borrow();
         match mode {
-            Mode::Delay(latency) => wait_until_precise(read_at + latency).await,
-            Mode::DelayReplies(latency) if !to_server => {
-                wait_until_precise(read_at + latency).await
-            }
+            Mode::Delay(latency) => wait_until_precise(read_at, latency).await,
+            Mode::DelayReplies(latency) if !to_server => wait_until_precise(read_at, latency).await,
             _ => {}
         }
         if blackholed(&shared) {
@@ -285,11 +283,15 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Waits until `deadline` to within the OS's sleep precision (tens of microseconds). tokio's
+/// Waits until `read_at + latency` to within the OS's sleep precision (tens of microseconds). tokio's
 /// timer has 1 ms ticks and rounds every wait up to the next one, which turned a 0.5 ms delay
 /// into ~1.5 ms per direction; so sleep coarsely with tokio, then finish with a blocking
 /// sleep of at most 2 ms on one of the proxy runtime's spare workers.
-async fn wait_until_precise(deadline: Instant) {
+async fn wait_until_precise(read_at: Instant, latency: Duration) {
+    // A delay past what an `Instant` can hold holds the chunk for good (never a panic).
+    let Some(deadline) = read_at.checked_add(latency) else {
+        return std::future::pending().await;
+    };
     if let Some(coarse) = deadline.checked_sub(Duration::from_millis(2)) {
         if coarse > Instant::now() {
             tokio::time::sleep_until(coarse).await;

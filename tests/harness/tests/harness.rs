@@ -269,6 +269,16 @@ async fn proxy_delay_adds_latency_in_each_direction() {
     proxy.restore();
     let after = round_trip(&client, "/slow").await;
     assert!(after < latency, "round trip {after:?} after restore");
+
+    // A delay past what an `Instant` can hold keeps the chunk for good: the connection stays
+    // open and unanswered (it used to panic the proxy's connection task, dropping it).
+    proxy.delay(Duration::MAX);
+    let held = tokio::time::timeout(Duration::from_secs(1), client.check_stat("/slow")).await;
+    assert!(
+        held.is_err(),
+        "a request under an endless delay was answered: {held:?}"
+    );
+    assert_eq!(proxy.connections(), 1, "the held connection was dropped");
 }
 
 #[tokio::test]
