@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 
 use zkrecipes::atomic::DistributedAtomicLong;
 use zkrecipes::lock::InterProcessMutex;
-use zkrecipes::{Client, ClientBuilder, ConnectionState, Error, ErrorKind, Owner, Reconfig};
+use zkrecipes::{
+    Client, ClientBuilder, ConnectionState, Error, ErrorKind, Owner, Reconfig, RetryPolicy,
+};
 use zkrecipes_faults::eventually;
 use zkrecipes_testing::{FaultProxy, Security, ServerRole, TestingCluster};
 
@@ -39,9 +41,15 @@ fn long() -> bool {
 }
 
 fn connect(hosts: &str, track: bool, superuser: bool) -> Client {
+    // Sessions long enough to outlive an election on a loaded machine; retries that outlast
+    // one too (the ensemble keeps a quorum throughout: nothing here should end a session).
     let mut b = ClientBuilder::new(hosts)
-        .session_timeout(Duration::from_secs(8))
+        .session_timeout(Duration::from_secs(12))
         .connection_timeout(Duration::from_secs(15))
+        .retry_policy(RetryPolicy::exponential_backoff(
+            Duration::from_millis(200),
+            8,
+        ))
         .track_ensemble(track);
     if superuser {
         b = b.auth("digest", b"super:secret".to_vec());
@@ -106,12 +114,8 @@ fn worker(
             match m.acquire_blocking_as(owner, Some(Duration::from_secs(5))) {
                 Ok(true) => {
                     let token = m.fencing_token(owner).expect("a hold has a fencing token");
-                    let (seen, _) = zkrecipes_faults::sample_hold(
-                        &m,
-                        owner,
-                        Duration::from_millis(2),
-                        POLL,
-                    );
+                    let (seen, _) =
+                        zkrecipes_faults::sample_hold(&m, owner, Duration::from_millis(2), POLL);
                     // A lost hold releases cleanly; a connection error leaves a guaranteed
                     // delete behind.
                     let _ = m.release_blocking_as(owner);
@@ -161,12 +165,17 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
         TestingCluster::start_reconfigurable(3, Security::new().superuser("super", "secret"));
     let initial = cluster.connect_string();
     let admin = connect(&initial, false, true);
-    let config = admin.get_config_blocking().expect("the first configuration");
+    let config = admin
+        .get_config_blocking()
+        .expect("the first configuration");
 
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let faults_over = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
-    let tracked = [connect(&initial, true, false), connect(&initial, true, false)];
+    let tracked = [
+        connect(&initial, true, false),
+        connect(&initial, true, false),
+    ];
     let all_three = hosts(&cluster, &[0, 1, 2]);
     for c in &tracked {
         eventually("the tracker reads the first configuration", WAIT, || {
@@ -235,17 +244,21 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
     proxy.restore();
     assert_eq!(grown.members.len(), 5, "{grown:?}");
     // The 4 live members hold the 5-member configuration, and one of them leads.
-    eventually("the survivors elect a leader in the 5-member configuration", WAIT, || {
-        cluster
-            .servers()
-            .iter()
-            .filter(|s| s.is_running())
-            .all(|s| {
-                s.current_config()
-                    .is_some_and(|(lines, _)| lines.len() == 5)
-            })
-            && cluster.leader_index().is_some()
-    });
+    eventually(
+        "the survivors elect a leader in the 5-member configuration",
+        WAIT,
+        || {
+            cluster
+                .servers()
+                .iter()
+                .filter(|s| s.is_running())
+                .all(|s| {
+                    s.current_config()
+                        .is_some_and(|(lines, _)| lines.len() == 5)
+                })
+                && cluster.leader_index().is_some()
+        },
+    );
     let all_five = hosts(&cluster, &[0, 1, 2, 3, 4]);
     for c in &tracked {
         eventually("the trackers follow the 5 members", WAIT, || {
@@ -260,7 +273,10 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
             .iter()
             .filter_map(|c| connected_server(&cluster, c))
             .find(|&i| i != four && i != leader);
-        on.is_some() || tracked.iter().all(|c| connected_server(&cluster, c).is_some())
+        on.is_some()
+            || tracked
+                .iter()
+                .all(|c| connected_server(&cluster, c).is_some())
     });
     // Both tracked clients on the proxied client's server: the member leaving is another.
     let victim_was_a_clients = on.is_some();
@@ -326,7 +342,10 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
     }
     for c in &tracked {
         let now_on = connected_server(&cluster, c).expect("a member lists the session");
-        assert!(staying.contains(&now_on), "on {now_on}, members {staying:?}");
+        assert!(
+            staying.contains(&now_on),
+            "on {now_on}, members {staying:?}"
+        );
     }
     let l = ledger.lock().unwrap();
     let mut s = l.sections.clone();

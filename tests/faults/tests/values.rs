@@ -4,10 +4,10 @@
 //!
 //! A 3-node ensemble; four clients, each running all five operations in turn on its own
 //! recipe objects: client 0 reaches one follower through a `FaultProxy` (2 s session), clients
-//! 1-3 the whole ensemble (8 s sessions). Faults: the leader is killed; the proxy blackholes
-//! client 0 past its session (its session expires on the server while operations are in
-//! flight) while client 3's session is expired on the server; then the killed server comes
-//! back. The invariants are the product:
+//! 1-3 the whole ensemble (8 s sessions). Faults: the leader is killed; the proxy drops client
+//! 0's replies (its writes are applied, their answers lost) and then blackholes it past its
+//! session (its session expires on the server while operations are in flight) while client 3's
+//! session is expired on the server; then the killed server comes back. The invariants are the product:
 //!
 //! * every increment (promoted counter, bytes CAS counter) is applied exactly once or reported
 //!   failed: `acked <= final <= acked + unknown` (`OutcomeUnknown` is the only error that may
@@ -123,8 +123,13 @@ fn worker(
     stop: Arc<AtomicBool>,
 ) -> thread::JoinHandle<Client> {
     thread::spawn(move || {
-        // Few optimistic tries, so that contention promotes to the lock often.
-        let optimistic = || Some(RetryPolicy::exponential_backoff(Duration::from_millis(1), 1));
+        // One optimistic try, so that any contention promotes to the lock.
+        let optimistic = || {
+            Some(RetryPolicy::exponential_backoff(
+                Duration::from_millis(1),
+                0,
+            ))
+        };
         let promoted = |path: &str| {
             Some(
                 PromotedToLock::builder()
@@ -340,9 +345,8 @@ fn values_stay_exact_under_a_leader_kill_a_blackhole_and_an_expiry() {
         .collect();
 
     let rounds = if long() { 4 } else { 1 };
-    let acked = |l: &Ledger| {
-        l.counter.acked + l.ids.acked + l.shared.acked + l.cas.acked + l.try_set.acked
-    };
+    let acked =
+        |l: &Ledger| l.counter.acked + l.ids.acked + l.shared.acked + l.cas.acked + l.try_set.acked;
     let mut sessions_ended = [0u32; CLIENTS];
     for _ in 0..rounds {
         // Let the workload run.
@@ -350,20 +354,23 @@ fn values_stay_exact_under_a_leader_kill_a_blackhole_and_an_expiry() {
         eventually("the workload makes progress", WAIT, || {
             acked(&ledger.lock().unwrap()) >= before + 100
         });
-        let (proxied_session, expired_session) = (
-            clients[PROXIED].session_id(),
-            clients[EXPIRED].session_id(),
-        );
+        let (proxied_session, expired_session) =
+            (clients[PROXIED].session_id(), clients[EXPIRED].session_id());
         // 1. The leader dies.
         let leader = cluster.wait_for_quorum(WAIT).expect("a leader");
         cluster.server(leader).kill();
         cluster
             .wait_for_quorum(WAIT)
             .expect("the survivors elect a leader");
-        // 2. Client 0 is cut off past its 2 s session while client 3's session is expired
-        //    on the server; the others go on.
-        proxy.blackhole();
+        // 2. Client 0's replies are dropped (its writes reach the server, their answers never
+        //    come back: the ambiguous writes), then it is cut off past its 2 s session while
+        //    client 3's session is expired on the server; the others go on.
+        proxy.drop_replies();
         let cut = Instant::now();
+        while cut.elapsed() < Duration::from_millis(800) {
+            thread::sleep(Duration::from_millis(20));
+        }
+        proxy.blackhole();
         zkrecipes::runtime::block_on(expire_client_session(&clients[EXPIRED]))
             .expect("expire client 3's session");
         while cut.elapsed() < Duration::from_millis(3_500) {
@@ -541,7 +548,7 @@ fn values_stay_exact_under_a_leader_kill_a_blackhole_and_an_expiry() {
     );
     admin.close_blocking();
     eprintln!(
-        "FAULTS | 18 values under {rounds} leader kill(s), blackhole(s) past the session and expiries | Rust (4 clients: 1 behind the proxy, cut off past its 2 s session; 1 expired; 2 direct) | promoted counter {} (promoted {}), final {counter}; bytes CAS counter {}, final {cas}; CachedAtomicLong ids {} handed out, 0 twice, {} ({} failed, {} unknown reservations); try_set_value chain {} links, 0 forks ({}); try_set {} ({} promoted), 0 forks; sessions ended {sessions_ended:?}; 0 lock nodes left | violations 0 | {:.1} s",
+        "FAULTS | 18 values under {rounds} leader kill(s), dropped replies, blackhole(s) past the session and expiries | Rust (4 clients: 1 behind the proxy, its replies dropped then cut off past its 2 s session; 1 expired; 2 direct) | promoted counter {} (promoted {}), final {counter}; bytes CAS counter {}, final {cas}; CachedAtomicLong ids {} handed out, 0 twice, {} ({} failed, {} unknown reservations); try_set_value chain {} links, 0 forks ({}); try_set {} ({} promoted), 0 forks; sessions ended {sessions_ended:?}; 0 lock nodes left | violations 0 | {:.1} s",
         l.counter.line(),
         l.counter.promoted,
         l.cas.line(),
