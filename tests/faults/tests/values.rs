@@ -142,9 +142,12 @@ fn worker(
         let counter =
             DistributedAtomicLong::new(&client, COUNTER, optimistic(), promoted(COUNTER_LOCK))
                 .unwrap();
+        // The proxied client reserves a range for every id (cache factor 1), so that
+        // reservations are in flight when its replies are dropped and its session ends; the
+        // others reserve 7 at a time.
         let ids = CachedAtomicLong::new(
             DistributedAtomicLong::new(&client, IDS, None, None).unwrap(),
-            7,
+            if me == PROXIED { 1 } else { 7 },
         )
         .unwrap();
         let shared = SharedValue::new(&client, SHARED, b"seed").unwrap();
