@@ -368,7 +368,9 @@ export declare class Client extends EventEmitter<ClientEvents> {
   getConfig(): Promise<EnsembleConfig>;
   /**
    * Changes the ensemble's members (Curator's reconfig()): `joining` server lines and `leaving`
-   * ids, or `newMembers`; `fromConfig` only if the configuration is still that version. Needs
+   * ids, or `newMembers`; `fromConfig` only if the configuration is still that version (else
+   * ZKR_BAD_VERSION, before anything is sent; a version-only change whose reply was lost while
+   * the version moved: ZKR_OUTCOME_UNKNOWN). Needs
    * reconfigEnabled=true (else ZKR_SERVER, zkCode -123) and a superuser session (else ZKR_NO_AUTH).
    */
   reconfig(options: ReconfigOptions): Promise<EnsembleConfig>;

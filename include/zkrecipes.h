@@ -2882,7 +2882,9 @@ zkr_status zkr_client_get_config(struct zkr_client *c, struct zkr_ensemble_confi
  * the leader first (else ZKR_SERVER, code -13). Bad lines, a server both joining and leaving,
  * new members with joining/leaving, or a negative version other than -1 are
  * ZKR_INVALID_ARGUMENT before anything is sent. Safe to repeat after a lost reply: the change
- * is not sent again once it is in effect.
+ * is not sent again once it is in effect. With a `from_version`, a version that is no longer
+ * current is ZKR_BAD_VERSION before anything is sent, and a change of nothing but the version
+ * whose reply was lost while the version moved is ZKR_OUTCOME_UNKNOWN.
  */
 zkr_status zkr_client_reconfig(struct zkr_client *c, const char *const *joining, size_t joining_len, const uint64_t *leaving, size_t leaving_len, const char *const *new_members, size_t new_members_len, int64_t from_version, struct zkr_ensemble_config **config);
 

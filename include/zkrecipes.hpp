@@ -13,6 +13,10 @@
 //     std::unique_lock<zkr::mutex> lk(m, std::chrono::seconds(5));  // try_lock_for
 //     if (lk) { ... }
 //
+// Dynamic ensembles: zkr::client_options() gives initialized options (set track_ensemble to
+// follow the members); client::get_config(), reconfig(), reconfig_members() and
+// current_connect_string() give zkr::ensemble_config values (std::string, std::vector).
+//
 // Owners: as in C, a hold belongs to the calling thread; the *_as methods take a zkr::owner.
 // unlock() is noexcept (it runs in guards' destructors): a failed release there is ignored; call
 // release() to see the error.
@@ -72,6 +76,7 @@ struct deleter {
     void operator()(zkr_buffer *p) const noexcept { zkr_buffer_free(p); }
     void operator()(zkr_participant *p) const noexcept { zkr_participant_free(p); }
     void operator()(zkr_participant_list *p) const noexcept { zkr_participant_list_free(p); }
+    void operator()(zkr_ensemble_config *p) const noexcept { zkr_ensemble_config_free(p); }
 };
 
 template <typename T>
@@ -84,7 +89,81 @@ struct owner {
     static owner current_thread() noexcept { return owner{zkr_owner_current_thread()}; }
 };
 
+/// Client options with every default (zkr_client_options_init): change the fields you need,
+/// e.g. `opts.track_ensemble = true` to follow the ensemble's members (Curator's
+/// EnsembleTracker), then pass them to zkr::client.
+inline zkr_client_options client_options() {
+    zkr_client_options opts;
+    check(zkr_client_options_init(&opts));
+    return opts;
+}
+
+/// One member of the ensemble (zkr_ensemble_member), as values.
+struct ensemble_member {
+    uint64_t id = 0;
+    /// The host of its quorum address.
+    std::string host;
+    uint16_t quorum_port = 0;
+    uint16_t election_port = 0;
+    /// ZKR_SERVER_PARTICIPANT or ZKR_SERVER_OBSERVER.
+    zkr_server_role role = ZKR_SERVER_PARTICIPANT;
+    /// The address it serves clients on as written; empty when its line has no client port.
+    std::string client_host;
+    /// Its plaintext client port; 0 when its line has none.
+    uint16_t client_port = 0;
+    /// Where a client reaches it ("host:port"); empty without a client port.
+    std::string client_address;
+    /// Its whole "server.ID=..." line: what reconfig() takes to add it.
+    std::string server_line;
+};
+
+/// The ensemble's configuration (zkr_ensemble_config), as values: members by id, version.
+struct ensemble_config {
+    std::vector<ensemble_member> members;
+    /// The zxid of the reconfiguration that made it (0 if never changed): reconfig()'s
+    /// `from_version`.
+    int64_t version = 0;
+    /// The members' client addresses as a connect string ("" if none has a client port).
+    std::string connect_string;
+    /// /zookeeper/config's text as read.
+    std::string data;
+};
+
 namespace detail {
+inline std::string str(const char *s) { return s ? std::string(s) : std::string(); }
+
+/// Copies a configuration into values and frees it.
+inline ensemble_config config(zkr_ensemble_config *raw) {
+    handle<zkr_ensemble_config> owned(raw);
+    ensemble_config out;
+    out.version = raw->version;
+    out.connect_string = str(raw->connect_string);
+    out.data = str(raw->data);
+    out.members.reserve(raw->len);
+    for (size_t i = 0; i < raw->len; i++) {
+        const zkr_ensemble_member &m = raw->members[i];
+        ensemble_member e;
+        e.id = m.id;
+        e.host = str(m.host);
+        e.quorum_port = m.quorum_port;
+        e.election_port = m.election_port;
+        e.role = m.role;
+        e.client_host = str(m.client_host);
+        e.client_port = m.client_port;
+        e.client_address = str(m.client_address);
+        e.server_line = str(m.server_line);
+        out.members.push_back(std::move(e));
+    }
+    return out;
+}
+
+inline std::vector<const char *> c_strs(const std::vector<std::string> &v) {
+    std::vector<const char *> out;
+    out.reserve(v.size());
+    for (const auto &s : v) out.push_back(s.c_str());
+    return out;
+}
+
 inline int64_t to_ms(std::chrono::milliseconds d) { return d.count() < 0 ? 0 : static_cast<int64_t>(d.count()); }
 
 inline std::vector<std::string> strings(zkr_string_list *list) {
@@ -149,6 +228,45 @@ public:
     }
     void remove(const std::string &path, int32_t version = -1, uint32_t flags = 0) {
         check(zkr_client_delete(handle_.get(), path.c_str(), version, flags));
+    }
+
+    /// The ensemble's configuration (zkr_client_get_config). A standalone server has no
+    /// members and version 0.
+    ensemble_config get_config() {
+        zkr_ensemble_config *raw = nullptr;
+        check(zkr_client_get_config(handle_.get(), &raw));
+        return detail::config(raw);
+    }
+    /// An incremental reconfiguration (zkr_client_reconfig): `joining` "server.ID=..." lines
+    /// are added, `leaving` member ids removed; `from_version` -1: whatever is current,
+    /// otherwise only if still that version (zkr::error ZKR_BAD_VERSION). Returns the new
+    /// configuration.
+    ensemble_config reconfig(const std::vector<std::string> &joining, const std::vector<uint64_t> &leaving,
+                             int64_t from_version = -1) {
+        std::vector<const char *> lines = detail::c_strs(joining);
+        zkr_ensemble_config *raw = nullptr;
+        check(zkr_client_reconfig(handle_.get(), lines.empty() ? nullptr : lines.data(), lines.size(),
+                                  leaving.empty() ? nullptr : leaving.data(), leaving.size(), nullptr, 0,
+                                  from_version, &raw));
+        return detail::config(raw);
+    }
+    /// A reconfiguration to exactly these members ("server.ID=..." lines, not empty).
+    ensemble_config reconfig_members(const std::vector<std::string> &new_members, int64_t from_version = -1) {
+        std::vector<const char *> lines = detail::c_strs(new_members);
+        // Never NULL: an empty list is refused (ZKR_INVALID_ARGUMENT), not taken as incremental.
+        static const char *const none[1] = {nullptr};
+        zkr_ensemble_config *raw = nullptr;
+        check(zkr_client_reconfig(handle_.get(), nullptr, 0, nullptr, 0, lines.empty() ? none : lines.data(),
+                                  lines.size(), from_version, &raw));
+        return detail::config(raw);
+    }
+    /// The servers the client connects to now (zkr_client_current_connect_string): its hosts,
+    /// or with track_ensemble the members as last read.
+    std::string current_connect_string() const {
+        char *hosts = nullptr;
+        check(zkr_client_current_connect_string(handle_.get(), &hosts));
+        handle<char> owned(hosts);
+        return std::string(hosts);
     }
     zkr_client *get() const noexcept { return handle_.get(); }
 

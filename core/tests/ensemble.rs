@@ -11,7 +11,9 @@ use zkrecipes::{
     Client, ClientBuilder, ConnectionState, Error, ErrorKind, LostPolicy, Owner, Reconfig,
     ServerRole, TlsOptions,
 };
-use zkrecipes_testing::{expire_client_session, Security, ServerRole as Role, TestingCluster};
+use zkrecipes_testing::{
+    expire_client_session, FaultProxy, Security, ServerRole as Role, TestingCluster,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -299,6 +301,35 @@ async fn reconfig_is_checked_authorized_and_versioned() {
         .await
         .unwrap_err();
     assert!(matches!(e, Error::BadVersion(_)), "{e}");
+    // Still refused when the reply is lost: the client reconnects and must not take the
+    // current configuration for the stale change applied (a change of nothing but the version
+    // is "in effect" in any configuration). Found by fault scenario 19.
+    let proxies = [0, 1].map(|i| FaultProxy::start(&cluster.server(i).connect_string()));
+    let behind = ClientBuilder::new(format!(
+        "{},{}",
+        proxies[0].connect_string(),
+        proxies[1].connect_string()
+    ))
+    .session_timeout(Duration::from_secs(2))
+    .auth("digest", b"super:secret".to_vec())
+    .connect()
+    .await
+    .unwrap();
+    let on = proxies
+        .iter()
+        .position(|p| p.connections() > 0)
+        .expect("connected through a proxy");
+    // Requests still arrive; their replies never come back: the client times out and moves to
+    // the other proxy.
+    proxies[on].drop_replies();
+    let e = behind
+        .reconfig(Reconfig::incremental().from_config(config.version))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::BadVersion(_)), "{e}");
+    proxies[on].restore();
+    assert_eq!(admin.get_config().await.unwrap().version, same.version);
+    behind.close().await;
     // The whole member list, unchanged.
     let lines: Vec<String> = config.members.iter().map(|m| m.server_line()).collect();
     let again = admin.reconfig(Reconfig::new_members(lines)).await.unwrap();

@@ -190,7 +190,9 @@ fn lines(lines: *const *const c_char, len: usize, what: &str) -> Result<Vec<Stri
 /// the leader first (else ZKR_SERVER, code -13). Bad lines, a server both joining and leaving,
 /// new members with joining/leaving, or a negative version other than -1 are
 /// ZKR_INVALID_ARGUMENT before anything is sent. Safe to repeat after a lost reply: the change
-/// is not sent again once it is in effect.
+/// is not sent again once it is in effect. With a `from_version`, a version that is no longer
+/// current is ZKR_BAD_VERSION before anything is sent, and a change of nothing but the version
+/// whose reply was lost while the version moved is ZKR_OUTCOME_UNKNOWN.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub extern "C" fn zkr_client_reconfig(

@@ -172,6 +172,91 @@ int main(int argc, char **argv) {
         remove_tree(c, base);
     });
 
+    run("ensemble_calls_of_a_standalone_server", [&] {
+        zkr_client_options opts = zkr::client_options();
+        EXPECT(opts.version == ZKR_CLIENT_OPTIONS_VERSION && !opts.track_ensemble);
+        opts.track_ensemble = true;
+        zkr::client c(hosts, opts);
+        // A standalone server has no member lines: the tracker keeps the hosts it was given.
+        zkr::ensemble_config config = c.get_config();
+        EXPECT(config.members.empty() && config.version == 0 && config.connect_string.empty());
+        EXPECT(c.current_connect_string() == hosts);
+        try {
+            c.reconfig({}, {99});
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_SERVER);
+            EXPECT(std::strstr(e.what(), "reconfigEnabled") != nullptr);
+        }
+        // Bad input: refused before anything is sent.
+        const std::vector<std::vector<std::string>> bad = {{"4=127.0.0.4:1:2;3"}, {"server.4=127.0.0.4:1"}};
+        for (const auto &lines : bad) {
+            for (int members = 0; members < 2; members++) {
+                try {
+                    if (members) c.reconfig_members(lines);
+                    else c.reconfig(lines, {});
+                    EXPECT(false);
+                } catch (const zkr::error &e) {
+                    EXPECT(e.status() == ZKR_INVALID_ARGUMENT);
+                }
+            }
+        }
+        for (int which = 0; which < 3; which++) {
+            try {
+                if (which == 0) c.reconfig_members({});
+                if (which == 1) c.reconfig({"server.4=127.0.0.4:1:2;3"}, {4});
+                if (which == 2) c.reconfig({}, {}, -2);
+                EXPECT(false);
+            } catch (const zkr::error &e) {
+                EXPECT(e.status() == ZKR_INVALID_ARGUMENT);
+            }
+        }
+        // The TLS refusal of the tracker comes from the constructor.
+        opts.tls = true;
+        try {
+            zkr::client tls("127.0.0.1:1", opts);
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_INVALID_ARGUMENT);
+        }
+        c.close();
+        try {
+            c.get_config();
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_CLOSED);
+        }
+    });
+
+    run("ensemble_calls_of_a_static_3_server_ensemble", [&] {
+        EXPECT(argc > 2);  // test_cpp needs the ensemble's connect string as argv[2]
+        const std::string ensemble = argv[2];
+        zkr_client_options opts = zkr::client_options();
+        opts.track_ensemble = true;
+        zkr::client c(ensemble, opts);
+        zkr::ensemble_config config = c.get_config();
+        EXPECT(config.members.size() == 3);
+        for (size_t i = 0; i < config.members.size(); i++) {
+            const zkr::ensemble_member &m = config.members[i];
+            const std::string host = "127.0.0." + std::to_string(i + 1);
+            EXPECT(m.id == i + 1 && m.host == host && m.role == ZKR_SERVER_PARTICIPANT);
+            EXPECT(m.quorum_port > 0 && m.election_port > 0 && m.quorum_port != m.election_port);
+            EXPECT(m.server_line.rfind("server." + std::to_string(i + 1) + "=" + host + ":", 0) == 0);
+            // A static configuration names no client ports.
+            EXPECT(m.client_port == 0 && m.client_host.empty() && m.client_address.empty());
+        }
+        EXPECT(config.version == 0 && config.connect_string.empty());
+        EXPECT(config.data.find("server.3=") != std::string::npos);
+        EXPECT(c.current_connect_string() == ensemble);
+        try {
+            c.reconfig({}, {3}, config.version);
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_SERVER);
+        }
+        EXPECT(c.get_config().members.size() == 3);
+    });
+
     std::printf("test_cpp: %d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -689,7 +689,10 @@ class Client(Lifecycle):
         (else :class:`~zkrecipes.NoAuthError`). Joining servers must be running and synced with
         the leader first. Bad lines, an id twice, a server joining and leaving, an empty or
         mixed ``new_members`` raise :class:`~zkrecipes.InvalidArgumentError` before anything is
-        sent. Safe after a lost reply: the change is sent again only if it is not in effect."""
+        sent. Safe after a lost reply: the change is sent again only if it is not in effect. A
+        ``from_config`` that is no longer current raises :class:`~zkrecipes.BadVersionError`
+        before anything is sent; a change of nothing but the version whose reply was lost while
+        the version moved raises :class:`~zkrecipes.OutcomeUnknownError`."""
         return EnsembleConfig._of(self._reconfig(joining, leaving, new_members, from_config).wait())
 
     async def reconfig_async(

@@ -19,6 +19,7 @@
 //! - The configuration names only the plaintext client port (`secureClientPort` is not in it),
 //!   so the tracker cannot follow a TLS ensemble: the option is refused with TLS.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -341,6 +342,11 @@ impl Reconfig {
         Ok(())
     }
 
+    /// Whether the change changes nothing but the version (no joining, no leaving servers).
+    fn is_vacuous(&self) -> bool {
+        self.new_members.is_none() && self.joining.is_empty() && self.leaving.is_empty()
+    }
+
     /// Whether `config` has this change in effect: the joining servers are members with the
     /// roles asked, the leaving ones are not (incremental); exactly the new members (otherwise).
     pub(crate) fn in_effect(&self, config: &EnsembleConfig) -> bool {
@@ -365,6 +371,16 @@ impl Reconfig {
             }
         }
     }
+}
+
+/// The error for a `from_config` that is no longer the configuration's version.
+fn stale(from: i64, now: i64) -> Error {
+    Error::BadVersion(
+        format!(
+            "reconfig: the configuration is version {now:#x}, not {from:#x} (from_config); nothing was sent"
+        )
+        .into(),
+    )
 }
 
 /// `(id, spec)` of a `server.ID=SPEC` line.
@@ -423,7 +439,13 @@ impl Client {
     ///
     /// Safe to repeat: when the reply is lost (a leaving member or a leader handing over may
     /// drop the connection first), it reads the configuration on the next connection and
-    /// returns it if the change is in effect, else sends the change again. Errors: the kind of
+    /// returns it if the change is in effect, else sends the change again. With
+    /// [`from_config`](Reconfig::from_config), a version that is no longer the configuration's
+    /// is refused with `BadVersion` before anything is sent (so a lost reply can never make a
+    /// stale change look applied), and after a lost reply the change is resent only if the
+    /// version did not move; a change of nothing but the version whose reply was lost while the
+    /// version moved is `OutcomeUnknown` (it cannot be told apart from another session's).
+    /// Errors: the kind of
     /// ZooKeeper's answer (`NoAuth`, `BadVersion` for a stale `from_config`, `InvalidArgument`
     /// for lines it refuses, `Server` with ZooKeeper's code for a disabled reconfiguration
     /// (-123), no quorum (-13) or one in progress (-14)), with a message saying which.
@@ -433,21 +455,54 @@ impl Client {
         }
         change.validate()?;
         let change = &change;
-        let mut lost = false;
-        let lost = &mut lost;
+        // Whether a try has been sent (its reply may have been lost).
+        let sent = AtomicBool::new(false);
+        let sent = &sent;
         let (data, _) = self
-            .retry(|s| {
-                let after_loss = std::mem::replace(lost, true);
-                async move {
-                    if after_loss {
-                        let (data, stat) = s.get_config().await?;
+            .retry(|s| async move {
+                let from = change.from_config;
+                if !sent.load(Ordering::SeqCst) {
+                    if let Some(v) = from {
+                        // A stale version is refused before anything is sent, so that a
+                        // lost reply can never make a stale change look applied.
+                        let (data, _) = s.get_config().await?;
                         let now = EnsembleConfig::parse(&String::from_utf8_lossy(&data))?;
-                        if change.in_effect(&now) {
-                            return Ok((data, stat));
+                        if now.version != v {
+                            return Err(stale(v, now.version));
                         }
                     }
-                    s.reconfig(change).await
+                } else {
+                    // The reply of a try was lost: what is in effect now?
+                    let (data, stat) = s.get_config().await?;
+                    let now = EnsembleConfig::parse(&String::from_utf8_lossy(&data))?;
+                    match from {
+                        // Not applied: the version did not move (resent below, still
+                        // conditional on it).
+                        Some(v) if now.version == v => {}
+                        // A change of nothing but the version cannot be told apart from
+                        // another one that moved it.
+                        Some(v) if change.is_vacuous() => {
+                            return Err(Error::OutcomeUnknown(
+                                format!(
+                                    "reconfig from version {v:#x}: the reply was lost and the configuration is now version {:#x}; \
+                                     a change of nothing but the version cannot be told apart from another session's",
+                                    now.version
+                                )
+                                .into(),
+                            ))
+                        }
+                        // Applied (ours, or the same change by another session: what was asked
+                        // is in effect).
+                        _ if !change.is_vacuous() && change.in_effect(&now) => {
+                            return Ok((data, stat))
+                        }
+                        // Not in effect: resent (refused with BadVersion if `from` is stale now);
+                        // a vacuous change without `from` is harmless to repeat.
+                        _ => {}
+                    }
                 }
+                sent.store(true, Ordering::SeqCst);
+                s.reconfig(change).await
             })
             .await
             .map_err(explain)?;
