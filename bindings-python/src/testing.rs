@@ -1,7 +1,8 @@
 //! The testing kit's native half (feature `kit`): real ZooKeeper servers from the harness crate
 //! (`zkrecipes_testing`), wrapped by `zkrecipes.testing`. Every call that waits releases the
 //! GIL; a harness failure (no ZooKeeper, a server that does not start) is a `RuntimeError` with
-//! the harness's message, never a panic crossing into Python.
+//! the harness's message, never a panic crossing into Python. A closed server, cluster or
+//! proxy raises `zkrecipes.ClosedError`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -116,7 +117,7 @@ fn with_slot<S: Send, T: Send>(
         let guard = slot.lock().unwrap_or_else(|e| e.into_inner());
         guard.as_ref().map(f)
     })?
-    .ok_or_else(|| PyRuntimeError::new_err("the testing server or cluster is closed"))
+    .ok_or_else(|| errors::closed(py, "the testing server or cluster is closed"))
 }
 
 /// Empties `slot` and drops what it held (stopping servers) with the GIL released.
@@ -378,7 +379,7 @@ impl PyTestingCluster {
             let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             guard.as_mut().map(|c| c.add_server(role))
         })?
-        .ok_or_else(|| PyRuntimeError::new_err("the testing server or cluster is closed"))
+        .ok_or_else(|| errors::closed(py, "the testing server or cluster is closed"))
     }
 
     /// Server `i`'s `server.ID=...` line for `reconfig(joining=...)`; `None` outside a

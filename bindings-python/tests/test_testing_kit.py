@@ -48,7 +48,7 @@ def test_a_server_restarts_with_its_data_and_the_client_reconnects() -> None:
         assert not server.is_running
         server.start()
         assert "Mode: standalone" in server.four_letter("srvr")
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(zkrecipes.ClosedError, match="closed"):  # as FaultProxy's
         server.restart()
 
 
