@@ -50,10 +50,11 @@ pub const THREADS_ENV: &str = "ZKR_RUNTIME_THREADS";
 
 /// `ZKR_RUNTIME_THREADS` if it is a number from 1 to 64, else the CPUs clamped to 2..=4.
 ///
-/// One worker costs the least CPU per call (17–31% less per uncontended cycle in every face,
-/// measured 2026-12-02), but it is not the default: with one worker, the Python face's acquire
-/// took two round trips instead of one through a 0.5 ms delay in 5 of 9 processes (none of 9
-/// with two workers; cause not found). docs/BENCHMARKS.md has the figures.
+/// One worker cost the least CPU per call on a quiet machine (17–31% less per uncontended cycle
+/// in every face, measured 2026-12-02), but the Python face's acquire then took two round trips
+/// instead of one through a 0.5 ms delay on about half the connections. That was the wire
+/// client writing an acquire's two requests apart (fixed by its patch 16); the default stays 2
+/// until an interleaved A/B on a quiet machine decides it again (docs/BENCHMARKS.md).
 fn worker_threads() -> usize {
     let default = std::thread::available_parallelism()
         .map(|n| n.get().clamp(2, 4))
