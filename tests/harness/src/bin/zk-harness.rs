@@ -222,7 +222,9 @@ fn run(args: &Args) -> Result<(), Failure> {
         "add-server" => {
             let mut servers = load(dir)?;
             let role = args.role.unwrap_or(ServerRole::Participant);
-            let dir = &dir.canonicalize().map_err(|e| Failure::Error(e.to_string()))?;
+            let dir = &dir
+                .canonicalize()
+                .map_err(|e| Failure::Error(e.to_string()))?;
             let added = add_detached_member(dir, &servers, role).map_err(Failure::Error)?;
             let spec = added.reconfig_spec().expect("a member has a spec");
             servers.push(added);
