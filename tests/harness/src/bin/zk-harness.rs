@@ -25,13 +25,6 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
     --reconfigurable               a reconfigurable ensemble (even of 1): reconfigEnabled=true,
                                    members in a dynamic config file with their client addresses;
                                    a reconfig needs a superuser (--superuser) to authenticate as
-  add-server --dir DIR [--role participant|observer]
-                                   start server N (the next index, 127.0.0.(N+1)) for a
-                                   reconfigurable ensemble: the committed configuration plus
-                                   itself as an observer, waited for until synced with the leader;
-                                   print its member line for a reconfig to add (one line):
-                                   server.ID=HOST:QUORUM:ELECTION:ROLE;HOST:PORT (default role
-                                   participant); it is not a member until that reconfig
     --tls none|want|need           TLS on a secure port too, asking clients for certificates so
     --server-cert valid|expired|wrong-name
                                    what the TLS servers present (default valid)
@@ -39,6 +32,13 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
     --sasl-required                close sessions that did not authenticate with SASL
     --x509                         x509 identities from client certificates (implies --tls need)
     --superuser USER:PASSWORD      digest (and, with SASL, SASL) superuser
+  add-server --dir DIR [--role participant|observer]
+                                   start server N (the next index, 127.0.0.(N+1)) for a
+                                   reconfigurable ensemble: the committed configuration plus
+                                   itself as an observer, waited for until synced with the leader;
+                                   print its member line for a reconfig to add (one line):
+                                   server.ID=HOST:QUORUM:ELECTION:ROLE;HOST:PORT (default role
+                                   participant); it is not a member until that reconfig
   issue-client --dir DIR --cn CN --cert FILE --key FILE
                                    issue a new client certificate (CN=CN) and key signed by the
                                    servers' CA, each file written atomically
