@@ -124,6 +124,9 @@ impl Drop for CliDirs {
             cli(&["stop", "--dir", dir.to_str().expect("utf-8 path")]);
             let _ = std::fs::remove_dir_all(dir);
         }
+        if let Some(base) = self.0.first().and_then(|dir| dir.parent()) {
+            let _ = std::fs::remove_dir(base);
+        }
     }
 }
 
