@@ -184,6 +184,24 @@ async fn the_cli_starts_a_reconfigurable_ensemble_and_adds_a_member() {
     assert!(String::from_utf8_lossy(&data).contains(&spec));
 
     // The state file keeps the new member: it restarts with the configuration it was given.
+    // First the member must have applied the reconfig: until then its files hold the leader's
+    // configuration it synced with (without itself), and ZooKeeper would refuse to start it
+    // ("My id 2 not in the peer list").
+    let text = String::from_utf8_lossy(&data).into_owned();
+    let version = text
+        .lines()
+        .find(|l| l.starts_with("version="))
+        .unwrap_or_else(|| panic!("no version in {text}"))
+        .to_owned();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let (_, conf, _) = cli(&["four-letter", "--dir", dynamic, "--server", "1", "conf"]);
+        if conf.contains(&spec) && conf.lines().any(|l| l.trim() == version) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{conf}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (ok, _, err) = cli(&["stop-server", "--dir", dynamic, "--server", "1"]);
     assert!(ok, "{err}");
     let (ok, _, err) = cli(&["start-server", "--dir", dynamic, "--server", "1"]);
