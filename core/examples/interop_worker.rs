@@ -5,7 +5,7 @@
 //!
 //! ROLE: mutex, cohort, counter, latch, selector, sharedcount, rwlock, semaphore, semcount, queue,
 //! simplequeue, doublebarrier, group, gzip, cache, watch, discovery, partition, lease, putmulti,
-//! sharder, values (workloads), or counter-get, sharedcount-get, values-get, children, acls,
+//! sharder, values, ensemble (workloads), or reconfig, counter-get, sharedcount-get, values-get, children, acls,
 //! discovery-golden, sharder-init, sharder-check (one-shot steps for the runner).
 //!
 //! Log lines (one file per worker, merged by the runner):
@@ -43,7 +43,15 @@
 //!   (the latter promoted to a lock at P/atomic-lock) and a CachedAtomicLong at P/ids, the
 //!   workload of `Values.java` (see [`Values`]): `set rust ID PRE POST PROMOTED`, `value rust ID
 //!   V`, `atomic rust ID V`, `id rust ID V`, then `retries rust ID VALUE ATOMIC SET ID`;
+//! * ensemble: connected with `track_ensemble` to a reconfigurable ensemble: `session rust ID
+//!   SID` before the barrier; then mutex sections on P stamped like mutex while the runner
+//!   changes the ensemble, until the file `GO.changed` exists (`changed rust ID K` after K
+//!   sections), then N more; then `session rust ID SID` again and `hosts rust ID CONNECT` (the
+//!   client's current connect string);
 //! * all:     `done rust ID COUNT` at the end.
+//!
+//! `reconfig` (`--superuser USER:PASSWORD`, `--add LINE` and/or `--remove ID`): one incremental
+//! reconfig as the digest superuser; prints the new configuration's members' connect string.
 //!
 //! `discovery-golden` (P a directory of the bytes Curator 5.9 wrote, `NAME.compat.json` /
 //! `NAME.full.json`): `golden NAME ok` when `ServiceInstance::from_json(bytes).to_json(compat)`
@@ -223,6 +231,7 @@ fn main() {
     let (mut tls_ca, mut tls_cert, mut tls_key) = (String::new(), String::new(), String::new());
     let (mut sasl_user, mut sasl_password, mut whoami) =
         (String::new(), String::new(), String::new());
+    let (mut superuser, mut add, mut remove) = (String::new(), Vec::new(), Vec::new());
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let v = args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -243,6 +252,9 @@ fn main() {
             "--sasl-user" => sasl_user = v,
             "--sasl-password" => sasl_password = v,
             "--whoami" => whoami = v,
+            "--superuser" => superuser = v,
+            "--add" => add.push(v),
+            "--remove" => remove.push(v.parse::<u64>().expect("--remove ID")),
             _ => panic!("unknown option {a}"),
         }
     }
@@ -250,7 +262,12 @@ fn main() {
         .session_timeout(Duration::from_secs(30))
         // Every scenario's workers connect at once on a 2-core machine (a 15 s connect timed out
         // in CI): a minute for every connection, within the runner's 90 s ready barrier.
-        .connection_timeout(Duration::from_secs(60));
+        .connection_timeout(Duration::from_secs(60))
+        // ensemble: follow the members as they change (Curator's EnsembleTracker).
+        .track_ensemble(role == "ensemble");
+    if !superuser.is_empty() {
+        builder = builder.auth("digest", superuser.as_bytes().to_vec());
+    }
     if !tls_ca.is_empty() {
         let mut tls = TlsOptions::new().ca(tls_ca.as_str());
         if !tls_cert.is_empty() {
@@ -379,6 +396,9 @@ fn main() {
     }
     // values: every object started and every node initialized before the barrier.
     let values = (role == "values").then(|| Values::new(&client, &path));
+    if role == "ensemble" {
+        writeln!(log, "session rust {id} {}", client.session_id()).unwrap();
+    }
     // Start barrier: say we are connected, then wait for the runner's go file, so that every
     // runtime (the JVM starts slowest) contends from the first operation.
     if !go.is_empty() {
@@ -401,6 +421,38 @@ fn main() {
                 m.release_blocking().expect("release");
             }
             writeln!(log, "done rust {id} {iterations}").unwrap();
+        }
+        "ensemble" => {
+            // Sections until the runner has changed the ensemble (GO.changed), then N more.
+            let m = InterProcessMutex::new(&client, &path).expect("mutex");
+            let me = Owner::current_thread();
+            let changed = format!("{go}.changed");
+            let (mut count, mut after) = (0u64, None);
+            while after.map_or(true, |k| count < k + iterations) {
+                if after.is_none() && std::path::Path::new(&changed).exists() {
+                    writeln!(log, "changed rust {id} {count}").unwrap();
+                    after = Some(count);
+                }
+                assert!(m.acquire_blocking(None).expect("acquire"));
+                let token = m.fencing_token(me).expect("a hold has a fencing token");
+                writeln!(log, "start rust {id} {token} {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                std::thread::sleep(Duration::from_micros(200));
+                writeln!(log, "end rust {id} {token} {}", mono_ns()).unwrap();
+                log.flush().unwrap();
+                m.release_blocking().expect("release");
+                count += 1;
+            }
+            writeln!(log, "session rust {id} {}", client.session_id()).unwrap();
+            writeln!(log, "hosts rust {id} {}", client.current_connect_string()).unwrap();
+            writeln!(log, "done rust {id} {count}").unwrap();
+        }
+        "reconfig" => {
+            let change = zkrecipes::Reconfig::incremental()
+                .joining(add.clone())
+                .leaving(remove.clone());
+            let config = client.reconfig_blocking(change).expect("reconfig");
+            println!("{}", config.connect_string());
         }
         "cohort" => {
             // Four threads of this process on one mutex object with cohort handoffs: N holds

@@ -21,6 +21,10 @@
  * zkr_queue_sharder (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks
  * every 200 ms, at most 4 shards): puts through zkr_queue_sharder_get_queue, consumes from every
  * shard, then "shards c ID K".
+ * ensemble: opts.track_ensemble (options version 5) on a reconfigurable ensemble; "session c ID SID"
+ * before the barrier, then mutex sections stamped like mutex's until the file GO.changed exists
+ * ("changed c ID K" after K sections), then N more; then "session c ID SID" again and "hosts c ID
+ * CONNECT" (zkr_client_current_connect_string).
  * Same log lines as every worker: "start c ID TOKEN NS" / "end c ID TOKEN NS" (CLOCK_MONOTONIC;
  * rwlock/semaphore: TOKEN is the tag read|write|lease), "inc c ID VALUE" / "fail c ID",
  * "lead"/"unlead c ID NS", then "done c ID COUNT".
@@ -887,7 +891,14 @@ int main(int argc, char **argv) {
         opts.acl_rules = &whoami_rule;
         opts.acl_rules_len = 1;
     }
+    /* ensemble: follow the members as they change (Curator's EnsembleTracker). */
+    opts.track_ensemble = !strcmp(role, "ensemble");
     check(zkr_client_connect(connect, &opts, &client), "zkr_client_connect");
+    if (opts.track_ensemble) {
+        int64_t sid = 0;
+        check(zkr_client_session_id(client, &sid), "zkr_client_session_id");
+        fprintf(log, "session c %s %lld\n", id, (long long)sid);
+    }
     if (whoami) /* a node whose ACL is the session's own identities */
         check(zkr_client_create(client, whoami_path, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL),
               "zkr_client_create (whoami)");
@@ -977,6 +988,38 @@ int main(int argc, char **argv) {
             check(zkr_mutex_release(m), "zkr_mutex_release");
         }
         fprintf(log, "done c %s %ld\n", id, iterations);
+        zkr_mutex_free(m);
+    } else if (!strcmp(role, "ensemble")) { /* sections until the runner changed the ensemble, then N more */
+        zkr_mutex *m = NULL;
+        check(zkr_mutex_new(client, path, &m), "zkr_mutex_new");
+        char changed[1024];
+        snprintf(changed, sizeof changed, "%s.changed", go ? go : "");
+        long count = 0, after = -1;
+        while (after < 0 || count < after + iterations) {
+            if (after < 0 && access(changed, F_OK) == 0) {
+                fprintf(log, "changed c %s %ld\n", id, count);
+                after = count;
+            }
+            bool ok = false;
+            check(zkr_mutex_acquire(m, -1, &ok), "zkr_mutex_acquire");
+            if (!ok) { fprintf(stderr, "c_worker: acquire returned false\n"); return 2; }
+            int64_t token = 0;
+            check(zkr_mutex_fencing_token(m, &token), "zkr_mutex_fencing_token");
+            fprintf(log, "start c %s %lld %lld\n", id, (long long)token, mono_ns());
+            fflush(log);
+            struct timespec pause = {0, 200000};
+            nanosleep(&pause, NULL);
+            fprintf(log, "end c %s %lld %lld\n", id, (long long)token, mono_ns());
+            fflush(log);
+            check(zkr_mutex_release(m), "zkr_mutex_release");
+            count++;
+        }
+        int64_t sid = 0;
+        char *hosts = NULL;
+        check(zkr_client_session_id(client, &sid), "zkr_client_session_id");
+        check(zkr_client_current_connect_string(client, &hosts), "zkr_client_current_connect_string");
+        fprintf(log, "session c %s %lld\nhosts c %s %s\ndone c %s %ld\n", id, (long long)sid, id, hosts, id, count);
+        zkr_string_free(hosts);
         zkr_mutex_free(m);
     } else if (!strcmp(role, "cohort")) {
         zkr_mutex *m = NULL;

@@ -24,6 +24,10 @@
 // to a lock at P/atomic-lock) and a CachedAtomicLong at P/ids, the workload of Values.java (see
 // valuesStart/valuesRun below): "set node ID PRE POST PROMOTED", "value node ID V", "atomic node
 // ID V", "id node ID V", then "retries node ID VALUE ATOMIC SET ID".
+// ensemble: connected with { trackEnsemble: true } to a reconfigurable ensemble; "session node ID
+// SID" before the barrier, then mutex sections stamped like mutex's until the file GO.changed
+// exists ("changed node ID K" after K sections), then N more; then "session node ID SID" again
+// and "hosts node ID CONNECT" (client.currentConnectString).
 // Log lines: "start node ID TOKEN NS" / "end node ID TOKEN NS" (process.hrtime.bigint(), i.e.
 // CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc node ID VALUE" /
 // "fail node ID CODE", "lead"/"unlead node ID NS", then "done node ID COUNT".
@@ -443,7 +447,10 @@ async function main() {
     options.tls = { ca: a['tls-ca'], cert: a['tls-cert'] || undefined, key: a['tls-key'] || undefined };
   }
   if (a['sasl-user']) options.sasl = { username: a['sasl-user'], password: a['sasl-password'] };
+  // ensemble: follow the members as they change (Curator's EnsembleTracker).
+  if (a.role === 'ensemble') options.trackEnsemble = true;
   const client = await Client.connect(a.connect, options);
+  if (a.role === 'ensemble') log(`session node ${a.id} ${client.sessionId}`);
   if (a.whoami) { // a node whose ACL is the session's own identities (CREATOR_ALL_ACL)
     await client.create(`${a.whoami}/${a.id}`, Buffer.alloc(0),
       { createParents: true, acl: [{ perms: 31, scheme: 'auth', id: '' }] });
@@ -525,6 +532,26 @@ async function main() {
         });
       }
       log(`done node ${a.id} ${a.iterations}`);
+    } else if (a.role === 'ensemble') { // sections until the runner changed the ensemble, then N more
+      const m = new InterProcessMutex(client, a.path);
+      let count = 0;
+      let after = null;
+      while (after === null || count < after + a.iterations) {
+        if (after === null && fs.existsSync(`${a.go}.changed`)) {
+          log(`changed node ${a.id} ${count}`);
+          after = count;
+        }
+        await m.withLock(async () => {
+          const token = m.fencingToken;
+          log(`start node ${a.id} ${token} ${process.hrtime.bigint()}`);
+          await new Promise((r) => setTimeout(r, 0));
+          log(`end node ${a.id} ${m.fencingToken} ${process.hrtime.bigint()}`);
+        });
+        count++;
+      }
+      log(`session node ${a.id} ${client.sessionId}`);
+      log(`hosts node ${a.id} ${client.currentConnectString}`);
+      log(`done node ${a.id} ${count}`);
     } else if (a.role === 'cohort') {
       const m = new InterProcessMutex(client, a.path, { cohort: { maxHandoffs: 8, maxHoldMs: 5 } });
       const OWNERS = 4;

@@ -21,6 +21,11 @@ Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
 
+ensemble: connected with track_ensemble=True to a reconfigurable ensemble; "session python ID SID"
+before the barrier, then mutex sections stamped like mutex's until the file GO.changed exists
+("changed python ID K" after K sections), then N more; then "session python ID SID" again and
+"hosts python ID CONNECT" (current_connect_string).
+
 Secured servers (the tls scenario): TlsOptions (mutual TLS) and SaslOptions (DIGEST-MD5);
 --whoami DIR creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the identities the
 session authenticated as.
@@ -463,8 +468,12 @@ def main() -> None:
     # Every scenario's workers connect at once on a 2-core machine (a 15 s connect timed out in CI):
     # a minute for every connection, within the runner's 90 s ready barrier.
     timeout = 60.0
+    # ensemble: follow the members as they change (Curator's EnsembleTracker).
+    secure["track_ensemble"] = a.role == "ensemble"
     with zkrecipes.Client(a.connect, session_timeout=30.0, connection_timeout=timeout, **secure) as client, \
             open(a.log, "a", buffering=1) as log:
+        if a.role == "ensemble":
+            log.write(f"session python {a.id} {client.session_id}\n")
         if a.whoami:  # a node whose ACL is the session's own identities
             client.create(f"{a.whoami}/{a.id}", create_parents=True, acl=zkrecipes.CREATOR_ALL_ACL)
         latch = None
@@ -546,6 +555,23 @@ def main() -> None:
                 log.write(f"end python {a.id} {token} {time.monotonic_ns()}\n")
                 m.release()
             log.write(f"done python {a.id} {a.iterations}\n")
+        elif a.role == "ensemble":  # sections until the runner changed the ensemble, then N more
+            m = zkrecipes.InterProcessMutex(client, a.path)
+            count, after = 0, None
+            while after is None or count < after + a.iterations:
+                if after is None and os.path.exists(a.go + ".changed"):
+                    log.write(f"changed python {a.id} {count}\n")
+                    after = count
+                assert m.acquire()
+                token = m.fencing_token
+                log.write(f"start python {a.id} {token} {time.monotonic_ns()}\n")
+                time.sleep(0.0002)
+                log.write(f"end python {a.id} {token} {time.monotonic_ns()}\n")
+                m.release()
+                count += 1
+            log.write(f"session python {a.id} {client.session_id}\n")
+            log.write(f"hosts python {a.id} {client.current_connect_string}\n")
+            log.write(f"done python {a.id} {count}\n")
         elif a.role == "cohort":
             cohort(client, a, log)
         elif a.role == "latch":

@@ -59,6 +59,7 @@ pub use session::{expire_client_session, expire_session, expire_session_id};
 /// Support for the `zk-harness` binary (detached servers); not a stable API.
 #[doc(hidden)]
 pub mod detached {
+    pub use crate::reconfig::{add_detached_member, attach_member, member_record};
     pub use crate::server::{attach, launch_detached};
 }
 

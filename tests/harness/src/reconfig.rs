@@ -179,81 +179,9 @@ impl TestingCluster {
             security.tls.is_none() && security.sasl_users.is_empty() && !security.kerberos,
             "zkrecipes-testing: add_server cannot secure a new server with TLS, SASL or Kerberos yet"
         );
-        let (committed, _version) = self
-            .servers()
-            .iter()
-            .filter(|s| s.is_running() && !s.is_paused())
-            .find_map(TestingServerHandle::current_config)
-            .expect("zkrecipes-testing: no running member answers `conf` with a configuration");
         let index = self.servers().len();
-        assert!(index < 254, "an ensemble has at most 254 servers");
-        let host = Ipv4Addr::new(127, 0, 0, index as u8 + 1);
-        let held: Vec<TcpListener> = (0..3)
-            .map(|_| {
-                TcpListener::bind((host, 0)).unwrap_or_else(|e| {
-                    panic!("zkrecipes-testing: cannot bind a port on {host}: {e}")
-                })
-            })
-            .collect();
-        let port_of = |l: &TcpListener| l.local_addr().expect("bound listener").port();
-        let (port, quorum_port, election_port) =
-            (port_of(&held[0]), port_of(&held[1]), port_of(&held[2]));
-        drop(held);
-        let member = Member {
-            id: index as u64 + 1,
-            quorum_port,
-            election_port,
-            role,
-        };
-        let dir = self.root().join(format!("server{index}"));
-        let data = dir.join("data");
-        let _ = fs::remove_dir_all(&dir);
-        let initial: String = committed
-            .iter()
-            .map(|l| format!("{l}\n"))
-            .chain([format!(
-                "{}\n",
-                member.spec_as(host, port, ServerRole::Observer)
-            )])
-            .collect();
-        let config = format!(
-            "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{}\
-             minSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
-             4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\npreAllocSize=1024\n",
-            data.display(),
-            static_lines(&dir),
-        );
-        let flags: String = self
-            .deployment_jvm_flags(index)
-            .iter()
-            .map(|f| format!("{f}\n"))
-            .collect();
-        let written = fs::create_dir_all(&data)
-            .and_then(|()| fs::write(data.join("myid"), format!("{}\n", member.id)))
-            .and_then(|()| fs::write(dir.join(DYNAMIC_FILE), initial))
-            .and_then(|()| fs::write(dir.join("zoo.cfg"), config))
-            .and_then(|()| fs::write(dir.join(crate::server::JVM_FLAGS_FILE), flags));
-        if let Err(e) = written {
-            panic!(
-                "zkrecipes-testing: cannot write the configuration in {}: {e}",
-                dir.display()
-            );
-        }
-        let server = TestingServerHandle::member(index, host, port, dir, member);
-        server.start();
-        let synced = wait_until(SYNC_TIMEOUT, Duration::from_millis(20), || {
-            crate::server::mode(&four_letter(&server.connect_string(), "srvr")).is_some()
-        });
-        if !synced {
-            let log = fs::read_to_string(server.log_path()).unwrap_or_default();
-            let lines: Vec<&str> = log.lines().collect();
-            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-            server.kill();
-            panic!(
-                "zkrecipes-testing: the new server {index} ({}) did not sync with the ensemble's leader within 30 s; last lines of its log:\n{tail}",
-                server.connect_string()
-            );
-        }
+        let flags = self.deployment_jvm_flags(index);
+        let server = start_joiner(self.root(), self.servers(), &flags, role, false);
         self.push_server(server);
         index
     }
@@ -278,6 +206,145 @@ impl TestingCluster {
                 && self.leader_index().is_some()
         })
     }
+}
+
+/// Configures and starts the next server of a reconfigurable ensemble (index `servers.len()`,
+/// under `root`, with these extra JVM flags) as a joiner, and waits until it has synced with
+/// the leader: see [`TestingCluster::add_server`]. `detached`: in its own session, outliving
+/// this process (`zk-harness add-server`).
+pub(crate) fn start_joiner(
+    root: &Path,
+    servers: &[TestingServerHandle],
+    flags: &[String],
+    role: ServerRole,
+    detached: bool,
+) -> TestingServerHandle {
+    let (committed, _version) = servers
+        .iter()
+        .filter(|s| s.is_running() && !s.is_paused())
+        .find_map(TestingServerHandle::current_config)
+        .expect("zkrecipes-testing: no running member answers `conf` with a configuration");
+    let index = servers.len();
+    assert!(index < 254, "an ensemble has at most 254 servers");
+    let host = Ipv4Addr::new(127, 0, 0, index as u8 + 1);
+    let held: Vec<TcpListener> = (0..3)
+        .map(|_| {
+            TcpListener::bind((host, 0))
+                .unwrap_or_else(|e| panic!("zkrecipes-testing: cannot bind a port on {host}: {e}"))
+        })
+        .collect();
+    let port_of = |l: &TcpListener| l.local_addr().expect("bound listener").port();
+    let (port, quorum_port, election_port) =
+        (port_of(&held[0]), port_of(&held[1]), port_of(&held[2]));
+    drop(held);
+    let member = Member {
+        id: index as u64 + 1,
+        quorum_port,
+        election_port,
+        role,
+    };
+    let dir = root.join(format!("server{index}"));
+    let data = dir.join("data");
+    let _ = fs::remove_dir_all(&dir);
+    let initial: String = committed
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .chain([format!(
+            "{}\n",
+            member.spec_as(host, port, ServerRole::Observer)
+        )])
+        .collect();
+    let config = format!(
+        "tickTime=200\ninitLimit=10\nsyncLimit=5\ndataDir={}\n{}\
+             minSessionTimeout=400\nmaxSessionTimeout=120000\nmaxClientCnxns=0\n\
+             4lw.commands.whitelist=*\nadmin.enableServer=false\nforceSync=no\npreAllocSize=1024\n",
+        data.display(),
+        static_lines(&dir),
+    );
+    let flags: String = flags.iter().map(|f| format!("{f}\n")).collect();
+    let written = fs::create_dir_all(&data)
+        .and_then(|()| fs::write(data.join("myid"), format!("{}\n", member.id)))
+        .and_then(|()| fs::write(dir.join(DYNAMIC_FILE), initial))
+        .and_then(|()| fs::write(dir.join("zoo.cfg"), config))
+        .and_then(|()| fs::write(dir.join(crate::server::JVM_FLAGS_FILE), flags));
+    if let Err(e) = written {
+        panic!(
+            "zkrecipes-testing: cannot write the configuration in {}: {e}",
+            dir.display()
+        );
+    }
+    let server = TestingServerHandle::member(index, host, port, dir, member, detached);
+    server.start();
+    let synced = wait_until(SYNC_TIMEOUT, Duration::from_millis(20), || {
+        crate::server::mode(&four_letter(&server.connect_string(), "srvr")).is_some()
+    });
+    if !synced {
+        let log = fs::read_to_string(server.log_path()).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        server.kill();
+        panic!(
+                "zkrecipes-testing: the new server {index} ({}) did not sync with the ensemble's leader within 30 s; last lines of its log:\n{tail}",
+                server.connect_string()
+            );
+    }
+    server
+}
+
+/// `QUORUM:ELECTION:ROLE` of a member of a reconfigurable ensemble, as `zk-harness` records it
+/// in its state file (`None` for a server of another ensemble).
+pub fn member_record(server: &TestingServerHandle) -> Option<String> {
+    server
+        .member
+        .as_ref()
+        .map(|m| format!("{}:{}:{}", m.quorum_port, m.election_port, m.role.name()))
+}
+
+/// `server` (from [`attach`](crate::server::attach)) as the member of a reconfigurable
+/// ensemble that [`member_record`] recorded; `None` if `record` is not `QUORUM:ELECTION:ROLE`.
+pub fn attach_member(mut server: TestingServerHandle, record: &str) -> Option<TestingServerHandle> {
+    let mut parts = record.split(':');
+    let (quorum, election, role) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    server.member = Some(Member {
+        id: server.server_id(),
+        quorum_port: quorum.parse().ok()?,
+        election_port: election.parse().ok()?,
+        role: ServerRole::from_name(role)?,
+    });
+    server.set_standalone(false);
+    Some(server)
+}
+
+/// [`TestingCluster::add_server`] for detached servers (`zk-harness add-server`): starts server
+/// `servers.len()` of the reconfigurable ensemble `servers` under `root`, detached, with the
+/// first server's extra JVM flags (its superuser), and waits until it has synced with the
+/// leader. Errors on servers not started reconfigurable or secured with TLS, SASL or Kerberos.
+pub fn add_detached_member(
+    root: &Path,
+    servers: &[TestingServerHandle],
+    role: ServerRole,
+) -> Result<TestingServerHandle, String> {
+    if servers.is_empty() || servers.iter().any(|s| s.member.is_none()) {
+        return Err("add-server needs servers started with --reconfigurable".into());
+    }
+    let flags_file = servers[0].dir().join(crate::server::JVM_FLAGS_FILE);
+    let flags: Vec<String> = fs::read_to_string(&flags_file)
+        .map_err(|e| format!("{}: {e}", flags_file.display()))?
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let secured = servers.iter().any(|s| s.secure_port().is_some())
+        || flags
+            .iter()
+            .any(|f| f.contains("login.config") || f.contains("krb5"));
+    if secured {
+        return Err("add-server cannot secure a new server with TLS, SASL or Kerberos yet".into());
+    }
+    Ok(start_joiner(root, servers, &flags, role, true))
 }
 
 #[cfg(test)]

@@ -111,6 +111,7 @@ impl TestingServerHandle {
         port: u16,
         dir: PathBuf,
         member: Member,
+        detached: bool,
     ) -> TestingServerHandle {
         TestingServerHandle {
             index,
@@ -119,10 +120,14 @@ impl TestingServerHandle {
             secure_port: None,
             dir,
             standalone: false,
-            detached: false,
+            detached,
             proc: Mutex::default(),
             member: Some(member),
         }
+    }
+
+    pub(crate) fn set_standalone(&mut self, standalone: bool) {
+        self.standalone = standalone;
     }
 
     /// Index of this server in its ensemble (0 for a standalone server); its `myid` is `index + 1`.
@@ -898,18 +903,21 @@ impl Drop for TestingCluster {
 }
 
 /// Starts `n` servers under `dir` in their own sessions, without dying with this process,
-/// secured as `security` says; returns them and their TLS material.
+/// secured as `security` says; returns them and their TLS material. `reconfigurable`: as
+/// [`TestingCluster::start_reconfigurable`] does (a dynamic configuration, members to add with
+/// [`add_detached_member`](crate::reconfig::add_detached_member)).
 pub fn launch_detached(
     dir: &Path,
     n: usize,
     security: &Security,
+    reconfigurable: bool,
 ) -> (Vec<TestingServerHandle>, Option<TlsMaterial>) {
     assert!(
         !security.kerberos,
         "zkrecipes-testing: detached servers (zk-harness) have no Kerberos yet: its KDC lives \
          with the TestingServer or TestingCluster that started it"
     );
-    let (servers, deployment) = launch(dir, n, true, security, false);
+    let (servers, deployment) = launch(dir, n, true, security, reconfigurable);
     (servers, deployment.tls)
 }
 

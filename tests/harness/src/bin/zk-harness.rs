@@ -6,20 +6,25 @@ use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use zkrecipes_testing::detached::{attach, launch_detached};
+use zkrecipes_testing::detached::{
+    add_detached_member, attach, attach_member, launch_detached, member_record,
+};
 use zkrecipes_testing::{
-    expire_session_id, ClientAuth, FaultProxy, Security, ServerCert, TestingServerHandle,
-    TlsMaterial,
+    expire_session_id, ClientAuth, FaultProxy, Security, ServerCert, ServerRole,
+    TestingServerHandle, TlsMaterial,
 };
 
 const USAGE: &str = "\
 usage: zk-harness COMMAND --dir DIR [OPTIONS]
 
-  start --dir DIR [--ensemble N] [SECURITY...]
+  start --dir DIR [--ensemble N] [--reconfigurable] [SECURITY...]
                                    start N servers (default 1: standalone) detached, record them
                                    in DIR/zk-harness.state, print the connect string (one line);
                                    secured servers: then KEY=VALUE lines (secure_connect_string,
                                    the PEM files), also in the state file
+    --reconfigurable               a reconfigurable ensemble (even of 1): reconfigEnabled=true,
+                                   members in a dynamic config file with their client addresses;
+                                   a reconfig needs a superuser (--superuser) to authenticate as
     --tls none|want|need           TLS on a secure port too, asking clients for certificates so
     --server-cert valid|expired|wrong-name
                                    what the TLS servers present (default valid)
@@ -27,6 +32,13 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
     --sasl-required                close sessions that did not authenticate with SASL
     --x509                         x509 identities from client certificates (implies --tls need)
     --superuser USER:PASSWORD      digest (and, with SASL, SASL) superuser
+  add-server --dir DIR [--role participant|observer]
+                                   start server N (the next index, 127.0.0.(N+1)) for a
+                                   reconfigurable ensemble: the committed configuration plus
+                                   itself as an observer, waited for until synced with the leader;
+                                   print its member line for a reconfig to add (one line):
+                                   server.ID=HOST:QUORUM:ELECTION:ROLE;HOST:PORT (default role
+                                   participant); it is not a member until that reconfig
   issue-client --dir DIR --cn CN --cert FILE --key FILE
                                    issue a new client certificate (CN=CN) and key signed by the
                                    servers' CA, each file written atomically
@@ -46,7 +58,7 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
                                    each way (per chunk, order kept, nothing coalesced); prints
                                    its connect string and runs until its stdin is closed
 
-Servers are numbered from 0; server I listens on 127.0.0.(I+1). Exit status: 0 on success,
+Servers are numbered from 0 (member id I+1); server I listens on 127.0.0.(I+1). Exit status: 0 on success,
 1 on failure, 2 on bad usage.";
 
 const STATE_FILE: &str = "zk-harness.state";
@@ -56,6 +68,8 @@ struct Args {
     command: String,
     dir: Option<PathBuf>,
     ensemble: Option<usize>,
+    reconfigurable: bool,
+    role: Option<ServerRole>,
     server: Option<usize>,
     session_id: Option<String>,
     password: Option<String>,
@@ -132,6 +146,13 @@ fn parse(raw: &[String]) -> Result<Args, Failure> {
             "--upstream" => args.upstream = Some(value()?),
             "--delay-us" => args.delay_us = Some(number(value()?)?),
             "--cn" => args.cn = Some(value()?),
+            "--role" => {
+                let v = value()?;
+                args.role = Some(ServerRole::from_name(&v).ok_or_else(|| {
+                    Failure::Usage(format!("--role participant|observer, not {v}"))
+                })?);
+            }
+            "--reconfigurable" => args.reconfigurable = true,
             "--cert" => args.cert = Some(value()?.into()),
             "--key" => args.key = Some(value()?.into()),
             "--tls" => {
@@ -192,7 +213,26 @@ fn run(args: &Args) -> Result<(), Failure> {
         .as_deref()
         .ok_or_else(|| Failure::Usage("--dir DIR is required".into()))?;
     match args.command.as_str() {
-        "start" => start(dir, args.ensemble.unwrap_or(1), &args.security),
+        "start" => start(
+            dir,
+            args.ensemble.unwrap_or(1),
+            args.reconfigurable,
+            &args.security,
+        ),
+        "add-server" => {
+            let mut servers = load(dir)?;
+            let role = args.role.unwrap_or(ServerRole::Participant);
+            let dir = &dir
+                .canonicalize()
+                .map_err(|e| Failure::Error(e.to_string()))?;
+            let added = add_detached_member(dir, &servers, role).map_err(Failure::Error)?;
+            let spec = added.reconfig_spec().expect("a member has a spec");
+            servers.push(added);
+            let state = read_state(dir)?;
+            save(dir, &servers, &secured_state(&state))?;
+            println!("{spec}");
+            Ok(())
+        }
         "issue-client" => {
             let required = |v: &Option<PathBuf>, name: &str| {
                 v.clone()
@@ -268,7 +308,7 @@ fn run(args: &Args) -> Result<(), Failure> {
     }
 }
 
-fn start(dir: &Path, n: usize, security: &Security) -> Result<(), Failure> {
+fn start(dir: &Path, n: usize, reconfigurable: bool, security: &Security) -> Result<(), Failure> {
     if n == 0 {
         return Err(Failure::Usage("--ensemble must be at least 1".into()));
     }
@@ -281,7 +321,7 @@ fn start(dir: &Path, n: usize, security: &Security) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let (servers, tls) = launch_detached(dir, n, security);
+    let (servers, tls) = launch_detached(dir, n, security, reconfigurable);
     let secured = secured_lines(&servers, tls.as_ref());
     save(dir, &servers, &secured)?;
     println!("{}", connect_string(&servers));
@@ -364,6 +404,9 @@ fn save(dir: &Path, servers: &[TestingServerHandle], secured: &str) -> Result<()
         let (host, port, pid, dir) = (s.host(), s.port(), s.pid().unwrap_or(0), s.dir().display());
         let secure_port = s.secure_port().unwrap_or(0);
         state += &format!("server{i}_host={host}\nserver{i}_port={port}\nserver{i}_secure_port={secure_port}\nserver{i}_pid={pid}\nserver{i}_dir={dir}\n");
+        if let Some(member) = member_record(s) {
+            state += &format!("server{i}_member={member}\n");
+        }
     }
     state += secured;
     let path = dir.join(STATE_FILE);
@@ -433,7 +476,12 @@ fn load(dir: &Path) -> Result<Vec<TestingServerHandle>, Failure> {
                 .map_err(|_| bad("bad pid"))?;
             let server_dir = get(&format!("server{i}_dir"))?.into();
             let secure_port = (secure_port != 0).then_some(secure_port);
-            Ok(attach(server_dir, n, i, host, port, secure_port, pid))
+            let server = attach(server_dir, n, i, host, port, secure_port, pid);
+            match state.get(&format!("server{i}_member")) {
+                // A member of a reconfigurable ensemble: QUORUM:ELECTION:ROLE.
+                Some(record) => attach_member(server, record).ok_or_else(|| bad("bad member")),
+                None => Ok(server),
+            }
         })
         .collect()
 }

@@ -332,6 +332,9 @@ public final class Worker {
             Discovery discovery = role.equals("discovery") ? new Discovery(client, path, id) : null;
             // values: Curator's SharedValue, DistributedAtomicValues and CachedAtomicLong, started.
             Values values = role.equals("values") ? new Values(client, path) : null;
+            if (role.equals("ensemble")) { // the session this worker must keep across the change
+                log.println("session java " + id + " " + client.getZookeeperClient().getZooKeeper().getSessionId());
+            }
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
@@ -363,6 +366,38 @@ public final class Worker {
                         m.release();
                     }
                     log.println("done java " + id + " " + n);
+                    break;
+                }
+                case "ensemble": {
+                    // Sections (stamped like mutex) until the runner changed the ensemble (GO.changed),
+                    // then N more. The builder's EnsembleTracker (on by default) follows the members.
+                    InterProcessMutex m = new InterProcessMutex(client, path);
+                    java.io.File changed = new java.io.File(go + ".changed");
+                    int count = 0;
+                    int after = -1;
+                    while (after < 0 || count < after + n) {
+                        if (after < 0 && changed.exists()) {
+                            log.println("changed java " + id + " " + count);
+                            after = count;
+                        }
+                        m.acquire();
+                        Collection<String> nodes = m.getParticipantNodes();
+                        String mine = new ArrayList<>(nodes).get(0);
+                        Stat st = client.checkExists().forPath(mine);
+                        if (st == null || st.getEphemeralOwner() != client.getZookeeperClient().getZooKeeper().getSessionId()) {
+                            throw new IllegalStateException("first participant " + mine + " is not our node");
+                        }
+                        log.println("start java " + id + " " + st.getCzxid() + " " + System.nanoTime());
+                        log.flush();
+                        Thread.sleep(0, 200_000);
+                        log.println("end java " + id + " " + st.getCzxid() + " " + System.nanoTime());
+                        log.flush();
+                        m.release();
+                        count++;
+                    }
+                    log.println("session java " + id + " " + client.getZookeeperClient().getZooKeeper().getSessionId());
+                    log.println("hosts java " + id + " " + client.getZookeeperClient().getCurrentConnectionString());
+                    log.println("done java " + id + " " + count);
                     break;
                 }
                 case "latch": {
