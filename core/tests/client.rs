@@ -549,7 +549,7 @@ async fn a_connect_waits_out_its_connection_timeout_not_its_session_timeout() {
         })
     };
     let connecting = tokio::spawn(
-        ClientBuilder::new(&server.connect_string())
+        ClientBuilder::new(server.connect_string())
             .session_timeout(session_timeout)
             .connection_timeout(Duration::from_secs(60))
             .connect(),

@@ -30,7 +30,7 @@ fn an_uncontended_acquire_sends_its_create_and_get_children_in_one_write() {
     let proxy = FaultProxy::start(&server.connect_string());
     // A persistent lock path: a container parent could be reaped between connections, and the
     // first acquire after that would create it again (more requests, not what is measured).
-    let setup = ClientBuilder::new(&server.connect_string())
+    let setup = ClientBuilder::new(server.connect_string())
         .connect_blocking()
         .expect("connect");
     let mut persistent = CreateOptions::new(CreateMode::Persistent);
@@ -39,7 +39,7 @@ fn an_uncontended_acquire_sends_its_create_and_get_children_in_one_write() {
     setup.close_blocking();
     let mut split = Vec::new();
     for c in 0..CONNECTIONS {
-        let client = ClientBuilder::new(&proxy.connect_string())
+        let client = ClientBuilder::new(proxy.connect_string())
             .session_timeout(30 * SECOND)
             .connect_blocking()
             .expect("connect through the proxy");
