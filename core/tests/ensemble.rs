@@ -52,28 +52,6 @@ async fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// The connect string of these members of `cluster`, by id.
-fn hosts(cluster: &TestingCluster, indexes: &[usize]) -> String {
-    let mut indexes = indexes.to_vec();
-    indexes.sort_unstable();
-    indexes
-        .iter()
-        .map(|&i| cluster.server(i).connect_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The index of the server that has `client`'s session among its connections.
-fn connected_server(cluster: &TestingCluster, client: &Client) -> Option<usize> {
-    let sid = format!("sid={:#x}", client.session_id());
-    cluster
-        .servers()
-        .iter()
-        .filter(|s| s.is_running() && !s.is_paused())
-        .find(|s| s.four_letter("cons").contains(&sid))
-        .map(|s| s.index())
-}
-
 fn record_states(client: &Client) -> Arc<Mutex<Vec<ConnectionState>>> {
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
@@ -129,12 +107,18 @@ async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_o
         assert_eq!(m.client_port, Some(server.port()));
         assert_eq!(m.server_line(), server.reconfig_spec().unwrap());
     }
-    assert_eq!(config.connect_string(), hosts(&cluster, &[0, 1, 2]));
+    assert_eq!(
+        config.connect_string(),
+        cluster.connect_string_of(&[0, 1, 2])
+    );
     eventually("the tracker read the first configuration", || {
         client.request_counts().get_config >= 2
     })
     .await;
-    assert_eq!(client.current_connect_string(), hosts(&cluster, &[0, 1, 2]));
+    assert_eq!(
+        client.current_connect_string(),
+        cluster.connect_string_of(&[0, 1, 2])
+    );
     assert_eq!(client.connect_string(), cluster.connect_string());
 
     // Grow: a participant and an observer join.
@@ -165,7 +149,7 @@ async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_o
     );
     assert!(grown.version > config.version);
     assert!(cluster.wait_for_members(&[1, 2, 3, 4, 5], WAIT));
-    let five_hosts = hosts(&cluster, &[0, 1, 2, 3, 4]);
+    let five_hosts = cluster.connect_string_of(&[0, 1, 2, 3, 4]);
     eventually("the tracker follows the 5 members", || {
         client.current_connect_string() == five_hosts
     })
@@ -173,7 +157,9 @@ async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_o
     assert_eq!(client.get_config().await.unwrap(), grown);
 
     // Shrink: the member the client is connected to leaves, with another one.
-    let on = connected_server(&cluster, &client).expect("a server lists the session");
+    let on = cluster
+        .server_with_session(client.session_id())
+        .expect("a server lists the session");
     let leader = cluster.leader_index();
     let other = (0..5)
         .find(|&i| i != on && Some(i) != leader)
@@ -190,7 +176,7 @@ async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_o
         staying_ids
     );
     assert!(cluster.wait_for_members(&staying_ids, WAIT));
-    let three_hosts = hosts(&cluster, &staying);
+    let three_hosts = cluster.connect_string_of(&staying);
     eventually("the tracker follows the 3 members", || {
         client.current_connect_string() == three_hosts
     })
@@ -199,7 +185,9 @@ async fn the_tracker_follows_members_joining_and_leaving_and_the_session_lives_o
     cluster.server(on).stop();
     cluster.server(other).stop();
     client.exists("/").await.expect("a round trip");
-    let now_on = connected_server(&cluster, &client).expect("a member lists the session");
+    let now_on = cluster
+        .server_with_session(client.session_id())
+        .expect("a member lists the session");
     assert!(
         staying.contains(&now_on),
         "on {now_on}, members {staying:?}"
@@ -228,7 +216,7 @@ async fn a_client_given_one_server_survives_its_death_through_the_tracked_member
     let _one = ONE_ENSEMBLE.lock().await;
     let cluster = TestingCluster::start_reconfigurable(3, Security::new());
     let client = tracked(&cluster.server(0).connect_string()).await;
-    let all = hosts(&cluster, &[0, 1, 2]);
+    let all = cluster.connect_string_of(&[0, 1, 2]);
     eventually("the tracker learns every member", || {
         client.current_connect_string() == all
     })
@@ -237,7 +225,7 @@ async fn a_client_given_one_server_survives_its_death_through_the_tracked_member
     cluster.server(0).kill();
     let mut on = None;
     eventually("the session is on another member", || {
-        on = connected_server(&cluster, &client);
+        on = cluster.server_with_session(client.session_id());
         on.is_some()
     })
     .await;

@@ -58,28 +58,6 @@ fn connect(hosts: &str, track: bool, superuser: bool) -> Client {
         .unwrap_or_else(|e| panic!("connect to {hosts}: {e}"))
 }
 
-/// The connect string of these servers of `cluster`, in index order.
-fn hosts(cluster: &TestingCluster, indexes: &[usize]) -> String {
-    let mut indexes = indexes.to_vec();
-    indexes.sort_unstable();
-    indexes
-        .iter()
-        .map(|&i| cluster.server(i).connect_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The index of the running server that lists `client`'s session among its connections.
-fn connected_server(cluster: &TestingCluster, client: &Client) -> Option<usize> {
-    let sid = format!("sid={:#x}", client.session_id());
-    cluster
-        .servers()
-        .iter()
-        .filter(|s| s.is_running() && !s.is_paused())
-        .find(|s| s.four_letter("cons").contains(&sid))
-        .map(|s| s.index())
-}
-
 #[derive(Clone, Debug)]
 struct Section {
     who: usize,
@@ -176,7 +154,7 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
         connect(&initial, true, false),
         connect(&initial, true, false),
     ];
-    let all_three = hosts(&cluster, &[0, 1, 2]);
+    let all_three = cluster.connect_string_of(&[0, 1, 2]);
     for c in &tracked {
         eventually("the tracker reads the first configuration", WAIT, || {
             c.current_connect_string() == all_three
@@ -259,7 +237,7 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
                 && cluster.leader_index().is_some()
         },
     );
-    let all_five = hosts(&cluster, &[0, 1, 2, 3, 4]);
+    let all_five = cluster.connect_string_of(&[0, 1, 2, 3, 4]);
     for c in &tracked {
         eventually("the trackers follow the 5 members", WAIT, || {
             c.current_connect_string() == all_five
@@ -271,12 +249,12 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
     eventually("the tracked clients are connected", WAIT, || {
         on = tracked
             .iter()
-            .filter_map(|c| connected_server(&cluster, c))
+            .filter_map(|c| cluster.server_with_session(c.session_id()))
             .find(|&i| i != four && i != leader);
         on.is_some()
             || tracked
                 .iter()
-                .all(|c| connected_server(&cluster, c).is_some())
+                .all(|c| cluster.server_with_session(c.session_id()).is_some())
     });
     // Both tracked clients on the proxied client's server: the member leaving is another.
     let victim_was_a_clients = on.is_some();
@@ -300,7 +278,7 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
         "the 3 members hold the final configuration"
     );
     cluster.server(victim).kill();
-    let final_hosts = hosts(&cluster, &staying);
+    let final_hosts = cluster.connect_string_of(&staying);
     for c in &tracked {
         eventually("the trackers follow the final 3 members", WAIT, || {
             c.current_connect_string() == final_hosts
@@ -341,7 +319,9 @@ fn reconfiguration_under_a_cut_a_leader_kill_and_a_removed_member_keeps_locks_an
         );
     }
     for c in &tracked {
-        let now_on = connected_server(&cluster, c).expect("a member lists the session");
+        let now_on = cluster
+            .server_with_session(c.session_id())
+            .expect("a member lists the session");
         assert!(
             staying.contains(&now_on),
             "on {now_on}, members {staying:?}"

@@ -853,6 +853,29 @@ impl TestingCluster {
             .join(",")
     }
 
+    /// `"127.0.0.x:p,..."` of the servers `indexes` (0-based), in index order whatever the
+    /// order given: what a client's host list is after an ensemble change to those members.
+    pub fn connect_string_of(&self, indexes: &[usize]) -> String {
+        let mut indexes = indexes.to_vec();
+        indexes.sort_unstable();
+        indexes
+            .iter()
+            .map(|&i| self.servers[i].connect_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Index of the running, unpaused server that lists session `session_id` among its
+    /// connections (its `cons` answer): where a client is connected now.
+    pub fn server_with_session(&self, session_id: i64) -> Option<usize> {
+        let sid = format!("sid={session_id:#x}");
+        self.servers
+            .iter()
+            .filter(|s| s.is_running() && !s.is_paused())
+            .find(|s| s.four_letter("cons").contains(&sid))
+            .map(|s| s.index)
+    }
+
     /// Number of servers.
     pub fn len(&self) -> usize {
         self.servers.len()
