@@ -120,7 +120,7 @@ def test_a_paused_server_suspends_its_client_and_resume_keeps_the_session() -> N
         server.stop()
         with pytest.raises(RuntimeError, match="not running"):
             server.pause()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(zkrecipes.ClosedError, match="closed"):
         server.resume()
 
 
