@@ -48,17 +48,20 @@ fn runtime() -> Arc<Runtime> {
 /// The environment variable that sets the number of async worker threads (1 to 64).
 pub const THREADS_ENV: &str = "ZKR_RUNTIME_THREADS";
 
-/// `ZKR_RUNTIME_THREADS` if it is a number from 1 to 64, else the CPUs clamped to 2..=4.
-///
-/// One worker cost the least CPU per call on a quiet machine (17–31% less per uncontended cycle
-/// in every face, measured 2026-12-02), but the Python face's acquire then took two round trips
-/// instead of one through a 0.5 ms delay on about half the connections. That was the wire
-/// client writing an acquire's two requests apart (fixed by its patch 16); the default stays 2
-/// until an interleaved A/B on a quiet machine decides it again (docs/BENCHMARKS.md).
+/// The async worker threads without [`THREADS_ENV`]: one. The runtime only moves bytes and
+/// runs recipe state machines (user callbacks run on its blocking pool), and one worker costs
+/// every face less. In an interleaved A/B on a quiet 2-core machine (2026-12-03, 4 rounds, one
+/// worker ÷ two): CPU per uncontended cycle rust 0.74, c 0.80, python 0.69, node 0.82, p50 4–12%
+/// lower; contended handoffs/s and counter_clients increments/s equal or up to 16% higher, at
+/// 15–23% less CPU per handoff; round trips through a 0.5 ms delay the same (1.04–1.09). Until
+/// the wire client's patch 16, one worker made about half the connections write an acquire's
+/// two requests apart (an extra round trip); docs/BENCHMARKS.md has the figures. Raise it with
+/// `ZKR_RUNTIME_THREADS` for a process whose many sessions keep one core busy.
+pub const DEFAULT_THREADS: usize = 1;
+
+/// `ZKR_RUNTIME_THREADS` if it is a number from 1 to 64, else [`DEFAULT_THREADS`].
 fn worker_threads() -> usize {
-    let default = std::thread::available_parallelism()
-        .map(|n| n.get().clamp(2, 4))
-        .unwrap_or(2);
+    let default = DEFAULT_THREADS;
     match std::env::var(THREADS_ENV) {
         Err(_) => default,
         Ok(v) => match v.trim().parse::<usize>() {
