@@ -80,6 +80,20 @@ struct Tally {
 }
 
 impl Tally {
+    /// Counts one operation's outcome (`Ok(applied)`, or the error); whether it was applied.
+    fn record(&mut self, outcome: Result<bool, zkrecipes::Error>) -> bool {
+        let applied = matches!(outcome, Ok(true));
+        match outcome {
+            Ok(true) => self.acked += 1,
+            Ok(false) => self.refused += 1,
+            Err(e) if e.kind() == ErrorKind::OutcomeUnknown => self.unknown += 1,
+            Err(_) => self.failed += 1,
+        }
+        applied
+    }
+}
+
+impl Tally {
     fn line(&self) -> String {
         format!(
             "{} acked, {} refused, {} failed, {} unknown",
@@ -162,13 +176,6 @@ fn worker(
             thread::sleep(Duration::from_millis(50));
         }
         let mut seq = 0u64;
-        let classify = |t: &mut Tally, e: zkrecipes::Error| {
-            if e.kind() == ErrorKind::OutcomeUnknown {
-                t.unknown += 1;
-            } else {
-                t.failed += 1;
-            }
-        };
         while !stop.load(Ordering::SeqCst) {
             seq += 1;
             let mine = format!("{me}:{seq}");
@@ -176,39 +183,20 @@ fn worker(
                 0 => {
                     let r = counter.increment_blocking();
                     let mut l = ledger.lock().unwrap();
-                    match r {
-                        Ok(v) if v.succeeded => {
-                            l.counter.acked += 1;
-                            l.counter.promoted += u64::from(v.stats.promoted_lock_tries > 0);
-                            true
-                        }
-                        Ok(_) => {
-                            l.counter.refused += 1;
-                            false
-                        }
-                        Err(e) => {
-                            classify(&mut l.counter, e);
-                            false
-                        }
+                    if let Some(v) = r.as_ref().ok().filter(|v| v.succeeded) {
+                        l.counter.promoted += u64::from(v.stats.promoted_lock_tries > 0);
                     }
+                    l.counter.record(r.map(|v| v.succeeded))
                 }
                 1 => {
                     let r = ids.next_blocking();
                     let mut l = ledger.lock().unwrap();
                     match r {
                         Ok(v) if v.succeeded => {
-                            l.ids.acked += 1;
                             l.handed.push((v.post_value, me));
-                            true
+                            l.ids.record(Ok(true))
                         }
-                        Ok(_) => {
-                            l.ids.refused += 1;
-                            false
-                        }
-                        Err(e) => {
-                            classify(&mut l.ids, e);
-                            false
-                        }
+                        r => l.ids.record(r.map(|_| false)),
                     }
                 }
                 2 => {
@@ -216,42 +204,17 @@ fn worker(
                     let new = format!("{mine}@{}", from.version).into_bytes();
                     let r = shared.try_set_value_blocking(&from, &new);
                     let mut l = ledger.lock().unwrap();
-                    match r {
-                        Ok(true) => {
-                            l.shared.acked += 1;
-                            l.chain.push((from.version, from.value, new));
-                            true
-                        }
-                        Ok(false) => {
-                            l.shared.refused += 1;
-                            false
-                        }
-                        Err(e) => {
-                            classify(&mut l.shared, e);
-                            false
-                        }
+                    if let Ok(true) = r {
+                        l.chain.push((from.version, from.value, new));
                     }
+                    l.shared.record(r)
                 }
                 3 => match cas.get_blocking() {
                     Ok(now) => {
                         let now = now.post_value.expect("the CAS value was initialized");
                         let next = format!("{}:{mine}", count_of(&now) + 1).into_bytes();
                         let r = cas.compare_and_set_blocking(&now, &next);
-                        let mut l = ledger.lock().unwrap();
-                        match r {
-                            Ok(v) if v.succeeded => {
-                                l.cas.acked += 1;
-                                true
-                            }
-                            Ok(_) => {
-                                l.cas.refused += 1;
-                                false
-                            }
-                            Err(e) => {
-                                classify(&mut l.cas, e);
-                                false
-                            }
-                        }
+                        ledger.lock().unwrap().cas.record(r.map(|v| v.succeeded))
                     }
                     Err(e) => {
                         // A read: nothing was written.
@@ -267,22 +230,15 @@ fn worker(
                     match r {
                         Ok(v) if v.succeeded => {
                             assert_eq!(v.post_value.as_deref(), Some(&value[..]));
-                            l.try_set.acked += 1;
                             l.try_set.promoted += u64::from(v.stats.promoted_lock_tries > 0);
                             l.replaced.push((v.pre_value, value));
-                            true
+                            l.try_set.record(Ok(true))
                         }
-                        Ok(_) => {
-                            l.try_set.refused += 1;
-                            false
+                        Err(e) if e.kind() == ErrorKind::OutcomeUnknown => {
+                            l.try_set_maybe.push(value);
+                            l.try_set.record(Err(e))
                         }
-                        Err(e) => {
-                            if e.kind() == ErrorKind::OutcomeUnknown {
-                                l.try_set_maybe.push(value);
-                            }
-                            classify(&mut l.try_set, e);
-                            false
-                        }
+                        r => l.try_set.record(r.map(|_| false)),
                     }
                 }
             };
