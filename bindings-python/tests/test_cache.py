@@ -148,17 +148,28 @@ def test_async_for_and_async_twins(client: zkrecipes.Client, path: str) -> None:
         await cache.start_async()
         assert await cache.await_initialized_async(10)
         got: List[CacheEvent] = []
+        seen = asyncio.Condition()
 
         async def consume() -> None:
             async for event in cache:
-                got.append(event)
+                async with seen:
+                    got.append(event)
+                    seen.notify_all()
                 if len(got) == 3:
                     break
 
+        async def until_seen(n: int) -> None:
+            async with seen:
+                await seen.wait_for(lambda: len(got) >= n)
+
         task = asyncio.ensure_future(consume())
         await asyncio.sleep(0)  # let the iterator register before the writes
+        # One write per event seen: three quick writes may reach the cache as fewer events
+        # (its read after the create can already see the second value), as in Curator.
         await client.create_async(f"{path}/a", b"1")
+        await asyncio.wait_for(until_seen(1), 10)
         stat = await client.set_data_async(f"{path}/a", b"2")
+        await asyncio.wait_for(until_seen(2), 10)
         await client.delete_async(f"{path}/a")
         assert await cache.await_zxid_async(stat.mzxid, 10)
         await asyncio.wait_for(task, 10)
