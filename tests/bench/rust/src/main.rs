@@ -22,6 +22,12 @@
 //! (then unregistered, untimed). Reports `load_p50_us`/`load_p99_us` (also as `p50_us`/`p99_us`)
 //! and `event_p50_us`/`event_p99_us`.
 //!
+//! Scenario `wakeups` (rust only; issue 34): `--clients C` sessions queue on one lock once each
+//! (session 0 holds it until all C nodes exist); the window is the C − 1 handoffs that follow,
+//! each waiter woken once, releasing at once and not queueing again. Reports `n` (wake-ups),
+//! `ops_per_s`, `cpu_us_per_op` and the server's traffic over the window (`win_packets`,
+//! `win_bytes_in`, `win_bytes_out`).
+//!
 //! Counter scenarios repeat each worker's N increments until the timed phase has lasted
 //! `--min-seconds` (default 2) and report rates over the whole phase. `--impl floor` also has
 //! `counter_chain` (one session, one versioned setData per increment, each conditional on the
@@ -392,30 +398,49 @@ impl Cycles {
     }
 }
 
-/// The servers' traffic counters from `mntr` (four-letter word over TCP), summed over every
-/// host of the connect string: [packets received, bytes received, bytes sent (responses +
-/// watch notifications)]. None if a server does not answer (4lw not whitelisted).
-fn mntr_totals(connect: &str) -> Option<[u64; 3]> {
+/// `mntr` (four-letter word over TCP) from every host of the connect string; None if a server
+/// does not answer (4lw not whitelisted).
+fn mntr_texts(connect: &str) -> Option<Vec<String>> {
     use std::io::{Read, Write};
     let hosts = connect.split('/').next()?;
-    let mut total = [0u64; 3];
+    let mut texts = Vec::new();
     for host in hosts.split(',').filter(|h| !h.is_empty()) {
         let mut s = std::net::TcpStream::connect(host).ok()?;
         s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
         s.write_all(b"mntr").ok()?;
         let mut text = String::new();
         s.read_to_string(&mut text).ok()?;
-        let get = |k: &str| -> Option<u64> {
-            text.lines().find_map(|l| {
-                let (key, v) = l.split_once('\t')?;
-                (key == k).then(|| v.trim().parse::<f64>().ok().map(|x| x as u64))?
-            })
-        };
-        total[0] += get("zk_packets_received")?;
-        total[1] += get("zk_bytes_received_count")?;
-        total[2] += get("zk_response_bytes")? + get("zk_watch_bytes").unwrap_or(0);
+        texts.push(text);
     }
-    Some(total)
+    Some(texts)
+}
+
+/// One `mntr` value, summed over the texts of `mntr_texts`.
+fn mntr_get(texts: &[String], key: &str) -> Option<u64> {
+    texts.iter().try_fold(0, |total, text| {
+        let v = text.lines().find_map(|l| {
+            let (k, v) = l.split_once('\t')?;
+            (k == key).then(|| v.trim().parse::<f64>().ok().map(|x| x as u64))?
+        })?;
+        Some(total + v)
+    })
+}
+
+/// One `mntr` value summed over every host of the connect string.
+fn mntr_sum(connect: &str, key: &str) -> Option<u64> {
+    mntr_get(&mntr_texts(connect)?, key)
+}
+
+/// The servers' traffic counters, summed over every host of the connect string: [packets
+/// received, bytes received, bytes sent (responses + watch notifications)].
+fn mntr_totals(connect: &str) -> Option<[u64; 3]> {
+    let t = mntr_texts(connect)?;
+    let watch_bytes = mntr_get(&t, "zk_watch_bytes").unwrap_or(0);
+    Some([
+        mntr_get(&t, "zk_packets_received")?,
+        mntr_get(&t, "zk_bytes_received_count")?,
+        mntr_get(&t, "zk_response_bytes")? + watch_bytes,
+    ])
 }
 
 /// The measured window's server traffic: `win_packets`, `win_bytes_in`, `win_bytes_out`.
@@ -504,6 +529,83 @@ async fn rust_contended(a: &Args, out: &mut Out) -> Res<()> {
         .num("ops_per_s", n as f64 / secs)
         .num("wait_p99_us", s.p99)
         .num("p50_us", s.p50)
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
+    Ok(())
+}
+
+/// wakeups (issue 34, part 2): C sessions queue on one lock ONCE each and do not loop. Session 0
+/// holds the lock until all C nodes are there; then, in the measured window, every holder
+/// releases as soon as it has acquired, so each of the C − 1 waiters is woken exactly once.
+/// Reports `n` = the wake-ups (C − 1), their rate, and the server's traffic over the window
+/// (`win_*`, divided by `n` in the runner: requests and bytes per wake-up).
+async fn rust_wakeups(a: &Args, out: &mut Out) -> Res<()> {
+    let mut clients = Vec::new();
+    for _ in 0..a.clients.max(2) {
+        clients.push(connect(a).await?);
+    }
+    let path = format!("{}/lock", a.path);
+    let first = InterProcessMutex::new(&clients[0], &path).map_err(e("mutex"))?;
+    let holder = Owner::new();
+    if !first.acquire(holder, None).await.map_err(e("acquire"))? {
+        return Err("the first acquire returned false".into());
+    }
+    let watches0 = mntr_sum(&a.connect, "zk_watch_count").ok_or("mntr does not answer")?;
+    let woken = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for c in &clients[1..] {
+        let m = InterProcessMutex::new(c, &path).map_err(e("mutex"))?;
+        let woken = woken.clone();
+        tasks.push(zkrecipes::runtime::spawn(async move {
+            let me = Owner::new();
+            match m.acquire(me, None).await {
+                Ok(true) => {}
+                Ok(false) => return Err("acquire returned false".to_string()),
+                Err(err) => return Err(format!("acquire: {err}")),
+            }
+            woken.fetch_add(1, Ordering::Relaxed);
+            m.release(me).await.map_err(e("release"))
+        }));
+    }
+    // Every waiter queued (its node created, its predecessor watched): C nodes, and the
+    // server's watch count no longer rising. Polled: this is set-up, outside the window.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let kids = clients[0].get_children(&path).await.map_err(e("getChildren"))?;
+        if kids.len() == clients.len() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("only {} of {} nodes queued after 120 s", kids.len(), clients.len()));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // ... and every waiter's watch on its predecessor set (the servers' watch count).
+    while mntr_sum(&a.connect, "zk_watch_count").unwrap_or(0) < watches0 + clients.len() as u64 - 1 {
+        if Instant::now() > deadline {
+            return Err("the waiters' watches were not all set after 120 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if woken.load(Ordering::Relaxed) != 0 {
+        return Err("a waiter acquired while the first session held the lock".into());
+    }
+    let mntr0 = mntr_totals(&a.connect);
+    let cpu = cpu_time();
+    let t = Instant::now();
+    first.release(holder).await.map_err(e("release"))?;
+    for task in tasks {
+        task.await.map_err(e("task"))??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    put_window(out, mntr0, mntr_totals(&a.connect));
+    let n = woken.load(Ordering::Relaxed);
+    for c in clients {
+        c.close().await;
+    }
+    out.int("n", n as i64)
+        .int("clients", (n + 1) as i64)
+        .num("ops_per_s", n as f64 / secs)
         .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / n.max(1) as f64);
     Ok(())
 }
@@ -1478,6 +1580,7 @@ fn run(a: Args) -> Res<String> {
                     ("rust", "uncontended") => rust_uncontended(&a, &mut out).await?,
                     ("rust", "handshake") => rust_handshake(&a, &mut out).await?,
                     ("rust", "contended") => rust_contended(&a, &mut out).await?,
+                    ("rust", "wakeups") => rust_wakeups(&a, &mut out).await?,
                     ("rust", "inproc") => rust_inproc(&a, &mut out).await?,
                     ("rust", "failover") => rust_failover(&a, &mut out).await?,
                     ("rust", "memory") => rust_memory(&a, &mut out).await?,
