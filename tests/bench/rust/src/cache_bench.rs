@@ -1,9 +1,14 @@
 //! The zkrecipes side of the cache benchmark (`tests/bench/cache_run`, issue 16): a CuratorCache
 //! on a 10,101-node tree.
 //!
-//! `cache-bench --mode populate|load|latency|resync --connect HOST:PORT --path P [--nodes N]
+//! `cache-bench --mode populate|load|floor|latency|resync --connect HOST:PORT --path P [--nodes N]
 //!  [--iterations M]` prints one JSON line on stdout (`resync` prints `LOADED` first and waits
 //! for the runner to restart the server). Every wait has a 60 s limit.
+//!
+//! `floor` (issue 34, part 3) is the load's protocol floor: the same reads a cache's first walk
+//! sends (getData of every node, getChildren of every node whose stat has children), with the
+//! same 1,024 in flight, on the bare vendored `zookeeper-client` on the library's runtime, and
+//! nothing else (no snapshot, no events, no bookkeeping).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +49,67 @@ fn connect(s: &str) -> Client {
 fn fail(msg: &str) -> ! {
     eprintln!("cache-bench: {msg}");
     std::process::exit(1)
+}
+
+/// The reads of a cache's first walk, pipelined 1,024 at a time on a bare `zookeeper-client`
+/// session: (nodes read, reads sent, milliseconds).
+fn floor_load(conn: &str, root: &str) -> (u64, u64, f64) {
+    use zookeeper_client as zk;
+    const IN_FLIGHT: usize = 1024;
+    enum Read {
+        Data(String, Result<(Vec<u8>, zk::Stat), zk::Error>),
+        Children(String, Result<Vec<String>, zk::Error>),
+    }
+    let (conn, root) = (conn.to_string(), root.to_string());
+    let task = zkrecipes::runtime::spawn(async move {
+        let zk = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(30))
+            .connect(&conn)
+            .await
+            .unwrap_or_else(|e| fail(&format!("raw connect: {e}")));
+        let t = Instant::now();
+        let mut want = std::collections::VecDeque::from([(root, false)]);
+        let mut set = tokio::task::JoinSet::new();
+        let (mut nodes, mut reads) = (0u64, 0u64);
+        loop {
+            while set.len() < IN_FLIGHT {
+                let Some((path, children)) = want.pop_front() else {
+                    break;
+                };
+                reads += 1;
+                let zk = zk.clone();
+                set.spawn(async move {
+                    if children {
+                        let r = zk.list_children(&path).await;
+                        Read::Children(path, r)
+                    } else {
+                        let r = zk.get_data(&path).await;
+                        Read::Data(path, r)
+                    }
+                });
+            }
+            let Some(done) = set.join_next().await else {
+                break;
+            };
+            match done.unwrap_or_else(|e| fail(&format!("read task: {e}"))) {
+                Read::Data(path, Ok((_, stat))) => {
+                    nodes += 1;
+                    if stat.num_children > 0 {
+                        want.push_back((path, true));
+                    }
+                }
+                Read::Children(path, Ok(kids)) => {
+                    want.extend(kids.into_iter().map(|k| (format!("{path}/{k}"), false)));
+                }
+                Read::Data(path, Err(e)) | Read::Children(path, Err(e)) => {
+                    fail(&format!("read {path}: {e}"))
+                }
+            }
+        }
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        (nodes, reads, ms)
+    });
+    zkrecipes::runtime::block_on(task).unwrap_or_else(|e| fail(&format!("floor task: {e}")))
 }
 
 fn main() {
@@ -93,6 +159,10 @@ fn main() {
                 tx.commit_blocking().expect("populate");
             }
             format!(r#"{{"mode":"populate","nodes":{}}}"#, 1 + 100 + per * 100)
+        }
+        "floor" => {
+            let (n, reads, ms) = floor_load(&conn, &root);
+            format!(r#"{{"mode":"floor","impl":"floor (zookeeper-client)","nodes":{n},"load_ms":{ms:.1},"client_reads":{reads}}}"#)
         }
         "load" => {
             let before = rss_kb();
