@@ -162,7 +162,9 @@ fn main() {
         }
         "floor" => {
             let (n, reads, ms) = floor_load(&conn, &root);
-            format!(r#"{{"mode":"floor","impl":"floor (zookeeper-client)","nodes":{n},"load_ms":{ms:.1},"client_reads":{reads}}}"#)
+            format!(
+                r#"{{"mode":"floor","impl":"floor (zookeeper-client)","nodes":{n},"load_ms":{ms:.1},"client_reads":{reads}}}"#
+            )
         }
         "load" => {
             let before = rss_kb();

@@ -570,17 +570,25 @@ async fn rust_wakeups(a: &Args, out: &mut Out) -> Res<()> {
     // server's watch count no longer rising. Polled: this is set-up, outside the window.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let kids = clients[0].get_children(&path).await.map_err(e("getChildren"))?;
+        let kids = clients[0]
+            .get_children(&path)
+            .await
+            .map_err(e("getChildren"))?;
         if kids.len() == clients.len() {
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!("only {} of {} nodes queued after 120 s", kids.len(), clients.len()));
+            return Err(format!(
+                "only {} of {} nodes queued after 120 s",
+                kids.len(),
+                clients.len()
+            ));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // ... and every waiter's watch on its predecessor set (the servers' watch count).
-    while mntr_sum(&a.connect, "zk_watch_count").unwrap_or(0) < watches0 + clients.len() as u64 - 1 {
+    while mntr_sum(&a.connect, "zk_watch_count").unwrap_or(0) < watches0 + clients.len() as u64 - 1
+    {
         if Instant::now() > deadline {
             return Err("the waiters' watches were not all set after 120 s".into());
         }
