@@ -39,7 +39,9 @@
 //! as a task on it); counter_threads uses OS threads on the blocking face, as an application
 //! with threads would, and so does `uncontended_blocking` (by hand only: `uncontended` on the
 //! blocking face from the driver's main thread, the structure the C face and Python's sync
-//! calls are built on). `--impl floor` sends the bare ZooKeeper operations each recipe needs on
+//! calls are built on). counter_clients uses one OS thread per session on the blocking face
+//! too; `counter_clients_async` (by hand only) is the same through the async API, one task per
+//! session. `--impl floor` sends the bare ZooKeeper operations each recipe needs on
 //! `zookeeper-client`. The protocol (scenarios, JSON keys) is in tests/bench/drivers/README.md.
 //! Prints exactly one JSON line on stdout; exit 1 with a message on stderr on failure.
 
@@ -883,6 +885,85 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     Ok(())
 }
 
+/// `counter_clients_async` (run by hand, not by `tests/bench/run`; issue 34's counter question):
+/// `counter_clients` through the async API, one task per session on the core's runtime, so no
+/// increment crosses a thread between its reply and the next write. Same keys.
+async fn rust_counter_async(a: &Args, out: &mut Out) -> Res<()> {
+    let n = a.iterations.unwrap_or(100);
+    let path = format!("{}/counter", a.path);
+    let connect = || async {
+        ClientBuilder::new(a.connect.as_str())
+            .session_timeout(Duration::from_secs(30))
+            .connect()
+            .await
+            .map_err(e("connect"))
+    };
+    let main = connect().await?;
+    let counter = DistributedAtomicLong::new(&main, &path, None, None).map_err(e("counter"))?;
+    counter.initialize(0).await.map_err(e("initialize"))?;
+    let initial = counter.get().await.map_err(e("get"))?.post_value;
+    let mut clients = Vec::new();
+    for _ in 0..a.clients {
+        clients.push(connect().await?);
+    }
+    let counts = |cs: &[Client]| -> (u64, u64) {
+        cs.iter().fold((0, 0), |(w, r), c| {
+            let q = c.request_counts();
+            let writes = q.set_data + q.create;
+            (
+                w + writes,
+                r + writes + q.get_data + q.exists + q.delete + q.get_children,
+            )
+        })
+    };
+    let (w0, r0) = counts(&clients);
+    let min = Duration::from_secs_f64(a.min_seconds);
+    let cpu = cpu_time();
+    let t = Instant::now();
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let (client, path) = (client.clone(), path.clone());
+            tokio::spawn(async move {
+                let c =
+                    DistributedAtomicLong::new(&client, &path, None, None).map_err(e("counter"))?;
+                let mut done = 0u64;
+                loop {
+                    for _ in 0..n {
+                        c.add_and_get(1, None).await.map_err(e("add_and_get"))?;
+                    }
+                    done += n as u64;
+                    if n == 0 || t.elapsed() >= min {
+                        return Ok::<u64, String>(done);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for task in tasks {
+        ok += task.await.map_err(|_| "worker panicked".to_string())??;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_time() - cpu;
+    let (w1, r1) = counts(&clients);
+    let fin = counter.get().await.map_err(e("get"))?.post_value;
+    for c in &clients {
+        c.close().await;
+    }
+    main.close().await;
+    out.int("n", ok as i64)
+        .num("ops_per_s", ok as f64 / secs)
+        .int("lost", ok as i64 - (fin - initial))
+        .num("writes_per_op", (w1 - w0) as f64 / ok.max(1) as f64)
+        .num(
+            "client_requests_per_op",
+            (r1 - r0) as f64 / ok.max(1) as f64,
+        )
+        .num("cpu_us_per_op", cpu.as_secs_f64() * 1e6 / ok.max(1) as f64);
+    Ok(())
+}
+
 /// Waits until `latch` leads; the instant its leadership watch said so.
 async fn lead_instant(latch: Arc<LeaderLatch>) -> Instant {
     let mut w = latch.leadership_watch();
@@ -1589,6 +1670,7 @@ fn run(a: Args) -> Res<String> {
                     ("rust", "handshake") => rust_handshake(&a, &mut out).await?,
                     ("rust", "contended") => rust_contended(&a, &mut out).await?,
                     ("rust", "wakeups") => rust_wakeups(&a, &mut out).await?,
+                    ("rust", "counter_clients_async") => rust_counter_async(&a, &mut out).await?,
                     ("rust", "inproc") => rust_inproc(&a, &mut out).await?,
                     ("rust", "failover") => rust_failover(&a, &mut out).await?,
                     ("rust", "memory") => rust_memory(&a, &mut out).await?,
