@@ -788,6 +788,19 @@ fn rust_uncontended_blocking(a: &Args, out: &mut Out) -> Res<()> {
     Ok(())
 }
 
+/// The counter drivers' client-side request counts, summed over `clients`: (writes, all
+/// requests), where writes are setData and create.
+fn counter_requests(clients: &[Client]) -> (u64, u64) {
+    clients.iter().fold((0, 0), |(w, r), c| {
+        let q = c.request_counts();
+        let writes = q.set_data + q.create;
+        (
+            w + writes,
+            r + writes + q.get_data + q.exists + q.delete + q.get_children,
+        )
+    })
+}
+
 /// counter_threads (one client, T OS threads on the blocking face) and counter_clients
 /// (C clients, each on its own thread).
 fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
@@ -811,23 +824,7 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     } else {
         vec![main.clone()]
     };
-    let writes = |cs: &[Client]| -> u64 {
-        cs.iter()
-            .map(|c| {
-                let r = c.request_counts();
-                r.set_data + r.create
-            })
-            .sum()
-    };
-    let requests = |cs: &[Client]| -> u64 {
-        cs.iter()
-            .map(|c| {
-                let r = c.request_counts();
-                r.set_data + r.create + r.get_data + r.exists + r.delete + r.get_children
-            })
-            .sum()
-    };
-    let (w0, r0) = (writes(&clients), requests(&clients));
+    let (w0, r0) = counter_requests(&clients);
     let min = Duration::from_secs_f64(a.min_seconds);
     let cpu = cpu_time();
     let t = Instant::now();
@@ -858,7 +855,8 @@ fn rust_counter(a: &Args, out: &mut Out, separate: bool) -> Res<()> {
     }
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
-    let (w, r) = (writes(&clients) - w0, requests(&clients) - r0);
+    let (w1, r1) = counter_requests(&clients);
+    let (w, r) = (w1 - w0, r1 - r0);
     // On an ensemble, this session's server may not have applied the other sessions' last
     // writes yet (ZooKeeper reads are not linearizable): re-read for up to 5 s before a
     // shortfall counts as lost.
@@ -906,17 +904,7 @@ async fn rust_counter_async(a: &Args, out: &mut Out) -> Res<()> {
     for _ in 0..a.clients {
         clients.push(connect().await?);
     }
-    let counts = |cs: &[Client]| -> (u64, u64) {
-        cs.iter().fold((0, 0), |(w, r), c| {
-            let q = c.request_counts();
-            let writes = q.set_data + q.create;
-            (
-                w + writes,
-                r + writes + q.get_data + q.exists + q.delete + q.get_children,
-            )
-        })
-    };
-    let (w0, r0) = counts(&clients);
+    let (w0, r0) = counter_requests(&clients);
     let min = Duration::from_secs_f64(a.min_seconds);
     let cpu = cpu_time();
     let t = Instant::now();
@@ -946,7 +934,7 @@ async fn rust_counter_async(a: &Args, out: &mut Out) -> Res<()> {
     }
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_time() - cpu;
-    let (w1, r1) = counts(&clients);
+    let (w1, r1) = counter_requests(&clients);
     let fin = counter.get().await.map_err(e("get"))?.post_value;
     for c in &clients {
         c.close().await;
