@@ -118,7 +118,7 @@ export declare class TestingServer {
   /** Whether the server process runs (a paused one does). */
   isRunning(): Promise<boolean>;
   fourLetter(cmd: string): Promise<string>;
-  /** Stops the server and removes its directory; idempotent. */
+  /** Stops the server and removes its directory; idempotent. Afterwards every other method rejects with `ZKR_CLOSED`. */
   close(): Promise<void>;
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Error, Status, Task};
 
-use crate::error::invalid;
+use crate::error::{self, invalid};
 use crate::{args, boundary};
 use napi_derive::napi;
 use zkrecipes_testing::{
@@ -171,6 +171,18 @@ impl Task for HarnessCall {
 
     fn resolve(&mut self, _env: Env, output: String) -> napi::Result<String> {
         Ok(output)
+    }
+
+    /// A call on a closed (or never started) server or cluster rejects with `ZKR_CLOSED`, as
+    /// FaultProxy's controls and every closed zkrecipes object do.
+    fn reject(&mut self, env: Env, err: Error) -> napi::Result<String> {
+        if err.reason == CLOSED {
+            return Err(error::from_core(
+                &env,
+                &zkrecipes::Error::Closed(zkrecipes::Detail::new(CLOSED)),
+            ));
+        }
+        Err(err)
     }
 }
 

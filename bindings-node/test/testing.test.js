@@ -63,7 +63,9 @@ test('a server restarts with its data and the client reconnects; close is final'
   } finally {
     await server.close();
   }
-  await assert.rejects(server.restart(), /closed/);
+  // Closed: ZKR_CLOSED, as a closed FaultProxy or Client (and Python's ClosedError).
+  await assert.rejects(server.restart(), { code: 'ZKR_CLOSED', message: /closed/ });
+  await assert.rejects(server.isRunning(), { code: 'ZKR_CLOSED' });
 });
 
 test('expireSession loses the session and its ephemeral nodes', async () => {
@@ -108,6 +110,7 @@ test('a cluster elects a new leader when its leader dies', async () => {
   } finally {
     await cluster.close();
   }
+  await assert.rejects(cluster.leader(), { code: 'ZKR_CLOSED' });
 });
 
 test('ZooKeeper from a given jar and from ZOOKEEPER_HOME', async () => {
