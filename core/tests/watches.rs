@@ -11,7 +11,7 @@ use zkrecipes::client::{
     PersistentWatcher, WatchEvent, WatchEventStream,
 };
 use zkrecipes::{Client, ClientBuilder, Error, RetryPolicy, WatcherType};
-use zkrecipes_testing::TestingServer;
+use zkrecipes_testing::{FaultProxy, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -426,6 +426,61 @@ async fn remove_watches_ends_persistent_consumers_of_its_kind() {
     assert!(tree.await_zxid(made.stat.czxid, Some(WAIT)).await.unwrap());
     assert!(tree.get("/pr/a/new").is_some(), "the cache still hears");
     tree.close();
+    c.close().await;
+    writer.close().await;
+}
+
+/// The last persistent consumer of a path leaves while a one-shot watch request on that path
+/// is still in flight. ZooKeeper 3.8 removes a persistent watch only with `Any`, which would take
+/// the one-shot watch that request is setting too; the wire client holds that removal until the
+/// request is answered and drops it once the request's watch is set, so the one-shot watch
+/// still fires. Replies are held back by the proxy so that the removal comes while the request
+/// is on the server and unanswered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_persistent_consumer_leaving_keeps_a_one_shot_watch_in_flight() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let writer = connect(&server.connect_string()).await;
+    c.create("/inflight", b"0", CreateOptions::default())
+        .await
+        .unwrap();
+    let persistent = c
+        .add_watch("/inflight", AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    assert!(server_watches(&server, "/inflight", &c));
+
+    proxy.delay_replies(Duration::from_millis(1500));
+    let reads = proxy.client_reads();
+    let reader = c.clone();
+    let pending = tokio::spawn(async move { reader.get_data_watch("/inflight").await });
+    eventually("the getData is on its way to the server", || {
+        proxy.client_reads() > reads
+    })
+    .await;
+    drop(persistent);
+    let (data, _, oneshot) = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("the getData is answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(data, b"0");
+    proxy.restore();
+    assert!(
+        server_watches(&server, "/inflight", &c),
+        "the server still has the one-shot watch"
+    );
+
+    writer.set_data("/inflight", b"1", None).await.unwrap();
+    let e = tokio::time::timeout(WAIT, oneshot.changed())
+        .await
+        .expect("the one-shot watch fired");
+    assert_eq!(e.kind, NodeEventKind::DataChanged);
+    eventually("no watch of c left on /inflight", || {
+        !server_watches(&server, "/inflight", &c)
+    })
+    .await;
     c.close().await;
     writer.close().await;
 }
