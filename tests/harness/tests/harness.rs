@@ -216,6 +216,60 @@ async fn proxy_forwards_and_cut_disconnects_until_restored() {
     );
 }
 
+/// `zk-harness proxy` (the C tests' and shell users' proxy) is controlled by stdin lines, one
+/// answer line each: a client through it loses its connection on `cut` and gets it back on
+/// `restore`; bad commands are answered with an error, and closing stdin ends the proxy.
+#[tokio::test]
+async fn proxy_command_is_controlled_through_stdin() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let server = TestingServer::start();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zk-harness"))
+        .args(["proxy", "--upstream", &server.connect_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run zk-harness proxy");
+    let mut input = child.stdin.take().unwrap();
+    let mut output = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut connect_string = String::new();
+    output.read_line(&mut connect_string).unwrap();
+    let connect_string = connect_string.trim().to_owned();
+    assert!(
+        connect_string.starts_with("127.0.0.1:"),
+        "{connect_string:?}"
+    );
+    let mut ask = move |command: &str| -> String {
+        writeln!(input, "{command}").unwrap();
+        input.flush().unwrap();
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        line.trim().to_owned()
+    };
+    assert_eq!(ask("connections"), "0");
+    let client = connect(&connect_string).await;
+    create(&client, "/cli-proxy", b"c", CreateMode::Persistent).await;
+    assert_eq!(ask("connections"), "1");
+    assert_ne!(ask("bytes"), "0");
+
+    let mut state = client.state_watcher();
+    assert_eq!(ask("cut"), "ok");
+    wait_state(&mut state, SessionState::Disconnected).await;
+    assert_eq!(ask("connections"), "0");
+    assert_eq!(ask("restore"), "ok");
+    wait_state(&mut state, SessionState::SyncConnected).await;
+    assert_eq!(client.get_data("/cli-proxy").await.expect("get").0, b"c");
+
+    assert_eq!(ask("delay 200"), "ok");
+    assert!(ask("delay").starts_with("error: delay needs MICROSECONDS"));
+    assert!(ask("delay-replies -1").starts_with("error: delay-replies:"));
+    assert!(ask("bogus").starts_with("error: unknown command"));
+    assert_eq!(ask("restore"), "ok");
+    drop(ask);
+    let status = child.wait().expect("the proxy ends when its stdin closes");
+    assert!(status.success(), "{status}");
+}
+
 #[tokio::test]
 async fn proxy_blackhole_drops_bytes_until_restored() {
     let server = TestingServer::start();

@@ -56,7 +56,11 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
   proxy --upstream HOST:PORT [--delay-us N]
                                    run a FaultProxy in front of HOST:PORT adding N microseconds
                                    each way (per chunk, order kept, nothing coalesced); prints
-                                   its connect string and runs until its stdin is closed
+                                   its connect string and runs until its stdin is closed. Each
+                                   stdin line is a control command answered by one stdout line
+                                   (ok, a number, or error: ...): cut, blackhole, drop-replies,
+                                   delay US, delay-replies US, restore (as FaultProxy's),
+                                   connections, bytes (forwarded so far)
 
 Servers are numbered from 0 (member id I+1); server I listens on 127.0.0.(I+1). Exit status: 0 on success,
 1 on failure, 2 on bad usage.";
@@ -362,9 +366,63 @@ fn proxy(args: &Args) -> Result<(), Failure> {
     }
     println!("{}", proxy.connect_string());
     std::io::Write::flush(&mut std::io::stdout()).map_err(|e| Failure::Error(e.to_string()))?;
-    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    // One control command per line on stdin, one answer line on stdout, until stdin closes.
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line).unwrap_or(0) > 0 {
+        let answer = proxy_command(&proxy, line.trim());
+        line.clear();
+        println!("{answer}");
+        std::io::Write::flush(&mut std::io::stdout()).map_err(|e| Failure::Error(e.to_string()))?;
+    }
     drop(proxy);
     Ok(())
+}
+
+/// Runs one `zk-harness proxy` control command; its answer line (`ok`, a number, or
+/// `error: ...`).
+fn proxy_command(proxy: &FaultProxy, command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let (verb, arg) = (words.next().unwrap_or(""), words.next());
+    let micros = || -> Result<std::time::Duration, String> {
+        let us = arg.ok_or_else(|| format!("error: {verb} needs MICROSECONDS"))?;
+        us.parse::<u64>()
+            .map(std::time::Duration::from_micros)
+            .map_err(|_| format!("error: {verb}: {us:?} is not a number of microseconds"))
+    };
+    let ok = || Ok("ok".to_owned());
+    let r: Result<String, String> = match verb {
+        "cut" => {
+            proxy.cut();
+            ok()
+        }
+        "blackhole" => {
+            proxy.blackhole();
+            ok()
+        }
+        "drop-replies" => {
+            proxy.drop_replies();
+            ok()
+        }
+        "delay" => micros().and_then(|d| {
+            proxy.delay(d);
+            ok()
+        }),
+        "delay-replies" => micros().and_then(|d| {
+            proxy.delay_replies(d);
+            ok()
+        }),
+        "restore" => {
+            proxy.restore();
+            ok()
+        }
+        "connections" => Ok(proxy.connections().to_string()),
+        "bytes" => Ok(proxy.bytes_forwarded().to_string()),
+        _ => Err(format!(
+            "error: unknown command {command:?} (cut, blackhole, drop-replies, delay US, \
+             delay-replies US, restore, connections, bytes)"
+        )),
+    };
+    r.unwrap_or_else(|e| e)
 }
 
 fn decode_hex(hex: &str) -> Option<Vec<u8>> {
