@@ -104,14 +104,57 @@ static int wait_for_state(states *s, int from, zkr_connection_state state, int t
     return -1;
 }
 
-static zkr_status connect_through(const char *connect, zkr_client **out) {
+/* A client connected through its own proxy, with a state listener: what every test sets up. */
+typedef struct faulty {
+    zt_proxy proxy;
+    zkr_client *c;
+    states s;
+    uint64_t listener;
+    int64_t session; /* the session id right after connecting */
+} faulty;
+
+/* Starts the proxy and connects through it (session and connection timeouts in ms). */
+static bool faulty_open(faulty *f, int64_t session_ms, int64_t connection_ms) {
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->s.mu, NULL);
+    zt_event_init(&f->s.event);
+    if (!zt_proxy_start(&f->proxy, zt_connect)) {
+        fprintf(stderr, "  zk-harness proxy did not start (%s)\n", zt_harness);
+        return false;
+    }
     zkr_client_options opts;
-    zkr_status s = zkr_client_options_init(&opts);
-    if (s != ZKR_OK) return s;
-    opts.session_timeout_ms = 10000;
-    opts.connection_timeout_ms = 2000;
-    opts.retry = zkr_retry_exponential_backoff(100, 5, 1000);
-    return zkr_client_connect(connect, &opts, out);
+    if (zkr_client_options_init(&opts) != ZKR_OK) return false;
+    opts.session_timeout_ms = session_ms;
+    opts.connection_timeout_ms = connection_ms;
+    opts.retry = zkr_retry_exponential_backoff(100, 3, 500);
+    return zkr_client_connect(f->proxy.connect, &opts, &f->c) == ZKR_OK &&
+           zkr_client_add_state_listener(f->c, record_state, &f->s, &f->listener) == ZKR_OK &&
+           zkr_client_session_id(f->c, &f->session) == ZKR_OK;
+}
+
+/* Closes the client and the proxy; true if both ended cleanly. */
+static bool faulty_close(faulty *f) {
+    bool ok = zkr_client_remove_state_listener(f->c, f->listener) == ZKR_OK;
+    ok = zkr_client_close(f->c) == ZKR_OK && ok;
+    zkr_client_free(f->c);
+    ok = zt_proxy_stop(&f->proxy) && ok;
+    zt_event_destroy(&f->s.event);
+    pthread_mutex_destroy(&f->s.mu);
+    return ok;
+}
+
+/* The client's session id now. */
+static int64_t faulty_session(faulty *f) {
+    int64_t id = 0;
+    return zkr_client_session_id(f->c, &id) == ZKR_OK ? id : -1;
+}
+
+/* Applies `fault` (a proxy command) and waits (bounded) until the client is SUSPENDED; the
+ * index of that state in the listener's record, or -1. */
+static int fault_until_suspended(faulty *f, const char *fault, int timeout_ms) {
+    int from = zt_event_count(&f->s.event);
+    if (!zt_proxy_do(&f->proxy, fault, "ok")) return -1;
+    return wait_for_state(&f->s, from, ZKR_STATE_SUSPENDED, timeout_ms);
 }
 
 /* A cut: SUSPENDED, then RECONNECTED on the same session after restore; the held lock is still
@@ -119,41 +162,29 @@ static zkr_status connect_through(const char *connect, zkr_client **out) {
 static void test_cut_suspends_and_restore_reconnects_keeping_the_lock(void) {
     char path[128];
     zt_path(path, sizeof path, "cut-lock");
-    zt_proxy proxy;
-    CHECK_MSG(zt_proxy_start(&proxy, zt_connect), "zk-harness proxy did not start (%s)", zt_harness);
-    zkr_client *c = NULL, *other = NULL;
+    faulty f;
+    CHECK(faulty_open(&f, 10000, 2000));
+    zkr_client *other = NULL;
     zkr_mutex *m = NULL, *m2 = NULL;
-    states s = {.n = 0};
-    pthread_mutex_init(&s.mu, NULL);
-    zt_event_init(&s.event);
-    CHECK_OK(connect_through(proxy.connect, &c));
     CHECK_OK(zt_connect_client(&other));
-    uint64_t id = 0;
-    CHECK_OK(zkr_client_add_state_listener(c, record_state, &s, &id));
-    int64_t session_before = 0, session_after = 0;
-    CHECK_OK(zkr_client_session_id(c, &session_before));
-    CHECK_OK(zkr_mutex_new(c, path, &m));
+    CHECK_OK(zkr_mutex_new(f.c, path, &m));
     CHECK_OK(zkr_mutex_new(other, path, &m2));
     bool acquired = false;
     CHECK_OK(zkr_mutex_acquire(m, 10000, &acquired));
     CHECK(acquired);
-    int from = zt_event_count(&s.event);
 
-    CHECK(zt_proxy_do(&proxy, "cut", "ok"));
-    int suspended = wait_for_state(&s, from, ZKR_STATE_SUSPENDED, 10000);
+    int suspended = fault_until_suspended(&f, "cut", 10000);
     CHECK_MSG(suspended >= 0, "no SUSPENDED within 10 s of the cut");
-    CHECK(zt_proxy_do(&proxy, "connections", "0"));
+    CHECK(zt_proxy_do(&f.proxy, "connections", "0"));
     /* Meanwhile the session lives on the server: another client cannot take the lock. */
     bool taken = true;
     CHECK_OK(zkr_mutex_acquire(m2, 300, &taken));
     CHECK_MSG(!taken, "another client acquired a lock whose holder was only cut off");
 
-    CHECK(zt_proxy_do(&proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
+    CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
+    CHECK_MSG(wait_for_state(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
               "no RECONNECTED within 15 s of the restore");
-    CHECK_OK(zkr_client_session_id(c, &session_after));
-    CHECK_MSG(session_after == session_before, "the session changed: %" PRId64 " -> %" PRId64,
-              session_before, session_after);
+    CHECK_MSG(faulty_session(&f) == f.session, "the session changed");
     bool held = false;
     CHECK_OK(zkr_mutex_is_acquired_in_this_process(m, &held));
     CHECK(held);
@@ -161,61 +192,25 @@ static void test_cut_suspends_and_restore_reconnects_keeping_the_lock(void) {
     CHECK_OK(zkr_mutex_acquire(m2, 10000, &taken));
     CHECK_MSG(taken, "the lock was not free after its holder released it");
     CHECK_OK(zkr_mutex_release(m2));
-
-    CHECK_OK(zkr_client_remove_state_listener(c, id));
     zkr_mutex_free(m);
     zkr_mutex_free(m2);
-    CHECK_OK(zkr_client_close(c));
     CHECK_OK(zkr_client_close(other));
-    zkr_client_free(c);
     zkr_client_free(other);
-    CHECK_MSG(zt_proxy_stop(&proxy), "the proxy did not end cleanly when its stdin closed");
-    zt_event_destroy(&s.event);
-    pthread_mutex_destroy(&s.mu);
-}
-
-static zkr_status connect_with_timeouts(const char *connect, int64_t session_ms, int64_t connection_ms,
-                                       zkr_client **out) {
-    zkr_client_options opts;
-    zkr_status s = zkr_client_options_init(&opts);
-    if (s != ZKR_OK) return s;
-    opts.session_timeout_ms = session_ms;
-    opts.connection_timeout_ms = connection_ms;
-    opts.retry = zkr_retry_exponential_backoff(100, 3, 500);
-    return zkr_client_connect(connect, &opts, out);
+    CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
 }
 
 /* A short blackhole (bytes swallowed, connection open): the client notices the silence by
  * itself (SUSPENDED) and after restore is RECONNECTED on the same session. */
 static void test_a_short_blackhole_keeps_the_session(void) {
-    zt_proxy proxy;
-    CHECK_MSG(zt_proxy_start(&proxy, zt_connect), "zk-harness proxy did not start (%s)", zt_harness);
-    zkr_client *c = NULL;
-    states s = {.n = 0};
-    pthread_mutex_init(&s.mu, NULL);
-    zt_event_init(&s.event);
-    CHECK_OK(connect_with_timeouts(proxy.connect, 20000, 1000, &c));
-    uint64_t id = 0;
-    CHECK_OK(zkr_client_add_state_listener(c, record_state, &s, &id));
-    int64_t session_before = 0, session_after = 0;
-    CHECK_OK(zkr_client_session_id(c, &session_before));
-    int from = zt_event_count(&s.event);
-
-    CHECK(zt_proxy_do(&proxy, "blackhole", "ok"));
-    int suspended = wait_for_state(&s, from, ZKR_STATE_SUSPENDED, 15000);
+    faulty f;
+    CHECK(faulty_open(&f, 20000, 1000));
+    int suspended = fault_until_suspended(&f, "blackhole", 15000);
     CHECK_MSG(suspended >= 0, "no SUSPENDED within 15 s of the blackhole");
-    CHECK(zt_proxy_do(&proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
+    CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
+    CHECK_MSG(wait_for_state(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
               "no RECONNECTED within 15 s of the restore");
-    CHECK_OK(zkr_client_session_id(c, &session_after));
-    CHECK_MSG(session_after == session_before, "the session changed: %" PRId64 " -> %" PRId64,
-              session_before, session_after);
-    CHECK_OK(zkr_client_remove_state_listener(c, id));
-    CHECK_OK(zkr_client_close(c));
-    zkr_client_free(c);
-    CHECK_MSG(zt_proxy_stop(&proxy), "the proxy did not end cleanly when its stdin closed");
-    zt_event_destroy(&s.event);
-    pthread_mutex_destroy(&s.mu);
+    CHECK_MSG(faulty_session(&f) == f.session, "the session changed");
+    CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
 }
 
 /* A blackhole longer than the session timeout: SUSPENDED, then LOST (the session is given up
@@ -224,43 +219,25 @@ static void test_a_short_blackhole_keeps_the_session(void) {
 static void test_a_blackhole_past_the_session_timeout_loses_the_session(void) {
     char path[128];
     zt_path(path, sizeof path, "after-lost");
-    zt_proxy proxy;
-    CHECK_MSG(zt_proxy_start(&proxy, zt_connect), "zk-harness proxy did not start (%s)", zt_harness);
-    zkr_client *c = NULL;
-    states s = {.n = 0};
-    pthread_mutex_init(&s.mu, NULL);
-    zt_event_init(&s.event);
-    CHECK_OK(connect_with_timeouts(proxy.connect, 4000, 1000, &c));
-    uint64_t id = 0;
-    CHECK_OK(zkr_client_add_state_listener(c, record_state, &s, &id));
-    int64_t session_before = 0, session_after = 0;
-    CHECK_OK(zkr_client_session_id(c, &session_before));
-    int from = zt_event_count(&s.event);
-
-    CHECK(zt_proxy_do(&proxy, "blackhole", "ok"));
-    int suspended = wait_for_state(&s, from, ZKR_STATE_SUSPENDED, 15000);
+    faulty f;
+    CHECK(faulty_open(&f, 4000, 1000));
+    int suspended = fault_until_suspended(&f, "blackhole", 15000);
     CHECK_MSG(suspended >= 0, "no SUSPENDED within 15 s of the blackhole");
-    int lost = wait_for_state(&s, suspended + 1, ZKR_STATE_LOST, 20000);
+    int lost = wait_for_state(&f.s, suspended + 1, ZKR_STATE_LOST, 20000);
     CHECK_MSG(lost >= 0, "no LOST within 20 s of SUSPENDED (session timeout 4 s)");
     double t0 = zt_now_ms();
-    zkr_status st = zkr_client_create(c, path, (const uint8_t *)"x", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL);
+    zkr_status st = zkr_client_create(f.c, path, (const uint8_t *)"x", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL);
     double took = zt_now_ms() - t0;
     CHECK_MSG(st == ZKR_CONNECTION_LOSS || st == ZKR_SESSION_EXPIRED,
               "a create through a blackhole returned %s", zkr_status_name(st));
     CHECK_MSG(took < 60000, "a create through a blackhole took %.0f ms", took);
 
-    CHECK(zt_proxy_do(&proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&s, lost + 1, ZKR_STATE_RECONNECTED, 20000) >= 0,
+    CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
+    CHECK_MSG(wait_for_state(&f.s, lost + 1, ZKR_STATE_RECONNECTED, 20000) >= 0,
               "no RECONNECTED within 20 s of the restore");
-    CHECK_OK(zkr_client_session_id(c, &session_after));
-    CHECK_MSG(session_after != session_before, "still on the lost session %" PRId64, session_before);
-    CHECK_OK(zkr_client_create(c, path, (const uint8_t *)"y", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
-    CHECK_OK(zkr_client_remove_state_listener(c, id));
-    CHECK_OK(zkr_client_close(c));
-    zkr_client_free(c);
-    CHECK_MSG(zt_proxy_stop(&proxy), "the proxy did not end cleanly when its stdin closed");
-    zt_event_destroy(&s.event);
-    pthread_mutex_destroy(&s.mu);
+    CHECK_MSG(faulty_session(&f) != f.session, "still on the lost session");
+    CHECK_OK(zkr_client_create(f.c, path, (const uint8_t *)"y", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
 }
 
 int main(int argc, char **argv) {
