@@ -292,49 +292,22 @@ static void test_namespace_prefixes_every_path(void) {
     zkr_client_free(plain);
 }
 
-typedef struct states_seen {
-    zt_event event;
-    pthread_mutex_t mu;
-    zkr_connection_state seen[256];
-    int n;
-    pthread_t registering_thread;
-    int on_registering_thread;
-} states_seen;
-
-static void record_state(zkr_connection_state state, void *user_data) {
-    states_seen *s = (states_seen *)user_data;
-    pthread_mutex_lock(&s->mu);
-    if (s->n < 256) s->seen[s->n++] = state;
-    if (pthread_equal(pthread_self(), s->registering_thread)) s->on_registering_thread = 1;
-    pthread_mutex_unlock(&s->mu);
-    zt_event_signal(&s->event, (int)state);
-}
-
 static void test_state_callback_sees_lost_then_reconnected_after_session_expiry(void) {
     zkr_client *c = NULL;
     CHECK_OK(zt_connect_client(&c));
-    states_seen s;
-    memset(&s, 0, sizeof s);
-    zt_event_init(&s.event);
-    pthread_mutex_init(&s.mu, NULL);
-    s.registering_thread = pthread_self();
+    zt_states s;
+    zt_states_init(&s);
     uint64_t id = 0;
-    CHECK_OK(zkr_client_add_state_listener(c, record_state, &s, &id));
+    CHECK_OK(zkr_client_add_state_listener(c, zt_record_state, &s, &id));
     int64_t before = 0, after = 0;
     CHECK_OK(zkr_client_session_id(c, &before));
     CHECK_OK(zkr_client_expire_session_for_testing(c));
     /* LOST, then RECONNECTED with a new session. SUSPENDED/RECONNECTED of the old session may
      * come first, several times: the expiring connection takes the session over before closing
      * it, and our client may take it back in between (then the expiry is tried again). */
-    int lost_at = -1;
-    bool reconnected = false;
-    for (int waited = 1; waited <= 256 && !reconnected; waited++) {
-        CHECK_MSG(zt_event_wait(&s.event, waited, 20000), "no state change within 20 s (seen %d)", s.n);
-        pthread_mutex_lock(&s.mu);
-        if (s.seen[waited - 1] == ZKR_STATE_LOST && lost_at < 0) lost_at = waited - 1;
-        reconnected = lost_at >= 0 && s.seen[waited - 1] == ZKR_STATE_RECONNECTED;
-        pthread_mutex_unlock(&s.mu);
-    }
+    int lost_at = zt_states_wait(&s, 0, ZKR_STATE_LOST, 60000);
+    CHECK_MSG(lost_at >= 0, "no LOST within 60 s (seen %d states)", s.n);
+    bool reconnected = zt_states_wait(&s, lost_at + 1, ZKR_STATE_RECONNECTED, 30000) >= 0;
     CHECK_MSG(reconnected, "no LOST then RECONNECTED among %d states", s.n);
     CHECK(!s.on_registering_thread);
     CHECK_OK(zkr_client_session_id(c, &after));
@@ -342,8 +315,7 @@ static void test_state_callback_sees_lost_then_reconnected_after_session_expiry(
     CHECK_OK(zkr_client_remove_state_listener(c, id));
     CHECK_STATUS(zkr_client_remove_state_listener(c, id), ZKR_INVALID_ARGUMENT, "zkr_client_remove_state_listener");
     zkr_client_free(c);
-    pthread_mutex_destroy(&s.mu);
-    zt_event_destroy(&s.event);
+    zt_states_destroy(&s);
 }
 
 /* The log callback: one per process (zkr_set_logger). A session expiry is a WARN record from

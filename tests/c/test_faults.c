@@ -75,40 +75,11 @@ static bool zt_proxy_stop(zt_proxy *p) {
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* The connection states a listener saw, in order. */
-typedef struct states {
-    pthread_mutex_t mu;
-    zt_event event;
-    int seen[64];
-    int n;
-} states;
-
-static void record_state(zkr_connection_state state, void *user_data) {
-    states *s = user_data;
-    pthread_mutex_lock(&s->mu);
-    if (s->n < 64) s->seen[s->n++] = (int)state;
-    pthread_mutex_unlock(&s->mu);
-    zt_event_signal(&s->event, (int)state);
-}
-
-/* Waits (bounded) until the listener has seen `state` at or after index `from`; its index, or -1. */
-static int wait_for_state(states *s, int from, zkr_connection_state state, int timeout_ms) {
-    double deadline = zt_now_ms() + timeout_ms;
-    for (int want = from + 1; zt_now_ms() < deadline; want++) {
-        if (!zt_event_wait(&s->event, want, (int)(deadline - zt_now_ms()) + 1)) return -1;
-        pthread_mutex_lock(&s->mu);
-        int got = s->seen[want - 1];
-        pthread_mutex_unlock(&s->mu);
-        if (got == (int)state) return want - 1;
-    }
-    return -1;
-}
-
 /* A client connected through its own proxy, with a state listener: what every test sets up. */
 typedef struct faulty {
     zt_proxy proxy;
     zkr_client *c;
-    states s;
+    zt_states s;
     uint64_t listener;
     int64_t session; /* the session id right after connecting */
 } faulty;
@@ -116,8 +87,7 @@ typedef struct faulty {
 /* Starts the proxy and connects through it (session and connection timeouts in ms). */
 static bool faulty_open(faulty *f, int64_t session_ms, int64_t connection_ms) {
     memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->s.mu, NULL);
-    zt_event_init(&f->s.event);
+    zt_states_init(&f->s);
     if (!zt_proxy_start(&f->proxy, zt_connect)) {
         fprintf(stderr, "  zk-harness proxy did not start (%s)\n", zt_harness);
         return false;
@@ -128,7 +98,7 @@ static bool faulty_open(faulty *f, int64_t session_ms, int64_t connection_ms) {
     opts.connection_timeout_ms = connection_ms;
     opts.retry = zkr_retry_exponential_backoff(100, 3, 500);
     return zkr_client_connect(f->proxy.connect, &opts, &f->c) == ZKR_OK &&
-           zkr_client_add_state_listener(f->c, record_state, &f->s, &f->listener) == ZKR_OK &&
+           zkr_client_add_state_listener(f->c, zt_record_state, &f->s, &f->listener) == ZKR_OK &&
            zkr_client_session_id(f->c, &f->session) == ZKR_OK;
 }
 
@@ -138,8 +108,7 @@ static bool faulty_close(faulty *f) {
     ok = zkr_client_close(f->c) == ZKR_OK && ok;
     zkr_client_free(f->c);
     ok = zt_proxy_stop(&f->proxy) && ok;
-    zt_event_destroy(&f->s.event);
-    pthread_mutex_destroy(&f->s.mu);
+    zt_states_destroy(&f->s);
     return ok;
 }
 
@@ -154,7 +123,7 @@ static int64_t faulty_session(faulty *f) {
 static int fault_until_suspended(faulty *f, const char *fault, int timeout_ms) {
     int from = zt_event_count(&f->s.event);
     if (!zt_proxy_do(&f->proxy, fault, "ok")) return -1;
-    return wait_for_state(&f->s, from, ZKR_STATE_SUSPENDED, timeout_ms);
+    return zt_states_wait(&f->s, from, ZKR_STATE_SUSPENDED, timeout_ms);
 }
 
 /* A cut: SUSPENDED, then RECONNECTED on the same session after restore; the held lock is still
@@ -182,7 +151,7 @@ static void test_cut_suspends_and_restore_reconnects_keeping_the_lock(void) {
     CHECK_MSG(!taken, "another client acquired a lock whose holder was only cut off");
 
     CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
+    CHECK_MSG(zt_states_wait(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
               "no RECONNECTED within 15 s of the restore");
     CHECK_MSG(faulty_session(&f) == f.session, "the session changed");
     bool held = false;
@@ -207,7 +176,7 @@ static void test_a_short_blackhole_keeps_the_session(void) {
     int suspended = fault_until_suspended(&f, "blackhole", 15000);
     CHECK_MSG(suspended >= 0, "no SUSPENDED within 15 s of the blackhole");
     CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
+    CHECK_MSG(zt_states_wait(&f.s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
               "no RECONNECTED within 15 s of the restore");
     CHECK_MSG(faulty_session(&f) == f.session, "the session changed");
     CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
@@ -223,7 +192,7 @@ static void test_a_blackhole_past_the_session_timeout_loses_the_session(void) {
     CHECK(faulty_open(&f, 4000, 1000));
     int suspended = fault_until_suspended(&f, "blackhole", 15000);
     CHECK_MSG(suspended >= 0, "no SUSPENDED within 15 s of the blackhole");
-    int lost = wait_for_state(&f.s, suspended + 1, ZKR_STATE_LOST, 20000);
+    int lost = zt_states_wait(&f.s, suspended + 1, ZKR_STATE_LOST, 20000);
     CHECK_MSG(lost >= 0, "no LOST within 20 s of SUSPENDED (session timeout 4 s)");
     double t0 = zt_now_ms();
     zkr_status st = zkr_client_create(f.c, path, (const uint8_t *)"x", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL);
@@ -233,7 +202,7 @@ static void test_a_blackhole_past_the_session_timeout_loses_the_session(void) {
     CHECK_MSG(took < 60000, "a create through a blackhole took %.0f ms", took);
 
     CHECK(zt_proxy_do(&f.proxy, "restore", "ok"));
-    CHECK_MSG(wait_for_state(&f.s, lost + 1, ZKR_STATE_RECONNECTED, 20000) >= 0,
+    CHECK_MSG(zt_states_wait(&f.s, lost + 1, ZKR_STATE_RECONNECTED, 20000) >= 0,
               "no RECONNECTED within 20 s of the restore");
     CHECK_MSG(faulty_session(&f) != f.session, "still on the lost session");
     CHECK_OK(zkr_client_create(f.c, path, (const uint8_t *)"y", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));

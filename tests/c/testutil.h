@@ -199,4 +199,50 @@ static inline int zt_event_count(zt_event *e) {
     return n;
 }
 
+/* What a connection-state listener saw, in order: register it with
+ * zkr_client_add_state_listener(c, zt_record_state, &states, &id) after zt_states_init. */
+typedef struct zt_states {
+    zt_event event;
+    pthread_mutex_t mu;
+    zkr_connection_state seen[256];
+    int n;
+    pthread_t registering_thread;
+    bool on_registering_thread; /* a callback ran on the thread that called zt_states_init */
+} zt_states;
+
+static inline void zt_states_init(zt_states *s) {
+    memset(s, 0, sizeof *s);
+    zt_event_init(&s->event);
+    pthread_mutex_init(&s->mu, NULL);
+    s->registering_thread = pthread_self();
+}
+
+static inline void zt_states_destroy(zt_states *s) {
+    pthread_mutex_destroy(&s->mu);
+    zt_event_destroy(&s->event);
+}
+
+static inline void zt_record_state(zkr_connection_state state, void *user_data) {
+    zt_states *s = (zt_states *)user_data;
+    pthread_mutex_lock(&s->mu);
+    if (s->n < 256) s->seen[s->n++] = state;
+    if (pthread_equal(pthread_self(), s->registering_thread)) s->on_registering_thread = true;
+    pthread_mutex_unlock(&s->mu);
+    zt_event_signal(&s->event, (int)state);
+}
+
+/* Waits (bounded) until the listener has seen `state` at index `from` or later; that index, or
+ * -1 (timed out, or more states than the record holds). */
+static inline int zt_states_wait(zt_states *s, int from, zkr_connection_state state, int timeout_ms) {
+    double deadline = zt_now_ms() + timeout_ms;
+    for (int i = from; i < 256 && zt_now_ms() < deadline; i++) {
+        if (!zt_event_wait(&s->event, i + 1, (int)(deadline - zt_now_ms()) + 1)) return -1;
+        pthread_mutex_lock(&s->mu);
+        zkr_connection_state got = s->seen[i];
+        pthread_mutex_unlock(&s->mu);
+        if (got == state) return i;
+    }
+    return -1;
+}
+
 #endif

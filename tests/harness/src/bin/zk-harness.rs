@@ -367,11 +367,8 @@ fn proxy(args: &Args) -> Result<(), Failure> {
     println!("{}", proxy.connect_string());
     std::io::Write::flush(&mut std::io::stdout()).map_err(|e| Failure::Error(e.to_string()))?;
     // One control command per line on stdin, one answer line on stdout, until stdin closes.
-    let mut line = String::new();
-    while std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line).unwrap_or(0) > 0 {
-        let answer = proxy_command(&proxy, line.trim());
-        line.clear();
-        println!("{answer}");
+    for line in std::io::BufRead::lines(std::io::stdin().lock()).map_while(Result::ok) {
+        println!("{}", proxy_command(&proxy, line.trim()));
         std::io::Write::flush(&mut std::io::stdout()).map_err(|e| Failure::Error(e.to_string()))?;
     }
     drop(proxy);
