@@ -5,13 +5,14 @@
 //! needs ([`KerberosMaterial`]).
 
 use std::fs::{self, File};
-use std::net::{Ipv4Addr, TcpListener, UdpSocket};
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::install::apt_install;
+use crate::ports::{self, Reservation};
 use crate::server::{child_setup, pid_listens, spawn_from_keeper};
 use crate::wait_until;
 
@@ -81,6 +82,7 @@ impl KerberosMaterial {
 pub(crate) struct Kdc {
     pub(crate) material: KerberosMaterial,
     child: Mutex<Child>,
+    _port: Reservation,
 }
 
 impl Drop for Kdc {
@@ -132,18 +134,6 @@ fn tools() -> [PathBuf; 4] {
     })
 }
 
-/// A port free for both TCP and UDP on 127.0.0.1 (the KDC listens on both).
-fn free_port() -> u16 {
-    loop {
-        let tcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap_or_else(|e| panic!("zkrecipes-testing: cannot bind a port: {e}"));
-        let port = tcp.local_addr().expect("bound").port();
-        if UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 /// Runs an MIT tool with the realm's environment; panics with its output on failure.
 fn run(program: &Path, args: &[&str], env: &[(&str, &Path)]) {
     let mut cmd = Command::new(program);
@@ -183,7 +173,9 @@ impl Kdc {
             fs::create_dir_all(dir).unwrap_or_else(|e| {
                 panic!("zkrecipes-testing: cannot create {}: {e}", dir.display())
             });
-            let port = free_port();
+            // Free for both TCP and UDP (the KDC listens on both), kept while the KDC lives.
+            let reservation = ports::reserve(Ipv4Addr::LOCALHOST, true);
+            let port = reservation.port();
             let realm = KERBEROS_REALM;
             let material = KerberosMaterial {
                 dir: dir.to_owned(),
@@ -285,6 +277,7 @@ impl Kdc {
             let kdc = Kdc {
                 material,
                 child: Mutex::new(child),
+                _port: reservation,
             };
             let m = &kdc.material;
             let ccache = format!("FILE:{}", m.ccache.display());

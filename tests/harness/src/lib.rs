@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 mod install;
 mod kerberos;
+mod ports;
 mod proxy;
 mod reconfig;
 mod secure;

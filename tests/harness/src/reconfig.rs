@@ -15,10 +15,11 @@
 //! client's `reconfig` adds its [`reconfig_spec`](crate::TestingServerHandle::reconfig_spec).
 
 use std::fs;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::ports::{self, Reservation};
 use crate::server::{four_letter, TestingCluster, TestingServerHandle};
 use crate::wait_until;
 
@@ -227,16 +228,9 @@ pub(crate) fn start_joiner(
     let index = servers.len();
     assert!(index < 254, "an ensemble has at most 254 servers");
     let host = Ipv4Addr::new(127, 0, 0, index as u8 + 1);
-    let held: Vec<TcpListener> = (0..3)
-        .map(|_| {
-            TcpListener::bind((host, 0))
-                .unwrap_or_else(|e| panic!("zkrecipes-testing: cannot bind a port on {host}: {e}"))
-        })
-        .collect();
-    let port_of = |l: &TcpListener| l.local_addr().expect("bound listener").port();
+    let reserved: Vec<Reservation> = (0..3).map(|_| ports::reserve(host, false)).collect();
     let (port, quorum_port, election_port) =
-        (port_of(&held[0]), port_of(&held[1]), port_of(&held[2]));
-    drop(held);
+        (reserved[0].port(), reserved[1].port(), reserved[2].port());
     let member = Member {
         id: index as u64 + 1,
         quorum_port,
@@ -273,7 +267,7 @@ pub(crate) fn start_joiner(
             dir.display()
         );
     }
-    let server = TestingServerHandle::member(index, host, port, dir, member, detached);
+    let server = TestingServerHandle::member(index, host, port, dir, member, detached, reserved);
     server.start();
     let synced = wait_until(SYNC_TIMEOUT, Duration::from_millis(20), || {
         crate::server::mode(&four_letter(&server.connect_string(), "srvr")).is_some()

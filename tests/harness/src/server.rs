@@ -2,8 +2,9 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{Ipv4Addr, TcpStream, ToSocketAddrs};
 use std::ops::Deref;
+use std::os::fd::RawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +16,7 @@ use once_cell::sync::Lazy;
 
 use crate::install::{ensure_zookeeper_installed, zookeeper_install, MAIN_CLASS};
 use crate::kerberos::KerberosMaterial;
+use crate::ports::{self, Reservation};
 use crate::reconfig::{self, Member};
 use crate::secure::{Deployment, Security, TlsMaterial};
 use crate::{wait_until, TempDir};
@@ -89,6 +91,8 @@ pub struct TestingServerHandle {
     proc: Mutex<Proc>,
     /// Its quorum and election ports and role, in a reconfigurable ensemble.
     pub(crate) member: Option<Member>,
+    /// Its ports, kept its own while it is stopped (see [`crate::ports`]).
+    ports: Vec<Reservation>,
 }
 
 #[derive(Debug, Default)]
@@ -112,6 +116,7 @@ impl TestingServerHandle {
         dir: PathBuf,
         member: Member,
         detached: bool,
+        ports: Vec<Reservation>,
     ) -> TestingServerHandle {
         TestingServerHandle {
             index,
@@ -123,6 +128,7 @@ impl TestingServerHandle {
             detached,
             proc: Mutex::default(),
             member: Some(member),
+            ports,
         }
     }
 
@@ -334,8 +340,16 @@ impl TestingServerHandle {
         .stdout(log.try_clone().map_err(failed)?)
         .stderr(log);
         let (detached, parent) = (self.detached, std::process::id() as libc::pid_t);
-        // SAFETY: the hook only makes async-signal-safe calls (setsid, prctl, getppid).
-        unsafe { cmd.pre_exec(move || child_setup(detached, parent)) };
+        // The JVM holds the port reservations too: a detached server keeps its ports after
+        // `zk-harness` exits.
+        let fds: Vec<RawFd> = self.ports.iter().map(Reservation::fd).collect();
+        // SAFETY: the hook only makes async-signal-safe calls (setsid, prctl, getppid, fcntl).
+        unsafe {
+            cmd.pre_exec(move || {
+                ports::inherit(&fds)?;
+                child_setup(detached, parent)
+            })
+        };
         let child = spawn_from_keeper(cmd).map_err(failed)?;
         p.pid = child.id();
         p.child = Some(child);
@@ -347,9 +361,14 @@ impl TestingServerHandle {
         loop {
             let srvr = self.four_letter("srvr");
             let serving = mode(&srvr).is_some() || (!self.standalone && !srvr.is_empty());
+            // The answer must come from this server's own process: a server that could not
+            // bind its port would otherwise pass for started while another one answers there.
             // The secure port is bound by a second connection factory, maybe after `srvr`
             // answers on the first.
-            if serving && self.secure_port.map_or(true, |port| self.listens_on(port)) {
+            if serving
+                && self.listens_on(self.port)
+                && self.secure_port.map_or(true, |port| self.listens_on(port))
+            {
                 return Ok(());
             }
             let (what, log) = if !self.is_running() {
@@ -497,24 +516,15 @@ fn configure(
     dynamic: bool,
 ) -> Vec<TestingServerHandle> {
     let hosts = hosts(n);
-    // [client, quorum, election, secure client] ports; listeners are held until all are
-    // picked so none repeats.
-    let mut held = Vec::new();
-    let mut pick = |host: Ipv4Addr| {
-        let listener = TcpListener::bind((host, 0))
-            .unwrap_or_else(|e| panic!("zkrecipes-testing: cannot bind a port on {host}: {e}"));
-        let port = listener
-            .local_addr()
-            .expect("bound listener has an address")
-            .port();
-        held.push(listener);
-        port
-    };
-    let ports: Vec<[u16; 4]> = hosts
+    // [client, quorum, election, secure client] ports, reserved for the servers' lifetime.
+    let mut reserved: Vec<Vec<Reservation>> = hosts
         .iter()
-        .map(|&h| [pick(h), pick(h), pick(h), pick(h)])
+        .map(|&h| (0..4).map(|_| ports::reserve(h, false)).collect())
         .collect();
-    drop(held);
+    let ports: Vec<[u16; 4]> = reserved
+        .iter()
+        .map(|r| [r[0].port(), r[1].port(), r[2].port(), r[3].port()])
+        .collect();
     let mut members = String::new();
     let dynamic_members: Vec<Member> = ports
         .iter()
@@ -593,6 +603,7 @@ fn configure(
             detached,
             proc,
             member,
+            ports: std::mem::take(&mut reserved[index]),
         });
     }
     servers
@@ -957,6 +968,12 @@ pub fn attach(
     pid: u32,
 ) -> TestingServerHandle {
     let proc = Mutex::new(Proc { child: None, pid });
+    // Its running JVM holds its ports; if it is stopped, take them back for its next start.
+    let ports = [Some(port), secure_port]
+        .into_iter()
+        .flatten()
+        .filter_map(ports::reclaim)
+        .collect();
     TestingServerHandle {
         index,
         host,
@@ -967,12 +984,14 @@ pub fn attach(
         detached: true,
         proc,
         member: None,
+        ports,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     #[test]
     fn a_taken_client_port_is_reported_as_a_bind_conflict() {
@@ -989,6 +1008,44 @@ mod tests {
             .unwrap_err();
         assert!(error.bind_conflict, "{}", error.message);
         assert!(!server.is_running());
+    }
+
+    /// A restarted server whose port another ZooKeeper took meanwhile must not pass for
+    /// started because that other server answers `srvr` there: its clients would silently
+    /// work on the other server's database (a counter would count from zero again).
+    #[test]
+    fn a_restart_is_not_fooled_by_another_server_on_its_port() {
+        ensure_zookeeper_installed();
+        let (dir_a, dir_b) = (TempDir::new(), TempDir::new());
+        let deployment = Deployment::prepare(dir_a.path(), &hosts(1), &Security::default());
+        let a = configure(dir_a.path(), 1, false, &deployment, false)
+            .pop()
+            .expect("one server");
+        a.start();
+        a.stop();
+        // Another ZooKeeper, configured on a's client port, starts while a is down.
+        let b = configure(dir_b.path(), 1, false, &deployment, false)
+            .pop()
+            .expect("one server");
+        let cfg = fs::read_to_string(b.cfg_path()).unwrap().replace(
+            &format!("clientPort={}\n", b.port),
+            &format!("clientPort={}\n", a.port),
+        );
+        fs::write(b.cfg_path(), cfg).unwrap();
+        b.spawn().unwrap();
+        assert!(
+            wait_until(START_TIMEOUT, POLL, || mode(&a.four_letter("srvr"))
+                .is_some()),
+            "the other server did not come up on {}",
+            a.connect_string()
+        );
+        let error = a
+            .spawn()
+            .and_then(|offset| a.await_ready(offset))
+            .expect_err("a's restart passed for started while another server held its port");
+        assert!(error.bind_conflict, "{}", error.message);
+        assert!(!a.is_running());
+        b.stop();
     }
 
     #[test]
