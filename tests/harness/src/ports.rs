@@ -8,6 +8,8 @@
 //! ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`), so the harness picks its ports
 //! *below* that range, where the kernel never hands one out, and reserves each one against every
 //! other process using this harness with an exclusive `flock` on `$TMPDIR/zkrecipes-ports/PORT`.
+//! The lock files stay (empty, at most one per port of the range): deleting one while another
+//! process opens it would let two processes lock two different files of the same name.
 //! A [`Reservation`] holds the lock; the server's JVM inherits it too (see
 //! [`inherit`]), so a detached server (`zk-harness`) keeps its ports after the
 //! command that started it exits.
