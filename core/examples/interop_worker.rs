@@ -211,9 +211,13 @@ fn wait_for_curator_consumer(go: &str, role: &str) {
     }
 }
 
+/// The start barrier's poll: every worker waits for the runner's go file (about 95 processes at
+/// once; 1 ms polls starved the servers on 2 cores).
+const BARRIER_POLL: Duration = Duration::from_millis(20);
+
 fn wait_for_file(go: &str) {
     while !go.is_empty() && !std::path::Path::new(go).exists() {
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(BARRIER_POLL);
     }
 }
 

@@ -128,6 +128,8 @@ async function valuesRun(v, id, n, log) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores)
+const BARRIER_POLL_MS = 20;
 
 // Holds for about `ns` nanoseconds: yields to the event loop once (so the other owners' calls
 // run while we hold), then spins out the rest (timers are too coarse for 0.2 ms).
@@ -185,7 +187,7 @@ async function waitForCuratorConsumer(go, role) {
 }
 
 async function waitForFile(go) {
-  while (go && !fs.existsSync(go)) await sleep(1);
+  while (go && !fs.existsSync(go)) await sleep(BARRIER_POLL_MS);
 }
 
 // Polls `f` every 20 ms for up to 60 s; whether it held.
@@ -519,7 +521,7 @@ async function main() {
     const values = a.role === 'values' ? await valuesStart(client, a.path) : null; // before the barrier
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
-      while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, 1));
+      while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, BARRIER_POLL_MS));
     }
     if (a.role === 'mutex') {
       const m = new InterProcessMutex(client, a.path);

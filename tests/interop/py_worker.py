@@ -45,6 +45,9 @@ import time
 
 import zkrecipes
 
+# the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores)
+BARRIER_POLL = 0.02
+
 
 def wait_for_peer(peers, me):
     """Marks our first section in PEERS/ME and waits (30 s at most) for another worker's mark."""
@@ -102,7 +105,7 @@ def wait_for_curator_consumer(go, role):
 
 def wait_for_file(go):
     while go and not os.path.exists(go):
-        time.sleep(0.001)
+        time.sleep(BARRIER_POLL)
 
 
 def poll(f):
@@ -544,7 +547,7 @@ def main() -> None:
         if a.go:
             log.write(f"ready python {a.id}\n")
             while not os.path.exists(a.go):
-                time.sleep(0.001)
+                time.sleep(BARRIER_POLL)
         if a.role == "mutex":
             m = zkrecipes.InterProcessMutex(client, a.path)
             for _ in range(a.iterations):

@@ -84,6 +84,10 @@ import org.apache.curator.framework.state.ConnectionState;
  * creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the session's identities.
  */
 public final class Worker {
+    /** The start barrier's poll (ms): every worker waits for the runner's go file (about 95
+     * processes at once; 1 ms polls starved the servers on 2 cores). */
+    static final long BARRIER_POLL_MS = 20;
+
     private static void waitForPeer(String dir, String id) throws Exception {
         if (dir == null) return;
         java.io.File d = new java.io.File(dir);
@@ -127,7 +131,7 @@ public final class Worker {
     }
 
     private static void waitForFile(String go) throws InterruptedException {
-        while (go != null && !new java.io.File(go).exists()) Thread.sleep(1);
+        while (go != null && !new java.io.File(go).exists()) Thread.sleep(BARRIER_POLL_MS);
     }
 
     /**
@@ -338,7 +342,7 @@ public final class Worker {
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
-                while (!new java.io.File(go).exists()) Thread.sleep(1);
+                while (!new java.io.File(go).exists()) Thread.sleep(BARRIER_POLL_MS);
             }
             switch (role) {
                 case "mutex":
