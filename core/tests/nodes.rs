@@ -260,6 +260,12 @@ async fn the_node_comes_back_after_a_delete_and_after_session_expiry() {
     })
     .await;
     eventually("registered again", WAIT, || async { node.is_registered() }).await;
+    // Listeners hear events on the dispatcher thread, after the state changed: wait for the
+    // last one to arrive rather than race it.
+    eventually("the Registered event delivered", WAIT, || async {
+        seen.lock().unwrap().last() == Some(&PersistentNodeEventKind::Registered)
+    })
+    .await;
     let kinds = seen.lock().unwrap().clone();
     let unregistered = kinds
         .iter()
