@@ -404,16 +404,23 @@ fn a_write_lost_before_reaching_the_server_is_resent_and_counts_once() {
         Arc::new(DistributedAtomicLong::new(&client, "/lost/request", None, None).unwrap());
     assert_eq!(counter.add_and_get_blocking(1, None).unwrap(), 1); // the version is now cached
     let sets = client.request_counts().set_data;
-    // Long, at no cost (the cut comes as soon as the request is sent), so that a stalled
-    // machine cannot let it through before the cut.
+    // Long, at no cost (the cut comes as soon as the request is in the proxy), so that a
+    // stalled machine cannot let it through before the cut.
     proxy.delay(5 * SECOND);
+    let read = proxy.client_bytes_read();
     let adder = {
         let counter = counter.clone();
         thread::spawn(move || counter.add_and_get_blocking(1, Some(20 * SECOND)))
     };
-    // The setData is sent (counted) and sits in the proxy for 5 s: cut it off there.
-    wait_until("the setData to be sent", 5 * SECOND, || {
+    // The setData is sent and sits in the proxy for 5 s: cut it off there. The client's count
+    // says only that it queued the request; the proxy must have read it too, or the cut could
+    // come while the request is still in the client, to be written on the next connection (on
+    // a loaded machine it once was). Its frame: length, header (xid, type), path, data, version;
+    // pings (12 bytes, one every few seconds) cannot make up that much in this wait.
+    const SET_DATA_FRAME: u64 = 4 + 8 + (4 + "/lost/request".len() as u64) + (4 + 8) + 4;
+    wait_until("the setData to be in the proxy", 5 * SECOND, || {
         client.request_counts().set_data > sets
+            && proxy.client_bytes_read() - read >= SET_DATA_FRAME
     });
     proxy.cut();
     proxy.restore();

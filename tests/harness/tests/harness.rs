@@ -304,6 +304,37 @@ async fn proxy_blackhole_drops_bytes_until_restored() {
     client.check_stat("/").await.expect("request after restore");
 }
 
+/// A cut forwards nothing more, not even bytes the proxy had read and was holding for a delay:
+/// a test that cuts a delayed request off relies on it never reaching the server. Each round
+/// writes and cuts at once, so the proxy reads the bytes either before the cut (they are held,
+/// then dropped) or after it (dropped). Before the fix, a chunk read after the cut was written
+/// through at once. The upstream here is a plain TCP sink that counts what reaches it: this is
+/// the proxy's byte-level contract, which no ZooKeeper reply could show.
+#[test]
+fn proxy_cut_forwards_nothing_that_a_delay_held() {
+    use std::net::TcpListener;
+    let sink = TcpListener::bind("127.0.0.1:0").expect("bind the sink");
+    let proxy = FaultProxy::start(&sink.local_addr().unwrap().to_string());
+    for round in 0..50 {
+        proxy.delay(Duration::from_secs(10));
+        let mut client = TcpStream::connect(proxy.connect_string()).expect("connect to the proxy");
+        let (mut upstream, _) = sink.accept().expect("the proxy connects upstream");
+        upstream.set_read_timeout(Some(WAIT)).expect("timeout");
+        client.write_all(&[7; 64]).expect("send");
+        proxy.cut();
+        let mut reached = Vec::new();
+        upstream
+            .read_to_end(&mut reached)
+            .expect("the cut closes the upstream side");
+        assert!(
+            reached.is_empty(),
+            "round {round}: {} bytes reached the server through a cut",
+            reached.len()
+        );
+        proxy.restore();
+    }
+}
+
 #[tokio::test]
 async fn proxy_delay_adds_latency_in_each_direction() {
     let server = TestingServer::start();
