@@ -211,7 +211,7 @@ fn wait_for_curator_consumer(go: &str, role: &str) {
     }
 }
 
-/// The start barrier's poll: every worker waits for the runner's go file (about 95 processes at
+/// The start barrier's poll: every worker waits for the runner's go file (about 120 workers at
 /// once; 1 ms polls starved the servers on 2 cores).
 const BARRIER_POLL: Duration = Duration::from_millis(20);
 

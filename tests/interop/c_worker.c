@@ -43,8 +43,8 @@
 #include <unistd.h>
 #include <zkrecipes.h>
 
-/* the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores) */
-#define BARRIER_POLL_NS 20000000L
+/* the start barrier's poll: every worker waits for the runner's go file (about 120 workers at once; 1 ms polls starved the servers on 2 cores) */
+#define BARRIER_POLL_MS 20
 
 static long long mono_ns(void) {
     struct timespec ts;
@@ -243,7 +243,7 @@ static void wait_for_curator_consumer(const char *go, const char *role) {
 }
 
 static void wait_for_file(const char *go) {
-    while (go && access(go, F_OK) != 0) sleep_ms(BARRIER_POLL_NS / 1000000);
+    while (go && access(go, F_OK) != 0) sleep_ms(BARRIER_POLL_MS);
 }
 
 /* Marks our first section in PEERS/ID and waits (30 s at most) for another worker's mark. */
@@ -970,8 +970,7 @@ int main(int argc, char **argv) {
     if (go) { /* start barrier: ready, then wait for the runner's go file */
         fprintf(log, "ready c %s\n", id);
         fflush(log);
-        struct timespec barrier_poll = {0, BARRIER_POLL_NS};
-        while (access(go, F_OK) != 0) nanosleep(&barrier_poll, NULL);
+        wait_for_file(go);
     }
     if (!strcmp(role, "mutex")) {
         zkr_mutex *m = NULL;

@@ -28,7 +28,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.recipe.lease import MultiNonBlockingLease
 from kazoo.recipe.partitioner import PartitionState, SetPartitioner
 
-# the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores)
+# the start barrier's poll: every worker waits for the runner's go file (about 120 workers at once; 1 ms polls starved the servers on 2 cores)
 BARRIER_POLL = 0.02
 
 PARTS = [f"p{i}" for i in range(8)]

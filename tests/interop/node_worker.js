@@ -128,7 +128,7 @@ async function valuesRun(v, id, n, log) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores)
+// the start barrier's poll: every worker waits for the runner's go file (about 120 workers at once; 1 ms polls starved the servers on 2 cores)
 const BARRIER_POLL_MS = 20;
 
 // Holds for about `ns` nanoseconds: yields to the event loop once (so the other owners' calls
@@ -521,7 +521,7 @@ async function main() {
     const values = a.role === 'values' ? await valuesStart(client, a.path) : null; // before the barrier
     if (a.go) { // start barrier
       log(`ready node ${a.id}`);
-      while (!fs.existsSync(a.go)) await new Promise((r) => setTimeout(r, BARRIER_POLL_MS));
+      await waitForFile(a.go);
     }
     if (a.role === 'mutex') {
       const m = new InterProcessMutex(client, a.path);

@@ -45,7 +45,7 @@ import time
 
 import zkrecipes
 
-# the start barrier's poll: every worker waits for the runner's go file (about 95 processes at once; 1 ms polls starved the servers on 2 cores)
+# the start barrier's poll: every worker waits for the runner's go file (about 120 workers at once; 1 ms polls starved the servers on 2 cores)
 BARRIER_POLL = 0.02
 
 
@@ -546,8 +546,7 @@ def main() -> None:
         values = Values(client, a.path) if a.role == "values" else None
         if a.go:
             log.write(f"ready python {a.id}\n")
-            while not os.path.exists(a.go):
-                time.sleep(BARRIER_POLL)
+            wait_for_file(a.go)
         if a.role == "mutex":
             m = zkrecipes.InterProcessMutex(client, a.path)
             for _ in range(a.iterations):

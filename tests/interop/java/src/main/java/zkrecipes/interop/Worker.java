@@ -84,8 +84,8 @@ import org.apache.curator.framework.state.ConnectionState;
  * creates DIR/ID with CREATOR_ALL_ACL, so that its ACL names the session's identities.
  */
 public final class Worker {
-    /** The start barrier's poll (ms): every worker waits for the runner's go file (about 95
-     * processes at once; 1 ms polls starved the servers on 2 cores). */
+    /** The start barrier's poll (ms): every worker waits for the runner's go file (about 120
+     * workers at once; 1 ms polls starved the servers on 2 cores). */
     static final long BARRIER_POLL_MS = 20;
 
     private static void waitForPeer(String dir, String id) throws Exception {
@@ -342,7 +342,7 @@ public final class Worker {
             if (go != null) { // start barrier: every runtime contends from the first operation
                 log.println("ready java " + id);
                 log.flush();
-                while (!new java.io.File(go).exists()) Thread.sleep(BARRIER_POLL_MS);
+                waitForFile(go);
             }
             switch (role) {
                 case "mutex":
