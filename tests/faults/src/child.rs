@@ -98,6 +98,19 @@ fn build_c(stem: &str) -> PathBuf {
         .unwrap_or_else(|| root.join("target"));
     let dir = target.join("faults-children");
     let prefix = dir.join("prefix");
+    // Fault binaries may run side by side (tests/faults/run --jobs): one build at a time in this
+    // directory, or one's cc could read the header another's install-c is rewriting.
+    std::fs::create_dir_all(&dir).expect("create the C children's build directory");
+    let lock = std::fs::File::create(dir.join(".build.lock")).expect("create the C build lock");
+    // SAFETY: flock on a descriptor this function owns; it is released when `lock` is dropped.
+    let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+    assert_eq!(
+        locked,
+        0,
+        "flock {}: {}",
+        dir.join(".build.lock").display(),
+        std::io::Error::last_os_error()
+    );
     build_step(
         Command::new(root.join("scripts/install-c"))
             .arg(&prefix)
@@ -126,6 +139,7 @@ fn build_c(stem: &str) -> PathBuf {
         &format!("cc children/{stem}.c"),
         "apt-get install -y build-essential",
     );
+    drop(lock);
     exe
 }
 
