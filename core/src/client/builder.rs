@@ -217,8 +217,7 @@ impl ClientBuilder {
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.
-        let opened = runtime::handle()
-            .spawn(open_session(cfg.clone(), cfg.connect_string.clone()))
+        let opened = runtime::spawn(open_session(cfg.clone(), cfg.connect_string.clone()))
             .await
             .map_err(super::join_error)??;
         let client = Client::start(cfg, opened);
