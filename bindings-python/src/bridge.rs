@@ -12,7 +12,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
@@ -210,46 +209,42 @@ impl Call {
     }
 }
 
-/// Runs `work` on the core's runtime and waits for it with the GIL released. Between slices of
-/// [`SLICE`] it runs Python's signal handlers (main thread only, as Python does); if one raises
-/// (KeyboardInterrupt), the core's future is dropped — its guards delete any node it made — and
-/// the exception propagates. A result that arrives anyway is undone.
+/// Runs `work` on the calling thread with the GIL released, the thread driving the core's
+/// runtime meanwhile ([`runtime::block_on`]: the request is written and its reply read on this
+/// thread, with no hand-off to another one). Between slices of [`SLICE`] it runs Python's
+/// signal handlers (main thread only, as Python does); if one raises (KeyboardInterrupt), the
+/// core's future is dropped — its guards delete any node it made — and the exception
+/// propagates. Between two slices the future is not polled, so no result can land after it.
 fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
-    let (tx, rx) = sync_channel(1);
-    let task = runtime::spawn(async move {
-        let _ = tx.send(work.await);
-    });
     let slice = if on_main_thread(py) {
         SLICE
     } else {
         Duration::from_secs(3600)
     };
-    let mut rx = rx;
+    let mut work = work;
     loop {
-        // The receiver moves into the GIL-free closure and back (it is Send, not Sync).
-        let (back, received) = py.detach(move || {
-            let r = rx.recv_timeout(slice);
-            (rx, r)
+        // The future moves into the GIL-free closure and back (it is Send, not Sync).
+        let (back, outcome) = py.detach(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // The timer is made inside the runtime (it needs the runtime's time driver).
+                runtime::block_on(async { tokio::time::timeout(slice, &mut work).await })
+            }));
+            (work, r)
         });
-        rx = back;
-        match received {
+        work = back;
+        let Ok(outcome) = outcome else {
+            return Err(panicked(py));
+        };
+        match outcome {
             Ok(Ok(ready)) => return (ready.convert)(py),
             Ok(Err(e)) => return Err(errors::to_py(py, e)),
-            Err(RecvTimeoutError::Timeout) => {
+            Err(_slice_over) => {
                 if let Err(interrupted) = py.check_signals() {
-                    task.abort();
-                    // Wait for the task to go (its future dropped, or finished just before).
-                    let late = py.detach(move || rx.recv_timeout(Duration::from_secs(10)));
-                    if let Ok(Ok(Ready {
-                        undo: Some(undo), ..
-                    })) = late
-                    {
-                        undo();
-                    }
+                    // Dropped inside the runtime, as an aborted task's future would be.
+                    py.detach(move || runtime::block_on(async move { drop(work) }));
                     return Err(interrupted);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => return Err(panicked(py)),
         }
     }
 }
@@ -258,7 +253,7 @@ fn panicked(py: Python<'_>) -> PyErr {
     errors::to_py(
         py,
         zkrecipes::Error::Internal(
-            "the operation's task ended without a result (a panic in zkrecipes)".into(),
+            "the operation ended without a result (a panic in zkrecipes)".into(),
         ),
     )
 }
