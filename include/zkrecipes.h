@@ -1078,10 +1078,12 @@ typedef struct zkr_cache_options {
 /**
  * A cache's path filter (Curator's CuratorCacheBuilder.withSelector / TreeCache's selector):
  * true keeps `path` — the root or a node below it — in the cache (and lets the cache look below
- * it); false leaves it and everything below it out. It is called on one of the library's async
- * workers, from the cache's own work (several times per event: once per level below the root),
- * so it must return quickly and must not call blocking zkr_ functions; `path` is valid during
- * the call only. It is not called once zkr_cache_close or zkr_cache_free has returned.
+ * it); false leaves it and everything below it out. It is called from the cache's own work
+ * (several times per event: once per level below the root) on whichever thread drives the
+ * library's runtime then: its zkrecipes-rt thread, or one of yours while it is inside a blocking
+ * zkr_ call. So it must be thread-safe, must return quickly and must not call blocking zkr_
+ * functions; `path` is valid during the call only. It is not called once zkr_cache_close or
+ * zkr_cache_free has returned.
  */
 typedef bool (*zkr_path_filter)(const char *path, void *user_data);
 
