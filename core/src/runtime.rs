@@ -267,12 +267,6 @@ fn worker_threads() -> Option<usize> {
     }
 }
 
-/// Whether this process runs the default caller-driven runtime (`false` with
-/// `ZKR_RUNTIME_THREADS`). For benchmarks and diagnostics.
-pub fn is_caller_driven() -> bool {
-    matches!(*runtime(), Engine::Driven(_))
-}
-
 /// A handle to the shared runtime (built on first use, rebuilt in a forked child).
 ///
 /// Tasks spawned through it run whenever some thread drives the runtime; prefer [`spawn`], which
