@@ -166,17 +166,19 @@ mod tests {
         // of the released ports can be reserved again, within a deadline.
         let ports: Vec<u16> = held.iter().map(Reservation::port).collect();
         drop(held);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let again = loop {
-            if let Some(r) = ports.iter().find_map(|&p| reclaim(p)) {
-                break r;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "none of the released ports {ports:?} could be reserved again within 30 s"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        };
-        assert!(ports.contains(&again.port()));
+        let mut again = None;
+        let reserved = crate::wait_until(
+            std::time::Duration::from_secs(30),
+            std::time::Duration::from_millis(10),
+            || {
+                again = ports.iter().find_map(|&p| reclaim(p));
+                again.is_some()
+            },
+        );
+        assert!(
+            reserved,
+            "none of the released ports {ports:?} could be reserved again within 30 s"
+        );
+        assert!(ports.contains(&again.unwrap().port()));
     }
 }
