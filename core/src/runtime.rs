@@ -18,7 +18,10 @@
 //!   in flight: the async faces (Rust async, Python, Node) spawn their calls as tasks that it
 //!   runs, and it keeps every session's pings, watches and state changes moving. When a blocking
 //!   call starts it lets go; it takes over again once no blocking call has run for
-//!   [`BACKGROUND_AFTER`], or at once when a task is spawned while nobody drives.
+//!   [`BACKGROUND_AFTER`], or at once when input reaches the runtime while no blocking call is in
+//!   flight (on Linux it sleeps on the runtime's own epoll set, armed in that gap: a watch
+//!   notification right after a blocking call is not held back) or a task is spawned while
+//!   nobody drives.
 //!
 //! `ZKR_RUNTIME_THREADS=N` (1 to 64) asks for tokio's multi-thread scheduler with N workers
 //! instead, which always run the runtime (a blocking call then waits on its caller's thread for
@@ -26,11 +29,14 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
+
+mod bell;
+use bell::Bell;
 
 /// The runtime and the pid of the process that built it.
 type Slot = Option<(u32, Arc<Engine>)>;
@@ -44,9 +50,11 @@ thread_local! {
 }
 
 /// After this long with no blocking call in flight, the background driver takes the runtime
-/// back (sooner when a task is spawned while nobody drives). Until then, socket input waits in
-/// the kernel's buffers: the cost of a burst of blocking calls is one background wake-up per
-/// this period, not one per call.
+/// back. It takes it sooner when input reaches the runtime meanwhile (a watch notification, a
+/// reply for an async call, a task woken from another thread: on Linux, see `bell`) or when a
+/// task is spawned while nobody drives, so only a timer falling due in that gap can run up to
+/// this late. The cost of a burst of blocking calls is one background wake-up per this period,
+/// not one per call.
 pub const BACKGROUND_AFTER: Duration = Duration::from_millis(5);
 
 enum Engine {
@@ -80,19 +88,28 @@ struct Driven {
     background_untimed: AtomicBool,
     /// A task was spawned while nobody drove: the background driver takes over at once.
     kicked: AtomicBool,
-    sleep: Mutex<()>,
-    wake: Condvar,
+    /// Where the background driver sleeps; armed to wake it on the runtime's input while no
+    /// blocking call is in flight (see [`bell`]).
+    bell: Bell,
+    /// Held while `active` leaves or reaches 0 and the bell is disarmed or armed, so that the
+    /// last of two racing calls decides (never disarmed while nobody drives).
+    edges: Mutex<()>,
+    /// After this long with no blocking call, the background driver takes over
+    /// ([`BACKGROUND_AFTER`]; longer in a test that must not be rescued by the timer).
+    after: Duration,
     /// Asks the background driver to let go of the runtime (a blocking call starts).
     let_go: tokio::sync::Notify,
 }
 
 impl Driven {
-    fn start() -> Arc<Driven> {
+    fn start(after: Duration) -> Arc<Driven> {
         let rt = Builder::new_current_thread()
             .thread_name("zkrecipes-rt")
             .enable_all()
             .build()
             .expect("zkrecipes: cannot build the tokio runtime");
+        // Before anything drives the runtime (Bell::new looks for its epoll set).
+        let bell = Bell::new(&rt);
         let d = Arc::new(Driven {
             rt,
             active: AtomicUsize::new(0),
@@ -101,8 +118,9 @@ impl Driven {
             background_driving: AtomicBool::new(false),
             background_untimed: AtomicBool::new(false),
             kicked: AtomicBool::new(false),
-            sleep: Mutex::new(()),
-            wake: Condvar::new(),
+            bell,
+            edges: Mutex::new(()),
+            after,
             let_go: tokio::sync::Notify::new(),
         });
         let background = d.clone();
@@ -123,52 +141,75 @@ impl Driven {
     fn background(&self) {
         loop {
             self.wait_until_idle();
+            {
+                // It reads the runtime's input itself now: a bell armed by the last call
+                // would only wake it later for nothing.
+                let _edge = self.edges.lock().unwrap_or_else(|e| e.into_inner());
+                if self.active.load(Ordering::SeqCst) == 0 {
+                    self.bell.disarm();
+                }
+            }
             self.background_driving.store(true, Ordering::SeqCst);
             // A blocking call that started since the check above finds `background_driving` set
-            // or has left a permit in `let_go`: either way this returns at once for it.
+            // or has left a permit in `let_go`: either way this returns at once for it. A permit
+            // left by a call that has already ended is not a reason to let go (returning at once
+            // would leave the input that woke this thread unread).
             if self.active.load(Ordering::SeqCst) == 0 {
-                self.rt.block_on(self.let_go.notified());
+                self.rt.block_on(async {
+                    loop {
+                        self.let_go.notified().await;
+                        if self.active.load(Ordering::SeqCst) > 0 {
+                            break;
+                        }
+                    }
+                });
             }
             self.background_driving.store(false, Ordering::SeqCst);
         }
     }
 
-    /// Returns once no blocking call is in flight and none has ended for [`BACKGROUND_AFTER`]
-    /// (or a spawn kicked it). While calls run it looks again once per [`BACKGROUND_AFTER`];
-    /// only when one call has stayed in flight for a whole period (a long wait, such as an
-    /// acquire that queues) does it sleep untimed, until that call ends. So a burst of short
-    /// calls costs it one wake-up per period and costs the callers nothing: waking it at the end
-    /// of every call would put a futex wake on each call's path.
+    /// Returns once no blocking call is in flight and none has ended for [`BACKGROUND_AFTER`],
+    /// or at once when input reaches the runtime while no call is in flight (the bell is armed
+    /// then: see [`bell`]) or a spawn kicked it. While calls run it looks again once per
+    /// [`BACKGROUND_AFTER`]; only when one call has stayed in flight for a whole period (a long
+    /// wait, such as an acquire that queues) does it sleep untimed, until that call ends. So a
+    /// burst of short calls costs it one wake-up per period and costs the callers nothing:
+    /// waking it at the end of every call would put a futex wake on each call's path.
     fn wait_until_idle(&self) {
-        let after = BACKGROUND_AFTER.as_nanos() as u64;
-        let mut guard = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
+        let after = self.after.as_nanos() as u64;
         // The end time of the last call as seen at the previous look, when calls were in flight.
         let mut in_flight_since: Option<u64> = None;
+        // The last wait ended on input to the runtime (the bell was armed: nobody drove).
+        let mut input = false;
         loop {
             if self.active.load(Ordering::SeqCst) > 0 {
+                // Input seen before this call started is this call's to read (and its end arms
+                // the bell again).
                 let last_end = self.last_end.load(Ordering::SeqCst);
-                if in_flight_since == Some(last_end) {
+                let woke = if in_flight_since == Some(last_end) {
                     // No call ended for a whole period. Announce the untimed sleep before
                     // looking again, so that the call ending the last one in flight either is
-                    // seen here or sees the flag and wakes us.
+                    // seen here or sees the flag and rings.
                     self.background_untimed.store(true, Ordering::SeqCst);
-                    if self.active.load(Ordering::SeqCst) > 0 {
-                        guard = self.wake.wait(guard).unwrap_or_else(|e| e.into_inner());
-                    }
+                    let woke = if self.active.load(Ordering::SeqCst) > 0 {
+                        self.bell.wait(None)
+                    } else {
+                        bell::Woke::default()
+                    };
                     self.background_untimed.store(false, Ordering::SeqCst);
                     in_flight_since = None;
+                    woke
                 } else {
                     in_flight_since = Some(last_end);
-                    guard = self
-                        .wake
-                        .wait_timeout(guard, BACKGROUND_AFTER)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
+                    self.bell.wait(Some(self.after))
+                };
+                // The call may have ended meanwhile, and its arming found input already there:
+                // that wake is the only one this input gets.
+                input = woke.input;
                 continue;
             }
             in_flight_since = None;
-            if self.kicked.swap(false, Ordering::SeqCst) {
+            if input || self.kicked.swap(false, Ordering::SeqCst) {
                 return;
             }
             let idle = self
@@ -177,16 +218,21 @@ impl Driven {
             if idle >= after {
                 return;
             }
-            guard = self
-                .wake
-                .wait_timeout(guard, Duration::from_nanos(after - idle))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            input = self
+                .bell
+                .wait(Some(Duration::from_nanos(after - idle)))
+                .input;
         }
     }
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.active.fetch_add(1, Ordering::SeqCst);
+        {
+            let _edge = self.edges.lock().unwrap_or_else(|e| e.into_inner());
+            if self.active.fetch_add(1, Ordering::SeqCst) == 0 {
+                // This call drives: the runtime's input is its own to read.
+                self.bell.disarm();
+            }
+        }
         // If the background driver holds the runtime, it lets go; if it is about to take it, the
         // permit makes it return at once.
         self.let_go.notify_one();
@@ -195,11 +241,18 @@ impl Driven {
             fn drop(&mut self) {
                 let d = self.0;
                 d.last_end.store(d.now(), Ordering::SeqCst);
-                if d.active.fetch_sub(1, Ordering::SeqCst) == 1
-                    && d.background_untimed.load(Ordering::SeqCst)
-                {
-                    let _guard = d.sleep.lock().unwrap_or_else(|e| e.into_inner());
-                    d.wake.notify_one();
+                let last = {
+                    let _edge = d.edges.lock().unwrap_or_else(|e| e.into_inner());
+                    let last = d.active.fetch_sub(1, Ordering::SeqCst) == 1;
+                    if last {
+                        // Nobody drives now: input from here on (or already waiting) wakes
+                        // the background driver.
+                        d.bell.arm();
+                    }
+                    last
+                };
+                if last && d.background_untimed.load(Ordering::SeqCst) {
+                    d.bell.ring();
                 }
             }
         }
@@ -213,8 +266,7 @@ impl Driven {
             && !self.background_driving.load(Ordering::SeqCst)
         {
             self.kicked.store(true, Ordering::SeqCst);
-            let _guard = self.sleep.lock().unwrap_or_else(|e| e.into_inner());
-            self.wake.notify_one();
+            self.bell.ring();
         }
     }
 }
@@ -238,7 +290,7 @@ fn runtime() -> Arc<Engine> {
                         .build()
                         .expect("zkrecipes: cannot build the tokio runtime"),
                 ),
-                None => Engine::Driven(Driven::start()),
+                None => Engine::Driven(Driven::start(BACKGROUND_AFTER)),
             });
             *slot = Some((pid, engine.clone()));
             engine
@@ -396,6 +448,70 @@ mod tests {
         );
         release.send(()).unwrap();
         assert!(long.join().unwrap());
+    }
+
+    /// A private caller-driven runtime whose background driver would take over only after an
+    /// hour: whatever runs in the gap after a blocking call below was woken by the bell.
+    #[cfg(target_os = "linux")]
+    fn without_timer() -> Arc<Driven> {
+        let d = Driven::start(Duration::from_secs(3600));
+        assert!(
+            d.bell.watches_input(),
+            "the runtime's epoll set was not found: the gap after a blocking call is covered by the timer alone"
+        );
+        d
+    }
+
+    /// Input for a task (a watch notification, in real use) that arrives after a blocking call
+    /// ended, while nobody drives, wakes the background driver at once instead of waiting for
+    /// its timer (`BACKGROUND_AFTER`; an hour here).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn input_right_after_a_blocking_call_is_read_at_once() {
+        use std::io::Write;
+        let d = without_timer();
+        for round in 0..20u8 {
+            let (mut theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+            ours.set_nonblocking(true).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            d.block_on(async move {
+                let ours = tokio::net::UnixStream::from_std(ours).unwrap();
+                tokio::spawn(async move {
+                    let mut b = [0u8; 1];
+                    loop {
+                        ours.readable().await.unwrap();
+                        if let Ok(1) = ours.try_read(&mut b) {
+                            break;
+                        }
+                    }
+                    tx.send(b[0]).unwrap();
+                });
+                // The task runs once (and waits for input) before this call ends.
+                tokio::task::yield_now().await;
+            });
+            theirs.write_all(&[round]).unwrap();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(round));
+        }
+    }
+
+    /// A task woken from a plain thread after a blocking call ended, while nobody drives, runs
+    /// at once (tokio's own waker makes the runtime's epoll set ready).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_task_woken_from_another_thread_after_a_blocking_call_runs_at_once() {
+        let d = without_timer();
+        for round in 0..20u32 {
+            let (wake, woken) = tokio::sync::oneshot::channel::<u32>();
+            let (tx, rx) = std::sync::mpsc::channel();
+            d.block_on(async move {
+                tokio::spawn(async move { tx.send(woken.await.unwrap()).unwrap() });
+                tokio::task::yield_now().await;
+            });
+            std::thread::spawn(move || wake.send(round).unwrap())
+                .join()
+                .unwrap();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(round));
+        }
     }
 
     #[test]
