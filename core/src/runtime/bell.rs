@@ -28,6 +28,24 @@ pub(super) struct Woke {
     pub input: bool,
 }
 
+/// The runtime's epoll set, to look at without taking anything from it.
+#[derive(Clone, Copy)]
+pub(super) struct SettlePoint(#[cfg(target_os = "linux")] std::os::fd::RawFd);
+
+impl SettlePoint {
+    /// Whether input waits in the runtime's epoll set, unread (a non-blocking `poll`).
+    pub(super) fn input_waiting(self) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            linux::readable(self.0)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            false
+        }
+    }
+}
+
 pub(super) struct Bell {
     #[cfg(target_os = "linux")]
     watch: Option<linux::Watch>,
@@ -58,6 +76,18 @@ impl Bell {
         #[cfg(not(target_os = "linux"))]
         {
             false
+        }
+    }
+
+    /// What a blocking call looks at as it ends (`super::settle`); `None` without a watch.
+    pub(super) fn settle_point(&self) -> Option<SettlePoint> {
+        #[cfg(target_os = "linux")]
+        {
+            self.watch.as_ref().map(|w| SettlePoint(w.runtime_set))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
         }
     }
 
@@ -129,7 +159,7 @@ mod linux {
         bell: OwnedFd,
         /// The runtime's epoll descriptor (tokio's; it lives as long as the runtime, which is
         /// never dropped in this process).
-        runtime_set: RawFd,
+        pub(super) runtime_set: RawFd,
     }
 
     fn cvt(r: libc::c_int) -> std::io::Result<libc::c_int> {
@@ -241,6 +271,18 @@ mod linux {
         }
     }
 
+    /// Whether `fd` is readable now (for an epoll set: events wait in it, unread).
+    pub(super) fn readable(fd: RawFd) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        n == 1 && p.revents & libc::POLLIN != 0
+    }
+
     /// The process's epoll descriptors (`/proc/self/fd` links to `anon_inode:[eventpoll]`).
     fn epoll_fds() -> Vec<RawFd> {
         let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
@@ -256,19 +298,25 @@ mod linux {
     }
 
     /// tokio's epoll descriptor for `rt`: the epoll set in which a socket registered with the
-    /// runtime appears (`/proc/self/fdinfo` lists an epoll set's descriptors as `tfd:` lines).
-    /// tokio holds two descriptors of that one set; either will do.
+    /// runtime appears (`/proc/self/fdinfo` lists an epoll set's files as `tfd:` lines, with
+    /// their descriptor number and inode: both must match, since another set may still list a
+    /// closed descriptor's number for a file that lives on under another one). tokio holds two
+    /// descriptors of that one set; either will do.
     fn find_runtime_set(rt: &Runtime) -> Option<RawFd> {
+        use std::os::unix::fs::MetadataExt;
         let found = {
             let _in_runtime = rt.enter();
             let pair = tokio::net::UnixStream::pair().ok()?;
-            let probe = pair.0.as_raw_fd().to_string();
-            epoll_fds().into_iter().find(|fd| {
-                std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).is_ok_and(|info| {
+            let fd = pair.0.as_raw_fd();
+            let ino = std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?.ino();
+            let (fd, ino) = (fd.to_string(), format!("ino:{ino:x}"));
+            epoll_fds().into_iter().find(|set| {
+                std::fs::read_to_string(format!("/proc/self/fdinfo/{set}")).is_ok_and(|info| {
                     info.lines().any(|l| {
-                        l.strip_prefix("tfd:")
-                            .and_then(|rest| rest.split_whitespace().next())
-                            == Some(probe.as_str())
+                        l.strip_prefix("tfd:").is_some_and(|rest| {
+                            rest.split_whitespace().next() == Some(fd.as_str())
+                                && rest.split_whitespace().any(|w| w == ino)
+                        })
                     })
                 })
             })
