@@ -511,6 +511,35 @@ mod tests {
         d
     }
 
+    /// A task on `d` that sends the first byte it reads from a socket, started by a blocking
+    /// call (it runs once and waits for input before the call ends); the socket's other end.
+    #[cfg(target_os = "linux")]
+    fn reader(
+        d: &Driven,
+    ) -> (
+        std::os::unix::net::UnixStream,
+        std::sync::mpsc::Receiver<u8>,
+    ) {
+        let (theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        d.block_on(async move {
+            let ours = tokio::net::UnixStream::from_std(ours).unwrap();
+            tokio::spawn(async move {
+                let mut b = [0u8; 1];
+                loop {
+                    ours.readable().await.unwrap();
+                    if let Ok(1) = ours.try_read(&mut b) {
+                        break;
+                    }
+                }
+                tx.send(b[0]).unwrap();
+            });
+            tokio::task::yield_now().await;
+        });
+        (theirs, rx)
+    }
+
     /// Input for a task (a watch notification, in real use) that arrives after a blocking call
     /// ended, while nobody drives, wakes the background driver at once instead of waiting for
     /// its timer (`BACKGROUND_AFTER`; an hour here).
@@ -520,24 +549,7 @@ mod tests {
         use std::io::Write;
         let d = without_timer();
         for round in 0..20u8 {
-            let (mut theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
-            ours.set_nonblocking(true).unwrap();
-            let (tx, rx) = std::sync::mpsc::channel();
-            d.block_on(async move {
-                let ours = tokio::net::UnixStream::from_std(ours).unwrap();
-                tokio::spawn(async move {
-                    let mut b = [0u8; 1];
-                    loop {
-                        ours.readable().await.unwrap();
-                        if let Ok(1) = ours.try_read(&mut b) {
-                            break;
-                        }
-                    }
-                    tx.send(b[0]).unwrap();
-                });
-                // The task runs once (and waits for input) before this call ends.
-                tokio::task::yield_now().await;
-            });
+            let (mut theirs, rx) = reader(&d);
             theirs.write_all(&[round]).unwrap();
             assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(round));
         }
@@ -553,23 +565,7 @@ mod tests {
         use std::io::Write;
         let d = without_timer();
         for round in 0..20u8 {
-            let (mut theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
-            ours.set_nonblocking(true).unwrap();
-            let (tx, rx) = std::sync::mpsc::channel();
-            d.block_on(async move {
-                let ours = tokio::net::UnixStream::from_std(ours).unwrap();
-                tokio::spawn(async move {
-                    let mut b = [0u8; 1];
-                    loop {
-                        ours.readable().await.unwrap();
-                        if let Ok(1) = ours.try_read(&mut b) {
-                            break;
-                        }
-                    }
-                    tx.send(b[0]).unwrap();
-                });
-                tokio::task::yield_now().await;
-            });
+            let (mut theirs, rx) = reader(&d);
             d.block_on(async move {
                 theirs.write_all(&[round]).unwrap();
                 tokio::task::yield_now().await;
