@@ -186,26 +186,21 @@ impl Driven {
                 // Input seen before this call started is this call's to read (and its end arms
                 // the bell again).
                 let last_end = self.last_end.load(Ordering::SeqCst);
-                let woke = if in_flight_since == Some(last_end) {
+                // The call may have ended meanwhile, and its arming found input already there:
+                // that wake is the only one this input gets.
+                input = if in_flight_since == Some(last_end) {
                     // No call ended for a whole period. Announce the untimed sleep before
                     // looking again, so that the call ending the last one in flight either is
                     // seen here or sees the flag and rings.
                     self.background_untimed.store(true, Ordering::SeqCst);
-                    let woke = if self.active.load(Ordering::SeqCst) > 0 {
-                        self.bell.wait(None)
-                    } else {
-                        bell::Woke::default()
-                    };
+                    let input_woke = self.active.load(Ordering::SeqCst) > 0 && self.bell.wait(None);
                     self.background_untimed.store(false, Ordering::SeqCst);
                     in_flight_since = None;
-                    woke
+                    input_woke
                 } else {
                     in_flight_since = Some(last_end);
                     self.bell.wait(Some(self.after))
                 };
-                // The call may have ended meanwhile, and its arming found input already there:
-                // that wake is the only one this input gets.
-                input = woke.input;
                 continue;
             }
             in_flight_since = None;
@@ -218,10 +213,7 @@ impl Driven {
             if idle >= after {
                 return;
             }
-            input = self
-                .bell
-                .wait(Some(Duration::from_nanos(after - idle)))
-                .input;
+            input = self.bell.wait(Some(Duration::from_nanos(after - idle)));
         }
     }
 
@@ -304,12 +296,11 @@ async fn settle(settled: Option<bell::SettlePoint>) -> bool {
     // Input waiting now is taken by this thread's next poll of the driver; the tasks it wakes
     // run before the next look. Only input that keeps coming is left to the background driver.
     for _ in 0..SETTLE_LOOKS {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let _ = tx.send(point.input_waiting());
-        });
         // An error would mean the task was dropped unrun: assume the worst.
-        if !rx.await.unwrap_or(true) {
+        if !tokio::spawn(async move { point.input_waiting() })
+            .await
+            .unwrap_or(true)
+        {
             return false;
         }
     }

@@ -21,13 +21,6 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
-/// What woke a [`Bell::wait`].
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Woke {
-    /// The runtime's own epoll set was ready (input, or a task woken from another thread).
-    pub input: bool,
-}
-
 /// The runtime's epoll set, to look at without taking anything from it.
 #[derive(Clone, Copy)]
 pub(super) struct SettlePoint(#[cfg(target_os = "linux")] std::os::fd::RawFd);
@@ -118,8 +111,9 @@ impl Bell {
         }
     }
 
-    /// Sleeps until rung, until input when armed, or for `timeout` (`None`: no limit).
-    pub(super) fn wait(&self, timeout: Option<Duration>) -> Woke {
+    /// Sleeps until rung, until input when armed, or for `timeout` (`None`: no limit). True when
+    /// the runtime's own epoll set was ready (input, or a task woken from another thread).
+    pub(super) fn wait(&self, timeout: Option<Duration>) -> bool {
         #[cfg(target_os = "linux")]
         if let Some(w) = &self.watch {
             return w.wait(timeout);
@@ -137,7 +131,7 @@ impl Bell {
             };
         }
         *rung = false;
-        Woke::default()
+        false
     }
 }
 
@@ -147,8 +141,6 @@ mod linux {
     use std::time::Duration;
 
     use tokio::runtime::Runtime;
-
-    use super::Woke;
 
     const BELL: u64 = 1;
     const INPUT: u64 = 2;
@@ -244,7 +236,7 @@ mod linux {
             }
         }
 
-        pub(super) fn wait(&self, timeout: Option<Duration>) -> Woke {
+        pub(super) fn wait(&self, timeout: Option<Duration>) -> bool {
             let ms = match timeout {
                 None => -1,
                 // Rounded up: a wait never ends before its time.
@@ -253,7 +245,7 @@ mod linux {
             let mut events = [libc::epoll_event { events: 0, u64: 0 }; 2];
             // SAFETY: `events` has room for the 2 entries we pass as its length.
             let n = unsafe { libc::epoll_wait(self.outer.as_raw_fd(), events.as_mut_ptr(), 2, ms) };
-            let mut woke = Woke::default();
+            let mut input = false;
             for ev in events.iter().take(n.max(0) as usize) {
                 match ev.u64 {
                     BELL => {
@@ -264,10 +256,10 @@ mod linux {
                             libc::read(self.bell.as_raw_fd(), (&mut count as *mut u64).cast(), 8);
                         }
                     }
-                    _ => woke.input = true,
+                    _ => input = true,
                 }
             }
-            woke
+            input
         }
     }
 
