@@ -311,8 +311,47 @@ async fn settle(settled: Option<bell::SettlePoint>) -> bool {
 /// to the background driver (see [`settle`]).
 const SETTLE_LOOKS: usize = 4;
 
+/// This process's id, without a system call after the first (glibc no longer caches `getpid`,
+/// and the blocking face asks on every call to notice a `fork()`). On Linux a `pthread_atfork`
+/// handler clears the cached value in the child, which then reads its own id; elsewhere it is
+/// read each time.
+pub fn process_id() -> u32 {
+    #[cfg(target_os = "linux")]
+    {
+        use std::sync::atomic::AtomicU32;
+        /// 0: not read yet in this process.
+        static PID: AtomicU32 = AtomicU32::new(0);
+        extern "C" fn forked_child() {
+            PID.store(0, Ordering::SeqCst);
+        }
+        let cached = PID.load(Ordering::SeqCst);
+        if cached != 0 {
+            return cached;
+        }
+        /// The handler is registered (if not, the id is read each time).
+        static CACHEABLE: AtomicBool = AtomicBool::new(false);
+        static REGISTER: std::sync::Once = std::sync::Once::new();
+        REGISTER.call_once(|| {
+            // SAFETY: registers a handler that only stores to an atomic (async-signal-safe).
+            let ok = unsafe { libc::pthread_atfork(None, None, Some(forked_child)) } == 0;
+            CACHEABLE.store(ok, Ordering::SeqCst);
+        });
+        let pid = std::process::id();
+        // A thread forking meanwhile leaves its child with 0 or the parent's id in `PID`, and
+        // the handler clears either in the child.
+        if CACHEABLE.load(Ordering::SeqCst) {
+            PID.store(pid, Ordering::SeqCst);
+        }
+        pid
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::process::id()
+    }
+}
+
 fn runtime() -> Arc<Engine> {
-    let pid = std::process::id();
+    let pid = process_id();
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     match slot.as_ref() {
         Some((owner_pid, rt)) if *owner_pid == pid => rt.clone(),
@@ -423,6 +462,31 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cached id is the child's own after `fork()` (the handler clears the parent's).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn process_id_is_the_childs_own_after_fork() {
+        let parent = process_id();
+        assert_eq!(parent, std::process::id());
+        assert_eq!(process_id(), parent, "cached");
+        // SAFETY: the child only reads its id (atomics and getpid) and exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            let own = process_id() == std::process::id() && process_id() != parent;
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(if own { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child saw its parent's id (status {status})"
+        );
+        assert_eq!(process_id(), parent);
+    }
 
     #[test]
     fn callbacks_may_use_the_blocking_face() {
