@@ -10,9 +10,11 @@
 //! Callbacks ([`invoke`]) run on the core's dispatcher threads (`zkrecipes::dispatch`): one at a
 //! time per client or recipe, in event order, never on an async worker.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::task::Poll;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -44,15 +46,32 @@ fn module<'py>(
 }
 
 /// Whether the caller is Python's main thread (the one that runs signal handlers; after a
-/// fork, the thread that forked).
+/// fork, the thread that forked). Asked of Python once per thread and process: a thread's answer
+/// changes only across `fork()`, which changes the process id.
 fn on_main_thread(py: Python<'_>) -> bool {
+    thread_local! {
+        /// (process id, answer) for this thread.
+        static MAIN: Cell<Option<(u32, bool)>> = const { Cell::new(None) };
+    }
+    let pid = runtime::process_id();
+    if let Some((seen_in, main)) = MAIN.with(Cell::get) {
+        if seen_in == pid {
+            return main;
+        }
+    }
     let check = || -> PyResult<bool> {
         let threading = module(py, &THREADING, "threading")?;
         let main = threading.call_method0("main_thread")?;
         Ok(main.is(&threading.call_method0("current_thread")?))
     };
-    // If in doubt, poll: correctness (Ctrl-C) over a few wake-ups.
-    check().unwrap_or(true)
+    match check() {
+        Ok(main) => {
+            MAIN.with(|m| m.set(Some((pid, main))));
+            main
+        }
+        // If in doubt, poll (and ask again next time): correctness (Ctrl-C) over a few wake-ups.
+        Err(_) => true,
+    }
 }
 
 /// Work to undo a result nobody will see: an acquire that succeeded after its caller gave up
@@ -211,34 +230,37 @@ impl Call {
 
 /// Runs `work` on the calling thread with the GIL released, the thread driving the core's
 /// runtime meanwhile ([`runtime::block_on`]: the request is written and its reply read on this
-/// thread, with no hand-off to another one). Between slices of [`SLICE`] it runs Python's
-/// signal handlers (main thread only, as Python does); if one raises (KeyboardInterrupt), the
+/// thread, with no hand-off to another one).
+///
+/// On the main thread it waits in slices of [`SLICE`] and runs Python's signal handlers between
+/// them (only the main thread runs them, as in Python); if one raises (KeyboardInterrupt), the
 /// core's future is dropped — its guards delete any node it made — and the exception
 /// propagates. Between two slices the future is not polled, so no result can land after it.
+/// Other threads wait in one piece, with no timer.
 fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
-    let slice = if on_main_thread(py) {
-        SLICE
-    } else {
-        Duration::from_secs(3600)
-    };
+    if !on_main_thread(py) {
+        let outcome = py.detach(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime::block_on(work)))
+        });
+        return match outcome {
+            Ok(result) => finish(py, result),
+            Err(_) => Err(panicked(py)),
+        };
+    }
     let mut work = work;
     loop {
         // The future moves into the GIL-free closure and back (it is Send, not Sync).
         let (back, outcome) = py.detach(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // The timer is made inside the runtime (it needs the runtime's time driver).
-                runtime::block_on(async { tokio::time::timeout(slice, &mut work).await })
+                runtime::block_on(slice_of(&mut work))
             }));
             (work, r)
         });
         work = back;
-        let Ok(outcome) = outcome else {
-            return Err(panicked(py));
-        };
         match outcome {
-            Ok(Ok(ready)) => return (ready.convert)(py),
-            Ok(Err(e)) => return Err(errors::to_py(py, e)),
-            Err(_slice_over) => {
+            Err(_) => return Err(panicked(py)),
+            Ok(Some(result)) => return finish(py, result),
+            Ok(None) => {
                 if let Err(interrupted) = py.check_signals() {
                     // Dropped inside the runtime, as an aborted task's future would be.
                     py.detach(move || runtime::block_on(async move { drop(work) }));
@@ -247,6 +269,70 @@ fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
             }
         }
     }
+}
+
+fn finish(py: Python<'_>, result: zkrecipes::Result<Ready>) -> PyResult<Py<PyAny>> {
+    match result {
+        Ok(ready) => (ready.convert)(py),
+        Err(e) => Err(errors::to_py(py, e)),
+    }
+}
+
+/// The main thread's slice timer, kept from one wait to the next (see [`slice_of`]), with the
+/// process that made it.
+struct SliceTimer {
+    pid: u32,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Drop for SliceTimer {
+    fn drop(&mut self) {
+        if self.pid != runtime::process_id() {
+            // Inherited across fork(): it belongs to the parent's runtime, whose driver may have
+            // been locked at the fork; dropping it would lock that driver.
+            std::mem::forget(self.timer.take());
+        }
+    }
+}
+
+thread_local! {
+    static SLICE_TIMER: RefCell<Option<SliceTimer>> = const { RefCell::new(None) };
+}
+
+/// Polls `work` for at most [`SLICE`]: `None` when the slice ran out first.
+///
+/// The timer is kept between waits and pushed back [`SLICE`] each time, which costs no system
+/// call: a timer newly registered ahead of the runtime's next wake-up makes tokio wake its
+/// driver (an eventfd write and an extra `epoll_wait`, about 5–10 µs per call on the bench VM),
+/// while moving a registered one later only updates its deadline.
+async fn slice_of(work: &mut Work) -> Option<zkrecipes::Result<Ready>> {
+    let pid = runtime::process_id();
+    let deadline = tokio::time::Instant::now() + SLICE;
+    let kept = SLICE_TIMER
+        .with(|t| t.borrow_mut().take())
+        .filter(|kept| kept.pid == pid)
+        .and_then(|mut kept| kept.timer.take());
+    let mut timer = match kept {
+        Some(mut timer) => {
+            timer.as_mut().reset(deadline);
+            timer
+        }
+        None => Box::pin(tokio::time::sleep_until(deadline)),
+    };
+    let out = std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await;
+    SLICE_TIMER.with(|t| {
+        *t.borrow_mut() = Some(SliceTimer {
+            pid,
+            timer: Some(timer),
+        })
+    });
+    out
 }
 
 fn panicked(py: Python<'_>) -> PyErr {

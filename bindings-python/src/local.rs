@@ -22,14 +22,14 @@ impl<T> Local<T> {
     /// Wraps `value`, made in this process.
     pub fn new(value: T) -> Local<T> {
         Local {
-            pid: std::process::id(),
+            pid: zkrecipes::runtime::process_id(),
             value: ManuallyDrop::new(value),
         }
     }
 
     /// Whether this process made the value.
     pub fn is_here(&self) -> bool {
-        self.pid == std::process::id()
+        self.pid == zkrecipes::runtime::process_id()
     }
 
     /// The value when in its own process.
@@ -56,7 +56,7 @@ impl<T> Local<T> {
                 format!(
                     "this {what} was made in process {} before a fork; make a new one in this process ({})",
                     self.pid,
-                    std::process::id()
+                    zkrecipes::runtime::process_id()
                 ),
             ))
         }

@@ -319,6 +319,31 @@ def _in_child(body: Callable[[], None]) -> int:
     return _wait_child(pid, 60)
 
 
+def test_ctrl_c_interrupts_a_blocking_acquire_in_a_forked_child(zk: ZooKeeper, client: zkrecipes.Client, path: str) -> None:
+    """The main thread keeps its Ctrl-C timer between calls; a child must not inherit the
+    parent's (it belongs to the parent's runtime, which no thread drives in the child)."""
+    m = InterProcessMutex(client, path)
+    for _ in range(3):  # the parent's main thread waits, and keeps its timer
+        with m:
+            pass
+
+    def child() -> None:
+        made: List[zkrecipes.Client] = []
+
+        def make_client() -> zkrecipes.Client:
+            made.append(zkrecipes.Client(zk.connect, connection_timeout=5).start())
+            return made[-1]
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            _ctrl_c_interrupts_a_blocking_acquire(make_client, path, "pthread_kill")
+        finally:
+            for c in made:
+                c.close()
+
+    assert _in_child(child) == 0
+
+
 def test_after_fork_the_parents_client_is_refused_in_the_child(client: zkrecipes.Client, path: str) -> None:
     m = InterProcessMutex(client, path)
     with m:  # the parent's runtime, session and watches are in use

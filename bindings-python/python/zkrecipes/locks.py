@@ -2,7 +2,7 @@
 
 Owners: by default the current thread, or inside a coroutine the current asyncio Task; pass
 ``owner=zkrecipes.Owner()`` to acquire in one place and release in another. Blocking acquires
-release the GIL while they wait and Ctrl-C interrupts them within ~20 ms, deleting the lock node
+release the GIL while they wait and Ctrl-C interrupts them within ~50 ms, deleting the lock node
 they created. Each hold has a fencing token (the lock node's czxid) that strictly increases from
 one holder to the next.
 
