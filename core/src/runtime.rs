@@ -36,6 +36,7 @@ use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 mod bell;
+pub(crate) mod delay;
 use bell::Bell;
 
 /// The runtime and the pid of the process that built it.

@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::client::protected::{ProtectedCreate, ProtectedGuard, ProtectedId};
-use crate::client::{sequence, NodeEventKind, OrNone, Parents, Watch};
+use crate::client::{sequence, NodeEventKind, OrNone, Parents, Watch, WeakClient};
+use crate::runtime::delay::DelayLine;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Owner, Result};
 
@@ -326,7 +327,7 @@ impl Internals {
                 opts.owner,
                 Some(l.clone()),
                 opts.deleted.clone(),
-                Duration::ZERO,
+                false,
             )
         });
         let mut listing = first_listing.map(|c| (c, node.session));
@@ -357,7 +358,7 @@ impl Internals {
                             opts.owner,
                             None,
                             opts.deleted.clone(),
-                            OWN_NODE_WATCH_DELAY,
+                            true,
                         ));
                     }
                     return Ok(Outcome::Granted(Acquired { node, node_watch }));
@@ -453,11 +454,12 @@ impl Internals {
     /// goes: Curator's revocable watcher (when `__REVOKE__` is written there, `revoke` hears
     /// it), and the deletion of a held node by someone else (`deleted` hears it: a holder must
     /// not go on believing a lock whose node is gone — another client may hold it already).
-    /// Set in the background (one request, no round trip added to the acquire) once `delay`
-    /// has passed with the hold still on: a hold released sooner sends nothing (an uncontended
-    /// acquire + release stays at Curator's three requests), and a deletion in its first
-    /// `delay` is found when the watch is set (its getData sees no node). On release the
-    /// node's own deletion ends the watch, so no removal request is sent.
+    /// `delayed`: set in the background (one request, no round trip added to the acquire) once
+    /// [`OWN_NODE_WATCH_DELAY`] has passed with the hold still on: a hold released sooner sends
+    /// nothing (an uncontended acquire + release stays at Curator's three requests) and costs
+    /// only an entry in [`OWN_NODE_WATCHES`], and a deletion in its first delay is found when the
+    /// watch is set (its getData sees no node). On release the node's own deletion ends the
+    /// watch, so no removal request is sent.
     ///
     /// The watch lasts as long as the node can: a read that fails on a connection loss is tried
     /// again (the hold may be kept through the disconnection), and a watch event that is not
@@ -470,57 +472,71 @@ impl Internals {
         owner: Owner,
         revoke: Option<RevokeListener>,
         deleted: Option<DeletedListener>,
-        delay: Duration,
+        delayed: bool,
     ) -> watch::Sender<()> {
-        let (stop_tx, mut stop_rx) = watch::channel(());
+        let (stop_tx, stop_rx) = watch::channel(());
         let weak = self.client.downgrade();
         let node = node.to_string();
-        runtime::spawn(async move {
-            let gone = |node: &str| {
-                if let Some(d) = &deleted {
-                    d(node);
-                }
-            };
-            if !delay.is_zero() {
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {},
-                    _ = stop_rx.changed() => return,
-                }
-            }
-            loop {
-                let Some(client) = weak.upgrade() else { return };
-                let read = tokio::select! {
-                    r = client.get_data_watch(&node) => r,
-                    _ = stop_rx.changed() => return,
-                };
-                drop(client);
-                let (data, w) = match read {
-                    Ok((data, _, w)) => (data, w),
-                    Err(Error::NoNode(_)) => return gone(&node),
-                    Err(Error::Closed(_) | Error::SessionExpired(_)) => return,
-                    Err(e) => {
-                        tracing::debug!(%node, error = %e, "could not watch our held lock node; trying again");
-                        tokio::select! {
-                            _ = tokio::time::sleep(OWN_NODE_REWATCH_AFTER) => continue,
-                            _ = stop_rx.changed() => return,
-                        }
-                    }
-                };
-                if let (Some(listener), true) = (&revoke, data == REVOKE_MESSAGE) {
-                    // Queues the user's listener on the lock's dispatcher.
-                    listener(owner);
-                }
-                tokio::select! {
-                    e = w.changed() => match e.kind {
-                        NodeEventKind::Deleted => return gone(&node),
-                        NodeEventKind::SessionEnded => return,
-                        // Changed data (a revocation request, say): read and watch again.
-                        _ => continue,
-                    },
-                    _ = stop_rx.changed() => return,
-                }
-            }
-        });
+        let watching = move |stop: watch::Receiver<()>| {
+            runtime::spawn(watch_held_node(weak, node, owner, revoke, deleted, stop));
+        };
+        if delayed {
+            OWN_NODE_WATCHES.schedule(&stop_tx, watching);
+        } else {
+            watching(stop_rx);
+        }
         stop_tx
+    }
+}
+
+/// The held nodes whose watch waits for [`OWN_NODE_WATCH_DELAY`] (one line for the process).
+static OWN_NODE_WATCHES: DelayLine = DelayLine::new(OWN_NODE_WATCH_DELAY);
+
+/// The body of [`Internals::watch_own_node`]'s watch, until `stop_rx` closes.
+async fn watch_held_node(
+    weak: WeakClient,
+    node: String,
+    owner: Owner,
+    revoke: Option<RevokeListener>,
+    deleted: Option<DeletedListener>,
+    mut stop_rx: watch::Receiver<()>,
+) {
+    let gone = |node: &str| {
+        if let Some(d) = &deleted {
+            d(node);
+        }
+    };
+    loop {
+        let Some(client) = weak.upgrade() else { return };
+        let read = tokio::select! {
+            r = client.get_data_watch(&node) => r,
+            _ = stop_rx.changed() => return,
+        };
+        drop(client);
+        let (data, w) = match read {
+            Ok((data, _, w)) => (data, w),
+            Err(Error::NoNode(_)) => return gone(&node),
+            Err(Error::Closed(_) | Error::SessionExpired(_)) => return,
+            Err(e) => {
+                tracing::debug!(%node, error = %e, "could not watch our held lock node; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(OWN_NODE_REWATCH_AFTER) => continue,
+                    _ = stop_rx.changed() => return,
+                }
+            }
+        };
+        if let (Some(listener), true) = (&revoke, data == REVOKE_MESSAGE) {
+            // Queues the user's listener on the lock's dispatcher.
+            listener(owner);
+        }
+        tokio::select! {
+            e = w.changed() => match e.kind {
+                NodeEventKind::Deleted => return gone(&node),
+                NodeEventKind::SessionEnded => return,
+                // Changed data (a revocation request, say): read and watch again.
+                _ => continue,
+            },
+            _ = stop_rx.changed() => return,
+        }
     }
 }
