@@ -464,6 +464,77 @@ async fn one_release_wakes_exactly_one_waiter_of_twenty() {
     holder.close().await;
 }
 
+/// When a waiter's predecessor was a waiter that gave up, the waiter must move on to the node
+/// ahead of that one and keep waiting while the holder holds; and when its own node was
+/// deleted meanwhile, it must not take the lock with it (it queues again instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_predecessor_gives_up_waits_for_the_one_ahead() {
+    let (holder, a, b) = (connect().await, connect().await, connect().await);
+    let path = "/queue-shrinks";
+    let mh = InterProcessMutex::new(&holder, path).unwrap();
+    let ma = InterProcessMutex::new(&a, path).unwrap();
+    let mb = InterProcessMutex::new(&b, path).unwrap();
+    let (h, oa, ob) = (Owner::new(), Owner::new(), Owner::new());
+    assert!(mh.acquire(h, None).await.unwrap());
+    let holder_node = mh.lock_node(h).unwrap();
+    let a_waits = {
+        let ma = ma.clone();
+        tokio::spawn(async move { ma.acquire(oa, None).await })
+    };
+    let (sa, sb) = (a.session_id(), b.session_id());
+    eventually("A watches the holder", WAIT, || async {
+        watched_paths(sa) == vec![holder_node.clone()]
+    })
+    .await;
+    let a_node = mh.participant_nodes().await.unwrap()[1].clone();
+    let b_waits = {
+        let mb = mb.clone();
+        tokio::spawn(async move { mb.acquire(ob, None).await })
+    };
+    eventually("B watches A", WAIT, || async {
+        watched_paths(sb) == vec![a_node.clone()]
+    })
+    .await;
+
+    // A gives up: B moves on to the holder's node, and waits.
+    a_waits.abort();
+    eventually(
+        "B watches the holder once A's node is gone",
+        WAIT,
+        || async { watched_paths(sb) == vec![holder_node.clone()] },
+    )
+    .await;
+    let line = mh.participant_nodes().await.unwrap();
+    assert_eq!(line.len(), 2, "A's node is gone: {line:?}");
+    assert!(
+        !b_waits.is_finished(),
+        "B must not hold while the holder does"
+    );
+    assert!(mh.is_owned_by(h));
+
+    // B's own node is deleted while it waits: when the holder releases, B must not take the
+    // lock on a node that is gone; it queues again with a new node and gets it.
+    let b_node = line[1].clone();
+    holder.delete(&b_node, Default::default()).await.unwrap();
+    mh.release(h).await.unwrap();
+    assert!(tokio::time::timeout(WAIT, b_waits)
+        .await
+        .expect("B gets the lock")
+        .unwrap()
+        .unwrap());
+    let held = mb.lock_node(ob).unwrap();
+    assert_ne!(held, b_node, "B holds with a new node");
+    assert_eq!(
+        mh.participant_nodes().await.unwrap(),
+        vec![held.clone()],
+        "the only node is B's, and it exists"
+    );
+    mb.release(ob).await.unwrap();
+    for c in [holder, a, b] {
+        c.close().await;
+    }
+}
+
 #[test]
 fn hundred_threads_share_one_mutex_without_overlap() {
     let client = zkrecipes::runtime::block_on(connect());
