@@ -2,7 +2,8 @@
 //!
 //! Built lazily on first use. Fork-safe: a child process created by `fork()` does not have the
 //! parent's threads, so when the process id changes the old runtime is forgotten (never
-//! dropped: dropping would wait for threads that do not exist) and a fresh one is built.
+//! dropped: dropping would wait for threads that do not exist) and a fresh one is built. It is
+//! reached without a lock (`per_process`), so a fork cannot leave the child a held one.
 //!
 //! # Who drives it: the caller of a blocking call, else one background thread
 //!
@@ -32,17 +33,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use once_cell::sync::Lazy;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 mod bell;
 pub(crate) mod delay;
+mod per_process;
 use bell::Bell;
+use per_process::PerProcess;
 
-/// The runtime and the pid of the process that built it.
-type Slot = Option<(u32, Arc<Engine>)>;
-
-static RUNTIME: Lazy<Mutex<Slot>> = Lazy::new(|| Mutex::new(None));
+/// The runtime of this process (see [`runtime`]).
+static RUNTIME: PerProcess<Engine> = PerProcess::new();
 
 thread_local! {
     /// Set on the library threads that run user callbacks: they are not runtime workers, so a
@@ -351,31 +351,20 @@ pub fn process_id() -> u32 {
     }
 }
 
-fn runtime() -> Arc<Engine> {
-    let pid = process_id();
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    match slot.as_ref() {
-        Some((owner_pid, rt)) if *owner_pid == pid => rt.clone(),
-        _ => {
-            if let Some((_, stale)) = slot.take() {
-                // Inherited across fork(): its threads are gone in this process.
-                std::mem::forget(stale);
-            }
-            let engine = Arc::new(match worker_threads() {
-                Some(n) => Engine::Workers(
-                    Builder::new_multi_thread()
-                        .worker_threads(n)
-                        .thread_name("zkrecipes-rt")
-                        .enable_all()
-                        .build()
-                        .expect("zkrecipes: cannot build the tokio runtime"),
-                ),
-                None => Engine::Driven(Driven::start(BACKGROUND_AFTER)),
-            });
-            *slot = Some((pid, engine.clone()));
-            engine
-        }
-    }
+/// This process's runtime, built on first use (a parent's, inherited across `fork()`, is never
+/// touched: its threads are gone in the child).
+fn runtime() -> &'static Engine {
+    RUNTIME.get_or_init(|| match worker_threads() {
+        Some(n) => Engine::Workers(
+            Builder::new_multi_thread()
+                .worker_threads(n)
+                .thread_name("zkrecipes-rt")
+                .enable_all()
+                .build()
+                .expect("zkrecipes: cannot build the tokio runtime"),
+        ),
+        None => Engine::Driven(Driven::start(BACKGROUND_AFTER)),
+    })
 }
 
 /// The environment variable that asks for tokio's multi-thread scheduler with this many worker
@@ -414,7 +403,7 @@ pub fn handle() -> Handle {
 /// task): that would block the runtime; such a call gets `Err(Error::Internal)` from
 /// [`try_block_on`] instead of a panic.
 pub fn block_on<F: Future>(future: F) -> F::Output {
-    match &*runtime() {
+    match runtime() {
         Engine::Workers(rt) => rt.handle().block_on(future),
         Engine::Driven(d) => d.block_on(future),
     }
@@ -438,7 +427,7 @@ where
 {
     let engine = runtime();
     let task = engine.handle().spawn(future);
-    if let Engine::Driven(d) = &*engine {
+    if let Engine::Driven(d) = engine {
         d.spawned();
     }
     task

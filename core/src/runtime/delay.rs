@@ -11,8 +11,9 @@
 //! live job falls due, drops the jobs called off meanwhile, and sleeps until the next live one.
 //! Under a stream of short holds it wakes about once per delay, whatever the rate.
 //!
-//! Fork-safe like the runtime: a line inherited across `fork()` is forgotten (its task was on
-//! the parent's runtime) and the child starts an empty one.
+//! Fork-safe like the runtime: a line inherited across `fork()` is never touched (its task was
+//! on the parent's runtime, and its lock may have been held at the fork); the child starts an
+//! empty one.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -20,6 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use super::per_process::PerProcess;
 
 /// A job that starts after the line's delay unless its caller drops the stop sender first.
 type Job = Box<dyn FnOnce(watch::Receiver<()>) + Send>;
@@ -48,16 +51,23 @@ struct Line {
 /// module docs). Meant to be a `static`.
 pub(crate) struct DelayLine {
     delay: Duration,
-    /// The process that made the line's state (see the module docs), and that state.
-    state: Mutex<Option<(u32, Line)>>,
+    /// This process's queue (a parent's, inherited across `fork()`, is never touched).
+    line: PerProcess<Mutex<Line>>,
 }
 
 impl DelayLine {
     pub(crate) const fn new(delay: Duration) -> DelayLine {
         DelayLine {
             delay,
-            state: Mutex::new(None),
+            line: PerProcess::new(),
         }
+    }
+
+    fn line(&'static self) -> std::sync::MutexGuard<'static, Line> {
+        self.line
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Starts `job` on the runtime after the delay, unless `stop` is dropped before; the job
@@ -73,14 +83,7 @@ impl DelayLine {
             stop: stop.subscribe(),
             job: Box::new(job),
         };
-        let pid = super::process_id();
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.as_ref().is_some_and(|(made_in, _)| *made_in != pid) {
-            // The parent's jobs and task are gone with its runtime; dropping its entries could
-            // touch that runtime's state.
-            std::mem::forget(state.take());
-        }
-        let (_, line) = state.get_or_insert_with(|| (pid, Line::default()));
+        let mut line = self.line();
         // Jobs called off at the front go now, so that the queue holds about one delay's worth.
         while line.queue.front().is_some_and(Entry::called_off) {
             line.queue.pop_front();
@@ -88,7 +91,7 @@ impl DelayLine {
         line.queue.push_back(entry);
         if !line.running {
             line.running = true;
-            drop(state);
+            drop(line);
             super::spawn(self.run());
         }
     }
@@ -99,10 +102,7 @@ impl DelayLine {
         let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
         loop {
             let (due_now, next) = {
-                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                let Some((_, line)) = state.as_mut() else {
-                    return;
-                };
+                let mut line = self.line();
                 let now = Instant::now();
                 let mut due_now = Vec::new();
                 while let Some(front) = line.queue.front() {
@@ -226,10 +226,8 @@ mod tests {
             rx.recv_timeout(WAIT)
                 .unwrap_or_else(|_| panic!("round {round}: the job never started"));
             let idle = || {
-                let state = LINE.state.lock().unwrap();
-                state
-                    .as_ref()
-                    .is_some_and(|(_, l)| !l.running && l.queue.is_empty())
+                let line = LINE.line();
+                !line.running && line.queue.is_empty()
             };
             let deadline = std::time::Instant::now() + WAIT;
             while !idle() {
