@@ -351,6 +351,25 @@ pub fn process_id() -> u32 {
     }
 }
 
+/// Runs `child` in a forked child process and waits for it: whether it returned true there (a
+/// panic counts as false). The child ends with `_exit`, running none of the parent's exit
+/// handlers; it must only do what is safe after a fork in a threaded process.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn in_forked_child(child: impl FnOnce() -> bool) -> bool {
+    // SAFETY: the callers' children only use atomics, getpid and malloc before `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(false);
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
 /// This process's runtime, built on first use (a parent's, inherited across `fork()`, is never
 /// touched: its threads are gone in the child).
 fn runtime() -> &'static Engine {
@@ -460,20 +479,9 @@ mod tests {
         let parent = process_id();
         assert_eq!(parent, std::process::id());
         assert_eq!(process_id(), parent, "cached");
-        // SAFETY: the child only reads its id (atomics and getpid) and exits.
-        let child = unsafe { libc::fork() };
-        assert!(child >= 0, "fork failed");
-        if child == 0 {
-            let own = process_id() == std::process::id() && process_id() != parent;
-            // SAFETY: ends the child without running the parent's exit handlers.
-            unsafe { libc::_exit(if own { 0 } else { 1 }) };
-        }
-        let mut status = 0;
-        // SAFETY: waits for the child forked above.
-        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
         assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the child saw its parent's id (status {status})"
+            in_forked_child(|| process_id() == std::process::id() && process_id() != parent),
+            "the child saw its parent's id"
         );
         assert_eq!(process_id(), parent);
     }

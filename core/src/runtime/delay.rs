@@ -99,7 +99,8 @@ impl DelayLine {
     /// The line's task: starts the jobs that fall due, drops those called off, and sleeps
     /// until the next live one; ends when the queue is empty.
     async fn run(&'static self) {
-        let mut timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+        // One timer for the task's life, moved to each next due time.
+        let mut timer = Box::pin(tokio::time::sleep_until(Instant::now()));
         loop {
             let (due_now, next) = {
                 let mut line = self.line();
@@ -126,14 +127,8 @@ impl DelayLine {
             let Some(next) = next else {
                 return;
             };
-            // One timer for the task's life, moved to each next due time.
-            match timer.as_mut() {
-                Some(t) => t.as_mut().reset(next),
-                None => timer = Some(Box::pin(tokio::time::sleep_until(next))),
-            }
-            if let Some(t) = timer.as_mut() {
-                t.as_mut().await;
-            }
+            timer.as_mut().reset(next);
+            timer.as_mut().await;
         }
     }
 }

@@ -119,25 +119,15 @@ mod tests {
         static VALUE: PerProcess<Mutex<u32>> = PerProcess::new();
         let parent = VALUE.get_or_init(|| Mutex::new(process_id()));
         let held = parent.lock().unwrap();
-        // SAFETY: the child only builds a value (a Mutex: malloc, which glibc keeps fork-safe),
-        // locks it and exits.
-        let child = unsafe { libc::fork() };
-        assert!(child >= 0, "fork failed");
-        if child == 0 {
-            let own = VALUE.get_or_init(|| Mutex::new(process_id()));
-            let ok = !std::ptr::eq(own, parent)
-                && own.try_lock().map(|v| *v == process_id()).unwrap_or(false);
-            // SAFETY: ends the child without running the parent's exit handlers.
-            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-        }
-        drop(held);
-        let mut status = 0;
-        // SAFETY: waits for the child forked above.
-        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
         assert!(
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-            "the child did not get a value of its own (status {status})"
+            crate::runtime::in_forked_child(|| {
+                let own = VALUE.get_or_init(|| Mutex::new(process_id()));
+                !std::ptr::eq(own, parent)
+                    && own.try_lock().map(|v| *v == process_id()).unwrap_or(false)
+            }),
+            "the child did not get a value of its own"
         );
+        drop(held);
         assert!(std::ptr::eq(VALUE.get_or_init(|| Mutex::new(0)), parent));
     }
 }
