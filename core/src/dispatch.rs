@@ -24,7 +24,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use std::collections::VecDeque;
 
 use crate::{runtime, Error, Result};
 
@@ -89,15 +89,24 @@ enum Job<E> {
 /// Delivers events of type `E` to listeners, and one-off calls, under the guarantee above.
 pub(crate) struct Dispatcher<E: Send + 'static> {
     listeners: Listeners<E>,
-    queue: Mutex<Option<mpsc::UnboundedSender<Job<E>>>>,
+    queue: Arc<Mutex<Queue<E>>>,
     ids: ListenerIds,
+}
+
+/// The jobs not run yet, and whether a library thread is running them.
+struct Queue<E> {
+    jobs: VecDeque<Job<E>>,
+    running: bool,
 }
 
 impl<E: Send + 'static> Default for Dispatcher<E> {
     fn default() -> Self {
         Dispatcher {
             listeners: Arc::default(),
-            queue: Mutex::new(None),
+            queue: Arc::new(Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                running: false,
+            })),
             ids: ListenerIds::new(),
         }
     }
@@ -164,26 +173,39 @@ impl<E: Send + 'static> Dispatcher<E> {
         self.push(Job::Once(Box::new(f)));
     }
 
+    /// Queues `job`; if no library thread runs this dispatcher's jobs, starts one (on the
+    /// runtime's blocking pool, marked as a callback thread so that it may use the blocking
+    /// API). It runs them one at a time, in order, until none is left. Events never wait for a
+    /// runtime task to be driven on their way: the thread that queues one (a session's task, a
+    /// recipe's) hands it straight to the pool.
     fn push(&self, job: Job<E>) {
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = queue.get_or_insert_with(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            runtime::spawn(deliver(self.listeners.clone(), rx));
-            tx
-        });
-        let _ = tx.send(job);
+        let start = {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.jobs.push_back(job);
+            !std::mem::replace(&mut q.running, true)
+        };
+        if start {
+            let listeners = self.listeners.clone();
+            let queue = self.queue.clone();
+            let _ = runtime::spawn_callback(move || drain(&listeners, &queue));
+        }
     }
 }
 
-/// Runs the jobs one at a time on the blocking pool (marked as callback threads, so they may
-/// use the blocking API). Ends when the dispatcher is dropped and its queue drained.
-async fn deliver<E: Send + 'static>(
-    listeners: Listeners<E>,
-    mut rx: mpsc::UnboundedReceiver<Job<E>>,
-) {
-    while let Some(job) = rx.recv().await {
-        let listeners = listeners.clone();
-        let run = move || match job {
+/// Runs the queued jobs one at a time, in order, until none is left.
+fn drain<E: Send + 'static>(listeners: &Listeners<E>, queue: &Mutex<Queue<E>>) {
+    loop {
+        let job = {
+            let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
+            match q.jobs.pop_front() {
+                Some(job) => job,
+                None => {
+                    q.running = false;
+                    return;
+                }
+            }
+        };
+        match job {
             Job::Event(event) => {
                 let snapshot: Vec<Listener<E>> = listeners
                     .lock()
@@ -198,8 +220,7 @@ async fn deliver<E: Send + 'static>(
             Job::Once(f) => {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
             }
-        };
-        let _ = runtime::spawn_callback(run).await;
+        }
     }
 }
 
