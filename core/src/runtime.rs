@@ -219,6 +219,13 @@ impl Driven {
     }
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.drive(future, false)
+    }
+
+    /// [`Self::block_on`]; `loop_watches`: the caller's event loop watches the runtime's input
+    /// ([`loop_turn`]), so the call's end neither arms the bell nor rings it for input left
+    /// unread (the loop's next turn reads it).
+    fn drive<F: Future>(&self, future: F, loop_watches: bool) -> F::Output {
         {
             let _edge = self.edges.lock().unwrap_or_else(|e| e.into_inner());
             if self.active.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -229,8 +236,9 @@ impl Driven {
         // If the background driver holds the runtime, it lets go; if it is about to take it, the
         // permit makes it return at once.
         self.let_go.notify_one();
-        /// Ends the call (also when it unwinds); `.1`: tasks may have been left runnable.
-        struct Ended<'a>(&'a Driven, bool);
+        /// Ends the call (also when it unwinds); `.1`: tasks may have been left runnable;
+        /// `.2`: an event loop watches the runtime's input.
+        struct Ended<'a>(&'a Driven, bool, bool);
         impl Drop for Ended<'_> {
             fn drop(&mut self) {
                 let d = self.0;
@@ -238,19 +246,19 @@ impl Driven {
                 let last = {
                     let _edge = d.edges.lock().unwrap_or_else(|e| e.into_inner());
                     let last = d.active.fetch_sub(1, Ordering::SeqCst) == 1;
-                    if last {
+                    if last && !self.2 {
                         // Nobody drives now: input from here on (or already waiting) wakes
                         // the background driver.
                         d.bell.arm();
                     }
                     last
                 };
-                if last && (self.1 || d.background_untimed.load(Ordering::SeqCst)) {
+                if last && ((self.1 && !self.2) || d.background_untimed.load(Ordering::SeqCst)) {
                     d.bell.ring();
                 }
             }
         }
-        let mut ended = Ended(self, true);
+        let mut ended = Ended(self, true, loop_watches);
         let settled = self.bell.settle_point();
         let (out, left) = self.rt.block_on(async move {
             let out = future.await;
@@ -258,6 +266,26 @@ impl Driven {
         });
         ended.1 = left;
         out
+    }
+
+    /// [`loop_turn`] on this runtime.
+    fn loop_turn<R>(&self, start: impl FnOnce() -> R) -> R {
+        if self.active.load(Ordering::SeqCst) > 0 {
+            // A blocking call drives: the tasks `start` spawns reach it.
+            let _in_runtime = self.rt.enter();
+            return start();
+        }
+        self.drive(async move { start() }, true)
+    }
+
+    /// [`try_loop_turn`] on this runtime.
+    fn try_loop_turn(&self) -> bool {
+        if self.active.load(Ordering::SeqCst) > 0 || self.background_driving.load(Ordering::SeqCst)
+        {
+            return false;
+        }
+        self.drive(async {}, true);
+        true
     }
 
     /// A task was spawned: if nobody drives the runtime, the background driver takes it now.
@@ -436,6 +464,49 @@ pub fn try_block_on<F: Future>(future: F) -> crate::Result<F::Output> {
         ));
     }
     Ok(block_on(future))
+}
+
+/// The descriptor an event loop on the caller's thread polls for readable to learn that the
+/// runtime has input (tokio's epoll set: a socket's input, a timer's or another thread's wake-up
+/// of the I/O driver), for [`loop_turn`]. `None` with `ZKR_RUNTIME_THREADS` (worker threads read
+/// the input themselves) and where the set is not known (not Linux).
+#[cfg(unix)]
+pub fn loop_source() -> Option<std::os::fd::RawFd> {
+    match runtime() {
+        Engine::Workers(_) => None,
+        Engine::Driven(d) => d.bell.loop_source(),
+    }
+}
+
+/// One turn of the runtime on this thread, for an event loop that watches [`loop_source`] and
+/// must never block (the Node face's JS thread): runs `start` (which may spawn tasks: they queue
+/// on this thread) and then every task that is runnable, reads the input that waits, and
+/// returns. It never waits for input: a reply that has not arrived is the loop's next turn.
+///
+/// If the background driver holds the runtime, this takes it over (a short wait for it to let
+/// go); if a blocking call on another thread drives, `start` runs here and its tasks there. The
+/// turn's end leaves the runtime's input to the loop: the background driver takes the runtime
+/// back only after [`BACKGROUND_AFTER`] with no turn and no blocking call (it also runs timers
+/// that fall due meanwhile). With `ZKR_RUNTIME_THREADS`, `start` runs and the workers do the
+/// rest. Must not be called from inside the runtime (a task, or `start` of another turn).
+pub fn loop_turn<R>(start: impl FnOnce() -> R) -> R {
+    match runtime() {
+        Engine::Workers(rt) => {
+            let _in_runtime = rt.enter();
+            start()
+        }
+        Engine::Driven(d) => d.loop_turn(start),
+    }
+}
+
+/// [`loop_turn`] with nothing to start, when [`loop_source`] is readable; only if nobody else
+/// drives the runtime. `false`: the background driver or a blocking call drives it and reads
+/// the input, so the loop may stop watching until its next [`loop_turn`].
+pub fn try_loop_turn() -> bool {
+    match runtime() {
+        Engine::Workers(_) => false,
+        Engine::Driven(d) => d.try_loop_turn(),
+    }
 }
 
 /// Spawns a task on the shared runtime (and makes sure a thread drives it).
@@ -644,6 +715,94 @@ mod tests {
                 .join()
                 .unwrap();
             assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(round));
+        }
+    }
+
+    /// Waits (up to 30 s) until `fd` is readable.
+    #[cfg(target_os = "linux")]
+    fn readable_within_30s(fd: std::os::fd::RawFd) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, 30_000) == 1 }
+    }
+
+    /// An event loop's turn (the Node face's JS thread) runs the task it starts until that task
+    /// waits, returns without waiting for input, and leaves the input to the loop: the
+    /// runtime's epoll set becomes readable, the background driver is not woken (its timer is
+    /// an hour here), and the loop's next turn runs the woken task before it returns.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_loop_turn_leaves_the_input_to_the_loop() {
+        use std::io::Write;
+        let d = without_timer();
+        let source = d.bell.loop_source().unwrap();
+        for round in 0..20u8 {
+            let (mut theirs, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+            ours.set_nonblocking(true).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (ran_tx, ran) = std::sync::mpsc::channel();
+            d.loop_turn(|| {
+                let ours = tokio::net::UnixStream::from_std(ours).unwrap();
+                tokio::spawn(async move {
+                    ran_tx.send(()).unwrap();
+                    let mut b = [0u8; 1];
+                    loop {
+                        ours.readable().await.unwrap();
+                        if let Ok(1) = ours.try_read(&mut b) {
+                            break;
+                        }
+                    }
+                    tx.send(b[0]).unwrap();
+                });
+            });
+            assert_eq!(ran.try_recv(), Ok(()), "the turn did not run its task");
+            assert!(rx.try_recv().is_err());
+            assert!(
+                !d.bell.armed(),
+                "the turn's end armed the bell: input would wake the background driver"
+            );
+            theirs.write_all(&[round]).unwrap();
+            assert!(readable_within_30s(source), "the loop never saw the input");
+            assert!(
+                d.try_loop_turn(),
+                "another thread drives the runtime: the input woke the background driver"
+            );
+            assert_eq!(
+                rx.try_recv(),
+                Ok(round),
+                "the loop's turn did not run the woken task"
+            );
+        }
+    }
+
+    /// A loop's turn takes the runtime from the background driver when it holds it (the turn's
+    /// task runs before the turn returns); a turn for input leaves it to the background driver.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_loop_turn_takes_the_runtime_from_the_background_driver() {
+        let d = Driven::start(Duration::from_millis(1));
+        let background_drives = || {
+            let until = Instant::now() + Duration::from_secs(30);
+            while !d.background_driving.load(Ordering::SeqCst) {
+                assert!(
+                    Instant::now() < until,
+                    "the background driver never took over"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for round in 0..10u32 {
+            background_drives();
+            assert!(!d.try_loop_turn(), "a turn for input took the runtime");
+            let (tx, rx) = std::sync::mpsc::channel();
+            d.loop_turn(|| {
+                tokio::spawn(async move { tx.send(round).unwrap() });
+            });
+            assert_eq!(rx.try_recv(), Ok(round), "the turn did not run its task");
         }
     }
 

@@ -72,11 +72,32 @@ impl Bell {
         }
     }
 
+    /// Whether input now wakes the sleeper (the runtime's set is armed).
+    #[cfg(all(test, target_os = "linux"))]
+    pub(super) fn armed(&self) -> bool {
+        self.watch
+            .as_ref()
+            .is_some_and(|w| w.armed.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// What a blocking call looks at as it ends (`super::settle`); `None` without a watch.
     pub(super) fn settle_point(&self) -> Option<SettlePoint> {
         #[cfg(target_os = "linux")]
         {
             self.watch.as_ref().map(|w| SettlePoint(w.runtime_set))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            None
+        }
+    }
+
+    /// The runtime's epoll set, for an event loop to poll ([`super::loop_source`]).
+    #[cfg(unix)]
+    pub(super) fn loop_source(&self) -> Option<std::os::fd::RawFd> {
+        #[cfg(target_os = "linux")]
+        {
+            self.watch.as_ref().map(|w| w.runtime_set)
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -152,6 +173,8 @@ mod linux {
         /// The runtime's epoll descriptor (tokio's; it lives as long as the runtime, which is
         /// never dropped in this process).
         pub(super) runtime_set: RawFd,
+        /// Whether the runtime's set is armed (saves a redundant `epoll_ctl`).
+        pub(super) armed: std::sync::atomic::AtomicBool,
     }
 
     fn cvt(r: libc::c_int) -> std::io::Result<libc::c_int> {
@@ -187,6 +210,7 @@ mod linux {
                 outer,
                 bell,
                 runtime_set,
+                armed: std::sync::atomic::AtomicBool::new(false),
             };
             let added = w
                 .ctl(
@@ -229,6 +253,10 @@ mod linux {
         }
 
         pub(super) fn set_armed(&self, armed: bool) {
+            // Callers hold the driver's `edges` lock: no two changes race.
+            if self.armed.swap(armed, std::sync::atomic::Ordering::Relaxed) == armed {
+                return;
+            }
             let events = libc::EPOLLONESHOT as u32 | if armed { libc::EPOLLIN as u32 } else { 0 };
             if let Err(e) = self.ctl(libc::EPOLL_CTL_MOD, self.runtime_set, events, INPUT) {
                 // Cannot happen with valid descriptors; the timer still covers the gap.
@@ -256,7 +284,14 @@ mod linux {
                             libc::read(self.bell.as_raw_fd(), (&mut count as *mut u64).cast(), 8);
                         }
                     }
-                    _ => input = true,
+                    _ => {
+                        // One-shot: the kernel disarmed it. (Racing an `arm`, this may only
+                        // make the next `arm` repeat itself or a `disarm` be skipped: at worst
+                        // a wake-up for nothing, never a missed one.)
+                        self.armed
+                            .store(false, std::sync::atomic::Ordering::Relaxed);
+                        input = true
+                    }
                 }
             }
             input
