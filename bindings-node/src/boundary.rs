@@ -78,24 +78,30 @@ where
     R: ToNapiValue + Send + 'static,
     F: Future<Output = CoreResult<R>> + Send + 'static,
 {
+    let fut = match run(env, body) {
+        Ok(fut) => fut,
+        // SAFETY: on the JS thread of `env`, inside this napi call.
+        Err(e) => return unsafe { crate::driving::rejected(env, e) },
+    };
+    let fut = CatchUnwind(Box::pin(async move {
+        testing::maybe_panic(testing::Where::Async);
+        fut.await
+    }));
+    // SAFETY: on the JS thread of `env`, inside this napi call.
+    let fut = match unsafe { crate::driving::promise(env, fut) } {
+        Ok(promise) => return Ok(Object::from_raw(env.raw(), promise)),
+        Err(fut) => fut,
+    };
+    // No port on this thread (napi refused to make one): napi-rs's deferred.
     let (deferred, promise) = env.create_deferred()?;
-    match run(env, body) {
-        Ok(fut) => {
-            zkrecipes::runtime::spawn(async move {
-                let outcome = CatchUnwind(Box::pin(async move {
-                    testing::maybe_panic(testing::Where::Async);
-                    fut.await
-                }))
-                .await;
-                deferred.resolve(move |env: Env| match outcome {
-                    Ok(Ok(value)) => Ok(value),
-                    Ok(Err(e)) => Err(from_core(&env, &e)),
-                    Err(panic) => Err(internal(&env, &panic)),
-                });
-            });
-        }
-        Err(e) => deferred.reject(e),
-    }
+    zkrecipes::runtime::spawn(async move {
+        let outcome = fut.await;
+        deferred.resolve(move |env: Env| match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(from_core(&env, &e)),
+            Err(panic) => Err(internal(&env, &panic)),
+        });
+    });
     Ok(promise)
 }
 
@@ -135,7 +141,7 @@ where
 
 /// A future that turns a panic while polling into `Err` (what `futures::FutureExt::catch_unwind`
 /// does, without the dependency).
-struct CatchUnwind<F>(Pin<Box<F>>);
+pub(crate) struct CatchUnwind<F>(Pin<Box<F>>);
 
 impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn Any + Send>>;

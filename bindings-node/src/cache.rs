@@ -175,7 +175,12 @@ impl NativeCache {
                         ..CacheOptions::default()
                     };
                     if let Some(tsfn) = filter {
-                        opts = opts.path_filter(move |p| ask_filter(&tsfn, p));
+                        // The runtime waits on the JS thread's answer: no turns on it.
+                        let waits = crate::driving::WaitsOnJs::new();
+                        opts = opts.path_filter(move |p| {
+                            let _ = &waits;
+                            ask_filter(&tsfn, p)
+                        });
                     }
                     CuratorCache::with_options(c, &path, opts)?.into()
                 }

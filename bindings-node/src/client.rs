@@ -276,7 +276,12 @@ fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreRes
         provider = provider.with_path(rule.prefix, acl_list(rule.acl)?);
     }
     if let Some(tsfn) = acl_fn {
-        provider = provider.with_fn(move |path| ask_js(&tsfn, path));
+        // The runtime waits on the JS thread's answer: no turns on it.
+        let waits = crate::driving::WaitsOnJs::new();
+        provider = provider.with_fn(move |path| {
+            let _ = &waits;
+            ask_js(&tsfn, path)
+        });
     }
     b = b.acl_provider(provider);
     if let Some(t) = o.tls {

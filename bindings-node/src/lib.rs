@@ -24,6 +24,7 @@ mod boundary;
 mod cache;
 mod client;
 mod discovery;
+mod driving;
 mod ensemble;
 mod error;
 mod events;
@@ -80,6 +81,17 @@ pub fn core_version(env: Env) -> napi::Result<String> {
 #[napi]
 pub fn new_owner_id(env: Env) -> napi::Result<u64> {
     boundary::sync(&env, || Ok(zkrecipes::Owner::new().as_raw()))
+}
+
+/// How this JS thread's Promises were settled so far: `[after its own turn of the runtime, from
+/// the queue of the runtime's other threads]` (src/driving.rs). Builds with the `testing`
+/// feature only.
+#[cfg(feature = "testing")]
+#[napi]
+pub fn settled_for_testing(env: Env) -> napi::Result<Vec<f64>> {
+    boundary::sync(&env, || {
+        Ok(driving::settled(&env).iter().map(|&n| n as f64).collect())
+    })
 }
 
 /// Makes the next method call panic inside the boundary (`where`: `'sync'`, its synchronous

@@ -238,7 +238,7 @@ test('setLogger: a session expiry is a WARN record; setLogger(null) turns loggin
 function runFixture(script, { env = {}, nodeArgs = [], timeoutMs = 30000 } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, 'fixtures', script), zk.connectString], {
-      env: { ...process.env, ...env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -274,4 +274,30 @@ test('a held lock that is garbage-collected warns ZKR_LOCK_GARBAGE_COLLECTED; a 
   assert.ok(!report.warnings.some((w) => w.message.includes(report.releasedPath)), 'no warning for the released one');
   // The node of the collected hold is still there (until the session ends).
   assert.equal(report.nodesLeft, 1);
+});
+
+test('the JS thread drives the runtime: Promises settle after its own turns; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
+  const env = { ...process.env };
+  delete env.ZKR_NODE_LOOP_TURNS;
+  delete env.ZKR_RUNTIME_THREADS;
+  const runs = {};
+  for (const [name, extra] of [['turns', {}], ['background', { ZKR_NODE_LOOP_TURNS: '0' }]]) {
+    const { code, stdout, stderr } = await runFixture('loop-turns.js', {
+      env: { ...env, ...extra },
+      nodeArgs: ['--unhandled-rejections=strict'],
+      timeoutMs: 120000,
+    });
+    assert.equal(code, 0, stderr);
+    runs[name] = JSON.parse(stdout.trim().split('\n').at(-1));
+  }
+  for (const r of Object.values(runs)) {
+    assert.equal(r.held, 200);
+    assert.equal(r.value, 200);
+    assert.equal(r.onTurn + r.queued, 601, JSON.stringify(r));
+  }
+  // Without turns every Promise comes from the background driver.
+  assert.equal(runs.background.onTurn, 0, JSON.stringify(runs.background));
+  // With them, a call's Promise is settled on the JS thread unless the background driver took
+  // the runtime back meanwhile (after 5 ms without a turn): on a loaded machine some are.
+  assert.ok(runs.turns.onTurn > 300, `only ${runs.turns.onTurn} of 601 settled after the JS thread's turns`);
 });
