@@ -187,7 +187,8 @@ impl<E: Send + 'static> Dispatcher<E> {
         if start {
             let listeners = self.listeners.clone();
             let queue = self.queue.clone();
-            let _ = runtime::spawn_callback(move || drain(&listeners, &queue));
+            // Detached: the thread runs until the queue is empty.
+            drop(runtime::spawn_callback(move || drain(&listeners, &queue)));
         }
     }
 }
