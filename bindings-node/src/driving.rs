@@ -333,10 +333,10 @@ impl Poll {
     }
 }
 
-/// Runs the turn (`start` may spawn; see [`zkrecipes::runtime::loop_turn`]) for `port` on
-/// this thread; returns the settles it collected. A panic in the runtime is caught (the Promise
-/// of a task it dropped is rejected by [`Delivery`]'s drop).
-fn turn(port: &Port, start: impl FnOnce()) -> Vec<Settle> {
+/// Runs `drive` (a turn of the runtime) as `port`'s turn on this thread: the settles of its
+/// tasks that finish meanwhile are collected and returned. A panic in the runtime is caught (the
+/// Promise of a task it dropped is rejected by [`Delivery`]'s drop); `None` for it.
+fn turning<R>(port: &Port, drive: impl FnOnce() -> R) -> (Option<R>, Vec<Settle>) {
     struct Turning;
     impl Drop for Turning {
         fn drop(&mut self) {
@@ -345,26 +345,22 @@ fn turn(port: &Port, start: impl FnOnce()) -> Vec<Settle> {
     }
     TURNING.with(|t| t.set(Arc::as_ptr(&port.shared)));
     let turning = Turning;
-    let _ = catch_unwind(AssertUnwindSafe(|| zkrecipes::runtime::loop_turn(start)));
+    let out = catch_unwind(AssertUnwindSafe(drive)).ok();
     drop(turning);
-    READY.with(|r| std::mem::take(&mut *r.borrow_mut()))
+    (out, READY.with(|r| std::mem::take(&mut *r.borrow_mut())))
 }
 
-/// [`turn`] when the runtime's input is readable, if nobody else drives it; `None`: someone
-/// does (the loop stops watching until this thread's next call).
+/// A turn for `port` that starts with `start` (which may spawn; see
+/// [`zkrecipes::runtime::loop_turn`]); the settles it collected.
+fn turn(port: &Port, start: impl FnOnce()) -> Vec<Settle> {
+    turning(port, || zkrecipes::runtime::loop_turn(start)).1
+}
+
+/// A turn for `port` when the runtime's input is readable, if nobody else drives it; `None`:
+/// someone does (the loop stops watching until this thread's next call).
 fn input_turn(port: &Port) -> Option<Vec<Settle>> {
-    struct Turning;
-    impl Drop for Turning {
-        fn drop(&mut self) {
-            TURNING.with(|t| t.set(ptr::null()));
-        }
-    }
-    TURNING.with(|t| t.set(Arc::as_ptr(&port.shared)));
-    let turning = Turning;
-    let turned = catch_unwind(zkrecipes::runtime::try_loop_turn).unwrap_or(false);
-    drop(turning);
-    let ready = READY.with(|r| std::mem::take(&mut *r.borrow_mut()));
-    (turned || !ready.is_empty()).then_some(ready)
+    let (turned, ready) = turning(port, zkrecipes::runtime::try_loop_turn);
+    (turned.unwrap_or(false) || !ready.is_empty()).then_some(ready)
 }
 
 /// Runs `settles` on the JS thread (inside a napi call or callback scope); `counter`: the

@@ -663,20 +663,27 @@ mod tests {
         ours.set_nonblocking(true).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         d.block_on(async move {
-            let ours = tokio::net::UnixStream::from_std(ours).unwrap();
-            tokio::spawn(async move {
-                let mut b = [0u8; 1];
-                loop {
-                    ours.readable().await.unwrap();
-                    if let Ok(1) = ours.try_read(&mut b) {
-                        break;
-                    }
-                }
-                tx.send(b[0]).unwrap();
-            });
+            tokio::spawn(send_first_byte(ours, tx));
             tokio::task::yield_now().await;
         });
         (theirs, rx)
+    }
+
+    /// Reads `ours` (in the runtime) until a byte comes, and sends it.
+    #[cfg(target_os = "linux")]
+    async fn send_first_byte(
+        ours: std::os::unix::net::UnixStream,
+        tx: std::sync::mpsc::Sender<u8>,
+    ) {
+        let ours = tokio::net::UnixStream::from_std(ours).unwrap();
+        let mut b = [0u8; 1];
+        loop {
+            ours.readable().await.unwrap();
+            if let Ok(1) = ours.try_read(&mut b) {
+                break;
+            }
+        }
+        tx.send(b[0]).unwrap();
     }
 
     /// Input for a task (a watch notification, in real use) that arrives after a blocking call
@@ -761,17 +768,9 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             let (ran_tx, ran) = std::sync::mpsc::channel();
             d.loop_turn(|| {
-                let ours = tokio::net::UnixStream::from_std(ours).unwrap();
                 tokio::spawn(async move {
                     ran_tx.send(()).unwrap();
-                    let mut b = [0u8; 1];
-                    loop {
-                        ours.readable().await.unwrap();
-                        if let Ok(1) = ours.try_read(&mut b) {
-                            break;
-                        }
-                    }
-                    tx.send(b[0]).unwrap();
+                    send_first_byte(ours, tx).await;
                 });
             });
             assert_eq!(ran.try_recv(), Ok(()), "the turn did not run its task");
