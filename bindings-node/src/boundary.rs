@@ -141,7 +141,7 @@ where
 
 /// A future that turns a panic while polling into `Err` (what `futures::FutureExt::catch_unwind`
 /// does, without the dependency).
-pub(crate) struct CatchUnwind<F>(Pin<Box<F>>);
+struct CatchUnwind<F>(Pin<Box<F>>);
 
 impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Box<dyn Any + Send>>;
