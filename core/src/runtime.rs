@@ -225,7 +225,8 @@ impl Driven {
     }
 
     /// [`Self::block_on`]; `loop_watches`: the caller's event loop watches the runtime's input
-    /// ([`loop_turn`]), so the call's end does not arm the bell (the loop's next turn reads it).
+    /// ([`loop_turn`]), so the call's end neither arms the bell nor rings it for input left
+    /// unread (the loop's next turn reads it).
     fn drive<F: Future>(&self, future: F, loop_watches: bool) -> F::Output {
         {
             let _edge = self.edges.lock().unwrap_or_else(|e| e.into_inner());
@@ -254,12 +255,7 @@ impl Driven {
                     }
                     last
                 };
-                if last && self.1 {
-                    // Tasks may be left queued (or input keeps coming): the background driver
-                    // takes them now, not after its timer.
-                    d.kicked.store(true, Ordering::SeqCst);
-                    d.bell.ring();
-                } else if last && d.background_untimed.load(Ordering::SeqCst) {
+                if last && ((self.1 && !self.2) || d.background_untimed.load(Ordering::SeqCst)) {
                     d.bell.ring();
                 }
             }
@@ -320,9 +316,9 @@ impl Driven {
 /// tasks in a row (61), with tasks still queued: a look counts only if tokio found no task left
 /// to run after it (its park hook counts those moments, `PARKS`), else the call looks again (a
 /// Node LeaderLatch failover waited 5 ms for the background driver in about 5% of rounds before,
-/// 2026-12-05). After [`SETTLE_LOOKS`] looks that did not end it, the call ends and hands the
-/// runtime to the background driver at once, which runs the rest. Input arriving between the
-/// last look and the final poll (microseconds) is left to the timer. `None` (no watch: not Linux):
+/// 2026-12-05). After [`SETTLE_LOOKS`] looks that all found input, the call
+/// ends and rings the background driver, which runs the rest. Input arriving between the last
+/// look and the final poll (microseconds) is left to the timer. `None` (no watch: not Linux):
 /// nothing to look at; the timer covers it, as before.
 ///
 /// On the bench VM this cost 2–5 µs of CPU per uncontended lock cycle (two calls), and took
@@ -826,41 +822,6 @@ mod tests {
             let chain = done.clone();
             d.loop_turn(move || link(149, chain));
             assert_eq!(done.load(Ordering::SeqCst), 150, "loop turn, round {round}");
-        }
-    }
-
-    /// A chain longer than a call's looks cover (4 × 61 tasks) is handed to the background
-    /// driver when the call returns with its tail still queued: it finishes at once, not after
-    /// the driver's timer (an hour here). Before, the call only rang the bell, which makes the
-    /// driver take over for waiting input, not for queued tasks.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_call_that_leaves_tasks_queued_hands_them_to_the_background_driver() {
-        fn link(left: usize, done: std::sync::mpsc::Sender<()>) {
-            tokio::spawn(async move {
-                if left > 0 {
-                    link(left - 1, done);
-                } else {
-                    done.send(()).unwrap();
-                }
-            });
-        }
-        let d = without_timer();
-        for round in 0..5 {
-            let (tx, rx) = std::sync::mpsc::channel();
-            d.block_on(async move { link(1_000, tx) });
-            assert_eq!(
-                rx.recv_timeout(Duration::from_secs(30)),
-                Ok(()),
-                "blocking call, round {round}: the tail was left queued"
-            );
-            let (tx, rx) = std::sync::mpsc::channel();
-            d.loop_turn(move || link(1_000, tx));
-            assert_eq!(
-                rx.recv_timeout(Duration::from_secs(30)),
-                Ok(()),
-                "loop turn, round {round}: the tail was left queued"
-            );
         }
     }
 
