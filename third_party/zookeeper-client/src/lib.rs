@@ -51,6 +51,7 @@ mod util;
 pub use self::acl::{Acl, Acls, AuthId, AuthUser, Permission};
 pub use self::endpoint::{rebalance_server_list, Endpoint}; // zkrecipes patch 15
 pub use self::error::Error;
+pub use self::rt::input_wakes; // zkrecipes patch 17
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use self::tls::{

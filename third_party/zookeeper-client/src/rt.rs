@@ -8,28 +8,64 @@
 use std::future::Future;
 use std::io::{IoSlice, Result};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use futures::io::{AsyncRead, AsyncWrite};
 
 /// A tokio TCP stream exposing the futures-io traits upstream code expects.
 #[derive(Debug)]
-pub struct TcpStream(tokio::net::TcpStream);
+pub struct TcpStream(tokio::net::TcpStream, Option<(Arc<CountsInput>, Waker)>);
 
 impl TcpStream {
     pub async fn connect(addr: (&str, u16)) -> Result<Self> {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         // Do not let Nagle hold back pipelined requests until earlier replies arrive.
         let _ = stream.set_nodelay(true);
-        Ok(Self(stream))
+        Ok(Self(stream, None))
+    }
+}
+
+/// zkrecipes patch 17: how many times input on a connection has woken the task reading it, in
+/// this process. A caller driving the runtime compares it before and after the runtime's last
+/// poll of its I/O driver: a change means a reading task was woken and may still be queued.
+pub fn input_wakes() -> u64 {
+    INPUT_WAKES.load(Ordering::SeqCst)
+}
+
+static INPUT_WAKES: AtomicU64 = AtomicU64::new(0);
+
+/// The waker a read registers with tokio: counts the wake, then wakes the reading task.
+#[derive(Debug)]
+pub struct CountsInput(Waker);
+
+impl Wake for CountsInput {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        INPUT_WAKES.fetch_add(1, Ordering::SeqCst);
+        self.0.wake_by_ref();
     }
 }
 
 impl AsyncRead for TcpStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<Result<usize>> {
+        let this = self.get_mut();
+        // The counting waker is made again only when the reading task's waker changes.
+        let counting = match &this.1 {
+            Some((counts, waker)) if counts.0.will_wake(cx.waker()) => waker,
+            _ => {
+                let counts = Arc::new(CountsInput(cx.waker().clone()));
+                &this.1.insert((counts.clone(), Waker::from(counts))).1
+            },
+        };
+        let mut cx = Context::from_waker(counting);
         let mut buf = tokio::io::ReadBuf::new(buf);
-        ready!(tokio::io::AsyncRead::poll_read(Pin::new(&mut self.get_mut().0), cx, &mut buf))?;
+        ready!(tokio::io::AsyncRead::poll_read(Pin::new(&mut this.0), &mut cx, &mut buf))?;
         Poll::Ready(Ok(buf.filled().len()))
     }
 }
