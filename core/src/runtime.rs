@@ -107,8 +107,8 @@ impl Driven {
         let rt = Builder::new_current_thread()
             .thread_name("zkrecipes-rt")
             .enable_all()
-            // Counts the times this thread found no task left to run (see `settle`).
-            .on_thread_park(|| PARKS.with(|p| p.set(p.get().wrapping_add(1))))
+            // The call's future is polled only once no task is left to run (see `settle`).
+            .event_interval(EVENT_INTERVAL)
             .build()
             .expect("zkrecipes: cannot build the tokio runtime");
         // Before anything drives the runtime (Bell::new looks for its epoll set).
@@ -238,9 +238,9 @@ impl Driven {
         // If the background driver holds the runtime, it lets go; if it is about to take it, the
         // permit makes it return at once.
         self.let_go.notify_one();
-        /// Ends the call (also when it unwinds); `.1`: tasks may have been left runnable;
+        /// Ends the call (also when it unwinds); `.1`: what its last step left behind;
         /// `.2`: an event loop watches the runtime's input.
-        struct Ended<'a>(&'a Driven, bool, bool);
+        struct Ended<'a>(&'a Driven, Left, bool);
         impl Drop for Ended<'_> {
             fn drop(&mut self) {
                 let d = self.0;
@@ -255,12 +255,25 @@ impl Driven {
                     }
                     last
                 };
-                if last && ((self.1 && !self.2) || d.background_untimed.load(Ordering::SeqCst)) {
-                    d.bell.ring();
+                if !last {
+                    return;
+                }
+                match self.1 {
+                    // Tasks left queued with no input waiting: nothing would wake the
+                    // background driver for them (input would, and an event loop reads input
+                    // only), so it takes the runtime now, as after a spawn.
+                    Left::Tasks => {
+                        d.kicked.store(true, Ordering::SeqCst);
+                        d.bell.ring();
+                    }
+                    // Input keeps coming: the background driver reads it, unless a loop does.
+                    Left::Input if !self.2 => d.bell.ring(),
+                    _ if d.background_untimed.load(Ordering::SeqCst) => d.bell.ring(),
+                    _ => {}
                 }
             }
         }
-        let mut ended = Ended(self, true, loop_watches);
+        let mut ended = Ended(self, Left::Input, loop_watches);
         let settled = self.bell.settle_point();
         let (out, left) = self.rt.block_on(async move {
             let out = future.await;
@@ -301,8 +314,8 @@ impl Driven {
     }
 }
 
-/// The last step of a blocking call on the caller-driven runtime: whether it may leave runnable
-/// tasks behind when it returns.
+/// The last step of a blocking call on the caller-driven runtime: what it may leave behind when
+/// it returns.
 ///
 /// tokio's `block_on` polls the I/O driver once more (without waiting) before it sees that the
 /// call's future is done, and returns without running the tasks that last poll woke: input
@@ -310,46 +323,80 @@ impl Driven {
 /// the reply that ends the call, the usual case when the call's own write triggers it). Nothing
 /// would run them until the background driver's timer. So the call ends with a task of its own,
 /// queued behind every runnable one: when it runs, the tasks queued before it have run, and it
-/// looks whether input waits in the runtime's epoll set. If none does, the call ends. If some
-/// does, the call goes on: its thread's next poll of the driver takes that input, and the tasks
-/// it wakes run before the next look. tokio also polls the call's future after a fixed number of
-/// tasks in a row (61), with tasks still queued: a look counts only if tokio found no task left
-/// to run after it (its park hook counts those moments, `PARKS`), else the call looks again (a
-/// Node LeaderLatch failover waited 5 ms for the background driver in about 5% of rounds before,
-/// 2026-12-05). After [`SETTLE_LOOKS`] looks that all found input, the call
-/// ends and rings the background driver, which runs the rest. Input arriving between the last
-/// look and the final poll (microseconds) is left to the timer. `None` (no watch: not Linux):
-/// nothing to look at; the timer covers it, as before.
+/// looks whether input waits in the runtime's epoll set. If some does, the call goes on: its
+/// thread's next poll of the driver takes that input, and the tasks it wakes run before the next
+/// look. If none does, the call checks, as its future is polled after that last poll of the
+/// driver, whether the poll woke a task after all: input that came in between the look and the
+/// poll woke its connection's reading task (the vendored client counts those wakes,
+/// `zookeeper_client::input_wakes`, patch 17), and a task woken from another thread sits in
+/// the runtime's queue for them. Only if neither happened does the call end (in Node's
+/// LeaderLatch failover, about 1 round in 200 found its reply taken by that poll and waited
+/// 5 ms for the background driver, 2026-12-05). The runtime polls the call's future only once
+/// no task is left to run ([`EVENT_INTERVAL`]), so the tasks queued after the look have run
+/// too. After [`SETTLE_LOOKS`] looks that did not end the call, it says what it left: input
+/// still waiting (the bell, or the caller's event loop, sees it), or queued tasks only (the
+/// background driver is kicked to run them). A timer that fires in that last poll is left to the
+/// background driver's timer. `None` (no watch: not Linux): nothing to look at; the timer covers
+/// it, as before.
 ///
 /// On the bench VM this cost 2–5 µs of CPU per uncontended lock cycle (two calls), and took
 /// LeaderLatch failover from C from p50 0.46–0.50 / p99 6.4 ms to 0.28–0.37 / 2.2–2.5 ms
 /// (docs/BENCHMARKS.md, "Input right after a blocking call").
-async fn settle(settled: Option<bell::SettlePoint>) -> bool {
+async fn settle(settled: Option<bell::SettlePoint>) -> Left {
     let Some(point) = settled else {
-        return false;
+        return Left::Nothing;
     };
     // Input waiting now is taken by this thread's next poll of the driver; the tasks it wakes
     // run before the next look. Only input that keeps coming is left to the background driver.
+    let mut left = Left::Input;
     for _ in 0..SETTLE_LOOKS {
         // An error would mean the task was dropped unrun: assume the worst.
-        let (waiting, parks) =
-            tokio::spawn(async move { (point.input_waiting(), PARKS.with(|p| p.get())) })
+        let (waiting, wakes) =
+            tokio::spawn(async move { (point.input_waiting(), zookeeper_client::input_wakes()) })
                 .await
                 .unwrap_or((true, 0));
-        // tokio polls this future again either when no task is left to run (it parked: the
-        // count moved) or after a fixed number of tasks in a row (it did not): then tasks woken
-        // after the look may still be queued, and returning would leave them unrun. Look again.
-        if !waiting && PARKS.with(|p| p.get()) != parks {
-            return false;
+        if waiting {
+            left = Left::Input;
+            continue;
         }
+        // The runtime polled its I/O driver once more before it polled this future: input that
+        // came in between woke its reading task (the count moved), and a task woken from
+        // another thread went to the runtime's queue for them. Those tasks are queued, unrun,
+        // and nothing in the epoll set tells of them any more.
+        let queued = zookeeper_client::input_wakes() != wakes
+            || tokio::runtime::Handle::current()
+                .metrics()
+                .global_queue_depth()
+                > 0;
+        if !queued {
+            return Left::Nothing;
+        }
+        left = Left::Tasks;
     }
-    true
+    left
 }
 
-thread_local! {
-    /// How many times this thread's runtime found no task to run (tokio's park hook).
-    static PARKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+/// What a blocking call's last step ([`settle`]) left behind as the call returns.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Left {
+    /// No task queued, no input waiting (or nothing to look at).
+    Nothing,
+    /// Input was still waiting at the last look (tasks may be queued too).
+    Input,
+    /// Tasks woken after the last look are still queued; no input waits.
+    Tasks,
 }
+
+/// How many tasks the runtime runs in a row before it polls its I/O driver and the future it
+/// blocks on (tokio's default is 61). A blocking call must not return while tasks are still
+/// queued: nothing would run them until the background driver's timer, 5 ms later ([`settle`]).
+/// With tokio's default, the call's future was polled after 61 tasks whether or not more were
+/// queued, and [`settle`]'s look could not tell (tokio's park hook does not run when the future
+/// is about to be polled, so counting parks did not tell either: every call looked four times,
+/// 2026-12-05). So the runtime runs every queued task before it polls its future or its driver
+/// again, up to this many: in a burst that long, input waits for the tasks already runnable. A
+/// chain longer than this (never seen) leaves its tail to the background driver's timer.
+const EVENT_INTERVAL: u32 = 1 << 16;
 
 /// How many times a blocking call's last step looks for waiting input before it leaves the rest
 /// to the background driver (see [`settle`]).
@@ -793,10 +840,11 @@ mod tests {
         }
     }
 
-    /// A chain of tasks, each spawning the next, longer than tokio runs in a row before it
-    /// polls the call's future again (61): a blocking call and a loop's turn run it to its end
-    /// before they return, instead of leaving its tail queued for the background driver (an
-    /// hour here). Without the park count in `settle`, both stopped after about 61.
+    /// A chain of tasks, each spawning the next, far longer than tokio runs in a row by default
+    /// before it polls the call's future again (61): a blocking call and a loop's turn run it to
+    /// its end before they return, instead of leaving its tail queued for the background driver
+    /// (an hour here). With tokio's default event interval both stopped after about 61 tasks, or
+    /// 4 × 61 with every look spent.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_call_runs_a_long_chain_of_tasks_to_its_end() {
@@ -808,21 +856,116 @@ mod tests {
                 }
             });
         }
+        const CHAIN: usize = 5_000;
         let d = without_timer();
         for round in 0..5 {
             let done = Arc::new(AtomicUsize::new(0));
             let chain = done.clone();
-            d.block_on(async move { link(149, chain) });
+            d.block_on(async move { link(CHAIN - 1, chain) });
             assert_eq!(
                 done.load(Ordering::SeqCst),
-                150,
+                CHAIN,
                 "blocking call, round {round}"
             );
             let done = Arc::new(AtomicUsize::new(0));
             let chain = done.clone();
-            d.loop_turn(move || link(149, chain));
-            assert_eq!(done.load(Ordering::SeqCst), 150, "loop turn, round {round}");
+            d.loop_turn(move || link(CHAIN - 1, chain));
+            assert_eq!(
+                done.load(Ordering::SeqCst),
+                CHAIN,
+                "loop turn, round {round}"
+            );
         }
+    }
+
+    /// Input that reaches the runtime after a call's last look, in the poll of the I/O driver
+    /// that tokio makes before it polls the call's future again, wakes its connection's task:
+    /// the call does not return with that task queued and unrun (nothing would run it until the
+    /// background driver's timer, an hour here). A task queued after the call's look makes a
+    /// data watch fire and holds the thread until the proxy has written the notification to
+    /// the watching session's socket; the task waiting on the watch has run when the call
+    /// returns. Before, the call returned with the session's reading task queued (in Node's
+    /// LeaderLatch failover, about 1 round in 200 waited 5 ms for the background driver).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn input_taken_by_the_last_poll_of_a_call_is_not_left_queued() {
+        use zookeeper_client as zk;
+        let server = zkrecipes_testing::TestingServer::start();
+        let proxy = Arc::new(zkrecipes_testing::FaultProxy::start(
+            &server.connect_string(),
+        ));
+        // The writer on a runtime of its own, driven from another thread.
+        let writer_rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let writer = Arc::new(
+            writer_rt
+                .block_on(zk::Client::connect(&server.connect_string()))
+                .expect("connect the writer"),
+        );
+        let writer_rt = Arc::new(writer_rt);
+        let path = format!("/settle-{}", std::process::id());
+        let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+        writer_rt
+            .block_on(writer.create(&path, b"", &persistent))
+            .expect("create the watched node");
+        let d = without_timer();
+        // A long session: no ping crosses the proxy while a round runs.
+        let watching = d
+            .block_on(
+                zk::Client::connector()
+                    .with_session_timeout(Duration::from_secs(60))
+                    .connect(&proxy.connect_string()),
+            )
+            .expect("connect through the proxy");
+        for round in 0..5 {
+            let (_, _, watch) = d
+                .block_on(watching.get_and_watch_data(&path))
+                .expect("watch the node");
+            let fired = Arc::new(AtomicBool::new(false));
+            let set = fired.clone();
+            d.block_on(async move {
+                tokio::spawn(async move {
+                    watch.changed().await;
+                    set.store(true, Ordering::SeqCst);
+                });
+            });
+            let (proxy, writer, writer_rt, path) = (
+                proxy.clone(),
+                writer.clone(),
+                writer_rt.clone(),
+                path.clone(),
+            );
+            d.block_on(async move {
+                // Spawned by a task the call's future spawns: queued after the call's look.
+                tokio::spawn(async move {
+                    tokio::spawn(async move {
+                        let before = proxy.bytes_forwarded();
+                        std::thread::spawn(move || {
+                            writer_rt
+                                .block_on(writer.set_data(&path, b"x", None))
+                                .expect("set the watched node")
+                        })
+                        .join()
+                        .unwrap();
+                        // The proxy writes the notification to the watching session's socket
+                        // (loopback: it is readable once the write returns).
+                        let until = Instant::now() + Duration::from_secs(30);
+                        while proxy.bytes_forwarded() == before {
+                            assert!(Instant::now() < until, "the notification never came");
+                            std::thread::yield_now();
+                        }
+                    });
+                });
+            });
+            assert!(
+                fired.load(Ordering::SeqCst),
+                "round {round}: the call returned with the notification's task left queued"
+            );
+        }
+        drop(watching);
+        writer_rt.block_on(writer.delete(&path, None)).unwrap();
     }
 
     /// A loop's turn takes the runtime from the background driver when it holds it (the turn's
