@@ -1217,6 +1217,19 @@ impl DiscoverySide {
                 .sum::<usize>()
                 >= expect
         });
+        // Each provider has a cache of its own, which may lag the worker's (seen under the load
+        // of the long run): wait until it offers every enabled instance (all but the "-off").
+        poll(|| {
+            self.providers.iter().all(|(s, p)| {
+                let cache = &self.caches.iter().find(|(c, _)| c == s).unwrap().1;
+                let enabled = cache
+                    .instances()
+                    .iter()
+                    .filter(|i| !i.id.ends_with("-off"))
+                    .count();
+                p.get_all_instances().len() == enabled
+            })
+        });
         for (s, c) in &self.caches {
             for i in c.instances() {
                 writeln!(log, "found rust {s}/{} {}", i.id, canon(&i)).unwrap();

@@ -720,6 +720,26 @@ static size_t discovery_cached(int s) {
     return n;
 }
 
+/* Each provider has a cache of its own, which may lag the worker's (seen under the load of the
+ * long run): true once provider s offers every enabled instance of the worker's cache (all but
+ * the service's "-off"). */
+static bool discovery_provider_caught_up(int s) {
+    zkr_string_list *l = NULL;
+    size_t enabled = 0;
+    check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");
+    for (size_t i = 0; i < l->len; i++) {
+        char iid[256];
+        json_id(l->items[i], iid, sizeof iid);
+        size_t len = strlen(iid);
+        enabled += !(len >= 4 && strcmp(iid + len - 4, "-off") == 0);
+    }
+    zkr_string_list_free(l);
+    check(zkr_service_provider_get_all_instances(disco_providers[s], &l), "get_all_instances");
+    size_t usable = l->len;
+    zkr_string_list_free(l);
+    return usable == enabled;
+}
+
 /* This worker's instances under service "c" as Curator's JSON (map, pojo, list, none, full through
  * the write-enabled discovery, the disabled "off", K extras); the payloads are written as Jackson
  * writes them (the face keeps a payload's text as given). */
@@ -782,6 +802,12 @@ static void discovery_run(const char *id, long extras, long expect, const char *
         size_t n = 0;
         for (int s = 0; s < DISCOVERY_SERVICES; s++) n += discovery_cached(s);
         if ((long)n >= expect || mono_ns() - t > 60000000000LL) break;
+        sleep_ms(20);
+    }
+    for (;;) {
+        bool all = true;
+        for (int s = 0; s < DISCOVERY_SERVICES && all; s++) all = discovery_provider_caught_up(s);
+        if (all || mono_ns() - t > 60000000000LL) break;
         sleep_ms(20);
     }
     for (int s = 0; s < DISCOVERY_SERVICES; s++) {

@@ -300,6 +300,11 @@ async function discoveryRun({ d, caches, providers }, a, log) {
   const count = () => DISCOVERY_SERVICES.reduce((n, s) => n + caches[s].instances().length, 0);
   const t = Date.now();
   while (count() < a.expect && Date.now() - t < 60000) await sleep(20);
+  // Each provider has a cache of its own, which may lag the worker's (seen under the load of the
+  // long run): wait until it offers every enabled instance (all but the service's "-off").
+  const caughtUp = () => DISCOVERY_SERVICES.every((s) =>
+    providers[s].getAllInstances().length === caches[s].instances().filter((i) => !i.id.endsWith('-off')).length);
+  while (!caughtUp() && Date.now() - t < 60000) await sleep(20);
   for (const s of DISCOVERY_SERVICES) {
     for (const i of caches[s].instances()) log(`found node ${s}/${i.id} ${canon(i)}`);
   }

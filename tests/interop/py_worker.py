@@ -250,6 +250,13 @@ class DiscoverySide:
         t = time.monotonic()
         while sum(len(c.instances()) for c in self.caches.values()) < a.expect and time.monotonic() - t < 60:
             time.sleep(0.02)
+        # Each provider has a cache of its own, which may lag the worker's (seen under the load of
+        # the long run): wait until it offers every enabled instance (all but the service's "-off").
+        def caught_up():
+            return all(len(pr.get_all_instances()) == sum(not i.id.endswith("-off") for i in self.caches[s].instances())
+                       for s, pr in self.providers.items())
+        while not caught_up() and time.monotonic() - t < 60:
+            time.sleep(0.02)
         for s, c in self.caches.items():
             for i in c.instances():
                 log.write(f"found python {s}/{i.id} {canon(i)}\n")

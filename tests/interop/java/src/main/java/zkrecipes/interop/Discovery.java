@@ -176,6 +176,16 @@ final class Discovery {
 
         // Every runtime's instances in the caches.
         Worker.poll(() -> caches.values().stream().mapToInt(c -> c.getInstances().size()).sum() >= expect);
+        // Each provider has a cache of its own, which may lag the worker's (seen under the load of
+        // the long run): wait until it offers every enabled instance (all but the service's "-off").
+        Worker.poll(() -> providers.entrySet().stream().allMatch(e -> {
+            try {
+                long enabled = caches.get(e.getKey()).getInstances().stream().filter(i -> !i.getId().endsWith("-off")).count();
+                return e.getValue().getAllInstances().size() == enabled;
+            } catch (Exception x) {
+                throw new RuntimeException(x);
+            }
+        }));
         for (Map.Entry<String, ServiceCache<Object>> e : caches.entrySet()) {
             for (ServiceInstance<Object> i : e.getValue().getInstances()) {
                 log.println("found java " + e.getKey() + "/" + i.getId() + " " + canon(i));
