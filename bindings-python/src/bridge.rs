@@ -1,5 +1,6 @@
 //! How Python waits for the core: one [`Call`] per operation, either waited for (blocking, GIL
-//! released, Ctrl-C honoured) or awaited (an `asyncio.Future` resolved from the core's runtime).
+//! released, Ctrl-C honoured) or awaited (an `asyncio.Future` resolved from the core's runtime,
+//! which the loop's thread drives itself where it can: [`turns`]).
 //!
 //! Every operation with a sync and an asyncio form is written once: its native method checks
 //! and copies the arguments into a core future and returns a `Call`; `zkrecipes` calls
@@ -26,6 +27,7 @@ use zkrecipes::leader::LeaderSelector;
 use zkrecipes::runtime;
 
 use crate::errors;
+use crate::turns;
 
 /// How long a blocking call on the main thread waits with the GIL released before it looks for
 /// pending signals: Ctrl-C reaches a blocked `acquire()` within this slice plus the
@@ -344,9 +346,9 @@ fn panicked(py: Python<'_>) -> PyErr {
     )
 }
 
-/// Starts `work` on the core's runtime and returns an `asyncio.Future` of `event_loop` that the
-/// runtime resolves (through `loop.call_soon_threadsafe`) with the converted result or the
-/// mapped exception. Cancelling the asyncio future aborts the core's future (dropping it cleans
+/// Starts `work` on the core's runtime and returns an `asyncio.Future` of `event_loop` that is
+/// resolved with the converted result or the mapped exception: right after a turn of the loop's
+/// own thread if the task ends in one ([`turns`]), else through `loop.call_soon_threadsafe`. Cancelling the asyncio future aborts the core's future (dropping it cleans
 /// up); a success that arrives after the cancellation is undone. `delivered` keeps the undo of
 /// a delivered success, for [`Call::abandon`].
 fn future<'py>(
@@ -357,15 +359,24 @@ fn future<'py>(
     let afut = event_loop.call_method0("create_future")?;
     let afut_ref: Py<PyAny> = afut.clone().unbind();
     let loop_ref: Py<PyAny> = event_loop.clone().unbind();
-    let task = runtime::spawn(async move {
+    let task = async move {
         let result = work.await;
         // None: the interpreter is shutting down; nobody is waiting any more.
         let _ = attach(move |py| deliver(py, loop_ref, afut_ref, result, delivered));
-    });
+    };
+    // The loop's thread drives the runtime for the call's first steps, and its reader for the
+    // rest (turns.rs); else the background driver runs the task.
+    let (abort, settles) = if turns::ready_for(event_loop) {
+        let (handle, settles) = turns::turn(event_loop, move || tokio::spawn(task).abort_handle());
+        (handle.ok_or_else(|| panicked(event_loop.py()))?, settles)
+    } else {
+        (runtime::spawn(task).abort_handle(), Vec::new())
+    };
     let canceller = Canceller {
-        abort: Mutex::new(Some(task.abort_handle())),
+        abort: Mutex::new(Some(abort)),
     };
     afut.call_method1("add_done_callback", (canceller,))?;
+    turns::run_settles(event_loop.py(), settles);
     Ok(afut)
 }
 
@@ -394,11 +405,24 @@ fn deliver(
     let undo = PendingUndo {
         slot: delivered.clone(),
     };
+    // Finished in a turn of its loop's thread: resolved right after the turn, there.
+    let here = turns::deliver_here(
+        turns::key(event_loop.as_ptr()),
+        Box::new(move |py| {
+            if let Err(e) = resolve(afut.bind(py), error, value, &undo) {
+                e.write_unraisable(py, None);
+            }
+        }),
+    );
+    let Err(settle) = here else {
+        return;
+    };
+    // Elsewhere: queued to the loop.
     let scheduled = resolver(py).and_then(|resolver| {
         event_loop.call_method1(
             py,
             "call_soon_threadsafe",
-            (resolver, afut, error, value, undo),
+            (resolver, Settler(Mutex::new(Some(settle)))),
         )
     });
     if scheduled.is_err() {
@@ -407,8 +431,11 @@ fn deliver(
     }
 }
 
-/// The undo of a delivered success, run if its asyncio future was cancelled before it landed.
+/// A settle queued to its loop: `_resolve` runs it there, once.
 #[pyclass(frozen, module = "zkrecipes._native")]
+struct Settler(Mutex<Option<turns::Settle>>);
+
+/// The undo of a delivered success, run if its asyncio future was cancelled before it landed.
 pub struct PendingUndo {
     slot: Arc<Mutex<Option<UndoNow>>>,
 }
@@ -439,18 +466,31 @@ impl Canceller {
     }
 }
 
-/// Runs on the event loop's thread: settles the future unless it was cancelled meanwhile, in
-/// which case a success is undone.
+/// Runs on the event loop's thread: a settle queued by [`deliver`].
 #[pyfunction]
-#[pyo3(signature = (fut, error, value, undo))]
-fn _resolve(
+fn _resolve(py: Python<'_>, settler: &Bound<'_, Settler>) {
+    turns::count_queued();
+    let settle = settler
+        .get()
+        .0
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(settle) = settle {
+        settle(py);
+    }
+}
+
+/// On the event loop's thread: settles the future unless it was cancelled meanwhile, in which
+/// case a success is undone.
+fn resolve(
     fut: &Bound<'_, PyAny>,
-    error: Option<Bound<'_, PyAny>>,
-    value: Option<Bound<'_, PyAny>>,
-    undo: Bound<'_, PendingUndo>,
+    error: Option<Py<PyAny>>,
+    value: Option<Py<PyAny>>,
+    undo: &PendingUndo,
 ) -> PyResult<()> {
     if fut.call_method0("done")?.is_truthy()? {
-        undo.get().run();
+        undo.run();
         return Ok(());
     }
     match error {
@@ -515,7 +555,9 @@ impl Drop for Inside {
     fn drop(&mut self) {
         let mut gate = GATE.lock().unwrap_or_else(|e| e.into_inner());
         gate.inside -= 1;
-        if gate.inside == 0 {
+        // Only `_shutdown` waits, and only once the gate is closed: a notify costs a futex
+        // system call even with no waiter (one per asyncio result and per callback before).
+        if gate.inside == 0 && gate.closed {
             LEFT.notify_all();
         }
     }

@@ -24,6 +24,7 @@ mod partition;
 mod queue;
 #[cfg(feature = "kit")]
 mod testing;
+mod turns;
 mod values;
 mod watches;
 
@@ -140,6 +141,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(partition::multi_non_blocking_lease, m)?)?;
     m.add("PARTITION_STATES", partition::states())?;
     m.add_class::<queue::PyQueueSharder>()?;
+    #[cfg(feature = "testing")]
+    m.add_function(wrap_pyfunction!(turns::_loop_turn_counts, m)?)?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;
