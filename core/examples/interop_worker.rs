@@ -1500,8 +1500,9 @@ fn lease(client: &Client, path: &str, id: &str, leases: u64, log: &mut dyn Write
                 .expect("lease");
             writeln!(
                 log,
-                "renew rust {id} {}",
-                if r.obtained() { "ok" } else { "lost" }
+                "renew rust {id} {} {} {end}",
+                if r.obtained() { "ok" } else { "lost" },
+                wall_ns()
             )
             .unwrap();
             if r.obtained() {

@@ -471,7 +471,7 @@ static long long wall_ns(void) {
 
 /* The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one `leases`
  * times (60 s at most); a holder renews once within its lease, then waits for its end. Logs
- * `lease c ID SLOT START_NS END_NS` (wall clock) per hold and `renew c ID ok|lost`. */
+ * `lease c ID SLOT START_NS END_NS` (wall clock) per hold and `renew c ID ok|lost RETURNED_NS END_NS`. */
 static void lease(zkr_client *client, const char *path, const char *me, long leases, FILE *log) {
     long got = 0;
     long long deadline = mono_ns() + 60000000000LL;
@@ -493,7 +493,7 @@ static void lease(zkr_client *client, const char *path, const char *me, long lea
         if (wall_ns() < end - 500000000LL) {
             check(zkr_multi_non_blocking_lease(client, 2, path, 1000, me, -1, &ok, &slot, &end_ms),
                   "zkr_multi_non_blocking_lease (renew)");
-            fprintf(log, "renew c %s %s\n", me, ok ? "ok" : "lost");
+            fprintf(log, "renew c %s %s %lld %lld\n", me, ok ? "ok" : "lost", wall_ns(), end);
             if (ok) {
                 end = (long long)end_ms * 1000000LL;
                 fprintf(log, "lease c %s %u %lld %lld\n", me, slot, wall_ns(), end);

@@ -13,7 +13,7 @@ CLOCK_MONOTONIC) around each hold: start once ACQUIRED, end before release_set o
 lease: kazoo's own MultiNonBlockingLease (2 leases of 1 s), tried every 0.1 s until held
 `iterations` times; the holder's slot and end are read
 from its `lease_holder` node (kazoo does not say which it got). Logs `lease kazoo ID SLOT
-START_NS END_NS` (wall clock) per hold, `renew kazoo ID ok|lost` for the renewal within it.
+START_NS END_NS` (wall clock) per hold, `renew kazoo ID ok|lost RETURNED_NS END_NS` for the renewal within it.
 """
 import argparse
 import calendar
@@ -151,7 +151,7 @@ def lease(client, a, log):
         time.sleep(0.2)
         if time.time_ns() < end - 500_000_000:
             ok = bool(MultiNonBlockingLease(client, 2, a.path, duration, identifier=a.id))
-            log.write(f"renew kazoo {a.id} {'ok' if ok else 'lost'}\n")
+            log.write(f"renew kazoo {a.id} {'ok' if ok else 'lost'} {time.time_ns()} {end}\n")
             if ok:
                 slot, end = our_slot(client, a.path, a.id)
                 log.write(f"lease kazoo {a.id} {slot} {time.time_ns()} {end}\n")

@@ -432,7 +432,7 @@ async function lease(client, a, log) {
     await sleep(200);
     if (wallNs() < end - 500000000n) {
       const r = await MultiNonBlockingLease.obtain(client, 2, a.path, 1000, { identifier: a.id });
-      log(`renew node ${a.id} ${r.held ? 'ok' : 'lost'}`);
+      log(`renew node ${a.id} ${r.held ? 'ok' : 'lost'} ${wallNs()} ${end}`);
       if (r.held) {
         end = BigInt(r.end.getTime()) * 1000000n;
         log(`lease node ${a.id} ${r.index} ${wallNs()} ${end}`);

@@ -371,7 +371,8 @@ def partition(client, a, log):
 def lease(client, a, log):
     """The lease scenario: tries for one of 2 leases of 1 s (every 0.1 s) until it held one
     `iterations` times (60 s at most); a holder renews once within its lease, then waits for its
-    end. Logs `lease RT ID SLOT START_NS END_NS` (wall clock) per hold and `renew RT ID ok|lost`."""
+    end. Logs `lease RT ID SLOT START_NS END_NS` (wall clock) per hold and `renew RT ID ok|lost
+    RETURNED_NS END_NS` (when the renewal returned, and the end of the lease it renewed)."""
     got = 0
     deadline = time.monotonic() + 60
     while got < a.iterations and time.monotonic() < deadline:
@@ -385,7 +386,7 @@ def lease(client, a, log):
         time.sleep(0.2)
         if time.time_ns() < end - 500_000_000:
             r = zkrecipes.MultiNonBlockingLease(client, 2, a.path, 1.0, identifier=a.id)
-            log.write(f"renew python {a.id} {'ok' if r else 'lost'}\n")
+            log.write(f"renew python {a.id} {'ok' if r else 'lost'} {time.time_ns()} {end}\n")
             if r:
                 end = calendar.timegm(r.end.timetuple()) * 10**9
                 log.write(f"lease python {a.id} {r.index} {time.time_ns()} {end}\n")
