@@ -7,10 +7,11 @@ ends the process).
     .venv/bin/python tests/bench/drivers/py_driver.py --impl zkrecipes|kazoo \
         --scenario uncontended|contended|counter_threads|counter_clients|failover|memory \
         --connect HOST:PORT --path /bench/<unique> [--iterations N] [--warmup W] \
-        [--clients C] [--threads T] [--seconds S] [--locks L]
+        [--clients C] [--threads T] [--seconds S] [--locks L] [--await]
 
 zkrecipes: the blocking API (threads for the thread/client scenarios; the binding releases the
-GIL while it waits). kazoo 2.11.0: one KazooClient per client, client.Lock / client.Counter /
+GIL while it waits); with --await (uncontended only), the asyncio API: one task awaiting
+acquire_async() and release_async() on the loop asyncio.run makes. kazoo 2.11.0: one KazooClient per client, client.Lock / client.Counter /
 client.Election.
 """
 
@@ -232,6 +233,8 @@ class KazooImpl:
 
 def uncontended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
     n, w = a.iterations or 2000, a.warmup if a.warmup is not None else 200
+    if a.await_:
+        return uncontended_awaited(impl, a, n, w)
     c = impl.client(a.connect)
     try:
         lock = impl.lock(c, a.path + "/lock")
@@ -262,6 +265,49 @@ def uncontended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
     out["release_p50_us"] = round(pct(sorted(rel), 50), 2)
     out["cpu_us_per_op"] = round(cpu / max(1, n), 2)
     return out
+
+
+def uncontended_awaited(impl: "ZkrecipesImpl", a: argparse.Namespace, n: int, w: int) -> Dict[str, Any]:
+    """uncontended through the asyncio API: one task awaits acquire_async() and release_async()."""
+    import asyncio
+
+    async def run() -> Dict[str, Any]:
+        lock = impl.lock(c, a.path + "/lock")
+        for _ in range(w):
+            if not await lock.acquire_async(WAIT):
+                fail(f"acquire_async of {lock.path} timed out after {WAIT}s")
+            await lock.release_async()
+        acq: List[float] = []
+        rel: List[float] = []
+        cyc: List[float] = []
+        cpu0 = cpu_us()
+        phase0 = time.monotonic()
+        while True:  # rounds of n cycles until the phase has lasted --min-seconds
+            for _ in range(n):
+                t0 = now_us()
+                if not await lock.acquire_async(WAIT):
+                    fail(f"acquire_async of {lock.path} timed out after {WAIT}s")
+                t1 = now_us()
+                await lock.release_async()
+                t2 = now_us()
+                progress()
+                acq.append(t1 - t0)
+                rel.append(t2 - t1)
+                cyc.append(t2 - t0)
+            if n == 0 or time.monotonic() - phase0 >= a.min_seconds:
+                break
+        cpu = cpu_us() - cpu0
+        out: Dict[str, Any] = {"n": len(cyc), **lat_stats(cyc)}
+        out["acquire_p50_us"] = round(pct(sorted(acq), 50), 2)
+        out["release_p50_us"] = round(pct(sorted(rel), 50), 2)
+        out["cpu_us_per_op"] = round(cpu / max(1, len(cyc)), 2)
+        return out
+
+    c = impl.client(a.connect)
+    try:
+        return asyncio.run(run())
+    finally:
+        impl.close(c)
 
 
 def mntr_totals(connect: str) -> Optional[List[int]]:
@@ -637,6 +683,8 @@ def main() -> int:
     ap.add_argument("--min-seconds", type=float, default=2.0,
                     help="counter scenarios: repeat each worker's N increments until the timed "
                          "phase has lasted this long (default 2); rates are over the whole phase")
+    ap.add_argument("--await", dest="await_", action="store_true",
+                    help="uncontended (zkrecipes): through the asyncio API (acquire_async/release_async)")
     ap.add_argument("--asyncio", action="store_true",
                     help="counter_threads (zkrecipes): also run T asyncio tasks on add_and_get_async "
                          "after the threads (asyncio_* keys; off by default, since its requests "
@@ -666,7 +714,7 @@ def main() -> int:
         out = memory(impl, a)
     if out.get("lost", 0) != 0:
         log(f"LOST increments: {out['lost']}")
-    record = {"impl": "kazoo" if a.impl == "kazoo" else "python", "scenario": a.scenario, **out,
+    record = {"impl": "kazoo" if a.impl == "kazoo" else "python-async" if a.await_ else "python", "scenario": a.scenario, **out,
               "version": impl.version}
     sys.stdout.write(json.dumps(record) + "\n")
     sys.stdout.flush()
