@@ -259,11 +259,15 @@ def uncontended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
         cpu = cpu_us() - cpu0
     finally:
         impl.close(c)
-    n = len(cyc)
-    out = {"n": n, **lat_stats(cyc)}
+    return cycles_result(acq, rel, cyc, cpu)
+
+
+def cycles_result(acq: List[float], rel: List[float], cyc: List[float], cpu: float) -> Dict[str, Any]:
+    """uncontended's figures from its timed cycles (µs) and the CPU they took (µs)."""
+    out: Dict[str, Any] = {"n": len(cyc), **lat_stats(cyc)}
     out["acquire_p50_us"] = round(pct(sorted(acq), 50), 2)
     out["release_p50_us"] = round(pct(sorted(rel), 50), 2)
-    out["cpu_us_per_op"] = round(cpu / max(1, n), 2)
+    out["cpu_us_per_op"] = round(cpu / max(1, len(cyc)), 2)
     return out
 
 
@@ -296,12 +300,7 @@ def uncontended_awaited(impl: "ZkrecipesImpl", a: argparse.Namespace, n: int, w:
                 cyc.append(t2 - t0)
             if n == 0 or time.monotonic() - phase0 >= a.min_seconds:
                 break
-        cpu = cpu_us() - cpu0
-        out: Dict[str, Any] = {"n": len(cyc), **lat_stats(cyc)}
-        out["acquire_p50_us"] = round(pct(sorted(acq), 50), 2)
-        out["release_p50_us"] = round(pct(sorted(rel), 50), 2)
-        out["cpu_us_per_op"] = round(cpu / max(1, len(cyc)), 2)
-        return out
+        return cycles_result(acq, rel, cyc, cpu_us() - cpu0)
 
     c = impl.client(a.connect)
     try:
