@@ -348,9 +348,10 @@ fn panicked(py: Python<'_>) -> PyErr {
 
 /// Starts `work` on the core's runtime and returns an `asyncio.Future` of `event_loop` that is
 /// resolved with the converted result or the mapped exception: right after a turn of the loop's
-/// own thread if the task ends in one ([`turns`]), else through `loop.call_soon_threadsafe`. Cancelling the asyncio future aborts the core's future (dropping it cleans
-/// up); a success that arrives after the cancellation is undone. `delivered` keeps the undo of
-/// a delivered success, for [`Call::abandon`].
+/// own thread if the task ends in one ([`turns`]), else through `loop.call_soon_threadsafe`.
+/// Cancelling the asyncio future aborts the core's future (dropping it cleans up); a success
+/// that arrives after the cancellation is undone. `delivered` keeps the undo of a delivered
+/// success, for [`Call::abandon`].
 fn future<'py>(
     event_loop: &Bound<'py, PyAny>,
     work: Work,
