@@ -1210,6 +1210,7 @@ impl DiscoverySide {
             registrations.push(r);
         }
         log.flush().unwrap();
+        let t0 = std::time::Instant::now();
         poll(|| {
             self.caches
                 .iter()
@@ -1219,7 +1220,8 @@ impl DiscoverySide {
         });
         // Each provider has a cache of its own, which may lag the worker's (seen under the load
         // of the long run): wait until it offers every enabled instance (all but the "-off").
-        poll(|| {
+        let t1 = std::time::Instant::now();
+        let caught_up = poll(|| {
             self.providers.iter().all(|(s, p)| {
                 let cache = &self.caches.iter().find(|(c, _)| c == s).unwrap().1;
                 let enabled = cache
@@ -1230,6 +1232,13 @@ impl DiscoverySide {
                 p.get_all_instances().len() == enabled
             })
         });
+        writeln!(
+            log,
+            "waited rust {} {} {caught_up}",
+            (t1 - t0).as_millis(),
+            t1.elapsed().as_millis()
+        )
+        .unwrap();
         for (s, c) in &self.caches {
             for i in c.instances() {
                 writeln!(log, "found rust {s}/{} {}", i.id, canon(&i)).unwrap();

@@ -804,12 +804,15 @@ static void discovery_run(const char *id, long extras, long expect, const char *
         if ((long)n >= expect || mono_ns() - t > 60000000000LL) break;
         sleep_ms(20);
     }
+    long long t1 = mono_ns();
+    bool all = false;
     for (;;) {
-        bool all = true;
+        all = true;
         for (int s = 0; s < DISCOVERY_SERVICES && all; s++) all = discovery_provider_caught_up(s);
-        if (all || mono_ns() - t > 60000000000LL) break;
+        if (all || mono_ns() - t1 > 60000000000LL) break;
         sleep_ms(20);
     }
+    fprintf(log, "waited c %lld %lld %s\n", (t1 - t) / 1000000, (mono_ns() - t1) / 1000000, all ? "true" : "false");
     for (int s = 0; s < DISCOVERY_SERVICES; s++) {
         zkr_string_list *l = NULL;
         check(zkr_service_cache_instances(disco_caches[s], &l), "zkr_service_cache_instances");

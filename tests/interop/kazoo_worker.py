@@ -13,7 +13,8 @@ CLOCK_MONOTONIC) around each hold: start once ACQUIRED, end before release_set o
 lease: kazoo's own MultiNonBlockingLease (2 leases of 1 s), tried every 0.1 s until held
 `iterations` times; the holder's slot and end are read
 from its `lease_holder` node (kazoo does not say which it got). Logs `lease kazoo ID SLOT
-START_NS END_NS` (wall clock) per hold, `renew kazoo ID ok|lost RETURNED_NS END_NS` for the renewal within it.
+START_NS END_NS` (wall clock) per hold, `renew kazoo ID ok|lost RETURNED_NS END_NS` for the renewal within it,
+and `lapsed kazoo ID` for a hold whose lease had already ended and been taken when its slot was read.
 """
 import argparse
 import calendar
@@ -120,7 +121,8 @@ def partition(client, a, log):
 def our_slot(client, path, me):
     """(slot, end as wall-clock ns) of the lease `me` just obtained, read from the holder nodes:
     the one of ours written last (an older one of ours may still be in another slot; the end is
-    whole seconds, so it may even have passed by the time it is read)."""
+    whole seconds, so it may even have passed by the time it is read). None when no holder node
+    is ours any more: the lease ended before the read and another contender took it."""
     ours = []
     for i in range(2):
         try:
@@ -132,7 +134,8 @@ def our_slot(client, path, me):
             end = datetime.datetime.strptime(data["end"], "%Y-%m-%dT%H:%M:%S")
             ours.append((stat.czxid, i, calendar.timegm(end.timetuple()) * 10**9))
     if not ours:
-        raise SystemExit("obtained, but no holder node of ours")
+        # Its end (whole seconds) came before this read, and another contender took the slot.
+        return None
     _, slot, end = max(ours)
     return slot, end
 
@@ -146,15 +149,22 @@ def lease(client, a, log):
             time.sleep(0.1)
             continue
         got += 1
-        slot, end = our_slot(client, a.path, a.id)
+        held = our_slot(client, a.path, a.id)
+        if held is None:
+            log.write(f"lapsed kazoo {a.id}\n")
+            continue
+        slot, end = held
         log.write(f"lease kazoo {a.id} {slot} {time.time_ns()} {end}\n")
         time.sleep(0.2)
         if time.time_ns() < end - 500_000_000:
             ok = bool(MultiNonBlockingLease(client, 2, a.path, duration, identifier=a.id))
             log.write(f"renew kazoo {a.id} {'ok' if ok else 'lost'} {time.time_ns()} {end}\n")
-            if ok:
-                slot, end = our_slot(client, a.path, a.id)
+            held = our_slot(client, a.path, a.id) if ok else None
+            if held is not None:
+                slot, end = held
                 log.write(f"lease kazoo {a.id} {slot} {time.time_ns()} {end}\n")
+            elif ok:
+                log.write(f"lapsed kazoo {a.id}\n")
         time.sleep(max(0, end - time.time_ns()) / 1e9 + 0.05 + (time.monotonic_ns() % 100) / 1000)
     log.write(f"done kazoo {a.id} {got}\n")
 

@@ -304,7 +304,9 @@ async function discoveryRun({ d, caches, providers }, a, log) {
   // long run): wait until it offers every enabled instance (all but the service's "-off").
   const caughtUp = () => DISCOVERY_SERVICES.every((s) =>
     providers[s].getAllInstances().length === caches[s].instances().filter((i) => !i.id.endsWith('-off')).length);
-  while (!caughtUp() && Date.now() - t < 60000) await sleep(20);
+  const t1 = Date.now();
+  while (!caughtUp() && Date.now() - t1 < 60000) await sleep(20);
+  log(`waited node ${t1 - t} ${Date.now() - t1} ${caughtUp()}`);
   for (const s of DISCOVERY_SERVICES) {
     for (const i of caches[s].instances()) log(`found node ${s}/${i.id} ${canon(i)}`);
   }

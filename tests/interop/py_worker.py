@@ -37,6 +37,7 @@ plus one for k < N%4); each section is stamped like mutex's, with TOKEN the wide
 the 4 threads go to the log under one lock (never interleaved); then "done python ID N".
 """
 import argparse
+import asyncio
 import json
 import calendar
 import os
@@ -255,8 +256,10 @@ class DiscoverySide:
         def caught_up():
             return all(len(pr.get_all_instances()) == sum(not i.id.endswith("-off") for i in self.caches[s].instances())
                        for s, pr in self.providers.items())
-        while not caught_up() and time.monotonic() - t < 60:
+        t1 = time.monotonic()
+        while not caught_up() and time.monotonic() - t1 < 60:
             time.sleep(0.02)
+        log.write(f"waited python {round((t1 - t) * 1000)} {round((time.monotonic() - t1) * 1000)} {caught_up()}\n")
         for s, c in self.caches.items():
             for i in c.instances():
                 log.write(f"found python {s}/{i.id} {canon(i)}\n")
@@ -556,14 +559,28 @@ def main() -> None:
             log.write(f"ready python {a.id}\n")
             wait_for_file(a.go)
         if a.role == "mutex":
+            # The first half through the blocking API, the rest through asyncio (the loop's own
+            # thread drives the runtime then: bindings-python/src/turns.rs).
             m = zkrecipes.InterProcessMutex(client, a.path)
-            for _ in range(a.iterations):
+            blocking = a.iterations // 2
+            for _ in range(blocking):
                 assert m.acquire()
                 token = m.fencing_token
                 log.write(f"start python {a.id} {token} {time.monotonic_ns()}\n")
                 time.sleep(0.0002)
                 log.write(f"end python {a.id} {token} {time.monotonic_ns()}\n")
                 m.release()
+
+            async def sections() -> None:
+                for _ in range(a.iterations - blocking):
+                    assert await m.acquire_async()
+                    token = m.fencing_token
+                    log.write(f"start python {a.id} {token} {time.monotonic_ns()}\n")
+                    await asyncio.sleep(0.0002)
+                    log.write(f"end python {a.id} {token} {time.monotonic_ns()}\n")
+                    await m.release_async()
+
+            asyncio.run(sections())
             log.write(f"done python {a.id} {a.iterations}\n")
         elif a.role == "ensemble":  # sections until the runner changed the ensemble, then N more
             m = zkrecipes.InterProcessMutex(client, a.path)
@@ -597,15 +614,30 @@ def main() -> None:
                 latch.close()
             log.write(f"done python {a.id} {a.iterations}\n")
         elif a.role == "counter":
+            # Half through the blocking API, half through asyncio, as mutex does.
             c = zkrecipes.DistributedAtomicLong(client, a.path)
             ok = 0
-            for _ in range(a.iterations):
+            blocking = a.iterations // 2
+            for _ in range(blocking):
                 try:
                     v = c.add_and_get(1, timeout=30.0)
                     ok += 1
                     log.write(f"inc python {a.id} {v}\n")
                 except zkrecipes.ZkRecipesError as e:
                     log.write(f"fail python {a.id} {type(e).__name__}\n")
+
+            async def increments() -> int:
+                done = 0
+                for _ in range(a.iterations - blocking):
+                    try:
+                        v = await c.add_and_get_async(1, timeout=30.0)
+                        done += 1
+                        log.write(f"inc python {a.id} {v}\n")
+                    except zkrecipes.ZkRecipesError as e:
+                        log.write(f"fail python {a.id} {type(e).__name__}\n")
+                return done
+
+            ok += asyncio.run(increments())
             log.write(f"done python {a.id} {ok}\n")
         elif a.role == "selector":
             with cond:

@@ -175,10 +175,12 @@ final class Discovery {
         log.flush();
 
         // Every runtime's instances in the caches.
+        long t0 = System.nanoTime();
         Worker.poll(() -> caches.values().stream().mapToInt(c -> c.getInstances().size()).sum() >= expect);
         // Each provider has a cache of its own, which may lag the worker's (seen under the load of
         // the long run): wait until it offers every enabled instance (all but the service's "-off").
-        Worker.poll(() -> providers.entrySet().stream().allMatch(e -> {
+        long t1 = System.nanoTime();
+        boolean caughtUp = Worker.poll(() -> providers.entrySet().stream().allMatch(e -> {
             try {
                 long enabled = caches.get(e.getKey()).getInstances().stream().filter(i -> !i.getId().endsWith("-off")).count();
                 return e.getValue().getAllInstances().size() == enabled;
@@ -186,6 +188,7 @@ final class Discovery {
                 throw new RuntimeException(x);
             }
         }));
+        log.println("waited java " + (t1 - t0) / 1000000 + " " + (System.nanoTime() - t1) / 1000000 + " " + caughtUp);
         for (Map.Entry<String, ServiceCache<Object>> e : caches.entrySet()) {
             for (ServiceInstance<Object> i : e.getValue().getInstances()) {
                 log.println("found java " + e.getKey() + "/" + i.getId() + " " + canon(i));
