@@ -17,6 +17,8 @@ putmulti: puts "python:i" three to a node (put_multi) into a DistributedQueue (l
 then consumes until idle: "got python ID ITEM TOKEN" per message. sharder: a QueueSharder
 (P/queues, leader P/leader, lock paths P-locks/SHARD, threshold 3, checks every 0.2 s, at most 4
 shards): puts through get_queue(), consumes from every shard, then "shards python ID K".
+mutex and counter: the first half of the N operations through the blocking API, the rest through
+asyncio (acquire_async / add_and_get_async under asyncio.run).
 Log lines: "start python ID TOKEN NS" / "end python ID TOKEN NS" (time.monotonic_ns(), i.e.
 CLOCK_MONOTONIC; rwlock/semaphore: TOKEN is the tag read|write|lease), "inc python ID VALUE" /
 "fail python ID ERR", "lead"/"unlead python ID NS", then "done python ID COUNT".
