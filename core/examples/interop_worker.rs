@@ -643,10 +643,7 @@ fn main() {
                     .expect("create");
             }
             let want = expect * iterations as usize + 1;
-            let t = std::time::Instant::now();
-            while c.size() < want && t.elapsed() < Duration::from_secs(60) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            wait_count(want, || c.size());
             let children: Vec<_> = c.snapshot().iter().filter(|n| n.path != path).collect();
             for n in &children {
                 let data =
@@ -679,10 +676,7 @@ fn main() {
                     .expect("set");
             }
             let want = 2 * expect * iterations as usize;
-            let t = std::time::Instant::now();
-            while heard.lock().unwrap().len() < want && t.elapsed() < Duration::from_secs(60) {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            wait_count(want, || heard.lock().unwrap().len());
             w.close();
             let heard = heard.lock().unwrap().clone();
             for (kind, p) in &heard {
@@ -915,6 +909,21 @@ fn poll(mut f: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     false
+}
+
+/// Polls `count` every 5 ms until it reaches `want`, giving up only after 60 s in which it did
+/// not grow: a slow peer on a loaded machine (the long run's 120 workers on 2 CPUs) is still
+/// waited for, a stuck one is not; the count last seen.
+fn wait_count(want: usize, mut count: impl FnMut() -> usize) -> usize {
+    let (mut seen, mut since) = (count(), std::time::Instant::now());
+    while seen < want && since.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(5));
+        let now = count();
+        if now != seen {
+            (seen, since) = (now, std::time::Instant::now());
+        }
+    }
+    seen
 }
 
 /// Whether `members` has `expect` members whose payloads are `P-<id>` for a `P` of `phases`.
@@ -1211,12 +1220,11 @@ impl DiscoverySide {
         }
         log.flush().unwrap();
         let t0 = std::time::Instant::now();
-        poll(|| {
+        wait_count(expect, || {
             self.caches
                 .iter()
                 .map(|(_, c)| c.instances().len())
                 .sum::<usize>()
-                >= expect
         });
         // Each provider has a cache of its own, which may lag the worker's (seen under the load
         // of the long run): wait until it offers every enabled instance (all but the "-off").

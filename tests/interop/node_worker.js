@@ -200,6 +200,20 @@ async function poll(f) {
   return false;
 }
 
+// Polls count() every 5 ms until it reaches want, giving up only after 60 s in which it did not
+// grow: a slow peer on a loaded machine (the long run's 120 workers on 2 CPUs) is still waited
+// for, a stuck one is not; the count last seen.
+async function waitCount(want, count) {
+  let seen = count();
+  let since = Date.now();
+  while (seen < want && Date.now() - since < 60000) {
+    await sleep(5);
+    const now = count();
+    if (now !== seen) [seen, since] = [now, Date.now()];
+  }
+  return seen;
+}
+
 const membersAt = (members, expect, phases) =>
   members.size >= expect && [...members].every(([k, v]) => phases.some((p) => v.toString() === `${p}-${k}`));
 
@@ -299,7 +313,7 @@ async function discoveryRun({ d, caches, providers }, a, log) {
   }
   const count = () => DISCOVERY_SERVICES.reduce((n, s) => n + caches[s].instances().length, 0);
   const t = Date.now();
-  while (count() < a.expect && Date.now() - t < 60000) await sleep(20);
+  await waitCount(a.expect, count);
   // Each provider has a cache of its own, which may lag the worker's (seen under the load of the
   // long run): wait until it offers every enabled instance (all but the service's "-off").
   const caughtUp = () => DISCOVERY_SERVICES.every((s) =>
@@ -742,11 +756,10 @@ async function main() {
         await client.create(`${a.path}/${a.id}-${i}`, a.id, { createParents: true });
       }
       const want = a.expect * a.iterations + 1;
-      let t = Date.now();
-      while (cache.size < want && Date.now() - t < 60000) await sleep(5);
+      await waitCount(want, () => cache.size);
       const children = [...cache].filter((n) => n.path !== a.path);
       for (const n of children) log(`node node ${a.id} ${n.path} ${(n.data ?? Buffer.alloc(0)).toString()}`);
-      t = Date.now();
+      const t = Date.now();
       while (net !== cache.size && Date.now() - t < 10000) await sleep(5);
       log(`events node ${a.id} ${net} ${cache.size}`);
       log(`done node ${a.id} ${children.length}`);
@@ -758,8 +771,7 @@ async function main() {
         await client.setData(p, a.id);
       }
       const want = 2 * a.expect * a.iterations;
-      const t = Date.now();
-      while (heard.length < want && Date.now() - t < 60000) await sleep(5);
+      await waitCount(want, () => heard.length);
       watcher.close();
       for (const h of heard) log(`heard node ${a.id} ${h}`);
       log(`done node ${a.id} ${heard.length}`);

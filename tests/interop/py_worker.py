@@ -121,6 +121,19 @@ def poll(f):
     return False
 
 
+def wait_count(want, count):
+    """Polls count() every 5 ms until it reaches want, giving up only after 60 s in which it did
+    not grow: a slow peer on a loaded machine (the long run's 120 workers on 2 CPUs) is still
+    waited for, a stuck one is not; the count last seen."""
+    seen, since = count(), time.monotonic()
+    while seen < want and time.monotonic() - since < 60:
+        time.sleep(0.005)
+        now = count()
+        if now != seen:
+            seen, since = now, time.monotonic()
+    return seen
+
+
 def members_at(members, expect, phases):
     return len(members) >= expect and all(any(v == f"{p}-{k}".encode() for p in phases) for k, v in members.items())
 
@@ -251,8 +264,7 @@ class DiscoverySide:
             regs.append(r)
             log.write(f"registered python python/{r.instance.id} {canon(r.instance)}\n")
         t = time.monotonic()
-        while sum(len(c.instances()) for c in self.caches.values()) < a.expect and time.monotonic() - t < 60:
-            time.sleep(0.02)
+        wait_count(a.expect, lambda: sum(len(c.instances()) for c in self.caches.values()))
         # Each provider has a cache of its own, which may lag the worker's (seen under the load of
         # the long run): wait until it offers every enabled instance (all but the service's "-off").
         def caught_up():
@@ -772,9 +784,7 @@ def main() -> None:
             for i in range(a.iterations):
                 client.create(f"{a.path}/{a.id}-{i}", a.id.encode(), create_parents=True)
             want = a.expect * a.iterations + 1
-            t = time.monotonic()
-            while len(cache) < want and time.monotonic() - t < 60:
-                time.sleep(0.005)
+            wait_count(want, lambda: len(cache))
             children = [n for n in cache if n.path != a.path]
             for n in children:
                 log.write(f"node python {a.id} {n.path} {(n.data or b'').decode()}\n")
@@ -791,9 +801,7 @@ def main() -> None:
                 client.create(p, b"", create_parents=True)
                 client.set_data(p, a.id.encode())
             want = 2 * a.expect * a.iterations
-            t = time.monotonic()
-            while len(heard) < want and time.monotonic() - t < 60:
-                time.sleep(0.005)
+            wait_count(want, lambda: len(heard))
             watcher.close()
             for h in list(heard):
                 log.write(f"heard python {a.id} {h}\n")

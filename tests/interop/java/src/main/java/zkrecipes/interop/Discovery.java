@@ -176,7 +176,7 @@ final class Discovery {
 
         // Every runtime's instances in the caches.
         long t0 = System.nanoTime();
-        Worker.poll(() -> caches.values().stream().mapToInt(c -> c.getInstances().size()).sum() >= expect);
+        Worker.waitCount(expect, () -> caches.values().stream().mapToInt(c -> c.getInstances().size()).sum());
         // Each provider has a cache of its own, which may lag the worker's (seen under the load of
         // the long run): wait until it offers every enabled instance (all but the service's "-off").
         long t1 = System.nanoTime();

@@ -699,8 +699,8 @@ public final class Worker {
                                 .forPath(path + "/" + id + "-" + i, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
                     }
                     long want = (long) expect * n + 1;
-                    long t = System.nanoTime();
-                    while (cache.size() < want && System.nanoTime() - t < 60_000_000_000L) Thread.sleep(5);
+                    final org.apache.curator.framework.recipes.cache.CuratorCache cached = cache;
+                    waitCount(want, cached::size);
                     java.util.List<org.apache.curator.framework.recipes.cache.ChildData> kids = new ArrayList<>();
                     cache.stream().filter(d -> !d.getPath().equals(path)).forEach(kids::add);
                     kids.sort(java.util.Comparator.comparing(org.apache.curator.framework.recipes.cache.ChildData::getPath));
@@ -708,7 +708,7 @@ public final class Worker {
                         String data = d.getData() == null ? "" : new String(d.getData(), java.nio.charset.StandardCharsets.UTF_8);
                         log.println("node java " + id + " " + d.getPath() + " " + data);
                     }
-                    t = System.nanoTime();
+                    long t = System.nanoTime();
                     while (net.get() != cache.size() && System.nanoTime() - t < 10_000_000_000L) Thread.sleep(5);
                     log.println("events java " + id + " " + net.get() + " " + cache.size());
                     log.println("done java " + id + " " + kids.size());
@@ -722,8 +722,7 @@ public final class Worker {
                         client.setData().forPath(p, id.getBytes(java.nio.charset.StandardCharsets.UTF_8));
                     }
                     long want = 2L * expect * n;
-                    long t = System.nanoTime();
-                    while (heard.size() < want && System.nanoTime() - t < 60_000_000_000L) Thread.sleep(5);
+                    waitCount(want, heard::size); // a synchronized list
                     watcher.close();
                     java.util.List<String> got;
                     synchronized (heard) { got = new ArrayList<>(heard); }
@@ -749,6 +748,24 @@ public final class Worker {
             Thread.sleep(20);
         }
         return false;
+    }
+
+    /**
+     * Polls count every 5 ms until it reaches want, giving up only after 60 s in which it did not
+     * grow: a slow peer on a loaded machine (the long run's 120 workers on 2 CPUs) is still waited
+     * for, a stuck one is not; the count last seen.
+     */
+    static long waitCount(long want, java.util.function.LongSupplier count) throws InterruptedException {
+        long seen = count.getAsLong(), since = System.nanoTime();
+        while (seen < want && System.nanoTime() - since < 60_000_000_000L) {
+            Thread.sleep(5);
+            long now = count.getAsLong();
+            if (now != seen) {
+                seen = now;
+                since = System.nanoTime();
+            }
+        }
+        return seen;
     }
 
     private static boolean membersAt(Map<String, byte[]> members, int expect, String... phases) {
