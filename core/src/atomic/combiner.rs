@@ -9,6 +9,17 @@
 //! one, so N concurrent callers cost about one round trip per round instead of N contended
 //! ones.
 //!
+//! Clients of one process can meet on one counter too (a pool of sessions, one client per
+//! worker thread). Clients with the same identity (connect string and credentials, see
+//! `Config::identity`) share a [`Lane`] per counter node: their rounds take turns (first come,
+//! first served), and each round starts from what the previous one learned, whichever client
+//! made it. So they do not race each other's conditional writes: a write conflicts only with
+//! other processes, and the next round is sent the moment the previous one's reply is in,
+//! not after its caller's thread has woken and asked again. A turn is only an ordering: every
+//! write stays conditional on the version it was computed from, so a round that stops waiting
+//! for its turn (after [`TURN_WAIT`], when a holder's write hangs on a lost connection) is as
+//! safe as one without lanes, and so is knowledge passed on that turns out stale.
+//!
 //! Each request keeps its own semantics: a Curator-style `add` wraps on overflow and gives up
 //! (`succeeded == false`) when its retry policy says so, counting one try per round it took
 //! part in; an `add_and_get` reports overflow as an error and retries until its caller's
@@ -41,6 +52,116 @@ struct Key {
 static REGISTRY: Lazy<Mutex<HashMap<Key, Weak<Combiner>>>> =
     Lazy::new(|| Mutex::new(HashMap::new()));
 
+/// A lane's key: the clients' identity (not the client), the node, the width.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct LaneKey {
+    identity: u64,
+    full_path: String,
+    width: Width,
+}
+
+static LANES: Lazy<Mutex<HashMap<LaneKey, Weak<Lane>>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+
+/// How long a round waits for its turn before it goes without one (see the module notes).
+/// Rounds take about a round trip each; this is for a holder stuck on a lost connection.
+const TURN_WAIT: Duration = Duration::from_millis(500);
+
+/// One counter node as the clients of this process with one identity write it: turns, and the
+/// last thing any of them learned (see the module notes).
+pub(crate) struct Lane {
+    key: LaneKey,
+    turn: tokio::sync::Mutex<()>,
+    learned: Mutex<Option<(super::engine::Known<i64>, Instant)>>,
+    /// A round gave up waiting: until the holder ends its round, rounds do not wait.
+    stalled: std::sync::atomic::AtomicBool,
+    /// Rounds that went without a turn (for tests: only those can meet a conflict from this
+    /// process).
+    unturned: std::sync::atomic::AtomicU64,
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        let mut lanes = LANES.lock().unwrap_or_else(|e| e.into_inner());
+        if lanes.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
+            lanes.remove(&self.key);
+        }
+    }
+}
+
+fn lane_for(client: &Client, full_path: &str, width: Width) -> Arc<Lane> {
+    let key = LaneKey {
+        identity: client.cfg().identity,
+        full_path: full_path.to_string(),
+        width,
+    };
+    let mut lanes = LANES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(found) = lanes.get(&key).and_then(Weak::upgrade) {
+        return found;
+    }
+    let lane = Arc::new(Lane {
+        key: key.clone(),
+        turn: tokio::sync::Mutex::new(()),
+        learned: Mutex::new(None),
+        stalled: std::sync::atomic::AtomicBool::new(false),
+        unturned: std::sync::atomic::AtomicU64::new(0),
+    });
+    lanes.insert(key, Arc::downgrade(&lane));
+    lane
+}
+
+/// A round's turn on its lane: on the way out, what the round learned goes on to the next.
+struct Turn<'a> {
+    lane: &'a Lane,
+    engine: &'a Engine<Width>,
+    held: Option<tokio::sync::MutexGuard<'a, ()>>,
+}
+
+impl Lane {
+    /// Waits for this round's turn (up to [`TURN_WAIT`], or not at all while the lane is
+    /// stalled), then hands the engine what the previous round learned.
+    async fn enter<'a>(&'a self, engine: &'a Engine<Width>) -> Turn<'a> {
+        let held = if let Ok(free) = self.turn.try_lock() {
+            Some(free)
+        } else if self.stalled.load(Ordering::SeqCst) {
+            None
+        } else {
+            match tokio::time::timeout(TURN_WAIT, self.turn.lock()).await {
+                Ok(held) => Some(held),
+                Err(_) => {
+                    self.stalled.store(true, Ordering::SeqCst);
+                    None
+                }
+            }
+        };
+        if held.is_none() {
+            self.unturned.fetch_add(1, Ordering::Relaxed);
+        }
+        let learned = *self.learned.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((known, at)) = learned {
+            engine.adopt(known, at);
+        }
+        Turn {
+            lane: self,
+            engine,
+            held,
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if let Some((known, at)) = self.engine.learned() {
+            let mut learned = self.lane.learned.lock().unwrap_or_else(|e| e.into_inner());
+            if learned.as_ref().map_or(true, |(_, before)| *before < at) {
+                *learned = Some((known, at));
+            }
+        }
+        if self.held.take().is_some() {
+            self.lane.stalled.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
 /// The combiner of `client` for the counter at `path` (created on first use).
 pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Combiner> {
     let key = Key {
@@ -53,6 +174,7 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
         return found;
     }
     let combiner = Arc::new(Combiner {
+        lane: lane_for(client, &key.full_path, width),
         key: key.clone(),
         engine: Arc::new(Engine::new(client.clone(), path, width)),
         queue: Mutex::new(Queue {
@@ -175,6 +297,7 @@ struct Queue {
 /// See the module documentation.
 pub(crate) struct Combiner {
     key: Key,
+    lane: Arc<Lane>,
     pub(crate) engine: Arc<Engine<Width>>,
     queue: Mutex<Queue>,
     arrived: Notify,
@@ -350,6 +473,7 @@ impl Combiner {
             return batch;
         }
         let engine = &self.engine;
+        let _turn = self.lane.enter(engine).await;
         let (mut base, mut fresh) = match engine.cached() {
             Some(known) => (known, false),
             None => match engine.read().await {
@@ -607,6 +731,175 @@ mod tests {
         settles_at(1); // c0's twin lives on
         drop(twin);
         settles_at(0);
+        client.close_blocking();
+    }
+
+    /// Clients of one identity on one counter: exact, every value once, and (when every round
+    /// had its turn) not one conflicting write or extra read between them.
+    #[test]
+    fn clients_of_one_identity_take_turns_and_never_conflict() {
+        const CLIENTS: usize = 6;
+        const EACH: i64 = 150;
+        let server = zkrecipes_testing::TestingServer::start();
+        let clients: Vec<Client> = (0..CLIENTS)
+            .map(|_| {
+                crate::ClientBuilder::new(server.connect_string())
+                    .connect_blocking()
+                    .unwrap()
+            })
+            .collect();
+        let path = "/lane-test/turns";
+        let lane = lane_for(&clients[0], path, Width::I64);
+        let values: Vec<i64> = std::thread::scope(|s| {
+            let threads: Vec<_> = clients
+                .iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let n =
+                            crate::atomic::DistributedAtomicLong::new(c, path, None, None).unwrap();
+                        (0..EACH)
+                            .map(|_| n.add_and_get_blocking(1, None).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap())
+                .collect()
+        });
+        let total = CLIENTS as i64 * EACH;
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (1..=total).collect::<Vec<_>>(), "every value once");
+        let check =
+            crate::atomic::DistributedAtomicLong::new(&clients[0], path, None, None).unwrap();
+        assert_eq!(check.get_blocking().unwrap().post_value, total);
+        let (mut creates, mut sets) = (0, 0);
+        for c in &clients {
+            let r = c.request_counts();
+            creates += r.create;
+            sets += r.set_data;
+        }
+        // The first increment creates the node (and its parent); every other one is one
+        // setData: no round of this process lost a version to another.
+        let unturned = lane.unturned.load(Ordering::Relaxed);
+        if unturned == 0 {
+            assert_eq!(sets, total as u64 - 1, "{creates} creates");
+        } else {
+            // A round waited past TURN_WAIT (a very loaded machine): those went without.
+            assert!(sets >= total as u64 - 1);
+        }
+        assert!(
+            unturned < total as u64 / 10,
+            "{unturned} rounds without a turn"
+        );
+        for c in clients {
+            c.close_blocking();
+        }
+    }
+
+    /// Lanes are per identity and node: other credentials, another path, a namespace or
+    /// another width get their own.
+    #[test]
+    fn lanes_are_shared_only_within_one_identity() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let connect = |auth: Option<&str>, ns: Option<&str>| {
+            let mut b = crate::ClientBuilder::new(server.connect_string());
+            if let Some(a) = auth {
+                b = b.auth("digest", a.as_bytes().to_vec());
+            }
+            if let Some(ns) = ns {
+                b = b.namespace(ns);
+            }
+            b.connect_blocking().unwrap()
+        };
+        let (a, b) = (connect(None, None), connect(None, None));
+        let (alice, alice2, bob) = (
+            connect(Some("alice:pw"), None),
+            connect(Some("alice:pw"), None),
+            connect(Some("bob:pw"), None),
+        );
+        let spaced = connect(None, Some("ns"));
+        let full = |c: &Client, p: &str| c.full_path(p);
+        let lane = |c: &Client, p: &str, w: Width| lane_for(c, &full(c, p), w);
+        let same = |x: Arc<Lane>, y: Arc<Lane>| Arc::ptr_eq(&x, &y);
+        assert!(same(lane(&a, "/c", Width::I64), lane(&b, "/c", Width::I64)));
+        assert!(same(
+            lane(&alice, "/c", Width::I64),
+            lane(&alice2, "/c", Width::I64)
+        ));
+        assert!(!same(
+            lane(&a, "/c", Width::I64),
+            lane(&alice, "/c", Width::I64)
+        ));
+        assert!(!same(
+            lane(&alice, "/c", Width::I64),
+            lane(&bob, "/c", Width::I64)
+        ));
+        assert!(!same(
+            lane(&a, "/c", Width::I64),
+            lane(&a, "/d", Width::I64)
+        ));
+        assert!(!same(
+            lane(&a, "/c", Width::I64),
+            lane(&a, "/c", Width::I32)
+        ));
+        assert!(!same(
+            lane(&a, "/c", Width::I64),
+            lane(&spaced, "/c", Width::I64)
+        ));
+        // The namespaced client's /c is the plain client's /ns/c: the same node, one lane.
+        assert!(same(
+            lane(&a, "/ns/c", Width::I64),
+            lane(&spaced, "/c", Width::I64)
+        ));
+        for c in [a, b, alice, alice2, bob, spaced] {
+            c.close_blocking();
+        }
+    }
+
+    /// A turn held too long (a holder's write hanging on a lost connection) delays the others
+    /// by at most TURN_WAIT once: they go on without turns, still exact, until a round with a
+    /// turn ends.
+    #[test]
+    fn a_stuck_turn_does_not_stop_the_others() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap();
+        let path = "/lane-test/stuck";
+        let n = crate::atomic::DistributedAtomicLong::new(&client, path, None, None).unwrap();
+        assert_eq!(n.add_and_get_blocking(1, None).unwrap(), 1);
+        let lane = lane_for(&client, path, Width::I64);
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+        let holder = {
+            let lane = lane.clone();
+            std::thread::spawn(move || {
+                let _held = lane.turn.blocking_lock();
+                held_tx.send(()).unwrap();
+                hold_rx.recv().ok();
+            })
+        };
+        held_rx.recv().unwrap();
+        let before = lane.unturned.load(Ordering::Relaxed);
+        for want in 2..=5 {
+            assert_eq!(
+                n.add_and_get_blocking(1, Some(std::time::Duration::from_secs(30)))
+                    .unwrap(),
+                want
+            );
+        }
+        assert_eq!(lane.unturned.load(Ordering::Relaxed) - before, 4);
+        assert!(lane.stalled.load(Ordering::SeqCst), "waits once, then not");
+        hold_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(n.add_and_get_blocking(1, None).unwrap(), 6);
+        assert!(
+            !lane.stalled.load(Ordering::SeqCst),
+            "a round with its turn clears it"
+        );
         client.close_blocking();
     }
 

@@ -237,6 +237,21 @@ impl<C: Codec> Engine<C> {
         *cache = Some((known, Instant::now()));
     }
 
+    /// What is cached and when it was learned (for a lane to pass on).
+    pub(crate) fn learned(&self) -> Option<(Known<C::Value>, Instant)> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Takes `known`, learned at `at` by another client of this process with the same
+    /// identity, if it is more recent than what this engine knows. Its age still counts from
+    /// `at` ([`CACHE_TTL`]).
+    pub(crate) fn adopt(&self, known: Known<C::Value>, at: Instant) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.as_ref().map_or(true, |(_, own)| *own < at) {
+            *cache = Some((known, at));
+        }
+    }
+
     pub(crate) fn forget(&self) {
         *self.cache.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }

@@ -1,6 +1,7 @@
 //! [`ClientBuilder`]: Curator's CuratorFrameworkFactory.builder(), with every option checked
 //! before anything connects.
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -198,6 +199,14 @@ impl ClientBuilder {
     pub async fn connect(self) -> Result<Client> {
         let prefix = self.validate()?;
         let tls = self.tls.as_ref().map(TlsOptions::wire).transpose()?;
+        static KEYS: once_cell::sync::Lazy<std::collections::hash_map::RandomState> =
+            once_cell::sync::Lazy::new(Default::default);
+        let identity = KEYS.hash_one((
+            &self.connect_string,
+            &self.auth,
+            &self.sasl,
+            self.tls.as_ref().map(TlsOptions::certificate),
+        ));
         let cfg = Arc::new(Config {
             connect_string: self.connect_string,
             session_timeout: self.session_timeout,
@@ -214,6 +223,7 @@ impl ClientBuilder {
             tls,
             sasl: self.sasl,
             track_ensemble: self.track_ensemble,
+            identity,
         });
         // The session task of zookeeper-client is spawned on the current runtime: make sure that
         // is ours, whatever runtime the caller polls this future on.

@@ -85,6 +85,11 @@ pub(crate) struct Config {
     sasl: Option<SaslOptions>,
     /// Follow the ensemble's configuration (Curator's EnsembleTracker).
     pub(crate) track_ensemble: bool,
+    /// Who this client is to the servers: a hash of the connect string and every credential
+    /// (auth, SASL, the TLS client certificate). Clients of one process with the same identity
+    /// may share what they learn of a node (the counters' lanes, `atomic/combiner.rs`); clients
+    /// with different ones never do, whatever the ACLs let each of them read.
+    pub(crate) identity: u64,
 }
 
 /// Counters of the requests this client sent, per operation (for tests and benchmarks: e.g.

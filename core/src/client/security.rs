@@ -21,7 +21,7 @@ use super::types::Acl;
 use crate::{Error, Result};
 
 /// A PEM input: a file, read again for each new connection, or the PEM text itself.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Pem {
     /// A file holding PEM.
     File(PathBuf),
@@ -196,6 +196,11 @@ impl TlsOptions {
         self.cert.is_some()
     }
 
+    /// The client certificate and key (what the server's x509 provider knows this client as).
+    pub(crate) fn certificate(&self) -> (Option<&Pem>, Option<&Pem>) {
+        (self.cert.as_ref(), self.key.as_ref())
+    }
+
     /// Reads and parses every input; the wire crate's certificates.
     fn load(&self) -> Result<zk::TlsCerts> {
         let ca = match &self.ca {
@@ -283,12 +288,12 @@ impl TlsOptions {
 }
 
 /// SASL authentication at each connection (ZooKeeper's `SASLAuthenticationProvider`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SaslOptions {
     mechanism: SaslMechanism,
 }
 
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 enum SaslMechanism {
     DigestMd5 {
         username: String,
