@@ -40,6 +40,12 @@
 //! * **Combining**: concurrent `add`/`add_and_get` calls on one counter path through one
 //!   [`Client`](crate::Client) are merged into one compare-and-set round; every caller gets its
 //!   own pre/post values, as if the calls had run one after the other.
+//! * **Turns between clients**: the rounds of several clients of one process on one counter
+//!   (same connect string and credentials: a pool of sessions, a client per worker thread)
+//!   take turns, each starting from what the previous one learned. They never lose a version
+//!   to each other, so a round conflicts only with other processes, and the next round leaves
+//!   as soon as the previous reply is in. A turn is only an ordering (every write stays
+//!   conditional), and a round waits for one at most 500 ms.
 //! * **Cached version**: a round first tries the versioned write at the last known version and
 //!   value, and reads the node only after `BadVersion`.
 //! * **Exactly once or say so**: a write whose reply is lost is never blindly retried.
