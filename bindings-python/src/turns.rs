@@ -115,7 +115,7 @@ pub(crate) fn ready_for(event_loop: &Bound<'_, PyAny>) -> bool {
             let old = PORT.with(|p| p.borrow_mut().take());
             if let Some(old) = old {
                 if old.pid == pid && old.watching {
-                    let _ = remove_reader(py, &old);
+                    let _ = remove_reader(old.event_loop.bind(py), old.fd);
                 }
             }
             PORT.with(|p| {
@@ -154,10 +154,9 @@ fn watch(py: Python<'_>) -> bool {
     added
 }
 
-fn remove_reader(py: Python<'_>, port: &Port) -> PyResult<()> {
-    let event_loop = port.event_loop.bind(py);
+fn remove_reader(event_loop: &Bound<'_, PyAny>, fd: RawFd) -> PyResult<()> {
     if !event_loop.call_method0("is_closed")?.is_truthy()? {
-        event_loop.call_method1("remove_reader", (port.fd,))?;
+        event_loop.call_method1("remove_reader", (fd,))?;
     }
     Ok(())
 }
@@ -165,19 +164,13 @@ fn remove_reader(py: Python<'_>, port: &Port) -> PyResult<()> {
 /// Stops watching until this thread's next call (someone else drives the runtime and reads
 /// its input; this loop's results reach it through `call_soon_threadsafe` meanwhile).
 fn unwatch(py: Python<'_>) {
-    let port = PORT.with(|p| {
+    let watched = PORT.with(|p| {
         p.borrow_mut().as_mut().and_then(|p| {
-            std::mem::replace(&mut p.watching, false).then(|| Port {
-                event_loop: p.event_loop.clone_ref(py),
-                fd: p.fd,
-                pid: p.pid,
-                watching: false,
-                turns: true,
-            })
+            std::mem::replace(&mut p.watching, false).then(|| (p.event_loop.clone_ref(py), p.fd))
         })
     });
-    if let Some(port) = port {
-        let _ = remove_reader(py, &port);
+    if let Some((event_loop, fd)) = watched {
+        let _ = remove_reader(event_loop.bind(py), fd);
     }
 }
 
