@@ -1264,7 +1264,14 @@ impl DiscoverySide {
         }
         log.flush().unwrap();
         std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
-        poll(|| std::fs::read_dir(peers).map_or(0, |d| d.count()) >= DISCOVERY_SERVICES.len());
+        // Our instances stay registered until every peer has picked and marked (the runner
+        // marks a peer that exited; it kills every worker at its deadline).
+        let t = std::time::Instant::now();
+        while std::fs::read_dir(peers).map_or(0, |d| d.count()) < DISCOVERY_SERVICES.len()
+            && t.elapsed() < Duration::from_secs(600)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         for (_, p) in &self.providers {
             p.close();
         }

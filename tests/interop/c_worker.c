@@ -888,7 +888,9 @@ static void discovery_run(const char *id, long extras, long expect, const char *
             while ((e = readdir(d))) n += e->d_name[0] != '.';
             closedir(d);
         }
-        if (n >= DISCOVERY_SERVICES || mono_ns() - t > 60000000000LL) break;
+        /* Our instances stay registered until every peer has picked and marked (the runner marks a
+         * peer that exited; it kills every worker at its deadline). */
+        if (n >= DISCOVERY_SERVICES || mono_ns() - t > 600000000000LL) break;
         sleep_ms(20);
     }
     for (int s = 0; s < DISCOVERY_SERVICES; s++) {

@@ -333,8 +333,10 @@ async function discoveryRun({ d, caches, providers }, a, log) {
     log(`usable node ${s} ${p.getAllInstances().map((i) => i.id).sort().join(',')}`);
   }
   fs.writeFileSync(path.join(a.peers, a.id), '');
+  // Our instances stay registered until every peer has picked and marked (the runner marks a
+  // peer that exited; it kills every worker at its deadline).
   const t2 = Date.now();
-  while (fs.readdirSync(a.peers).length < DISCOVERY_SERVICES.length && Date.now() - t2 < 60000) await sleep(20);
+  while (fs.readdirSync(a.peers).length < DISCOVERY_SERVICES.length && Date.now() - t2 < 600000) await sleep(20);
   for (const s of DISCOVERY_SERVICES) {
     providers[s].close();
     caches[s].close();

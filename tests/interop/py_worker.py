@@ -284,8 +284,10 @@ class DiscoverySide:
             log.write(f"usable python {s} {','.join(sorted(i.id for i in pr.get_all_instances()))}\n")
         log.flush()
         open(os.path.join(a.peers, a.id), "w").close()
+        # Our instances stay registered until every peer has picked and marked (the runner marks
+        # a peer that exited; it kills every worker at its deadline).
         t = time.monotonic()
-        while len(os.listdir(a.peers)) < len(DISCOVERY_SERVICES) and time.monotonic() - t < 60:
+        while len(os.listdir(a.peers)) < len(DISCOVERY_SERVICES) and time.monotonic() - t < 600:
             time.sleep(0.02)
         for pr in self.providers.values():
             pr.close()

@@ -230,10 +230,14 @@ final class Discovery {
         log.flush();
 
         new java.io.File(peers, id).createNewFile();
-        Worker.poll(() -> {
+        // Our instances stay registered until every peer has picked and marked (the runner marks
+        // a peer that exited; it kills every worker at its deadline).
+        long t = System.nanoTime();
+        while (System.nanoTime() - t < 600_000_000_000L) {
             String[] names = new java.io.File(peers).list();
-            return names != null && names.length >= SERVICES.length;
-        });
+            if (names != null && names.length >= SERVICES.length) break;
+            Thread.sleep(20);
+        }
         for (ServiceProvider<Object> p : providers.values()) p.close();
         for (ServiceCache<Object> c : caches.values()) c.close();
         full.close();
