@@ -689,12 +689,16 @@ impl Drop for Ticket {
 mod tests {
     use super::*;
 
+    fn connected(server: &zkrecipes_testing::TestingServer) -> Client {
+        crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap()
+    }
+
     #[test]
     fn the_registry_forgets_a_combiner_when_its_last_counter_goes() {
         let server = zkrecipes_testing::TestingServer::start();
-        let client = crate::ClientBuilder::new(server.connect_string())
-            .connect_blocking()
-            .unwrap();
+        let client = connected(&server);
         let counters: Vec<_> = (0..5)
             .map(|i| {
                 crate::atomic::DistributedAtomicLong::new(
@@ -741,13 +745,7 @@ mod tests {
         const CLIENTS: usize = 6;
         const EACH: i64 = 150;
         let server = zkrecipes_testing::TestingServer::start();
-        let clients: Vec<Client> = (0..CLIENTS)
-            .map(|_| {
-                crate::ClientBuilder::new(server.connect_string())
-                    .connect_blocking()
-                    .unwrap()
-            })
-            .collect();
+        let clients: Vec<Client> = (0..CLIENTS).map(|_| connected(&server)).collect();
         let path = "/lane-test/turns";
         let lane = lane_for(&clients[0], path, Width::I64);
         let values: Vec<i64> = std::thread::scope(|s| {
@@ -821,39 +819,24 @@ mod tests {
             connect(Some("bob:pw"), None),
         );
         let spaced = connect(None, Some("ns"));
-        let full = |c: &Client, p: &str| c.full_path(p);
-        let lane = |c: &Client, p: &str, w: Width| lane_for(c, &full(c, p), w);
-        let same = |x: Arc<Lane>, y: Arc<Lane>| Arc::ptr_eq(&x, &y);
-        assert!(same(lane(&a, "/c", Width::I64), lane(&b, "/c", Width::I64)));
-        assert!(same(
-            lane(&alice, "/c", Width::I64),
-            lane(&alice2, "/c", Width::I64)
-        ));
-        assert!(!same(
-            lane(&a, "/c", Width::I64),
-            lane(&alice, "/c", Width::I64)
-        ));
-        assert!(!same(
-            lane(&alice, "/c", Width::I64),
-            lane(&bob, "/c", Width::I64)
-        ));
-        assert!(!same(
-            lane(&a, "/c", Width::I64),
-            lane(&a, "/d", Width::I64)
-        ));
-        assert!(!same(
-            lane(&a, "/c", Width::I64),
-            lane(&a, "/c", Width::I32)
-        ));
-        assert!(!same(
-            lane(&a, "/c", Width::I64),
-            lane(&spaced, "/c", Width::I64)
-        ));
-        // The namespaced client's /c is the plain client's /ns/c: the same node, one lane.
-        assert!(same(
-            lane(&a, "/ns/c", Width::I64),
-            lane(&spaced, "/c", Width::I64)
-        ));
+        let lane = |c: &Client, p: &str, w: Width| lane_for(c, &c.full_path(p), w);
+        let (long, int) = (Width::I64, Width::I32);
+        // (one client, path, width; the other; whether they share a lane)
+        let cases = [
+            ((&a, "/c", long), (&b, "/c", long), true),
+            ((&alice, "/c", long), (&alice2, "/c", long), true),
+            ((&a, "/c", long), (&alice, "/c", long), false),
+            ((&alice, "/c", long), (&bob, "/c", long), false),
+            ((&a, "/c", long), (&a, "/d", long), false),
+            ((&a, "/c", long), (&a, "/c", int), false),
+            ((&a, "/c", long), (&spaced, "/c", long), false),
+            // The namespaced client's /c is the plain client's /ns/c: one node, one lane.
+            ((&a, "/ns/c", long), (&spaced, "/c", long), true),
+        ];
+        for (n, ((c1, p1, w1), (c2, p2, w2), shared)) in cases.into_iter().enumerate() {
+            let same = Arc::ptr_eq(&lane(c1, p1, w1), &lane(c2, p2, w2));
+            assert_eq!(same, shared, "case {n}");
+        }
         for c in [a, b, alice, alice2, bob, spaced] {
             c.close_blocking();
         }
@@ -865,9 +848,7 @@ mod tests {
     #[test]
     fn a_stuck_turn_does_not_stop_the_others() {
         let server = zkrecipes_testing::TestingServer::start();
-        let client = crate::ClientBuilder::new(server.connect_string())
-            .connect_blocking()
-            .unwrap();
+        let client = connected(&server);
         let path = "/lane-test/stuck";
         let n = crate::atomic::DistributedAtomicLong::new(&client, path, None, None).unwrap();
         assert_eq!(n.add_and_get_blocking(1, None).unwrap(), 1);
