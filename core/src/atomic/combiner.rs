@@ -49,8 +49,39 @@ struct Key {
     width: Width,
 }
 
-static REGISTRY: Lazy<Mutex<HashMap<Key, Weak<Combiner>>>> =
-    Lazy::new(|| Mutex::new(HashMap::new()));
+/// Process-wide shared objects by key, held weakly: the entry of an object goes with it.
+struct Registry<K, V>(Lazy<Mutex<HashMap<K, Weak<V>>>>);
+
+impl<K: Eq + std::hash::Hash + Clone, V> Registry<K, V> {
+    const fn new() -> Self {
+        Registry(Lazy::new(|| Mutex::new(HashMap::new())))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Weak<V>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live object of `key`, or a new one from `make` (called under the registry's lock).
+    fn get_or(&self, key: &K, make: impl FnOnce() -> V) -> Arc<V> {
+        let mut map = self.lock();
+        if let Some(found) = map.get(key).and_then(Weak::upgrade) {
+            return found;
+        }
+        let made = Arc::new(make());
+        map.insert(key.clone(), Arc::downgrade(&made));
+        made
+    }
+
+    /// From an object's `Drop`: forgets `key` unless a new object already took it.
+    fn forget(&self, key: &K) {
+        let mut map = self.lock();
+        if map.get(key).is_some_and(|w| w.strong_count() == 0) {
+            map.remove(key);
+        }
+    }
+}
+
+static REGISTRY: Registry<Key, Combiner> = Registry::new();
 
 /// A lane's key: the clients' identity (not the client), the node, the width.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -60,7 +91,7 @@ struct LaneKey {
     width: Width,
 }
 
-static LANES: Lazy<Mutex<HashMap<LaneKey, Weak<Lane>>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+static LANES: Registry<LaneKey, Lane> = Registry::new();
 
 /// How long a round waits for its turn before it goes without one (see the module notes).
 /// Rounds take about a round trip each; this is for a holder stuck on a lost connection.
@@ -81,10 +112,7 @@ pub(crate) struct Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        let mut lanes = LANES.lock().unwrap_or_else(|e| e.into_inner());
-        if lanes.get(&self.key).is_some_and(|w| w.strong_count() == 0) {
-            lanes.remove(&self.key);
-        }
+        LANES.forget(&self.key);
     }
 }
 
@@ -94,19 +122,13 @@ fn lane_for(client: &Client, full_path: &str, width: Width) -> Arc<Lane> {
         full_path: full_path.to_string(),
         width,
     };
-    let mut lanes = LANES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(found) = lanes.get(&key).and_then(Weak::upgrade) {
-        return found;
-    }
-    let lane = Arc::new(Lane {
+    LANES.get_or(&key, || Lane {
         key: key.clone(),
         turn: tokio::sync::Mutex::new(()),
         learned: Mutex::new(None),
         stalled: std::sync::atomic::AtomicBool::new(false),
         unturned: std::sync::atomic::AtomicU64::new(0),
-    });
-    lanes.insert(key, Arc::downgrade(&lane));
-    lane
+    })
 }
 
 /// A round's turn on its lane: on the way out, what the round learned goes on to the next.
@@ -169,11 +191,7 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
         full_path: client.full_path(path),
         width,
     };
-    let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(found) = registry.get(&key).and_then(Weak::upgrade) {
-        return found;
-    }
-    let combiner = Arc::new(Combiner {
+    REGISTRY.get_or(&key, || Combiner {
         lane: lane_for(client, &key.full_path, width),
         key: key.clone(),
         engine: Arc::new(Engine::new(client.clone(), path, width)),
@@ -183,9 +201,7 @@ pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Com
             next_id: 1,
         }),
         arrived: Notify::new(),
-    });
-    registry.insert(key, Arc::downgrade(&combiner));
-    combiner
+    })
 }
 
 /// How a queued delta is added.
@@ -307,13 +323,7 @@ impl Drop for Combiner {
     /// The last counter on this path and client is gone: forget the registry's entry (unless a
     /// new combiner already took the key meanwhile), so the registry never keeps dead entries.
     fn drop(&mut self) {
-        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        if registry
-            .get(&self.key)
-            .is_some_and(|w| w.strong_count() == 0)
-        {
-            registry.remove(&self.key);
-        }
+        REGISTRY.forget(&self.key);
     }
 }
 
@@ -321,7 +331,6 @@ impl Drop for Combiner {
 fn registered_under(prefix: &str) -> usize {
     REGISTRY
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
         .keys()
         .filter(|k| k.full_path.starts_with(prefix))
         .count()
