@@ -12,8 +12,9 @@ use zkrecipes::atomic::{
 };
 
 use crate::args;
-use crate::boundary::{promise, promise_on, promise_timed, sync};
+use crate::boundary::{promise, promise_by, promise_on, sync};
 use crate::client::{retry_policy, NativeClient, RetryOptions};
+use crate::driving::Way;
 use crate::error::CoreResult;
 use crate::events::{EmitFn, Emitter, Event};
 use crate::value::Out;
@@ -96,6 +97,17 @@ macro_rules! atomic_op {
     };
 }
 
+/// [`atomic_op!`] for an add (add, subtract, increment, decrement): adds queue behind each
+/// other in the runtime ([`Way::Queues`]).
+macro_rules! add_op {
+    ($env:ident, $self_:ident, $out:expr, |$c:ident| $call:expr) => {
+        promise_by($env, Way::Queues, || {
+            let $c = $self_.inner.clone();
+            Ok(async move { Ok(atomic_value(&$call.await?, $out)) })
+        })
+    };
+}
+
 /// Generates the methods shared by both counter widths: `$arg` is the JS argument type,
 /// `$conv` turns it into the core's integer, `$out` turns the core's integer into a JS value.
 macro_rules! counter_methods {
@@ -133,7 +145,7 @@ macro_rules! counter_methods {
             /// Curator's add (check `succeeded`).
             #[napi]
             pub fn add<'env>(&self, env: &'env Env, delta: $arg) -> napi::Result<Object<'env>> {
-                atomic_op!(env, self, $out, |c| c.add($conv("delta", &delta)?))
+                add_op!(env, self, $out, |c| c.add($conv("delta", &delta)?))
             }
 
             /// Curator's subtract (check `succeeded`).
@@ -143,19 +155,19 @@ macro_rules! counter_methods {
                 env: &'env Env,
                 delta: $arg,
             ) -> napi::Result<Object<'env>> {
-                atomic_op!(env, self, $out, |c| c.subtract($conv("delta", &delta)?))
+                add_op!(env, self, $out, |c| c.subtract($conv("delta", &delta)?))
             }
 
             /// Curator's increment (check `succeeded`).
             #[napi]
             pub fn increment<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                atomic_op!(env, self, $out, |c| c.increment())
+                add_op!(env, self, $out, |c| c.increment())
             }
 
             /// Curator's decrement (check `succeeded`).
             #[napi]
             pub fn decrement<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
-                atomic_op!(env, self, $out, |c| c.decrement())
+                add_op!(env, self, $out, |c| c.decrement())
             }
 
             /// Curator's compareAndSet.
@@ -210,8 +222,10 @@ macro_rules! counter_methods {
                 delta: $arg,
                 timeout_ms: Option<f64>,
             ) -> napi::Result<Object<'env>> {
-                promise_timed(env, &self.inner, timeout_ms, |c, t| async move {
-                    Ok($out(c.add_and_get($conv("delta", &delta)?, t).await?))
+                promise_by(env, Way::Queues, || {
+                    let c = self.inner.clone();
+                    let t = crate::args::timeout("timeoutMs", timeout_ms)?;
+                    Ok(async move { Ok($out(c.add_and_get($conv("delta", &delta)?, t).await?)) })
                 })
             }
         }

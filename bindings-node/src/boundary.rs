@@ -23,6 +23,7 @@ use std::time::Duration;
 use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::Env;
 
+use crate::driving::Way;
 use crate::error::{from_core, internal, CoreResult};
 
 /// What a method body can fail with: a core error (mapped to its code) or a napi error (a JS
@@ -78,6 +79,19 @@ where
     R: ToNapiValue + Send + 'static,
     F: Future<Output = CoreResult<R>> + Send + 'static,
 {
+    promise_by(env, Way::Turn, body)
+}
+
+/// [`promise`] run the given [`Way`] (`Way::Queues`: a counter's add).
+pub(crate) fn promise_by<'env, R, F>(
+    env: &'env Env,
+    way: Way,
+    body: impl FnOnce() -> Outcome<F>,
+) -> napi::Result<Object<'env>>
+where
+    R: ToNapiValue + Send + 'static,
+    F: Future<Output = CoreResult<R>> + Send + 'static,
+{
     let fut = match run(env, body) {
         Ok(fut) => fut,
         // SAFETY: on the JS thread of `env`, inside this napi call.
@@ -88,7 +102,7 @@ where
         fut.await
     }));
     // SAFETY: on the JS thread of `env`, inside this napi call.
-    let fut = match unsafe { crate::driving::promise(env, fut) } {
+    let fut = match unsafe { crate::driving::promise(env, fut, way) } {
         Ok(promise) => return Ok(Object::from_raw(env.raw(), promise)),
         Err(fut) => fut,
     };

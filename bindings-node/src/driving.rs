@@ -16,6 +16,10 @@
 //!   which takes the runtime back after `BACKGROUND_AFTER` without a turn, or in another JS
 //!   thread's turn) goes through the port's one threadsafe function, as before.
 //!
+//! One kind of call leaves the JS thread when others are pending: a counter's add ([`Way::Queues`]),
+//! whose chain of rounds goes on inside the runtime without JS; it is then a task of the
+//! background driver, as every call is with turns off.
+//!
 //! No JS runs inside a turn: Promises are settled after it, events still go through their own
 //! threadsafe functions. So the old path stays for a process whose runtime tasks call a JS
 //! function *and wait for its answer* (a cache's path filter, an ACL provider: [`WaitsOnJs`]):
@@ -597,13 +601,30 @@ pub(crate) unsafe fn rejected<'env>(
     }
 }
 
+/// How a call's future is run when this JS thread may run turns.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Way {
+    /// In a turn of the JS thread (the module docs): the request leaves from this thread, and
+    /// the reply is read here too. Right for a call whose next step is the caller's: a lock's
+    /// release after its acquire resolved goes out with no thread crossing.
+    Turn,
+    /// A call that queues behind others of its kind inside the runtime, whose chain goes on
+    /// without JS (a counter's add: the rounds of one counter node take turns, and the next
+    /// round's write leaves as soon as the previous reply is in). While another Promise of the
+    /// port is pending, it is a task of the background driver: the chain then runs on that
+    /// thread while the JS thread settles, and no reply waits for the JS thread to finish its
+    /// callbacks. A lone call still takes a turn. docs/BENCHMARKS.md, "A counter's adds in
+    /// Node: the chain off the JS thread".
+    Queues,
+}
+
 /// A Promise for `fut` (already made by the method body on the JS thread), settled on this JS
 /// thread; `Err(fut)` if this thread has no port (napi refused to make one: the caller falls
 /// back to napi-rs's deferred).
 ///
 /// # Safety
 /// On the JS thread of `env`, inside a napi call.
-pub(crate) unsafe fn promise<R, F>(env: &Env, fut: F) -> Result<sys::napi_value, F>
+pub(crate) unsafe fn promise<R, F>(env: &Env, fut: F, way: Way) -> Result<sys::napi_value, F>
 where
     R: ToNapiValue + Send + 'static,
     F: Future<Output = Outcome<R>> + Send + 'static,
@@ -628,7 +649,10 @@ where
         let outcome = fut.await;
         delivery.settle(outcome);
     };
-    match port.turns() {
+    // Another Promise of this port is pending: a call that queues in the runtime goes to the
+    // background driver (see `Way::Queues`).
+    let busy = port.pending.get() > 1;
+    match port.turns().filter(|_| !(busy && way == Way::Queues)) {
         Some(poll) => {
             let settles = turn(port, || {
                 tokio::spawn(task);

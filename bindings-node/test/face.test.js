@@ -164,7 +164,7 @@ test('every native method body runs inside the one boundary (src/boundary.rs)', 
   // outside it would abort the process on a panic. Read the sources: every #[napi] fn starts
   // with one of the boundary's entry points.
   const src = path.join(__dirname, '..', 'src');
-  const entry = /^(sync|promise|promise_on|promise_timed|boundary::sync|atomic_op!|self\.read)\(/;
+  const entry = /^(sync|promise|promise_by|promise_on|promise_timed|boundary::sync|atomic_op!|add_op!|self\.read)\(/;
   const outside = [];
   let checked = 0;
   for (const file of fs.readdirSync(src).filter((f) => f.endsWith('.rs'))) {
@@ -276,7 +276,7 @@ test('a held lock that is garbage-collected warns ZKR_LOCK_GARBAGE_COLLECTED; a 
   assert.equal(report.nodesLeft, 1);
 });
 
-test('the JS thread drives the runtime: Promises settle after its own turns; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
+test('the JS thread drives the runtime: Promises settle after its own turns, concurrent adds on the background driver; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
   const env = { ...process.env };
   delete env.ZKR_NODE_LOOP_TURNS;
   delete env.ZKR_RUNTIME_THREADS;
@@ -300,4 +300,14 @@ test('the JS thread drives the runtime: Promises settle after its own turns; ZKR
   // With them, a call's Promise is settled on the JS thread unless the background driver took
   // the runtime back meanwhile (after 5 ms without a turn): on a loaded machine some are.
   assert.ok(runs.turns.onTurn > 300, `only ${runs.turns.onTurn} of 601 settled after the JS thread's turns`);
+  // Ten loops of increments at once: exact either way. With turns, an add made while another
+  // Promise is pending is a task of the background driver (its chain runs off the JS thread),
+  // so most of them come from the queue; only a lone add (the first, the last loop's tail) or
+  // one finished in a lone call's turn settles after a turn.
+  for (const r of Object.values(runs)) {
+    assert.equal(r.burstValue, 500, JSON.stringify(r));
+    assert.equal(r.burstOnTurn + r.burstQueued, 500, JSON.stringify(r));
+  }
+  assert.equal(runs.background.burstOnTurn, 0, JSON.stringify(runs.background));
+  assert.ok(runs.turns.burstQueued > 250, `only ${runs.turns.burstQueued} of 500 concurrent adds from the background driver`);
 });
