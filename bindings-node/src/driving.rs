@@ -16,9 +16,9 @@
 //!   which takes the runtime back after `BACKGROUND_AFTER` without a turn, or in another JS
 //!   thread's turn) goes through the port's one threadsafe function, as before.
 //!
-//! One kind of call leaves the JS thread when others are pending: a counter's add ([`Way::Queues`]),
-//! whose chain of rounds goes on inside the runtime without JS; it is then a task of the
-//! background driver, as every call is with turns off.
+//! One kind of call leaves the JS thread while others of its kind are pending: a counter's add
+//! ([`Way::Queues`]), whose chain of rounds goes on inside the runtime without JS; it is then a
+//! task of the background driver, as every call is with turns off.
 //!
 //! No JS runs inside a turn: Promises are settled after it, events still go through their own
 //! threadsafe functions. So the old path stays for a process whose runtime tasks call a JS
@@ -69,8 +69,9 @@ impl Drop for WaitsOnJs {
     }
 }
 
-/// What settles one Promise, run on its JS thread with its `napi_env`.
-type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
+/// What settles one Promise, run on its JS thread with its `napi_env`; returns the [`Way`] its
+/// call was run.
+type Settle = Box<dyn FnOnce(sys::napi_env) -> Way + Send>;
 
 /// The part of a port that tasks on any thread reach.
 struct Shared {
@@ -90,6 +91,8 @@ struct Port {
     tsfn: sys::napi_threadsafe_function,
     /// Promises of this port not settled yet.
     pending: Cell<usize>,
+    /// Of those, the Promises of calls run [`Way::Queues`].
+    queues: Cell<usize>,
     /// The `uv_poll` handle on the runtime's input; `None`: no turns on this thread.
     poll: Option<Poll>,
     /// Promises settled after a turn of this thread, and from the queue.
@@ -240,6 +243,7 @@ impl Port {
                 }),
                 tsfn,
                 pending: Cell::new(0),
+                queues: Cell::new(0),
                 poll,
                 on_turn: Cell::new(0),
                 queued: Cell::new(0),
@@ -372,7 +376,9 @@ fn input_turn(port: &Port) -> Option<Vec<Settle>> {
 fn run_settles(port: &Port, settles: Vec<Settle>, counter: &Cell<u64>) {
     counter.set(counter.get() + settles.len() as u64);
     for settle in settles {
-        settle(port.env);
+        if settle(port.env) == Way::Queues {
+            port.queues.set(port.queues.get().saturating_sub(1));
+        }
         port.fewer();
     }
 }
@@ -512,6 +518,7 @@ pub(crate) type Outcome<R> = Result<CoreResult<R>, Box<dyn Any + Send>>;
 /// or by its drop (a task dropped unrun rejects with `ZKR_INTERNAL`).
 struct Delivery<R: ToNapiValue + Send + 'static> {
     to: Option<(Arc<Shared>, Deferred)>,
+    way: Way,
     _r: std::marker::PhantomData<fn(R)>,
 }
 
@@ -532,11 +539,13 @@ impl<R: ToNapiValue + Send + 'static> Delivery<R> {
         let Some((shared, deferred)) = self.to.take() else {
             return;
         };
+        let way = self.way;
         deliver(
             &shared,
             Box::new(move |env| {
                 // SAFETY: on the JS thread of `deferred`, inside a napi call or callback scope.
-                unsafe { settle_deferred(env, deferred.get(), outcome) }
+                unsafe { settle_deferred(env, deferred.get(), outcome) };
+                way
             }),
         );
     }
@@ -610,10 +619,11 @@ pub(crate) enum Way {
     Turn,
     /// A call that queues behind others of its kind inside the runtime, whose chain goes on
     /// without JS (a counter's add: the rounds of one counter node take turns, and the next
-    /// round's write leaves as soon as the previous reply is in). While another Promise of the
-    /// port is pending, it is a task of the background driver: the chain then runs on that
+    /// round's write leaves as soon as the previous reply is in). While another such call of
+    /// the port is pending, it is a task of the background driver: the chain then runs on that
     /// thread while the JS thread settles, and no reply waits for the JS thread to finish its
-    /// callbacks. A lone call still takes a turn. docs/BENCHMARKS.md, "A counter's adds in
+    /// callbacks. A lone add still takes a turn, also while other kinds of calls wait (a lock's
+    /// acquire, a latch's await). docs/BENCHMARKS.md, "A counter's adds in
     /// Node: the chain off the JS thread".
     Queues,
 }
@@ -643,16 +653,20 @@ where
     port.more();
     let mut delivery = Delivery::<R> {
         to: Some((port.shared.clone(), Deferred(deferred))),
+        way,
         _r: std::marker::PhantomData,
     };
     let task = async move {
         let outcome = fut.await;
         delivery.settle(outcome);
     };
-    // Another Promise of this port is pending: a call that queues in the runtime goes to the
+    // Another call of this port that queues in the runtime is pending: this one goes to the
     // background driver (see `Way::Queues`).
-    let busy = port.pending.get() > 1;
-    match port.turns().filter(|_| !(busy && way == Way::Queues)) {
+    let behind = way == Way::Queues && port.queues.get() > 0;
+    if way == Way::Queues {
+        port.queues.set(port.queues.get() + 1);
+    }
+    match port.turns().filter(|_| !behind) {
         Some(poll) => {
             let settles = turn(port, || {
                 tokio::spawn(task);

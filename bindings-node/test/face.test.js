@@ -276,7 +276,7 @@ test('a held lock that is garbage-collected warns ZKR_LOCK_GARBAGE_COLLECTED; a 
   assert.equal(report.nodesLeft, 1);
 });
 
-test('the JS thread drives the runtime: Promises settle after its own turns, concurrent adds on the background driver; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
+test('the JS thread drives the runtime: Promises settle after its own turns, concurrent adds on the background driver, a lone add on a turn; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
   const env = { ...process.env };
   delete env.ZKR_NODE_LOOP_TURNS;
   delete env.ZKR_RUNTIME_THREADS;
@@ -310,4 +310,10 @@ test('the JS thread drives the runtime: Promises settle after its own turns, con
   }
   assert.equal(runs.background.burstOnTurn, 0, JSON.stringify(runs.background));
   assert.ok(runs.turns.burstQueued > 250, `only ${runs.turns.burstQueued} of 500 concurrent adds from the background driver`);
+  // Adds one by one while an acquire waits: alone of their kind, they keep their turns.
+  for (const r of Object.values(runs)) {
+    assert.equal(r.loneValue, 50, JSON.stringify(r));
+    assert.equal(r.loneOnTurn + r.loneQueued, 50, JSON.stringify(r));
+  }
+  assert.ok(runs.turns.loneOnTurn > 25, `only ${runs.turns.loneOnTurn} of 50 lone adds settled after the JS thread's turns`);
 });
