@@ -221,13 +221,16 @@ impl Driven {
     }
 
     fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.drive(future, false)
+        self.drive(future, Caller::Blocking)
     }
 
-    /// [`Self::block_on`]; `loop_watches`: the caller's event loop watches the runtime's input
+    /// [`Self::block_on`]; `caller`: a blocking call, or an event loop's turn ([`Caller`]).
+    ///
+    /// For a loop's turn (`loop_watches`): the caller's event loop watches the runtime's input
     /// ([`loop_turn`]), so the call's end neither arms the bell nor rings it for input left
     /// unread (the loop's next turn reads it).
-    fn drive<F: Future>(&self, future: F, loop_watches: bool) -> F::Output {
+    fn drive<F: Future>(&self, future: F, caller: Caller) -> F::Output {
+        let loop_watches = caller != Caller::Blocking;
         {
             let _edge = self.edges.lock().unwrap_or_else(|e| e.into_inner());
             if self.active.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -277,7 +280,7 @@ impl Driven {
         let settled = self.bell.settle_point();
         let (out, left) = self.rt.block_on(async move {
             let out = future.await;
-            (out, settle(settled).await)
+            (out, settle(settled, caller != Caller::LoopCall).await)
         });
         ended.1 = left;
         out
@@ -290,7 +293,7 @@ impl Driven {
             let _in_runtime = self.rt.enter();
             return start();
         }
-        self.drive(async move { start() }, true)
+        self.drive(async move { start() }, Caller::LoopCall)
     }
 
     /// [`try_loop_turn`] on this runtime.
@@ -299,7 +302,7 @@ impl Driven {
         {
             return false;
         }
-        self.drive(async {}, true);
+        self.drive(async {}, Caller::LoopInput);
         true
     }
 
@@ -342,7 +345,14 @@ impl Driven {
 /// On the bench VM this cost 2–5 µs of CPU per uncontended lock cycle (two calls), and took
 /// LeaderLatch failover from C from p50 0.46–0.50 / p99 6.4 ms to 0.28–0.37 / 2.2–2.5 ms
 /// (docs/BENCHMARKS.md, "Input right after a blocking call").
-async fn settle(settled: Option<bell::SettlePoint>) -> Left {
+///
+/// `look_for_input` false (a loop's turn for a call, [`Caller::LoopCall`]): no look for waiting
+/// input. The loop watches the runtime's epoll set itself, level-triggered, and runs a turn for
+/// input that waits when this one ends; the call's turn only wrote a request, so its reply is
+/// not in yet. It still looks for what that watch cannot see, the tasks woken by the last poll.
+/// A `poll` saved per call (two per lock cycle from Node or asyncio). A turn for input keeps
+/// its looks: tokio may not poll its driver in a turn at all unless a look found input waiting.
+async fn settle(settled: Option<bell::SettlePoint>, look_for_input: bool) -> Left {
     let Some(point) = settled else {
         return Left::Nothing;
     };
@@ -351,10 +361,14 @@ async fn settle(settled: Option<bell::SettlePoint>) -> Left {
     let mut left = Left::Input;
     for _ in 0..SETTLE_LOOKS {
         // An error would mean the task was dropped unrun: assume the worst.
-        let (waiting, wakes) =
-            tokio::spawn(async move { (point.input_waiting(), zookeeper_client::input_wakes()) })
-                .await
-                .unwrap_or((true, 0));
+        let (waiting, wakes) = tokio::spawn(async move {
+            (
+                look_for_input && point.input_waiting(),
+                zookeeper_client::input_wakes(),
+            )
+        })
+        .await
+        .unwrap_or((true, 0));
         if waiting {
             left = Left::Input;
             continue;
@@ -374,6 +388,17 @@ async fn settle(settled: Option<bell::SettlePoint>) -> Left {
         left = Left::Tasks;
     }
     left
+}
+
+/// Who drives the runtime in [`Driven::drive`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Caller {
+    /// A blocking call ([`block_on`]).
+    Blocking,
+    /// An event loop's turn that starts a call ([`loop_turn`]).
+    LoopCall,
+    /// An event loop's turn for input it saw ([`try_loop_turn`]).
+    LoopInput,
 }
 
 /// What a blocking call's last step ([`settle`]) left behind as the call returns.
