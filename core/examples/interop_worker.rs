@@ -900,9 +900,14 @@ fn participant_ids(
 }
 
 /// Polls `f` every 20 ms for up to 60 s; whether it held.
-fn poll(mut f: impl FnMut() -> bool) -> bool {
+fn poll(f: impl FnMut() -> bool) -> bool {
+    poll_for(Duration::from_secs(60), f)
+}
+
+/// [`poll`] for up to `limit`.
+fn poll_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let t = std::time::Instant::now();
-    while t.elapsed() < Duration::from_secs(60) {
+    while t.elapsed() < limit {
         if f() {
             return true;
         }
@@ -1266,12 +1271,9 @@ impl DiscoverySide {
         std::fs::write(std::path::Path::new(peers).join(id), b"").expect("peer mark");
         // Our instances stay registered until every peer has picked and marked (the runner
         // marks a peer that exited; it kills every worker at its deadline).
-        let t = std::time::Instant::now();
-        while std::fs::read_dir(peers).map_or(0, |d| d.count()) < DISCOVERY_SERVICES.len()
-            && t.elapsed() < Duration::from_secs(600)
-        {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        poll_for(Duration::from_secs(600), || {
+            std::fs::read_dir(peers).map_or(0, |d| d.count()) >= DISCOVERY_SERVICES.len()
+        });
         for (_, p) in &self.providers {
             p.close();
         }

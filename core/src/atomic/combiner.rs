@@ -173,10 +173,11 @@ impl Lane {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if let Some((known, at)) = self.engine.learned() {
-            let mut learned = self.lane.learned.lock().unwrap_or_else(|e| e.into_inner());
-            if learned.as_ref().map_or(true, |(_, before)| *before < at) {
-                *learned = Some((known, at));
-            }
+            super::engine::keep_newer(
+                &mut self.lane.learned.lock().unwrap_or_else(|e| e.into_inner()),
+                known,
+                at,
+            );
         }
         if self.held.take().is_some() {
             self.lane.stalled.store(false, Ordering::SeqCst);

@@ -246,10 +246,11 @@ impl<C: Codec> Engine<C> {
     /// identity, if it is more recent than what this engine knows. Its age still counts from
     /// `at` ([`CACHE_TTL`]).
     pub(crate) fn adopt(&self, known: Known<C::Value>, at: Instant) {
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.as_ref().map_or(true, |(_, own)| *own < at) {
-            *cache = Some((known, at));
-        }
+        keep_newer(
+            &mut self.cache.lock().unwrap_or_else(|e| e.into_inner()),
+            known,
+            at,
+        );
     }
 
     pub(crate) fn forget(&self) {
@@ -491,4 +492,11 @@ pub(crate) fn check_value_node(noun: &str, path: &str, stat: &Stat) -> Result<()
 fn fmt_bytes(data: &[u8]) -> String {
     let hex: Vec<String> = data.iter().map(|b| format!("{b:02x}")).collect();
     format!("0x{}", hex.join(""))
+}
+
+/// Puts `known`, learned at `at`, in `slot` unless what the slot holds was learned later.
+pub(crate) fn keep_newer<V>(slot: &mut Option<(Known<V>, Instant)>, known: Known<V>, at: Instant) {
+    if slot.as_ref().map_or(true, |(_, held)| *held < at) {
+        *slot = Some((known, at));
+    }
 }

@@ -232,12 +232,10 @@ final class Discovery {
         new java.io.File(peers, id).createNewFile();
         // Our instances stay registered until every peer has picked and marked (the runner marks
         // a peer that exited; it kills every worker at its deadline).
-        long t = System.nanoTime();
-        while (System.nanoTime() - t < 600_000_000_000L) {
+        Worker.poll(600, () -> {
             String[] names = new java.io.File(peers).list();
-            if (names != null && names.length >= SERVICES.length) break;
-            Thread.sleep(20);
-        }
+            return names != null && names.length >= SERVICES.length;
+        });
         for (ServiceProvider<Object> p : providers.values()) p.close();
         for (ServiceCache<Object> c : caches.values()) c.close();
         full.close();

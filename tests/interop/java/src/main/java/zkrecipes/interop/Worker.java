@@ -742,8 +742,13 @@ public final class Worker {
 
     /** Polls f every 20 ms for up to 60 s; whether it held. */
     static boolean poll(java.util.function.BooleanSupplier f) throws InterruptedException {
+        return poll(60, f);
+    }
+
+    /** {@link #poll(java.util.function.BooleanSupplier)} for up to {@code seconds}. */
+    static boolean poll(long seconds, java.util.function.BooleanSupplier f) throws InterruptedException {
         long t = System.nanoTime();
-        while (System.nanoTime() - t < 60_000_000_000L) {
+        while (System.nanoTime() - t < seconds * 1_000_000_000L) {
             if (f.getAsBoolean()) return true;
             Thread.sleep(20);
         }
