@@ -13,6 +13,7 @@ use zkrecipes::{
 };
 use zkrecipes_testing::{
     ClientAuth, ClientIdentity, Security, ServerCert, TestingCluster, TestingServer, TlsMaterial,
+    OUTLIVES_A_RESTART,
 };
 
 const PLAIN: CreateOptions = CreateOptions::new(CreateMode::Persistent);
@@ -23,9 +24,10 @@ fn tls_for(m: &TlsMaterial, who: ClientIdentity) -> TlsOptions {
         .identity(m.cert(who), m.key(who))
 }
 
+/// Sessions outlive a server restart (three tests restart theirs and expect the session kept).
 fn builder(connect: &str) -> ClientBuilder {
     ClientBuilder::new(connect)
-        .session_timeout(Duration::from_secs(20))
+        .session_timeout(OUTLIVES_A_RESTART)
         .connection_timeout(Duration::from_secs(5))
 }
 

@@ -169,7 +169,11 @@ impl Round<'_> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_cache_tree_cache_and_watchers_share_one_watch_on_a_path() {
     let server = TestingServer::start();
-    let c = connect(&server.connect_string()).await;
+    let c = ClientBuilder::new(server.connect_string())
+        .session_timeout(zkrecipes_testing::OUTLIVES_A_RESTART)
+        .connect()
+        .await
+        .unwrap();
     let writer = connect(&server.connect_string()).await;
     c.create("/sh/a", b"", CreateOptions::default().parents())
         .await

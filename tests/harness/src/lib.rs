@@ -54,7 +54,9 @@ pub use reconfig::ServerRole;
 pub use secure::{
     ClientAuth, ClientIdentity, Security, ServerCert, TlsMaterial, WRONG_SERVER_NAME,
 };
-pub use server::{four_letter, TestingCluster, TestingServer, TestingServerHandle};
+pub use server::{
+    four_letter, TestingCluster, TestingServer, TestingServerHandle, OUTLIVES_A_RESTART,
+};
 pub use session::{expire_client_session, expire_session, expire_session_id};
 
 /// Support for the `zk-harness` binary (detached servers); not a stable API.

@@ -7,6 +7,9 @@ use crate::chroot::Chroot;
 use crate::error::Error;
 use crate::util::{Ref, ToRef};
 
+/// zkrecipes patch 18: the longest pause (before its jitter) after a round of every host.
+pub(crate) const MAX_ROUND_PAUSE: Duration = Duration::from_millis(1000);
+
 #[derive(Clone, PartialEq, Eq)]
 pub struct Endpoint {
     pub host: String,
@@ -234,7 +237,13 @@ impl IterableEndpoints {
         if index.offset == 0 {
             let jitter = Duration::from_millis(fastrand::u32(0..100).into());
             let base = Duration::from_millis(1000).min(unit * size as u32);
-            base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1)).saturating_add(jitter)
+            // zkrecipes patch 18: the pause after a round of every host doubles up to 1 s (the
+            // Java client's `hostProvider.next(1000)`), not without bound: unbounded, a client
+            // whose server was gone for 7 s tried again only 13 s after it left, and lost a
+            // 10 s session that the server had kept for it.
+            base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1))
+                .min(MAX_ROUND_PAUSE)
+                .saturating_add(jitter)
         } else {
             let jitter = Duration::from_millis(fastrand::u32(0..50).into());
             (unit * (index.offset as u32)) / 2 + jitter
@@ -420,10 +429,18 @@ mod tests {
         while endpoints.index().unwrap().offset != 0 {
             endpoints.step();
         }
+        // zkrecipes patch 18: after many rounds the pause is at most 1 s and its jitter.
         let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10)).unwrap();
-        assert_that!(delay).is_equal_to(Duration::from_secs(10));
+        assert_that!(delay).is_at_least(super::MAX_ROUND_PAUSE);
+        assert_that!(delay).is_less_than(super::MAX_ROUND_PAUSE + Duration::from_millis(100));
         let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10)).unwrap();
         assert_that!(delay).is_less_than(Duration::from_secs(10));
+        // A pause is never longer than what is left of the deadline.
+        while endpoints.index().unwrap().offset != 0 {
+            endpoints.step();
+        }
+        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_millis(10)).unwrap();
+        assert_that!(delay).is_equal_to(Duration::from_millis(10));
     }
 
     #[test]
