@@ -675,7 +675,8 @@ fn failed_optimistic_tries_are_promoted_to_the_lock_and_then_succeed() {
     proxy.restore();
     assert_eq!(rivals.get_blocking().unwrap().post_value, 106);
     // The promoted lock was released: its directory holds no lock node.
-    let left = zkrecipes::runtime::block_on(rival.get_children("/promo/lock")).unwrap_or_default();
+    let left =
+        zkrecipes::runtime::block_on(zkrecipes_testing::children_left(&rival, "/promo/lock"));
     assert!(left.is_empty(), "lock nodes left behind: {left:?}");
     client.close_blocking();
     rival.close_blocking();

@@ -226,10 +226,8 @@ async fn dropped_protected_create_leaves_no_node() {
         "the abandoned protected node is deleted",
         Duration::from_secs(30),
         || async {
-            t.observer
-                .get_children("/dropped")
+            zkrecipes_testing::children_left(&t.observer, "/dropped")
                 .await
-                .unwrap()
                 .is_empty()
         },
     )

@@ -310,7 +310,7 @@ async fn latch_node_has_curators_layout_and_the_id_as_data() {
     assert_eq!(latch.leadership_epoch(), Some(stat.czxid));
     // The parent is a container: it goes away on its own once empty.
     latch.close().await.unwrap();
-    assert!(c.get_children(&path).await.unwrap_or_default().is_empty());
+    assert!(zkrecipes_testing::children_left(&c, &path).await.is_empty());
     c.close().await;
 }
 
@@ -409,7 +409,7 @@ async fn latch_close_twice_and_life_cycle_errors() {
     assert!(!latch.has_leadership());
     assert_eq!(latch.our_path(), None);
     assert!(
-        c.get_children(&path).await.unwrap_or_default().is_empty(),
+        zkrecipes_testing::children_left(&c, &path).await.is_empty(),
         "no node left behind"
     );
 
@@ -466,7 +466,7 @@ async fn latch_dropped_without_close_removes_its_node() {
     drop(latch);
     let mut gone = false;
     for _ in 0..200 {
-        if c.get_children(&path).await.unwrap_or_default().is_empty() {
+        if zkrecipes_testing::children_left(&c, &path).await.is_empty() {
             gone = true;
             break;
         }
@@ -799,7 +799,9 @@ async fn observer_follows_latch_leaders_without_taking_part() {
         vec!["a".to_string(), "b".into(), "".into()]
     );
     // The observer is not a participant.
-    assert!(oc.get_children(&path).await.unwrap_or_default().is_empty());
+    assert!(zkrecipes_testing::children_left(&oc, &path)
+        .await
+        .is_empty());
     observer.close();
     observer.close();
     assert_eq!(observer.changed().await, None);
@@ -983,7 +985,7 @@ async fn selector_participants_and_leader_come_from_lock_nodes() {
     // The leader's node is gone when close returns; waiting participants' nodes go right after.
     let mut left = usize::MAX;
     for _ in 0..200 {
-        left = c.get_children(&path).await.unwrap_or_default().len();
+        left = zkrecipes_testing::children_left(&c, &path).await.len();
         if left == 0 {
             break;
         }

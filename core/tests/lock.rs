@@ -16,7 +16,7 @@ use zkrecipes::lock::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockLostPolicy, ReleaseStatus,
 };
 use zkrecipes::{Client, ClientBuilder, CreateOptions, Error, Owner};
-use zkrecipes_testing::{FaultProxy, TestingServer};
+use zkrecipes_testing::{children_left, FaultProxy, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -1450,10 +1450,8 @@ async fn semaphore_grants_max_leases_across_clients_then_waits() {
         "Curator's schema"
     );
     assert!(
-        clients[0]
-            .get_children("/sem/max/locks")
+        children_left(&clients[0], "/sem/max/locks")
             .await
-            .unwrap()
             .is_empty(),
         "the locks mutex is let go"
     );
@@ -1558,11 +1556,7 @@ async fn semaphore_multi_lease_timeout_returns_what_it_took() {
         sa.participant_nodes().await.unwrap(),
         vec![held[0].path().to_string()]
     );
-    assert!(a
-        .get_children("/sem/partial/locks")
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(children_left(&a, "/sem/partial/locks").await.is_empty());
     eventually("b's watches are gone", WAIT, || async {
         watched_paths(b.session_id()).is_empty()
     })

@@ -389,10 +389,8 @@ async fn a_protected_sequential_node_stays_one_node_through_reconnections() {
     .await;
     assert_eq!(watcher.get_children("/reg").await.unwrap().len(), 1);
     node.close().await.unwrap();
-    assert!(watcher
-        .get_children("/reg")
+    assert!(zkrecipes_testing::children_left(&watcher, "/reg")
         .await
-        .unwrap_or_default()
         .is_empty());
     c.close().await;
     watcher.close().await;
@@ -486,7 +484,9 @@ async fn members_see_each_other_join_change_and_leave() {
     })
     .await;
     a.close().await.unwrap();
-    assert!(c1.get_children("/g2").await.unwrap_or_default().is_empty());
+    assert!(zkrecipes_testing::children_left(&c1, "/g2")
+        .await
+        .is_empty());
     c1.close().await;
     c2.close().await;
 }

@@ -489,7 +489,7 @@ fn atomic_value_failed_optimistic_tries_are_promoted_to_the_lock() {
     proxy.restore();
     assert_eq!(raw(&rival, "/dav/promo/v"), b"ours");
     let left =
-        zkrecipes::runtime::block_on(rival.get_children("/dav/promo/lock")).unwrap_or_default();
+        zkrecipes::runtime::block_on(zkrecipes_testing::children_left(&rival, "/dav/promo/lock"));
     assert!(left.is_empty(), "lock nodes left behind: {left:?}");
     client.close_blocking();
     rival.close_blocking();

@@ -66,6 +66,17 @@ pub mod detached {
     pub use crate::server::{attach, launch_detached};
 }
 
+/// The children of `path`, none if the node is gone. Recipes make their parents containers,
+/// which the harness's servers reap within 250 ms of their emptying: a test that checks a
+/// recipe left nothing under one must take either answer. Panics on any other error.
+pub async fn children_left(client: &zkrecipes::Client, path: &str) -> Vec<String> {
+    match client.get_children(path).await {
+        Ok(children) => children,
+        Err(zkrecipes::Error::NoNode(_)) => Vec::new(),
+        Err(e) => panic!("children of {path}: {e}"),
+    }
+}
+
 /// Polls `done` every `every` until it returns true (-> true) or `timeout` passes (-> false).
 fn wait_until(timeout: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
