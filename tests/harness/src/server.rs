@@ -25,7 +25,7 @@ const START_SECS: u64 = 30;
 const STOP_GRACE_SECS: u64 = 5;
 const START_TIMEOUT: Duration = Duration::from_secs(START_SECS);
 const STOP_GRACE: Duration = Duration::from_secs(STOP_GRACE_SECS);
-/// A session timeout that outlives any [`TestingServer::restart`]: a stop takes at most twice
+/// A session timeout that outlives any [`TestingServerHandle::restart`]: a stop takes at most twice
 /// the 5 s grace (SIGTERM, then SIGKILL), a start at most 30 s before it panics, and 20 s more
 /// is left for the client's reconnection. A test that asserts its session survives a stop and
 /// start uses at least this: with less, a loaded machine's slow JVM start keeps the client
