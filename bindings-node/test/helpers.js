@@ -81,6 +81,20 @@ async function waitFor(predicate, { timeoutMs = 10000, what = 'condition' } = {}
   }
 }
 
+/**
+ * The children of `path`, none if the node is gone: recipes make their parents containers,
+ * which the harness's servers reap within 250 ms of their emptying, so a test that checks a
+ * recipe left nothing under one takes either answer. Rejects on any other error.
+ */
+async function childrenLeft(client, path) {
+  try {
+    return await client.getChildren(path);
+  } catch (e) {
+    if (e.code === 'ZKR_NO_NODE') return [];
+    throw e;
+  }
+}
+
 /** Resolves with the next `event` of `emitter`, or rejects after `timeoutMs`. */
 function nextEvent(emitter, event, { timeoutMs = 10000 } = {}) {
   return new Promise((resolve, reject) => {
@@ -96,4 +110,4 @@ function nextEvent(emitter, event, { timeoutMs = 10000 } = {}) {
   });
 }
 
-module.exports = { startZooKeeper, useZooKeeper, uniquePath, waitFor, nextEvent, repo, harness };
+module.exports = { startZooKeeper, useZooKeeper, uniquePath, waitFor, nextEvent, childrenLeft, repo, harness };

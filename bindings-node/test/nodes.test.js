@@ -7,7 +7,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 
 const { Client, CreateMode, ErrorCode, GroupMember, PersistentNode, PersistentTtlNode, Transaction } = require('..');
-const { useZooKeeper, uniquePath, waitFor, nextEvent } = require('./helpers');
+const { useZooKeeper, uniquePath, waitFor, nextEvent, childrenLeft } = require('./helpers');
 
 let zk;
 let client;
@@ -132,7 +132,7 @@ test('members see each other, changes and leaving; the same id from another sess
     await waitFor(() => !a.currentMembers().has('b'), { timeoutMs: 15000, what: 'a to see b leave' });
     await waitFor(() => changes.length > 0 && !changes.at(-1).has('b'), { timeoutMs: 5000, what: "the 'change' event of b leaving" });
     await a.close();
-    assert.deepEqual(await client.getChildren(p), []);
+    assert.deepEqual(await childrenLeft(client, p), []);
   } finally {
     await c2.close();
   }

@@ -98,6 +98,16 @@ def run_python(code: str, *args: str) -> "subprocess.CompletedProcess[str]":
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
 
 
+def children_left(client: zkrecipes.Client, path: str) -> List[str]:
+    """The children of ``path``, none if the node is gone: recipes make their parents containers,
+    which the harness's servers reap within 250 ms of their emptying, so a test that checks a
+    recipe left nothing under one takes either answer."""
+    try:
+        return client.get_children(path)
+    except zkrecipes.NoNodeError:
+        return []
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
     """Polls ``predicate`` until it holds, failing after ``timeout`` seconds (a bounded wait on
     a condition, never a sleep standing in for synchronisation)."""

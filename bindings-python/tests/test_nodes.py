@@ -23,7 +23,7 @@ from zkrecipes import (
     PersistentTtlNode,
 )
 
-from conftest import ZooKeeper, wait_until
+from conftest import ZooKeeper, children_left, wait_until
 
 GZIP_HEADER = bytes([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF])
 
@@ -151,7 +151,7 @@ def test_group_members_see_each_other_change_and_leave(make_client: Callable[...
         wait_until(lambda: a.current_members() == {"a": b"pa"}, 15, "a to see b leave")
         assert changed.wait(5)
         wait_until(lambda: seen[-1] == {"a": b"pa"}, 5, "the listener to hear b leave")
-    assert c1.get_children(path) == []
+    assert children_left(c1, path) == []
 
 
 def test_the_same_id_from_two_sessions_is_a_conflict_and_the_first_is_untouched(

@@ -23,7 +23,7 @@ from zkrecipes import (
     SetPartitioner,
 )
 
-from conftest import wait_until
+from conftest import children_left, wait_until
 
 FAST = dict(time_boundary=0.3, max_reaction_time=0.2)
 
@@ -89,7 +89,7 @@ def test_kazoos_loop_divides_the_set_and_divides_it_again_when_a_member_comes_an
     wait_until(lambda: PartitionState.RELEASE in heard and PartitionState.ALLOCATING in heard, what="a's states")
     assert heard[0] is PartitionState.ACQUIRED
     a.finish()
-    assert c.get_children(path + "/party") == []
+    assert children_left(c, path + "/party") == []
 
 
 def test_with_and_async(make_client: Callable[..., zkrecipes.Client], path: str) -> None:

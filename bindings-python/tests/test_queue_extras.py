@@ -22,7 +22,7 @@ from zkrecipes import (
     QueueSharder,
 )
 
-from conftest import wait_until
+from conftest import children_left, wait_until
 
 
 def curator_framing(*messages: bytes) -> bytes:
@@ -133,7 +133,7 @@ def test_an_exception_requeues_the_item_at_the_tail(client: zkrecipes.Client, pa
         with item:
             raise RuntimeError("processing failed")
     assert first_node not in client.get_children(path)
-    assert children_or_none(client, path + "-locks") == []  # no lock left
+    assert children_left(client, path + "-locks") == []  # no lock left
     b = q.take(5)
     assert b is not None and b.data == b"b"
     b.done()
@@ -220,15 +220,6 @@ def test_a_sharder_adds_shards_and_takes_every_item_once(
     assert client_children(a_client, path + "/queues") == 3
     with pytest.raises(zkrecipes.ClosedError):
         a.get_queue()
-
-
-def children_or_none(client: zkrecipes.Client, p: str) -> List[str]:
-    """The children of ``p``, or none if it is gone (a lock parent is a container: reaped once
-    empty)."""
-    try:
-        return client.get_children(p)
-    except zkrecipes.NoNodeError:
-        return []
 
 
 def client_children(client: zkrecipes.Client, p: str) -> int:
