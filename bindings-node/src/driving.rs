@@ -98,6 +98,11 @@ struct Port {
     /// Promises settled after a turn of this thread, and from the queue.
     on_turn: Cell<u64>,
     queued: Cell<u64>,
+    /// Calls started in a turn of this thread, and given to the background driver because
+    /// another add of the thread was pending ([`Way::Queues`]). Decided on the JS thread only,
+    /// so (unlike how a Promise is settled) they do not depend on thread timing.
+    started_on_turn: Cell<u64>,
+    started_behind: Cell<u64>,
 }
 
 struct Poll {
@@ -247,6 +252,8 @@ impl Port {
                 poll,
                 on_turn: Cell::new(0),
                 queued: Cell::new(0),
+                started_on_turn: Cell::new(0),
+                started_behind: Cell::new(0),
             })
         }
     }
@@ -666,8 +673,12 @@ where
     if way == Way::Queues {
         port.queues.set(port.queues.get() + 1);
     }
+    if behind && port.turns().is_some() {
+        port.started_behind.set(port.started_behind.get() + 1);
+    }
     match port.turns().filter(|_| !behind) {
         Some(poll) => {
+            port.started_on_turn.set(port.started_on_turn.get() + 1);
             let settles = turn(port, || {
                 tokio::spawn(task);
             });
@@ -681,16 +692,22 @@ where
     Ok(promise)
 }
 
-/// How this JS thread's Promises were settled so far: `[after a turn of this thread, from the
-/// queue]` (`[0, 0]` before its first Promise). For the tests.
+/// How this JS thread's Promises were settled so far, and how their calls started: `[settled
+/// after a turn of this thread, settled from the queue, started in a turn, given to the
+/// background driver behind another add]` (all 0 before its first Promise). For the tests.
 #[cfg(feature = "testing")]
-pub(crate) fn settled(env: &Env) -> [u64; 2] {
+pub(crate) fn settled(env: &Env) -> [u64; 4] {
     let _ = env;
     let p = PORT.with(|p| p.get());
     if p.is_null() {
-        return [0, 0];
+        return [0; 4];
     }
     // SAFETY: see `port`.
     let port = unsafe { &*p };
-    [port.on_turn.get(), port.queued.get()]
+    [
+        port.on_turn.get(),
+        port.queued.get(),
+        port.started_on_turn.get(),
+        port.started_behind.get(),
+    ]
 }

@@ -83,9 +83,10 @@ pub fn new_owner_id(env: Env) -> napi::Result<u64> {
     boundary::sync(&env, || Ok(zkrecipes::Owner::new().as_raw()))
 }
 
-/// How this JS thread's Promises were settled so far: `[after its own turn of the runtime, from
-/// the queue of the runtime's other threads]` (src/driving.rs). Builds with the `testing`
-/// feature only.
+/// How this JS thread's Promises were settled so far, and how their calls started: `[settled
+/// after its own turn of the runtime, settled from the queue of the runtime's other threads,
+/// started in a turn, given to the background driver behind another pending add]`
+/// (src/driving.rs). Builds with the `testing` feature only.
 #[cfg(feature = "testing")]
 #[napi]
 pub fn settled_for_testing(env: Env) -> napi::Result<Vec<f64>> {
