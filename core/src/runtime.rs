@@ -280,7 +280,7 @@ impl Driven {
         let settled = self.bell.settle_point();
         let (out, left) = self.rt.block_on(async move {
             let out = future.await;
-            (out, settle(settled, caller != Caller::LoopCall).await)
+            (out, settle(settled, caller).await)
         });
         ended.1 = left;
         out
@@ -346,26 +346,34 @@ impl Driven {
 /// LeaderLatch failover from C from p50 0.46–0.50 / p99 6.4 ms to 0.28–0.37 / 2.2–2.5 ms
 /// (docs/BENCHMARKS.md, "Input right after a blocking call").
 ///
-/// `look_for_input` false (a loop's turn for a call, [`Caller::LoopCall`]): no look for waiting
-/// input. The loop watches the runtime's epoll set itself, level-triggered, and runs a turn for
-/// input that waits when this one ends; the call's turn only wrote a request, so its reply is
-/// not in yet. It still looks for what that watch cannot see, the tasks woken by the last poll.
-/// A `poll` saved per call (two per lock cycle from Node or asyncio). A turn for input keeps
-/// its looks: tokio may not poll its driver in a turn at all unless a look found input waiting.
-async fn settle(settled: Option<bell::SettlePoint>, look_for_input: bool) -> Left {
+/// A loop's turns never look for waiting input themselves: the loop watches the runtime's
+/// epoll set, level-triggered, and runs a turn for input that waits when this one ends. They
+/// still look for what that watch cannot see, the tasks woken by the last poll of the driver.
+/// - A turn for a call ([`Caller::LoopCall`]) only wrote a request: its reply is not in yet.
+/// - A turn for input ([`Caller::LoopInput`]) takes its first look's answer from the loop,
+///   which saw input waiting: "waiting", so the turn goes on past tokio's poll of its driver
+///   (made once the queue is empty, after the look's task) and runs the tasks that poll woke
+///   before it looks again. A turn that ended at its first look left a task the poll woke
+///   queued and unrun when nothing counted the wake (a reader other than the wire client's).
+///   If another thread took the input meanwhile, the turn goes round once for nothing.
+///
+/// Two `poll`s saved per call from Node or asyncio (one in its turn, one in its reply's).
+async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     let Some(point) = settled else {
         return Left::Nothing;
     };
     // Input waiting now is taken by this thread's next poll of the driver; the tasks it wakes
     // run before the next look. Only input that keeps coming is left to the background driver.
     let mut left = Left::Input;
-    for _ in 0..SETTLE_LOOKS {
+    for look in 0..SETTLE_LOOKS {
         // An error would mean the task was dropped unrun: assume the worst.
         let (waiting, wakes) = tokio::spawn(async move {
-            (
-                look_for_input && point.input_waiting(),
-                zookeeper_client::input_wakes(),
-            )
+            let waiting = match caller {
+                Caller::Blocking => point.input_waiting(),
+                Caller::LoopInput => look == 0,
+                Caller::LoopCall => false,
+            };
+            (waiting, zookeeper_client::input_wakes())
         })
         .await
         .unwrap_or((true, 0));
