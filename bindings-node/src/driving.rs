@@ -673,10 +673,11 @@ where
     if way == Way::Queues {
         port.queues.set(port.queues.get() + 1);
     }
-    if behind && port.turns().is_some() {
+    let turns = port.turns();
+    if behind && turns.is_some() {
         port.started_behind.set(port.started_behind.get() + 1);
     }
-    match port.turns().filter(|_| !behind) {
+    match turns.filter(|_| !behind) {
         Some(poll) => {
             port.started_on_turn.set(port.started_on_turn.get() + 1);
             let settles = turn(port, || {

@@ -21,17 +21,18 @@ use crate::reconfig::{self, Member};
 use crate::secure::{Deployment, Security, TlsMaterial};
 use crate::{wait_until, TempDir};
 
-const START_SECS: u64 = 30;
-const STOP_GRACE_SECS: u64 = 5;
-const START_TIMEOUT: Duration = Duration::from_secs(START_SECS);
-const STOP_GRACE: Duration = Duration::from_secs(STOP_GRACE_SECS);
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+const STOP_GRACE: Duration = Duration::from_secs(5);
 /// A session timeout that outlives any [`TestingServerHandle::restart`]: a stop takes at most twice
 /// the 5 s grace (SIGTERM, then SIGKILL), a start at most 30 s before it panics, and 20 s more
 /// is left for the client's reconnection. A test that asserts its session survives a stop and
 /// start uses at least this: with less, a loaded machine's slow JVM start keeps the client
 /// suspended for a whole session timeout, it declares the session LOST (Curator's rule), and
 /// the test fails though nothing is wrong. The harness allows up to 120 s.
-pub const OUTLIVES_A_RESTART: Duration = Duration::from_secs(2 * STOP_GRACE_SECS + START_SECS + 20);
+pub const OUTLIVES_A_RESTART: Duration = STOP_GRACE
+    .saturating_mul(2)
+    .saturating_add(START_TIMEOUT)
+    .saturating_add(Duration::from_secs(20));
 const FOUR_LETTER_TIMEOUT: Duration = Duration::from_secs(2);
 const POLL: Duration = Duration::from_millis(20);
 const START_ATTEMPTS: usize = 5;
