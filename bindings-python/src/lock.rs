@@ -21,6 +21,7 @@ use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors::{self, IntoPyResult};
 use crate::local::Local;
+use crate::owner::resolve;
 
 /// A lost policy by name (`STANDARD`, `SESSION`), for locks and leaders alike.
 pub fn lost_policy(py: Python<'_>, policy: &str) -> PyResult<LostPolicy> {
@@ -88,6 +89,30 @@ impl PyLock {
         Ok(Call::unit(async move {
             lock.release(Owner::from_raw(owner)).await
         }))
+    }
+
+    /// `acquire(owner, timeout).wait()` for an `owner=` argument (an `Owner`, or None: the
+    /// caller), in one call: the blocking `acquire` of the Python classes.
+    #[pyo3(signature = (owner, timeout))]
+    fn acquire_wait(
+        &self,
+        py: Python<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
+        timeout: Timeout,
+    ) -> PyResult<Py<PyAny>> {
+        let owner = resolve(py, owner)?;
+        self.acquire(py, owner, timeout)?.run(py)
+    }
+
+    /// `release(owner).wait()` for an `owner=` argument, in one call.
+    #[pyo3(signature = (owner))]
+    fn release_wait(
+        &self,
+        py: Python<'_>,
+        owner: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let owner = resolve(py, owner)?;
+        self.release(py, owner)?.run(py)
     }
 
     /// Starts a release in the background (for an abandoned acquire); errors are dropped.

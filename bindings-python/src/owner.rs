@@ -2,7 +2,9 @@
 //! or inside a coroutine the current asyncio Task) onto the core's opaque [`zkrecipes::Owner`];
 //! `zkrecipes.Owner()` is an explicit one.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 
 /// An explicit lock owner: pass it as `owner=` to acquire and release from anywhere (any thread
 /// or task) as one party. Two `Owner` objects are never the same owner.
@@ -50,4 +52,53 @@ pub fn thread_owner_id() -> u64 {
 #[pyfunction]
 pub fn new_owner_id() -> u64 {
     zkrecipes::Owner::new().as_raw()
+}
+
+/// `asyncio.events._get_running_loop` (the C function: None when no loop runs in this thread).
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// `zkrecipes._owners.current_owner_id` (the Task-owner lookup, in Python).
+static CURRENT_OWNER_ID: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn cached<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    module: &str,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || {
+        Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind())
+    })
+    .map(|f| f.bind(py))
+}
+
+/// The raw owner for an `owner=` argument, as `zkrecipes._owners.owner_id` gives it: an
+/// [`Owner`](PyOwner)'s id; for None the caller, which is its asyncio Task when a loop runs in
+/// this thread with a current task, else its OS thread. The thread's case (every blocking call
+/// from a plain thread) is answered here without running Python code: one call of the C
+/// function `_get_running_loop`; a running loop defers to the Python lookup.
+pub fn resolve(py: Python<'_>, owner: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    match owner {
+        Some(o) if !o.is_none() => match o.cast::<PyOwner>() {
+            Ok(o) => Ok(o.get().raw),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "owner must be a zkrecipes.Owner or None, not {}",
+                o.get_type().name()?
+            ))),
+        },
+        _ => {
+            let running =
+                cached(py, &GET_RUNNING_LOOP, "asyncio.events", "_get_running_loop")?.call0()?;
+            if running.is_none() {
+                return Ok(thread_owner_id());
+            }
+            cached(
+                py,
+                &CURRENT_OWNER_ID,
+                "zkrecipes._owners",
+                "current_owner_id",
+            )?
+            .call0()?
+            .extract()
+        }
+    }
 }

@@ -144,6 +144,52 @@ def test_hundred_asyncio_tasks_are_separate_owners(client: zkrecipes.Client, pat
     assert m.participant_nodes() == []
 
 
+def test_blocking_calls_resolve_the_owner_as_every_other_call(client: zkrecipes.Client, path: str) -> None:
+    """The blocking acquire and release resolve ``owner=`` in the native module (one call, no
+    Python lookups): the same owners as the rest of the API. A plain thread is its own owner; in
+    a coroutine the current Task is (two Tasks on one thread are two owners); an Owner is
+    itself; anything else is a TypeError that names what was given."""
+    m = InterProcessMutex(client, path)
+    assert m.acquire(timeout=10)
+    assert m.is_owned_by_current_thread() and m.is_owned_by()
+    other = threading.Thread(target=lambda: (not m.acquire(timeout=0)) or m.release())
+    other.start()
+    other.join(10)
+    assert not other.is_alive() and m.is_owned_by_current_thread()
+    m.release()
+    assert not m.is_owned_by_current_thread()
+
+    async def main() -> None:
+        acquired, holder_done = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            assert m.acquire(timeout=10)  # blocking, inside a coroutine: this Task owns it
+            assert m.is_owned_by_current_thread()
+            acquired.set()
+            await holder_done.wait()
+            m.release()
+
+        task = asyncio.ensure_future(holder())
+        await asyncio.wait_for(acquired.wait(), 10)
+        assert not m.is_owned_by_current_thread()  # main() is another Task
+        assert m.acquire(timeout=0) is False  # and so is not let in
+        with pytest.raises(zkrecipes.NotOwnerError):
+            m.release()
+        holder_done.set()
+        await task
+
+    asyncio.run(main())
+    explicit = Owner()
+    assert m.acquire(timeout=10, owner=explicit)
+    assert m.is_owned_by(explicit) and not m.is_owned_by_current_thread()
+    with pytest.raises(TypeError, match="owner must be a zkrecipes.Owner or None, not str"):
+        m.release(owner="me")
+    with pytest.raises(TypeError, match="not int"):
+        m.acquire(timeout=1, owner=7)
+    m.release(owner=explicit)
+    assert m.participant_nodes() == []
+
+
 def test_cancelled_async_acquire_leaves_no_node(client: zkrecipes.Client, path: str) -> None:
     m = InterProcessMutex(client, path)
     holder = Owner()

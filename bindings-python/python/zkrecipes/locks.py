@@ -103,7 +103,7 @@ class _OwnedLock:
         """Acquires, waiting at most ``timeout`` seconds (None or ``math.inf``: until acquired;
         0: try once). Returns whether it was acquired. The same owner may acquire again
         (reentrant locks)."""
-        return self._n.acquire(owner_id(owner), timeout).wait()
+        return self._n.acquire_wait(owner, timeout)
 
     async def acquire_async(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
         """:meth:`acquire` for asyncio; the default owner is the current Task. Cancelling the
@@ -113,7 +113,7 @@ class _OwnedLock:
     def release(self, *, owner: Optional[Owner] = None) -> None:
         """Releases one acquire of the owner; the last one deletes the lock node.
         :class:`~zkrecipes.NotOwnerError` if the owner does not hold the lock."""
-        self._n.release(owner_id(owner)).wait()
+        self._n.release_wait(owner)
 
     async def release_async(self, *, owner: Optional[Owner] = None) -> None:
         """:meth:`release` for asyncio."""
