@@ -189,7 +189,7 @@ impl Drop for Turn<'_> {
 pub(crate) fn combiner_for(client: &Client, path: &str, width: Width) -> Arc<Combiner> {
     let key = Key {
         client: client.counters() as *const _ as usize,
-        full_path: client.full_path(path),
+        full_path: client.full_path(path).into_owned(),
         width,
     };
     REGISTRY.get_or(&key, || Combiner {

@@ -622,15 +622,16 @@ impl Client {
         }
     }
 
-    /// The server-side path of a caller's path (namespace applied).
-    pub(crate) fn full_path(&self, path: &str) -> String {
+    /// The server-side path of a caller's path (namespace applied): the caller's own string
+    /// when there is no namespace (no copy per request).
+    pub(crate) fn full_path<'p>(&self, path: &'p str) -> std::borrow::Cow<'p, str> {
         let prefix = &self.cfg().prefix;
         if prefix.is_empty() {
-            path.to_string()
+            path.into()
         } else if path == "/" {
-            prefix.clone()
+            prefix.clone().into()
         } else {
-            format!("{prefix}{path}")
+            format!("{prefix}{path}").into()
         }
     }
 

@@ -32,8 +32,14 @@ const CLEANUP_ROUNDS: u32 = 30;
 impl ProtectedId {
     /// A fresh `_c_<uuid v4>-` prefix.
     pub(crate) fn new() -> ProtectedId {
+        // Written in place: one allocation (the `Arc`), not a growing `String` copied into it.
+        let mut buf = *b"_c_00000000-0000-0000-0000-000000000000-";
+        let uuid = uuid::Uuid::new_v4();
+        let text = uuid.hyphenated().encode_lower(&mut buf[3..39]).len();
+        debug_assert_eq!(text, 36);
+        let prefix = std::str::from_utf8(&buf).expect("a uuid's text is ASCII");
         ProtectedId {
-            prefix: format!("_c_{}-", uuid::Uuid::new_v4()).into(),
+            prefix: prefix.into(),
             sent: Arc::default(),
         }
     }
@@ -183,8 +189,13 @@ impl Client {
         ttl: Option<Duration>,
         acl: Option<&[Acl]>,
     ) -> Result<ProtectedNode> {
-        let name = format!("{}{}", id.prefix(), req.name);
-        let node_path = path::join(req.parent, &name);
+        // `parent/_c_<uuid>-name` (`path::join` of the two), built in one allocation.
+        let (prefix, sep) = (id.prefix(), if req.parent == "/" { "" } else { "/" });
+        let mut node_path =
+            String::with_capacity(req.parent.len() + sep.len() + prefix.len() + req.name.len());
+        for part in [req.parent, sep, prefix, req.name] {
+            node_path.push_str(part);
+        }
         self.retry(|s| {
             let node_path = &node_path;
             async move {
@@ -299,5 +310,30 @@ impl Drop for ProtectedGuard {
         if self.armed {
             let _ = self.id.cleanup(&self.client, &self.parent);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_curators_c_uuid_dash() {
+        let a = ProtectedId::new();
+        let b = ProtectedId::new();
+        for id in [&a, &b] {
+            let p = id.prefix();
+            assert_eq!(p.len(), 40, "{p}");
+            assert!(p.starts_with("_c_") && p.ends_with('-'), "{p}");
+            let uuid = uuid::Uuid::parse_str(&p[3..39]).unwrap_or_else(|e| panic!("{p}: {e}"));
+            assert_eq!(uuid.get_version_num(), 4, "{p}");
+            assert_eq!(
+                &p[3..39],
+                uuid.hyphenated().to_string(),
+                "lower case, hyphenated"
+            );
+            assert!(!id.maybe_sent());
+        }
+        assert_ne!(a.prefix(), b.prefix());
     }
 }

@@ -482,7 +482,7 @@ impl Session {
         acl: &[Acl],
         version: Option<i32>,
     ) -> impl Future<Output = Result<Stat>> + Send + '_ {
-        let full = self.client.full_path(path);
+        let full = self.client.full_path(path).into_owned();
         let wire_acl = wire::acls(acl);
         let checked = self.check_size("set ACL", path, &full, 0, Self::acl_len(&wire_acl));
         let user = path.to_string();
