@@ -622,3 +622,48 @@ async fn zookeeper_3_8_removes_persistent_watches_only_with_any_or_by_halves() {
         "{r:?}"
     );
 }
+
+/// Patch 19: the wire client's own path check takes ASCII paths by segment and others through
+/// upstream's loop, with upstream's rules and errors either way. What it refuses never reaches
+/// the server; what it accepts does (and gets the server's answer).
+#[tokio::test]
+async fn the_wire_clients_path_check_refuses_and_accepts_as_upstream() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string()).await;
+    create(&client, "/a").await;
+    let refused = [
+        ("a", "must start with"),
+        ("/a//b", "empty node"),
+        ("//a", "empty node"),
+        ("/a/./b", "relative"),
+        ("/a/../b", "relative"),
+        ("/a/", "must not end"),
+        ("/a\u{1}/b", "unsupported"),
+        ("/a//\u{1}", "empty node"), // the first problem in the path is the one reported
+        ("/a\u{7f}", "unsupported"),
+        ("/\u{e9}//b", "empty node"),
+        ("/\u{e9}\u{9f}", "unsupported"),
+        ("/\u{e9}/../b", "relative"),
+    ];
+    for (path, why) in refused {
+        match client.check_stat(path).await {
+            Err(zookeeper_client::Error::BadArguments(m)) => {
+                assert!(m.contains(why), "{path:?}: {m:?}, wanted {why:?}")
+            }
+            other => panic!("{path:?}: {other:?}, wanted BadArguments ({why})"),
+        }
+    }
+    for (path, exists) in [
+        ("/", true),
+        ("/a", true),
+        ("/a b ~", false),
+        ("/\u{e9}", false),
+        ("/a/..", false),
+    ] {
+        let stat = client
+            .check_stat(path)
+            .await
+            .unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert_eq!(stat.is_some(), exists, "{path:?}");
+    }
+}
