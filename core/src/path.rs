@@ -53,7 +53,7 @@ fn validate(path: &str, allow_trailing_slash: bool) -> Result<()> {
             _ => {}
         }
     }
-    // Most paths are ASCII: one pass over the bytes (the control characters are the only
+    // Most paths are ASCII: one pass over the bytes (the controls and DEL are the only
     // forbidden ASCII code points); any other byte decodes the whole path.
     if path.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         return Ok(());

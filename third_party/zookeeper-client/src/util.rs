@@ -85,7 +85,8 @@ fn validate_ascii_path(path: &str, allow_trailing_slash: bool) -> Result<&str, E
             }
             last = [last[1], last[2], c];
         }
-        unreachable!("a forbidden byte was found above");
+        // Not reached (the forbidden byte above returns at the latest); no panic either way.
+        return Err(Error::BadArguments(&"unsupported characters in path"));
     }
     // Upstream's rules by segment: one that a '/' follows must not be empty, "." or ".."; the
     // last one may be empty (a trailing '/') only where allowed.
