@@ -152,10 +152,12 @@ def test_blocking_calls_resolve_the_owner_as_every_other_call(client: zkrecipes.
     m = InterProcessMutex(client, path)
     assert m.acquire(timeout=10)
     assert m.is_owned_by_current_thread() and m.is_owned_by()
-    other = threading.Thread(target=lambda: (not m.acquire(timeout=0)) or m.release())
+    tried: List[bool] = []
+    other = threading.Thread(target=lambda: tried.append(m.acquire(timeout=0)))
     other.start()
     other.join(10)
-    assert not other.is_alive() and m.is_owned_by_current_thread()
+    assert not other.is_alive() and tried == [False], "another thread is another owner"
+    assert m.is_owned_by_current_thread()
     m.release()
     assert not m.is_owned_by_current_thread()
 
