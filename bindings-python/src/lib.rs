@@ -98,6 +98,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<values::PyCachedNumber>()?;
     m.add_function(wrap_pyfunction!(owner::thread_owner_id, m)?)?;
     m.add_function(wrap_pyfunction!(owner::new_owner_id, m)?)?;
+    m.add_function(wrap_pyfunction!(owner::resolve, m)?)?;
     m.add_function(wrap_pyfunction!(logging::set_log_level, m)?)?;
     m.add_class::<cache::PyChildData>()?;
     m.add_class::<cache::PyCache>()?;

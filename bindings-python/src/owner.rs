@@ -59,23 +59,14 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// `zkrecipes._owners.current_owner_id` (the Task-owner lookup, in Python).
 static CURRENT_OWNER_ID: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn cached<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import(module)?.getattr(name)?.unbind())
-    })
-    .map(|f| f.bind(py))
-}
-
-/// The raw owner for an `owner=` argument, as `zkrecipes._owners.owner_id` gives it: an
-/// [`Owner`](PyOwner)'s id; for None the caller, which is its asyncio Task when a loop runs in
-/// this thread with a current task, else its OS thread. The thread's case (every blocking call
-/// from a plain thread) is answered here without running Python code: one call of the C
-/// function `_get_running_loop`; a running loop defers to the Python lookup.
+/// The raw owner for an `owner=` argument: an [`Owner`](PyOwner)'s id; for None the caller,
+/// which is its asyncio Task when a loop runs in this thread with a current task, else its OS
+/// thread; anything else is a TypeError. The one home of that rule: Python's
+/// `zkrecipes._owners.owner_id` is this function (`_native.resolve_owner`), and the blocking
+/// acquire and release call it directly. The thread's case (every blocking call from a plain
+/// thread) runs no Python code: one call of the C function `_get_running_loop`; a running loop
+/// defers to `current_owner_id`, the Task-owner lookup in Python.
+#[pyfunction(name = "resolve_owner", signature = (owner))]
 pub fn resolve(py: Python<'_>, owner: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
     match owner {
         Some(o) if !o.is_none() => match o.cast::<PyOwner>() {
@@ -86,19 +77,16 @@ pub fn resolve(py: Python<'_>, owner: Option<&Bound<'_, PyAny>>) -> PyResult<u64
             ))),
         },
         _ => {
-            let running =
-                cached(py, &GET_RUNNING_LOOP, "asyncio.events", "_get_running_loop")?.call0()?;
+            let running = GET_RUNNING_LOOP
+                .import(py, "asyncio.events", "_get_running_loop")?
+                .call0()?;
             if running.is_none() {
                 return Ok(thread_owner_id());
             }
-            cached(
-                py,
-                &CURRENT_OWNER_ID,
-                "zkrecipes._owners",
-                "current_owner_id",
-            )?
-            .call0()?
-            .extract()
+            CURRENT_OWNER_ID
+                .import(py, "zkrecipes._owners", "current_owner_id")?
+                .call0()?
+                .extract()
         }
     }
 }

@@ -86,11 +86,19 @@ pub(crate) fn validate_data(path: &str, data: &[u8]) -> Result<()> {
 
 /// `parent + "/" + child`, without doubling the slash under the root.
 pub fn join(parent: &str, child: &str) -> String {
-    if parent == "/" {
-        format!("/{child}")
-    } else {
-        format!("{parent}/{child}")
-    }
+    join_parts(parent, &[child])
+}
+
+/// [`join`] of a child given in pieces (a protected node's `_c_<uuid>-` prefix and its name),
+/// in one allocation.
+pub(crate) fn join_parts(parent: &str, child: &[&str]) -> String {
+    let sep = if parent == "/" { "" } else { "/" };
+    let len = parent.len() + sep.len() + child.iter().map(|p| p.len()).sum::<usize>();
+    let mut path = String::with_capacity(len);
+    path.push_str(parent);
+    path.push_str(sep);
+    child.iter().for_each(|p| path.push_str(p));
+    path
 }
 
 /// The parent of an absolute path (`/` for a top-level node).
@@ -160,6 +168,8 @@ mod tests {
     fn helpers() {
         assert_eq!(join("/", "a"), "/a");
         assert_eq!(join("/a", "b"), "/a/b");
+        assert_eq!(join_parts("/", &["_c_x-", "lock-"]), "/_c_x-lock-");
+        assert_eq!(join_parts("/a/b", &["_c_x-", "lock-"]), "/a/b/_c_x-lock-");
         assert_eq!(parent("/a"), "/");
         assert_eq!(parent("/a/b"), "/a");
         assert_eq!(node_name("/a/b"), "b");

@@ -42,9 +42,7 @@ def current_owner_id() -> int:
 
 
 def owner_id(owner: Optional[Owner]) -> int:
-    """The raw owner for an ``owner=`` argument (None: the caller's thread or task)."""
-    if owner is None:
-        return current_owner_id()
-    if not isinstance(owner, Owner):
-        raise TypeError(f"owner must be a zkrecipes.Owner or None, not {type(owner).__name__}")
-    return owner.id
+    """The raw owner for an ``owner=`` argument (None: the caller's thread or task; anything but
+    an :class:`Owner` or None: TypeError). Resolved in the native module, as the blocking acquire
+    and release resolve theirs; it calls back :func:`current_owner_id` inside a running loop."""
+    return _native.resolve_owner(owner)

@@ -34,9 +34,9 @@ impl ProtectedId {
     pub(crate) fn new() -> ProtectedId {
         // Written in place: one allocation (the `Arc`), not a growing `String` copied into it.
         let mut buf = *b"_c_00000000-0000-0000-0000-000000000000-";
-        let uuid = uuid::Uuid::new_v4();
-        let text = uuid.hyphenated().encode_lower(&mut buf[3..39]).len();
-        debug_assert_eq!(text, 36);
+        uuid::Uuid::new_v4()
+            .hyphenated()
+            .encode_lower(&mut buf[3..39]);
         let prefix = std::str::from_utf8(&buf).expect("a uuid's text is ASCII");
         ProtectedId {
             prefix: prefix.into(),
@@ -189,13 +189,7 @@ impl Client {
         ttl: Option<Duration>,
         acl: Option<&[Acl]>,
     ) -> Result<ProtectedNode> {
-        // `parent/_c_<uuid>-name` (`path::join` of the two), built in one allocation.
-        let (prefix, sep) = (id.prefix(), if req.parent == "/" { "" } else { "/" });
-        let mut node_path =
-            String::with_capacity(req.parent.len() + sep.len() + prefix.len() + req.name.len());
-        for part in [req.parent, sep, prefix, req.name] {
-            node_path.push_str(part);
-        }
+        let node_path = path::join_parts(req.parent, &[id.prefix(), req.name]);
         self.retry(|s| {
             let node_path = &node_path;
             async move {
