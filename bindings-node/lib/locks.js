@@ -82,7 +82,7 @@ class OwnedLock extends EventEmitter {
       const timeoutMs = args.ms('timeoutMs', o.timeoutMs);
       const plain = (o.owner === undefined || o.owner === null) && ownerContext.getStore() === undefined;
       const owner = resolveOwner(o.owner);
-      return this.#guard.acquire(this.path, owner, plain, () => natives.get(this).acquire(owner.id, timeoutMs));
+      return this.#guard.acquire(this, owner, plain, () => natives.get(this).acquire(owner.id, timeoutMs));
     });
   }
 

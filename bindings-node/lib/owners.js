@@ -98,9 +98,16 @@ class ThreadOwnerGuard {
 
   /**
    * Runs `acquire()` for `owner`, or refuses it (`plain`: the owner was not given, it is the
-   * thread's). `what` names the lock in the message. Resolves to whether it was acquired.
+   * thread's). `lock.path` names the lock in the message. Resolves to whether it was acquired.
+   * An owner the guard does not count (given, and not the thread's) goes straight to
+   * `acquire()`: no async frame, no Promise of its own.
    */
-  async acquire(what, owner, plain, acquire) {
+  acquire(lock, owner, plain, acquire) {
+    if (!plain && owner !== threadOwner) return acquire();
+    return this.#acquireCounted(lock, owner, plain, acquire);
+  }
+
+  async #acquireCounted(lock, owner, plain, acquire) {
     if (plain) {
       let flow = plainFlow.getStore();
       if (flow === undefined) {
@@ -110,7 +117,7 @@ class ThreadOwnerGuard {
       if (this.#pending > 0 || (this.#held > 0 && this.#flow !== undefined && this.#flow !== flow)) {
         throw zkrError(
           ErrorCode.NOT_OWNER,
-          `acquire ${what}: this thread's default owner already holds the lock, or is acquiring it, ` +
+          `acquire ${lock.path}: this thread's default owner already holds the lock, or is acquiring it, ` +
             'for another async task; give each concurrent task its own owner: ' +
             'lock.withLock(fn), owner.run(fn) or { owner: new Owner() }',
         );
@@ -129,10 +136,18 @@ class ThreadOwnerGuard {
     }
   }
 
-  /** Runs `release()` for `owner`, counting the thread owner's holds down. */
-  async release(owner, release) {
+  /**
+   * Runs `release()` for `owner`, counting the thread owner's holds down (another owner's
+   * release changes nothing the guard counts: straight to `release()`).
+   */
+  release(owner, release) {
+    if (owner !== threadOwner) return release();
+    return this.#releaseCounted(release);
+  }
+
+  async #releaseCounted(release) {
     await release();
-    if (owner === threadOwner && this.#held > 0) this.#held -= 1;
+    if (this.#held > 0) this.#held -= 1;
     this.#settle();
   }
 

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use napi::bindgen_prelude::BigInt;
+use napi::bindgen_prelude::{BigInt, FromNapiValue, TypeName, ValidateNapiValue};
+use napi::{sys, ValueType};
 use zkrecipes::{LostPolicy, Owner};
 
 use crate::error::{invalid, CoreResult};
@@ -30,15 +31,51 @@ pub(crate) fn positive_duration(what: &str, ms: f64) -> CoreResult<Duration> {
     }
 }
 
-/// An owner id made by `new Owner()` (a non-negative BigInt below 2^64).
-pub(crate) fn owner(id: &BigInt) -> CoreResult<Owner> {
-    let (signed, value, lossless) = id.get_u64();
-    if signed || !lossless {
-        return Err(invalid(
-            "owner id must be a non-negative 64-bit BigInt made by new Owner()",
-        ));
+/// An owner id argument, made by `new Owner()` (a non-negative BigInt below 2^64), read in
+/// place by `napi_get_value_bigint_uint64` (napi-rs's `BigInt` allocates a vector of words on
+/// every lock call). Reading never fails: what is wrong with the value is reported by
+/// [`OwnerId::get`] inside the method's boundary, as a coded `ZKR_INVALID_ARGUMENT` (a rejected
+/// Promise for async methods). `pub`: the argument type of `#[napi]` methods.
+pub struct OwnerId(Result<u64, &'static str>);
+
+impl OwnerId {
+    /// The core's owner, or `ZKR_INVALID_ARGUMENT` naming what the value was.
+    pub(crate) fn get(&self) -> CoreResult<Owner> {
+        match self.0 {
+            Ok(id) => Ok(Owner::from_raw(id)),
+            Err(what) => Err(invalid(format!(
+                "owner id must be a non-negative 64-bit BigInt made by new Owner(), got {what}"
+            ))),
+        }
     }
-    Ok(Owner::from_raw(value))
+}
+
+impl TypeName for OwnerId {
+    fn type_name() -> &'static str {
+        "BigInt"
+    }
+
+    fn value_type() -> ValueType {
+        ValueType::BigInt
+    }
+}
+
+impl ValidateNapiValue for OwnerId {}
+
+impl FromNapiValue for OwnerId {
+    unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+        let mut id = 0u64;
+        let mut lossless = false;
+        // SAFETY: napi-rs hands the callback's live env and argument; the out-pointers are live
+        // locals. `lossless` is false for a negative BigInt and for one of 2^64 or more.
+        let status =
+            unsafe { sys::napi_get_value_bigint_uint64(env, value, &mut id, &mut lossless) };
+        Ok(OwnerId(match (status == sys::Status::napi_ok, lossless) {
+            (true, true) => Ok(id),
+            (true, false) => Err("a negative BigInt or one of 2^64 or more"),
+            (false, _) => Err("a value that is not a BigInt"),
+        }))
+    }
 }
 
 /// A signed 64-bit value (counters): a BigInt in range.

@@ -375,19 +375,40 @@ fn turn(port: &Port, start: impl FnOnce()) -> Vec<Settle> {
 /// someone does (the loop stops watching until this thread's next call).
 fn input_turn(port: &Port) -> Option<Vec<Settle>> {
     let (turned, ready) = turning(port, zkrecipes::runtime::try_loop_turn);
-    (turned.unwrap_or(false) || !ready.is_empty()).then_some(ready)
+    if turned.unwrap_or(false) || !ready.is_empty() {
+        return Some(ready);
+    }
+    recycle(ready);
+    None
 }
 
 /// Runs `settles` on the JS thread (inside a napi call or callback scope); `counter`: the
 /// port's count of the way they came.
-fn run_settles(port: &Port, settles: Vec<Settle>, counter: &Cell<u64>) {
-    counter.set(counter.get() + settles.len() as u64);
-    for settle in settles {
-        if settle(port.env) == Way::Queues {
-            port.queues.set(port.queues.get().saturating_sub(1));
-        }
-        port.fewer();
+fn run_settles(port: &Port, mut settles: Vec<Settle>, counter: &Cell<u64>) {
+    for settle in settles.drain(..) {
+        run_settle(port, settle, counter);
     }
+    recycle(settles);
+}
+
+/// Gives an emptied vector of settles back to collect the next turn's (no allocation per turn).
+fn recycle(settles: Vec<Settle>) {
+    debug_assert!(settles.is_empty());
+    READY.with(|r| {
+        let mut ready = r.borrow_mut();
+        if ready.capacity() == 0 {
+            *ready = settles;
+        }
+    });
+}
+
+/// Runs one settle on the JS thread (see [`run_settles`]).
+fn run_settle(port: &Port, settle: Settle, counter: &Cell<u64>) {
+    counter.set(counter.get() + 1);
+    if settle(port.env) == Way::Queues {
+        port.queues.set(port.queues.get().saturating_sub(1));
+    }
+    port.fewer();
 }
 
 /// libuv's callback: the runtime's input is readable.
@@ -410,6 +431,7 @@ unsafe extern "C" fn on_input(_handle: *mut c_void, _status: c_int, _events: c_i
         return;
     };
     if settles.is_empty() {
+        recycle(settles);
         return;
     }
     let env = port.env;
@@ -456,7 +478,7 @@ unsafe extern "C" fn settle_from_queue(
     }
     // SAFETY: see `port`.
     let port = unsafe { &*p };
-    run_settles(port, vec![*settle], &port.queued);
+    run_settle(port, *settle, &port.queued);
 }
 
 /// The environment's cleanup hook: no settle reaches it from now on.
@@ -560,9 +582,12 @@ impl<R: ToNapiValue + Send + 'static> Delivery<R> {
 
 impl<R: ToNapiValue + Send + 'static> Drop for Delivery<R> {
     fn drop(&mut self) {
-        self.settle(Err(Box::new(
-            "the call's task was dropped before it finished",
-        )));
+        // Settled already (the usual end): nothing to make, not even the message's box.
+        if self.to.is_some() {
+            self.settle(Err(Box::new(
+                "the call's task was dropped before it finished",
+            )));
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use zkrecipes::lock::{
     InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
 };
 
-use crate::args;
+use crate::args::{self, OwnerId};
 use crate::boundary::{promise, promise_on, promise_timed, sync, Outcome};
 use crate::client::NativeClient;
 use crate::error::{invalid, CoreResult};
@@ -29,11 +29,11 @@ macro_rules! owned_lock_methods {
             pub fn acquire<'env>(
                 &self,
                 env: &'env Env,
-                owner: BigInt,
+                owner: OwnerId,
                 timeout_ms: Option<f64>,
             ) -> napi::Result<Object<'env>> {
                 promise(env, || {
-                    let owner = args::owner(&owner)?;
+                    let owner = owner.get()?;
                     let timeout = args::timeout("timeoutMs", timeout_ms)?;
                     let lock = self.inner.clone();
                     Ok(async move { lock.acquire(owner, timeout).await })
@@ -45,10 +45,10 @@ macro_rules! owned_lock_methods {
             pub fn release<'env>(
                 &self,
                 env: &'env Env,
-                owner: BigInt,
+                owner: OwnerId,
             ) -> napi::Result<Object<'env>> {
                 promise(env, || {
-                    let owner = args::owner(&owner)?;
+                    let owner = owner.get()?;
                     let lock = self.inner.clone();
                     Ok(async move { lock.release(owner).await })
                 })
@@ -140,35 +140,32 @@ impl NativeMutex {
 
     /// Whether `owner` holds the mutex.
     #[napi]
-    pub fn is_owned_by(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.is_owned_by(args::owner(&owner)?)))
+    pub fn is_owned_by(&self, env: Env, owner: OwnerId) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_owned_by(owner.get()?)))
     }
 
     /// Whether `owner` holds the mutex and the hold is still trustworthy.
     #[napi]
-    pub fn is_held_valid(&self, env: Env, owner: BigInt) -> napi::Result<bool> {
-        sync(&env, || Ok(self.inner.is_held_valid(args::owner(&owner)?)))
+    pub fn is_held_valid(&self, env: Env, owner: OwnerId) -> napi::Result<bool> {
+        sync(&env, || Ok(self.inner.is_held_valid(owner.get()?)))
     }
 
     /// `owner`'s fencing token (the lock node's czxid), or `null` if it holds nothing.
     #[napi]
-    pub fn fencing_token(&self, env: Env, owner: BigInt) -> napi::Result<Option<BigInt>> {
+    pub fn fencing_token(&self, env: Env, owner: OwnerId) -> napi::Result<Option<BigInt>> {
         sync(&env, || {
-            Ok(self
-                .inner
-                .fencing_token(args::owner(&owner)?)
-                .map(BigInt::from))
+            Ok(self.inner.fencing_token(owner.get()?).map(BigInt::from))
         })
     }
 
     /// `owner`'s wide fencing token (`czxid << 32 | handoff`, strictly increasing also across
     /// cohort handoffs), or `null` if it holds nothing.
     #[napi]
-    pub fn fencing_token_wide(&self, env: Env, owner: BigInt) -> napi::Result<Option<BigInt>> {
+    pub fn fencing_token_wide(&self, env: Env, owner: OwnerId) -> napi::Result<Option<BigInt>> {
         sync(&env, || {
             Ok(self
                 .inner
-                .fencing_token_wide(args::owner(&owner)?)
+                .fencing_token_wide(owner.get()?)
                 .map(|t| BigInt::from(t.wide())))
         })
     }
@@ -194,8 +191,8 @@ impl NativeMutex {
 
     /// The path of `owner`'s lock node, or `null`.
     #[napi]
-    pub fn lock_node(&self, env: Env, owner: BigInt) -> napi::Result<Option<String>> {
-        sync(&env, || Ok(self.inner.lock_node(args::owner(&owner)?)))
+    pub fn lock_node(&self, env: Env, owner: OwnerId) -> napi::Result<Option<String>> {
+        sync(&env, || Ok(self.inner.lock_node(owner.get()?)))
     }
 
     /// Curator's makeRevocable: from now on, lock nodes of this object carry empty data and are

@@ -120,6 +120,28 @@ test('timeouts: omitted, null or Infinity wait without limit, 0 tries once, nega
   await mutex.release({ owner: holder });
 });
 
+test('the native half reads owner ids in place: a negative or 64-bit-overflowing BigInt is ZKR_INVALID_ARGUMENT, anything else too', async () => {
+  // lib/ only ever passes Owner ids; this is the native check behind it (src/args.rs OwnerId).
+  const nm = new native.NativeMutex(Client._native(client), `${uniquePath('owner-ids')}/m`, () => {}, undefined, undefined);
+  const owner = new Owner();
+  for (const id of [-1n, 2n ** 64n, -(2n ** 64n)]) {
+    await assert.rejects(nm.acquire(id, 0), (e) => e.code === 'ZKR_INVALID_ARGUMENT' && /owner id/.test(e.message), `acquire ${id}`);
+    await assert.rejects(nm.release(id), (e) => e.code === 'ZKR_INVALID_ARGUMENT', `release ${id}`);
+    assert.throws(() => nm.isOwnedBy(id), (e) => e.code === 'ZKR_INVALID_ARGUMENT', `isOwnedBy ${id}`);
+  }
+  for (const id of [1, '1', undefined, {}]) {
+    await assert.rejects(nm.acquire(id, 0), (e) => e.code === 'ZKR_INVALID_ARGUMENT' && /not a BigInt/.test(e.message), `acquire ${typeof id}`);
+  }
+  // The largest id is an id: it acquires (another owner's), and 0n holds nothing.
+  assert.equal(await nm.acquire(2n ** 64n - 1n, 0), true);
+  assert.equal(nm.isOwnedBy(2n ** 64n - 1n), true);
+  assert.equal(nm.isOwnedBy(owner.id), false);
+  assert.equal(await nm.acquire(owner.id, 0), false, 'another owner of the same object contends');
+  await assert.rejects(nm.release(0n), { code: 'ZKR_NOT_OWNER' });
+  await nm.release(2n ** 64n - 1n);
+  assert.equal(nm.isAcquiredInThisProcess(), false);
+});
+
 test('a misspelled option is refused, naming the nearest valid one', async () => {
   const p = uniquePath('options');
   const mutex = new InterProcessMutex(client, `${p}/m`);
