@@ -31,6 +31,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -357,7 +358,9 @@ impl Driven {
 ///   queued and unrun when nothing counted the wake (a reader other than the wire client's).
 ///   If another thread took the input meanwhile, the turn goes round once for nothing.
 ///
-/// Two `poll`s saved per call from Node or asyncio (one in its turn, one in its reply's).
+/// Two `poll`s saved per call from Node or asyncio (one in its turn, one in its reply's). A
+/// loop's looks are deferred wake-ups, not tasks: a Node lock cycle spawned six tasks for them
+/// (2026-12-06, `tests/bench/instructions`).
 async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     let Some(point) = settled else {
         return Left::Nothing;
@@ -365,18 +368,36 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     // Input waiting now is taken by this thread's next poll of the driver; the tasks it wakes
     // run before the next look. Only input that keeps coming is left to the background driver.
     let mut left = Left::Input;
+    let mut probe = None;
     for look in 0..SETTLE_LOOKS {
-        // An error would mean the task was dropped unrun: assume the worst.
-        let (waiting, wakes) = tokio::spawn(async move {
-            let waiting = match caller {
-                Caller::Blocking => point.input_waiting(),
-                Caller::LoopInput => look == 0,
-                Caller::LoopCall => false,
-            };
-            (waiting, zookeeper_client::input_wakes())
-        })
-        .await
-        .unwrap_or((true, 0));
+        let (waiting, wakes) = match caller {
+            // An error would mean the task was dropped unrun: assume the worst.
+            Caller::Blocking => {
+                tokio::spawn(
+                    async move { (point.input_waiting(), zookeeper_client::input_wakes()) },
+                )
+                .await
+                .unwrap_or((true, 0))
+            }
+            // A loop's turn looks at nothing before the driver's poll, so it needs no task of
+            // its own when this thread holds the runtime: a deferred wake-up is polled when the
+            // task's end would have been, after every queued task has run and tokio has polled
+            // its driver once ([`DeferredLook`]). The count is read before the queued tasks run:
+            // only the driver's poll moves it (a reader's wake from the I/O driver, patch 17), as
+            // with a task's read after them. While another thread holds the runtime (the
+            // background driver letting go, a blocking call), a task it runs, as before.
+            Caller::LoopInput | Caller::LoopCall => {
+                let wakes = zookeeper_client::input_wakes();
+                let deferred = DeferredLook {
+                    probe: &mut probe,
+                    yielded: false,
+                };
+                if !deferred.await {
+                    let _ = tokio::spawn(async {}).await;
+                }
+                (caller == Caller::LoopInput && look == 0, wakes)
+            }
+        };
         if waiting {
             left = Left::Input;
             continue;
@@ -396,6 +417,68 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
         left = Left::Tasks;
     }
     left
+}
+
+/// Ready once tokio has run every queued task and polled its I/O driver once, by a deferred
+/// wake-up (tokio's `yield_now`), if this thread holds the runtime now: `true`. tokio defers the
+/// wake-up of the future it blocks on only while it runs it (and then polls that future only
+/// once no task is left, [`EVENT_INTERVAL`], after a poll of its driver); on a thread that waits
+/// for the runtime it wakes at once, and this is ready at once with `false`. A spawned task gives
+/// the same wait either way, at the cost of a task (six per Node lock cycle, 2026-12-06).
+struct DeferredLook<'a> {
+    /// The waker of the last look, used again while it wakes the same future.
+    probe: &'a mut Option<Arc<LookWaker>>,
+    yielded: bool,
+}
+
+/// The waker a [`DeferredLook`] hands to `yield_now`: it tells whether the wake-up came at once,
+/// and passes every wake-up on.
+struct LookWaker {
+    inner: std::task::Waker,
+    woke: AtomicBool,
+}
+
+impl std::task::Wake for LookWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woke.store(true, Ordering::SeqCst);
+        self.inner.wake_by_ref();
+    }
+}
+
+impl Future for DeferredLook<'_> {
+    type Output = bool;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<bool> {
+        if self.yielded {
+            return Poll::Ready(true);
+        }
+        let probe = match self.probe.take() {
+            Some(p) if p.inner.will_wake(cx.waker()) => {
+                p.woke.store(false, Ordering::SeqCst);
+                p
+            }
+            _ => Arc::new(LookWaker {
+                inner: cx.waker().clone(),
+                woke: AtomicBool::new(false),
+            }),
+        };
+        *self.probe = Some(probe.clone());
+        let waker = std::task::Waker::from(probe.clone());
+        let mut yielding = std::pin::pin!(tokio::task::yield_now());
+        // Its first poll is always Pending: the wake-up is deferred, or made at once.
+        let _ = yielding
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(&waker));
+        if probe.woke.load(Ordering::SeqCst) {
+            return Poll::Ready(false);
+        }
+        self.yielded = true;
+        Poll::Pending
+    }
 }
 
 /// Who drives the runtime in [`Driven::drive`].
@@ -1026,6 +1109,68 @@ mod tests {
             });
             assert_eq!(rx.try_recv(), Ok(round), "the turn did not run its task");
         }
+    }
+
+    /// A deferred look is ready after the tasks queued before it have run, where this thread
+    /// holds the runtime; where another thread holds it, at once with `false` (the caller then
+    /// waits on a task instead: see `a_loop_turn_takes_the_runtime_from_the_background_driver`).
+    #[test]
+    fn a_deferred_look_waits_for_the_queue_only_where_the_runtime_is_held() {
+        let rt = Arc::new(
+            Builder::new_current_thread()
+                .enable_all()
+                .event_interval(EVENT_INTERVAL)
+                .build()
+                .unwrap(),
+        );
+        let (ran, deferred) = rt.block_on(async {
+            let ran = Arc::new(AtomicUsize::new(0));
+            for _ in 0..3 {
+                let r = ran.clone();
+                tokio::spawn(async move {
+                    r.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            let mut probe = None;
+            let deferred = DeferredLook {
+                probe: &mut probe,
+                yielded: false,
+            }
+            .await;
+            (ran.load(Ordering::SeqCst), deferred)
+        });
+        assert!(
+            deferred,
+            "the look was not deferred on the thread holding the runtime"
+        );
+        assert_eq!(ran, 3, "the look was ready before the queued tasks ran");
+
+        let (inside_tx, inside_rx) = std::sync::mpsc::channel();
+        let release = Arc::new(tokio::sync::Notify::new());
+        let holder = {
+            let (rt, release) = (rt.clone(), release.clone());
+            std::thread::spawn(move || {
+                rt.block_on(async move {
+                    inside_tx.send(()).unwrap();
+                    release.notified().await;
+                })
+            })
+        };
+        inside_rx.recv().unwrap();
+        let deferred = rt.block_on(async {
+            let mut probe = None;
+            DeferredLook {
+                probe: &mut probe,
+                yielded: false,
+            }
+            .await
+        });
+        assert!(
+            !deferred,
+            "a look on a thread waiting for the runtime was deferred"
+        );
+        release.notify_one();
+        holder.join().unwrap();
     }
 
     #[test]
