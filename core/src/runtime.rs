@@ -368,7 +368,6 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     // Input waiting now is taken by this thread's next poll of the driver; the tasks it wakes
     // run before the next look. Only input that keeps coming is left to the background driver.
     let mut left = Left::Input;
-    let mut probe = None;
     for look in 0..SETTLE_LOOKS {
         let (waiting, wakes) = match caller {
             // An error would mean the task was dropped unrun: assume the worst.
@@ -388,11 +387,7 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
             // background driver letting go, a blocking call), a task it runs, as before.
             Caller::LoopInput | Caller::LoopCall => {
                 let wakes = zookeeper_client::input_wakes();
-                let deferred = DeferredLook {
-                    probe: &mut probe,
-                    yielded: false,
-                };
-                if !deferred.await {
+                if !DeferredLook::default().await {
                     let _ = tokio::spawn(async {}).await;
                 }
                 (caller == Caller::LoopInput && look == 0, wakes)
@@ -425,16 +420,15 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
 /// once no task is left, [`EVENT_INTERVAL`], after a poll of its driver); on a thread that waits
 /// for the runtime it wakes at once, and this is ready at once with `false`. A spawned task gives
 /// the same wait either way, at the cost of a task (six per Node lock cycle, 2026-12-06).
-struct DeferredLook<'a> {
-    /// The waker of the last look, used again while it wakes the same future.
-    probe: &'a mut Option<Arc<LookWaker>>,
+#[derive(Default)]
+struct DeferredLook {
     yielded: bool,
 }
 
-/// The waker a [`DeferredLook`] hands to `yield_now`: it tells whether the wake-up came at once,
-/// and passes every wake-up on.
+/// The waker a [`DeferredLook`] hands to `yield_now` (one per thread): it tells whether the
+/// wake-up came at once, and passes every wake-up on to the look's own waker.
 struct LookWaker {
-    inner: std::task::Waker,
+    inner: Mutex<Option<std::task::Waker>>,
     woke: AtomicBool,
 }
 
@@ -445,39 +439,56 @@ impl std::task::Wake for LookWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woke.store(true, Ordering::SeqCst);
-        self.inner.wake_by_ref();
+        if let Some(w) = self
+            .inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            w.wake_by_ref();
+        }
     }
 }
 
-impl Future for DeferredLook<'_> {
+thread_local! {
+    /// This thread's [`LookWaker`], and the waker made of it.
+    static LOOK_WAKER: (Arc<LookWaker>, std::task::Waker) = {
+        let probe = Arc::new(LookWaker {
+            inner: Mutex::new(None),
+            woke: AtomicBool::new(false),
+        });
+        let waker = std::task::Waker::from(probe.clone());
+        (probe, waker)
+    };
+}
+
+impl Future for DeferredLook {
     type Output = bool;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<bool> {
-        if self.yielded {
-            return Poll::Ready(true);
-        }
-        let probe = match self.probe.take() {
-            Some(p) if p.inner.will_wake(cx.waker()) => {
-                p.woke.store(false, Ordering::SeqCst);
-                p
+        LOOK_WAKER.with(|(probe, waker)| {
+            let mut inner = probe.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if self.yielded {
+                // The deferred wake-up has come (tokio wakes them all before it polls this
+                // future again): the runtime is kept alive by nothing here between looks.
+                *inner = None;
+                return Poll::Ready(true);
             }
-            _ => Arc::new(LookWaker {
-                inner: cx.waker().clone(),
-                woke: AtomicBool::new(false),
-            }),
-        };
-        *self.probe = Some(probe.clone());
-        let waker = std::task::Waker::from(probe.clone());
-        let mut yielding = std::pin::pin!(tokio::task::yield_now());
-        // Its first poll is always Pending: the wake-up is deferred, or made at once.
-        let _ = yielding
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(&waker));
-        if probe.woke.load(Ordering::SeqCst) {
-            return Poll::Ready(false);
-        }
-        self.yielded = true;
-        Poll::Pending
+            *inner = Some(cx.waker().clone());
+            drop(inner);
+            probe.woke.store(false, Ordering::SeqCst);
+            let mut yielding = std::pin::pin!(tokio::task::yield_now());
+            // Its first poll is always Pending: the wake-up is deferred, or made at once.
+            let _ = yielding
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(waker));
+            if probe.woke.load(Ordering::SeqCst) {
+                *probe.inner.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                return Poll::Ready(false);
+            }
+            self.yielded = true;
+            Poll::Pending
+        })
     }
 }
 
@@ -1131,12 +1142,7 @@ mod tests {
                     r.fetch_add(1, Ordering::SeqCst);
                 });
             }
-            let mut probe = None;
-            let deferred = DeferredLook {
-                probe: &mut probe,
-                yielded: false,
-            }
-            .await;
+            let deferred = DeferredLook::default().await;
             (ran.load(Ordering::SeqCst), deferred)
         });
         assert!(
@@ -1157,14 +1163,7 @@ mod tests {
             })
         };
         inside_rx.recv().unwrap();
-        let deferred = rt.block_on(async {
-            let mut probe = None;
-            DeferredLook {
-                probe: &mut probe,
-                yielded: false,
-            }
-            .await
-        });
+        let deferred = rt.block_on(DeferredLook::default());
         assert!(
             !deferred,
             "a look on a thread waiting for the runtime was deferred"
