@@ -52,6 +52,18 @@ const ACQUIRE_OPTIONS = ['timeoutMs', 'owner'];
 // The native half of each owner-based lock.
 const natives = new WeakMap();
 
+// A NativeMutex's acquire and release as plain native functions (src/lock.rs
+// `mutex_fast_calls`: the same calls without napi-rs's per-call borrow bookkeeping).
+const mutexCalls = native.mutexFastCalls();
+
+function nativeAcquire(nm, id, timeoutMs) {
+  return nm instanceof native.NativeMutex ? mutexCalls.acquire(nm, id, timeoutMs) : nm.acquire(id, timeoutMs);
+}
+
+function nativeRelease(nm, id) {
+  return nm instanceof native.NativeMutex ? mutexCalls.release(nm, id) : nm.release(id);
+}
+
 /**
  * What the locks held by owners (InterProcessMutex, InterProcessMultiLock) share: acquire,
  * release and withLock for the current owner or `{ owner }`, through the thread owner's guard.
@@ -82,7 +94,7 @@ class OwnedLock extends EventEmitter {
       const timeoutMs = args.ms('timeoutMs', o.timeoutMs);
       const plain = (o.owner === undefined || o.owner === null) && ownerContext.getStore() === undefined;
       const owner = resolveOwner(o.owner);
-      return this.#guard.acquire(this, owner, plain, () => natives.get(this).acquire(owner.id, timeoutMs));
+      return this.#guard.acquire(this, owner, plain, () => nativeAcquire(natives.get(this), owner.id, timeoutMs));
     });
   }
 
@@ -90,7 +102,7 @@ class OwnedLock extends EventEmitter {
   release(options) {
     return args.rejecting(() => {
       const owner = resolveOwner(args.options('options', options, ['owner']).owner);
-      return this.#guard.release(owner, () => natives.get(this).release(owner.id));
+      return this.#guard.release(owner, () => nativeRelease(natives.get(this), owner.id));
     });
   }
 

@@ -51,7 +51,7 @@ pub use discovery::{
     service_instance_normalize, service_instance_to_json, NativeRegistration, NativeServiceCache,
     NativeServiceDiscovery, NativeServiceProvider, NativeUriSpec,
 };
-pub use lock::attempt_revoke;
+pub use lock::{attempt_revoke, mutex_fast_calls};
 pub use log::set_logger;
 pub use nodes::{commit_transaction, create_ex, get_data_decompressed, set_data_compressed};
 pub use nodes::{NativeGroupMember, NativePersistentNode, NativePersistentTtlNode};

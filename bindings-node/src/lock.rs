@@ -484,3 +484,142 @@ pub fn attempt_revoke<'env>(
         zkrecipes::lock::attempt_revoke(&c, &node_path).await
     })
 }
+
+/// `{ acquire(mutex, owner, timeoutMs), release(mutex, owner) }`: a `NativeMutex`'s two hot
+/// methods as plain napi callbacks, for `lib/locks.js` (the same bodies as the methods, the same
+/// argument conversions). A `#[napi]` method pays napi-rs's borrow bookkeeping on every call: a
+/// scope, a guard in a process-wide map and four allocations, about 4,000 instructions per lock
+/// cycle (tests/bench/instructions, 2026-12-06). These callbacks borrow the mutex for the
+/// synchronous part of the call only, where no JS runs, so there is nothing to guard: the
+/// receiver is checked by its class's type tag, as napi-rs checks it.
+#[napi]
+pub fn mutex_fast_calls(env: &Env) -> napi::Result<Object<'_>> {
+    sync(env, || {
+        let raw = env.raw();
+        // SAFETY: on the JS thread, inside this napi call; out-pointers are live locals, and
+        // every status is checked.
+        unsafe {
+            let mut calls = std::ptr::null_mut();
+            napi::check_status!(napi::sys::napi_create_object(raw, &mut calls))?;
+            let fns: [(&std::ffi::CStr, napi::sys::napi_callback); 2] = [
+                (c"acquire", Some(fast_acquire)),
+                (c"release", Some(fast_release)),
+            ];
+            for (name, cb) in fns {
+                let mut f = std::ptr::null_mut();
+                napi::check_status!(napi::sys::napi_create_function(
+                    raw,
+                    name.as_ptr(),
+                    name.to_bytes().len() as isize,
+                    cb,
+                    std::ptr::null_mut(),
+                    &mut f,
+                ))?;
+                napi::check_status!(napi::sys::napi_set_named_property(
+                    raw,
+                    calls,
+                    name.as_ptr(),
+                    f
+                ))?;
+            }
+            Ok(Object::from_raw(raw, calls))
+        }
+    })
+}
+
+/// Runs `call` with the `NativeMutex` and the other `N - 1` arguments of a fast call; its
+/// Promise, or the error thrown (a panic outside the method's own boundary: `ZKR_INTERNAL`).
+///
+/// # Safety
+/// napi's callback contract: `env` and `info` of a live call on the JS thread.
+unsafe fn fast_call<const N: usize>(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+    call: impl FnOnce(
+        &NativeMutex,
+        &Env,
+        &[napi::sys::napi_value],
+    ) -> napi::Result<napi::sys::napi_value>,
+) -> napi::sys::napi_value {
+    use napi::bindgen_prelude::{JsError, TypeTag};
+    use napi::sys;
+    let e = Env::from_raw(env);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut argc = N;
+        let mut argv = [std::ptr::null_mut(); N];
+        // SAFETY: the caller's contract; `argv` has room for `argc` values (napi fills the ones
+        // not passed with `undefined`).
+        unsafe {
+            napi::check_status!(sys::napi_get_cb_info(
+                env,
+                info,
+                &mut argc,
+                argv.as_mut_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            ))?;
+            let mut tagged = false;
+            napi::check_status!(sys::napi_check_object_type_tag(
+                env,
+                argv[0],
+                &<NativeMutex as TypeTag>::type_tag(),
+                &mut tagged,
+            ))?;
+            if !tagged {
+                return Err(napi::Error::new(
+                    napi::Status::InvalidArg,
+                    "the first argument must be a NativeMutex",
+                ));
+            }
+            let mut wrapped = std::ptr::null_mut();
+            napi::check_status!(sys::napi_unwrap(env, argv[0], &mut wrapped))?;
+            // SAFETY: tagged as a NativeMutex, whose instances napi-rs wraps as a pointer to
+            // the struct; the JS object (an argument of this call) keeps it alive meanwhile, and
+            // no JS runs before the call returns.
+            let mutex = &*(wrapped as *const NativeMutex);
+            call(mutex, &e, &argv[1..])
+        }
+    }));
+    let thrown = match outcome {
+        Ok(Ok(promise)) => return promise,
+        Ok(Err(err)) => err,
+        Err(panic) => crate::error::internal(&e, &panic),
+    };
+    // SAFETY: on the JS thread, inside this call: the error becomes its exception.
+    unsafe { JsError::from(thrown).throw_into(env) };
+    std::ptr::null_mut()
+}
+
+/// `acquire(mutex, owner, timeoutMs)` (see [`mutex_fast_calls`]).
+unsafe extern "C" fn fast_acquire(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    use napi::bindgen_prelude::FromNapiValue;
+    use napi::JsValue;
+    // SAFETY: napi calls this with a live env and callback info; the values are this call's
+    // arguments, converted as the `#[napi]` method's are.
+    unsafe {
+        fast_call::<3>(env, info, |mutex, e, args| {
+            let owner = OwnerId::from_napi_value(env, args[0])?;
+            let timeout_ms = Option::<f64>::from_napi_value(env, args[1])?;
+            Ok(mutex.acquire(e, owner, timeout_ms)?.raw())
+        })
+    }
+}
+
+/// `release(mutex, owner)` (see [`mutex_fast_calls`]).
+unsafe extern "C" fn fast_release(
+    env: napi::sys::napi_env,
+    info: napi::sys::napi_callback_info,
+) -> napi::sys::napi_value {
+    use napi::bindgen_prelude::FromNapiValue;
+    use napi::JsValue;
+    // SAFETY: as in `fast_acquire`.
+    unsafe {
+        fast_call::<2>(env, info, |mutex, e, args| {
+            let owner = OwnerId::from_napi_value(env, args[0])?;
+            Ok(mutex.release(e, owner)?.raw())
+        })
+    }
+}

@@ -120,7 +120,7 @@ test('timeouts: omitted, null or Infinity wait without limit, 0 tries once, nega
   await mutex.release({ owner: holder });
 });
 
-test('the native half reads owner ids in place: a negative or 64-bit-overflowing BigInt is ZKR_INVALID_ARGUMENT, anything else too', async () => {
+test('the native half reads owner ids in place: a negative or 64-bit-overflowing BigInt is ZKR_INVALID_ARGUMENT, anything else too; the fast mutex calls check their receiver', async () => {
   // lib/ only ever passes Owner ids; this is the native check behind it (src/args.rs OwnerId).
   const nm = new native.NativeMutex(Client._native(client), `${uniquePath('owner-ids')}/m`, () => {}, undefined, undefined);
   const owner = new Owner();
@@ -139,6 +139,22 @@ test('the native half reads owner ids in place: a negative or 64-bit-overflowing
   assert.equal(await nm.acquire(owner.id, 0), false, 'another owner of the same object contends');
   await assert.rejects(nm.release(0n), { code: 'ZKR_NOT_OWNER' });
   await nm.release(2n ** 64n - 1n);
+  assert.equal(nm.isAcquiredInThisProcess(), false);
+
+  // The fast calls lib/locks.js uses (src/lock.rs mutex_fast_calls): the same checks, and a
+  // receiver that is not a NativeMutex (by its type tag) is refused before anything reads it.
+  const fast = native.mutexFastCalls();
+  await assert.rejects(fast.acquire(nm, -1n, 0), (e) => e.code === 'ZKR_INVALID_ARGUMENT' && /owner id/.test(e.message));
+  const other = new native.NativeSemaphoreMutex(Client._native(client), `${uniquePath('owner-ids')}/s`);
+  for (const receiver of [{}, other, Object.create(Object.getPrototypeOf(nm))]) {
+    assert.throws(() => fast.acquire(receiver, owner.id, 0), /must be a NativeMutex/);
+    assert.throws(() => fast.release(receiver, owner.id), /must be a NativeMutex/);
+  }
+  assert.throws(() => fast.acquire(1n, owner.id, 0), /NativeMutex|object/i);
+  assert.equal(await fast.acquire(nm, owner.id, 0), true);
+  assert.equal(nm.isOwnedBy(owner.id), true);
+  await assert.rejects(fast.release(nm, 0n), { code: 'ZKR_NOT_OWNER' });
+  await fast.release(nm, owner.id);
   assert.equal(nm.isAcquiredInThisProcess(), false);
 });
 
