@@ -439,13 +439,10 @@ impl std::task::Wake for LookWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.woke.store(true, Ordering::SeqCst);
-        if let Some(w) = self
-            .inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            w.wake_by_ref();
+        // Woken outside the lock: whatever the wake-up does cannot find it held.
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(w) = inner {
+            w.wake();
         }
     }
 }
@@ -466,7 +463,8 @@ impl Future for DeferredLook {
     type Output = bool;
 
     fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<bool> {
-        LOOK_WAKER.with(|(probe, waker)| {
+        // During the thread's exit (its thread-locals destroyed): the caller's task instead.
+        let looked = LOOK_WAKER.try_with(|(probe, waker)| {
             let mut inner = probe.inner.lock().unwrap_or_else(|e| e.into_inner());
             if self.yielded {
                 // The deferred wake-up has come (tokio wakes them all before it polls this
@@ -488,7 +486,8 @@ impl Future for DeferredLook {
             }
             self.yielded = true;
             Poll::Pending
-        })
+        });
+        looked.unwrap_or(Poll::Ready(false))
     }
 }
 
