@@ -325,19 +325,21 @@ impl Driven {
 /// call's future is done, and returns without running the tasks that last poll woke: input
 /// for another session that arrived just as the call ended (a watch notification a moment after
 /// the reply that ends the call, the usual case when the call's own write triggers it). Nothing
-/// would run them until the background driver's timer. So the call ends with a task of its own,
-/// queued behind every runnable one: when it runs, the tasks queued before it have run, and it
-/// looks whether input waits in the runtime's epoll set. If some does, the call goes on: its
-/// thread's next poll of the driver takes that input, and the tasks it wakes run before the next
-/// look. If none does, the call checks, as its future is polled after that last poll of the
-/// driver, whether the poll woke a task after all: input that came in between the look and the
-/// poll woke its connection's reading task (the vendored client counts those wakes,
-/// `zookeeper_client::input_wakes`, patch 17), and a task woken from another thread sits in
-/// the runtime's queue for them. Only if neither happened does the call end (in Node's
-/// LeaderLatch failover, about 1 round in 200 found its reply taken by that poll and waited
-/// 5 ms for the background driver, 2026-12-05). The runtime polls the call's future only once
-/// no task is left to run ([`EVENT_INTERVAL`]), so the tasks queued after the look have run
-/// too. After [`SETTLE_LOOKS`] looks that did not end the call, it says what it left: input
+/// would run them until the background driver's timer. So the call ends with a look of its own
+/// ([`DeferredLook`]: a deferred wake-up, ready once every runnable task has run and the runtime
+/// has polled its driver once more). Then it looks whether that poll woke a task (input that came
+/// in woke its connection's reading task: the vendored client counts those wakes,
+/// `zookeeper_client::input_wakes`, patch 17; a task woken from another thread sits in the
+/// runtime's queue), and whether input came after the poll and waits in the runtime's epoll set.
+/// If either, the call goes on: the woken tasks run, its thread's next poll of the driver takes
+/// the input, and the tasks that wakes run before the next look. Only if neither happened does
+/// the call end (in Node's LeaderLatch failover, about 1 round in 200 found its reply taken by
+/// that last poll and waited 5 ms for the background driver, 2026-12-05). The runtime polls the
+/// call's future only once no task is left to run ([`EVENT_INTERVAL`]), so the tasks queued
+/// after the look have run too. While another thread holds the runtime, the look is a task
+/// queued behind every runnable one, which reads the epoll set before the driver's poll (the
+/// task cost the blocking face 2,100 instructions per lock cycle, 2026-12-06). After
+/// [`SETTLE_LOOKS`] looks that did not end the call, it says what it left: input
 /// still waiting (the bell, or the caller's event loop, sees it), or queued tasks only (the
 /// background driver is kicked to run them). A timer that fires in that last poll is left to the
 /// background driver's timer. `None` (no watch: not Linux): nothing to look at; the timer covers
@@ -370,13 +372,24 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     let mut left = Left::Input;
     for look in 0..SETTLE_LOOKS {
         let (waiting, wakes) = match caller {
+            // Where this thread holds the runtime, the look is a deferred wake-up too
+            // ([`DeferredLook`]): it is ready after every queued task has run and tokio has
+            // polled its driver once, and looks at the epoll set then. Input the driver's poll
+            // took moved the count (its tasks are queued, see below); input that came after that
+            // poll waits in the set. Either way the call goes on, as when a task looked before
+            // the poll. While another thread holds the runtime, a task looks, before the poll.
             // An error would mean the task was dropped unrun: assume the worst.
             Caller::Blocking => {
-                tokio::spawn(
-                    async move { (point.input_waiting(), zookeeper_client::input_wakes()) },
-                )
-                .await
-                .unwrap_or((true, 0))
+                let wakes = zookeeper_client::input_wakes();
+                if DeferredLook::default().await {
+                    (point.input_waiting(), wakes)
+                } else {
+                    tokio::spawn(
+                        async move { (point.input_waiting(), zookeeper_client::input_wakes()) },
+                    )
+                    .await
+                    .unwrap_or((true, 0))
+                }
             }
             // A loop's turn looks at nothing before the driver's poll, so it needs no task of
             // its own when this thread holds the runtime: a deferred wake-up is polled when the
