@@ -46,16 +46,20 @@ struct Hold {
     node: Node,
     count: u32,
     valid: bool,
-    state: watch::Sender<HoldState>,
+    /// Tells [`Plain::lost_signal`]'s futures of this hold's end: made by the first of them
+    /// (most holds have none, and a channel costs an allocation and a wake-up of nobody on
+    /// each change and on its drop). Its `lost` is `!valid`; `ended` is set by the release.
+    signal: Option<watch::Sender<HoldState>>,
     _node_watch: Option<watch::Sender<()>>,
 }
 
 enum Slot {
     /// An acquire of this owner is in flight; a second one of the same owner waits for it
-    /// (dropping the sender ends the wait) rather than creating a second node.
+    /// rather than creating a second node. `done` is made by the first such waiter; the slot's
+    /// end (replaced by the hold, or removed) drops it, which ends the waits.
     Acquiring {
         id: u64,
-        done: watch::Receiver<()>,
+        done: Option<watch::Sender<()>>,
     },
     Held(Hold),
 }
@@ -214,7 +218,7 @@ impl Plain {
     pub(crate) async fn acquire(&self, owner: Owner, deadline: Deadline) -> Result<bool> {
         let s = &self.shared;
         let client = &s.internals.client;
-        let (id, done) = loop {
+        let id = loop {
             let mut wait = {
                 let mut slots = s.lock_slots();
                 match slots.get_mut(&owner) {
@@ -233,12 +237,13 @@ impl Plain {
                         })?;
                         return Ok(true);
                     }
-                    Some(Slot::Acquiring { done, .. }) => done.clone(),
+                    Some(Slot::Acquiring { done, .. }) => {
+                        done.get_or_insert_with(|| watch::channel(()).0).subscribe()
+                    }
                     None => {
                         let id = s.next_attempt.fetch_add(1, Ordering::Relaxed);
-                        let (tx, rx) = watch::channel(());
-                        slots.insert(owner, Slot::Acquiring { id, done: rx });
-                        break (id, tx);
+                        slots.insert(owner, Slot::Acquiring { id, done: None });
+                        break id;
                     }
                 }
             };
@@ -253,7 +258,6 @@ impl Plain {
             owner,
             id,
             armed: true,
-            _done: done,
         };
         let write = s.write_lock.as_ref().and_then(Weak::upgrade);
         let write_held = move || write.as_ref().is_some_and(|w| w.owns(owner));
@@ -320,7 +324,9 @@ impl Plain {
                 }
             }
         };
-        hold.state.send_modify(|st| st.ended = true);
+        if let Some(signal) = &hold.signal {
+            signal.send_modify(|st| st.ended = true);
+        }
         let client = &s.internals.client;
         if client.is_closed() {
             return Err(Error::Closed(
@@ -380,8 +386,18 @@ impl Plain {
 
     /// Resolves when `owner`'s current hold ends: `true` if lost, `false` if released first.
     pub(crate) fn lost_signal(&self, owner: Owner) -> impl Future<Output = bool> + Send + 'static {
-        let rx = match self.shared.lock_slots().get(&owner) {
-            Some(Slot::Held(h)) => Some(h.state.subscribe()),
+        let rx = match self.shared.lock_slots().get_mut(&owner) {
+            Some(Slot::Held(h)) => Some(
+                h.signal
+                    .get_or_insert_with(|| {
+                        watch::channel(HoldState {
+                            lost: !h.valid,
+                            ended: false,
+                        })
+                        .0
+                    })
+                    .subscribe(),
+            ),
             _ => None,
         };
         async move {
@@ -481,8 +497,6 @@ struct SlotGuard {
     owner: Owner,
     id: u64,
     armed: bool,
-    // Dropped after `drop` runs: wakes same-owner waiters once the slot is settled.
-    _done: watch::Sender<()>,
 }
 
 impl Drop for SlotGuard {
@@ -491,7 +505,11 @@ impl Drop for SlotGuard {
             let mut slots = self.shared.lock_slots();
             if matches!(slots.get(&self.owner), Some(Slot::Acquiring { id, .. }) if *id == self.id)
             {
-                slots.remove(&self.owner);
+                // Same-owner waiters wake (the slot's `done` drops) once it is gone, after
+                // the table's lock is let go.
+                let settled = slots.remove(&self.owner);
+                drop(slots);
+                drop(settled);
             }
         }
     }
@@ -542,20 +560,18 @@ impl Shared {
             node: acquired.node,
             count: 1,
             valid,
-            state: watch::channel(HoldState {
-                lost: !valid,
-                ended: false,
-            })
-            .0,
+            signal: None,
             _node_watch: acquired.node_watch,
         };
-        {
+        // Same-owner waiters wake (the in-flight slot's `done` drops) once the hold is in,
+        // after the table's lock is let go.
+        let _settled = {
             let mut slots = self.lock_slots();
             debug_assert!(
                 matches!(slots.get(&owner), Some(Slot::Acquiring { id: i, .. }) if *i == id)
             );
-            slots.insert(owner, Slot::Held(hold));
-        }
+            slots.insert(owner, Slot::Held(hold))
+        };
         if !valid {
             self.fire_lost(vec![owner]);
         }
@@ -570,7 +586,9 @@ impl Shared {
                 if let Slot::Held(h) = slot {
                     if h.valid && pred(h) {
                         h.valid = false;
-                        h.state.send_modify(|s| s.lost = true);
+                        if let Some(signal) = &h.signal {
+                            signal.send_modify(|s| s.lost = true);
+                        }
                         owners.push(*owner);
                     }
                 }
@@ -587,11 +605,14 @@ impl Shared {
         let weak = Arc::downgrade(self);
         Arc::new(move |node: &str| {
             if let Some(s) = weak.upgrade() {
-                let before = s.lock_slots().values().any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node && !h.state.borrow().ended));
+                let before = s
+                    .lock_slots()
+                    .values()
+                    .any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node));
                 if before {
                     tracing::warn!(lock = %s.internals.base, %node, "our lock node was deleted by someone else while held");
                 }
-                s.mark_lost(|h| h.node.path == node && !h.state.borrow().ended);
+                s.mark_lost(|h| h.node.path == node);
             }
         })
     }
