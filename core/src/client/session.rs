@@ -147,16 +147,17 @@ impl Session {
             }
             Err(e) => Err(e),
         };
-        let user = path.to_string();
+        // Room for the sequence a sequential node's name gets: one allocation for its path.
+        let mut user =
+            String::with_capacity(path.len() + if mode.is_sequential() { 10 } else { 0 });
+        user.push_str(path);
         async move {
             let (stat, seq) = sent?.await.map_err(|e| wire::error(e, "create", &user))?;
-            let actual = if mode.is_sequential() {
-                format!("{user}{seq}")
-            } else {
-                user
-            };
+            if mode.is_sequential() {
+                push_sequence(&mut user, seq.into_i64());
+            }
             Ok(Created {
-                path: actual,
+                path: user,
                 stat: wire::stat(stat),
             })
         }
@@ -852,5 +853,62 @@ impl Session {
                 Err(e) => Err(wire::error(e, "get children", &user)),
             }
         }
+    }
+}
+
+/// Appends a sequential node's sequence as the server wrote it into the name, and as the wire
+/// client prints it: ten digits with leading zeros (`%010d`; 19 digits for a 64-bit sequence
+/// above 2^31 - 1). The usual case (0 to 2^31 - 1) in one pass: `format!` took 1,350
+/// instructions per lock cycle for this (2026-12-06).
+fn push_sequence(out: &mut String, seq: i64) {
+    match u32::try_from(seq) {
+        Ok(mut v) if v <= i32::MAX as u32 => {
+            let mut digits = [b'0'; 10];
+            for d in digits.iter_mut().rev() {
+                *d = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+            out.extend(digits.iter().map(|&d| char::from(d)));
+        }
+        _ => {
+            use std::fmt::Write;
+            let _ = if seq <= i64::from(i32::MAX) {
+                write!(out, "{seq:010}")
+            } else {
+                write!(out, "{seq:019}")
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_sequence;
+
+    #[test]
+    fn a_sequence_is_written_as_the_wire_client_prints_it() {
+        for seq in [
+            0,
+            7,
+            42,
+            1_000_000_000,
+            i64::from(i32::MAX),
+            i64::from(i32::MAX) + 1,
+            i64::MAX,
+            -1,
+            i64::from(i32::MIN),
+        ] {
+            let want = if seq <= i64::from(i32::MAX) {
+                format!("/a/lock-{seq:010}")
+            } else {
+                format!("/a/lock-{seq:019}")
+            };
+            let mut got = String::from("/a/lock-");
+            push_sequence(&mut got, seq);
+            assert_eq!(got, want, "sequence {seq}");
+        }
+        let mut got = String::new();
+        push_sequence(&mut got, 123);
+        assert_eq!(got, "0000000123");
     }
 }

@@ -405,7 +405,7 @@ impl Internals {
         data: &[u8],
         sequence: Option<&str>,
     ) -> Result<(Node, Option<Vec<String>>)> {
-        let name = format!("{}{}", self.lock_name, sequence.unwrap_or(""));
+        let name = [self.lock_name, sequence.unwrap_or("")].concat();
         let mode = if sequence.is_none() {
             CreateMode::EphemeralSequential
         } else {
