@@ -477,6 +477,21 @@ impl Client {
     pub(crate) fn downgrade(&self) -> WeakClient {
         WeakClient(Arc::downgrade(&self.inner))
     }
+    /// Returns once session `ended` is no longer the client's: it is gone (a new one may be
+    /// opening, see [`session`](Self::session)), or the client closed or failed. A persistent
+    /// watch whose session ended waits here before it is set again: its terminal event can be
+    /// read before the client has seen the expiry, and a set on that session fails
+    /// (`SessionExpired`) and waits out a pause before its next try.
+    pub(crate) async fn session_after(&self, ended: i64) {
+        let mut rx = self.inner.state.subscribe();
+        // The id changes before the state is published (`replace_session`), so a change after
+        // the subscription is seen by `changed`.
+        while !self.is_closed() && self.failure().is_none() && self.session_id() == ended {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
 
     /// The current session, waiting up to the connection timeout for a connection.
     pub(crate) async fn session(&self) -> Result<Session> {

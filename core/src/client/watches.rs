@@ -389,10 +389,11 @@ struct Pump {
     cmds: mpsc::UnboundedReceiver<Cmd>,
 }
 
-/// The wire watch a pump reads, and its mode.
+/// The wire watch a pump reads, its mode, and the session it was set on.
 struct Wire {
     mode: AddWatchMode,
     watcher: zk::PersistentWatcher,
+    session: i64,
 }
 
 enum Got {
@@ -409,6 +410,8 @@ async fn pump(mut p: Pump) {
     let mut waiting: Vec<(AddWatchMode, oneshot::Sender<Result<()>>)> = Vec::new();
     // The session ended: set the watch again, then tell the consumers.
     let mut lost = false;
+    // The session whose end made `lost`: the watch is set again on another one.
+    let mut ended: Option<i64> = None;
     let mut reset = false;
     'pump: loop {
         let needs_set = match (want, wire.as_ref()) {
@@ -425,7 +428,19 @@ async fn pump(mut p: Pump) {
             // A reset asked for while this set runs needs a set after it.
             let mut reset_after = false;
             let r = {
-                let set = client.retry(|s| async move { s.add_watch(path, mode).await });
+                let after = if lost { ended } else { None };
+                let client = &client;
+                let set = async move {
+                    if let Some(id) = after {
+                        client.session_after(id).await;
+                    }
+                    client
+                        .retry(|s| async move {
+                            let id = s.id();
+                            s.add_watch(path, mode).await.map(|w| (w, id))
+                        })
+                        .await
+                };
                 tokio::pin!(set);
                 loop {
                     tokio::select! {
@@ -445,12 +460,16 @@ async fn pump(mut p: Pump) {
             let closed = client.is_closed();
             drop(client);
             match r {
-                Ok(w) => {
+                Ok((w, session)) => {
                     if let Some(old) = wire.take() {
                         // Events the old watch got before the new one was set.
                         drain(&p, old);
                     }
-                    wire = Some(Wire { mode, watcher: w });
+                    wire = Some(Wire {
+                        mode,
+                        watcher: w,
+                        session,
+                    });
                     let renewed = lost || reset;
                     lost = false;
                     reset = reset_after;
@@ -523,7 +542,7 @@ async fn pump(mut p: Pump) {
                     None => {
                         // Terminal: this watcher hears nothing more (and must not be polled
                         // again). Set it again on the client's next session.
-                        wire = None;
+                        ended = wire.take().map(|w| w.session);
                         let gone = p.client.upgrade().map_or(true, |c| c.is_closed());
                         if gone {
                             break;
