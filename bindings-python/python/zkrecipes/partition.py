@@ -101,7 +101,7 @@ class SetPartitioner:
     the party must be unchanged before dividing) and ``max_reaction_time`` (seconds one attempt
     at a partition's lock waits before checking the party) default to kazoo's 30 and 1.
     ``state_change_event`` (a :class:`threading.Event`) is set on every state change, as
-    kazoo's. kazoo's ``partition_func`` is not taken: every member must compute the same
+    kazoo's: at the latest when this object first reads the new state. kazoo's ``partition_func`` is not taken: every member must compute the same
     assignment, which is kazoo's default function (members and partitions sorted, member ``i``
     of ``n`` takes ``sorted(set)[i::n]``).
 
@@ -135,6 +135,10 @@ class SetPartitioner:
         self._listener_ids: Dict[int, int] = {}
         self._started = False
         self.state_change_event = state_change_event
+        # The state last read here: a reading that differs sets the event too, so a caller who
+        # sees the new state finds the event set, as kazoo's (which sets both in one step); the
+        # listener alone sets it a moment later, from the callback thread.
+        self._seen = self._p.state
         if state_change_event is not None:
             self._p.add_listener(lambda _state: state_change_event.set())
         if start:
@@ -163,10 +167,17 @@ class SetPartitioner:
         """This member's identifier in the party."""
         return self._p.identifier
 
+    def _observed(self, state: str) -> PartitionState:
+        if state != self._seen:
+            self._seen = state
+            if self.state_change_event is not None:
+                self.state_change_event.set()
+        return PartitionState(state)
+
     @property
     def state(self) -> PartitionState:
         """The state now."""
-        return PartitionState(self._p.state)
+        return self._observed(self._p.state)
 
     @property
     def failed(self) -> bool:
@@ -191,12 +202,12 @@ class SetPartitioner:
     @property
     def partitions(self) -> List[str]:
         """This member's partitions, sorted, while :attr:`~PartitionState.ACQUIRED`; else ``[]``."""
-        return self._p.snapshot()[1]
+        return self.snapshot()[1]
 
     def snapshot(self) -> Tuple[PartitionState, List[str]]:
         """``(state, partitions)`` in one reading."""
         state, parts = self._p.snapshot()
-        return PartitionState(state), parts
+        return self._observed(state), parts
 
     def __iter__(self) -> Iterator[str]:
         """The partitions of this member (see :attr:`partitions`)."""
@@ -218,14 +229,14 @@ class SetPartitioner:
         """Waits until the state is no longer ``seen`` (default: the state now), at most
         ``timeout`` seconds; the state then."""
         seen = self.state if seen is None else _state(seen)
-        return PartitionState(self._p.wait_for_change(seen.value, timeout).wait())
+        return self._observed(self._p.wait_for_change(seen.value, timeout).wait())
 
     async def wait_for_change_async(
         self, seen: Optional[PartitionState] = None, timeout: Optional[Seconds] = None
     ) -> PartitionState:
         """:meth:`wait_for_change` for asyncio."""
         seen = self.state if seen is None else _state(seen)
-        return PartitionState(await run(self._p.wait_for_change(seen.value, timeout)))
+        return self._observed(await run(self._p.wait_for_change(seen.value, timeout)))
 
     def release_set(self) -> None:
         """kazoo's ``release_set``: releases the partitions' locks and allocates again. Raises
