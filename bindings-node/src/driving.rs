@@ -3,7 +3,7 @@
 //! A Promise-returning method used to spawn its future as a task for the runtime's background
 //! thread, and the background thread settled the Promise through a threadsafe function: every
 //! call crossed from the JS thread to the background thread and back (about 30 µs of CPU per
-//! crossing on a 2-vCPU VM, docs/BENCHMARKS.md "The caller drives the runtime"). Now each JS
+//! crossing on a 2-vCPU VM, docs/PERFORMANCE-LOG.md "The caller drives the runtime"). Now each JS
 //! thread (the main one, each worker's) has a [`Port`]:
 //!
 //! - a method call runs one [`zkrecipes::runtime::loop_turn`] on the JS thread: its task is
@@ -655,7 +655,7 @@ pub(crate) enum Way {
     /// the port is pending, it is a task of the background driver: the chain then runs on that
     /// thread while the JS thread settles, and no reply waits for the JS thread to finish its
     /// callbacks. A lone add still takes a turn, also while other kinds of calls wait (a lock's
-    /// acquire, a latch's await). docs/BENCHMARKS.md, "A counter's adds in
+    /// acquire, a latch's await). docs/PERFORMANCE-LOG.md, "A counter's adds in
     /// Node: the chain off the JS thread".
     Queues,
 }
