@@ -12,7 +12,7 @@
 //! - **a thread in a blocking call** ([`block_on`]: the core's blocking face, and through it C
 //!   and `zkr`) drives the runtime itself for the length of its call. It writes its request and
 //!   reads the reply on its own thread, so a call costs no hand-off to another thread and back:
-//!   on a 2-vCPU VM such a crossing costs about 30 µs of CPU each way (docs/BENCHMARKS.md, "The
+//!   on a 2-vCPU VM such a crossing costs about 30 µs of CPU each way (docs/PERFORMANCE-LOG.md, "The
 //!   caller drives the runtime"). With several blocking callers at once, one drives and the
 //!   others wait for their results, as tokio's current-thread scheduler arranges.
 //! - **the background driver thread** (`zkrecipes-rt`) drives it whenever no blocking call is
@@ -347,7 +347,7 @@ impl Driven {
 ///
 /// On the bench VM this cost 2–5 µs of CPU per uncontended lock cycle (two calls), and took
 /// LeaderLatch failover from C from p50 0.46–0.50 / p99 6.4 ms to 0.28–0.37 / 2.2–2.5 ms
-/// (docs/BENCHMARKS.md, "Input right after a blocking call").
+/// (docs/PERFORMANCE-LOG.md, "Input right after a blocking call").
 ///
 /// A loop's turns never look for waiting input themselves: the loop watches the runtime's
 /// epoll set, level-triggered, and runs a turn for input that waits when this one ends. They
@@ -371,36 +371,30 @@ async fn settle(settled: Option<bell::SettlePoint>, caller: Caller) -> Left {
     // run before the next look. Only input that keeps coming is left to the background driver.
     let mut left = Left::Input;
     for look in 0..SETTLE_LOOKS {
+        // Where this thread holds the runtime, the look is a deferred wake-up
+        // ([`DeferredLook`]): it is ready after every queued task has run and tokio has polled its
+        // driver once, when a task's end would have been. The count is read before the queued
+        // tasks run: only the driver's poll moves it (a reader's wake from the I/O driver, patch
+        // 17), as with a task's read after them. While another thread holds the runtime (the
+        // background driver letting go, a blocking call), a task looks instead, before the poll.
+        let wakes = zookeeper_client::input_wakes();
+        let deferred = DeferredLook::default().await;
         let (waiting, wakes) = match caller {
-            // Where this thread holds the runtime, the look is a deferred wake-up too
-            // ([`DeferredLook`]): it is ready after every queued task has run and tokio has
-            // polled its driver once, and looks at the epoll set then. Input the driver's poll
-            // took moved the count (its tasks are queued, see below); input that came after that
-            // poll waits in the set. Either way the call goes on, as when a task looked before
-            // the poll. While another thread holds the runtime, a task looks, before the poll.
-            // An error would mean the task was dropped unrun: assume the worst.
+            // A blocking call looks at the epoll set: input that came after the driver's poll
+            // waits there (input the poll took moved the count, see below). Either way the call
+            // goes on. An error would mean the task was dropped unrun: assume the worst.
+            Caller::Blocking if deferred => (point.input_waiting(), wakes),
             Caller::Blocking => {
-                let wakes = zookeeper_client::input_wakes();
-                if DeferredLook::default().await {
-                    (point.input_waiting(), wakes)
-                } else {
-                    tokio::spawn(
-                        async move { (point.input_waiting(), zookeeper_client::input_wakes()) },
-                    )
-                    .await
-                    .unwrap_or((true, 0))
-                }
+                tokio::spawn(
+                    async move { (point.input_waiting(), zookeeper_client::input_wakes()) },
+                )
+                .await
+                .unwrap_or((true, 0))
             }
-            // A loop's turn looks at nothing before the driver's poll, so it needs no task of
-            // its own when this thread holds the runtime: a deferred wake-up is polled when the
-            // task's end would have been, after every queued task has run and tokio has polled
-            // its driver once ([`DeferredLook`]). The count is read before the queued tasks run:
-            // only the driver's poll moves it (a reader's wake from the I/O driver, patch 17), as
-            // with a task's read after them. While another thread holds the runtime (the
-            // background driver letting go, a blocking call), a task it runs, as before.
+            // A loop's turn looks at nothing itself: its loop watches the epoll set. A turn for
+            // input takes its first look's answer from the loop, which saw input waiting.
             Caller::LoopInput | Caller::LoopCall => {
-                let wakes = zookeeper_client::input_wakes();
-                if !DeferredLook::default().await {
+                if !deferred {
                     let _ = tokio::spawn(async {}).await;
                 }
                 (caller == Caller::LoopInput && look == 0, wakes)

@@ -101,9 +101,10 @@ class SetPartitioner:
     the party must be unchanged before dividing) and ``max_reaction_time`` (seconds one attempt
     at a partition's lock waits before checking the party) default to kazoo's 30 and 1.
     ``state_change_event`` (a :class:`threading.Event`) is set on every state change, as
-    kazoo's: at the latest when this object first reads the new state. kazoo's ``partition_func`` is not taken: every member must compute the same
-    assignment, which is kazoo's default function (members and partitions sorted, member ``i``
-    of ``n`` takes ``sorted(set)[i::n]``).
+    kazoo's: at the latest when this object first reads the new state. kazoo's
+    ``partition_func`` is not taken: every member must compute the same assignment, which is
+    kazoo's default function (members and partitions sorted, member ``i`` of ``n`` takes
+    ``sorted(set)[i::n]``).
 
     Beyond kazoo: a held lock deleted by someone else makes it :attr:`~PartitionState.RELEASE`;
     a member whose party node was deleted joins again; a closed client is
