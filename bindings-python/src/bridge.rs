@@ -89,7 +89,10 @@ struct Ready {
     undo: Option<UndoNow>,
 }
 
-type Work = Pin<Box<dyn Future<Output = zkrecipes::Result<Ready>> + Send>>;
+/// A core future waited for here ([`wait_for`], [`Call::wait`]).
+pub type Blocking<T> = Pin<Box<dyn Future<Output = zkrecipes::Result<T>> + Send>>;
+
+type Work = Blocking<Ready>;
 
 /// Converts a result that PyO3 knows how to convert.
 pub fn obj<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<Py<PyAny>> {
@@ -198,6 +201,13 @@ impl Call {
     }
 }
 
+/// Runs `work` to the end here, blocking, as `call.wait()` does ([`wait`]), for a native method
+/// that only ever waits (the Python classes' blocking `acquire` and `release`): no [`Call`], no
+/// converter and no undo to make (a blocking wait never delivers a result it then drops).
+pub fn wait_for<T: Send + 'static>(py: Python<'_>, work: Blocking<T>) -> PyResult<T> {
+    waited(py, work)?.map_err(|e| errors::to_py(py, e))
+}
+
 #[pymethods]
 impl Call {
     /// Runs the operation and waits for it with the GIL released. On the main thread, Ctrl-C
@@ -240,14 +250,16 @@ impl Call {
 /// propagates. Between two slices the future is not polled, so no result can land after it.
 /// Other threads wait in one piece, with no timer.
 fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
+    finish(py, waited(py, work)?)
+}
+
+/// [`wait`] up to the core's result: `Err` for a panic or an interruption (Ctrl-C).
+fn waited<T: Send + 'static>(py: Python<'_>, work: Blocking<T>) -> PyResult<zkrecipes::Result<T>> {
     if !on_main_thread(py) {
         let outcome = py.detach(move || {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime::block_on(work)))
         });
-        return match outcome {
-            Ok(result) => finish(py, result),
-            Err(_) => Err(panicked(py)),
-        };
+        return outcome.map_err(|_| panicked(py));
     }
     let mut work = work;
     loop {
@@ -261,7 +273,7 @@ fn wait(py: Python<'_>, work: Work) -> PyResult<Py<PyAny>> {
         work = back;
         match outcome {
             Err(_) => return Err(panicked(py)),
-            Ok(Some(result)) => return finish(py, result),
+            Ok(Some(result)) => return Ok(result),
             Ok(None) => {
                 if let Err(interrupted) = py.check_signals() {
                     // Dropped inside the runtime, as an aborted task's future would be.
@@ -303,23 +315,28 @@ thread_local! {
 
 /// Polls `work` for at most [`SLICE`]: `None` when the slice ran out first.
 ///
-/// The timer is kept between waits and pushed back [`SLICE`] each time, which costs no system
-/// call: a timer newly registered ahead of the runtime's next wake-up makes tokio wake its
-/// driver (an eventfd write and an extra `epoll_wait`, about 5–10 µs per call on the bench VM),
-/// while moving a registered one later only updates its deadline.
-async fn slice_of(work: &mut Work) -> Option<zkrecipes::Result<Ready>> {
+/// The slices are a period of the thread's, not of each wait: the timer is kept between waits
+/// and set again, [`SLICE`] ahead, only once its deadline has passed. A wait that starts while
+/// it runs ends its first slice at that deadline (sooner than [`SLICE`], never later), so
+/// Ctrl-C is still seen within [`SLICE`]. Setting it again on every call cost about 800
+/// instructions per lock cycle (two calls: a new deadline re-registers the entry in tokio's
+/// timer wheel, under the driver's lock, 2026-12-06). A timer that fired is set again ahead of
+/// the runtime's next wake-up, which makes tokio wake its driver (an eventfd write and an extra
+/// `epoll_wait`): once per [`SLICE`] at most.
+async fn slice_of<T>(work: &mut Blocking<T>) -> Option<zkrecipes::Result<T>> {
     let pid = runtime::process_id();
-    let deadline = tokio::time::Instant::now() + SLICE;
+    let now = tokio::time::Instant::now();
     let kept = SLICE_TIMER
         .with(|t| t.borrow_mut().take())
         .filter(|kept| kept.pid == pid)
         .and_then(|mut kept| kept.timer.take());
     let mut timer = match kept {
+        Some(timer) if timer.deadline() > now => timer,
         Some(mut timer) => {
-            timer.as_mut().reset(deadline);
+            timer.as_mut().reset(now + SLICE);
             timer
         }
-        None => Box::pin(tokio::time::sleep_until(deadline)),
+        None => Box::pin(tokio::time::sleep_until(now + SLICE)),
     };
     let out = std::future::poll_fn(|cx| {
         if let Poll::Ready(out) = work.as_mut().poll(cx) {

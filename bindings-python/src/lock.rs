@@ -92,27 +92,30 @@ impl PyLock {
     }
 
     /// `acquire(owner, timeout).wait()` for an `owner=` argument (an `Owner`, or None: the
-    /// caller), in one call: the blocking `acquire` of the Python classes.
+    /// caller), in one call: the blocking `acquire` of the Python classes. It waits here
+    /// ([`bridge::wait_for`]): a blocking wait never drops a result it got, so there is no undo
+    /// to make, and no [`Call`].
     #[pyo3(signature = (owner, timeout))]
     fn acquire_wait(
         &self,
         py: Python<'_>,
         owner: Option<&Bound<'_, PyAny>>,
         timeout: Timeout,
-    ) -> PyResult<Py<PyAny>> {
-        let owner = resolve(py, owner)?;
-        self.acquire(py, owner, timeout)?.run(py)
+    ) -> PyResult<bool> {
+        let owner = Owner::from_raw(resolve(py, owner)?);
+        let lock = self.get(py)?;
+        bridge::wait_for(
+            py,
+            Box::pin(async move { lock.acquire(owner, timeout.0).await }),
+        )
     }
 
     /// `release(owner).wait()` for an `owner=` argument, in one call.
     #[pyo3(signature = (owner))]
-    fn release_wait(
-        &self,
-        py: Python<'_>,
-        owner: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let owner = resolve(py, owner)?;
-        self.release(py, owner)?.run(py)
+    fn release_wait(&self, py: Python<'_>, owner: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let owner = Owner::from_raw(resolve(py, owner)?);
+        let lock = self.get(py)?;
+        bridge::wait_for(py, Box::pin(async move { lock.release(owner).await }))
     }
 
     /// Starts a release in the background (for an abandoned acquire); errors are dropped.
