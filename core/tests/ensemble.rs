@@ -339,6 +339,66 @@ async fn reconfig_is_checked_authorized_and_versioned() {
     admin.close().await;
 }
 
+/// A reconfig whose reply is lost and whose session then expires is read back on the next
+/// session: the change is in effect, so it returns the configuration and is not sent again
+/// (leaving a member that is gone would be refused). It had returned `SessionExpired`, though
+/// the change it had sent was in effect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconfig_whose_session_expires_after_it_was_sent_is_read_back_on_the_next_session() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start_reconfigurable(3, superuser());
+    let admin = admin(&cluster.connect_string()).await;
+    let config = admin.get_config().await.unwrap();
+    let leaving = config.members.iter().map(|m| m.id).max().unwrap();
+    let server = cluster.server(0).connect_string();
+    let proxy = FaultProxy::start(&server);
+    let behind = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .auth("digest", b"super:secret".to_vec())
+        .connect()
+        .await
+        .unwrap();
+    let (id, password) = behind.session_credentials().unwrap();
+    // The request arrives; its reply never comes back.
+    proxy.drop_replies();
+    let change = tokio::spawn({
+        let behind = behind.clone();
+        async move {
+            behind
+                .reconfig(Reconfig::incremental().leaving([leaving]))
+                .await
+        }
+    });
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let now = admin.get_config().await.unwrap();
+        if now.version != config.version {
+            assert!(now.members.iter().all(|m| m.id != leaving), "{now:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reconfig was not applied");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its session expires (closed on the server, past the proxy) before any reply reaches it.
+    tokio::task::spawn_blocking(move || {
+        zkrecipes_testing::expire_session_id(&server, id, &password)
+    })
+    .await
+    .unwrap();
+    proxy.restore();
+    let after = tokio::time::timeout(WAIT, change)
+        .await
+        .expect("the reconfig returns")
+        .unwrap()
+        .expect("read back on the next session");
+    assert!(after.members.iter().all(|m| m.id != leaving), "{after:?}");
+    assert_eq!(after, admin.get_config().await.unwrap());
+    assert_eq!(behind.request_counts().reconfig, 1, "sent once");
+    assert_ne!(behind.session_credentials().unwrap().0, id, "a new session");
+    behind.close().await;
+    admin.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_ensemble_lists_its_members_and_refuses_reconfig() {
     let _one = ONE_ENSEMBLE.lock().await;
