@@ -4,7 +4,9 @@
 //!
 //! Every operation with a sync and an asyncio form is written once: its native method checks
 //! and copies the arguments into a core future and returns a `Call`; `zkrecipes` calls
-//! `call.wait()` in the sync method and `await call` in its `*_async` twin. Both run the future
+//! `call.wait()` in the sync method and `await call` in its `*_async` twin. (The locks' blocking
+//! acquire and release, the hottest calls, wait on their future directly: [`wait_for`], the same
+//! wait without the `Call`.) Both run the future
 //! on the core's one shared runtime (`zkrecipes::runtime`, rebuilt by the core after `fork()`);
 //! this face keeps no runtime, thread or handle of its own, so a forked child starts clean.
 //!
