@@ -3,9 +3,9 @@
 //! An awaited call used to be spawned as a task for the runtime's background thread, whose end
 //! resolved the asyncio future through `loop.call_soon_threadsafe`: every call crossed from the
 //! loop's thread to the background thread and back (about 30 µs of CPU per crossing on a 2-vCPU
-//! VM, docs/PERFORMANCE-LOG.md "The caller drives the runtime"). Now each thread that runs an asyncio
-//! loop keeps a [`Port`] for it, as the Node face does for its JS thread (`bindings-node`,
-//! `driving.rs`):
+//! VM, docs/PERFORMANCE-LOG.md "The caller drives the runtime"). Now each thread that runs an
+//! asyncio loop keeps a [`Port`] for it, as the Node face does for its JS thread
+//! (`bindings-node`, `driving.rs`):
 //!
 //! - an awaited call runs one [`zkrecipes::runtime::loop_turn`] on the loop's thread, with the
 //!   GIL released: its task is spawned there and runs until it waits (the request is written

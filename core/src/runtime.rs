@@ -12,9 +12,9 @@
 //! - **a thread in a blocking call** ([`block_on`]: the core's blocking face, and through it C
 //!   and `zkr`) drives the runtime itself for the length of its call. It writes its request and
 //!   reads the reply on its own thread, so a call costs no hand-off to another thread and back:
-//!   on a 2-vCPU VM such a crossing costs about 30 µs of CPU each way (docs/PERFORMANCE-LOG.md, "The
-//!   caller drives the runtime"). With several blocking callers at once, one drives and the
-//!   others wait for their results, as tokio's current-thread scheduler arranges.
+//!   on a 2-vCPU VM such a crossing costs about 30 µs of CPU each way (docs/PERFORMANCE-LOG.md,
+//!   "The caller drives the runtime"). With several blocking callers at once, one drives and
+//!   the others wait for their results, as tokio's current-thread scheduler arranges.
 //! - **the background driver thread** (`zkrecipes-rt`) drives it whenever no blocking call is
 //!   in flight: the async faces (Rust async, Python, Node) spawn their calls as tasks that it
 //!   runs, and it keeps every session's pings, watches and state changes moving. When a blocking
