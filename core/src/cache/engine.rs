@@ -249,10 +249,17 @@ impl Engine {
                 }
             };
             if self.removed {
+                // A drain took WATCH_REMOVED (while a reply was handled): the old watch ends
+                // after it, and this step may be that end, read from the old watch. It is not
+                // the new watch's end: only the other steps are handled (the end had stopped
+                // the cache, which then never resynced).
                 self.removed = false;
                 match self.watch_again().await {
                     Some(w) => watch = w,
                     None => break,
+                }
+                if matches!(step, Step::Watch(_)) {
+                    continue;
                 }
             }
             match step {
