@@ -408,10 +408,9 @@ async fn pump(mut p: Pump) {
     // The widest mode asked for, and who waits for it to be set.
     let mut want: Option<AddWatchMode> = None;
     let mut waiting: Vec<(AddWatchMode, oneshot::Sender<Result<()>>)> = Vec::new();
-    // The session ended: set the watch again, then tell the consumers.
-    let mut lost = false;
-    // The session whose end made `lost`: the watch is set again on another one.
-    let mut ended: Option<i64> = None;
+    // The session that ended with the watch on it: set the watch again on another one, then
+    // tell the consumers.
+    let mut lost: Option<i64> = None;
     let mut reset = false;
     'pump: loop {
         let needs_set = match (want, wire.as_ref()) {
@@ -428,10 +427,9 @@ async fn pump(mut p: Pump) {
             // A reset asked for while this set runs needs a set after it.
             let mut reset_after = false;
             let r = {
-                let after = if lost { ended } else { None };
                 let client = &client;
                 let set = async move {
-                    if let Some(id) = after {
+                    if let Some(id) = lost {
                         client.session_after(id).await;
                     }
                     client
@@ -470,8 +468,8 @@ async fn pump(mut p: Pump) {
                         watcher: w,
                         session,
                     });
-                    let renewed = lost || reset;
-                    lost = false;
+                    let renewed = lost.is_some() || reset;
+                    lost = None;
                     reset = reset_after;
                     let (done, still): (Vec<_>, Vec<_>) =
                         waiting.drain(..).partition(|(m, _)| covers(mode, *m));
@@ -492,7 +490,7 @@ async fn pump(mut p: Pump) {
                         let _ = tx.send(Err(e.clone()));
                     }
                     reset = reset || reset_after;
-                    if lost || reset {
+                    if lost.is_some() || reset {
                         // Consumers rely on it: try again after a pause.
                         tracing::debug!(path = %p.path, error = %e, "could not set the persistent watch again; trying again");
                         tokio::select! {
@@ -542,12 +540,12 @@ async fn pump(mut p: Pump) {
                     None => {
                         // Terminal: this watcher hears nothing more (and must not be polled
                         // again). Set it again on the client's next session.
-                        ended = wire.take().map(|w| w.session);
+                        let ended = wire.take().expect("read from it").session;
                         let gone = p.client.upgrade().map_or(true, |c| c.is_closed());
                         if gone {
                             break;
                         }
-                        lost = true;
+                        lost = Some(ended);
                         emit(&p, mode, &WatchEvent::SessionLost);
                     }
                 }
