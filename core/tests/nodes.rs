@@ -282,6 +282,48 @@ async fn the_node_comes_back_after_a_delete_and_after_session_expiry() {
 }
 
 /// Acceptance 3: data set while the connection is blackholed is written after it comes back.
+/// Close while the node's create is applied on the server and its reply is still on its way:
+/// close waits for the answer and deletes the node the create made (Curator deletes a node
+/// whose create completes after close), for a fixed path, a sequential and an ephemeral
+/// sequential one; before, close dropped the create unanswered and left its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_during_a_create_deletes_the_node_that_create_made() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    for (i, mode) in [
+        CreateMode::Persistent,
+        CreateMode::PersistentSequential,
+        CreateMode::EphemeralSequential,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let parent = format!("/cut-create-{i}");
+        watcher
+            .create(&parent, b"", CreateOptions::default())
+            .await
+            .unwrap();
+        proxy.delay_replies(Duration::from_millis(1500));
+        let node = PersistentNode::new(&c, &format!("{parent}/n"), mode, b"x", false).unwrap();
+        node.start().unwrap();
+        eventually("the create applied on the server", WAIT, || async {
+            !watcher.get_children(&parent).await.unwrap().is_empty()
+        })
+        .await;
+        node.close().await.unwrap();
+        proxy.restore();
+        assert_eq!(
+            watcher.get_children(&parent).await.unwrap(),
+            Vec::<String>::new(),
+            "{mode:?}: close left the node its create made"
+        );
+    }
+    c.close().await;
+    watcher.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_data_while_disconnected_is_applied_after_reconnect() {
     let server = TestingServer::start();

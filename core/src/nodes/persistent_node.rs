@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{broadcast, watch, Notify};
+use tokio::task::JoinHandle;
 
 use crate::client::protected::{ProtectedCreate, ProtectedId};
 use crate::client::{
@@ -273,6 +274,8 @@ impl PersistentNode {
             ours: None,
             written: None,
             sessions: Vec::new(),
+            pending: None,
+            unsure: false,
         };
         let handle = runtime::spawn(keeper.run());
         *self.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
@@ -381,7 +384,8 @@ impl PersistentNode {
     }
 
     /// Stops keeping the node and deletes it (our own node only, at the version just read;
-    /// a PersistentTtlNode's container stays). Closing twice, or an unstarted node, is fine.
+    /// a PersistentTtlNode's container stays). A create still waiting for its reply is waited
+    /// for, and the node it made is deleted too. Closing twice, or an unstarted node, is fine.
     pub async fn close(&self) -> Result<()> {
         self.shared.life.close();
         self.shared.status.send_modify(|s| s.registered = false);
@@ -447,6 +451,13 @@ struct Keeper {
     written: Option<u64>,
     /// Sessions this node has seen: an ephemeral node of one of them is ours, stale.
     sessions: Vec<i64>,
+    /// A create sent and not answered yet, as its own task (see [`Keeper::send_create`]).
+    pending: Option<JoinHandle<Result<(String, i64)>>>,
+    /// A create at `ours.path` went out and no reply of it has been read back since (it was
+    /// cut off by close, failed without the server's answer, or found a node there): a
+    /// persistent node at that path may be the one it made, and the reconcile pass would
+    /// adopt it. Close deletes it then; cleared once the node is made or adopted.
+    unsure: bool,
 }
 
 impl Keeper {
@@ -528,8 +539,32 @@ impl Keeper {
             }
         }
         if self.delete_on_close {
+            // A create cut off by close may still be applied: wait for its answer, so that
+            // what it made is known and deleted (Curator deletes a node whose create completes
+            // after close), not left behind.
+            if let Some(task) = self.pending.take() {
+                if let Ok(Ok((path, czxid))) = task.await {
+                    self.ours = Some(Ours { path, czxid });
+                    self.unsure = false;
+                }
+            }
             self.delete_ours().await;
         }
+    }
+
+    /// Sends a create as its own task and waits for it. The pass that waits may be dropped
+    /// (close), the create is not: [`run`](Self::run) then waits for its answer before it
+    /// deletes what the node made, so a node created just as close came is not left behind.
+    async fn send_create<F>(&mut self, create: F) -> Result<(String, i64)>
+    where
+        F: std::future::Future<Output = Result<(String, i64)>> + Send + 'static,
+    {
+        let task = self.pending.insert(runtime::spawn(create));
+        let result = task
+            .await
+            .unwrap_or_else(|e| Err(crate::client::join_error(e)));
+        self.pending = None;
+        result
     }
 
     /// One pass: make sure the node is there, ours, with our data, and watched.
@@ -603,6 +638,7 @@ impl Keeper {
                 path: ours.path.clone(),
                 czxid: stat.czxid,
             });
+            self.unsure = false;
             if self.written != Some(generation) && current != data {
                 match self.client.set_data(p, &data, Some(stat.version)).await {
                     Ok(_) => {
@@ -622,19 +658,32 @@ impl Keeper {
     async fn first_create(&mut self, data: &[u8], generation: u64) -> Result<()> {
         let path = self.shared.path.clone();
         if let Some(id) = &self.protected {
-            let req = ProtectedCreate {
-                parent: path::parent(&path),
-                name: path::node_name(&path),
-                data,
-                mode: self.mode,
-                parents: Parents::Containers,
-                list_parent: false,
-            };
-            let node = self.client.create_protected_ttl(id, req, self.ttl).await?;
-            self.made(node.path, node.stat.czxid, generation);
+            let (client, id, mode, ttl) = (self.client.clone(), id.clone(), self.mode, self.ttl);
+            let data = data.to_vec();
+            let (made, czxid) = self
+                .send_create(async move {
+                    let req = ProtectedCreate {
+                        parent: path::parent(&path),
+                        name: path::node_name(&path),
+                        data: &data,
+                        mode,
+                        parents: Parents::Containers,
+                        list_parent: false,
+                    };
+                    let node = client.create_protected_ttl(&id, req, ttl).await?;
+                    Ok((node.path, node.stat.czxid))
+                })
+                .await?;
+            self.made(made, czxid, generation);
         } else if self.mode.is_sequential() {
-            let created = self.client.create(&path, data, self.options()).await?;
-            self.made(created.path, created.stat.czxid, generation);
+            let (client, options, data) = (self.client.clone(), self.options(), data.to_vec());
+            let (made, czxid) = self
+                .send_create(async move {
+                    let created = client.create(&path, &data, options).await?;
+                    Ok((created.path, created.stat.czxid))
+                })
+                .await?;
+            self.made(made, czxid, generation);
         } else {
             // A fixed path: the reconcile pass creates it, or finds what is there.
             self.ours = Some(Ours { path, czxid: 0 });
@@ -646,9 +695,17 @@ impl Keeper {
     async fn create_at(&mut self, path: &str, data: &[u8], generation: u64) -> Result<()> {
         let mut options = self.options();
         options.mode = self.mode.without_sequence();
-        match self.client.create(path, data, options).await {
-            Ok(created) => {
-                self.made(created.path, created.stat.czxid, generation);
+        let (client, at, data) = (self.client.clone(), path.to_owned(), data.to_vec());
+        self.unsure = true;
+        let created = self
+            .send_create(async move {
+                let created = client.create(&at, &data, options).await?;
+                Ok((created.path, created.stat.czxid))
+            })
+            .await;
+        match created {
+            Ok((made, czxid)) => {
+                self.made(made, czxid, generation);
                 Ok(())
             }
             // A lost reply, or someone else: the reconcile pass reads whose it is.
@@ -669,11 +726,14 @@ impl Keeper {
             .status
             .send_modify(|s| s.actual_path = Some(path.clone()));
         self.ours = Some(Ours { path, czxid });
+        self.unsure = false;
         self.written = Some(generation);
     }
 
     /// Deletes our node: only if it is still ours (ephemeral owner our session, or the czxid
-    /// we made or adopted), at the version just read.
+    /// we made or adopted, or, for a persistent mode after a create whose outcome was not read
+    /// back, a persistent node at our path: the reconcile pass adopts those), at the version
+    /// just read.
     async fn delete_ours(&mut self) {
         let Some(ours) = self.ours.clone() else {
             if let Some(id) = &self.protected {
@@ -682,6 +742,7 @@ impl Keeper {
             return;
         };
         let p = ours.path.as_str();
+        let adopt = self.unsure && !self.mode.is_ephemeral();
         let result = self
             .client
             .retry(|s: Session| async move {
@@ -692,7 +753,7 @@ impl Keeper {
                     let mine = if stat.ephemeral_owner != 0 {
                         s.owns(&stat)
                     } else {
-                        ours.czxid != 0 && stat.czxid == ours.czxid
+                        adopt || (ours.czxid != 0 && stat.czxid == ours.czxid)
                     };
                     if !mine {
                         if ours.czxid != 0 {
