@@ -166,6 +166,46 @@ async fn service_types_map_to_curators_modes_and_close_keeps_permanent_only() {
     raw.close().await;
 }
 
+/// Two registers of one instance at the same time make one registration: one node (a
+/// DYNAMIC_SEQUENTIAL keeper each would make a numbered node each), the same registration
+/// back from both. A register that close overtakes ends `Closed` and leaves no node behind
+/// (close had emptied its registrations before the register put its own in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registers_at_once_are_one_registration_and_a_register_overtaken_by_close_leaves_nothing() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/twice").unwrap();
+    let mut i = instance("s", "q", 1);
+    i.service_type = ServiceType::DynamicSequential;
+    let (r1, r2) = tokio::join!(d.register(i.clone()), d.register(i.clone()));
+    let (r1, r2) = (r1.unwrap(), r2.unwrap());
+    assert_eq!(r1.path(), r2.path(), "one registration, returned to both");
+    assert_eq!(
+        raw.get_children("/twice/s").await.unwrap(),
+        [r1.node_name()],
+        "one node for one instance"
+    );
+    assert_eq!(d.registrations().len(), 1);
+    r1.unregister().await.unwrap();
+    assert!(raw.get_children("/twice/s").await.unwrap().is_empty());
+
+    // The register starts (and waits for its node), then close runs to its end.
+    let late = ServiceDiscovery::new(&c, "/overtaken").unwrap();
+    let (registered, closed) = tokio::join!(late.register(instance("s", "x", 1)), late.close());
+    closed.unwrap();
+    assert!(
+        matches!(registered, Err(Error::Closed(_))),
+        "a register overtaken by close: {registered:?}"
+    );
+    assert!(
+        raw.exists("/overtaken/s/x").await.unwrap().is_none(),
+        "the overtaken register left its node"
+    );
+    c.close().await;
+    raw.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_sessions_instance_is_a_conflict_and_left_untouched() {
     let server = TestingServer::start();

@@ -30,8 +30,15 @@ struct Inner {
     write_enabled: AtomicBool,
     closed: AtomicBool,
     /// Live registrations by (name, id).
-    registrations: Mutex<HashMap<(String, String), Registration>>,
+    registrations: Mutex<HashMap<Key, Registration>>,
+    /// One register at a time per (name, id): two at once would each start a node keeper on
+    /// the same path, and the one left out of `registrations` would make the node again
+    /// after unregister or close. Entries go when their last register ends.
+    registering: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
 }
+
+/// A registration's (name, id).
+type Key = (String, String);
 
 impl std::fmt::Debug for ServiceDiscovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -56,6 +63,7 @@ impl ServiceDiscovery {
                 write_enabled: AtomicBool::new(false),
                 closed: AtomicBool::new(false),
                 registrations: Mutex::new(HashMap::new()),
+                registering: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -119,6 +127,37 @@ impl ServiceDiscovery {
         self.check_open()?;
         instance.validate()?;
         let key = (instance.name.clone(), instance.id.clone());
+        let turn = self
+            .inner
+            .registering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let result = {
+            let _turn = turn.lock().await;
+            self.register_in_turn(instance, key.clone()).await
+        };
+        let mut registering = self
+            .inner
+            .registering
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // The map's and ours: no other register of this key waits.
+        if Arc::strong_count(&turn) == 2 {
+            registering.remove(&key);
+        }
+        result
+    }
+
+    /// [`register`](Self::register), the only one of its (name, id) running.
+    async fn register_in_turn(
+        &self,
+        instance: ServiceInstance,
+        key: (String, String),
+    ) -> Result<Registration> {
+        self.check_open()?;
         let existing = self.registration(&key);
         if let Some(r) = existing {
             r.update(instance)?;
@@ -165,7 +204,32 @@ impl ServiceDiscovery {
                 unregistered: AtomicBool::new(false),
             }),
         };
-        self.lock().insert(key, registration.clone());
+        self.lock().insert(key.clone(), registration.clone());
+        if self.inner.closed.load(Ordering::SeqCst) {
+            // Closed while this register ran: close may have emptied the map before the insert
+            // above, and would never stop this node.
+            let mine = {
+                let mut map = self.lock();
+                let mine = map
+                    .get(&key)
+                    .is_some_and(|r| Arc::ptr_eq(&r.inner, &registration.inner));
+                if mine {
+                    map.remove(&key);
+                }
+                mine
+            };
+            if mine {
+                let _ = registration.stop().await;
+            }
+            return Err(Error::Closed(
+                format!(
+                    "register {}: service discovery {} was closed meanwhile",
+                    registration.path(),
+                    self.inner.base
+                )
+                .into(),
+            ));
+        }
         tracing::info!(path = %registration.path(), "service instance registered");
         Ok(registration)
     }
