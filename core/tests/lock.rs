@@ -1589,6 +1589,57 @@ async fn semaphore_multi_lease_timeout_returns_what_it_took() {
     assert!(matches!(sb.acquire(1, None).await, Err(Error::Closed(_))));
 }
 
+/// A multi-lease acquire whose session expires after it took its first lease, while it waits
+/// for the next: that first lease went with the session, so the acquire takes it again on the
+/// new session, and waits for room, instead of returning a lease whose node is gone (Curator
+/// keeps it: its caller then counts a lease it does not hold, and one holder too many gets in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lease_acquire_across_a_session_expiry_returns_only_live_leases() {
+    let a = connect().await;
+    let b = connect().await;
+    let sb = InterProcessSemaphoreV2::new(&b, "/sem/expired", 2).unwrap();
+    let held = sb.acquire(1, None).await.unwrap().unwrap();
+    let sa = InterProcessSemaphoreV2::new(&a, "/sem/expired", 2).unwrap();
+    let taking = {
+        let sa = sa.clone();
+        tokio::spawn(async move { sa.acquire(2, Some(WAIT)).await })
+    };
+    eventually(
+        "A took one lease and waits with its second",
+        WAIT,
+        || async { sb.participant_nodes().await.unwrap().len() == 3 },
+    )
+    .await;
+    let before = sb.participant_nodes().await.unwrap();
+    zkrecipes_testing::expire_client_session(&a).await.unwrap();
+    // On its new session A makes two nodes again and waits (B still holds its lease); an
+    // acquire that counted the dead lease returns instead.
+    eventually("A waits with two new nodes, or returned", WAIT, || async {
+        let now = sb.participant_nodes().await.unwrap();
+        taking.is_finished()
+            || (now.len() == 3 && now.iter().filter(|p| before.contains(p)).count() == 1)
+    })
+    .await;
+    sb.return_all(held).await.unwrap();
+    let leases = tokio::time::timeout(WAIT, taking)
+        .await
+        .expect("A's acquire ends once B returned its lease")
+        .unwrap()
+        .unwrap()
+        .expect("A gets both leases");
+    assert_eq!(leases.len(), 2);
+    for lease in &leases {
+        assert!(
+            b.exists(lease.path()).await.unwrap().is_some(),
+            "A was given a lease whose node is gone: {}",
+            lease.path()
+        );
+    }
+    sa.return_all(leases).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
 #[test]
 fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let (a, b) = zkrecipes::runtime::block_on(async { (connect().await, connect().await) });

@@ -22,6 +22,8 @@ pub struct Lease {
     client: Client,
     path: String,
     czxid: i64,
+    /// The session that made the node: the node goes when that session does.
+    session: i64,
     returned: bool,
 }
 
@@ -257,14 +259,26 @@ impl InterProcessSemaphoreV2 {
             ));
         }
         let deadline = Deadline::after(timeout);
-        let mut leases = Vec::with_capacity(qty);
-        for _ in 0..qty {
+        let mut leases: Vec<Lease> = Vec::with_capacity(qty);
+        while leases.len() < qty {
             let start = Instant::now();
             let mut retries = 0;
             loop {
                 match self.acquire_one(deadline).await {
                     Ok(One::Got(lease)) => {
+                        // A lease taken earlier in this acquire on a session given up since
+                        // went with that session (Curator keeps it, and its caller holds one
+                        // lease fewer than it counts, letting one holder too many in): it is
+                        // returned and taken again on this session.
+                        let session = lease.session;
                         leases.push(lease);
+                        if leases.iter().any(|l| l.session != session) {
+                            let (live, dead) =
+                                leases.into_iter().partition(|l| l.session == session);
+                            leases = live;
+                            tracing::debug!(semaphore = %s.path, "leases of an earlier session: taken again");
+                            return_all(dead).await;
+                        }
                         break;
                     }
                     Ok(One::TimedOut) => {
@@ -278,7 +292,8 @@ impl InterProcessSemaphoreV2 {
                             // Our lease node vanished (session loss): try again, as Curator does.
                             Some(sleep) => {
                                 retries += 1;
-                                wait::pause(&s.client, sleep, Deadline::NEVER).await?;
+                                // Cut short by the caller's deadline: the next try then times out.
+                                wait::pause(&s.client, sleep, deadline).await?;
                             }
                             None => {
                                 return_all(leases).await;
@@ -356,6 +371,7 @@ impl InterProcessSemaphoreV2 {
                     client: s.client.clone(),
                     path: created.path,
                     czxid: created.czxid,
+                    session: lease_session,
                     returned: false,
                 }));
             }
