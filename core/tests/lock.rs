@@ -1640,6 +1640,48 @@ async fn a_multi_lease_acquire_across_a_session_expiry_returns_only_live_leases(
     b.close().await;
 }
 
+/// A semaphore waiter whose lease node went with an expired session pauses (the retry
+/// policy's sleep) before it takes another, and that pause ends at the acquire's deadline: a
+/// 30 s policy sleep does not hold an 8 s acquire for 30 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_semaphore_waiters_retry_pause_ends_at_its_deadline() {
+    let holder = connect().await;
+    let c = ClientBuilder::new(server().connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 3,
+            sleep: Duration::from_secs(30),
+        })
+        .connect()
+        .await
+        .expect("connect");
+    let sh = InterProcessSemaphoreV2::new(&holder, "/sem/pause", 1).unwrap();
+    let held = sh.acquire(1, None).await.unwrap().unwrap();
+    let waiting = {
+        let sc = InterProcessSemaphoreV2::new(&c, "/sem/pause", 1).unwrap();
+        tokio::spawn(async move { sc.acquire(1, Some(Duration::from_secs(8))).await })
+    };
+    eventually("the waiter queued", WAIT, || async {
+        sh.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    zkrecipes_testing::expire_client_session(&c).await.unwrap();
+    let got = tokio::time::timeout(WAIT, waiting)
+        .await
+        .expect("the acquire ends at its deadline, not after the policy's 30 s sleep")
+        .unwrap()
+        .unwrap();
+    assert!(got.is_none(), "no room: the acquire times out");
+    assert_eq!(
+        sh.participant_nodes().await.unwrap().len(),
+        1,
+        "the holder's only"
+    );
+    sh.return_all(held).await.unwrap();
+    c.close().await;
+    holder.close().await;
+}
+
 #[test]
 fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let (a, b) = zkrecipes::runtime::block_on(async { (connect().await, connect().await) });
