@@ -314,6 +314,50 @@ async fn latch_node_has_curators_layout_and_the_id_as_data() {
     c.close().await;
 }
 
+/// Someone deletes the leading member's node (an operator, a tool): the next member leads,
+/// and the former leader lets go at once (it watches its own node) and joins again behind it.
+/// Curator's LeaderLatch goes on leading: two leaders until its next connection change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_leader_whose_node_is_deleted_lets_go_and_joins_again() {
+    let (ca, cb, admin) = (connect().await, connect().await, connect().await);
+    let path = group("deleted");
+    let a = LeaderLatch::new(&ca, &path, "a").unwrap();
+    a.start().await.unwrap();
+    assert!(a
+        .await_leadership(Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    let b = LeaderLatch::new(&cb, &path, "b").unwrap();
+    b.start().await.unwrap();
+    assert!(!b.has_leadership());
+    let a_node = a.our_path().unwrap();
+    admin.delete(&a_node, Default::default()).await.unwrap();
+    let mut both = false;
+    let settled = eventually(Duration::from_secs(10), || {
+        both |= a.has_leadership() && b.has_leadership();
+        b.has_leadership() && !a.has_leadership() && a.our_path().is_some_and(|p| p != a_node)
+    })
+    .await;
+    assert!(
+        settled,
+        "b leads, a let go and joined again (a leads: {}, b leads: {}, a's node: {:?})",
+        a.has_leadership(),
+        b.has_leadership(),
+        a.our_path()
+    );
+    assert!(!both, "two leaders at once");
+    // a is a follower now, and leads again once b leaves.
+    b.close().await.unwrap();
+    assert!(a
+        .await_leadership(Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    a.close().await.unwrap();
+    for c in [ca, cb, admin] {
+        c.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_close_modes_silent_and_notify_leader() {
     let c = connect().await;

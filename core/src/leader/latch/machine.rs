@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::{CloseMode, Command, Core, OurNode, LATCH_NAME};
 use crate::client::protected::{ProtectedCreate, ProtectedId};
-use crate::client::{sequence, NodeEvent, OrNone, Parents, Watch, WeakClient};
+use crate::client::{sequence, NodeEvent, NodeEventKind, OrNone, Parents, Watch, WeakClient};
 use crate::leader::common::LostPolicy;
 use crate::wait::Deadline;
 use crate::{path, Client, ConnectionState, CreateMode, Error, Result};
@@ -23,6 +23,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 enum Need {
     Create,
     Check,
+    /// Leading: watch our own node, so that its deletion ends the leadership at once.
+    WatchSelf,
     Idle,
 }
 
@@ -59,6 +61,8 @@ pub(super) struct Machine {
     /// is found, not duplicated).
     pending: Option<ProtectedId>,
     pred: Option<BoxFuture<NodeEvent>>,
+    /// `pred` watches our own node (we lead), not a predecessor.
+    watching_self: bool,
     need: Need,
     /// Bumped on every connection-state change: a server reply from before the change must
     /// not make us leader.
@@ -91,6 +95,7 @@ impl Machine {
             node: None,
             pending: None,
             pred: None,
+            watching_self: false,
             need: Need::Create,
             generation: 0,
             retry_at: Deadline::NEVER,
@@ -104,6 +109,7 @@ impl Machine {
             let step = match self.need {
                 Need::Create => self.create().await,
                 Need::Check => self.check(None).await,
+                Need::WatchSelf => self.watch_self().await,
                 Need::Idle => self.idle().await,
             };
             match step {
@@ -175,7 +181,9 @@ impl Machine {
                 return;
             }
         };
-        if self.policy.is_error_state(state) {
+        // A read-only server's view may be stale (the quorum, cut off from it, may have
+        // expired our session and elected another): never lead through one.
+        if self.policy.is_error_state(state) || state == ConnectionState::ReadOnly {
             self.core.set_leader(false, None, true);
         }
         match state {
@@ -286,10 +294,8 @@ impl Machine {
             self.need = self.recheck();
             return Step::Done(());
         }
-        let connected = self
-            .client
-            .upgrade()
-            .is_some_and(|c| c.state().is_connected());
+        let state = self.client.upgrade().map(|c| c.state());
+        let connected = state.is_some_and(|s| s.is_connected());
         match checked {
             Checked::Gone => {
                 self.core.set_leader(false, None, true);
@@ -311,7 +317,12 @@ impl Machine {
             }
             Checked::Leader => {
                 self.pred = None;
-                if connected {
+                if state == Some(ConnectionState::ReadOnly) {
+                    // First in a read-only server's listing says nothing about the quorum's:
+                    // wait for a read-write server (its connection event looks again).
+                    self.core.set_leader(false, None, true);
+                    self.need = Need::Idle;
+                } else if connected {
                     let epoch = self.node.as_ref().map(|n| n.czxid);
                     self.core.set_leader(true, epoch, true);
                     *self
@@ -319,7 +330,7 @@ impl Machine {
                         .last_error
                         .lock()
                         .unwrap_or_else(|e| e.into_inner()) = None;
-                    self.need = Need::Idle;
+                    self.need = Need::WatchSelf;
                 } else {
                     self.need = Need::Check;
                 }
@@ -332,7 +343,53 @@ impl Machine {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = None;
                 self.pred = Some(Box::pin(w.changed()));
+                self.watching_self = false;
                 self.need = Need::Idle;
+            }
+        }
+        Step::Done(())
+    }
+
+    /// Leading: sets a watch on our own node (after leadership was taken, so it costs the
+    /// failover no round trip). Someone deleting it (an operator, a tool) lets the next member
+    /// lead: the deletion ends our leadership at once ([`idle`](Self::idle)), and our node is
+    /// made again. Curator's LeaderLatch does not watch its own node, and goes on leading.
+    async fn watch_self(&mut self) -> Step<()> {
+        let Some(client) = self.client.upgrade() else {
+            return Step::Exit;
+        };
+        let Some(node) = self.node.clone() else {
+            self.need = Need::Create;
+            return Step::Done(());
+        };
+        let generation = self.generation;
+        let ours = path::join(&self.path, &node.name);
+        let op = async move {
+            let ours = ours.as_str();
+            client
+                .retry(|s| async move { s.get_data_watch(ours).await.or_none() })
+                .await
+        };
+        let found = match self.serve(op).await {
+            Step::Done(Ok(found)) => found,
+            Step::Done(Err(e)) => return self.failed(e),
+            Step::Close(m, d) => return Step::Close(m, d),
+            Step::Exit => return Step::Exit,
+        };
+        if generation != self.generation {
+            self.need = self.recheck();
+            return Step::Done(());
+        }
+        match found {
+            Some((_, stat, w)) if stat.czxid == node.czxid => {
+                self.pred = Some(Box::pin(w.changed()));
+                self.watching_self = true;
+                self.need = Need::Idle;
+            }
+            // Gone already (or replaced): the leadership went with it; look again.
+            _ => {
+                self.core.set_leader(false, None, true);
+                self.need = Need::Check;
             }
         }
         Step::Done(())
@@ -348,10 +405,14 @@ impl Machine {
                 self.on_connection(ev);
                 Step::Done(())
             },
-            _ = async { self.pred.as_mut().expect("guarded").await }, if self.pred.is_some() => {
+            event = async { self.pred.as_mut().expect("guarded").await }, if self.pred.is_some() => {
                 // Deleted: maybe our turn. Changed data or a session event: the one-shot watch
                 // is spent, so look again either way.
                 self.pred = None;
+                if std::mem::take(&mut self.watching_self) && event.kind == NodeEventKind::Deleted {
+                    // Our own node, deleted while we led: the next member may lead already.
+                    self.core.set_leader(false, None, true);
+                }
                 self.need = self.recheck();
                 Step::Done(())
             },

@@ -247,10 +247,16 @@ impl LeaderLatch {
     ///
     /// Errors: `InvalidArgument` when started twice, `Closed` after close or on a closed client.
     pub async fn start(&self) -> Result<()> {
-        self.core.life.start(&self.client)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (first_tx, first_rx) = oneshot::channel();
-        *self.cmds.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        {
+            // Started and the command channel in place in one step: a close() that sees the
+            // latch started finds the channel (before, one between the two found none, returned,
+            // and left the machine below running, its node in the election).
+            let mut cmds = self.cmds.lock().unwrap_or_else(|e| e.into_inner());
+            self.core.life.start(&self.client)?;
+            *cmds = Some(tx);
+        }
         let machine = Machine::new(
             self.core.clone(),
             &self.client,
