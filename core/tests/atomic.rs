@@ -226,6 +226,57 @@ fn curator_style_add_reports_succeeded_exactly_for_the_increments_that_count() {
     client.close_blocking();
 }
 
+/// An add whose caller gave up while its write was in flight (told `OutcomeUnknown`) is never
+/// sent again: here that write fails on a stale version, and before, the round read the node
+/// and wrote the delta anyway, seconds after its caller had left (a caller that then read the
+/// counter, saw no change and added again, counted twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_add_given_up_during_its_write_is_never_written_after() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = builder(&proxy.connect_string()).connect().await.unwrap();
+    let b = builder(&server.connect_string()).connect().await.unwrap();
+    let ca = DistributedAtomicLong::new(&a, "/abandoned", None, None).unwrap();
+    let cb = DistributedAtomicLong::new(&b, "/abandoned", None, None).unwrap();
+    assert_eq!(ca.add_and_get(1, None).await.unwrap(), 1);
+    // A's cached version is stale now: its next write fails on the version.
+    cb.force_set(100).await.unwrap();
+    proxy.delay_replies(2 * SECOND);
+    let gave_up = ca.add_and_get(1, Some(Duration::from_millis(300))).await;
+    assert_eq!(
+        gave_up.as_ref().map_err(Error::kind).unwrap_err(),
+        ErrorKind::OutcomeUnknown,
+        "{gave_up:?}"
+    );
+    proxy.restore();
+    // Queued behind the given-up add's round: it sees that delta only if it was written.
+    assert_eq!(
+        ca.add_and_get(1, Some(30 * SECOND)).await.unwrap(),
+        101,
+        "the given-up add was written after its caller left"
+    );
+    assert_eq!(cb.get().await.unwrap().post_value, 101);
+
+    // The same when its write is lost with the connection: the re-read after reconnecting
+    // finds the node unchanged, and before, the write was sent again for the caller gone.
+    proxy.blackhole();
+    let gave_up = ca.add_and_get(1, Some(Duration::from_millis(300))).await;
+    assert_eq!(
+        gave_up.as_ref().map_err(Error::kind).unwrap_err(),
+        ErrorKind::OutcomeUnknown,
+        "{gave_up:?}"
+    );
+    proxy.cut();
+    proxy.restore();
+    assert_eq!(
+        ca.add_and_get(1, Some(30 * SECOND)).await.unwrap(),
+        102,
+        "the given-up add was sent again after a lost connection"
+    );
+    a.close().await;
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_adds_are_combined_and_each_caller_gets_its_own_pre_and_post() {
     let server = TestingServer::start();

@@ -231,6 +231,9 @@ const PENDING: u8 = 0;
 const WRITING: u8 = 1;
 /// Its caller gave up first: the round must leave it out.
 const CANCELLED: u8 = 2;
+/// Its caller gave up while a write carrying it was in flight (and was told `OutcomeUnknown`):
+/// that write may land, but no later one may carry it.
+const ABANDONED: u8 = 3;
 
 struct Request {
     id: u64,
@@ -250,6 +253,11 @@ impl Request {
             .compare_exchange(PENDING, WRITING, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
             || self.claim.load(Ordering::SeqCst) == WRITING
+    }
+
+    /// Whether its caller gave up during a write carrying it.
+    fn abandoned(&self) -> bool {
+        self.claim.load(Ordering::SeqCst) == ABANDONED
     }
 
     /// Back to pending (the write did not happen, or a conflict sends it to the next round).
@@ -387,15 +395,31 @@ impl Combiner {
 
     /// Takes back a request whose caller gives up: true if it is certainly left out of every
     /// write (it was queued, or its round has not started writing); false if a write carrying
-    /// it is (or was) in flight.
+    /// it is (or was) in flight: then it is marked abandoned, and no later write carries it.
     fn withdraw(&self, id: u64, claim: &AtomicU8) -> bool {
         if self.dequeue(id) {
             return true;
         }
-        claim
-            .compare_exchange(PENDING, CANCELLED, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-            || claim.load(Ordering::SeqCst) == CANCELLED
+        loop {
+            match claim.load(Ordering::SeqCst) {
+                CANCELLED => return true,
+                ABANDONED => return false,
+                from => {
+                    let to = if from == PENDING {
+                        CANCELLED
+                    } else {
+                        ABANDONED
+                    };
+                    if claim
+                        .compare_exchange(from, to, Ordering::SeqCst, Ordering::SeqCst)
+                        .is_ok()
+                    {
+                        return to == CANCELLED;
+                    }
+                    // The round moved it between pending and writing meanwhile: look again.
+                }
+            }
+        }
     }
 
     fn dequeue(&self, id: u64) -> bool {
@@ -515,12 +539,25 @@ impl Combiner {
                 }
                 continue;
             }
-            match engine.write(&base, plan.total).await {
-                Ok(Written::Applied(_)) => {
+            // Sent only while none of its callers has given up (a caller that gives up during
+            // the write is told OutcomeUnknown: no send after that may carry its delta).
+            let written = engine
+                .write_while(&base, plan.total, &|| !batch.iter().any(Request::abandoned))
+                .await;
+            match written {
+                Ok(None) => {
+                    // Nothing of it applied, nothing more sent: on without the callers gone.
+                    batch.retain(|r| !r.abandoned());
+                    batch.iter().for_each(Request::unclaim);
+                    if batch.is_empty() {
+                        return batch;
+                    }
+                }
+                Ok(Some(Written::Applied(_))) => {
                     self.answer(batch, &plan);
                     return Vec::new();
                 }
-                Ok(Written::Conflict) if !fresh => {
+                Ok(Some(Written::Conflict)) if !fresh => {
                     // The cached version was stale: this try goes on with the node as read.
                     batch.iter().for_each(Request::unclaim);
                     match engine.read().await {
@@ -528,7 +565,7 @@ impl Combiner {
                         Err(e) => return fail_all(batch, e),
                     }
                 }
-                Ok(Written::Conflict) => break,
+                Ok(Some(Written::Conflict)) => break,
                 Err(e @ Error::OutcomeUnknown(_)) => {
                     // Deltas that overflowed were not part of the write: evaluate them again.
                     let mut again = Vec::new();

@@ -292,6 +292,21 @@ impl<C: Codec> Engine<C> {
         base: &Known<C::Value>,
         new_value: C::Value,
     ) -> Result<Written<C::Value>> {
+        self.write_while(base, new_value, &|| true)
+            .await?
+            .ok_or_else(|| Error::Internal("a write nobody withdrew was withdrawn".into()))
+    }
+
+    /// [`write`](Self::write) that sends (the first time, and again after a try certainly not
+    /// applied) only while `wanted()` says so; `None` once it does not: nothing of this write was
+    /// applied, and nothing more is sent. The combiner's callers that gave up (told
+    /// `OutcomeUnknown`) must not see their delta written by a send made after they left.
+    pub(crate) async fn write_while(
+        &self,
+        base: &Known<C::Value>,
+        new_value: C::Value,
+        wanted: &(dyn Fn() -> bool + Send + Sync),
+    ) -> Result<Option<Written<C::Value>>> {
         let data = self.codec.encode(&new_value);
         let start = Instant::now();
         let mut resends = 0u32;
@@ -307,6 +322,9 @@ impl<C: Codec> Engine<C> {
                 }
                 Err(e) => return Err(e),
             };
+            if !wanted() {
+                return Ok(None);
+            }
             let sent = match base {
                 Known::Present { version: -1, .. } => return Err(version_minus_one(&self.path)),
                 Known::Present { version, .. } => {
@@ -333,12 +351,12 @@ impl<C: Codec> Engine<C> {
                         value: new_value,
                     };
                     self.remember(known.clone());
-                    return Ok(Written::Applied(known));
+                    return Ok(Some(Written::Applied(known)));
                 }
                 (Err(Error::BadVersion(_) | Error::NoNode(_)), Known::Present { .. })
                 | (Err(Error::NodeExists(_)), Known::Missing) => {
                     self.forget();
-                    return Ok(Written::Conflict);
+                    return Ok(Some(Written::Conflict));
                 }
                 (Err(Error::NoNode(_)), Known::Missing) if !made_parents => {
                     // Curator creates the counter's parents as containers (EnsurePathContainers).
@@ -358,7 +376,7 @@ impl<C: Codec> Engine<C> {
                 (Err(e), _) => Error::ConnectionLoss(e.detail().clone()),
             };
             match self.resolve(base, &data, &err).await {
-                Resolution::Superseded => return Ok(Written::Conflict),
+                Resolution::Superseded => return Ok(Some(Written::Conflict)),
                 Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why.into())),
                 Resolution::Unchanged => {
                     // Certainly not applied: resend under the client's retry policy.
