@@ -856,6 +856,56 @@ async fn shared_count_listeners_hear_every_change_by_another_client() {
     b.close().await;
 }
 
+/// A count node deleted and made again while this client was cut off starts again at version
+/// 0: its value is news to the listeners. Before, only a newer version number was, so version
+/// 0 after version 5 went unheard while `get_count` already said 42.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_count_listeners_hear_a_node_made_again_at_version_zero() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = builder(&proxy.connect_string()).connect().await.unwrap();
+    let b = builder(&server.connect_string()).connect().await.unwrap();
+    let sa = SharedCount::new(&a, "/shared/again", 0).unwrap();
+    sa.start().await.unwrap();
+    let mut changes = count_changes(&sa);
+    let sb = SharedCount::new(&b, "/shared/again", 0).unwrap();
+    sb.start().await.unwrap();
+    for i in 1..=5 {
+        sb.set_count(i).await.unwrap();
+        let heard = tokio::time::timeout(5 * SECOND, changes.recv())
+            .await
+            .expect("listener not called")
+            .unwrap();
+        assert_eq!(heard.version, i);
+    }
+    proxy.cut();
+    b.delete("/shared/again", Default::default()).await.unwrap();
+    b.create(
+        "/shared/again",
+        &42i32.to_be_bytes(),
+        CreateOptions::default(),
+    )
+    .await
+    .unwrap();
+    proxy.restore();
+    let heard = tokio::time::timeout(20 * SECOND, changes.recv())
+        .await
+        .expect("the value of the node made again was not heard")
+        .unwrap();
+    assert_eq!(
+        heard,
+        VersionedValue {
+            version: 0,
+            value: 42
+        }
+    );
+    assert_eq!(sa.get_count().unwrap(), 42);
+    sa.close();
+    sb.close();
+    a.close().await;
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_set_count_with_a_stale_version_returns_false() {
     let server = TestingServer::start();

@@ -37,8 +37,9 @@ struct State<V> {
     czxid: i64,
     /// Whether `current` came from the server (before `start`, it is the seed at version -1).
     initialized: bool,
-    /// The version of the last `Changed` (or `Corrupted`) given to listeners.
-    notified: Option<i32>,
+    /// The node (its czxid) and version of the last `Changed` (or `Corrupted`) given to
+    /// listeners: a node deleted and created again starts at version 0 and is news too.
+    notified: Option<(i64, i32)>,
     /// The node holds data that does not decode: the error, and the version it was read at.
     corrupted: Option<(i32, Error)>,
 }
@@ -106,9 +107,9 @@ impl<C: Codec> Inner<C> {
             st.current.version = version;
             st.czxid = czxid;
             st.corrupted = Some((version, error));
-            let fresh = st.notified.is_none_or_newer(version);
+            let fresh = st.notified.is_none_or_newer(czxid, version);
             if fresh {
-                st.notified = Some(version);
+                st.notified = Some((czxid, version));
             }
             fresh
         };
@@ -119,12 +120,12 @@ impl<C: Codec> Inner<C> {
     }
 
     /// Tells listeners about a value the watcher read, unless they heard of it already.
-    fn notify_read(&self, version: i32, value: C::Value) {
+    fn notify_read(&self, version: i32, czxid: i64, value: C::Value) {
         let fresh = {
             let mut st = self.lock();
-            let fresh = st.notified.is_none_or_newer(version);
+            let fresh = st.notified.is_none_or_newer(czxid, version);
             if fresh {
-                st.notified = Some(version);
+                st.notified = Some((czxid, version));
             }
             fresh
         };
@@ -141,14 +142,16 @@ impl<C: Codec> Inner<C> {
 }
 
 trait NewerThan {
-    fn is_none_or_newer(&self, version: i32) -> bool;
+    fn is_none_or_newer(&self, czxid: i64, version: i32) -> bool;
 }
 
-impl NewerThan for Option<i32> {
-    fn is_none_or_newer(&self, version: i32) -> bool {
+impl NewerThan for Option<(i64, i32)> {
+    /// Whether `version` of the node made at `czxid` is news: another node (deleted and made
+    /// again) always is, otherwise a newer version in wrapping order.
+    fn is_none_or_newer(&self, czxid: i64, version: i32) -> bool {
         match *self {
             None => true,
-            Some(old) => version_is_newer(version, old),
+            Some((was, old)) => was != czxid || version_is_newer(version, old),
         }
     }
 }
@@ -267,7 +270,7 @@ impl<C: Codec> Watched<C> {
         check_value_node(inner.engine.codec.noun(), inner.path(), &stat)?;
         let value = inner.engine.codec.decode(inner.path(), &data)?;
         inner.update(stat.version, stat.czxid, value);
-        inner.lock().notified = Some(stat.version);
+        inner.lock().notified = Some((stat.czxid, stat.version));
         Ok(watch_value(inner.clone(), states, watch))
     }
 
@@ -440,7 +443,7 @@ async fn read_and_watch<C: Codec>(inner: &Inner<C>) -> Result<WatchFuture> {
                 match inner.engine.codec.decode(inner.path(), &data) {
                     Ok(value) => {
                         inner.update(stat.version, stat.czxid, value.clone());
-                        inner.notify_read(stat.version, value);
+                        inner.notify_read(stat.version, stat.czxid, value);
                     }
                     Err(e) => inner.corrupted(stat.version, stat.czxid, e),
                 }
@@ -635,8 +638,10 @@ mod tests {
 
     #[test]
     fn listeners_hear_versions_after_the_wrap() {
-        assert!(Some(i32::MAX).is_none_or_newer(i32::MIN));
-        assert!(None.is_none_or_newer(3));
-        assert!(!Some(3).is_none_or_newer(3));
+        assert!(Some((7, i32::MAX)).is_none_or_newer(7, i32::MIN));
+        assert!(None.is_none_or_newer(7, 3));
+        assert!(!Some((7, 3)).is_none_or_newer(7, 3));
+        // A node deleted and made again: version 0 of it is news after version 5 of the old.
+        assert!(Some((7, 5)).is_none_or_newer(8, 0));
     }
 }
