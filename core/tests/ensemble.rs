@@ -435,3 +435,71 @@ async fn a_static_ensemble_lists_its_members_and_refuses_reconfig() {
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
+
+/// Read-only servers (`can_be_read_only`): a member cut off from its quorum serves reads to a
+/// new session that allows it (READ_ONLY), and a latch there cannot lead (its create is
+/// refused). A session made on a read-write server is not continued on a read-only one (the
+/// quorum will expire it): it stays SUSPENDED, its latch does not lead, and leads again once
+/// the server is back in a quorum. (The latch also refuses to lead in READ_ONLY, in case a
+/// session is ever continued there: a read-only server's listing may be stale.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_servers_serve_new_sessions_and_no_latch_leads_through_one() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start_secure(3, Security::new().read_only_mode(true));
+    cluster.wait_for_quorum(WAIT).expect("a quorum");
+    let third = cluster.connect_string_of(&[2]);
+    let connect = |session: u64| {
+        ClientBuilder::new(&third)
+            .session_timeout(Duration::from_secs(session))
+            .can_be_read_only(true)
+            .connect()
+    };
+    let a = connect(30).await.expect("connect to the third member");
+    let latch_a = zkrecipes::leader::LeaderLatch::new(&a, "/ro-latch", "a").unwrap();
+    latch_a.start().await.unwrap();
+    assert!(latch_a.await_leadership(Some(WAIT)).await.unwrap());
+    cluster.server(0).stop();
+    cluster.server(1).stop();
+    eventually("the third member in read-only mode", || {
+        cluster
+            .server(2)
+            .four_letter("srvr")
+            .contains("Mode: read-only")
+    })
+    .await;
+    let b = connect(10)
+        .await
+        .expect("a new session on the read-only member");
+    assert_eq!(b.state(), ConnectionState::ReadOnly);
+    assert_eq!(
+        b.get_children("/ro-latch").await.unwrap().len(),
+        1,
+        "reads are served"
+    );
+    let latch_b = zkrecipes::leader::LeaderLatch::new(&b, "/ro-latch", "b").unwrap();
+    latch_b.start().await.unwrap();
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        assert!(!latch_a.has_leadership(), "a leads without a quorum");
+        assert!(
+            !latch_b.has_leadership(),
+            "b leads through a read-only server"
+        );
+        assert_ne!(
+            a.state(),
+            ConnectionState::ReadOnly,
+            "a read-write session continued on a read-only server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cluster.server(0).start();
+    cluster.server(1).start();
+    assert!(
+        latch_a.await_leadership(Some(WAIT)).await.unwrap(),
+        "a leads again once its server is in a quorum"
+    );
+    latch_b.close().await.unwrap();
+    latch_a.close().await.unwrap();
+    b.close().await;
+    a.close().await;
+}

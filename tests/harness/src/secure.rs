@@ -127,6 +127,8 @@ pub struct Security {
     /// SASL GSSAPI (Kerberos) against a KDC started for the server: see
     /// [`kerberos`](Self::kerberos).
     pub kerberos: bool,
+    /// A server cut off from its quorum serves reads: see [`read_only_mode`](Self::read_only_mode).
+    pub read_only_mode: bool,
 }
 
 impl Security {
@@ -199,6 +201,15 @@ impl Security {
     /// ZooKeeper serves one SASL mechanism, so this excludes [`sasl_user`](Self::sasl_user).
     pub fn kerberos(mut self, on: bool) -> Security {
         self.kerberos = on;
+        self
+    }
+
+    /// A member cut off from its quorum goes on serving reads to new sessions that allow it
+    /// (`readonlymode.enabled=true`, with local sessions: `localSessionsEnabled`,
+    /// `localSessionsUpgradingEnabled`; a client with `can_be_read_only` sees `READ_ONLY`).
+    /// Not a security setting, but one of the servers' deployment, kept with the others here.
+    pub fn read_only_mode(mut self, on: bool) -> Security {
+        self.read_only_mode = on;
         self
     }
 
@@ -732,6 +743,12 @@ impl Deployment {
         if self.security.sasl_required {
             cfg += "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n";
         }
+        if self.security.read_only_mode {
+            // A read-only server makes local sessions only (a global one would need the
+            // quorum: it answers NOTREADONLY in place of the handshake); a local session that
+            // makes an ephemeral node becomes global, as a client's usual session.
+            cfg += "localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=true\n";
+        }
         cfg
     }
 
@@ -763,6 +780,9 @@ impl Deployment {
             if !self.jaas.is_empty() && self.kdc.is_none() {
                 flags.push(format!("-Dzookeeper.superUser={name}"));
             }
+        }
+        if self.security.read_only_mode {
+            flags.push("-Dreadonlymode.enabled=true".to_string());
         }
         flags
     }
