@@ -1589,6 +1589,40 @@ async fn semaphore_multi_lease_timeout_returns_what_it_took() {
     assert!(matches!(sb.acquire(1, None).await, Err(Error::Closed(_))));
 }
 
+/// The write lock's holder takes the read lock at once on its write hold's strength (Curator
+/// 5.5+) only while that hold is intact: once its session expired and another client took the
+/// write lock, the owner's read acquire waits behind that writer like any reader's (before, it
+/// was granted at once, a reader beside a writer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_write_hold_lends_its_owners_read_acquire_nothing() {
+    let observer = connect().await;
+    let e = expirable().await;
+    let b = connect().await;
+    let rw_a = InterProcessReadWriteLock::new(&e.client, "/rw/lost-write").unwrap();
+    let rw_b = InterProcessReadWriteLock::new(&b, "/rw/lost-write").unwrap();
+    let (o, ob) = (Owner::new(), Owner::new());
+    assert!(rw_a.write_lock().acquire(o, Some(WAIT)).await.unwrap());
+    let node = rw_a.write_lock().lock_node(o).unwrap();
+    e.expire(&observer, &node).await;
+    assert!(rw_b.write_lock().acquire(ob, Some(WAIT)).await.unwrap());
+    assert!(!rw_a.write_lock().is_held_valid(o));
+    let read = rw_a
+        .read_lock()
+        .acquire(o, Some(Duration::from_millis(500)))
+        .await
+        .unwrap();
+    assert!(
+        !read,
+        "a read lock granted while another client holds the write lock"
+    );
+    rw_b.write_lock().release(ob).await.unwrap();
+    let _ = rw_a.write_lock().release(o).await;
+    for c in [observer, b] {
+        c.close().await;
+    }
+    e.client.close().await;
+}
+
 /// A multi-lease acquire whose session expires after it took its first lease, while it waits
 /// for the next: that first lease went with the session, so the acquire takes it again on the
 /// new session, and waits for room, instead of returning a lease whose node is gone (Curator

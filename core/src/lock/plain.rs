@@ -260,12 +260,19 @@ impl Plain {
             armed: true,
         };
         let write = s.write_lock.as_ref().and_then(Weak::upgrade);
-        let write_held = move || write.as_ref().is_some_and(|w| w.owns(owner));
+        // Only an intact write hold lends its place: one lost with its session, or whose node
+        // someone deleted, while its owner has not released it yet, is no hold (another client
+        // may hold the write lock now), so its owner takes the read lock as any reader does.
+        let write_held = move || {
+            write
+                .as_ref()
+                .is_some_and(|w| w.intact_held_node(owner).is_some())
+        };
         // Curator 5.5+: the write lock's holder takes the read lock with a plain EPHEMERAL node
         // carrying the write node's sequence, so the read hold keeps the write's place in line.
         let sequence = match (&s.kind, s.write_lock.as_ref().and_then(Weak::upgrade)) {
             (Kind::Read, Some(w)) => w
-                .held_node(owner)
+                .intact_held_node(owner)
                 .map(|n| sequence::key(&n.name, WRITE_LOCK_NAME).to_string()),
             _ => None,
         };
@@ -531,6 +538,15 @@ impl Shared {
     fn held_node(&self, owner: Owner) -> Option<Node> {
         match self.lock_slots().get(&owner) {
             Some(Slot::Held(h)) => Some(h.node.clone()),
+            _ => None,
+        }
+    }
+
+    /// `owner`'s held node, if its hold is intact: not lost, and its node on this session.
+    fn intact_held_node(&self, owner: Owner) -> Option<Node> {
+        let session = self.internals.client.session_id();
+        match self.lock_slots().get(&owner) {
+            Some(Slot::Held(h)) if h.valid && h.node.session == session => Some(h.node.clone()),
             _ => None,
         }
     }
