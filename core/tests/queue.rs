@@ -548,3 +548,50 @@ fn bad_arguments_are_refused() {
     let e = DistributedQueue::new(&client, "/q/a", d()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Closed);
 }
+
+/// A take cancelled after it made its lock (here while it reads the item) leaves no lock: the
+/// item is given back at once, not kept from every consumer for the life of the take's session
+/// (Curator deletes the lock with a guaranteed delete).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_cancelled_after_its_lock_gives_the_item_back() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let connect = |to: String| {
+        ClientBuilder::new(to)
+            .session_timeout(30 * SECOND)
+            .connection_timeout(5 * SECOND)
+            .connect()
+    };
+    let a = connect(proxy.connect_string()).await.expect("connect");
+    let b = connect(server.connect_string()).await.expect("connect");
+    let qa = DistributedQueue::new(&a, "/q/left", locked("/q/left-locks")).unwrap();
+    let qb = DistributedQueue::new(&b, "/q/left", locked("/q/left-locks")).unwrap();
+    qb.put(b"two", None).await.unwrap();
+    proxy.delay_replies(Duration::from_millis(700));
+    let taking = {
+        let qa = qa.clone();
+        tokio::spawn(async move { qa.take(None).await })
+    };
+    let deadline = Instant::now() + 20 * SECOND;
+    while b
+        .get_children("/q/left-locks")
+        .await
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(Instant::now() < deadline, "timed out waiting for a's lock");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    taking.abort();
+    let _ = taking.await;
+    proxy.restore();
+    let again = qb
+        .take(Some(10 * SECOND))
+        .await
+        .unwrap()
+        .expect("the item, its cancelled take's lock gone");
+    assert_eq!(again.data(), b"two");
+    again.done().await.unwrap();
+    a.close().await;
+    b.close().await;
+}

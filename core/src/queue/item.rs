@@ -153,7 +153,10 @@ impl Item {
         let context = |e: Error| e.context(format!("{what} queue item {}", self.item_path));
         loop {
             let err = match hold.session.multi(&ops).await {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    hold.disarm();
+                    return Ok(());
+                }
                 Err(e) => e,
             };
             match err {
@@ -164,12 +167,14 @@ impl Item {
                     )));
                 }
                 Error::NoNode(_) | Error::BadVersion(_) => {
+                    hold.disarm();
                     return Err(context(Error::SessionExpired(
                         "our lock node on the item is gone; another consumer may take the item"
                             .into(),
                     )));
                 }
                 Error::SessionExpired(_) => {
+                    hold.disarm();
                     return Err(context(Error::SessionExpired(
                         "the session holding the item's lock ended; another consumer may take the item"
                             .into(),
@@ -187,6 +192,7 @@ impl Item {
                     let lock = hold.session.exists(&hold.lock).await;
                     let item = hold.session.exists(&self.item_path).await;
                     if let (Ok(None), Ok(None)) = (lock, item) {
+                        hold.disarm();
                         return Ok(());
                     }
                 }

@@ -1,7 +1,7 @@
 //! Taking one item of a [`DistributedQueue`]: Curator's `processNormally` (read, then delete)
 //! without a lock path, `processWithLockSafety` (our lock node, then the item) with one.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::distributed::DistributedQueue;
 use super::framing;
@@ -80,8 +80,18 @@ impl DistributedQueue {
         let lock = path::join(lock_path, node);
         let lock = lock.as_str();
         let attempt = uuid::Uuid::new_v4().to_string();
+        // Until this take has answered, a lock node of this attempt is deleted if the take is
+        // dropped (cancelled) or gives up: the create's reply, or the item's read, may have been
+        // cut off with our lock made.
+        let mut abandoned = AttemptCleanup {
+            client: sh.client.clone(),
+            lock: lock.to_string(),
+            attempt: attempt.clone(),
+            armed: true,
+        };
         let attempt = attempt.as_bytes();
-        sh.client
+        let taken = sh
+            .client
             .retry(|s: Session| async move {
                 let mut rounds = 0;
                 let czxid = loop {
@@ -106,11 +116,7 @@ impl DistributedQueue {
                         Err(e) => return Err(e),
                     }
                 };
-                let hold = Hold {
-                    client: sh.client.clone(),
-                    session: s.clone(),
-                    lock: lock.to_string(),
-                };
+                let hold = Hold::new(sh.client.clone(), s.clone(), lock.to_string(), czxid);
                 match s.get_data(item_path).await {
                     Ok((data, _)) => Ok(Taking::Item((data, czxid, Some(hold)))),
                     Err(Error::NoNode(_)) => {
@@ -118,13 +124,24 @@ impl DistributedQueue {
                         hold.release_in_background();
                         Ok(Taking::Gone)
                     }
+                    Err(e) if e.is_retryable() => {
+                        // The retry finds this lock ours (its attempt id) and reads again. Not
+                        // deleted meanwhile: a delete landing after that read would leave the
+                        // item handed out without its lock.
+                        hold.disarm();
+                        Err(e)
+                    }
                     Err(e) => {
                         hold.release_in_background();
                         Err(e)
                     }
                 }
             })
-            .await
+            .await;
+        if taken.is_ok() {
+            abandoned.armed = false;
+        }
+        taken
     }
 }
 
@@ -141,23 +158,64 @@ pub(super) enum Taking<T = Item> {
 /// A taken item's data, fencing token and lock.
 type Taken = (Vec<u8>, i64, Option<Hold>);
 
-/// A lock on one item: the node and the session that made it.
+/// A lock on one item: the node and the session that made it. Dropped without being
+/// released or used up (a `done` or `fail` that went through), it deletes the lock in the
+/// background, retrying until that succeeds or the session ends: a lock left behind would keep
+/// every other consumer off the item for as long as its session lives (Curator's
+/// `processWithLockSafety` deletes it with a guaranteed delete).
 pub(super) struct Hold {
     client: Client,
     pub(super) session: Session,
     pub(super) lock: String,
+    /// The lock node's czxid: a node at `lock` with another czxid is another consumer's.
+    czxid: i64,
+    /// Not released yet: a drop deletes the lock in the background.
+    armed: bool,
 }
 
 impl Hold {
+    pub(super) fn new(client: Client, session: Session, lock: String, czxid: i64) -> Hold {
+        Hold {
+            client,
+            session,
+            lock,
+            czxid,
+            armed: true,
+        }
+    }
+
+    /// The lock is gone (used up by a transaction, or never to be deleted by us).
+    pub(super) fn disarm(mut self) {
+        self.armed = false;
+    }
+
+    /// Deletes our lock node (its czxid; another consumer's is left alone) on its own session.
+    async fn delete_once(&self) -> Result<()> {
+        let Some(stat) = self.session.exists(&self.lock).await? else {
+            return Ok(());
+        };
+        if stat.czxid != self.czxid {
+            return Ok(());
+        }
+        match self.session.delete(&self.lock, Some(stat.version)).await {
+            Ok(()) | Err(Error::NoNode(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Deletes the lock node on its own session (a lock of an ended session is gone already),
-    /// retrying connection losses under the client's retry policy.
-    pub(super) async fn release(self) -> Result<()> {
+    /// retrying connection losses under the client's retry policy; if that gives up, the drop
+    /// goes on trying in the background.
+    pub(super) async fn release(mut self) -> Result<()> {
         let client = self.session_client();
         let start = Instant::now();
         let mut retries = 0;
         loop {
-            match self.session.delete(&self.lock, None).await {
-                Ok(()) | Err(Error::NoNode(_)) | Err(Error::SessionExpired(_)) => return Ok(()),
+            match self.delete_once().await {
+                Ok(()) | Err(Error::SessionExpired(_)) => {
+                    self.armed = false;
+                    return Ok(());
+                }
                 Err(e) if e.is_retryable() => {
                     match client.retry_policy().next_sleep(retries, start.elapsed()) {
                         Some(d) if !client.is_closed() => {
@@ -172,15 +230,86 @@ impl Hold {
         }
     }
 
+    /// Deletes the lock in the background (the drop does).
     pub(super) fn release_in_background(self) {
-        runtime::spawn(async move {
-            if let Err(e) = self.release().await {
-                tracing::warn!(error = %e, "could not delete a queue item's lock node (it goes with the session)");
-            }
-        });
+        drop(self);
     }
 
     pub(super) fn session_client(&self) -> Client {
         self.client.clone()
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if !std::mem::take(&mut self.armed) {
+            return;
+        }
+        let hold = Hold {
+            client: self.client.clone(),
+            session: self.session.clone(),
+            lock: std::mem::take(&mut self.lock),
+            czxid: self.czxid,
+            armed: false,
+        };
+        runtime::spawn(async move {
+            let mut pause = Duration::from_millis(50);
+            loop {
+                match hold.delete_once().await {
+                    Ok(()) | Err(Error::SessionExpired(_)) | Err(Error::Closed(_)) => return,
+                    Err(e) if e.is_retryable() && !hold.client.is_closed() => {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(1));
+                    }
+                    Err(e) => {
+                        tracing::warn!(lock = %hold.lock, error = %e, "could not delete a queue item's lock node (it goes with the session)");
+                        return;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// A take's lock node whose outcome the take did not report (cancelled, or given up): deleted
+/// in the background if it is there with this attempt's id.
+struct AttemptCleanup {
+    client: Client,
+    lock: String,
+    attempt: String,
+    armed: bool,
+}
+
+impl Drop for AttemptCleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (client, lock, attempt) = (
+            self.client.clone(),
+            std::mem::take(&mut self.lock),
+            std::mem::take(&mut self.attempt),
+        );
+        runtime::spawn(async move {
+            let (lock, attempt) = (lock.as_str(), attempt.as_bytes());
+            let cleaned = client
+                .retry(|s: Session| async move {
+                    match s.get_data(lock).await.or_none()? {
+                        Some((data, stat)) if data == attempt => {
+                            match s.delete(lock, Some(stat.version)).await {
+                                Ok(()) | Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => {
+                                    Ok(())
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        _ => Ok(()),
+                    }
+                })
+                .await;
+            if let Err(e) = cleaned {
+                tracing::warn!(lock, error = %e, "could not delete an abandoned take's lock node (it goes with the session)");
+            }
+        });
     }
 }
