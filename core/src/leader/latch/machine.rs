@@ -269,15 +269,25 @@ impl Machine {
         }
     }
 
-    /// Looks at the children (given, or listed now) and decides: lead, watch the predecessor,
-    /// or create a node again.
-    async fn check(&mut self, listed: Option<(Vec<String>, i64)>) -> Step<()> {
+    /// What a step on our node needs, the client and the node; or the step to take instead: exit
+    /// (the client is gone), or create a node (none yet).
+    fn client_and_node(&mut self) -> std::result::Result<(Client, OurNode), Step<()>> {
         let Some(client) = self.client.upgrade() else {
-            return Step::Exit;
+            return Err(Step::Exit);
         };
         let Some(node) = self.node.clone() else {
             self.need = Need::Create;
-            return Step::Done(());
+            return Err(Step::Done(()));
+        };
+        Ok((client, node))
+    }
+
+    /// Looks at the children (given, or listed now) and decides: lead, watch the predecessor,
+    /// or create a node again.
+    async fn check(&mut self, listed: Option<(Vec<String>, i64)>) -> Step<()> {
+        let (client, node) = match self.client_and_node() {
+            Ok(both) => both,
+            Err(step) => return step,
         };
         let generation = self.generation;
         let group = self.path.clone();
@@ -355,12 +365,9 @@ impl Machine {
     /// lead: the deletion ends our leadership at once ([`idle`](Self::idle)), and our node is
     /// made again. Curator's LeaderLatch does not watch its own node, and goes on leading.
     async fn watch_self(&mut self) -> Step<()> {
-        let Some(client) = self.client.upgrade() else {
-            return Step::Exit;
-        };
-        let Some(node) = self.node.clone() else {
-            self.need = Need::Create;
-            return Step::Done(());
+        let (client, node) = match self.client_and_node() {
+            Ok(both) => both,
+            Err(step) => return step,
         };
         let generation = self.generation;
         let ours = path::join(&self.path, &node.name);
