@@ -568,25 +568,27 @@ impl Shared {
 
     fn install(&self, owner: Owner, id: u64, acquired: Acquired) {
         let client = &self.internals.client;
-        // The connection may have changed between the grant and now.
-        let valid = !client.is_closed()
-            && acquired.node.session == client.session_id()
-            && (self.policy() == LostPolicy::Session || client.state().is_connected());
-        let hold = Hold {
-            node: acquired.node,
-            count: 1,
-            valid,
-            signal: None,
-            _node_watch: acquired.node_watch,
-        };
         // Same-owner waiters wake (the in-flight slot's `done` drops) once the hold is in,
         // after the table's lock is let go.
-        let _settled = {
+        let (valid, _settled) = {
             let mut slots = self.lock_slots();
+            // The connection may have changed between the grant and now. Looked at under the
+            // table's lock, which the connection monitor's `mark_lost` takes too: a change it
+            // handles either is seen here or finds this hold in the table.
+            let valid = !client.is_closed()
+                && acquired.node.session == client.session_id()
+                && (self.policy() == LostPolicy::Session || client.state().is_connected());
+            let hold = Hold {
+                node: acquired.node,
+                count: 1,
+                valid,
+                signal: None,
+                _node_watch: acquired.node_watch,
+            };
             debug_assert!(
                 matches!(slots.get(&owner), Some(Slot::Acquiring { id: i, .. }) if *i == id)
             );
-            slots.insert(owner, Slot::Held(hold))
+            (valid, slots.insert(owner, Slot::Held(hold)))
         };
         if !valid {
             self.fire_lost(vec![owner]);
