@@ -1591,8 +1591,9 @@ async fn semaphore_multi_lease_timeout_returns_what_it_took() {
 
 /// The write lock's holder takes the read lock at once on its write hold's strength (Curator
 /// 5.5+) only while that hold is intact: once its session expired and another client took the
-/// write lock, the owner's read acquire waits behind that writer like any reader's (before, it
-/// was granted at once, a reader beside a writer).
+/// write lock, the owner's read acquire is refused, as re-entering the lost write hold is, until
+/// it releases it; then it queues as any reader (before, it was granted at once: a reader beside
+/// a writer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_write_hold_lends_its_owners_read_acquire_nothing() {
     let observer = connect().await;
@@ -1609,14 +1610,23 @@ async fn a_lost_write_hold_lends_its_owners_read_acquire_nothing() {
     let read = rw_a
         .read_lock()
         .acquire(o, Some(Duration::from_millis(500)))
-        .await
-        .unwrap();
+        .await;
     assert!(
-        !read,
-        "a read lock granted while another client holds the write lock"
+        read.is_err(),
+        "a read acquire on a lost write hold is refused: {read:?}"
+    );
+    let _ = rw_a.write_lock().release(o).await;
+    assert!(
+        !rw_a
+            .read_lock()
+            .acquire(o, Some(Duration::from_millis(500)))
+            .await
+            .unwrap(),
+        "a reader granted beside another client's writer"
     );
     rw_b.write_lock().release(ob).await.unwrap();
-    let _ = rw_a.write_lock().release(o).await;
+    assert!(rw_a.read_lock().acquire(o, Some(WAIT)).await.unwrap());
+    rw_a.read_lock().release(o).await.unwrap();
     for c in [observer, b] {
         c.close().await;
     }

@@ -260,9 +260,15 @@ impl Plain {
             armed: true,
         };
         let write = s.write_lock.as_ref().and_then(Weak::upgrade);
-        // Only an intact write hold lends its place: one lost with its session, or whose node
-        // someone deleted, while its owner has not released it yet, is no hold (another client
-        // may hold the write lock now), so its owner takes the read lock as any reader does.
+        // Only an intact write hold lends its place. One lost (its session gone, its node
+        // deleted, a suspension under the standard policy) but not released yet is refused, as
+        // re-entering it is: another client may hold the write lock now, and a plain read node
+        // would queue behind this owner's own write node, if it is still there.
+        if let (Kind::Read, Some(w)) = (&s.kind, &write) {
+            if let Some(e) = w.lost_hold_error(owner) {
+                return Err(e);
+            }
+        }
         let write_held = move || {
             write
                 .as_ref()
@@ -538,6 +544,17 @@ impl Shared {
     fn held_node(&self, owner: Owner) -> Option<Node> {
         match self.lock_slots().get(&owner) {
             Some(Slot::Held(h)) => Some(h.node.clone()),
+            _ => None,
+        }
+    }
+
+    /// The error for acquiring on `owner`'s hold when it is held but not intact.
+    fn lost_hold_error(&self, owner: Owner) -> Option<Error> {
+        let session = self.internals.client.session_id();
+        match self.lock_slots().get(&owner) {
+            Some(Slot::Held(h)) if !(h.valid && h.node.session == session) => {
+                Some(self.void_hold_error(h))
+            }
             _ => None,
         }
     }
