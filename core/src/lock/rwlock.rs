@@ -12,8 +12,11 @@ use crate::{Client, Result};
 ///
 /// Reentrancy is per [`Owner`](crate::Owner), for both locks. The owner holding the write lock
 /// may also take the read lock (right away, keeping the write lock's place in line, as Curator
-/// 5.5+ does), then release the write lock: a downgrade. The other way round (read, then
-/// write) never succeeds: the writer would wait for its own reader.
+/// 5.5+ does), then release the write lock: a downgrade. Only while its write hold is intact: on
+/// a lost one not yet released (its session expired, its node deleted) the read acquire is
+/// refused, as re-entering that hold is, since another client may hold the write lock by then.
+/// The other way round (read, then write) never succeeds: the writer would wait for its own
+/// reader.
 #[derive(Clone, Debug)]
 pub struct InterProcessReadWriteLock {
     read: InterProcessMutex,
