@@ -131,7 +131,7 @@ impl Item {
 
     /// One transaction on the session holding the lock: check the lock, delete the item,
     /// `also` (a requeue's create), delete the lock.
-    async fn settle(&self, hold: Hold, also: Option<Op>, what: &str) -> Result<()> {
+    async fn settle(&self, mut hold: Hold, also: Option<Op>, what: &str) -> Result<()> {
         let mut ops = vec![
             Op::Check {
                 path: hold.lock.clone(),
@@ -181,6 +181,8 @@ impl Item {
                     )));
                 }
                 e if e.is_retryable() => {
+                    // The transaction, and the lock's delete in it, may have been applied.
+                    hold.mark_uncertain();
                     match client.retry_policy().next_sleep(retries, start.elapsed()) {
                         Some(d) if !client.is_closed() => {
                             retries += 1;

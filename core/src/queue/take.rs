@@ -171,6 +171,10 @@ pub(super) struct Hold {
     czxid: i64,
     /// Not released yet: a drop deletes the lock in the background.
     armed: bool,
+    /// A delete of the lock (alone, or in a transaction) may have been applied with its reply
+    /// lost: the next one looks first, so that another consumer's lock made at the same path
+    /// since is left alone. Until then a release is one plain delete, one round trip.
+    uncertain: bool,
 }
 
 impl Hold {
@@ -181,6 +185,7 @@ impl Hold {
             lock,
             czxid,
             armed: true,
+            uncertain: false,
         }
     }
 
@@ -189,17 +194,30 @@ impl Hold {
         self.armed = false;
     }
 
-    /// Deletes our lock node (its czxid; another consumer's is left alone) on its own session.
-    async fn delete_once(&self) -> Result<()> {
-        let Some(stat) = self.session.exists(&self.lock).await? else {
-            return Ok(());
+    /// A delete of the lock may have been applied without our seeing it (see `uncertain`).
+    pub(super) fn mark_uncertain(&mut self) {
+        self.uncertain = true;
+    }
+
+    /// Deletes our lock node on its own session; after an uncertain try, only if it is still
+    /// ours (its czxid).
+    async fn delete_once(&mut self) -> Result<()> {
+        let version = if self.uncertain {
+            match self.session.exists(&self.lock).await? {
+                Some(stat) if stat.czxid == self.czxid => Some(stat.version),
+                _ => return Ok(()),
+            }
+        } else {
+            None
         };
-        if stat.czxid != self.czxid {
-            return Ok(());
-        }
-        match self.session.delete(&self.lock, Some(stat.version)).await {
+        match self.session.delete(&self.lock, version).await {
             Ok(()) | Err(Error::NoNode(_)) => Ok(()),
-            Err(e) => Err(e),
+            Err(e) => {
+                if e.is_retryable() {
+                    self.uncertain = true;
+                }
+                Err(e)
+            }
         }
     }
 
@@ -245,12 +263,13 @@ impl Drop for Hold {
         if !std::mem::take(&mut self.armed) {
             return;
         }
-        let hold = Hold {
+        let mut hold = Hold {
             client: self.client.clone(),
             session: self.session.clone(),
             lock: std::mem::take(&mut self.lock),
             czxid: self.czxid,
             armed: false,
+            uncertain: self.uncertain,
         };
         runtime::spawn(async move {
             let mut pause = Duration::from_millis(50);
