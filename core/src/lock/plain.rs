@@ -60,6 +60,10 @@ enum Slot {
     Acquiring {
         id: u64,
         done: Option<watch::Sender<()>>,
+        /// Nodes of this acquire that someone else deleted before it became a hold (a
+        /// revocable acquire watches its node from the create on): the hold `install` makes
+        /// on one of them is lost from the start.
+        gone: Vec<String>,
     },
     Held(Hold),
 }
@@ -242,7 +246,14 @@ impl Plain {
                     }
                     None => {
                         let id = s.next_attempt.fetch_add(1, Ordering::Relaxed);
-                        slots.insert(owner, Slot::Acquiring { id, done: None });
+                        slots.insert(
+                            owner,
+                            Slot::Acquiring {
+                                id,
+                                done: None,
+                                gone: Vec::new(),
+                            },
+                        );
                         break id;
                     }
                 }
@@ -296,7 +307,7 @@ impl Plain {
             sequence,
             write_held: &write_held,
             revocable,
-            deleted: Some(s.deleted_listener()),
+            deleted: Some(s.deleted_listener(owner, id)),
         };
         match s.internals.attempt(&opts).await? {
             Some(acquired) => {
@@ -592,7 +603,13 @@ impl Shared {
             // The connection may have changed between the grant and now. Looked at under the
             // table's lock, which the connection monitor's `mark_lost` takes too: a change it
             // handles either is seen here or finds this hold in the table.
-            let valid = !client.is_closed()
+            // So may the node: the deletion listener records a deletion it heard before
+            // the hold was in (a revocable acquire's watch runs from the create on).
+            let deleted = matches!(slots.get(&owner),
+                Some(Slot::Acquiring { id: i, gone, .. })
+                    if *i == id && gone.contains(&acquired.node.path));
+            let valid = !deleted
+                && !client.is_closed()
                 && acquired.node.session == client.session_id()
                 && (self.policy() == LostPolicy::Session || client.state().is_connected());
             let hold = Hold {
@@ -635,15 +652,26 @@ impl Shared {
         }
     }
 
-    /// Marks the hold on `node` lost when someone else deletes the node.
-    fn deleted_listener(self: &Arc<Self>) -> DeletedListener {
+    /// Marks the hold on `node` lost when someone else deletes the node. A deletion heard
+    /// while `owner`'s acquire `id` is still on its way to a hold (granted, not yet installed)
+    /// is recorded in its slot, under the table's lock that `install` reads it under: the
+    /// hold made on that node is lost from the start, rather than valid with nobody watching
+    /// its node any more.
+    fn deleted_listener(self: &Arc<Self>, owner: Owner, id: u64) -> DeletedListener {
         let weak = Arc::downgrade(self);
         Arc::new(move |node: &str| {
             if let Some(s) = weak.upgrade() {
-                let before = s
-                    .lock_slots()
-                    .values()
-                    .any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node));
+                let before = {
+                    let mut slots = s.lock_slots();
+                    if let Some(Slot::Acquiring { id: i, gone, .. }) = slots.get_mut(&owner) {
+                        if *i == id {
+                            gone.push(node.to_string());
+                        }
+                    }
+                    slots
+                        .values()
+                        .any(|slot| matches!(slot, Slot::Held(h) if h.valid && h.node.path == node))
+                };
                 if before {
                     tracing::warn!(lock = %s.internals.base, %node, "our lock node was deleted by someone else while held");
                 }
@@ -704,5 +732,105 @@ async fn monitor(
                 }
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The deletion of a revocable acquire's node can be heard after the grant and before the
+    /// hold is in (the watch runs on another worker from the create on). Placed here in that
+    /// window by hand: the hold must start lost and its owner be told, not start valid with
+    /// nobody watching its node any more (a second holder, and the first never told).
+    #[test]
+    fn a_deletion_heard_between_the_grant_and_the_hold_makes_the_hold_lost() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap();
+        let internals = Internals {
+            client: client.clone(),
+            base: "/plain-test/lock".to_string(),
+            lock_name: "lock-",
+            sorter: super::super::internals::Sorter::Standard("lock-"),
+            driver: super::super::internals::Driver::Standard { max_leases: 1 },
+        };
+        let plain = Plain::new(internals, Kind::Mutex, Vec::new(), None).unwrap();
+        let s = plain.shared.clone();
+        let lost = Arc::new(Mutex::new(Vec::new()));
+        let heard = lost.clone();
+        s.callbacks
+            .add(move |o: &Owner| heard.lock().unwrap().push(*o));
+        let (owner, id) = (Owner::new(), 7);
+        s.lock_slots().insert(
+            owner,
+            Slot::Acquiring {
+                id,
+                done: None,
+                gone: Vec::new(),
+            },
+        );
+        let node = Node {
+            path: "/plain-test/lock/_c_x-lock-0000000000".to_string(),
+            name: "_c_x-lock-0000000000".to_string(),
+            czxid: 1,
+            session: client.session_id(),
+        };
+        // A deletion of another node of this acquire (an earlier try's) is no news to this one.
+        (s.deleted_listener(owner, id))("/plain-test/lock/_c_y-lock-0000000001");
+        (s.deleted_listener(owner, id))(&node.path);
+        s.install(
+            owner,
+            id,
+            Acquired {
+                node: node.clone(),
+                node_watch: None,
+            },
+        );
+        assert!(
+            !plain.is_hold_marked_valid(owner),
+            "a hold on a node deleted before it was installed must start lost"
+        );
+        assert!(!plain.is_held_valid(owner));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while lost.lock().unwrap().as_slice() != [owner] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lost listener was not told: {:?}",
+                lost.lock().unwrap()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+
+        // The same, with the other node deleted only: the hold is valid.
+        let other = Owner::new();
+        s.lock_slots().insert(
+            other,
+            Slot::Acquiring {
+                id: 8,
+                done: None,
+                gone: Vec::new(),
+            },
+        );
+        (s.deleted_listener(other, 8))("/plain-test/lock/_c_y-lock-0000000001");
+        // A listener of an earlier acquire of this owner (another id) records nothing here.
+        let mine = Node {
+            path: "/plain-test/lock/_c_z-lock-0000000002".to_string(),
+            name: "_c_z-lock-0000000002".to_string(),
+            czxid: 2,
+            session: client.session_id(),
+        };
+        (s.deleted_listener(other, 3))(&mine.path);
+        s.install(
+            other,
+            8,
+            Acquired {
+                node: mine,
+                node_watch: None,
+            },
+        );
+        assert!(plain.is_hold_marked_valid(other));
+        client.close_blocking();
     }
 }
