@@ -40,6 +40,36 @@ struct Inner {
 /// A registration's (name, id).
 type Key = (String, String);
 
+/// A register's place in its key's line (`Inner::registering`). Dropped as the register ends,
+/// returned or cancelled: the key's entry goes with the last register of that key.
+struct Turn<'a> {
+    map: &'a Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    key: Key,
+    mutex: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl<'a> Turn<'a> {
+    fn take(map: &'a Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>, key: Key) -> Turn<'a> {
+        let mutex = map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        Turn { map, key, mutex }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        // The map's and ours: no other register of this key waits.
+        if Arc::strong_count(&self.mutex) == 2 {
+            map.remove(&self.key);
+        }
+    }
+}
+
 impl std::fmt::Debug for ServiceDiscovery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServiceDiscovery")
@@ -127,28 +157,9 @@ impl ServiceDiscovery {
         self.check_open()?;
         instance.validate()?;
         let key = (instance.name.clone(), instance.id.clone());
-        let turn = self
-            .inner
-            .registering
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .clone();
-        let result = {
-            let _turn = turn.lock().await;
-            self.register_in_turn(instance, key.clone()).await
-        };
-        let mut registering = self
-            .inner
-            .registering
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        // The map's and ours: no other register of this key waits.
-        if Arc::strong_count(&turn) == 2 {
-            registering.remove(&key);
-        }
-        result
+        let turn = Turn::take(&self.inner.registering, key.clone());
+        let _turn = turn.mutex.lock().await;
+        self.register_in_turn(instance, key).await
     }
 
     /// [`register`](Self::register), the only one of its (name, id) running.
@@ -522,5 +533,49 @@ impl Registration {
     /// [`unregister`](Self::unregister) for the blocking face.
     pub fn unregister_blocking(&self) -> Result<()> {
         runtime::try_block_on(self.unregister())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A register given up (its future dropped) before it ended leaves no entry in the
+    /// per-key line: the map must not grow with every cancelled register of a new id.
+    #[test]
+    fn a_cancelled_register_leaves_no_turn_behind() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap();
+        let discovery = ServiceDiscovery::new(&client, "/turn-test").unwrap();
+        let entries = || {
+            discovery
+                .inner
+                .registering
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len()
+        };
+        for i in 0..3 {
+            let mut instance = ServiceInstance::new("svc");
+            instance.id = format!("id-{i}");
+            // Polled once (the create is sent, its reply is a round trip away), then dropped.
+            let cut = runtime::try_block_on(async {
+                tokio::time::timeout(std::time::Duration::ZERO, discovery.register(instance)).await
+            })
+            .unwrap();
+            assert!(cut.is_err(), "the register ended within its first poll");
+        }
+        assert_eq!(entries(), 0, "cancelled registers left their turns behind");
+        // One that ends leaves none either, and is registered.
+        let mut instance = ServiceInstance::new("svc");
+        instance.id = "kept".to_string();
+        runtime::try_block_on(discovery.register(instance))
+            .unwrap()
+            .unwrap();
+        assert_eq!(entries(), 0);
+        runtime::try_block_on(discovery.close()).unwrap().unwrap();
+        client.close_blocking();
     }
 }
