@@ -20,6 +20,16 @@ export interface SecurityOptions {
   superuser?: { name: string; password: string };
 }
 
+/** How an ensemble is started: SecurityOptions, and its members' read-only mode. */
+export interface ClusterOptions extends SecurityOptions {
+  /**
+   * A member cut off from its quorum goes on serving reads to new sessions that allow it
+   * (`readonlymode.enabled`, with local sessions): a client made with `canBeReadOnly: true`
+   * connects there in `READ_ONLY` state, and its writes are refused.
+   */
+  readOnlyMode?: boolean;
+}
+
 /** A client identity of TlsMaterial. */
 export type ClientIdentity = 'client' | 'otherClient' | 'rsaClient' | 'sec1Client' | 'expiredClient' | 'wrongCaClient';
 
@@ -147,7 +157,7 @@ export declare class ClusterServer {
 export declare class TestingCluster {
   private constructor();
   /** Starts `n` servers (default 3), each secured as `options` say; resolves once every one serves and one leads. */
-  static start(n?: number, options?: SecurityOptions): Promise<TestingCluster>;
+  static start(n?: number, options?: ClusterOptions): Promise<TestingCluster>;
   readonly connectString: string;
   /** Every TLS port: `'127.0.0.1:s1,127.0.0.2:s2,...'`; null without `tls`. */
   readonly secureConnectString: string | null;

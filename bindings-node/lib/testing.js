@@ -10,12 +10,12 @@ const { invalid, describe } = require('./errors');
 const SECURITY_OPTIONS = ['tls', 'serverCert', 'saslUsers', 'saslRequired', 'x509', 'superuser'];
 
 /**
- * The native security options of `{ tls, serverCert, saslUsers, saslRequired, x509, superuser }`:
- * names and types checked here, values natively (before any server starts); both throw
- * `ZKR_INVALID_ARGUMENT`.
+ * The native security options of `{ tls, serverCert, saslUsers, saslRequired, x509, superuser }`
+ * (and an ensemble's `readOnlyMode`, with `cluster`): names and types checked here, values
+ * natively (before any server starts); both throw `ZKR_INVALID_ARGUMENT`.
  */
-function securityOptions(what, v) {
-  const o = args.options(what, v, SECURITY_OPTIONS);
+function securityOptions(what, v, cluster = false) {
+  const o = args.options(what, v, cluster ? [...SECURITY_OPTIONS, 'readOnlyMode'] : SECURITY_OPTIONS);
   const users = o.saslUsers ?? undefined;
   if (users !== undefined && (typeof users !== 'object' || Array.isArray(users))) {
     throw invalid(`${what}: saslUsers must be an object mapping user names to passwords, got ${describe(users)}`);
@@ -36,6 +36,7 @@ function securityOptions(what, v) {
     x509: args.bool(`${what}: x509`, o.x509, false),
     superuserName: superuser.name,
     superuserPassword: superuser.password,
+    readOnlyMode: cluster ? args.bool(`${what}: readOnlyMode`, o.readOnlyMode, false) : false,
   };
   const problem = native.checkSecurity(security);
   if (problem) throw invalid(`${what}: ${problem}`);
@@ -420,11 +421,14 @@ class TestingCluster {
   /**
    * Starts `n` servers (default 3); resolves once every one serves and one leads. `options` as
    * for TestingServer.start, for every server: one CA, each server's certificate for its own
-   * 127.0.0.x; quorum traffic stays plaintext.
+   * 127.0.0.x; quorum traffic stays plaintext. `readOnlyMode: true`: a member cut off from its
+   * quorum goes on serving reads to new sessions that allow it (`readonlymode.enabled`, with
+   * local sessions): a client made with `canBeReadOnly: true` connects there in `READ_ONLY`
+   * state, and its writes are refused.
    */
   static async start(n = 3, options = undefined) {
     if (!Number.isInteger(n) || n < 1) throw new RangeError(`TestingCluster.start: n must be a positive integer, got ${n}`);
-    const security = securityOptions('TestingCluster.start', options);
+    const security = securityOptions('TestingCluster.start', options, true);
     findZooKeeper();
     const cluster = new native.NativeTestingCluster();
     try {

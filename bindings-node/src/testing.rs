@@ -38,6 +38,8 @@ pub struct SecurityOptions {
     pub superuser_name: Option<String>,
     /// The superuser's password.
     pub superuser_password: Option<String>,
+    /// An ensemble's members cut off from their quorum serve reads (`readonlymode.enabled`).
+    pub read_only_mode: Option<bool>,
 }
 
 /// The harness's [`Security`] from the JS options, or what is wrong with them.
@@ -64,7 +66,8 @@ fn security(options: Option<SecurityOptions>) -> Result<Security, String> {
     }
     security = security
         .sasl_required(o.sasl_required.unwrap_or(false))
-        .x509_identities(o.x509.unwrap_or(false));
+        .x509_identities(o.x509.unwrap_or(false))
+        .read_only_mode(o.read_only_mode.unwrap_or(false));
     if let (Some(name), Some(password)) = (o.superuser_name, o.superuser_password) {
         security = security.superuser(name, password);
     }

@@ -115,3 +115,51 @@ test('a tracked client follows 3 -> 4 -> 3 members in one session', async () => 
     await cluster.close();
   }
 });
+
+test('a member cut off from its quorum serves reads to a client that allows it', async () => {
+  const cluster = await TestingCluster.start(3, { readOnlyMode: true });
+  let ro;
+  try {
+    const writer = await Client.connect(cluster.connectString);
+    try {
+      await writer.create('/ro/seen', 'before', { createParents: true });
+    } finally {
+      await writer.close();
+    }
+    await cluster.servers[0].stop();
+    await cluster.servers[1].stop();
+    const third = cluster.servers[2].connectString;
+    const connect = async (canBeReadOnly) => {
+      try {
+        return await Client.connect(third, { sessionTimeoutMs: 10000, connectionTimeoutMs: 2000, canBeReadOnly });
+      } catch (err) {
+        if (!err.code) throw err;
+        return null;
+      }
+    };
+    await waitFor(async () => {
+      // A member that has not seen the loss yet still serves as a follower (CONNECTED).
+      const c = await connect(true);
+      if (c && c.state === 'READ_ONLY') {
+        ro = c;
+        return true;
+      }
+      if (c) await c.close();
+      return false;
+    }, { timeoutMs: 60000, what: 'a session on the member in read-only mode' });
+    assert.equal((await ro.getData('/ro/seen')).data.toString(), 'before', 'reads are served');
+    await assert.rejects(ro.setData('/ro/seen', 'after'), { code: 'ZKR_SERVER', zkCode: -119 });
+    assert.equal((await ro.getData('/ro/seen')).data.toString(), 'before', 'the write was refused, not applied');
+    // Without canBeReadOnly, the same member lets nobody in.
+    assert.equal(await connect(false), null);
+    // The option belongs to ensembles; a standalone server refuses it by name.
+    await assert.rejects(
+      require('../testing').TestingServer.start({ readOnlyMode: true }),
+      { code: 'ZKR_INVALID_ARGUMENT', message: /readOnlyMode/ },
+    );
+    await assert.rejects(TestingCluster.start(3, { readOnlyMode: 'yes' }), { code: 'ZKR_INVALID_ARGUMENT' });
+  } finally {
+    if (ro) await ro.close();
+    await cluster.close();
+  }
+});

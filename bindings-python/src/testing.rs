@@ -253,7 +253,7 @@ impl PyTestingCluster {
     /// Starts `n` servers, secured as the keywords say, and waits until they serve and agree on
     /// a leader.
     #[new]
-    #[pyo3(signature = (n, tls=None, server_cert="valid", sasl_users=Vec::new(), sasl_required=false, x509=false, superuser=None))]
+    #[pyo3(signature = (n, tls=None, server_cert="valid", sasl_users=Vec::new(), sasl_required=false, x509=false, superuser=None, read_only_mode=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -264,11 +264,13 @@ impl PyTestingCluster {
         sasl_required: bool,
         x509: bool,
         superuser: Option<(String, String)>,
+        read_only_mode: bool,
     ) -> PyResult<Self> {
         if n == 0 {
             return Err(PyValueError::new_err("a cluster needs at least one server"));
         }
-        let security = security(tls, server_cert, sasl_users, sasl_required, x509, superuser)?;
+        let security = security(tls, server_cert, sasl_users, sasl_required, x509, superuser)?
+            .read_only_mode(read_only_mode);
         let cluster = harness(py, move || TestingCluster::start_secure(n, security))?;
         Ok(Self {
             inner: Mutex::new(Some(cluster)),

@@ -115,3 +115,49 @@ def test_a_tracked_client_follows_3_to_4_to_3_members_in_one_session() -> None:
         finally:
             tracked.close()
             admin.close()
+
+
+def _connect(hosts: str, *, can_be_read_only: bool) -> zkrecipes.Client | None:
+    """A started client on ``hosts``, or None if it could not connect (closed again)."""
+    client = zkrecipes.Client(hosts, session_timeout=10, connection_timeout=2, can_be_read_only=can_be_read_only)
+    try:
+        return client.start()
+    except zkrecipes.ZkRecipesError:
+        client.close()
+        return None
+
+
+def test_a_member_cut_off_from_its_quorum_serves_reads_to_a_client_that_allows_it() -> None:
+    with TestingCluster(3, read_only_mode=True) as cluster:
+        writer = zkrecipes.Client(cluster.connect_string).start()
+        try:
+            writer.create("/ro/seen", b"before", create_parents=True)
+        finally:
+            writer.close()
+        cluster.servers[0].stop()
+        cluster.servers[1].stop()
+        third = cluster.servers[2].connect_string
+        reader: List[zkrecipes.Client] = []
+
+        def connected() -> bool:
+            # A member that has not seen the loss yet still serves as a follower (CONNECTED).
+            c = _connect(third, can_be_read_only=True)
+            if c is not None and c.state is ConnectionState.READ_ONLY:
+                reader.append(c)
+                return True
+            if c is not None:
+                c.close()
+            return False
+
+        wait_until(connected, 60, "a session on the member in read-only mode")
+        ro = reader[0]
+        try:
+            assert ro.get_data("/ro/seen")[0] == b"before", "reads are served"
+            with pytest.raises(zkrecipes.ServerError) as refused:
+                ro.set_data("/ro/seen", b"after")
+            assert refused.value.zk_code == -119, refused.value  # NOTREADONLY
+            assert ro.get_data("/ro/seen")[0] == b"before", "the write was refused, not applied"
+            # Without can_be_read_only, the same member lets nobody in.
+            assert _connect(third, can_be_read_only=False) is None
+        finally:
+            ro.close()

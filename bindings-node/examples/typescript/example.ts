@@ -226,7 +226,10 @@ import { version } from 'zkrecipes';
 
 export async function testingKitTour(): Promise<string> {
   const server: TestingServer = await TestingServer.start();
-  const cluster: TestingCluster = await TestingCluster.start(3);
+  const cluster: TestingCluster = await TestingCluster.start(3, { readOnlyMode: true });
+  // @ts-expect-error: read-only mode is an ensemble's (a standalone server refuses it by name)
+  const refused = (): Promise<TestingServer> => TestingServer.start({ readOnlyMode: true });
+  void refused;
   try {
     const client = await Client.connect(server.connectString);
     await expireSession(client);

@@ -382,13 +382,26 @@ class TestingCluster:
         sasl_required: bool = False,
         x509: bool = False,
         superuser: Optional[Tuple[str, str]] = None,
+        read_only_mode: bool = False,
     ) -> None:
         """Every server secured as the keywords of :class:`TestingServer` say: one CA for the
         ensemble, each server's certificate for its own ``127.0.0.x``; quorum traffic stays
-        plaintext."""
+        plaintext.
+
+        ``read_only_mode``: a member cut off from its quorum goes on serving reads to new
+        sessions that allow it (``readonlymode.enabled``, with local sessions): a client made
+        with ``can_be_read_only=True`` connects there in ``READ_ONLY`` state, and writes fail.
+        """
         find_zookeeper()
         self._native = _native._TestingCluster(
-            n, tls, server_cert, _users(sasl_users), sasl_required, x509, superuser
+            n,
+            tls,
+            server_cert,
+            _users(sasl_users),
+            sasl_required,
+            x509,
+            superuser,
+            bool(read_only_mode),
         )
         self.servers: List[ClusterServer] = [ClusterServer(self._native, i) for i in range(n)]
         entries = self._native.tls_entries()
