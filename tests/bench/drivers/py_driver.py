@@ -176,9 +176,9 @@ class KazooImpl:
 
     def __init__(self) -> None:
         try:
-            import kazoo
-            from kazoo.client import KazooClient
-            from kazoo.recipe.counter import Counter
+            import kazoo  # type: ignore[import-untyped]
+            from kazoo.client import KazooClient  # type: ignore[import-untyped]
+            from kazoo.recipe.counter import Counter  # type: ignore[import-untyped]
         except ImportError:
             fail("kazoo is not installed in this Python: run scripts/setup-bench "
                  "(pip install -r tests/bench/requirements.txt into .venv)")
@@ -380,7 +380,7 @@ def contended(impl: Any, a: argparse.Namespace) -> Dict[str, Any]:
                 if done >= m1:
                     return
 
-        box: Dict[str, float] = {}
+        box: Dict[str, Any] = {}
 
         def sampler() -> None:  # process CPU and server counters at the edges of the measured window
             time.sleep(max(0.0, m0 - time.monotonic()))
