@@ -1633,6 +1633,68 @@ async fn a_lost_write_hold_lends_its_owners_read_acquire_nothing() {
     e.client.close().await;
 }
 
+/// A read acquire of the write lock's owner starts on the intact write hold (it borrows the
+/// write node's sequence) and its create is then held up while the session expires: the write
+/// hold goes with the session, and another client's writer is granted. The create, tried again
+/// on the new session, must not make a read node with the old write's sequence (it would sort
+/// ahead of that writer: a reader beside a writer); the acquire is refused, as on a lost hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_acquire_whose_write_hold_is_lost_under_it_borrows_no_sequence() {
+    let observer = connect().await;
+    let e = expirable().await;
+    let b = connect().await;
+    let rw_a = InterProcessReadWriteLock::new(&e.client, "/rw/lost-under").unwrap();
+    let rw_b = InterProcessReadWriteLock::new(&b, "/rw/lost-under").unwrap();
+    let (o, ob) = (Owner::new(), Owner::new());
+    assert!(rw_a.write_lock().acquire(o, Some(WAIT)).await.unwrap());
+    let write_node = rw_a.write_lock().lock_node(o).unwrap();
+    let writer_b = {
+        let rw_b = rw_b.clone();
+        tokio::spawn(async move { rw_b.write_lock().acquire(ob, Some(WAIT)).await })
+    };
+    eventually("B's writer waits", WAIT, || async {
+        observer.get_children("/rw/lost-under").await.unwrap().len() == 2
+    })
+    .await;
+    // Cut off before the client notices (its session is 2 s): the read acquire starts on an
+    // intact write hold and its create goes nowhere.
+    e.proxy.blackhole();
+    let read = {
+        let rw_a = rw_a.clone();
+        tokio::spawn(async move { rw_a.read_lock().acquire(o, Some(WAIT)).await })
+    };
+    eventually("the server expires A's session", WAIT, || async {
+        observer.exists(&write_node).await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        tokio::time::timeout(WAIT, writer_b)
+            .await
+            .expect("B's writer is granted once A's session is gone")
+            .unwrap()
+            .unwrap(),
+        "B holds the write lock"
+    );
+    e.proxy.restore();
+    let read = tokio::time::timeout(WAIT + WAIT, read)
+        .await
+        .expect("the read acquire ends")
+        .unwrap();
+    let children = observer.get_children("/rw/lost-under").await.unwrap();
+    assert!(
+        !matches!(read, Ok(true)),
+        "a reader granted beside B's writer: {read:?}, children {children:?}"
+    );
+    assert!(read.is_err(), "refused as on a lost hold: {read:?}");
+    assert_eq!(children.len(), 1, "only B's write node: {children:?}");
+    let _ = rw_a.write_lock().release(o).await;
+    rw_b.write_lock().release(ob).await.unwrap();
+    for c in [observer, b] {
+        c.close().await;
+    }
+    e.client.close().await;
+}
+
 /// A multi-lease acquire whose session expires after it took its first lease, while it waits
 /// for the next: that first lease went with the session, so the acquire takes it again on the
 /// new session, and waits for room, instead of returning a lease whose node is gone (Curator

@@ -171,8 +171,10 @@ pub(crate) struct AttemptOptions<'a> {
     pub(crate) data: &'a [u8],
     pub(crate) deadline: Deadline,
     /// Create a plain EPHEMERAL node with this sequence text instead of a sequential one
-    /// (the read lock taken by the write lock's holder, Curator 5.5+'s downgrade).
-    pub(crate) sequence: Option<String>,
+    /// (the read lock taken by the write lock's holder, Curator 5.5+'s downgrade). Asked again
+    /// for each node the attempt makes: the owner's write hold may have ended, or been lost
+    /// (an error: the acquire is refused), since the last one.
+    pub(crate) sequence: &'a (dyn Fn() -> Result<Option<String>> + Send + Sync),
     /// Whether the same owner holds the write lock (read-lock driver only).
     pub(crate) write_held: &'a (dyn Fn() -> bool + Send + Sync),
     pub(crate) revocable: Option<RevokeListener>,
@@ -196,6 +198,11 @@ enum Outcome {
     TimedOut,
     /// Our node vanished or belongs to a dead session: try again with a new one.
     NodeMissing(String),
+    /// Our node borrowed the sequence of the owner's write node, and that write hold is over:
+    /// the node may sort ahead of a writer granted since. Deleted; try again at once.
+    Misplaced,
+    /// The attempt may not make a node (the owner's write hold was lost): this error.
+    Refused(Error),
 }
 
 /// Deletes a node we created unless disarmed: a failed, timed-out or cancelled (dropped)
@@ -289,6 +296,8 @@ impl Internals {
             match outcome {
                 Outcome::Granted(a) => return Ok(Some(a)),
                 Outcome::TimedOut => return Ok(None),
+                Outcome::Misplaced => continue,
+                Outcome::Refused(e) => return Err(e),
                 Outcome::NodeMissing(why) => match self
                     .client
                     .retry_policy()
@@ -316,9 +325,13 @@ impl Internals {
     }
 
     async fn attempt_once(&self, opts: &AttemptOptions<'_>) -> Result<Outcome> {
-        let (node, first_listing) = self
-            .create_node(opts.data, opts.sequence.as_deref())
-            .await?;
+        let sequence = match (opts.sequence)() {
+            Ok(s) => s,
+            // Returned as it is: a SessionExpired here is not a request's, to retry.
+            Err(e) => return Ok(Outcome::Refused(e)),
+        };
+        let borrowed = sequence.is_some();
+        let (node, first_listing) = self.create_node(opts.data, sequence.as_deref()).await?;
         let mut guard = NodeGuard::new(&self.client, &node.path);
         // Curator sets the revocation watch right after the create, while waiting too.
         let mut node_watch = opts.revocable.as_ref().map(|l| {
@@ -344,33 +357,40 @@ impl Internals {
                     node.path, node.session
                 )));
             }
-            let watch_name = match self.driver.gets_the_lock(
-                self.sorter,
-                &mut children,
-                &node.name,
-                (opts.write_held)(),
-            ) {
-                Predicate::Granted => {
-                    guard.disarm();
-                    if node_watch.is_none() && opts.deleted.is_some() {
-                        node_watch = Some(self.watch_own_node(
-                            &node.path,
-                            opts.owner,
-                            None,
-                            opts.deleted.clone(),
-                            true,
-                        ));
+            let write_held = (opts.write_held)();
+            // A node with the write node's sequence keeps its place only while that write hold
+            // lasts. Made after it ended (the owner released it, or its session went, while
+            // this create was retried), it sorts ahead of any writer granted since.
+            if borrowed && !write_held {
+                let _ = guard.delete_now().await;
+                return Ok(Outcome::Misplaced);
+            }
+            let watch_name =
+                match self
+                    .driver
+                    .gets_the_lock(self.sorter, &mut children, &node.name, write_held)
+                {
+                    Predicate::Granted => {
+                        guard.disarm();
+                        if node_watch.is_none() && opts.deleted.is_some() {
+                            node_watch = Some(self.watch_own_node(
+                                &node.path,
+                                opts.owner,
+                                None,
+                                opts.deleted.clone(),
+                                true,
+                            ));
+                        }
+                        return Ok(Outcome::Granted(Acquired { node, node_watch }));
                     }
-                    return Ok(Outcome::Granted(Acquired { node, node_watch }));
-                }
-                Predicate::Missing => {
-                    return Ok(Outcome::NodeMissing(format!(
-                        "sequential path not found: {}",
-                        node.path
-                    )));
-                }
-                Predicate::Watch(name) => name,
-            };
+                    Predicate::Missing => {
+                        return Ok(Outcome::NodeMissing(format!(
+                            "sequential path not found: {}",
+                            node.path
+                        )));
+                    }
+                    Predicate::Watch(name) => name,
+                };
             if opts.deadline.passed() {
                 let _ = guard.delete_now().await;
                 return Ok(Outcome::TimedOut);

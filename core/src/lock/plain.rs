@@ -270,28 +270,31 @@ impl Plain {
             id,
             armed: true,
         };
+        // The read lock's write lock (none for the others).
         let write = s.write_lock.as_ref().and_then(Weak::upgrade);
-        // Only an intact write hold lends its place. One lost (its session gone, its node
-        // deleted, a suspension under the standard policy) but not released yet is refused, as
-        // re-entering it is: another client may hold the write lock now, and a plain read node
-        // would queue behind this owner's own write node, if it is still there.
-        if let (Kind::Read, Some(w)) = (&s.kind, &write) {
-            if let Some(e) = w.lost_hold_error(owner) {
-                return Err(e);
+        let write_held = {
+            let write = write.clone();
+            move || {
+                write
+                    .as_ref()
+                    .is_some_and(|w| w.intact_held_node(owner).is_some())
             }
-        }
-        let write_held = move || {
-            write
-                .as_ref()
-                .is_some_and(|w| w.intact_held_node(owner).is_some())
         };
         // Curator 5.5+: the write lock's holder takes the read lock with a plain EPHEMERAL node
         // carrying the write node's sequence, so the read hold keeps the write's place in line.
-        let sequence = match (&s.kind, s.write_lock.as_ref().and_then(Weak::upgrade)) {
-            (Kind::Read, Some(w)) => w
-                .intact_held_node(owner)
-                .map(|n| sequence::key(&n.name, WRITE_LOCK_NAME).to_string()),
-            _ => None,
+        // Only an intact write hold lends its place, asked for each node the attempt makes. One
+        // lost (its session gone, its node deleted, a suspension under the standard policy) but
+        // not released yet is refused, as re-entering it is: another client may hold the write
+        // lock now, and a plain read node would queue behind this owner's own write node, if it
+        // is still there. One released since lends nothing.
+        let sequence = move || match &write {
+            Some(w) => match w.lost_hold_error(owner) {
+                Some(e) => Err(e),
+                None => Ok(w
+                    .intact_held_node(owner)
+                    .map(|n| sequence::key(&n.name, WRITE_LOCK_NAME).to_string())),
+            },
+            None => Ok(None),
         };
         let revocable = s
             .revocation
@@ -304,7 +307,7 @@ impl Plain {
             owner,
             data,
             deadline,
-            sequence,
+            sequence: &sequence,
             write_held: &write_held,
             revocable,
             deleted: Some(s.deleted_listener(owner, id)),

@@ -77,11 +77,12 @@ impl KazooLock {
             }) as DeletedListener
         });
         let never = || false;
+        let sequential = || Ok(None);
         let opts = AttemptOptions {
             owner: Owner::new(),
             data,
             deadline,
-            sequence: None,
+            sequence: &sequential,
             write_held: &never,
             revocable: None,
             deleted,
