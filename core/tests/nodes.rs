@@ -324,6 +324,66 @@ async fn close_during_a_create_deletes_the_node_that_create_made() {
     watcher.close().await;
 }
 
+/// A member's listeners go on hearing the group after its connection dropped and came back
+/// (the membership cache resyncs): a member that joins later is news. Before, the resync's own
+/// end left the view unsettled for good, and no listener heard anything again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_member_listeners_hear_joins_after_a_reconnect() {
+    use std::sync::{Arc, Mutex};
+    use zkrecipes::ConnectionState;
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let ca = connect(&proxy.connect_string()).await;
+    let cb = connect(&server.connect_string()).await;
+    let heard: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let a = GroupMember::new(&ca, "/rejoin", "a", b"a").unwrap();
+    {
+        let heard = heard.clone();
+        a.add_listener(move |m| heard.lock().unwrap().push(m.keys().cloned().collect()));
+    }
+    a.start().await.unwrap();
+    let hears = |want: &'static [&'static str]| {
+        let heard = heard.clone();
+        move || {
+            let heard = heard.clone();
+            async move {
+                heard
+                    .lock()
+                    .unwrap()
+                    .last()
+                    .is_some_and(|m| m.iter().map(String::as_str).eq(want.iter().copied()))
+            }
+        }
+    };
+    eventually("a hears itself", WAIT, hears(&["a"])).await;
+    let states: Arc<Mutex<Vec<ConnectionState>>> = Arc::default();
+    {
+        let states = states.clone();
+        ca.add_state_listener(move |s| states.lock().unwrap().push(s));
+    }
+    proxy.cut();
+    eventually("a's client is suspended", WAIT, || async {
+        states.lock().unwrap().contains(&ConnectionState::Suspended)
+    })
+    .await;
+    proxy.restore();
+    eventually("a's client reconnects", WAIT, || async {
+        states
+            .lock()
+            .unwrap()
+            .contains(&ConnectionState::Reconnected)
+    })
+    .await;
+    let b = GroupMember::new(&cb, "/rejoin", "b", b"b").unwrap();
+    b.start().await.unwrap();
+    eventually("a's listener hears b join", WAIT, hears(&["a", "b"])).await;
+    b.close().await.unwrap();
+    eventually("a's listener hears b leave", WAIT, hears(&["a"])).await;
+    a.close().await.unwrap();
+    ca.close().await;
+    cb.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_data_while_disconnected_is_applied_after_reconnect() {
     let server = TestingServer::start();

@@ -49,8 +49,15 @@ impl Tracker {
             }
             CacheEventType::Initialized | CacheEventType::Resynced => *settled = true,
         }
-        if ev.resync {
-            *settled = false; // publish once, at Resynced
+        // The differences a resync finds are published once, at its Resynced (which carries
+        // `resync` too: it settles the view again, for good).
+        if ev.resync
+            && !matches!(
+                ev.kind,
+                CacheEventType::Initialized | CacheEventType::Resynced
+            )
+        {
+            *settled = false;
         }
         let publish = *settled
             && (matches!(
