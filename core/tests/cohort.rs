@@ -287,6 +287,63 @@ async fn reentrancy_not_owner_timeout_and_cancellation() {
     c.close().await;
 }
 
+/// A release whose caller stops waiting for it (a timeout around it, an aborted task, a
+/// cancelled asyncio task) still ends: on the check path (budget spent, a local owner waiting)
+/// the waiter gets the lock; on the release path the node goes and the next acquire gets a new
+/// one. Before, the mutex object stayed Checking or Busy for good: every later acquire queued
+/// forever, and the checked node stayed on the server for the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_dropped_before_it_ends_still_ends() {
+    let c = connect().await;
+    let path = "/cohort/dropped-release";
+    let m = cohort(
+        &c,
+        path,
+        CohortOptions {
+            max_handoffs: 1,
+            max_hold: Duration::from_secs(1),
+        },
+    );
+    let (a, b) = (Owner::new(), Owner::new());
+    assert!(m.acquire(a, Some(WAIT)).await.unwrap());
+    let waiting = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(b, Some(WAIT)).await })
+    };
+    eventually("b waits in the cohort", WAIT, || async {
+        m.local_waiters() == 1
+    })
+    .await;
+    // Polled once (it stops at the check's getChildren), then dropped.
+    let dropped = tokio::time::timeout(Duration::ZERO, m.release(a)).await;
+    assert!(
+        dropped.is_err(),
+        "the check's request answered within one poll"
+    );
+    assert!(
+        tokio::time::timeout(WAIT + WAIT, waiting)
+            .await
+            .expect("b's acquire ends")
+            .unwrap()
+            .unwrap(),
+        "b gets the lock once the dropped release's check is done"
+    );
+    // The release path: no waiter, the node is released; dropped after its first poll.
+    let dropped = tokio::time::timeout(Duration::ZERO, m.release(b)).await;
+    assert!(
+        dropped.is_err(),
+        "the release's delete answered within one poll"
+    );
+    no_node_left(&m).await;
+    assert!(
+        m.acquire(a, Some(WAIT)).await.unwrap(),
+        "the next acquire gets a new node"
+    );
+    m.release(a).await.unwrap();
+    no_node_left(&m).await;
+    c.close().await;
+}
+
 /// The session of the cohort's node expires while a local owner holds and others wait: the
 /// holder is told (lost signal, on_lost with its own owner), the waiters get the lock on a new
 /// node of the new session, with larger tokens.

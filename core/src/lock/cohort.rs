@@ -314,10 +314,6 @@ impl Cohort {
     }
 
     pub(crate) async fn release(self: &Arc<Self>, owner: Owner) -> Result<ReleaseStatus> {
-        enum Next {
-            Release,
-            Check,
-        }
         let next = {
             let mut st = self.lock();
             let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) else {
@@ -367,6 +363,23 @@ impl Cohort {
                 Next::Check
             }
         };
+        // The rest runs as its own task: a caller that stops waiting (a timeout around the
+        // release, an aborted task, a cancelled asyncio task) must not leave the node Checking
+        // or Busy, which only this tail ends (every later acquire of this object would queue
+        // for good, and a Checking node would stay on the server for the session).
+        let me = self.clone();
+        runtime::spawn(async move { me.release_tail(next).await })
+            .await
+            .unwrap_or_else(|e| {
+                Err(Error::Internal(
+                    format!("cohort release: its task ended early: {e}").into(),
+                ))
+            })
+    }
+
+    /// [`release`](Self::release) after its decision: look for other contenders first
+    /// (`Check`), then hand the node on or release it.
+    async fn release_tail(self: Arc<Self>, next: Next) -> Result<ReleaseStatus> {
         if let Next::Check = next {
             let others = match self.inner.participant_nodes().await {
                 Ok(nodes) => nodes.len() > 1,
@@ -507,6 +520,14 @@ impl Mode for Arc<Cohort> {
     fn cohort_options(&self) -> Option<CohortOptions> {
         Some(self.opts)
     }
+}
+
+/// What a release does once the local holder is gone.
+enum Next {
+    /// Release the node.
+    Release,
+    /// Budget spent with local owners waiting: look for other contenders before handing on.
+    Check,
 }
 
 /// Leaves the queue if the acquire is dropped while waiting; gives a grant back if it came
