@@ -1220,3 +1220,64 @@ async fn a_listener_id_of_another_registry_is_refused() {
     a.close().await;
     b.close().await;
 }
+
+/// `close` ends the session even while something else holds a handle to it (a started cache
+/// reads through one for as long as it is connected): its ephemeral nodes are gone when close
+/// returns, and the cache's later reads fail. Before, the session lived on until the last
+/// handle went (here, as long as the cache object), and close waited its connection timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_the_session_while_a_cache_holds_a_handle() {
+    let server = TestingServer::start();
+    let a = connect(&server.connect_string()).await;
+    let b = connect(&server.connect_string()).await;
+    a.create("/kept-open", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    let cache = zkrecipes::cache::CuratorCache::new(&a, "/kept-open").unwrap();
+    cache.start().await.unwrap();
+    assert!(cache
+        .await_initialized(Some(Duration::from_secs(10)))
+        .await
+        .unwrap());
+    a.create(
+        "/kept-open/eph",
+        b"",
+        CreateOptions {
+            mode: CreateMode::Ephemeral,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let session = a.session_id();
+    a.close().await;
+    assert!(
+        b.exists("/kept-open/eph").await.unwrap().is_none(),
+        "the ephemeral node of session {session:#x} outlived close"
+    );
+    assert!(
+        server
+            .four_letter("cons")
+            .lines()
+            .all(|l| !l.contains(&format!("sid={session:#x}"))),
+        "the server still lists the session"
+    );
+    drop(cache);
+    b.close().await;
+}
+
+/// A state stream ends (`None`) once its client is closed, after the changes published before;
+/// before, `next` waited forever while any clone of the client lived (the caller's own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_stream_ends_when_its_client_closes() {
+    let server = TestingServer::start();
+    let a = connect(&server.connect_string()).await;
+    let mut stream = a.state_stream();
+    a.close().await;
+    let next = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the stream ends once the client is closed");
+    assert_eq!(next, None);
+    // A stream made after close ends at once.
+    assert_eq!(a.state_stream().next().await, None);
+}

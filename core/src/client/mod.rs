@@ -311,6 +311,7 @@ impl Client {
     pub fn state_stream(&self) -> StateStream {
         StateStream {
             rx: self.inner.events.subscribe(),
+            closed: self.inner.closed.subscribe(),
         }
     }
 
@@ -424,9 +425,12 @@ impl Client {
         self.inner.session_id.store(0, Ordering::SeqCst);
         if let Some(zk) = zk {
             let mut states = zk.state_watcher();
+            // Ends the session for every handle (wire patch 20): a started cache, a queue
+            // item's hold or an in-flight operation holds one too, and the session would live
+            // on until the last of them is gone (a cache kept for good: for good). Wait for it
+            // so that ephemerals are gone when we return.
+            zk.close();
             drop(zk);
-            // The session sends CloseSession once the last handle is gone (in-flight operations
-            // hold one briefly); wait for it so that ephemerals are gone when we return.
             let wait = async {
                 while !states.state().is_terminated() {
                     states.changed().await;
@@ -717,7 +721,16 @@ impl Inner {
 
     fn replace_session(&self, zk: Option<zk::Client>) {
         let id = zk.as_ref().map(|z| z.session_id().0).unwrap_or(0);
-        *self.session.lock().unwrap_or_else(|e| e.into_inner()) = zk;
+        let mut session = self.session.lock().unwrap_or_else(|e| e.into_inner());
+        // Read under the lock `close` takes the session under, after setting the flag: a new
+        // session made as the client closed is either taken and ended by `close`, or ended here.
+        if self.is_closed.load(Ordering::SeqCst) {
+            if let Some(zk) = zk {
+                zk.close();
+            }
+            return;
+        }
+        *session = zk;
         self.session_id.store(id, Ordering::SeqCst);
     }
 }

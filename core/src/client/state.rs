@@ -94,17 +94,38 @@ impl LostPolicy {
 /// A stream of connection-state changes (Rust's face of Curator's ConnectionStateListener).
 pub struct StateStream {
     pub(crate) rx: broadcast::Receiver<ConnectionState>,
+    /// The client's closed flag: the changes published before close are still handed out,
+    /// then `None`.
+    pub(crate) closed: tokio::sync::watch::Receiver<bool>,
 }
 
 impl StateStream {
-    /// The next state change; `None` once the client is closed (or dropped). A receiver that
-    /// fell behind by more than 64 changes skips to the oldest one it still has.
+    /// The next state change; `None` once the client is closed (or dropped), after the
+    /// changes published before that. A receiver that fell behind by more than 64 changes
+    /// skips to the oldest one it still has.
     pub async fn next(&mut self) -> Option<ConnectionState> {
+        use broadcast::error::{RecvError, TryRecvError};
         loop {
-            match self.rx.recv().await {
+            match self.rx.try_recv() {
                 Ok(s) => return Some(s),
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(broadcast::error::RecvError::Closed) => return None,
+                Err(TryRecvError::Lagged(_)) => continue,
+                Err(TryRecvError::Closed) => return None,
+                Err(TryRecvError::Empty) => {}
+            }
+            if *self.closed.borrow() {
+                return None;
+            }
+            tokio::select! {
+                r = self.rx.recv() => match r {
+                    Ok(s) => return Some(s),
+                    Err(RecvError::Lagged(_)) => continue,
+                    Err(RecvError::Closed) => return None,
+                },
+                // Closed: look once more for what came before it.
+                r = self.closed.changed() => if r.is_err() {
+                    // The client is gone: what it published before, then `None`.
+                    return self.rx.try_recv().ok();
+                },
             }
         }
     }

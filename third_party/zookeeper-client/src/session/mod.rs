@@ -720,7 +720,8 @@ impl Session {
     /// is now halted (zkrecipes patch 16 moved this out of `serve_session`'s `select!`).
     fn take_request(&mut self, r: Option<Request>, depot: &mut Depot) -> bool {
         match r {
-            None => {
+            // zkrecipes patch 20: `Client::close` ends the session as the last handle's drop.
+            None | Some(Request::Close) => {
                 if !self.detached {
                     depot.push_session(SessionOperation::new_without_body(OpCode::CloseSession));
                 }

@@ -129,6 +129,8 @@ pub enum Operation {
 pub enum Request {
     Session(SessionOperation),
     RemoveWatcher { id: WatcherId, responser: StateResponser },
+    /// zkrecipes patch 20: end the session now, as the last handle's drop does.
+    Close,
 }
 
 impl From<SessionOperation> for Request {
@@ -142,6 +144,7 @@ impl Request {
         match self {
             Self::Session(operation) => operation.responser,
             Self::RemoveWatcher { responser, .. } => responser,
+            Self::Close => StateResponser::default(),
         }
     }
 }
