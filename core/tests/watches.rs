@@ -579,3 +579,84 @@ async fn block_until_connected_waits_for_a_connection() {
     let err = c.block_until_connected(None).await.unwrap_err();
     assert!(matches!(err, Error::Closed(_)), "{err}");
 }
+
+/// The data of a NodeCache's node, if any.
+fn node_data(node: &NodeCache) -> Option<Vec<u8>> {
+    node.node().and_then(|d| d.data).map(|d| d.to_vec())
+}
+
+/// A recursive consumer joins a path a NodeCache and a plain handle watch, while the client is
+/// cut off: the widening `addWatch` waits for the reconnection, and the old watch is not read
+/// meanwhile. The outage under it must still reach the NodeCache (it resyncs, and goes on
+/// following the node) and the plain handle (RECONNECTED after its DISCONNECTED). Before, the
+/// drain of the old watch stopped at its first connection event and dropped it: the NodeCache,
+/// told DISCONNECTED and never RECONNECTED, never read again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_widened_across_an_outage_keeps_the_node_cache_following() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(9))
+        .connect()
+        .await
+        .unwrap();
+    let writer = connect(&server.connect_string()).await;
+    writer
+        .create("/wide", b"v1", CreateOptions::default())
+        .await
+        .unwrap();
+    let node = NodeCache::new(&c, "/wide").unwrap();
+    node.start().await.unwrap();
+    assert!(node.await_initialized(Some(WAIT)).await.unwrap());
+    let mut plain = c
+        .add_watch("/wide", AddWatchMode::Persistent)
+        .await
+        .unwrap();
+    proxy.blackhole();
+    loop {
+        let e = tokio::time::timeout(WAIT, plain.next())
+            .await
+            .expect("the plain handle hears the outage")
+            .expect("open");
+        if e == WatchEvent::Disconnected {
+            break;
+        }
+    }
+    let tree = std::sync::Arc::new(TreeCache::new(&c, "/wide", None).unwrap());
+    let starting = {
+        let tree = tree.clone();
+        tokio::spawn(async move { tree.start().await })
+    };
+    writer.set_data("/wide", b"v2", None).await.unwrap();
+    proxy.restore();
+    tokio::time::timeout(WAIT, starting)
+        .await
+        .expect("the tree cache starts once reconnected")
+        .unwrap()
+        .unwrap();
+    eventually(
+        "the node cache has the change made during the outage",
+        || node_data(&node).as_deref() == Some(&b"v2"[..]),
+    )
+    .await;
+    loop {
+        let e = tokio::time::timeout(WAIT, plain.next())
+            .await
+            .expect("the plain handle hears the reconnection")
+            .expect("open");
+        if e == WatchEvent::Reconnected {
+            break;
+        }
+    }
+    let stat = writer.set_data("/wide", b"v3", None).await.unwrap();
+    assert!(
+        node.await_zxid(stat.mzxid, Some(WAIT)).await.unwrap(),
+        "the node cache follows changes after the outage"
+    );
+    assert_eq!(node_data(&node).as_deref(), Some(&b"v3"[..]));
+    drop(plain);
+    tree.close();
+    node.close();
+    c.close().await;
+    writer.close().await;
+}

@@ -459,16 +459,19 @@ async fn pump(mut p: Pump) {
             drop(client);
             match r {
                 Ok((w, session)) => {
-                    if let Some(old) = wire.take() {
-                        // Events the old watch got before the new one was set.
-                        drain(&p, old);
-                    }
+                    // Events the old watch got before the new one was set. A set (a widening)
+                    // that straddled a connection change is a renewal: what changed meanwhile
+                    // was not reported, and consumers resync on the Reconnected below.
+                    let straddled = wire.take().is_some_and(|old| {
+                        let other_session = old.session != session;
+                        drain(&p, old) || other_session
+                    });
                     wire = Some(Wire {
                         mode,
                         watcher: w,
                         session,
                     });
-                    let renewed = lost.is_some() || reset;
+                    let renewed = lost.is_some() || reset || straddled;
                     lost = None;
                     reset = reset_after;
                     let (done, still): (Vec<_>, Vec<_>) =
@@ -595,8 +598,13 @@ fn event(p: &Pump, e: &zk::WatchedEvent) -> Option<WatchEvent> {
     }
 }
 
-/// Hands on the node events already queued on a watch being replaced, without waiting.
-fn drain(p: &Pump, mut old: Wire) {
+/// Hands on the events already queued on a watch being replaced, without waiting: node
+/// events, and the interruptions (DISCONNECTED, a session's end) in their order. A reconnection
+/// it saw is not handed on: the caller's Reconnected, once the new watch is set, tells it.
+/// Whether it saw any change of the connection (the old watch was not read while the new one
+/// was being set: a NodeCache there would otherwise never hear of an outage under it).
+fn drain(p: &Pump, mut old: Wire) -> bool {
+    let mut changed = false;
     loop {
         let got = {
             let next = old.watcher.changed();
@@ -605,14 +613,20 @@ fn drain(p: &Pump, mut old: Wire) {
             let mut cx = std::task::Context::from_waker(&waker);
             next.as_mut().poll(&mut cx)
         };
-        match got {
-            std::task::Poll::Ready(e) if e.event_type != zk::EventType::Session => {
-                if let Some(ev) = event(p, &e) {
-                    emit(p, old.mode, &ev);
-                }
+        let std::task::Poll::Ready(e) = got else {
+            return changed;
+        };
+        match event(p, &e) {
+            Some(WatchEvent::Reconnected) => changed = true,
+            Some(ev) => {
+                changed |= matches!(ev, WatchEvent::Disconnected);
+                emit(p, old.mode, &ev);
             }
-            // A state change is the new watch's to tell (the old one ends here).
-            _ => return,
+            // Terminal: this watcher hears nothing more (and must not be polled again).
+            None => {
+                emit(p, old.mode, &WatchEvent::SessionLost);
+                return true;
+            }
         }
     }
 }
