@@ -171,22 +171,31 @@ fn a_lone_member_stays_out_through_wakeups_and_a_connection_drop() {
 }
 
 #[test]
-fn a_stale_ready_node_is_detected_by_its_czxid() {
+fn a_stale_ready_node_is_detected_and_made_this_rounds_never_deleted_by_enter() {
     let server = TestingServer::start();
     let client = connect(&server.connect_string());
     // Left over from an earlier round whose members are gone.
     client
         .create_blocking("/b/stale/ready", b"", CreateOptions::default().parents())
         .unwrap();
+    let stale = client.exists_blocking("/b/stale/ready").unwrap().unwrap();
     let member = DistributedDoubleBarrier::new(&client, "/b/stale", 2).unwrap();
     assert!(!member.enter_blocking(Some(SECOND)).unwrap());
-    assert!(children(&client, "/b/stale").is_empty());
-    // With a second member the barrier opens.
+    // Not deleted: a delete judged on a read (every ready node is at version 0) could remove
+    // the one another member has just made for its round.
+    assert_eq!(children(&client, "/b/stale"), vec!["ready".to_string()]);
+    // With a second member the barrier opens, on the same node made this round's by a write.
     let other = connect(&server.connect_string());
     let second = DistributedDoubleBarrier::new(&other, "/b/stale", 2).unwrap();
     let t = thread::spawn(move || second.enter_blocking(Some(30 * SECOND)).unwrap());
     assert!(member.enter_blocking(Some(30 * SECOND)).unwrap());
     assert!(t.join().unwrap());
+    let ready = client.exists_blocking("/b/stale/ready").unwrap().unwrap();
+    assert_eq!(
+        ready.czxid, stale.czxid,
+        "the stale node was deleted and made again"
+    );
+    assert!(ready.mzxid > stale.mzxid, "made this round's by a write");
 }
 
 #[test]

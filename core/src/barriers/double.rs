@@ -106,22 +106,28 @@ impl DistributedDoubleBarrier {
                 our_czxid = self.make_our_node().await?;
                 continue;
             }
-            if let Some(ready) = ready {
-                if self.ready_is_current(&ready, our_czxid, &members).await? {
+            if let Some(ready) = &ready {
+                if self.ready_is_current(ready, our_czxid, &members).await? {
                     return Ok(true);
                 }
-                tracing::warn!(path = %self.ready_path, czxid = ready.czxid, "double barrier: deleting a stale ready node (older than every member)");
-                self.client
-                    .retry(|s| async move {
-                        match s.delete(ready_path, Some(ready.version)).await {
-                            Ok(()) | Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(()),
-                            Err(e) => Err(e),
-                        }
-                    })
-                    .await?;
-                continue;
             }
             if members.len() >= self.member_qty {
+                if let Some(ready) = ready {
+                    // A stale `ready` is made this round's by a write (its mzxid), never by a
+                    // delete and a new create: a delete judged on a read (every `ready` is at
+                    // version 0) could remove the `ready` another member has just made for
+                    // this round, after a member that saw it entered and left.
+                    tracing::warn!(path = %self.ready_path, mzxid = ready.mzxid, "double barrier: a stale ready node (older than every member) is made this round's");
+                    self.client
+                        .retry(|s| async move {
+                            match s.set_data(ready_path, &[], Some(ready.version)).await {
+                                Ok(_) | Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(()),
+                                Err(e) => Err(e),
+                            }
+                        })
+                        .await?;
+                    continue; // answer only after reading it back
+                }
                 self.client
                     .retry(|s| async move {
                         match s.create(ready_path, &[], CreateMode::Persistent).await {
@@ -150,16 +156,17 @@ impl DistributedDoubleBarrier {
         }
     }
 
-    /// A `ready` node is this round's if it was made after some current member joined: after
-    /// us, or after an earlier member (we are a late one). One older than every member is left
-    /// over from a round whose members are all gone.
+    /// A `ready` node is this round's if it was made (or last written: a stale one made this
+    /// round's) after some current member joined: after us, or after an earlier member (we are
+    /// a late one). One older than every member is left over from a round whose members are
+    /// all gone.
     async fn ready_is_current(
         &self,
         ready: &Stat,
         our_czxid: i64,
         members: &[&String],
     ) -> Result<bool> {
-        if ready.czxid > our_czxid {
+        if ready.mzxid > our_czxid {
             return Ok(true);
         }
         let base = self.path.as_str();
@@ -173,7 +180,7 @@ impl DistributedDoubleBarrier {
             .retry(|s| async move {
                 let stats: Vec<_> = others.iter().map(|p| s.exists(p)).collect();
                 for st in stats {
-                    if matches!(st.await?, Some(st) if st.czxid < ready.czxid) {
+                    if matches!(st.await?, Some(st) if st.czxid < ready.mzxid) {
                         return Ok(true);
                     }
                 }

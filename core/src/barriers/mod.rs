@@ -18,8 +18,11 @@
 //! * Entering again is idempotent: a member node already there in our session is ours, not
 //!   `NodeExists` (CURATOR-330); one lost with an expired session is made again.
 //! * A `ready` node left over from an earlier round (its members gone without deleting it) is
-//!   told apart by its czxid: it is older than every current member, so it is deleted and the
-//!   members count again instead of passing at once.
+//!   told apart by its mzxid: it is older than every current member, so the members count
+//!   again instead of passing at once, and the member that counts `member_qty` writes it (the
+//!   same empty data, at the version it read) to make it this round's. It is never deleted by
+//!   `enter`: every `ready` is at version 0, so a delete judged on a read could remove the one
+//!   another member has just made for this round.
 //! * `leave(timeout)` honours its timeout and never loops without waiting (CURATOR-233,
 //!   CURATOR-536).
 //! * A waiter whose connection is lost reads again through the retry policy: when the server
