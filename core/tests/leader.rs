@@ -1508,3 +1508,30 @@ async fn a_closed_latch_logs_no_loss_and_a_lost_one_warns() {
     latch.close().await.unwrap();
     c.close().await;
 }
+
+/// A selector whose client is closed leaves the queue: `is_queued` is false once its worker
+/// has failed with `Closed` (it stayed true, so `requeue` answered "already queued" for a
+/// selector that could never lead again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_selector_whose_client_closed_is_not_queued() {
+    let path = group("selector-closed");
+    let c = connect().await;
+    let s = LeaderSelector::new(&c, &path, "a", |ctx: LeadershipContext| async move {
+        ctx.cancelled().await;
+    })
+    .unwrap();
+    s.auto_requeue();
+    s.start().unwrap();
+    assert!(eventually(Duration::from_secs(10), || s.has_leadership()).await);
+    c.close().await;
+    assert!(
+        eventually(Duration::from_secs(10), || matches!(
+            s.last_error(),
+            Some(zkrecipes::Error::Closed(_))
+        ))
+        .await,
+        "the worker fails with Closed: {:?}",
+        s.last_error()
+    );
+    assert!(!s.is_queued(), "a selector of a closed client is queued");
+}

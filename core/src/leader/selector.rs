@@ -450,6 +450,8 @@ async fn work(s: Arc<Shared>) {
                 let fatal = matches!(e, Error::Closed(_));
                 *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 if fatal {
+                    // Out of the queue for good (Curator's doWork clears isQueued as it fails).
+                    s.control().queued = false;
                     return;
                 }
                 {
