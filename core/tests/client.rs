@@ -1281,3 +1281,18 @@ async fn a_state_stream_ends_when_its_client_closes() {
     // A stream made after close ends at once.
     assert_eq!(a.state_stream().next().await, None);
 }
+
+/// A connection timeout too long for the clock is a wait without end, not a panic in the
+/// first operation (Python and Node take such values; before, `exists` panicked on an
+/// `Instant` overflow).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_timeout_too_long_for_the_clock_is_no_panic() {
+    let server = TestingServer::start();
+    let c = ClientBuilder::new(server.connect_string())
+        .connection_timeout(Duration::MAX)
+        .connect()
+        .await
+        .expect("connect");
+    assert!(c.exists("/").await.unwrap().is_some());
+    c.close().await;
+}

@@ -500,7 +500,10 @@ impl Client {
     /// The current session, waiting up to the connection timeout for a connection.
     pub(crate) async fn session(&self) -> Result<Session> {
         let mut rx = self.inner.state.subscribe();
-        let deadline = Instant::now() + self.inner.cfg.connection_timeout;
+        // A connection timeout too long for the clock (the builder takes any) waits for good.
+        let deadline = Instant::now()
+            .checked_add(self.inner.cfg.connection_timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
         loop {
             if self.is_closed() {
                 return Err(Error::closed());
