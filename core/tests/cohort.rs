@@ -344,6 +344,55 @@ async fn a_release_dropped_before_it_ends_still_ends() {
     c.close().await;
 }
 
+/// An acquire with a zero (or shorter than a round trip) timeout makes one full attempt, as a
+/// plain mutex's does: it gets a free lock, and is refused one another client holds. Before,
+/// it gave up before the node's acquire could answer, so a try-lock never got even a free lock.
+/// A waiter that joined the attempt with a longer timeout goes on waiting after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_timeout_acquire_makes_one_full_attempt() {
+    let c = connect().await;
+    let other_client = connect().await;
+    let path = "/cohort/try";
+    let m = cohort(&c, path, CohortOptions::default());
+    let (a, b) = (Owner::new(), Owner::new());
+    assert!(
+        m.acquire(a, Some(Duration::ZERO)).await.unwrap(),
+        "a free lock is got with a zero timeout"
+    );
+    m.release(a).await.unwrap();
+    no_node_left(&m).await;
+
+    let other = InterProcessMutex::new(&other_client, path).unwrap();
+    let o = Owner::new();
+    assert!(other.acquire(o, None).await.unwrap());
+    let trying = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(a, Some(Duration::from_millis(300))).await })
+    };
+    eventually("a's attempt waits in the cohort", WAIT, || async {
+        m.local_waiters() == 1
+    })
+    .await;
+    let waiting = {
+        let m = m.clone();
+        tokio::spawn(async move { m.acquire(b, Some(WAIT)).await })
+    };
+    assert!(
+        !trying.await.unwrap().unwrap(),
+        "a lock another client holds is refused once the timeout passes"
+    );
+    assert!(!m.acquire(a, Some(Duration::ZERO)).await.unwrap());
+    other.release(o).await.unwrap();
+    assert!(
+        waiting.await.unwrap().unwrap(),
+        "the waiter that joined goes on and gets the lock"
+    );
+    m.release(b).await.unwrap();
+    no_node_left(&m).await;
+    other_client.close().await;
+    c.close().await;
+}
+
 /// The session of the cohort's node expires while a local owner holds and others wait: the
 /// holder is told (lost signal, on_lost with its own owner), the waiters get the lock on a new
 /// node of the new session, with larger tokens.

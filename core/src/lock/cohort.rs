@@ -57,15 +57,23 @@ struct LocalHold {
 
 struct Waiter {
     id: u64,
-    tx: oneshot::Sender<Result<()>>,
+    /// `Ok(true)`: granted; `Ok(false)`: the node's acquire, run under this waiter's deadline
+    /// (it started it), timed out.
+    tx: oneshot::Sender<Result<bool>>,
     owner: Owner,
 }
 
 enum NodeState {
     /// No node, no acquire in flight.
     Free,
-    /// The driver is acquiring the node for the local queue.
-    Acquiring { cancel: Arc<Notify>, id: u64 },
+    /// The driver is acquiring the node for the local queue, under the deadline of the waiter
+    /// `starter` that found the node free (as a plain acquire makes one full attempt however
+    /// short its timeout), or without one (`None`: started again for waiters already queued).
+    Acquiring {
+        cancel: Arc<Notify>,
+        id: u64,
+        starter: Option<u64>,
+    },
     /// The node is ours: `grants` local holds so far, `budget_*` since the last check.
     Held {
         grants: u32,
@@ -126,7 +134,7 @@ impl Cohort {
         deadline: Deadline,
     ) -> Result<bool> {
         let client = self.inner.client().clone();
-        let (id, rx) = {
+        let (id, rx, starter) = {
             let mut st = self.lock();
             if let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) {
                 if !self.inner.is_hold_marked_valid(self.proc_owner) {
@@ -154,11 +162,11 @@ impl Cohort {
                 && st.holder.is_none()
                 && self.inner.is_hold_marked_valid(self.proc_owner);
             if free {
-                self.start_driver(&mut st);
+                self.start_driver(&mut st, Some((id, deadline)));
             } else if idle && !self.grant_next(&mut st) {
                 self.release_in_background(&mut st);
             }
-            (id, rx)
+            (id, rx, free)
         };
         let mut guard = WaiterGuard {
             cohort: self.clone(),
@@ -167,16 +175,26 @@ impl Cohort {
             rx,
             claimed: false,
         };
-        let got = tokio::select! {
-            r = &mut guard.rx => Some(r),
-            _ = deadline.sleep() => None,
-            _ = client.closed() => return Err(Error::closed()),
+        // The waiter that started the node's acquire waits for its answer: that acquire runs
+        // under this waiter's deadline and makes one full attempt, however short the deadline.
+        let got = if starter {
+            tokio::select! {
+                r = &mut guard.rx => Some(r),
+                _ = client.closed() => return Err(Error::closed()),
+            }
+        } else {
+            tokio::select! {
+                r = &mut guard.rx => Some(r),
+                _ = deadline.sleep() => None,
+                _ = client.closed() => return Err(Error::closed()),
+            }
         };
         match got {
-            Some(Ok(Ok(()))) => {
+            Some(Ok(Ok(true))) => {
                 guard.claimed = true;
                 Ok(true)
             }
+            Some(Ok(Ok(false))) => Ok(false),
             Some(Ok(Err(e))) => Err(e),
             Some(Err(_)) => Err(Error::Internal(
                 "cohort: a waiter's grant was dropped".into(),
@@ -187,10 +205,11 @@ impl Cohort {
                     return Ok(false);
                 }
                 match guard.rx.try_recv() {
-                    Ok(Ok(())) => {
+                    Ok(Ok(true)) => {
                         guard.claimed = true;
                         Ok(true)
                     }
+                    Ok(Ok(false)) => Ok(false),
                     Ok(Err(e)) => Err(e),
                     Err(_) => Ok(false),
                 }
@@ -233,7 +252,7 @@ impl Cohort {
                 handoff: *grants,
                 ended,
             };
-            if w.tx.send(Ok(())).is_ok() {
+            if w.tx.send(Ok(true)).is_ok() {
                 *grants = grants.saturating_add(1);
                 *budget_used += 1;
                 st.holder = Some(hold);
@@ -243,18 +262,22 @@ impl Cohort {
         false
     }
 
-    fn start_driver(self: &Arc<Self>, st: &mut State) {
+    /// Starts acquiring the node for the queue, under `starter`'s deadline (see
+    /// [`NodeState::Acquiring`]).
+    fn start_driver(self: &Arc<Self>, st: &mut State, starter: Option<(u64, Deadline)>) {
         let cancel = Arc::new(Notify::new());
         let id = st.next_id;
         st.next_id += 1;
         st.node = NodeState::Acquiring {
             cancel: cancel.clone(),
             id,
+            starter: starter.map(|(w, _)| w),
         };
+        let deadline = starter.map_or(Deadline::NEVER, |(_, d)| d);
         let me = self.clone();
         runtime::spawn(async move {
             let got = tokio::select! {
-                r = me.inner.acquire(me.proc_owner, Deadline::NEVER) => Some(r),
+                r = me.inner.acquire(me.proc_owner, deadline) => Some(r),
                 _ = cancel.notified() => None,
             };
             me.on_driver_done(id, got).await;
@@ -264,7 +287,10 @@ impl Cohort {
     async fn on_driver_done(self: &Arc<Self>, id: u64, got: Option<Result<bool>>) {
         let release = {
             let mut st = self.lock();
-            let ours = matches!(st.node, NodeState::Acquiring { id: i, .. } if i == id);
+            let (ours, starter) = match &st.node {
+                NodeState::Acquiring { id: i, starter, .. } if *i == id => (true, *starter),
+                _ => (false, None),
+            };
             match got {
                 Some(Ok(true)) if ours => {
                     st.node = NodeState::Held {
@@ -280,7 +306,19 @@ impl Cohort {
                 }
                 // Cancelled after the node was granted: give it back.
                 Some(Ok(true)) => true,
-                Some(Ok(false)) | None => false,
+                // The starter's deadline passed: it is told; waiters that came since get a
+                // new acquire of their own (below).
+                Some(Ok(false)) => {
+                    if let Some(pos) =
+                        starter.and_then(|s| st.waiters.iter().position(|w| w.id == s))
+                    {
+                        if let Some(w) = st.waiters.remove(pos) {
+                            let _ = w.tx.send(Ok(false));
+                        }
+                    }
+                    false
+                }
+                None => false,
                 Some(Err(e)) => {
                     for w in st.waiters.drain(..) {
                         let _ = w.tx.send(Err(e.clone()));
@@ -300,7 +338,7 @@ impl Cohort {
         let mut st = self.lock();
         st.node = NodeState::Free;
         if !st.waiters.is_empty() {
-            self.start_driver(&mut st);
+            self.start_driver(&mut st, None);
         }
     }
 
@@ -536,7 +574,7 @@ struct WaiterGuard {
     cohort: Arc<Cohort>,
     id: u64,
     owner: Owner,
-    rx: oneshot::Receiver<Result<()>>,
+    rx: oneshot::Receiver<Result<bool>>,
     claimed: bool,
 }
 
@@ -545,7 +583,7 @@ impl Drop for WaiterGuard {
         if self.claimed || self.cohort.leave(self.id) {
             return;
         }
-        if let Ok(Ok(())) = self.rx.try_recv() {
+        if let Ok(Ok(true)) = self.rx.try_recv() {
             let (c, owner) = (self.cohort.clone(), self.owner);
             runtime::spawn(async move {
                 let _ = c.release(owner).await;
