@@ -517,6 +517,13 @@ async fn the_same_member_id_from_two_sessions_is_a_conflict_and_the_first_is_unt
     let e = second.start().await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Conflict, "{e}");
     assert!(e.message().contains("/group/m1"), "{e}");
+    // The refused member shows the payload of the node that holds its id, as others see it.
+    eventually(
+        "the refused member reads the first one's payload",
+        WAIT,
+        || async { second.current_members().get("m1").map(Vec::as_slice) == Some(&b"one"[..]) },
+    )
+    .await;
     let e = second
         .node()
         .wait_for_initial_create(Some(WAIT))

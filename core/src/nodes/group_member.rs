@@ -111,8 +111,10 @@ impl GroupMember {
         runtime::try_block_on(self.start())?
     }
 
-    /// Every member id → payload, as last read from the group, with this member's own
-    /// payload (as Curator's `getCurrentMembers`).
+    /// Every member id → payload, as last read from the group; this member's own entry is
+    /// its payload as read too, and its local payload only while the group read has none (as
+    /// Curator's `getCurrentMembers`): a member refused with `Conflict` shows the payload of
+    /// the node that holds its id, as every other member and listener sees it.
     pub fn current_members(&self) -> BTreeMap<String, Vec<u8>> {
         let mut members = self
             .view
@@ -121,7 +123,9 @@ impl GroupMember {
             .as_ref()
             .map(|v| v.current())
             .unwrap_or_default();
-        members.insert(self.id.clone(), self.node.data());
+        members
+            .entry(self.id.clone())
+            .or_insert_with(|| self.node.data());
         members
     }
 
