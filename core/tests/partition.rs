@@ -541,3 +541,40 @@ async fn multi_lease_gives_out_at_most_count() {
         Err(Error::Closed(_))
     ));
 }
+
+/// `finish` while `start` is joining (its party node not made yet) leaves no party member
+/// behind: before, the create landed after finish's delete, and every other member counted a
+/// member that would never take its share, until the client's session ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_during_start_leaves_no_party_member() {
+    let server = TestingServer::start();
+    let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let observer = connect(&server.connect_string()).await;
+    let p = Arc::new(SetPartitioner::new(&c, "/ghost", &set(4), options("a")).unwrap());
+    proxy.delay(Duration::from_millis(1000));
+    let starting = {
+        let p = p.clone();
+        tokio::spawn(async move { p.start().await })
+    };
+    // The party path is made just before the member's own node is asked for.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while observer.exists("/ghost/party").await.unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the party path was never made");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    p.finish().await.unwrap();
+    let started = starting.await.unwrap();
+    assert!(
+        matches!(started, Err(Error::Closed(_))),
+        "start ends Closed: {started:?}"
+    );
+    proxy.restore();
+    assert_eq!(
+        observer.get_children("/ghost/party").await.unwrap(),
+        Vec::<String>::new(),
+        "a party member outlived finish"
+    );
+    c.close().await;
+    observer.close().await;
+}

@@ -288,11 +288,18 @@ impl SetPartitioner {
         sh.join().await?;
         let weak = Arc::downgrade(&self.shared);
         let states = sh.client.subscribe_events();
-        starting.finish(|| {
+        let started = starting.finish(|| {
             let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
             tasks.push(runtime::spawn(drive(weak.clone())));
             tasks.push(runtime::spawn(follow_connection(weak, states)));
-        })?;
+        });
+        if let Err(e) = started {
+            // Finished while joining: `finish` left before our party node was made (its
+            // delete found nothing); leave now, or every member would count a member that
+            // never takes its share.
+            sh.fail_out().await;
+            return Err(e);
+        }
         tracing::debug!(path = %sh.path, identifier = %sh.identifier, "partitioner joined the party");
         Ok(())
     }
