@@ -761,3 +761,44 @@ async fn await_zxid_right_after_a_reconnect_waits_for_the_resync() {
     c.close().await;
     writer.close().await;
 }
+
+/// An event stream made after `close` ends (after its replay) instead of waiting forever, and
+/// a listener added then is not kept: the closed cache will never call it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_made_after_close_ends() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    c.create("/after-close/a", b"x", CreateOptions::default().parents())
+        .await
+        .unwrap();
+    let cache = CuratorCache::new(&c, "/after-close").unwrap();
+    cache.start().await.unwrap();
+    assert!(cache
+        .await_initialized(Some(Duration::from_secs(10)))
+        .await
+        .unwrap());
+    cache.close();
+    let mut plain = cache.events(false);
+    let next = tokio::time::timeout(Duration::from_secs(10), plain.next())
+        .await
+        .expect("a stream made after close ends");
+    assert!(next.is_none(), "{next:?}");
+    let mut replayed = cache.events(true);
+    let mut kinds = Vec::new();
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(10), replayed.next())
+        .await
+        .expect("a replayed stream made after close ends")
+    {
+        kinds.push((e.kind, e.path));
+    }
+    assert!(
+        kinds.contains(&(CacheEventType::Created, "/after-close/a".to_string())),
+        "the replay comes first: {kinds:?}"
+    );
+    let id = cache.listen(|_| {});
+    assert!(
+        !cache.remove_listener(id).unwrap(),
+        "a listener kept by a closed cache"
+    );
+    c.close().await;
+}

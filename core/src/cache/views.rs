@@ -291,6 +291,11 @@ impl Cache {
             armed.store(true, Ordering::SeqCst);
         });
         drop(guard);
+        // Added after close cleared the listeners (close sets the phase first): it would hear
+        // nothing, and an event stream fed by it would never end. It gets its replay only.
+        if self.life.phase() == Phase::Closed {
+            let _ = self.sh.dispatcher.remove(id);
+        }
         id
     }
 
