@@ -29,7 +29,9 @@ class CacheBase extends EventEmitter {
   #native;
   #iterators = new Set();
   #sawInitialized;
+  #seen;
   #initializedSeen = false;
+  #closed = false;
 
   // `path`, `size` (nodes cached), `initialized`, `resyncs` (completed resyncs).
   static {
@@ -48,13 +50,15 @@ class CacheBase extends EventEmitter {
     const ref = new WeakRef(this);
     const emit = (name, payload, extra) => {
       const self = ref.deref();
-      if (self && payload && payload.type === CacheEventType.INITIALIZED) {
+      if (!self || self.#closed) return; // queued before close(): dropped
+      if (payload && payload.type === CacheEventType.INITIALIZED) {
         self.#initializedSeen = true;
         seen();
       }
-      if (self) for (const it of self.#iterators) it.push(payload);
+      for (const it of self.#iterators) it.push(payload);
       forward(name, payload, extra);
     };
+    this.#seen = seen;
     this.#expectsInitialized = expectsInitialized;
     this.#native = new native.NativeCache(nc, path, options, emit, pathFilter);
   }
@@ -121,7 +125,10 @@ class CacheBase extends EventEmitter {
     const o = args.options('options', options, ['replay']);
     args.func('fn', fn);
     const replay = args.bool('replay', o.replay, false);
+    const ref = new WeakRef(this);
     return this.#native.listen((_name, payload) => {
+      const self = ref.deref();
+      if (!self || self.#closed) return; // queued before close(): dropped
       try {
         fn(payload);
       } catch (err) {
@@ -137,9 +144,12 @@ class CacheBase extends EventEmitter {
 
   /** Stops the cache: no event after this; `for await` loops end; the snapshot stays readable. */
   close() {
+    this.#closed = true;
     this.#native.close();
     for (const it of this.#iterators) it.end();
     this.#iterators.clear();
+    // An awaitInitialized waiting for the INITIALIZED event, which close drops, ends.
+    this.#seen();
   }
 }
 

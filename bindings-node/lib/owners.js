@@ -146,9 +146,15 @@ class ThreadOwnerGuard {
   }
 
   async #releaseCounted(release) {
-    await release();
-    if (this.#held > 0) this.#held -= 1;
-    this.#settle();
+    try {
+      await release();
+    } finally {
+      // The core lets the hold go before its delete can fail (ZKR_CLOSED, a connection loss:
+      // the node goes with the session, or in the background), and a ZKR_NOT_OWNER means it
+      // held nothing: either way this owner no longer holds what the guard counted.
+      if (this.#held > 0) this.#held -= 1;
+      this.#settle();
+    }
   }
 
   // Forgets the holding flow once the thread owner neither holds nor is acquiring the lock.

@@ -96,7 +96,11 @@ impl NativeLeaderObserver {
                 let observer = match LeaderObserver::start(&client, &path).await {
                     Ok(o) => o,
                     Err(e) => {
-                        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Slot::NotStarted;
+                        // Startable again, unless close() came meanwhile: closed stays closed.
+                        let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
+                        if !matches!(&*s, Slot::Closed) {
+                            *s = Slot::NotStarted;
+                        }
                         return Err(e);
                     }
                 };

@@ -172,3 +172,40 @@ test('bad input is a coded error', async () => {
   await assert.rejects(cache.awaitZxid('12'), { code: 'ZKR_INVALID_ARGUMENT' });
   cache.close();
 });
+
+test('no event reaches a listener after close, not even one queued before it; awaitInitialized ends', async () => {
+  const root = uniquePath('closed-events');
+  await client.create(root, 'r', { createParents: true });
+  const cache = new CuratorCache(client, root);
+  await cache.start();
+  assert.equal(await cache.awaitInitialized(10000), true);
+  const heard = [];
+  cache.on('event', (e) => heard.push(['event', e.type]));
+  cache.listen((e) => heard.push(['listen', e.type]));
+  const seen = [];
+  const iterating = (async () => {
+    for await (const e of cache) seen.push(e.type);
+  })();
+  await client.create(`${root}/a`, 'x');
+  // Hold the JS thread (no await) while the change is applied and its events are queued
+  // toward it, then close: those events were on their way before close.
+  const until = Date.now() + 10000;
+  while (cache.get(`${root}/a`) === null) assert.ok(Date.now() < until, 'the cache never saw the change');
+  const queued = Date.now() + 200;
+  while (Date.now() < queued);
+  cache.close();
+  await iterating;
+  await client.exists(root); // a round trip: anything still queued has had its turn
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(heard, [], 'events reached listeners after close');
+  assert.deepEqual(seen, []);
+  // A cache closed before its initial load: awaitInitialized ends instead of waiting for an
+  // INITIALIZED event that close drops.
+  const early = new CuratorCache(client, root);
+  await early.start();
+  early.close();
+  await early.awaitInitialized(10000).then(
+    (ok) => assert.equal(typeof ok, 'boolean'),
+    (err) => assert.equal(err.code, 'ZKR_CLOSED'),
+  );
+});

@@ -267,3 +267,26 @@ test('LeaderObserver sees a LeaderSelector; close rejects a pending waitChanged;
   assert.throws(() => new LeaderObserver({}, groupPath), { code: 'ZKR_INVALID_ARGUMENT' });
   await assert.rejects(new LeaderObserver(client, groupPath).waitChanged(), { code: 'ZKR_CLOSED' });
 });
+
+test('a LeaderObserver closed while its start fails stays closed', async () => {
+  const { FaultProxy } = require('../testing');
+  const { RetryNTimes } = require('..');
+  const proxy = await FaultProxy.start(zk.connectString);
+  const c = await Client.connect(proxy.connectString, {
+    sessionTimeoutMs: 10000,
+    connectionTimeoutMs: 1000,
+    retry: new RetryNTimes(1, 10),
+  });
+  try {
+    const observer = new LeaderObserver(c, uniquePath('observer-closed'));
+    await proxy.cut();
+    const starting = observer.start();
+    observer.close();
+    await assert.rejects(starting);
+    await assert.rejects(observer.start(), { code: 'ZKR_CLOSED' });
+  } finally {
+    await proxy.restore();
+    await c.close();
+    await proxy.close();
+  }
+});

@@ -440,6 +440,23 @@ test('plain acquire() while this thread holds the lock for another async flow is
   assert.equal(await again, 'ok');
 });
 
+test('a plain release that fails still counts the hold down: another flow then gets the real error, not ZKR_NOT_OWNER', async () => {
+  const own = await Client.connect(zk.connectString);
+  const mutex = new InterProcessMutex(own, uniquePath('failed-release'));
+  let open;
+  const gate = new Promise((r) => (open = r));
+  const laterTask = (async () => {
+    await gate;
+    return mutex.acquire({ timeoutMs: 100 });
+  })();
+  assert.equal(await mutex.acquire(), true);
+  await own.close();
+  await assert.rejects(mutex.release(), { code: 'ZKR_CLOSED' });
+  open();
+  // The hold went with the release: the other flow is not refused as if this one still held.
+  await assert.rejects(laterTask, { code: 'ZKR_CLOSED' });
+});
+
 test('an oversized request rejects at once, naming the sizes; a mutex held on the same client stays held', async () => {
   const mutex = new InterProcessMutex(client, uniquePath('oversized'));
   const owner = new Owner();
