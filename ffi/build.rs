@@ -155,7 +155,9 @@ const LISTENING: &[Listening] = &[
         noun: "cache",
         add_more: "It hears what happens after this returns (no replay: see \
                    zkr_cache_add_listener_with_replay).",
-        close: "Stops the cache and removes its listeners; the last snapshot stays readable. Closing \
+        close: "Stops the cache and removes its listeners: a wait on this cache in progress (in a \
+                listener too) returns ZKR_CLOSED, and when this returns no listener runs (unless this \
+                is called from inside it) or will run. The last snapshot stays readable. Closing \
                 twice is ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.",
         free: "closes it",
     },
@@ -197,8 +199,10 @@ const LISTENING: &[Listening] = &[
         what: "a service cache listener",
         noun: "service cache",
         add_more: "Added before zkr_service_cache_start, it hears the initial load.",
-        close: "Stops the cache and removes its listeners; the last instances stay readable. Closing \
-                twice is ZKR_OK.",
+        close: "Stops the cache and removes its listeners: a wait on this cache in progress (in a \
+                listener too) returns ZKR_CLOSED, and when this returns no listener runs (unless this \
+                is called from inside it) or will run. The last instances stay readable. Closing \
+                twice is ZKR_OK; the waits return ZKR_CLOSED afterwards.",
         free: "closes it",
     },
     Listening {

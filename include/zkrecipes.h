@@ -2116,8 +2116,10 @@ zkr_status zkr_cache_add_listener(struct zkr_cache *cache, zkr_cache_callback ca
 zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_id);
 
 /**
- * Stops the cache and removes its listeners; the last snapshot stays readable. Closing twice is
- * ZKR_OK; zkr_cache_start and the waits return ZKR_CLOSED afterwards.
+ * Stops the cache and removes its listeners: a wait on this cache in progress (in a listener too)
+ * returns ZKR_CLOSED, and when this returns no listener runs (unless this is called from inside
+ * it) or will run. The last snapshot stays readable. Closing twice is ZKR_OK; zkr_cache_start and
+ * the waits return ZKR_CLOSED afterwards.
  */
 zkr_status zkr_cache_close(struct zkr_cache *cache);
 
@@ -2201,8 +2203,10 @@ zkr_status zkr_service_cache_add_listener(struct zkr_service_cache *c, zkr_servi
 zkr_status zkr_service_cache_remove_listener(struct zkr_service_cache *c, uint64_t listener_id);
 
 /**
- * Stops the cache and removes its listeners; the last instances stay readable. Closing twice is
- * ZKR_OK.
+ * Stops the cache and removes its listeners: a wait on this cache in progress (in a listener too)
+ * returns ZKR_CLOSED, and when this returns no listener runs (unless this is called from inside
+ * it) or will run. The last instances stay readable. Closing twice is ZKR_OK; the waits return
+ * ZKR_CLOSED afterwards.
  */
 zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
 
@@ -3072,14 +3076,17 @@ zkr_status zkr_leader_selector_get_participants(struct zkr_leader_selector *s, s
 
 /**
  * Leaves for good: cancels the current leadership (ZKR_CANCEL_CLOSED), leaves the queue and
- * waits until take_leadership has returned and the lock is released (unless called from inside
- * take_leadership). Closing again is ZKR_OK.
+ * waits until take_leadership has returned and the lock is released. Called from inside
+ * take_leadership it does not wait (for itself): the lock is released in the background once
+ * take_leadership returns. Closing again is ZKR_OK; from another thread it too waits until a
+ * take_leadership still running (one that closed its own selector) has returned.
  */
 zkr_status zkr_leader_selector_close(struct zkr_leader_selector *s);
 
 /**
- * Frees a selector: closes it (waiting for a running take_leadership to return, unless called
- * from inside it), so `user_data` may be freed afterwards. NULL does nothing.
+ * Frees a selector: closes it, waiting for a running take_leadership to return (also one that
+ * closed the selector itself), unless called from inside it; so `user_data` may be freed
+ * afterwards. NULL does nothing.
  */
 void zkr_leader_selector_free(struct zkr_leader_selector *s);
 

@@ -25,22 +25,27 @@ pub struct zkr_acl_list {
 }
 
 impl zkr_acl_list {
+    /// The list for C, or an error (a NUL byte in a scheme or id) with nothing left allocated.
     fn from_acl(acl: Vec<Acl>) -> zkrecipes::Result<*mut zkr_acl_list> {
         let owned = |s: String| {
-            CString::new(s).map(CString::into_raw).map_err(|e| {
+            CString::new(s).map_err(|e| {
                 Error::Internal(format!("an ACL string contains a NUL byte: {e}").into())
             })
         };
-        let entries = acl
+        // Every string is made (and owned by Rust) before any is given out, so an error drops
+        // them all.
+        let strings = acl
             .into_iter()
-            .map(|a| {
-                Ok(zkr_acl {
-                    perms: a.perms.bits(),
-                    scheme: owned(a.scheme)?,
-                    id: owned(a.id)?,
-                })
-            })
+            .map(|a| Ok((a.perms.bits(), owned(a.scheme)?, owned(a.id)?)))
             .collect::<zkrecipes::Result<Vec<_>>>()?;
+        let entries = strings
+            .into_iter()
+            .map(|(perms, scheme, id)| zkr_acl {
+                perms,
+                scheme: scheme.into_raw(),
+                id: id.into_raw(),
+            })
+            .collect();
         let (entries, len) = give_array(entries);
         Ok(Box::into_raw(Box::new(zkr_acl_list { entries, len })))
     }
@@ -73,8 +78,10 @@ pub extern "C" fn zkr_client_get_acl(
 ) -> zkr_status {
     handle_out("zkr_client_get_acl", c, acl, "acl", |c| {
         let (list, s) = wait(c.client.get_acl(arg_str(path, "path")?))?;
+        // The list first: it can still fail, and a failed call leaves `*stat` alone.
+        let list = zkr_acl_list::from_acl(list)?;
         put_stat(stat, Some(&s));
-        zkr_acl_list::from_acl(list)
+        Ok(list)
     })
 }
 
@@ -130,4 +137,26 @@ pub extern "C" fn zkr_client_create_with_acl(
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use zkrecipes::Permission;
+
+    use super::*;
+
+    #[test]
+    fn an_acl_string_with_a_nul_fails_whole() {
+        let acl = vec![
+            Acl::new(Permission::ALL, "world", "anyone"),
+            Acl::new(Permission::READ, "digest", "a\0b:x"),
+        ];
+        let e = zkr_acl_list::from_acl(acl).unwrap_err();
+        assert!(
+            matches!(e, Error::Internal(ref m) if m.contains("NUL byte")),
+            "{e}"
+        );
+        let list = zkr_acl_list::from_acl(Acl::open()).unwrap();
+        zkr_acl_list_free(list);
+    }
 }

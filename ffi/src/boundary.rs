@@ -24,7 +24,8 @@
 //!    any C library.
 //! 2. **Inputs**: a `const char *` is NULL or NUL-terminated and readable for the call; a buffer
 //!    or array is NULL (only with length 0) or readable for its length; an input struct is NULL
-//!    or readable.
+//!    or readable. (A length no object can have, over `isize::MAX` bytes, is detected: see
+//!    [`arg_slice`].)
 //! 3. **Outputs**: an out-parameter is NULL or writable for its type during the call.
 //! 4. **Callbacks**: a callback is NULL or a function of the declared type that may be called
 //!    from any thread with its `user_data` until it is unregistered (or its handle freed).
@@ -181,12 +182,28 @@ pub(crate) fn arg_opt_str<'a>(ptr: *const c_char, what: &str) -> Result<Option<&
 }
 
 /// `len` elements at `ptr` (NULL allowed only with 0): a byte buffer or an array of structs.
+///
+/// A `len` no object can have (more than `isize::MAX` bytes: a negative length cast to
+/// `size_t`, say) is refused: no buffer can be readable for it, and `from_raw_parts` with it is
+/// undefined behaviour even if nothing is read (an abort `catch_unwind` cannot stop, where the
+/// standard library checks it).
 pub(crate) fn arg_slice<'a, T>(ptr: *const T, len: usize, what: &str) -> Result<&'a [T]> {
     if len == 0 {
         return Ok(&[]);
     }
+    let max = isize::MAX as usize / std::mem::size_of::<T>().max(1);
+    if len > max {
+        return Err(Error::InvalidArgument(
+            format!(
+                "{what}: length {len} is not a valid size (no object holds more than {max} \
+                 elements of this type: a negative length cast to size_t?)"
+            )
+            .into(),
+        ));
+    }
     let p = non_null(ptr, what)?;
-    // SAFETY: non-NULL (checked) and readable for `len` elements during the call by contract 2.
+    // SAFETY: non-NULL (checked), readable for `len` elements during the call by contract 2,
+    // and `len * size_of::<T>()` is at most `isize::MAX` (checked).
     Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), len) })
 }
 
@@ -267,5 +284,26 @@ mod tests {
         let empty = arg_slice::<u8>(std::ptr::null(), 0, "data").unwrap();
         assert_eq!(empty, &[] as &[u8]);
         assert!(arg_slice::<u8>(std::ptr::null(), 1, "data").is_err());
+    }
+
+    #[test]
+    fn impossible_lengths_are_invalid_arguments() {
+        let byte = 7u8;
+        let e = arg_slice(&byte, usize::MAX, "data").unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidArgument(ref m)
+                if m.starts_with("data: length 18446744073709551615 is not a valid size")),
+            "{e}"
+        );
+        assert!(arg_slice(&byte, isize::MAX as usize + 1, "data").is_err());
+        // Elements of 8 bytes: the bound is in elements.
+        let word = 7u64;
+        let e = arg_slice(&word, isize::MAX as usize / 8 + 1, "zxids").unwrap_err();
+        assert!(
+            e.message()
+                .contains("more than 1152921504606846975 elements"),
+            "{e}"
+        );
+        assert_eq!(arg_slice(&word, 1, "zxids").unwrap(), &[7]);
     }
 }

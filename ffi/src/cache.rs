@@ -173,8 +173,11 @@ impl zkr_cache {
     }
 
     fn close(&self) {
-        self.unregister_all();
+        // The core cache first: its close is what ends a wait (zkr_cache_await_*) with
+        // ZKR_CLOSED, and a listener may be blocked in one. Only then wait for the running
+        // listener (unregister_all): the other way round, each waited for the other forever.
         self.cache.close();
+        self.unregister_all();
         if let Some(gate) = &self.filter {
             gate.disable();
         }

@@ -289,9 +289,18 @@ pub struct zkr_service_cache {
 }
 
 handle!(zkr_service_cache, "service cache", |c| {
-    c.unregister_all();
-    c.cache.close();
+    c.close();
 });
+
+impl zkr_service_cache {
+    /// The core cache first: its close is what ends a wait (zkr_service_cache_await_*) with
+    /// ZKR_CLOSED, and a listener may be blocked in one. Only then wait for the running listener
+    /// (unregister_all): the other way round, each waited for the other forever.
+    fn close(&self) {
+        self.cache.close();
+        self.unregister_all();
+    }
+}
 
 impl Listening for zkr_service_cache {
     type Callback = zkr_service_cache_callback;
@@ -333,8 +342,7 @@ impl Listening for zkr_service_cache {
 
 impl Closing for zkr_service_cache {
     fn close_handle(&self) -> Result<()> {
-        self.unregister_all();
-        self.cache.close();
+        self.close();
         Ok(())
     }
 }

@@ -2,7 +2,8 @@
 //! LeaderObserver, and the participant types they share.
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::ThreadId;
 
 use zkrecipes::leader::{
     CancelReason, CloseMode, LeaderLatch, LeaderSelector, LeadershipContext, LeadershipEvent,
@@ -14,7 +15,9 @@ use zkrecipes::{Error, ListenerId, LostPolicy, Result};
 use crate::boundary::{
     arg_callback, arg_str, arg_timeout, ffi_boundary, handle_call, handle_out, recipe_new, wait,
 };
-use crate::callback::{CCallback, CFn, CallbackType, Closing, Listeners, Listening, UserData};
+use crate::callback::{
+    lock, CCallback, CFn, CallbackType, Closing, Listeners, Listening, UserData,
+};
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
 use crate::lock::lost_policy;
@@ -109,7 +112,8 @@ trait Election: Handle {
     fn set_policy(&self, policy: LostPolicy) -> Result<()>;
     fn leader(&self) -> BoxFuture<'_, Result<Participant>>;
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>>;
-    fn close(&self) -> BoxFuture<'_, Result<()>>;
+    /// Closes the recipe, blocking the calling thread as `_close` documents.
+    fn close(&self) -> Result<()>;
 }
 
 /// _set_lost_policy.
@@ -158,7 +162,7 @@ fn get_participants<E: Election>(
 
 /// _close.
 fn close<E: Election>(function: &str, e: *mut E) -> zkr_status {
-    handle_call(function, e, |e| wait(e.close()))
+    handle_call(function, e, |e| e.close())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -193,7 +197,7 @@ handle!(zkr_leader_latch, "latch", |l| {
 
 impl Closing for zkr_leader_latch {
     fn close_handle(&self) -> Result<()> {
-        wait(Election::close(self))
+        Election::close(self)
     }
 }
 
@@ -237,8 +241,8 @@ impl Election for zkr_leader_latch {
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
         Box::pin(self.latch.get_participants())
     }
-    fn close(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.latch.close())
+    fn close(&self) -> Result<()> {
+        wait(self.latch.close())
     }
 }
 
@@ -495,11 +499,61 @@ pub extern "C" fn zkr_leadership_term(
 /// lead in the order they queued. Thread-safe.
 pub struct zkr_leader_selector {
     selector: LeaderSelector,
+    /// The running take_leadership, if any: close and free wait for it to return.
+    term: Arc<Term>,
 }
 
 handle!(zkr_leader_selector, "selector", |s| {
-    let _ = wait(s.selector.close());
+    // A refused close (called from a runtime thread) cancelled nothing: then there is nothing
+    // to wait for either, and dropping the selector closes it in the background.
+    let _ = Election::close(s);
 });
+
+/// Whether a selector's take_leadership runs, and on which thread.
+///
+/// The core's close waits for a running take_leadership only while it still has the worker
+/// to wait for: a close from inside take_leadership cannot wait for itself and gives that up,
+/// after which every close returns at once. The header promises more: `_close` from another
+/// thread and `_free` wait for a running take_leadership in every case (so that `user_data` may
+/// be freed), except when called from inside it. So each call of the C function runs inside
+/// [`Term::run`], and close waits in [`Term::wait_ended`] after the core's close.
+#[derive(Default)]
+struct Term {
+    /// The thread take_leadership runs on; `None` when it does not run.
+    running: Mutex<Option<ThreadId>>,
+    ended: Condvar,
+}
+
+impl Term {
+    /// Runs one term's take_leadership (`f`) on this thread, marked as running.
+    fn run(&self, f: impl FnOnce()) {
+        /// Ends the term even if `f` unwinds.
+        struct End<'a>(&'a Term);
+        impl Drop for End<'_> {
+            fn drop(&mut self) {
+                *lock(&self.0.running) = None;
+                self.0.ended.notify_all();
+            }
+        }
+        *lock(&self.running) = Some(std::thread::current().id());
+        let _end = End(self);
+        f();
+    }
+
+    /// Waits until no take_leadership runs, unless it runs on this thread (a close or free
+    /// from inside it, which cannot wait for itself). Called after the core's close: no new
+    /// term starts then, so this waits for the last one only.
+    fn wait_ended(&self) {
+        let me = std::thread::current().id();
+        let mut running = lock(&self.running);
+        while let Some(thread) = *running {
+            if thread == me {
+                return;
+            }
+            running = self.ended.wait(running).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
 
 impl Election for zkr_leader_selector {
     fn path(&self) -> &str {
@@ -520,8 +574,12 @@ impl Election for zkr_leader_selector {
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
         Box::pin(self.selector.get_participants())
     }
-    fn close(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.selector.close())
+    fn close(&self) -> Result<()> {
+        // The core waits for a running take_leadership, except when it was closed from inside
+        // it (then, and on any later close, it no longer can): the term's latch covers that.
+        wait(self.selector.close())?;
+        self.term.wait_ended();
+        Ok(())
     }
 }
 
@@ -544,16 +602,21 @@ pub extern "C" fn zkr_leader_selector_new(
         let id = arg_str(id, "id")?;
         let f = arg_callback(take_leadership, "take_leadership")?;
         let ud = UserData(user_data);
+        let term = Arc::new(Term::default());
+        let running = term.clone();
         // The core runs a blocking take_leadership on a thread of its own per term; the C
-        // function runs there, with a context handle that is freed when it returns.
+        // function runs there, with a context handle that is freed when it returns, inside the
+        // term's latch (which close and free wait on).
         let selector = LeaderSelector::new_blocking(c, path, id, move |ctx| {
             let ud = ud;
-            let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
-            // On the term's own thread; `handle` is a live context until freed below.
-            f.invoke((handle,), ud.0);
-            free_handle("zkr_leader_selector (take_leadership)", handle);
+            running.run(|| {
+                let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
+                // On the term's own thread; `handle` is a live context until freed below.
+                f.invoke((handle,), ud.0);
+                free_handle("zkr_leader_selector (take_leadership)", handle);
+            });
         })?;
-        Ok(zkr_leader_selector { selector })
+        Ok(zkr_leader_selector { selector, term })
     })
 }
 
@@ -662,15 +725,18 @@ pub extern "C" fn zkr_leader_selector_get_participants(
 }
 
 /// Leaves for good: cancels the current leadership (ZKR_CANCEL_CLOSED), leaves the queue and
-/// waits until take_leadership has returned and the lock is released (unless called from inside
-/// take_leadership). Closing again is ZKR_OK.
+/// waits until take_leadership has returned and the lock is released. Called from inside
+/// take_leadership it does not wait (for itself): the lock is released in the background once
+/// take_leadership returns. Closing again is ZKR_OK; from another thread it too waits until a
+/// take_leadership still running (one that closed its own selector) has returned.
 #[no_mangle]
 pub extern "C" fn zkr_leader_selector_close(s: *mut zkr_leader_selector) -> zkr_status {
     close("zkr_leader_selector_close", s)
 }
 
-/// Frees a selector: closes it (waiting for a running take_leadership to return, unless called
-/// from inside it), so `user_data` may be freed afterwards. NULL does nothing.
+/// Frees a selector: closes it, waiting for a running take_leadership to return (also one that
+/// closed the selector itself), unless called from inside it; so `user_data` may be freed
+/// afterwards. NULL does nothing.
 #[no_mangle]
 pub extern "C" fn zkr_leader_selector_free(s: *mut zkr_leader_selector) {
     free_handle("zkr_leader_selector_free", s)

@@ -121,8 +121,10 @@ pub extern "C" fn zkr_set_partitioner_new(
     out: *mut *mut zkr_set_partitioner,
 ) -> zkr_status {
     recipe_new("zkr_set_partitioner_new", c, path, out, |c, path| {
-        let mut parts = Vec::with_capacity(count);
-        for (i, p) in arg_slice(set, count, "set")?.iter().enumerate() {
+        // The slice first: it checks `count` before anything is sized by it.
+        let set = arg_slice(set, count, "set")?;
+        let mut parts = Vec::with_capacity(set.len());
+        for (i, p) in set.iter().enumerate() {
             parts.push(arg_str(*p, &format!("set[{i}]"))?);
         }
         let options = PartitionerOptions {

@@ -252,8 +252,10 @@ pub extern "C" fn zkr_multi_lock_new(
     out: *mut *mut zkr_multi_lock,
 ) -> zkr_status {
     handle_out("zkr_multi_lock_new", c, out, "out", |c| {
-        let mut list = Vec::with_capacity(count);
-        for (i, p) in arg_slice(paths, count, "paths")?.iter().enumerate() {
+        // The slice first: it checks `count` before anything is sized by it.
+        let paths = arg_slice(paths, count, "paths")?;
+        let mut list = Vec::with_capacity(paths.len());
+        for (i, p) in paths.iter().enumerate() {
             list.push(arg_str(*p, &format!("paths[{i}]"))?);
         }
         let lock = InterProcessMultiLock::new(&c.client, &list)?;

@@ -1,5 +1,9 @@
 /* The bad-input table: every misuse returns its status and a message naming the function, with
  * no crash, no leak (ASan/LSan) and no hang; outputs are left untouched on failure. */
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include "testutil.h"
 
 static zkr_client *client; /* shared by the table's rows */
@@ -332,6 +336,159 @@ static void test_last_error_message_is_per_thread(void) {
     CHECK(strcmp(mine, zkr_last_error_message()) == 0);
 }
 
+/* A length no buffer can have (a negative length cast to size_t, say) is refused before
+ * anything is read: no array of that many elements fits in memory. */
+static void test_impossible_lengths_are_invalid_argument(void) {
+    const char *path = "/c-tests/bad-input/huge";
+    uint8_t byte = 1;
+    CHECK_STATUS(zkr_client_create(client, path, &byte, SIZE_MAX, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL),
+                 ZKR_INVALID_ARGUMENT, "zkr_client_create");
+    CHECK_MSG(strstr(zkr_last_error_message(), "data: length 18446744073709551615 is not a valid size") != NULL ||
+                  strstr(zkr_last_error_message(), "data: length 4294967295 is not a valid size") != NULL,
+              "message: %s", zkr_last_error_message());
+    CHECK_STATUS(zkr_client_create(client, path, &byte, (size_t)PTRDIFF_MAX + 1, ZKR_PERSISTENT, 0, NULL),
+                 ZKR_INVALID_ARGUMENT, "zkr_client_create");
+    bool exists = true;
+    CHECK_OK(zkr_client_exists(client, path, &exists, NULL));
+    CHECK_MSG(!exists, "a refused create must create nothing");
+    /* Arrays of structs and of pointers: the bound is in elements. */
+    zkr_acl acl = {ZKR_PERM_ALL, "world", "anyone"};
+    CHECK_STATUS(zkr_client_set_acl(client, "/", &acl, SIZE_MAX / 2, -1, NULL), ZKR_INVALID_ARGUMENT,
+                 "zkr_client_set_acl");
+    CHECK(strstr(zkr_last_error_message(), "acl: length") != NULL);
+    const char *paths[] = {"/c-tests/bad-input/multi"};
+    zkr_multi_lock *ml = (zkr_multi_lock *)SENTINEL;
+    CHECK_STATUS(zkr_multi_lock_new(client, paths, SIZE_MAX, &ml), ZKR_INVALID_ARGUMENT, "zkr_multi_lock_new");
+    CHECK(ml == (zkr_multi_lock *)SENTINEL);
+    CHECK_STATUS(zkr_multi_lock_new(client, paths, SIZE_MAX / sizeof paths[0] + 1, &ml), ZKR_INVALID_ARGUMENT,
+                 "zkr_multi_lock_new");
+    zkr_transaction *t = NULL;
+    CHECK_OK(zkr_transaction_new(client, &t));
+    CHECK_STATUS(zkr_transaction_create(t, path, &byte, (size_t)-1, ZKR_PERSISTENT, 0), ZKR_INVALID_ARGUMENT,
+                 "zkr_transaction_create");
+    zkr_transaction_free(t);
+    zkr_queue *q = NULL;
+    CHECK_OK(zkr_queue_new(client, "/c-tests/bad-input/queue", NULL, 0, &q));
+    zkr_bytes messages[1] = {{&byte, SIZE_MAX}};
+    bool put = true;
+    CHECK_STATUS(zkr_queue_put_multi(q, messages, 1, 1000, &put), ZKR_INVALID_ARGUMENT, "zkr_queue_put_multi");
+    CHECK(strstr(zkr_last_error_message(), "messages[0].data: length") != NULL);
+    CHECK_STATUS(zkr_queue_put_multi(q, messages, SIZE_MAX, 1000, &put), ZKR_INVALID_ARGUMENT, "zkr_queue_put_multi");
+    CHECK(put == true);
+    zkr_queue_free(q);
+}
+
+/* ---- A foreign writer: ZooKeeper's wire protocol (jute) by hand, for what a C string cannot say ---- */
+
+typedef struct jute {
+    uint8_t b[1024];
+    size_t n;
+} jute;
+
+static void jute_int(jute *j, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; i--) j->b[j->n++] = (uint8_t)(v >> (8 * i));
+}
+static void jute_i32(jute *j, int32_t v) { jute_int(j, (uint32_t)v, 4); }
+static void jute_i64(jute *j, int64_t v) { jute_int(j, (uint64_t)v, 8); }
+static void jute_buf(jute *j, const void *p, size_t len) {
+    jute_i32(j, (int32_t)len);
+    memcpy(j->b + j->n, p, len);
+    j->n += len;
+}
+
+static bool io_all(int fd, uint8_t *p, size_t n, bool writing) {
+    while (n > 0) {
+        ssize_t k = writing ? write(fd, p, n) : read(fd, p, n);
+        if (k <= 0) return false;
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* Sends one framed request and reads the framed reply into `reply` (its length in *len). */
+static bool jute_call(int fd, jute *req, uint8_t *reply, size_t cap, size_t *len) {
+    uint8_t head[4] = {(uint8_t)(req->n >> 24), (uint8_t)(req->n >> 16), (uint8_t)(req->n >> 8), (uint8_t)req->n};
+    if (!io_all(fd, head, 4, true) || !io_all(fd, req->b, req->n, true) || !io_all(fd, head, 4, false)) return false;
+    *len = (size_t)head[0] << 24 | (size_t)head[1] << 16 | (size_t)head[2] << 8 | head[3];
+    return *len <= cap && io_all(fd, reply, *len, false);
+}
+
+/* Sets the ACL of `path` to world:anyone (all) and digest:"a\0b:x" (read), over a session of its
+ * own: an id with a NUL byte, which ZooKeeper accepts (its digest check only splits at ':') and
+ * a Java client can write, but no zkr_acl can hold. */
+static bool set_acl_with_a_nul_byte(const char *hosts, const char *path) {
+    char host[128];
+    snprintf(host, sizeof host, "%s", hosts);
+    char *colon = strrchr(host, ':');
+    if (colon == NULL) return false;
+    *colon = '\0';
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, colon + 1, &hints, &ai) != 0) return false;
+    int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    bool ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    freeaddrinfo(ai);
+    struct timeval tv = {10, 0};
+    ok = ok && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+    uint8_t reply[1024], zeros[16] = {0};
+    size_t len = 0;
+    /* ConnectRequest: protocol version, last zxid seen, timeout, session id, password, read-only. */
+    jute req = {{0}, 0};
+    jute_i32(&req, 0);
+    jute_i64(&req, 0);
+    jute_i32(&req, 10000);
+    jute_i64(&req, 0);
+    jute_buf(&req, zeros, sizeof zeros);
+    req.b[req.n++] = 0;
+    ok = ok && jute_call(fd, &req, reply, sizeof reply, &len) && len >= 16;
+    /* SetACL (op 7): path, the ACL vector, any version. */
+    req.n = 0;
+    jute_i32(&req, 1);
+    jute_i32(&req, 7);
+    jute_buf(&req, path, strlen(path));
+    jute_i32(&req, 2);
+    jute_i32(&req, ZKR_PERM_ALL);
+    jute_buf(&req, "world", 5);
+    jute_buf(&req, "anyone", 6);
+    jute_i32(&req, ZKR_PERM_READ);
+    jute_buf(&req, "digest", 6);
+    jute_buf(&req, "a\0b:x", 5);
+    jute_i32(&req, -1);
+    /* The reply header: xid, zxid, error (0: done). */
+    ok = ok && jute_call(fd, &req, reply, sizeof reply, &len) && len >= 16 &&
+         memcmp(reply + 12, "\0\0\0\0", 4) == 0;
+    /* closeSession (op -11). */
+    req.n = 0;
+    jute_i32(&req, 2);
+    jute_i32(&req, -11);
+    ok = ok && jute_call(fd, &req, reply, sizeof reply, &len);
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* An ACL the C API cannot express (a NUL byte in an id) fails the read: the out-parameters keep
+ * what they held (the stat included) and nothing made on the way is leaked (LSan). */
+static void test_get_acl_that_cannot_be_returned_leaves_the_outputs_alone(void) {
+    char path[128];
+    zt_path(path, sizeof path, "nul-acl");
+    CHECK_OK(zkr_client_create(client, path, NULL, 0, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    CHECK_MSG(set_acl_with_a_nul_byte(zt_connect, path), "could not set the ACL over a raw session");
+    zkr_acl_list *list = (zkr_acl_list *)SENTINEL;
+    zkr_stat st, before;
+    memset(&st, 0x5e, sizeof st);
+    memcpy(&before, &st, sizeof st);
+    CHECK_STATUS(zkr_client_get_acl(client, path, &list, &st), ZKR_INTERNAL, "zkr_client_get_acl");
+    CHECK(strstr(zkr_last_error_message(), "NUL") != NULL);
+    CHECK(list == (zkr_acl_list *)SENTINEL);
+    CHECK_MSG(memcmp(&st, &before, sizeof st) == 0, "zkr_client_get_acl wrote *stat, then failed");
+    /* Without a stat wanted, the same. */
+    CHECK_STATUS(zkr_client_get_acl(client, path, &list, NULL), ZKR_INTERNAL, "zkr_client_get_acl");
+    CHECK(list == (zkr_acl_list *)SENTINEL);
+    CHECK_OK(zkr_client_delete(client, path, -1, 0));
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     if (zt_connect_client(&client) != ZKR_OK) {
@@ -353,6 +510,8 @@ int main(int argc, char **argv) {
     RUN(test_free_null_is_a_no_op);
     RUN(test_freed_or_foreign_handles_are_invalid_argument);
     RUN(test_last_error_message_is_per_thread);
+    RUN(test_impossible_lengths_are_invalid_argument);
+    RUN(test_get_acl_that_cannot_be_returned_leaves_the_outputs_alone);
     zkr_client_free(client);
     return zt_end("test_bad_input");
 }

@@ -209,6 +209,172 @@ static void test_a_blackhole_past_the_session_timeout_loses_the_session(void) {
     CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
 }
 
+/* ---- A cache's close while its listener waits on the cache ---- */
+
+/* A listener that, on its first event of `type`, waits (timeout -1) for the cache to catch up
+ * with that event's zxid once the server is out of reach: a wait only the cache's close can end. */
+typedef struct blocked_wait {
+    void *cache;       /* the zkr_cache or zkr_service_cache */
+    int type;          /* the event that starts the wait */
+    zt_event entered;  /* the listener runs */
+    zt_event cut;      /* the server is out of reach now */
+    zt_event waited;   /* its wait returned */
+    zkr_status status; /* what the wait returned */
+} blocked_wait;
+
+static void blocked_wait_init(blocked_wait *b, void *cache, int type) {
+    memset(b, 0, sizeof *b);
+    b->cache = cache;
+    b->type = type;
+    zt_event_init(&b->entered);
+    zt_event_init(&b->cut);
+    zt_event_init(&b->waited);
+}
+
+static void blocked_wait_destroy(blocked_wait *b) {
+    zt_event_destroy(&b->entered);
+    zt_event_destroy(&b->cut);
+    zt_event_destroy(&b->waited);
+}
+
+/* The listener's part up to the wait: false if this event does not start it. */
+static bool blocked_wait_enter(blocked_wait *b, int type) {
+    if (type != b->type || zt_event_count(&b->entered) > 0) return false;
+    zt_event_signal(&b->entered, 1);
+    (void)zt_event_wait(&b->cut, 1, 30000);
+    return true;
+}
+
+static void cache_listener_waits(const zkr_cache_event *e, void *user_data) {
+    blocked_wait *b = (blocked_wait *)user_data;
+    if (!blocked_wait_enter(b, (int)e->type)) return;
+    bool reached = false;
+    b->status = zkr_cache_await_zxid((zkr_cache *)b->cache, e->new_node->stat.mzxid, -1, &reached);
+    zt_event_signal(&b->waited, 1);
+}
+
+static void service_cache_listener_waits(const zkr_service_cache_event *e, void *user_data) {
+    blocked_wait *b = (blocked_wait *)user_data;
+    if (!blocked_wait_enter(b, (int)e->type)) return;
+    bool reached = false;
+    b->status = zkr_service_cache_await_zxid((zkr_service_cache *)b->cache, 1, -1, &reached);
+    zt_event_signal(&b->waited, 1);
+}
+
+/* A close run on a thread of its own, so that the test can bound it. */
+typedef struct closer {
+    zkr_status (*close)(void *handle);
+    void *handle;
+    zkr_status status;
+    zt_event done;
+} closer;
+
+static void *close_in_background(void *arg) {
+    closer *c = (closer *)arg;
+    c->status = c->close(c->handle);
+    zt_event_signal(&c->done, 1);
+    return NULL;
+}
+
+static zkr_status close_cache(void *cache) { return zkr_cache_close((zkr_cache *)cache); }
+static zkr_status close_service_cache(void *cache) { return zkr_service_cache_close((zkr_service_cache *)cache); }
+
+/* With the listener in its event (b->entered): cuts the client off the server, lets the listener
+ * wait, and closes the cache from another thread. The close must end the wait (ZKR_CLOSED) and
+ * return, instead of waiting for the listener that waits for it. Then restores the server. */
+static void close_while_listener_waits(faulty *f, blocked_wait *b, zkr_status (*close)(void *), const char *name) {
+    int suspended = fault_until_suspended(f, "cut", 10000);
+    CHECK_MSG(suspended >= 0, "no SUSPENDED within 10 s of the cut");
+    zt_event_signal(&b->cut, 1);
+    closer c;
+    memset(&c, 0, sizeof c);
+    c.close = close;
+    c.handle = b->cache;
+    c.status = ZKR_INTERNAL;
+    zt_event_init(&c.done);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, close_in_background, &c) == 0);
+    CHECK_MSG(zt_event_wait(&c.done, 1, 15000),
+              "%s did not return within 15 s: it waits for a listener blocked in a wait of this cache, "
+              "which only the close ends",
+              name);
+    CHECK(pthread_join(t, NULL) == 0);
+    zt_event_destroy(&c.done);
+    CHECK_MSG(c.status == ZKR_OK, "%s returned %s", name, zkr_status_name(c.status));
+    CHECK_MSG(zt_event_count(&b->waited) == 1, "%s returned while its listener still ran", name);
+    CHECK_MSG(b->status == ZKR_CLOSED, "the listener's wait returned %s, expected ZKR_CLOSED",
+              zkr_status_name(b->status));
+    CHECK(zt_proxy_do(&f->proxy, "restore", "ok"));
+    CHECK_MSG(zt_states_wait(&f->s, suspended + 1, ZKR_STATE_RECONNECTED, 15000) >= 0,
+              "no RECONNECTED within 15 s of the restore");
+}
+
+static void test_cache_close_ends_the_wait_of_its_own_listener(void) {
+    char path[128];
+    zt_path(path, sizeof path, "cache-close-wait");
+    faulty f;
+    CHECK(faulty_open(&f, 20000, 1000));
+    zkr_client *other = NULL;
+    CHECK_OK(zt_connect_client(&other));
+    CHECK_OK(zkr_client_create(other, path, (const uint8_t *)"a", 1, ZKR_PERSISTENT, ZKR_CREATE_PARENTS, NULL));
+    zkr_cache *cache = NULL;
+    CHECK_OK(zkr_curator_cache_new(f.c, path, &cache));
+    blocked_wait b;
+    blocked_wait_init(&b, cache, ZKR_CACHE_CHANGED);
+    uint64_t id = 0;
+    CHECK_OK(zkr_cache_add_listener(cache, cache_listener_waits, &b, &id));
+    CHECK_OK(zkr_cache_start(cache));
+    bool initialized = false;
+    CHECK_OK(zkr_cache_await_initialized(cache, 10000, &initialized));
+    CHECK(initialized);
+    CHECK_OK(zkr_client_set_data(other, path, (const uint8_t *)"b", 1, -1, NULL));
+    CHECK_MSG(zt_event_wait(&b.entered, 1, 10000), "the listener did not hear the change");
+    close_while_listener_waits(&f, &b, close_cache, "zkr_cache_close");
+    if (zt_failed_in_test) return;
+    bool reached = true;
+    CHECK_STATUS(zkr_cache_await_zxid(cache, 1, -1, &reached), ZKR_CLOSED, "zkr_cache_await_zxid");
+    zkr_cache_free(cache);
+    blocked_wait_destroy(&b);
+    CHECK_OK(zkr_client_close(other));
+    zkr_client_free(other);
+    CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
+}
+
+static void test_service_cache_close_ends_the_wait_of_its_own_listener(void) {
+    char base[128];
+    zt_path(base, sizeof base, "service-close-wait");
+    faulty f;
+    CHECK(faulty_open(&f, 20000, 1000));
+    zkr_client *other = NULL;
+    zkr_discovery *ours = NULL, *theirs = NULL;
+    CHECK_OK(zt_connect_client(&other));
+    CHECK_OK(zkr_discovery_new(f.c, base, &ours));
+    CHECK_OK(zkr_discovery_new(other, base, &theirs));
+    zkr_service_cache *cache = NULL;
+    CHECK_OK(zkr_service_cache_new(ours, "s", &cache));
+    blocked_wait b;
+    blocked_wait_init(&b, cache, ZKR_SERVICE_ADDED);
+    uint64_t id = 0;
+    CHECK_OK(zkr_service_cache_add_listener(cache, service_cache_listener_waits, &b, &id));
+    CHECK_OK(zkr_service_cache_start(cache));
+    bool initialized = false;
+    CHECK_OK(zkr_service_cache_await_initialized(cache, 10000, &initialized));
+    CHECK(initialized);
+    zkr_registration *r = NULL;
+    CHECK_OK(zkr_discovery_register(theirs, "{\"name\":\"s\",\"id\":\"i1\",\"port\":1}", &r));
+    CHECK_MSG(zt_event_wait(&b.entered, 1, 10000), "the listener did not hear the new instance");
+    close_while_listener_waits(&f, &b, close_service_cache, "zkr_service_cache_close");
+    if (zt_failed_in_test) return;
+    zkr_service_cache_free(cache);
+    blocked_wait_destroy(&b);
+    zkr_registration_free(r);
+    zkr_discovery_free(ours);
+    zkr_discovery_free(theirs);
+    CHECK_OK(zkr_client_close(other));
+    zkr_client_free(other);
+    CHECK_MSG(faulty_close(&f), "the client or the proxy did not end cleanly");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s HOST:PORT ZK_HARNESS (scripts/test-c runs it)\n", argv[0]);
@@ -220,5 +386,7 @@ int main(int argc, char **argv) {
     RUN(test_cut_suspends_and_restore_reconnects_keeping_the_lock);
     RUN(test_a_short_blackhole_keeps_the_session);
     RUN(test_a_blackhole_past_the_session_timeout_loses_the_session);
+    RUN(test_cache_close_ends_the_wait_of_its_own_listener);
+    RUN(test_service_cache_close_ends_the_wait_of_its_own_listener);
     return zt_end("test_faults");
 }

@@ -427,6 +427,74 @@ static void test_selector_interrupt_requeue_and_close_cancel_the_leader(void) {
     zkr_client_free(c2);
 }
 
+/* take_leadership steps down for good by closing its own selector (allowed from inside: that
+ * close does not wait for itself), then goes on using user_data for a while (finishing up: a
+ * flush, a log line). */
+typedef struct self_closing_leader {
+    zkr_leader_selector *s;
+    zkr_status close_status;
+    zt_event closed;    /* take_leadership's own close returned */
+    zt_event teardown;  /* the main thread is about to close or free the selector */
+    zt_event returned;  /* take_leadership is about to return */
+    int work;
+} self_closing_leader;
+
+static void lead_then_close_own_selector(zkr_leadership_context *ctx, void *user_data) {
+    self_closing_leader *l = (self_closing_leader *)user_data;
+    (void)ctx;
+    l->close_status = zkr_leader_selector_close(l->s);
+    zt_event_signal(&l->closed, 1);
+    /* Finishing up, from when the main thread starts tearing down: the pause is the work, not
+     * a wait for a condition. */
+    (void)zt_event_wait(&l->teardown, 1, 10000);
+    struct timespec ts = {0, 300 * 1000000L};
+    nanosleep(&ts, NULL);
+    l->work++;
+    zt_event_signal(&l->returned, 1);
+}
+
+/* After take_leadership closed its own selector, a close from another thread (`close_first`)
+ * and the free still wait for take_leadership to return, as the header promises: user_data may
+ * be freed right after (ASan would catch a late use). */
+static void self_closing_round(zkr_client *c, const char *path, bool close_first) {
+    self_closing_leader *l = calloc(1, sizeof *l);
+    CHECK(l != NULL);
+    zt_event_init(&l->closed);
+    zt_event_init(&l->teardown);
+    zt_event_init(&l->returned);
+    CHECK_OK(zkr_leader_selector_new(c, path, "self-closing", lead_then_close_own_selector, l, &l->s));
+    CHECK_OK(zkr_leader_selector_start(l->s));
+    CHECK_MSG(zt_event_wait(&l->closed, 1, 10000), "never led, or its own close did not return");
+    CHECK_MSG(l->close_status == ZKR_OK, "close from inside take_leadership returned %s",
+              zkr_status_name(l->close_status));
+    zt_event_signal(&l->teardown, 1);
+    if (close_first) {
+        CHECK_OK(zkr_leader_selector_close(l->s));
+        CHECK_MSG(zt_event_count(&l->returned) == 1,
+                  "zkr_leader_selector_close returned while take_leadership still ran");
+    }
+    zkr_leader_selector_free(l->s);
+    CHECK_MSG(zt_event_count(&l->returned) == 1,
+              "zkr_leader_selector_free returned while take_leadership still ran (user_data in use)");
+    CHECK(l->work == 1);
+    zt_event_destroy(&l->closed);
+    zt_event_destroy(&l->teardown);
+    zt_event_destroy(&l->returned);
+    free(l);
+}
+
+static void test_selector_free_waits_for_a_take_leadership_that_closed_it(void) {
+    char path[128];
+    zt_path(path, sizeof path, "selector-self-close");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    self_closing_round(c, path, false);
+    if (zt_failed_in_test) return;
+    self_closing_round(c, path, true);
+    if (zt_failed_in_test) return;
+    zkr_client_free(c);
+}
+
 /* ---- LeaderObserver ---- */
 
 typedef struct observed {
@@ -489,6 +557,7 @@ int main(int argc, char **argv) {
     RUN(test_misuse_of_a_latch);
     RUN(test_selectors_lead_one_at_a_time_with_increasing_tokens);
     RUN(test_selector_interrupt_requeue_and_close_cancel_the_leader);
+    RUN(test_selector_free_waits_for_a_take_leadership_that_closed_it);
     RUN(test_observer_follows_the_leader_without_joining);
     return zt_end("test_leader");
 }
