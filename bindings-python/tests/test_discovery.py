@@ -26,7 +26,7 @@ from zkrecipes import (
     UriSpec,
 )
 
-from conftest import wait_until
+from conftest import ZooKeeper, run_python, wait_until
 
 K = ServiceCacheEventKind
 
@@ -306,6 +306,47 @@ async def until(predicate: Callable[[], bool], what: str, timeout: float = 10.0)
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         await asyncio.sleep(0.01)
+
+
+_FILTER_THREADS = """
+import sys, threading, time, zkrecipes
+from zkrecipes import ServiceDiscovery, ServiceInstance, ServiceProvider
+hosts, path = sys.argv[1], sys.argv[2]
+def wait(what, cond):
+    deadline = time.monotonic() + 30
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+with zkrecipes.Client(hosts).start() as c, ServiceDiscovery(c, path) as d:
+    d.register(ServiceInstance("s", id="a", port=1))
+    d.register(ServiceInstance("s", id="b", port=2))
+    def slow(i):  # lets go of the GIL while it runs
+        time.sleep(0.002)
+        return True
+    with ServiceProvider(d, "s", filter=slow) as p:
+        wait("the provider sees both instances", lambda: len(p.get_all_instances()) == 2)
+        def worker():
+            for _ in range(100):
+                assert p.get_instance() is not None
+        ts = [threading.Thread(target=worker) for _ in range(3)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+    # A filter that notes an error on its own provider.
+    own = []
+    with ServiceProvider(d, "s", filter=lambda i: (own[0].note_error(i), True)[1]) as q:
+        own.append(q)
+        wait("the second provider sees an instance", lambda: bool(q.get_all_instances()))
+print("done")
+"""
+
+
+def test_a_provider_filter_that_lets_go_of_the_gil_or_notes_errors_blocks_nobody(zk: ZooKeeper, path: str) -> None:
+    """Threads sharing a provider whose filter lets go of the GIL (a sleep, I/O), and a filter
+    that notes an error on its own provider: before, the filter ran under the provider's error
+    table lock, which a thread holding the GIL waited for (every thread of the process froze;
+    a subprocess, so that a hang fails the test instead of freezing pytest)."""
+    child = run_python(_FILTER_THREADS, zk.connect, path)
+    assert child.returncode == 0 and child.stdout.startswith("done"), child.stderr[-2000:]
 
 
 def test_asyncio_twins_and_async_for(client: zkrecipes.Client, path: str) -> None:

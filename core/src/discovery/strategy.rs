@@ -120,16 +120,23 @@ impl Picker {
         all: impl IntoIterator<Item = Arc<ServiceInstance>>,
         filter: Option<&(dyn Fn(&ServiceInstance) -> bool + Send + Sync)>,
     ) -> Vec<Arc<ServiceInstance>> {
-        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        Self::purge(&mut errors, self.policy.timeout);
-        let mut usable: Vec<_> = all
+        let candidates: Vec<_> = {
+            let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+            Self::purge(&mut errors, self.policy.timeout);
+            all.into_iter()
+                .filter(|i| i.enabled)
+                .filter(|i| {
+                    errors
+                        .get(&i.id)
+                        .map_or(true, |(_, n)| *n < self.policy.error_threshold)
+                })
+                .collect()
+        };
+        // The user's filter runs with no lock of ours held: it may take its time, wait for its
+        // language's lock (Python's GIL, which another caller may hold while it waits for
+        // ours), or call note_error itself.
+        let mut usable: Vec<_> = candidates
             .into_iter()
-            .filter(|i| i.enabled)
-            .filter(|i| {
-                errors
-                    .get(&i.id)
-                    .map_or(true, |(_, n)| *n < self.policy.error_threshold)
-            })
             .filter(|i| filter.map_or(true, |f| f(i)))
             .collect();
         usable.sort_by(|a, b| a.id.cmp(&b.id));
