@@ -182,3 +182,30 @@ def test_an_interpreter_exiting_while_leading_interrupts_the_leadership_and_exit
         assert (child.returncode, child.stdout) == (0, "EXITING\nCANCELLED INTERRUPTED\n"), (
             f"run {i}: {child.stdout!r} {child.stderr[-2000:]}"
         )
+
+
+def test_selectors_and_their_contexts_are_collected(client: zkrecipes.Client, path: str) -> None:
+    """Neither a selector nor the context of a term that returned (not cancelled) is kept alive
+    by the native side: before, the native selector kept the selector's bound method and each
+    context's cancel callback kept the context, cycles Python's collector cannot see through."""
+    import gc
+    import weakref
+
+    contexts: List["weakref.ReferenceType[LeadershipContext]"] = []
+    terms = threading.Semaphore(0)
+
+    def take(ctx: LeadershipContext) -> None:
+        contexts.append(weakref.ref(ctx))
+        terms.release()
+
+    selector = LeaderSelector(client, path, take)
+    selector.auto_requeue()
+    selector.start()
+    for _ in range(3):
+        assert terms.acquire(timeout=10), "a term did not run"
+    selector.close()
+    ref = weakref.ref(selector)
+    del selector
+    gc.collect()
+    assert ref() is None, "the closed selector was kept alive"
+    wait_until(lambda: gc.collect() >= 0 and all(w() is None for w in contexts), 10, "every term's context collected")

@@ -233,7 +233,10 @@ class LeadershipContext:
         self.cancelled = threading.Event()
         #: The client (Curator passes it to takeLeadership).
         self.client = client
-        native.on_cancel(lambda _reason: self.cancelled.set())
+        # The native context keeps this callback until it is cancelled (a term that returns
+        # is not): it must not keep the context itself alive, only the event.
+        cancelled = self.cancelled
+        native.on_cancel(lambda _reason: cancelled.set())
 
     def __repr__(self) -> str:
         return f"<zkrecipes.LeadershipContext id={self.id!r} term={self.term} cancelled={self.cancel_reason}>"
@@ -275,6 +278,34 @@ class LeadershipContext:
 TakeLeadership = Callable[[LeadershipContext], Union[None, Awaitable[None], Any]]
 
 
+class _Runner:
+    """Runs a selector's ``take_leadership`` for the native selector, which keeps it (and not
+    the :class:`LeaderSelector`, see there)."""
+
+    def __init__(self, client: Client, take: TakeLeadership) -> None:
+        self.client = client
+        self.take = take
+        self.is_async = inspect.iscoroutinefunction(take)
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+
+    def run(self, native_ctx: _native.LeadershipContext) -> None:
+        ctx = LeadershipContext(native_ctx, self.client)
+        if not self.is_async:
+            self.take(ctx)
+            return
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            raise RuntimeError("LeaderSelector: the event loop for the async take_leadership is gone")
+        coro = self.take(ctx)
+        fut = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+        native_ctx.on_cancel(lambda _reason: fut.cancel())
+        try:
+            fut.result()
+        except BaseException as e:  # noqa: BLE001 - a cancelled leadership ends quietly
+            if not fut.cancelled() and not isinstance(e, asyncio.CancelledError):
+                raise
+
+
 class LeaderSelector(_Election):
     """Curator's LeaderSelector: participants queue on an InterProcessMutex at ``path``; the
     holder leads while ``take_leadership(ctx)`` runs and gives leadership up when it returns.
@@ -296,12 +327,12 @@ class LeaderSelector(_Election):
     ) -> None:
         if not callable(take_leadership):
             raise TypeError("take_leadership must be callable")
-        self._client = client
-        self._take = take_leadership
-        self._is_async = inspect.iscoroutinefunction(take_leadership)
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        # The native selector keeps what runs take_leadership for as long as it lives: that must
+        # not be this object (native objects are opaque to Python's collector, so the cycle
+        # would never be freed, and a selector dropped without close() would never close).
+        self._runner = _Runner(client, take_leadership)
         self._n = _native.LeaderSelector(
-            _native_client(client), path, id, self._run, LeadershipLostPolicy(lost_policy).value
+            _native_client(client), path, id, self._runner.run, LeadershipLostPolicy(lost_policy).value
         )
 
     def __repr__(self) -> str:
@@ -309,28 +340,11 @@ class LeaderSelector(_Election):
 
     _n: _native.LeaderSelector
 
-    def _run(self, native_ctx: _native.LeadershipContext) -> None:
-        ctx = LeadershipContext(native_ctx, self._client)
-        if not self._is_async:
-            self._take(ctx)
-            return
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            raise RuntimeError("LeaderSelector: the event loop for the async take_leadership is gone")
-        coro = self._take(ctx)
-        fut = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
-        native_ctx.on_cancel(lambda _reason: fut.cancel())
-        try:
-            fut.result()
-        except BaseException as e:  # noqa: BLE001 - a cancelled leadership ends quietly
-            if not fut.cancelled() and not isinstance(e, asyncio.CancelledError):
-                raise
-
     def start(self) -> None:
         """Joins the queue for leadership (in the background; returns at once)."""
-        if self._is_async:
+        if self._runner.is_async:
             try:
-                self._loop = asyncio.get_running_loop()
+                self._runner.loop = asyncio.get_running_loop()
             except RuntimeError:
                 raise TypeError(
                     "an async take_leadership runs on the caller's event loop: call start() from a coroutine"
@@ -361,14 +375,14 @@ class LeaderSelector(_Election):
     def close(self) -> None:
         """Leaves for good: cancels the current leadership and waits until take_leadership has
         returned (not when called from inside it). Idempotent."""
-        if self._is_async and self._loop is not None and _running_loop() is self._loop:
+        r = self._runner
+        if r.is_async and r.loop is not None and _running_loop() is r.loop:
             raise RuntimeError("close() would block the event loop take_leadership runs on: use await close_async()")
         self._n.close_blocking()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
         await run(self._n.close())
-
 
 
 class LeaderObserver(Lifecycle):
