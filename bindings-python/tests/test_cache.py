@@ -250,3 +250,30 @@ def test_the_enums_are_the_cores_lists() -> None:
 
     assert [t.value for t in CacheEventType] == _native.CACHE_EVENT_TYPES
     assert [m.value for m in StartMode] == _native.START_MODES
+
+
+def test_an_async_for_left_early_removes_its_listener(client: zkrecipes.Client, path: str) -> None:
+    """Leaving ``async for`` with break (or an exception, or a cancelled task) drops the
+    iterator, and its listener goes with it: before, the native side kept the iterator alive
+    and its listener fed a queue nobody read until the cache was closed."""
+    import gc
+    import weakref
+
+    client.create(path, b"", create_parents=True)
+
+    async def main() -> None:
+        cache = CuratorCache(client, path)
+        await cache.start_async()
+        assert await cache.await_initialized_async(10)
+        it = cache.events(replay=True)
+        listener = it._id  # type: ignore[attr-defined]
+        ref = weakref.ref(it)
+        async for _event in it:
+            break
+        del it
+        gc.collect()
+        assert ref() is None, "the iterator left by break was kept alive"
+        assert not cache.remove_listener(listener), "its listener was still registered"
+        await cache.close_async()
+
+    asyncio.run(main())

@@ -68,18 +68,33 @@ class EventIterator(Generic[_E]):
         remove: Callable[[int], object],
         iterators: "weakref.WeakSet[EventIterator[_E]]",
     ) -> None:
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         self._queue: "asyncio.Queue[Optional[_E]]" = asyncio.Queue()
+        queue = self._queue
         self._done = False
         self._remove = remove
-        self._id = listen(self._deliver)
+
+        # The listener keeps the loop and the queue, not this iterator: an `async for` left
+        # early (break, an exception, a cancelled task) drops the iterator, whose __del__ then
+        # removes the listener (the native side would otherwise keep it, and a queue nobody
+        # reads, until the owner is closed).
+        def deliver(event: Optional[_E]) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+            except RuntimeError:  # the loop is closed
+                pass
+
+        self._deliver = deliver
+        self._id = listen(deliver)
         iterators.add(self)
 
-    def _deliver(self, event: Optional[_E]) -> None:
-        try:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, event)
-        except RuntimeError:  # the loop is closed
-            pass
+    def __del__(self) -> None:
+        if not getattr(self, "_done", True):
+            self._done = True
+            try:
+                self._remove(self._id)
+            except Exception:  # noqa: BLE001 - the owner is closed or the interpreter exits
+                pass
 
     def end(self) -> None:
         """Ends the loop after the events already delivered."""
