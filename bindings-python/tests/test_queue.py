@@ -162,6 +162,12 @@ def test_bounded_puts_and_variants(client: zkrecipes.Client, path: str) -> None:
     assert delay.take(0) is None
     delayed = delay.take(10)
     assert delayed is not None and time.time() >= due
+    # A time that is no time is a ZkRecipesError like every other bad input.
+    for bad in (float("nan"), float("inf"), -float("inf"), 1e300):
+        with pytest.raises(zkrecipes.InvalidArgumentError, match="delay_until"):
+            delay.put(b"x", bad)
+        with pytest.raises(zkrecipes.InvalidArgumentError, match="delay_until"):
+            delay.put_multi([b"x"], bad)
     with pytest.raises(zkrecipes.InvalidArgumentError):
         ids.put(b"x", "")
     with pytest.raises(zkrecipes.InvalidArgumentError):

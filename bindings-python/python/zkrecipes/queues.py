@@ -32,6 +32,7 @@ several (Curator's QueueSharder).
 
 from __future__ import annotations
 
+import math
 from types import TracebackType
 from typing import AsyncIterator, Callable, Iterator, List, NamedTuple, Optional, Sequence, Type, TypeVar, Union
 
@@ -39,7 +40,7 @@ from . import _native
 from ._base import Lifecycle, Name
 from ._call import run
 from .client import Client, ConnectionState, _native_client
-from .errors import ClosedError
+from .errors import ClosedError, InvalidArgumentError
 
 __all__ = [
     "SimpleDistributedQueue",
@@ -442,6 +443,10 @@ class DistributedDelayQueue(_QueueBase):
 def _epoch_ms(seconds: float) -> int:
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
         raise TypeError(f"delay_until must be a number of seconds, not {type(seconds).__name__}")
+    if not math.isfinite(seconds) or not -(2**63) <= seconds * 1000 < 2**63:
+        raise InvalidArgumentError(
+            f"delay_until must be a finite time in seconds since the epoch (within 64-bit milliseconds), not {seconds!r}"
+        )
     return int(seconds * 1000)
 
 
