@@ -71,10 +71,23 @@ impl PyLeaderObserver {
         }
     }
 
-    fn install(&self, py: Python<'_>, observer: LeaderObserver) -> PyResult<()> {
+    fn install(&self, py: Python<'_>, mut observer: LeaderObserver) -> PyResult<()> {
         let mut changes = observer.subscribe();
         changes.borrow_and_update();
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        // Closed while starting (close sets the flag, then takes the slot's lock): the new
+        // observer stops at once instead of running in an object that says it is closed.
+        if self.closed.load(Ordering::SeqCst) {
+            drop(slot);
+            observer.close();
+            return Err(errors::closed(
+                py,
+                format!(
+                    "the leader observer of {} was closed while it started",
+                    self.path
+                ),
+            ));
+        }
         if let Slot::Started(_) = &*slot {
             return Err(errors::invalid(
                 py,

@@ -12,7 +12,7 @@ import pytest
 import zkrecipes
 from zkrecipes import LeaderLatch, LeaderObserver, LeaderSelector, LeadershipContext, Participant
 
-from conftest import children_left, wait_until
+from conftest import ZooKeeper, children_left, wait_until
 
 NOBODY = Participant("", False)
 
@@ -135,3 +135,40 @@ def test_observer_misuse(make_client: Callable[..., zkrecipes.Client], path: str
     c.close()
     t.join(10)
     assert not t.is_alive() and len(waiter) == 1 and isinstance(waiter[0], zkrecipes.ClosedError)
+
+
+def test_an_observer_closed_while_it_starts_does_not_run(
+    zk: "ZooKeeper", make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    """close() while start() waits (every request 0.4 s late through a proxy): the start ends
+    with ClosedError and no observer runs in the closed object; before, the start put a live
+    observer there (its listeners went on hearing changes)."""
+    from zkrecipes.testing import FaultProxy
+
+    writer = make_client()
+    with FaultProxy(zk.connect) as proxy, zkrecipes.Client(proxy.connect_string, session_timeout=20).start() as slow:
+        observer = LeaderObserver(slow, path)
+        proxy.delay(0.4)
+        outcome: List[BaseException] = []
+        before = sum(slow.request_counts().values())
+
+        def start() -> None:
+            try:
+                observer.start()
+            except BaseException as e:  # noqa: BLE001 - the test looks at it
+                outcome.append(e)
+
+        t = threading.Thread(target=start)
+        t.start()
+        # Its first request is on its way (0.4 s each way): close while it waits.
+        wait_until(lambda: sum(slow.request_counts().values()) > before, 10, "the start's first request")
+        observer.close()
+        t.join(30)
+        assert not t.is_alive(), "start() never returned"
+        assert outcome and isinstance(outcome[0], zkrecipes.ClosedError), outcome
+        assert "while it started" in str(outcome[0]), outcome
+        heard: List[Participant] = []
+        with pytest.raises(zkrecipes.ClosedError):
+            observer.add_listener(heard.append)
+        proxy.restore()
+    writer.create(f"{path}/x", b"", create_parents=True)
