@@ -390,16 +390,17 @@ impl PyLeaderSelector {
         Ok(self.s(py)?.leadership_count())
     }
 
-    /// Waits (GIL released) until `take_leadership` has returned. Runs the core's blocking
-    /// close on the calling thread, so that a close from inside `take_leadership` is seen as
-    /// such (and does not wait for itself).
+    /// Waits (GIL released; on the main thread Ctrl-C interrupts the wait, as every blocking
+    /// call's) until `take_leadership` has returned. The close runs on the calling thread, so
+    /// that a close from inside `take_leadership` is seen as such (and does not wait for
+    /// itself). An interrupted close has closed the selector; closing again waits again.
     fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         if tokio::runtime::Handle::try_current().is_ok() {
             // A thread of the core's runtime: its blocking face is refused there.
             return self.close(py)?.run(py).map(drop);
         }
         let s = self.s(py)?;
-        py.detach(move || s.close_blocking()).py_err(py)
+        bridge::wait_for(py, Box::pin(async move { s.close().await }))
     }
 
     /// The asyncio form of close (and the form for a thread inside the core's runtime).

@@ -209,3 +209,46 @@ def test_selectors_and_their_contexts_are_collected(client: zkrecipes.Client, pa
     gc.collect()
     assert ref() is None, "the closed selector was kept alive"
     wait_until(lambda: gc.collect() >= 0 and all(w() is None for w in contexts), 10, "every term's context collected")
+
+
+def test_ctrl_c_interrupts_a_selector_close_and_closing_again_waits(client: zkrecipes.Client, path: str) -> None:
+    """close() waits for take_leadership, which here ignores its cancellation: Ctrl-C interrupts
+    that wait as every blocking call's (before, it was one uninterruptible wait), and a close
+    after it waits again until take_leadership has returned."""
+    import _thread
+    import signal
+    import time
+
+    assert threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    release = threading.Event()
+    leading = threading.Event()
+    returned = threading.Event()
+
+    def take(ctx: LeadershipContext) -> None:
+        leading.set()
+        release.wait(30)  # ignores ctx.cancelled
+        returned.set()
+
+    selector = LeaderSelector(client, path, take)
+    try:
+        selector.start()
+        assert leading.wait(10)
+
+        def ctrl_c() -> None:
+            wait_until(lambda: not selector.has_leadership(), what="close() to begin")
+            _thread.interrupt_main()
+
+        t = threading.Thread(target=ctrl_c)
+        t.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            selector.close()
+        t.join()
+        assert time.monotonic() - started < 10 and not returned.is_set()
+        threading.Timer(0.2, release.set).start()
+        selector.close()
+        assert returned.is_set(), "the second close returned before take_leadership did"
+    finally:
+        release.set()
+        signal.signal(signal.SIGINT, previous)

@@ -1535,3 +1535,73 @@ async fn a_selector_whose_client_closed_is_not_queued() {
     );
     assert!(!s.is_queued(), "a selector of a closed client is queued");
 }
+
+/// A close from outside take_leadership waits for it also after take_leadership closed its own
+/// selector (which could not wait for itself): before, that first close gave the wait up for
+/// every later one, and a caller freed what take_leadership still used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_after_take_leadership_closed_its_selector_waits_for_it() {
+    let c = connect().await;
+    let holder: Arc<OnceLock<Arc<LeaderSelector>>> = Arc::default();
+    let h2 = holder.clone();
+    let gate = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let g2 = gate.clone();
+    let closed_itself = Arc::new(AtomicBool::new(false));
+    let ci = closed_itself.clone();
+    let returned = Arc::new(AtomicBool::new(false));
+    let r2 = returned.clone();
+    let selector = Arc::new(
+        LeaderSelector::new_blocking(
+            &c,
+            &group("selector-close-inside-then-outside"),
+            "in",
+            move |_ctx: &LeadershipContext| {
+                h2.get()
+                    .expect("set before start")
+                    .close_blocking()
+                    .unwrap();
+                ci.store(true, Ordering::SeqCst);
+                let (open, cv) = &*g2;
+                let mut open = open.lock().unwrap();
+                while !*open {
+                    open = cv.wait(open).unwrap();
+                }
+                r2.store(true, Ordering::SeqCst);
+            },
+        )
+        .unwrap(),
+    );
+    holder.set(selector.clone()).unwrap();
+    selector.start().unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || closed_itself
+            .load(Ordering::SeqCst))
+        .await
+    );
+    let mut closing = {
+        let (selector, returned) = (selector.clone(), returned.clone());
+        tokio::spawn(async move {
+            selector.close().await.unwrap();
+            returned.load(Ordering::SeqCst)
+        })
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), &mut closing)
+            .await
+            .is_err(),
+        "close returned while take_leadership still ran"
+    );
+    {
+        let (open, cv) = &*gate;
+        *open.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), closing)
+            .await
+            .expect("close returns once take_leadership has")
+            .unwrap(),
+        "close returned before take_leadership did"
+    );
+    c.close().await;
+}

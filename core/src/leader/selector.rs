@@ -50,7 +50,6 @@ struct Control {
     /// for itself.
     callback_thread: Option<ThreadId>,
     callback_task: Option<tokio::task::Id>,
-    worker: Option<tokio::task::JoinHandle<()>>,
 }
 
 struct Shared {
@@ -68,6 +67,8 @@ struct Shared {
     terms: AtomicU64,
     wake: Notify,
     closed: watch::Sender<bool>,
+    /// Whether no worker runs (none started, or it ended): what every close waits for.
+    worker_ended: watch::Sender<bool>,
     last_error: Mutex<Option<Error>>,
 }
 
@@ -184,12 +185,12 @@ impl LeaderSelector {
                     current: None,
                     callback_thread: None,
                     callback_task: None,
-                    worker: None,
                 }),
                 leading: AtomicBool::new(false),
                 terms: AtomicU64::new(0),
                 wake: Notify::new(),
                 closed: watch::channel(false).0,
+                worker_ended: watch::channel(true).0,
                 last_error: Mutex::new(None),
             }),
         })
@@ -259,7 +260,20 @@ impl LeaderSelector {
         let mut c = s.control();
         s.life.start(&s.client)?;
         c.queued = true;
-        c.worker = Some(runtime::spawn(work(s.clone())));
+        s.worker_ended.send_replace(false);
+        let shared = s.clone();
+        runtime::spawn(async move {
+            /// Marks the worker ended however it ends (a panic included).
+            struct Ended(Arc<Shared>);
+            impl Drop for Ended {
+                fn drop(&mut self) {
+                    self.0.worker_ended.send_replace(true);
+                }
+            }
+            let ended = Ended(shared.clone());
+            work(shared).await;
+            drop(ended);
+        });
         Ok(())
     }
 
@@ -362,16 +376,16 @@ impl LeaderSelector {
     /// queue, and waits until `take_leadership` has returned and the mutex is released — unless
     /// called from inside `take_leadership` itself, which cannot be waited for. A participant
     /// still waiting in the queue has its node removed in the background as close returns
-    /// (the mutex's cancelled-acquire cleanup). Closing again, or closing a selector never
-    /// started, is a no-op.
+    /// (the mutex's cancelled-acquire cleanup). Closing again waits the same way (also after a
+    /// close from inside `take_leadership`, or one whose caller stopped waiting); closing a
+    /// selector never started returns at once.
     pub async fn close(&self) -> Result<()> {
-        let Some((worker, from_inside)) = self.begin_close() else {
-            return Ok(());
-        };
-        if let Some(worker) = worker {
-            if !from_inside {
-                let _ = worker.await;
-            }
+        // Every close from outside take_leadership waits for the worker: also one after a
+        // close from inside it (which could not wait for itself), and one after a close whose
+        // caller stopped waiting.
+        if !self.begin_close() {
+            let mut ended = self.shared.worker_ended.subscribe();
+            let _ = ended.wait_for(|e| *e).await;
         }
         Ok(())
     }
@@ -381,20 +395,18 @@ impl LeaderSelector {
         runtime::try_block_on(self.close())?
     }
 
-    /// Marks the selector closed and cancels; returns the worker to wait for (and whether we
-    /// are inside take_leadership), or `None` if it was closed already.
-    #[allow(clippy::type_complexity)]
-    fn begin_close(&self) -> Option<(Option<tokio::task::JoinHandle<()>>, bool)> {
+    /// Marks the selector closed and cancels (the first time); whether we are inside
+    /// take_leadership.
+    fn begin_close(&self) -> bool {
         let s = &self.shared;
         let mut c = s.control();
-        if s.life.close() == Phase::Closed {
-            return None;
-        }
-        c.queued = false;
         let from_inside = c.callback_thread == Some(std::thread::current().id())
             || (c.callback_task.is_some() && tokio::task::try_id() == c.callback_task);
+        if s.life.close() == Phase::Closed {
+            return from_inside;
+        }
+        c.queued = false;
         let current = c.current.clone();
-        let worker = c.worker.take();
         s.leading.store(false, Ordering::SeqCst);
         drop(c);
         if let Some(ctx) = current {
@@ -402,7 +414,7 @@ impl LeaderSelector {
         }
         s.closed.send_replace(true);
         s.wake.notify_one();
-        Some((worker, from_inside))
+        from_inside
     }
 }
 
