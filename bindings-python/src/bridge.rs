@@ -380,7 +380,13 @@ fn future<'py>(
     let afut_ref: Py<PyAny> = afut.clone().unbind();
     let loop_ref: Py<PyAny> = event_loop.clone().unbind();
     let task = async move {
-        let result = work.await;
+        // A panic in the core's future is an InternalError, as on the blocking path; unwound
+        // through the task, it would leave the asyncio future pending for good.
+        let result = CatchPanic(work).await.unwrap_or_else(|| {
+            Err(zkrecipes::Error::Internal(
+                "the operation ended without a result (a panic in zkrecipes)".into(),
+            ))
+        });
         // None: the interpreter is shutting down; nobody is waiting any more.
         let _ = attach(move |py| deliver(py, loop_ref, afut_ref, result, delivered));
     };
@@ -398,6 +404,36 @@ fn future<'py>(
     afut.call_method1("add_done_callback", (canceller,))?;
     turns::run_settles(event_loop.py(), settles);
     Ok(afut)
+}
+
+/// A future's output, or `None` if polling it panicked.
+struct CatchPanic<F>(F);
+
+impl<F: Future + Unpin> Future for CatchPanic<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Pin::new(&mut self.0).poll(cx)
+        })) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
+    }
+}
+
+/// A call whose future panics when polled, to show that an awaited panic is an InternalError
+/// (for the tests).
+#[cfg(feature = "testing")]
+#[pyfunction]
+pub fn _panicking_call_for_testing() -> Call {
+    Call::unit(async {
+        if std::hint::black_box(true) {
+            panic!("a panic in a core future, for the tests");
+        }
+        Ok(())
+    })
 }
 
 fn deliver(

@@ -144,6 +144,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<queue::PyQueueSharder>()?;
     #[cfg(feature = "testing")]
     m.add_function(wrap_pyfunction!(turns::_loop_turn_counts, m)?)?;
+    #[cfg(feature = "testing")]
+    m.add_function(wrap_pyfunction!(bridge::_panicking_call_for_testing, m)?)?;
     #[cfg(feature = "kit")]
     {
         m.add_function(wrap_pyfunction!(testing::find_zookeeper, m)?)?;

@@ -13,6 +13,8 @@ import os
 import threading
 from typing import Any, Callable, Dict, List, Tuple
 
+import pytest
+
 import zkrecipes
 from zkrecipes import _native
 
@@ -214,3 +216,17 @@ def test_a_cancelled_acquire_in_a_turn_leaves_no_node(
 
     asyncio.run(main())
 
+
+
+def test_a_panic_in_an_awaited_core_future_is_an_internal_error() -> None:
+    """A panic while the core's future runs ends the awaiting coroutine with InternalError, as
+    the blocking path's does; before, the asyncio future stayed pending for good."""
+    from zkrecipes._call import run
+
+    async def main() -> None:
+        with pytest.raises(zkrecipes.InternalError, match="panic"):
+            await asyncio.wait_for(run(_native._panicking_call_for_testing()), 10)  # type: ignore[attr-defined]
+
+    asyncio.run(main())
+    with pytest.raises(zkrecipes.InternalError, match="panic"):
+        _native._panicking_call_for_testing().wait()  # type: ignore[attr-defined]
