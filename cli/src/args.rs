@@ -562,16 +562,12 @@ pub enum LostPolicyArg {
     Session,
 }
 
-/// What `lock` and `elect` share: how the command runs.
+/// What `lock`, `elect`, `member` and `discover register` share: how the command runs.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// How long the command gets between SIGTERM and SIGKILL when the hold or leadership is lost
     #[arg(long, default_value = "5s", value_name = "D", value_parser = parse_duration)]
     pub grace: Duration,
-
-    /// When the hold or leadership counts as lost
-    #[arg(long, value_enum, default_value_t = LostPolicyArg::Standard, value_name = "POLICY")]
-    pub lost_policy: LostPolicyArg,
 
     /// Keep the command in zkr's process group and terminal (interactive commands); signals
     /// then reach the command only, not its children, and SIGINT/SIGQUIT come from the terminal
@@ -608,6 +604,10 @@ pub struct LockArgs {
     #[arg(long, value_name = "ID")]
     pub id: Option<String>,
 
+    /// When the hold or leadership counts as lost
+    #[arg(long, value_enum, default_value_t = LostPolicyArg::Standard, value_name = "POLICY")]
+    pub lost_policy: LostPolicyArg,
+
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -633,6 +633,10 @@ pub struct ElectArgs {
     /// Give up (exit 3) if not leading within D
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+
+    /// When the hold or leadership counts as lost
+    #[arg(long, value_enum, default_value_t = LostPolicyArg::Standard, value_name = "POLICY")]
+    pub lost_policy: LostPolicyArg,
 
     #[command(flatten)]
     pub run: RunArgs,
@@ -749,10 +753,21 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// Durations like `10s`, `500ms`, `1m30s` (humantime).
+/// The longest duration taken: every timeout and grace is added to the clock's now, which
+/// a longer one would overflow (a crash, after a lost hold with `--grace`).
+const LONGEST: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// Durations like `10s`, `500ms`, `1m30s` (humantime), up to 100 years.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{e} (expected a duration like 10s, 500ms or 1m30s)"))
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{e} (expected a duration like 10s, 500ms or 1m30s)"))?;
+    if d > LONGEST {
+        return Err(format!(
+            "{} is longer than the longest duration taken (100 years)",
+            s.trim()
+        ));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -771,6 +786,46 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("10").is_err());
+    }
+
+    /// A duration the clock cannot take is refused at parsing (exit 2), not added to the
+    /// clock's now later (a crash: exit 70, after a lost hold with --grace).
+    #[test]
+    fn durations_the_clock_cannot_take_are_refused() {
+        assert!(parse_duration("36500d").is_ok());
+        let e = parse_duration("10000000000000000000s").unwrap_err();
+        assert!(e.contains("100 years"), "{e}");
+        assert!(Cli::try_parse_from([
+            "zkr",
+            "elect",
+            "/e",
+            "--timeout",
+            "10000000000000000000s",
+            "--",
+            "true"
+        ])
+        .is_err());
+    }
+
+    /// `--lost-policy` belongs to what can lose a hold or leadership (lock, elect); member and
+    /// discover register took it and ignored it.
+    #[test]
+    fn lost_policy_is_taken_only_where_it_means_something() {
+        for cmd in [&["lock", "/l"][..], &["elect", "/e"][..]] {
+            let mut argv = vec!["zkr"];
+            argv.extend_from_slice(cmd);
+            argv.extend(["--lost-policy", "session", "--", "true"]);
+            assert!(Cli::try_parse_from(&argv).is_ok(), "{argv:?}");
+        }
+        for cmd in [
+            &["member", "/g"][..],
+            &["discover", "register", "/b", "s"][..],
+        ] {
+            let mut argv = vec!["zkr"];
+            argv.extend_from_slice(cmd);
+            argv.extend(["--lost-policy", "session", "--", "true"]);
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub async fn run(global: &Global, args: ElectArgs) -> Outcome {
 }
 
 fn policy(args: &ElectArgs) -> LostPolicy {
-    match args.run.lost_policy {
+    match args.lost_policy {
         LostPolicyArg::Standard => LostPolicy::Standard,
         LostPolicyArg::Session => LostPolicy::Session,
     }

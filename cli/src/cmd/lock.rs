@@ -49,7 +49,7 @@ async fn hold_and_run(
 ) -> Outcome {
     let path = &args.path;
     let fail = |e| Failure::from_core(&format!("lock {path}"), e);
-    let policy = match args.run.lost_policy {
+    let policy = match args.lost_policy {
         LostPolicyArg::Standard => LockLostPolicy::Standard,
         LostPolicyArg::Session => LockLostPolicy::Session,
     };
@@ -140,7 +140,7 @@ async fn hold_and_run(
             return Err(f);
         }
     };
-    let lost = lost_signal(client, &held, args.run.lost_policy).await;
+    let lost = lost_signal(client, &held, args.lost_policy).await;
     let ended = child::supervise(&mut running, signals, lost, args.run.grace).await;
     let released = release(held).await;
     if let Some(reason) = ended.lost {
