@@ -91,6 +91,10 @@ fn counters_use_curators_encoding_and_watch_streams_changes() {
     let cs = server.connect_string();
     let counter = |args: &[&str]| run(zkr(&cs).arg("counter").arg("/cmd/counter").args(args));
     assert_eq!(stdout(&counter(&["get"])), "0\n");
+    // A missing counter reads as 0, and a compare-and-set never matches it (as in Curator):
+    // said so, never "is 0, not 0".
+    let o = counter(&["cas", "0", "1"]);
+    assert_one_line_error(&o, 5, "does not exist yet");
     assert_eq!(stdout(&counter(&["add", "5"])), "5\n");
     assert_eq!(stdout(&counter(&["add", "-2"])), "3\n");
     assert_eq!(stdout(&counter(&["set", "10"])), "10\n");

@@ -56,12 +56,22 @@ async fn counter(global: &Global, client: &Client, args: &CounterArgs) -> Outcom
                 print(new, Some(("succeeded", true)))?;
             } else {
                 print(v.pre_value, Some(("succeeded", false)))?;
+                // The value read equals OLD: the counter does not exist (it reads as 0, and a
+                // compare-and-set never matches a missing node, as in Curator), or another
+                // writer got in between the read and the versioned write.
+                let why = if v.pre_value != old {
+                    format!("counter {path} is {}, not {old}", v.pre_value)
+                } else if client.exists(path).await.map_err(fail)?.is_none() {
+                    format!(
+                        "counter {path} does not exist yet (it reads as 0, but compare-and-set \
+                         never matches a missing counter; set or add creates it)"
+                    )
+                } else {
+                    format!("counter {path} changed while it was compared")
+                };
                 return Err(Failure::new(
                     CAS_FAILED,
-                    format!(
-                        "counter {path} is {}, not {old}: nothing was written",
-                        v.pre_value
-                    ),
+                    format!("{why}: nothing was written"),
                 ));
             }
         }
