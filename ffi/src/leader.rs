@@ -2,8 +2,7 @@
 //! LeaderObserver, and the participant types they share.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::ThreadId;
+use std::sync::Arc;
 
 use zkrecipes::leader::{
     CancelReason, CloseMode, LeaderLatch, LeaderSelector, LeadershipContext, LeadershipEvent,
@@ -15,9 +14,7 @@ use zkrecipes::{Error, ListenerId, LostPolicy, Result};
 use crate::boundary::{
     arg_callback, arg_str, arg_timeout, ffi_boundary, handle_call, handle_out, recipe_new, wait,
 };
-use crate::callback::{
-    lock, CCallback, CFn, CallbackType, Closing, Listeners, Listening, UserData,
-};
+use crate::callback::{CCallback, CFn, CallbackType, Closing, Listeners, Listening, UserData};
 use crate::client::zkr_client;
 use crate::handle::{free_handle, handle, handle_ref, new_handle, Handle};
 use crate::lock::lost_policy;
@@ -112,8 +109,7 @@ trait Election: Handle {
     fn set_policy(&self, policy: LostPolicy) -> Result<()>;
     fn leader(&self) -> BoxFuture<'_, Result<Participant>>;
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>>;
-    /// Closes the recipe, blocking the calling thread as `_close` documents.
-    fn close(&self) -> Result<()>;
+    fn close(&self) -> BoxFuture<'_, Result<()>>;
 }
 
 /// _set_lost_policy.
@@ -162,7 +158,7 @@ fn get_participants<E: Election>(
 
 /// _close.
 fn close<E: Election>(function: &str, e: *mut E) -> zkr_status {
-    handle_call(function, e, |e| e.close())
+    handle_call(function, e, |e| wait(e.close()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,7 +193,7 @@ handle!(zkr_leader_latch, "latch", |l| {
 
 impl Closing for zkr_leader_latch {
     fn close_handle(&self) -> Result<()> {
-        Election::close(self)
+        wait(Election::close(self))
     }
 }
 
@@ -241,8 +237,8 @@ impl Election for zkr_leader_latch {
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
         Box::pin(self.latch.get_participants())
     }
-    fn close(&self) -> Result<()> {
-        wait(self.latch.close())
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.latch.close())
     }
 }
 
@@ -499,61 +495,11 @@ pub extern "C" fn zkr_leadership_term(
 /// lead in the order they queued. Thread-safe.
 pub struct zkr_leader_selector {
     selector: LeaderSelector,
-    /// The running take_leadership, if any: close and free wait for it to return.
-    term: Arc<Term>,
 }
 
 handle!(zkr_leader_selector, "selector", |s| {
-    // A refused close (called from a runtime thread) cancelled nothing: then there is nothing
-    // to wait for either, and dropping the selector closes it in the background.
-    let _ = Election::close(s);
+    let _ = wait(s.selector.close());
 });
-
-/// Whether a selector's take_leadership runs, and on which thread.
-///
-/// The core's close waits for a running take_leadership only while it still has the worker
-/// to wait for: a close from inside take_leadership cannot wait for itself and gives that up,
-/// after which every close returns at once. The header promises more: `_close` from another
-/// thread and `_free` wait for a running take_leadership in every case (so that `user_data` may
-/// be freed), except when called from inside it. So each call of the C function runs inside
-/// [`Term::run`], and close waits in [`Term::wait_ended`] after the core's close.
-#[derive(Default)]
-struct Term {
-    /// The thread take_leadership runs on; `None` when it does not run.
-    running: Mutex<Option<ThreadId>>,
-    ended: Condvar,
-}
-
-impl Term {
-    /// Runs one term's take_leadership (`f`) on this thread, marked as running.
-    fn run(&self, f: impl FnOnce()) {
-        /// Ends the term even if `f` unwinds.
-        struct End<'a>(&'a Term);
-        impl Drop for End<'_> {
-            fn drop(&mut self) {
-                *lock(&self.0.running) = None;
-                self.0.ended.notify_all();
-            }
-        }
-        *lock(&self.running) = Some(std::thread::current().id());
-        let _end = End(self);
-        f();
-    }
-
-    /// Waits until no take_leadership runs, unless it runs on this thread (a close or free
-    /// from inside it, which cannot wait for itself). Called after the core's close: no new
-    /// term starts then, so this waits for the last one only.
-    fn wait_ended(&self) {
-        let me = std::thread::current().id();
-        let mut running = lock(&self.running);
-        while let Some(thread) = *running {
-            if thread == me {
-                return;
-            }
-            running = self.ended.wait(running).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
 
 impl Election for zkr_leader_selector {
     fn path(&self) -> &str {
@@ -574,12 +520,8 @@ impl Election for zkr_leader_selector {
     fn participants(&self) -> BoxFuture<'_, Result<Vec<Participant>>> {
         Box::pin(self.selector.get_participants())
     }
-    fn close(&self) -> Result<()> {
-        // The core waits for a running take_leadership, except when it was closed from inside
-        // it (then, and on any later close, it no longer can): the term's latch covers that.
-        wait(self.selector.close())?;
-        self.term.wait_ended();
-        Ok(())
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.selector.close())
     }
 }
 
@@ -602,21 +544,16 @@ pub extern "C" fn zkr_leader_selector_new(
         let id = arg_str(id, "id")?;
         let f = arg_callback(take_leadership, "take_leadership")?;
         let ud = UserData(user_data);
-        let term = Arc::new(Term::default());
-        let running = term.clone();
         // The core runs a blocking take_leadership on a thread of its own per term; the C
-        // function runs there, with a context handle that is freed when it returns, inside the
-        // term's latch (which close and free wait on).
+        // function runs there, with a context handle that is freed when it returns.
         let selector = LeaderSelector::new_blocking(c, path, id, move |ctx| {
             let ud = ud;
-            running.run(|| {
-                let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
-                // On the term's own thread; `handle` is a live context until freed below.
-                f.invoke((handle,), ud.0);
-                free_handle("zkr_leader_selector (take_leadership)", handle);
-            });
+            let handle = new_handle(zkr_leadership_context { ctx: ctx.clone() });
+            // On the term's own thread; `handle` is a live context until freed below.
+            f.invoke((handle,), ud.0);
+            free_handle("zkr_leader_selector (take_leadership)", handle);
         })?;
-        Ok(zkr_leader_selector { selector, term })
+        Ok(zkr_leader_selector { selector })
     })
 }
 
