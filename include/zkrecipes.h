@@ -3449,9 +3449,32 @@ struct zkr_retry_policy zkr_retry_forever(int64_t sleep_ms);
  * exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
  * world:anyone (all permissions).
  *
+ * In C and C++ `zkr_client_options_init(&opts)` is a macro of this header that calls
+ * zkr_client_options_init_sized with your program's sizeof(zkr_client_options) and
+ * ZKR_CLIENT_OPTIONS_VERSION. This function is the exported symbol of programs built before
+ * that macro (and of `(zkr_client_options_init)(&opts)`): it fills the whole struct as this
+ * library lays it out, so it suits only a struct of this header's version.
+ *
  * `opts` may point to uninitialized memory.
  */
 zkr_status zkr_client_options_init(struct zkr_client_options *opts);
+
+/**
+ * Fills the first `size` bytes of `opts` with the defaults (see zkr_client_options_init), for a
+ * program whose header describes options version `version` in `size` bytes; `opts->size` and
+ * `opts->version` get your values, so zkr_client_connect later reads only what your program
+ * knows. Nothing past `size` bytes is written: a program built against an older header may
+ * pass its smaller struct to a newer library. Call it through the `zkr_client_options_init`
+ * macro, which passes sizeof(zkr_client_options) and ZKR_CLIENT_OPTIONS_VERSION as your
+ * program sees them.
+ *
+ * ZKR_INVALID_ARGUMENT (nothing written): `opts` NULL; `size` smaller than the `size` and
+ * `version` fields; `version` 0; or a struct from a newer header than this library (a larger
+ * `size` or `version` than its own: link the matching library).
+ *
+ * `opts` may point to uninitialized memory.
+ */
+zkr_status zkr_client_options_init_sized(struct zkr_client_options *opts, size_t size, uint32_t version);
 
 /**
  * Makes a member of the set partitioner at `path`, dividing the `count` partition names at
@@ -4195,3 +4218,14 @@ zkr_status zkr_client_max_request_bytes(const struct zkr_client *c, size_t *byte
 #endif  // __cplusplus
 
 #endif  /* ZKRECIPES_H */
+
+/*
+ * zkr_client_options_init(&opts): fills your struct with the defaults, as your program's header
+ * lays it out (its sizeof and ZKR_CLIENT_OPTIONS_VERSION), so a program built against this
+ * header keeps working with a later library whose struct has grown. The exported function of the
+ * same name, `(zkr_client_options_init)(&opts)`, fills the library's own layout.
+ */
+#ifndef zkr_client_options_init
+#define zkr_client_options_init(opts) \
+    zkr_client_options_init_sized((opts), sizeof(zkr_client_options), ZKR_CLIENT_OPTIONS_VERSION)
+#endif

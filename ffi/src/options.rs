@@ -407,12 +407,113 @@ fn default_options() -> zkr_client_options {
 /// exponential backoff 1 s × 3 retries, no namespace, no authentication, not read-only, the ACL
 /// world:anyone (all permissions).
 ///
+/// In C and C++ `zkr_client_options_init(&opts)` is a macro of this header that calls
+/// zkr_client_options_init_sized with your program's sizeof(zkr_client_options) and
+/// ZKR_CLIENT_OPTIONS_VERSION. This function is the exported symbol of programs built before
+/// that macro (and of `(zkr_client_options_init)(&opts)`): it fills the whole struct as this
+/// library lays it out, so it suits only a struct of this header's version.
+///
 /// `opts` may point to uninitialized memory.
 #[no_mangle]
 pub extern "C" fn zkr_client_options_init(opts: *mut zkr_client_options) -> zkr_status {
     ffi_call("zkr_client_options_init", || {
         arg_out(opts, "opts")?.write(default_options());
         Ok(())
+    })
+}
+
+/// Fills the first `size` bytes of `opts` with the defaults (see zkr_client_options_init), for a
+/// program whose header describes options version `version` in `size` bytes; `opts->size` and
+/// `opts->version` get your values, so zkr_client_connect later reads only what your program
+/// knows. Nothing past `size` bytes is written: a program built against an older header may
+/// pass its smaller struct to a newer library. Call it through the `zkr_client_options_init`
+/// macro, which passes sizeof(zkr_client_options) and ZKR_CLIENT_OPTIONS_VERSION as your
+/// program sees them.
+///
+/// ZKR_INVALID_ARGUMENT (nothing written): `opts` NULL; `size` smaller than the `size` and
+/// `version` fields; `version` 0; or a struct from a newer header than this library (a larger
+/// `size` or `version` than its own: link the matching library).
+///
+/// `opts` may point to uninitialized memory.
+#[no_mangle]
+pub extern "C" fn zkr_client_options_init_sized(
+    opts: *mut zkr_client_options,
+    size: usize,
+    version: u32,
+) -> zkr_status {
+    ffi_call("zkr_client_options_init_sized", || {
+        let out = crate::boundary::non_null(opts, "opts")?;
+        caller_layout(size, version).map_err(|e| {
+            Error::InvalidArgument(
+                match e {
+                    Layout::Unknown => format!(
+                    "size {size} and version {version} describe no zkr_client_options: use the \
+                     zkr_client_options_init(&opts) macro of zkrecipes.h"
+                ),
+                    newer => newer.to_string(),
+                }
+                .into(),
+            )
+        })?;
+        let defaults = zkr_client_options {
+            size,
+            version,
+            ..default_options()
+        };
+        // SAFETY: `out` is non-NULL and, by contract, points to at least `size` writable bytes
+        // (the caller's struct); `size` is at most our struct's size (checked), so both ranges
+        // are whole, and they cannot overlap (`defaults` is a local).
+        unsafe {
+            ptr::copy_nonoverlapping(
+                ptr::from_ref(&defaults).cast::<u8>(),
+                out.as_ptr().cast::<u8>(),
+                size,
+            );
+        }
+        Ok(())
+    })
+}
+
+/// Why a caller's `size` and `version` cannot be read ([`caller_layout`]).
+enum Layout {
+    /// Too small for the two fields, or version 0: not filled by an init.
+    Unknown,
+    /// From a newer header than this library's.
+    Newer { size: usize, version: u32 },
+}
+
+impl std::fmt::Display for Layout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Layout::Unknown => write!(f, "opts is not initialized: call zkr_client_options_init(&opts) first"),
+            Layout::Newer { size, version } => write!(
+                f,
+                "opts come from a newer zkrecipes header (options version {version}, {size} bytes) than this \
+                 library {} (version {ZKR_CLIENT_OPTIONS_VERSION}); link the matching library",
+                zkrecipes::VERSION
+            ),
+        }
+    }
+}
+
+/// The one rule for a caller's struct: how many of its bytes this library takes, given the
+/// `size` and `version` its header gave it. A version-1 program knows nothing past
+/// auth_credentials_len, a version-2 one nothing past auth_len, a version-3 one nothing past
+/// acl_rules_len, a version-4 one nothing past max_request_bytes, whatever its `size` says.
+fn caller_layout(size: usize, version: u32) -> std::result::Result<usize, Layout> {
+    let header = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
+    if size < header || version == 0 {
+        return Err(Layout::Unknown);
+    }
+    if version > ZKR_CLIENT_OPTIONS_VERSION || size > std::mem::size_of::<zkr_client_options>() {
+        return Err(Layout::Newer { size, version });
+    }
+    Ok(match version {
+        1 => size.min(std::mem::offset_of!(zkr_client_options, acl)),
+        2 => size.min(std::mem::offset_of!(zkr_client_options, tls)),
+        3 => size.min(std::mem::offset_of!(zkr_client_options, max_request_bytes)),
+        4 => size.min(std::mem::offset_of!(zkr_client_options, track_ensemble)),
+        _ => size,
     })
 }
 
@@ -425,7 +526,6 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
     if opts.is_null() {
         return Ok(merged);
     }
-    let header = std::mem::size_of::<usize>() + std::mem::size_of::<u32>();
     // SAFETY: `size` and `version` come first in every version of the struct, so a caller's
     // struct has them whatever header it was built with.
     let (size, version) = unsafe {
@@ -438,28 +538,8 @@ pub(crate) unsafe fn read_options(opts: *const zkr_client_options) -> Result<zkr
             ),
         )
     };
-    if size < header || version == 0 {
-        return Err(Error::InvalidArgument(
-            "opts is not initialized: call zkr_client_options_init(&opts) first".into(),
-        ));
-    }
-    if version > ZKR_CLIENT_OPTIONS_VERSION || size > std::mem::size_of::<zkr_client_options>() {
-        return Err(Error::InvalidArgument(format!(
-            "opts come from a newer zkrecipes header (options version {version}, {size} bytes) than this \
-             library {} (version {ZKR_CLIENT_OPTIONS_VERSION}); link the matching library",
-            zkrecipes::VERSION
-        ).into()));
-    }
-    // A version-1 program knows nothing past auth_credentials_len, a version-2 one nothing past
-    // auth_len, a version-3 one nothing past acl_rules_len, a version-4 one nothing past
-    // max_request_bytes, whatever its `size` says.
-    let size = match version {
-        1 => size.min(std::mem::offset_of!(zkr_client_options, acl)),
-        2 => size.min(std::mem::offset_of!(zkr_client_options, tls)),
-        3 => size.min(std::mem::offset_of!(zkr_client_options, max_request_bytes)),
-        4 => size.min(std::mem::offset_of!(zkr_client_options, track_ensemble)),
-        _ => size,
-    };
+    let size =
+        caller_layout(size, version).map_err(|e| Error::InvalidArgument(e.to_string().into()))?;
     // SAFETY: the caller's struct has `size` readable bytes (checked to be at most ours), and
     // `merged` is a whole struct of ours.
     unsafe {

@@ -159,6 +159,54 @@ static void test_bad_options_are_invalid_argument(void) {
                  "zkr_client_set_data");
 }
 
+/* A program built against an older header has a smaller zkr_client_options. Filling it must
+ * write only its bytes, record its size and version, and connect with the defaults for the rest
+ * (before zkr_client_options_init_sized, the init wrote the library's whole struct: here the
+ * 8 bytes of track_ensemble and padding past a version-4 struct). */
+static void test_options_of_an_older_header_are_filled_in_their_bytes_only(void) {
+    const size_t v4 = offsetof(zkr_client_options, track_ensemble); /* version 4's sizeof */
+    struct {
+        zkr_client_options o;
+        unsigned char after[16];
+    } v;
+    memset(&v, 0xAB, sizeof v);
+    CHECK_OK(zkr_client_options_init_sized(&v.o, v4, 4));
+    const unsigned char *bytes = (const unsigned char *)&v;
+    size_t written_past = 0;
+    for (size_t i = v4; i < sizeof v; i++) written_past += bytes[i] != 0xAB;
+    CHECK_MSG(written_past == 0, "the init wrote past the caller's version-4 struct");
+    CHECK(v.o.size == v4);
+    CHECK(v.o.version == 4);
+    CHECK(v.o.session_timeout_ms == 60000);
+    CHECK(v.o.max_request_bytes == 1048575);
+    zkr_client *c = NULL;
+    CHECK_OK(zkr_client_connect(zt_connect, &v.o, &c));
+    size_t max = 0;
+    CHECK_OK(zkr_client_max_request_bytes(c, &max));
+    CHECK(max == 1048575);
+    zkr_client_free(c);
+
+    /* The macro passes this program's own size and version. */
+    zkr_client_options opts;
+    CHECK_OK(zkr_client_options_init(&opts));
+    CHECK(opts.size == sizeof opts);
+    CHECK(opts.version == ZKR_CLIENT_OPTIONS_VERSION);
+
+    /* Sizes and versions no header made: refused, nothing written. */
+    memset(&v, 0xAB, sizeof v);
+    CHECK_STATUS(zkr_client_options_init_sized(&v.o, 4, 1), ZKR_INVALID_ARGUMENT, "zkr_client_options_init_sized");
+    CHECK(strstr(zkr_last_error_message(), "zkr_client_options_init(&opts)") != NULL);
+    CHECK_STATUS(zkr_client_options_init_sized(&v.o, v4, 0), ZKR_INVALID_ARGUMENT, "zkr_client_options_init_sized");
+    CHECK_STATUS(zkr_client_options_init_sized(&v.o, sizeof v.o, ZKR_CLIENT_OPTIONS_VERSION + 1),
+                 ZKR_INVALID_ARGUMENT, "zkr_client_options_init_sized");
+    CHECK(strstr(zkr_last_error_message(), "newer zkrecipes header") != NULL);
+    CHECK_STATUS(zkr_client_options_init_sized(&v.o, sizeof v, ZKR_CLIENT_OPTIONS_VERSION),
+                 ZKR_INVALID_ARGUMENT, "zkr_client_options_init_sized");
+    written_past = 0;
+    for (size_t i = 0; i < sizeof v; i++) written_past += bytes[i] != 0xAB;
+    CHECK_MSG(written_past == 0, "a refused init wrote into the struct");
+}
+
 static void test_uninitialized_owner_is_invalid_argument(void) {
     zkr_mutex *m = NULL;
     CHECK_OK(zkr_mutex_new(client, "/c-tests/bad-input/owner", &m));
@@ -502,6 +550,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_paths_are_invalid_argument);
     RUN(test_negative_timeout_other_than_minus_one_is_invalid_argument);
     RUN(test_bad_options_are_invalid_argument);
+    RUN(test_options_of_an_older_header_are_filled_in_their_bytes_only);
     RUN(test_uninitialized_owner_is_invalid_argument);
     RUN(test_use_after_close_is_closed);
     RUN(test_double_release_is_not_owner);
