@@ -763,6 +763,66 @@ async fn latch_session_policy_keeps_leadership_through_a_short_disconnect() {
     assert_eq!(ev, vec![LeadershipEvent::IsLeader]);
 }
 
+/// The next leadership event, within a generous limit.
+async fn next_event(events: &mut zkrecipes::leader::LeadershipEvents) -> LeadershipEvent {
+    tokio::time::timeout(Duration::from_secs(20), events.next())
+        .await
+        .expect("a leadership event within 20 s")
+        .expect("the latch is gone")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leadership_watch_reports_a_loss_that_happened_after_is_leader_said_true() {
+    let path = group("watch-flip");
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = connect_to(&proxy.connect_string(), Duration::from_secs(8)).await;
+    let latch = LeaderLatch::new(&c, &path, "w").unwrap();
+    let mut events = latch.events();
+    // Made while not leading (not started yet): it last reported false.
+    let mut watch = latch.leadership_watch();
+    assert!(!watch.is_leader());
+    latch.start().await.unwrap();
+    // Leadership gained, seen through is_leader() only (no changed() call)...
+    assert_eq!(next_event(&mut events).await, LeadershipEvent::IsLeader);
+    assert!(watch.is_leader());
+    // ...then lost (SUSPENDED under the standard policy), still with no changed() call: the
+    // loss must be reported, not waited past (changed() compared with the false of creation).
+    proxy.cut();
+    assert_eq!(next_event(&mut events).await, LeadershipEvent::NotLeader);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), watch.changed()).await,
+        Ok(Some(false)),
+        "changed() must report the loss that followed is_leader() == true"
+    );
+    // Leading again (seen through is_leader()), then lost and regained before changed() looks:
+    // the loss in between is reported too, with the value now (true).
+    proxy.restore();
+    assert_eq!(next_event(&mut events).await, LeadershipEvent::IsLeader);
+    assert!(watch.is_leader());
+    proxy.cut();
+    assert_eq!(next_event(&mut events).await, LeadershipEvent::NotLeader);
+    proxy.restore();
+    assert_eq!(next_event(&mut events).await, LeadershipEvent::IsLeader);
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), watch.changed()).await,
+        Ok(Some(true)),
+        "changed() must report a loss and regain that happened after is_leader() == true"
+    );
+    // Reported: the close is the next change, then nothing.
+    latch.close().await.unwrap();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), watch.changed()).await,
+        Ok(Some(false))
+    );
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(10), watch.changed()).await,
+        Ok(None),
+        "closed"
+    );
+    assert!(!watch.is_leader());
+    c.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_blocking_face_works_from_plain_threads() {
     let path = group("blocking");

@@ -417,12 +417,16 @@ impl LeaderLatch {
         }
     }
 
-    /// A watch of [`has_leadership`](Self::has_leadership).
+    /// A watch of this latch's leadership (its state and the state machine's verdict, as
+    /// [`has_leadership`](Self::has_leadership) without the call-time silence check). Made
+    /// while leading or not; see [`LeadershipWatch`] for what it reports.
     pub fn leadership_watch(&self) -> LeadershipWatch {
+        let phase = self.core.life.subscribe();
+        let mut leader = self.core.leader.subscribe();
+        let last = *phase.borrow() == Phase::Started && *leader.borrow_and_update();
         LeadershipWatch {
-            leader: self.core.leader.subscribe(),
-            phase: self.core.life.subscribe(),
-            last: self.core.has_leadership(),
+            phase,
+            seen: Mutex::new(Seen { leader, last }),
         }
     }
 
@@ -483,34 +487,82 @@ impl LeadershipEvents {
     }
 }
 
-/// A watch of a latch's leadership (its `has_leadership()`).
+/// A watch of a latch's leadership.
+///
+/// It reports leadership through [`is_leader`](Self::is_leader) (the value now) and
+/// [`changed`](Self::changed) (the next change), and remembers what it last reported through
+/// either — at creation, the value then. `changed()` returns as soon as leadership is not what
+/// was last reported, and also when it changed and changed back since then: a loss that was
+/// over before `changed()` looked (lost and regained, or gained and lost again) is reported,
+/// never hidden. So after `is_leader()` returned `true`, any return of `changed()` means that
+/// leadership was lost at some point since.
+///
+/// ```no_run
+/// # async fn demo(latch: zkrecipes::leader::LeaderLatch) {
+/// let mut watch = latch.leadership_watch();
+/// while !watch.is_leader() {
+///     if watch.changed().await.is_none() {
+///         return; // the latch was closed
+///     }
+/// }
+/// // Leading (as is_leader() just said): work until changed() says anything at all.
+/// tokio::select! {
+///     _ = watch.changed() => { /* lost (perhaps regained since): stop the work */ }
+///     _ = async { /* the leader's work */ } => {}
+/// }
+/// # }
+/// ```
 pub struct LeadershipWatch {
-    leader: watch::Receiver<bool>,
     phase: watch::Receiver<Phase>,
+    /// The leader flag's receiver (what it has marked seen) and the value last reported, kept
+    /// together: `is_leader(&self)` updates both at once.
+    seen: Mutex<Seen>,
+}
+
+struct Seen {
+    leader: watch::Receiver<bool>,
     last: bool,
 }
 
 impl LeadershipWatch {
-    /// Whether the latch leads now.
+    /// Whether the latch leads now. The answer counts as reported: [`changed`](Self::changed)
+    /// compares with it (a change and a change back both before this call are not reported).
     pub fn is_leader(&self) -> bool {
-        *self.phase.borrow() == Phase::Started && *self.leader.borrow()
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let started = *self.phase.borrow() == Phase::Started;
+        // Read and marked seen in one step: a flip after this read is a change to report.
+        let leader = *seen.leader.borrow_and_update();
+        let now = started && leader;
+        seen.last = now;
+        now
     }
 
-    /// Waits for leadership to change from what this watch last reported; returns the new
-    /// value, or `None` once the latch is closed (or gone).
+    /// Waits until leadership differs from what this watch last reported (by `changed()`,
+    /// [`is_leader`](Self::is_leader) or, before either, at creation), or changed and changed
+    /// back since that report; returns the value now (equal to the last reported one in the
+    /// second case). `None` once the latch is closed (or gone) with nothing left to report.
     pub async fn changed(&mut self) -> Option<bool> {
+        let seen = self.seen.get_mut().unwrap_or_else(|e| e.into_inner());
         loop {
             let phase = *self.phase.borrow_and_update();
-            let now = phase == Phase::Started && *self.leader.borrow_and_update();
-            if now != self.last {
-                self.last = now;
+            let (leader, flipped) = {
+                let value = seen.leader.borrow_and_update();
+                // The flag only ever changes value (the latch sends only changes), so a version
+                // not seen yet is a flip since the last report, even if the value is back.
+                (*value, value.has_changed())
+            };
+            let now = phase == Phase::Started && leader;
+            // Once closed, the flag's last flips (the machine lowering it after close()) are
+            // the close itself: reported as a value change, or not at all.
+            if now != seen.last || (flipped && phase != Phase::Closed) {
+                seen.last = now;
                 return Some(now);
             }
             if phase == Phase::Closed {
                 return None;
             }
             tokio::select! {
-                r = self.leader.changed() => r.ok()?,
+                r = seen.leader.changed() => r.ok()?,
                 r = self.phase.changed() => r.ok()?,
             }
         }
