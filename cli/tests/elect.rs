@@ -297,3 +297,61 @@ fn a_leader_cut_off_from_zookeeper_stops_its_command_before_the_next_leader_star
         "b's command traps TERM and exits 0"
     );
 }
+
+#[test]
+fn timeout_0s_makes_one_attempt_it_leads_on_a_free_path_and_gives_up_on_a_taken_one() {
+    let server = TestingServer::start();
+    let cs = server.connect_string();
+    let dir = TempDir::new("elect-zero");
+    for latch in [false, true] {
+        let kind = if latch { "latch" } else { "selector" };
+        let with_kind = |c: &mut std::process::Command| {
+            if latch {
+                c.arg("--latch");
+            }
+        };
+        // Nobody leads: the one attempt leads and runs the command (`lock --timeout 0s` alike).
+        let free = format!("/elect/zero/free-{kind}");
+        let mut c = zkr(&cs);
+        c.args(["elect", &free, "--timeout", "0s"]);
+        with_kind(&mut c);
+        let o = run(c.args(["--", "sh", "-c", "echo ran"]));
+        assert_eq!(o.status.code(), Some(0), "{kind}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "ran\n", "{kind}");
+
+        // Somebody leads: exit 3 at once, the command not run.
+        let taken = format!("/elect/zero/taken-{kind}");
+        let release = dir.path(&format!("release-{kind}"));
+        let mut c = zkr(&cs);
+        c.args(["elect", &taken, "--id", "holder"]);
+        with_kind(&mut c);
+        c.args(["--", "sh", "-c"]).arg(format!(
+            "while [ ! -e {} ]; do sleep 0.02; done",
+            release.display()
+        ));
+        let mut holder = Reap(c.spawn().unwrap());
+        wait_for("the holder to lead", Duration::from_secs(20), || {
+            members(&cs, &taken)
+                .first()
+                .is_some_and(|m| m["data"] == "holder" && m["role"] != "waiting")
+        });
+        let mut c = zkr(&cs);
+        c.args(["elect", &taken, "--timeout", "0s"]);
+        with_kind(&mut c);
+        let o = run(c.args(["--", "sh", "-c", "echo ran"]));
+        assert_eq!(o.status.code(), Some(3), "{kind}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{kind}: the command must not run");
+        assert!(
+            stderr(&o).starts_with(&format!("zkr: error: not leading {taken} within 0s")),
+            "{kind}: {}",
+            stderr(&o)
+        );
+        wait_for(
+            "the one who gave up to leave the line",
+            Duration::from_secs(10),
+            || members(&cs, &taken).len() == 1,
+        );
+        std::fs::write(&release, b"").unwrap();
+        assert!(wait_exit(&mut holder.0, "the holder", Duration::from_secs(20)).success());
+    }
+}

@@ -528,3 +528,143 @@ fn waiting_on_a_terminal_shows_place_and_holder_and_nothing_extra_without_one() 
     std::fs::write(&release, b"").unwrap();
     assert!(wait_exit(&mut holder.0, "the holder", Duration::from_secs(20)).success());
 }
+
+/// zkr's options for the tests that cut its connection: each try of an operation on a dead
+/// connection waits up to the connect timeout (four tries in all), and the session outlives
+/// the test.
+const CUT_OPTIONS: [&str; 4] = ["--connect-timeout", "4s", "--session-timeout", "30s"];
+
+/// zkr's own limit on giving a hold back and on closing the session (cli/src/connect.rs).
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+/// `zkr --server PROXY lock PATH ARGS… -- sh -c SCRIPT`, stdout collected, stderr piped.
+fn holder_via(proxy: &FaultProxy, path: &str, args: &[&str], script: &str) -> Lines {
+    let mut c = zkr(&proxy.connect_string());
+    c.args(CUT_OPTIONS)
+        .args(["lock", path])
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .stderr(std::process::Stdio::piped());
+    Lines::spawn(c)
+}
+
+fn stderr_of(l: &mut Lines) -> String {
+    let mut err = String::new();
+    std::io::Read::read_to_string(l.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    err
+}
+
+#[test]
+fn a_lost_lease_stops_the_command_and_zkr_exits_4_within_grace_and_the_close_limit() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let grace = Duration::from_secs(1);
+    let mut holder = holder_via(
+        &proxy,
+        "/lease/lost",
+        &["--semaphore", "1", "--grace", "1s"],
+        "echo started; exec sleep 60",
+    );
+    wait_for("the command", Duration::from_secs(30), || {
+        holder.lines().contains(&"started".to_string())
+    });
+    let cut = Instant::now();
+    proxy.cut();
+    let status = wait_exit(
+        &mut holder.child,
+        "zkr after the cut",
+        Duration::from_secs(90),
+    );
+    let took = cut.elapsed();
+    let err = stderr_of(&mut holder);
+    assert_eq!(status.code(), Some(4), "{err}");
+    assert!(
+        err.starts_with("zkr: error: lost the hold on lock /lease/lost"),
+        "{err}"
+    );
+    // Stopped at the cut, the command died at SIGTERM: then at most the close limit (the
+    // lease's delete is not waited for on a dead connection), not the client's four tries.
+    let limit = grace + CLOSE_LIMIT + Duration::from_secs(5);
+    assert!(
+        took < limit,
+        "zkr exited {took:?} after the cut (limit {limit:?}): {err}"
+    );
+    eprintln!("exit 4 came {took:?} after the cut");
+}
+
+#[test]
+fn a_lease_whose_connection_goes_while_its_ownership_is_read_stops_the_command_at_once() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    // Every reply comes a second late: the lease's ownership read, sent as the command starts,
+    // is still unanswered when the test sees the command's first line and cuts the connection.
+    proxy.delay_replies(Duration::from_secs(1));
+    let grace = Duration::from_secs(1);
+    let mut holder = holder_via(
+        &proxy,
+        "/lease/checking",
+        &["--semaphore", "1", "--grace", "1s"],
+        "echo started; exec sleep 60",
+    );
+    wait_for("the command", Duration::from_secs(90), || {
+        holder.lines().contains(&"started".to_string())
+    });
+    let cut = Instant::now();
+    proxy.cut();
+    let status = wait_exit(
+        &mut holder.child,
+        "zkr after the cut",
+        Duration::from_secs(90),
+    );
+    let took = cut.elapsed();
+    let err = stderr_of(&mut holder);
+    assert_eq!(status.code(), Some(4), "{err}");
+    // The loss is watched while the read runs: not after the read's tries (4 × 4s).
+    let limit = grace + CLOSE_LIMIT + Duration::from_secs(5);
+    assert!(
+        took < limit,
+        "zkr exited {took:?} after the cut (limit {limit:?}): {err}"
+    );
+    eprintln!("exit 4 came {took:?} after the cut");
+}
+
+#[test]
+fn a_command_that_ends_while_cut_off_under_the_session_policy_does_not_wait_out_the_release() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let dir = TempDir::new("session-release");
+    for (i, kind) in [&["--semaphore", "1"][..], &[][..]].into_iter().enumerate() {
+        let go = dir.path(&format!("go{i}"));
+        let script = format!(
+            "echo started; while [ ! -e {} ]; do sleep 0.05; done; echo done",
+            go.display()
+        );
+        let mut args = vec!["--lost-policy", "session"];
+        args.extend_from_slice(kind);
+        let mut holder = holder_via(&proxy, &format!("/lease/session{i}"), &args, &script);
+        wait_for("the command", Duration::from_secs(30), || {
+            holder.lines().contains(&"started".to_string())
+        });
+        // Cut off: under the session policy the hold stays until the session is lost.
+        proxy.cut();
+        let ended = Instant::now();
+        std::fs::write(&go, b"").unwrap();
+        let status = wait_exit(
+            &mut holder.child,
+            "zkr after its command",
+            Duration::from_secs(90),
+        );
+        let took = ended.elapsed();
+        let err = stderr_of(&mut holder);
+        assert_eq!(status.code(), Some(0), "{kind:?}: {err}");
+        assert_eq!(holder.lines(), ["started", "done"]);
+        // The release and the close, each at most the close limit, not the client's tries.
+        let limit = CLOSE_LIMIT * 2 + Duration::from_secs(5);
+        assert!(
+            took < limit,
+            "{kind:?}: zkr exited {took:?} after its command ended (limit {limit:?}): {err}"
+        );
+        eprintln!("{kind:?}: exit 0 came {took:?} after the command ended");
+        proxy.restore();
+    }
+}

@@ -7,11 +7,14 @@
 //! the command (SIGTERM, SIGKILL after the grace period). `--requeue` runs it again at each new
 //! leadership until zkr is signalled; otherwise zkr ends with the first term.
 
+use std::time::Duration;
+
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use zkrecipes::leader::{CancelReason, LeaderLatch, LeaderSelector, LeadershipContext, LostPolicy};
-use zkrecipes::Client;
+use zkrecipes::participants::participants;
+use zkrecipes::{Client, ErrorKind};
 
 use crate::args::{ElectArgs, Global, LostPolicyArg};
 use crate::child::{self, Ended, Signals, Spec};
@@ -73,6 +76,50 @@ fn timed_out(args: &ElectArgs) -> Failure {
     ))
 }
 
+/// One full attempt to lead, as the server sees it: waits (at most `limit`) until our node is in
+/// the line at `path` (a selector's worker makes it in the background; a latch's is made when
+/// start() returns) and says whether it heads the line, i.e. whether our recipe is about to
+/// lead. `--timeout` is only looked at once this answered: 0s means "try once", as for `lock`,
+/// not "give up before the first server round trip". A line that cannot be read, or a node
+/// that does not show up within `limit`, is an attempt that failed.
+async fn heads_the_line(client: &Client, path: &str, limit: Duration) -> bool {
+    let session = client.session_id();
+    let look = async {
+        loop {
+            // The watch first, then the read: a node added after the read fires it.
+            let watch = match client.get_children_watch(path).await {
+                Ok((_, w)) => w,
+                Err(e) if e.kind() == ErrorKind::NoNode => match client.exists_watch(path).await {
+                    Ok((None, w)) => w,
+                    Ok((Some(_), _)) => continue, // made meanwhile: watch its children
+                    Err(_) => return false,
+                },
+                Err(_) => return false,
+            };
+            match participants(client, path).await {
+                Ok(line) => {
+                    if let Some(place) = line.position_of(session) {
+                        return place == 0;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::NoNode => {}
+                Err(_) => return false,
+            }
+            let _ = watch.changed().await;
+        }
+    };
+    tokio::time::timeout(limit, look).await.unwrap_or(false)
+}
+
+/// After the first attempt answered: heading the line, the term is on its way (our recipe
+/// needs its own answer from the server), so the deadline leaves it that long.
+fn after_first_look(deadline: Option<Instant>, heads: bool, client: &Client) -> Option<Instant> {
+    match deadline {
+        Some(d) if heads => Some(d.max(Instant::now() + client.connection_timeout())),
+        d => d,
+    }
+}
+
 /// What to do after a term.
 enum Next {
     Exit(Outcome),
@@ -132,6 +179,10 @@ async fn run_selector(
     selector.auto_requeue();
     selector.start().map_err(fail)?;
     let mut deadline = args.timeout.map(|d| Instant::now() + d);
+    // The deadline counts only once the first attempt answered (see heads_the_line).
+    let mut looked = deadline.is_none();
+    let first_look = heads_the_line(client, path, client.connection_timeout());
+    tokio::pin!(first_look);
     let outcome = loop {
         let (ctx, done) = tokio::select! {
             t = terms.recv() => match t {
@@ -139,12 +190,18 @@ async fn run_selector(
                 None => break Err(Failure::new(CONNECT, format!("elect {path}: the selector stopped"))),
             },
             sig = signals.recv() => break Ok(signalled(sig as i32)),
-            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+            heads = &mut first_look, if !looked => {
+                looked = true;
+                deadline = after_first_look(deadline, heads, client);
+                continue;
+            }
+            _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() && looked => {
                 break Err(timed_out(args));
             }
             _ = status::follow(client.clone(), path.clone(), Waiting::Leadership) => unreachable!("status::follow never returns"),
         };
         deadline = None;
+        looked = true;
         let spawned = child::spawn(Spec {
             argv: &args.run.command,
             env: env(global, client, path, id, ctx.fencing_token()),
@@ -198,6 +255,8 @@ async fn run_latch(
     let path = &args.path;
     let fail = |e| Failure::from_core(&format!("elect {path}"), e);
     let mut deadline = args.timeout.map(|d| Instant::now() + d);
+    // The deadline counts only once the first attempt answered (see heads_the_line).
+    let mut looked = deadline.is_none();
     loop {
         let latch = LeaderLatch::new(client, path, id)
             .map_err(fail)?
@@ -205,6 +264,8 @@ async fn run_latch(
             .map_err(fail)?;
         latch.start().await.map_err(fail)?;
         let mut watch = latch.leadership_watch();
+        let first_look = heads_the_line(client, path, client.connection_timeout());
+        tokio::pin!(first_look);
         let outcome = loop {
             while !watch.is_leader() {
                 tokio::select! {
@@ -215,7 +276,11 @@ async fn run_latch(
                         let _ = latch.close().await;
                         return Ok(signalled(sig as i32));
                     }
-                    _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                    heads = &mut first_look, if !looked => {
+                        looked = true;
+                        deadline = after_first_look(deadline, heads, client);
+                    }
+                    _ = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() && looked => {
                         let _ = latch.close().await;
                         return Err(timed_out(args));
                     }
@@ -223,6 +288,7 @@ async fn run_latch(
                 }
             }
             deadline = None;
+            looked = true;
             let spawned = child::spawn(Spec {
                 argv: &args.run.command,
                 env: env(global, client, path, id, latch.leadership_epoch()),
@@ -235,14 +301,22 @@ async fn run_latch(
                     return Err(f);
                 }
             };
+            // The watch last reported leading (is_leader() above, before the spawn), so any
+            // change it reports from then on ends the term: leadership lost (Some(false)),
+            // lost and regained before this was first polled (Some(true): another may have led
+            // meanwhile), or the latch closed (None). Nothing between that is_leader() and the
+            // first poll goes unseen.
             let lost = async {
-                while let Some(true) = watch.changed().await {}
+                let now = watch.changed().await;
                 match client.state() {
                     zkrecipes::ConnectionState::Suspended => {
                         "the connection to ZooKeeper was suspended".to_string()
                     }
                     zkrecipes::ConnectionState::Lost => {
                         "the ZooKeeper session was lost".to_string()
+                    }
+                    _ if now == Some(true) => {
+                        "the latch stopped leading for a while (it leads again)".to_string()
                     }
                     _ => "the latch stopped leading".to_string(),
                 }

@@ -2,11 +2,10 @@
 
 use std::future::Future;
 
-use zkrecipes::leader::LostPolicy;
 use zkrecipes::lock::{
     InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockLostPolicy,
 };
-use zkrecipes::{Client, ConnectionState, Owner};
+use zkrecipes::{Client, ConnectionState, ErrorKind, Owner};
 
 use crate::args::{Global, LockArgs, LostPolicyArg};
 use crate::child::{self, Signals, Spec};
@@ -104,15 +103,21 @@ async fn hold_and_run(
             waited.map(|d| d.to_string()).unwrap_or_default()
         )));
     };
+    // Watching for the loss from here on, before the command starts: nothing between the
+    // grant and the supervision goes unseen, and no server read stands in the way.
+    let lost = lost_signal(client, &held, policy);
     // A hold already doubtful (the connection went between the grant and now) runs nothing.
-    if let Held::Mutex(m, owner) = &held {
-        if !m.is_held_valid(*owner) {
-            let _ = release(held).await;
-            return Err(Failure::lost(format!(
-                "lost the hold on lock {path} ({}) before the command started",
-                lost_reason(client.state())
-            )));
-        }
+    let doubtful = match &held {
+        Held::Mutex(m, owner) => !m.is_held_valid(*owner),
+        Held::Lease(_) => client.is_closed() || policy.is_error_state(client.state()),
+    };
+    if doubtful {
+        drop(lost);
+        let _ = release(client, held, true).await;
+        return Err(Failure::lost(format!(
+            "lost the hold on lock {path} ({}) before the command started",
+            lost_reason(client.state())
+        )));
     }
     let (token, node) = match &held {
         Held::Mutex(m, owner) => (
@@ -136,13 +141,13 @@ async fn hold_and_run(
     let mut running = match spawned {
         Ok(r) => r,
         Err(f) => {
-            let _ = release(held).await;
+            drop(lost);
+            let _ = release(client, held, false).await;
             return Err(f);
         }
     };
-    let lost = lost_signal(client, &held, args.lost_policy).await;
     let ended = child::supervise(&mut running, signals, lost, args.run.grace).await;
-    let released = release(held).await;
+    let released = release(client, held, ended.lost.is_some()).await;
     if let Some(reason) = ended.lost {
         return Err(Failure::lost(format!(
             "lost the hold on lock {path} ({reason}); the command was stopped (exit code {})",
@@ -158,18 +163,42 @@ async fn hold_and_run(
     Ok(ended.code)
 }
 
-async fn release(held: Held) -> zkrecipes::Result<()> {
-    match held {
-        Held::Mutex(m, owner) => m.release(owner).await,
-        Held::Lease(l) => l.release().await,
+/// Gives the hold back, waiting at most [`CLOSE_LIMIT`](connect::CLOSE_LIMIT): a delete on a
+/// connection that is gone would wait out every retry of the client (connection timeout × 4),
+/// while closing the session, which zkr does next, removes our node anyway (or the session's
+/// expiry does). A lease already reported `lost` is not deleted here when the connection is
+/// down (its node goes in the background, or with the session), as the core's mutex does for a
+/// lost hold: exit 4 comes after --grace, not after the client's retries.
+async fn release(client: &Client, held: Held, lost: bool) -> zkrecipes::Result<()> {
+    let connected = client.state().is_connected();
+    let release = async move {
+        match held {
+            Held::Mutex(m, owner) => m.release(owner).await,
+            Held::Lease(l) if lost && !connected => {
+                drop(l); // returned in the background (Lease's drop), or with the session
+                Ok(())
+            }
+            Held::Lease(l) => l.release().await,
+        }
+    };
+    match tokio::time::timeout(connect::CLOSE_LIMIT, release).await {
+        Ok(r) => r,
+        Err(_) => Err(zkrecipes::Error::new(
+            ErrorKind::Timeout,
+            format!(
+                "no answer within {}",
+                humantime::format_duration(connect::CLOSE_LIMIT)
+            ),
+        )),
     }
 }
 
-/// A future that resolves, with a reason, when the hold is lost.
-async fn lost_signal(
+/// A future that resolves, with a reason, when the hold is lost. Made before the command
+/// starts, it watches from the moment it is made (not from its first poll).
+fn lost_signal(
     client: &Client,
     held: &Held,
-    policy: LostPolicyArg,
+    policy: LockLostPolicy,
 ) -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> {
     match held {
         Held::Mutex(m, owner) => {
@@ -183,9 +212,7 @@ async fn lost_signal(
                 }
             })
         }
-        Held::Lease(lease) => {
-            Box::pin(lease_lost(client.clone(), lease.path().to_string(), policy).await)
-        }
+        Held::Lease(lease) => Box::pin(lease_lost(client, lease.path().to_string(), policy)),
     }
 }
 
@@ -198,34 +225,49 @@ fn lost_reason(state: ConnectionState) -> String {
 }
 
 /// The core's Lease has no lost signal: watch the connection with the same policy as the
-/// mutex's (Curator's ConnectionStateErrorPolicy), from a state stream taken before checking
-/// that the lease node still belongs to this session.
-async fn lease_lost(
-    client: Client,
+/// mutex's (Curator's ConnectionStateErrorPolicy), from a state stream taken now (before the
+/// command starts), and check that the lease node still belongs to this session. That server
+/// read runs inside the returned future, racing the state stream while the command is
+/// supervised: a connection that goes during the read stops the command at once, not after the
+/// read's retries.
+fn lease_lost(
+    client: &Client,
     node: String,
-    policy: LostPolicyArg,
-) -> impl Future<Output = String> + Send {
-    let policy = match policy {
-        LostPolicyArg::Standard => LostPolicy::Standard,
-        LostPolicyArg::Session => LostPolicy::Session,
-    };
+    policy: LockLostPolicy,
+) -> impl Future<Output = String> + Send + 'static {
+    let client = client.clone();
     let mut states = client.state_stream();
     let session = client.session_id();
-    // A failed read says nothing: the state stream decides then.
-    let ours = match client.exists(&node).await {
-        Ok(Some(stat)) => stat.ephemeral_owner == session,
-        Ok(None) => false,
-        Err(_) => true,
-    };
     async move {
-        if !ours || policy.is_error_state(client.state()) || client.session_id() != session {
+        let gone = |state: ConnectionState| {
+            policy.is_error_state(state) || client.is_closed() || client.session_id() != session
+        };
+        if gone(client.state()) {
             return lost_reason(client.state());
         }
-        while let Some(state) = states.next().await {
-            if policy.is_error_state(state) || client.session_id() != session {
-                return lost_reason(state);
+        let watch_states = async {
+            while let Some(state) = states.next().await {
+                if gone(state) {
+                    return lost_reason(state);
+                }
             }
+            "the client was closed".to_string()
+        };
+        tokio::pin!(watch_states);
+        // A failed read says nothing: the state stream decides then.
+        let ours = async {
+            match client.exists(&node).await {
+                Ok(Some(stat)) => stat.ephemeral_owner == session,
+                Ok(None) => false,
+                Err(_) => true,
+            }
+        };
+        tokio::select! {
+            reason = &mut watch_states => return reason,
+            ours = ours => if !ours {
+                return format!("the lease node {node} is gone or belongs to another session");
+            },
         }
-        "the client was closed".into()
+        watch_states.await
     }
 }
