@@ -9,8 +9,10 @@ use zkrecipes::cache::{
     Cache, CacheEvent, CacheEventType, CacheOptions, CuratorCache, NodeCache, PathChildrenCache,
     StartMode, TreeCache,
 };
-use zkrecipes::client::{ConnectionState, CreateMode, CreateOptions, DeleteOptions};
-use zkrecipes::{Client, ClientBuilder};
+use zkrecipes::client::{
+    AddWatchMode, ConnectionState, CreateMode, CreateOptions, DeleteOptions, PersistentWatch,
+};
+use zkrecipes::{Client, ClientBuilder, RetryPolicy};
 use zkrecipes_testing::{FaultProxy, TestingCluster, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -801,4 +803,186 @@ async fn a_stream_made_after_close_ends() {
         "a listener kept by a closed cache"
     );
     c.close().await;
+}
+
+// ------------------------------------------------------------------------------------------
+// Read-your-writes (`await_zxid`) against the watch's pump and failed reads
+// ------------------------------------------------------------------------------------------
+
+/// How long a set of a shared watch that failed with the connection waits before it tries
+/// again, for the clients below (their retry policy's sleep).
+const PUMP_HELD: Duration = Duration::from_secs(10);
+
+/// A client through `proxy` whose retries wait [`PUMP_HELD`]: the pump of a shared watch
+/// whose set fails with the connection waits that long before it sets the watch again, and
+/// reads nothing from the watch meanwhile (what the wire client receives for it waits there,
+/// DISCONNECTED included).
+async fn slow_retry_client(proxy: &FaultProxy) -> Client {
+    ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(10))
+        .retry_policy(RetryPolicy::NTimes {
+            n: 3,
+            sleep: PUMP_HELD,
+        })
+        .connect()
+        .await
+        .expect("connect")
+}
+
+/// A recursive consumer joins `c`'s plain shared watch on `path` (a NodeCache's): the path's
+/// pump sets a wider watch. Returns once its `addWatch` is sent, with the join running.
+async fn widen(
+    c: &Client,
+    path: &str,
+) -> tokio::task::JoinHandle<zkrecipes::Result<PersistentWatch>> {
+    let before = c.request_counts().add_watch;
+    let joiner = tokio::spawn({
+        let (c, path) = (c.clone(), path.to_string());
+        async move { c.add_watch(&path, AddWatchMode::PersistentRecursive).await }
+    });
+    eventually("the wider watch's addWatch sent", || {
+        c.request_counts().add_watch > before
+    })
+    .await;
+    joiner
+}
+
+/// Read-your-writes while the path's pump has not handed an event on: the wire client has
+/// the change's event, the pump (the task that hands the watch's events to its consumers) has
+/// not given it to the cache yet, and `await_zxid` still returns true only with the change in
+/// the cache. Here the pump is held in a set (a wider watch whose `addWatch` failed with the
+/// connection, retried after 10 s), so it reads nothing from the watch: the engine's fence
+/// (sync, exists) used to be answered at once, with the old value in the cache; it now goes
+/// through the pump, after what the watch holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_zxid_waits_for_an_event_the_pump_has_not_handed_on() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = slow_retry_client(&proxy).await;
+    let writer = connect(&server.connect_string()).await;
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create("/held", b"v1", plain).await.unwrap();
+    let node = NodeCache::new(&c, "/held").unwrap();
+    node.start().await.unwrap();
+    assert!(node.await_initialized(Some(WAIT)).await.unwrap());
+    // The widening's addWatch goes into the blackhole and fails when the connection times
+    // out: the pump waits out the retry sleep before it sets the watch again.
+    proxy.blackhole();
+    let joiner = widen(&c, "/held").await;
+    c.wait_for_state(WAIT, |s| !s.is_connected()).await.unwrap();
+    proxy.restore();
+    c.wait_for_state(WAIT, |s| s.is_connected()).await.unwrap();
+    let stat = writer.set_data("/held", b"v2", None).await.unwrap();
+    assert!(
+        !joiner.is_finished(),
+        "the pump is still held: the scenario is set up"
+    );
+    assert!(node
+        .await_zxid(stat.mzxid, Some(PUMP_HELD + WAIT))
+        .await
+        .unwrap());
+    assert_eq!(
+        node.node().and_then(|d| d.data).as_deref(),
+        Some(&b"v2"[..]),
+        "await_zxid returned true without the change"
+    );
+    let _wide = joiner.await.unwrap().unwrap();
+    node.close();
+    c.close().await;
+    writer.close().await;
+}
+
+/// Read-your-writes when reads ahead of the fence fail: a read that fails with the
+/// connection is queued again, and a fence that was queued behind it must not be answered
+/// before it. 4,000 nodes of a cache change once each (one read each, 1,024 in flight at
+/// most) with replies delayed 2 s, so `await_zxid`'s fence is queued behind reads not sent
+/// yet; once all are sent, the connection is lost under the last ones (a blackhole). The
+/// pump is held in a set meanwhile (a one-shot watch on the root makes the client set the
+/// shared watch again, ZOOKEEPER-4466; that `addWatch` is lost with the connection too and
+/// retried after 10 s), so the cache hears of the outage only from the failed reads, as it
+/// does of a read the server throttled. The failed reads used to go to the back of the
+/// queue, behind the fence, which was then answered: `await_zxid` returned true with those
+/// nodes' old data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_zxid_waits_for_reads_that_failed_ahead_of_it() {
+    const NODES: u64 = 4000;
+    const PER_TRANSACTION: u64 = 500;
+    /// The engine's reads in flight at most (`IN_FLIGHT` in the engine).
+    const IN_FLIGHT: u64 = 1024;
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = slow_retry_client(&proxy).await;
+    let writer = connect(&server.connect_string()).await;
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create("/busy", b"", plain).await.unwrap();
+    let name = |n: u64| format!("/busy/n{n:04}");
+    let write_all = |old: bool| {
+        let writer = &writer;
+        async move {
+            for t in 0..NODES / PER_TRANSACTION {
+                let mut tx = writer.transaction();
+                for n in t * PER_TRANSACTION..(t + 1) * PER_TRANSACTION {
+                    tx = if old {
+                        tx.create(&name(n), b"old", CreateMode::Persistent)
+                    } else {
+                        tx.set_data(&name(n), b"new", None)
+                    };
+                }
+                tx.commit().await.unwrap();
+            }
+        }
+    };
+    write_all(true).await;
+    let cache = Arc::new(CuratorCache::new(&c, "/busy").unwrap());
+    cache.start().await.unwrap();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    assert_eq!(cache.size() as u64, NODES + 1);
+    // Every event and every reply from now on reaches the client 2 s late.
+    proxy.delay_replies(Duration::from_secs(2));
+    let reads_before = c.request_counts().get_data;
+    write_all(false).await;
+    let last = writer.exists(&name(NODES - 1)).await.unwrap().unwrap();
+    let fence = tokio::spawn({
+        let cache = cache.clone();
+        async move {
+            cache
+                .await_zxid(last.mzxid, Some(PUMP_HELD + WAIT + WAIT))
+                .await
+        }
+    });
+    // The event reads go out as replies come back, 1,024 in flight: about 1,024 every 2 s. The
+    // fence (its sync and its exists each answered 2 s late) is queued behind reads not sent
+    // yet. Once all but the last 1,024 are sent, a one-shot watch on the root: its reply comes
+    // 2 s later with those that let the last reads go, and the pump then sets its watch again.
+    // Every read, the fence and the addWatch are then in flight, their replies 2 s away.
+    eventually("all but the last reads sent", || {
+        c.request_counts().get_data >= reads_before + NODES - IN_FLIGHT
+    })
+    .await;
+    let add_watch_before = c.request_counts().add_watch;
+    let (_, _oneshot) = c.exists_watch("/busy").await.unwrap();
+    eventually("every read and the addWatch sent", || {
+        let n = c.request_counts();
+        n.get_data >= reads_before + NODES && n.add_watch > add_watch_before
+    })
+    .await;
+    proxy.blackhole();
+    c.wait_for_state(WAIT, |s| !s.is_connected()).await.unwrap();
+    proxy.restore();
+    assert!(fence.await.unwrap().unwrap(), "await_zxid timed out");
+    let stale: Vec<String> = cache
+        .snapshot()
+        .iter()
+        .filter(|d| d.path != "/busy" && d.data.as_deref() != Some(&b"new"[..]))
+        .map(|d| d.path)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "await_zxid returned true without {} of the changes (the first: {:?})",
+        stale.len(),
+        stale.first()
+    );
+    cache.close();
+    c.close().await;
+    writer.close().await;
 }

@@ -146,7 +146,13 @@ enum Want {
         path: String,
         epoch: u64,
     },
-    Fence(oneshot::Sender<()>),
+    Fence(Fence),
+}
+
+/// A fence in the queue, and the reads failed (`Engine::failed_reads`) when it was queued.
+struct Fence {
+    tx: oneshot::Sender<()>,
+    failed_reads: u64,
 }
 
 enum Pending {
@@ -160,7 +166,7 @@ enum Pending {
         epoch: u64,
         fut: ChildrenFuture,
     },
-    Fence(oneshot::Sender<()>),
+    Fence(Fence),
 }
 
 struct Walk {
@@ -191,10 +197,15 @@ pub(crate) struct Engine {
     walk: Option<Walk>,
     epoch: u64,
     initialized: bool,
+    /// Fences to fence once there is a session: asked for without one, or their sync failed.
     fences_waiting: Vec<oneshot::Sender<()>>,
     /// Fences that reached the front of the queue during a walk, or between a disconnect and
     /// the resync walk it calls for: answered when that walk completes.
-    fences_after_walk: Vec<oneshot::Sender<()>>,
+    fences_after_walk: Vec<Fence>,
+    /// Reads and listings that failed with the connection or the session so far. Each was
+    /// queued again at the back, behind the fences queued before it failed: those are fenced
+    /// again instead of answered (`answer`).
+    failed_reads: u64,
     /// Changes may have been missed (a disconnect) and no resync walk has completed since.
     stale: bool,
     /// The watch was removed (seen while draining): set it again.
@@ -218,6 +229,7 @@ impl Engine {
             initialized: false,
             fences_waiting: Vec::new(),
             fences_after_walk: Vec::new(),
+            failed_reads: 0,
             stale: false,
             removed: false,
             synced_tx,
@@ -272,11 +284,15 @@ impl Engine {
                 Step::Watch(Some(e)) => self.on_watch(e),
                 Step::Synced(ok, tx) => {
                     if ok {
-                        // Every event sent before the sync's reply is queued by now.
+                        // The pump has handed on every event sent before the exists reply
+                        // (see `fence`): take them, then queue the fence behind their reads.
                         if !self.drain(&mut watch) {
                             break;
                         }
-                        self.want.push_back(Want::Fence(tx));
+                        self.want.push_back(Want::Fence(Fence {
+                            tx,
+                            failed_reads: self.failed_reads,
+                        }));
                     } else {
                         self.fences_waiting.push(tx);
                         self.lost_session();
@@ -297,14 +313,14 @@ impl Engine {
                     self.want_session(SESSION_RETRY);
                 }
                 Step::Fence => {
-                    if let Some(Pending::Fence(tx)) = self.pending.pop_front() {
+                    if let Some(Pending::Fence(f)) = self.pending.pop_front() {
                         if self.walk.is_some() || self.stale {
                             // A walk in progress (a resync) queues reads behind this fence as
                             // it finds children, and after a disconnect one is due: the
                             // snapshot is only current once it is done.
-                            self.fences_after_walk.push(tx);
+                            self.fences_after_walk.push(f);
                         } else {
-                            let _ = tx.send(());
+                            self.answer(f);
                         }
                     }
                 }
@@ -449,19 +465,54 @@ impl Engine {
         });
     }
 
+    /// Queues fence `tx` (answered once it reaches the front of the queue, see `Step::Fence`)
+    /// behind the reads of every change committed before now.
     fn fence(&mut self, tx: oneshot::Sender<()>) {
         let Some(s) = self.session.clone() else {
             self.fences_waiting.push(tx);
             return;
         };
+        let Some(client) = self.client.upgrade() else {
+            return; // the client is gone: so is the cache (the waiter hears Closed)
+        };
+        let watches = Arc::downgrade(client.watches());
+        drop(client);
         let root = self.sh.root.clone();
         let done = self.synced_tx.clone();
         runtime::spawn(async move {
             // sync: the server catches up with the leader; the read after it is answered only
-            // after every watch event of a change before the sync has been sent to us.
-            let ok = s.sync(&root).await.is_ok() && s.exists(&root).await.is_ok();
+            // after every watch event of a change before the sync has been sent to us. The
+            // wire client has given those events to the watch when the reply comes, but the
+            // path's pump (another task) may not have handed them on yet: the flush has it do
+            // so, and the engine takes them (`Step::Synced`) before it queues the fence.
+            let ok = s.sync(&root).await.is_ok()
+                && s.exists(&root).await.is_ok()
+                && match watches.upgrade().map(|w| w.flush(&root)) {
+                    Some(flushed) => flushed.await,
+                    None => false,
+                };
             let _ = done.send((ok, tx));
         });
+    }
+
+    /// A read or listing failed with the connection or the session: it is wanted again, on
+    /// the next connection, at the back of the queue (a walk, if one follows, covers it too).
+    fn read_again(&mut self, w: Want) {
+        self.want.push_back(w);
+        self.failed_reads += 1;
+        self.lost_session();
+    }
+
+    /// Answers a fence that has reached the front of the queue (and waited for the walk, if
+    /// one was due) — unless a read failed since it was queued: that read went to the back of
+    /// the queue, behind the fence, and is not applied yet. Then it is fenced again, which
+    /// queues it behind that read.
+    fn answer(&mut self, f: Fence) {
+        if f.failed_reads == self.failed_reads {
+            let _ = f.tx.send(());
+        } else {
+            self.fence(f.tx);
+        }
     }
 
     /// Sends wanted reads while there is a session and room in flight.
@@ -474,7 +525,7 @@ impl Engine {
                 break;
             };
             match w {
-                Want::Fence(tx) => self.pending.push_back(Pending::Fence(tx)),
+                Want::Fence(f) => self.pending.push_back(Pending::Fence(f)),
                 Want::Read { path, origin } => {
                     // Data (or the stat) only: its stat says whether there are children to list.
                     let fut = Box::pin(s.read_node(&path, self.sh.opts.data));
@@ -497,10 +548,8 @@ impl Engine {
         let resync = current && self.walk.as_ref().is_some_and(|w| w.resync);
         match r {
             Err(e @ (Error::ConnectionLoss(_) | Error::SessionExpired(_))) => {
-                // Read it again on the next connection (a walk, if one follows, covers it too).
                 tracing::debug!(path = %path, error = %e, "cache read failed; read again later");
-                self.want.push_back(Want::Read { path, origin });
-                self.lost_session();
+                self.read_again(Want::Read { path, origin });
                 return;
             }
             Err(Error::Closed(_)) => return,
@@ -582,8 +631,7 @@ impl Engine {
         match r {
             Err(e @ (Error::ConnectionLoss(_) | Error::SessionExpired(_))) => {
                 tracing::debug!(path = %path, error = %e, "cache listing failed; list again later");
-                self.want.push_back(Want::Children { path, epoch });
-                self.lost_session();
+                self.read_again(Want::Children { path, epoch });
                 return;
             }
             Err(Error::Closed(_)) => return,
@@ -705,8 +753,8 @@ impl Engine {
             p.initialized = true;
         });
         tracing::debug!(path = %self.sh.root, resync = was_initialized, "cache walk complete");
-        for tx in std::mem::take(&mut self.fences_after_walk) {
-            let _ = tx.send(());
+        for f in std::mem::take(&mut self.fences_after_walk) {
+            self.answer(f);
         }
     }
 }

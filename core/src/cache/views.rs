@@ -165,8 +165,9 @@ impl Cache {
     /// Read-your-writes: waits until the cache has applied every change up to `zxid` (`true`),
     /// or `timeout` passes (`false`). `zxid` is one already committed — the `mzxid` or
     /// `czxid` of the stat your write returned — from any client: the engine asks its server
-    /// to catch up with the leader (`sync`) and waits for the changes queued before the answer.
-    /// Also waits for the initial load.
+    /// to catch up with the leader (`sync`) and waits until it has applied the changes whose
+    /// events came before the answer (reading again, first, any whose read failed with the
+    /// connection). Also waits for the initial load.
     pub async fn await_zxid(&self, zxid: i64, timeout: Option<Duration>) -> Result<bool> {
         self.started("await_zxid")?;
         let work = async {

@@ -77,6 +77,9 @@ enum Cmd {
     /// Set the watch again (a one-shot removal may have stripped it on the server) and tell
     /// the consumers to read again.
     Reset,
+    /// Hand the consumers every event the wire watch holds, then answer (see
+    /// [`Watches::flush`]).
+    Flush(oneshot::Sender<()>),
 }
 
 /// The client's watch registry (one per client, in `Inner`).
@@ -313,6 +316,21 @@ impl Watches {
         n
     }
 
+    /// Resolves once the pump of `path` has handed its consumers every event the wire client
+    /// had given its watch when this was called (`true`; `false` if the pump ended first). A
+    /// cache's fence (`Cache::await_zxid`) calls it after a reply: the wire client hands a
+    /// watch an event before it completes the reply of any request the server answered after
+    /// sending that event, so the events of every change the reply saw are then in the
+    /// consumers' channels, whatever the order the tasks ran in. While the pump sets its watch
+    /// (it does not read the wire watch then), the answer waits until the set is done.
+    pub(crate) fn flush(&self, path: &str) -> impl Future<Output = bool> + Send + 'static {
+        let (tx, rx) = oneshot::channel();
+        if let Some(e) = lock(&self.persistent).get(path) {
+            let _ = e.cmds.send(Cmd::Flush(tx));
+        }
+        async move { rx.await.is_ok() }
+    }
+
     /// Asks the pump of `path`, if there is one, to set its watch again.
     fn reset(&self, path: &str) {
         if let Some(e) = lock(&self.persistent).get(path) {
@@ -412,12 +430,27 @@ async fn pump(mut p: Pump) {
     // tell the consumers.
     let mut lost: Option<i64> = None;
     let mut reset = false;
+    // Flushes asked for and not answered yet (answered only here, before the pump reads its
+    // wire watch again: not while a set runs).
+    let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
     'pump: loop {
         let needs_set = match (want, wire.as_ref()) {
             (Some(w), Some(cur)) => reset || !covers(cur.mode, w),
             (Some(_), None) => true,
             (None, _) => false,
         };
+        if !needs_set && !flushes.is_empty() {
+            // What the wire watch holds now came before the flush was asked: hand it on first.
+            while let Some(e) = wire.as_mut().and_then(|w| try_changed(&mut w.watcher)) {
+                if !on_event(&p, &mut wire, &mut lost, &e) {
+                    break 'pump;
+                }
+            }
+            for tx in flushes.drain(..) {
+                let _ = tx.send(());
+            }
+            continue;
+        }
         if needs_set {
             let mode = want.expect("checked");
             let Some(client) = p.client.upgrade() else {
@@ -451,6 +484,7 @@ async fn pump(mut p: Pump) {
                                 waiting.push((m, tx));
                             }
                             Some(Cmd::Reset) => reset_after = true,
+                            Some(Cmd::Flush(tx)) => flushes.push(tx),
                         },
                     }
                 }
@@ -505,6 +539,7 @@ async fn pump(mut p: Pump) {
                                     waiting.push((m, tx));
                                 }
                                 Some(Cmd::Reset) => {}
+                                Some(Cmd::Flush(tx)) => flushes.push(tx),
                             },
                         }
                     } else {
@@ -536,21 +571,10 @@ async fn pump(mut p: Pump) {
                 }
             }
             Got::Cmd(Some(Cmd::Reset)) => reset = wire.is_some(),
+            Got::Cmd(Some(Cmd::Flush(tx))) => flushes.push(tx),
             Got::Event(e) => {
-                let mode = wire.as_ref().expect("read from it").mode;
-                match event(&p, &e) {
-                    Some(ev) => emit(&p, mode, &ev),
-                    None => {
-                        // Terminal: this watcher hears nothing more (and must not be polled
-                        // again). Set it again on the client's next session.
-                        let ended = wire.take().expect("read from it").session;
-                        let gone = p.client.upgrade().map_or(true, |c| c.is_closed());
-                        if gone {
-                            break;
-                        }
-                        lost = Some(ended);
-                        emit(&p, mode, &WatchEvent::SessionLost);
-                    }
+                if !on_event(&p, &mut wire, &mut lost, &e) {
+                    break;
                 }
             }
         }
@@ -564,6 +588,31 @@ async fn pump(mut p: Pump) {
     // Dropping the wire watch asks the server to remove it.
     drop(wire);
     tracing::debug!(path = %p.path, "persistent watch pump ended");
+}
+
+/// Hands on event `e` of the current wire watch; false once the client is gone (the pump ends).
+fn on_event(
+    p: &Pump,
+    wire: &mut Option<Wire>,
+    lost: &mut Option<i64>,
+    e: &zk::WatchedEvent,
+) -> bool {
+    let mode = wire.as_ref().expect("read from it").mode;
+    match event(p, e) {
+        Some(ev) => emit(p, mode, &ev),
+        None => {
+            // Terminal: this watcher hears nothing more (and must not be polled again). Set it
+            // again on the client's next session.
+            let ended = wire.take().expect("read from it").session;
+            let gone = p.client.upgrade().map_or(true, |c| c.is_closed());
+            if gone {
+                return false;
+            }
+            *lost = Some(ended);
+            emit(p, mode, &WatchEvent::SessionLost);
+        }
+    }
+    true
 }
 
 fn emit(p: &Pump, mode: AddWatchMode, e: &WatchEvent) {
@@ -606,14 +655,7 @@ fn event(p: &Pump, e: &zk::WatchedEvent) -> Option<WatchEvent> {
 fn drain(p: &Pump, mut old: Wire) -> bool {
     let mut changed = false;
     loop {
-        let got = {
-            let next = old.watcher.changed();
-            tokio::pin!(next);
-            let waker = std::task::Waker::from(Arc::new(NoWake));
-            let mut cx = std::task::Context::from_waker(&waker);
-            next.as_mut().poll(&mut cx)
-        };
-        let std::task::Poll::Ready(e) = got else {
+        let Some(e) = try_changed(&mut old.watcher) else {
             return changed;
         };
         match event(p, &e) {
@@ -628,6 +670,19 @@ fn drain(p: &Pump, mut old: Wire) -> bool {
                 return true;
             }
         }
+    }
+}
+
+/// The wire watch's next event if it has one already, without waiting. (Its channel is the
+/// wire client's `futures` one: no task budget can make it look empty while it holds one.)
+fn try_changed(w: &mut zk::PersistentWatcher) -> Option<zk::WatchedEvent> {
+    let next = w.changed();
+    tokio::pin!(next);
+    let waker = std::task::Waker::from(Arc::new(NoWake));
+    let mut cx = std::task::Context::from_waker(&waker);
+    match next.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(e) => Some(e),
+        std::task::Poll::Pending => None,
     }
 }
 
