@@ -358,6 +358,43 @@ async fn latch_leader_whose_node_is_deleted_lets_go_and_joins_again() {
     }
 }
 
+/// A leader's close sends its node's delete and nothing else: the watch it keeps on its own node
+/// (see the test above) goes with the node, not by a removeWatches request sent ahead of the
+/// delete (one more request per failover, and the delete queued behind it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_leader_close_sends_only_the_delete() {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let ca = connect_to(&proxy.connect_string(), Duration::from_secs(30)).await;
+    let path = group("close-requests");
+    let a = LeaderLatch::new(&ca, &path, "a").unwrap();
+    a.start().await.unwrap();
+    assert!(a
+        .await_leadership(Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    // Leading, it reads its own node with a watch (after it took the leadership): wait for that
+    // read to be sent, then for a later round trip on the same connection (answered in order).
+    let watched = eventually(Duration::from_secs(10), || {
+        ca.request_counts().get_data >= 1
+    })
+    .await;
+    assert!(watched, "the leader never watched its own node");
+    ca.exists("/").await.unwrap();
+    let node = a.our_path().unwrap();
+    let before = proxy.client_bytes_read();
+    a.close().await.unwrap();
+    let sent = proxy.client_bytes_read() - before;
+    // A delete is 20 bytes and the path (length, xid, type, path length, version); so is a
+    // removeWatches. A ping (12 bytes) may slip in.
+    let one_request = 20 + node.len() as u64;
+    assert!(
+        sent < 2 * one_request,
+        "the close sent {sent} bytes: more than the delete's {one_request}"
+    );
+    assert!(ca.exists(&node).await.unwrap().is_none());
+    ca.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_close_modes_silent_and_notify_leader() {
     let c = connect().await;

@@ -127,6 +127,14 @@ impl Machine {
         self.first.take();
         self.core
             .set_leader(false, None, mode == CloseMode::NotifyLeader);
+        // The watch on our own node (a leader's) goes with the node: the delete fires it, and
+        // a fired watch is dropped without a request. Dropped before the delete, it cost a
+        // removeWatches request sent ahead of it (one more per failover).
+        let own_watch = if std::mem::take(&mut self.watching_self) {
+            self.pred.take()
+        } else {
+            None
+        };
         self.pred = None;
         if let Some(client) = self.client.upgrade() {
             if let Some(node) = self.node.take() {
@@ -134,6 +142,7 @@ impl Machine {
                     .delete_ours(&path::join(&self.path, &node.name))
                     .await;
             }
+            drop(own_watch);
             if let Some(cleanup) = self
                 .pending
                 .take()
