@@ -1317,12 +1317,21 @@ export declare class Registration {
   readonly path: string;
   /** Whether the node is on the server as far as this client knows. */
   readonly registered: boolean;
-  /** Replaces the instance (same name, id and serviceType); returns at once. */
+  /**
+   * Replaces the instance (same name, id and serviceType); returns at once. ZKR_CLOSED once
+   * unregistered; ZKR_CONFLICT once the registration ended in a conflict (register it again).
+   */
   update(instance: ServiceInstanceInput): void;
-  /** A disabled instance is never picked by a provider. */
+  /** A disabled instance is never picked by a provider. Throws as `update`. */
   setEnabled(enabled: boolean): void;
   waitRegistered(options?: { timeoutMs?: number }): Promise<boolean>;
-  /** Deletes the node (ours only) and stops keeping it. Idempotent. */
+  /**
+   * Deletes the node (ours only; a PERMANENT one too, even after `discovery.close()` left it)
+   * and stops keeping it; calling it again resolves. The delete is guaranteed: when it cannot
+   * be done now (no connection within the retry policy) this rejects with ZKR_CONNECTION_LOSS
+   * and the delete goes on in the background until it succeeds, the node is gone or no
+   * longer ours, or the client closes.
+   */
   unregister(): Promise<void>;
 }
 
@@ -1330,13 +1339,21 @@ export declare class Registration {
 export declare class ServiceDiscovery {
   constructor(client: Client, basePath: string);
   readonly basePath: string;
-  /** Resolves once the node is on the server; ZKR_CONFLICT if another live session holds the id. */
+  /**
+   * Resolves once the node is on the server; ZKR_CONFLICT if another live session holds the id.
+   * An id registered already is updated, unless its registration ended in a conflict: then it
+   * is registered afresh. A register that fails leaves no node behind.
+   */
   register(instance: ServiceInstanceInput): Promise<Registration>;
   queryForNames(): Promise<string[]>;
   queryForInstances(name: string): Promise<ServiceInstance[]>;
   /** The instance, or null; ZKR_CORRUPTED_DATA when its node does not decode. */
   queryForInstance(name: string, id: string): Promise<ServiceInstance | null>;
-  /** Unregisters every instance it registered but the PERMANENT ones; then ZKR_CLOSED. */
+  /**
+   * Unregisters every instance it registered but the PERMANENT ones, all at once; then
+   * ZKR_CLOSED. Rejects with the first error an unregister met (ZKR_CONNECTION_LOSS: the deletes
+   * go on in the background, see `Registration.unregister`).
+   */
   close(): Promise<void>;
 }
 

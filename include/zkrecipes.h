@@ -2730,7 +2730,8 @@ zkr_status zkr_discovery_set_write_enabled(struct zkr_discovery *d, bool yes);
  * "port":8080}`; `id` defaults to a random UUID, `serviceType` to DYNAMIC) and returns once its
  * node is on the server: `*out` (free with zkr_registration_free). ZKR_CONFLICT if another live
  * session holds the id (its node is untouched); ZKR_INVALID_ARGUMENT for JSON that is not an
- * instance.
+ * instance. An id registered already is updated, unless its registration ended in a conflict:
+ * then it is registered afresh. A register that fails leaves no node behind.
  */
 zkr_status zkr_discovery_register(struct zkr_discovery *d, const char *instance_json, struct zkr_registration **out);
 
@@ -2752,8 +2753,9 @@ zkr_status zkr_discovery_query_for_instances(struct zkr_discovery *d, const char
 zkr_status zkr_discovery_query_for_instance(struct zkr_discovery *d, const char *name, const char *id, char **json);
 
 /**
- * Unregisters every instance of this discovery but the PERMANENT ones. Idempotent; later
- * calls return ZKR_CLOSED.
+ * Unregisters every instance of this discovery but the PERMANENT ones, all at once. Idempotent;
+ * later calls return ZKR_CLOSED. Returns the first error an unregister met (ZKR_CONNECTION_LOSS:
+ * the deletes go on in the background, see zkr_registration_unregister).
  */
 zkr_status zkr_discovery_close(struct zkr_discovery *d);
 
@@ -2775,7 +2777,8 @@ zkr_status zkr_registration_path(const struct zkr_registration *r, char **path);
 
 /**
  * Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
- * otherwise): written now when connected, else at the next reconnection.
+ * otherwise): written now when connected, else at the next reconnection. ZKR_CLOSED once
+ * unregistered; ZKR_CONFLICT once the registration ended in a conflict (register it again).
  */
 zkr_status zkr_registration_update(struct zkr_registration *r, const char *instance_json);
 
@@ -2785,8 +2788,10 @@ zkr_status zkr_registration_update(struct zkr_registration *r, const char *insta
 zkr_status zkr_registration_set_enabled(struct zkr_registration *r, bool enabled);
 
 /**
- * Deletes the instance's node (in the background until the server confirms) and stops keeping
- * it. Idempotent.
+ * Deletes the instance's node (ours only; a PERMANENT one too, even after zkr_discovery_close
+ * left it) and stops keeping it; calling it again is ZKR_OK. The delete is guaranteed: without a
+ * connection within the retry policy it returns ZKR_CONNECTION_LOSS and goes on in the
+ * background until it succeeds, the node is gone or no longer ours, or the client closes.
  */
 zkr_status zkr_registration_unregister(struct zkr_registration *r);
 

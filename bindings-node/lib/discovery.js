@@ -176,7 +176,10 @@ class Registration {
     return fromNative(this.#native.instance);
   }
 
-  /** Replaces the instance; its name, id and serviceType must stay. ZKR_CLOSED once unregistered. */
+  /**
+   * Replaces the instance; its name, id and serviceType must stay. ZKR_CLOSED once unregistered,
+   * ZKR_CONFLICT once the registration ended in a conflict.
+   */
   update(instance) {
     this.#native.update(toNative('instance', instance));
   }
@@ -192,7 +195,11 @@ class Registration {
     return args.rejecting(() => this.#native.waitRegistered(args.timeoutOption(options)));
   }
 
-  /** Deletes the node (ours only, in the background until confirmed) and stops keeping it. */
+  /**
+   * Deletes the node (ours only; a PERMANENT one even after close) and stops keeping it. A
+   * guaranteed delete: without a connection it rejects (ZKR_CONNECTION_LOSS) and goes on in the
+   * background until the node is gone.
+   */
   unregister() {
     return args.rejecting(() => this.#native.unregister());
   }
@@ -224,7 +231,8 @@ class ServiceDiscovery {
    * Registers `instance` (a plain object; omitted fields take their defaults) and resolves to
    * its Registration once the node is on the server: ephemeral for the DYNAMIC types,
    * persistent for STATIC and PERMANENT. ZKR_CONFLICT when another live session holds the id
-   * (its node is left untouched). Registering an id again updates it.
+   * (its node is left untouched). Registering an id again updates it, unless its registration
+   * ended in a conflict: then it is registered afresh. A register that fails leaves no node.
    */
   register(instance) {
     return args.rejecting(() => natives.get(this).register(toNative('instance', instance))).then((r) => new Registration(r));
@@ -247,7 +255,10 @@ class ServiceDiscovery {
       .then(fromNative);
   }
 
-  /** Unregisters every instance it registered but the PERMANENT ones; then ZKR_CLOSED. */
+  /**
+   * Unregisters every instance it registered but the PERMANENT ones, all at once; then
+   * ZKR_CLOSED. Rejects with the first error an unregister met (the deletes go on).
+   */
   close() {
     return args.rejecting(() => natives.get(this).close());
   }
@@ -369,14 +380,24 @@ class ServiceProvider {
     });
   }
 
-  /** The ids the filter accepts now (undefined without a filter). */
+  /**
+   * The cached instances the filter accepts now, as the native side gave them (undefined
+   * without a filter): told apart by more than the id, which DYNAMIC_SEQUENTIAL instances share.
+   */
   #accepted() {
     if (this.#filter === undefined) return undefined;
     return this.#native
       .cacheInstances()
-      .map(fromNative)
-      .filter((i) => this.#filter(i))
-      .map((i) => i.id);
+      .filter((o) => this.#filter(fromNative(o)))
+      .map((o) => ({
+        name: o.name,
+        id: o.id,
+        address: o.address ?? undefined,
+        port: o.port ?? undefined,
+        sslPort: o.sslPort ?? undefined,
+        registrationTimeUTC: o.registrationTimeUTC,
+        serviceType: o.serviceType,
+      }));
   }
 
   /** Starts the cache; resolves once it is loaded. */

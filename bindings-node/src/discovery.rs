@@ -485,9 +485,63 @@ impl NativeServiceCache {
 }
 
 thread_local! {
-    /// The ids a provider's JS filter accepted, for the core call in progress on this (the JS)
-    /// thread: the core runs a provider's filter synchronously inside `get_instance`.
-    static ACCEPTED: RefCell<Option<HashSet<String>>> = const { RefCell::new(None) };
+    /// The instances a provider's JS filter accepted, for the core call in progress on this
+    /// (the JS) thread: the core runs a provider's filter synchronously inside `get_instance`.
+    static ACCEPTED: RefCell<Option<HashSet<Identity>>> = const { RefCell::new(None) };
+}
+
+/// What tells one registered instance from another, as the core's down-instance policy does:
+/// not the id alone, which DYNAMIC_SEQUENTIAL instances share.
+type Identity = (
+    String,
+    String,
+    Option<String>,
+    Option<i32>,
+    Option<i32>,
+    i64,
+    String,
+);
+
+fn identity(i: &ServiceInstance) -> Identity {
+    (
+        i.name.clone(),
+        i.id.clone(),
+        i.address.clone(),
+        i.port,
+        i.ssl_port,
+        i.registration_time_utc,
+        i.service_type.name().to_string(),
+    )
+}
+
+/// An instance the JS filter accepted: the fields of one from `cacheInstances` that tell it
+/// apart (`lib/discovery.js` passes these, absent values as undefined).
+#[napi(object)]
+pub struct AcceptedInstance {
+    pub name: String,
+    pub id: String,
+    pub address: Option<String>,
+    pub port: Option<f64>,
+    pub ssl_port: Option<f64>,
+    #[napi(js_name = "registrationTimeUTC")]
+    pub registration_time_utc: f64,
+    pub service_type: String,
+}
+
+impl From<AcceptedInstance> for Identity {
+    fn from(a: AcceptedInstance) -> Identity {
+        // Numbers that came from `cacheInstances` (i32 ports, a safe-integer time).
+        let port = |p: Option<f64>| p.map(|p| p as i32);
+        (
+            a.name,
+            a.id,
+            a.address,
+            port(a.port),
+            port(a.ssl_port),
+            a.registration_time_utc as i64,
+            a.service_type,
+        )
+    }
 }
 
 /// How `lib/discovery.js` builds a provider.
@@ -495,7 +549,7 @@ thread_local! {
 pub struct ProviderOptions {
     /// `round_robin` (default), `random` or `sticky`.
     pub strategy: Option<String>,
-    /// Whether a JS filter decides (then every pick passes the ids it accepted).
+    /// Whether a JS filter decides (then every pick passes the instances it accepted).
     pub has_filter: bool,
     /// Noted errors that make an instance down (default 2).
     pub down_error_threshold: Option<u32>,
@@ -524,9 +578,11 @@ impl NativeServiceProvider {
         Ok(&self.inner)
     }
 
-    /// Runs `f` with the filter's accepted ids in place.
-    fn with_accepted<T>(accepted: Option<Vec<String>>, f: impl FnOnce() -> T) -> T {
-        ACCEPTED.with(|a| *a.borrow_mut() = accepted.map(|v| v.into_iter().collect()));
+    /// Runs `f` with the filter's accepted instances in place.
+    fn with_accepted<T>(accepted: Option<Vec<AcceptedInstance>>, f: impl FnOnce() -> T) -> T {
+        ACCEPTED.with(|a| {
+            *a.borrow_mut() = accepted.map(|v| v.into_iter().map(Identity::from).collect())
+        });
         let out = f();
         ACCEPTED.with(|a| a.borrow_mut().take());
         out
@@ -559,7 +615,11 @@ impl NativeServiceProvider {
                 .with_down_instance_policy(policy);
             if options.has_filter {
                 p = p.with_filter(|i: &ServiceInstance| {
-                    ACCEPTED.with(|a| a.borrow().as_ref().is_some_and(|ids| ids.contains(&i.id)))
+                    ACCEPTED.with(|a| {
+                        a.borrow()
+                            .as_ref()
+                            .is_some_and(|accepted| accepted.contains(&identity(i)))
+                    })
                 });
             }
             Ok(NativeServiceProvider {
@@ -588,9 +648,13 @@ impl NativeServiceProvider {
         })
     }
 
-    /// An instance, or null; `accepted`: the ids the JS filter accepted.
+    /// An instance, or null; `accepted`: the instances the JS filter accepted.
     #[napi]
-    pub fn get_instance(&self, env: Env, accepted: Option<Vec<String>>) -> napi::Result<Out> {
+    pub fn get_instance(
+        &self,
+        env: Env,
+        accepted: Option<Vec<AcceptedInstance>>,
+    ) -> napi::Result<Out> {
         sync(&env, || {
             let p = self.open()?;
             let picked = Self::with_accepted(accepted, || p.get_instance());
@@ -598,9 +662,13 @@ impl NativeServiceProvider {
         })
     }
 
-    /// Every usable instance; `accepted`: the ids the JS filter accepted.
+    /// Every usable instance; `accepted`: the instances the JS filter accepted.
     #[napi]
-    pub fn get_all_instances(&self, env: Env, accepted: Option<Vec<String>>) -> napi::Result<Out> {
+    pub fn get_all_instances(
+        &self,
+        env: Env,
+        accepted: Option<Vec<AcceptedInstance>>,
+    ) -> napi::Result<Out> {
         sync(&env, || {
             let p = self.open()?;
             let all = Self::with_accepted(accepted, || p.get_all_instances());

@@ -356,6 +356,37 @@ test('providers pick by strategy, never a disabled or down instance', async () =
   }
 });
 
+// Review-discovery #6: DYNAMIC_SEQUENTIAL instances share their id; noteError and a filter's
+// verdict apply to one of them, not to every instance with the id.
+test('instances that share an id are told apart by noteError and by a filter', async () => {
+  const base = uniquePath('shared-id');
+  const d1 = new ServiceDiscovery(client, base);
+  const d2 = new ServiceDiscovery(client, base);
+  try {
+    for (const [d, port] of [[d1, 1], [d2, 2]]) {
+      await d.register({ name: 's', id: 'q', port, serviceType: ServiceType.DYNAMIC_SEQUENTIAL });
+    }
+    const p = new ServiceProvider(d1, 's');
+    await p.start();
+    await waitFor(() => p.getAllInstances().length === 2, { what: 'both instances' });
+    const one = p.getAllInstances().find((i) => i.port === 1);
+    p.noteError(one);
+    p.noteError(one);
+    assert.deepEqual(p.getAllInstances().map((i) => i.port), [2], 'only the instance with the errors is down');
+    p.close();
+
+    const onlyTwo = new ServiceProvider(d1, 's', { filter: (i) => i.port === 2 });
+    await onlyTwo.start();
+    await waitFor(() => onlyTwo.getAllInstances().length > 0, { what: 'the filtered instance' });
+    assert.deepEqual(onlyTwo.getAllInstances().map((i) => i.port), [2], 'the filter refused the other');
+    for (let i = 0; i < 4; i++) assert.equal(onlyTwo.getInstance().port, 2);
+    onlyTwo.close();
+  } finally {
+    await d1.close();
+    await d2.close();
+  }
+});
+
 test('UriSpec, and bad input refused naming the option', async () => {
   const spec = new UriSpec('{scheme}://foo.com:{port}/{ fred }{[}x{]}');
   const i = ServiceInstance.create('s', { id: 'the-id', port: 1234, registrationTimeUTC: 42 });

@@ -190,6 +190,21 @@ def test_service_types_and_close_keeps_permanent_only(make_client: Callable[...,
     assert raw.get_children(f"{path}/s") == ["pe"], "close keeps PERMANENT only"
 
 
+def test_unregister_after_close_deletes_a_permanent_instance(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    """Review-discovery #2: close leaves a registered PERMANENT instance; unregistering it
+    afterwards deletes it (it was a silent no-op)."""
+    client, raw = make_client(), make_client()
+    d = ServiceDiscovery(client, path)
+    reg = d.register(ServiceInstance("s", id="pe", service_type=ServiceType.PERMANENT))
+    d.close()
+    assert raw.exists(f"{path}/s/pe") is not None, "close keeps PERMANENT"
+    reg.unregister()
+    assert raw.exists(f"{path}/s/pe") is None, "unregister after close deletes it"
+    reg.unregister()  # again: fine
+
+
 def test_another_sessions_instance_is_a_conflict(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
     a, b = make_client(), make_client()
     with ServiceDiscovery(a, path) as da, ServiceDiscovery(b, path) as db:

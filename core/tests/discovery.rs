@@ -6,12 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use zkrecipes::client::StateStream;
 use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::discovery::{
     ProviderStrategy, ServiceCache, ServiceCacheEventKind, ServiceDiscovery, ServiceInstance,
     ServiceProvider, ServiceType, UriSpec,
 };
-use zkrecipes::{Client, ClientBuilder, Error};
+use zkrecipes::nodes::PersistentNodeEventKind;
+use zkrecipes::{Client, ClientBuilder, ConnectionState, Error, NodeEventKind, RetryPolicy};
 use zkrecipes_testing::{FaultProxy, TestingServer};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -449,4 +451,357 @@ async fn futures_join(
         out.push(d.register(instance("s", id, 1)).await.unwrap());
     }
     out
+}
+
+/// A client for outage tests: a session that outlives the outage (30 s), and a retry policy
+/// that gives up within seconds (`connection_timeout` per try, `retries` retries).
+async fn outage_client(connect: &str, connection_timeout: Duration, retries: u32) -> Client {
+    ClientBuilder::new(connect)
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(connection_timeout)
+        .retry_policy(RetryPolicy::exponential_backoff(
+            Duration::from_millis(100),
+            retries,
+        ))
+        .connect()
+        .await
+        .expect("connect")
+}
+
+async fn reconnected(states: &mut StateStream) {
+    loop {
+        match tokio::time::timeout(WAIT, states.next()).await.unwrap() {
+            Some(ConnectionState::Reconnected) => return,
+            Some(ConnectionState::Lost) => panic!("the session was lost"),
+            Some(_) => continue,
+            None => panic!("client closed"),
+        }
+    }
+}
+
+async fn gone(raw: &Client, paths: &[&str]) -> bool {
+    for p in paths {
+        if raw.exists(p).await.unwrap().is_some() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Review-discovery #1: an unregister during a connection outage gives up when the retry
+/// policy does; it says so (`ConnectionLoss`), and the delete goes on in the background: both
+/// nodes are gone once the connection is back (the session lived through the outage, so the
+/// DYNAMIC node would otherwise stay with it, and the STATIC one for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unregister_during_an_outage_says_so_and_the_node_goes_after_the_reconnect() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = outage_client(&proxy.connect_string(), Duration::from_secs(1), 1).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let mut st = instance("s", "st", 1);
+    st.service_type = ServiceType::Static;
+    let st = d.register(st).await.unwrap();
+    let dy = d.register(instance("s", "dyn", 2)).await.unwrap();
+    let session = c.session_id();
+    let mut states = c.state_stream();
+    proxy.cut();
+    let (st_result, dy_result) = tokio::join!(st.unregister(), dy.unregister());
+    assert!(
+        !gone(&raw, &["/svc/s/st", "/svc/s/dyn"]).await,
+        "the outage kept the deletes from the server"
+    );
+    proxy.restore();
+    reconnected(&mut states).await;
+    assert_eq!(c.session_id(), session, "the session outlived the outage");
+    eventually("both nodes gone after the reconnect", || {
+        gone(&raw, &["/svc/s/st", "/svc/s/dyn"])
+    })
+    .await;
+    for (what, result) in [("STATIC", st_result), ("DYNAMIC", dy_result)] {
+        assert!(
+            matches!(result, Err(Error::ConnectionLoss(_))),
+            "{what}: the failed first try is reported: {result:?}"
+        );
+    }
+    st.unregister().await.unwrap();
+    assert!(d.registrations().is_empty());
+    d.close().await.unwrap();
+    c.close().await;
+    raw.close().await;
+}
+
+/// Review-discovery #1 and #8: close during an outage stops its registrations all at once
+/// (each waits out the retry policy: one after the other took that many times as long),
+/// reports the failure, and every node goes once the connection is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_during_an_outage_stops_every_registration_at_once_and_they_go_after_the_reconnect() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    // One try of 2 s per delete: four in turn take 8 s at least.
+    let c = outage_client(&proxy.connect_string(), Duration::from_secs(2), 0).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let ids = ["a", "b", "c", "d"];
+    for id in ids {
+        let mut i = instance("s", id, 1);
+        i.service_type = ServiceType::Static;
+        d.register(i).await.unwrap();
+    }
+    let paths: Vec<String> = ids.iter().map(|id| format!("/svc/s/{id}")).collect();
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let mut states = c.state_stream();
+    proxy.cut();
+    let start = Instant::now();
+    let closed = d.close().await;
+    let took = start.elapsed();
+    proxy.restore();
+    assert!(
+        took < Duration::from_secs(6),
+        "close stopped its registrations one after the other: {took:?}"
+    );
+    reconnected(&mut states).await;
+    eventually("every node gone after the reconnect", || gone(&raw, &paths)).await;
+    assert!(
+        matches!(closed, Err(Error::ConnectionLoss(_))),
+        "the failure is reported: {closed:?}"
+    );
+    c.close().await;
+    raw.close().await;
+}
+
+/// Review-discovery #3: a registration that ended in a conflict (another session took the id
+/// while ours had expired) is over: registering the instance again is `Conflict` while the
+/// other session holds the path (not `Ok` with a registration that writes nothing), an update
+/// says so too, and once the path is free registering again works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registering_again_after_a_conflict_reports_it_or_registers_afresh() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = connect(&proxy.connect_string()).await;
+    let b = connect(&server.connect_string()).await;
+    let da = ServiceDiscovery::new(&a, "/svc").unwrap();
+    let db = ServiceDiscovery::new(&b, "/svc").unwrap();
+    let reg = da.register(instance("s", "same", 1)).await.unwrap();
+    let conflicts = Arc::new(Mutex::new(0));
+    let seen = conflicts.clone();
+    reg.add_listener(move |e| {
+        if e.kind == PersistentNodeEventKind::Conflict {
+            *seen.lock().unwrap() += 1;
+        }
+    });
+    let (id, password) = a.session_credentials().unwrap();
+    proxy.cut();
+    let connect_string = server.connect_string();
+    tokio::task::spawn_blocking(move || {
+        zkrecipes_testing::expire_session_id(&connect_string, id, &password)
+    })
+    .await
+    .unwrap();
+    let theirs = db.register(instance("s", "same", 2)).await.unwrap();
+    proxy.restore();
+    eventually("the CONFLICT event", || async {
+        *conflicts.lock().unwrap() == 1
+    })
+    .await;
+    assert!(!reg.is_registered());
+
+    let again = da.register(instance("s", "same", 1)).await;
+    assert!(
+        matches!(again, Err(Error::Conflict(_))),
+        "registering again while the other session holds the id: {again:?}"
+    );
+    let mut changed = reg.instance();
+    changed.port = Some(3);
+    let updated = reg.update(changed);
+    assert!(
+        matches!(updated, Err(Error::Conflict(_)) | Err(Error::Closed(_))),
+        "an update of the registration that ended in the conflict: {updated:?}"
+    );
+    let (bytes, stat) = b.get_data("/svc/s/same").await.unwrap();
+    assert_eq!(stat.ephemeral_owner, b.session_id(), "left untouched");
+    assert_eq!(ServiceInstance::from_json(&bytes).unwrap().port, Some(2));
+
+    theirs.unregister().await.unwrap();
+    let mine = da.register(instance("s", "same", 1)).await.unwrap();
+    assert!(mine.is_registered());
+    let stat = b.exists("/svc/s/same").await.unwrap().unwrap();
+    assert_eq!(stat.ephemeral_owner, a.session_id(), "registered afresh");
+    da.close().await.unwrap();
+    db.close().await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+/// Review-discovery #3: `update` of a registration that ended in a conflict fails (`Conflict`)
+/// instead of returning `Ok` and writing nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_after_a_conflict_reports_it() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = connect(&proxy.connect_string()).await;
+    let b = connect(&server.connect_string()).await;
+    let da = ServiceDiscovery::new(&a, "/svc").unwrap();
+    let db = ServiceDiscovery::new(&b, "/svc").unwrap();
+    let reg = da.register(instance("s", "same", 1)).await.unwrap();
+    let conflicts = Arc::new(Mutex::new(0));
+    let seen = conflicts.clone();
+    reg.add_listener(move |e| {
+        if e.kind == PersistentNodeEventKind::Conflict {
+            *seen.lock().unwrap() += 1;
+        }
+    });
+    let (id, password) = a.session_credentials().unwrap();
+    proxy.cut();
+    let connect_string = server.connect_string();
+    tokio::task::spawn_blocking(move || {
+        zkrecipes_testing::expire_session_id(&connect_string, id, &password)
+    })
+    .await
+    .unwrap();
+    db.register(instance("s", "same", 2)).await.unwrap();
+    proxy.restore();
+    eventually("the CONFLICT event", || async {
+        *conflicts.lock().unwrap() == 1
+    })
+    .await;
+    let mut changed = reg.instance();
+    changed.port = Some(3);
+    let updated = reg.update(changed);
+    assert!(matches!(updated, Err(Error::Conflict(_))), "{updated:?}");
+    assert!(matches!(reg.set_enabled(false), Err(Error::Conflict(_))));
+    da.close().await.unwrap();
+    db.close().await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+/// Review-discovery #2: a PERMANENT register that fails (here `Timeout`: the create's reply
+/// comes after the connection timeout) leaves no node behind, though its create was applied
+/// (before the fix the node was kept, as if registered, with nobody to delete it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permanent_register_that_times_out_leaves_no_node() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    // Replies 2 s late: the register's read comes back after 2 s, its create is applied at
+    // once and answered after 4 s, past the register's wait (the connection timeout, 3 s).
+    let c = outage_client(&proxy.connect_string(), Duration::from_secs(3), 1).await;
+    let raw = connect(&server.connect_string()).await;
+    raw.create(
+        "/svc/s",
+        b"",
+        CreateOptions::new(CreateMode::Persistent).parents(),
+    )
+    .await
+    .unwrap();
+    let (none, made) = raw.exists_watch("/svc/s/pe").await.unwrap();
+    assert!(none.is_none());
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let mut pe = instance("s", "pe", 1);
+    pe.service_type = ServiceType::Permanent;
+    proxy.delay_replies(Duration::from_secs(2));
+    let registered = d.register(pe).await;
+    proxy.restore();
+    assert!(
+        matches!(registered, Err(Error::Timeout(_))),
+        "{registered:?}"
+    );
+    let event = tokio::time::timeout(WAIT, made.changed()).await.unwrap();
+    assert_eq!(event.kind, NodeEventKind::Created, "the create was applied");
+    eventually("no node left by the failed register", || {
+        gone(&raw, &["/svc/s/pe"])
+    })
+    .await;
+    assert!(d.registrations().is_empty());
+    d.close().await.unwrap();
+    c.close().await;
+    assert!(gone(&raw, &["/svc/s/pe"]).await);
+    raw.close().await;
+}
+
+/// Review-discovery #2: `close` keeps a PERMANENT instance only once it is registered: one
+/// whose register close overtook is deleted (the register ends `Closed`); one registered
+/// stays, and `unregister` after close deletes it (not a silent `Ok`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_keeps_only_registered_permanent_instances_and_unregister_after_close_deletes() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let permanent = |id: &str| {
+        let mut i = instance("s", id, 1);
+        i.service_type = ServiceType::Permanent;
+        i
+    };
+    let d = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let reg = d.register(permanent("pe")).await.unwrap();
+    d.close().await.unwrap();
+    assert!(
+        raw.exists("/svc/s/pe").await.unwrap().is_some(),
+        "close keeps a PERMANENT registration"
+    );
+    reg.unregister().await.unwrap();
+    assert!(
+        gone(&raw, &["/svc/s/pe"]).await,
+        "unregister after close deletes the PERMANENT node"
+    );
+    reg.unregister().await.unwrap();
+
+    // The register starts (and waits for its node), then close runs to its end.
+    let late = ServiceDiscovery::new(&c, "/overtaken").unwrap();
+    let (registered, closed) = tokio::join!(late.register(permanent("p")), late.close());
+    closed.unwrap();
+    assert!(
+        matches!(registered, Err(Error::Closed(_))),
+        "a register overtaken by close: {registered:?}"
+    );
+    assert!(
+        gone(&raw, &["/overtaken/s/p"]).await,
+        "the overtaken PERMANENT register left its node"
+    );
+    c.close().await;
+    raw.close().await;
+}
+
+/// Review-discovery #6: DYNAMIC_SEQUENTIAL instances share their id; errors noted with one
+/// leave only that one out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_noted_with_one_of_the_instances_sharing_an_id_leave_the_others_usable() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    // Two discoveries: two registrations of one id (two processes, in life).
+    let d1 = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let d2 = ServiceDiscovery::new(&c, "/svc").unwrap();
+    let mut regs = Vec::new();
+    for (d, port) in [(&d1, 1), (&d2, 2)] {
+        let mut q = instance("s", "q", port);
+        q.service_type = ServiceType::DynamicSequential;
+        regs.push(d.register(q).await.unwrap());
+    }
+    assert_ne!(regs[0].path(), regs[1].path());
+    let p = ServiceProvider::new(&d1, "s", ProviderStrategy::RoundRobin).unwrap();
+    p.start().await.unwrap();
+    eventually("both instances", || async {
+        p.get_all_instances().len() == 2
+    })
+    .await;
+    let first = p
+        .get_all_instances()
+        .into_iter()
+        .find(|i| i.port == Some(1))
+        .unwrap();
+    p.note_error(&first);
+    p.note_error(&first);
+    let ports: Vec<_> = p.get_all_instances().iter().map(|i| i.port).collect();
+    assert_eq!(
+        ports,
+        [Some(2)],
+        "only the instance with the errors is down"
+    );
+    for _ in 0..4 {
+        assert_eq!(p.get_instance().map(|i| i.port), Some(Some(2)));
+    }
+    p.close();
+    d1.close().await.unwrap();
+    d2.close().await.unwrap();
+    c.close().await;
 }

@@ -104,7 +104,8 @@ pub extern "C" fn zkr_discovery_set_write_enabled(d: *mut zkr_discovery, yes: bo
 /// "port":8080}`; `id` defaults to a random UUID, `serviceType` to DYNAMIC) and returns once its
 /// node is on the server: `*out` (free with zkr_registration_free). ZKR_CONFLICT if another live
 /// session holds the id (its node is untouched); ZKR_INVALID_ARGUMENT for JSON that is not an
-/// instance.
+/// instance. An id registered already is updated, unless its registration ended in a conflict:
+/// then it is registered afresh. A register that fails leaves no node behind.
 #[no_mangle]
 pub extern "C" fn zkr_discovery_register(
     d: *mut zkr_discovery,
@@ -163,8 +164,9 @@ pub extern "C" fn zkr_discovery_query_for_instance(
     })
 }
 
-/// Unregisters every instance of this discovery but the PERMANENT ones. Idempotent; later
-/// calls return ZKR_CLOSED.
+/// Unregisters every instance of this discovery but the PERMANENT ones, all at once. Idempotent;
+/// later calls return ZKR_CLOSED. Returns the first error an unregister met (ZKR_CONNECTION_LOSS:
+/// the deletes go on in the background, see zkr_registration_unregister).
 #[no_mangle]
 pub extern "C" fn zkr_discovery_close(d: *mut zkr_discovery) -> zkr_status {
     handle_call("zkr_discovery_close", d, |d| wait(d.discovery.close()))
@@ -200,7 +202,8 @@ pub extern "C" fn zkr_registration_path(
 }
 
 /// Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
-/// otherwise): written now when connected, else at the next reconnection.
+/// otherwise): written now when connected, else at the next reconnection. ZKR_CLOSED once
+/// unregistered; ZKR_CONFLICT once the registration ended in a conflict (register it again).
 #[no_mangle]
 pub extern "C" fn zkr_registration_update(
     r: *mut zkr_registration,
@@ -222,8 +225,10 @@ pub extern "C" fn zkr_registration_set_enabled(
     })
 }
 
-/// Deletes the instance's node (in the background until the server confirms) and stops keeping
-/// it. Idempotent.
+/// Deletes the instance's node (ours only; a PERMANENT one too, even after zkr_discovery_close
+/// left it) and stops keeping it; calling it again is ZKR_OK. The delete is guaranteed: without a
+/// connection within the retry policy it returns ZKR_CONNECTION_LOSS and goes on in the
+/// background until it succeeds, the node is gone or no longer ours, or the client closes.
 #[no_mangle]
 pub extern "C" fn zkr_registration_unregister(r: *mut zkr_registration) -> zkr_status {
     handle_call("zkr_registration_unregister", r, |r| {

@@ -316,11 +316,14 @@ class Registration(_Scoped):
         """Replaces the registered instance (Curator's ``updateService``): written now when
         connected, else at the next reconnection; returns at once. The name, id and service type
         must stay (:class:`~zkrecipes.InvalidArgumentError`); :class:`~zkrecipes.ClosedError`
-        once unregistered."""
+        once unregistered; :class:`~zkrecipes.ConflictError` once the registration ended in a
+        conflict (another session took the id after ours expired: nothing is written any more;
+        register the instance again)."""
         self._n.update(_core_of(instance))
 
     def set_enabled(self, enabled: bool) -> None:
-        """Enables or disables the instance: a disabled one is never picked by a provider."""
+        """Enables or disables the instance: a disabled one is never picked by a provider.
+        Raises as :meth:`update`."""
         if not isinstance(enabled, bool):
             raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
         self._n.set_enabled(enabled)
@@ -334,8 +337,14 @@ class Registration(_Scoped):
         return bool(await run(self._n.wait_registered(timeout)))
 
     def unregister(self) -> None:
-        """Deletes the node (ours only; in the background until the server confirms, so it
-        works after a connection loss too) and stops keeping it. Idempotent."""
+        """Deletes the node (ours only; a PERMANENT one too, even after
+        :meth:`ServiceDiscovery.close` left it) and stops keeping it. Calling it again is fine.
+
+        The delete is guaranteed: when it cannot be done now (no connection within the retry
+        policy) this raises :class:`~zkrecipes.ConnectionLossError` (so does the end of a
+        ``with registration:`` block), and the delete goes on in the background, after the
+        reconnect, until it succeeds, the node is gone or no longer ours, or the client
+        closes."""
         self._n.unregister().wait()
 
     async def unregister_async(self) -> None:
@@ -368,8 +377,10 @@ class ServiceDiscovery(_Scoped):
     def register(self, instance: ServiceInstance) -> Registration:
         """Registers ``instance`` and returns once its node is on the server: ephemeral for the
         DYNAMIC types, persistent for STATIC and PERMANENT, parents as containers. Registering
-        an id this discovery registered already updates it. :class:`~zkrecipes.ConflictError`
-        when another live session holds the id (its node is left untouched)."""
+        an id this discovery registered already updates it, unless that registration ended in a
+        conflict: the instance is then registered afresh. :class:`~zkrecipes.ConflictError`
+        when another live session holds the id (its node is left untouched). A register that
+        fails leaves no node behind."""
         return Registration(self._n.register(_core_of(instance)).wait())
 
     async def register_async(self, instance: ServiceInstance) -> Registration:
@@ -403,8 +414,10 @@ class ServiceDiscovery(_Scoped):
         return _optional(await run(self._n.query_for_instance(name, id)))
 
     def close(self) -> None:
-        """Unregisters every instance this discovery registered but the PERMANENT ones, and
-        refuses further use (:class:`~zkrecipes.ClosedError`). Closing twice is fine."""
+        """Unregisters every instance this discovery registered but the PERMANENT ones, all at
+        once, and refuses further use (:class:`~zkrecipes.ClosedError`). Closing twice is fine.
+        Raises the first error an unregister met (:class:`~zkrecipes.ConnectionLossError`: the
+        deletes go on in the background, see :meth:`Registration.unregister`)."""
         self._n.close().wait()
 
     async def close_async(self) -> None:
@@ -593,7 +606,9 @@ class ServiceProvider(Lifecycle):
 
     def note_error(self, instance: ServiceInstance) -> None:
         """Notes an error with ``instance`` (Curator's ``noteError``): after
-        ``down_error_threshold`` of them it is left out for ``down_timeout``."""
+        ``down_error_threshold`` of them it is left out for ``down_timeout``. That instance only
+        (known by its name, id, address, ports, registration time and type): DYNAMIC_SEQUENTIAL
+        instances that share its id stay usable."""
         self._n.note_error(_core_of(instance))
 
     def close(self) -> None:

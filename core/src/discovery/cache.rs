@@ -1,14 +1,14 @@
 //! [`ServiceCache`] (Curator's `ServiceCache`) on the cache engine, and [`ServiceProvider`]
 //! (Curator's `ServiceProvider`) on a service cache.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::discovery::ServiceDiscovery;
 use super::instance::ServiceInstance;
 use super::strategy::{DownInstancePolicy, Picker, ProviderStrategy};
-use crate::cache::{Cache, CacheEvent, CacheEventType, CacheOptions, ChildData};
+use crate::cache::{Cache, CacheEvent, CacheEventType, CacheOptions, ChildData, Snapshot};
 use crate::dispatch::ListenerId;
 use crate::{path, runtime, Error, Result};
 
@@ -69,7 +69,9 @@ pub struct ServiceCacheEvent {
 }
 
 /// Decoded instances by node, tagged with the node's identity (czxid, version), so each node
-/// version is decoded once.
+/// version is decoded once. Only nodes that are (or were just) in the cache: an entry goes
+/// when its node's delete is translated for a listener, or when [`ServiceCache::instances`]
+/// finds it out of the cache.
 type Decoded = HashMap<String, (i64, i32, std::result::Result<Arc<ServiceInstance>, Error>)>;
 
 struct Shared {
@@ -92,6 +94,35 @@ impl Shared {
             (node.stat.czxid, node.stat.version, r.clone()),
         );
         r
+    }
+
+    /// The instance of a node that is gone (a delete's last known node), its entry removed.
+    fn decode_gone(&self, node: &ChildData) -> std::result::Result<Arc<ServiceInstance>, Error> {
+        let cached = self
+            .decoded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&node.path);
+        match cached {
+            Some((czxid, version, r))
+                if (czxid, version) == (node.stat.czxid, node.stat.version) =>
+            {
+                r
+            }
+            _ => ServiceInstance::from_json(node.data.as_deref().unwrap_or_default())
+                .map(Arc::new)
+                .map_err(|e| e.context(&node.path)),
+        }
+    }
+
+    /// Drops the entries of nodes not in `snapshot` (every node of it was just decoded: more
+    /// entries than nodes means some are stale).
+    fn prune(&self, snapshot: &Snapshot) {
+        let mut decoded = self.decoded.lock().unwrap_or_else(|e| e.into_inner());
+        if decoded.len() > snapshot.len() {
+            let live: HashSet<&str> = snapshot.paths().collect();
+            decoded.retain(|path, _| live.contains(path.as_str()));
+        }
     }
 }
 
@@ -168,11 +199,13 @@ impl ServiceCache {
     /// The instances now (Curator's `getInstances`), sorted by node name; nodes that do not
     /// decode are left out (an Invalid event told).
     pub fn instances(&self) -> Vec<Arc<ServiceInstance>> {
-        self.cache
-            .snapshot()
+        let snapshot = self.cache.snapshot();
+        let all = snapshot
             .iter()
             .filter_map(|node| self.shared.decode(&node).ok())
-            .collect()
+            .collect();
+        self.shared.prune(&snapshot);
+        all
     }
 
     /// Adds a listener (under the [`dispatch`](crate::dispatch) threading guarantee); with
@@ -228,7 +261,13 @@ fn translate(shared: &Shared, e: &CacheEvent) -> Option<ServiceCacheEvent> {
         resync: e.resync,
     };
     let decode = |n: &Option<ChildData>| n.as_ref().map(|n| shared.decode(n));
-    Some(match (e.kind, decode(&e.old), decode(&e.new)) {
+    let old = if e.kind == CacheEventType::Deleted {
+        // Gone: its entry goes too.
+        e.old.as_ref().map(|n| shared.decode_gone(n))
+    } else {
+        decode(&e.old)
+    };
+    Some(match (e.kind, old, decode(&e.new)) {
         (CacheEventType::Initialized, ..) => event(K::Initialized, None, None, None),
         (CacheEventType::Resynced, ..) => return None,
         (_, _, Some(Err(err))) => event(K::Invalid, None, None, Some(err)),
@@ -317,14 +356,18 @@ impl ServiceProvider {
     }
 
     /// Notes an error with `instance` (Curator's `noteError`): after the policy's threshold it
-    /// is left out until the policy's timeout.
+    /// is left out until the policy's timeout. That registration only, as Curator's
+    /// `DownInstanceManager` (by instance equality): known by its name, id, address, ports,
+    /// registration time and type, so DYNAMIC_SEQUENTIAL instances that share an id go down
+    /// one at a time; an update (payload, enabled) does not bring it back.
     pub fn note_error(&self, instance: &ServiceInstance) {
-        self.picker.note_error(&instance.id)
+        self.picker.note_error(instance)
     }
 
-    /// [`note_error`](Self::note_error) by the instance's id.
+    /// [`note_error`](Self::note_error) by id: with every instance whose id is `id` (all the
+    /// DYNAMIC_SEQUENTIAL instances that share it).
     pub fn note_error_id(&self, id: &str) {
-        self.picker.note_error(id)
+        self.picker.note_error_id(id)
     }
 
     /// Stops the provider. Idempotent.
@@ -335,5 +378,113 @@ impl ServiceProvider {
     /// [`start`](Self::start) for the blocking face.
     pub fn start_blocking(&self) -> Result<()> {
         runtime::try_block_on(self.start())?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    use super::*;
+    use crate::client::{CreateMode, CreateOptions, DeleteOptions};
+
+    const WAIT: Duration = Duration::from_secs(20);
+
+    /// Creates and deletes 40 instances under `/decoded/s`, each seen by `cache` before its
+    /// delete; returns once `cache` has applied the last delete.
+    async fn churn(client: &crate::Client, cache: &ServiceCache, round: usize) {
+        for i in 0..40 {
+            let mut instance = ServiceInstance::new("s");
+            instance.id = format!("r{round}-{i}");
+            let path = format!("/decoded/s/{}", instance.id);
+            let made = client
+                .create(
+                    &path,
+                    &instance.to_json(true),
+                    CreateOptions::new(CreateMode::Persistent).parents(),
+                )
+                .await
+                .unwrap();
+            assert!(cache.await_zxid(made.stat.czxid, Some(WAIT)).await.unwrap());
+            if round == 0 {
+                assert_eq!(cache.instances().len(), 1);
+            }
+            client
+                .delete(&path, DeleteOptions::default())
+                .await
+                .unwrap();
+        }
+        let fence = client
+            .create(
+                &format!("/decoded-fence-{round}"),
+                b"",
+                CreateOptions::new(CreateMode::Persistent),
+            )
+            .await
+            .unwrap();
+        assert!(cache
+            .await_zxid(fence.stat.czxid, Some(WAIT))
+            .await
+            .unwrap());
+    }
+
+    /// Review-discovery #5: the decoded instances go with their nodes, read through
+    /// `instances()` (no listener) or by a listener: a service whose instances come and go
+    /// does not grow the cache's memory.
+    #[test]
+    fn decoded_instances_go_with_their_nodes() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect_blocking()
+            .unwrap();
+        let discovery = ServiceDiscovery::new(&client, "/decoded").unwrap();
+        let decoded = |cache: &ServiceCache| {
+            cache
+                .shared
+                .decoded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len()
+        };
+        runtime::try_block_on(async {
+            // Read through `instances()` only.
+            let cache = ServiceCache::new(&discovery, "s").unwrap();
+            cache.start().await.unwrap();
+            assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+            churn(&client, &cache, 0).await;
+            assert!(cache.instances().is_empty());
+            assert_eq!(decoded(&cache), 0, "instances() kept the deleted nodes");
+            cache.close();
+
+            // Read by a listener only.
+            let cache = ServiceCache::new(&discovery, "s").unwrap();
+            let removed = Arc::new(AtomicUsize::new(0));
+            let r = removed.clone();
+            cache.listen(false, move |e| {
+                if e.kind == ServiceCacheEventKind::Removed {
+                    r.fetch_add(1, Ordering::SeqCst);
+                }
+            });
+            cache.start().await.unwrap();
+            assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+            churn(&client, &cache, 1).await;
+            let deadline = Instant::now() + WAIT;
+            while removed.load(Ordering::SeqCst) < 40 {
+                assert!(
+                    Instant::now() < deadline,
+                    "the listener heard every removal"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert_eq!(
+                decoded(&cache),
+                0,
+                "the listener's events kept the deleted nodes"
+            );
+            cache.close();
+        })
+        .unwrap();
+        client.close_blocking();
     }
 }

@@ -4,8 +4,9 @@
 //! flaps: a connection blip with the session intact deletes and re-creates nothing
 //! (Curator deletes and re-creates every instance on every reconnect, CURATOR-320); after a
 //! session expiry each instance is back exactly once; another live session's node with the same
-//! id is never deleted (`Conflict`); `unregister` is idempotent and works after a connection
-//! loss (CURATOR-617).
+//! id is never deleted (`Conflict`); `unregister` is idempotent and its delete is guaranteed:
+//! when it cannot be done for want of a connection, it goes on in the background after the
+//! reconnect (CURATOR-617).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -148,11 +149,15 @@ impl ServiceDiscovery {
     /// server: `base/name/id` (`id` + a 10-digit sequence number for DYNAMIC_SEQUENTIAL),
     /// ephemeral for the DYNAMIC types, persistent for STATIC and PERMANENT, parents as
     /// containers. Registering an id this discovery already registered updates it (and returns
-    /// the same registration).
+    /// the same registration), unless that registration ended in a conflict (its CONFLICT
+    /// event): the instance is then registered afresh, as a new registration (the old one is
+    /// over: `Closed`).
     ///
     /// Errors: `Conflict` when another live session (or a persistent node, for a DYNAMIC
     /// instance) holds the path: it is left untouched; `Timeout` if the node could not be made
     /// within the client's connection timeout; `InvalidArgument` for a bad name or id; `Closed`.
+    /// A register that fails leaves no node behind (a PERMANENT one included: only a
+    /// registration that succeeded outlives [`close`](Self::close)).
     pub async fn register(&self, instance: ServiceInstance) -> Result<Registration> {
         self.check_open()?;
         instance.validate()?;
@@ -171,11 +176,25 @@ impl ServiceDiscovery {
         self.check_open()?;
         let existing = self.registration(&key);
         if let Some(r) = existing {
-            r.update(instance)?;
-            return Ok(r);
+            match r.inner.node.conflict() {
+                None => {
+                    r.update(instance)?;
+                    return Ok(r);
+                }
+                Some(e) => {
+                    // It stopped on another session's node and never writes again: it is over.
+                    // Register afresh (`Conflict` again while that node is there).
+                    tracing::info!(path = %r.path(), error = %e, "registering again an instance whose registration ended in a conflict");
+                    self.forget(&key, &r);
+                    let _ = r.stop().await;
+                }
+            }
         }
         let path = self.path_for_instance(&instance.name, &instance.id);
         let ty = instance.service_type;
+        // Deleted on close until registered, whatever the type: a register that fails (or
+        // that close overtakes) must not leave a node nobody owns. A PERMANENT registration
+        // is kept on close only once it is in `registrations` (below).
         let node = PersistentNode::new(
             &self.inner.client,
             &path,
@@ -183,11 +202,6 @@ impl ServiceDiscovery {
             &self.json(&instance),
             false,
         )?;
-        let node = if ty == ServiceType::Permanent {
-            node.keep_on_close()
-        } else {
-            node
-        };
         node.start()?;
         let wait = self.inner.client.connection_timeout();
         match node.wait_for_initial_create(Some(wait)).await {
@@ -215,23 +229,23 @@ impl ServiceDiscovery {
                 unregistered: AtomicBool::new(false),
             }),
         };
-        self.lock().insert(key.clone(), registration.clone());
-        if self.inner.closed.load(Ordering::SeqCst) {
-            // Closed while this register ran: close may have emptied the map before the insert
-            // above, and would never stop this node.
-            let mine = {
-                let mut map = self.lock();
-                let mine = map
-                    .get(&key)
-                    .is_some_and(|r| Arc::ptr_eq(&r.inner, &registration.inner));
-                if mine {
-                    map.remove(&key);
+        let inserted = {
+            let mut map = self.lock();
+            // Under the map's lock: close marks itself closed before it takes the lock to
+            // empty the map, so either close finds this registration there (and stops it, or
+            // keeps it if PERMANENT: it is registered), or this sees close.
+            let open = !self.inner.closed.load(Ordering::SeqCst);
+            if open {
+                map.insert(key, registration.clone());
+                if ty == ServiceType::Permanent {
+                    registration.inner.node.set_delete_on_close(false);
                 }
-                mine
-            };
-            if mine {
-                let _ = registration.stop().await;
             }
+            open
+        };
+        if !inserted {
+            // Closed while this register ran: its node is deleted, whatever the type.
+            let _ = registration.stop().await;
             return Err(Error::Closed(
                 format!(
                     "register {}: service discovery {} was closed meanwhile",
@@ -254,6 +268,17 @@ impl ServiceDiscovery {
 
     fn registration(&self, key: &(String, String)) -> Option<Registration> {
         self.lock().get(key).cloned()
+    }
+
+    /// Removes `r` from the registrations (if it is still the one kept for `key`).
+    fn forget(&self, key: &(String, String), r: &Registration) {
+        let mut map = self.lock();
+        if map
+            .get(key)
+            .is_some_and(|m| Arc::ptr_eq(&m.inner, &r.inner))
+        {
+            map.remove(key);
+        }
     }
 
     /// The registrations this discovery keeps.
@@ -330,15 +355,27 @@ impl ServiceDiscovery {
     }
 
     /// Unregisters every instance this discovery registered but the PERMANENT ones (whose
-    /// nodes stay), and refuses further use. Closing twice is fine.
+    /// nodes stay; [`Registration::unregister`] still deletes one), all at once, and refuses
+    /// further use. Closing twice is fine.
+    ///
+    /// Errors: the first error an unregister met (`ConnectionLoss` when there was no
+    /// connection within the retry policy: every delete goes on in the background, see
+    /// [`Registration::unregister`]).
     pub async fn close(&self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         let all: Vec<Registration> = self.lock().drain().map(|(_, r)| r).collect();
+        // Each stop as its own task: they run at once (during an outage each waits out the
+        // retry policy), and go on if this close is given up.
+        let stops: Vec<_> = all
+            .into_iter()
+            .map(|r| runtime::spawn(async move { r.stop().await }))
+            .collect();
         let mut first = None;
-        for r in all {
-            if let Err(e) = r.stop().await {
+        for stop in stops {
+            let stopped = stop.await.map_err(crate::client::join_error);
+            if let Err(e) = stopped.and_then(|r| r) {
                 first.get_or_insert(e);
             }
         }
@@ -429,7 +466,8 @@ impl Registration {
     /// connected, else at the next reconnection. Returns at once.
     ///
     /// Errors: `InvalidArgument` when `instance` has another name, id or service type;
-    /// `Closed` once unregistered.
+    /// `Closed` once unregistered; `Conflict` once the registration ended in a conflict (its
+    /// CONFLICT event: nothing is written any more; register the instance again).
     pub fn update(&self, instance: ServiceInstance) -> Result<()> {
         instance.validate()?;
         let mut current = self
@@ -453,6 +491,12 @@ impl Registration {
                 format!("{} is unregistered", self.path()).into(),
             ));
         }
+        if let Some(e) = self.inner.node.conflict() {
+            return Err(e.context(format!(
+                "update {}: the registration ended in a conflict; register the instance again",
+                self.path()
+            )));
+        }
         self.inner
             .node
             .set_data(&self.inner.discovery.json(&instance))?;
@@ -462,7 +506,7 @@ impl Registration {
 
     /// Enables or disables the instance: a disabled one is never picked by a provider
     /// (Curator's `enabled`; written even in Curator's compatible mode, see
-    /// [`ServiceDiscovery::set_write_enabled`]).
+    /// [`ServiceDiscovery::set_write_enabled`]). Errors as [`update`](Self::update).
     pub fn set_enabled(&self, enabled: bool) -> Result<()> {
         let mut instance = self.instance();
         instance.enabled = enabled;
@@ -471,7 +515,8 @@ impl Registration {
 
     /// Adds a listener for the node's events: REGISTERED (made or found again), UNREGISTERED
     /// (gone: being made again), CONFLICT (another session took the id after our session
-    /// expired; left untouched, and this registration stops). Under the
+    /// expired; left untouched, and this registration stops: `update` fails with `Conflict`,
+    /// and registering the instance again tries afresh). Under the
     /// [`dispatch`](crate::dispatch) threading guarantee.
     pub fn add_listener(
         &self,
@@ -490,8 +535,14 @@ impl Registration {
         self.inner.node.wait_for_initial_create(timeout).await
     }
 
-    /// Deletes the node (our own node only; in the background until the server confirms, so it
-    /// works after a connection loss too, CURATOR-617) and stops keeping it. Idempotent.
+    /// Deletes the node and stops keeping it: our own node only (never another session's),
+    /// a create still waiting for its reply included, and a PERMANENT node too, even after
+    /// [`ServiceDiscovery::close`] left it. Calling it again is fine (`Ok`).
+    ///
+    /// The delete is guaranteed (Curator's `guaranteed()`, and CURATOR-617): when it cannot be
+    /// done now (no connection within the retry policy), the error is returned
+    /// (`ConnectionLoss`) and the delete goes on in the background, after the reconnect, until
+    /// it succeeds, the node is gone or no longer ours, or the client closes.
     pub async fn unregister(&self) -> Result<()> {
         let key = {
             let i = self
@@ -501,33 +552,32 @@ impl Registration {
                 .unwrap_or_else(|e| e.into_inner());
             (i.name.clone(), i.id.clone())
         };
-        {
-            let mut map = self.inner.discovery.lock();
-            if map
-                .get(&key)
-                .is_some_and(|r| Arc::ptr_eq(&r.inner, &self.inner))
-            {
-                map.remove(&key);
-            }
-        }
-        let permanent = self.instance().service_type == ServiceType::Permanent;
-        let path = self.path();
-        let first = !self.inner.unregistered.load(Ordering::SeqCst);
-        self.stop().await?;
-        if permanent && first {
-            // A PERMANENT node outlives `close`, not an explicit unregister.
-            self.inner.discovery.client().delete_ours(&path).await?;
-        }
-        Ok(())
+        self.inner.discovery.forget(&key, self);
+        // A PERMANENT node outlives `close`, not an explicit unregister.
+        self.inner.node.set_delete_on_close(true);
+        let stopped = self.stop().await;
+        // Stopped already by `close` (now or before), which may have kept it: delete it now.
+        let kept = self
+            .inner
+            .node
+            .delete_kept()
+            .await
+            .map_err(|e| e.context(format!("unregister {}", self.path())));
+        stopped.and(kept)
     }
 
-    /// Stops keeping the node: deleted unless PERMANENT.
+    /// Stops keeping the node: deleted unless PERMANENT and registered. Its error: the
+    /// delete's first try (it goes on in the background after a connection loss).
     async fn stop(&self) -> Result<()> {
         if self.inner.unregistered.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         tracing::info!(path = %self.path(), "service instance unregistered");
-        self.inner.node.close().await
+        self.inner
+            .node
+            .close_reporting()
+            .await
+            .map_err(|e| e.context(format!("unregister {}", self.path())))
     }
 
     /// [`unregister`](Self::unregister) for the blocking face.

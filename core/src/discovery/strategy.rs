@@ -1,12 +1,11 @@
 //! Picking an instance: Curator's provider strategies (round robin, random, sticky) and its
 //! down-instance policy, as plain logic over a list of candidates.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::ServiceInstance;
+use super::{ServiceInstance, ServiceType};
 use crate::{Error, Result};
 
 /// How a provider picks among the usable instances (Curator's `ProviderStrategy`s).
@@ -75,15 +74,76 @@ impl Default for DownInstancePolicy {
     }
 }
 
+/// What tells one registered instance from another, as Curator's `DownInstanceManager`
+/// does by instance equality: not the id alone, which DYNAMIC_SEQUENTIAL instances share
+/// (every `worker` process registers id `worker`), but the id with the address, ports and
+/// registration time, which only the same registration has. Unlike Curator's equality it
+/// leaves out what an update changes (payload, URI spec, enabled): an instance that is down
+/// stays down through an update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Identity {
+    name: String,
+    id: String,
+    address: Option<String>,
+    port: Option<i32>,
+    ssl_port: Option<i32>,
+    registration_time_utc: i64,
+    service_type: ServiceType,
+}
+
+impl Identity {
+    fn of(i: &ServiceInstance) -> Identity {
+        Identity {
+            name: i.name.clone(),
+            id: i.id.clone(),
+            address: i.address.clone(),
+            port: i.port,
+            ssl_port: i.ssl_port,
+            registration_time_utc: i.registration_time_utc,
+            service_type: i.service_type,
+        }
+    }
+
+    fn is(&self, i: &ServiceInstance) -> bool {
+        self.registration_time_utc == i.registration_time_utc
+            && self.id == i.id
+            && self.port == i.port
+            && self.ssl_port == i.ssl_port
+            && self.address == i.address
+            && self.name == i.name
+            && self.service_type == i.service_type
+    }
+}
+
+/// What errors were noted against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Noted {
+    /// One instance ([`Picker::note_error`]).
+    Instance(Identity),
+    /// Every instance with this id ([`Picker::note_error_id`]: the C face's
+    /// `zkr_service_provider_note_error`, which is given an id).
+    Id(String),
+}
+
+impl Noted {
+    fn is(&self, i: &ServiceInstance) -> bool {
+        match self {
+            Noted::Instance(identity) => identity.is(i),
+            Noted::Id(id) => *id == i.id,
+        }
+    }
+}
+
 /// The picking state of one provider.
 #[derive(Debug)]
 pub(crate) struct Picker {
     strategy: ProviderStrategy,
     policy: DownInstancePolicy,
     next: AtomicU64,
-    sticky: Mutex<Option<String>>,
-    /// Noted errors by instance id: when the first was noted, and how many.
-    errors: Mutex<HashMap<String, (Instant, u32)>>,
+    sticky: Mutex<Option<Identity>>,
+    /// Noted errors: against what, when the first was noted, and how many. Few (only those
+    /// noted within the policy's timeout), so looked through in turn.
+    errors: Mutex<Vec<(Noted, Instant, u32)>>,
 }
 
 impl Picker {
@@ -97,21 +157,31 @@ impl Picker {
             policy,
             next: AtomicU64::new(0),
             sticky: Mutex::new(None),
-            errors: Mutex::new(HashMap::new()),
+            errors: Mutex::new(Vec::new()),
         }
     }
 
-    pub(crate) fn note_error(&self, id: &str) {
-        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
-        Self::purge(&mut errors, self.policy.timeout);
-        errors
-            .entry(id.to_string())
-            .or_insert((Instant::now(), 0))
-            .1 += 1;
+    /// Notes an error with `instance` (that registration only).
+    pub(crate) fn note_error(&self, instance: &ServiceInstance) {
+        self.note(Noted::Instance(Identity::of(instance)))
     }
 
-    fn purge(errors: &mut HashMap<String, (Instant, u32)>, timeout: Duration) {
-        errors.retain(|_, (since, _)| since.elapsed() < timeout);
+    /// Notes an error with every instance whose id is `id`.
+    pub(crate) fn note_error_id(&self, id: &str) {
+        self.note(Noted::Id(id.to_string()))
+    }
+
+    fn note(&self, noted: Noted) {
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        Self::purge(&mut errors, self.policy.timeout);
+        match errors.iter_mut().find(|(n, ..)| *n == noted) {
+            Some((_, _, count)) => *count += 1,
+            None => errors.push((noted, Instant::now(), 1)),
+        }
+    }
+
+    fn purge(errors: &mut Vec<(Noted, Instant, u32)>, timeout: Duration) {
+        errors.retain(|(_, since, _)| since.elapsed() < timeout);
     }
 
     /// The usable instances of `all` (enabled, not down, passing `filter`), in id order.
@@ -126,9 +196,9 @@ impl Picker {
             all.into_iter()
                 .filter(|i| i.enabled)
                 .filter(|i| {
-                    errors
-                        .get(&i.id)
-                        .map_or(true, |(_, n)| *n < self.policy.error_threshold)
+                    !errors
+                        .iter()
+                        .any(|(noted, _, n)| *n >= self.policy.error_threshold && noted.is(i))
                 })
                 .collect()
         };
@@ -158,13 +228,13 @@ impl Picker {
             ProviderStrategy::Sticky => {
                 let mut sticky = self.sticky.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(kept) = sticky
-                    .as_deref()
-                    .and_then(|id| usable.iter().find(|i| i.id == id))
+                    .as_ref()
+                    .and_then(|kept| usable.iter().find(|i| kept.is(i)))
                 {
                     return Some(kept.clone());
                 }
                 let chosen = round_robin();
-                *sticky = Some(chosen.id.clone());
+                *sticky = Some(Identity::of(&chosen));
                 chosen
             }
         })
@@ -206,13 +276,13 @@ mod tests {
         for _ in 0..5 {
             assert_eq!(p.pick(&p.usable(all.clone(), None)).unwrap().id, first.id);
         }
-        p.note_error(&first.id);
+        p.note_error(&first);
         assert_eq!(
             p.pick(&p.usable(all.clone(), None)).unwrap().id,
             first.id,
             "one error: not down"
         );
-        p.note_error(&first.id);
+        p.note_error(&first);
         let usable = p.usable(all.clone(), None);
         assert!(usable.iter().all(|i| i.id != first.id), "two errors: down");
         assert_ne!(p.pick(&usable).unwrap().id, first.id);
@@ -233,12 +303,60 @@ mod tests {
                 error_threshold: 1,
             },
         );
-        p.note_error("a");
+        p.note_error_id("a");
         assert_eq!(p.usable(instances(&["a"]), None).len(), 1);
         assert_eq!(
             ProviderStrategy::from_name("Round-Robin").unwrap(),
             ProviderStrategy::RoundRobin
         );
         assert!(ProviderStrategy::from_name("fastest").is_err());
+    }
+
+    /// Review-discovery #6: DYNAMIC_SEQUENTIAL instances share their id (every `worker`
+    /// process registers `worker`); errors noted with one of them leave only that one out,
+    /// and a sticky provider keeps to that one registration. Errors noted by id (the C face)
+    /// still leave out every instance with the id.
+    #[test]
+    fn instances_that_share_an_id_go_down_one_at_a_time() {
+        let p = Picker::new(ProviderStrategy::Sticky, DownInstancePolicy::default());
+        let all: Vec<_> = ["10.0.0.1", "10.0.0.2"]
+            .iter()
+            .map(|address| {
+                let mut i = ServiceInstance::new("svc");
+                i.id = "q".to_string();
+                i.address = Some(address.to_string());
+                i.port = Some(8080);
+                i.service_type = ServiceType::DynamicSequential;
+                Arc::new(i)
+            })
+            .collect();
+        let first = p.pick(&p.usable(all.clone(), None)).unwrap();
+        let other = all.iter().find(|i| i.address != first.address).unwrap();
+        // An update (another payload) is the same registration.
+        let mut updated = (*first).clone();
+        updated.payload = Some(serde_json::json!({"load": 3}));
+        p.note_error(&first);
+        p.note_error(&updated);
+        let usable = p.usable(all.clone(), None);
+        let addresses: Vec<_> = usable.iter().map(|i| i.address.as_deref()).collect();
+        assert_eq!(
+            addresses,
+            [other.address.as_deref()],
+            "only the instance the errors were noted with is down"
+        );
+        assert_eq!(p.pick(&usable).unwrap().address, other.address);
+        for _ in 0..5 {
+            assert_eq!(
+                p.pick(&p.usable(all.clone(), None)).unwrap().address,
+                other.address,
+                "sticky keeps to one registration"
+            );
+        }
+        p.note_error_id("q");
+        p.note_error_id("q");
+        assert!(
+            p.usable(all, None).is_empty(),
+            "by id: every instance with it"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! (the only writer), which creates it, watches it, and creates it again after a delete, a
 //! reconnect or a new session.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -83,6 +84,16 @@ struct Shared {
     closing: watch::Sender<bool>,
     dispatcher: Dispatcher<PersistentNodeEvent>,
     last_error: Mutex<Option<Error>>,
+    /// Whether close deletes the node (false: it is left, see
+    /// [`PersistentNode::keep_on_close`]); read by the keeper as it ends.
+    delete_on_close: AtomicBool,
+    /// How the keeper's end went: `None` while it runs; then the first try of the delete on
+    /// close (a failure that says nothing about the next try is tried again in the background),
+    /// or `Ok` when there was nothing to delete or the node was kept. `Some(Ok)` before start.
+    ended: watch::Sender<Option<Result<()>>>,
+    /// What a keeper that kept the node on close left on the server, for
+    /// [`PersistentNode::delete_kept`].
+    kept: Mutex<Option<Remains>>,
 }
 
 impl Shared {
@@ -137,7 +148,9 @@ impl Shared {
 ///   removes it. A persistent-type node at the path is adopted, as Curator does — unless
 ///   ours is ephemeral (that is a conflict too).
 /// * [`close`](Self::close) deletes only our own node (ephemeral owner our session, or the
-///   czxid we created or adopted), at the version just read.
+///   czxid we created or adopted), at the version just read; as Curator's guaranteed delete,
+///   it goes on in the background when it cannot be done now (no connection), until it
+///   succeeds, the node is gone or no longer ours, or the client closes.
 /// * a sequential (and protected) node is created again at the path it first got, never as a
 ///   new sequential node, so re-creates never pile up (CURATOR-190); a protected first create
 ///   whose reply is lost finds its node again.
@@ -151,7 +164,6 @@ pub struct PersistentNode {
     mode: CreateMode,
     ttl: Option<Duration>,
     protected: bool,
-    delete_on_close: bool,
     shared: Arc<Shared>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -221,7 +233,6 @@ impl PersistentNode {
             mode,
             ttl,
             protected,
-            delete_on_close: true,
             shared: Arc::new(Shared {
                 path: path.to_string(),
                 life: Lifecycle::new("PersistentNode", path),
@@ -236,6 +247,9 @@ impl PersistentNode {
                 closing: watch::channel(false).0,
                 dispatcher: Dispatcher::new(),
                 last_error: Mutex::new(None),
+                delete_on_close: AtomicBool::new(true),
+                ended: watch::channel(Some(Ok(()))).0,
+                kept: Mutex::new(None),
             }),
             task: Mutex::new(None),
         })
@@ -243,9 +257,16 @@ impl PersistentNode {
 
     /// Leaves the node on the server when closed (Curator's PersistentTtlNode overrides
     /// `deleteNode` the same way).
-    pub(crate) fn keep_on_close(mut self) -> Self {
-        self.delete_on_close = false;
+    pub(crate) fn keep_on_close(self) -> Self {
+        self.set_delete_on_close(false);
         self
+    }
+
+    /// Whether close deletes the node (the default) or leaves it: may change until the keeper
+    /// ends (it reads this as it ends). A kept node can still be deleted after close with
+    /// [`delete_kept`](Self::delete_kept).
+    pub(crate) fn set_delete_on_close(&self, yes: bool) {
+        self.shared.delete_on_close.store(yes, Ordering::SeqCst);
     }
 
     /// The path given at construction.
@@ -264,12 +285,12 @@ impl PersistentNode {
     /// Errors: `InvalidArgument` when started twice; `Closed` after close or on a closed client.
     pub fn start(&self) -> Result<()> {
         self.shared.life.start(&self.client)?;
+        self.shared.ended.send_replace(None);
         let keeper = Keeper {
             client: self.client.clone(),
             mode: self.mode,
             ttl: self.ttl,
             protected: self.protected.then(ProtectedId::new),
-            delete_on_close: self.delete_on_close,
             shared: self.shared.clone(),
             ours: None,
             written: None,
@@ -360,6 +381,15 @@ impl PersistentNode {
         Ok(())
     }
 
+    /// The conflict that stopped the node (another session's node at the path, left
+    /// untouched), if one did: the node never writes again.
+    pub(crate) fn conflict(&self) -> Option<Error> {
+        match &self.shared.status.borrow().initial {
+            Initial::Failed(e @ Error::Conflict(_)) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
     /// The last error the background task met (it keeps retrying), if any.
     pub fn last_error(&self) -> Option<Error> {
         self.shared
@@ -385,17 +415,74 @@ impl PersistentNode {
 
     /// Stops keeping the node and deletes it (our own node only, at the version just read;
     /// a PersistentTtlNode's container stays). A create still waiting for its reply is waited
-    /// for, and the node it made is deleted too. Closing twice, or an unstarted node, is fine.
+    /// for, and the node it made is deleted too. The delete is Curator's guaranteed delete:
+    /// when it fails for want of a connection (the retry policy gave up), close returns all
+    /// the same and the delete goes on in the background until it succeeds, the node is gone
+    /// or no longer ours, or the client closes. Closing twice, or an unstarted node, is fine.
     pub async fn close(&self) -> Result<()> {
+        self.shut().await.map(drop)
+    }
+
+    /// [`close`](Self::close), returning how the delete's first try went: its error when it
+    /// failed (a failure that says nothing about the next try goes on in the background).
+    pub(crate) async fn close_reporting(&self) -> Result<()> {
+        self.shut().await?
+    }
+
+    /// Closes: `Err` if the keeper panicked, else the first try of the delete on close.
+    async fn shut(&self) -> Result<Result<()>> {
         self.shared.life.close();
         self.shared.status.send_modify(|s| s.registered = false);
         self.shared.closing.send_replace(true);
         self.shared.dispatcher.clear();
         let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            task.await.map_err(crate::client::join_error)?;
+        let Some(mut task) = task else {
+            return Ok(Ok(()));
+        };
+        // The keeper reports the delete's first try and may go on (in the background) after.
+        let mut ended = self.shared.ended.subscribe();
+        let first = async move {
+            ended
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|e| e.clone())
+        };
+        tokio::select! {
+            first = first => Ok(first.unwrap_or(Ok(()))),
+            joined = &mut task => {
+                joined.map_err(crate::client::join_error)?;
+                Ok(self.shared.ended.borrow().clone().unwrap_or(Ok(())))
+            }
         }
-        Ok(())
+    }
+
+    /// After [`close`](Self::close) (by anyone, finished or not) of a node kept on close:
+    /// deletes the node the keeper left, as close would have (our own node only; a create
+    /// still out is waited for; the guaranteed delete). Returns the first try's outcome;
+    /// `Ok` when nothing was left (close deleted it, or there was none). Waits for the keeper
+    /// to end, so it must not be called on a node that is not closed.
+    pub(crate) async fn delete_kept(&self) -> Result<()> {
+        let mut ended = self.shared.ended.subscribe();
+        let _ = ended.wait_for(Option::is_some).await.map(drop);
+        let kept = self
+            .shared
+            .kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(kept) = kept else {
+            return Ok(());
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let client = self.client.clone();
+        runtime::spawn(async move {
+            kept.delete(&client, move |r| {
+                let _ = tx.send(r);
+            })
+            .await
+        });
+        rx.await.unwrap_or(Ok(()))
     }
 
     /// [`close`](Self::close) for the blocking face.
@@ -444,7 +531,6 @@ struct Keeper {
     mode: CreateMode,
     ttl: Option<Duration>,
     protected: Option<ProtectedId>,
-    delete_on_close: bool,
     shared: Arc<Shared>,
     ours: Option<Ours>,
     /// The data generation last written to the node (`None`: none written yet).
@@ -460,8 +546,49 @@ struct Keeper {
     unsure: bool,
 }
 
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        // However it ended (a conflict, a closed client, a panic): it has.
+        self.shared.ended.send_if_modified(|e| {
+            let unset = e.is_none();
+            if unset {
+                *e = Some(Ok(()));
+            }
+            unset
+        });
+    }
+}
+
 impl Keeper {
     async fn run(mut self) {
+        if !self.keep().await {
+            return;
+        }
+        let remains = Remains {
+            pending: self.pending.take(),
+            ours: self.ours.take(),
+            unsure: self.unsure,
+            ephemeral: self.mode.is_ephemeral(),
+            protected: self.protected.take(),
+            parent: path::parent(&self.shared.path).to_string(),
+        };
+        if self.shared.delete_on_close.load(Ordering::SeqCst) {
+            let shared = self.shared.clone();
+            remains
+                .delete(&self.client, move |r| {
+                    shared.ended.send_replace(Some(r));
+                })
+                .await;
+        } else {
+            // Kept before `ended` is set: `delete_kept` waits for `ended`, then takes it.
+            *self.shared.kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(remains);
+            self.shared.ended.send_replace(Some(Ok(())));
+        }
+    }
+
+    /// Keeps the node until close (`true`: what is left is deleted or kept), a conflict or a
+    /// closed client (`false`: nothing to do).
+    async fn keep(&mut self) -> bool {
         let mut closing = self.shared.closing.subscribe();
         let mut states = self.client.subscribe_events();
         let mut backoff = Duration::from_millis(50);
@@ -487,9 +614,9 @@ impl Keeper {
                     });
                     // Never touch it: wait for close only.
                     let _ = closing.wait_for(|c| *c).await;
-                    return;
+                    return false;
                 }
-                Err(Error::Closed(_)) => return,
+                Err(Error::Closed(_)) => return false,
                 Err(e) => {
                     if !(e.is_retryable()
                         || matches!(e, Error::Timeout(_) | Error::SessionExpired(_)))
@@ -538,18 +665,7 @@ impl Keeper {
                 }
             }
         }
-        if self.delete_on_close {
-            // A create cut off by close may still be applied: wait for its answer, so that
-            // what it made is known and deleted (Curator deletes a node whose create completes
-            // after close), not left behind.
-            if let Some(task) = self.pending.take() {
-                if let Ok(Ok((path, czxid))) = task.await {
-                    self.ours = Some(Ours { path, czxid });
-                    self.unsure = false;
-                }
-            }
-            self.delete_ours().await;
-        }
+        true
     }
 
     /// Sends a create as its own task and waits for it. The pass that waits may be dropped
@@ -729,22 +845,110 @@ impl Keeper {
         self.unsure = false;
         self.written = Some(generation);
     }
+}
 
-    /// Deletes our node: only if it is still ours (ephemeral owner our session, or the czxid
-    /// we made or adopted, or, for a persistent mode after a create whose outcome was not read
-    /// back, a persistent node at our path: the reconcile pass adopts those), at the version
-    /// just read.
-    async fn delete_ours(&mut self) {
-        let Some(ours) = self.ours.clone() else {
-            if let Some(id) = &self.protected {
-                let _ = id.cleanup(&self.client, path::parent(&self.shared.path));
+/// What a keeper leaves as it ends: the node it made or adopted, and a create still out.
+struct Remains {
+    /// A create sent and not answered yet (see [`Keeper::send_create`]).
+    pending: Option<JoinHandle<Result<(String, i64)>>>,
+    ours: Option<Ours>,
+    /// See [`Keeper::unsure`].
+    unsure: bool,
+    ephemeral: bool,
+    protected: Option<ProtectedId>,
+    /// The node's parent (for a protected create's cleanup).
+    parent: String,
+}
+
+impl Remains {
+    /// Deletes what the keeper left, telling `first` how the first try went. A create cut
+    /// off by close may still be applied: its answer is waited for, so that what it made is
+    /// known and deleted (Curator deletes a node whose create completes after close), not left
+    /// behind. Then Curator's guaranteed delete of our own node ([`Doomed::delete`]).
+    async fn delete(mut self, client: &Client, first: impl FnOnce(Result<()>)) {
+        if let Some(task) = self.pending.take() {
+            if let Ok(Ok((path, czxid))) = task.await {
+                self.ours = Some(Ours { path, czxid });
+                self.unsure = false;
             }
-            return;
+        }
+        let Some(ours) = self.ours else {
+            if let Some(id) = &self.protected {
+                let _ = id.cleanup(client, &self.parent);
+            }
+            return first(Ok(()));
         };
-        let p = ours.path.as_str();
-        let adopt = self.unsure && !self.mode.is_ephemeral();
-        let result = self
-            .client
+        let doomed = Doomed {
+            adopt: self.unsure && !self.ephemeral,
+            path: ours.path,
+            czxid: ours.czxid,
+        };
+        doomed.delete(client, first).await
+    }
+}
+
+/// Our node, to delete: only if it is still ours (ephemeral owner our session, or the czxid
+/// we made or adopted, or, for a persistent mode after a create whose outcome was not read
+/// back, a persistent node at our path: the reconcile pass adopts those), at the version just
+/// read.
+struct Doomed {
+    path: String,
+    czxid: i64,
+    adopt: bool,
+}
+
+impl Doomed {
+    /// Curator's guaranteed delete: one try under the retry policy, whose outcome `first`
+    /// hears; after a failure that says nothing about the next try (no connection, a timeout,
+    /// a session expiry), tries again in the background until the node is deleted, gone or no
+    /// longer ours, or the client closes.
+    async fn delete(self, client: &Client, first: impl FnOnce(Result<()>)) {
+        let p = self.path.as_str();
+        let later = |e: &Error| {
+            e.is_retryable() || matches!(e, Error::Timeout(_) | Error::SessionExpired(_))
+        };
+        match self.try_once(client).await {
+            // A closed client deletes nothing more (its ephemeral nodes go with it).
+            Ok(()) | Err(Error::Closed(_)) => return first(Ok(())),
+            Err(e) if !later(&e) => {
+                tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close");
+                return first(Err(e.context(format!("delete {p}"))));
+            }
+            Err(e) => {
+                tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close yet; trying again in the background");
+                first(Err(e.context(format!(
+                    "delete {p} (tried again in the background until it is gone)"
+                ))));
+            }
+        }
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = client.closed() => return,
+            }
+            match self.try_once(client).await {
+                Ok(()) => {
+                    tracing::info!(node = %p, "persistent node: deleted in the background after close");
+                    return;
+                }
+                Err(Error::Closed(_)) => return,
+                Err(e) if later(&e) => {
+                    tracing::debug!(node = %p, retry_in = ?backoff, error = %e, "persistent node: delete on close: retrying in the background");
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    tracing::warn!(node = %p, error = %e, "persistent node: delete on close gave up");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One try, under the retry policy: `Ok` once the node is deleted, gone, or not ours.
+    async fn try_once(&self, client: &Client) -> Result<()> {
+        let (p, czxid, adopt) = (self.path.as_str(), self.czxid, self.adopt);
+        client
             .retry(|s: Session| async move {
                 loop {
                     let Some(stat) = s.exists(p).await? else {
@@ -753,10 +957,10 @@ impl Keeper {
                     let mine = if stat.ephemeral_owner != 0 {
                         s.owns(&stat)
                     } else {
-                        adopt || (ours.czxid != 0 && stat.czxid == ours.czxid)
+                        adopt || (czxid != 0 && stat.czxid == czxid)
                     };
                     if !mine {
-                        if ours.czxid != 0 {
+                        if czxid != 0 {
                             tracing::warn!(node = %p, "persistent node: not deleted on close, it is no longer ours");
                         }
                         return Ok(());
@@ -768,12 +972,6 @@ impl Keeper {
                     }
                 }
             })
-            .await;
-        match result {
-            Ok(()) | Err(Error::Closed(_)) => {}
-            Err(e) => {
-                tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close")
-            }
-        }
+            .await
     }
 }
