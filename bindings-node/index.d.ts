@@ -197,8 +197,9 @@ export interface ConnectOptions {
 
 /**
  * A PEM input: a file path (read again at each new connection, so a rotated certificate is
- * used from the next reconnection on), PEM text (a string beginning with `-----BEGIN`), or a
- * Buffer of PEM text.
+ * used from the next reconnection on), PEM text (a string holding `-----BEGIN` anywhere or a
+ * line break: text such as OpenSSL's `Bag Attributes` may come first), or a Buffer /
+ * Uint8Array, always PEM text (UTF-8). Errors never show PEM text.
  */
 export type Pem = string | Buffer | Uint8Array;
 

@@ -76,10 +76,14 @@ function aclList(what, acl) {
   });
 }
 
-/** A PEM option: a string (a path, or PEM text beginning with -----BEGIN) or a Buffer of PEM text. */
+/**
+ * A PEM option: a string (a path, or PEM text when it holds -----BEGIN anywhere or a line break)
+ * or a Buffer / Uint8Array, always PEM text (UTF-8; the native layer checks it).
+ */
 function pem(what, v) {
   if (v === undefined || v === null) return undefined;
-  if (Buffer.isBuffer(v) || v instanceof Uint8Array) return Buffer.from(v).toString('utf8');
+  if (Buffer.isBuffer(v)) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   return args.string(what, v);
 }
 

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use napi::bindgen_prelude::{BigInt, Buffer, FnArgs, Function, Object};
+use napi::bindgen_prelude::{BigInt, Buffer, Either, FnArgs, Function, Object};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -58,15 +58,16 @@ pub struct AclOptions {
     pub id: String,
 }
 
-/// TLS options (`lib/client.js` turns Buffers into PEM text): each PEM a path or PEM text.
+/// TLS options: each PEM a string (a path, or PEM text by the core's rule, `Pem::from_arg`) or
+/// a Buffer (always PEM text).
 #[napi(object)]
 pub struct TlsOptionsJs {
     /// The CA that signs the servers' certificates (default: the system's trust store).
-    pub ca: Option<String>,
+    pub ca: Option<Either<String, Buffer>>,
     /// The client certificate.
-    pub cert: Option<String>,
+    pub cert: Option<Either<String, Buffer>>,
     /// The client certificate's private key.
-    pub key: Option<String>,
+    pub key: Option<Either<String, Buffer>>,
     /// Whether the server's certificate must name its host (default true).
     pub verify_hostname: Option<bool>,
     /// Whether every host speaks TLS (default true; false: only `tcp+tls://` hosts).
@@ -239,6 +240,17 @@ pub fn check_retry_policy(env: Env, retry: RetryOptions) -> napi::Result<()> {
     })
 }
 
+/// A PEM option: a string is a path or PEM text by the core's rule (`Pem::from_arg`); a Buffer
+/// is always PEM text. Errors never show the value (it may be a private key).
+fn pem(what: &str, v: Either<String, Buffer>) -> CoreResult<Pem> {
+    match v {
+        Either::A(s) => Ok(Pem::from_arg(s)),
+        Either::B(bytes) => String::from_utf8(bytes.to_vec())
+            .map(Pem::text)
+            .map_err(|_| invalid(format!("{what}: a PEM Buffer must be UTF-8 text"))),
+    }
+}
+
 fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreResult<ClientBuilder> {
     let mut b = ClientBuilder::new(hosts);
     if let Some(ms) = o.session_timeout_ms {
@@ -289,13 +301,13 @@ fn builder(hosts: String, o: ConnectOptions, acl_fn: Option<AclTsfn>) -> CoreRes
             .verify_hostname(t.verify_hostname.unwrap_or(true))
             .every_host(t.every_host.unwrap_or(true));
         if let Some(ca) = t.ca {
-            tls = tls.ca(Pem::from_arg(ca));
+            tls = tls.ca(pem("tls.ca", ca)?);
         }
         if let Some(cert) = t.cert {
-            tls = tls.cert(Pem::from_arg(cert));
+            tls = tls.cert(pem("tls.cert", cert)?);
         }
         if let Some(key) = t.key {
-            tls = tls.key(Pem::from_arg(key));
+            tls = tls.key(pem("tls.key", key)?);
         }
         b = b.tls(tls);
     }

@@ -137,3 +137,38 @@ test('SASL users authenticate; refusals are ZKR_AUTH_FAILED at once', async () =
     assert.ok(Date.now() - started < 30000, `${words}: retried?`);
   }
 });
+
+// Review-secure #3: PEM text with text before its first -----BEGIN (OpenSSL's Bag Attributes)
+// was taken for a path: refused, with the private key in the error message.
+test('PEM with a preamble connects; key material is never echoed', async () => {
+  const m = mtls.tls;
+  const preamble = 'Bag Attributes\n    localKeyID: 01 00 00 00\nKey Attributes: <No Attributes>\n';
+  const keyText = preamble + fs.readFileSync(m.clientKey, 'utf8');
+  const certBuffer = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), fs.readFileSync(m.clientCert)]);
+  const acl = [{ perms: ['ALL'], scheme: 'auth', id: '' }];
+  for (const [name, key] of [['buffer', Buffer.from(keyText)], ['uint8array', new Uint8Array(Buffer.from(keyText))], ['string', keyText]]) {
+    const c = await connect(mtls.secureConnectString, { tls: { ca: m.ca, cert: certBuffer, key }, acl });
+    try {
+      await c.create(`/node-preamble-${name}`);
+      assert.deepEqual((await c.getAcl(`/node-preamble-${name}`)).acl, [{ perms: 31, scheme: 'x509', id: m.clientX509Id }]);
+    } finally {
+      await c.close();
+    }
+  }
+  // A Buffer is PEM text whatever it holds, a string with a line break too: never a path, never shown.
+  for (const key of [Buffer.from('SECRET-MARKER'), 'SECRET-MARKER\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49', Buffer.from('SECRET-MARKER\n')]) {
+    await assert.rejects(
+      Client.connect('127.0.0.1:1', { connectionTimeoutMs: 30000, tls: { ca: m.ca, cert: m.clientCert, key } }),
+      (e) => {
+        assert.equal(e.code, 'ZKR_INVALID_ARGUMENT', e.message);
+        assert.doesNotMatch(e.message, /SECRET/);
+        assert.match(e.message, /TLS client/);
+        return true;
+      },
+    );
+  }
+  await assert.rejects(
+    Client.connect('127.0.0.1:1', { connectionTimeoutMs: 30000, tls: { ca: m.ca, cert: m.clientCert, key: Buffer.from([0xff, 0xfe]) } }),
+    code('ZKR_INVALID_ARGUMENT', /tls\.key: a PEM Buffer must be UTF-8 text/),
+  );
+});

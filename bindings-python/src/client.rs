@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use zkrecipes::client::{validate_connect_string, Acl, Permission};
 use zkrecipes::client::{NodeEvent, Watch};
 use zkrecipes::{
@@ -173,22 +173,51 @@ fn acl_specs(acl: Vec<Acl>) -> Vec<(u32, String, String)> {
         .collect()
 }
 
-/// TLS options as Python hands them over: `(ca, cert, key, verify_hostname, every_host)`, each
-/// PEM a path or PEM text.
-type TlsSpec = (Option<Text>, Option<Text>, Option<Text>, bool, bool);
+/// A PEM option as `zkrecipes.TlsOptions` hands it over: `bytes`, always PEM text, or a `str`,
+/// a path or PEM text by the core's rule (`Pem::from_arg`). Errors never show the value (it may
+/// be a private key).
+struct PemArg(Pem);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for PemArg {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let py = obj.py();
+        if let Ok(bytes) = obj.cast::<PyBytes>() {
+            return String::from_utf8(bytes.as_bytes().to_vec())
+                .map(|text| PemArg(Pem::text(text)))
+                .map_err(|_| errors::invalid(py, "PEM bytes must be UTF-8 text"));
+        }
+        let Ok(text) = obj.cast::<PyString>() else {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "a PEM option must be a path (str) or PEM text (str or bytes)",
+            ));
+        };
+        match text.to_cow() {
+            Ok(text) => Ok(PemArg(Pem::from_arg(text.into_owned()))),
+            Err(_) => Err(errors::invalid(
+                py,
+                "a PEM option is not valid Unicode text (it has a lone surrogate)",
+            )),
+        }
+    }
+}
+
+/// TLS options as Python hands them over: `(ca, cert, key, verify_hostname, every_host)`.
+type TlsSpec = (Option<PemArg>, Option<PemArg>, Option<PemArg>, bool, bool);
 
 fn tls_options((ca, cert, key, verify, every_host): TlsSpec) -> TlsOptions {
     let mut tls = TlsOptions::new()
         .verify_hostname(verify)
         .every_host(every_host);
-    if let Some(ca) = ca {
-        tls = tls.ca(Pem::from_arg(String::from(ca)));
+    if let Some(PemArg(ca)) = ca {
+        tls = tls.ca(ca);
     }
-    if let Some(cert) = cert {
-        tls = tls.cert(Pem::from_arg(String::from(cert)));
+    if let Some(PemArg(cert)) = cert {
+        tls = tls.cert(cert);
     }
-    if let Some(key) = key {
-        tls = tls.key(Pem::from_arg(String::from(key)));
+    if let Some(PemArg(key)) = key {
+        tls = tls.key(key);
     }
     tls
 }

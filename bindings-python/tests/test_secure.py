@@ -155,3 +155,48 @@ def test_asyncio_connect_over_tls(mtls: TestingServer) -> None:
             await c.close_async()
 
     assert asyncio.run(main()) == b"a"
+
+
+def test_pem_text_with_a_preamble_and_key_material_never_echoed(mtls: TestingServer) -> None:
+    """Review-secure #3: PEM text with text before its first ``-----BEGIN`` (OpenSSL's ``Bag
+    Attributes``) was taken for a path, refused, and the key shown in the error."""
+    m = mtls.tls
+    assert m is not None
+    preamble = b"Bag Attributes\n    localKeyID: 01 00 00 00\nKey Attributes: <No Attributes>\n"
+    with open(m.client_key, "rb") as f:
+        key_bytes = preamble + f.read()
+    with open(m.client_cert, "rb") as f:
+        cert_bytes = b"\xef\xbb\xbf" + f.read()  # a UTF-8 byte order mark
+    for key in (key_bytes, key_bytes.decode("utf-8")):
+        tls = zkrecipes.TlsOptions(ca=m.ca, cert=cert_bytes, key=key)
+        with connect(secure(mtls), tls=tls, acl=zkrecipes.CREATOR_ALL_ACL) as c:
+            path = f"/py-preamble-{type(key).__name__}"
+            c.create(path, b"")
+            assert c.get_acl(path)[0] == [zkrecipes.Acl(zkrecipes.Perms.ALL, "x509", m.client_x509_id)]
+    # Bytes are PEM text, whatever they hold; a str with a line break too: never a path, never shown.
+    for bad in (b"SECRET-MARKER", "SECRET-MARKER\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49", b"SECRET-MARKER\n"):
+        tls = zkrecipes.TlsOptions(ca=m.ca, cert=m.client_cert, key=bad)
+        assert "SECRET" not in repr(tls)
+        with pytest.raises(zkrecipes.InvalidArgumentError) as raised:
+            zkrecipes.Client("127.0.0.1:1", connection_timeout=30.0, tls=tls).start()
+        assert "SECRET" not in str(raised.value), raised.value
+        assert "TLS client" in str(raised.value), raised.value
+
+
+def test_secrets_stay_out_of_repr_and_errors() -> None:
+    """Review-secure #4: TlsOptions' repr showed the key; a credential with a lone surrogate was
+    echoed in the error."""
+    key = "-----BEGIN PRIVATE KEY-----\nKEYSECRET\n-----END PRIVATE KEY-----\n"
+    for tls in (
+        zkrecipes.TlsOptions(ca="/etc/zk/ca.pem", cert="/etc/zk/client.pem", key=key),
+        zkrecipes.TlsOptions(key=key.encode()),
+        zkrecipes.TlsOptions(key="KEYSECRET" * 10),
+    ):
+        shown = repr(tls)
+        assert "KEYSECRET" not in shown and "BEGIN PRIVATE" not in shown, shown
+    shown = repr(zkrecipes.TlsOptions(ca="/etc/zk/ca.pem", key=key))
+    assert "'/etc/zk/ca.pem'" in shown and "<PEM text, " in shown, shown
+    with pytest.raises(zkrecipes.InvalidArgumentError) as raised:
+        zkrecipes.Client("127.0.0.1:1", auth=("digest", "alice:S3CRET\udcff"))
+    assert "S3CRET" not in str(raised.value) and "udcff" not in str(raised.value), raised.value
+    assert "digest" in str(raised.value), raised.value

@@ -119,14 +119,19 @@ pub struct Global {
     )]
     pub tls_cert: Option<String>,
 
-    /// The client certificate's private key (PEM: PKCS#8, RSA or EC; unencrypted)
+    /// The client certificate's private key (PEM: PKCS#8, RSA or EC; unencrypted): a file
+    /// path. PEM text only through ZKR_TLS_KEY, never on the command line (other users of the
+    /// machine see command lines)
     #[arg(
         long,
         env = "ZKR_TLS_KEY",
-        value_name = "PEM",
+        value_name = "FILE",
         global = true,
         requires = "tls_cert",
         hide_env_values = true,
+        // Key text starting with `-----BEGIN` reaches `connect::tls_options`, which refuses it
+        // without repeating it (clap's "unexpected argument" error would print it).
+        allow_hyphen_values = true,
         help_heading = "Secure connections"
     )]
     pub tls_key: Option<String>,

@@ -40,7 +40,7 @@ fn builder(global: &Global) -> Result<ClientBuilder, Failure> {
     if let Some(auth) = &global.auth {
         b = b.auth("digest", auth.as_bytes());
     }
-    if let Some(tls) = tls_options(global) {
+    if let Some(tls) = tls_options(global)? {
         b = b.tls(tls);
     }
     if let Some(user) = &global.sasl_user {
@@ -56,23 +56,34 @@ fn builder(global: &Global) -> Result<ClientBuilder, Failure> {
     Ok(b)
 }
 
-/// TLS from the `--tls*` options (each PEM option a file or PEM text), if any asks for it.
-fn tls_options(global: &Global) -> Option<TlsOptions> {
+/// TLS from the `--tls*` options (each PEM option a file or PEM text; the key's text only from
+/// `ZKR_TLS_KEY`), if any asks for it.
+fn tls_options(global: &Global) -> Result<Option<TlsOptions>, Failure> {
     let wanted = global.tls
         || global.tls_ca.is_some()
         || global.tls_cert.is_some()
         || global.tls_no_verify_hostname;
     if !wanted {
-        return None;
+        return Ok(None);
     }
     let mut tls = TlsOptions::new().verify_hostname(!global.tls_no_verify_hostname);
     if let Some(ca) = &global.tls_ca {
         tls = tls.ca(Pem::from_arg(ca.clone()));
     }
     if let (Some(cert), Some(key)) = (&global.tls_cert, &global.tls_key) {
-        tls = tls.identity(Pem::from_arg(cert.clone()), Pem::from_arg(key.clone()));
+        let key_pem = Pem::from_arg(key.clone());
+        // Command lines are visible to every user of the machine (ps, /proc/*/cmdline): a key's
+        // text is taken from the environment only. A value equal to ZKR_TLS_KEY came from there
+        // (clap reads it when --tls-key is absent).
+        let from_env = std::env::var("ZKR_TLS_KEY").is_ok_and(|env| env == *key);
+        if matches!(key_pem, Pem::Text(_)) && !from_env {
+            return Err(Failure::usage(
+                "--tls-key takes a file path, not the key's PEM text: a command line is visible to every user of the machine; put the key in a file (readable by you alone), or its text in ZKR_TLS_KEY",
+            ));
+        }
+        tls = tls.identity(Pem::from_arg(cert.clone()), key_pem);
     }
-    Some(tls)
+    Ok(Some(tls))
 }
 
 /// The SASL password: `ZKR_SASL_PASSWORD`, or the first line of `--sasl-password-file`.
@@ -128,4 +139,69 @@ pub async fn close(client: &Client) {
 /// The session id as ZooKeeper's tools print it.
 pub fn session_hex(id: i64) -> String {
     format!("0x{:x}", id)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Cli;
+    use crate::exit::USAGE;
+
+    /// A private key's text on the command line is refused before anything connects, without
+    /// repeating it (`-----BEGIN...` as its own argument, which clap used to refuse showing it,
+    /// or after `=`); a path is taken.
+    #[test]
+    fn a_key_on_the_command_line_must_be_a_path() {
+        let key = "-----BEGIN PRIVATE KEY-----\nSECRET-MARKER\n-----END PRIVATE KEY-----\n";
+        // (ZKR_TLS_KEY is never set to this text in a test run: the value comes from argv.)
+        let with_equals = format!("--tls-key={key}");
+        for argv in [
+            vec![
+                "zkr",
+                "--server",
+                "127.0.0.1:1",
+                "--tls-cert",
+                "/c.pem",
+                "--tls-key",
+                key,
+            ],
+            vec![
+                "zkr",
+                "--server",
+                "127.0.0.1:1",
+                "--tls-cert",
+                "/c.pem",
+                &with_equals,
+            ],
+        ] {
+            let cli = Cli::try_parse_from(argv.into_iter().chain(["counter", "/c", "get"]))
+                .unwrap_or_else(|e| panic!("{}", e.kind()));
+            let e = check(&cli.global).unwrap_err();
+            assert_eq!(e.code, USAGE, "{}", e.message);
+            assert!(
+                e.message.contains("--tls-key takes a file path"),
+                "{}",
+                e.message
+            );
+            assert!(!e.message.contains("SECRET-MARKER"), "{}", e.message);
+        }
+        let mut cli = Cli::try_parse_from([
+            "zkr",
+            "--tls-cert",
+            "/c.pem",
+            "--tls-key",
+            "/k.pem",
+            "counter",
+            "/c",
+            "get",
+        ])
+        .unwrap();
+        // Text without a -----BEGIN line is text too (a line break: no path has one).
+        cli.global.tls_key = Some("Bag Attributes\nSECRET-MARKER".into());
+        assert_eq!(check(&cli.global).unwrap_err().code, USAGE);
+        cli.global.tls_key = Some("/etc/zk/client.key".into());
+        check(&cli.global).unwrap();
+    }
 }

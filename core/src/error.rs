@@ -190,7 +190,9 @@ kinds! {
     /// Authentication failed: the server refused the SASL credentials (wrong password, unknown
     /// user), requires SASL and none is configured, or a TLS peer's certificate was refused
     /// (the server's by us, or ours by the server). Returned from connect and never retried;
-    /// a session refused later ends LOST with this reason.
+    /// a session refused later ends LOST with this reason: for good for SASL, while a new
+    /// session after LOST that is refused for a TLS certificate is tried again until one is
+    /// accepted (`Client::failure`).
     AuthFailed = 204, "AUTH_FAILED";
     /// The server said the node does not exist.
     NoNode = 300, "NO_NODE";

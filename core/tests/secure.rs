@@ -514,3 +514,266 @@ async fn a_reconnection_with_watches_on_a_sasl_required_server_stays_authenticat
     assert_eq!(event.path, "/w");
     c.close().await;
 }
+
+/// Copies `from` over `to` atomically (a temporary file, then a rename), as a rotation job does.
+fn install_file(from: &Path, to: &Path) {
+    let tmp = to.with_extension("tmp");
+    std::fs::copy(from, &tmp).unwrap();
+    std::fs::rename(&tmp, to).unwrap();
+}
+
+/// Waits (bounded) until `f` returns true.
+async fn eventually(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Review-secure #1: after LOST, every server refusing a certificate (here ours, expired
+/// before the rotation job replaced it) used to end the client for good. Java and Curator keep
+/// trying; so does the client now, reading the files again for each attempt, and a new session
+/// opens once a valid certificate is on disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_refused_after_lost_is_retried_until_a_renewed_one_is_accepted() {
+    let server =
+        TestingServer::start_secure(Security::new().tls(ClientAuth::Need).x509_identities(true));
+    let m = server.tls().unwrap();
+    let dir = m.dir.join("renewed-after-lost");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("client.pem"), dir.join("client.key"));
+    let install = |who: ClientIdentity| {
+        install_file(m.key(who), &key);
+        install_file(m.cert(who), &cert);
+    };
+    install(ClientIdentity::Client);
+    let c = ClientBuilder::new(secure(&server))
+        // Short: SUSPENDED for a whole session timeout is LOST.
+        .session_timeout(Duration::from_secs(6))
+        .connection_timeout(Duration::from_secs(5))
+        .tls(
+            TlsOptions::new()
+                .ca(m.ca.as_path())
+                .identity(cert.as_path(), key.as_path()),
+        )
+        .acl(Acl::creator_all())
+        .connect()
+        .await
+        .unwrap();
+    let first = c.session_id();
+    let mut states = c.state_stream();
+
+    // The certificate on disk expires before its renewal, and the session is lost: every
+    // reconnection, then every new session, is refused.
+    install(ClientIdentity::Expired);
+    let (id, password) = c.session_credentials().unwrap();
+    let plain = server.connect_string();
+    tokio::task::spawn_blocking(move || {
+        zkrecipes_testing::expire_session_id(&plain, id, &password)
+    })
+    .await
+    .unwrap();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), states.next()).await {
+            Ok(Some(ConnectionState::Lost)) => break,
+            Ok(Some(ConnectionState::Reconnected)) => {
+                panic!("reconnected with an expired certificate")
+            }
+            Ok(Some(_)) => continue,
+            other => panic!("no LOST: {other:?}"),
+        }
+    }
+    // Refused: calls fail at once with the reason.
+    eventually(
+        "failure() says the certificate was refused",
+        Duration::from_secs(60),
+        || c.failure().is_some(),
+    )
+    .await;
+    let e = c.get_data("/").await.unwrap_err();
+    assert_says(
+        &e,
+        ErrorKind::AuthFailed,
+        &["the server rejected the client certificate"],
+    );
+
+    // The renewed certificate lands on disk: a new session, without a restart.
+    m.issue_client("zkr-renewed", &cert, &key);
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), states.next()).await {
+            Ok(Some(ConnectionState::Reconnected)) => break,
+            Ok(Some(_)) => continue,
+            other => panic!(
+                "no RECONNECTED after the certificate was renewed: {other:?}; failure: {:?}",
+                c.failure()
+            ),
+        }
+    }
+    assert!(c.failure().is_none(), "{:?}", c.failure());
+    assert_ne!(c.session_id(), first, "a new session");
+    c.create("/renewed", b"", PLAIN).await.unwrap();
+    assert_eq!(
+        c.get_acl("/renewed").await.unwrap().0[0].id,
+        TlsMaterial::x509_id_for_cn("zkr-renewed")
+    );
+    c.close().await;
+}
+
+/// Review-secure #3: PEM text with other text before its first `-----BEGIN` (OpenSSL's
+/// `Bag Attributes`, a byte order mark) was taken for a file path: refused, with the private
+/// key in the error message. It is PEM text, and what is not a path is never echoed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pem_text_with_a_preamble_connects_and_key_material_is_never_echoed() {
+    let server =
+        TestingServer::start_secure(Security::new().tls(ClientAuth::Need).x509_identities(true));
+    let m = server.tls().unwrap();
+    let key_text = format!(
+        "Bag Attributes\n    localKeyID: 01 00 00 00\n    friendlyName: zkr-client\nKey Attributes: <No Attributes>\n{}",
+        TlsMaterial::read(&m.client_key)
+    );
+    let cert_text = format!("\u{feff}{}", TlsMaterial::read(&m.client_cert));
+    let ca_text = format!(
+        "subject=CN = zkrecipes testing CA\nissuer=CN = zkrecipes testing CA\n{}",
+        TlsMaterial::read(&m.ca)
+    );
+    let c = builder(&secure(&server))
+        .tls(TlsOptions::new().ca(ca_text).identity(cert_text, key_text))
+        .acl(Acl::creator_all())
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("PEM text with a preamble: {e}"));
+    c.create("/preamble", b"", PLAIN).await.unwrap();
+    assert_eq!(
+        c.get_acl("/preamble").await.unwrap().0[0].id,
+        m.x509_id(ClientIdentity::Client)
+    );
+    c.close().await;
+
+    // Not a key, not a path: refused without repeating it.
+    let nowhere = || builder("127.0.0.1:1").connection_timeout(Duration::from_secs(30));
+    let secret = "SECRET-MARKER\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg";
+    for key in [
+        Pem::from_arg(secret),
+        Pem::File(secret.into()),
+        Pem::File(
+            "SECRETMARKERMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETMARKER".into(),
+        ),
+    ] {
+        assert!(!format!("{key:?}").contains("SECRET"), "{key:?}");
+        let (e, _) = refused(
+            nowhere().tls(
+                TlsOptions::new()
+                    .ca(m.ca.as_path())
+                    .identity(m.client_cert.as_path(), key),
+            ),
+        )
+        .await;
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{}", e.kind());
+        assert!(!e.message().contains("SECRET"), "the key is echoed: {e}");
+        assert!(e.message().contains("TLS client"), "{e}");
+    }
+}
+
+/// Review-secure #8: inputs that used to panic in the wire client (a malformed CRL with
+/// hostname verification off; a host rustls cannot name, such as `127.1`) are
+/// `InvalidArgument` before any connection, and the wire client itself fails such a connection
+/// instead of panicking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_inputs_that_used_to_panic_are_invalid_arguments() {
+    let server = TestingServer::start_secure(Security::new().tls(ClientAuth::Need));
+    let m = server.tls().unwrap();
+    let port = server.secure_port().unwrap();
+    let nowhere = || builder("127.0.0.1:1").connection_timeout(Duration::from_secs(30));
+    let bad_crl = format!(
+        "{}-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n",
+        TlsMaterial::read(&m.ca)
+    );
+    for verify in [true, false] {
+        let (e, _) = refused(
+            nowhere().tls(
+                tls_for(m, ClientIdentity::Client)
+                    .ca(bad_crl.as_str())
+                    .verify_hostname(verify),
+            ),
+        )
+        .await;
+        let words: &[&str] = if verify {
+            &["TLS"]
+        } else {
+            &["TLS", "revocation list"]
+        };
+        assert_says(&e, ErrorKind::InvalidArgument, words);
+    }
+    // `127.1` is 127.0.0.1 to getaddrinfo (the TCP connect succeeds), but no name to rustls.
+    for hosts in [
+        format!("127.1:{port}"),
+        format!("127.0.0.1:{port},127.0.1:{port}"),
+        "[fe80::1%lo]:2281".to_string(),
+        "tcp+tls://-zk.example:2281".to_string(),
+    ] {
+        let (e, took) = refused(
+            builder(&hosts)
+                .connection_timeout(Duration::from_secs(30))
+                .tls(tls_for(m, ClientIdentity::Client)),
+        )
+        .await;
+        assert_says(&e, ErrorKind::InvalidArgument, &["not supported with TLS"]);
+        assert!(took < Duration::from_secs(20), "{hosts}: took {took:?}");
+    }
+    // Without TLS for that host, any name getaddrinfo takes is fine.
+    let plain = builder(&format!("tcp+tls://127.0.0.1:{port},tcp://127.1:1"))
+        .tls(tls_for(m, ClientIdentity::Client).every_host(false))
+        .connect()
+        .await
+        .unwrap();
+    plain.close().await;
+
+    // The wire client on its own: no panic, an error (it retries until its session timeout).
+    let tls = zookeeper_client::TlsOptions::new()
+        .with_pem_ca(&TlsMaterial::read(&m.ca))
+        .unwrap()
+        .with_pem_identity(
+            &TlsMaterial::read(&m.client_cert),
+            &TlsMaterial::read(&m.client_key),
+        )
+        .unwrap();
+    let connector = zookeeper_client::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_connection_timeout(Duration::from_secs(1))
+        .with_tls(tls);
+    let hosts = format!("127.1:{port}");
+    let connect = async move { connector.secure_connect(&hosts).await };
+    let outcome = tokio::time::timeout(Duration::from_secs(60), tokio::spawn(connect))
+        .await
+        .expect("the wire client's connect ended");
+    match outcome {
+        Ok(Err(_)) => {}
+        Ok(Ok(_)) => panic!("connected to a host TLS cannot name"),
+        Err(join) => panic!("the wire client's connect panicked: {join}"),
+    }
+}
+
+/// Review-secure #4: secrets stay out of `Debug`.
+#[test]
+fn secrets_stay_out_of_debug() {
+    let key = "-----BEGIN PRIVATE KEY-----\nKEYSECRET\n-----END PRIVATE KEY-----\n";
+    let b = ClientBuilder::new("127.0.0.1:1")
+        .auth("digest", b"alice:S3CRET".to_vec())
+        .sasl(SaslOptions::digest_md5("bob", "SASLSECRET"))
+        .tls(TlsOptions::new().identity("/etc/zk/client.pem", key));
+    let shown = format!("{b:?}");
+    let s3cret: Vec<String> = b"S3CRET".iter().map(u8::to_string).collect();
+    for secret in ["S3CRET", &s3cret.join(", "), "SASLSECRET", "KEYSECRET"] {
+        assert!(!shown.contains(secret), "{secret:?} in {shown}");
+    }
+    assert!(shown.contains("\"digest\""), "{shown}");
+    assert!(shown.contains("/etc/zk/client.pem"), "{shown}");
+    // The wire client's SASL options, as a Connector shows them.
+    let wire = zookeeper_client::Client::connector().with_sasl(
+        zookeeper_client::SaslOptions::digest_md5("bob", "SASLSECRET"),
+    );
+    let shown = format!("{wire:?}");
+    assert!(!shown.contains("SASLSECRET"), "{shown}");
+    assert!(shown.contains("bob"), "{shown}");
+}

@@ -327,8 +327,9 @@ pub struct zkr_client_options {
     pub auth_len: usize,
     /// (version 3) Connect over TLS (ZooKeeper's secureClientPort). Default false. Each PEM field
     /// below is a file path (read again at each new connection, so a certificate rotated on disk
-    /// is used from the next reconnection on) or PEM text (a string beginning with
-    /// `-----BEGIN`). Bad files, garbage PEM, an encrypted key or a key that does not match the
+    /// is used from the next reconnection on) or PEM text (a string holding `-----BEGIN` anywhere,
+    /// or a line break: text such as OpenSSL's `Bag Attributes` may come first; error messages
+    /// never show PEM text). Bad files, garbage PEM, an encrypted key or a key that does not match the
     /// certificate are ZKR_INVALID_ARGUMENT from zkr_client_connect, before any connection.
     pub tls: bool,
     /// (version 3) The CA certificate(s) that sign the servers' certificates. NULL (default):

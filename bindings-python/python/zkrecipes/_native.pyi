@@ -167,7 +167,9 @@ class Client:
         auth: List[Tuple[str, bytes]],
         can_be_read_only: bool,
         acl: Optional[List[Tuple[int, str, str]]] = None,
-        tls: Optional[Tuple[Optional[str], Optional[str], Optional[str], bool, bool]] = None,
+        tls: Optional[
+            Tuple[Optional[Union[str, bytes]], Optional[Union[str, bytes]], Optional[Union[str, bytes]], bool, bool]
+        ] = None,
         sasl: Optional[Tuple[str, str, str]] = None,
         acl_rules: Optional[List[Tuple[str, List[Tuple[int, str, str]]]]] = None,
         acl_func: Optional[Callable[[str], Optional[List[Tuple[int, str, str]]]]] = None,

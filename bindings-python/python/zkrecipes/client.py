@@ -218,8 +218,10 @@ def _auth_list(auth: Optional[Auth]) -> List[Tuple[str, bytes]]:
             try:
                 cred = cred.encode("utf-8")
             except UnicodeEncodeError:
+                # Not shown: the credentials are a secret (user:password).
                 raise InvalidArgumentError(
-                    f"auth credentials are not valid Unicode text (a lone surrogate): {cred!r} (INVALID_ARGUMENT)"
+                    f"auth credentials for scheme {scheme!r} are not valid Unicode text (they hold a lone surrogate, "
+                    "e.g. from undecodable bytes in os.environ or sys.argv; pass bytes instead) (INVALID_ARGUMENT)"
                 ) from None
         if not isinstance(cred, bytes):
             raise TypeError(f"auth credentials must be str or bytes, not {type(cred).__name__}")

@@ -132,20 +132,29 @@ AclArg = Union[Acl, Sequence[Acl]]
 AclProvider = Union[Callable[[str], Optional[Sequence[Acl]]], Mapping[str, Sequence[Acl]]]
 
 #: A PEM input: a file path (``str`` or ``os.PathLike``, read again at each new connection) or the
-#: PEM text itself (``str`` beginning with ``-----BEGIN``, or ``bytes``).
+#: PEM text itself: ``bytes`` always, a ``str`` holding ``-----BEGIN`` anywhere or a line break (text
+#: such as OpenSSL's ``Bag Attributes`` may come before the first ``-----BEGIN``).
 Pem = Union[str, bytes, "os.PathLike[str]"]
 
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
 
-def _pem(name: str, value: Optional[Pem]) -> Optional[str]:
+
+def _is_pem_text(value: str) -> bool:
+    """The core's rule (``Pem::from_arg``): PEM text, not a path."""
+    return "-----BEGIN" in value or "\n" in value or "\r" in value
+
+
+def _pem(name: str, value: Optional[Pem]) -> Optional[Union[str, bytes]]:
+    """What the native client takes: ``str`` (a path, or PEM text by the core's rule) or ``bytes``
+    (always PEM text)."""
     if value is None:
         return None
     if isinstance(value, bytes):
         try:
-            return value.decode("utf-8")
+            value.decode("utf-8")
         except UnicodeDecodeError:
-            from .errors import InvalidArgumentError
-
             raise InvalidArgumentError(f"TlsOptions.{name}: PEM bytes must be UTF-8 text (INVALID_ARGUMENT)") from None
+        return value
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if isinstance(value, str):
@@ -153,7 +162,27 @@ def _pem(name: str, value: Optional[Pem]) -> Optional[str]:
     raise TypeError(f"TlsOptions.{name} must be a path, PEM text or bytes, not {type(value).__name__}")
 
 
-@dataclass(frozen=True)
+def _pem_repr(value: Optional[Pem]) -> str:
+    """A PEM input as :class:`TlsOptions`' repr shows it: a path as given, never PEM text (nor a
+    "path" that cannot be one and may be key material)."""
+    if value is None:
+        return "None"
+    if isinstance(value, bytes):
+        return f"<PEM text, {len(value)} bytes>"
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        return f"<{type(value).__name__}>"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if _is_pem_text(value):
+        return f"<PEM text, {size} bytes>"
+    secret_like = (
+        any(not c.isprintable() for c in value) or size > 256 or (len(value) >= 64 and all(c in _BASE64 for c in value))
+    )
+    return f"<{size} bytes, not a file path>" if secret_like else repr(value)
+
+
+@dataclass(frozen=True, repr=False)
 class TlsOptions:
     """TLS for a :class:`~zkrecipes.Client` (ZooKeeper's ``secureClientPort``).
 
@@ -162,11 +191,13 @@ class TlsOptions:
     RSA or EC), for servers with ``ssl.clientAuth``; with ZooKeeper's X509AuthenticationProvider
     the certificate's subject is this client's ``x509`` identity. Each is a file path (read again
     at each new connection, so a certificate rotated on disk is used from the next reconnection
-    on) or PEM text. ``verify_hostname``: the server's certificate must name the host it is
+    on) or PEM text: ``bytes`` always are, and so is a ``str`` holding ``-----BEGIN`` anywhere or a
+    line break. ``verify_hostname``: the server's certificate must name the host it is
     reached at (IP SANs for IPs); turning it off is a man-in-the-middle risk. ``every_host``:
     every host of the connect string speaks TLS (False: only hosts written ``tcp+tls://host:port``).
     Unreadable files, garbage PEM, an encrypted key or a key that does not match the certificate
-    are :class:`~zkrecipes.InvalidArgumentError` when the client starts, before any connection."""
+    are :class:`~zkrecipes.InvalidArgumentError` when the client starts, before any connection.
+    The repr shows paths, never PEM text (``<PEM text, N bytes>``)."""
 
     ca: Optional[Pem] = None
     cert: Optional[Pem] = None
@@ -174,7 +205,15 @@ class TlsOptions:
     verify_hostname: bool = True
     every_host: bool = True
 
-    def _spec(self) -> Tuple[Optional[str], Optional[str], Optional[str], bool, bool]:
+    def __repr__(self) -> str:  # keys stay out of logs
+        return (
+            f"TlsOptions(ca={_pem_repr(self.ca)}, cert={_pem_repr(self.cert)}, key={_pem_repr(self.key)}, "
+            f"verify_hostname={self.verify_hostname!r}, every_host={self.every_host!r})"
+        )
+
+    def _spec(
+        self,
+    ) -> Tuple[Optional[Union[str, bytes]], Optional[Union[str, bytes]], Optional[Union[str, bytes]], bool, bool]:
         return (
             _pem("ca", self.ca),
             _pem("cert", self.cert),

@@ -5,6 +5,8 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
+use zookeeper_client as zk;
+
 use super::connection::open_session;
 use super::security::{AclProvider, SaslOptions, TlsOptions};
 use super::types::Acl;
@@ -15,8 +17,9 @@ use crate::{path, runtime, Error, Result};
 /// The server's default `jute.maxbuffer`: the largest request it reads (0xfffff bytes).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 0xfffff;
 
-/// Builder for a [`Client`] (Curator's CuratorFrameworkFactory.builder()).
-#[derive(Clone, Debug)]
+/// Builder for a [`Client`] (Curator's CuratorFrameworkFactory.builder()). Its `Debug` shows
+/// no secret: credentials as their length, PEM text as its length, no SASL password.
+#[derive(Clone)]
 pub struct ClientBuilder {
     connect_string: String,
     session_timeout: Duration,
@@ -30,6 +33,36 @@ pub struct ClientBuilder {
     tls: Option<TlsOptions>,
     sasl: Option<SaslOptions>,
     track_ensemble: bool,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Hidden(usize);
+        impl std::fmt::Debug for Hidden {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "<{} bytes>", self.0)
+            }
+        }
+        let auth: Vec<(&str, Hidden)> = self
+            .auth
+            .iter()
+            .map(|(scheme, credentials)| (scheme.as_str(), Hidden(credentials.len())))
+            .collect();
+        f.debug_struct("ClientBuilder")
+            .field("connect_string", &self.connect_string)
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("retry", &self.retry)
+            .field("namespace", &self.namespace)
+            .field("auth", &auth)
+            .field("acl", &self.acl)
+            .field("can_be_read_only", &self.can_be_read_only)
+            .field("max_request_bytes", &self.max_request_bytes)
+            .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
+            .field("track_ensemble", &self.track_ensemble)
+            .finish()
+    }
 }
 
 impl ClientBuilder {
@@ -96,7 +129,14 @@ impl ClientBuilder {
     }
 
     /// Connects over TLS (see [`TlsOptions`]); every PEM input is checked when connecting,
-    /// before any connection is tried, and read again for each new connection.
+    /// before any connection is tried, and read again for each new connection. Every host
+    /// spoken to over TLS must be an IP address or a DNS name (not `127.1`, not an IPv6 zone
+    /// id): `InvalidArgument` otherwise.
+    ///
+    /// A certificate refused by every server (theirs by us, or ours by them) fails
+    /// [`connect`](Self::connect) at once with [`Error::AuthFailed`]. After LOST, the same
+    /// refusal is retried instead (see [`Client::failure`]): certificates expire, and a client
+    /// must pick up the renewed ones without a restart.
     pub fn tls(mut self, tls: TlsOptions) -> Self {
         self.tls = Some(tls);
         self
@@ -175,6 +215,19 @@ impl ClientBuilder {
                 "track_ensemble cannot be used with TLS: the ensemble's configuration names only its members' plaintext client ports",
             ));
         }
+        // Each host spoken to over TLS is the name its certificate is checked against (and
+        // sent as SNI): one rustls cannot read would fail every connection to it.
+        let every_host = self.tls.as_ref().is_some_and(TlsOptions::is_every_host);
+        for host in split_connect_string(&self.connect_string).0 {
+            if host.tls == Some(true) || (every_host && host.tls.is_none()) {
+                zk::TlsOptions::check_server_name(host.name()).map_err(|e| {
+                    Error::invalid(format!(
+                        "TLS to {:?} of the connect string: {e}; write the host as an IP address (127.0.0.1, not 127.1) or a DNS name (IPv6 zone ids such as %eth0 are not supported with TLS)",
+                        host.address
+                    ))
+                })?;
+            }
+        }
         let prefix = match self.namespace.as_deref() {
             None | Some("") => String::new(),
             Some(ns) => {
@@ -229,7 +282,8 @@ impl ClientBuilder {
         // is ours, whatever runtime the caller polls this future on.
         let opened = runtime::spawn(open_session(cfg.clone(), cfg.connect_string.clone()))
             .await
-            .map_err(super::join_error)??;
+            .map_err(super::join_error)?
+            .map_err(|failure| failure.error)?;
         let client = Client::start(cfg, opened);
         client.check_chroot().await?;
         Ok(client)
@@ -249,7 +303,16 @@ pub(crate) struct HostSpec<'a> {
     pub(crate) tls: Option<bool>,
 }
 
-impl HostSpec<'_> {
+impl<'a> HostSpec<'a> {
+    /// The host without its port, and without the brackets of an IPv6 address.
+    pub(crate) fn name(&self) -> &'a str {
+        let address = self.address;
+        if let Some(rest) = address.strip_prefix('[') {
+            return rest.split_once(']').map_or(rest, |(name, _)| name);
+        }
+        address.rsplit_once(':').map_or(address, |(name, _)| name)
+    }
+
     /// `host:port`, with ZooKeeper's default port where none is written.
     pub(crate) fn with_port(&self) -> String {
         let has_port = if let Some(rest) = self.address.strip_prefix('[') {

@@ -9,7 +9,7 @@ use zookeeper_client as zk;
 
 use super::builder::split_connect_string;
 use super::{wire, Config, ConnectionState, Inner};
-use crate::{Error, Result};
+use crate::Error;
 
 /// How long a connection may stay silent: the connection timeout, at most 2/5 of the session
 /// timeout (pings go out at 3/8 of it).
@@ -21,9 +21,30 @@ pub(crate) fn read_timeout(cfg: &Config) -> Duration {
 /// (kept for the session's life: a refusal on a later reconnection says why too).
 pub(crate) type Opened = (zk::Client, zk::StateWatcher, Arc<ConnectFailures>);
 
+/// Why no session could be opened.
+pub(crate) struct OpenFailure {
+    pub(crate) error: Error,
+    /// Every server refused a TLS certificate (the server's, by us, or ours, by the server):
+    /// `error` is `AuthFailed`. Final for a first connect, retried after LOST (a certificate
+    /// renewed on the servers, or rotated on disk here, is picked up then).
+    pub(crate) tls_refused: bool,
+}
+
+impl From<Error> for OpenFailure {
+    fn from(error: Error) -> OpenFailure {
+        OpenFailure {
+            error,
+            tls_refused: false,
+        }
+    }
+}
+
 /// Opens a session on the servers of `hosts` (the connect string, or the members the
 /// ensemble tracker last read).
-pub(crate) async fn open_session(cfg: Arc<Config>, hosts: String) -> Result<Opened> {
+pub(crate) async fn open_session(
+    cfg: Arc<Config>,
+    hosts: String,
+) -> std::result::Result<Opened, OpenFailure> {
     let failures = Arc::new(ConnectFailures::new(&hosts, &cfg));
     let mut connector = zk::Client::connector()
         .with_session_timeout(cfg.session_timeout)
@@ -66,13 +87,16 @@ pub(crate) async fn open_session(cfg: Arc<Config>, hosts: String) -> Result<Open
     };
     let outcome = tokio::select! {
         r = tokio::time::timeout(cfg.connection_timeout, connect) => r,
-        refusal = failures.every_server_refused_tls() => return Err(Error::AuthFailed(
-            format!(
-                "TLS with ZooKeeper at {} failed: {refusal}",
-                cfg.connect_string
-            )
-            .into(),
-        )),
+        refusal = failures.every_server_refused_tls() => return Err(OpenFailure {
+            error: Error::AuthFailed(
+                format!(
+                    "TLS with ZooKeeper at {} failed: {refusal}",
+                    cfg.connect_string
+                )
+                .into(),
+            ),
+            tls_refused: true,
+        }),
     };
     match outcome {
         Err(_) => {
@@ -88,15 +112,17 @@ pub(crate) async fn open_session(cfg: Arc<Config>, hosts: String) -> Result<Open
                     hosts, cfg.connection_timeout,
                 )
                 .into(),
-            ))
+            )
+            .into())
         }
-        Ok(Err(zk::Error::AuthFailed)) => Err(auth_failed(&cfg, &failures)),
+        Ok(Err(zk::Error::AuthFailed)) => Err(auth_failed(&cfg, &failures).into()),
         Ok(Err(e)) => Err(match e {
             zk::Error::BadArguments(_) | zk::Error::NoHosts => {
                 Error::invalid(format!("connect string {:?}: {e}", cfg.connect_string))
             }
             e => wire::error(e, "connect to", &cfg.connect_string),
-        }),
+        }
+        .into()),
         Ok(Ok(client)) => {
             let states = client.state_watcher();
             Ok((client, states, failures))
@@ -345,6 +371,7 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
             i.publish(ConnectionState::Lost);
         }
         let mut backoff = Duration::from_millis(50);
+        let mut refusals = TlsRefusals::default();
         loop {
             let Some(i) = inner.upgrade() else { return };
             if i.is_closed.load(Ordering::SeqCst) {
@@ -352,14 +379,17 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
             }
             let cfg = i.cfg.clone();
             let hosts = i.hosts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let mut closed_rx = i.closed.subscribe();
             drop(i);
-            match open_session(cfg, hosts).await {
+            let pause = match open_session(cfg, hosts).await {
                 Ok((zk, new_states, failures)) => {
                     let Some(i) = inner.upgrade() else { return };
                     if i.is_closed.load(Ordering::SeqCst) {
                         return;
                     }
                     tracing::info!(session = %format_args!("{:#x}", zk.session_id().0), "new session opened after LOST");
+                    // A TLS refusal of earlier attempts is over: calls wait for the new session.
+                    i.clear_failure();
                     i.replace_session(Some(zk));
                     i.set_connect_failures(failures);
                     states = new_states;
@@ -372,19 +402,88 @@ pub(crate) async fn manage_connection(inner: Weak<Inner>, mut states: zk::StateW
                     );
                     break;
                 }
-                Err(e @ Error::AuthFailed(_)) => {
+                Err(OpenFailure {
+                    error,
+                    tls_refused: true,
+                }) => {
+                    // Every server refused a certificate. Unlike a first connect (which fails
+                    // at once: a configuration error is far likelier then), a refusal after
+                    // LOST is an expiry or a rotation in progress (servers renewed before our
+                    // CA file, our certificate expired before the rotation job ran, a wrong
+                    // clock): Java and Curator keep trying, and so do we, reading the PEM files
+                    // again for each attempt. Meanwhile calls fail at once with the reason.
+                    let Some(i) = inner.upgrade() else { return };
+                    let pause = refusals.next_pause();
+                    if refusals.worth_an_error(error.message()) {
+                        tracing::error!(error = %error, retry_in = ?pause, "the new session was refused for a TLS certificate; trying again until it is accepted (renew or rotate the certificate)");
+                    } else {
+                        tracing::debug!(error = %error, retry_in = ?pause, "the new session was refused for a TLS certificate again");
+                    }
+                    i.fail(error);
+                    pause
+                }
+                Err(OpenFailure {
+                    error: e @ Error::AuthFailed(_),
+                    ..
+                }) => {
+                    // SASL (or the server requiring it) refused: as Java's AUTH_FAILED, final.
                     let Some(i) = inner.upgrade() else { return };
                     tracing::error!(error = %e, "the new session was refused: no new session will be opened");
                     i.fail(e);
                     return;
                 }
-                Err(e) => {
-                    tracing::debug!(error = %e, retry_in = ?backoff, "could not open a new session yet");
-                    tokio::time::sleep(backoff).await;
+                Err(OpenFailure { error: e, .. }) => {
+                    // Not (or no longer) a refusal: calls wait for a session again, as after
+                    // any LOST, instead of failing with an earlier refusal's reason.
+                    if let Some(i) = inner.upgrade() {
+                        i.clear_failure();
+                    }
+                    let pause = backoff;
+                    tracing::debug!(error = %e, retry_in = ?pause, "could not open a new session yet");
                     backoff = (backoff * 2).min(Duration::from_secs(2));
+                    pause
                 }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = closed_rx.wait_for(|c| *c) => return,
             }
         }
+    }
+}
+
+/// The pauses between new sessions refused for a TLS certificate after LOST (0.5 s, doubling to
+/// [`TLS_REFUSAL_MAX_PAUSE`]), and which refusals are logged at ERROR: the first, one whose
+/// reason changed (numbers aside: rustls puts the verification time in an expiry's reason), and
+/// then one a minute.
+#[derive(Default)]
+struct TlsRefusals {
+    pause: Option<Duration>,
+    logged: Option<(String, Instant)>,
+}
+
+/// The longest pause between two attempts at a new session refused for a TLS certificate.
+const TLS_REFUSAL_MAX_PAUSE: Duration = Duration::from_secs(5);
+
+impl TlsRefusals {
+    fn next_pause(&mut self) -> Duration {
+        let pause = self.pause.map_or(Duration::from_millis(500), |p| {
+            (p * 2).min(TLS_REFUSAL_MAX_PAUSE)
+        });
+        self.pause = Some(pause);
+        pause
+    }
+
+    fn worth_an_error(&mut self, reason: &str) -> bool {
+        let reason: String = reason.chars().filter(|c| !c.is_ascii_digit()).collect();
+        let due = match &self.logged {
+            None => true,
+            Some((last, at)) => *last != reason || at.elapsed() >= Duration::from_secs(60),
+        };
+        if due {
+            self.logged = Some((reason, Instant::now()));
+        }
+        due
     }
 }
 
@@ -522,6 +621,26 @@ async fn speaks_tls(addr: std::net::SocketAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::explain_connect_error as explain;
+    use super::{TlsRefusals, TLS_REFUSAL_MAX_PAUSE};
+    use std::time::Duration;
+
+    #[test]
+    fn tls_refusals_after_lost_back_off_to_a_few_seconds_and_log_changes() {
+        let mut r = TlsRefusals::default();
+        let pauses: Vec<Duration> = (0..8).map(|_| r.next_pause()).collect();
+        assert_eq!(pauses[0], Duration::from_millis(500));
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
+        assert_eq!(*pauses.last().unwrap(), TLS_REFUSAL_MAX_PAUSE);
+        let expired = |t: u64| {
+            format!(
+                "certificate expired: verification time {t}, but certificate is not valid after 1"
+            )
+        };
+        assert!(r.worth_an_error(&expired(2)));
+        assert!(!r.worth_an_error(&expired(7)), "only the time changed");
+        assert!(r.worth_an_error("unknown issuer"));
+        assert!(!r.worth_an_error("unknown issuer"));
+    }
 
     #[test]
     fn rustls_errors_are_explained_in_a_users_words() {

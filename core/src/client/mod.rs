@@ -160,8 +160,10 @@ struct Inner {
     /// The client's watches: one shared persistent watch per path, the one-shot watches
     /// (`watches.rs`).
     watches: Arc<watches::Watches>,
-    /// Why the client gave up on sessions for good (a refused authentication): every later
-    /// operation fails with it.
+    /// Why the client has no session and operations fail at once: a refused SASL
+    /// authentication (for good), or, after LOST, a new session refused for a TLS certificate
+    /// (while the client keeps trying; cleared when a new session opens or an attempt fails
+    /// otherwise).
     failure: Mutex<Option<Error>>,
     /// Why the current session's connection attempts failed (for a refusal's message).
     connect_failures: Mutex<Arc<connection::ConnectFailures>>,
@@ -453,7 +455,17 @@ impl Client {
         }
     }
 
-    /// Why the client gave up on sessions for good, if it did (a refused authentication).
+    /// Why the client has no session and every call fails at once, if so (`AuthFailed`):
+    ///
+    /// - the servers refused this client's SASL authentication (or require SASL and it has
+    ///   none): for good, as Java's AUTH_FAILED; no new session is attempted;
+    /// - after LOST, every server refused a TLS certificate (theirs expired, ours expired, a CA
+    ///   rotation half done, a wrong clock): the client keeps trying a new session (pauses of
+    ///   up to 5 s, the PEM files read again for each attempt, an ERROR log line with the
+    ///   reason) and this is `None` again once one opens (RECONNECTED), or while an attempt
+    ///   fails for another reason (no server reachable: calls then wait for a connection, as
+    ///   after any LOST). A first connect that every server refuses for a certificate still
+    ///   fails at once.
     pub fn failure(&self) -> Option<Error> {
         self.inner
             .failure
@@ -704,7 +716,8 @@ impl Inner {
             .unwrap_or_else(|e| e.into_inner()) = failures;
     }
 
-    /// Gives up on sessions for good: LOST (once), and every later operation fails with `e`.
+    /// No session, and none coming soon: LOST (once), and every operation fails with `e` until
+    /// [`clear_failure`](Self::clear_failure) (for good unless the caller keeps trying).
     fn fail(&self, e: Error) {
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
         self.replace_session(None);
@@ -714,6 +727,12 @@ impl Inner {
             // Wake waiters of `session()`, which look at `failure` on each state change.
             self.state.send_replace(ConnectionState::Lost);
         }
+    }
+
+    /// Undoes [`fail`](Self::fail): a new session opened (called before it is published), or
+    /// the last attempt at one failed for another reason than a refusal.
+    fn clear_failure(&self) {
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     fn publish(&self, s: ConnectionState) {

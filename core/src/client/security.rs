@@ -21,55 +21,99 @@ use super::types::Acl;
 use crate::{Error, Result};
 
 /// A PEM input: a file, read again for each new connection, or the PEM text itself.
+///
+/// PEM text is never shown (`Debug` gives its length), and neither is a "path" that cannot be
+/// one (a line break or another control character, more than 256 bytes, or 64 or more
+/// characters of base64 alone: key material given where a path was expected): `Debug` and
+/// error messages say `(N bytes, not a file path)` instead.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Pem {
     /// A file holding PEM.
     File(PathBuf),
-    /// PEM text (`-----BEGIN ...`).
+    /// PEM text (`-----BEGIN ...`, possibly after other text such as OpenSSL's
+    /// `Bag Attributes`).
     Text(String),
 }
 
 impl Pem {
-    /// The rule every face follows for a string option: text that begins with `-----BEGIN`
-    /// (after leading white space) is PEM text, anything else is a file path.
+    /// The rule every face follows for a string option: text that holds `-----BEGIN`
+    /// anywhere, or a line break, is PEM text (no real path does: OpenSSL's `Bag Attributes`
+    /// or `openssl x509 -text` output, or a byte order mark, may come before the first
+    /// `-----BEGIN`); anything else is a file path. Bytes (Python `bytes`, Node `Buffer`) are
+    /// always text: see [`Pem::text`].
     pub fn from_arg(arg: impl Into<String>) -> Pem {
         let arg = arg.into();
-        if arg.trim_start().starts_with("-----BEGIN") {
+        if arg.contains("-----BEGIN") || arg.contains(['\n', '\r']) {
             Pem::Text(arg)
         } else {
             Pem::File(PathBuf::from(arg))
         }
     }
 
-    /// Reads the PEM text (`what` names the option in the error: "TLS CA", ...).
+    /// PEM text, whatever it looks like (the faces' bytes and Buffers).
+    pub fn text(text: impl Into<String>) -> Pem {
+        Pem::Text(text.into())
+    }
+
+    /// Reads the PEM text (`what` names the option in the error: "TLS CA", ...). A byte order
+    /// mark before the text is dropped.
     pub(crate) fn read(&self, what: &str) -> Result<String> {
-        match self {
-            Pem::Text(t) => Ok(t.clone()),
+        let text = match self {
+            Pem::Text(t) => t.clone(),
             Pem::File(path) => std::fs::read(path)
-                .map_err(|e| Error::invalid(format!("cannot read the {what} file {}: {e}", path.display())))
+                .map_err(|e| {
+                    Error::invalid(format!(
+                        "cannot read the {what} file {}: {e}",
+                        shown_path(path)
+                    ))
+                })
                 .and_then(|bytes| {
                     String::from_utf8(bytes).map_err(|_| {
                         Error::invalid(format!(
                             "the {what} file {} is not PEM text (it is not UTF-8: DER? convert it with `openssl x509 -inform der`)",
-                            path.display()
+                            shown_path(path)
                         ))
                     })
-                }),
-        }
+                })?,
+        };
+        Ok(match text.strip_prefix('\u{feff}') {
+            Some(rest) => rest.to_string(),
+            None => text,
+        })
     }
 
     fn describe(&self) -> String {
         match self {
-            Pem::File(p) => format!("file {}", p.display()),
+            Pem::File(p) => format!("file {}", shown_path(p)),
             Pem::Text(_) => "PEM text".into(),
         }
     }
 }
 
+/// A path as it may be shown in a message: as given, unless [`hidden_path`] hides it.
+fn shown_path(path: &Path) -> String {
+    hidden_path(path).unwrap_or_else(|| path.display().to_string())
+}
+
+/// `(N bytes, not a file path)` for a "path" that cannot be one and may be a secret (key
+/// material given where a path was expected): one with a control character (a line break),
+/// longer than 256 bytes, or 64 or more characters of base64 alone.
+fn hidden_path(path: &Path) -> Option<String> {
+    let text = path.as_os_str().to_string_lossy();
+    let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
+    let secret_like = text.chars().any(char::is_control)
+        || text.len() > 256
+        || (text.len() >= 64 && text.chars().all(base64));
+    secret_like.then(|| format!("({} bytes, not a file path)", path.as_os_str().len()))
+}
+
 impl fmt::Debug for Pem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Pem::File(p) => f.debug_tuple("File").field(p).finish(),
+            Pem::File(p) => match hidden_path(p) {
+                Some(hidden) => write!(f, "File({hidden})"),
+                None => f.debug_tuple("File").field(p).finish(),
+            },
             // Keys are secrets: never in logs.
             Pem::Text(t) => write!(f, "Text({} bytes)", t.len()),
         }
@@ -259,8 +303,11 @@ impl TlsOptions {
             .build()
             .map_err(|e| Error::invalid(format!("TLS: {e}")))?;
         certs.check(self.verify_hostname).map_err(|e| {
-            let hint = if self.key.is_some() {
+            let e = e.to_string();
+            let hint = if self.key.is_some() && e.contains("private key") {
                 " (does the key belong to the certificate?)"
+            } else if e.to_ascii_lowercase().contains("crl") {
+                " (a certificate revocation list of the TLS CA)"
             } else {
                 ""
             };
@@ -596,7 +643,7 @@ mod tests {
     use crate::client::Permission;
 
     #[test]
-    fn pem_arguments_are_text_when_they_begin_like_pem() {
+    fn pem_arguments_are_text_when_they_hold_pem_or_a_line_break() {
         assert!(matches!(Pem::from_arg("/etc/ca.pem"), Pem::File(_)));
         assert!(matches!(
             Pem::from_arg("  -----BEGIN CERTIFICATE-----\nxyz"),
@@ -606,6 +653,40 @@ mod tests {
             format!("{:?}", Pem::from_arg("-----BEGIN PRIVATE KEY-----\nsecret")),
             "Text(34 bytes)"
         );
+        // Text before the first marker (OpenSSL's Bag Attributes, a byte order mark), or any
+        // line break: text, never a path.
+        for text in [
+            "Bag Attributes\n    localKeyID: 01\n-----BEGIN PRIVATE KEY-----\nx",
+            "\u{feff}-----BEGIN CERTIFICATE-----\nx",
+            "no marker\nsecret",
+            "secret\r",
+        ] {
+            assert!(matches!(Pem::from_arg(text), Pem::Text(_)), "{text:?}");
+        }
+        assert!(matches!(Pem::from_arg("relative/ca.pem"), Pem::File(_)));
+        assert!(matches!(Pem::text("/etc/ca.pem"), Pem::Text(_)));
+        // A byte order mark is dropped when read.
+        let read = Pem::from_arg("\u{feff}-----BEGIN CERTIFICATE-----\n").read("TLS CA");
+        assert_eq!(read.unwrap(), "-----BEGIN CERTIFICATE-----\n");
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_one_is_never_shown() {
+        let shown = |p: &str| format!("{:?}", Pem::File(p.into()));
+        assert_eq!(shown("/etc/zk/ca.pem"), "File(\"/etc/zk/ca.pem\")");
+        let key_line = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSECRETSECRETSECRET";
+        let long = format!("/{}", "a".repeat(300));
+        for secret in ["SECRET\nkey", key_line, long.as_str()] {
+            let d = shown(secret);
+            assert!(d.contains("bytes, not a file path"), "{d}");
+            assert!(!d.contains("SECRET") && !d.contains("aaaa"), "{d}");
+            let e = Pem::File(secret.into()).read("TLS client key").unwrap_err();
+            assert!(
+                !e.message().contains("SECRET") && !e.message().contains("aaaa"),
+                "{e}"
+            );
+            assert!(e.message().contains("not a file path"), "{e}");
+        }
     }
 
     #[test]

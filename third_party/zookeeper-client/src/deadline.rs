@@ -21,7 +21,10 @@ impl Deadline {
     }
 
     pub fn elapsed(&self) -> bool {
-        self.timer.is_terminated()
+        // zkrecipes patch 21: by the clock too. The timer terminates only when polled, and a
+        // connection attempt that fails without waiting (a host TLS cannot name) never lets it
+        // be: `Session::start` then tried again without end and without yielding.
+        self.timer.is_terminated() || self.deadline.is_some_and(|deadline| Instant::now() >= deadline)
     }
 
     /// Remaining timeout.

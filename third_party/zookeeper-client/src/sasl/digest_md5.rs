@@ -11,11 +11,23 @@ use super::{Result, SaslInitiator, SaslInnerOptions, SaslOptions, SaslSession};
 /// DIGEST-MD5 SASL options.
 ///
 /// Uses [SaslOptions::digest_md5] to construct one.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct DigestMd5SaslOptions {
     realm: Option<Cow<'static, str>>,
     username: Cow<'static, str>,
     password: Cow<'static, str>,
+}
+
+/// zkrecipes patch 21: the password is not shown (upstream derived `Debug`, and a `Connector`'s
+/// `Debug` includes its SASL options).
+impl std::fmt::Debug for DigestMd5SaslOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DigestMd5SaslOptions")
+            .field("realm", &self.realm)
+            .field("username", &self.username)
+            .field("password", &"<hidden>")
+            .finish()
+    }
 }
 
 impl DigestMd5SaslOptions {

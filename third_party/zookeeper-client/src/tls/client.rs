@@ -175,7 +175,7 @@ impl TlsClient {
                     certs.ca.roots,
                     certs.ca.crls,
                     builder.crypto_provider(),
-                );
+                )?; // zkrecipes patch 21: an error, not a panic
                 builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier))
             },
         };
@@ -189,10 +189,25 @@ impl TlsClient {
     }
 
     pub async fn connect(&self, host: &str, port: u16) -> std::io::Result<TlsStream<TcpStream>> {
+        // zkrecipes patch 21: checked before connecting, an error instead of upstream's panic.
+        let domain = server_name(host)?;
         let stream = TcpStream::connect((host, port)).await?;
-        let domain = ServerName::try_from(host).unwrap().to_owned();
         self.inner.connect(domain, stream).await
     }
+}
+
+/// zkrecipes patch 21: the name a TLS connection to `host` sends and verifies, or why `host`
+/// cannot be one: it must be an IP address or a DNS name as rustls reads them, which
+/// `getaddrinfo` forms such as `127.1` (an all-numeric last label), an IPv6 zone id (`fe80::1%eth0`) or a
+/// label starting with `-` are not. Upstream `unwrap()`ed it after the TCP connect, a panic
+/// that unwound the session task.
+pub(super) fn server_name(host: &str) -> std::io::Result<ServerName<'static>> {
+    ServerName::try_from(host).map(|name| name.to_owned()).map_err(|err| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{host:?} is neither an IP address nor a DNS name, so TLS cannot verify it ({err})"),
+        )
+    })
 }
 
 #[cfg(test)]

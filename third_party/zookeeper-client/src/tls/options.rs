@@ -311,6 +311,14 @@ impl Default for TlsOptions {
 }
 
 impl TlsOptions {
+    /// zkrecipes patch 21: whether a TLS connection can be made to `host` (a host of a connect
+    /// string, without brackets or port): an IP address or a DNS name as rustls reads them
+    /// (not `127.1`, an IPv6 zone id such as `fe80::1%eth0`, or a label starting
+    /// with `-`). The error says why.
+    pub fn check_server_name(host: &str) -> Result<()> {
+        super::client::server_name(host).map(drop).map_err(|err| Error::with_message(err.to_string()))
+    }
+
     /// Tls options with no ca certificates.
     #[deprecated(since = "0.10.0", note = "use TlsOptions::new instead")]
     pub fn no_ca() -> Self {

@@ -23,6 +23,7 @@ use webpki::{
 };
 
 use crate::client::Result;
+use crate::error::Error;
 
 // Rustls tends to make disable of hostname verification verbose since it exposes man-in-the-middle
 // attacks. Though, there are still attempts to disable hostname verification in rustls, but no got
@@ -37,17 +38,24 @@ pub(super) struct NoHostnameVerificationServerCertVerifier {
 }
 
 impl NoHostnameVerificationServerCertVerifier {
+    /// zkrecipes patch 21: a CRL that does not parse (the PEM block of a CA file is only
+    /// base64-decoded before it gets here) is an error, as `WebPkiServerVerifier::build` makes it
+    /// with hostname verification on; upstream `unwrap()`ed it, a panic.
     pub unsafe fn new(
         roots: RootCertStore,
         crls: Vec<CertificateRevocationListDer<'static>>,
         provider: &Arc<CryptoProvider>,
-    ) -> Self {
-        let crls: Vec<_> = crls
+    ) -> Result<Self> {
+        let crls = crls
             .iter()
-            .map(|crl| BorrowedCertRevocationList::from_der(crl.as_ref()).unwrap().to_owned().unwrap())
-            .map(CertRevocationList::Owned)
-            .collect();
-        Self { roots, crls, supported: provider.signature_verification_algorithms }
+            .map(|crl| {
+                BorrowedCertRevocationList::from_der(crl.as_ref())
+                    .and_then(|crl| crl.to_owned())
+                    .map(CertRevocationList::Owned)
+                    .map_err(|err| Error::with_other("invalid certificate revocation list (CRL) in the ca", err))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { roots, crls, supported: provider.signature_verification_algorithms })
     }
 }
 
