@@ -212,7 +212,11 @@ export interface TlsOptions {
   key?: Pem;
   /** The server's certificate must name the host it is reached at (default true). */
   verifyHostname?: boolean;
-  /** Every host speaks TLS (default true; false: only hosts written `tcp+tls://host:port`). */
+  /**
+   * Every host speaks TLS (default true; false: only hosts written `tcp+tls://host:port`). No
+   * silent plaintext: a host written `tcp://` with true, or no `tcp+tls://` host with false, is
+   * ZKR_INVALID_ARGUMENT.
+   */
   everyHost?: boolean;
 }
 

@@ -1245,7 +1245,9 @@ typedef struct zkr_client_options {
     bool tls_skip_hostname_verification;
     /**
      * (version 3) Only hosts written `tcp+tls://host:port` speak TLS; the others plaintext.
-     * Default false: every host speaks TLS.
+     * Default false: every host speaks TLS. No silent plaintext: with `tls`, a host written
+     * `tcp://` (this false) or a connect string with no `tcp+tls://` host (this true) is
+     * ZKR_INVALID_ARGUMENT, as is a `tcp+tls://` host without `tls`.
      */
     bool tls_marked_hosts_only;
     /**

@@ -271,6 +271,45 @@ async fn the_wrong_protocol_on_a_port_is_named() {
     c.close().await;
 }
 
+/// No connection is plaintext by accident: TLS options with a host written `tcp://` (every host
+/// is to speak TLS), TLS for marked hosts with none marked, and a `tcp+tls://` host without TLS
+/// options are refused before any connection. Each used to connect in plaintext (the CA and
+/// certificate unused, digest credentials in clear), or, the last, to time out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_options_and_hosts_that_would_speak_plaintext_are_refused() {
+    let server = TestingServer::start_secure(Security::new().tls(ClientAuth::None));
+    let m = server.tls().unwrap();
+    let plain = server.connect_string();
+    let slow = |b: ClientBuilder| b.connection_timeout(Duration::from_secs(30));
+    let cases: Vec<(ClientBuilder, &[&str])> = vec![
+        (
+            builder(&format!("tcp://{plain}")).tls(TlsOptions::new().ca(m.ca.as_path())),
+            &["written tcp://", "every host"],
+        ),
+        (
+            builder(&format!("{},tcp://{plain}", secure(&server)))
+                .tls(TlsOptions::new().ca(m.ca.as_path())),
+            &["written tcp://"],
+        ),
+        (
+            builder(&plain).tls(TlsOptions::new().ca(m.ca.as_path()).every_host(false)),
+            &["every connection would be plaintext"],
+        ),
+        (
+            builder(&format!("tcp+tls://{}", secure(&server))),
+            &["no TLS options"],
+        ),
+    ];
+    for (b, words) in cases {
+        let (e, took) = refused(slow(b)).await;
+        assert_says(&e, ErrorKind::InvalidArgument, words);
+        assert!(
+            took < Duration::from_secs(10),
+            "refused only after {took:?}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_tls_inputs_are_invalid_arguments_before_any_connection() {
     let server = TestingServer::start_secure(Security::new().tls(ClientAuth::Need));

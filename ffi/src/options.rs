@@ -344,7 +344,9 @@ pub struct zkr_client_options {
     /// (the chain is still checked; a man-in-the-middle risk). Default false.
     pub tls_skip_hostname_verification: bool,
     /// (version 3) Only hosts written `tcp+tls://host:port` speak TLS; the others plaintext.
-    /// Default false: every host speaks TLS.
+    /// Default false: every host speaks TLS. No silent plaintext: with `tls`, a host written
+    /// `tcp://` (this false) or a connect string with no `tcp+tls://` host (this true) is
+    /// ZKR_INVALID_ARGUMENT, as is a `tcp+tls://` host without `tls`.
     pub tls_marked_hosts_only: bool,
     /// (version 3) The SASL mechanism ("DIGEST-MD5"). NULL (default): no SASL, unless
     /// `sasl_username` is set (then DIGEST-MD5).

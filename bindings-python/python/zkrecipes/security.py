@@ -195,6 +195,8 @@ class TlsOptions:
     line break. ``verify_hostname``: the server's certificate must name the host it is
     reached at (IP SANs for IPs); turning it off is a man-in-the-middle risk. ``every_host``:
     every host of the connect string speaks TLS (False: only hosts written ``tcp+tls://host:port``).
+    No silent plaintext: a host written ``tcp://`` with ``every_host`` True, and a connect string
+    with no ``tcp+tls://`` host with ``every_host`` False, are InvalidArgumentError.
     Unreadable files, garbage PEM, an encrypted key or a key that does not match the certificate
     are :class:`~zkrecipes.InvalidArgumentError` when the client starts, before any connection.
     The repr shows paths, never PEM text (``<PEM text, N bytes>``)."""

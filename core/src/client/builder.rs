@@ -206,10 +206,34 @@ impl ClientBuilder {
             )));
         }
         self.retry.validate()?;
-        let tls_host = split_connect_string(&self.connect_string)
-            .0
-            .iter()
-            .any(|h| h.tls == Some(true));
+        let hosts = split_connect_string(&self.connect_string).0;
+        let tls_host = hosts.iter().any(|h| h.tls == Some(true));
+        // No silent plaintext: TLS options that no connection would use, a host written
+        // `tcp://` while every host is to speak TLS, or a `tcp+tls://` host with nothing to
+        // speak TLS with (that one timed out after the connection timeout).
+        match &self.tls {
+            None if tls_host => {
+                return Err(Error::invalid(format!(
+                    "connect string {:?} has tcp+tls:// hosts but the client has no TLS options: give it TLS options (the CA, and a certificate if the servers ask for one)",
+                    self.connect_string
+                )))
+            }
+            Some(t) if t.is_every_host() => {
+                if let Some(h) = hosts.iter().find(|h| h.tls == Some(false)) {
+                    return Err(Error::invalid(format!(
+                        "connect string host {:?} is written tcp:// (plaintext) while TLS is on for every host: drop tcp://, or turn every_host off and write the TLS hosts tcp+tls://",
+                        h.address
+                    )));
+                }
+            }
+            Some(_) if !tls_host => {
+                return Err(Error::invalid(format!(
+                    "TLS is on for tcp+tls:// hosts only (every_host off), and connect string {:?} has none: every connection would be plaintext",
+                    self.connect_string
+                )))
+            }
+            _ => {}
+        }
         if self.track_ensemble && (self.tls.is_some() || tls_host) {
             return Err(Error::invalid(
                 "track_ensemble cannot be used with TLS: the ensemble's configuration names only its members' plaintext client ports",
@@ -218,7 +242,7 @@ impl ClientBuilder {
         // Each host spoken to over TLS is the name its certificate is checked against (and
         // sent as SNI): one rustls cannot read would fail every connection to it.
         let every_host = self.tls.as_ref().is_some_and(TlsOptions::is_every_host);
-        for host in split_connect_string(&self.connect_string).0 {
+        for host in hosts {
             if host.tls == Some(true) || (every_host && host.tls.is_none()) {
                 zk::TlsOptions::check_server_name(host.name()).map_err(|e| {
                     Error::invalid(format!(

@@ -219,7 +219,9 @@ impl TlsOptions {
     }
 
     /// Whether every host of the connect string speaks TLS (default true). With false, only
-    /// hosts written `tcp+tls://host:port` do.
+    /// hosts written `tcp+tls://host:port` do, and the others are plaintext. No silent
+    /// plaintext: with true, a host written `tcp://` is refused (`InvalidArgument` from
+    /// connect), and with false, a connect string with no `tcp+tls://` host is.
     pub fn every_host(mut self, yes: bool) -> Self {
         self.every_host = yes;
         self
