@@ -1240,7 +1240,8 @@ typedef struct zkr_client_options {
     const char *tls_key;
     /**
      * (version 3) Do not check that the server's certificate names the host it is reached at
-     * (the chain is still checked; a man-in-the-middle risk). Default false.
+     * (the chain is still checked; a man-in-the-middle risk). Default false. Only with `tls`
+     * (set without it: ZKR_INVALID_ARGUMENT, as the PEM fields).
      */
     bool tls_skip_hostname_verification;
     /**

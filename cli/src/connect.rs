@@ -95,7 +95,15 @@ fn sasl_password(global: &Global) -> Result<String, Failure> {
                 file.display()
             ))
         })?;
-        return Ok(text.lines().next().unwrap_or_default().to_string());
+        let password = text.lines().next().unwrap_or_default();
+        if password.is_empty() {
+            // Else the server's "wrong password" would be the first word of it.
+            return Err(Failure::usage(format!(
+                "--sasl-password-file: {} is empty (the password is its first line)",
+                file.display()
+            )));
+        }
+        return Ok(password.to_string());
     }
     std::env::var("ZKR_SASL_PASSWORD").map_err(|_| {
         Failure::usage(
@@ -148,6 +156,31 @@ mod tests {
     use super::*;
     use crate::args::Cli;
     use crate::exit::USAGE;
+
+    /// An empty password file is a usage error naming it, not an empty password the server
+    /// then refuses as wrong.
+    #[test]
+    fn an_empty_password_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("zkr-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("empty");
+        std::fs::write(&file, "\n").unwrap();
+        let cli = Cli::try_parse_from([
+            "zkr",
+            "--sasl-user",
+            "alice",
+            "--sasl-password-file",
+            file.to_str().unwrap(),
+            "counter",
+            "/c",
+            "get",
+        ])
+        .unwrap();
+        let e = check(&cli.global).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(e.code, USAGE, "{}", e.message);
+        assert!(e.message.contains("is empty"), "{}", e.message);
+    }
 
     /// A private key's text on the command line is refused before anything connects, without
     /// repeating it (`-----BEGIN...` as its own argument, which clap used to refuse showing it,

@@ -219,6 +219,12 @@ async fn a_provider_function_answers_first_and_bad_providers_are_refused() {
             AclProvider::new(Acl::open()).with_path("/x", vec![]),
             "must not be empty",
         ),
+        // An empty prefix (an unset config value) is not "/": it was taken as a rule for
+        // every node.
+        (
+            AclProvider::new(Acl::open()).with_path("", Acl::read_only()),
+            "empty",
+        ),
     ] {
         match builder(&server.connect_string())
             .acl_provider(bad)

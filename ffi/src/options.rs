@@ -341,7 +341,8 @@ pub struct zkr_client_options {
     /// (version 3) The certificate's unencrypted private key (PKCS#8, RSA or EC). NULL: none.
     pub tls_key: *const c_char,
     /// (version 3) Do not check that the server's certificate names the host it is reached at
-    /// (the chain is still checked; a man-in-the-middle risk). Default false.
+    /// (the chain is still checked; a man-in-the-middle risk). Default false. Only with `tls`
+    /// (set without it: ZKR_INVALID_ARGUMENT, as the PEM fields).
     pub tls_skip_hostname_verification: bool,
     /// (version 3) Only hosts written `tcp+tls://host:port` speak TLS; the others plaintext.
     /// Default false: every host speaks TLS. No silent plaintext: with `tls`, a host written
@@ -630,9 +631,15 @@ pub(crate) fn builder(hosts: &str, o: &zkr_client_options) -> Result<ClientBuild
                 tls = tls.key(key);
             }
             b = b.tls(tls);
-        } else if ca.is_some() || cert.is_some() || key.is_some() {
+        } else if ca.is_some()
+            || cert.is_some()
+            || key.is_some()
+            || o.tls_skip_hostname_verification
+            || o.tls_marked_hosts_only
+        {
             return Err(Error::InvalidArgument(
-                "opts.tls_ca, tls_cert or tls_key is set but opts.tls is false: set opts.tls = true"
+                "opts.tls_ca, tls_cert, tls_key, tls_skip_hostname_verification or \
+                 tls_marked_hosts_only is set but opts.tls is false: set opts.tls = true"
                     .into(),
             ));
         }

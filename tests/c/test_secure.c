@@ -192,6 +192,15 @@ static void test_bad_tls_inputs_before_any_connection(void) {
     o.tls = false;
     o.tls_ca = val(&main_srv, "ca");
     CHECK_REFUSED("127.0.0.1:1", o, ZKR_INVALID_ARGUMENT, "opts.tls");
+    /* The TLS flags without opts.tls were ignored: the connection went plaintext unsaid. */
+    o = tls_opts(&main_srv, NULL, NULL, NULL);
+    o.tls = false;
+    o.tls_ca = NULL;
+    o.tls_skip_hostname_verification = true;
+    CHECK_REFUSED("127.0.0.1:1", o, ZKR_INVALID_ARGUMENT, "opts.tls is false");
+    o.tls_skip_hostname_verification = false;
+    o.tls_marked_hosts_only = true;
+    CHECK_REFUSED("127.0.0.1:1", o, ZKR_INVALID_ARGUMENT, "opts.tls is false");
     o = tls_opts(&main_srv, NULL, "alice", NULL);
     CHECK_REFUSED("127.0.0.1:1", o, ZKR_INVALID_ARGUMENT, "sasl_password");
 }

@@ -528,9 +528,12 @@ impl AclProvider {
     }
 
     /// `acl` for `prefix` and every node below it (a path rule; the longest match wins).
+    /// `"/"` is a rule for every node; an empty prefix is refused (`InvalidArgument` from
+    /// connect), not taken for `"/"`.
     pub fn with_path(mut self, prefix: impl Into<String>, acl: Vec<Acl>) -> AclProvider {
         let prefix = prefix.into();
         let prefix = match prefix.trim_end_matches('/') {
+            "" if prefix.is_empty() => prefix,
             "" => "/".to_string(),
             p => p.to_string(),
         };
@@ -608,6 +611,11 @@ impl AclProvider {
             ));
         }
         for (prefix, acl) in &self.rules {
+            if prefix.is_empty() {
+                return Err(Error::invalid(
+                    "ACL provider: a path rule's prefix is empty: write \"/\" for a rule for every node",
+                ));
+            }
             if !prefix.starts_with('/') {
                 return Err(Error::invalid(format!(
                     "ACL provider: the path rule {prefix:?} must be an absolute path"
