@@ -406,8 +406,7 @@ impl Client {
         }
     }
 
-    /// Guaranteed deletes still being retried in the background: plain ones, and recipe nodes'
-    /// deletes on close (a PersistentNode's, a discovery registration's).
+    /// Guaranteed deletes still being retried in the background.
     pub fn pending_guaranteed_deletes(&self) -> u64 {
         self.inner.guaranteed_deletes.load(Ordering::SeqCst)
     }

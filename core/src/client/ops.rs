@@ -352,28 +352,6 @@ impl Client {
     }
 
     fn guaranteed_delete_in_background(&self, path: String, options: DeleteOptions) {
-        self.delete_in_background(path.clone(), is_transient, move |client| {
-            let path = path.clone();
-            async move { client.delete_now(&path, options).await }
-        });
-    }
-
-    /// Curator's guaranteed delete after its first try failed for want of a connection: tries
-    /// `attempt` again in the background (at once, then after pauses of 100 ms doubling to
-    /// 2 s) until it succeeds or finds the node gone, fails in a way `transient` does not
-    /// name, or the client closes. Counted in
-    /// [`pending_guaranteed_deletes`](Self::pending_guaranteed_deletes) while it runs. The
-    /// plain guaranteed delete and a recipe node's delete on close
-    /// (`PersistentNode`, whose tries check the node is still ours) both go through it.
-    pub(crate) fn delete_in_background<F, Fut>(
-        &self,
-        node: String,
-        transient: fn(&Error) -> bool,
-        mut attempt: F,
-    ) where
-        F: FnMut(Client) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<()>> + Send,
-    {
         let client = self.clone();
         client
             .inner
@@ -385,14 +363,13 @@ impl Client {
                 if client.is_closed() {
                     break;
                 }
-                match attempt(client.clone()).await {
+                match client.delete_now(&path, options).await {
                     Ok(()) | Err(Error::NoNode(_)) => {
-                        tracing::debug!(%node, "guaranteed delete done in the background");
+                        tracing::debug!(%path, "guaranteed delete done in the background");
                         break;
                     }
-                    Err(Error::Closed(_)) => break,
-                    Err(e) if transient(&e) => {
-                        tracing::debug!(%node, retry_in = ?backoff, error = %e, "guaranteed delete: retrying in the background");
+                    Err(e) if is_transient(&e) => {
+                        tracing::debug!(%path, retry_in = ?backoff, error = %e, "guaranteed delete: retrying in the background");
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {},
                             _ = client.closed() => break,
@@ -400,7 +377,7 @@ impl Client {
                         backoff = (backoff * 2).min(Duration::from_secs(2));
                     }
                     Err(e) => {
-                        tracing::warn!(%node, error = %e, "guaranteed delete gave up");
+                        tracing::warn!(%path, error = %e, "guaranteed delete gave up");
                         break;
                     }
                 }

@@ -904,31 +904,45 @@ impl Doomed {
     /// longer ours, or the client closes.
     async fn delete(self, client: &Client, first: impl FnOnce(Result<()>)) {
         let p = self.path.as_str();
+        let later = |e: &Error| {
+            e.is_retryable() || matches!(e, Error::Timeout(_) | Error::SessionExpired(_))
+        };
         match self.try_once(client).await {
             // A closed client deletes nothing more (its ephemeral nodes go with it).
-            Ok(()) | Err(Error::Closed(_)) => first(Ok(())),
-            Err(e) if !Doomed::later(&e) => {
+            Ok(()) | Err(Error::Closed(_)) => return first(Ok(())),
+            Err(e) if !later(&e) => {
                 tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close");
-                first(Err(e.context(format!("delete {p}"))));
+                return first(Err(e.context(format!("delete {p}"))));
             }
             Err(e) => {
                 tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close yet; trying again in the background");
                 first(Err(e.context(format!(
                     "delete {p} (tried again in the background until it is gone)"
                 ))));
-                let doomed = Arc::new(self);
-                client.delete_in_background(doomed.path.clone(), Doomed::later, move |c| {
-                    let doomed = doomed.clone();
-                    async move { doomed.try_once(&c).await }
-                });
             }
         }
-    }
-
-    /// A failure that says nothing about the next try: no connection, a timeout, or a
-    /// session expiry (the next try is on the new session).
-    fn later(e: &Error) -> bool {
-        e.is_retryable() || matches!(e, Error::Timeout(_) | Error::SessionExpired(_))
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = client.closed() => return,
+            }
+            match self.try_once(client).await {
+                Ok(()) => {
+                    tracing::info!(node = %p, "persistent node: deleted in the background after close");
+                    return;
+                }
+                Err(Error::Closed(_)) => return,
+                Err(e) if later(&e) => {
+                    tracing::debug!(node = %p, retry_in = ?backoff, error = %e, "persistent node: delete on close: retrying in the background");
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => {
+                    tracing::warn!(node = %p, error = %e, "persistent node: delete on close gave up");
+                    return;
+                }
+            }
+        }
     }
 
     /// One try, under the retry policy: `Ok` once the node is deleted, gone, or not ours.
