@@ -12,6 +12,14 @@
 //!
 //! Any other negative value, and NaN, is an `InvalidArgument` naming the value. A finite value
 //! too large to represent waits without limit.
+//!
+//! A timeout bounds the whole call, a lost connection included: the retry policy's pauses and
+//! the wait for a connection end at the deadline (a policy's 30 s pause does not hold a 2 s
+//! acquire for 30 s; a request already sent still waits for its reply or the request
+//! timeout). A lock, read-write lock, multi-lock or semaphore whose deadline passes while the
+//! connection is lost answers "timed out" (`false`/`None`), its node deleted in the
+//! background; a barrier or queue returns the `ConnectionLoss` error. Without a timeout the
+//! retry policy alone decides when a lost connection ends the call.
 
 use std::time::Duration;
 

@@ -40,12 +40,34 @@ impl Deadline {
         self.0.map(|d| d.saturating_duration_since(Instant::now()))
     }
 
+    /// The instant, if any.
+    pub(crate) fn instant(self) -> Option<Instant> {
+        self.0
+    }
+
     /// The earlier of the two.
     pub(crate) fn earliest(self, other: Deadline) -> Deadline {
         match (self.0, other.0) {
             (Some(a), Some(b)) => Deadline(Some(a.min(b))),
             (a, b) => Deadline(a.or(b)),
         }
+    }
+
+    /// Runs `op` with this deadline (or an earlier one already bounding the task) bounding
+    /// every retry inside it: [`Client::retry`](crate::Client) cuts its pauses and its wait for
+    /// a connection at the deadline, and once it has passed gives up with the last error
+    /// instead of sleeping on. A caller's timeout then ends the call on time even while the
+    /// connection is lost (a policy's 30 s pause does not hold an 8 s acquire for 30 s); a
+    /// request already sent still waits for its reply or the request timeout. Tasks spawned
+    /// inside are not bounded: a background cleanup goes on after the deadline.
+    pub(crate) async fn bounding<F: Future>(self, op: F) -> F::Output {
+        BOUND.scope(self.earliest(Deadline::bound()), op).await
+    }
+
+    /// The deadline bounding the current task's retries ([`bounding`](Self::bounding));
+    /// [`NEVER`](Self::NEVER) outside one.
+    pub(crate) fn bound() -> Deadline {
+        BOUND.try_with(|d| *d).unwrap_or(Deadline::NEVER)
     }
 
     /// Sleeps until the deadline (forever for [`NEVER`](Self::NEVER)).
@@ -55,6 +77,11 @@ impl Deadline {
             None => std::future::pending().await,
         }
     }
+}
+
+tokio::task_local! {
+    /// See [`Deadline::bounding`].
+    static BOUND: Deadline;
 }
 
 /// Sleeps `duration` (a retry policy's pause), cut short by `deadline`; `Closed` if the client

@@ -1788,6 +1788,69 @@ async fn a_semaphore_waiters_retry_pause_ends_at_its_deadline() {
     holder.close().await;
 }
 
+/// A lost connection does not hold an acquire past its deadline: the retry policy's pauses
+/// (30 s here) and the wait for a connection (20 s) end at the caller's timeout, and the
+/// acquire answers "timed out". Both faults: a connection closed (the wait for a new one) and
+/// a silent one (a request times out, then the policy's pause).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_does_not_hold_an_acquire_past_its_deadline() {
+    const TIMEOUT: Duration = Duration::from_secs(2);
+    for (fault, recipe) in [
+        ("cut", "mutex"),
+        ("blackhole", "mutex"),
+        ("cut", "semaphore"),
+        ("blackhole", "semaphore"),
+    ] {
+        let proxy = FaultProxy::start(&server().connect_string());
+        let c = ClientBuilder::new(proxy.connect_string())
+            .session_timeout(Duration::from_secs(4))
+            .connection_timeout(Duration::from_secs(20))
+            .retry_policy(zkrecipes::RetryPolicy::NTimes {
+                n: 3,
+                sleep: Duration::from_secs(30),
+            })
+            .connect()
+            .await
+            .expect("connect through the proxy");
+        let path = format!("/deadline/{recipe}-{fault}");
+        match fault {
+            "cut" => proxy.cut(),
+            _ => proxy.blackhole(),
+        }
+        let start = Instant::now();
+        let acquired = tokio::time::timeout(WAIT, async {
+            match recipe {
+                "mutex" => InterProcessMutex::new(&c, &path)
+                    .unwrap()
+                    .acquire(Owner::new(), Some(TIMEOUT))
+                    .await
+                    .map(|got| got.then_some(())),
+                _ => InterProcessSemaphoreV2::new(&c, &path, 1)
+                    .unwrap()
+                    .acquire(1, Some(TIMEOUT))
+                    .await
+                    .map(|got| got.map(|_| ())),
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{recipe} under {fault}: the acquire outlived {WAIT:?}"));
+        let took = start.elapsed();
+        // The deadline, plus at most one request timeout (a request already sent waits for
+        // its reply), plus slack for a busy machine; the policy's pause alone is 30 s.
+        assert!(
+            took < TIMEOUT + Duration::from_secs(7),
+            "{recipe} under {fault}: the acquire took {took:?}, past its {TIMEOUT:?} deadline"
+        );
+        assert_eq!(
+            acquired,
+            Ok(None),
+            "{recipe} under {fault}: timed out, not an error"
+        );
+        proxy.restore();
+        c.close().await;
+    }
+}
+
 #[test]
 fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let (a, b) = zkrecipes::runtime::block_on(async { (connect().await, connect().await) });

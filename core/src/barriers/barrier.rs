@@ -75,23 +75,27 @@ impl DistributedBarrier {
     /// read shows the node gone, `false` when the timeout passed first.
     pub async fn wait_on_barrier(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
-        let path = self.path.as_str();
-        loop {
-            let mut states = wait::states(&self.client);
-            let (stat, watch) = self
-                .client
-                .retry(|s| async move { s.exists_watch(path).await })
-                .await
-                .map_err(|e| e.context(format!("wait on barrier {path}")))?;
-            if stat.is_none() {
-                return Ok(true);
-            }
-            match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
-                Wake::Again => {}
-                Wake::Deadline => return Ok(false),
-                Wake::Closed => return Err(Error::closed()),
-            }
-        }
+        deadline
+            .bounding(async move {
+                let path = self.path.as_str();
+                loop {
+                    let mut states = wait::states(&self.client);
+                    let (stat, watch) = self
+                        .client
+                        .retry(|s| async move { s.exists_watch(path).await })
+                        .await
+                        .map_err(|e| e.context(format!("wait on barrier {path}")))?;
+                    if stat.is_none() {
+                        return Ok(true);
+                    }
+                    match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
+                        Wake::Again => {}
+                        Wake::Deadline => return Ok(false),
+                        Wake::Closed => return Err(Error::closed()),
+                    }
+                }
+            })
+            .await
     }
 
     /// [`set_barrier`](Self::set_barrier) for the blocking face.

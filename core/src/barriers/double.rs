@@ -74,7 +74,7 @@ impl DistributedDoubleBarrier {
     /// idempotent.
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
-        let result = self.enter_until(deadline).await;
+        let result = deadline.bounding(self.enter_until(deadline)).await;
         // Not in: a node left behind would count as a member (CURATOR-80).
         match result {
             Ok(false) => self.client.delete_ours(&self.our_path).await?,
@@ -226,7 +226,8 @@ impl DistributedDoubleBarrier {
     /// `ready` node is deleted); `false` on timeout (our node is gone either way).
     pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
-        self.leave_until(deadline)
+        deadline
+            .bounding(self.leave_until(deadline))
             .await
             .map_err(|e| e.context(format!("leave double barrier {}", self.path)))
     }

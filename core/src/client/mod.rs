@@ -516,6 +516,12 @@ impl Client {
         let deadline = Instant::now()
             .checked_add(self.inner.cfg.connection_timeout)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
+        // Not past the deadline of the caller's operation, when one bounds this task.
+        let bound = crate::wait::Deadline::bound();
+        let (deadline, within) = match bound.instant() {
+            Some(b) if b < deadline => (b, "the operation's deadline"),
+            _ => (deadline, "the connection timeout"),
+        };
         loop {
             if self.is_closed() {
                 return Err(Error::closed());
@@ -541,7 +547,7 @@ impl Client {
                 _ = closed.wait_for(|c| *c) => return Err(Error::closed()),
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     return Err(Error::ConnectionLoss(format!(
-                        "not connected to ZooKeeper ({}) within the connection timeout of {:?}",
+                        "not connected to ZooKeeper ({}) within {within} (connection timeout {:?})",
                         self.state(), self.inner.cfg.connection_timeout
                     ).into()))
                 }
@@ -567,12 +573,19 @@ impl Client {
             };
             match result {
                 Err(e) if e.is_retryable() => {
+                    // The caller's operation has its own deadline (`Deadline::bounding`): past
+                    // it, the policy's next pause is not waited for.
+                    let bound = crate::wait::Deadline::bound();
+                    if bound.passed() {
+                        tracing::debug!(retries, error = %e, "the operation's deadline passed: not retried");
+                        return Err(e);
+                    }
                     match self.inner.cfg.retry.next_sleep(retries, start.elapsed()) {
                         Some(sleep) => {
                             retries += 1;
                             tracing::debug!(attempt = retries, delay = ?sleep, error = %e, "retrying after a connection loss");
                             tokio::select! {
-                                _ = tokio::time::sleep(sleep) => {},
+                                _ = crate::wait::Deadline::after(Some(sleep)).earliest(bound).sleep() => {},
                                 _ = self.closed() => return Err(Error::closed()),
                             }
                         }

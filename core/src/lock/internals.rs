@@ -285,7 +285,13 @@ impl Internals {
             if self.client.is_closed() {
                 return Err(Error::closed());
             }
-            let outcome = match self.attempt_once(opts).await {
+            let outcome = match opts.deadline.bounding(self.attempt_once(opts)).await {
+                // The connection was lost and the deadline passed before it came back: timed
+                // out (the retry policy's pauses are not waited out past the caller's timeout).
+                Err(e) if e.is_retryable() && opts.deadline.passed() => {
+                    tracing::debug!(lock = %self.base, error = %e, "the acquire's deadline passed while the connection was lost");
+                    return Ok(None);
+                }
                 // A request in flight when the session expired: our node went with the session,
                 // and the client opens a new one. Curator's retry loop retries SESSIONEXPIRED
                 // too: a waiter queued behind a holder of the same client must get the lock on

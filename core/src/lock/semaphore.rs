@@ -264,7 +264,7 @@ impl InterProcessSemaphoreV2 {
             let start = Instant::now();
             let mut retries = 0;
             loop {
-                match self.acquire_one(deadline).await {
+                match deadline.bounding(self.acquire_one(deadline)).await {
                     Ok(One::Got(lease)) => {
                         // A lease taken earlier in this acquire on a session given up since
                         // went with that session (Curator keeps it, and its caller holds one
@@ -303,6 +303,13 @@ impl InterProcessSemaphoreV2 {
                             ).into()));
                             }
                         }
+                    }
+                    // The connection was lost and the deadline passed before it came back:
+                    // timed out (the retry policy's pauses are not waited out past it).
+                    Err(e) if e.is_retryable() && deadline.passed() => {
+                        tracing::debug!(semaphore = %s.path, error = %e, "the acquire's deadline passed while the connection was lost");
+                        return_all(leases).await;
+                        return Ok(None);
                     }
                     Err(e) => {
                         return_all(leases).await;

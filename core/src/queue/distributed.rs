@@ -320,8 +320,9 @@ impl DistributedQueue {
         let data = framing::encode(messages.iter().copied());
         path::validate_data(&sh.path, &data)?;
         let context = |e: Error| e.context(format!("put to queue {}", sh.path));
-        if !self
-            .wait_for_room(Deadline::after(timeout))
+        let deadline = Deadline::after(timeout);
+        if !deadline
+            .bounding(self.wait_for_room(deadline))
             .await
             .map_err(context)?
         {
@@ -428,23 +429,27 @@ impl DistributedQueue {
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Item>> {
         let sh = &self.shared;
         let deadline = Deadline::after(timeout);
-        loop {
-            let mut states = wait::states(&sh.client);
-            let (watches, due) = match self.pass().await? {
-                Pass::Item(item) => return Ok(Some(*item)),
-                Pass::Wait { watches, due } => (watches, due),
-            };
-            if deadline.passed() {
-                return Ok(None);
-            }
-            let wake_at = deadline.earliest(due);
-            match wait::wait(&sh.client, watches, wake_at, &mut states).await {
-                Wake::Again => {}
-                Wake::Deadline if deadline.passed() => return Ok(None),
-                Wake::Deadline => {}
-                Wake::Closed => return Err(Error::closed()),
-            }
-        }
+        deadline
+            .bounding(async move {
+                loop {
+                    let mut states = wait::states(&sh.client);
+                    let (watches, due) = match self.pass().await? {
+                        Pass::Item(item) => return Ok(Some(*item)),
+                        Pass::Wait { watches, due } => (watches, due),
+                    };
+                    if deadline.passed() {
+                        return Ok(None);
+                    }
+                    let wake_at = deadline.earliest(due);
+                    match wait::wait(&sh.client, watches, wake_at, &mut states).await {
+                        Wake::Again => {}
+                        Wake::Deadline if deadline.passed() => return Ok(None),
+                        Wake::Deadline => {}
+                        Wake::Closed => return Err(Error::closed()),
+                    }
+                }
+            })
+            .await
     }
 
     /// One look at the queue: an item taken, or what to wait on before the next look (the

@@ -264,53 +264,57 @@ impl QueueSharder {
         let inner = &self.inner;
         inner.life.check_started("take")?;
         let deadline = Deadline::after(timeout);
-        let path = inner.queue_path.as_str();
-        loop {
-            let mut states = wait::states(&inner.client);
-            let mut stopped = inner.stop.subscribe();
-            let listed = inner
-                .client
-                .retry(|s| async move { s.children_watch(path).await.or_none() })
-                .await
-                .map_err(|e| e.context(format!("take from QueueSharder {path}")))?;
-            let mut watches = Vec::new();
-            if let Some((children, watch)) = listed {
-                for child in &children {
-                    inner.follow(child)?;
-                }
-                watches.push(watch);
-            }
-            let shards: Vec<DistributedQueue> = locked(&inner.shards).values().cloned().collect();
-            let start = {
-                let mut next = locked(&inner.next);
-                *next = next.wrapping_add(1);
-                *next
-            };
-            let mut due = Deadline::NEVER;
-            for i in 0..shards.len() {
-                match shards[(start + i) % shards.len()].pass().await? {
-                    Pass::Item(item) => return Ok(Some(*item)),
-                    Pass::Wait { watches: w, due: d } => {
-                        watches.extend(w);
-                        due = due.earliest(d);
+        deadline
+            .bounding(async move {
+                let path = inner.queue_path.as_str();
+                loop {
+                    let mut states = wait::states(&inner.client);
+                    let mut stopped = inner.stop.subscribe();
+                    let listed = inner
+                        .client
+                        .retry(|s| async move { s.children_watch(path).await.or_none() })
+                        .await
+                        .map_err(|e| e.context(format!("take from QueueSharder {path}")))?;
+                    let mut watches = Vec::new();
+                    if let Some((children, watch)) = listed {
+                        for child in &children {
+                            inner.follow(child)?;
+                        }
+                        watches.push(watch);
+                    }
+                    let shards: Vec<DistributedQueue> = locked(&inner.shards).values().cloned().collect();
+                    let start = {
+                        let mut next = locked(&inner.next);
+                        *next = next.wrapping_add(1);
+                        *next
+                    };
+                    let mut due = Deadline::NEVER;
+                    for i in 0..shards.len() {
+                        match shards[(start + i) % shards.len()].pass().await? {
+                            Pass::Item(item) => return Ok(Some(*item)),
+                            Pass::Wait { watches: w, due: d } => {
+                                watches.extend(w);
+                                due = due.earliest(d);
+                            }
+                        }
+                    }
+                    if deadline.passed() {
+                        return Ok(None);
+                    }
+                    if *stopped.borrow_and_update() {
+                        return Err(inner.life.closed_error("take"));
+                    }
+                    let wake = tokio::select! {
+                        w = wait::wait(&inner.client, watches, deadline.earliest(due), &mut states) => w,
+                        _ = stopped.changed() => Wake::Again,
+                    };
+                    match wake {
+                        Wake::Again | Wake::Deadline => {}
+                        Wake::Closed => return Err(Error::closed()),
                     }
                 }
-            }
-            if deadline.passed() {
-                return Ok(None);
-            }
-            if *stopped.borrow_and_update() {
-                return Err(inner.life.closed_error("take"));
-            }
-            let wake = tokio::select! {
-                w = wait::wait(&inner.client, watches, deadline.earliest(due), &mut states) => w,
-                _ = stopped.changed() => Wake::Again,
-            };
-            match wake {
-                Wake::Again | Wake::Deadline => {}
-                Wake::Closed => return Err(Error::closed()),
-            }
-        }
+            })
+            .await
     }
 
     /// [`start`](Self::start) for the blocking face.

@@ -82,49 +82,54 @@ impl SimpleDistributedQueue {
     /// one; `None` when the timeout passed first.
     pub async fn take(&self, timeout: Option<Duration>) -> Result<Option<Vec<u8>>> {
         let deadline = Deadline::after(timeout);
-        let path = self.path.as_str();
-        loop {
-            let mut states = wait::states(&self.client);
-            let listed = self
-                .client
-                .retry(|s| async move {
-                    let Some((children, watch)) = s.children_watch(path).await.or_none()? else {
-                        return Ok(None);
-                    };
-                    for node in sorted_items(children, PREFIX, path) {
-                        let item = path::join(path, &node);
-                        // Pipelined: one round trip; only the session whose delete succeeds has it.
-                        let data = s.get_data(&item);
-                        let delete = s.delete(&item, None);
-                        let (data, deleted) = tokio::join!(data, delete);
-                        match (data, deleted) {
-                            (Ok((d, _)), Ok(())) => return Ok(Some((Some(d), watch))),
-                            (_, Err(Error::NoNode(_))) | (Err(Error::NoNode(_)), _) => {}
-                            (Err(e), _) | (_, Err(e)) => return Err(e),
+        deadline
+            .bounding(async move {
+                let path = self.path.as_str();
+                loop {
+                    let mut states = wait::states(&self.client);
+                    let listed = self
+                        .client
+                        .retry(|s| async move {
+                            let Some((children, watch)) = s.children_watch(path).await.or_none()?
+                            else {
+                                return Ok(None);
+                            };
+                            for node in sorted_items(children, PREFIX, path) {
+                                let item = path::join(path, &node);
+                                // Pipelined: one round trip; only the session whose delete succeeds has it.
+                                let data = s.get_data(&item);
+                                let delete = s.delete(&item, None);
+                                let (data, deleted) = tokio::join!(data, delete);
+                                match (data, deleted) {
+                                    (Ok((d, _)), Ok(())) => return Ok(Some((Some(d), watch))),
+                                    (_, Err(Error::NoNode(_))) | (Err(Error::NoNode(_)), _) => {}
+                                    (Err(e), _) | (_, Err(e)) => return Err(e),
+                                }
+                            }
+                            Ok(Some((None, watch)))
+                        })
+                        .await
+                        .map_err(|e| e.context(format!("take from queue {path}")))?;
+                    let watch = match listed {
+                        Some((Some(data), _)) => return Ok(Some(data)),
+                        Some((None, watch)) => watch,
+                        None => {
+                            // The container was reaped (CURATOR-308): make it again and watch it.
+                            self.client.ensure_path(path, Parents::Containers).await?;
+                            continue;
                         }
+                    };
+                    if deadline.passed() {
+                        return Ok(None);
                     }
-                    Ok(Some((None, watch)))
-                })
-                .await
-                .map_err(|e| e.context(format!("take from queue {path}")))?;
-            let watch = match listed {
-                Some((Some(data), _)) => return Ok(Some(data)),
-                Some((None, watch)) => watch,
-                None => {
-                    // The container was reaped (CURATOR-308): make it again and watch it.
-                    self.client.ensure_path(path, Parents::Containers).await?;
-                    continue;
+                    match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
+                        Wake::Again => {}
+                        Wake::Deadline => return Ok(None),
+                        Wake::Closed => return Err(Error::closed()),
+                    }
                 }
-            };
-            if deadline.passed() {
-                return Ok(None);
-            }
-            match wait::wait(&self.client, vec![watch], deadline, &mut states).await {
-                Wake::Again => {}
-                Wake::Deadline => return Ok(None),
-                Wake::Closed => return Err(Error::closed()),
-            }
-        }
+            })
+            .await
     }
 
     /// [`offer`](Self::offer) for the blocking face.
