@@ -381,23 +381,17 @@ class ServiceProvider {
   }
 
   /**
-   * The cached instances the filter accepts now, as the native side gave them (undefined
-   * without a filter): told apart by more than the id, which DYNAMIC_SEQUENTIAL instances share.
+   * The cached instances the filter accepts now (undefined without a filter), as indexes into
+   * what `cacheInstances` gave: the native side tells them apart, by more than the id, which
+   * DYNAMIC_SEQUENTIAL instances share.
    */
   #accepted() {
     if (this.#filter === undefined) return undefined;
-    return this.#native
-      .cacheInstances()
-      .filter((o) => this.#filter(fromNative(o)))
-      .map((o) => ({
-        name: o.name,
-        id: o.id,
-        address: o.address ?? undefined,
-        port: o.port ?? undefined,
-        sslPort: o.sslPort ?? undefined,
-        registrationTimeUTC: o.registrationTimeUTC,
-        serviceType: o.serviceType,
-      }));
+    const accepted = [];
+    this.#native.cacheInstances().forEach((o, i) => {
+      if (this.#filter(fromNative(o))) accepted.push(i);
+    });
+    return accepted;
   }
 
   /** Starts the cache; resolves once it is loaded. */

@@ -8,15 +8,15 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{BigInt, Buffer, Object};
 use napi::Env;
 use napi_derive::napi;
 use zkrecipes::discovery::{
-    DownInstancePolicy, ProviderStrategy, Registration, ServiceCache, ServiceCacheEvent,
-    ServiceCacheEventKind, ServiceDiscovery, ServiceInstance, ServiceProvider, ServiceType,
-    UriSpec,
+    DownInstancePolicy, InstanceKey, ProviderStrategy, Registration, ServiceCache,
+    ServiceCacheEvent, ServiceCacheEventKind, ServiceDiscovery, ServiceInstance, ServiceProvider,
+    ServiceType, UriSpec,
 };
 
 use crate::args;
@@ -487,61 +487,7 @@ impl NativeServiceCache {
 thread_local! {
     /// The instances a provider's JS filter accepted, for the core call in progress on this
     /// (the JS) thread: the core runs a provider's filter synchronously inside `get_instance`.
-    static ACCEPTED: RefCell<Option<HashSet<Identity>>> = const { RefCell::new(None) };
-}
-
-/// What tells one registered instance from another, as the core's down-instance policy does:
-/// not the id alone, which DYNAMIC_SEQUENTIAL instances share.
-type Identity = (
-    String,
-    String,
-    Option<String>,
-    Option<i32>,
-    Option<i32>,
-    i64,
-    String,
-);
-
-fn identity(i: &ServiceInstance) -> Identity {
-    (
-        i.name.clone(),
-        i.id.clone(),
-        i.address.clone(),
-        i.port,
-        i.ssl_port,
-        i.registration_time_utc,
-        i.service_type.name().to_string(),
-    )
-}
-
-/// An instance the JS filter accepted: the fields of one from `cacheInstances` that tell it
-/// apart (`lib/discovery.js` passes these, absent values as undefined).
-#[napi(object)]
-pub struct AcceptedInstance {
-    pub name: String,
-    pub id: String,
-    pub address: Option<String>,
-    pub port: Option<f64>,
-    pub ssl_port: Option<f64>,
-    #[napi(js_name = "registrationTimeUTC")]
-    pub registration_time_utc: f64,
-    pub service_type: String,
-}
-
-impl From<AcceptedInstance> for Identity {
-    fn from(a: AcceptedInstance) -> Identity {
-        // Numbers that came from `cacheInstances` (i32 ports, a safe-integer time).
-        let port = |p: Option<f64>| p.map(|p| p as i32);
-        (
-            a.name,
-            a.id,
-            a.address,
-            port(a.port),
-            port(a.ssl_port),
-            a.registration_time_utc as i64,
-            a.service_type,
-        )
-    }
+    static ACCEPTED: RefCell<Option<HashSet<InstanceKey>>> = const { RefCell::new(None) };
 }
 
 /// How `lib/discovery.js` builds a provider.
@@ -562,6 +508,8 @@ pub struct ProviderOptions {
 pub struct NativeServiceProvider {
     inner: Arc<ServiceProvider>,
     closed: AtomicBool,
+    /// What the last `cacheInstances` gave the JS filter: `accepted` indexes it.
+    shown: Mutex<Vec<Arc<ServiceInstance>>>,
 }
 
 impl NativeServiceProvider {
@@ -578,14 +526,29 @@ impl NativeServiceProvider {
         Ok(&self.inner)
     }
 
-    /// Runs `f` with the filter's accepted instances in place.
-    fn with_accepted<T>(accepted: Option<Vec<AcceptedInstance>>, f: impl FnOnce() -> T) -> T {
-        ACCEPTED.with(|a| {
-            *a.borrow_mut() = accepted.map(|v| v.into_iter().map(Identity::from).collect())
-        });
+    /// Runs `f` with the filter's accepted instances in place: `accepted` indexes what the
+    /// last `cacheInstances` gave (`lib/discovery.js` calls both in one synchronous turn).
+    fn with_accepted<T>(&self, accepted: Option<Vec<u32>>, f: impl FnOnce() -> T) -> CoreResult<T> {
+        let keys = match accepted {
+            None => None,
+            Some(indexes) => {
+                let shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+                let keys = indexes
+                    .into_iter()
+                    .map(|i| shown.get(i as usize).map(|instance| instance.key()))
+                    .collect::<Option<HashSet<_>>>()
+                    .ok_or_else(|| {
+                        zkrecipes::Error::InvalidArgument(
+                            "accepted: an index past the instances cacheInstances gave".into(),
+                        )
+                    })?;
+                Some(keys)
+            }
+        };
+        ACCEPTED.with(|a| *a.borrow_mut() = keys);
         let out = f();
         ACCEPTED.with(|a| a.borrow_mut().take());
-        out
+        Ok(out)
     }
 }
 
@@ -618,13 +581,14 @@ impl NativeServiceProvider {
                     ACCEPTED.with(|a| {
                         a.borrow()
                             .as_ref()
-                            .is_some_and(|accepted| accepted.contains(&identity(i)))
+                            .is_some_and(|accepted| accepted.contains(&i.key()))
                     })
                 });
             }
             Ok(NativeServiceProvider {
                 inner: Arc::new(p),
                 closed: AtomicBool::new(false),
+                shown: Mutex::new(Vec::new()),
             })
         })
     }
@@ -644,34 +608,29 @@ impl NativeServiceProvider {
     pub fn cache_instances(&self, env: Env) -> napi::Result<Out> {
         sync(&env, || {
             let all = self.open()?.cache().instances();
-            Ok(instances_out(all.iter().map(|i| &**i)))
+            let out = instances_out(all.iter().map(|i| &**i));
+            *self.shown.lock().unwrap_or_else(|e| e.into_inner()) = all;
+            Ok(out)
         })
     }
 
-    /// An instance, or null; `accepted`: the instances the JS filter accepted.
+    /// An instance, or null; `accepted`: the indexes (in the last `cacheInstances`) of the
+    /// instances the JS filter accepted.
     #[napi]
-    pub fn get_instance(
-        &self,
-        env: Env,
-        accepted: Option<Vec<AcceptedInstance>>,
-    ) -> napi::Result<Out> {
+    pub fn get_instance(&self, env: Env, accepted: Option<Vec<u32>>) -> napi::Result<Out> {
         sync(&env, || {
             let p = self.open()?;
-            let picked = Self::with_accepted(accepted, || p.get_instance());
+            let picked = self.with_accepted(accepted, || p.get_instance())?;
             Ok(picked.as_deref().map_or(Out::Null, instance_out))
         })
     }
 
-    /// Every usable instance; `accepted`: the instances the JS filter accepted.
+    /// Every usable instance; `accepted`: as for `get_instance`.
     #[napi]
-    pub fn get_all_instances(
-        &self,
-        env: Env,
-        accepted: Option<Vec<AcceptedInstance>>,
-    ) -> napi::Result<Out> {
+    pub fn get_all_instances(&self, env: Env, accepted: Option<Vec<u32>>) -> napi::Result<Out> {
         sync(&env, || {
             let p = self.open()?;
-            let all = Self::with_accepted(accepted, || p.get_all_instances());
+            let all = self.with_accepted(accepted, || p.get_all_instances())?;
             Ok(instances_out(all.iter().map(|i| &**i)))
         })
     }

@@ -141,6 +141,11 @@ impl ServiceInstance {
         }
     }
 
+    /// What tells this registration from others sharing its id ([`InstanceKey`]).
+    pub fn key(&self) -> super::InstanceKey {
+        super::InstanceKey::of(self)
+    }
+
     /// Checks what a node name and the JSON need: a name and an id that are node names (not
     /// empty: `base//id` or `base/name/` is no instance's node).
     pub fn validate(&self) -> Result<()> {

@@ -15,5 +15,5 @@ mod uri_spec;
 pub use self::cache::{ServiceCache, ServiceCacheEvent, ServiceCacheEventKind, ServiceProvider};
 pub use self::discovery::{Registration, ServiceDiscovery};
 pub use self::instance::{ServiceInstance, ServiceType};
-pub use self::strategy::{DownInstancePolicy, ProviderStrategy};
+pub use self::strategy::{DownInstancePolicy, InstanceKey, ProviderStrategy};
 pub use self::uri_spec::{UriPart, UriSpec};

@@ -76,12 +76,14 @@ impl Default for DownInstancePolicy {
 
 /// What tells one registered instance from another, as Curator's `DownInstanceManager`
 /// does by instance equality: not the id alone, which DYNAMIC_SEQUENTIAL instances share
-/// (every `worker` process registers id `worker`), but the id with the address, ports and
-/// registration time, which only the same registration has. Unlike Curator's equality it
-/// leaves out what an update changes (payload, URI spec, enabled): an instance that is down
-/// stays down through an update.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Identity {
+/// (every `worker` process registers id `worker`), but the id with the name, address, ports,
+/// service type and registration time, which only the same registration has. Unlike
+/// Curator's equality it leaves out what an update changes (payload, URI spec, enabled): an
+/// instance that is down stays down through an update. The one home of that rule: the
+/// down-instance policy, the sticky strategy and the faces' filters (Node's JS filter hands
+/// back the instances it accepted) all compare keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InstanceKey {
     name: String,
     id: String,
     address: Option<String>,
@@ -91,27 +93,30 @@ struct Identity {
     service_type: ServiceType,
 }
 
-impl Identity {
-    fn of(i: &ServiceInstance) -> Identity {
-        Identity {
-            name: i.name.clone(),
-            id: i.id.clone(),
-            address: i.address.clone(),
-            port: i.port,
-            ssl_port: i.ssl_port,
-            registration_time_utc: i.registration_time_utc,
-            service_type: i.service_type,
+impl InstanceKey {
+    /// The key of `instance`.
+    pub fn of(instance: &ServiceInstance) -> InstanceKey {
+        InstanceKey {
+            name: instance.name.clone(),
+            id: instance.id.clone(),
+            address: instance.address.clone(),
+            port: instance.port,
+            ssl_port: instance.ssl_port,
+            registration_time_utc: instance.registration_time_utc,
+            service_type: instance.service_type,
         }
     }
 
-    fn is(&self, i: &ServiceInstance) -> bool {
-        self.registration_time_utc == i.registration_time_utc
-            && self.id == i.id
-            && self.port == i.port
-            && self.ssl_port == i.ssl_port
-            && self.address == i.address
-            && self.name == i.name
-            && self.service_type == i.service_type
+    /// Whether `instance` is this registration (as `InstanceKey::of(instance) == *self`,
+    /// without the copies).
+    pub fn is(&self, instance: &ServiceInstance) -> bool {
+        self.registration_time_utc == instance.registration_time_utc
+            && self.id == instance.id
+            && self.port == instance.port
+            && self.ssl_port == instance.ssl_port
+            && self.address == instance.address
+            && self.name == instance.name
+            && self.service_type == instance.service_type
     }
 }
 
@@ -119,7 +124,7 @@ impl Identity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Noted {
     /// One instance ([`Picker::note_error`]).
-    Instance(Identity),
+    Instance(InstanceKey),
     /// Every instance with this id ([`Picker::note_error_id`]: the C face's
     /// `zkr_service_provider_note_error`, which is given an id).
     Id(String),
@@ -128,7 +133,7 @@ enum Noted {
 impl Noted {
     fn is(&self, i: &ServiceInstance) -> bool {
         match self {
-            Noted::Instance(identity) => identity.is(i),
+            Noted::Instance(key) => key.is(i),
             Noted::Id(id) => *id == i.id,
         }
     }
@@ -140,7 +145,7 @@ pub(crate) struct Picker {
     strategy: ProviderStrategy,
     policy: DownInstancePolicy,
     next: AtomicU64,
-    sticky: Mutex<Option<Identity>>,
+    sticky: Mutex<Option<InstanceKey>>,
     /// Noted errors: against what, when the first was noted, and how many. Few (only those
     /// noted within the policy's timeout), so looked through in turn.
     errors: Mutex<Vec<(Noted, Instant, u32)>>,
@@ -163,7 +168,7 @@ impl Picker {
 
     /// Notes an error with `instance` (that registration only).
     pub(crate) fn note_error(&self, instance: &ServiceInstance) {
-        self.note(Noted::Instance(Identity::of(instance)))
+        self.note(Noted::Instance(InstanceKey::of(instance)))
     }
 
     /// Notes an error with every instance whose id is `id`.
@@ -234,7 +239,7 @@ impl Picker {
                     return Some(kept.clone());
                 }
                 let chosen = round_robin();
-                *sticky = Some(Identity::of(&chosen));
+                *sticky = Some(InstanceKey::of(&chosen));
                 chosen
             }
         })
