@@ -11,8 +11,10 @@
 //! as it is. The payload carries Jackson's type information
 //! (`@JsonTypeInfo(use = CLASS)`): `{"@class":"com.x.Details",...}` for objects,
 //! `["java.util.ArrayList",[...]]` for lists; it is split off into `payload_class` and written
-//! back the same way; a double in a payload is written as Java's `Double.toString` writes it
-//! (`2.5E-4`, `1.0E10`, `100.0`). Readers ignore unknown fields and keep them for a round trip; a payload
+//! back the same way (a list given without a class is written as a `java.util.ArrayList`, as
+//! Jackson writes every List: Java readers take a bare array's first element for a class); a
+//! double in a payload is written as Java's `Double.toString` writes it (`2.5E-4`, `1.0E10`,
+//! `100.0`). Readers ignore unknown fields and keep them for a round trip; a payload
 //! or unknown field that is not changed is written back as the text it was read from (a Java
 //! double's `1.0E10` stays `1.0E10`).
 
@@ -251,6 +253,14 @@ impl ServiceInstance {
     fn write_payload(&self, o: &mut String) {
         match (&self.payload_class, &self.payload) {
             (None, None) => o.push_str("null"),
+            // A list with no class: Jackson reads an array payload as its wrapper `[class,
+            // value]` (the first element a type id), so a bare list fails every Java reader of
+            // the service. Written as Jackson writes any List, `java.util.ArrayList`.
+            (None, Some(v @ Value::Array(_))) => {
+                o.push_str("[\"java.util.ArrayList\",");
+                value(o, v);
+                o.push(']');
+            }
             (None, Some(v)) => value(o, v),
             (Some(class), Some(Value::Object(m))) => {
                 o.push_str("{\"@class\":");
@@ -655,6 +665,21 @@ mod tests {
         assert_eq!(i.payload_class.as_deref(), Some("java.util.ArrayList"));
         assert_eq!(i.payload, Some(serde_json::json!(["a", "b"])));
         assert_eq!(i.to_json(true), list.to_vec());
+
+        // A list given without a class is written as Jackson writes a List (Java's readers
+        // take a bare array's first element for a type id) and reads back with the class.
+        let mut bare = ServiceInstance::new("n");
+        bare.payload = Some(serde_json::json!(["eu", "us"]));
+        let written = bare.to_json(true);
+        assert!(
+            String::from_utf8_lossy(&written)
+                .contains(r#""payload":["java.util.ArrayList",["eu","us"]]"#),
+            "{}",
+            String::from_utf8_lossy(&written)
+        );
+        let back = ServiceInstance::from_json(&written).unwrap();
+        assert_eq!(back.payload_class.as_deref(), Some("java.util.ArrayList"));
+        assert_eq!(back.payload, bare.payload);
 
         // Plain JSON (another writer's) stays plain.
         let plain = br#"{"name":"n","id":"i","payload":["not a class",1]}"#;
