@@ -1851,6 +1851,59 @@ async fn a_lost_connection_does_not_hold_an_acquire_past_its_deadline() {
     }
 }
 
+/// A lease's lost signal: SUSPENDED under the Standard policy, its node deleted by someone
+/// else, and nothing while the lease is good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leases_lost_signal_says_why_it_can_no_longer_be_counted_on() {
+    use zkrecipes::lock::LeaseLost;
+    use zkrecipes::LostPolicy;
+    let other = connect().await;
+    let proxy = FaultProxy::start(&server().connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .expect("connect through the proxy");
+    let sem = InterProcessSemaphoreV2::new(&c, "/sem/lost-signal", 2).unwrap();
+    let mut leases = sem
+        .acquire(2, Some(WAIT))
+        .await
+        .unwrap()
+        .expect("two leases");
+    let (first, second) = (leases.remove(0), leases.remove(0));
+
+    // Good: the ownership read answers and the signal stays pending.
+    let mut good = Box::pin(first.lost_signal(LostPolicy::Standard));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), &mut good)
+            .await
+            .is_err(),
+        "a good lease is not lost"
+    );
+
+    // Its node deleted by another session: gone.
+    other
+        .delete(second.path(), Default::default())
+        .await
+        .unwrap();
+    let why = tokio::time::timeout(WAIT, second.lost_signal(LostPolicy::Standard))
+        .await
+        .expect("the deleted lease's signal resolves");
+    assert_eq!(why, LeaseLost::NodeGone);
+
+    // The connection cut: SUSPENDED, a loss under the Standard policy.
+    proxy.cut();
+    let why = tokio::time::timeout(WAIT, good)
+        .await
+        .expect("the signal resolves when the connection goes");
+    assert_eq!(why, LeaseLost::State(zkrecipes::ConnectionState::Suspended));
+    assert_eq!(why.to_string(), "the connection to ZooKeeper was suspended");
+    proxy.restore();
+    drop((first, second));
+    c.close().await;
+    other.close().await;
+}
+
 #[test]
 fn semaphore_mutex_is_not_reentrant_and_any_thread_may_release() {
     let (a, b) = zkrecipes::runtime::block_on(async { (connect().await, connect().await) });

@@ -212,7 +212,15 @@ fn lost_signal(
                 }
             })
         }
-        Held::Lease(lease) => Box::pin(lease_lost(client, lease.path().to_string(), policy)),
+        Held::Lease(lease) => {
+            let signal = lease.lost_signal(policy);
+            Box::pin(async move {
+                match signal.await {
+                    zkrecipes::lock::LeaseLost::State(state) => lost_reason(state),
+                    why => why.to_string(),
+                }
+            })
+        }
     }
 }
 
@@ -221,53 +229,5 @@ fn lost_reason(state: ConnectionState) -> String {
         ConnectionState::Suspended => "the connection to ZooKeeper was suspended".into(),
         ConnectionState::Lost => "the ZooKeeper session was lost".into(),
         s => format!("the connection state is {s} and the session may have changed"),
-    }
-}
-
-/// The core's Lease has no lost signal: watch the connection with the same policy as the
-/// mutex's (Curator's ConnectionStateErrorPolicy), from a state stream taken now (before the
-/// command starts), and check that the lease node still belongs to this session. That server
-/// read runs inside the returned future, racing the state stream while the command is
-/// supervised: a connection that goes during the read stops the command at once, not after the
-/// read's retries.
-fn lease_lost(
-    client: &Client,
-    node: String,
-    policy: LockLostPolicy,
-) -> impl Future<Output = String> + Send + 'static {
-    let client = client.clone();
-    let mut states = client.state_stream();
-    let session = client.session_id();
-    async move {
-        let gone = |state: ConnectionState| {
-            policy.is_error_state(state) || client.is_closed() || client.session_id() != session
-        };
-        if gone(client.state()) {
-            return lost_reason(client.state());
-        }
-        let watch_states = async {
-            while let Some(state) = states.next().await {
-                if gone(state) {
-                    return lost_reason(state);
-                }
-            }
-            "the client was closed".to_string()
-        };
-        tokio::pin!(watch_states);
-        // A failed read says nothing: the state stream decides then.
-        let ours = async {
-            match client.exists(&node).await {
-                Ok(Some(stat)) => stat.ephemeral_owner == session,
-                Ok(None) => false,
-                Err(_) => true,
-            }
-        };
-        tokio::select! {
-            reason = &mut watch_states => return reason,
-            ours = ours => if !ours {
-                return format!("the lease node {node} is gone or belongs to another session");
-            },
-        }
-        watch_states.await
     }
 }

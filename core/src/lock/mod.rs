@@ -25,7 +25,7 @@ pub use self::mode::{FencingToken, ReleaseStatus};
 pub use self::multi::InterProcessMultiLock;
 pub use self::mutex::{InterProcessMutex, LockLostPolicy};
 pub use self::rwlock::InterProcessReadWriteLock;
-pub use self::semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease};
+pub use self::semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LeaseLost};
 use crate::{path, runtime, Client, Error, Owner, Result};
 
 /// A boxed future, for [`InterProcessLock`]'s object-safe methods.

@@ -62,6 +62,100 @@ impl Lease {
     pub fn release_blocking(self) -> Result<()> {
         runtime::try_block_on(self.release())?
     }
+
+    /// A future that resolves when this lease can no longer be counted on, saying why: the
+    /// connection enters a state `policy` treats as a loss (Curator's
+    /// `ConnectionStateErrorPolicy`: SUSPENDED under `Standard`, LOST under both), the client
+    /// closes, the client's session is no longer the one that made the lease, or the lease node
+    /// is gone or another session's (checked once, with one read inside the future). It
+    /// watches the connection from the moment it is made (not from its first poll), so work
+    /// started after making it is covered; it never resolves while the lease stays good, also
+    /// after it is returned. For `select!` next to the work done under the lease, as
+    /// [`InterProcessMutex::lost_signal`] for a mutex.
+    pub fn lost_signal(
+        &self,
+        policy: crate::LostPolicy,
+    ) -> impl std::future::Future<Output = LeaseLost> + Send + 'static {
+        let client = self.client.clone();
+        let mut states = client.state_stream();
+        let (node, session) = (self.path.clone(), self.session);
+        async move {
+            let gone = |state: crate::ConnectionState| {
+                if client.is_closed() {
+                    Some(LeaseLost::Closed)
+                } else if policy.is_error_state(state) {
+                    Some(LeaseLost::State(state))
+                } else if client.session_id() != session {
+                    Some(LeaseLost::SessionChanged)
+                } else {
+                    None
+                }
+            };
+            if let Some(why) = gone(client.state()) {
+                return why;
+            }
+            let watch_states = async {
+                while let Some(state) = states.next().await {
+                    if let Some(why) = gone(state) {
+                        return why;
+                    }
+                }
+                LeaseLost::Closed
+            };
+            tokio::pin!(watch_states);
+            // A read that fails says nothing: the states decide then.
+            let ours = async {
+                match client.exists(&node).await {
+                    Ok(Some(stat)) => stat.ephemeral_owner == session,
+                    Ok(None) => false,
+                    Err(_) => true,
+                }
+            };
+            tokio::select! {
+                why = &mut watch_states => return why,
+                ours = ours => if !ours {
+                    return LeaseLost::NodeGone;
+                },
+            }
+            watch_states.await
+        }
+    }
+}
+
+/// Why a [`Lease`] was lost ([`Lease::lost_signal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseLost {
+    /// The connection entered this state, which the policy treats as a loss.
+    State(crate::ConnectionState),
+    /// The client was closed.
+    Closed,
+    /// The client's session is another than the one that made the lease (the lease node went
+    /// with the old one).
+    SessionChanged,
+    /// The lease node is gone, or belongs to another session.
+    NodeGone,
+}
+
+impl std::fmt::Display for LeaseLost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeaseLost::State(crate::ConnectionState::Suspended) => {
+                f.write_str("the connection to ZooKeeper was suspended")
+            }
+            LeaseLost::State(crate::ConnectionState::Lost) => {
+                f.write_str("the ZooKeeper session was lost")
+            }
+            LeaseLost::State(s) => write!(f, "the connection state is {s}"),
+            LeaseLost::Closed => f.write_str("the client was closed"),
+            LeaseLost::SessionChanged => {
+                f.write_str("the ZooKeeper session changed (the lease went with the old one)")
+            }
+            LeaseLost::NodeGone => {
+                f.write_str("the lease node is gone or belongs to another session")
+            }
+        }
+    }
 }
 
 impl Drop for Lease {
