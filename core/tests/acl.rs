@@ -236,3 +236,25 @@ async fn a_provider_function_answers_first_and_bad_providers_are_refused() {
         }
     }
 }
+
+/// An `auth` the server refuses (an unknown scheme: ZooKeeper answers AUTHFAILED and closes
+/// the connection) is named as such, not blamed on a missing SASL configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_auth_scheme_is_named_not_blamed_on_sasl() {
+    let server = TestingServer::start();
+    let e = builder(&server.connect_string())
+        .auth("Digest", b"alice:secret".to_vec())
+        .connection_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .expect_err("an unknown scheme is refused");
+    let Error::AuthFailed(d) = &e else {
+        panic!("AuthFailed, not {e:?}")
+    };
+    assert!(
+        d.message()
+            .contains("refused this client's authentication (scheme Digest"),
+        "{e}"
+    );
+    assert!(!d.message().contains("SASL"), "not about SASL: {e}");
+}

@@ -571,6 +571,31 @@ async fn connect_failures_say_why_within_the_connection_timeout() {
     drop(silent);
 }
 
+/// The diagnosis of a failed connect probes every host at once: an ensemble of silent
+/// servers costs one probe's time (about 4 s), not one per host (12 s for three).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_connect_probes_its_hosts_at_once() {
+    let silent: Vec<_> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let hosts: Vec<String> = silent
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let (e, took) = failed_connect(&hosts.join(",")).await;
+    for host in &hosts {
+        assert!(
+            matches!(&e, Error::Timeout(m) if m.contains(&format!("{host}: {host} accepted the connection but did not answer"))),
+            "{host} is diagnosed: {e}"
+        );
+    }
+    assert!(
+        took < Duration::from_secs(8),
+        "three silent hosts held the connect {took:?}"
+    );
+    drop(silent);
+}
+
 /// The connection timeout bounds a connect, not the session timeout: a server that answers
 /// only after more than one session timeout (a busy machine, a TLS server warming up) is still
 /// connected to within the connection timeout. The wire client alone gives up on a new session

@@ -133,7 +133,21 @@ pub(crate) async fn open_session(
 /// The `AuthFailed` error of a refused session, saying what was refused.
 pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
     let detail = failures.summary();
-    let requires_sasl = detail.contains("-124");
+    auth_failed_because(cfg, &detail)
+}
+
+/// The wire client's words for the two refusals (`session/mod.rs`), as they appear in a
+/// failure's summary: keyed on these, not on a bare code a host name may contain.
+const REQUIRES_SASL: &str = "(SESSIONCLOSEDREQUIRESASLAUTH, -124)";
+const AUTH_REFUSED: &str = "(AUTHFAILED, -115)";
+
+fn auth_failed_because(cfg: &Config, detail: &str) -> Error {
+    let requires_sasl = detail.contains(REQUIRES_SASL);
+    let schemes = || {
+        let mut s: Vec<&str> = cfg.auth.iter().map(|(scheme, _)| scheme.as_str()).collect();
+        s.dedup();
+        s.join(", ")
+    };
     let what = match &cfg.sasl {
         Some(sasl)
             if detail.contains("cannot start a SASL") || detail.contains("cannot configure a SASL") =>
@@ -152,6 +166,12 @@ pub(crate) fn auth_failed(cfg: &Config, failures: &ConnectFailures) -> Error {
             "the server refused SASL {} authentication as {:?} (wrong password or unknown user)",
             sasl.mechanism(),
             sasl.username()
+        ),
+        // No SASL: an `auth` packet of ours was refused (an unknown scheme, or credentials a
+        // server-side authentication provider refused).
+        None if !requires_sasl && !cfg.auth.is_empty() && detail.contains(AUTH_REFUSED) => format!(
+            "the server refused this client's authentication (scheme {}: a scheme the server does not know, or credentials its authentication provider refused)",
+            schemes()
         ),
         None => "the server requires authentication (SASL: zookeeper.sessionRequireClientSASLAuth or enforce.auth) and this client has none configured (set SASL options)".to_string(),
     };
@@ -194,6 +214,13 @@ impl ConnectFailures {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         let explained = explain_connect_error(error, self.client_cert);
         match last.iter_mut().find(|(e, _)| e == endpoint) {
+            // An `auth` packet refused: the wire client says so, then ends the connection with
+            // a bare "authentication failed"; keep the one that says which. (Not for -124: a
+            // SASL exchange the server refused ends with it too, and the bare error that
+            // follows is what tells a refusal from a server that wanted SASL first.)
+            Some(entry)
+                if entry.1.contains(AUTH_REFUSED)
+                    && explained.contains("authentication failed") => {}
             Some(entry) => entry.1 = explained,
             None => last.push((endpoint.to_string(), explained)),
         }
@@ -261,7 +288,6 @@ fn explain_connect_error(error: &str, client_cert: bool) -> String {
             "certificaterevoked",
             "accessdenied",
             "decrypterror",
-            "handshakefailure",
         ];
         if a.starts_with("certificaterequired")
             || (!client_cert && refused.iter().any(|r| a.starts_with(r)))
@@ -492,13 +518,32 @@ impl TlsRefusals {
 /// ZooKeeper, the other protocol: TLS where plaintext was spoken or the reverse). Only on the
 /// failure path; each probe is bounded by two seconds.
 pub(crate) async fn diagnose(connect: &str, tls_every_host: bool) -> String {
-    let mut out = Vec::new();
-    for host in split_connect_string(connect).0 {
-        let address = host.with_port();
-        let tls = host.tls.unwrap_or(tls_every_host);
-        out.push(format!("{address}: {}", probe(&address, tls).await));
+    // Every host at once: an ensemble of silent servers costs one probe's time, not one each.
+    let mut probes = tokio::task::JoinSet::new();
+    let hosts: Vec<String> = split_connect_string(connect)
+        .0
+        .into_iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let address = host.with_port();
+            let tls = host.tls.unwrap_or(tls_every_host);
+            let probed = address.clone();
+            probes.spawn(async move { (i, probe(&probed, tls).await) });
+            address
+        })
+        .collect();
+    let mut found = vec![String::from("not probed"); hosts.len()];
+    while let Some(done) = probes.join_next().await {
+        if let Ok((i, why)) = done {
+            found[i] = why;
+        }
     }
-    out.join("; ")
+    hosts
+        .iter()
+        .zip(found)
+        .map(|(address, why)| format!("{address}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 const PROBE_LIMIT: Duration = Duration::from_secs(2);
@@ -621,7 +666,7 @@ async fn speaks_tls(addr: std::net::SocketAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::explain_connect_error as explain;
-    use super::{TlsRefusals, TLS_REFUSAL_MAX_PAUSE};
+    use super::{TlsRefusals, AUTH_REFUSED, REQUIRES_SASL, TLS_REFUSAL, TLS_REFUSAL_MAX_PAUSE};
     use std::time::Duration;
 
     #[test]
@@ -669,5 +714,20 @@ mod tests {
             "{ours}"
         );
         assert_eq!(explain("connection refused", true), "connection refused");
+        // A handshake_failure alert is a cipher or protocol mismatch as often as a missing
+        // certificate: not a refusal that fails the connect at once.
+        let handshake = explain("received fatal alert: HandshakeFailure", false);
+        assert!(!handshake.starts_with(TLS_REFUSAL), "{handshake}");
+        assert!(handshake.contains("share no cipher suite"), "{handshake}");
+    }
+
+    #[test]
+    fn the_sasl_requirement_is_read_from_the_wire_marker_not_a_host_name() {
+        let refused =
+            "tcp://zk-1240.prod:2181: the server refused the authentication (AUTHFAILED, -115)";
+        assert!(!refused.contains(REQUIRES_SASL));
+        assert!(refused.contains(AUTH_REFUSED));
+        let required = "tcp://zk:2181: the server closed the session: it requires SASL authentication first (SESSIONCLOSEDREQUIRESASLAUTH, -124)";
+        assert!(required.contains(REQUIRES_SASL));
     }
 }
