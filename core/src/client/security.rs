@@ -58,6 +58,17 @@ impl Pem {
     /// Reads the PEM text (`what` names the option in the error: "TLS CA", ...). A byte order
     /// mark before the text is dropped.
     pub(crate) fn read(&self, what: &str) -> Result<String> {
+        // "" is how C config code and environment variables say "unset": say so, instead of
+        // "cannot read the file : No such file or directory".
+        let empty = match self {
+            Pem::File(path) => path.as_os_str().is_empty(),
+            Pem::Text(text) => text.trim().is_empty(),
+        };
+        if empty {
+            return Err(Error::invalid(format!(
+                "the {what} is empty: give a file path or PEM text, or leave the option unset"
+            )));
+        }
         let text = match self {
             Pem::Text(t) => t.clone(),
             Pem::File(path) => std::fs::read(path)
@@ -421,7 +432,17 @@ impl SaslOptions {
         #[cfg(feature = "gssapi")]
         if mechanism.eq_ignore_ascii_case("GSSAPI") {
             // The credentials come from the ticket cache; a username names the service.
-            let (service, _): (String, String) = (username.into(), password.into());
+            let (service, password): (String, String) = (username.into(), password.into());
+            if !password.is_empty() {
+                return Err(Error::invalid(
+                    "SASL GSSAPI takes no password: the credentials come from the Kerberos ticket cache (kinit, KRB5CCNAME)",
+                ));
+            }
+            if service.contains(['@', '/']) {
+                return Err(Error::invalid(format!(
+                    "SASL GSSAPI: the username names the server's service (the primary of its principal, default zookeeper), not the client; {service:?} is a principal: the client's comes from the ticket cache"
+                )));
+            }
             let options = SaslOptions::gssapi();
             return Ok(if service.is_empty() {
                 options
@@ -674,6 +695,13 @@ mod tests {
             assert!(matches!(Pem::from_arg(text), Pem::Text(_)), "{text:?}");
         }
         assert!(matches!(Pem::from_arg("relative/ca.pem"), Pem::File(_)));
+        for empty in [Pem::from_arg(""), Pem::text(""), Pem::text(" \n")] {
+            let e = empty.read("TLS CA").unwrap_err();
+            assert!(
+                e.message().contains("the TLS CA is empty"),
+                "{empty:?}: {e}"
+            );
+        }
         assert!(matches!(Pem::text("/etc/ca.pem"), Pem::Text(_)));
         // A byte order mark is dropped when read.
         let read = Pem::from_arg("\u{feff}-----BEGIN CERTIFICATE-----\n").read("TLS CA");
@@ -731,5 +759,22 @@ mod tests {
         assert!(!format!("{s:?}").contains("s3cret"));
         let e = SaslOptions::new("PLAIN", "a", "b").unwrap_err();
         assert!(e.message().contains("DIGEST-MD5"), "{e}");
+    }
+
+    /// GSSAPI takes its credentials from the ticket cache: a password, or the user's own
+    /// principal where the service's primary goes, is refused rather than dropped or misread.
+    #[cfg(feature = "gssapi")]
+    #[test]
+    fn gssapi_refuses_a_password_and_a_principal_for_the_service() {
+        assert_eq!(
+            SaslOptions::new("gssapi", "", "").unwrap().mechanism(),
+            "GSSAPI"
+        );
+        assert!(SaslOptions::new("GSSAPI", "zk", "").is_ok());
+        let e = SaslOptions::new("GSSAPI", "", "secret").unwrap_err();
+        assert!(e.message().contains("takes no password"), "{e}");
+        assert!(!e.message().contains("secret"), "{e}");
+        let e = SaslOptions::new("GSSAPI", "alice@EXAMPLE.COM", "").unwrap_err();
+        assert!(e.message().contains("is a principal"), "{e}");
     }
 }
