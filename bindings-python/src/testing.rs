@@ -37,7 +37,7 @@ fn security(
     }
     let cert = ServerCert::from_name(server_cert).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "server_cert must be 'valid', 'expired' or 'wrong-name', not {server_cert:?}"
+            "server_cert must be 'valid', 'expired', 'wrong-name' or 'ip-only', not {server_cert:?}"
         ))
     })?;
     security = security.server_cert(cert);

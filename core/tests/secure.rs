@@ -168,6 +168,44 @@ async fn a_certificate_rotated_on_disk_is_presented_at_the_next_connection() {
     c.close().await;
 }
 
+/// A certificate that names the server's IP address only, reached through a host name
+/// (`localhost`): the name is not in it, the address the connection reached is, and Java's
+/// client accepts that (ZKTrustManager checks the peer's IP first). So do we, with hostname
+/// verification on; a certificate naming neither is still refused through the same name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_naming_the_servers_address_is_accepted_through_a_host_name() {
+    let server = TestingServer::start_secure(
+        Security::new()
+            .tls(ClientAuth::None)
+            .server_cert(ServerCert::IpOnly),
+    );
+    let m = server.tls().unwrap();
+    let by_name = secure(&server).replace("127.0.0.1", "localhost");
+    assert!(by_name.starts_with("localhost:"), "{by_name}");
+    let c = builder(&by_name)
+        .tls(TlsOptions::new().ca(m.ca.as_path()))
+        .connect()
+        .await
+        .expect("the certificate names the address localhost reached");
+    c.create("/by-name", b"", PLAIN).await.unwrap();
+    c.close().await;
+    drop(server);
+
+    let server = TestingServer::start_secure(
+        Security::new()
+            .tls(ClientAuth::None)
+            .server_cert(ServerCert::WrongName),
+    );
+    let m = server.tls().unwrap();
+    let by_name = secure(&server).replace("127.0.0.1", "localhost");
+    let (e, _) = refused(builder(&by_name).tls(TlsOptions::new().ca(m.ca.as_path()))).await;
+    assert_says(
+        &e,
+        ErrorKind::AuthFailed,
+        &["does not name the host", "localhost"],
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_certificates_we_refuse_fail_the_connect_at_once_saying_why() {
     // Unknown CA.

@@ -219,8 +219,9 @@ class TestingServer:
 
         * ``tls``: ``"none"``, ``"want"`` or ``"need"`` (whether the server asks TLS clients for a
           certificate): a TLS port too, :attr:`secure_connect_string`, with :attr:`tls` material.
-        * ``server_cert``: what the TLS server presents: ``"valid"``, ``"expired"`` or
-          ``"wrong-name"`` (its only SAN is DNS ``wrong.example``).
+        * ``server_cert``: what the TLS server presents: ``"valid"``, ``"expired"``,
+          ``"wrong-name"`` (its only SAN is DNS ``wrong.example``) or ``"ip-only"`` (its only SAN
+          is the server's IP address: accepted through ``localhost`` too, as Java does).
         * ``sasl_users``: SASL DIGEST-MD5 users, ``{"alice": "secret"}`` (ACL id ``sasl:alice``).
         * ``sasl_required``: sessions that did not authenticate with SASL are closed.
         * ``x509``: a client certificate gives the session the ``x509`` identity of its subject

@@ -63,22 +63,28 @@ pub enum ServerCert {
     /// Signed by the CA and valid, but its only SAN is the DNS name [`WRONG_SERVER_NAME`]: a
     /// client verifying the host name (the address it dialed) must refuse it.
     WrongName,
+    /// Signed by the CA and valid, with the server's IP SAN only (no `localhost`): a client
+    /// that dials `localhost` finds its host name missing and the address it reached named,
+    /// which Java's ZKTrustManager accepts (it checks the peer's IP first).
+    IpOnly,
 }
 
 impl ServerCert {
     /// Every value, in declaration order.
-    pub const ALL: [ServerCert; 3] = [
+    pub const ALL: [ServerCert; 4] = [
         ServerCert::Valid,
         ServerCert::Expired,
         ServerCert::WrongName,
+        ServerCert::IpOnly,
     ];
 
-    /// `valid`, `expired`, `wrong-name` (the `zk-harness --server-cert` values).
+    /// `valid`, `expired`, `wrong-name`, `ip-only` (the `zk-harness --server-cert` values).
     pub fn name(self) -> &'static str {
         match self {
             ServerCert::Valid => "valid",
             ServerCert::Expired => "expired",
             ServerCert::WrongName => "wrong-name",
+            ServerCert::IpOnly => "ip-only",
         }
     }
 
@@ -577,6 +583,7 @@ impl TlsMaterial {
                 ServerCert::Valid => (server_sans(host), Validity::Valid),
                 ServerCert::Expired => (server_sans(host), Validity::Expired),
                 ServerCert::WrongName => (vec![dns(WRONG_SERVER_NAME)], Validity::Valid),
+                ServerCert::IpOnly => (vec![SanType::IpAddress(IpAddr::V4(host))], Validity::Valid),
             };
             let mut params = leaf_params(&format!("zkr-server-{index}"), validity.window(now));
             params.subject_alt_names = sans;

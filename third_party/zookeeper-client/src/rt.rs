@@ -26,6 +26,18 @@ impl TcpStream {
         let _ = stream.set_nodelay(true);
         Ok(Self(stream, None))
     }
+
+    /// zkrecipes patch 22: the address connected to.
+    pub fn peer_addr(&self) -> Result<std::net::SocketAddr> {
+        self.0.peer_addr()
+    }
+
+    /// zkrecipes patch 22: a connection to one address (the one an earlier connection reached).
+    pub async fn connect_to(addr: std::net::SocketAddr) -> Result<Self> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        let _ = stream.set_nodelay(true);
+        Ok(Self(stream, None))
+    }
 }
 
 /// zkrecipes patch 17: how many times input on a connection has woken the task reading it, in

@@ -26,7 +26,7 @@ usage: zk-harness COMMAND --dir DIR [OPTIONS]
                                    members in a dynamic config file with their client addresses;
                                    a reconfig needs a superuser (--superuser) to authenticate as
     --tls none|want|need           TLS on a secure port too, asking clients for certificates so
-    --server-cert valid|expired|wrong-name
+    --server-cert valid|expired|wrong-name|ip-only
                                    what the TLS servers present (default valid)
     --sasl-user USER:PASSWORD      a SASL DIGEST-MD5 user (repeatable)
     --sasl-required                close sessions that did not authenticate with SASL
@@ -169,7 +169,9 @@ fn parse(raw: &[String]) -> Result<Args, Failure> {
             "--server-cert" => {
                 let v = value()?;
                 let cert = ServerCert::from_name(&v).ok_or_else(|| {
-                    Failure::Usage(format!("--server-cert valid|expired|wrong-name, not {v}"))
+                    Failure::Usage(format!(
+                        "--server-cert valid|expired|wrong-name|ip-only, not {v}"
+                    ))
                 })?;
                 args.security = security.server_cert(cert);
                 continue;

@@ -192,8 +192,35 @@ impl TlsClient {
         // zkrecipes patch 21: checked before connecting, an error instead of upstream's panic.
         let domain = server_name(host)?;
         let stream = TcpStream::connect((host, port)).await?;
-        self.inner.connect(domain, stream).await
+        let peer = stream.peer_addr().ok();
+        match self.inner.connect(domain.clone(), stream).await {
+            // zkrecipes patch 22: a certificate that does not name the host as written may
+            // name the address it was reached at (an IP SAN only, with a DNS name in the
+            // connect string). Java's ZKTrustManager accepts that (it checks the peer's IP
+            // first, then the host name); so do we, with one more handshake naming the peer's
+            // IP, so as not to push users to turn hostname verification off. The reverse-DNS
+            // step Java takes after that is not taken.
+            Err(err) if matches!(domain, ServerName::DnsName(_)) && is_not_valid_for_name(&err) => {
+                let Some(peer) = peer else { return Err(err) };
+                let stream = TcpStream::connect_to(peer).await?;
+                self.inner.connect(ServerName::IpAddress(peer.ip().into()), stream).await.map_err(|_| err)
+            },
+            r => r,
+        }
     }
+}
+
+/// zkrecipes patch 22: whether a handshake failed because the server's certificate does not
+/// name the host it was verified against.
+fn is_not_valid_for_name(err: &std::io::Error) -> bool {
+    use rustls::{CertificateError, Error as TlsError};
+    let tls = err.get_ref().and_then(|inner| inner.downcast_ref::<TlsError>());
+    matches!(
+        tls,
+        Some(TlsError::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+        ))
+    )
 }
 
 /// zkrecipes patch 21: the name a TLS connection to `host` sends and verifies, or why `host`
