@@ -143,7 +143,7 @@ impl ServiceInstance {
         }
     }
 
-    /// What tells this registration from others sharing its id ([`InstanceKey`]).
+    /// What tells this registration from others sharing its id ([`InstanceKey`](super::InstanceKey)).
     pub fn key(&self) -> super::InstanceKey {
         super::InstanceKey::of(self)
     }
