@@ -805,3 +805,68 @@ async fn errors_noted_with_one_of_the_instances_sharing_an_id_leave_the_others_u
     d2.close().await.unwrap();
     c.close().await;
 }
+
+/// `unregister()` racing `register()` of the same id ends one way or the other, never half:
+/// the registration `register` returns says whether its node is there, and the node is there
+/// exactly when one of the registrations says so (no ghost a stopped registration keeps, no
+/// registration that says it stands on a node that went).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unregister_racing_register_of_the_same_id_ends_one_way_or_the_other() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/race").unwrap();
+    let (mut stayed, mut went) = (0, 0);
+    for round in 0..30 {
+        let mut i = instance("s", "r", round);
+        let reg = d.register(i.clone()).await.unwrap();
+        i.port = Some(1000 + round);
+        // On two tasks, so that either may run ahead of the other at any step.
+        let gate = Arc::new(tokio::sync::Barrier::new(2));
+        let unregistering = {
+            let (reg, gate) = (reg.clone(), gate.clone());
+            tokio::spawn(async move {
+                gate.wait().await;
+                reg.unregister().await
+            })
+        };
+        let registering = {
+            let (d, i, gate) = (d.clone(), i.clone(), gate.clone());
+            tokio::spawn(async move {
+                gate.wait().await;
+                d.register(i).await
+            })
+        };
+        unregistering.await.unwrap().unwrap();
+        let r = registering.await.unwrap().unwrap();
+        let exists = raw.exists("/race/s/r").await.unwrap().is_some();
+        assert_eq!(
+            r.is_registered(),
+            exists,
+            "round {round}: the registration register returned says {}, the node is {}",
+            r.is_registered(),
+            if exists { "there" } else { "gone" }
+        );
+        assert_eq!(
+            reg.is_registered() || r.is_registered(),
+            exists,
+            "round {round}: the node agrees with the registrations"
+        );
+        if exists {
+            stayed += 1;
+            let (bytes, _) = raw.get_data("/race/s/r").await.unwrap();
+            assert_eq!(
+                ServiceInstance::from_json(&bytes).unwrap().port,
+                Some(1000 + round),
+                "round {round}: the register's instance is the one on the node"
+            );
+            r.unregister().await.unwrap();
+        } else {
+            went += 1;
+        }
+    }
+    // Both orders are legitimate; the count of each depends on scheduling.
+    assert_eq!(stayed + went, 30);
+    c.close().await;
+    raw.close().await;
+}

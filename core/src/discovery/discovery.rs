@@ -174,7 +174,10 @@ impl ServiceDiscovery {
         key: (String, String),
     ) -> Result<Registration> {
         self.check_open()?;
-        let existing = self.registration(&key);
+        // One unregistered already (its unregister ran before this turn) is over.
+        let existing = self
+            .registration(&key)
+            .filter(|r| !r.inner.unregistered.load(Ordering::SeqCst));
         if let Some(r) = existing {
             match r.inner.node.conflict() {
                 None => {
@@ -552,6 +555,11 @@ impl Registration {
                 .unwrap_or_else(|e| e.into_inner());
             (i.name.clone(), i.id.clone())
         };
+        // In the key's turn, as a register of the same id: a register running alongside
+        // either finds this registration before it is forgotten and stopped, and updates it
+        // while it still stands (and it goes now), or registers afresh after it.
+        let turn = Turn::take(&self.inner.discovery.inner.registering, key.clone());
+        let _turn = turn.mutex.lock().await;
         self.inner.discovery.forget(&key, self);
         // A PERMANENT node outlives `close`, not an explicit unregister.
         self.inner.node.set_delete_on_close(true);
