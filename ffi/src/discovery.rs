@@ -202,15 +202,28 @@ pub extern "C" fn zkr_registration_path(
 }
 
 /// Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
-/// otherwise): written now when connected, else at the next reconnection. ZKR_CLOSED once
-/// unregistered; ZKR_CONFLICT once the registration ended in a conflict (register it again).
+/// otherwise): written now when connected, else at the next reconnection. A JSON without
+/// `registrationTimeUTC` keeps the registration's time (as Python's and Node's updates do),
+/// and one without `id` its id. ZKR_CLOSED once unregistered; ZKR_CONFLICT once the
+/// registration ended in a conflict (register it again).
 #[no_mangle]
 pub extern "C" fn zkr_registration_update(
     r: *mut zkr_registration,
     instance_json: *const c_char,
 ) -> zkr_status {
     handle_call("zkr_registration_update", r, |r| {
-        r.registration.update(instance_arg(instance_json)?)
+        let current = r.registration.instance();
+        let text = arg_str(instance_json, "instance_json")?;
+        let mut i = ServiceInstance::from_json(text.as_bytes()).map_err(|e| {
+            Error::InvalidArgument(format!("instance_json: {}", e.message()).into())
+        })?;
+        if i.id.is_empty() {
+            i.id = current.id.clone();
+        }
+        if i.registration_time_utc == 0 {
+            i.registration_time_utc = current.registration_time_utc;
+        }
+        r.registration.update(i)
     })
 }
 

@@ -42,7 +42,7 @@ static void test_register_query_update_and_unregister(void) {
     zkr_registration *r = NULL;
     CHECK_OK(zkr_discovery_register(
         d, "{\"name\":\"orders\",\"id\":\"c1\",\"address\":\"10.0.0.7\",\"port\":8080,"
-           "\"payload\":{\"@class\":\"java.util.LinkedHashMap\",\"region\":\"eu\"}}",
+           "\"payload\":{\"@class\":\"java.util.LinkedHashMap\",\"region\":\"eu\"},\"registrationTimeUTC\":1700000000000}",
         &r));
     char *path = NULL;
     CHECK_OK(zkr_registration_path(r, &path));
@@ -71,7 +71,14 @@ static void test_register_query_update_and_unregister(void) {
     CHECK_OK(zkr_discovery_query_for_instance(d, "orders", "nope", &one));
     CHECK(one == NULL);
 
+    /* An update without registrationTimeUTC keeps the registration's time (not "now"). */
+    char *after = NULL;
     CHECK_OK(zkr_registration_update(r, "{\"name\":\"orders\",\"id\":\"c1\",\"address\":\"10.0.0.8\",\"port\":8081}"));
+    CHECK_OK(zkr_registration_instance(r, &after));
+    const char *time_after = strstr(after, "\"registrationTimeUTC\":");
+    CHECK(time_after != NULL);
+    CHECK_MSG(strtoll(time_after + 22, NULL, 10) == 1700000000000LL, "%s", after);
+    zkr_string_free(after);
     CHECK_STATUS(zkr_registration_update(r, "{\"name\":\"orders\",\"id\":\"other\"}"), ZKR_INVALID_ARGUMENT,
                  "zkr_registration_update");
     CHECK_OK(zkr_registration_set_enabled(r, false));
