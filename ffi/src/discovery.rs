@@ -23,9 +23,10 @@ use crate::status::zkr_status;
 use crate::types::{c_string, zkr_string_list};
 use crate::vocab::{c_enum_of, CList};
 
-/// An instance from Curator's JSON text: a missing or empty `id` gets a random UUID, a missing
-/// `registrationTimeUTC` now; `name` is required.
-fn instance_arg(json: *const c_char) -> Result<ServiceInstance> {
+/// An instance from Curator's JSON text; `name` is required. A missing or empty `id` and a
+/// missing `registrationTimeUTC` come from `base` (an update keeps the registration's), or,
+/// without one, are a random UUID and now (a register). The core validates it.
+fn instance_arg(json: *const c_char, base: Option<&ServiceInstance>) -> Result<ServiceInstance> {
     let text = arg_str(json, "instance_json")?;
     let mut i = ServiceInstance::from_json(text.as_bytes())
         .map_err(|e| Error::InvalidArgument(format!("instance_json: {}", e.message()).into()))?;
@@ -34,14 +35,20 @@ fn instance_arg(json: *const c_char) -> Result<ServiceInstance> {
             "instance_json: \"name\" is required".into(),
         ));
     }
-    let fresh = ServiceInstance::new(i.name.clone());
+    let fresh;
+    let base = match base {
+        Some(base) => base,
+        None => {
+            fresh = ServiceInstance::new(i.name.clone());
+            &fresh
+        }
+    };
     if i.id.is_empty() {
-        i.id = fresh.id;
+        i.id = base.id.clone();
     }
     if i.registration_time_utc == 0 {
-        i.registration_time_utc = fresh.registration_time_utc;
+        i.registration_time_utc = base.registration_time_utc;
     }
-    i.validate()?;
     Ok(i)
 }
 
@@ -113,7 +120,7 @@ pub extern "C" fn zkr_discovery_register(
     out: *mut *mut zkr_registration,
 ) -> zkr_status {
     handle_out("zkr_discovery_register", d, out, "out", |d| {
-        let instance = instance_arg(instance_json)?;
+        let instance = instance_arg(instance_json, None)?;
         let registration = wait(d.discovery.register(instance))?;
         Ok(new_handle(zkr_registration { registration }))
     })
@@ -213,17 +220,8 @@ pub extern "C" fn zkr_registration_update(
 ) -> zkr_status {
     handle_call("zkr_registration_update", r, |r| {
         let current = r.registration.instance();
-        let text = arg_str(instance_json, "instance_json")?;
-        let mut i = ServiceInstance::from_json(text.as_bytes()).map_err(|e| {
-            Error::InvalidArgument(format!("instance_json: {}", e.message()).into())
-        })?;
-        if i.id.is_empty() {
-            i.id = current.id.clone();
-        }
-        if i.registration_time_utc == 0 {
-            i.registration_time_utc = current.registration_time_utc;
-        }
-        r.registration.update(i)
+        r.registration
+            .update(instance_arg(instance_json, Some(&current))?)
     })
 }
 
