@@ -203,6 +203,17 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PemArg {
     }
 }
 
+/// How `TlsOptions`' repr shows a `str` PEM option: `None` for a path (shown as given), else
+/// what stands for it (`PEM text, N bytes`, `N bytes, not a file path`): the core's rule
+/// (`Pem::redacted`).
+#[pyfunction]
+pub fn pem_redacted(value: &Bound<'_, PyString>) -> Option<String> {
+    match value.to_cow() {
+        Ok(text) => Pem::from_arg(text.into_owned()).redacted(),
+        Err(_) => Some("not Unicode text, not a file path".to_string()),
+    }
+}
+
 /// TLS options as Python hands them over: `(ca, cert, key, verify_hostname, every_host)`.
 type TlsSpec = (Option<PemArg>, Option<PemArg>, Option<PemArg>, bool, bool);
 

@@ -74,6 +74,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ensemble::current_connect_string, m)?)?;
     m.add_class::<bridge::Call>()?;
     m.add_class::<client::PyClient>()?;
+    m.add_function(wrap_pyfunction!(client::pem_redacted, m)?)?;
     m.add_class::<client::PyStat>()?;
     m.add_class::<owner::PyOwner>()?;
     m.add_class::<lock::PyMutex>()?;

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import os
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import _native
 from .errors import InvalidArgumentError
 
 __all__ = [
@@ -136,14 +137,6 @@ AclProvider = Union[Callable[[str], Optional[Sequence[Acl]]], Mapping[str, Seque
 #: such as OpenSSL's ``Bag Attributes`` may come before the first ``-----BEGIN``).
 Pem = Union[str, bytes, "os.PathLike[str]"]
 
-_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-
-
-def _is_pem_text(value: str) -> bool:
-    """The core's rule (``Pem::from_arg``): PEM text, not a path."""
-    return "-----BEGIN" in value or "\n" in value or "\r" in value
-
-
 def _pem(name: str, value: Optional[Pem]) -> Optional[Union[str, bytes]]:
     """What the native client takes: ``str`` (a path, or PEM text by the core's rule) or ``bytes``
     (always PEM text)."""
@@ -173,13 +166,9 @@ def _pem_repr(value: Optional[Pem]) -> str:
         value = os.fspath(value)
     if not isinstance(value, str):
         return f"<{type(value).__name__}>"
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if _is_pem_text(value):
-        return f"<PEM text, {size} bytes>"
-    secret_like = (
-        any(not c.isprintable() for c in value) or size > 256 or (len(value) >= 64 and all(c in _BASE64 for c in value))
-    )
-    return f"<{size} bytes, not a file path>" if secret_like else repr(value)
+    # The core's rule (`Pem::redacted`): a path as given, else what stands for it.
+    redacted = _native.pem_redacted(value)
+    return repr(value) if redacted is None else f"<{redacted}>"
 
 
 @dataclass(frozen=True, repr=False)

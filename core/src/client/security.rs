@@ -93,6 +93,19 @@ impl Pem {
         })
     }
 
+    /// How a face may show this input without giving a secret away (Python's `TlsOptions`
+    /// repr): `None` for a path, which may be shown as given; else `PEM text, N bytes`, or
+    /// `N bytes, not a file path` for a "path" that cannot be one ([`Debug`](fmt::Debug) hides
+    /// the same).
+    pub fn redacted(&self) -> Option<String> {
+        match self {
+            Pem::Text(t) => Some(format!("PEM text, {} bytes", t.len())),
+            Pem::File(p) => {
+                secret_like(p).then(|| format!("{} bytes, not a file path", p.as_os_str().len()))
+            }
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Pem::File(p) => format!("file {}", shown_path(p)),
@@ -110,12 +123,16 @@ fn shown_path(path: &Path) -> String {
 /// material given where a path was expected): one with a control character (a line break),
 /// longer than 256 bytes, or 64 or more characters of base64 alone.
 fn hidden_path(path: &Path) -> Option<String> {
+    secret_like(path).then(|| format!("({} bytes, not a file path)", path.as_os_str().len()))
+}
+
+/// Whether a "path" cannot be one and may be a secret (see [`hidden_path`]).
+fn secret_like(path: &Path) -> bool {
     let text = path.as_os_str().to_string_lossy();
     let base64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=');
-    let secret_like = text.chars().any(char::is_control)
+    text.chars().any(char::is_control)
         || text.len() > 256
-        || (text.len() >= 64 && text.chars().all(base64));
-    secret_like.then(|| format!("({} bytes, not a file path)", path.as_os_str().len()))
+        || (text.len() >= 64 && text.chars().all(base64))
 }
 
 impl fmt::Debug for Pem {
@@ -703,6 +720,18 @@ mod tests {
             );
         }
         assert!(matches!(Pem::text("/etc/ca.pem"), Pem::Text(_)));
+        // What a face may show: a path as given, nothing of a secret.
+        assert_eq!(Pem::from_arg("/etc/ca.pem").redacted(), None);
+        assert_eq!(
+            Pem::from_arg("-----BEGIN PRIVATE KEY-----\nk")
+                .redacted()
+                .as_deref(),
+            Some("PEM text, 29 bytes")
+        );
+        assert_eq!(
+            Pem::from_arg("QUJD".repeat(20)).redacted().as_deref(),
+            Some("80 bytes, not a file path")
+        );
         // A byte order mark is dropped when read.
         let read = Pem::from_arg("\u{feff}-----BEGIN CERTIFICATE-----\n").read("TLS CA");
         assert_eq!(read.unwrap(), "-----BEGIN CERTIFICATE-----\n");
