@@ -876,3 +876,94 @@ async fn unregister_racing_register_of_the_same_id_ends_one_way_or_the_other() {
     c.close().await;
     raw.close().await;
 }
+
+/// Closing the discovery closes the caches and providers made on it (Curator's
+/// `ServiceDiscovery.close`): a started cache stops, one not started cannot start, and one
+/// dropped before is not held on to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_closes_the_caches_and_providers_made_on_the_discovery() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/closing").unwrap();
+    let reg = d.register(instance("s", "a", 1)).await.unwrap();
+    let cache = ServiceCache::new(&d, "s").unwrap();
+    cache.start().await.unwrap();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    let provider = ServiceProvider::new(&d, "s", ProviderStrategy::RoundRobin).unwrap();
+    provider.start().await.unwrap();
+    let unstarted = ServiceCache::new(&d, "s").unwrap();
+    drop(ServiceCache::new(&d, "other").unwrap());
+    let made = reg.instance();
+    assert_eq!(provider.get_instance().map(|i| i.id.clone()), Some(made.id));
+    let zxid = c.exists("/closing/s/a").await.unwrap().unwrap().czxid;
+    d.close().await.unwrap();
+    for (what, waited) in [
+        ("the cache", cache.await_zxid(zxid, Some(WAIT)).await),
+        (
+            "the provider's cache",
+            provider.cache().await_zxid(zxid, Some(WAIT)).await,
+        ),
+    ] {
+        assert!(
+            matches!(waited, Err(Error::Closed(_))),
+            "{what} still runs after the discovery closed: {waited:?}"
+        );
+    }
+    let started = unstarted.start().await;
+    assert!(
+        matches!(started, Err(Error::Closed(_))),
+        "a cache made on the discovery started after it closed: {started:?}"
+    );
+    assert!(matches!(ServiceCache::new(&d, "s"), Err(Error::Closed(_))));
+    c.close().await;
+}
+
+/// `set_enabled` and `update` from two threads at once: neither undoes the other (a
+/// read-modify-write of `set_enabled` wrote back the port an update had just replaced).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_enabled_racing_update_loses_neither() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let raw = connect(&server.connect_string()).await;
+    let d = ServiceDiscovery::new(&c, "/toggle").unwrap();
+    let reg = d.register(instance("s", "t", 0)).await.unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let toggling = {
+        let (reg, stop) = (reg.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut on = false;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                reg.set_enabled(on).unwrap();
+                on = !on;
+            }
+            reg.set_enabled(true).unwrap();
+        })
+    };
+    let updating = {
+        let reg = reg.clone();
+        std::thread::spawn(move || {
+            for port in 1..=10_000 {
+                let mut next = reg.instance();
+                next.port = Some(port);
+                reg.update(next).unwrap();
+                let now = reg.instance().port;
+                assert_eq!(now, Some(port), "an update was undone by set_enabled");
+            }
+        })
+    };
+    let updated = updating.join();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    toggling.join().unwrap();
+    updated.unwrap();
+    let last = reg.instance();
+    assert_eq!((last.port, last.enabled), (Some(10_000), true));
+    eventually("the node holds the last update", || async {
+        let (bytes, _) = raw.get_data("/toggle/s/t").await.unwrap();
+        let on_node = ServiceInstance::from_json(&bytes).unwrap();
+        (on_node.port, on_node.enabled) == (Some(10_000), true)
+    })
+    .await;
+    d.close().await.unwrap();
+    c.close().await;
+    raw.close().await;
+}

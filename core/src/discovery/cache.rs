@@ -132,7 +132,8 @@ impl Shared {
 /// [`close`](Self::close)) stops it.
 pub struct ServiceCache {
     name: String,
-    cache: Cache,
+    /// Shared with the discovery, which closes it on its own close.
+    cache: Arc<Cache>,
     shared: Arc<Shared>,
 }
 
@@ -146,7 +147,8 @@ impl std::fmt::Debug for ServiceCache {
 
 impl ServiceCache {
     /// A cache of service `name` under `discovery`'s base path (not started). `Closed` once
-    /// the discovery is closed.
+    /// the discovery is closed; closing the discovery closes the cache (Curator's
+    /// `ServiceDiscovery.close`).
     pub fn new(discovery: &ServiceDiscovery, name: &str) -> Result<ServiceCache> {
         discovery.check_open()?;
         let p = discovery.path_for_name(name);
@@ -161,9 +163,11 @@ impl ServiceCache {
             include_root: false,
             ..CacheOptions::default()
         };
+        let cache = Arc::new(Cache::new(discovery.client(), &p, opts)?);
+        discovery.track_cache(&cache)?;
         Ok(ServiceCache {
             name: name.to_string(),
-            cache: Cache::new(discovery.client(), &p, opts)?,
+            cache,
             shared: Arc::new(Shared {
                 decoded: Mutex::new(HashMap::new()),
             }),

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use super::instance::{ServiceInstance, ServiceType};
@@ -36,6 +36,10 @@ struct Inner {
     /// the same path, and the one left out of `registrations` would make the node again
     /// after unregister or close. Entries go when their last register ends.
     registering: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    /// The caches made on this discovery (a [`ServiceProvider`](super::ServiceProvider)'s
+    /// included), closed with it as Curator's `close` does. Weak: a cache dropped first is
+    /// stopped already.
+    caches: Mutex<Vec<Weak<crate::cache::Cache>>>,
 }
 
 /// A registration's (name, id).
@@ -95,6 +99,7 @@ impl ServiceDiscovery {
                 closed: AtomicBool::new(false),
                 registrations: Mutex::new(HashMap::new()),
                 registering: Mutex::new(HashMap::new()),
+                caches: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -138,6 +143,18 @@ impl ServiceDiscovery {
         self.inner
             .client
             .ensure_open_for("service discovery call", &self.inner.base)
+    }
+
+    /// Keeps `cache` to close with this discovery; `Closed` once closed (the cache is then
+    /// not kept, and its maker drops it).
+    pub(crate) fn track_cache(&self, cache: &Arc<crate::cache::Cache>) -> Result<()> {
+        let mut caches = self.inner.caches.lock().unwrap_or_else(|e| e.into_inner());
+        // Under the list's lock: close marks itself closed before it takes the lock to empty
+        // the list, so either close finds this cache there, or this sees close.
+        self.check_open()?;
+        caches.retain(|c| c.strong_count() > 0);
+        caches.push(Arc::downgrade(cache));
+        Ok(())
     }
 
     pub(crate) fn json(&self, instance: &ServiceInstance) -> Vec<u8> {
@@ -357,9 +374,11 @@ impl ServiceDiscovery {
         }
     }
 
-    /// Unregisters every instance this discovery registered but the PERMANENT ones (whose
-    /// nodes stay; [`Registration::unregister`] still deletes one), all at once, and refuses
-    /// further use. Closing twice is fine.
+    /// Closes every [`ServiceCache`](super::ServiceCache) and
+    /// [`ServiceProvider`](super::ServiceProvider) made on this discovery (as Curator's
+    /// `close`), unregisters every instance this discovery registered but the PERMANENT ones
+    /// (whose nodes stay; [`Registration::unregister`] still deletes one), all at once, and
+    /// refuses further use. Closing twice is fine.
     ///
     /// Errors: the first error an unregister met (`ConnectionLoss` when there was no
     /// connection within the retry policy: every delete goes on in the background, see
@@ -367,6 +386,11 @@ impl ServiceDiscovery {
     pub async fn close(&self) -> Result<()> {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return Ok(());
+        }
+        let caches =
+            std::mem::take(&mut *self.inner.caches.lock().unwrap_or_else(|e| e.into_inner()));
+        for cache in caches.iter().filter_map(Weak::upgrade) {
+            cache.close();
         }
         let all: Vec<Registration> = self.lock().drain().map(|(_, r)| r).collect();
         // Each stop as its own task: they run at once (during an outage each waits out the
@@ -472,12 +496,20 @@ impl Registration {
     /// `Closed` once unregistered; `Conflict` once the registration ended in a conflict (its
     /// CONFLICT event: nothing is written any more; register the instance again).
     pub fn update(&self, instance: ServiceInstance) -> Result<()> {
-        instance.validate()?;
+        self.update_with(|_| instance)
+    }
+
+    /// [`update`](Self::update) with the instance `change` makes of the current one, under the
+    /// registration's lock: no other update comes in between (a read-modify-write of the
+    /// caller's would lose one made meanwhile).
+    fn update_with(&self, change: impl FnOnce(&ServiceInstance) -> ServiceInstance) -> Result<()> {
         let mut current = self
             .inner
             .instance
             .lock()
             .unwrap_or_else(|e| e.into_inner());
+        let instance = change(&current);
+        instance.validate()?;
         if (&instance.name, &instance.id, instance.service_type)
             != (&current.name, &current.id, current.service_type)
         {
@@ -511,9 +543,11 @@ impl Registration {
     /// (Curator's `enabled`; written even in Curator's compatible mode, see
     /// [`ServiceDiscovery::set_write_enabled`]). Errors as [`update`](Self::update).
     pub fn set_enabled(&self, enabled: bool) -> Result<()> {
-        let mut instance = self.instance();
-        instance.enabled = enabled;
-        self.update(instance)
+        self.update_with(|current| {
+            let mut instance = current.clone();
+            instance.enabled = enabled;
+            instance
+        })
     }
 
     /// Adds a listener for the node's events: REGISTERED (made or found again), UNREGISTERED
