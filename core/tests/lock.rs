@@ -1851,6 +1851,79 @@ async fn a_lost_connection_does_not_hold_an_acquire_past_its_deadline() {
     }
 }
 
+/// An acquire of several leases that gives up with some taken, while the connection is lost,
+/// returns at its deadline: the leases it took go in the background (guaranteed deletes), not
+/// after the retry policy's pauses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partial_acquire_given_up_while_disconnected_returns_its_leases_in_the_background() {
+    const TIMEOUT: Duration = Duration::from_secs(3);
+    let other = connect().await;
+    for fault in ["cut", "blackhole"] {
+        let path = format!("/deadline/partial-{fault}");
+        let held = InterProcessSemaphoreV2::new(&other, &path, 2)
+            .unwrap()
+            .acquire(1, Some(WAIT))
+            .await
+            .unwrap()
+            .expect("one lease for the other client");
+        let proxy = FaultProxy::start(&server().connect_string());
+        let c = ClientBuilder::new(proxy.connect_string())
+            .session_timeout(Duration::from_secs(4))
+            .connection_timeout(Duration::from_secs(20))
+            .retry_policy(zkrecipes::RetryPolicy::NTimes {
+                n: 3,
+                sleep: Duration::from_secs(30),
+            })
+            .connect()
+            .await
+            .expect("connect through the proxy");
+        let sem = InterProcessSemaphoreV2::new(&c, &path, 2).unwrap();
+        let watcher = InterProcessSemaphoreV2::new(&other, &path, 2).unwrap();
+        let start = Instant::now();
+        let acquire = tokio::spawn(async move { sem.acquire(2, Some(TIMEOUT)).await });
+        // Our first lease is taken and the second waits: three lease nodes.
+        let deadline = Instant::now() + WAIT;
+        while watcher.participant_nodes().await.unwrap().len() < 3 {
+            assert!(
+                Instant::now() < deadline,
+                "{fault}: the acquire never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        match fault {
+            "cut" => proxy.cut(),
+            _ => proxy.blackhole(),
+        }
+        let acquired = tokio::time::timeout(WAIT, acquire)
+            .await
+            .unwrap_or_else(|_| panic!("{fault}: the acquire outlived {WAIT:?}"))
+            .unwrap();
+        let took = start.elapsed();
+        assert!(
+            matches!(acquired, Ok(None)),
+            "{fault}: timed out, not an error: {acquired:?}"
+        );
+        // The deadline, plus the loss's detection (under 4 s of session) and slack for a busy
+        // machine; the policy's pause alone is 30 s.
+        assert!(
+            took < TIMEOUT + Duration::from_secs(7),
+            "{fault}: the acquire took {took:?}, past its {TIMEOUT:?} deadline"
+        );
+        proxy.restore();
+        // Ours go (by the background deletes, or with the session): only the other's is left.
+        let deadline = Instant::now() + WAIT;
+        while watcher.participant_nodes().await.unwrap().len() != 1 {
+            assert!(Instant::now() < deadline, "{fault}: our leases were kept");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for lease in held {
+            lease.release().await.unwrap();
+        }
+        c.close().await;
+    }
+    other.close().await;
+}
+
 /// A lease's lost signal: SUSPENDED under the Standard policy, its node deleted by someone
 /// else, and nothing while the lease is good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -327,9 +327,15 @@ impl Client {
     /// node), as a guaranteed delete that runs as its own task, so a caller who stops waiting
     /// does not stop the delete. A node already gone is fine. `path` is not checked again: it
     /// is the path a create of ours took (the wire client and the server still check it).
+    ///
+    /// Under a caller's deadline ([`Deadline::bounding`](crate::wait::Deadline::bounding), an
+    /// acquire that gives up), the task keeps that bound: once it has passed, a delete the
+    /// connection cannot carry goes to the background loop at once instead of waiting out the
+    /// connection timeout and the retry policy's pauses.
     pub(crate) async fn delete_ours(&self, path: &str) -> Result<()> {
         let (client, path) = (self.clone(), path.to_string());
-        let task = runtime::spawn(async move {
+        let bound = crate::wait::Deadline::bound();
+        let task = runtime::spawn(bound.bounding(async move {
             let options = DeleteOptions {
                 guaranteed: true,
                 ..Default::default()
@@ -339,7 +345,7 @@ impl Client {
                 Ok(()) | Err(Error::NoNode(_)) => Ok(()),
                 Err(e) => Err(e),
             }
-        });
+        }));
         task.await.map_err(super::join_error)?
     }
 

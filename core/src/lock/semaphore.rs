@@ -371,12 +371,12 @@ impl InterProcessSemaphoreV2 {
                                 leases.into_iter().partition(|l| l.session == session);
                             leases = live;
                             tracing::debug!(semaphore = %s.path, "leases of an earlier session: taken again");
-                            return_all(dead).await;
+                            return_all(dead, deadline).await;
                         }
                         break;
                     }
                     Ok(One::TimedOut) => {
-                        return_all(leases).await;
+                        return_all(leases, deadline).await;
                         return Ok(None);
                     }
                     // Our lease node went with an expired session (or a request in flight when
@@ -390,7 +390,7 @@ impl InterProcessSemaphoreV2 {
                                 wait::pause(&s.client, sleep, deadline).await?;
                             }
                             None => {
-                                return_all(leases).await;
+                                return_all(leases, deadline).await;
                                 return Err(Error::NoNode(format!(
                                 "acquire from semaphore {}: sequential path not found - possible session loss",
                                 s.path
@@ -402,11 +402,11 @@ impl InterProcessSemaphoreV2 {
                     // timed out (the retry policy's pauses are not waited out past it).
                     Err(e) if e.is_retryable() && deadline.passed() => {
                         tracing::debug!(semaphore = %s.path, error = %e, "the acquire's deadline passed while the connection was lost");
-                        return_all(leases).await;
+                        return_all(leases, deadline).await;
                         return Ok(None);
                     }
                     Err(e) => {
-                        return_all(leases).await;
+                        return_all(leases, deadline).await;
                         return Err(e);
                     }
                 }
@@ -542,10 +542,18 @@ impl InterProcessSemaphoreV2 {
     }
 }
 
-async fn return_all(leases: Vec<Lease>) {
-    for lease in leases.into_iter().rev() {
-        let _ = lease.release().await;
-    }
+/// Returns the leases an acquire took (newest first), bounded by the acquire's deadline: once
+/// it has passed, a delete the connection cannot carry goes on in the background (the deletes
+/// are guaranteed, [`Client::delete_ours`]) instead of holding the acquire for the connection
+/// timeout and the retry policy's pauses.
+async fn return_all(leases: Vec<Lease>, deadline: Deadline) {
+    deadline
+        .bounding(async {
+            for lease in leases.into_iter().rev() {
+                let _ = lease.release().await;
+            }
+        })
+        .await
 }
 
 /// Lets the `locks` mutex go if an acquire is cancelled while holding it.
