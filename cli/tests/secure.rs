@@ -47,6 +47,24 @@ fn tls_and_sasl_options_and_their_environment_defaults() {
         .args(["--sasl-password-file", pw.to_str().unwrap()])
         .args(["counter", "/c", "get"]));
     assert_eq!(stdout(&o), "2\n", "{}", stderr(&o));
+    // The PEM texts themselves in the environment: the key's text is taken from ZKR_TLS_KEY
+    // (only from there), the CA's and certificate's from theirs.
+    let text = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    let o = run(zkr(&secure)
+        .env("ZKR_TLS_CA", text(&m.ca))
+        .env("ZKR_TLS_CERT", text(&m.client_cert))
+        .env("ZKR_TLS_KEY", text(&m.client_key))
+        .env("ZKR_SASL_USER", "alice")
+        .env("ZKR_SASL_PASSWORD", "secret")
+        .args(["counter", "/c", "add", "1"]));
+    assert_eq!(stdout(&o), "3\n", "{}", stderr(&o));
+    // The key's text beside a certificate of another key is refused as such.
+    let o = run(zkr(&secure)
+        .env("ZKR_TLS_CA", ca)
+        .env("ZKR_TLS_CERT", cert)
+        .env("ZKR_TLS_KEY", text(&m.other_client_key))
+        .args(["counter", "/c", "get"]));
+    assert_fails(&o, 1, "does the key belong to the certificate");
 
     // Refusals: exit 2, the reason on one line.
     let o = run(zkr(&secure)
