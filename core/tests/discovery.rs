@@ -517,11 +517,20 @@ async fn unregister_during_an_outage_says_so_and_the_node_goes_after_the_reconne
         !gone(&raw, &["/svc/s/st", "/svc/s/dyn"]).await,
         "the outage kept the deletes from the server"
     );
+    assert_eq!(
+        c.pending_guaranteed_deletes(),
+        2,
+        "the client counts both deletes going on in the background"
+    );
     proxy.restore();
     reconnected(&mut states).await;
     assert_eq!(c.session_id(), session, "the session outlived the outage");
     eventually("both nodes gone after the reconnect", || {
         gone(&raw, &["/svc/s/st", "/svc/s/dyn"])
+    })
+    .await;
+    eventually("no delete left in the background", || async {
+        c.pending_guaranteed_deletes() == 0
     })
     .await;
     for (what, result) in [("STATIC", st_result), ("DYNAMIC", dy_result)] {

@@ -43,6 +43,7 @@ use zookeeper_client as zk;
 
 pub use self::builder::{validate_connect_string, ClientBuilder, DEFAULT_MAX_REQUEST_BYTES};
 pub use self::ensemble::{EnsembleConfig, EnsembleMember, Reconfig, ServerRole};
+pub(crate) use self::ops::retry_later;
 pub use self::persistent::{PersistentWatch, PersistentWatcher, WatchEvent, WatchEventStream};
 pub use self::security::{AclProvider, Pem, SaslOptions, TlsOptions};
 pub(crate) use self::session::NodeRead;
@@ -406,7 +407,9 @@ impl Client {
         }
     }
 
-    /// Guaranteed deletes still being retried in the background.
+    /// Guaranteed deletes still being retried in the background (a plain guaranteed delete's,
+    /// a lock's or lease's node's, and a persistent node's or service registration's delete on
+    /// close or unregister).
     pub fn pending_guaranteed_deletes(&self) -> u64 {
         self.inner.guaranteed_deletes.load(Ordering::SeqCst)
     }

@@ -278,7 +278,7 @@ impl Client {
     async fn delete_checked(&self, path: &str, options: DeleteOptions) -> Result<()> {
         let result = self.delete_now(path, options).await;
         match result {
-            Err(e) if options.guaranteed && is_transient(&e) => {
+            Err(e) if options.guaranteed && retry_later(&e) => {
                 self.guaranteed_delete_in_background(path.to_string(), options);
                 Err(e)
             }
@@ -358,6 +358,24 @@ impl Client {
     }
 
     fn guaranteed_delete_in_background(&self, path: String, options: DeleteOptions) {
+        let p = path.clone();
+        self.keep_deleting(
+            path,
+            Box::new(move |client| {
+                let p = p.clone();
+                Box::pin(async move { client.delete_now(&p, options).await })
+            }),
+        );
+    }
+
+    /// The background half of Curator's guaranteed delete, the one home of its rule (a plain
+    /// guaranteed delete's, and a persistent node's delete on close): after a first try that
+    /// failed for want of a connection, `attempt` is tried again as a task of its own, backing
+    /// off from 100 ms to 2 s, until it succeeds (a node already gone, `NoNode`, too), fails
+    /// for a reason that says something about the next try (logged), or the client closes.
+    /// [`pending_guaranteed_deletes`](Client::pending_guaranteed_deletes) counts it while it
+    /// runs.
+    pub(crate) fn keep_deleting(&self, path: String, attempt: DeleteAttempt) {
         let client = self.clone();
         client
             .inner
@@ -366,20 +384,22 @@ impl Client {
         runtime::spawn(async move {
             let mut backoff = Duration::from_millis(100);
             loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {},
+                    _ = client.closed() => break,
+                }
                 if client.is_closed() {
                     break;
                 }
-                match client.delete_now(&path, options).await {
+                match attempt(&client).await {
                     Ok(()) | Err(Error::NoNode(_)) => {
                         tracing::debug!(%path, "guaranteed delete done in the background");
                         break;
                     }
-                    Err(e) if is_transient(&e) => {
+                    // A closed client deletes nothing more (its ephemeral nodes go with it).
+                    Err(Error::Closed(_)) => break,
+                    Err(e) if retry_later(&e) => {
                         tracing::debug!(%path, retry_in = ?backoff, error = %e, "guaranteed delete: retrying in the background");
-                        tokio::select! {
-                            _ = tokio::time::sleep(backoff) => {},
-                            _ = client.closed() => break,
-                        }
                         backoff = (backoff * 2).min(Duration::from_secs(2));
                     }
                     Err(e) => {
@@ -396,9 +416,22 @@ impl Client {
     }
 }
 
-/// A failure that says nothing about the next try: connection trouble, or no connection in time.
-fn is_transient(e: &Error) -> bool {
-    e.is_retryable() || matches!(e, Error::Timeout(_))
+/// One try of a delete [`Client::keep_deleting`] goes on with: `Ok` once the node is deleted,
+/// gone or no longer to delete.
+pub(crate) type DeleteAttempt = Box<
+    dyn for<'a> Fn(
+            &'a Client,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send + 'a>>
+        + Send
+        + Sync,
+>;
+
+/// A failure after which a guaranteed delete goes on in the background: one that says nothing
+/// about the next try (connection trouble, or no connection in time), or a session expiry (the
+/// next session deletes a persistent node; an ephemeral one is gone: `NoNode`).
+pub(crate) fn retry_later(e: &Error) -> bool {
+    e.is_retryable() || matches!(e, Error::Timeout(_) | Error::SessionExpired(_))
 }
 
 fn check_version(op: &str, path: &str, version: Option<i32>) -> Result<()> {

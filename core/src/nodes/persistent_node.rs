@@ -900,17 +900,14 @@ struct Doomed {
 impl Doomed {
     /// Curator's guaranteed delete: one try under the retry policy, whose outcome `first`
     /// hears; after a failure that says nothing about the next try (no connection, a timeout,
-    /// a session expiry), tries again in the background until the node is deleted, gone or no
-    /// longer ours, or the client closes.
+    /// a session expiry), tries again in the background ([`Client::keep_deleting`]) until the
+    /// node is deleted, gone or no longer ours, or the client closes.
     async fn delete(self, client: &Client, first: impl FnOnce(Result<()>)) {
         let p = self.path.as_str();
-        let later = |e: &Error| {
-            e.is_retryable() || matches!(e, Error::Timeout(_) | Error::SessionExpired(_))
-        };
         match self.try_once(client).await {
             // A closed client deletes nothing more (its ephemeral nodes go with it).
             Ok(()) | Err(Error::Closed(_)) => return first(Ok(())),
-            Err(e) if !later(&e) => {
+            Err(e) if !crate::client::retry_later(&e) => {
                 tracing::warn!(node = %p, error = %e, "persistent node: could not delete it on close");
                 return first(Err(e.context(format!("delete {p}"))));
             }
@@ -921,28 +918,14 @@ impl Doomed {
                 ))));
             }
         }
-        let mut backoff = Duration::from_millis(100);
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = client.closed() => return,
-            }
-            match self.try_once(client).await {
-                Ok(()) => {
-                    tracing::info!(node = %p, "persistent node: deleted in the background after close");
-                    return;
-                }
-                Err(Error::Closed(_)) => return,
-                Err(e) if later(&e) => {
-                    tracing::debug!(node = %p, retry_in = ?backoff, error = %e, "persistent node: delete on close: retrying in the background");
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                }
-                Err(e) => {
-                    tracing::warn!(node = %p, error = %e, "persistent node: delete on close gave up");
-                    return;
-                }
-            }
-        }
+        let doomed = Arc::new(self);
+        client.keep_deleting(
+            doomed.path.clone(),
+            Box::new(move |client| {
+                let doomed = doomed.clone();
+                Box::pin(async move { doomed.try_once(client).await })
+            }),
+        );
     }
 
     /// One try, under the retry policy: `Ok` once the node is deleted, gone, or not ours.
