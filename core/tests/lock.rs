@@ -1963,6 +1963,24 @@ async fn a_leases_lost_signal_says_why_it_can_no_longer_be_counted_on() {
         .await
         .expect("the deleted lease's signal resolves");
     assert_eq!(why, LeaseLost::NodeGone);
+    assert_eq!((why.kind_name(), why.state()), ("NODE_GONE", None));
+
+    // A signal made before its lease's return and first polled after it: the node its own
+    // return deleted is no loss.
+    let mut third = sem
+        .acquire(1, Some(WAIT))
+        .await
+        .unwrap()
+        .expect("the deleted lease's place");
+    let third = third.remove(0);
+    let returned = third.lost_signal(LostPolicy::Standard);
+    third.release().await.unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), returned)
+            .await
+            .is_err(),
+        "a returned lease is not lost"
+    );
 
     // The connection cut: SUSPENDED, a loss under the Standard policy.
     proxy.cut();
@@ -1971,6 +1989,14 @@ async fn a_leases_lost_signal_says_why_it_can_no_longer_be_counted_on() {
         .expect("the signal resolves when the connection goes");
     assert_eq!(why, LeaseLost::State(zkrecipes::ConnectionState::Suspended));
     assert_eq!(why.to_string(), "the connection to ZooKeeper was suspended");
+    assert_eq!(
+        (why.kind_name(), why.state()),
+        ("STATE", Some(zkrecipes::ConnectionState::Suspended))
+    );
+    assert_eq!(
+        LeaseLost::KINDS,
+        ["STATE", "CLOSED", "SESSION_CHANGED", "NODE_GONE"]
+    );
     proxy.restore();
     drop((first, second));
     c.close().await;

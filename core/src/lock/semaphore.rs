@@ -1,6 +1,7 @@
 //! InterProcessSemaphoreV2 (leases across processes) and InterProcessSemaphoreMutex (a
 //! non-reentrant mutex built on it), as Curator has them.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,9 @@ pub struct Lease {
     czxid: i64,
     /// The session that made the node: the node goes when that session does.
     session: i64,
-    returned: bool,
+    /// Set once [`release`](Lease::release) starts: shared with the lost signals, for which a
+    /// node deleted by its own return is no loss.
+    returned: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -53,8 +56,8 @@ impl Lease {
     }
 
     /// Returns the lease: deletes its node (guaranteed delete; a node already gone is fine).
-    pub async fn release(mut self) -> Result<()> {
-        self.returned = true;
+    pub async fn release(self) -> Result<()> {
+        self.returned.store(true, Ordering::SeqCst);
         self.client.delete_ours(&self.path).await
     }
 
@@ -78,7 +81,7 @@ impl Lease {
     ) -> impl std::future::Future<Output = LeaseLost> + Send + 'static {
         let client = self.client.clone();
         let mut states = client.state_stream();
-        let (node, session) = (self.path.clone(), self.session);
+        let (node, session, returned) = (self.path.clone(), self.session, self.returned.clone());
         async move {
             let gone = |state: crate::ConnectionState| {
                 if client.is_closed() {
@@ -113,7 +116,8 @@ impl Lease {
             };
             tokio::select! {
                 why = &mut watch_states => return why,
-                ours = ours => if !ours {
+                // Deleted by its own return (the read came after it): no loss.
+                ours = ours => if !ours && !returned.load(Ordering::SeqCst) {
                     return LeaseLost::NodeGone;
                 },
             }
@@ -135,6 +139,30 @@ pub enum LeaseLost {
     SessionChanged,
     /// The lease node is gone, or belongs to another session.
     NodeGone,
+}
+
+impl LeaseLost {
+    /// The names of the kinds, in order: the one spelling every face uses (`STATE`, `CLOSED`,
+    /// `SESSION_CHANGED`, `NODE_GONE`; the C codes are their places, from 1).
+    pub const KINDS: &'static [&'static str] = &["STATE", "CLOSED", "SESSION_CHANGED", "NODE_GONE"];
+
+    /// This loss's kind, one of [`KINDS`](Self::KINDS).
+    pub const fn kind_name(self) -> &'static str {
+        match self {
+            LeaseLost::State(_) => "STATE",
+            LeaseLost::Closed => "CLOSED",
+            LeaseLost::SessionChanged => "SESSION_CHANGED",
+            LeaseLost::NodeGone => "NODE_GONE",
+        }
+    }
+
+    /// The connection state that was the loss, for [`State`](Self::State).
+    pub const fn state(self) -> Option<crate::ConnectionState> {
+        match self {
+            LeaseLost::State(s) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 impl std::fmt::Display for LeaseLost {
@@ -160,7 +188,7 @@ impl std::fmt::Display for LeaseLost {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.returned && !self.client.is_closed() {
+        if !self.returned.load(Ordering::SeqCst) && !self.client.is_closed() {
             let (client, path) = (self.client.clone(), self.path.clone());
             runtime::spawn(async move {
                 let _ = client
@@ -473,7 +501,7 @@ impl InterProcessSemaphoreV2 {
                     path: created.path,
                     czxid: created.czxid,
                     session: lease_session,
-                    returned: false,
+                    returned: Arc::new(AtomicBool::new(false)),
                 }));
             }
             if deadline.passed() {
