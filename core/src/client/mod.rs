@@ -65,6 +65,26 @@ pub(crate) fn join_error(e: tokio::task::JoinError) -> Error {
     Error::Internal(format!("background task failed: {e}").into())
 }
 
+/// Watches a client's connection task: if it panics (a bug of ours), nothing would open a new
+/// session or tell of a lost one, and every call would wait out its connection timeout, for
+/// good. The client fails instead: LOST, and every call fails at once with `Internal` (the
+/// panic's message), until it is closed.
+fn supervise(task: tokio::task::JoinHandle<()>, inner: std::sync::Weak<Inner>) {
+    runtime::spawn(async move {
+        let Err(e) = task.await else { return };
+        if !e.is_panic() {
+            return;
+        }
+        let e = join_error(e);
+        tracing::error!(error = %e, "the client's connection task panicked: the client fails every call");
+        if let Some(inner) = inner.upgrade() {
+            inner.fail(e.context(
+                "the client's connection task panicked; close this client and connect a new one",
+            ));
+        }
+    });
+}
+
 pub(crate) struct Config {
     pub(crate) connect_string: String,
     pub(crate) session_timeout: Duration,
@@ -228,10 +248,13 @@ impl Client {
             connect_failures: Mutex::new(failures),
             hosts: Mutex::new(cfg_hosts),
         });
-        runtime::spawn(connection::manage_connection(
+        supervise(
+            runtime::spawn(connection::manage_connection(
+                Arc::downgrade(&inner),
+                states,
+            )),
             Arc::downgrade(&inner),
-            states,
-        ));
+        );
         let client = Client { inner };
         if client.inner.cfg.track_ensemble {
             ensemble::track(&client);
@@ -770,5 +793,45 @@ impl Inner {
         }
         *session = zk;
         self.session_id.store(id, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connection task that panics fails the client (LOST, every call `Internal` with the
+    /// panic's message, at once) instead of leaving calls to wait for a session that nothing
+    /// will open.
+    #[test]
+    fn a_panicking_connection_task_fails_the_client_instead_of_hanging_it() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = ClientBuilder::new(server.connect_string())
+            .connection_timeout(Duration::from_secs(30))
+            .connect_blocking()
+            .unwrap();
+        let mut states = client.state_stream();
+        supervise(
+            runtime::spawn(async { panic!("boom in the connection task") }),
+            Arc::downgrade(&client.inner),
+        );
+        let state = runtime::block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), states.next()).await
+        });
+        assert_eq!(state, Ok(Some(ConnectionState::Lost)));
+        let start = Instant::now();
+        let e = client.exists_blocking("/").unwrap_err();
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the call waited {:?}",
+            start.elapsed()
+        );
+        assert_eq!(e.kind(), crate::ErrorKind::Internal, "{e}");
+        assert!(
+            e.to_string().contains("boom in the connection task")
+                && e.to_string().contains("close this client"),
+            "{e}"
+        );
+        client.close_blocking();
     }
 }
