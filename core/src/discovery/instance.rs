@@ -314,20 +314,42 @@ impl ServiceInstance {
                 .find(|(tk, _)| tk == k)
                 .map(|(_, t)| t.get().to_string())
         };
+        // Scalars are read as Jackson's default mapper (Curator's) reads them: a number or a
+        // boolean where a string goes is its text; a string where a number goes is parsed, and a
+        // fraction is truncated (ACCEPT_FLOAT_AS_INT); "true"/"false" (any case) or a number
+        // where a boolean goes. A writer other than Jackson (a script, another language's
+        // library) may write `"port":"8080"`; Java reads it, and so do we.
         let text = |m: &mut Map<String, Value>, k: &str| -> Result<Option<String>> {
             match m.remove(k) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s)),
+                // As written (a number's own text, `1.0E10` included).
+                Some(Value::Number(_) | Value::Bool(_)) => Ok(text_of(k)),
                 Some(other) => Err(bad(format!("{k} is {other}, not a string"))),
             }
         };
         let int = |m: &mut Map<String, Value>, k: &str| -> Result<Option<i64>> {
+            let truncated = |f: f64| {
+                // Within i64: `as` saturates, and a float past 2^63 is out of range.
+                (f.is_finite() && f.abs() < 9.2e18).then_some(f.trunc() as i64)
+            };
             match m.remove(k) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::Number(n)) => n
                     .as_i64()
+                    .or_else(|| n.as_f64().and_then(truncated))
                     .map(Some)
                     .ok_or_else(|| bad(format!("{k} is {n}, not an integer"))),
+                Some(Value::String(s)) => match s.trim() {
+                    // Jackson's empty string: null for a boxed Integer, 0 for a long.
+                    "" => Ok(None),
+                    t => t
+                        .parse::<i64>()
+                        .ok()
+                        .or_else(|| t.parse::<f64>().ok().and_then(truncated))
+                        .map(Some)
+                        .ok_or_else(|| bad(format!("{k} is {s:?}, not a number"))),
+                },
                 Some(other) => Err(bad(format!("{k} is {other}, not a number"))),
             }
         };
@@ -355,6 +377,9 @@ impl ServiceInstance {
         let enabled = match m.remove("enabled") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => b,
+            Some(Value::String(t)) if t.trim().eq_ignore_ascii_case("true") => true,
+            Some(Value::String(t)) if t.trim().eq_ignore_ascii_case("false") => false,
+            Some(Value::Number(n)) => n.as_f64() != Some(0.0),
             Some(other) => return Err(bad(format!("enabled is {other}, not a boolean"))),
         };
         let raw = RawTexts {
@@ -805,13 +830,44 @@ mod tests {
         assert_eq!(back, i);
     }
 
+    /// What Jackson's default mapper coerces (a Java reader takes it), we take too.
+    #[test]
+    fn scalars_are_coerced_as_jackson_coerces_them() {
+        let i = ServiceInstance::from_json(
+            br#"{"name":"svc","id":42,"address":true,"port":"8080","sslPort":" 8443 ","registrationTimeUTC":"1700000000000","enabled":"FALSE"}"#,
+        )
+        .unwrap();
+        assert_eq!(i.id, "42");
+        assert_eq!(i.address.as_deref(), Some("true"));
+        assert_eq!((i.port, i.ssl_port), (Some(8080), Some(8443)));
+        assert_eq!(i.registration_time_utc, 1_700_000_000_000);
+        assert!(!i.enabled);
+        let i = ServiceInstance::from_json(
+            br#"{"name":"svc","id":1.0E10,"port":8080.9,"sslPort":"","registrationTimeUTC":1.7e12,"enabled":1}"#,
+        )
+        .unwrap();
+        assert_eq!(i.id, "1.0E10", "a number's own text");
+        assert_eq!(
+            (i.port, i.ssl_port),
+            (Some(8080), None),
+            "truncated; empty is null"
+        );
+        assert_eq!(i.registration_time_utc, 1_700_000_000_000);
+        assert!(i.enabled);
+        let i = ServiceInstance::from_json(br#"{"name":"svc","id":"x","enabled":0}"#).unwrap();
+        assert!(!i.enabled);
+    }
+
     #[test]
     fn bad_nodes_are_corrupted_data_saying_why() {
         for (bytes, why) in [
             (&b"not json"[..], "service instance JSON"),
             (b"[1]", "not a JSON object"),
-            (br#"{"port":"80"}"#, "port"),
+            (br#"{"port":"eighty"}"#, "port"),
             (br#"{"port":4294967296}"#, "does not fit"),
+            (br#"{"port":"4294967296"}"#, "does not fit"),
+            (br#"{"port":1e300}"#, "not an integer"),
+            (br#"{"name":{"a":1}}"#, "not a string"),
             (br#"{"serviceType":"WEIRD"}"#, "not a service type"),
             (br#"{"enabled":"yes"}"#, "enabled"),
         ] {
