@@ -533,12 +533,55 @@ export declare class InterProcessSemaphoreMutex {
   readonly leaseNode: string | null;
 }
 
+export type LeaseLostReason = 'STATE' | 'CLOSED' | 'SESSION_CHANGED' | 'NODE_GONE';
+/** Why a lease was lost (the core's list; `LeaseLost['reason']`). */
+export declare const LeaseLostReason: Names<LeaseLostReason>;
+
+/** Why a lease can no longer be counted on (`lease.waitLost()`; the core's `LeaseLost`). */
+export type LeaseLost =
+  | {
+      /** The connection entered a state the lost policy counts as a loss. */
+      reason: 'STATE';
+      /** 'SUSPENDED' (policy 'standard') or 'LOST'. */
+      state: ConnectionState;
+      /** The core's sentence, e.g. "the ZooKeeper session was lost". */
+      message: string;
+    }
+  | {
+      /**
+       * 'CLOSED': the client was closed; 'SESSION_CHANGED': the client's session is another than
+       * the one that made the lease (the node went with the old one); 'NODE_GONE': the lease
+       * node is gone or another session's.
+       */
+      reason: 'CLOSED' | 'SESSION_CHANGED' | 'NODE_GONE';
+      state: null;
+      message: string;
+    };
+
+export interface WaitLostOptions {
+  /** 'standard' (default): SUSPENDED or LOST is a loss; 'session': only LOST. */
+  lostPolicy?: LostPolicy;
+  /** Resolve null after this many milliseconds; omitted or Infinity: no limit; 0: look once. */
+  timeoutMs?: number;
+}
+
 /** A lease of an InterProcessSemaphoreV2 (collected un-returned: warning `ZKR_LOCK_GARBAGE_COLLECTED`). */
 export declare class Lease {
   private constructor();
   readonly path: string;
   readonly czxid: bigint;
   readonly isReturned: boolean;
+  /**
+   * Resolves when the lease can no longer be counted on, saying why: the connection entered a
+   * state the `lostPolicy` counts as a loss, the client closed, its session changed, or the
+   * lease node is gone (read once). The connection is watched from this call on. Never settles
+   * while the lease stays good, and returning the lease meanwhile does not settle it; resolves
+   * null once `timeoutMs` passed. Rejects with `ZKR_CLOSED` for a lease already returned,
+   * `ZKR_INVALID_ARGUMENT` for a bad option.
+   */
+  waitLost(options: WaitLostOptions & { timeoutMs: number }): Promise<LeaseLost | null>;
+  waitLost(options?: { lostPolicy?: LostPolicy }): Promise<LeaseLost>;
+  waitLost(options?: WaitLostOptions): Promise<LeaseLost | null>;
   release(): Promise<void>;
 }
 

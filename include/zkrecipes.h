@@ -1559,6 +1559,13 @@ typedef void (*zkr_queue_put_callback)(const struct zkr_queue_put_event *event, 
 typedef uint32_t zkr_error_mode;
 
 /**
+ * Why a lease of a set can no longer be counted on (zkr_leases_wait_lost): ZKR_LEASE_LOST_NONE
+ * when the timeout passed first, else the kind of the core's LeaseLost (names:
+ * zkr_lease_lost_name).
+ */
+typedef uint32_t zkr_lease_lost;
+
+/**
  * What one operation of a transaction is (zkr_op_result.type).
  */
 typedef uint32_t zkr_op_type;
@@ -1849,6 +1856,33 @@ typedef uint32_t zkr_watcher_type;
  * The item is deleted.
  */
 #define ZKR_ERROR_MODE_DELETE 1
+
+/**
+ * Not lost: the timeout passed first.
+ */
+#define ZKR_LEASE_LOST_NONE 0
+
+/**
+ * The connection entered a state the lost policy counts as a loss (`*state` says which:
+ * ZKR_STATE_SUSPENDED under ZKR_LOCK_LOST_ON_SUSPENDED, ZKR_STATE_LOST under both).
+ */
+#define ZKR_LEASE_LOST_STATE 1
+
+/**
+ * The client was closed.
+ */
+#define ZKR_LEASE_LOST_CLOSED 2
+
+/**
+ * The client's session is another than the one that made the lease: the lease node went with
+ * the old one.
+ */
+#define ZKR_LEASE_LOST_SESSION_CHANGED 3
+
+/**
+ * The lease node is gone, or belongs to another session.
+ */
+#define ZKR_LEASE_LOST_NODE_GONE 4
 
 /**
  * A create.
@@ -3870,6 +3904,29 @@ zkr_status zkr_leases_count(const struct zkr_leases *leases, size_t *count);
  * The lease nodes' paths, in `*paths` (free with zkr_string_list_free).
  */
 zkr_status zkr_leases_paths(const struct zkr_leases *leases, struct zkr_string_list **paths);
+
+/**
+ * Blocks until any lease of `leases` can no longer be counted on, or `timeout_ms` passes (-1: no
+ * limit; 0: looks once). `*reason` gets why (the core's Lease lost signal, for each lease of the
+ * set): ZKR_LEASE_LOST_STATE (the connection entered a state `policy` counts as a loss:
+ * ZKR_LOCK_LOST_ON_SUSPENDED, SUSPENDED or LOST; ZKR_LOCK_LOST_ON_SESSION_LOSS, LOST only),
+ * ZKR_LEASE_LOST_CLOSED (the client was closed), ZKR_LEASE_LOST_SESSION_CHANGED (the client
+ * runs on another session than the one that made the lease), ZKR_LEASE_LOST_NODE_GONE (a lease
+ * node is gone or another session's; read once), or ZKR_LEASE_LOST_NONE when the timeout passed
+ * first (ZKR_OK all the same). `state` may be NULL; it is written only with
+ * ZKR_LEASE_LOST_STATE (the state that was the loss).
+ *
+ * It never answers while the leases stay good; leases returned by zkr_semaphore_return_leases
+ * during the wait do not end it. A set whose leases were all returned before the call is
+ * ZKR_CLOSED. A bad `policy` or timeout is ZKR_INVALID_ARGUMENT.
+ */
+zkr_status zkr_leases_wait_lost(const struct zkr_leases *leases, zkr_lock_lost_policy policy, int64_t timeout_ms, zkr_lease_lost *reason, enum zkr_connection_state *state);
+
+/**
+ * The name of a zkr_lease_lost ("NONE", "STATE", "CLOSED", "SESSION_CHANGED", "NODE_GONE"), or
+ * "UNKNOWN". A static string: never NULL, never freed.
+ */
+const char *zkr_lease_lost_name(uint32_t reason);
 
 /**
  * Frees a lease set; leases still in it are returned in the background. NULL does nothing.

@@ -371,6 +371,21 @@ class Lease {
     warnIfCollectedHeld(this, nc, `the lease ${nativeLease.path}`, () => !nativeLease.isReturned);
   }
 
+  /**
+   * Resolves when the lease can no longer be counted on, to why (`{ reason, state, message }`,
+   * see `LeaseLost` in index.d.ts), or to `null` once `{ timeoutMs }` passed (no limit when
+   * omitted). `{ lostPolicy }`: 'standard' (default: SUSPENDED or LOST is a loss) or 'session'
+   * (LOST only). Also lost: the client closed, its session changed, the lease node gone. Never
+   * settles while the lease stays good; returning the lease meanwhile does not settle it. A
+   * lease already returned rejects with `ZKR_CLOSED`.
+   */
+  waitLost(options) {
+    return args.rejecting(() => {
+      const o = args.options('options', options, ['lostPolicy', 'timeoutMs']);
+      return this.#native.waitLost(args.optionalString('lostPolicy', o.lostPolicy), args.ms('timeoutMs', o.timeoutMs));
+    });
+  }
+
   /** Returns the lease; `ZKR_NOT_OWNER` if it was returned already. */
   release() {
     return args.rejecting(() => this.#native.release());

@@ -1,7 +1,7 @@
 // The words every face shares, from the core (DESIGN.md: one vocabulary): error codes, create
-// modes, watch event types, connection states, leadership cancel reasons, log levels. Nothing
-// here is spelled by hand; index.d.ts spells the same lists for TypeScript, and a test checks
-// that the two agree.
+// modes, watch event types, connection states, leadership cancel reasons, the kinds of a lost
+// lease, log levels. Nothing here is spelled by hand; index.d.ts spells the same lists for
+// TypeScript, and a test checks that the two agree.
 'use strict';
 
 const { native } = require('./native');
@@ -25,7 +25,10 @@ const ConnectionState = byName(words.connectionStates);
 /** Why a LeaderSelector's leadership was cancelled (`ctx.cancelReason`). */
 const CancelReason = byName(words.cancelReasons.map((r) => r.name));
 
+/** Why a semaphore's lease was lost (`(await lease.waitLost()).reason`). */
+const LeaseLostReason = byName(words.leaseLostReasons);
+
 /** Log levels, most severe first (`setLogger(fn, level)`). */
 const LogLevel = byName(words.logLevels);
 
-module.exports = { ErrorCode, CreateMode, WatchedEventType, ConnectionState, CancelReason, LogLevel };
+module.exports = { ErrorCode, CreateMode, WatchedEventType, ConnectionState, CancelReason, LeaseLostReason, LogLevel };

@@ -9,7 +9,7 @@ use napi::Env;
 use napi_derive::napi;
 use zkrecipes::lock::{
     CohortOptions, InterProcessMultiLock, InterProcessMutex, InterProcessReadWriteLock,
-    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
+    InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease, LeaseLost,
 };
 
 use crate::args::{self, OwnerId};
@@ -315,6 +315,20 @@ impl NativeSemaphoreMutex {
     }
 }
 
+/// A [`LeaseLost`] as JS sees it: `{ reason, state, message }` (`state`: the connection state
+/// when the reason is `'STATE'`, else `null`).
+fn lease_lost(why: LeaseLost) -> Out {
+    let state = match why.state() {
+        Some(state) => Out::Str(state.name().to_string()),
+        None => Out::Null,
+    };
+    Out::Object(vec![
+        ("reason", Out::Str(why.kind_name().to_string())),
+        ("state", state),
+        ("message", Out::Str(why.to_string())),
+    ])
+}
+
 /// One lease of a semaphore.
 #[napi]
 pub struct NativeLease {
@@ -356,6 +370,39 @@ impl NativeLease {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .is_none())
+        })
+    }
+
+    /// Resolves to why the lease can no longer be counted on (the core's
+    /// `Lease::lost_signal` under `lost_policy`, watching from this call), or `null` once
+    /// `timeout_ms` passed (`undefined`: no limit). Rejects with `ZKR_CLOSED` if the lease was
+    /// returned before the call; returning it during the wait does not settle it.
+    #[napi]
+    pub fn wait_lost<'env>(
+        &self,
+        env: &'env Env,
+        lost_policy: Option<String>,
+        timeout_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let policy = args::lost_policy(lost_policy)?;
+            let timeout = args::timeout("timeoutMs", timeout_ms)?;
+            let signal = match &*self.lease.lock().unwrap_or_else(|e| e.into_inner()) {
+                Some(lease) => lease.lost_signal(policy),
+                None => {
+                    let why = format!("lease {} was returned: it can no longer be lost", self.path);
+                    return Err(zkrecipes::Error::Closed(why.into()).into());
+                }
+            };
+            Ok(async move {
+                Ok(match timeout {
+                    None => lease_lost(signal.await),
+                    Some(t) => match tokio::time::timeout(t, signal).await {
+                        Ok(why) => lease_lost(why),
+                        Err(_) => Out::Null,
+                    },
+                })
+            })
         })
     }
 

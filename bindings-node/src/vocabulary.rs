@@ -1,6 +1,6 @@
 //! The core's vocabulary, handed to JS once at load time: `lib/vocabulary.js` builds
-//! `ErrorCode`, `CreateMode`, `ConnectionState`, `WatchedEventType`, `CancelReason` and
-//! `LogLevel` from it, so that no word is spelled twice.
+//! `ErrorCode`, `CreateMode`, `ConnectionState`, `WatchedEventType`, `CancelReason`,
+//! `LeaseLostReason` and `LogLevel` from it, so that no word is spelled twice.
 
 use napi::Env;
 use napi_derive::napi;
@@ -33,6 +33,7 @@ pub struct Vocabulary {
     pub node_event_types: Vec<String>,
     pub connection_states: Vec<String>,
     pub cancel_reasons: Vec<CancelReasonInfo>,
+    pub lease_lost_reasons: Vec<String>,
     pub log_levels: Vec<String>,
 }
 
@@ -41,7 +42,7 @@ fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<String> {
 }
 
 /// The core's lists: error kinds, create modes, watch event types, connection states, cancel
-/// reasons and log levels.
+/// reasons, the kinds of a lost lease and log levels.
 #[napi]
 pub fn vocabulary(env: Env) -> napi::Result<Vocabulary> {
     sync(&env, || {
@@ -62,6 +63,10 @@ pub fn vocabulary(env: Env) -> napi::Result<Vocabulary> {
                     name: r.name().to_string(),
                     error_kind: r.error_kind().map(|k| k.name().to_string()),
                 })
+                .collect(),
+            lease_lost_reasons: zkrecipes::lock::LeaseLost::KINDS
+                .iter()
+                .map(|r| r.to_string())
                 .collect(),
             log_levels: names(Level::ALL, Level::name),
         })

@@ -17,6 +17,7 @@ const {
   InterProcessMultiLock,
   Owner,
   attemptRevoke,
+  LeaseLostReason,
 } = require('..');
 const { useZooKeeper, uniquePath, waitFor, nextEvent, childrenLeft } = require('./helpers');
 
@@ -499,4 +500,83 @@ test("a held lock node deleted by another client is a lost hold: 'lost' with the
   } finally {
     await other.close();
   }
+});
+
+async function oneLease(c, name) {
+  const leases = await new InterProcessSemaphoreV2(c, uniquePath(name), 1).acquire({ timeoutMs: 5000 });
+  assert.ok(leases !== null && leases.length === 1);
+  return leases[0];
+}
+
+test('lease.waitLost() does not settle while the lease is good, nor when the lease is returned', async () => {
+  const lease = await oneLease(client, 'lease-good');
+  assert.equal(await lease.waitLost({ timeoutMs: 0 }), null);
+  assert.equal(await lease.waitLost({ timeoutMs: 300 }), null);
+  assert.equal(await lease.waitLost({ lostPolicy: 'session', timeoutMs: 300 }), null);
+  const waiting = lease.waitLost({ timeoutMs: 600 });
+  await lease.release();
+  assert.equal(lease.isReturned, true);
+  assert.equal(await waiting, null, 'returning the lease does not settle a wait for its loss');
+  // A lease already returned can no longer be lost: the wait is refused.
+  await assert.rejects(lease.waitLost(), { code: 'ZKR_CLOSED', message: /was returned/ });
+});
+
+test('lease.waitLost() resolves with the session loss when the session expires', async () => {
+  const own = await Client.connect(zk.connectString, { sessionTimeoutMs: 4000 });
+  try {
+    const lease = await oneLease(own, 'lease-expiry');
+    const standard = lease.waitLost();
+    const session = lease.waitLost({ lostPolicy: 'session', timeoutMs: 60000 });
+    await own._expireSessionForTesting();
+    const a = await standard;
+    // 'standard': SUSPENDED (the connection dropped), LOST, or already the new session.
+    assert.ok(
+      (a.reason === LeaseLostReason.STATE && ['SUSPENDED', 'LOST'].includes(a.state)) ||
+        (a.reason === LeaseLostReason.SESSION_CHANGED && a.state === null),
+      JSON.stringify(a),
+    );
+    const b = await session;
+    // 'session': only the session's loss counts.
+    assert.ok(
+      (b.reason === 'STATE' && b.state === 'LOST' && b.message === 'the ZooKeeper session was lost') ||
+        (b.reason === 'SESSION_CHANGED' && b.state === null &&
+          b.message === 'the ZooKeeper session changed (the lease went with the old one)'),
+      JSON.stringify(b),
+    );
+    // Once the client runs on its new session, a new wait answers at once.
+    await waitFor(() => own.state === 'CONNECTED' || own.state === 'RECONNECTED', { what: 'the new session' });
+    assert.deepEqual(await lease.waitLost({ timeoutMs: 0 }), {
+      reason: 'SESSION_CHANGED',
+      state: null,
+      message: 'the ZooKeeper session changed (the lease went with the old one)',
+    });
+    await lease.release(); // returning a lost lease is clean
+  } finally {
+    await own.close();
+  }
+});
+
+test("lease.waitLost() resolves 'CLOSED' when the client is closed", async () => {
+  const own = await Client.connect(zk.connectString);
+  const lease = await oneLease(own, 'lease-closed');
+  const waiting = [lease.waitLost(), lease.waitLost({ lostPolicy: 'session' })];
+  await own.close();
+  const closed = { reason: 'CLOSED', state: null, message: 'the client was closed' };
+  assert.deepEqual(await Promise.all(waiting), [closed, closed]);
+  assert.deepEqual(await lease.waitLost({ timeoutMs: 0 }), closed, 'after the close it answers at once');
+});
+
+test('lease.waitLost() refuses bad options with ZKR_INVALID_ARGUMENT', async () => {
+  const bad = { code: 'ZKR_INVALID_ARGUMENT' };
+  const lease = await oneLease(client, 'lease-bad');
+  await assert.rejects(lease.waitLost({ lostPolicy: 'sometimes' }), { ...bad, message: /lostPolicy must be 'standard' or 'session'/ });
+  await assert.rejects(lease.waitLost({ lostPolicy: 'SESSION' }), bad);
+  await assert.rejects(lease.waitLost({ lostPolicy: 1 }), { ...bad, message: /lostPolicy/ });
+  await assert.rejects(lease.waitLost({ policy: 'session' }), { ...bad, message: /lostPolicy/ });
+  await assert.rejects(lease.waitLost({ timeoutMs: -1 }), { ...bad, message: /timeoutMs/ });
+  await assert.rejects(lease.waitLost({ timeoutMs: '10' }), bad);
+  await assert.rejects(lease.waitLost({ timeoutMs: NaN }), bad);
+  await assert.rejects(lease.waitLost('session'), bad);
+  assert.equal(await lease.waitLost({ timeoutMs: 0 }), null, 'the lease is untouched');
+  await lease.release();
 });

@@ -59,6 +59,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         names(zkrecipes::leader::CancelReason::ALL, |v| v.name()),
     )?;
     m.add(
+        "LEASE_LOST_REASONS",
+        zkrecipes::lock::LeaseLost::KINDS.to_vec(),
+    )?;
+    m.add(
         "LOG_LEVELS",
         names(zkrecipes::log::Level::ALL, |v| v.name()),
     )?;
@@ -82,6 +86,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::PySemaphoreMutex>()?;
     m.add_class::<lock::PySemaphore>()?;
     m.add_class::<lock::PyLease>()?;
+    m.add_class::<lock::PyLeaseLost>()?;
     m.add_class::<lock::PyMultiLock>()?;
     m.add_function(wrap_pyfunction!(lock::attempt_revoke, m)?)?;
     m.add_class::<leader::PyParticipant>()?;

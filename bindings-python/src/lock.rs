@@ -13,8 +13,9 @@ use pyo3::PyClassInitializer;
 use zkrecipes::lock::{
     CohortOptions, InterProcessLock, InterProcessMultiLock, InterProcessMutex,
     InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, Lease,
+    LeaseLost,
 };
-use zkrecipes::{runtime, Client, LostPolicy, Owner};
+use zkrecipes::{runtime, Client, ConnectionState, LostPolicy, Owner};
 
 use crate::args::{duration, Int, Text, Timeout};
 use crate::bridge::{self, Call};
@@ -372,7 +373,8 @@ impl PySemaphoreMutex {
 }
 
 /// One lease of a semaphore. `release()` (or leaving `with lease:`) returns it; a lease
-/// dropped without release is returned in the background.
+/// dropped without release is returned in the background. `wait_lost()` / `wait_lost_async()`
+/// wait until it can no longer be counted on, and say why.
 #[pyclass(frozen, module = "zkrecipes", name = "Lease")]
 pub struct PyLease {
     lease: Mutex<Option<Local<Lease>>>,
@@ -405,6 +407,27 @@ impl PyLease {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_none()
+    }
+
+    /// The core's lost signal of the lease under `lost_policy` (None: STANDARD), watching from
+    /// now; `ClosedError` once the lease was returned.
+    fn lost_signal(
+        &self,
+        py: Python<'_>,
+        lost_policy: Option<Text>,
+    ) -> PyResult<impl std::future::Future<Output = LeaseLost> + Send + 'static> {
+        let policy = match lost_policy {
+            None => LostPolicy::Standard,
+            Some(name) => self::lost_policy(py, &name)?,
+        };
+        let guard = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.as_ref() {
+            Some(lease) => Ok(lease.get(py, "lease")?.lost_signal(policy)),
+            None => Err(errors::closed(
+                py,
+                format!("lease {} was returned: it can no longer be lost", self.path),
+            )),
+        }
     }
 }
 
@@ -442,6 +465,40 @@ impl PyLease {
         Call::value(async move { client.get_data(&path).await.map(|(d, _)| d) }).run(py)
     }
 
+    /// Blocks (GIL released; Ctrl-C interrupts it on the main thread) until the lease can no
+    /// longer be counted on (the core's `Lease::lost_signal` under `lost_policy`) or `timeout`
+    /// passes: why (a `LeaseLost`), or None. `ClosedError` if the lease was returned.
+    #[pyo3(signature = (timeout = Timeout(None), lost_policy = None))]
+    fn wait_lost(
+        &self,
+        py: Python<'_>,
+        timeout: Timeout,
+        lost_policy: Option<Text>,
+    ) -> PyResult<Option<PyLeaseLost>> {
+        let signal = self.lost_signal(py, lost_policy)?;
+        let why = bridge::wait_for(
+            py,
+            Box::pin(async move { Ok(lost_within(signal, timeout.0).await) }),
+        )?;
+        Ok(why.map(PyLeaseLost::new))
+    }
+
+    /// `wait_lost` for asyncio: a `Call` to await. The signal watches the connection from this
+    /// call on.
+    #[pyo3(signature = (timeout = Timeout(None), lost_policy = None))]
+    fn wait_lost_async(
+        &self,
+        py: Python<'_>,
+        timeout: Timeout,
+        lost_policy: Option<Text>,
+    ) -> PyResult<Call> {
+        let signal = self.lost_signal(py, lost_policy)?;
+        Ok(Call::new(
+            async move { Ok(lost_within(signal, timeout.0).await) },
+            lease_lost_obj,
+        ))
+    }
+
     /// Returns the lease (deletes its node). Returning it twice is a no-op.
     fn release(&self, py: Python<'_>) -> PyResult<()> {
         if let Some(l) = self.take() {
@@ -466,6 +523,75 @@ impl PyLease {
 
     fn __repr__(&self) -> String {
         format!("Lease(path={:?}, czxid={})", self.path, self.czxid)
+    }
+}
+
+/// Why a lease was lost (`Lease.wait_lost`): the core's `LeaseLost`, read-only.
+#[pyclass(frozen, eq, module = "zkrecipes", name = "LeaseLost")]
+#[derive(PartialEq)]
+pub struct PyLeaseLost {
+    reason: &'static str,
+    state: Option<&'static str>,
+    message: String,
+}
+
+impl PyLeaseLost {
+    fn new(why: LeaseLost) -> PyLeaseLost {
+        PyLeaseLost {
+            reason: why.kind_name(),
+            state: why.state().map(ConnectionState::name),
+            message: why.to_string(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyLeaseLost {
+    /// The kind (a `LeaseLostReason` name): `STATE`, `CLOSED`, `SESSION_CHANGED`, `NODE_GONE`.
+    #[getter]
+    fn reason(&self) -> &'static str {
+        self.reason
+    }
+
+    /// The connection state (a `ConnectionState` name) when the reason is `STATE`, else None.
+    #[getter]
+    fn state(&self) -> Option<&'static str> {
+        self.state
+    }
+
+    /// The core's sentence for it.
+    #[getter]
+    fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn __str__(&self) -> &str {
+        &self.message
+    }
+
+    fn __repr__(&self) -> String {
+        match self.state {
+            Some(state) => format!("LeaseLost(reason='{}', state='{state}')", self.reason),
+            None => format!("LeaseLost(reason='{}')", self.reason),
+        }
+    }
+}
+
+/// The first of `signal` and `timeout` (None: no limit): why the lease was lost, or None.
+async fn lost_within(
+    signal: impl std::future::Future<Output = LeaseLost>,
+    timeout: Option<std::time::Duration>,
+) -> Option<LeaseLost> {
+    match timeout {
+        None => Some(signal.await),
+        Some(t) => tokio::time::timeout(t, signal).await.ok(),
+    }
+}
+
+fn lease_lost_obj(py: Python<'_>, why: Option<LeaseLost>) -> PyResult<Py<PyAny>> {
+    match why {
+        None => Ok(py.None()),
+        Some(why) => bridge::obj(py, PyLeaseLost::new(why)),
     }
 }
 

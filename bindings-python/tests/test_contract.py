@@ -53,6 +53,7 @@ def test_the_enums_are_the_cores_lists() -> None:
     assert canonical(EventType) == _native.EVENT_TYPES
     assert canonical(ConnectionState) == _native.CONNECTION_STATES
     assert canonical(CancelReason) == _native.CANCEL_REASONS
+    assert canonical(zkrecipes.LeaseLostReason) == _native.LEASE_LOST_REASONS
     assert _native.LOG_LEVELS == ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"]
     # kazoo's names stay as aliases
     assert EventType.CHANGED is EventType.DATA_CHANGED and EventType.CHILD is EventType.CHILDREN_CHANGED

@@ -8,7 +8,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import pytest
 
@@ -147,3 +147,123 @@ def test_lease_data_while_another_thread_returns_the_lease_does_not_deadlock(zk:
             timeout=60,
         )
         assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def _one_lease(client: zkrecipes.Client, path: str) -> zkrecipes.Lease:
+    leases = InterProcessSemaphoreV2(client, path, 1).acquire(1, timeout=5)
+    assert leases is not None and len(leases) == 1
+    return leases[0]
+
+
+def test_lease_wait_lost_does_not_answer_while_the_lease_is_good_nor_when_it_is_returned(
+    client: zkrecipes.Client, path: str
+) -> None:
+    lease = _one_lease(client, path)
+    assert lease.wait_lost(timeout=0) is None
+    assert lease.wait_lost(timeout=0.3) is None
+    assert lease.wait_lost(timeout=0.3, lost_policy="SESSION") is None
+    assert lease.wait_lost(timeout=0.3, lost_policy=zkrecipes.LockLostPolicy.SESSION) is None
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(lease.wait_lost_async())
+        done, _ = await asyncio.wait({waiting}, timeout=0.3)
+        assert not done, "a good lease is not lost"
+        await asyncio.to_thread(lease.release)
+        done, _ = await asyncio.wait({waiting}, timeout=0.3)
+        assert not done, "returning the lease does not end a wait for its loss"
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    asyncio.run(main())
+    assert lease.returned
+    # A lease already returned can no longer be lost: a wait is refused, as data() is.
+    with pytest.raises(zkrecipes.ClosedError, match="was returned"):
+        lease.wait_lost(timeout=0)
+    with pytest.raises(zkrecipes.ClosedError, match="was returned"):
+        lease.wait_lost_async()
+
+
+def test_lease_wait_lost_answers_when_the_session_expires(client: zkrecipes.Client, path: str) -> None:
+    lease = _one_lease(client, path)
+    got: List[Optional[zkrecipes.LeaseLost]] = []
+    waiter = threading.Thread(target=lambda: got.append(lease.wait_lost(timeout=60, lost_policy="SESSION")))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive(), "no answer before the expiry"
+
+    async def standard() -> Optional[zkrecipes.LeaseLost]:
+        waiting = asyncio.ensure_future(lease.wait_lost_async(timeout=60))
+        done, _ = await asyncio.wait({waiting}, timeout=0.2)
+        assert not done
+        await asyncio.to_thread(client._expire_session_for_testing)
+        return await waiting
+
+    why = asyncio.run(standard())
+    # STANDARD: SUSPENDED (the connection dropped), LOST, or already a new session.
+    assert why is not None and why.reason in ("STATE", "SESSION_CHANGED"), why
+    if why.reason == "STATE":
+        assert why.state in ("SUSPENDED", "LOST") and why.state == zkrecipes.ConnectionState(why.state)
+    else:
+        assert why.state is None
+    waiter.join(60)
+    assert not waiter.is_alive()
+    lost = got[0]
+    # SESSION: only the session's loss counts (LOST, or the new session seen first).
+    assert lost is not None and (lost.reason, lost.state) in (("STATE", "LOST"), ("SESSION_CHANGED", None)), lost
+    assert lost.reason == zkrecipes.LeaseLostReason(lost.reason)
+    assert str(lost) == lost.message and lost.message in (
+        "the ZooKeeper session was lost",
+        "the ZooKeeper session changed (the lease went with the old one)",
+    )
+    # Once the client runs on a new session, a new wait answers at once.
+    wait_until(lambda: client.state in (zkrecipes.ConnectionState.CONNECTED, zkrecipes.ConnectionState.RECONNECTED))
+    again = lease.wait_lost(timeout=0)
+    assert again is not None and again.reason == "SESSION_CHANGED", again
+    lease.release()  # returning a lost lease is clean
+
+
+def test_lease_wait_lost_answers_closed_when_the_client_closes(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    c = make_client()
+    lease = _one_lease(c, path)
+    got: List[Optional[zkrecipes.LeaseLost]] = []
+    waiter = threading.Thread(target=lambda: got.append(lease.wait_lost()))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()
+
+    async def closing() -> Optional[zkrecipes.LeaseLost]:
+        waiting = asyncio.ensure_future(lease.wait_lost_async(lost_policy="SESSION"))
+        done, _ = await asyncio.wait({waiting}, timeout=0.2)
+        assert not done
+        await asyncio.to_thread(c.close)
+        return await asyncio.wait_for(waiting, 30)
+
+    why = asyncio.run(closing())
+    waiter.join(30)
+    assert not waiter.is_alive()
+    for lost in (why, got[0]):
+        assert lost is not None and lost.reason == zkrecipes.LeaseLostReason.CLOSED and lost.state is None
+        assert str(lost) == "the client was closed" and repr(lost) == "LeaseLost(reason='CLOSED')"
+    assert why == got[0]
+    # After the close a wait answers at once, even with no time to wait.
+    now = lease.wait_lost(timeout=0)
+    assert now is not None and now.reason == "CLOSED"
+
+
+def test_lease_wait_lost_refuses_bad_arguments(client: zkrecipes.Client, path: str) -> None:
+    lease = _one_lease(client, path)
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="lost_policy must be STANDARD or SESSION"):
+        lease.wait_lost(timeout=0, lost_policy="standard")
+    with pytest.raises(zkrecipes.InvalidArgumentError, match="lost_policy must be STANDARD or SESSION"):
+        lease.wait_lost_async(lost_policy="NEVER")
+    with pytest.raises(zkrecipes.InvalidArgumentError):
+        lease.wait_lost(timeout=-1)
+    with pytest.raises(zkrecipes.InvalidArgumentError):
+        lease.wait_lost_async(timeout=float("nan"))
+    with pytest.raises(TypeError, match="must be a str"):
+        lease.wait_lost(lost_policy=1)  # type: ignore[arg-type]
+    assert lease.wait_lost(timeout=0) is None  # the lease is untouched
+    lease.release()

@@ -2,22 +2,32 @@
 //! its leases) and InterProcessMultiLock. The mutex and the read/write lock are in `lock.rs`,
 //! with what every lock handle shares.
 
-use std::ffi::c_char;
-use std::sync::Mutex;
+use std::ffi::{c_char, CString};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Mutex, OnceLock};
+use std::task::Poll;
 
 use zkrecipes::lock::{
     InterProcessLock, InterProcessMultiLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
-    Lease,
+    Lease, LeaseLost,
 };
+use zkrecipes::Error;
 
 use crate::atomic::zkr_shared_count;
-use crate::boundary::{arg_slice, arg_str, arg_timeout, handle_call, handle_out, recipe_new, wait};
+use crate::boundary::{
+    arg_out, arg_out_opt, arg_slice, arg_str, arg_timeout, ffi_boundary, ffi_call, handle_call,
+    handle_out, recipe_new, wait,
+};
 use crate::callback::lock;
-use crate::client::zkr_client;
+use crate::client::{zkr_client, zkr_connection_state};
 use crate::handle::{free_handle, handle, handle_ref, new_handle};
-use crate::lock::{acquire, acquired_here, lock_handle, release, LockHandle};
+use crate::lock::{
+    acquire, acquired_here, lock_handle, lost_policy, release, zkr_lock_lost_policy, LockHandle,
+};
 use crate::status::zkr_status;
 use crate::types::{thread_owner, zkr_owner, zkr_string_list};
+use crate::vocab::CList;
 
 // ---------------------------------------------------------------------------------------------
 // InterProcessSemaphoreMutex
@@ -199,6 +209,117 @@ pub extern "C" fn zkr_leases_paths(
                 .map(|x| x.path().to_string())
                 .collect(),
         )
+    })
+}
+
+/// Why a lease of a set can no longer be counted on (zkr_leases_wait_lost): ZKR_LEASE_LOST_NONE
+/// when the timeout passed first, else the kind of the core's LeaseLost (names:
+/// zkr_lease_lost_name).
+pub type zkr_lease_lost = u32;
+/// Not lost: the timeout passed first.
+pub const ZKR_LEASE_LOST_NONE: zkr_lease_lost = 0;
+/// The connection entered a state the lost policy counts as a loss (`*state` says which:
+/// ZKR_STATE_SUSPENDED under ZKR_LOCK_LOST_ON_SUSPENDED, ZKR_STATE_LOST under both).
+pub const ZKR_LEASE_LOST_STATE: zkr_lease_lost = 1;
+/// The client was closed.
+pub const ZKR_LEASE_LOST_CLOSED: zkr_lease_lost = 2;
+/// The client's session is another than the one that made the lease: the lease node went with
+/// the old one.
+pub const ZKR_LEASE_LOST_SESSION_CHANGED: zkr_lease_lost = 3;
+/// The lease node is gone, or belongs to another session.
+pub const ZKR_LEASE_LOST_NODE_GONE: zkr_lease_lost = 4;
+
+/// The kinds of a lost lease as C numbers: the core's names (`LeaseLost::KINDS`) from 1, after
+/// ZKR_LEASE_LOST_NONE.
+pub(crate) const LEASE_LOST_KINDS: CList<&'static str> = CList {
+    all: LeaseLost::KINDS,
+    first: ZKR_LEASE_LOST_STATE,
+    prefix: "ZKR_LEASE_LOST_",
+    name: std::convert::identity,
+};
+
+type LostSignal = Pin<Box<dyn Future<Output = LeaseLost> + Send>>;
+
+/// The first of `signals` to resolve (the first in set order when several are ready).
+async fn any_lost(mut signals: Vec<LostSignal>) -> LeaseLost {
+    std::future::poll_fn(move |cx| {
+        for signal in &mut signals {
+            if let Poll::Ready(why) = signal.as_mut().poll(cx) {
+                return Poll::Ready(why);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// Blocks until any lease of `leases` can no longer be counted on, or `timeout_ms` passes (-1: no
+/// limit; 0: looks once). `*reason` gets why (the core's Lease lost signal, for each lease of the
+/// set): ZKR_LEASE_LOST_STATE (the connection entered a state `policy` counts as a loss:
+/// ZKR_LOCK_LOST_ON_SUSPENDED, SUSPENDED or LOST; ZKR_LOCK_LOST_ON_SESSION_LOSS, LOST only),
+/// ZKR_LEASE_LOST_CLOSED (the client was closed), ZKR_LEASE_LOST_SESSION_CHANGED (the client
+/// runs on another session than the one that made the lease), ZKR_LEASE_LOST_NODE_GONE (a lease
+/// node is gone or another session's; read once), or ZKR_LEASE_LOST_NONE when the timeout passed
+/// first (ZKR_OK all the same). `state` may be NULL; it is written only with
+/// ZKR_LEASE_LOST_STATE (the state that was the loss).
+///
+/// It never answers while the leases stay good; leases returned by zkr_semaphore_return_leases
+/// during the wait do not end it. A set whose leases were all returned before the call is
+/// ZKR_CLOSED. A bad `policy` or timeout is ZKR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn zkr_leases_wait_lost(
+    leases: *const zkr_leases,
+    policy: zkr_lock_lost_policy,
+    timeout_ms: i64,
+    reason: *mut zkr_lease_lost,
+    state: *mut zkr_connection_state,
+) -> zkr_status {
+    ffi_call("zkr_leases_wait_lost", || {
+        let (l, reason) = (handle_ref(leases)?, arg_out(reason, "reason")?);
+        let state = arg_out_opt(state);
+        let policy = lost_policy(policy, "ZKR_LOCK_LOST_*")?;
+        let timeout = arg_timeout(timeout_ms)?;
+        // The signals watch the connection from here on; the set is not locked while waiting.
+        let signals: Vec<LostSignal> = lock(&l.leases)
+            .iter()
+            .map(|lease| Box::pin(lease.lost_signal(policy)) as LostSignal)
+            .collect();
+        if signals.is_empty() {
+            return Err(Error::Closed(
+                "every lease of the set was returned (a returned lease can no longer be lost)"
+                    .into(),
+            ));
+        }
+        let why = wait(async move {
+            Ok(match timeout {
+                None => Some(any_lost(signals).await),
+                Some(t) => tokio::time::timeout(t, any_lost(signals)).await.ok(),
+            })
+        })?;
+        let Some(why) = why else {
+            reason.write(ZKR_LEASE_LOST_NONE);
+            return Ok(());
+        };
+        if let (Some(out), Some(s)) = (state, why.state()) {
+            out.write(zkr_connection_state::of(s));
+        }
+        reason.write(LEASE_LOST_KINDS.to_c(why.kind_name()));
+        Ok(())
+    })
+}
+
+/// The name of a zkr_lease_lost ("NONE", "STATE", "CLOSED", "SESSION_CHANGED", "NODE_GONE"), or
+/// "UNKNOWN". A static string: never NULL, never freed.
+#[no_mangle]
+pub extern "C" fn zkr_lease_lost_name(reason: u32) -> *const c_char {
+    ffi_boundary("zkr_lease_lost_name", c"UNKNOWN".as_ptr(), || {
+        static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+        match reason {
+            ZKR_LEASE_LOST_NONE => c"NONE".as_ptr(),
+            _ => LEASE_LOST_KINDS
+                .c_name(&NAMES, reason)
+                .unwrap_or(c"UNKNOWN".as_ptr()),
+        }
     })
 }
 

@@ -142,6 +142,10 @@ mod tests {
         assert_eq!(LEVELS.all, Level::ALL);
         assert_eq!(WATCH_EVENTS.all, NodeEventKind::ALL);
         check(&crate::watches::WATCHER_TYPES, plain("ZKR_WATCHER_TYPE_"));
+        check(
+            &crate::semaphore::LEASE_LOST_KINDS,
+            plain("ZKR_LEASE_LOST_"),
+        );
         assert_eq!(
             crate::watches::WATCHER_TYPES.all,
             zkrecipes::WatcherType::ALL

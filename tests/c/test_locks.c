@@ -1,6 +1,6 @@
 /* The rest of the lock family through the C API: read/write lock (sharing, exclusion,
- * downgrade), semaphore mutex (not reentrant, not owned), semaphore with leases, multi lock
- * (all or nothing). */
+ * downgrade), semaphore mutex (not reentrant, not owned), semaphore with leases (and the wait
+ * for their loss), multi lock (all or nothing). */
 #include "testutil.h"
 
 static size_t node_count(zkr_mutex *m) {
@@ -269,6 +269,200 @@ static void test_revocation_asks_the_holder_to_release(void) {
     zt_event_destroy(&r.event);
 }
 
+/* zkr_leases_wait_lost: a thread waiting for a set's loss, and what it got. */
+typedef struct lost_wait {
+    zkr_leases *leases;
+    zkr_lock_lost_policy policy;
+    int64_t timeout_ms;
+    zt_event started;
+    zkr_status status;
+    zkr_lease_lost reason;
+    zkr_connection_state state;
+} lost_wait;
+
+#define STATE_UNTOUCHED ((zkr_connection_state)77)
+
+static void *wait_lost_thread(void *p) {
+    lost_wait *w = (lost_wait *)p;
+    zt_event_signal(&w->started, 1);
+    w->status = zkr_leases_wait_lost(w->leases, w->policy, w->timeout_ms, &w->reason, &w->state);
+    return NULL;
+}
+
+static void lost_wait_start(lost_wait *w, pthread_t *t, zkr_leases *leases, zkr_lock_lost_policy policy,
+                            int64_t timeout_ms) {
+    memset(w, 0, sizeof *w);
+    w->leases = leases;
+    w->policy = policy;
+    w->timeout_ms = timeout_ms;
+    w->status = ZKR_INTERNAL;
+    w->reason = 99;
+    w->state = STATE_UNTOUCHED;
+    zt_event_init(&w->started);
+    if (pthread_create(t, NULL, wait_lost_thread, w) != 0) abort();
+    zt_event_wait(&w->started, 1, 10000);
+}
+
+static void test_leases_wait_lost_not_while_good_nor_when_returned(void) {
+    char path[128];
+    zt_path(path, sizeof path, "wait-lost-good");
+    zkr_client *c = NULL;
+    zkr_semaphore *s = NULL;
+    zkr_leases *two = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_semaphore_new(c, path, 2, &s));
+    CHECK_OK(zkr_semaphore_acquire(s, 2, 5000, &two));
+    CHECK(two != NULL);
+    zkr_lease_lost reason = 99;
+    zkr_connection_state state = STATE_UNTOUCHED;
+    CHECK_OK(zkr_leases_wait_lost(two, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state));
+    CHECK(reason == ZKR_LEASE_LOST_NONE && state == STATE_UNTOUCHED);
+    CHECK_OK(zkr_leases_wait_lost(two, ZKR_LOCK_LOST_ON_SESSION_LOSS, 300, &reason, NULL));
+    CHECK(reason == ZKR_LEASE_LOST_NONE);
+    /* A wait in progress while the leases are returned: returning them does not end it. */
+    lost_wait w;
+    pthread_t t;
+    lost_wait_start(&w, &t, two, ZKR_LOCK_LOST_ON_SUSPENDED, 1500);
+    reason = 99;
+    CHECK_OK(zkr_leases_wait_lost(two, ZKR_LOCK_LOST_ON_SUSPENDED, 300, &reason, &state));
+    CHECK_MSG(reason == ZKR_LEASE_LOST_NONE, "a good lease set is not lost");
+    CHECK_OK(zkr_semaphore_return_leases(s, two));
+    pthread_join(t, NULL);
+    zt_event_destroy(&w.started);
+    CHECK_MSG(w.status == ZKR_OK && w.reason == ZKR_LEASE_LOST_NONE && w.state == STATE_UNTOUCHED,
+              "returned leases must not end a wait: %s, reason %s", zkr_status_name(w.status),
+              zkr_lease_lost_name(w.reason));
+    /* A set emptied before the call has nothing left to lose: refused, outputs untouched. */
+    reason = 99;
+    CHECK_STATUS(zkr_leases_wait_lost(two, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state), ZKR_CLOSED,
+                 "zkr_leases_wait_lost");
+    CHECK(strstr(zkr_last_error_message(), "returned") != NULL);
+    CHECK(reason == 99 && state == STATE_UNTOUCHED);
+    zkr_leases_free(two);
+    zkr_semaphore_free(s);
+    zkr_client_free(c);
+}
+
+static void test_leases_wait_lost_on_session_expiry(void) {
+    char path[128];
+    zt_path(path, sizeof path, "wait-lost-expiry");
+    zkr_client *c = NULL;
+    zkr_semaphore *s = NULL;
+    zkr_leases *one = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
+    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
+    CHECK(one != NULL);
+    int64_t old_session = 0;
+    CHECK_OK(zkr_client_session_id(c, &old_session));
+    lost_wait standard, session;
+    pthread_t t1, t2;
+    lost_wait_start(&standard, &t1, one, ZKR_LOCK_LOST_ON_SUSPENDED, 60000);
+    lost_wait_start(&session, &t2, one, ZKR_LOCK_LOST_ON_SESSION_LOSS, 60000);
+    zkr_lease_lost reason = 99;
+    CHECK_OK(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, 300, &reason, NULL));
+    CHECK_MSG(reason == ZKR_LEASE_LOST_NONE, "no loss before the expiry");
+    CHECK_OK(zkr_client_expire_session_for_testing(c));
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    zt_event_destroy(&standard.started);
+    zt_event_destroy(&session.started);
+    CHECK_OK(standard.status);
+    CHECK_OK(session.status);
+    /* ON_SUSPENDED: SUSPENDED (the connection dropped), LOST, or already the new session. */
+    CHECK_MSG((standard.reason == ZKR_LEASE_LOST_STATE &&
+               (standard.state == ZKR_STATE_SUSPENDED || standard.state == ZKR_STATE_LOST)) ||
+                  (standard.reason == ZKR_LEASE_LOST_SESSION_CHANGED && standard.state == STATE_UNTOUCHED),
+              "standard policy: %s / %s", zkr_lease_lost_name(standard.reason),
+              zkr_connection_state_name(standard.state));
+    /* ON_SESSION_LOSS: only the session's loss counts. */
+    CHECK_MSG((session.reason == ZKR_LEASE_LOST_STATE && session.state == ZKR_STATE_LOST) ||
+                  (session.reason == ZKR_LEASE_LOST_SESSION_CHANGED && session.state == STATE_UNTOUCHED),
+              "session policy: %s / %s", zkr_lease_lost_name(session.reason),
+              zkr_connection_state_name(session.state));
+    /* On the new session a wait answers at once, even with no time to wait. */
+    CHECK_MSG(zt_wait_new_session(c, old_session, 20000), "no new session within 20 s");
+    zkr_connection_state state = STATE_UNTOUCHED;
+    CHECK_OK(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SESSION_LOSS, 0, &reason, &state));
+    CHECK_MSG(reason == ZKR_LEASE_LOST_SESSION_CHANGED && state == STATE_UNTOUCHED, "got %s",
+              zkr_lease_lost_name(reason));
+    CHECK_OK(zkr_semaphore_return_leases(s, one)); /* returning a lost lease is clean */
+    zkr_leases_free(one);
+    zkr_semaphore_free(s);
+    zkr_client_free(c);
+}
+
+static void test_leases_wait_lost_closed_when_the_client_closes(void) {
+    char path[128];
+    zt_path(path, sizeof path, "wait-lost-closed");
+    zkr_client *c = NULL;
+    zkr_semaphore *s = NULL;
+    zkr_leases *one = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
+    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
+    CHECK(one != NULL);
+    lost_wait w;
+    pthread_t t;
+    lost_wait_start(&w, &t, one, ZKR_LOCK_LOST_ON_SESSION_LOSS, -1);
+    zkr_lease_lost reason = 99;
+    CHECK_OK(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, 300, &reason, NULL));
+    CHECK(reason == ZKR_LEASE_LOST_NONE);
+    CHECK_OK(zkr_client_close(c));
+    pthread_join(t, NULL);
+    zt_event_destroy(&w.started);
+    CHECK_OK(w.status);
+    CHECK_MSG(w.reason == ZKR_LEASE_LOST_CLOSED && w.state == STATE_UNTOUCHED, "got %s",
+              zkr_lease_lost_name(w.reason));
+    CHECK(strcmp(zkr_lease_lost_name(w.reason), "CLOSED") == 0);
+    zkr_connection_state state = STATE_UNTOUCHED;
+    CHECK_OK(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state));
+    CHECK_MSG(reason == ZKR_LEASE_LOST_CLOSED && state == STATE_UNTOUCHED, "after the close: %s",
+              zkr_lease_lost_name(reason));
+    zkr_leases_free(one);
+    zkr_semaphore_free(s);
+    zkr_client_free(c);
+}
+
+static void test_leases_wait_lost_bad_input(void) {
+    char path[128];
+    zt_path(path, sizeof path, "wait-lost-bad");
+    zkr_client *c = NULL;
+    zkr_semaphore *s = NULL;
+    zkr_leases *one = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
+    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
+    CHECK(one != NULL);
+    zkr_lease_lost reason = 99;
+    zkr_connection_state state = STATE_UNTOUCHED;
+    CHECK_STATUS(zkr_leases_wait_lost(NULL, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state), ZKR_INVALID_ARGUMENT,
+                 "zkr_leases_wait_lost");
+    CHECK(strstr(zkr_last_error_message(), "NULL") != NULL);
+    CHECK_STATUS(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, 0, NULL, &state), ZKR_INVALID_ARGUMENT,
+                 "zkr_leases_wait_lost");
+    CHECK(strstr(zkr_last_error_message(), "reason is NULL") != NULL);
+    CHECK_STATUS(zkr_leases_wait_lost(one, 7, 0, &reason, &state), ZKR_INVALID_ARGUMENT, "zkr_leases_wait_lost");
+    CHECK(strstr(zkr_last_error_message(), "ZKR_LOCK_LOST_") != NULL);
+    CHECK_STATUS(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, -2, &reason, &state), ZKR_INVALID_ARGUMENT,
+                 "zkr_leases_wait_lost");
+    /* A handle of another type is caught by its tag. */
+    CHECK_STATUS(zkr_leases_wait_lost((const zkr_leases *)s, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state),
+                 ZKR_INVALID_ARGUMENT, "zkr_leases_wait_lost");
+    CHECK_MSG(reason == 99 && state == STATE_UNTOUCHED, "a failed call writes no out-parameter");
+    CHECK(strcmp(zkr_lease_lost_name(ZKR_LEASE_LOST_NONE), "NONE") == 0);
+    CHECK(strcmp(zkr_lease_lost_name(ZKR_LEASE_LOST_STATE), "STATE") == 0);
+    CHECK(strcmp(zkr_lease_lost_name(ZKR_LEASE_LOST_SESSION_CHANGED), "SESSION_CHANGED") == 0);
+    CHECK(strcmp(zkr_lease_lost_name(ZKR_LEASE_LOST_NODE_GONE), "NODE_GONE") == 0);
+    CHECK(strcmp(zkr_lease_lost_name(12345), "UNKNOWN") == 0);
+    CHECK_OK(zkr_leases_wait_lost(one, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, NULL));
+    CHECK_MSG(reason == ZKR_LEASE_LOST_NONE, "the set is untouched");
+    CHECK_OK(zkr_semaphore_return_leases(s, one));
+    zkr_leases_free(one);
+    zkr_semaphore_free(s);
+    zkr_client_free(c);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_rwlock_readers_share_writer_excludes_and_downgrade);
@@ -277,5 +471,9 @@ int main(int argc, char **argv) {
     RUN(test_semaphore_acquire_more_than_max_leases_is_invalid_argument);
     RUN(test_multi_lock_is_all_or_nothing);
     RUN(test_revocation_asks_the_holder_to_release);
+    RUN(test_leases_wait_lost_not_while_good_nor_when_returned);
+    RUN(test_leases_wait_lost_on_session_expiry);
+    RUN(test_leases_wait_lost_closed_when_the_client_closes);
+    RUN(test_leases_wait_lost_bad_input);
     return zt_end("test_locks");
 }

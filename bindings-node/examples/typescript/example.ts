@@ -8,6 +8,7 @@ import {
   InterProcessMutex,
   InterProcessReadWriteLock,
   InterProcessSemaphoreV2,
+  LeaseLostReason,
   LeaderLatch,
   LeaderObserver,
   LeaderSelector,
@@ -23,6 +24,7 @@ import {
   type CohortOptions,
   type ConnectionState,
   type LeadershipContext,
+  type LeaseLost,
   type LogRecord,
   type Participant,
   type Stat,
@@ -85,7 +87,14 @@ async function main(hosts: string): Promise<void> {
 
   const semaphore = new InterProcessSemaphoreV2(client, '/locks/sem', 3);
   const leases = await semaphore.acquire({ qty: 2, timeoutMs: 1000 });
-  if (leases !== null) await semaphore.returnAll(leases);
+  if (leases !== null) {
+    // Stop the work done under the lease once it can no longer be counted on.
+    const lost: Promise<LeaseLost> = leases[0].waitLost({ lostPolicy: 'session' });
+    void lost.then((why) => console.log('lease lost:', why.reason, why.message, why.reason === 'STATE' ? why.state : null));
+    const soon: LeaseLost | null = await leases[1].waitLost({ timeoutMs: 10 });
+    if (soon !== null && soon.reason === LeaseLostReason.SESSION_CHANGED) console.log(soon.message);
+    await semaphore.returnAll(leases);
+  }
 
   const latch = new LeaderLatch(client, '/leader/latch', { id: 'ts', closeMode: 'NOTIFY_LEADER' });
   latch.on('isLeader', () => console.log('leading'));

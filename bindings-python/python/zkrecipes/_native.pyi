@@ -17,6 +17,8 @@ CREATE_MODES: List[str]
 EVENT_TYPES: List[str]
 CONNECTION_STATES: List[str]
 CANCEL_REASONS: List[str]
+#: The kinds of a lost lease (LeaseLost.reason); zkrecipes.LeaseLostReason follows them.
+LEASE_LOST_REASONS: List[str]
 LOG_LEVELS: List[str]
 #: The core's watcher types (Client.remove_watches).
 WATCHER_TYPES: List[str]
@@ -276,6 +278,23 @@ class InterProcessSemaphoreMutex(Lock):
     def path(self) -> str: ...
 
 @final
+class LeaseLost:
+    """Why a :class:`Lease` can no longer be counted on (the core's ``LeaseLost``). ``str()``
+    is :attr:`message`; equal when reason, state and message are."""
+
+    @property
+    def reason(self) -> str:
+        """The kind, a :class:`zkrecipes.LeaseLostReason` name: ``STATE``, ``CLOSED``,
+        ``SESSION_CHANGED`` or ``NODE_GONE``."""
+    @property
+    def state(self) -> Optional[str]:
+        """The connection state (a :class:`zkrecipes.ConnectionState` name, ``SUSPENDED`` or
+        ``LOST``) when :attr:`reason` is ``STATE``; else None."""
+    @property
+    def message(self) -> str:
+        """The core's sentence, e.g. "the ZooKeeper session was lost"."""
+
+@final
 class Lease:
     """One lease of an InterProcessSemaphoreV2; ``release()`` or ``with lease:`` returns it
     (a lease dropped without release is returned in the background)."""
@@ -287,6 +306,23 @@ class Lease:
     @property
     def returned(self) -> bool: ...
     def data(self) -> bytes: ...
+    def wait_lost(self, timeout: Optional[float] = None, lost_policy: str = "STANDARD") -> Optional[LeaseLost]:
+        """Blocks (GIL released; Ctrl-C interrupts it on the main thread) until the lease can no
+        longer be counted on, and says why; None once ``timeout`` seconds passed first (None or
+        ``math.inf``: no limit; 0: looks once).
+
+        Lost means (the core's ``Lease.lost_signal``): the connection entered a state
+        ``lost_policy`` counts as a loss (``"STANDARD"``, the default: SUSPENDED or LOST;
+        ``"SESSION"``: LOST only; a :class:`zkrecipes.LockLostPolicy` works too), the client was
+        closed, the client's session is no longer the one that made the lease, or the lease node
+        is gone or another session's (read once). It never answers while the lease stays good,
+        and returning the lease during the wait does not end it. A lease already returned raises
+        :class:`zkrecipes.ClosedError`; a bad ``lost_policy`` or ``timeout``
+        :class:`zkrecipes.InvalidArgumentError`."""
+    def wait_lost_async(self, timeout: Optional[float] = None, lost_policy: str = "STANDARD") -> Call[Optional[LeaseLost]]:
+        """:meth:`wait_lost` for asyncio: ``await lease.wait_lost_async()``. The connection is
+        watched from this call on; cancelling the awaiting task ends the wait. Arguments are
+        checked (and a returned lease refused) at the call, before anything is awaited."""
     def release(self) -> None: ...
     def __enter__(self) -> "Lease": ...
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None: ...

@@ -23,7 +23,7 @@ from typing import Callable, List, Optional, Sequence, Tuple, Type, TypeVar, Uni
 from . import _native
 from ._base import Name
 from ._call import run
-from ._native import Lease
+from ._native import Lease, LeaseLost
 from ._owners import Owner, current_owner_id, owner_id
 from .atomic import SharedCount
 from .client import Client, _seconds, _native_client
@@ -37,6 +37,8 @@ __all__ = [
     "InterProcessSemaphoreV2",
     "InterProcessMultiLock",
     "Lease",
+    "LeaseLost",
+    "LeaseLostReason",
     "LockLostPolicy",
     "attempt_revoke",
 ]
@@ -49,6 +51,22 @@ class LockLostPolicy(Name):
     STANDARD = "STANDARD"
     #: Lost only when the session is LOST; a SUSPENDED connection that comes back keeps it.
     SESSION = "SESSION"
+
+
+class LeaseLostReason(Name):
+    """Why a semaphore's :class:`Lease` was lost (:attr:`LeaseLost.reason`; the core's
+    ``LeaseLost``, ``_native.LEASE_LOST_REASONS``)."""
+
+    #: The connection entered a state the lost policy counts as a loss (:attr:`LeaseLost.state`:
+    #: SUSPENDED under STANDARD, LOST under both).
+    STATE = "STATE"
+    #: The client was closed.
+    CLOSED = "CLOSED"
+    #: The client's session is another than the one that made the lease: the lease node went
+    #: with the old one.
+    SESSION_CHANGED = "SESSION_CHANGED"
+    #: The lease node is gone, or belongs to another session.
+    NODE_GONE = "NODE_GONE"
 
 
 @dataclass(frozen=True)
