@@ -1322,6 +1322,13 @@ export interface ServiceInstance {
   port: number | null;
   sslPort: number | null;
   payload: JsonValue;
+  /**
+   * The payload's JSON text as on the node (null without a payload), on instances read from
+   * ZooKeeper: exact where `payload` rounds an integer past 2^53 (a Java `long` id). Not
+   * enumerable: it is not spread, compared or written back. To write such a payload, give
+   * `payloadJson` (a JSON text) instead of `payload`.
+   */
+  readonly payloadJson?: string | null;
   payloadClass: string | null;
   /** Milliseconds since the epoch. */
   registrationTimeUTC: number;
@@ -1333,7 +1340,12 @@ export interface ServiceInstance {
 
 /** What `register`, `update` and the ServiceInstance functions accept: `name` and any other field. */
 export type ServiceInstanceInput = { name: string } & Partial<
-  Omit<ServiceInstance, 'name' | 'uriSpec' | 'payload'> & { uriSpec: string | UriSpec | null; payload: unknown }
+  Omit<ServiceInstance, 'name' | 'uriSpec' | 'payload' | 'payloadJson'> & {
+    uriSpec: string | UriSpec | null;
+    payload: unknown;
+    /** The payload as a JSON text, written as is (instead of `payload`, not with it). */
+    payloadJson: string | null;
+  }
 >;
 
 /** Makes and converts instances (Curator's ServiceInstanceBuilder and JsonInstanceSerializer). */

@@ -33,6 +33,7 @@ const FIELDS = [
   'port',
   'sslPort',
   'payload',
+  'payloadJson',
   'payloadClass',
   'registrationTimeUTC',
   'serviceType',
@@ -47,7 +48,15 @@ function toNative(what, instance) {
   }
   const o = args.options(what, instance, FIELDS);
   let payloadJson;
-  if (o.payload !== undefined && o.payload !== null) {
+  // `payloadJson` given by the caller (an own enumerable property: a read instance's is hidden,
+  // and may be stale once `payload` is changed): the payload's JSON text as is, for integers
+  // past 2^53 that a JS number would round.
+  if (Object.prototype.propertyIsEnumerable.call(o, 'payloadJson') && o.payloadJson !== undefined) {
+    if (o.payload !== undefined && o.payload !== null) {
+      throw invalid(`${what}: give payload or payloadJson, not both`);
+    }
+    payloadJson = args.optionalString('payloadJson', o.payloadJson);
+  } else if (o.payload !== undefined && o.payload !== null) {
     try {
       payloadJson = JSON.stringify(o.payload);
     } catch (err) {
@@ -73,7 +82,7 @@ function toNative(what, instance) {
 /** The public form of a native instance (or null). */
 function fromNative(o) {
   if (o === null || o === undefined) return null;
-  return {
+  const instance = {
     name: o.name,
     id: o.id,
     address: o.address,
@@ -86,6 +95,10 @@ function fromNative(o) {
     uriSpec: o.uriSpec,
     enabled: o.enabled,
   };
+  // The payload's text as on the node (a Java `long` past 2^53 is exact there): not enumerable,
+  // so the object compares, spreads and prints as before, and is not written back.
+  Object.defineProperty(instance, 'payloadJson', { value: o.payloadJson, enumerable: false });
+  return instance;
 }
 
 /** A URI spec's variables: an object of strings (`undefined` when omitted). */

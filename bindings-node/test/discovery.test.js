@@ -99,6 +99,20 @@ test("an instance is Curator's JSON byte for byte, and reads back equal", () => 
   }
   // What Jackson coerces, Java reads and so do we: a numeric string for a port.
   assert.equal(ServiceInstance.fromJson('{"name":"s","id":"x","port":"80"}').port, 80);
+  // A Java long past 2^53 in a payload: exact in the hidden payloadJson, and written exactly
+  // from one; a read instance written back (spread) keeps its payload.
+  const big = ServiceInstance.fromJson('{"name":"s","id":"x","payload":{"@class":"com.example.Ids","id":9007199254740993}}');
+  assert.equal(big.payloadJson, '{"id":9007199254740993}');
+  assert.equal(big.payload.id, 9007199254740992, 'a JS number rounds it');
+  assert.ok(!Object.keys(big).includes('payloadJson'), 'not enumerable');
+  const written = ServiceInstance.toJson({ name: 's', id: 'x', payloadClass: 'com.example.Ids', payloadJson: big.payloadJson });
+  assert.match(written.toString(), /"payload":\{"@class":"com\.example\.Ids","id":9007199254740993\}/);
+  assert.deepEqual(ServiceInstance.fromJson(ServiceInstance.toJson({ ...big, port: 81 })).payload, big.payload);
+  assert.throws(
+    () => ServiceInstance.toJson({ name: 's', payload: { a: 1 }, payloadJson: '{"a":1}' }),
+    { code: 'ZKR_INVALID_ARGUMENT', message: /payload or payloadJson, not both/ },
+  );
+  assert.throws(() => ServiceInstance.toJson({ name: 's', payloadJson: '{oops' }), { code: 'ZKR_INVALID_ARGUMENT' });
 });
 
 test('register, query, update, disable, unregister with every field and payload kind', async () => {
