@@ -1802,16 +1802,7 @@ async fn a_lost_connection_does_not_hold_an_acquire_past_its_deadline() {
         ("blackhole", "semaphore"),
     ] {
         let proxy = FaultProxy::start(&server().connect_string());
-        let c = ClientBuilder::new(proxy.connect_string())
-            .session_timeout(Duration::from_secs(4))
-            .connection_timeout(Duration::from_secs(20))
-            .retry_policy(zkrecipes::RetryPolicy::NTimes {
-                n: 3,
-                sleep: Duration::from_secs(30),
-            })
-            .connect()
-            .await
-            .expect("connect through the proxy");
+        let c = patient_client(&proxy).await;
         let path = format!("/deadline/{recipe}-{fault}");
         match fault {
             "cut" => proxy.cut(),
@@ -1851,6 +1842,21 @@ async fn a_lost_connection_does_not_hold_an_acquire_past_its_deadline() {
     }
 }
 
+/// A client through `proxy` whose connection timeout (20 s) and retry policy (30 s pauses) are
+/// far longer than the acquires' timeouts, with a 4 s session.
+async fn patient_client(proxy: &FaultProxy) -> Client {
+    ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(4))
+        .connection_timeout(Duration::from_secs(20))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 3,
+            sleep: Duration::from_secs(30),
+        })
+        .connect()
+        .await
+        .expect("connect through the proxy")
+}
+
 /// An acquire of several leases that gives up with some taken, while the connection is lost,
 /// returns at its deadline: the leases it took go in the background (guaranteed deletes), not
 /// after the retry policy's pauses.
@@ -1867,16 +1873,7 @@ async fn a_partial_acquire_given_up_while_disconnected_returns_its_leases_in_the
             .unwrap()
             .expect("one lease for the other client");
         let proxy = FaultProxy::start(&server().connect_string());
-        let c = ClientBuilder::new(proxy.connect_string())
-            .session_timeout(Duration::from_secs(4))
-            .connection_timeout(Duration::from_secs(20))
-            .retry_policy(zkrecipes::RetryPolicy::NTimes {
-                n: 3,
-                sleep: Duration::from_secs(30),
-            })
-            .connect()
-            .await
-            .expect("connect through the proxy");
+        let c = patient_client(&proxy).await;
         let sem = InterProcessSemaphoreV2::new(&c, &path, 2).unwrap();
         let watcher = InterProcessSemaphoreV2::new(&other, &path, 2).unwrap();
         let start = Instant::now();

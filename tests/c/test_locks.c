@@ -343,16 +343,21 @@ static void test_leases_wait_lost_not_while_good_nor_when_returned(void) {
     zkr_client_free(c);
 }
 
-static void test_leases_wait_lost_on_session_expiry(void) {
+/* A client, a one-lease semaphore at a fresh path named after `what`, and its one lease. */
+static void one_lease(const char *what, zkr_client **c, zkr_semaphore **s, zkr_leases **one) {
     char path[128];
-    zt_path(path, sizeof path, "wait-lost-expiry");
+    zt_path(path, sizeof path, what);
+    CHECK_OK(zt_connect_client(c));
+    CHECK_OK(zkr_semaphore_new(*c, path, 1, s));
+    CHECK_OK(zkr_semaphore_acquire(*s, 1, 5000, one));
+    CHECK(*one != NULL);
+}
+
+static void test_leases_wait_lost_on_session_expiry(void) {
     zkr_client *c = NULL;
     zkr_semaphore *s = NULL;
     zkr_leases *one = NULL;
-    CHECK_OK(zt_connect_client(&c));
-    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
-    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
-    CHECK(one != NULL);
+    one_lease("wait-lost-expiry", &c, &s, &one);
     int64_t old_session = 0;
     CHECK_OK(zkr_client_session_id(c, &old_session));
     lost_wait standard, session;
@@ -393,15 +398,10 @@ static void test_leases_wait_lost_on_session_expiry(void) {
 }
 
 static void test_leases_wait_lost_closed_when_the_client_closes(void) {
-    char path[128];
-    zt_path(path, sizeof path, "wait-lost-closed");
     zkr_client *c = NULL;
     zkr_semaphore *s = NULL;
     zkr_leases *one = NULL;
-    CHECK_OK(zt_connect_client(&c));
-    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
-    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
-    CHECK(one != NULL);
+    one_lease("wait-lost-closed", &c, &s, &one);
     lost_wait w;
     pthread_t t;
     lost_wait_start(&w, &t, one, ZKR_LOCK_LOST_ON_SESSION_LOSS, -1);
@@ -425,15 +425,10 @@ static void test_leases_wait_lost_closed_when_the_client_closes(void) {
 }
 
 static void test_leases_wait_lost_bad_input(void) {
-    char path[128];
-    zt_path(path, sizeof path, "wait-lost-bad");
     zkr_client *c = NULL;
     zkr_semaphore *s = NULL;
     zkr_leases *one = NULL;
-    CHECK_OK(zt_connect_client(&c));
-    CHECK_OK(zkr_semaphore_new(c, path, 1, &s));
-    CHECK_OK(zkr_semaphore_acquire(s, 1, 5000, &one));
-    CHECK(one != NULL);
+    one_lease("wait-lost-bad", &c, &s, &one);
     zkr_lease_lost reason = 99;
     zkr_connection_state state = STATE_UNTOUCHED;
     CHECK_STATUS(zkr_leases_wait_lost(NULL, ZKR_LOCK_LOST_ON_SUSPENDED, 0, &reason, &state), ZKR_INVALID_ARGUMENT,
