@@ -395,13 +395,9 @@ impl NativeLease {
                 }
             };
             Ok(async move {
-                Ok(match timeout {
-                    None => lease_lost(signal.await),
-                    Some(t) => match tokio::time::timeout(t, signal).await {
-                        Ok(why) => lease_lost(why),
-                        Err(_) => Out::Null,
-                    },
-                })
+                Ok(zkrecipes::timeout::within(timeout, signal)
+                    .await
+                    .map_or(Out::Null, lease_lost))
             })
         })
     }

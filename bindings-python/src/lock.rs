@@ -478,7 +478,7 @@ impl PyLease {
         let signal = self.lost_signal(py, lost_policy)?;
         let why = bridge::wait_for(
             py,
-            Box::pin(async move { Ok(lost_within(signal, timeout.0).await) }),
+            Box::pin(async move { Ok(zkrecipes::timeout::within(timeout.0, signal).await) }),
         )?;
         Ok(why.map(PyLeaseLost::new))
     }
@@ -494,7 +494,7 @@ impl PyLease {
     ) -> PyResult<Call> {
         let signal = self.lost_signal(py, lost_policy)?;
         Ok(Call::new(
-            async move { Ok(lost_within(signal, timeout.0).await) },
+            async move { Ok(zkrecipes::timeout::within(timeout.0, signal).await) },
             lease_lost_obj,
         ))
     }
@@ -578,16 +578,6 @@ impl PyLeaseLost {
 }
 
 /// The first of `signal` and `timeout` (None: no limit): why the lease was lost, or None.
-async fn lost_within(
-    signal: impl std::future::Future<Output = LeaseLost>,
-    timeout: Option<std::time::Duration>,
-) -> Option<LeaseLost> {
-    match timeout {
-        None => Some(signal.await),
-        Some(t) => tokio::time::timeout(t, signal).await.ok(),
-    }
-}
-
 fn lease_lost_obj(py: Python<'_>, why: Option<LeaseLost>) -> PyResult<Py<PyAny>> {
     match why {
         None => Ok(py.None()),

@@ -25,6 +25,19 @@ use std::time::Duration;
 
 use crate::{Error, Result};
 
+/// `future`'s output, or `None` once `timeout` passes first (`None`: no limit). The faces'
+/// waits that answer "nothing happened" at their timeout (a lease's lost signal, an
+/// observer's change) share it.
+pub async fn within<F: std::future::Future>(
+    timeout: Option<Duration>,
+    future: F,
+) -> Option<F::Output> {
+    match timeout {
+        None => Some(future.await),
+        Some(t) => tokio::time::timeout(t, future).await.ok(),
+    }
+}
+
 /// A C timeout: milliseconds, `-1` for no limit.
 pub fn from_millis(ms: i64) -> Result<Option<Duration>> {
     match ms {

@@ -210,9 +210,9 @@ pub extern "C" fn zkr_registration_path(
 
 /// Replaces the registered instance (same name, id and service type; ZKR_INVALID_ARGUMENT
 /// otherwise): written now when connected, else at the next reconnection. A JSON without
-/// `registrationTimeUTC` keeps the registration's time (as Python's and Node's updates do),
-/// and one without `id` its id. ZKR_CLOSED once unregistered; ZKR_CONFLICT once the
-/// registration ended in a conflict (register it again).
+/// `registrationTimeUTC` keeps the registration's time, and one without `id` its id (as a
+/// Python or Node update made from the registration's own instance does). ZKR_CLOSED once
+/// unregistered; ZKR_CONFLICT once the registration ended in a conflict (register it again).
 #[no_mangle]
 pub extern "C" fn zkr_registration_update(
     r: *mut zkr_registration,

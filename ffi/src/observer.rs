@@ -121,12 +121,8 @@ pub extern "C" fn zkr_leader_observer_wait_changed(
         |o| {
             let timeout = arg_timeout(timeout_ms)?;
             let mut rx = lock(&o.changes).clone();
-            let changed = wait(async {
-                Ok(match timeout {
-                    Some(t) => tokio::time::timeout(t, rx.changed()).await.ok(),
-                    None => Some(rx.changed().await),
-                })
-            })?;
+            let changed =
+                wait(async { Ok(zkrecipes::timeout::within(timeout, rx.changed()).await) })?;
             match changed {
                 None => Ok(ptr::null_mut()),
                 Some(Err(_)) => Err(Error::Closed(

@@ -290,12 +290,8 @@ pub extern "C" fn zkr_leases_wait_lost(
                     .into(),
             ));
         }
-        let why = wait(async move {
-            Ok(match timeout {
-                None => Some(any_lost(signals).await),
-                Some(t) => tokio::time::timeout(t, any_lost(signals)).await.ok(),
-            })
-        })?;
+        let why =
+            wait(async move { Ok(zkrecipes::timeout::within(timeout, any_lost(signals)).await) })?;
         let Some(why) = why else {
             reason.write(ZKR_LEASE_LOST_NONE);
             return Ok(());

@@ -519,31 +519,25 @@ impl TlsRefusals {
 /// failure path; each probe is bounded by two seconds.
 pub(crate) async fn diagnose(connect: &str, tls_every_host: bool) -> String {
     // Every host at once: an ensemble of silent servers costs one probe's time, not one each.
-    let mut probes = tokio::task::JoinSet::new();
-    let hosts: Vec<String> = split_connect_string(connect)
+    let probes: Vec<_> = split_connect_string(connect)
         .0
         .into_iter()
-        .enumerate()
-        .map(|(i, host)| {
+        .map(|host| {
             let address = host.with_port();
             let tls = host.tls.unwrap_or(tls_every_host);
             let probed = address.clone();
-            probes.spawn(async move { (i, probe(&probed, tls).await) });
-            address
+            (
+                address,
+                tokio::spawn(async move { probe(&probed, tls).await }),
+            )
         })
         .collect();
-    let mut found = vec![String::from("not probed"); hosts.len()];
-    while let Some(done) = probes.join_next().await {
-        if let Ok((i, why)) = done {
-            found[i] = why;
-        }
+    let mut out = Vec::with_capacity(probes.len());
+    for (address, probe) in probes {
+        let why = probe.await.unwrap_or_else(|_| "not probed".to_string());
+        out.push(format!("{address}: {why}"));
     }
-    hosts
-        .iter()
-        .zip(found)
-        .map(|(address, why)| format!("{address}: {why}"))
-        .collect::<Vec<_>>()
-        .join("; ")
+    out.join("; ")
 }
 
 const PROBE_LIMIT: Duration = Duration::from_secs(2);

@@ -148,12 +148,12 @@ impl LeaseLost {
 
     /// This loss's kind, one of [`KINDS`](Self::KINDS).
     pub const fn kind_name(self) -> &'static str {
-        match self {
-            LeaseLost::State(_) => "STATE",
-            LeaseLost::Closed => "CLOSED",
-            LeaseLost::SessionChanged => "SESSION_CHANGED",
-            LeaseLost::NodeGone => "NODE_GONE",
-        }
+        Self::KINDS[match self {
+            LeaseLost::State(_) => 0,
+            LeaseLost::Closed => 1,
+            LeaseLost::SessionChanged => 2,
+            LeaseLost::NodeGone => 3,
+        }]
     }
 
     /// The connection state that was the loss, for [`State`](Self::State).
