@@ -261,9 +261,20 @@ async fn the_node_comes_back_after_a_delete_and_after_session_expiry() {
     .await;
     eventually("registered again", WAIT, || async { node.is_registered() }).await;
     // Listeners hear events on the dispatcher thread, after the state changed: wait for the
-    // last one to arrive rather than race it.
-    eventually("the Registered event delivered", WAIT, || async {
-        seen.lock().unwrap().last() == Some(&PersistentNodeEventKind::Registered)
+    // expiry's pair to arrive rather than race it (the delete's pair already ends in
+    // Registered: waiting for a last Registered alone passed before the expiry's events came,
+    // CI 2026-12-07).
+    let unregistered_twice_then_registered = || {
+        let kinds = seen.lock().unwrap();
+        kinds
+            .iter()
+            .filter(|k| **k == PersistentNodeEventKind::Unregistered)
+            .count()
+            >= 2
+            && kinds.last() == Some(&PersistentNodeEventKind::Registered)
+    };
+    eventually("the expiry's events delivered", WAIT, || async {
+        unregistered_twice_then_registered()
     })
     .await;
     let kinds = seen.lock().unwrap().clone();
