@@ -2,9 +2,11 @@
 //! ensemble's configuration, `reconfig`, and the ensemble tracker following members as they
 //! join and leave while a session, its ephemeral node and a lock held live on.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::io::AsyncReadExt;
 use zkrecipes::client::{CreateMode, CreateOptions};
 use zkrecipes::lock::InterProcessMutex;
 use zkrecipes::{
@@ -12,7 +14,7 @@ use zkrecipes::{
     ServerRole, TlsOptions,
 };
 use zkrecipes_testing::{
-    expire_client_session, FaultProxy, Security, ServerRole as Role, TestingCluster,
+    expire_client_session, FaultProxy, Security, ServerRole as Role, TestingCluster, TestingServer,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -467,6 +469,17 @@ async fn read_only_servers_serve_new_sessions_and_no_latch_leads_through_one() {
             .contains("Mode: read-only")
     })
     .await;
+    // A client that does not allow read-only sessions is told why it gets none.
+    let e = ClientBuilder::new(&third)
+        .connection_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        e.message().contains("is a read-only ZooKeeper server")
+            && e.message().contains("can_be_read_only"),
+        "{e}"
+    );
     let b = connect(10)
         .await
         .expect("a new session on the read-only member");
@@ -502,4 +515,90 @@ async fn read_only_servers_serve_new_sessions_and_no_latch_leads_through_one() {
     latch_a.close().await.unwrap();
     b.close().await;
     a.close().await;
+}
+
+/// A read-only session looks for a read-write server among its hosts and moves there (a new
+/// session). A host that accepts connections and never answers (a hung server, a blackholing
+/// middlebox) must not end that search: its "isro" probe is given up after the connection
+/// timeout (patch 23 of the wire client; before it, the search waited on that host for good and
+/// the client stayed read-only while a writable server was in its list).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_host_does_not_keep_a_read_only_client_from_a_writable_server() {
+    let _one = ONE_ENSEMBLE.lock().await;
+    let cluster = TestingCluster::start_secure(3, Security::new().read_only_mode(true));
+    cluster.wait_for_quorum(WAIT).expect("a quorum");
+    cluster.server(0).stop();
+    cluster.server(1).stop();
+    eventually("the third member in read-only mode", || {
+        cluster
+            .server(2)
+            .four_letter("srvr")
+            .contains("Mode: read-only")
+    })
+    .await;
+    // A host that accepts connections and never answers nor closes them; it counts the
+    // "isro" probes it is sent.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_host = silent.local_addr().unwrap().to_string();
+    let probes = Arc::new(AtomicUsize::new(0));
+    let counted = probes.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = silent.accept().await {
+            let counted = counted.clone();
+            tokio::spawn(async move {
+                let mut first = [0u8; 4];
+                if socket.read_exact(&mut first).await.is_ok() && &first == b"isro" {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+                // Held open, unanswered, until the peer closes it.
+                let _ = socket.read_to_end(&mut Vec::new()).await;
+            });
+        }
+    });
+    // A writable server of its own, reached through a proxy that refuses connections for now.
+    let writable = TestingServer::start();
+    let gate = FaultProxy::start(&writable.connect_string());
+    gate.cut();
+    let client = ClientBuilder::new(format!(
+        "{},{},{}",
+        cluster.connect_string_of(&[2]),
+        silent_host,
+        gate.connect_string()
+    ))
+    .session_timeout(Duration::from_secs(10))
+    .connection_timeout(Duration::from_secs(5))
+    .can_be_read_only(true)
+    .connect()
+    .await
+    .expect("a session on the read-only member");
+    assert_eq!(client.state(), ConnectionState::ReadOnly);
+    let states = record_states(&client);
+    // The search for a writable server reaches the silent host and asks it "isro"...
+    eventually(
+        "the search for a writable server asks the silent host",
+        || probes.load(Ordering::SeqCst) > 0,
+    )
+    .await;
+    // ...and, now that the writable server can be reached, must not wait there for good.
+    gate.restore();
+    eventually("the client moves to the writable server", || {
+        client.state().is_connected() && client.state() != ConnectionState::ReadOnly
+    })
+    .await;
+    // Straight there, as Java's client: not back to the read-only server nor through the
+    // silent host first.
+    assert!(
+        !states.lock().unwrap().contains(&ConnectionState::ReadOnly),
+        "back on the read-only server on the way: {:?}",
+        states.lock().unwrap()
+    );
+    client
+        .create(
+            "/written-after-the-move",
+            b"",
+            CreateOptions::new(CreateMode::Persistent),
+        )
+        .await
+        .expect("a write on the writable server");
+    client.close().await;
 }

@@ -551,7 +551,7 @@ async fn probe(host: &str, tls: bool) -> String {
             None => return "the name has no address".into(),
         },
     };
-    let plain = match plaintext_handshake(addr).await {
+    let plain = match plaintext_handshake(addr, false).await {
         Ok(answer) => answer,
         Err(why) => return why,
     };
@@ -564,6 +564,9 @@ async fn probe(host: &str, tls: bool) -> String {
             } else {
                 format!("{addr} speaks TLS (a secureClientPort): configure TLS to connect to it")
             }
+        }
+        (Handshake::Closed, _) if matches!(plaintext_handshake(addr, true).await, Ok(Handshake::ZooKeeper)) => {
+            format!("{addr} is a read-only ZooKeeper server (cut off from its quorum): it takes only clients that allow read-only sessions (can_be_read_only)")
         }
         (Handshake::Closed, _) => format!("{addr} closed the connection at the handshake (not a ZooKeeper server, or one refusing clients, e.g. over its connection limit)"),
         (Handshake::Silent, _) => format!("{addr} accepted the connection but did not answer a ZooKeeper handshake within 2 s (not a ZooKeeper server, or a paused or overloaded one)"),
@@ -593,12 +596,16 @@ async fn connect_probe(
     }
 }
 
-/// Sends a plaintext ConnectRequest and classifies the answer.
-async fn plaintext_handshake(addr: std::net::SocketAddr) -> std::result::Result<Handshake, String> {
+/// Sends a plaintext ConnectRequest (allowing a read-only session or not) and classifies the
+/// answer.
+async fn plaintext_handshake(
+    addr: std::net::SocketAddr,
+    read_only: bool,
+) -> std::result::Result<Handshake, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = connect_probe(addr).await?;
     // A ConnectRequest for a new session: protocol 0, last zxid 0, a short timeout, no session,
-    // an empty 16-byte password, not read-only.
+    // an empty 16-byte password, read-only or not.
     let mut req = Vec::with_capacity(48);
     req.extend(0i32.to_be_bytes());
     req.extend(0i64.to_be_bytes());
@@ -606,7 +613,7 @@ async fn plaintext_handshake(addr: std::net::SocketAddr) -> std::result::Result<
     req.extend(0i64.to_be_bytes());
     req.extend(16i32.to_be_bytes());
     req.extend([0u8; 16]);
-    req.push(0);
+    req.push(u8::from(read_only));
     let frame = [&(req.len() as i32).to_be_bytes()[..], &req].concat();
     if let Err(e) = stream.write_all(&frame).await {
         return Err(format!(

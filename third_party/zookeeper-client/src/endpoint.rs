@@ -225,8 +225,9 @@ impl IterableEndpoints {
     fn next_with_delay(&mut self, max_delay: Duration) -> Option<(EndpointRef<'_>, Duration)> {
         let index = self.index()?;
         let timeout = max_delay.min(Self::timeout(index, self.endpoints.len()));
+        let at = self.position();
         self.step();
-        Some((self.endpoints[index.offset].to_ref(), timeout))
+        Some((self.endpoints[at].to_ref(), timeout))
     }
 
     fn timeout(index: Index, size: usize) -> Duration {
@@ -267,7 +268,19 @@ impl IterableEndpoints {
     }
 
     pub fn peek(&self) -> Option<EndpointRef<'_>> {
-        self.index().map(|index| self.endpoints[index.offset].to_ref())
+        self.index().map(|_| self.endpoints[self.position()].to_ref())
+    }
+
+    /// zkrecipes patch 23: the endpoint `next` and `peek` give is where the iteration stopped,
+    /// so that an iteration begun by `start` begins there, as its doc says. It took the
+    /// endpoint at the offset within the iteration, so every `start` began at the first
+    /// endpoint again: after a read-only session's search found a writable server (stopping
+    /// there), the reconnection tried the hosts from the first, and could land on the
+    /// read-only server again, or wait out a silent host, before reaching the writable one
+    /// (Java's client goes to the server it found). The pauses still follow the offset within
+    /// the iteration.
+    fn position(&self) -> usize {
+        self.next % self.endpoints.len()
     }
 }
 

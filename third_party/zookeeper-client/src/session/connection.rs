@@ -209,6 +209,14 @@ impl Connector {
         }
     }
 
+    /// Whether the server behind `conn` is read-write, within the connection timeout.
+    async fn isro_within_timeout(&self, conn: Connection) -> Result<bool> {
+        select! {
+            r = conn.command_isro() => r,
+            _ = Timer::after(self.timeout) => Err(Error::new(ErrorKind::TimedOut, format!("no answer to \"isro\" in {:?}", self.timeout))),
+        }
+    }
+
     pub async fn seek_for_writable(self, endpoints: &mut IterableEndpoints) -> Option<EndpointRef<'_>> {
         let n = endpoints.len();
         let max_timeout = Duration::from_secs(60);
@@ -218,7 +226,10 @@ impl Connector {
         while let Some(endpoint) = endpoints.peek() {
             i += 1;
             match self.connect(endpoint, &mut deadline).await {
-                Ok(conn) => match conn.command_isro().await {
+                // zkrecipes patch 23: the answer to "isro" is awaited for the connection
+                // timeout at most, as the connection itself: a host that accepts and never
+                // answers (a hung server, a blackholing middlebox) kept the seek there for good.
+                Ok(conn) => match self.isro_within_timeout(conn).await {
                     // Safety: https://github.com/rust-lang/rust/issues/74068
                     Ok(true) => {
                         return Some(unsafe { std::mem::transmute::<EndpointRef<'_>, EndpointRef<'_>>(endpoint) })
