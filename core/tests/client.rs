@@ -365,6 +365,64 @@ async fn guaranteed_delete_completes_after_the_server_comes_back() {
     checker.close().await;
 }
 
+/// A guaranteed delete asked for while the session is expiring waits for the connection and
+/// is done by the next session (a persistent node does not depend on the session that asked
+/// for its delete); nothing is left pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guaranteed_delete_across_a_session_expiry_is_done_by_the_next_session() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(20))
+        .connection_timeout(Duration::from_secs(20))
+        .connect()
+        .await
+        .unwrap();
+    c.create("/gd-expired", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    let (id, password) = c.session_credentials().expect("a session");
+    proxy.cut();
+    c.wait_for_state(Duration::from_secs(10), |s| s == ConnectionState::Suspended)
+        .await
+        .unwrap();
+    zkrecipes_testing::expire_session_id(&server.connect_string(), id, &password);
+    let delete = c.delete(
+        "/gd-expired",
+        DeleteOptions {
+            guaranteed: true,
+            ..Default::default()
+        },
+    );
+    let mut delete = std::pin::pin!(delete);
+    // Waiting for the connection...
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(std::future::Future::poll(delete.as_mut(), &mut cx).is_pending());
+    proxy.restore();
+    // ...which comes back with a new session, which deletes the node.
+    let r = tokio::time::timeout(Duration::from_secs(30), delete)
+        .await
+        .expect("the delete ends once the connection is back");
+    assert!(r.is_ok(), "{r:?}");
+    assert_ne!(
+        c.session_credentials().map(|(id, _)| id),
+        Some(id),
+        "a new session"
+    );
+    let checker = connect(&server.connect_string()).await;
+    eventually(
+        "the next session deleted the node",
+        Duration::from_secs(20),
+        || async {
+            c.pending_guaranteed_deletes() == 0
+                && checker.exists("/gd-expired").await.unwrap().is_none()
+        },
+    )
+    .await;
+    c.close().await;
+    checker.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn states_go_suspended_reconnected_then_lost_and_a_new_session() {
     let server = TestingServer::start();

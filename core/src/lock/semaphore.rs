@@ -11,7 +11,7 @@ use super::internals::{create_lock_node, NodeGuard};
 use super::mutex::InterProcessMutex;
 use crate::atomic::SharedCount;
 use crate::wait::{self, Deadline, Wake};
-use crate::{path, runtime, Client, CreateMode, DeleteOptions, Error, Owner, Result};
+use crate::{path, runtime, Client, CreateMode, Error, Owner, Result};
 
 pub(crate) const LOCK_PARENT: &str = "locks";
 pub(crate) const LEASE_PARENT: &str = "leases";
@@ -189,18 +189,7 @@ impl std::fmt::Display for LeaseLost {
 impl Drop for Lease {
     fn drop(&mut self) {
         if !self.returned.load(Ordering::SeqCst) && !self.client.is_closed() {
-            let (client, path) = (self.client.clone(), self.path.clone());
-            runtime::spawn(async move {
-                let _ = client
-                    .delete(
-                        &path,
-                        DeleteOptions {
-                            guaranteed: true,
-                            ..Default::default()
-                        },
-                    )
-                    .await;
-            });
+            self.client.delete_ours_in_background(&self.path);
         }
     }
 }
