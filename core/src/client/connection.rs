@@ -157,6 +157,18 @@ fn auth_failed_because(cfg: &Config, detail: &str) -> Error {
                 sasl.mechanism()
             )
         }
+        // The mechanism failed on this side (rsasl's words): for GSSAPI, most often no ticket
+        // for the server's service principal (none cached, and the KDC unknown to the realm,
+        // silent, or without that principal).
+        Some(sasl) if detail.contains("internal mechanism error") => format!(
+            "this client's SASL {} mechanism failed{} (the library's reason below)",
+            sasl.mechanism(),
+            if sasl.mechanism() == "GSSAPI" {
+                ": no Kerberos ticket for the server's service principal could be had from the ticket cache or the KDC"
+            } else {
+                ""
+            }
+        ),
         Some(sasl) if requires_sasl => format!(
             "the server requires SASL authentication and closed the session before this client's SASL {} exchange as {:?} completed",
             sasl.mechanism(),

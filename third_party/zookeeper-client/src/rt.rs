@@ -15,6 +15,22 @@ use std::time::{Duration, Instant};
 
 use futures::io::{AsyncRead, AsyncWrite};
 
+/// zkrecipes patch 24: runs `f`, which may block (a Kerberos library asking its KDC for a
+/// ticket), on tokio's blocking pool instead of the thread driving the runtime, so that every
+/// other session of the process goes on meanwhile. `Err` with the panic's text if `f` panicked.
+pub async fn unblock<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, String> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| match e.try_into_panic() {
+        Ok(panic) => panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string()),
+        Err(e) => e.to_string(),
+    })
+}
+
 /// A tokio TCP stream exposing the futures-io traits upstream code expects.
 #[derive(Debug)]
 pub struct TcpStream(tokio::net::TcpStream, Option<(Arc<CountsInput>, Waker)>);

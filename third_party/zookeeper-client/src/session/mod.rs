@@ -775,14 +775,22 @@ impl Session {
     }
 
     #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-    fn send_sasl(&mut self, depot: &mut Depot, host: &str) -> Result<(), Error> {
+    async fn send_sasl(&mut self, depot: &mut Depot, host: &str) -> Result<(), Error> {
         self.sasl_session = None;
-        let Some(options) = self.sasl_options.as_ref() else {
+        let Some(options) = self.sasl_options.clone() else {
             return Ok(());
         };
-        let session = options.new_session(host).inspect_err(|e| {
-            warn!("fail to open sasl session for {host}: {e}");
-        })?;
+        // zkrecipes patch 24: a SASL session's first step may block (GSSAPI asks the KDC for a
+        // service ticket not in the cache): off the thread driving the runtime, which every
+        // session of the process shares.
+        let target = host.to_string();
+        let session = crate::rt::unblock(move || options.new_session(&target))
+            .await
+            .map_err(|panic| Error::with_message(format!("the SASL session for {host} panicked: {panic}")))
+            .and_then(|r| r)
+            .inspect_err(|e| {
+                warn!("fail to open sasl session for {host}: {e}");
+            })?;
         depot.push_sasl(session.initial());
         self.sasl_session = Some(session);
         Ok(())
@@ -828,7 +836,7 @@ impl Session {
         buf.clear();
         self.send_connect(depot);
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-        if let Err(err) = self.send_sasl(depot, endpoint.host) {
+        if let Err(err) = self.send_sasl(depot, endpoint.host).await {
             // zkrecipes patch 12: a SASL session that cannot start here will not start on the
             // next try either: told to the hook, and final (AuthFailed), not retried.
             self.report_connection_error(endpoint, &err);
