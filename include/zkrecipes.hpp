@@ -13,6 +13,9 @@
 //     std::unique_lock<zkr::mutex> lk(m, std::chrono::seconds(5));  // try_lock_for
 //     if (lk) { ... }
 //
+// Semaphores: zkr::semaphore::acquire returns zkr::leases, empty (false) when the timeout passed
+// first; leases still held are returned when the value goes (in the background).
+//
 // Dynamic ensembles: zkr::client_options() gives initialized options (set track_ensemble to
 // follow the members); client::get_config(), reconfig(), reconfig_members() and
 // current_connect_string() give zkr::ensemble_config values (std::string, std::vector).
@@ -526,6 +529,92 @@ public:
 
 private:
     handle<zkr_shared_count> handle_;
+};
+
+/// The leases one semaphore acquire took (zkr_leases). Empty (false) when the acquire's timeout
+/// passed first. The destructor returns the leases still held, in the background; return them
+/// with semaphore::return_leases to see the outcome.
+class leases {
+public:
+    leases() = default;
+    /// Takes ownership of `raw` (NULL: empty).
+    explicit leases(zkr_leases *raw) noexcept : handle_(raw) {}
+    /// Whether the acquire took the leases.
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    /// How many leases are still held (0 once returned, or when empty).
+    size_t size() const {
+        if (!handle_) return 0;
+        size_t n = 0;
+        check(zkr_leases_count(handle_.get(), &n));
+        return n;
+    }
+    /// The lease nodes' paths.
+    std::vector<std::string> paths() const {
+        if (!handle_) return {};
+        zkr_string_list *list = nullptr;
+        check(zkr_leases_paths(handle_.get(), &list));
+        return detail::strings(list);
+    }
+    /// Waits until a lease can no longer be counted on, at most `timeout_ms` (-1: no limit; 0:
+    /// looks once): why (ZKR_LEASE_LOST_STATE, _CLOSED, _SESSION_CHANGED, _NODE_GONE; name them
+    /// with zkr_lease_lost_name), or ZKR_LEASE_LOST_NONE when the timeout passed first. `state`,
+    /// if given, gets the state that was the loss (with ZKR_LEASE_LOST_STATE). Throws with
+    /// ZKR_CLOSED for leases already returned (or empty): no wait could end.
+    zkr_lease_lost wait_lost(int64_t timeout_ms = -1, zkr_lock_lost_policy policy = ZKR_LOCK_LOST_ON_SUSPENDED,
+                             zkr_connection_state *state = nullptr) const {
+        if (!handle_) throw error(ZKR_CLOSED, "no leases: the acquire timed out");
+        zkr_lease_lost reason = ZKR_LEASE_LOST_NONE;
+        zkr_connection_state seen = ZKR_STATE_CONNECTED;
+        check(zkr_leases_wait_lost(handle_.get(), policy, timeout_ms, &reason, &seen));
+        if (state && reason == ZKR_LEASE_LOST_STATE) *state = seen;
+        return reason;
+    }
+    zkr_leases *get() const noexcept { return handle_.get(); }
+
+private:
+    handle<zkr_leases> handle_;
+};
+
+/// Curator's InterProcessSemaphoreV2 (zkr_semaphore): at most max_leases leases held at once
+/// across every process on `path`.
+class semaphore {
+public:
+    semaphore(client &c, const std::string &path, uint32_t max_leases) {
+        zkr_semaphore *raw = nullptr;
+        check(zkr_semaphore_new(c.get(), path.c_str(), max_leases, &raw));
+        handle_.reset(raw);
+    }
+    /// Max leases read live from `count` (Curator's SharedCountReader constructor).
+    semaphore(client &c, const std::string &path, const shared_count &count) {
+        zkr_semaphore *raw = nullptr;
+        check(zkr_semaphore_new_with_count(c.get(), path.c_str(), count.get(), &raw));
+        handle_.reset(raw);
+    }
+    /// Acquires `qty` leases, all or nothing, waiting at most `timeout_ms` (-1: forever); empty
+    /// leases when the timeout passed first.
+    leases acquire(uint32_t qty = 1, int64_t timeout_ms = -1) {
+        zkr_leases *raw = nullptr;
+        check(zkr_semaphore_acquire(handle_.get(), qty, timeout_ms, &raw));
+        return leases(raw);
+    }
+    template <typename Rep, typename Period>
+    leases try_acquire_for(uint32_t qty, const std::chrono::duration<Rep, Period> &d) {
+        return acquire(qty, detail::to_ms(std::chrono::duration_cast<std::chrono::milliseconds>(d)));
+    }
+    /// Returns every lease still in `l` (empty leases: nothing to do).
+    void return_leases(leases &l) {
+        if (l) check(zkr_semaphore_return_leases(handle_.get(), l.get()));
+    }
+    /// The lease nodes, full paths in sequence order.
+    std::vector<std::string> participant_nodes() const {
+        zkr_string_list *list = nullptr;
+        check(zkr_semaphore_participant_nodes(handle_.get(), &list));
+        return detail::strings(list);
+    }
+    zkr_semaphore *get() const noexcept { return handle_.get(); }
+
+private:
+    handle<zkr_semaphore> handle_;
 };
 
 }  // namespace zkr

@@ -150,6 +150,70 @@ int main(int argc, char **argv) {
         EXPECT(!c.exists(base));
     });
 
+    run("semaphore_leases_return_by_hand_and_by_destructor", [&] {
+        zkr::client c(hosts);
+        const std::string path = base + "/semaphore";
+        zkr::semaphore s(c, path, 2);
+        zkr::leases two = s.acquire(2, 10000);
+        EXPECT(two && two.size() == 2 && two.paths().size() == 2);
+        EXPECT(s.participant_nodes().size() == 2);
+        // Full: a third lease times out, empty.
+        zkr::leases none = s.try_acquire_for(1, std::chrono::milliseconds(50));
+        EXPECT(!none && none.size() == 0 && none.paths().empty());
+        try {
+            (void)none.wait_lost(0);
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_CLOSED);
+        }
+        s.return_leases(none);  // nothing to return
+        // Held and good: no loss within the wait.
+        EXPECT(two.wait_lost(0) == ZKR_LEASE_LOST_NONE);
+        s.return_leases(two);
+        EXPECT(two.size() == 0 && s.participant_nodes().empty());
+        {
+            zkr::leases one = s.acquire(1, 10000);
+            EXPECT(one.size() == 1 && s.participant_nodes().size() == 1);
+        }  // the destructor returns it in the background
+        bool gone = false;
+        for (int i = 0; i < 1000 && !gone; i++) {
+            gone = s.participant_nodes().empty();
+            if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        EXPECT(gone);
+        // A closed client: a lease of it is lost, CLOSED.
+        zkr::leases last = s.acquire(1, 10000);
+        EXPECT(last.size() == 1);
+        c.close();
+        EXPECT(last.wait_lost(10000) == ZKR_LEASE_LOST_CLOSED);
+        EXPECT(std::strcmp(zkr_lease_lost_name(ZKR_LEASE_LOST_CLOSED), "CLOSED") == 0);
+        zkr::client cleanup(hosts);
+        remove_tree(cleanup, base);
+    });
+
+    run("semaphore_on_a_shared_count_and_a_bad_quantity", [&] {
+        zkr::client c(hosts);
+        zkr::shared_count count(c, base + "/max", 1);
+        count.start();
+        zkr::semaphore s(c, base + "/counted", count);
+        zkr::leases first = s.acquire(1, 10000);
+        EXPECT(first.size() == 1);
+        EXPECT(!s.acquire(1, 0));
+        count.set_count(2);
+        zkr::leases second = s.acquire(1, 10000);
+        EXPECT(second.size() == 1);
+        zkr::semaphore fixed(c, base + "/fixed", 1);
+        try {
+            (void)fixed.acquire(2, 0);
+            EXPECT(false);
+        } catch (const zkr::error &e) {
+            EXPECT(e.status() == ZKR_INVALID_ARGUMENT);
+        }
+        s.return_leases(first);
+        s.return_leases(second);
+        remove_tree(c, base);
+    });
+
     run("read_write_lock_and_selector_wrappers", [&] {
         zkr::client c(hosts);
         zkr::read_write_lock rw(c, base + "/rw");
