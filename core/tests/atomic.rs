@@ -1074,6 +1074,44 @@ async fn corrupted_node_data_is_an_error_naming_the_path_and_is_never_overwritte
     client.close().await;
 }
 
+/// Curator's layouts with something below a counter work: a promoted lock under its counter
+/// (its directory, a container, made and emptied under the counter node), and counters nested
+/// in one another. Only an empty directory is taken for a lock's (the test below).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_counter_with_its_promoted_lock_or_another_counter_below_it_counts() {
+    let server = TestingServer::start();
+    let client = builder(&server.connect_string()).connect().await.unwrap();
+    let promoted = PromotedToLock::builder()
+        .lock_path("/nested/c/lock")
+        .timeout(10 * SECOND)
+        .build()
+        .unwrap();
+    let zero_tries = RetryPolicy::NTimes {
+        n: 0,
+        sleep: Duration::ZERO,
+    };
+    let c =
+        DistributedAtomicLong::new(&client, "/nested/c", Some(zero_tries), Some(promoted)).unwrap();
+    assert_eq!(c.add_and_get(1, None).await.unwrap(), 1);
+    // The promoted lock's directory under the counter: made, used and emptied, as when a
+    // try is promoted (Curator's own lock there, or ours).
+    let lock = InterProcessMutex::new(&client, "/nested/c/lock").unwrap();
+    let owner = Owner::new();
+    assert!(lock.acquire(owner, Some(5 * SECOND)).await.unwrap());
+    assert_eq!(c.add_and_get(1, None).await.unwrap(), 2);
+    lock.release(owner).await.unwrap();
+    let (_, stat) = client.get_data("/nested/c").await.unwrap();
+    assert!(stat.cversion != 0, "the counter had a child");
+    assert_eq!(c.add_and_get(1, None).await.unwrap(), 3);
+    assert_eq!(c.get().await.unwrap().post_value, 3);
+    // Counters nested in one another.
+    let outer = DistributedAtomicLong::new(&client, "/nested/c/inner", None, None).unwrap();
+    assert_eq!(outer.add_and_get(5, None).await.unwrap(), 5);
+    assert_eq!(c.add_and_get(1, None).await.unwrap(), 4);
+    assert_eq!(c.get().await.unwrap().post_value, 4);
+    client.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_counter_on_a_lock_node_or_lock_directory_is_refused() {
     let server = TestingServer::start();

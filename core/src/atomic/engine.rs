@@ -262,7 +262,7 @@ impl<C: Codec> Engine<C> {
         let Some((data, stat)) = got else {
             return Ok(Known::Missing);
         };
-        check_value_node(self.codec.noun(), &self.path, &stat)?;
+        check_value_node(self.codec.noun(), &self.path, &stat, &data)?;
         let value = self.codec.decode(&self.path, &data)?;
         Ok(Known::Present {
             version: stat.version,
@@ -483,20 +483,23 @@ impl<C: Codec> Engine<C> {
     }
 }
 
-/// A counter must be a persistent leaf. An ephemeral node (a lock or latch node) dies with its
-/// session; a node that has or had children is a directory — likely a lock's or latch's
-/// container, which ZooKeeper deletes once it is empty (servers report a container's
-/// ephemeralOwner as 0 to clients, so its history of children is what gives it away; a
-/// counter never has children). Counting there would silently lose the count, and a value kept
-/// there would be lost just the same (`noun`: "counter", "value").
-pub(crate) fn check_value_node(noun: &str, path: &str, stat: &Stat) -> Result<()> {
+/// A counter must not be a node ZooKeeper deletes by itself. An ephemeral node (a lock or latch
+/// node) dies with its session; an empty node that has or had children is a directory — likely
+/// a lock's or latch's container, which ZooKeeper deletes once it is empty (servers report a
+/// container's ephemeralOwner as 0 to clients, so its history of children and its empty data
+/// are what give it away: the recipes make their directories without data). Counting there
+/// would silently lose the count, and a value kept there would be lost just the same (`noun`:
+/// "counter", "value"). A node with data and children is a counter or value with something
+/// below it (Curator's layouts allow a promoted lock under its counter, or counters nested in
+/// one another): accepted, as Curator accepts it.
+pub(crate) fn check_value_node(noun: &str, path: &str, stat: &Stat, data: &[u8]) -> Result<()> {
     let what = if stat.ephemeral_owner != 0 {
         format!(
             "an ephemeral node of session {:#x} (a lock or latch node?)",
             stat.ephemeral_owner
         )
-    } else if stat.num_children > 0 || stat.cversion != 0 {
-        "a node that has or had children (a lock or latch directory? those are containers, deleted once empty)"
+    } else if (stat.num_children > 0 || stat.cversion != 0) && data.is_empty() {
+        "an empty node that has or had children (a lock or latch directory? those are containers, deleted once empty)"
             .to_string()
     } else {
         return Ok(());

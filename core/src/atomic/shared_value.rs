@@ -267,7 +267,7 @@ impl<C: Codec> Watched<C> {
             Err(e) => return Err(e),
         }
         let (data, stat, watch) = client.get_data_watch(inner.path()).await?;
-        check_value_node(inner.engine.codec.noun(), inner.path(), &stat)?;
+        check_value_node(inner.engine.codec.noun(), inner.path(), &stat, &data)?;
         let value = inner.engine.codec.decode(inner.path(), &data)?;
         inner.update(stat.version, stat.czxid, value);
         inner.lock().notified = Some((stat.czxid, stat.version));
