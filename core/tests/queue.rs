@@ -324,6 +324,54 @@ fn without_a_lock_path_items_are_removed_on_receipt() {
         .is_none());
 }
 
+/// The queue's node and its lock path are persistent, as Curator's `DistributedQueue.start`
+/// makes them (its producers put and its consumers lock below them without making parents): a
+/// drained queue is not reaped by the server. A simple queue's path stays a container, as
+/// Curator's `SimpleDistributedQueue` makes it.
+#[test]
+fn a_drained_queue_and_its_lock_path_outlive_the_container_reaper() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let q = DistributedQueue::new(&client, "/kept/q", locked("/kept/q-locks")).unwrap();
+    q.put_blocking(b"one", None).unwrap();
+    let item = q.take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+    item.done_blocking().unwrap();
+    let simple = SimpleDistributedQueue::new(&client, "/kept/simple").unwrap();
+    simple.offer_blocking(b"one").unwrap();
+    assert_eq!(
+        simple.poll_blocking().unwrap().as_deref(),
+        Some(&b"one"[..])
+    );
+    // A container emptied after both: once the server reaped it, it has looked at them too.
+    client
+        .create_blocking(
+            "/probe/child",
+            b"",
+            CreateOptions::new(CreateMode::Persistent).parents(),
+        )
+        .unwrap();
+    client
+        .delete_blocking("/probe/child", Default::default())
+        .unwrap();
+    wait_until("the reaper took the emptied container", 30 * SECOND, || {
+        client.exists_blocking("/probe").unwrap().is_none()
+    });
+    assert!(client.exists_blocking("/kept/q").unwrap().is_some());
+    assert!(client.exists_blocking("/kept/q-locks").unwrap().is_some());
+    assert!(
+        client.exists_blocking("/kept/simple").unwrap().is_none(),
+        "a simple queue's path is a container, as Curator's"
+    );
+    // A Curator producer puts without making parents: it still can.
+    client
+        .create_blocking(
+            "/kept/q/queue-",
+            b"",
+            CreateOptions::new(CreateMode::PersistentSequential),
+        )
+        .unwrap();
+}
+
 #[test]
 fn a_dropped_item_goes_back_to_the_queue() {
     let server = TestingServer::start();

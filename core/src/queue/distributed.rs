@@ -11,8 +11,8 @@ use super::names::{
     self, epoch_of, fix_id, id_of, now_ms, ErrorMode, ItemKey, QueueKind, ITEM_NAME,
 };
 use super::take::Taking;
-use super::{framing, put_sequential, sorted_items};
-use crate::client::{OrNone, Parents, Watch};
+use super::{framing, put_sequential, sorted_items, QueueNode};
+use crate::client::{OrNone, Watch};
 use crate::dispatch::Dispatcher;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, ConnectionState, Error, ListenerId, Result};
@@ -328,7 +328,7 @@ impl DistributedQueue {
         {
             return Ok(false);
         }
-        let node = put_sequential(&sh.client, &sh.path, &name, &data)
+        let node = put_sequential(&sh.client, &sh.path, &name, &data, QueueNode::Persistent)
             .await
             .map_err(context)?;
         if sh.puts.has_listeners() {
@@ -465,7 +465,7 @@ impl DistributedQueue {
                 .await
                 .map_err(|e| e.context(format!("take from queue {path}")))?;
             let Some((children, watch)) = listed else {
-                sh.client.ensure_path(path, Parents::Containers).await?;
+                super::ensure_persistent(&sh.client, path).await?;
                 continue;
             };
             let mut due = Deadline::NEVER;

@@ -17,6 +17,10 @@
 //!   id left out. Priority queue: `queue-<0|1><8 hex digits><seq>` (the sign digit, then the
 //!   priority's 32-bit two's complement), lower first. Delay queue: `queue-|<hex epoch ms>|<seq>`,
 //!   handed out once the epoch has passed, earliest first.
+//! * Node kinds: a `DistributedQueue`'s path and lock path are persistent (their missing parents
+//!   containers), as Curator's `start` makes them: Curator's producers and lock-safety consumers
+//!   create below them without making parents, so a container reaped once the queue drained would
+//!   make their next put fail. A simple queue's path is a container, as Curator's.
 //!
 //! Several messages may share one item (`put_multi`, Curator's `putMulti`/`MultiItem`), and put
 //! listeners hear every completed put (Curator's `QueuePutListener`). [`QueueSharder`] spreads
@@ -65,36 +69,87 @@ pub use self::simple::SimpleDistributedQueue;
 pub use self::variants::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
 
 use crate::client::Parents;
-use crate::{path, Client, CreateMode, Error, Result};
+use crate::{path, Client, CreateMode, CreateOptions, Error, Result};
+
+/// What a queue's own node is when a put or a take has to make it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueNode {
+    /// Persistent, its missing parents containers: Curator's `DistributedQueue.start` makes its
+    /// queue and lock paths so, and Curator's producers and lock-safety consumers create below
+    /// them without parents. A container there would be reaped once the queue is drained, and
+    /// a Curator producer's next put would fail (silently, in the background).
+    Persistent,
+    /// A container, as Curator's `SimpleDistributedQueue` makes its path (its puts make it
+    /// again when it was reaped).
+    Container,
+}
+
+/// Makes `path` a persistent node with container parents (see [`QueueNode::Persistent`]); one
+/// that exists is fine.
+pub(crate) async fn ensure_persistent(client: &Client, path: &str) -> Result<()> {
+    match client
+        .create(
+            path,
+            &[],
+            CreateOptions::new(CreateMode::Persistent).parents(),
+        )
+        .await
+    {
+        Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
 
 /// Creates `parent/<name><seq>` (persistent sequential), making a missing (or reaped) parent
-/// as a container. Not resent after a lost reply (a second item): `OutcomeUnknown` then.
+/// as `parent_node` says. Not resent after a lost reply (a second item): `OutcomeUnknown` then.
 pub(crate) async fn put_sequential(
     client: &Client,
     parent: &str,
     name: &str,
     data: &[u8],
+    parent_node: QueueNode,
 ) -> Result<String> {
     let node = path::join(parent, name);
     // Waiting for a connection sends nothing: the retry policy covers that part only.
     let s = client.retry(|s| async move { Ok(s) }).await?;
-    let created = s.create_with_parents(
-        &node,
-        data,
-        CreateMode::PersistentSequential,
-        None,
-        Parents::Containers,
-    );
-    match created.await {
-        Ok(c) => Ok(c.path),
-        Err(e) if e.is_retryable() => Err(Error::OutcomeUnknown(
-            format!(
-                "the reply of the create of {node} was lost ({}); the item may or may not be in the queue, and was not put again",
-                e.message()
-            )
-            .into(),
-        )),
-        Err(e) => Err(e),
+    let parents = match parent_node {
+        QueueNode::Container => Parents::Containers,
+        QueueNode::Persistent => Parents::None,
+    };
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        let created =
+            s.create_with_parents(&node, data, CreateMode::PersistentSequential, None, parents);
+        match created.await {
+            Ok(c) => return Ok(c.path),
+            // No queue node: nothing was created; make it, then put (again if it keeps going).
+            Err(Error::NoNode(_)) if parents == Parents::None && rounds <= 3 => {
+                match s
+                    .create_with_parents(
+                        parent,
+                        &[],
+                        CreateMode::Persistent,
+                        None,
+                        Parents::Containers,
+                    )
+                    .await
+                {
+                    Ok(_) | Err(Error::NodeExists(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) if e.is_retryable() => {
+                return Err(Error::OutcomeUnknown(
+                    format!(
+                        "the reply of the create of {node} was lost ({}); the item may or may not be in the queue, and was not put again",
+                        e.message()
+                    )
+                    .into(),
+                ))
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{put_sequential, sorted_items};
+use super::{put_sequential, sorted_items, QueueNode};
 use crate::client::{OrNone, Parents};
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, Error, Result};
@@ -49,7 +49,7 @@ impl SimpleDistributedQueue {
     /// resent (it would add the item twice): that is `OutcomeUnknown`.
     pub async fn offer(&self, data: &[u8]) -> Result<String> {
         path::validate_data(&self.path, data)?;
-        put_sequential(&self.client, &self.path, PREFIX, data)
+        put_sequential(&self.client, &self.path, PREFIX, data, QueueNode::Container)
             .await
             .map_err(|e| e.context(format!("offer to queue {}", self.path)))
     }

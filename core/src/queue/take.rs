@@ -101,10 +101,27 @@ impl DistributedQueue {
                         attempt,
                         CreateMode::Ephemeral,
                         None,
-                        Parents::Containers,
+                        Parents::None,
                     );
                     match created.await {
                         Ok(c) => break c.stat.czxid,
+                        // No lock path: made persistent, as Curator's queue makes it (its
+                        // consumers lock without making parents), then locked again.
+                        Err(Error::NoNode(_)) if rounds <= 3 => {
+                            match s
+                                .create_with_parents(
+                                    lock_path,
+                                    &[],
+                                    CreateMode::Persistent,
+                                    None,
+                                    Parents::Containers,
+                                )
+                                .await
+                            {
+                                Ok(_) | Err(Error::NodeExists(_)) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
                         Err(Error::NodeExists(_)) => match s.get_data(lock).await.or_none()? {
                             // Ours: a retried create whose first reply was lost.
                             Some((d, st)) if d == attempt && s.owns(&st) => break st.czxid,
