@@ -3760,7 +3760,9 @@ zkr_status zkr_queue_item_fencing_token(const struct zkr_queue_item *item, int64
 /**
  * Completes the item (with a lock path: one transaction checks our lock, deletes the item and
  * the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
- * with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+ * with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else);
+ * except ZKR_OUTCOME_UNKNOWN: a reply was lost and the item is gone, so it may have been
+ * completed by us.
  */
 zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
 

@@ -372,6 +372,33 @@ fn a_drained_queue_and_its_lock_path_outlive_the_container_reaper() {
         .unwrap();
 }
 
+/// `done()` whose transaction was applied but whose reply was lost, then the session ended
+/// before the consumer could read back: the item is consumed, so the answer must not be an
+/// error that says it was not completed (a consumer would undo its work): `OutcomeUnknown`.
+#[test]
+fn done_applied_with_its_reply_lost_then_the_session_ended_is_outcome_unknown() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let consumer_client = connect(&proxy.connect_string());
+    let observer = connect(&server.connect_string());
+    let producer = DistributedQueue::new(&observer, "/lr/q", locked("/lr/q-locks")).unwrap();
+    producer.put_blocking(b"once", None).unwrap();
+    let q = DistributedQueue::new(&consumer_client, "/lr/q", locked("/lr/q-locks")).unwrap();
+    let item = q.take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+    let (id, password) = consumer_client.session_credentials().unwrap();
+    proxy.drop_replies();
+    let done = thread::spawn(move || item.done_blocking());
+    wait_until("the transaction was applied", 10 * SECOND, || {
+        children(&observer, "/lr/q").is_empty()
+    });
+    zkrecipes_testing::expire_session_id(&server.connect_string(), id, &password);
+    proxy.restore();
+    let r = done.join().unwrap();
+    let e = r.expect_err("the reply was lost: done cannot know");
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{e}");
+    assert!(children(&observer, "/lr/q-locks").is_empty());
+}
+
 #[test]
 fn a_dropped_item_goes_back_to_the_queue() {
     let server = TestingServer::start();

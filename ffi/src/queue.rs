@@ -697,7 +697,9 @@ fn taken(item: &zkr_queue_item, function: &str) -> Result<Item> {
 
 /// Completes the item (with a lock path: one transaction checks our lock, deletes the item and
 /// the lock). An error means it was not completed by us: ZKR_SESSION_EXPIRED (our lock went
-/// with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else).
+/// with the session; another consumer may take it), ZKR_NO_NODE (removed by someone else);
+/// except ZKR_OUTCOME_UNKNOWN: a reply was lost and the item is gone, so it may have been
+/// completed by us.
 #[no_mangle]
 pub extern "C" fn zkr_queue_item_done(item: *mut zkr_queue_item) -> zkr_status {
     handle_call("zkr_queue_item_done", item, |i| {

@@ -174,7 +174,9 @@ class QueueItem:
     def done(self) -> None:
         """Completes the item: one transaction checks our lock, deletes the item and the lock.
         Raises ``SessionExpiredError`` if our lock went with the session (another consumer may
-        take the item) and ``NoNodeError`` if someone else removed the item."""
+        take the item) and ``NoNodeError`` if someone else removed the item: it was not
+        completed by us. ``OutcomeUnknownError``: a reply was lost and the item is gone, so it
+        may have been completed by us."""
         self._n.done().wait()
 
     async def done_async(self) -> None:

@@ -95,7 +95,9 @@ impl Item {
     /// checks the lock, deletes the item and deletes the lock. An error means the item was not
     /// completed by us: the lock went with an ended session (`SessionExpired`; another consumer
     /// may take the item), or the item was removed by someone else (`NoNode`). A lost reply is
-    /// resolved by reading back on the same session. Without a lock path, nothing to do.
+    /// resolved by reading back on the same session; when that cannot settle it (the session
+    /// ended meanwhile, or the retry policy gave up) and the item is gone, the error is
+    /// `OutcomeUnknown`: it may have been completed by us. Without a lock path, nothing to do.
     pub async fn done(mut self) -> Result<()> {
         let Some(hold) = self.hold.take() else {
             return Ok(());
@@ -150,6 +152,8 @@ impl Item {
         let client = hold.session_client();
         let start = Instant::now();
         let mut retries = 0;
+        // A try's reply was lost: the transaction may have been applied, and the lock with it.
+        let mut uncertain = false;
         let context = |e: Error| e.context(format!("{what} queue item {}", self.item_path));
         loop {
             let err = match hold.session.multi(&ops).await {
@@ -159,47 +163,97 @@ impl Item {
                 }
                 Err(e) => e,
             };
-            match err {
+            let err = match err {
                 Error::NoNode(_) if err.failed_op() == Some(1) => {
                     hold.release_in_background();
-                    return Err(context(Error::NoNode(
-                        "the item was removed by another process while we held it".into(),
-                    )));
+                    Error::NoNode("the item was removed by another process while we held it".into())
                 }
                 Error::NoNode(_) | Error::BadVersion(_) => {
                     hold.disarm();
-                    return Err(context(Error::SessionExpired(
+                    Error::SessionExpired(
                         "our lock node on the item is gone; another consumer may take the item"
                             .into(),
-                    )));
+                    )
                 }
                 Error::SessionExpired(_) => {
                     hold.disarm();
-                    return Err(context(Error::SessionExpired(
+                    Error::SessionExpired(
                         "the session holding the item's lock ended; another consumer may take the item"
                             .into(),
-                    )));
+                    )
                 }
                 e if e.is_retryable() => {
-                    // The transaction, and the lock's delete in it, may have been applied.
+                    uncertain = true;
                     hold.mark_uncertain();
                     match client.retry_policy().next_sleep(retries, start.elapsed()) {
                         Some(d) if !client.is_closed() => {
                             retries += 1;
                             tokio::time::sleep(d).await;
                         }
-                        _ => return Err(context(e)),
+                        _ => return Err(context(self.after_lost_reply(&client, e).await)),
                     }
-                    // Applied already? Both nodes went in one transaction.
+                    // Applied already? Both nodes went in one transaction. A lock at our path
+                    // with another czxid is another consumer's: ours went, by this transaction
+                    // or otherwise, and is not to be checked (or deleted) again.
                     let lock = hold.session.exists(&hold.lock).await;
                     let item = hold.session.exists(&self.item_path).await;
-                    if let (Ok(None), Ok(None)) = (lock, item) {
-                        hold.disarm();
-                        return Ok(());
+                    let ours = |st: &crate::Stat| st.czxid == hold.czxid();
+                    match (lock, item) {
+                        (Ok(None), Ok(None)) => {
+                            hold.disarm();
+                            return Ok(());
+                        }
+                        (Ok(lock), Ok(Some(_))) if !lock.as_ref().is_some_and(ours) => {
+                            // The item is there, so the transaction was not applied.
+                            hold.disarm();
+                            return Err(context(Error::SessionExpired(
+                                "our lock node on the item is gone; another consumer may take the item"
+                                    .into(),
+                            )));
+                        }
+                        (Ok(Some(lock)), Ok(None)) if !ours(&lock) => {
+                            hold.disarm();
+                            return Err(context(Error::OutcomeUnknown(
+                                "a try's reply was lost; the item is gone and our lock with it: this transaction may have applied"
+                                    .into(),
+                            )));
+                        }
+                        // Not applied (our lock and the item are there), or not known yet: again.
+                        _ => continue,
                     }
                 }
-                e => return Err(context(e)),
-            }
+                e => e,
+            };
+            // An outcome that says the transaction did not apply, after a try whose reply was
+            // lost: that try may have applied it.
+            return Err(context(if uncertain {
+                self.after_lost_reply(&client, err).await
+            } else {
+                err
+            }));
+        }
+    }
+
+    /// After a try whose reply was lost, `err` says the transaction did not apply (or nothing
+    /// more can be learned on the lock's session). The item still at its node proves it: `err`
+    /// stands. The item gone leaves it unknown (this transaction, or another consumer after our
+    /// lock went, took it away): `OutcomeUnknown`, never a "not completed" that could make the
+    /// caller undo work on an item that is consumed.
+    async fn after_lost_reply(&self, client: &crate::Client, err: Error) -> Error {
+        match client.exists(&self.item_path).await {
+            Ok(Some(_)) => err,
+            Ok(None) => Error::OutcomeUnknown(
+                "a try's reply was lost and the item is gone: this transaction may have applied (or another consumer took the item after our lock went)"
+                    .into(),
+            ),
+            Err(read) => Error::OutcomeUnknown(
+                format!(
+                    "a try's reply was lost ({}) and the item could not be read back ({}): the transaction may have applied",
+                    err.message(),
+                    read.message()
+                )
+                .into(),
+            ),
         }
     }
 

@@ -206,6 +206,11 @@ impl Hold {
         }
     }
 
+    /// The lock node's czxid (a node at the lock's path with another is another consumer's).
+    pub(super) fn czxid(&self) -> i64 {
+        self.czxid
+    }
+
     /// The lock is gone (used up by a transaction, or never to be deleted by us).
     pub(super) fn disarm(mut self) {
         self.armed = false;
