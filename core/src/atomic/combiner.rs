@@ -20,8 +20,9 @@
 //! for its turn (after [`TURN_WAIT`], when a holder's write hangs on a lost connection) is as
 //! safe as one without lanes, and so is knowledge passed on that turns out stale.
 //!
-//! Each request keeps its own semantics: a Curator-style `add` wraps on overflow and gives up
-//! (`succeeded == false`) when its retry policy says so, counting one try per round it took
+//! Each request keeps its own semantics: a Curator-style `add` refuses an overflow
+//! (`Overflow`; Curator's wraps) and gives up (`succeeded == false`) when its retry policy
+//! says so, counting one try per round it took
 //! part in; an `add_and_get` reports overflow as an error and retries until its caller's
 //! deadline. A request still queued when its caller gives up (timeout, dropped future) is
 //! withdrawn and certainly not applied; once its round is in flight, the caller gets

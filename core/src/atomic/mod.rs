@@ -35,8 +35,8 @@
 //! `InterProcessMutex` at the [`PromotedToLock`] path. Beyond Curator:
 //!
 //! * `add_and_get(delta, timeout)` returns the new value or an error, never "not succeeded";
-//!   overflow is [`Error::Overflow`] there (Curator's `add` wraps like
-//!   Java's `long`, and so does ours).
+//!   overflow is [`Error::Overflow`] there, and in `add` too (Curator's `add` wraps like
+//!   Java's `long`; ours refuses a result that does not fit and leaves the counter as it was).
 //! * **Combining**: concurrent `add`/`add_and_get` calls on one counter path through one
 //!   [`Client`](crate::Client) are merged into one compare-and-set round; every caller gets its
 //!   own pre/post values, as if the calls had run one after the other.
@@ -57,7 +57,11 @@
 //!   from 41 both write 42), and ZooKeeper does not say who wrote a version: the operation
 //!   fails with [`Error::OutcomeUnknown`], as it does when the node moved further on or
 //!   cannot be read again. Any other error from a write operation means its write was not
-//!   applied. (The full argument is in the comments of `atomic/engine.rs`.)
+//!   applied. (The full argument is in the comments of `atomic/engine.rs`.) The unconditional
+//!   writes (`force_set`, `SharedCount::set_count`, `SharedValue::set_value`) are the
+//!   exception, as in Curator: resent after a lost reply, they end with their bytes on the
+//!   node, but a write that landed between the first application and the resend is
+//!   overwritten (an observer may see our value, another, then ours again).
 
 mod cached;
 mod combiner;

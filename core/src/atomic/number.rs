@@ -225,6 +225,8 @@ macro_rules! distributed_number {
             }
 
             /// Sets `value` unconditionally, creating the node if needed.
+            /// Like Curator's, it is resent after a lost reply: the node ends with `value`, but a
+            /// write that landed in between is overwritten (`try_set` never does that).
             pub async fn force_set(&self, value: $t) -> Result<()> {
                 self.inner.force_set(value as i64).await
             }

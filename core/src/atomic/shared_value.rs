@@ -296,7 +296,9 @@ impl<C: Codec> Watched<C> {
         inner.life.check_started(op)?;
         let data = inner.engine.codec.encode(&value);
         path::validate_data(inner.path(), &data)?;
-        // An unconditional write may be repeated safely: the client's retrying set is right.
+        // An unconditional write, resent by the client's retrying set after a lost reply (as
+        // Curator's): the value ends as ours, though a write that landed between a first
+        // application and the resend is overwritten. `try_set` is the conditional one.
         let stat = inner.client().set_data(inner.path(), &data, None).await?;
         inner.update(stat.version, stat.czxid, value);
         Ok(())
@@ -477,8 +479,8 @@ pub enum SharedValueEvent {
 /// Curator's `SharedValue`: bytes in one node, kept up to date in every client that watches
 /// it, with versioned (compare-and-set) writes.
 ///
-/// [`start`](Self::start) creates the node with the seed if it is missing (parents as
-/// persistent nodes) and reads it with a watch; from then on [`get_value`](Self::get_value)
+/// [`start`](Self::start) creates the node with the seed if it is missing (its parents as
+/// containers, as Curator's) and reads it with a watch; from then on [`get_value`](Self::get_value)
 /// answers from memory and listeners hear every change made by any client (each watch event
 /// is followed by a re-read, and the value is read again after the connection comes back).
 /// [`try_set_value`](Self::try_set_value) writes only if the value is still at the version the

@@ -162,8 +162,10 @@ impl<C: Codec> Atomic<C> {
         engine.check_open()?;
         let client = &engine.client;
         let data = engine.codec.encode(&value);
-        // An unconditional write may be repeated safely (it sets the same bytes), so the
-        // client's retrying operations are right here, as in Curator.
+        // An unconditional write: the client's retrying operations resend it after a lost
+        // reply, as Curator's do. The node ends with our bytes either way, but a write that
+        // landed between a first application and the resend is overwritten (see
+        // `force_set`'s docs: conditional writes are the ones that never are).
         let stat = match client.set_data(&engine.path, &data, None).await {
             Err(Error::NoNode(_)) => {
                 match client
@@ -398,6 +400,8 @@ impl DistributedAtomicValue {
     }
 
     /// Sets `value` unconditionally, creating the node (and its parents) if needed.
+    /// Like Curator's, it is resent after a lost reply: the node ends with `value`, but a
+    /// write that landed in between is overwritten (`try_set` never does that).
     pub async fn force_set(&self, value: &[u8]) -> Result<()> {
         self.check_size(value)?;
         self.inner.force_set(value.to_vec()).await
