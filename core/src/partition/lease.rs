@@ -84,7 +84,15 @@ impl NonBlockingLease {
         let result = Self::decide(client, path, duration, &identifier, options.now).await;
         let released = held.release().await;
         let end = result?;
-        released?;
+        // A failed release must not hide a lease written (the lock node goes with the session,
+        // or the guaranteed delete removes it): the caller would think it has no lease while
+        // the holder node names it until its end.
+        match released {
+            Err(e) if end.is_some() => {
+                tracing::warn!(%path, %identifier, error = %e, "lease obtained; its lock's release goes on in the background");
+            }
+            other => other?,
+        }
         if end.is_some() {
             tracing::debug!(%path, %identifier, "lease obtained");
         }
@@ -146,13 +154,24 @@ impl NonBlockingLease {
             Err(e) => return Err(e),
         }
         let data = HolderData::encode(identifier, end);
-        client
+        match client
             .create(
                 &holder_path,
                 &data,
                 CreateOptions::new(CreateMode::Persistent),
             )
-            .await?;
+            .await
+        {
+            Ok(_) => {}
+            // Under the lock nobody else writes the holder: our create, retried after its
+            // reply was lost, found the node its first try made.
+            Err(Error::NodeExists(_))
+                if client
+                    .get_data(&holder_path)
+                    .await
+                    .is_ok_and(|(d, _)| d == data) => {}
+            Err(e) => return Err(e),
+        }
         Ok(Some(truncate(end)))
     }
 
