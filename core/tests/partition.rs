@@ -245,6 +245,35 @@ async fn a_partition_held_by_a_member_that_has_not_released_is_not_taken() {
     cb.close().await;
 }
 
+/// `release_set` leaves ACQUIRED before its locks go: from its first step the partitions are
+/// not listed as ours (another member may take them as soon as a lock is deleted), and the
+/// member allocates again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_set_stops_listing_the_partitions_before_their_locks_go() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let parts = set(3);
+    let p = member(&c, "/rel", "a", &parts).await;
+    assert!(p.wait_for_acquire(WAIT).await.unwrap());
+    assert_eq!(p.partitions().len(), 3);
+    let release = p.release_set();
+    let mut release = std::pin::pin!(release);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    // One step: the lock deletes are sent, their replies not in yet.
+    let first = std::future::Future::poll(release.as_mut(), &mut cx);
+    assert!(
+        p.partitions().is_empty(),
+        "listed while released ({first:?}, {:?})",
+        p.state()
+    );
+    assert_ne!(p.state(), PartitionState::Acquired);
+    release.await.unwrap();
+    assert!(p.wait_for_acquire(WAIT).await.unwrap());
+    assert_eq!(p.partitions().len(), 3);
+    p.finish().await.unwrap();
+    c.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_loss_is_failure_and_a_deleted_lock_is_release() {
     let server = TestingServer::start();

@@ -423,15 +423,22 @@ impl SetPartitioner {
         if sh.life.phase() == crate::lifecycle::Phase::Latent {
             return Err(sh.life.not_started_error("release_set"));
         }
-        let locks = std::mem::take(&mut sh.lock().locks);
+        // Out of ACQUIRED before the locks go (in one step with taking them): the partitions are
+        // never listed as ours while another member may already hold them, and an allocation
+        // that completes meanwhile keeps its state and its locks (setting ALLOCATING after the
+        // release would orphan them: the next allocation would queue behind our own nodes).
+        let locks = {
+            let mut st = sh.lock();
+            let locks = std::mem::take(&mut st.locks);
+            if st.state != PartitionState::Failure {
+                sh.set_state(&mut st, PartitionState::Allocating);
+            }
+            locks
+        };
         if let Err(e) = release_all(locks).await {
             tracing::warn!(path = %sh.path, error = %e, "partitioner: a partition lock could not be released; FAILURE");
             sh.fail_out().await;
             return Err(e);
-        }
-        let mut st = sh.lock();
-        if st.state != PartitionState::Failure {
-            sh.set_state(&mut st, PartitionState::Allocating);
         }
         Ok(())
     }
