@@ -292,6 +292,56 @@ async fn the_node_comes_back_after_a_delete_and_after_session_expiry() {
     other.close().await;
 }
 
+/// One session expiry is one UNREGISTERED then one REGISTERED: the connection's LOST, heard
+/// after the node was already made again on the new session, is not a second loss.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_expiry_is_one_unregistered_and_one_registered() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let node = PersistentNode::new(&c, "/svc/x", CreateMode::Ephemeral, b"x", false).unwrap();
+    let seen = record(&node);
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    let expiries = 5;
+    for _ in 0..expiries {
+        let old_session = c.session_id();
+        zkrecipes_testing::expire_client_session(&c).await.unwrap();
+        eventually("made again in the new session", WAIT, || async {
+            matches!(other.exists("/svc/x").await, Ok(Some(s))
+                if s.ephemeral_owner != old_session && s.ephemeral_owner == c.session_id())
+        })
+        .await;
+    }
+    // A last delete's pair comes after every expiry's events on the dispatcher.
+    let before = c.session_id();
+    other.delete("/svc/x", Default::default()).await.unwrap();
+    eventually("made again after the delete", WAIT, || async {
+        matches!(other.exists("/svc/x").await, Ok(Some(s)) if s.ephemeral_owner == before)
+    })
+    .await;
+    let count = |kind| seen.lock().unwrap().iter().filter(|k| **k == kind).count();
+    eventually("the delete's pair delivered", WAIT, || async {
+        count(PersistentNodeEventKind::Unregistered) > expiries
+            && seen.lock().unwrap().last() == Some(&PersistentNodeEventKind::Registered)
+    })
+    .await;
+    let kinds = seen.lock().unwrap().clone();
+    assert_eq!(
+        count(PersistentNodeEventKind::Unregistered),
+        expiries + 1,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        count(PersistentNodeEventKind::Registered),
+        expiries + 2,
+        "{kinds:?}"
+    );
+    node.close().await.unwrap();
+    c.close().await;
+    other.close().await;
+}
+
 /// Acceptance 3: data set while the connection is blackholed is written after it comes back.
 /// Close while the node's create is applied on the server and its reply is still on its way:
 /// close waits for the answer and deletes the node the create made (Curator deletes a node

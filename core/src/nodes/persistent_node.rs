@@ -153,7 +153,9 @@ impl Shared {
 ///   succeeds, the node is gone or no longer ours, or the client closes.
 /// * a sequential (and protected) node is created again at the path it first got, never as a
 ///   new sequential node, so re-creates never pile up (CURATOR-190); a protected first create
-///   whose reply is lost finds its node again.
+///   whose reply is lost finds its node again. An unprotected one cannot (nothing in its name
+///   says it is ours): its retry makes a second node and the first is left behind, as in
+///   Curator. Use `protected` for sequential modes.
 /// * [`set_data`](Self::set_data) may be called at any time: the data is applied now if
 ///   connected, else on the next create or reconnect.
 ///
@@ -641,6 +643,10 @@ impl Keeper {
                 }
             };
             self.shared.set_registered(true, &path);
+            // The session the node was kept on: a LOST heard from now on that is older (sent
+            // when an earlier session ended, still queued while this pass made the node again
+            // on the new one) is not a loss of this node.
+            let kept_on = self.client.session_id();
             let mut fired = Box::pin(watch.changed());
             loop {
                 tokio::select! {
@@ -652,6 +658,9 @@ impl Keeper {
                     }
                     _ = self.shared.poke.notified() => break,
                     state = states.recv() => match state {
+                        Ok(ConnectionState::Lost)
+                            if self.client.session_id() == kept_on
+                                && self.client.state().is_connected() => {}
                         Ok(ConnectionState::Lost) => {
                             self.shared.set_registered(false, &path);
                             break;

@@ -44,7 +44,9 @@
 //! consumer whose session ended fails nothing and the item is taken once by another.
 //!
 //! Without a lock path, consumption is Curator's: the item is deleted when it is taken (at most
-//! once; a consumer that dies mid-item loses it) and `done` has nothing to do.
+//! once: a consumer that dies mid-item loses it, and so does a take whose delete was applied
+//! with its reply lost, since the retry cannot tell our delete from another consumer's) and
+//! `done` has nothing to do.
 //!
 //! # Curator's failures we avoid
 //! Consumers hear connection-state changes ([`DistributedQueue::add_listener`]; CURATOR-336);

@@ -15,7 +15,9 @@ const PREFIX: &str = "qn-";
 /// head. The queue's node is a container (made on demand, reaped by the server once empty).
 ///
 /// Delivery is at most once, as Curator's: an item is removed (read, then deleted, in one round
-/// trip) before it is returned, so a consumer that dies holding it loses it. Use
+/// trip) before it is returned, so a consumer that dies holding it loses it (as does a take
+/// whose delete was applied with its reply lost: the retry cannot tell our delete from
+/// another consumer's, and at most once forbids handing it out on a guess). Use
 /// [`DistributedQueue`](super::DistributedQueue) with a lock path for exactly-once consumption.
 /// Beyond Curator: [`take`](Self::take) makes the queue's node again when the server reaped it
 /// (CURATOR-308: Curator's `take()` waits forever there), and a lost connection makes a waiting
