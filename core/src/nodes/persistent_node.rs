@@ -307,9 +307,11 @@ impl PersistentNode {
 
     /// Waits until the node was first created (`Ok(true)`) or `timeout` passes (`Ok(false)`;
     /// `None` waits without limit). Once created it returns `true` at once, even if the node is
-    /// being created again now.
+    /// being created again now, unless the node has met a conflict since (then `Conflict`:
+    /// the node gave up its path).
     ///
-    /// Errors: `Conflict` when the path holds another session's node (left untouched);
+    /// Errors: `Conflict` when the path holds another session's node (left untouched), also
+    /// after a first create;
     /// another error the first create met that retrying will not cure (`NoAuth`, say; the
     /// node keeps trying); `InvalidArgument` before start; `Closed` once closed.
     pub async fn wait_for_initial_create(&self, timeout: Option<Duration>) -> Result<bool> {

@@ -52,6 +52,38 @@ impl QueueOptions {
     }
 }
 
+impl QueueOptions {
+    /// The options' rules for a queue at `path` (`recipe` names it in errors): the lock path
+    /// neither the root nor the queue or inside it, an error mode only with a lock path, a
+    /// bound of at least 1. The sharder checks them against its queue path, then its own.
+    pub(crate) fn check(&self, recipe: &str, path: &str) -> Result<()> {
+        if let Some(lock) = &self.lock_path {
+            path::validate_path(lock)?;
+            if lock == "/" || lock == path || lock.starts_with(&format!("{path}/")) {
+                return Err(Error::invalid(format!(
+                    "{recipe} {path}: the lock path {lock} must be neither the root nor inside the queue"
+                )));
+            }
+        }
+        if self.error_mode.is_some() && self.lock_path.is_none() {
+            return Err(error_mode_needs_a_lock_path(recipe, path));
+        }
+        if self.max_items == Some(0) {
+            return Err(Error::invalid(format!(
+                "{recipe} {path}: max_items must be at least 1"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Curator's rule: without a lock path an item is deleted when it is taken, so no error mode.
+fn error_mode_needs_a_lock_path(recipe: &str, path: &str) -> Error {
+    Error::invalid(format!(
+        "{recipe} {path}: an error mode needs a lock path (without one an item is deleted when it is taken)"
+    ))
+}
+
 /// A completed put, for put listeners (Curator's `QueuePutListener`): `putCompleted` when
 /// `multi` is false, `putMultiCompleted` when it is true.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,24 +168,7 @@ impl DistributedQueue {
         if path == "/" {
             return Err(Error::invalid("a queue cannot be the root node"));
         }
-        if let Some(lock) = &options.lock_path {
-            path::validate_path(lock)?;
-            if lock == "/" || lock == path || lock.starts_with(&format!("{path}/")) {
-                return Err(Error::invalid(format!(
-                    "{recipe} {path}: the lock path {lock} must be neither the root nor inside the queue"
-                )));
-            }
-        }
-        if options.error_mode.is_some() && options.lock_path.is_none() {
-            return Err(Error::invalid(format!(
-                "{recipe} {path}: an error mode needs a lock path (without one an item is deleted when it is taken)"
-            )));
-        }
-        if options.max_items == Some(0) {
-            return Err(Error::invalid(format!(
-                "{recipe} {path}: max_items must be at least 1"
-            )));
-        }
+        options.check(recipe, path)?;
         client.ensure_open_for(recipe, path)?;
         Ok(DistributedQueue {
             shared: Arc::new(Shared {
@@ -287,10 +302,7 @@ impl DistributedQueue {
     /// without a lock path.
     pub fn set_error_mode(&self, mode: ErrorMode) -> Result<()> {
         if self.shared.lock_path.is_none() {
-            return Err(Error::invalid(format!(
-                "queue {}: an error mode needs a lock path (without one an item is deleted when it is taken)",
-                self.shared.path
-            )));
+            return Err(error_mode_needs_a_lock_path("queue", &self.shared.path));
         }
         *self
             .shared

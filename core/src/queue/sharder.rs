@@ -139,17 +139,16 @@ impl QueueSharder {
                 "QueueSharder {queue_path}: the leader path {leader_path} must be outside the queue path (every child there is a shard)"
             )));
         }
-        if let Some(lock) = &options.queue.lock_path {
-            path::validate_path(lock)?;
-            if lock == "/" || inside(lock) || lock == leader_path {
-                return Err(Error::invalid(format!(
-                    "QueueSharder {queue_path}: the lock path {lock} must be neither the root, nor the leader path, nor inside the queue path"
-                )));
-            }
-        }
-        if options.queue.error_mode.is_some() && options.queue.lock_path.is_none() {
+        // The queues' own rules, against the queue path (every shard is inside it).
+        options.queue.check("QueueSharder", queue_path)?;
+        if let Some(lock) = options
+            .queue
+            .lock_path
+            .as_deref()
+            .filter(|l| *l == leader_path)
+        {
             return Err(Error::invalid(format!(
-                "QueueSharder {queue_path}: an error mode needs a lock path"
+                "QueueSharder {queue_path}: the lock path {lock} must not be the leader path"
             )));
         }
         let p = options.policies;
@@ -157,11 +156,6 @@ impl QueueSharder {
             return Err(Error::invalid(format!(
                 "QueueSharder {queue_path}: new_queue_threshold, max_queues and threshold_check must be positive, not {}, {} and {:?}",
                 p.new_queue_threshold, p.max_queues, p.threshold_check
-            )));
-        }
-        if options.queue.max_items == Some(0) {
-            return Err(Error::invalid(format!(
-                "QueueSharder {queue_path}: max_items must be at least 1"
             )));
         }
         client.ensure_open_for("QueueSharder", queue_path)?;
