@@ -198,6 +198,38 @@ fn a_stale_ready_node_is_detected_and_made_this_rounds_never_deleted_by_enter() 
     assert!(ready.mzxid > stale.mzxid, "made this round's by a write");
 }
 
+/// A leaver deletes the `ready` node of its own round, never a later round's: a slow leaver of
+/// one round must not take away the node the next round's members are entering through.
+#[test]
+fn leave_deletes_its_rounds_ready_node_not_the_next_rounds() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    let member = DistributedDoubleBarrier::new(&client, "/b/rounds", 1).unwrap();
+    assert!(member.enter_blocking(Some(10 * SECOND)).unwrap());
+    // The next round's `ready` replaces this round's before this member's leave deletes it.
+    client
+        .delete_blocking("/b/rounds/ready", Default::default())
+        .unwrap();
+    client
+        .create_blocking("/b/rounds/ready", b"", CreateOptions::default())
+        .unwrap();
+    let next = client.exists_blocking("/b/rounds/ready").unwrap().unwrap();
+    assert!(member.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert_eq!(
+        client
+            .exists_blocking("/b/rounds/ready")
+            .unwrap()
+            .map(|s| s.czxid),
+        Some(next.czxid),
+        "the next round's ready node was deleted"
+    );
+    // Its own round's is deleted as before.
+    let again = DistributedDoubleBarrier::new(&client, "/b/own", 1).unwrap();
+    assert!(again.enter_blocking(Some(10 * SECOND)).unwrap());
+    assert!(again.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert!(client.exists_blocking("/b/own/ready").unwrap().is_none());
+}
+
 #[test]
 fn entering_again_is_idempotent_and_leave_honours_its_timeout() {
     let server = TestingServer::start();

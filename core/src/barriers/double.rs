@@ -24,6 +24,10 @@ pub struct DistributedDoubleBarrier {
     our_name: String,
     our_path: String,
     ready_path: String,
+    /// The `ready` node this member entered through (its czxid and mzxid): `leave` deletes
+    /// only that one, never a later round's (members of the next round may have made theirs
+    /// while a slow leaver of this one had not yet deleted).
+    entered_through: std::sync::Mutex<Option<(i64, i64)>>,
 }
 
 impl DistributedDoubleBarrier {
@@ -49,6 +53,7 @@ impl DistributedDoubleBarrier {
             path: path.to_string(),
             member_qty,
             our_name,
+            entered_through: std::sync::Mutex::new(None),
         })
     }
 
@@ -108,6 +113,10 @@ impl DistributedDoubleBarrier {
             }
             if let Some(ready) = &ready {
                 if self.ready_is_current(ready, our_czxid, &members).await? {
+                    *self
+                        .entered_through
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some((ready.czxid, ready.mzxid));
                     return Ok(true);
                 }
             }
@@ -279,11 +288,35 @@ impl DistributedDoubleBarrier {
                 return Ok(false);
             }
         }
-        let ready = self.ready_path.as_str();
-        self.client
-            .retry(|s| async move { s.delete(ready, None).await.or_none().map(|_| ()) })
-            .await?;
+        self.delete_ready().await?;
         Ok(true)
+    }
+
+    /// Deletes the round's `ready` node: the one this member entered through (Curator deletes
+    /// whatever is there, which can be the next round's); without an enter, whatever is there.
+    async fn delete_ready(&self) -> Result<()> {
+        let ready = self.ready_path.as_str();
+        let through = self
+            .entered_through
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.client
+            .retry(|s| async move {
+                let version = match through {
+                    None => None,
+                    Some((czxid, mzxid)) => match s.exists(ready).await? {
+                        Some(st) if st.czxid == czxid && st.mzxid == mzxid => Some(st.version),
+                        // Gone, or another round's: not ours to delete.
+                        _ => return Ok(()),
+                    },
+                };
+                match s.delete(ready, version).await {
+                    Ok(()) | Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            })
+            .await
     }
 
     async fn delete_ours(&self) -> Result<()> {
