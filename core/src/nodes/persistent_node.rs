@@ -596,6 +596,7 @@ impl Keeper {
         let mut closing = self.shared.closing.subscribe();
         let mut states = self.client.subscribe_events();
         let mut backoff = Duration::from_millis(50);
+        let mut last_session: Option<i64> = None;
         'outer: loop {
             if *closing.borrow() {
                 break;
@@ -644,11 +645,16 @@ impl Keeper {
                     continue;
                 }
             };
-            self.shared.set_registered(true, &path);
-            // The session the node was kept on: a LOST heard from now on that is older (sent
-            // when an earlier session ended, still queued while this pass made the node again
-            // on the new one) is not a loss of this node.
+            // The session the node is kept on. Kept now on another session than the last pass
+            // (the old one ended while this pass ran, and no event said so yet): that is the
+            // loss, heard once; a LOST heard from now on that is older (sent when the earlier
+            // session ended, still queued) is not a second one.
             let kept_on = self.client.session_id();
+            if last_session.is_some_and(|s| s != kept_on) {
+                self.shared.set_registered(false, &path);
+            }
+            last_session = Some(kept_on);
+            self.shared.set_registered(true, &path);
             let mut fired = Box::pin(watch.changed());
             loop {
                 tokio::select! {
