@@ -395,6 +395,51 @@ async fn latch_leader_close_sends_only_the_delete() {
     ca.close().await;
 }
 
+/// A latch closed while its connection is down returns at once (Curator's close deletes in the
+/// background): its node's guaranteed delete goes on and is done once the connection is back.
+/// Before, close waited out the retry policy's span, a connection timeout per try (here 6 tries
+/// of 5 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latch_closed_while_disconnected_returns_at_once_and_its_node_goes_later() {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let ca = connect_to(&proxy.connect_string(), Duration::from_secs(30)).await;
+    let observer = connect().await;
+    let path = group("close-disconnected");
+    let a = LeaderLatch::new(&ca, &path, "a").unwrap();
+    a.start().await.unwrap();
+    assert!(a
+        .await_leadership(Some(Duration::from_secs(5)))
+        .await
+        .unwrap());
+    let node = a.our_path().unwrap();
+    proxy.cut();
+    assert!(
+        eventually(Duration::from_secs(10), || ca.state()
+            == ConnectionState::Suspended)
+        .await,
+        "never suspended"
+    );
+    let closing = Instant::now();
+    tokio::time::timeout(Duration::from_secs(3), a.close())
+        .await
+        .expect("close waited out the disconnection")
+        .unwrap();
+    assert!(!a.has_leadership());
+    assert!(
+        closing.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        closing.elapsed()
+    );
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while observer.exists(&node).await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the node was never deleted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ca.close().await;
+    observer.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latch_close_modes_silent_and_notify_leader() {
     let c = connect().await;

@@ -349,6 +349,17 @@ impl Client {
         task.await.map_err(super::join_error)?
     }
 
+    /// Deletes our node now when connected (awaited, a guaranteed delete), else leaves it to the
+    /// guaranteed delete's background loop: for a close or a release that must not wait out a
+    /// disconnection (Curator's close deletes in the background).
+    pub(crate) async fn delete_ours_unless_disconnected(&self, path: &str) {
+        if self.state().is_connected() {
+            let _ = self.delete_ours(path).await;
+        } else {
+            self.delete_ours_in_background(path);
+        }
+    }
+
     /// [`delete_ours`](Self::delete_ours) without waiting for it.
     pub(crate) fn delete_ours_in_background(&self, path: &str) {
         let (client, path) = (self.clone(), path.to_string());

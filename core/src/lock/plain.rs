@@ -370,11 +370,9 @@ impl Plain {
             // else in the background (the delete is guaranteed): a release never waits out a
             // disconnection for a hold its owner was already told is gone.
             if hold.node.session == client.session_id() {
-                if client.state().is_connected() {
-                    let _ = client.delete_ours(&hold.node.path).await;
-                } else {
-                    client.delete_ours_in_background(&hold.node.path);
-                }
+                client
+                    .delete_ours_unless_disconnected(&hold.node.path)
+                    .await;
             }
             return Ok(ReleaseStatus::WasLost);
         }

@@ -138,8 +138,10 @@ impl Machine {
         self.pred = None;
         if let Some(client) = self.client.upgrade() {
             if let Some(node) = self.node.take() {
-                let _ = client
-                    .delete_ours(&path::join(&self.path, &node.name))
+                // Not waiting out a disconnection (the retry policy's span, or for good with
+                // `Forever`): the guaranteed delete goes on in the background, as Curator's.
+                client
+                    .delete_ours_unless_disconnected(&path::join(&self.path, &node.name))
                     .await;
             }
             drop(own_watch);
