@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from typing import Callable, List
 
 import pytest
@@ -182,6 +183,47 @@ def test_an_interpreter_exiting_while_leading_interrupts_the_leadership_and_exit
         assert (child.returncode, child.stdout) == (0, "EXITING\nCANCELLED INTERRUPTED\n"), (
             f"run {i}: {child.stdout!r} {child.stderr[-2000:]}"
         )
+
+
+_EXIT_CHILD_EVENT = _EXIT_CHILD.replace(
+    'print("CANCELLED", ctx.wait_cancelled(60), flush=True)',
+    'print("CANCELLED", ctx.cancelled.wait(60), ctx.cancelled.is_set(), flush=True)',
+)
+
+
+def test_an_exit_while_leading_sets_the_contexts_cancelled_event(zk: ZooKeeper, path: str) -> None:
+    # The documented idiom, ``ctx.cancelled.wait()``: the event was set by a callback, and
+    # callbacks no longer run at exit, so the child waited out the exit hook (5 s) and could abort.
+    assert "ctx.cancelled.wait(60)" in _EXIT_CHILD_EVENT
+    for i in range(2):
+        started = time.monotonic()
+        child = run_python(_EXIT_CHILD_EVENT, zk.connect, f"{path}/{i}")
+        assert (child.returncode, child.stdout) == (0, "EXITING\nCANCELLED True True\n"), (
+            f"run {i}: {child.stdout!r} {child.stderr[-2000:]}"
+        )
+        assert time.monotonic() - started < 4.5, "the exit waited for the hook's limit"
+
+
+def test_the_cancelled_event_waits_with_a_timeout_and_sees_an_interrupt(client: zkrecipes.Client, path: str) -> None:
+    seen: List[object] = []
+    leading = threading.Event()
+    done = threading.Event()
+
+    def take(ctx: LeadershipContext) -> None:
+        seen.append(ctx.cancelled.is_set())
+        seen.append(ctx.cancelled.wait(0.05))
+        leading.set()
+        seen.append(ctx.cancelled.wait(30))
+        seen.append(ctx.cancel_reason)
+        done.set()
+
+    selector = LeaderSelector(client, path, take)
+    selector.start()
+    assert leading.wait(10)
+    selector.interrupt_leadership()
+    assert done.wait(10)
+    assert seen == [False, False, True, zkrecipes.CancelReason.INTERRUPTED]
+    selector.close()
 
 
 def test_selectors_and_their_contexts_are_collected(client: zkrecipes.Client, path: str) -> None:

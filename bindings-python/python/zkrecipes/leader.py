@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
+import time
 from typing import Any, Awaitable, Callable, List, Optional, Protocol, Union
 
 from . import _native
@@ -222,6 +223,29 @@ class CancelReason(Name):
     CLOSED = "CLOSED"
 
 
+class _CancelledEvent(threading.Event):
+    """A :class:`threading.Event` that reads the native context's cancellation itself, with no
+    callback: one set from a callback was never set at interpreter exit (callbacks no longer
+    run then), so a ``take_leadership`` waiting on it kept the exit waiting, then aborted."""
+
+    def __init__(self, native: _native.LeadershipContext) -> None:
+        super().__init__()
+        self._native = native
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._native.is_cancelled()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        # In slices, so that a signal (Ctrl-C in the main thread) is handled between them.
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while not self.is_set():
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            self._native.wait_cancelled(left)
+        return True
+
+
 class LeadershipContext:
     """What ``take_leadership(ctx)`` gets: leadership lasts while it runs, and :attr:`cancelled`
     (a :class:`threading.Event`) is set when it is cancelled (connection SUSPENDED or LOST,
@@ -230,13 +254,9 @@ class LeadershipContext:
     def __init__(self, native: _native.LeadershipContext, client: Client) -> None:
         self._n = native
         #: Set when leadership is cancelled.
-        self.cancelled = threading.Event()
+        self.cancelled: threading.Event = _CancelledEvent(native)
         #: The client (Curator passes it to takeLeadership).
         self.client = client
-        # The native context keeps this callback until it is cancelled (a term that returns
-        # is not): it must not keep the context itself alive, only the event.
-        cancelled = self.cancelled
-        native.on_cancel(lambda _reason: cancelled.set())
 
     def __repr__(self) -> str:
         return f"<zkrecipes.LeadershipContext id={self.id!r} term={self.term} cancelled={self.cancel_reason}>"
