@@ -1173,7 +1173,8 @@ export declare class SimpleDistributedQueue {
  * One taken item, valid until `done()` (completes it exactly once; rejects with
  * ZKR_SESSION_EXPIRED when our lock went with the session, or with ZKR_OUTCOME_UNKNOWN when a
  * reply was lost and the item is gone: it may have been completed by us) or `release()`
- * (gives it back).
+ * (gives it back). An item garbage-collected before any of them is given back (its lock
+ * deleted), so another consumer takes it.
  */
 export declare class QueueItem {
   readonly data: Buffer;

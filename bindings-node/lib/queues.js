@@ -120,10 +120,14 @@ class QueueItem {
     this.fencingToken = raw.fencingToken;
     this.node = raw.node;
     this.id = raw.id;
+    // An item collected before done(), fail() or release() (a loop body that threw) is given
+    // back, as Python's and C's are: its lock would otherwise stay for the life of the process.
+    collectedItems.register(this, { queue, handle: raw.handle }, this);
   }
 
   /** Completes the item. */
   done() {
+    collectedItems.unregister(this);
     return args.rejecting(() => this.#queue.itemDone(this.#handle));
   }
 
@@ -134,14 +138,25 @@ class QueueItem {
    * item was removed when taken: nothing to do.
    */
   fail() {
+    collectedItems.unregister(this);
     return args.rejecting(() => this.#queue.itemFail(this.#handle));
   }
 
   /** Gives the item back where it was, without completing it (taken again next). */
   release() {
+    collectedItems.unregister(this);
     return args.rejecting(() => this.#queue.itemRelease(this.#handle));
   }
 }
+
+/** Items collected while held: given back (the native side keeps them until then). */
+const collectedItems = new FinalizationRegistry(({ queue, handle }) => {
+  try {
+    Promise.resolve(queue.itemRelease(handle)).catch(() => {}); // already gone, or a closed queue
+  } catch {
+    // a closed queue refuses at once: nothing held any more
+  }
+});
 
 const ERROR_MODES = ['REQUEUE', 'DELETE'];
 

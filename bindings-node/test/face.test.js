@@ -316,6 +316,13 @@ test('a held lock that is garbage-collected warns ZKR_LOCK_GARBAGE_COLLECTED; a 
   assert.equal(report.nodesLeft, 1);
 });
 
+test('a queue item collected before done(), fail() or release() is given back; a completed one is not', async () => {
+  const { code, stdout, stderr } = await runFixture('gc-queue-item.js', { nodeArgs: ['--expose-gc'], timeoutMs: 60000 });
+  assert.equal(code, 0, `${stdout}\n${stderr}`);
+  const report = JSON.parse(stdout.trim().split('\n').at(-1));
+  assert.deepEqual(report, { taken: 'dropped', again: 'dropped', left: null });
+});
+
 test('the JS thread drives the runtime: calls start in its turns, concurrent adds go to the background driver, a lone add takes a turn; ZKR_NODE_LOOP_TURNS=0 goes through the background driver with the same results', async () => {
   const env = { ...process.env };
   delete env.ZKR_NODE_LOOP_TURNS;
