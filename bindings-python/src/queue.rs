@@ -23,6 +23,22 @@ fn bytes_or_none(py: Python<'_>, data: Option<Vec<u8>>) -> PyResult<Py<PyAny>> {
     }
 }
 
+/// The undo of a take or poll whose result nobody will see (its asyncio task was cancelled, or
+/// Ctrl-C came, after the core removed the item): the item is offered again (at the tail) rather
+/// than lost. Still at most once: it was handed to nobody.
+fn offer_again(
+    q: Arc<SimpleDistributedQueue>,
+) -> bridge::Undo<Option<Vec<u8>>> {
+    Box::new(move |taken| {
+        if let Some(data) = taken {
+            zkrecipes::runtime::spawn(async move {
+                // Refused only when the queue or its client closed: nothing more to do then.
+                let _ = q.offer(&data).await;
+            });
+        }
+    })
+}
+
 /// The native SimpleDistributedQueue.
 #[pyclass(frozen, module = "zkrecipes._native", name = "SimpleDistributedQueue")]
 pub struct PySimpleQueue {
@@ -54,9 +70,11 @@ impl PySimpleQueue {
     #[pyo3(signature = (timeout = Timeout(None)))]
     fn take(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let q = self.q(py)?;
-        Ok(Call::new(
+        let back = q.clone();
+        Ok(Call::undoable(
             async move { q.take(timeout.0).await },
             bytes_or_none,
+            offer_again(back),
         ))
     }
 
@@ -67,7 +85,12 @@ impl PySimpleQueue {
 
     fn poll(&self, py: Python<'_>) -> PyResult<Call> {
         let q = self.q(py)?;
-        Ok(Call::new(async move { q.poll().await }, bytes_or_none))
+        let back = q.clone();
+        Ok(Call::undoable(
+            async move { q.poll().await },
+            bytes_or_none,
+            offer_again(back),
+        ))
     }
 
     #[getter]

@@ -201,3 +201,26 @@ def test_asyncio_twins(client: zkrecipes.Client, path: str) -> None:
         return got
 
     assert asyncio.run(main()) == [b"0", b"1", b"2"]
+
+
+def test_a_take_whose_asyncio_task_was_cancelled_after_it_removed_the_item_offers_it_again(
+    client: zkrecipes.Client, make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    # At most once, but not lost: the core removed the item, the task was cancelled before the
+    # result reached it; the item was handed to nobody, so it is offered again (it was lost).
+    other = make_client()
+    q = SimpleDistributedQueue(client, path)
+    q.offer(b"x")
+
+    async def main() -> None:
+        task = asyncio.create_task(q.take_async(10))
+        await asyncio.sleep(0)  # the take starts
+        # The loop is held here (a blocking wait on a condition) while the core removes the item.
+        wait_until(lambda: other.get_children(path) == [], 10, "the take removed the item")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    wait_until(lambda: other.get_children(path) != [], 10, "the item offered again")
+    assert SimpleDistributedQueue(other, path).poll() == b"x"

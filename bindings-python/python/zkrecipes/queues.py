@@ -113,7 +113,8 @@ class SimpleDistributedQueue:
         return self._n.take(timeout).wait()
 
     async def take_async(self, timeout: Optional[float] = None) -> Optional[bytes]:
-        """:meth:`take` for asyncio."""
+        """:meth:`take` for asyncio. A task cancelled after the item was removed, before it got
+        it, does not lose it: the item is offered again (at the tail), handed to nobody."""
         return await run(self._n.take(timeout))
 
     def peek(self) -> Optional[bytes]:
