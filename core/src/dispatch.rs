@@ -129,8 +129,9 @@ impl<E: Send + 'static> Dispatcher<E> {
     }
 
     /// Removes a listener; whether it was there (an id of ours removed before: `false`). It
-    /// hears nothing that runs after this returns. `InvalidArgument` for an id this dispatcher
-    /// never gave out (another client's or recipe's).
+    /// hears no event dispatched after this returns; an event being dispatched as it is removed
+    /// (its listeners were taken before) may still reach it once. `InvalidArgument` for an id
+    /// this dispatcher never gave out (another client's or recipe's).
     pub(crate) fn remove(&self, id: ListenerId) -> Result<bool> {
         self.check_id(id)?;
         let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
