@@ -26,9 +26,7 @@ fn bytes_or_none(py: Python<'_>, data: Option<Vec<u8>>) -> PyResult<Py<PyAny>> {
 /// The undo of a take or poll whose result nobody will see (its asyncio task was cancelled, or
 /// Ctrl-C came, after the core removed the item): the item is offered again (at the tail) rather
 /// than lost. Still at most once: it was handed to nobody.
-fn offer_again(
-    q: Arc<SimpleDistributedQueue>,
-) -> bridge::Undo<Option<Vec<u8>>> {
+fn offer_again(q: Arc<SimpleDistributedQueue>) -> bridge::Undo<Option<Vec<u8>>> {
     Box::new(move |taken| {
         if let Some(data) = taken {
             zkrecipes::runtime::spawn(async move {
