@@ -438,6 +438,20 @@ async fn a_static_ensemble_lists_its_members_and_refuses_reconfig() {
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
 }
 
+/// Stops the first two members of a 3-member ensemble with read-only mode on, and waits until
+/// the third serves read-only.
+async fn cut_off_the_third_member(cluster: &TestingCluster) {
+    cluster.server(0).stop();
+    cluster.server(1).stop();
+    eventually("the third member in read-only mode", || {
+        cluster
+            .server(2)
+            .four_letter("srvr")
+            .contains("Mode: read-only")
+    })
+    .await;
+}
+
 /// Read-only servers (`can_be_read_only`): a member cut off from its quorum serves reads to a
 /// new session that allows it (READ_ONLY), and a latch there cannot lead (its create is
 /// refused). A session made on a read-write server is not continued on a read-only one (the
@@ -460,15 +474,7 @@ async fn read_only_servers_serve_new_sessions_and_no_latch_leads_through_one() {
     let latch_a = zkrecipes::leader::LeaderLatch::new(&a, "/ro-latch", "a").unwrap();
     latch_a.start().await.unwrap();
     assert!(latch_a.await_leadership(Some(WAIT)).await.unwrap());
-    cluster.server(0).stop();
-    cluster.server(1).stop();
-    eventually("the third member in read-only mode", || {
-        cluster
-            .server(2)
-            .four_letter("srvr")
-            .contains("Mode: read-only")
-    })
-    .await;
+    cut_off_the_third_member(&cluster).await;
     // A client that does not allow read-only sessions is told why it gets none.
     let e = ClientBuilder::new(&third)
         .connection_timeout(Duration::from_secs(2))
@@ -527,15 +533,7 @@ async fn a_silent_host_does_not_keep_a_read_only_client_from_a_writable_server()
     let _one = ONE_ENSEMBLE.lock().await;
     let cluster = TestingCluster::start_secure(3, Security::new().read_only_mode(true));
     cluster.wait_for_quorum(WAIT).expect("a quorum");
-    cluster.server(0).stop();
-    cluster.server(1).stop();
-    eventually("the third member in read-only mode", || {
-        cluster
-            .server(2)
-            .four_letter("srvr")
-            .contains("Mode: read-only")
-    })
-    .await;
+    cut_off_the_third_member(&cluster).await;
     // A host that accepts connections and never answers nor closes them; it counts the
     // "isro" probes it is sent.
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

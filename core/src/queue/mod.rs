@@ -70,8 +70,8 @@ pub use self::sharder::{QueueSharder, SharderOptions, SharderPolicies};
 pub use self::simple::SimpleDistributedQueue;
 pub use self::variants::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
 
-use crate::client::Parents;
-use crate::{path, Client, CreateMode, CreateOptions, Error, Result};
+use crate::client::{Parents, Session};
+use crate::{path, Client, CreateMode, Error, Result};
 
 /// What a queue's own node is when a put or a take has to make it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,12 +89,15 @@ pub(crate) enum QueueNode {
 /// Makes `path` a persistent node with container parents (see [`QueueNode::Persistent`]); one
 /// that exists is fine.
 pub(crate) async fn ensure_persistent(client: &Client, path: &str) -> Result<()> {
-    match client
-        .create(
-            path,
-            &[],
-            CreateOptions::new(CreateMode::Persistent).parents(),
-        )
+    client
+        .retry(|s| async move { make_persistent(&s, path).await })
+        .await
+}
+
+/// [`ensure_persistent`] on one session, once.
+pub(crate) async fn make_persistent(s: &Session, path: &str) -> Result<()> {
+    match s
+        .create_with_parents(path, &[], CreateMode::Persistent, None, Parents::Containers)
         .await
     {
         Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
@@ -127,19 +130,7 @@ pub(crate) async fn put_sequential(
             Ok(c) => return Ok(c.path),
             // No queue node: nothing was created; make it, then put (again if it keeps going).
             Err(Error::NoNode(_)) if parents == Parents::None && rounds <= 3 => {
-                match s
-                    .create_with_parents(
-                        parent,
-                        &[],
-                        CreateMode::Persistent,
-                        None,
-                        Parents::Containers,
-                    )
-                    .await
-                {
-                    Ok(_) | Err(Error::NodeExists(_)) => {}
-                    Err(e) => return Err(e),
-                }
+                make_persistent(&s, parent).await?;
             }
             Err(e) if e.is_retryable() => {
                 return Err(Error::OutcomeUnknown(

@@ -108,19 +108,7 @@ impl DistributedQueue {
                         // No lock path: made persistent, as Curator's queue makes it (its
                         // consumers lock without making parents), then locked again.
                         Err(Error::NoNode(_)) if rounds <= 3 => {
-                            match s
-                                .create_with_parents(
-                                    lock_path,
-                                    &[],
-                                    CreateMode::Persistent,
-                                    None,
-                                    Parents::Containers,
-                                )
-                                .await
-                            {
-                                Ok(_) | Err(Error::NodeExists(_)) => {}
-                                Err(e) => return Err(e),
-                            }
+                            super::make_persistent(&s, lock_path).await?;
                         }
                         Err(Error::NodeExists(_)) => match s.get_data(lock).await.or_none()? {
                             // Ours: a retried create whose first reply was lost.
