@@ -210,17 +210,27 @@ def test_a_take_whose_asyncio_task_was_cancelled_after_it_removed_the_item_offer
     # result reached it; the item was handed to nobody, so it is offered again (it was lost).
     other = make_client()
     q = SimpleDistributedQueue(client, path)
-    q.offer(b"x")
+
+    def items() -> List[str]:
+        # The queue's path is a container: the server may reap it once empty.
+        try:
+            return other.get_children(path)
+        except zkrecipes.NoNodeError:
+            return []
 
     async def main() -> None:
         task = asyncio.create_task(q.take_async(10))
-        await asyncio.sleep(0)  # the take starts
-        # The loop is held here (a blocking wait on a condition) while the core removes the item.
-        wait_until(lambda: other.get_children(path) == [], 10, "the take removed the item")
+        # The take starts on an empty queue, so it cannot finish in its first step (with the item
+        # already there it could, seen in CI: then there is nothing to cancel).
+        await asyncio.sleep(0)
+        # The loop is held from here (blocking calls, a wait on a condition) while the core
+        # takes and removes the item the other client offers.
+        SimpleDistributedQueue(other, path).offer(b"x")
+        wait_until(lambda: items() == [], 10, "the take removed the item")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    wait_until(lambda: other.get_children(path) != [], 10, "the item offered again")
+    wait_until(lambda: items() != [], 10, "the item offered again")
     assert SimpleDistributedQueue(other, path).poll() == b"x"
