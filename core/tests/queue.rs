@@ -670,3 +670,133 @@ async fn a_take_cancelled_after_its_lock_gives_the_item_back() {
     a.close().await;
     b.close().await;
 }
+
+/// Takes with `take` through a proxy whose replies are held back, waits until the server has
+/// applied the take's delete of `node` (seen from `watcher`, straight to the server), then
+/// drops the take (as a caller's timeout or a cancelled task does): the reply cannot have come
+/// back yet. Returns once the take is gone.
+async fn drop_take_once_its_delete_is_applied<T: Send + 'static>(
+    proxy: &FaultProxy,
+    watcher: &Client,
+    node: &str,
+    take: impl std::future::Future<Output = T> + Send + 'static,
+) {
+    proxy.delay_replies(Duration::from_millis(1500));
+    let taking = tokio::spawn(take);
+    let deadline = Instant::now() + 20 * SECOND;
+    while watcher.exists(node).await.unwrap().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for the take's delete of {node}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    taking.abort();
+    let outcome = taking.await;
+    assert!(
+        outcome.as_ref().is_err_and(|e| e.is_cancelled()),
+        "the take answered before it was dropped: its reply was not held back"
+    );
+    proxy.restore();
+}
+
+/// An at-most-once take dropped after the server applied its delete, before the reply came
+/// back (a caller's `timeout()` around `take`, a cancelled task), does not lose the item: the
+/// removal ends in the background and the item, handed to nobody, is put back at the tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_simple_take_dropped_with_its_delete_in_flight_puts_the_item_back() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let connect = |to: String| {
+        ClientBuilder::new(to)
+            .session_timeout(30 * SECOND)
+            .connection_timeout(5 * SECOND)
+            .connect()
+    };
+    let a = connect(proxy.connect_string()).await.expect("connect");
+    let b = connect(server.connect_string()).await.expect("connect");
+    let qa = SimpleDistributedQueue::new(&a, "/q/dropped").unwrap();
+    let qb = SimpleDistributedQueue::new(&b, "/q/dropped").unwrap();
+    let first = qb.offer(b"one").await.unwrap();
+    drop_take_once_its_delete_is_applied(&proxy, &b, &first, async move { qa.take(None).await })
+        .await;
+    let again = qb.take(Some(10 * SECOND)).await.unwrap();
+    assert_eq!(
+        again.as_deref(),
+        Some(b"one".as_slice()),
+        "the item was lost"
+    );
+    a.close().await;
+    b.close().await;
+}
+
+/// The same for a `DistributedQueue` without a lock path (Curator's `processNormally`): the
+/// item comes back with its key (here a priority) and its messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlocked_take_dropped_with_its_delete_in_flight_puts_the_item_back_with_its_key() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let connect = |to: String| {
+        ClientBuilder::new(to)
+            .session_timeout(30 * SECOND)
+            .connection_timeout(5 * SECOND)
+            .connect()
+    };
+    let a = connect(proxy.connect_string()).await.expect("connect");
+    let b = connect(server.connect_string()).await.expect("connect");
+    let options = QueueOptions::default;
+    let qa = DistributedPriorityQueue::new(&a, "/q/dropped-p", options()).unwrap();
+    let qb = DistributedPriorityQueue::new(&b, "/q/dropped-p", options()).unwrap();
+    qb.put_multi(&[b"m1", b"m2"], 7, None).await.unwrap();
+    let first = b.get_children("/q/dropped-p").await.unwrap().remove(0);
+    let node = format!("/q/dropped-p/{first}");
+    drop_take_once_its_delete_is_applied(&proxy, &b, &node, async move {
+        qa.take(None).await.map(|i| i.map(|i| i.node().to_string()))
+    })
+    .await;
+    let again = qb
+        .take(Some(10 * SECOND))
+        .await
+        .unwrap()
+        .expect("the item was lost");
+    assert_eq!(again.messages(), [b"m1".to_vec(), b"m2".to_vec()]);
+    assert_ne!(again.node(), first, "put back as a new node");
+    assert_eq!(
+        again.node()[..again.node().len() - 10],
+        first[..first.len() - 10],
+        "put back without its priority"
+    );
+    a.close().await;
+    b.close().await;
+}
+
+/// `Item::give_back` returns a taken item for another take whatever the queue: without a lock
+/// path it is put back at the tail with its key and messages (it was removed when taken); with
+/// one its lock goes and the item, which stayed, is taken again.
+#[test]
+fn an_item_given_back_is_taken_again_with_or_without_a_lock_path() {
+    let server = TestingServer::start();
+    let client = connect(&server.connect_string());
+    for (path, options) in [
+        ("/q/back", QueueOptions::default()),
+        ("/q/back-locked", locked("/q/back-locks")),
+    ] {
+        let q = DistributedPriorityQueue::new(&client, path, options).unwrap();
+        q.put_blocking(b"later", 9, None).unwrap();
+        q.put_blocking(b"first", -3, None).unwrap();
+        let item = q.queue().take_blocking(Some(SECOND)).unwrap().unwrap();
+        assert_eq!(item.data(), b"first");
+        item.give_back_blocking().unwrap();
+        let again = q.queue().take_blocking(Some(5 * SECOND)).unwrap().unwrap();
+        assert_eq!(
+            again.data(),
+            b"first",
+            "{path}: not back ahead of a lower priority"
+        );
+        again.done_blocking().unwrap();
+        let rest = q.queue().take_blocking(Some(SECOND)).unwrap().unwrap();
+        assert_eq!(rest.data(), b"later");
+        rest.done_blocking().unwrap();
+        assert!(children(&client, path).is_empty(), "{path}");
+    }
+}

@@ -266,6 +266,23 @@ impl Item {
         }
     }
 
+    /// Gives the item back for another take without completing it, whatever the queue: with a
+    /// lock path this is [`release`](Self::release) (the item stayed in the queue); without one
+    /// the item was removed when it was taken, so it is put back at the tail with its messages
+    /// and its key, as a failed item is requeued. For a consumer that will not process an item
+    /// nobody else has seen (a face whose caller abandoned a take that had landed): consumption
+    /// stays at most once. A put-back create whose reply is lost is not resent:
+    /// `OutcomeUnknown`.
+    pub async fn give_back(mut self) -> Result<()> {
+        match self.hold.take() {
+            Some(hold) => hold.release().await,
+            None => {
+                let data = framing::encode(self.messages.iter().map(Vec::as_slice));
+                self.queue.put_back(&self.node, &data).await
+            }
+        }
+    }
+
     /// [`done`](Self::done) for the blocking face.
     pub fn done_blocking(self) -> Result<()> {
         runtime::try_block_on(self.done())?
@@ -274,6 +291,11 @@ impl Item {
     /// [`fail`](Self::fail) for the blocking face.
     pub fn fail_blocking(self) -> Result<()> {
         runtime::try_block_on(self.fail())?
+    }
+
+    /// [`give_back`](Self::give_back) for the blocking face.
+    pub fn give_back_blocking(self) -> Result<()> {
+        runtime::try_block_on(self.give_back())?
     }
 
     /// [`release`](Self::release) for the blocking face.

@@ -46,7 +46,10 @@
 //! Without a lock path, consumption is Curator's: the item is deleted when it is taken (at most
 //! once: a consumer that dies mid-item loses it, and so does a take whose delete was applied
 //! with its reply lost, since the retry cannot tell our delete from another consumer's) and
-//! `done` has nothing to do.
+//! `done` has nothing to do. A take dropped while its delete is in flight (a `timeout()`
+//! around it, a cancelled task) does not lose the item: the delete goes on to its end and the
+//! item, handed to nobody, is put back at the tail with its key. [`Item::give_back`] does the
+//! same for an item taken and not wanted.
 //!
 //! # Curator's failures we avoid
 //! Consumers hear connection-state changes ([`DistributedQueue::add_listener`]; CURATOR-336);
@@ -70,8 +73,11 @@ pub use self::sharder::{QueueSharder, SharderOptions, SharderPolicies};
 pub use self::simple::SimpleDistributedQueue;
 pub use self::variants::{DistributedDelayQueue, DistributedIdQueue, DistributedPriorityQueue};
 
+use std::future::Future;
+use std::pin::Pin;
+
 use crate::client::{Parents, Session};
-use crate::{path, Client, CreateMode, Error, Result};
+use crate::{path, runtime, Client, CreateMode, Error, Result};
 
 /// What a queue's own node is when a put or a take has to make it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +109,75 @@ pub(crate) async fn make_persistent(s: &Session, path: &str) -> Result<()> {
         Ok(_) | Err(Error::NodeExists(_)) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Runs an at-most-once take's removal of an item (its read and its delete) so that a take
+/// dropped while the removal is in flight (a caller's timeout around the take, a cancelled
+/// task, Ctrl-C in a face) does not lose the item: the removal goes on in the background to its
+/// end, and `put_back` gets its result, to put at the tail again an item removed for nobody
+/// (its failure is logged: nothing else holds the item then).
+/// A removal awaited to its end costs nothing more; one dropped before its first poll sent
+/// nothing and is dropped with it.
+pub(super) async fn removal_outliving_the_take<F, P, B>(removal: F, put_back: P) -> F::Output
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    P: FnOnce(F::Output) -> B + Send + 'static,
+    B: Future<Output = Result<()>> + Send + 'static,
+{
+    /// The removal, until it has answered, and what to do with its result if nobody waits.
+    struct InFlight<F, P, B>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        P: FnOnce(F::Output) -> B + Send + 'static,
+        B: Future<Output = Result<()>> + Send + 'static,
+    {
+        removal: Option<Pin<Box<F>>>,
+        put_back: Option<P>,
+    }
+    impl<F, P, B> Drop for InFlight<F, P, B>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+        P: FnOnce(F::Output) -> B + Send + 'static,
+        B: Future<Output = Result<()>> + Send + 'static,
+    {
+        fn drop(&mut self) {
+            if let (Some(removal), Some(put_back)) = (self.removal.take(), self.put_back.take()) {
+                runtime::spawn(async move {
+                    if let Err(e) = put_back(removal.await).await {
+                        tracing::error!(error = %e, "an item removed by a take that was dropped could not be put back: it is lost");
+                    }
+                });
+            }
+        }
+    }
+    let mut in_flight = InFlight {
+        removal: Some(Box::pin(removal)),
+        put_back: Some(put_back),
+    };
+    let removed = std::future::poll_fn(|cx| match in_flight.removal.as_mut() {
+        Some(removal) => removal.as_mut().poll(cx),
+        None => std::task::Poll::Pending, // never: set above, taken only after this
+    })
+    .await;
+    in_flight.removal = None;
+    removed
+}
+
+/// Puts back at the tail an item an at-most-once take removed and handed to nobody.
+pub(super) async fn put_back(
+    client: &Client,
+    parent: &str,
+    name: &str,
+    data: &[u8],
+    parent_node: QueueNode,
+) -> Result<()> {
+    put_sequential(client, parent, name, data, parent_node)
+        .await
+        .map(drop)
+        .map_err(|e| e.context(format!("put back an item taken from queue {parent}")))
 }
 
 /// Creates `parent/<name><seq>` (persistent sequential), making a missing (or reaped) parent

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use super::{put_sequential, sorted_items, QueueNode};
-use crate::client::{OrNone, Parents};
+use super::{put_back, put_sequential, removal_outliving_the_take, sorted_items, QueueNode};
+use crate::client::{OrNone, Parents, Session};
 use crate::wait::{self, Deadline, Wake};
-use crate::{path, runtime, Client, Error, Result};
+use crate::{path, runtime, Client, Error, Result, Stat};
 
 const PREFIX: &str = "qn-";
 
@@ -17,7 +17,9 @@ const PREFIX: &str = "qn-";
 /// Delivery is at most once, as Curator's: an item is removed (read, then deleted, in one round
 /// trip) before it is returned, so a consumer that dies holding it loses it (as does a take
 /// whose delete was applied with its reply lost: the retry cannot tell our delete from
-/// another consumer's, and at most once forbids handing it out on a guess). Use
+/// another consumer's, and at most once forbids handing it out on a guess). A take dropped
+/// while its delete is in flight (a `timeout()` around it, a cancelled task) does not lose the
+/// item: it is offered again at the tail, handed to nobody. Use
 /// [`DistributedQueue`](super::DistributedQueue) with a lock path for exactly-once consumption.
 /// Beyond Curator: [`take`](Self::take) makes the queue's node again when the server reaped it
 /// (CURATOR-308: Curator's `take()` waits forever there), and a lost connection makes a waiting
@@ -98,11 +100,7 @@ impl SimpleDistributedQueue {
                             };
                             for node in sorted_items(children, PREFIX, path) {
                                 let item = path::join(path, &node);
-                                // Pipelined: one round trip; only the session whose delete succeeds has it.
-                                let data = s.get_data(&item);
-                                let delete = s.delete(&item, None);
-                                let (data, deleted) = tokio::join!(data, delete);
-                                match (data, deleted) {
+                                match self.remove(&s, item).await {
                                     (Ok((d, _)), Ok(())) => return Ok(Some((Some(d), watch))),
                                     (_, Err(Error::NoNode(_))) | (Err(Error::NoNode(_)), _) => {}
                                     (Err(e), _) | (_, Err(e)) => return Err(e),
@@ -132,6 +130,28 @@ impl SimpleDistributedQueue {
                 }
             })
             .await
+    }
+
+    /// Reads and deletes `item` (pipelined: one round trip; only the session whose delete
+    /// succeeds has it), to its end even if the take is dropped meanwhile: an item removed for
+    /// nobody is offered again ([`removal_outliving_the_take`]).
+    async fn remove(&self, s: &Session, item: String) -> (Result<(Vec<u8>, Stat)>, Result<()>) {
+        let s = s.clone();
+        let removal = async move {
+            let data = s.get_data(&item);
+            let delete = s.delete(&item, None);
+            tokio::join!(data, delete)
+        };
+        let (client, path) = (self.client.clone(), self.path.clone());
+        removal_outliving_the_take(removal, move |removed| async move {
+            match removed {
+                (Ok((data, _)), Ok(())) => {
+                    put_back(&client, &path, PREFIX, &data, QueueNode::Container).await
+                }
+                _ => Ok(()),
+            }
+        })
+        .await
     }
 
     /// [`offer`](Self::offer) for the blocking face.

@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 use super::distributed::DistributedQueue;
 use super::framing;
 use super::item::Item;
+use super::names::requeue_name;
+use super::{removal_outliving_the_take, QueueNode};
 use crate::client::{OrNone, Parents, Session};
 use crate::{path, runtime, Client, CreateMode, Error, Result};
 
@@ -16,7 +18,7 @@ impl DistributedQueue {
         let item_path = path::join(&sh.path, node);
         let taken = match &sh.lock_path {
             Some(lock_path) => self.take_locked(lock_path, node, &item_path).await,
-            None => self.take_unlocked(&item_path).await,
+            None => self.take_unlocked(node, &item_path).await,
         }
         .map_err(|e| e.context(format!("take {item_path}")))?;
         let (data, token, hold) = match taken {
@@ -48,8 +50,10 @@ impl DistributedQueue {
         }))
     }
 
-    /// Curator's `processNormally`: read, delete at the version read (at most once).
-    async fn take_unlocked(&self, item_path: &str) -> Result<Taking<Taken>> {
+    /// Curator's `processNormally`: read, delete at the version read (at most once). The
+    /// delete goes on to its end if the take is dropped meanwhile, and an item it removed for
+    /// nobody is put back at the tail with its key ([`removal_outliving_the_take`]).
+    async fn take_unlocked(&self, node: &str, item_path: &str) -> Result<Taking<Taken>> {
         self.shared
             .client
             .retry(|s| async move {
@@ -59,13 +63,30 @@ impl DistributedQueue {
                 if framing::decode(item_path, &data).is_err() {
                     return Ok(Taking::Item((data, stat.czxid, None))); // reported, left in place
                 }
-                match s.delete(item_path, Some(stat.version)).await {
+                let (s, path) = (s.clone(), item_path.to_string());
+                let delete = async move { s.delete(&path, Some(stat.version)).await };
+                let (queue, node, kept) = (self.clone(), node.to_string(), data.clone());
+                let deleted = removal_outliving_the_take(delete, move |deleted| async move {
+                    match deleted {
+                        Ok(()) => queue.put_back(&node, &kept).await,
+                        Err(_) => Ok(()),
+                    }
+                });
+                match deleted.await {
                     Ok(()) => Ok(Taking::Item((data, stat.czxid, None))),
                     Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(Taking::Gone),
                     Err(e) => Err(e),
                 }
             })
             .await
+    }
+
+    /// Puts an item an at-most-once take removed and handed to nobody (`node`, its framed
+    /// `data`) back at the tail with its key, as a failed item is requeued.
+    pub(super) async fn put_back(&self, node: &str, data: &[u8]) -> Result<()> {
+        let sh = &self.shared;
+        let name = requeue_name(node);
+        super::put_back(&sh.client, &sh.path, &name, data, QueueNode::Persistent).await
     }
 
     /// Curator's `processWithLockSafety`, first half: our lock node, then the item's data, on
