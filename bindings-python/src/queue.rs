@@ -23,9 +23,10 @@ fn bytes_or_none(py: Python<'_>, data: Option<Vec<u8>>) -> PyResult<Py<PyAny>> {
     }
 }
 
-/// The undo of a take or poll whose result nobody will see (its asyncio task was cancelled, or
-/// Ctrl-C came, after the core removed the item): the item is offered again (at the tail) rather
-/// than lost. Still at most once: it was handed to nobody.
+/// The undo of a take or poll whose result nobody will see (its asyncio task was cancelled as
+/// the item was delivered; a take dropped earlier, with its removal in flight, is the core's to
+/// put back): the item is offered again (at the tail) rather than lost. Still at most once: it
+/// was handed to nobody.
 fn offer_again(q: Arc<SimpleDistributedQueue>) -> bridge::Undo<Option<Vec<u8>>> {
     Box::new(move |taken| {
         if let Some(data) = taken {
@@ -155,11 +156,39 @@ enum Key {
     DelayUntil(i64),
 }
 
-fn item_obj(py: Python<'_>, item: Option<Item>) -> PyResult<Py<PyAny>> {
+/// A taken item, shared by the `QueueItem` made of it and the take's undo ([`give_back`]).
+type Shared = Arc<Mutex<Option<Item>>>;
+
+fn item_obj(py: Python<'_>, item: Option<Shared>) -> PyResult<Py<PyAny>> {
     match item {
-        Some(item) => Ok(Py::new(py, PyQueueItem::from(item))?.into_any()),
+        Some(item) => Ok(Py::new(py, PyQueueItem::new(py, item)?)?.into_any()),
         None => Ok(py.None()),
     }
+}
+
+/// The undo of a take whose item nobody will see (its asyncio task was cancelled as the item was
+/// delivered; a take dropped earlier is the core's to undo): the item is given back
+/// ([`Item::give_back`]: its lock goes, or, without a lock path, it is put back at the tail)
+/// rather than lost or kept from every consumer.
+fn give_back() -> bridge::Undo<Option<Shared>> {
+    Box::new(|taken| {
+        let item = taken.and_then(|s| s.lock().unwrap_or_else(|e| e.into_inner()).take());
+        if let Some(item) = item {
+            zkrecipes::runtime::spawn(async move {
+                // Refused only when the queue's client closed: nothing more to do then.
+                let _ = item.give_back().await;
+            });
+        }
+    })
+}
+
+/// A take of the queue or the sharder, given back if nobody sees its item.
+fn take_call<F>(take: F) -> Call
+where
+    F: std::future::Future<Output = zkrecipes::Result<Option<Item>>> + Send + 'static,
+{
+    let shared = async move { Ok(take.await?.map(|i| Arc::new(Mutex::new(Some(i))))) };
+    Call::undoable(shared, item_obj, give_back())
 }
 
 #[pymethods]
@@ -266,7 +295,7 @@ impl PyQueue {
     #[pyo3(signature = (timeout = Timeout(None)))]
     fn take(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let q = self.q(py)?;
-        Ok(Call::new(async move { q.take(timeout.0).await }, item_obj))
+        Ok(take_call(async move { q.take(timeout.0).await }))
     }
 
     fn len(&self, py: Python<'_>) -> PyResult<Call> {
@@ -309,20 +338,25 @@ pub struct PyQueueItem {
     id: Option<String>,
 }
 
-impl From<Item> for PyQueueItem {
-    fn from(item: Item) -> Self {
-        PyQueueItem {
-            data: item.data().to_vec(),
-            messages: item.messages().to_vec(),
-            token: item.fencing_token(),
-            node: item.node().to_string(),
-            id: item.id().map(str::to_string),
-            item: Arc::new(Mutex::new(Some(item))),
-        }
-    }
-}
-
 impl PyQueueItem {
+    fn new(py: Python<'_>, shared: Shared) -> PyResult<Self> {
+        let made = {
+            let guard = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let item = guard
+                .as_ref()
+                .ok_or_else(|| errors::invalid(py, "this item was given back"))?;
+            PyQueueItem {
+                data: item.data().to_vec(),
+                messages: item.messages().to_vec(),
+                token: item.fencing_token(),
+                node: item.node().to_string(),
+                id: item.id().map(str::to_string),
+                item: shared.clone(),
+            }
+        };
+        Ok(made)
+    }
+
     fn taken(&self, py: Python<'_>) -> PyResult<Item> {
         self.item
             .lock()
@@ -449,7 +483,7 @@ impl PyQueueSharder {
     #[pyo3(signature = (timeout = Timeout(None)))]
     fn take(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let s = self.s(py)?;
-        Ok(Call::new(async move { s.take(timeout.0).await }, item_obj))
+        Ok(take_call(async move { s.take(timeout.0).await }))
     }
 
     #[getter]

@@ -234,3 +234,30 @@ def test_a_take_whose_asyncio_task_was_cancelled_after_it_removed_the_item_offer
     asyncio.run(main())
     wait_until(lambda: items() != [], 10, "the item offered again")
     assert SimpleDistributedQueue(other, path).poll() == b"x"
+
+
+def test_an_unlocked_take_whose_asyncio_task_was_cancelled_after_it_removed_the_item_puts_it_back(
+    client: zkrecipes.Client, make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    # Without a lock path the item is removed when taken: a task cancelled before the item
+    # reached it must not lose it. It comes back at the tail with its priority.
+    other = make_client()
+    q = DistributedPriorityQueue(client, path)
+    producer = DistributedPriorityQueue(other, path)
+
+    async def main() -> None:
+        task = asyncio.create_task(q.take_async(10))
+        await asyncio.sleep(0)
+        # The loop is held while the core takes and removes the item (see the simple queue's
+        # test above for why the item comes after the take started).
+        producer.put(b"x", -5)
+        wait_until(lambda: other.get_children(path) == [], 10, "the take removed the item")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    wait_until(lambda: other.get_children(path) != [], 10, "the item put back")
+    producer.put(b"low", 50)
+    first = producer.take(5)
+    assert first is not None and first.data == b"x", "not back ahead of a lower priority"

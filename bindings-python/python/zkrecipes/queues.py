@@ -300,7 +300,9 @@ class _QueueBase:
         return None if n is None else QueueItem(n)
 
     async def take_async(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
-        """:meth:`take` for asyncio."""
+        """:meth:`take` for asyncio. A task cancelled after the item was taken, before it got it,
+        gives the item back: its lock goes, or, without a lock path, it is put back at the tail
+        (with its key), handed to nobody."""
         n = await run(self._n.take(timeout))
         return None if n is None else QueueItem(n)
 
@@ -538,7 +540,9 @@ class QueueSharder(Lifecycle):
         return None if n is None else QueueItem(n)
 
     async def take_async(self, timeout: Optional[float] = None) -> Optional[QueueItem]:
-        """:meth:`take` for asyncio."""
+        """:meth:`take` for asyncio. A task cancelled after the item was taken, before it got it,
+        gives the item back: its lock goes, or, without a lock path, it is put back at the tail
+        (with its key), handed to nobody."""
         n = await run(self._n.take(timeout))
         return None if n is None else QueueItem(n)
 
