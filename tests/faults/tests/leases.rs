@@ -20,13 +20,14 @@ use zkrecipes::lock::{InterProcessSemaphoreV2, LeaseLost};
 use zkrecipes::{Client, ClientBuilder, ConnectionState, LostPolicy};
 use zkrecipes_testing::{FaultProxy, TestingServer};
 
-const WAIT: Duration = Duration::from_secs(60);
+#[allow(dead_code)] // the leader-kill helpers and their 8 s client are not this scenario's
+mod common;
+
+use common::{long, WAIT};
+
 const SEMAPHORE: &str = "/f20-sem/s";
 
-fn long() -> bool {
-    std::env::var("ZKR_FAULTS_LONG").is_ok_and(|v| v == "1")
-}
-
+/// A client with a 2 s session (the partition expires it quickly).
 fn client_to(connect: &str) -> Client {
     ClientBuilder::new(connect)
         .session_timeout(Duration::from_secs(2))
