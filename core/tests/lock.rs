@@ -2112,6 +2112,46 @@ async fn multi_lock_is_all_or_nothing() {
     b.close().await;
 }
 
+/// A multi lock's release dropped half way (a timeout around it, Ctrl-C in a face: here after
+/// its first lock went, while the reply is held back) still releases the other locks: they are
+/// not left held until the session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lock_release_dropped_half_way_releases_every_lock() {
+    let proxy = FaultProxy::start(&server().connect_string());
+    let a = connect_to(&proxy.connect_string()).await;
+    let b = connect().await;
+    let multi = InterProcessMultiLock::new(&a, &["/multi-drop/a", "/multi-drop/b"]).unwrap();
+    let (first, last) = (
+        InterProcessMutex::new(&b, "/multi-drop/a").unwrap(),
+        InterProcessMutex::new(&b, "/multi-drop/b").unwrap(),
+    );
+    let o = Owner::new();
+    assert!(multi.acquire(o, Some(WAIT)).await.unwrap());
+    proxy.delay_replies(Duration::from_millis(1500));
+    let releasing = {
+        let multi = multi.clone();
+        tokio::spawn(async move { multi.release(o).await })
+    };
+    // Released in reverse order: the last path's node goes first.
+    eventually("the last lock's node is deleted", WAIT, || async {
+        last.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    releasing.abort();
+    assert!(
+        releasing.await.is_err_and(|e| e.is_cancelled()),
+        "the release answered before it was dropped: its replies were not held back"
+    );
+    proxy.restore();
+    eventually("the first lock's node is deleted too", WAIT, || async {
+        first.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    assert!(!multi.is_acquired_in_this_process());
+    a.close().await;
+    b.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overlapping_multi_locks_never_share_a_lock() {
     let rounds = if long() { 20 } else { 5 };

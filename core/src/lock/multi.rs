@@ -78,17 +78,25 @@ impl InterProcessMultiLock {
         Ok(true)
     }
 
-    /// Releases every lock in reverse order; tries them all and returns the first error.
+    /// Releases every lock in reverse order; tries them all and returns the first error. The
+    /// releases go on if this call is dropped (a timeout around it, a cancelled task): as
+    /// Curator's, which carries on through an interrupt, a release begun is never left half
+    /// done with the remaining locks held until the session ends.
     pub async fn release(&self, owner: Owner) -> Result<()> {
-        let mut first = Ok(());
-        for lock in self.locks.iter().rev() {
-            if let Err(e) = lock.release(owner).await {
-                if first.is_ok() {
-                    first = Err(e);
+        let locks = self.locks.clone();
+        runtime::spawn(async move {
+            let mut first = Ok(());
+            for lock in locks.iter().rev() {
+                if let Err(e) = lock.release(owner).await {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
                 }
             }
-        }
-        first
+            first
+        })
+        .await
+        .unwrap_or_else(|e| Err(crate::client::join_error(e)))
     }
 
     /// [`acquire`](Self::acquire) for the blocking face, owned by the calling thread.
