@@ -800,3 +800,41 @@ fn an_item_given_back_is_taken_again_with_or_without_a_lock_path() {
         assert!(children(&client, path).is_empty(), "{path}");
     }
 }
+
+/// `give_back` without a lock path holds the only copy of the item: dropped while it waits for
+/// a connection (a timeout around it), the put-back goes on and the item is back once the
+/// connection is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_give_back_dropped_while_disconnected_still_puts_the_item_back() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let connect = |to: String| {
+        ClientBuilder::new(to)
+            .session_timeout(30 * SECOND)
+            .connection_timeout(5 * SECOND)
+            .connect()
+    };
+    let a = connect(proxy.connect_string()).await.expect("connect");
+    let b = connect(server.connect_string()).await.expect("connect");
+    let qa = DistributedQueue::new(&a, "/q/given", QueueOptions::default()).unwrap();
+    let qb = DistributedQueue::new(&b, "/q/given", QueueOptions::default()).unwrap();
+    qb.put(b"only", None).await.unwrap();
+    let item = qa.take(Some(10 * SECOND)).await.unwrap().expect("the item");
+    proxy.cut();
+    let deadline = Instant::now() + 20 * SECOND;
+    while a.state().is_connected() {
+        assert!(Instant::now() < deadline, "the client did not see the cut");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let gave = tokio::time::timeout(Duration::from_millis(300), item.give_back()).await;
+    assert!(gave.is_err(), "the give-back answered while disconnected");
+    proxy.restore();
+    let again = qb
+        .take(Some(20 * SECOND))
+        .await
+        .unwrap()
+        .expect("the item was lost with the dropped give-back");
+    assert_eq!(again.data(), b"only");
+    a.close().await;
+    b.close().await;
+}

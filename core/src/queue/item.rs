@@ -271,14 +271,19 @@ impl Item {
     /// the item was removed when it was taken, so it is put back at the tail with its messages
     /// and its key, as a failed item is requeued. For a consumer that will not process an item
     /// nobody else has seen (a face whose caller abandoned a take that had landed): consumption
-    /// stays at most once. A put-back create whose reply is lost is not resent:
-    /// `OutcomeUnknown`.
+    /// stays at most once. The put-back goes on if this call is dropped; its create, when its
+    /// reply is lost, is not resent: `OutcomeUnknown`.
     pub async fn give_back(mut self) -> Result<()> {
         match self.hold.take() {
             Some(hold) => hold.release().await,
             None => {
                 let data = framing::encode(self.messages.iter().map(Vec::as_slice));
-                self.queue.put_back(&self.node, &data).await
+                let (queue, node) = (self.queue.clone(), std::mem::take(&mut self.node));
+                // Its own task: the item is nowhere else now, so a caller that stops waiting (a
+                // timeout around this call, a cancelled task) must not drop it with the call.
+                runtime::spawn(async move { queue.put_back(&node, &data).await })
+                    .await
+                    .unwrap_or_else(|e| Err(crate::client::join_error(e)))
             }
         }
     }
