@@ -220,3 +220,57 @@ fn barrier_enter_waits_for_the_members_and_leave_for_everyone_to_go() {
     let status = wait_exit(&mut leaving, "zkr barrier leave", Duration::from_secs(60));
     assert!(status.success());
 }
+
+/// An item zkr could not write out (stdout is /dev/full) is not lost: the simple queue's is
+/// offered again, a distributed queue's given back (released with a lock path, put back
+/// without one).
+#[test]
+fn an_item_that_could_not_be_written_out_stays_in_the_queue() {
+    let server = TestingServer::start();
+    let s = server.connect_string();
+    let c = client(&server);
+    let full = || {
+        Stdio::from(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+    };
+    let simple = SimpleDistributedQueue::new(&c, "/cli/full-simple").unwrap();
+    simple.offer_blocking(b"kept").unwrap();
+    let o = run(zkr(&s)
+        .args(["queue", "take", "/cli/full-simple"])
+        .stdout(full()));
+    assert!(!o.status.success(), "the write to /dev/full succeeded?");
+    assert_eq!(
+        simple.poll_blocking().unwrap().as_deref(),
+        Some(&b"kept"[..])
+    );
+    for (path, lock) in [
+        ("/cli/full-dq", None),
+        ("/cli/full-dql", Some("/cli/full-dql-locks")),
+    ] {
+        let options = QueueOptions {
+            lock_path: lock.map(str::to_string),
+            ..QueueOptions::default()
+        };
+        let q = DistributedQueue::new(&c, path, options).unwrap();
+        q.put_blocking(b"kept", None).unwrap();
+        let mut args = vec!["queue", "take", path, "--distributed"];
+        if let Some(lock) = lock {
+            args.extend(["--lock-path", lock]);
+        }
+        let o = run(zkr(&s).args(&args).stdout(full()));
+        assert!(
+            !o.status.success(),
+            "{path}: the write to /dev/full succeeded?"
+        );
+        let item = q
+            .take_blocking(Some(Duration::from_secs(10)))
+            .unwrap()
+            .unwrap_or_else(|| panic!("{path}: the item was lost"));
+        assert_eq!(item.data(), b"kept");
+        item.done_blocking().unwrap();
+    }
+}

@@ -108,7 +108,11 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
             .await
             .map_err(fail)?
             .ok_or_else(waited)?;
-        write_item(global, path, None, &[data]).map_err(write_failure)?;
+        if let Err(e) = write_item(global, path, None, &[data.clone()]) {
+            // Not delivered: offered again (at the tail), handed to nobody, not lost.
+            let _ = q.offer(&data).await;
+            return Err(write_failure(e));
+        }
         return Ok(OK);
     }
     let options = QueueOptions {
@@ -127,8 +131,9 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
             Ok(OK)
         }
         Err(e) => {
-            // Not delivered: the queue's error mode (REQUEUE) puts it back for another consumer.
-            let _ = item.fail().await;
+            // Not delivered: given back for another consumer (where it was, with a lock path;
+            // put back at the tail with its key without one, since the take removed it).
+            let _ = item.give_back().await;
             Err(write_failure(e))
         }
     }
