@@ -1172,8 +1172,8 @@ export declare class SimpleDistributedQueue {
 /**
  * One taken item, valid until `done()` (completes it exactly once; rejects with
  * ZKR_SESSION_EXPIRED when our lock went with the session, or with ZKR_OUTCOME_UNKNOWN when a
- * reply was lost and the item is gone: it may have been completed by us) or `release()`
- * (gives it back). An item garbage-collected before any of them is given back (its lock
+ * reply was lost and the item is gone: it may have been completed by us), `release()` or
+ * `giveBack()` (give it back). An item garbage-collected before any of them is given back (its lock
  * deleted), so another consumer takes it.
  */
 export declare class QueueItem {
@@ -1190,8 +1190,20 @@ export declare class QueueItem {
    * tail (`'REQUEUE'`, the default) or deletes it (`'DELETE'`); rejects as `done()` does.
    */
   fail(): Promise<void>;
-  /** Gives the item back where it was (taken again next). */
+  /**
+   * With a lock path, gives the item back where it was (taken again next). Without one the take
+   * removed the item and this does nothing: see `giveBack()`.
+   */
   release(): Promise<void>;
+  /**
+   * Gives the item back for another take without completing it, whatever the queue: with a
+   * lock path it is `release()` (the item stayed in the queue); without one the item was
+   * removed when it was taken, so it is put back at the tail with its messages and its key
+   * (priority, delay, id), as a failed item is requeued. Rejects with `ZKR_OUTCOME_UNKNOWN`
+   * when the put-back's reply was lost (not resent), and with `ZKR_INVALID_ARGUMENT` for an
+   * item already completed, released or given back.
+   */
+  giveBack(): Promise<void>;
 }
 
 /** What `item.fail()` does with an item (Curator's ErrorMode; needs a lock path). */

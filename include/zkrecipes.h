@@ -532,7 +532,8 @@ typedef struct zkr_queue zkr_queue;
 
 /**
  * One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
- * complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+ * complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release or
+ * zkr_queue_item_give_back) first.
  */
 typedef struct zkr_queue_item zkr_queue_item;
 
@@ -3776,9 +3777,22 @@ zkr_status zkr_queue_item_done(struct zkr_queue_item *item);
 zkr_status zkr_queue_item_fail(struct zkr_queue_item *item);
 
 /**
- * Gives the item back without completing it (another consumer takes it again).
+ * With a lock path, gives the item back without completing it (another consumer takes it
+ * again). Without one the take removed the item and this does nothing: see
+ * zkr_queue_item_give_back.
  */
 zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
+
+/**
+ * Gives the item back for another take without completing it, whatever the queue: with a lock
+ * path it is zkr_queue_item_release (our lock node is deleted; the item stayed in the queue);
+ * without one the item was removed when it was taken, so it is put back at the tail with its
+ * messages and its key (priority, delay, id), as a failed item is requeued. For a consumer that
+ * will not process an item nobody else has seen: consumption stays at most once. A put-back
+ * whose reply is lost is not resent: ZKR_OUTCOME_UNKNOWN. An item already completed, released
+ * or given back: ZKR_INVALID_ARGUMENT.
+ */
+zkr_status zkr_queue_item_give_back(struct zkr_queue_item *item);
 
 /**
  * Frees an item; one neither completed nor released is given back in the background. NULL

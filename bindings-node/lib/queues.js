@@ -106,7 +106,7 @@ class SimpleDistributedQueue {
  * One taken item: `data` (Buffer), `messages`, `fencingToken` (BigInt: the czxid of this
  * consumer's lock node; a later taker of the item gets a larger one), `node`, `id`. Valid until
  * `done()` (completes it exactly once, or rejects with `ZKR_SESSION_EXPIRED` when our lock went
- * with the session) or `release()` (gives it back).
+ * with the session), `release()` or `giveBack()` (give it back).
  */
 class QueueItem {
   #queue;
@@ -120,8 +120,9 @@ class QueueItem {
     this.fencingToken = raw.fencingToken;
     this.node = raw.node;
     this.id = raw.id;
-    // An item collected before done(), fail() or release() (a loop body that threw) is given
-    // back, as Python's and C's are: its lock would otherwise stay for the life of the process.
+    // An item collected before done(), fail(), release() or giveBack() (a loop body that threw)
+    // is given back, as Python's and C's are: its lock would otherwise stay for the life of the
+    // process.
     collectedItems.register(this, { queue, handle: raw.handle }, this);
   }
 
@@ -142,10 +143,27 @@ class QueueItem {
     return args.rejecting(() => this.#queue.itemFail(this.#handle));
   }
 
-  /** Gives the item back where it was, without completing it (taken again next). */
+  /**
+   * With a lock path, gives the item back where it was, without completing it (taken again
+   * next). Without one the take removed the item and this does nothing: see `giveBack()`.
+   */
   release() {
     collectedItems.unregister(this);
     return args.rejecting(() => this.#queue.itemRelease(this.#handle));
+  }
+
+  /**
+   * Gives the item back for another take without completing it, whatever the queue: with a
+   * lock path it is `release()` (our lock goes; the item stayed in the queue); without one the
+   * item was removed when it was taken, so it is put back at the tail with its messages and its
+   * key (priority, delay, id), as a failed item is requeued. For a consumer that will not
+   * process an item nobody else has seen: consumption stays at most once. A put-back whose reply
+   * was lost is not resent: rejects with `ZKR_OUTCOME_UNKNOWN`. An item already completed,
+   * released or given back: `ZKR_INVALID_ARGUMENT`.
+   */
+  giveBack() {
+    collectedItems.unregister(this);
+    return args.rejecting(() => this.#queue.itemGiveBack(this.#handle));
   }
 }
 

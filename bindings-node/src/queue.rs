@@ -1,7 +1,7 @@
 //! Barriers and queues: `NativeBarrier`, `NativeDoubleBarrier`, `NativeSimpleQueue` and
 //! `NativeQueue` (the DistributedQueue family, made with the variant's name). A taken item stays
-//! in its queue's table under an id until `itemDone` / `itemRelease` (or `close`, which gives
-//! every held item back).
+//! in its queue's table under an id until `itemDone` / `itemFail` / `itemRelease` /
+//! `itemGiveBack` (or `close`, which gives every held item back).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -226,7 +226,9 @@ impl Holds {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&handle)
             .ok_or_else(|| {
-                Error::InvalidArgument("this item was already completed or released".into())
+                Error::InvalidArgument(
+                    "this item was already completed, released or given back".into(),
+                )
             })
     }
 }
@@ -462,6 +464,15 @@ impl NativeQueue {
         })
     }
 
+    /// Gives a taken item back for another take, whatever the queue (`Item::give_back`).
+    #[napi]
+    pub fn item_give_back<'env>(&self, env: &'env Env, handle: u32) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let item = self.shared.holds.taken(handle)?;
+            Ok(async move { item.give_back().await })
+        })
+    }
+
     /// Resolves to the number of items now.
     #[napi]
     pub fn len<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
@@ -622,6 +633,15 @@ impl NativeQueueSharder {
         promise(env, || {
             let item = self.holds.taken(handle)?;
             Ok(async move { item.release().await })
+        })
+    }
+
+    /// Gives a taken item back for another take, whatever the queue (`Item::give_back`).
+    #[napi]
+    pub fn item_give_back<'env>(&self, env: &'env Env, handle: u32) -> napi::Result<Object<'env>> {
+        promise(env, || {
+            let item = self.holds.taken(handle)?;
+            Ok(async move { item.give_back().await })
         })
     }
 

@@ -83,6 +83,70 @@ test('DistributedQueue: for await over consume(), release gives an item back', a
   assert.deepEqual(got, ['0', '1', '2', '3', '4']);
 });
 
+test('giveBack without a lock path puts the item back with its priority', async () => {
+  // The take removed the item: giveBack puts it back with its key, so it comes first again,
+  // ahead of the lower priority (release() would have nothing to give back).
+  const p = uniquePath('give-back-prio');
+  const q = new DistributedPriorityQueue(client, p);
+  await q.put('high', -5);
+  await q.put('low', 50);
+  const first = await q.take({ timeoutMs: 5000 });
+  assert.equal(first.data.toString(), 'high');
+  assert.equal(await first.giveBack(), undefined);
+  const again = await q.take({ timeoutMs: 5000 });
+  assert.equal(again.data.toString(), 'high', 'not back ahead of a lower priority');
+  assert.notEqual(again.node, first.node);
+  assert.ok(again.fencingToken > first.fencingToken);
+  const next = await q.take({ timeoutMs: 5000 });
+  assert.equal(next.data.toString(), 'low');
+  assert.equal(await q.length(), 0);
+});
+
+test('giveBack with a lock path releases the item for another take', async () => {
+  const p = uniquePath('give-back-locked');
+  const lockPath = `${p}-locks`;
+  const q = new DistributedQueue(client, p, { lockPath });
+  await q.put('x');
+  await q.put('y');
+  const first = await q.take({ timeoutMs: 5000 });
+  assert.equal(first.data.toString(), 'x');
+  assert.equal((await client.getChildren(lockPath)).length, 1);
+  await first.giveBack();
+  assert.deepEqual(await client.getChildren(lockPath), [], 'our lock node is gone');
+  const again = await q.take({ timeoutMs: 5000 });
+  assert.equal(again.data.toString(), 'x', 'given back where it was: first again');
+  assert.equal(again.node, first.node);
+  assert.ok(again.fencingToken > first.fencingToken);
+  await again.done();
+  assert.equal(await q.length(), 1);
+});
+
+for (const locked of [false, true]) {
+  test(`giveBack twice or after done() rejects as release() does (${locked ? 'with' : 'without'} a lock path)`, async () => {
+    const p = uniquePath('give-back-twice');
+    const q = new DistributedQueue(client, p, locked ? { lockPath: `${p}-locks` } : undefined);
+    await q.put('a');
+    await q.put('b');
+    const given = await q.take({ timeoutMs: 5000 });
+    await given.giveBack();
+    const twice = await given.giveBack().then(() => null, (e) => e);
+    const releaseAfter = await given.release().then(() => null, (e) => e);
+    assert.equal(twice?.code, 'ZKR_INVALID_ARGUMENT');
+    assert.equal(twice.message, releaseAfter?.message);
+    const done = await q.take({ timeoutMs: 5000 });
+    await done.done();
+    const afterDone = await done.giveBack().then(() => null, (e) => e);
+    const releaseAfterDone = await done.release().then(() => null, (e) => e);
+    assert.equal(afterDone?.code, 'ZKR_INVALID_ARGUMENT');
+    assert.equal(afterDone.message, releaseAfterDone?.message);
+    // Nothing was given back or completed twice: one item left, the other one.
+    assert.equal(await q.length(), 1);
+    const left = await q.take({ timeoutMs: 5000 });
+    assert.notDeepEqual(left.data, done.data);
+    await left.done();
+  });
+}
+
 test('variants: bounded puts, priorities, ids, delays; states are emitted', async () => {
   const p = uniquePath('variants');
   const bounded = new DistributedQueue(client, `${p}/bounded`, { maxItems: 1 });

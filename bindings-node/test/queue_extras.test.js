@@ -191,3 +191,26 @@ test('QueueSharder: shards added past the threshold, every item taken once', asy
   assert.throws(() => new QueueSharder(client, p, `${p}-l`, { maxQueue: 1 }), { code: 'ZKR_INVALID_ARGUMENT' });
   assert.throws(() => new QueueSharder(client, p, `${p}-l`, { errorMode: 'DELETE' }), { code: 'ZKR_INVALID_ARGUMENT' });
 });
+
+test('QueueSharder: an item given back (giveBack) is taken again', async () => {
+  // Without a lock path the take removed the item from its shard: giveBack puts it back.
+  const p = uniquePath('sharder-give-back');
+  const s = new QueueSharder(client, `${p}/queues`, `${p}/leader`);
+  try {
+    await s.start();
+    const q = s.getQueue();
+    assert.equal(await q.put('x'), true);
+    q.close();
+    const first = await s.take({ timeoutMs: 5000 });
+    assert.equal(first.data.toString(), 'x');
+    await first.giveBack();
+    await assert.rejects(first.giveBack(), { code: 'ZKR_INVALID_ARGUMENT' });
+    const again = await s.take({ timeoutMs: 5000 });
+    assert.ok(again, 'the item given back is taken again');
+    assert.equal(again.data.toString(), 'x');
+    await again.done();
+    assert.equal(await s.take({ timeoutMs: 0 }), null);
+  } finally {
+    await s.close();
+  }
+});

@@ -362,7 +362,12 @@ impl PyQueueItem {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-            .ok_or_else(|| errors::invalid(py, "this item was already completed or released"))
+            .ok_or_else(|| {
+                errors::invalid(
+                    py,
+                    "this item was already completed, released or given back",
+                )
+            })
     }
 }
 
@@ -381,6 +386,11 @@ impl PyQueueItem {
     fn fail(&self, py: Python<'_>) -> PyResult<Call> {
         let item = self.taken(py)?;
         Ok(Call::unit(async move { item.fail().await }))
+    }
+
+    fn give_back(&self, py: Python<'_>) -> PyResult<Call> {
+        let item = self.taken(py)?;
+        Ok(Call::unit(async move { item.give_back().await }))
     }
 
     #[getter]

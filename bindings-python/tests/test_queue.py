@@ -261,3 +261,81 @@ def test_an_unlocked_take_whose_asyncio_task_was_cancelled_after_it_removed_the_
     producer.put(b"low", 50)
     first = producer.take(5)
     assert first is not None and first.data == b"x", "not back ahead of a lower priority"
+
+
+def test_give_back_without_a_lock_path_puts_the_item_back_with_its_priority(
+    client: zkrecipes.Client, path: str
+) -> None:
+    # Without a lock path the take removed the item: give_back puts it back with its key, so it
+    # comes first again, ahead of the lower priority (release would have nothing to give back).
+    q = DistributedPriorityQueue(client, path)
+    q.put(b"high", -5)
+    q.put(b"low", 50)
+    first = q.take(5)
+    assert first is not None and first.data == b"high"
+    first.give_back()
+    again = q.take(5)
+    assert again is not None and again.data == b"high", "not back ahead of a lower priority"
+    assert again.node != first.node and again.fencing_token > first.fencing_token
+    nxt = q.take(5)
+    assert nxt is not None and nxt.data == b"low"
+    assert len(q) == 0
+
+
+def test_give_back_with_a_lock_path_releases_the_item_for_another_take(client: zkrecipes.Client, path: str) -> None:
+    locks = path + "-locks"
+    q = DistributedQueue(client, path, lock_path=locks)
+    q.put(b"x")
+    q.put(b"y")
+    first = q.take(5)
+    assert first is not None and first.data == b"x"
+    assert len(client.get_children(locks)) == 1
+    first.give_back()
+    assert client.get_children(locks) == [], "our lock node is gone"
+
+    async def take_and_give_back_async() -> None:
+        again = await q.take_async(5)
+        assert again is not None and again.data == b"x" and again.node == first.node
+        assert again.fencing_token > first.fencing_token
+        await again.give_back_async()
+
+    asyncio.run(take_and_give_back_async())
+    last = q.take(5)
+    assert last is not None and last.data == b"x", "given back where it was: first again"
+    last.done()
+    assert len(q) == 1
+
+
+@pytest.mark.parametrize("lock_path", [False, True])
+def test_give_back_twice_or_after_done_raises_as_release_does(
+    client: zkrecipes.Client, path: str, lock_path: bool
+) -> None:
+    q = DistributedQueue(client, path, lock_path=path + "-locks" if lock_path else None)
+    for data in (b"a", b"b"):
+        q.put(data)
+    given = q.take(5)
+    assert given is not None
+    given.give_back()
+    with pytest.raises(zkrecipes.InvalidArgumentError) as twice:
+        given.give_back()
+    with pytest.raises(zkrecipes.InvalidArgumentError) as release_after:
+        given.release()
+    assert str(twice.value) == str(release_after.value)
+    done = q.take(5)
+    assert done is not None
+    done.done()
+    with pytest.raises(zkrecipes.InvalidArgumentError) as after_done:
+        done.give_back()
+    with pytest.raises(zkrecipes.InvalidArgumentError) as release_after_done:
+        done.release()
+    assert str(after_done.value) == str(release_after_done.value)
+
+    async def twice_async() -> None:
+        with pytest.raises(zkrecipes.InvalidArgumentError):
+            await given.give_back_async()
+
+    asyncio.run(twice_async())
+    # Nothing was given back or completed twice: one item left, the other one.
+    assert len(q) == 1
+    left = q.take(5)
+    assert left is not None and left.data != done.data

@@ -585,7 +585,8 @@ pub extern "C" fn zkr_queue_len(q: *mut zkr_queue, len: *mut usize) -> zkr_statu
 }
 
 /// One taken item. Its data and fencing token stay readable until zkr_queue_item_free;
-/// complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release) first.
+/// complete it with zkr_queue_item_done (or give it back with zkr_queue_item_release or
+/// zkr_queue_item_give_back) first.
 pub struct zkr_queue_item {
     item: Mutex<Option<Item>>,
     data: Vec<u8>,
@@ -690,7 +691,7 @@ pub extern "C" fn zkr_queue_item_fencing_token(
 fn taken(item: &zkr_queue_item, function: &str) -> Result<Item> {
     lock(&item.item).take().ok_or_else(|| {
         Error::InvalidArgument(
-            format!("{function}: the item was already completed or released").into(),
+            format!("{function}: the item was already completed, released or given back").into(),
         )
     })
 }
@@ -719,11 +720,27 @@ pub extern "C" fn zkr_queue_item_fail(item: *mut zkr_queue_item) -> zkr_status {
     })
 }
 
-/// Gives the item back without completing it (another consumer takes it again).
+/// With a lock path, gives the item back without completing it (another consumer takes it
+/// again). Without one the take removed the item and this does nothing: see
+/// zkr_queue_item_give_back.
 #[no_mangle]
 pub extern "C" fn zkr_queue_item_release(item: *mut zkr_queue_item) -> zkr_status {
     handle_call("zkr_queue_item_release", item, |i| {
         wait(taken(i, "zkr_queue_item_release")?.release())
+    })
+}
+
+/// Gives the item back for another take without completing it, whatever the queue: with a lock
+/// path it is zkr_queue_item_release (our lock node is deleted; the item stayed in the queue);
+/// without one the item was removed when it was taken, so it is put back at the tail with its
+/// messages and its key (priority, delay, id), as a failed item is requeued. For a consumer that
+/// will not process an item nobody else has seen: consumption stays at most once. A put-back
+/// whose reply is lost is not resent: ZKR_OUTCOME_UNKNOWN. An item already completed, released
+/// or given back: ZKR_INVALID_ARGUMENT.
+#[no_mangle]
+pub extern "C" fn zkr_queue_item_give_back(item: *mut zkr_queue_item) -> zkr_status {
+    handle_call("zkr_queue_item_give_back", item, |i| {
+        wait(taken(i, "zkr_queue_item_give_back")?.give_back())
     })
 }
 

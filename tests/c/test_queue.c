@@ -1,6 +1,7 @@
 /* Barriers and queues through the C API: a simple queue's order and timeouts, exactly-once
  * consumption with a lock path (a consumer whose session ends mid-item cannot complete it; the
- * next taker gets a larger fencing token), the variants, a double barrier of three threads, a
+ * next taker gets a larger fencing token), an item given back (its key kept without a lock
+ * path), the variants, a double barrier of three threads, a
  * barrier, and bad input. */
 #include "testutil.h"
 
@@ -98,6 +99,126 @@ static void test_exactly_once_with_a_lock_path(void) {
     zkr_queue_free(qb);
     zkr_client_free(a);
     zkr_client_free(b);
+}
+
+/* Takes the next item of `q` (within 5 s) into `item` and checks its data is the byte `want`. */
+#define TAKE_ONE(q, want, item)                                                              \
+    do {                                                                                     \
+        const uint8_t *take_data_;                                                           \
+        size_t take_len_;                                                                    \
+        CHECK_OK(zkr_queue_take((q), 5000, &(item)));                                        \
+        CHECK_MSG((item) != NULL, "no item within 5 s (wanted %c)", (want));                 \
+        CHECK_OK(zkr_queue_item_data((item), &take_data_, &take_len_));                      \
+        CHECK_MSG(take_len_ == 1 && take_data_[0] == (uint8_t)(want),                        \
+                  "took %zu bytes starting %c, not %c", take_len_,                           \
+                  take_len_ ? (char)take_data_[0] : '-', (want));                            \
+    } while (0)
+
+static void test_give_back_without_a_lock_path_keeps_the_priority(void) {
+    char path[128];
+    zt_path(path, sizeof path, "give-back-prio");
+    zkr_client *c;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_queue *q;
+    CHECK_OK(zkr_priority_queue_new(c, path, NULL, 0, &q));
+    bool put = false;
+    CHECK_OK(zkr_queue_put_with_priority(q, (const uint8_t *)"h", 1, -5, -1, &put));
+    CHECK_OK(zkr_queue_put_with_priority(q, (const uint8_t *)"l", 1, 50, -1, &put));
+    CHECK(put);
+    /* The take removed the item: given back, it is put back with its key, so it comes first
+     * again, ahead of the lower priority (zkr_queue_item_release would have nothing to give). */
+    zkr_queue_item *first = NULL;
+    TAKE_ONE(q, 'h', first);
+    int64_t first_token = 0, token = 0;
+    CHECK_OK(zkr_queue_item_fencing_token(first, &first_token));
+    CHECK_OK(zkr_queue_item_give_back(first));
+    zkr_queue_item_free(first);
+    zkr_queue_item *again = NULL;
+    TAKE_ONE(q, 'h', again);
+    CHECK_OK(zkr_queue_item_fencing_token(again, &token));
+    CHECK(token > first_token);
+    zkr_queue_item_free(again);
+    zkr_queue_item *low = NULL;
+    TAKE_ONE(q, 'l', low);
+    zkr_queue_item_free(low);
+    size_t len = 1;
+    CHECK_OK(zkr_queue_len(q, &len));
+    CHECK(len == 0);
+    zkr_queue_free(q);
+    zkr_client_free(c);
+}
+
+static void test_give_back_with_a_lock_path_leaves_the_item_for_another_take(void) {
+    char path[128], locks[128];
+    zt_path(path, sizeof path, "give-back-locked");
+    zt_path(locks, sizeof locks, "give-back-locked-locks");
+    zkr_client *c;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_queue *q;
+    CHECK_OK(zkr_queue_new(c, path, locks, 0, &q));
+    bool put = false;
+    CHECK_OK(zkr_queue_put(q, (const uint8_t *)"x", 1, -1, &put));
+    CHECK_OK(zkr_queue_put(q, (const uint8_t *)"y", 1, -1, &put));
+    zkr_queue_item *first = NULL;
+    TAKE_ONE(q, 'x', first);
+    int64_t first_token = 0, token = 0;
+    CHECK_OK(zkr_queue_item_fencing_token(first, &first_token));
+    CHECK_OK(zkr_queue_item_give_back(first));
+    zkr_queue_item_free(first);
+    /* Where it was: first again, under a new lock. */
+    zkr_queue_item *again = NULL;
+    TAKE_ONE(q, 'x', again);
+    CHECK_OK(zkr_queue_item_fencing_token(again, &token));
+    CHECK(token > first_token);
+    CHECK_OK(zkr_queue_item_done(again));
+    zkr_queue_item_free(again);
+    size_t len = 0;
+    CHECK_OK(zkr_queue_len(q, &len));
+    CHECK(len == 1);
+    zkr_queue_free(q);
+    zkr_client_free(c);
+}
+
+/* Given back twice, or after done: ZKR_INVALID_ARGUMENT, as zkr_queue_item_release's. */
+static void give_back_twice_or_after_done(bool locked) {
+    char path[128], locks[128];
+    zt_path(path, sizeof path, "give-back-twice");
+    zt_path(locks, sizeof locks, "give-back-twice-locks");
+    zkr_client *c;
+    CHECK_OK(zt_connect_client(&c));
+    zkr_queue *q;
+    CHECK_OK(zkr_queue_new(c, path, locked ? locks : NULL, 0, &q));
+    bool put = false;
+    CHECK_OK(zkr_queue_put(q, (const uint8_t *)"a", 1, -1, &put));
+    CHECK_OK(zkr_queue_put(q, (const uint8_t *)"b", 1, -1, &put));
+    zkr_queue_item *given = NULL;
+    TAKE_ONE(q, 'a', given);
+    CHECK_OK(zkr_queue_item_give_back(given));
+    CHECK_STATUS(zkr_queue_item_give_back(given), ZKR_INVALID_ARGUMENT, "zkr_queue_item_give_back");
+    CHECK_STATUS(zkr_queue_item_release(given), ZKR_INVALID_ARGUMENT, "zkr_queue_item_release");
+    zkr_queue_item_free(given);
+    /* With a lock path "a" stayed at the head; without one it went back behind "b". */
+    zkr_queue_item *done = NULL;
+    TAKE_ONE(q, locked ? 'a' : 'b', done);
+    CHECK_OK(zkr_queue_item_done(done));
+    CHECK_STATUS(zkr_queue_item_give_back(done), ZKR_INVALID_ARGUMENT, "zkr_queue_item_give_back");
+    CHECK_STATUS(zkr_queue_item_release(done), ZKR_INVALID_ARGUMENT, "zkr_queue_item_release");
+    zkr_queue_item_free(done);
+    /* Nothing given back or completed twice: the other item is the one left. */
+    size_t len = 0;
+    CHECK_OK(zkr_queue_len(q, &len));
+    CHECK(len == 1);
+    zkr_queue_item *left = NULL;
+    TAKE_ONE(q, locked ? 'b' : 'a', left);
+    CHECK_OK(zkr_queue_item_done(left));
+    zkr_queue_item_free(left);
+    zkr_queue_free(q);
+    zkr_client_free(c);
+}
+
+static void test_give_back_twice_or_after_done_is_refused(void) {
+    give_back_twice_or_after_done(false);
+    give_back_twice_or_after_done(true);
 }
 
 static void test_variants_and_bounded_puts(void) {
@@ -241,6 +362,14 @@ static void test_bad_input(void) {
     zkr_queue_item *item;
     CHECK_STATUS(zkr_queue_take(q, -5, &item), ZKR_INVALID_ARGUMENT, "zkr_queue_take");
     CHECK_STATUS(zkr_queue_item_done(NULL), ZKR_INVALID_ARGUMENT, "zkr_queue_item_done");
+    CHECK_STATUS(zkr_queue_item_release(NULL), ZKR_INVALID_ARGUMENT, "zkr_queue_item_release");
+    CHECK_STATUS(zkr_queue_item_give_back(NULL), ZKR_INVALID_ARGUMENT, "zkr_queue_item_give_back");
+    /* A freed item is refused, not used. */
+    CHECK_OK(zkr_queue_put(q, (const uint8_t *)"x", 1, -1, &put));
+    CHECK_OK(zkr_queue_take(q, 5000, &item));
+    CHECK(item != NULL);
+    zkr_queue_item_free(item); /* given back in the background */
+    CHECK_STATUS(zkr_queue_item_give_back(item), ZKR_INVALID_ARGUMENT, "zkr_queue_item_give_back");
     zkr_queue_free(q);
     /* A freed handle is refused, not used. */
     CHECK_STATUS(zkr_queue_put(q, (const uint8_t *)"x", 1, -1, &put), ZKR_INVALID_ARGUMENT,
@@ -262,6 +391,9 @@ int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_simple_queue_order_and_timeouts);
     RUN(test_exactly_once_with_a_lock_path);
+    RUN(test_give_back_without_a_lock_path_keeps_the_priority);
+    RUN(test_give_back_with_a_lock_path_leaves_the_item_for_another_take);
+    RUN(test_give_back_twice_or_after_done_is_refused);
     RUN(test_variants_and_bounded_puts);
     RUN(test_double_barrier_of_three);
     RUN(test_barrier);

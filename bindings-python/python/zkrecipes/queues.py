@@ -136,9 +136,9 @@ class SimpleDistributedQueue:
 
 class QueueItem:
     """One taken item. :attr:`data` and :attr:`fencing_token` are valid until :meth:`done` (or
-    :meth:`fail`, :meth:`release`). ``with item:`` completes it when the block succeeds and
-    fails it (the queue's :class:`ErrorMode`) when it raises. An item dropped without any of
-    them is given back."""
+    :meth:`fail`, :meth:`release`, :meth:`give_back`). ``with item:`` completes it when the
+    block succeeds and fails it (the queue's :class:`ErrorMode`) when it raises. An item dropped
+    without any of them is given back."""
 
     def __init__(self, native: _native.QueueItem) -> None:
         self._n = native
@@ -196,12 +196,27 @@ class QueueItem:
         await run(self._n.fail())
 
     def release(self) -> None:
-        """Gives the item back where it was, without completing it (taken again next)."""
+        """With a lock path, gives the item back where it was, without completing it (taken again
+        next). Without one the take removed the item and this does nothing: see :meth:`give_back`."""
         self._n.release().wait()
 
     async def release_async(self) -> None:
         """:meth:`release` for asyncio."""
         await run(self._n.release())
+
+    def give_back(self) -> None:
+        """Gives the item back for another take without completing it, whatever the queue: with a
+        lock path it is :meth:`release` (our lock goes; the item stayed in the queue); without
+        one the item was removed when it was taken, so it is put back at the tail with its
+        messages and its key (priority, delay, id), as a failed item is requeued. For a consumer
+        that will not process an item nobody else has seen: consumption stays at most once. A
+        put-back whose reply was lost is not resent: ``OutcomeUnknownError``. An item already
+        completed, released or given back: ``InvalidArgumentError``."""
+        self._n.give_back().wait()
+
+    async def give_back_async(self) -> None:
+        """:meth:`give_back` for asyncio."""
+        await run(self._n.give_back())
 
     def __enter__(self) -> "QueueItem":
         return self
