@@ -108,7 +108,7 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
             .await
             .map_err(fail)?
             .ok_or_else(waited)?;
-        if let Err(e) = write_item(global, path, None, &[data.clone()]) {
+        if let Err(e) = write_item(global, path, None, std::slice::from_ref(&data)) {
             // Not delivered: offered again (at the tail), handed to nobody, not lost.
             let _ = q.offer(&data).await;
             return Err(write_failure(e));
