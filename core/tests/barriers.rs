@@ -321,3 +321,33 @@ fn bad_arguments_are_refused() {
     let e = DistributedBarrier::new(&client, "/b/x").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Closed);
 }
+
+/// An enter dropped before it answered (a `timeout()` around it, a cancelled task) is not in:
+/// its member node is deleted, so it does not open the barrier for the others one member
+/// short (before, the node stayed for the session's life and counted as a member).
+#[test]
+fn an_enter_dropped_before_it_answered_leaves_no_member() {
+    let server = TestingServer::start();
+    let clients: Vec<Client> = (0..3).map(|_| connect(&server.connect_string())).collect();
+    let path = "/b/dropped";
+    let dropped = DistributedDoubleBarrier::new(&clients[0], path, 3).unwrap();
+    let entering = zkrecipes::runtime::spawn(async move { dropped.enter(None).await });
+    wait_until("the first member's node", 10 * SECOND, || {
+        children(&clients[1], path).len() == 1
+    });
+    entering.abort();
+    wait_until("the dropped member's node is deleted", 10 * SECOND, || {
+        children(&clients[1], path).is_empty()
+    });
+    // The two members left cannot open a barrier of three.
+    let others: Vec<_> = clients[1..]
+        .iter()
+        .map(|c| {
+            let b = DistributedDoubleBarrier::new(c, path, 3).unwrap();
+            thread::spawn(move || b.enter_blocking(Some(SECOND)).unwrap())
+        })
+        .collect();
+    for t in others {
+        assert!(!t.join().unwrap(), "two members opened a barrier of three");
+    }
+}

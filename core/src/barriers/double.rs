@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::client::{OrNone, Parents, Session};
+use crate::lock::internals::NodeGuard;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Result, Stat};
 
@@ -79,12 +80,15 @@ impl DistributedDoubleBarrier {
     /// idempotent.
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
+        // Not in: a node left behind would count as a member (CURATOR-80) and open the barrier
+        // one member short. Also when this call is dropped before it answers (a timeout around
+        // it, a cancelled task): the guard deletes the node then.
+        let mut not_in = NodeGuard::new(&self.client, &self.our_path);
         let result = deadline.bounding(self.enter_until(deadline)).await;
-        // Not in: a node left behind would count as a member (CURATOR-80).
         match result {
-            Ok(false) => self.client.delete_ours(&self.our_path).await?,
-            Err(_) => self.client.delete_ours_in_background(&self.our_path),
-            Ok(true) => {}
+            Ok(false) => not_in.delete_now().await?,
+            Err(_) => drop(not_in),
+            Ok(true) => not_in.disarm(),
         }
         result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
     }
