@@ -300,11 +300,12 @@ impl DistributedDoubleBarrier {
     /// whatever is there, which can be the next round's); without an enter, whatever is there.
     async fn delete_ready(&self) -> Result<()> {
         let ready = self.ready_path.as_str();
-        let through = self
+        // Forgotten only once the delete is done: a leave that failed or was dropped here and
+        // is tried again must still delete only its own round's node.
+        let through = *self
             .entered_through
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+            .unwrap_or_else(|e| e.into_inner());
         self.client
             .retry(|s| async move {
                 let version = match through {
@@ -320,7 +321,12 @@ impl DistributedDoubleBarrier {
                     Err(e) => Err(e),
                 }
             })
-            .await
+            .await?;
+        *self
+            .entered_through
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
     }
 
     async fn delete_ours(&self) -> Result<()> {
