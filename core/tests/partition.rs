@@ -10,7 +10,7 @@ use zkrecipes::partition::{
     partition_set, LeaseOptions, MultiNonBlockingLease, NonBlockingLease, PartitionState,
     PartitionerOptions, SetPartitioner,
 };
-use zkrecipes::{Client, ClientBuilder, Error};
+use zkrecipes::{Client, ClientBuilder, Error, NodeEventKind};
 use zkrecipes_testing::{children_left, TestingServer};
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(60));
@@ -453,11 +453,21 @@ async fn a_lease_is_held_until_its_end_and_renewed_by_its_holder() {
         .await
         .unwrap();
     assert!(!b.obtained(), "a holds it until its end");
-    // The holder renews.
+    // The holder renews, rewriting its node in place: it is never absent (a renewal dropped
+    // or failed between a delete and a create would free a lease its holder counts on).
+    let (_, _, watch) = c.get_data_watch("/lease/lease_holder").await.unwrap();
     let again = NonBlockingLease::obtain(&c, "/lease", hour, lease_options("a", Some(at(t0 + 20))))
         .await
         .unwrap();
     assert_eq!(again.end(), Some(at(t0 + 3620)));
+    let event = tokio::time::timeout(Duration::from_secs(10), watch.changed())
+        .await
+        .expect("the renewal changed the holder node");
+    assert_eq!(
+        event.kind,
+        NodeEventKind::DataChanged,
+        "the holder node went away"
+    );
     // At the end it is free: b takes it.
     let b = NonBlockingLease::obtain(&c, "/lease", hour, lease_options("b", Some(at(t0 + 3620))))
         .await

@@ -118,6 +118,7 @@ impl NonBlockingLease {
             .checked_add(duration)
             .filter(|e| *e < max_time())
             .ok_or_else(|| Error::invalid(format!("lease duration {duration:?} ends past 9999")))?;
+        let data = HolderData::encode(identifier, end);
         match client.get_data(&holder_path).await {
             Ok((raw, stat)) => {
                 let current = HolderData::decode(&raw).map_err(|why| {
@@ -127,13 +128,13 @@ impl NonBlockingLease {
                     tracing::info!(%path, version = ?current.version, "lease holder of another version: not taken");
                     return Ok(None);
                 }
-                let (holder, end) = current.fields().map_err(|why| {
+                let (holder, held_until) = current.fields().map_err(|why| {
                     Error::CorruptedData(format!("lease holder {holder_path}: {why}").into())
                 })?;
-                let current_end = parse_time(end).ok_or_else(|| {
+                let current_end = parse_time(held_until).ok_or_else(|| {
                     Error::CorruptedData(
                         format!(
-                            "lease holder {holder_path}: end {end:?} is not YYYY-MM-DDTHH:MM:SS"
+                            "lease holder {holder_path}: end {held_until:?} is not YYYY-MM-DDTHH:MM:SS"
                         )
                         .into(),
                     )
@@ -141,19 +142,31 @@ impl NonBlockingLease {
                 if holder != Some(identifier) && now < current_end {
                     return Ok(None);
                 }
-                let delete = crate::DeleteOptions {
-                    version: Some(stat.version),
-                    ..Default::default()
-                };
-                match client.delete(&holder_path, delete).await {
-                    Ok(()) | Err(Error::NoNode(_)) => {}
+                // Rewritten in place at the version read (kazoo deletes it and creates it
+                // again): the holder node is never absent, so a renewal that fails or is
+                // dropped half way cannot free a lease its holder still counts on.
+                match client
+                    .set_data(&holder_path, &data, Some(stat.version))
+                    .await
+                {
+                    Ok(_) => return Ok(Some(truncate(end))),
+                    // Under the lock nobody else writes the holder: our write, retried after its
+                    // reply was lost, found its first try applied.
+                    Err(Error::BadVersion(_))
+                        if client
+                            .get_data(&holder_path)
+                            .await
+                            .is_ok_and(|(d, _)| d == data) =>
+                    {
+                        return Ok(Some(truncate(end)))
+                    }
+                    Err(Error::NoNode(_)) => {} // deleted by hand meanwhile: made below
                     Err(e) => return Err(e),
                 }
             }
             Err(Error::NoNode(_)) => {}
             Err(e) => return Err(e),
         }
-        let data = HolderData::encode(identifier, end);
         match client
             .create(
                 &holder_path,
