@@ -274,6 +274,39 @@ async fn release_set_stops_listing_the_partitions_before_their_locks_go() {
     c.close().await;
 }
 
+/// A `finish` dropped after its first step (a timeout around it, a cancelled task) still
+/// releases the locks and leaves the party: the member is not left counted, and given a share
+/// nobody takes, for the rest of its session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_dropped_after_its_first_step_still_leaves_the_party() {
+    let server = TestingServer::start();
+    let c = connect(&server.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let parts = set(3);
+    let p = member(&c, "/fin", "a", &parts).await;
+    assert!(p.wait_for_acquire(WAIT).await.unwrap());
+    assert_eq!(watcher.get_children("/fin/party").await.unwrap().len(), 1);
+    {
+        let finish = p.finish();
+        let mut finish = std::pin::pin!(finish);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        // One step: the lock deletes are sent, their replies not in yet; then dropped.
+        let first = std::future::Future::poll(finish.as_mut(), &mut cx);
+        assert!(first.is_pending(), "finish answered in its first step");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !watcher.get_children("/fin/party").await.unwrap().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped finish left its party node"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(p.state(), PartitionState::Failure);
+    c.close().await;
+    watcher.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_loss_is_failure_and_a_deleted_lock_is_release() {
     let server = TestingServer::start();

@@ -450,12 +450,16 @@ impl SetPartitioner {
 
     /// kazoo's `finish`: [`Failure`](PartitionState::Failure) at once (the partitions are no
     /// longer this member's), then releases the locks and leaves the party. Finishing twice,
-    /// or before start, is fine.
+    /// or before start, is fine. The releases and the leave go on if this call is dropped (a
+    /// timeout around it, a cancelled task): the member never stays in the party, counted and
+    /// given a share it does not take, for the rest of its session.
     pub async fn finish(&self) -> Result<()> {
         self.stop_tasks();
         self.shared.life.close();
-        self.shared.fail_out().await;
-        Ok(())
+        let shared = self.shared.clone();
+        runtime::spawn(async move { shared.fail_out().await })
+            .await
+            .map_err(crate::client::join_error)
     }
 
     /// [`finish`](Self::finish) for the blocking face.
