@@ -365,6 +365,50 @@ async fn guaranteed_delete_completes_after_the_server_comes_back() {
     checker.close().await;
 }
 
+/// A guaranteed delete whose caller stops waiting (a `timeout()` around it, here while the
+/// connection is down) goes on: the node is gone once the connection is back, as Curator's
+/// goes on through an interrupt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guaranteed_delete_dropped_while_disconnected_still_deletes() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap();
+    let checker = connect(&server.connect_string()).await;
+    c.create("/gd-dropped", b"", CreateOptions::default())
+        .await
+        .unwrap();
+    proxy.cut();
+    c.wait_for_state(Duration::from_secs(10), |s| s == ConnectionState::Suspended)
+        .await
+        .unwrap();
+    let guaranteed = DeleteOptions {
+        guaranteed: true,
+        ..Default::default()
+    };
+    let waited = tokio::time::timeout(
+        Duration::from_millis(300),
+        c.delete("/gd-dropped", guaranteed),
+    )
+    .await;
+    assert!(
+        waited.is_err(),
+        "the delete answered while disconnected: {waited:?}"
+    );
+    proxy.restore();
+    eventually(
+        "the dropped guaranteed delete finished",
+        Duration::from_secs(20),
+        || async { checker.exists("/gd-dropped").await.unwrap().is_none() },
+    )
+    .await;
+    c.close().await;
+    checker.close().await;
+}
+
 /// A guaranteed delete asked for while the session is expiring waits for the connection and
 /// is done by the next session (a persistent node does not depend on the session that asked
 /// for its delete); nothing is left pending.

@@ -270,7 +270,24 @@ impl Client {
             return Err(Error::invalid("cannot delete the root node"));
         }
         check_version("delete", path, options.version)?;
+        if options.guaranteed {
+            return self.delete_as_task(path, options).await;
+        }
         self.delete_checked(path, options).await
+    }
+
+    /// [`delete_checked`](Self::delete_checked) as its own task, under the caller's deadline
+    /// bound ([`Deadline::bounding`](crate::wait::Deadline::bounding)): a caller who stops
+    /// waiting (a timeout around the call, a cancelled task) does not stop a guaranteed delete,
+    /// as Curator's goes on through an interrupt.
+    async fn delete_as_task(&self, path: &str, options: DeleteOptions) -> Result<()> {
+        let (client, path) = (self.clone(), path.to_string());
+        let bound = crate::wait::Deadline::bound();
+        let task = runtime::spawn(bound.bounding(async move {
+            client.check_open()?;
+            client.delete_checked(&path, options).await
+        }));
+        task.await.map_err(super::join_error)?
     }
 
     /// [`delete`](Self::delete) of a path already checked: ours, made from a checked one (a
@@ -333,20 +350,14 @@ impl Client {
     /// connection cannot carry goes to the background loop at once instead of waiting out the
     /// connection timeout and the retry policy's pauses.
     pub(crate) async fn delete_ours(&self, path: &str) -> Result<()> {
-        let (client, path) = (self.clone(), path.to_string());
-        let bound = crate::wait::Deadline::bound();
-        let task = runtime::spawn(bound.bounding(async move {
-            let options = DeleteOptions {
-                guaranteed: true,
-                ..Default::default()
-            };
-            client.check_open()?;
-            match client.delete_checked(&path, options).await {
-                Ok(()) | Err(Error::NoNode(_)) => Ok(()),
-                Err(e) => Err(e),
-            }
-        }));
-        task.await.map_err(super::join_error)?
+        let options = DeleteOptions {
+            guaranteed: true,
+            ..Default::default()
+        };
+        match self.delete_as_task(path, options).await {
+            Ok(()) | Err(Error::NoNode(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Deletes our node now when connected (awaited, a guaranteed delete), else leaves it to the
