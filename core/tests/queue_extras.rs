@@ -488,3 +488,36 @@ fn sharder_arguments_are_checked() {
     s.close_blocking().unwrap();
     s.close_blocking().unwrap();
 }
+
+/// A sharder's start whose caller stopped waiting while it joined the leader election (a
+/// timeout around it) goes on to its end: the sharder is started and leads, instead of being
+/// left unstarted with its latch in the election, where a second start failed for good.
+#[test]
+fn a_sharder_start_dropped_while_it_joins_the_election_still_starts() {
+    let server = TestingServer::start();
+    let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+    let a = connect(&proxy.connect_string());
+    let watcher = connect(&server.connect_string());
+    let sharder = Arc::new(
+        QueueSharder::new(&a, "/shd/queues", "/shd/leader", sharder_options(5, 3)).unwrap(),
+    );
+    proxy.delay_replies(Duration::from_millis(1500));
+    let starting = {
+        let sharder = sharder.clone();
+        zkrecipes::runtime::spawn(async move { sharder.start().await })
+    };
+    wait_until("the sharder's latch node", Duration::from_secs(30), || {
+        !children(&watcher, "/shd/leader").is_empty()
+    });
+    starting.abort();
+    proxy.restore();
+    wait_until(
+        "the dropped start finished",
+        Duration::from_secs(20),
+        || sharder.get_queue().is_ok(),
+    );
+    wait_until("the sharder leads", Duration::from_secs(20), || {
+        sharder.is_leader()
+    });
+    sharder.close_blocking().unwrap();
+}

@@ -176,9 +176,18 @@ impl QueueSharder {
     }
 
     /// Starts: makes `queue_path`, takes up the shards there (or adds the first), joins the
-    /// leader election and starts counting. Once only (`InvalidArgument` the second time).
+    /// leader election and starts counting. Once only (`InvalidArgument` the second time). A
+    /// start whose caller stops waiting (a timeout around it, a cancelled task) goes on to its
+    /// end: dropped half way it would leave the election joined and the sharder not started,
+    /// for good.
     pub async fn start(&self) -> Result<()> {
-        let inner = &self.inner;
+        let inner = self.inner.clone();
+        runtime::spawn(async move { Self::start_as_task(&inner).await })
+            .await
+            .map_err(crate::client::join_error)?
+    }
+
+    async fn start_as_task(inner: &Arc<Inner>) -> Result<()> {
         let starting = inner.life.begin_start(&inner.client)?;
         inner
             .client
