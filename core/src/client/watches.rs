@@ -743,9 +743,19 @@ impl Client {
     /// removing one-shot watches on a path that also has a persistent watch it sets that watch
     /// again and its consumers hear `RECONNECTED` (read again): nothing is lost silently, on
     /// any server version.
+    ///
+    /// The removal goes on to its end if this call is dropped (it runs as its own task): a
+    /// removal the server applied always wakes the local waiters of what it removed.
     pub async fn remove_watches(&self, path: &str, kind: WatcherType, local: bool) -> Result<()> {
         self.check_open_for_watches()?;
         path::validate_path(path)?;
+        let (client, path) = (self.clone(), path.to_string());
+        runtime::spawn(async move { client.remove_watches_now(&path, kind, local).await })
+            .await
+            .map_err(super::join_error)?
+    }
+
+    async fn remove_watches_now(&self, path: &str, kind: WatcherType, local: bool) -> Result<()> {
         use AddWatchMode::{Persistent, PersistentRecursive};
         let (modes, kinds, server): (&[AddWatchMode], &[OneshotKind], zk::WatcherType) = match kind
         {
