@@ -20,6 +20,21 @@
 //! Listeners run under one threading guarantee ([`dispatch`]). Every face takes its words
 //! from one vocabulary: [`ErrorKind`] (codes and names), [`CreateMode`], [`NodeEventKind`],
 //! [`ConnectionState`], [`LostPolicy`] and the [`timeout`] contract.
+//!
+//! # Dropping a call (cancellation)
+//! Any async call may be dropped at any await point: a `tokio::time::timeout` or `select!`
+//! around it, an aborted task, and in the faces Ctrl-C during a blocking call or a cancelled
+//! asyncio task. Requests are written when a call makes them, so a dropped call can leave
+//! one applied with its reply unread. The recipes keep their promises anyway:
+//! * what an attempt made and nobody will own is deleted in the background: a lock's, a
+//!   lease's or a semaphore's node, a double barrier member's node, a protected create's node;
+//! * what must not stop half way runs as its own task and goes on: a release of a multi lock,
+//!   a guaranteed delete, a partitioner's `finish`, a queue sharder's `start`,
+//!   [`queue::Item::give_back`];
+//! * an at-most-once queue take dropped while its delete is in flight puts the item it removed
+//!   back at the tail, so the item is not lost;
+//! * a write whose reply was not seen (a counter's `add`, `set_data`) may have applied: the
+//!   count stays exact, but the caller does not learn the outcome.
 
 #![warn(missing_docs)]
 
