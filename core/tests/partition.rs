@@ -307,6 +307,49 @@ async fn a_finish_dropped_after_its_first_step_still_leaves_the_party() {
     watcher.close().await;
 }
 
+/// A `start` dropped once its party node was made (a timeout around it) goes on to its end:
+/// the member takes its share instead of being counted by the others while it takes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_dropped_after_it_joined_the_party_still_starts() {
+    let server = TestingServer::start();
+    let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let watcher = connect(&server.connect_string()).await;
+    let parts = set(2);
+    let p = Arc::new(SetPartitioner::new(&c, "/sdrop", &parts, options("a")).unwrap());
+    proxy.delay_replies(Duration::from_millis(1500));
+    let starting = {
+        let p = p.clone();
+        tokio::spawn(async move { p.start().await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while watcher
+        .get_children("/sdrop/party")
+        .await
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the start never made its party node"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    starting.abort();
+    proxy.restore();
+    assert!(
+        p.wait_for_acquire(Some(Duration::from_secs(20)))
+            .await
+            .unwrap(),
+        "the dropped start did not go on: {:?}",
+        p.state()
+    );
+    assert_eq!(p.partitions(), parts);
+    p.finish().await.unwrap();
+    c.close().await;
+    watcher.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_loss_is_failure_and_a_deleted_lock_is_release() {
     let server = TestingServer::start();

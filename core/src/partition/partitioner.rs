@@ -111,7 +111,7 @@ impl Default for PartitionerOptions {
 /// node was deleted joins again instead of stalling, and a closed client is `Failure`.
 pub struct SetPartitioner {
     shared: Arc<Shared>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
+    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 struct Shared {
@@ -266,7 +266,7 @@ impl SetPartitioner {
                 changed: watch::channel(0).0,
                 dispatcher: Dispatcher::new(),
             }),
-            tasks: Mutex::new(Vec::new()),
+            tasks: Arc::default(),
         })
     }
 
@@ -276,8 +276,18 @@ impl SetPartitioner {
     ///
     /// Errors: `InvalidArgument` when started twice; `Closed`; connection errors after the
     /// retry policy (it may then be started again).
+    ///
+    /// A start whose caller stops waiting (a timeout around it, a cancelled task) goes on to
+    /// its end (its own task): dropped once its party node was made, it would leave a member
+    /// counted, and given a share nobody takes, while this object stayed unstarted.
     pub async fn start(&self) -> Result<()> {
-        let sh = &self.shared;
+        let (sh, tasks) = (self.shared.clone(), self.tasks.clone());
+        runtime::spawn(async move { Self::start_as_task(sh, &tasks).await })
+            .await
+            .map_err(crate::client::join_error)?
+    }
+
+    async fn start_as_task(sh: Arc<Shared>, tasks: &Mutex<Vec<JoinHandle<()>>>) -> Result<()> {
         let starting = sh.life.begin_start(&sh.client)?;
         sh.client
             .ensure_path(&sh.lock_path, Parents::Persistent)
@@ -286,10 +296,10 @@ impl SetPartitioner {
             .ensure_path(&sh.party_path, Parents::Persistent)
             .await?;
         sh.join().await?;
-        let weak = Arc::downgrade(&self.shared);
+        let weak = Arc::downgrade(&sh);
         let states = sh.client.subscribe_events();
         let started = starting.finish(|| {
-            let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            let mut tasks = tasks.lock().unwrap_or_else(|e| e.into_inner());
             tasks.push(runtime::spawn(drive(weak.clone())));
             tasks.push(runtime::spawn(follow_connection(weak, states)));
         });
