@@ -718,6 +718,23 @@ where
     task
 }
 
+/// Runs `future` as its own task and waits for it: a caller that stops waiting (a timeout
+/// around the call, a cancelled task, Ctrl-C in a face) does not stop it. The one home of the
+/// rule "this must not stop half way" (a release, a guaranteed delete, a start past its point
+/// of no return, a put-back). The caller's deadline bound
+/// ([`Deadline::bounding`](crate::wait::Deadline::bounding)) goes with it; a panic in it is
+/// `Internal`.
+pub(crate) async fn run_to_end<F, T>(future: F) -> crate::Result<T>
+where
+    F: Future<Output = crate::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let bound = crate::wait::Deadline::bound();
+    spawn(bound.bounding(future))
+        .await
+        .map_err(crate::client::join_error)?
+}
+
 /// Runs a user callback (a listener, a leadership function) on the runtime's blocking pool,
 /// off the thread that drives the runtime, where the callback may block and may call the
 /// blocking face.

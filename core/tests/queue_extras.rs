@@ -510,6 +510,10 @@ fn a_sharder_start_dropped_while_it_joins_the_election_still_starts() {
         !children(&watcher, "/shd/leader").is_empty()
     });
     starting.abort();
+    assert!(
+        zkrecipes::runtime::block_on(starting).is_err_and(|e| e.is_cancelled()),
+        "the start answered before it was dropped: its replies were not held back"
+    );
     proxy.restore();
     wait_until(
         "the dropped start finished",

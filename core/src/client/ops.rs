@@ -282,12 +282,11 @@ impl Client {
     /// as Curator's goes on through an interrupt.
     async fn delete_as_task(&self, path: &str, options: DeleteOptions) -> Result<()> {
         let (client, path) = (self.clone(), path.to_string());
-        let bound = crate::wait::Deadline::bound();
-        let task = runtime::spawn(bound.bounding(async move {
+        runtime::run_to_end(async move {
             client.check_open()?;
             client.delete_checked(&path, options).await
-        }));
-        task.await.map_err(super::join_error)?
+        })
+        .await
     }
 
     /// [`delete`](Self::delete) of a path already checked: ours, made from a checked one (a

@@ -750,9 +750,8 @@ impl Client {
         self.check_open_for_watches()?;
         path::validate_path(path)?;
         let (client, path) = (self.clone(), path.to_string());
-        runtime::spawn(async move { client.remove_watches_now(&path, kind, local).await })
+        runtime::run_to_end(async move { client.remove_watches_now(&path, kind, local).await })
             .await
-            .map_err(super::join_error)?
     }
 
     async fn remove_watches_now(&self, path: &str, kind: WatcherType, local: bool) -> Result<()> {

@@ -84,7 +84,7 @@ impl InterProcessMultiLock {
     /// done with the remaining locks held until the session ends.
     pub async fn release(&self, owner: Owner) -> Result<()> {
         let locks = self.locks.clone();
-        runtime::spawn(async move {
+        runtime::run_to_end(async move {
             let mut first = Ok(());
             for lock in locks.iter().rev() {
                 if let Err(e) = lock.release(owner).await {
@@ -96,7 +96,6 @@ impl InterProcessMultiLock {
             first
         })
         .await
-        .unwrap_or_else(|e| Err(crate::client::join_error(e)))
     }
 
     /// [`acquire`](Self::acquire) for the blocking face, owned by the calling thread.

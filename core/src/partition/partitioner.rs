@@ -282,9 +282,7 @@ impl SetPartitioner {
     /// counted, and given a share nobody takes, while this object stayed unstarted.
     pub async fn start(&self) -> Result<()> {
         let (sh, tasks) = (self.shared.clone(), self.tasks.clone());
-        runtime::spawn(async move { Self::start_as_task(sh, &tasks).await })
-            .await
-            .map_err(crate::client::join_error)?
+        runtime::run_to_end(async move { Self::start_as_task(sh, &tasks).await }).await
     }
 
     async fn start_as_task(sh: Arc<Shared>, tasks: &Mutex<Vec<JoinHandle<()>>>) -> Result<()> {
@@ -467,9 +465,11 @@ impl SetPartitioner {
         self.stop_tasks();
         self.shared.life.close();
         let shared = self.shared.clone();
-        runtime::spawn(async move { shared.fail_out().await })
-            .await
-            .map_err(crate::client::join_error)
+        runtime::run_to_end(async move {
+            shared.fail_out().await;
+            Ok(())
+        })
+        .await
     }
 
     /// [`finish`](Self::finish) for the blocking face.

@@ -182,9 +182,7 @@ impl QueueSharder {
     /// for good.
     pub async fn start(&self) -> Result<()> {
         let inner = self.inner.clone();
-        runtime::spawn(async move { Self::start_as_task(&inner).await })
-            .await
-            .map_err(crate::client::join_error)?
+        runtime::run_to_end(async move { Self::start_as_task(&inner).await }).await
     }
 
     async fn start_as_task(inner: &Arc<Inner>) -> Result<()> {
