@@ -30,10 +30,8 @@ fn bytes_or_none(py: Python<'_>, data: Option<Vec<u8>>) -> PyResult<Py<PyAny>> {
 fn offer_again(q: Arc<SimpleDistributedQueue>) -> bridge::Undo<Option<Vec<u8>>> {
     Box::new(move |taken| {
         if let Some(data) = taken {
-            zkrecipes::runtime::spawn(async move {
-                // Refused only when the queue or its client closed: nothing more to do then.
-                let _ = q.offer(&data).await;
-            });
+            // Runs as its own task, started here; a failure is the core's to log.
+            drop(q.give_back(data));
         }
     })
 }
@@ -174,10 +172,9 @@ fn give_back() -> bridge::Undo<Option<Shared>> {
     Box::new(|taken| {
         let item = taken.and_then(|s| s.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(item) = item {
-            zkrecipes::runtime::spawn(async move {
-                // Refused only when the queue's client closed: nothing more to do then.
-                let _ = item.give_back().await;
-            });
+            // Runs as its own task, started here (a lock's release when the item is dropped);
+            // a failure is the core's to log.
+            drop(item.give_back());
         }
     })
 }

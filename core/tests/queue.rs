@@ -697,7 +697,6 @@ async fn drop_take_once_its_delete_is_applied<T: Send + 'static>(
         outcome.as_ref().is_err_and(|e| e.is_cancelled()),
         "the take answered before it was dropped: its reply was not held back"
     );
-    proxy.restore();
 }
 
 /// An at-most-once take dropped after the server applied its delete, before the reply came
@@ -754,6 +753,7 @@ async fn an_unlocked_take_dropped_with_its_delete_in_flight_puts_the_item_back_w
         qa.take(None).await.map(|i| i.map(|i| i.node().to_string()))
     })
     .await;
+    proxy.restore();
     let again = qb
         .take(Some(10 * SECOND))
         .await
@@ -836,5 +836,42 @@ async fn a_give_back_dropped_while_disconnected_still_puts_the_item_back() {
         .expect("the item was lost with the dropped give-back");
     assert_eq!(again.data(), b"only");
     a.close().await;
+    b.close().await;
+}
+
+/// A take dropped with its delete in flight, then the client closed at once (Ctrl-C in a face,
+/// then the close of its `with` block): the close waits for the removal to end and the item to
+/// be put back, instead of cutting them off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_take_dropped_then_its_client_closed_still_puts_the_item_back() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(30 * SECOND)
+        .connection_timeout(10 * SECOND)
+        .connect()
+        .await
+        .expect("connect");
+    let b = ClientBuilder::new(server.connect_string())
+        .session_timeout(30 * SECOND)
+        .connect()
+        .await
+        .expect("connect");
+    let qa = DistributedQueue::new(&a, "/q/closing", QueueOptions::default()).unwrap();
+    let qb = DistributedQueue::new(&b, "/q/closing", QueueOptions::default()).unwrap();
+    qb.put(b"kept", None).await.unwrap();
+    let first = b.get_children("/q/closing").await.unwrap().remove(0);
+    let node = format!("/q/closing/{first}");
+    drop_take_once_its_delete_is_applied(&proxy, &b, &node, async move {
+        qa.take(None).await.map(drop)
+    })
+    .await;
+    a.close().await; // the replies are still held back: the put-back has not happened yet
+    let again = qb
+        .take(Some(10 * SECOND))
+        .await
+        .unwrap()
+        .expect("the item was lost with the close");
+    assert_eq!(again.data(), b"kept");
     b.close().await;
 }

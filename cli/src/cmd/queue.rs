@@ -4,8 +4,9 @@
 //! The simple queue by default (Curator's SimpleDistributedQueue, `qn-<seq>` raw bytes);
 //! Curator's DistributedQueue (`queue-<seq>`, its item framing) with `--distributed`. A take
 //! with a lock path completes the item only after it was written to stdout: a zkr that dies
-//! before leaves it for another consumer, and one that cannot write fails it (the queue's
-//! REQUEUE: it goes back at the tail).
+//! before leaves it for another consumer. One that cannot write gives the item back: released
+//! where it was with a lock path, put back at the tail (with its key) without one, and the
+//! simple queue's offered again.
 
 use std::io::Write;
 
@@ -110,7 +111,9 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
             .ok_or_else(waited)?;
         if let Err(e) = write_item(global, path, None, std::slice::from_ref(&data)) {
             // Not delivered: offered again (at the tail), handed to nobody, not lost.
-            let _ = q.offer(&data).await;
+            if let Err(back) = q.give_back(data).await {
+                eprintln!("zkr: queue take {path}: the item could not be put back: {back}");
+            }
             return Err(write_failure(e));
         }
         return Ok(OK);
@@ -133,7 +136,9 @@ async fn take(global: &Global, client: &Client, args: &QueueTakeArgs) -> Outcome
         Err(e) => {
             // Not delivered: given back for another consumer (where it was, with a lock path;
             // put back at the tail with its key without one, since the take removed it).
-            let _ = item.give_back().await;
+            if let Err(back) = item.give_back().await {
+                eprintln!("zkr: queue take {path}: the item could not be given back: {back}");
+            }
             Err(write_failure(e))
         }
     }

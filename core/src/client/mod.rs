@@ -65,6 +65,15 @@ pub(crate) fn join_error(e: tokio::task::JoinError) -> Error {
     Error::Internal(format!("background task failed: {e}").into())
 }
 
+/// A count in [`Client::finishing`], given back when dropped.
+pub(crate) struct Finishing(Arc<Inner>);
+
+impl Drop for Finishing {
+    fn drop(&mut self) {
+        self.0.finishing.send_modify(|n| *n -= 1);
+    }
+}
+
 /// Watches a client's connection task: if it panics (a bug of ours), nothing would open a new
 /// session or tell of a lost one, and every call would wait out its connection timeout, for
 /// good. The client fails instead: LOST, and every call fails at once with `Internal` (the
@@ -178,6 +187,8 @@ struct Inner {
     is_closed: AtomicBool,
     counters: Counters,
     guaranteed_deletes: AtomicU64,
+    /// Work that needs the session and must end before a close ends it ([`Finishing`]).
+    finishing: watch::Sender<usize>,
     /// The client's watches: one shared persistent watch per path, the one-shot watches
     /// (`watches.rs`).
     watches: Arc<watches::Watches>,
@@ -243,6 +254,7 @@ impl Client {
             is_closed: AtomicBool::new(false),
             counters: Counters::default(),
             guaranteed_deletes: AtomicU64::new(0),
+            finishing: watch::channel(0).0,
             watches: Arc::new(watches::Watches::default()),
             failure: Mutex::new(None),
             connect_failures: Mutex::new(failures),
@@ -437,9 +449,24 @@ impl Client {
         self.inner.guaranteed_deletes.load(Ordering::SeqCst)
     }
 
+    /// Counts work that needs the session and must end before [`close`](Self::close) ends it
+    /// (the put-back of a queue item a dropped take removed), until the guard is dropped.
+    pub(crate) fn finishing(&self) -> Finishing {
+        self.inner.finishing.send_modify(|n| *n += 1);
+        Finishing(self.inner.clone())
+    }
+
     /// Closes the session: ephemeral nodes (locks, latches) vanish at once, waiters get
-    /// `Closed`, and every later call gets `Closed`. Closing twice is a no-op.
+    /// `Closed`, and every later call gets `Closed`. Closing twice is a no-op. Work that must
+    /// end first (the put-back of a queue item a dropped take removed: Ctrl-C, then the close
+    /// of a `with` block) is waited for, at most the connection timeout.
     pub async fn close(&self) {
+        let mut finishing = self.inner.finishing.subscribe();
+        let _ = tokio::time::timeout(
+            self.inner.cfg.connection_timeout,
+            finishing.wait_for(|n| *n == 0),
+        )
+        .await;
         if self.inner.is_closed.swap(true, Ordering::SeqCst) {
             return;
         }

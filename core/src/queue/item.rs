@@ -43,7 +43,9 @@ impl Iterator for Consumer {
 }
 
 /// One taken item: its messages and fencing token are valid until [`done`](Self::done) (or
-/// [`release`](Self::release)). Dropping it without either gives it back.
+/// [`release`](Self::release)). Dropped without either, its lock is released (with a lock path:
+/// another consumer takes the item); without a lock path the take removed the item, and a
+/// dropped one is gone: [`give_back`](Self::give_back) puts it back.
 pub struct Item {
     pub(super) queue: DistributedQueue,
     pub(super) node: String,
@@ -271,19 +273,22 @@ impl Item {
     /// the item was removed when it was taken, so it is put back at the tail with its messages
     /// and its key, as a failed item is requeued. For a consumer that will not process an item
     /// nobody else has seen (a face whose caller abandoned a take that had landed): consumption
-    /// stays at most once. The put-back goes on if this call is dropped; its create, when its
-    /// reply is lost, is not resent: `OutcomeUnknown`.
-    pub async fn give_back(mut self) -> Result<()> {
-        match self.hold.take() {
-            Some(hold) => hold.release().await,
-            None => {
-                let data = framing::encode(self.messages.iter().map(Vec::as_slice));
-                let (queue, node) = (self.queue.clone(), std::mem::take(&mut self.node));
-                // Its own task: the item is nowhere else now, so a caller that stops waiting (a
-                // timeout around this call, a cancelled task) must not drop it with the call.
-                runtime::spawn(async move { queue.put_back(&node, &data).await })
-                    .await
-                    .unwrap_or_else(|e| Err(crate::client::join_error(e)))
+    /// stays at most once. The put-back goes on if this call is dropped (or never awaited), and
+    /// the client's close waits for it; its create, when its reply is lost, is not resent:
+    /// `OutcomeUnknown`.
+    pub fn give_back(mut self) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
+        let hold = self.hold.take();
+        // Started now, as its own task: the item is nowhere else, so a caller that stops
+        // waiting (or never polls) must not drop it; the client's close waits for it.
+        let put = hold.is_none().then(|| {
+            let data = framing::encode(self.messages.iter().map(Vec::as_slice));
+            self.queue.put_back(&self.node, data)
+        });
+        async move {
+            match (hold, put) {
+                (Some(hold), _) => hold.release().await,
+                (None, Some(put)) => put.await,
+                (None, None) => Ok(()), // never: one of them is set above
             }
         }
     }

@@ -114,46 +114,48 @@ pub(crate) async fn make_persistent(s: &Session, path: &str) -> Result<()> {
 /// Runs an at-most-once take's removal of an item (its read and its delete) so that a take
 /// dropped while the removal is in flight (a caller's timeout around the take, a cancelled
 /// task, Ctrl-C in a face) does not lose the item: the removal goes on in the background to its
-/// end, and `put_back` gets its result, to put at the tail again an item removed for nobody
-/// (its failure is logged: nothing else holds the item then).
-/// A removal awaited to its end costs nothing more; one dropped before its first poll sent
-/// nothing and is dropped with it.
-pub(super) async fn removal_outliving_the_take<F, P, B>(removal: F, put_back: P) -> F::Output
+/// end, and `put_back` gets its result, to put back ([`put_back`]) an item removed for nobody.
+/// The client's close waits for both ([`Client::finishing`]). One dropped before its first
+/// poll sent nothing and is dropped with it.
+pub(super) async fn removal_outliving_the_take<F, P>(
+    client: &Client,
+    removal: F,
+    put_back: P,
+) -> F::Output
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
-    P: FnOnce(F::Output) -> B + Send + 'static,
-    B: Future<Output = Result<()>> + Send + 'static,
+    P: FnOnce(F::Output) + Send + 'static,
 {
     /// The removal, until it has answered, and what to do with its result if nobody waits.
-    struct InFlight<F, P, B>
+    struct InFlight<F, P>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
-        P: FnOnce(F::Output) -> B + Send + 'static,
-        B: Future<Output = Result<()>> + Send + 'static,
+        P: FnOnce(F::Output) + Send + 'static,
     {
+        client: Client,
         removal: Option<Pin<Box<F>>>,
         put_back: Option<P>,
     }
-    impl<F, P, B> Drop for InFlight<F, P, B>
+    impl<F, P> Drop for InFlight<F, P>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
-        P: FnOnce(F::Output) -> B + Send + 'static,
-        B: Future<Output = Result<()>> + Send + 'static,
+        P: FnOnce(F::Output) + Send + 'static,
     {
         fn drop(&mut self) {
             if let (Some(removal), Some(put_back)) = (self.removal.take(), self.put_back.take()) {
+                let finishing = self.client.finishing();
                 runtime::spawn(async move {
-                    if let Err(e) = put_back(removal.await).await {
-                        tracing::error!(error = %e, "an item removed by a take that was dropped could not be put back: it is lost");
-                    }
+                    put_back(removal.await);
+                    drop(finishing);
                 });
             }
         }
     }
     let mut in_flight = InFlight {
+        client: client.clone(),
         removal: Some(Box::pin(removal)),
         put_back: Some(put_back),
     };
@@ -166,18 +168,33 @@ where
     removed
 }
 
-/// Puts back at the tail an item an at-most-once take removed and handed to nobody.
-pub(super) async fn put_back(
+/// Puts back at the tail, as its own task, an item an at-most-once take removed and handed to
+/// nobody (`data`: the node's bytes as read): it goes on when the caller stops waiting, and the
+/// client's close waits for it ([`Client::finishing`]). A failure is logged (nothing else holds
+/// the item then) and returned.
+pub(super) fn put_back(
     client: &Client,
     parent: &str,
     name: &str,
-    data: &[u8],
+    data: Vec<u8>,
     parent_node: QueueNode,
-) -> Result<()> {
-    put_sequential(client, parent, name, data, parent_node)
-        .await
-        .map(drop)
-        .map_err(|e| e.context(format!("put back an item taken from queue {parent}")))
+) -> impl Future<Output = Result<()>> + Send + 'static {
+    let finishing = client.finishing();
+    let (client, parent, name) = (client.clone(), parent.to_string(), name.to_string());
+    let task = runtime::spawn(async move {
+        let _finishing = finishing;
+        let put = put_sequential(&client, &parent, &name, &data, parent_node).await;
+        if let Err(e) = &put {
+            let lost = match e {
+                Error::OutcomeUnknown(_) => "may be lost",
+                _ => "is lost",
+            };
+            tracing::error!(queue = %parent, bytes = data.len(), error = %e, "an item taken for nobody could not be put back: it {lost}");
+        }
+        put.map(drop)
+            .map_err(|e| e.context(format!("put back an item taken from queue {parent}")))
+    });
+    async move { task.await.map_err(crate::client::join_error)? }
 }
 
 /// Creates `parent/<name><seq>` (persistent sequential), making a missing (or reaped) parent

@@ -1,6 +1,7 @@
 //! [`SimpleDistributedQueue`]: Curator's (and ZooKeeper's own recipe's) simple queue —
 //! `qn-<seq>` children, the lowest first.
 
+use std::future::Future;
 use std::time::Duration;
 
 use super::{put_back, put_sequential, removal_outliving_the_take, sorted_items, QueueNode};
@@ -142,16 +143,22 @@ impl SimpleDistributedQueue {
             let delete = s.delete(&item, None);
             tokio::join!(data, delete)
         };
-        let (client, path) = (self.client.clone(), self.path.clone());
-        removal_outliving_the_take(removal, move |removed| async move {
-            match removed {
-                (Ok((data, _)), Ok(())) => {
-                    put_back(&client, &path, PREFIX, &data, QueueNode::Container).await
-                }
-                _ => Ok(()),
+        let queue = self.clone();
+        removal_outliving_the_take(&self.client, removal, move |removed| {
+            if let (Ok((data, _)), Ok(())) = removed {
+                drop(queue.give_back(data)); // it runs as its own task
             }
         })
         .await
+    }
+
+    /// Puts an item taken and not wanted back at the tail (a new node, as an offer), for a
+    /// consumer that will not process an item nobody else has seen: still at most once. It runs
+    /// as its own task, started by this call: it goes on if the returned future is dropped (or
+    /// never polled), and the client's close waits for it. A create whose reply is lost is not
+    /// resent: `OutcomeUnknown`.
+    pub fn give_back(&self, data: Vec<u8>) -> impl Future<Output = Result<()>> + Send + 'static {
+        put_back(&self.client, &self.path, PREFIX, data, QueueNode::Container)
     }
 
     /// [`offer`](Self::offer) for the blocking face.

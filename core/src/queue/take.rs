@@ -64,15 +64,17 @@ impl DistributedQueue {
                     return Ok(Taking::Item((data, stat.czxid, None))); // reported, left in place
                 }
                 let (s, path) = (s.clone(), item_path.to_string());
-                let delete = async move { s.delete(&path, Some(stat.version)).await };
-                let (queue, node, kept) = (self.clone(), node.to_string(), data.clone());
-                let deleted = removal_outliving_the_take(delete, move |deleted| async move {
-                    match deleted {
-                        Ok(()) => queue.put_back(&node, &kept).await,
-                        Err(_) => Ok(()),
-                    }
-                });
-                match deleted.await {
+                let delete = async move { (s.delete(&path, Some(stat.version)).await, data) };
+                let (queue, node) = (self.clone(), node.to_string());
+                let client = &self.shared.client;
+                let (deleted, data) =
+                    removal_outliving_the_take(client, delete, move |(deleted, data)| {
+                        if deleted.is_ok() {
+                            drop(queue.put_back(&node, data)); // it runs as its own task
+                        }
+                    })
+                    .await;
+                match deleted {
                     Ok(()) => Ok(Taking::Item((data, stat.czxid, None))),
                     Err(Error::NoNode(_)) | Err(Error::BadVersion(_)) => Ok(Taking::Gone),
                     Err(e) => Err(e),
@@ -82,11 +84,21 @@ impl DistributedQueue {
     }
 
     /// Puts an item an at-most-once take removed and handed to nobody (`node`, its framed
-    /// `data`) back at the tail with its key, as a failed item is requeued.
-    pub(super) async fn put_back(&self, node: &str, data: &[u8]) -> Result<()> {
+    /// `data`) back at the tail with its key, as a failed item is requeued ([`super::put_back`]:
+    /// as its own task, started by this call).
+    pub(super) fn put_back(
+        &self,
+        node: &str,
+        data: Vec<u8>,
+    ) -> impl std::future::Future<Output = Result<()>> + Send + 'static {
         let sh = &self.shared;
-        let name = requeue_name(node);
-        super::put_back(&sh.client, &sh.path, &name, data, QueueNode::Persistent).await
+        super::put_back(
+            &sh.client,
+            &sh.path,
+            &requeue_name(node),
+            data,
+            QueueNode::Persistent,
+        )
     }
 
     /// Curator's `processWithLockSafety`, first half: our lock node, then the item's data, on
