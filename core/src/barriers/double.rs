@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use crate::client::{OrNone, Parents, Session};
-use crate::lock::internals::NodeGuard;
 use crate::wait::{self, Deadline, Wake};
 use crate::{path, runtime, Client, CreateMode, Error, Result, Stat};
 
@@ -29,6 +28,31 @@ pub struct DistributedDoubleBarrier {
     /// only that one, never a later round's (members of the next round may have made theirs
     /// while a slow leaver of this one had not yet deleted).
     entered_through: std::sync::Mutex<Option<(i64, i64)>>,
+    /// The delete of our node left by an enter dropped before it answered: the next enter
+    /// waits for it, and makes the node again rather than take one about to go.
+    dropped_enter: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Deletes this member's node when an enter that made it is dropped before it answered.
+struct NotIn<'a> {
+    barrier: &'a DistributedDoubleBarrier,
+    armed: bool,
+}
+
+impl Drop for NotIn<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let (client, path) = (self.barrier.client.clone(), self.barrier.our_path.clone());
+            let delete = runtime::spawn(async move {
+                let _ = client.delete_ours(&path).await;
+            });
+            *self
+                .barrier
+                .dropped_enter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(delete);
+        }
+    }
 }
 
 impl DistributedDoubleBarrier {
@@ -55,6 +79,7 @@ impl DistributedDoubleBarrier {
             member_qty,
             our_name,
             entered_through: std::sync::Mutex::new(None),
+            dropped_enter: std::sync::Mutex::new(None),
         })
     }
 
@@ -80,15 +105,32 @@ impl DistributedDoubleBarrier {
     /// idempotent.
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
+        let dropped = self
+            .dropped_enter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(delete) = dropped {
+            let _ = delete.await;
+        }
         // Not in: a node left behind would count as a member (CURATOR-80) and open the barrier
         // one member short. Also when this call is dropped before it answers (a timeout around
-        // it, a cancelled task): the guard deletes the node then.
-        let mut not_in = NodeGuard::new(&self.client, &self.our_path);
+        // it, a cancelled task), unless this member was in already (entering again).
+        let already_in = self
+            .entered_through
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        let mut not_in = NotIn {
+            barrier: self,
+            armed: !already_in,
+        };
         let result = deadline.bounding(self.enter_until(deadline)).await;
+        not_in.armed = false;
         match result {
-            Ok(false) => not_in.delete_now().await?,
-            Err(_) => drop(not_in),
-            Ok(true) => not_in.disarm(),
+            Ok(false) => self.client.delete_ours(&self.our_path).await?,
+            Err(_) => self.client.delete_ours_in_background(&self.our_path),
+            Ok(true) => {}
         }
         result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
     }
