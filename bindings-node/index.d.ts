@@ -1173,8 +1173,9 @@ export declare class SimpleDistributedQueue {
  * One taken item, valid until `done()` (completes it exactly once; rejects with
  * ZKR_SESSION_EXPIRED when our lock went with the session, or with ZKR_OUTCOME_UNKNOWN when a
  * reply was lost and the item is gone: it may have been completed by us), `release()` or
- * `giveBack()` (give it back). An item garbage-collected before any of them is given back (its lock
- * deleted), so another consumer takes it.
+ * `giveBack()` (give it back). An item garbage-collected before any of them has its lock deleted
+ * (with a lock path), so another consumer takes it; without a lock path the take removed it and
+ * a collected item is gone.
  */
 export declare class QueueItem {
   readonly data: Buffer;

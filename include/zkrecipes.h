@@ -3795,7 +3795,8 @@ zkr_status zkr_queue_item_release(struct zkr_queue_item *item);
 zkr_status zkr_queue_item_give_back(struct zkr_queue_item *item);
 
 /**
- * Frees an item; one neither completed nor released is given back in the background. NULL
+ * Frees an item; one neither completed nor released has its lock released in the background
+ * (with a lock path; without one the take removed the item: zkr_queue_item_give_back first). NULL
  * does nothing.
  */
 void zkr_queue_item_free(struct zkr_queue_item *item);

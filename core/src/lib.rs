@@ -29,10 +29,12 @@
 //! * what an attempt made and nobody will own is deleted in the background: a lock's, a
 //!   lease's or a semaphore's node, a double barrier member's node, a protected create's node;
 //! * what must not stop half way runs as its own task and goes on: a release of a multi lock,
-//!   a guaranteed delete, a partitioner's `finish`, a queue sharder's `start`,
-//!   [`queue::Item::give_back`];
+//!   a guaranteed delete, a partitioner's `start` and `finish`, a queue sharder's `start`,
+//!   [`Client::remove_watches`], [`queue::Item::give_back`];
 //! * an at-most-once queue take dropped while its delete is in flight puts the item it removed
-//!   back at the tail, so the item is not lost;
+//!   back at the tail, so the item is not lost; [`Client::close`] waits for that put-back (at
+//!   most the connection timeout), so Ctrl-C followed by a close does not cut it off. A process
+//!   that exits at once gives it no time: the item is then lost;
 //! * a write whose reply was not seen (a counter's `add`, `set_data`) may have applied: the
 //!   count stays exact, but the caller does not learn the outcome.
 

@@ -6,6 +6,9 @@
 //! starting after close, or a call that needs a started recipe after close, is `Closed`; a call
 //! that needs a started recipe before `start()` is `InvalidArgument`. A start that waits for the
 //! server and fails (or is cancelled) leaves the recipe unstarted, so it may be started again.
+//! The partitioner's and the queue sharder's starts run as their own task (they join a party or
+//! an election half way): a caller that stops waiting does not cancel them, and a second start
+//! while the first still runs is `InvalidArgument`.
 
 use tokio::sync::watch;
 

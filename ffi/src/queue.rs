@@ -744,7 +744,8 @@ pub extern "C" fn zkr_queue_item_give_back(item: *mut zkr_queue_item) -> zkr_sta
     })
 }
 
-/// Frees an item; one neither completed nor released is given back in the background. NULL
+/// Frees an item; one neither completed nor released has its lock released in the background
+/// (with a lock path; without one the take removed the item: zkr_queue_item_give_back first). NULL
 /// does nothing.
 #[no_mangle]
 pub extern "C" fn zkr_queue_item_free(item: *mut zkr_queue_item) {

@@ -368,7 +368,7 @@ static void test_bad_input(void) {
     CHECK_OK(zkr_queue_put(q, (const uint8_t *)"x", 1, -1, &put));
     CHECK_OK(zkr_queue_take(q, 5000, &item));
     CHECK(item != NULL);
-    zkr_queue_item_free(item); /* given back in the background */
+    zkr_queue_item_free(item); /* no lock path: the item was removed when taken */
     CHECK_STATUS(zkr_queue_item_give_back(item), ZKR_INVALID_ARGUMENT, "zkr_queue_item_give_back");
     zkr_queue_free(q);
     /* A freed handle is refused, not used. */

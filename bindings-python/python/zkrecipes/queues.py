@@ -138,7 +138,9 @@ class QueueItem:
     """One taken item. :attr:`data` and :attr:`fencing_token` are valid until :meth:`done` (or
     :meth:`fail`, :meth:`release`, :meth:`give_back`). ``with item:`` completes it when the
     block succeeds and fails it (the queue's :class:`ErrorMode`) when it raises. An item dropped
-    without any of them is given back."""
+    without any of them has its lock released (with a lock path: another consumer takes it);
+    without a lock path the take removed it and a dropped one is gone (:meth:`give_back` puts it
+    back)."""
 
     def __init__(self, native: _native.QueueItem) -> None:
         self._n = native
