@@ -42,6 +42,22 @@ fn children(client: &Client, path: &str) -> Vec<String> {
     }
 }
 
+/// A server, a proxy to it, a client `a` through the proxy and a client `b` straight to the
+/// server (30 s sessions, 5 s connection timeout).
+async fn through_a_proxy() -> (TestingServer, FaultProxy, Client, Client) {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let connect = |to: String| {
+        ClientBuilder::new(to)
+            .session_timeout(30 * SECOND)
+            .connection_timeout(5 * SECOND)
+            .connect()
+    };
+    let a = connect(proxy.connect_string()).await.expect("connect");
+    let b = connect(server.connect_string()).await.expect("connect");
+    (server, proxy, a, b)
+}
+
 fn locked(lock_path: &str) -> QueueOptions {
     QueueOptions::default().lock_path(lock_path)
 }
@@ -629,16 +645,7 @@ fn bad_arguments_are_refused() {
 /// (Curator deletes the lock with a guaranteed delete).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_take_cancelled_after_its_lock_gives_the_item_back() {
-    let server = TestingServer::start();
-    let proxy = FaultProxy::start(&server.connect_string());
-    let connect = |to: String| {
-        ClientBuilder::new(to)
-            .session_timeout(30 * SECOND)
-            .connection_timeout(5 * SECOND)
-            .connect()
-    };
-    let a = connect(proxy.connect_string()).await.expect("connect");
-    let b = connect(server.connect_string()).await.expect("connect");
+    let (_server, proxy, a, b) = through_a_proxy().await;
     let qa = DistributedQueue::new(&a, "/q/left", locked("/q/left-locks")).unwrap();
     let qb = DistributedQueue::new(&b, "/q/left", locked("/q/left-locks")).unwrap();
     qb.put(b"two", None).await.unwrap();
@@ -704,16 +711,7 @@ async fn drop_take_once_its_delete_is_applied<T: Send + 'static>(
 /// removal ends in the background and the item, handed to nobody, is put back at the tail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_simple_take_dropped_with_its_delete_in_flight_puts_the_item_back() {
-    let server = TestingServer::start();
-    let proxy = FaultProxy::start(&server.connect_string());
-    let connect = |to: String| {
-        ClientBuilder::new(to)
-            .session_timeout(30 * SECOND)
-            .connection_timeout(5 * SECOND)
-            .connect()
-    };
-    let a = connect(proxy.connect_string()).await.expect("connect");
-    let b = connect(server.connect_string()).await.expect("connect");
+    let (_server, proxy, a, b) = through_a_proxy().await;
     let qa = SimpleDistributedQueue::new(&a, "/q/dropped").unwrap();
     let qb = SimpleDistributedQueue::new(&b, "/q/dropped").unwrap();
     let first = qb.offer(b"one").await.unwrap();
@@ -733,16 +731,7 @@ async fn a_simple_take_dropped_with_its_delete_in_flight_puts_the_item_back() {
 /// item comes back with its key (here a priority) and its messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unlocked_take_dropped_with_its_delete_in_flight_puts_the_item_back_with_its_key() {
-    let server = TestingServer::start();
-    let proxy = FaultProxy::start(&server.connect_string());
-    let connect = |to: String| {
-        ClientBuilder::new(to)
-            .session_timeout(30 * SECOND)
-            .connection_timeout(5 * SECOND)
-            .connect()
-    };
-    let a = connect(proxy.connect_string()).await.expect("connect");
-    let b = connect(server.connect_string()).await.expect("connect");
+    let (_server, proxy, a, b) = through_a_proxy().await;
     let options = QueueOptions::default;
     let qa = DistributedPriorityQueue::new(&a, "/q/dropped-p", options()).unwrap();
     let qb = DistributedPriorityQueue::new(&b, "/q/dropped-p", options()).unwrap();
@@ -806,16 +795,7 @@ fn an_item_given_back_is_taken_again_with_or_without_a_lock_path() {
 /// connection is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_give_back_dropped_while_disconnected_still_puts_the_item_back() {
-    let server = TestingServer::start();
-    let proxy = FaultProxy::start(&server.connect_string());
-    let connect = |to: String| {
-        ClientBuilder::new(to)
-            .session_timeout(30 * SECOND)
-            .connection_timeout(5 * SECOND)
-            .connect()
-    };
-    let a = connect(proxy.connect_string()).await.expect("connect");
-    let b = connect(server.connect_string()).await.expect("connect");
+    let (_server, proxy, a, b) = through_a_proxy().await;
     let qa = DistributedQueue::new(&a, "/q/given", QueueOptions::default()).unwrap();
     let qb = DistributedQueue::new(&b, "/q/given", QueueOptions::default()).unwrap();
     qb.put(b"only", None).await.unwrap();
