@@ -342,6 +342,56 @@ async fn each_session_expiry_is_one_unregistered_and_one_registered() {
     other.close().await;
 }
 
+/// A node deleted while the keeper is in a pass (here one that `set_data` started, its read
+/// answered before the delete and its reply held back) is made again with no watch of ours
+/// seeing it go: still one UNREGISTERED and one REGISTERED, since the node kept is a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_deleted_during_a_pass_is_one_unregistered_and_one_registered() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let node = PersistentNode::new(&c, "/svc/pass", CreateMode::Ephemeral, b"x", false).unwrap();
+    let seen = record(&node);
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    eventually("registered", WAIT, || async {
+        seen.lock().unwrap().as_slice() == [PersistentNodeEventKind::Registered]
+    })
+    .await;
+    let first = other.exists("/svc/pass").await.unwrap().unwrap().czxid;
+    proxy.delay_replies(Duration::from_millis(1500));
+    let reads = proxy.client_reads();
+    node.set_data(b"y").unwrap();
+    // The pass's read goes to the server at once (its reply is held back); delete after it.
+    eventually("the pass's read sent", WAIT, || async {
+        proxy.client_reads() > reads
+    })
+    .await;
+    other.delete("/svc/pass", Default::default()).await.unwrap();
+    proxy.restore();
+    eventually("made again, with the new data", WAIT, || async {
+        matches!(other.get_data("/svc/pass").await, Ok((d, s)) if d == b"y" && s.czxid != first)
+    })
+    .await;
+    let kinds = || seen.lock().unwrap().clone();
+    eventually("the delete's pair delivered", WAIT, || async {
+        kinds().len() >= 3
+    })
+    .await;
+    assert_eq!(
+        kinds(),
+        [
+            PersistentNodeEventKind::Registered,
+            PersistentNodeEventKind::Unregistered,
+            PersistentNodeEventKind::Registered
+        ]
+    );
+    node.close().await.unwrap();
+    c.close().await;
+    other.close().await;
+}
+
 /// Acceptance 3: data set while the connection is blackholed is written after it comes back.
 /// Close while the node's create is applied on the server and its reply is still on its way:
 /// close waits for the answer and deletes the node the create made (Curator deletes a node

@@ -597,6 +597,7 @@ impl Keeper {
         let mut states = self.client.subscribe_events();
         let mut backoff = Duration::from_millis(50);
         let mut last_session: Option<i64> = None;
+        let mut last_node: Option<i64> = None;
         'outer: loop {
             if *closing.borrow() {
                 break;
@@ -649,11 +650,17 @@ impl Keeper {
             // (the old one ended while this pass ran, and no event said so yet): that is the
             // loss, heard once; a LOST heard from now on that is older (sent when the earlier
             // session ended, still queued) is not a second one.
+            // Also a node other than the one kept last (its czxid): it was gone meanwhile, deleted
+            // while this pass ran (no watch of ours saw it go), and is made again.
             let kept_on = self.client.session_id();
-            if last_session.is_some_and(|s| s != kept_on) {
+            let node = self.ours.as_ref().map(|o| o.czxid);
+            if last_session.is_some_and(|s| s != kept_on)
+                || last_node.is_some_and(|n| Some(n) != node)
+            {
                 self.shared.set_registered(false, &path);
             }
             last_session = Some(kept_on);
+            last_node = node;
             self.shared.set_registered(true, &path);
             let mut fired = Box::pin(watch.changed());
             loop {
