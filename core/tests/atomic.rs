@@ -880,10 +880,11 @@ async fn shared_count_listeners_hear_a_node_made_again_at_version_zero() {
     }
     proxy.cut();
     b.delete("/shared/again", Default::default()).await.unwrap();
+    // With parents: the container `/shared` may be reaped as soon as its last child went.
     b.create(
         "/shared/again",
         &42i32.to_be_bytes(),
-        CreateOptions::default(),
+        CreateOptions::default().parents(),
     )
     .await
     .unwrap();
