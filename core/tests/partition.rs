@@ -567,6 +567,82 @@ async fn a_lease_is_held_until_its_end_and_renewed_by_its_holder() {
     c.close().await;
 }
 
+/// A lease decided under a lock that was lost after the holder was read (the session that held
+/// the lock ended and the server deleted its node; here deleted by hand, the same to the server)
+/// writes nothing: the next contender may already be deciding. Before, the write landed (a bare
+/// `set_data` at the version read, on whatever session the client had by then) and both
+/// believed they held the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_decided_after_its_lock_was_lost_writes_nothing() {
+    let server = TestingServer::start();
+    let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .expect("connect");
+    let other = connect(&server.connect_string()).await;
+    let t0 = 1_709_251_199;
+    let old = NonBlockingLease::obtain(
+        &other,
+        "/lost",
+        Duration::from_secs(1),
+        lease_options("old", Some(at(t0))),
+    )
+    .await
+    .unwrap();
+    assert!(old.obtained());
+    let (before, _) = other.get_data("/lost/lease_holder").await.unwrap();
+    // Replies are held back; requests reach the server at once.
+    proxy.delay_replies(Duration::from_millis(700));
+    let deciding = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            NonBlockingLease::obtain(
+                &c,
+                "/lost",
+                Duration::from_secs(60),
+                lease_options("late", Some(at(t0 + 100))),
+            )
+            .await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lock = loop {
+        let children = other.get_children("/lost").await.unwrap();
+        if let Some(lock) = children.into_iter().find(|n| n.contains("__lock__")) {
+            break lock;
+        }
+        assert!(Instant::now() < deadline, "the lock node was never made");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // The lock's create went with its look at the children (one write, pipelined): the next
+    // request to leave the client is the holder's read, sent once it saw itself first. It holds
+    // the lock and is deciding: the lock goes now, before the decision's write.
+    let reads = proxy.client_reads();
+    while proxy.client_reads() < reads + 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the decision's requests never came"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    other
+        .delete(&format!("/lost/{lock}"), Default::default())
+        .await
+        .unwrap();
+    let lease = deciding.await.unwrap().unwrap();
+    proxy.restore();
+    assert!(!lease.obtained(), "obtained under a lock it had lost");
+    assert_eq!(
+        other.get_data("/lost/lease_holder").await.unwrap().0,
+        before,
+        "the holder node was written after the lock was lost"
+    );
+    c.close().await;
+    other.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_holder_nodes_of_another_version_or_unreadable_are_left_alone() {
     let server = TestingServer::start();

@@ -3,7 +3,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::kazoo_lock::KazooLock;
-use crate::client::{CreateMode, CreateOptions, Parents};
+use crate::client::{CreateMode, Op, Parents};
 use crate::{path, runtime, Client, Error, Result};
 
 /// kazoo's `NonBlockingLease._version`: a holder node of another version is left alone (the
@@ -37,6 +37,12 @@ pub struct LeaseOptions {
 /// passed keeps it; otherwise the node is replaced with ours, ending at now + duration (whole
 /// seconds, as kazoo's `strftime` truncates). Holders compare client clocks: they must be
 /// roughly synchronised, as kazoo says.
+///
+/// Unlike kazoo, the holder node is written in one transaction with a check of our lock node:
+/// a decision whose lock was lost before its write (the session ended and the server deleted the
+/// lock node, while the client went on on a new session) writes nothing and does not obtain the
+/// lease, where kazoo would write over the next holder's decision. A renewal rewrites the node
+/// in place (kazoo deletes it and creates it again), so the lease is never free while renewed.
 ///
 /// Unlike kazoo, a holder node that cannot be read (not JSON, a field missing or of the wrong
 /// type, a date in another format) is `CorruptedData` rather than a Python exception, and it is
@@ -81,7 +87,15 @@ impl NonBlockingLease {
                     .into(),
                 )
             })?;
-        let result = Self::decide(client, path, duration, &identifier, options.now).await;
+        let result = Self::decide(
+            client,
+            path,
+            held.path(),
+            duration,
+            &identifier,
+            options.now,
+        )
+        .await;
         let released = held.release().await;
         let end = result?;
         // A failed release must not hide a lease written (the lock node goes with the session,
@@ -104,10 +118,12 @@ impl NonBlockingLease {
         })
     }
 
-    /// Under the lock: the new end when we take the lease, `None` when someone else keeps it.
+    /// Under the lock (our node at `lock`): the new end when we take the lease, `None` when
+    /// someone else keeps it or the lock was lost before we wrote.
     async fn decide(
         client: &Client,
         path: &str,
+        lock: &str,
         duration: Duration,
         identifier: &str,
         now: Option<SystemTime>,
@@ -145,47 +161,17 @@ impl NonBlockingLease {
                 // Rewritten in place at the version read (kazoo deletes it and creates it
                 // again): the holder node is never absent, so a renewal that fails or is
                 // dropped half way cannot free a lease its holder still counts on.
-                match client
-                    .set_data(&holder_path, &data, Some(stat.version))
-                    .await
-                {
-                    Ok(_) => return Ok(Some(truncate(end))),
-                    // Under the lock nobody else writes the holder: our write, retried after its
-                    // reply was lost, found its first try applied.
-                    Err(Error::BadVersion(_))
-                        if client
-                            .get_data(&holder_path)
-                            .await
-                            .is_ok_and(|(d, _)| d == data) =>
-                    {
-                        return Ok(Some(truncate(end)))
-                    }
+                match write_holder(client, lock, &holder_path, &data, Some(stat.version)).await {
                     Err(Error::NoNode(_)) => {} // deleted by hand meanwhile: made below
-                    Err(e) => return Err(e),
+                    written => return Ok(written?.then(|| truncate(end))),
                 }
             }
             Err(Error::NoNode(_)) => {}
             Err(e) => return Err(e),
         }
-        match client
-            .create(
-                &holder_path,
-                &data,
-                CreateOptions::new(CreateMode::Persistent),
-            )
-            .await
-        {
-            Ok(_) => {}
-            // Under the lock nobody else writes the holder: our create, retried after its
-            // reply was lost, found the node its first try made.
-            Err(Error::NodeExists(_))
-                if client
-                    .get_data(&holder_path)
-                    .await
-                    .is_ok_and(|(d, _)| d == data) => {}
-            Err(e) => return Err(e),
-        }
-        Ok(Some(truncate(end)))
+        Ok(write_holder(client, lock, &holder_path, &data, None)
+            .await?
+            .then(|| truncate(end)))
     }
 
     /// [`obtain`](Self::obtain) for the blocking face.
@@ -366,6 +352,62 @@ pub(crate) fn python_json_string(s: &str) -> String {
 }
 
 /// 10000-01-01T00:00:00Z: `%Y` has four digits up to here.
+/// Writes the lease's holder node (`version`: a `set_data` at it; `None`: a create) in one
+/// transaction with a check of our lock node, so that a decision made under a lock that was
+/// lost meanwhile writes nothing: when our session ends, the server deletes the lock node and the
+/// next contender decides; the client may already be on a new session, where a bare write would
+/// still be applied, over the next holder's. `Ok(false)`: the lock was gone, nothing written.
+/// A try whose reply was lost is resent by the retry policy; a resend that fails finds our
+/// holder data in place when the lost try was applied (one transaction: under our lock).
+async fn write_holder(
+    client: &Client,
+    lock: &str,
+    holder_path: &str,
+    data: &[u8],
+    version: Option<i32>,
+) -> Result<bool> {
+    let write = match version {
+        Some(version) => Op::SetData {
+            path: holder_path.to_string(),
+            data: data.to_vec(),
+            version: Some(version),
+        },
+        None => Op::Create {
+            path: holder_path.to_string(),
+            data: data.to_vec(),
+            mode: CreateMode::Persistent,
+            ttl: None,
+            acl: None,
+        },
+    };
+    let ops = [
+        Op::Check {
+            path: lock.to_string(),
+            version: -1,
+        },
+        write,
+    ];
+    let ops = &ops;
+    let err = match client.retry(|s| async move { s.multi(ops).await }).await {
+        Ok(_) => return Ok(true),
+        Err(e) => e,
+    };
+    if client
+        .get_data(holder_path)
+        .await
+        .is_ok_and(|(d, _)| d == data)
+    {
+        return Ok(true);
+    }
+    match err {
+        Error::NoNode(_) if err.failed_op() == Some(0) => {
+            tracing::warn!(%holder_path, %lock, "the lease's lock was lost before its holder was written (its session ended?): not obtained");
+            Ok(false)
+        }
+        e => Err(e),
+    }
+}
+
 fn max_time() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(253_402_300_800)
 }
