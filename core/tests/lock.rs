@@ -2152,6 +2152,63 @@ async fn a_multi_lock_release_dropped_half_way_releases_every_lock() {
     b.close().await;
 }
 
+/// A multi lock whose first locks went with an expired session while it waited for the last
+/// one does not answer "held" once it gets the last: another process has taken the first ones
+/// meanwhile. It releases everything and answers the lost lock's error. Before (as Curator), it
+/// answered true, and two processes held the same lock. Both kinds of the family: a mutex and a
+/// semaphore mutex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_lock_whose_first_locks_were_lost_while_it_waited_holds_nothing() {
+    let us = expirable().await;
+    let (other, rival) = (connect().await, connect().await);
+    let last = InterProcessMutex::new(&other, "/multi-lost/c").unwrap();
+    let ol = Owner::new();
+    assert!(last.acquire(ol, Some(WAIT)).await.unwrap());
+    let multi = InterProcessMultiLock::from_locks(vec![
+        Arc::new(InterProcessMutex::new(&us.client, "/multi-lost/a").unwrap()),
+        Arc::new(InterProcessSemaphoreMutex::new(&us.client, "/multi-lost/b").unwrap()),
+        Arc::new(InterProcessMutex::new(&us.client, "/multi-lost/c").unwrap()),
+    ])
+    .unwrap();
+    let o = Owner::new();
+    let acquiring = {
+        let multi = multi.clone();
+        tokio::spawn(async move { multi.acquire(o, Some(Duration::from_secs(60))).await })
+    };
+    let first = InterProcessMutex::new(&rival, "/multi-lost/a").unwrap();
+    let second = InterProcessSemaphoreMutex::new(&rival, "/multi-lost/b").unwrap();
+    eventually("holds a and b, waits for c", WAIT, || async {
+        first.participant_nodes().await.unwrap().len() == 1
+            && last.participant_nodes().await.unwrap().len() == 2
+    })
+    .await;
+    let ours = first.participant_nodes().await.unwrap().remove(0);
+    us.expire(&rival, &ours).await;
+    // Another process takes the first two, now free; then the last is given up.
+    let or = Owner::new();
+    assert!(first.acquire(or, Some(WAIT)).await.unwrap());
+    assert!(second.acquire(Some(WAIT)).await.unwrap());
+    last.release(ol).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(60), acquiring)
+        .await
+        .expect("the multi lock answers once c is free")
+        .unwrap();
+    assert!(
+        matches!(answer, Err(Error::SessionExpired(_))),
+        "answered {answer:?} while another process held a and b"
+    );
+    assert!(!multi.is_acquired_in_this_process());
+    eventually("c is given back", WAIT, || async {
+        last.participant_nodes().await.unwrap().is_empty()
+    })
+    .await;
+    first.release(or).await.unwrap();
+    second.release().await.unwrap();
+    us.client.close().await;
+    other.close().await;
+    rival.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overlapping_multi_locks_never_share_a_lock() {
     let rounds = if long() { 20 } else { 5 };

@@ -459,7 +459,10 @@ class InterProcessSemaphoreV2:
 class InterProcessMultiLock(_OwnedLock):
     """Curator's InterProcessMultiLock: all of several locks or none. Give lock paths (a
     reentrant mutex each) or lock objects (InterProcessMutex, InterProcessSemaphoreMutex).
-    The timeout bounds the whole acquire; on failure nothing is held."""
+    The timeout bounds the whole acquire; on failure nothing is held. A lock taken early whose
+    hold was lost while the others were awaited (its session ended: another process may hold it
+    now) is not answered as held: everything is released and the acquire raises that lock's
+    error (SessionExpiredError, ConnectionLossError or ClosedError)."""
 
     def __init__(
         self, client: Client, locks: Sequence[Union[str, InterProcessMutex, InterProcessSemaphoreMutex]]

@@ -137,7 +137,7 @@ impl Cohort {
         let (id, rx, starter) = {
             let mut st = self.lock();
             if let Some(h) = st.holder.as_mut().filter(|h| h.owner == owner) {
-                if !self.inner.is_hold_marked_valid(self.proc_owner) {
+                if !self.inner.is_hold_intact(self.proc_owner) {
                     return Err(self.inner.void_hold_error_for(self.proc_owner));
                 }
                 h.count = h.count.checked_add(1).ok_or_else(|| {
@@ -160,7 +160,7 @@ impl Cohort {
             // node is released by that release).
             let idle = matches!(st.node, NodeState::Held { .. })
                 && st.holder.is_none()
-                && self.inner.is_hold_marked_valid(self.proc_owner);
+                && self.inner.is_hold_intact(self.proc_owner);
             if free {
                 self.start_driver(&mut st, Some((id, deadline)));
             } else if idle && !self.grant_next(&mut st) {
@@ -370,7 +370,7 @@ impl Cohort {
             if let Some(h) = st.holder.take() {
                 let _ = h.ended.send(true);
             }
-            let valid = self.inner.is_hold_marked_valid(self.proc_owner);
+            let valid = self.inner.is_hold_intact(self.proc_owner);
             let within = match &st.node {
                 NodeState::Held {
                     budget_since,
@@ -424,7 +424,7 @@ impl Cohort {
                 Err(_) => true,
             };
             let mut st = self.lock();
-            let valid = self.inner.is_hold_marked_valid(self.proc_owner);
+            let valid = self.inner.is_hold_intact(self.proc_owner);
             if let NodeState::Checking { grants } = st.node {
                 if !others && valid {
                     // Nobody else waits: the budget starts over.
@@ -528,6 +528,14 @@ impl Mode for Arc<Cohort> {
 
     fn is_held_valid(&self, owner: Owner) -> bool {
         self.holds(owner) && self.inner.is_held_valid(self.proc_owner)
+    }
+
+    fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        if self.holds(owner) {
+            Mode::lost_hold(&self.inner, self.proc_owner)
+        } else {
+            None
+        }
     }
 
     fn lost_signal(&self, owner: Owner) -> BoxFuture<'static, bool> {

@@ -42,6 +42,15 @@ pub trait InterProcessLock: Send + Sync {
 
     /// Whether the lock is held in this process.
     fn is_acquired_in_this_process(&self) -> bool;
+
+    /// Why `owner`'s hold is no longer to be trusted — reported lost, or its node gone with a
+    /// session that ended (the client is on another now) — or `None` while it is intact or
+    /// nothing is held. [`InterProcessMultiLock`] asks every lock it took before it answers.
+    /// The default (a lock that cannot tell) is `None`.
+    fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        let _ = owner;
+        None
+    }
 }
 
 impl InterProcessLock for InterProcessMutex {
@@ -55,6 +64,10 @@ impl InterProcessLock for InterProcessMutex {
 
     fn is_acquired_in_this_process(&self) -> bool {
         InterProcessMutex::is_acquired_in_this_process(self)
+    }
+
+    fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        InterProcessMutex::lost_hold(self, owner)
     }
 }
 
@@ -70,6 +83,10 @@ impl InterProcessLock for InterProcessSemaphoreMutex {
 
     fn is_acquired_in_this_process(&self) -> bool {
         InterProcessSemaphoreMutex::is_acquired_in_this_process(self)
+    }
+
+    fn lost_hold(&self, _owner: Owner) -> Option<Error> {
+        InterProcessSemaphoreMutex::lost_hold(self)
     }
 }
 

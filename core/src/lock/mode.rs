@@ -8,7 +8,7 @@ use super::cohort::CohortOptions;
 use super::BoxFuture;
 use crate::dispatch::ListenerId;
 use crate::wait::Deadline;
-use crate::{Owner, Result};
+use crate::{Error, Owner, Result};
 
 /// What a [`release`](super::InterProcessMutex::release_with_status) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +56,9 @@ pub(crate) trait Mode: Send + Sync {
     fn fencing_token(&self, owner: Owner) -> Option<FencingToken>;
     fn lock_node(&self, owner: Owner) -> Option<String>;
     fn is_held_valid(&self, owner: Owner) -> bool;
+    /// Why `owner`'s hold is not intact (reported lost, or its node of another session than
+    /// the client's); `None` while intact or not held.
+    fn lost_hold(&self, owner: Owner) -> Option<Error>;
     /// Resolves when `owner`'s current hold ends: `true` if lost, `false` if released first.
     fn lost_signal(&self, owner: Owner) -> BoxFuture<'static, bool>;
     fn on_lost(&self, listener: LostListener) -> ListenerId;

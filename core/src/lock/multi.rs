@@ -55,6 +55,12 @@ impl InterProcessMultiLock {
     /// Acquires every lock for `owner` within `timeout` (`None`: until acquired); whether all
     /// were acquired. On `false` or an error none is held. Cancelling (dropping the future)
     /// releases those already taken.
+    ///
+    /// Unlike Curator's, a lock taken early whose hold was lost while the later ones were
+    /// awaited (its node went with a session that ended, so another process may hold it now;
+    /// or, with the standard policy, the connection was suspended) is not answered as held:
+    /// everything is released and the error is that lock's ([`InterProcessLock::lost_hold`]):
+    /// `SessionExpired`, `ConnectionLoss`, or `Closed`.
     pub async fn acquire(&self, owner: Owner, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
         let mut taken = Taken {
@@ -73,6 +79,13 @@ impl InterProcessMultiLock {
                     return Err(e);
                 }
             }
+        }
+        // Each lock taken was held when it answered; one taken early may have been lost since.
+        if let Some(e) = taken.locks.iter().find_map(|l| l.lost_hold(owner)) {
+            taken.release_all().await;
+            return Err(e.context(
+                "multi lock: a lock taken earlier was lost while the others were awaited; none is held",
+            ));
         }
         taken.locks.clear();
         Ok(true)
@@ -159,5 +172,9 @@ impl InterProcessLock for InterProcessMultiLock {
 
     fn is_acquired_in_this_process(&self) -> bool {
         InterProcessMultiLock::is_acquired_in_this_process(self)
+    }
+
+    fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        self.locks.iter().find_map(|l| l.lost_hold(owner))
     }
 }

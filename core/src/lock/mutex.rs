@@ -253,6 +253,12 @@ impl InterProcessMutex {
         self.mode.is_held_valid(owner)
     }
 
+    /// Why `owner`'s hold is not intact (reported lost, or its node of an ended session), or
+    /// `None` (intact, or nothing held): what a re-entry of that hold would fail with.
+    pub(crate) fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        self.mode.lost_hold(owner)
+    }
+
     /// Calls `f(owner)` when a hold of this mutex is lost (see [`LostPolicy`]; also when the
     /// client is closed). Callbacks run on this lock's dispatcher ([`crate::dispatch`]): one
     /// at a time, in order, off the async workers; they may call the blocking API (release,

@@ -439,9 +439,11 @@ impl Plain {
         self.shared.callbacks.add(move |o: &Owner| listener(*o))
     }
 
-    /// Whether `owner`'s hold has not been marked lost.
-    pub(crate) fn is_hold_marked_valid(&self, owner: Owner) -> bool {
-        matches!(self.shared.lock_slots().get(&owner), Some(Slot::Held(h)) if h.valid)
+    /// Whether `owner`'s hold is intact: not marked lost, and its node of the client's session
+    /// now (between a new session and the monitor's marking, a node of the ended one is gone
+    /// from the server already: never to be handed on).
+    pub(crate) fn is_hold_intact(&self, owner: Owner) -> bool {
+        self.shared.intact_held_node(owner).is_some()
     }
 
     /// The error a re-entry of `owner`'s lost hold gets.
@@ -481,6 +483,10 @@ impl Mode for Plain {
 
     fn is_held_valid(&self, owner: Owner) -> bool {
         Plain::is_held_valid(self, owner)
+    }
+
+    fn lost_hold(&self, owner: Owner) -> Option<Error> {
+        self.shared.lost_hold_error(owner)
     }
 
     fn lost_signal(&self, owner: Owner) -> BoxFuture<'static, bool> {
@@ -790,7 +796,7 @@ mod tests {
             },
         );
         assert!(
-            !plain.is_hold_marked_valid(owner),
+            !plain.is_hold_intact(owner),
             "a hold on a node deleted before it was installed must start lost"
         );
         assert!(!plain.is_held_valid(owner));
@@ -831,7 +837,7 @@ mod tests {
                 node_watch: None,
             },
         );
-        assert!(plain.is_hold_marked_valid(other));
+        assert!(plain.is_hold_intact(other));
         client.close_blocking();
     }
 }

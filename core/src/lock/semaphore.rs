@@ -646,6 +646,22 @@ impl InterProcessSemaphoreMutex {
         runtime::try_block_on(self.release())?
     }
 
+    /// Why the lease held is no longer to be trusted (it went with a session that ended), or
+    /// `None` (held on the client's session, or nothing held).
+    pub(crate) fn lost_hold(&self) -> Option<Error> {
+        let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
+        let lease = lease.as_ref()?;
+        (lease.client.session_id() != lease.session).then(|| {
+            Error::SessionExpired(
+                format!(
+                    "lock {}: its lease {} went with the session that made it",
+                    self.semaphore.shared.path, lease.path
+                )
+                .into(),
+            )
+        })
+    }
+
     /// Whether this object holds it.
     pub fn is_acquired_in_this_process(&self) -> bool {
         self.lease
