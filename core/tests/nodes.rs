@@ -392,6 +392,72 @@ async fn a_node_deleted_during_a_pass_is_one_unregistered_and_one_registered() {
     other.close().await;
 }
 
+/// A data change whose write goes out after the session that read the node expired is not
+/// resent on the new session: by then the server had deleted our node, and another process (a
+/// replacement instance with the same member id) made one at the path, at the same version 0.
+/// Before, the write resent by the retry policy on the new session overwrote that process's
+/// data, and the owner never put it back (its own write was not its to redo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_read_on_an_expired_session_never_lands_on_the_next_owners_node() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let c = connect(&proxy.connect_string()).await;
+    let other = connect(&server.connect_string()).await;
+    let node = PersistentNode::new(&c, "/svc/stale", CreateMode::Ephemeral, b"p0", false).unwrap();
+    let seen = record(&node);
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create(Some(WAIT)).await.unwrap());
+    let (id, password) = c.session_credentials().unwrap();
+    // Requests and replies are held back a second each way: the pass's read, sent first, is
+    // answered (node ours, version 0); its write is on its way when the session ends on the
+    // server and another process makes the node; the write then meets a dead connection.
+    proxy.delay(Duration::from_millis(1000));
+    let reads = proxy.client_reads();
+    node.set_data(b"p1").unwrap();
+    eventually("the pass's read sent", WAIT, || async {
+        proxy.client_reads() > reads
+    })
+    .await;
+    // Then its write, once the read's answer came back (two seconds): the next request of 30
+    // bytes or more (a ping, 12 bytes, may come first).
+    let read_sent = proxy.client_bytes_read();
+    eventually("the pass's write sent", WAIT, || async {
+        proxy.client_bytes_read() >= read_sent + 30
+    })
+    .await;
+    let servers = server.connect_string();
+    tokio::task::spawn_blocking(move || {
+        zkrecipes_testing::expire_session_id(&servers, id, &password)
+    })
+    .await
+    .unwrap();
+    other
+        .create(
+            "/svc/stale",
+            b"q",
+            CreateOptions::new(CreateMode::Ephemeral),
+        )
+        .await
+        .expect("the node was made again before the other process could (replies not held back long enough?)");
+    proxy.restore();
+    eventually("the node reports the conflict", WAIT, || async {
+        seen.lock()
+            .unwrap()
+            .contains(&PersistentNodeEventKind::Conflict)
+    })
+    .await;
+    let (data, stat) = other.get_data("/svc/stale").await.unwrap();
+    assert_eq!(
+        (data.as_slice(), stat.ephemeral_owner),
+        (&b"q"[..], other.session_id()),
+        "the other process's node was overwritten"
+    );
+    node.close().await.unwrap();
+    assert_eq!(other.get_data("/svc/stale").await.unwrap().0, b"q");
+    c.close().await;
+    other.close().await;
+}
+
 /// Acceptance 3: data set while the connection is blackholed is written after it comes back.
 /// Close while the node's create is applied on the server and its reply is still on its way:
 /// close waits for the answer and deletes the node the create made (Curator deletes a node

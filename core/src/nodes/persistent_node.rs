@@ -780,12 +780,26 @@ impl Keeper {
             });
             self.unsure = false;
             if self.written != Some(generation) && current != data {
-                match self.client.set_data(p, &data, Some(stat.version)).await {
-                    Ok(_) => {
+                // On the session that read the node, never on a later one: the node was ours
+                // on that session only. Once it expired, the server deleted our node, and
+                // another process may have made one at the same path, at the same version, that
+                // a write resent on a new session would overwrite.
+                let data = data.as_slice();
+                let written = self
+                    .client
+                    .retry(|s: Session| async move {
+                        if s.id() != session {
+                            return Ok(false); // a new session: read again
+                        }
+                        s.set_data(p, data, Some(stat.version)).await.map(|_| true)
+                    })
+                    .await;
+                match written {
+                    Ok(true) => {
                         self.written = Some(generation);
                         continue; // read again for a fresh watch
                     }
-                    Err(Error::BadVersion(_) | Error::NoNode(_)) => continue,
+                    Ok(false) | Err(Error::BadVersion(_) | Error::NoNode(_)) => continue,
                     Err(e) => return Err(e),
                 }
             }
