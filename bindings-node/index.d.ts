@@ -605,7 +605,8 @@ export declare class InterProcessSemaphoreV2 {
 /**
  * Curator's InterProcessMultiLock over mutexes at several paths: all or none. A lock taken
  * early whose hold was lost while the others were awaited (its session ended: another process
- * may hold it now) is not answered as held: everything is released and `acquire` rejects with
+ * may hold it now; or, with the standard lost policy, the connection was suspended) is not
+ * answered as held: everything is released and `acquire` rejects with
  * that lock's error (code `ZKR_SESSION_EXPIRED`, `ZKR_CONNECTION_LOSS` or `ZKR_CLOSED`).
  */
 export declare class InterProcessMultiLock {

@@ -3972,8 +3972,8 @@ zkr_status zkr_multi_lock_new(struct zkr_client *c, const char *const *paths, si
 /**
  * Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
  * tells whether all were (if not, none is held). A lock taken early whose hold was lost while
- * the others were awaited (its session ended: another process may hold it now) is not
- * answered as held: everything is released and the status is that lock's (ZKR_SESSION_EXPIRED,
+ * the others were awaited (its session ended: another process may hold it now; or, with the
+ * standard lost policy, the connection was suspended) is not answered as held: everything is released and the status is that lock's (ZKR_SESSION_EXPIRED,
  * ZKR_CONNECTION_LOSS or ZKR_CLOSED).
  */
 zkr_status zkr_multi_lock_acquire(struct zkr_multi_lock *m, int64_t timeout_ms, bool *acquired);

@@ -382,8 +382,8 @@ pub extern "C" fn zkr_multi_lock_new(
 
 /// Acquires every lock for the calling thread within `timeout_ms` (-1: forever); `*acquired`
 /// tells whether all were (if not, none is held). A lock taken early whose hold was lost while
-/// the others were awaited (its session ended: another process may hold it now) is not
-/// answered as held: everything is released and the status is that lock's (ZKR_SESSION_EXPIRED,
+/// the others were awaited (its session ended: another process may hold it now; or, with the
+/// standard lost policy, the connection was suspended) is not answered as held: everything is released and the status is that lock's (ZKR_SESSION_EXPIRED,
 /// ZKR_CONNECTION_LOSS or ZKR_CLOSED).
 #[no_mangle]
 pub extern "C" fn zkr_multi_lock_acquire(

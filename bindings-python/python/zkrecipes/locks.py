@@ -461,7 +461,7 @@ class InterProcessMultiLock(_OwnedLock):
     reentrant mutex each) or lock objects (InterProcessMutex, InterProcessSemaphoreMutex).
     The timeout bounds the whole acquire; on failure nothing is held. A lock taken early whose
     hold was lost while the others were awaited (its session ended: another process may hold it
-    now) is not answered as held: everything is released and the acquire raises that lock's
+    now; or, with the standard lost policy, the connection was suspended) is not answered as held: everything is released and the acquire raises that lock's
     error (SessionExpiredError, ConnectionLossError or ClosedError)."""
 
     def __init__(

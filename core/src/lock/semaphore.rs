@@ -651,6 +651,9 @@ impl InterProcessSemaphoreMutex {
     pub(crate) fn lost_hold(&self) -> Option<Error> {
         let lease = self.lease.lock().unwrap_or_else(|e| e.into_inner());
         let lease = lease.as_ref()?;
+        if lease.client.is_closed() {
+            return Some(Error::closed());
+        }
         (lease.client.session_id() != lease.session).then(|| {
             Error::SessionExpired(
                 format!(

@@ -351,7 +351,6 @@ pub(crate) fn python_json_string(s: &str) -> String {
     out
 }
 
-/// 10000-01-01T00:00:00Z: `%Y` has four digits up to here.
 /// Writes the lease's holder node (`version`: a `set_data` at it; `None`: a create) in one
 /// transaction with a check of our lock node, so that a decision made under a lock that was
 /// lost meanwhile writes nothing: when our session ends, the server deletes the lock node and the
@@ -408,6 +407,7 @@ async fn write_holder(
     }
 }
 
+/// 10000-01-01T00:00:00Z: `%Y` has four digits up to here.
 fn max_time() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(253_402_300_800)
 }
