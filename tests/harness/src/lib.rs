@@ -92,15 +92,29 @@ fn wait_until(timeout: Duration, every: Duration, mut done: impl FnMut() -> bool
 }
 
 /// A directory `std::env::temp_dir()/zkr-XXXXXXXX`, removed with its contents on drop.
+///
+/// A server kept in a `static` is never dropped: its process dies with the test binary, its
+/// directory stays. So each directory names its process in [`OWNER_FILE`], and making one first
+/// removes those of processes that are gone.
 #[derive(Debug)]
 struct TempDir(PathBuf);
 
+/// The file in a [`TempDir`] with the id of the process that made it.
+const OWNER_FILE: &str = "owner.pid";
+
 impl TempDir {
     fn new() -> TempDir {
+        remove_orphaned_dirs(&std::env::temp_dir());
         loop {
             let path = std::env::temp_dir().join(format!("zkr-{:08x}", fastrand::u32(..)));
             match std::fs::create_dir(&path) {
-                Ok(()) => return TempDir(path),
+                Ok(()) => {
+                    let owner = path.join(OWNER_FILE);
+                    if let Err(e) = std::fs::write(&owner, std::process::id().to_string()) {
+                        panic!("zkrecipes-testing: cannot write {}: {e}", owner.display());
+                    }
+                    return TempDir(path);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => panic!("zkrecipes-testing: cannot create {}: {e}", path.display()),
             }
@@ -116,4 +130,36 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Removes the [`TempDir`]s under `tmp` whose process is gone (only ours: `zkr-` and eight hex
+/// digits, with an [`OWNER_FILE`]; a directory without one, or whose process lives, is left).
+fn remove_orphaned_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let ours = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("zkr-"))
+            .is_some_and(|hex| hex.len() == 8 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !ours {
+            continue;
+        }
+        let dir = entry.path();
+        let owner = std::fs::read_to_string(dir.join(OWNER_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse::<libc::pid_t>().ok());
+        if owner.is_some_and(|pid| pid > 0 && !process_lives(pid)) {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// Whether process `pid` exists (one of another user's counts: `EPERM`).
+fn process_lives(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 sends nothing; kill only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }

@@ -529,3 +529,36 @@ async fn cli_starts_serves_expires_and_stops_detached_servers() {
     assert!(cmdline.is_empty(), "server process {pid} is still there");
     assert!(!dir.0.join("zk-harness.state").exists());
 }
+
+/// A server kept in a `static` is never dropped: its directory outlives the test binary. The
+/// next start removes such directories, those of processes that are gone, and only those: a
+/// live process's directory and one without an owner file stay.
+#[test]
+fn the_directories_of_gone_processes_are_removed_by_the_next_start() {
+    let tmp = std::env::temp_dir();
+    let mut gone = Command::new("true").spawn().expect("run true");
+    let gone_pid = gone.id();
+    gone.wait().expect("wait for true");
+    let make = |owner: Option<u32>| {
+        let dir = tmp.join(format!("zkr-{:08x}", fastrand::u32(..)));
+        std::fs::create_dir_all(dir.join("server0/data")).unwrap();
+        if let Some(pid) = owner {
+            std::fs::write(dir.join("owner.pid"), pid.to_string()).unwrap();
+        }
+        dir
+    };
+    let (orphan, live, unowned) = (
+        make(Some(gone_pid)),
+        make(Some(std::process::id())),
+        make(None),
+    );
+    let server = TestingServer::start();
+    assert!(!orphan.exists(), "the gone process's directory stayed");
+    assert!(
+        live.exists() && unowned.exists(),
+        "a directory not to touch was removed"
+    );
+    drop(server);
+    std::fs::remove_dir_all(&live).unwrap();
+    std::fs::remove_dir_all(&unowned).unwrap();
+}
