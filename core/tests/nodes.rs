@@ -431,14 +431,15 @@ async fn a_write_read_on_an_expired_session_never_lands_on_the_next_owners_node(
     })
     .await
     .unwrap();
+    // With parents: the container `/svc` may be reaped as soon as the expiry took its child.
     other
         .create(
             "/svc/stale",
             b"q",
-            CreateOptions::new(CreateMode::Ephemeral),
+            CreateOptions::new(CreateMode::Ephemeral).parents(),
         )
         .await
-        .expect("the node was made again before the other process could (replies not held back long enough?)");
+        .expect("the node was made again before the other process could (requests not held back long enough?)");
     proxy.restore();
     eventually("the node reports the conflict", WAIT, || async {
         seen.lock()
