@@ -526,6 +526,14 @@ impl Mode for Arc<Cohort> {
         }
     }
 
+    fn held_session(&self, owner: Owner) -> Option<i64> {
+        if self.holds(owner) {
+            self.inner.held_session(self.proc_owner)
+        } else {
+            None
+        }
+    }
+
     fn is_held_valid(&self, owner: Owner) -> bool {
         self.holds(owner) && self.inner.is_held_valid(self.proc_owner)
     }

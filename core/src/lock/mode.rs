@@ -55,6 +55,8 @@ pub(crate) trait Mode: Send + Sync {
     fn is_acquired_in_this_process(&self) -> bool;
     fn fencing_token(&self, owner: Owner) -> Option<FencingToken>;
     fn lock_node(&self, owner: Owner) -> Option<String>;
+    /// The session that made `owner`'s lock node (lost or not), if it holds one.
+    fn held_session(&self, owner: Owner) -> Option<i64>;
     fn is_held_valid(&self, owner: Owner) -> bool;
     /// Why `owner`'s hold is not intact (reported lost, or its node of another session than
     /// the client's); `None` while intact or not held.

@@ -253,6 +253,11 @@ impl InterProcessMutex {
         self.mode.is_held_valid(owner)
     }
 
+    /// The session that made `owner`'s lock node (whether or not the hold is lost since).
+    pub(crate) fn held_session(&self, owner: Owner) -> Option<i64> {
+        self.mode.held_session(owner)
+    }
+
     /// Why `owner`'s hold is not intact (reported lost, or its node of an ended session), or
     /// `None` (intact, or nothing held): what a re-entry of that hold would fail with.
     pub(crate) fn lost_hold(&self, owner: Owner) -> Option<Error> {

@@ -481,6 +481,10 @@ impl Mode for Plain {
         Plain::lock_node(self, owner)
     }
 
+    fn held_session(&self, owner: Owner) -> Option<i64> {
+        self.shared.held_node(owner).map(|n| n.session)
+    }
+
     fn is_held_valid(&self, owner: Owner) -> bool {
         Plain::is_held_valid(self, owner)
     }

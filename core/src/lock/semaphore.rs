@@ -445,13 +445,14 @@ impl InterProcessSemaphoreV2 {
             owner,
             armed: true,
         };
-        let result = self.create_and_wait(deadline).await;
+        let result = self.create_and_wait(owner, deadline).await;
         let _ = s.lock.release(owner).await;
         unlock.armed = false;
         result
     }
 
-    async fn create_and_wait(&self, deadline: Deadline) -> Result<One> {
+    /// Makes a lease node while `owner` holds the internal lock, and waits until it counts.
+    async fn create_and_wait(&self, owner: Owner, deadline: Deadline) -> Result<One> {
         let s = &self.shared;
         // A cancelled acquire never leaves a lease node behind.
         let (created, _) = create_lock_node(
@@ -466,6 +467,16 @@ impl InterProcessSemaphoreV2 {
         let mut guard = NodeGuard::new(&s.client, &created.path);
         let name = created.name.clone();
         let lease_session = created.session;
+        // A lease counts only if made under the internal lock. One made on another session than
+        // the lock's node (its create resent on a new session after the one holding the lock
+        // ended) was not: the next contender may hold the lock by now, and two such leases
+        // against the last free one wait for each other for good (Curator's hole). It is given
+        // back, and the lock and a lease are taken again on this session.
+        if s.lock.held_session(owner) != Some(lease_session) {
+            tracing::debug!(semaphore = %s.path, "a lease made outside the internal lock's session: taken again");
+            let _ = guard.delete_now().await;
+            return Ok(One::Missing);
+        }
         // Subscribed before each listing: a change of a count-driven limit after the listing
         // wakes the wait below (Curator's count listener notifies the waiter).
         let mut limit_changes = s.max_leases.changes();
