@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use zkrecipes::atomic::{
     DistributedAtomicInteger, DistributedAtomicLong, PromotedToLock, SharedCount, SharedCountEvent,
-    VersionedValue,
+    SharedValue, VersionedValue,
 };
 use zkrecipes::client::CreateOptions;
 use zkrecipes::lock::InterProcessMutex;
@@ -545,6 +545,94 @@ fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
         // Applied exactly once: never retried into a double count.
         assert_eq!(raw(&observer, "/lost/reply"), expected.to_be_bytes());
         assert_eq!(counter.get_blocking().unwrap().post_value, expected);
+    }
+    client.close_blocking();
+    observer.close_blocking();
+}
+
+/// An unconditional write (`force_set`, `set_count`, `set_value`) whose reply was lost, after
+/// which another client's write landed and was acknowledged, is not resent over it: the other
+/// write stays, and ours is `OutcomeUnknown`. Before, the client's retrying `setData` sent it
+/// again once reconnected, and the other client's increment was lost (Curator's forceSet and
+/// setCount do the same).
+#[test]
+fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let client = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(40 * SECOND)
+        .connection_timeout(30 * SECOND)
+        .connect_blocking()
+        .expect("connect");
+    let observer = connect(&server.connect_string());
+    for which in ["force_set", "set_count", "set_value"] {
+        let path = format!("/forced/{which}");
+        let long = Arc::new(DistributedAtomicLong::new(&client, &path, None, None).unwrap());
+        let count = Arc::new(SharedCount::new(&client, &path, 5).unwrap());
+        let value = Arc::new(SharedValue::new(&client, &path, &5i32.to_be_bytes()).unwrap());
+        let bytes = |v: i32| -> Vec<u8> {
+            match which {
+                "force_set" => i64::from(v).to_be_bytes().to_vec(),
+                _ => v.to_be_bytes().to_vec(),
+            }
+        };
+        match which {
+            "force_set" => long.force_set_blocking(5).unwrap(),
+            "set_count" => count.start_blocking().unwrap(),
+            _ => value.start_blocking().unwrap(),
+        }
+        assert_eq!(raw(&observer, &path), bytes(5));
+        // Requests pass at once, replies wait in the proxy.
+        proxy.delay_replies(REPLY_HELD);
+        let writer = {
+            let (long, count, value) = (long.clone(), count.clone(), value.clone());
+            thread::spawn(move || match which {
+                "force_set" => long.force_set_blocking(0),
+                "set_count" => count.set_count_blocking(0),
+                _ => value.set_value_blocking(&0i32.to_be_bytes()),
+            })
+        };
+        wait_until("the write to be applied", 30 * SECOND, || {
+            raw(&observer, &path) == bytes(0)
+        });
+        // Another client adds one to what it read (conditionally), and is told it did.
+        let (_, stat) = zkrecipes::runtime::block_on(observer.get_data(&path)).unwrap();
+        zkrecipes::runtime::block_on(observer.set_data(&path, &bytes(1), Some(stat.version)))
+            .expect("the other client's increment");
+        // Our reply is lost with the connection.
+        proxy.cut();
+        proxy.restore();
+        let result = writer.join().unwrap();
+        assert_eq!(
+            raw(&observer, &path),
+            bytes(1),
+            "{which}: the other client's later write was overwritten by a resend ({result:?})"
+        );
+        let e = result.expect_err("the write's fate cannot be known: the node moved on");
+        assert_eq!(e.kind(), ErrorKind::OutcomeUnknown, "{which}: {e}");
+        assert!(e.message().contains(&path), "{which}: {e}");
+        // A lost reply with nothing written after it: the node holds our bytes, done.
+        proxy.delay_replies(REPLY_HELD);
+        let writer = {
+            let (long, count, value) = (long.clone(), count.clone(), value.clone());
+            thread::spawn(move || match which {
+                "force_set" => long.force_set_blocking(7),
+                "set_count" => count.set_count_blocking(7),
+                _ => value.set_value_blocking(&7i32.to_be_bytes()),
+            })
+        };
+        wait_until("the second write to be applied", 30 * SECOND, || {
+            raw(&observer, &path) == bytes(7)
+        });
+        proxy.cut();
+        proxy.restore();
+        let result = writer.join().unwrap();
+        assert!(
+            result.is_ok(),
+            "{which}: our bytes are on the node: {result:?}"
+        );
+        count.close();
+        value.close();
     }
     client.close_blocking();
     observer.close_blocking();

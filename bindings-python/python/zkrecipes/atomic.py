@@ -169,7 +169,13 @@ class _DistributedAtomicNumber:
         return v
 
     def force_set(self, value: int) -> None:
-        """Sets ``value`` unconditionally."""
+        """Sets ``value`` unconditionally.
+
+        After a lost reply it is resent only if certainly not applied:
+        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
+        have been applied and overwritten since; Curator resends it blindly, over any
+        write that landed after it).
+        """
         self._op("force_set", value).wait()
 
     async def force_set_async(self, value: int) -> None:
@@ -246,7 +252,13 @@ class SharedCount(Lifecycle):
         return v
 
     def set_count(self, count: int) -> None:
-        """Sets the count unconditionally."""
+        """Sets the count unconditionally.
+
+        After a lost reply it is resent only if certainly not applied:
+        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
+        have been applied and overwritten since; Curator resends it blindly, over any
+        write that landed after it).
+        """
         self._n.set_count(count).wait()
 
     async def set_count_async(self, count: int) -> None:
@@ -338,7 +350,13 @@ class SharedValue(Lifecycle):
         return v
 
     def set_value(self, value: bytes) -> None:
-        """Sets the value unconditionally."""
+        """Sets the value unconditionally.
+
+        After a lost reply it is resent only if certainly not applied:
+        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
+        have been applied and overwritten since; Curator resends it blindly, over any
+        write that landed after it).
+        """
         self._n.set_value(value).wait()
 
     async def set_value_async(self, value: bytes) -> None:
@@ -448,7 +466,13 @@ class DistributedAtomicValue:
         return await run(self._n.try_set(value))
 
     def force_set(self, value: bytes) -> None:
-        """Sets ``value`` unconditionally, creating the node if needed."""
+        """Sets ``value`` unconditionally, creating the node if needed.
+
+        After a lost reply it is resent only if certainly not applied:
+        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
+        have been applied and overwritten since; Curator resends it blindly, over any
+        write that landed after it).
+        """
         self._n.force_set(value).wait()
 
     async def force_set_async(self, value: bytes) -> None:

@@ -131,6 +131,20 @@ impl<V> Known<V> {
     }
 }
 
+impl<V> Known<V> {
+    /// The node's place (version and `czxid`, or missing) without its value.
+    pub(crate) fn place(&self) -> Known<()> {
+        match self {
+            Known::Missing => Known::Missing,
+            Known::Present { version, czxid, .. } => Known::Present {
+                version: *version,
+                czxid: *czxid,
+                value: (),
+            },
+        }
+    }
+}
+
 impl Known<i64> {
     /// A counter's value: a missing node counts as 0 (Curator's rule).
     pub(crate) fn value(&self) -> i64 {
@@ -154,6 +168,16 @@ enum Resolution {
     Superseded,
     /// Cannot be known.
     Unknown(String),
+}
+
+/// What a re-read after a lost reply says about a forced write.
+enum Forced {
+    /// The node holds our bytes.
+    Ours(Stat),
+    /// Certainly not applied, the node as it was: resend.
+    NotApplied,
+    /// Our `create` was not applied: another one was (the node at version 0, other bytes).
+    MadeByAnother(Stat),
 }
 
 /// A value node of one client (a counter's is shared by every instance on that path, via the
@@ -391,6 +415,184 @@ impl<C: Codec> Engine<C> {
                     self.backoff(&mut resends, start, err).await?;
                 }
             }
+        }
+    }
+
+    /// Writes `value` whatever the node holds (Curator's `forceSet`, `SharedCount.setCount`,
+    /// `SharedValue.setValue`): `setData` without a version, or, with `create`, a `create`
+    /// (parents as containers) when the node is missing (else `NoNode`). `before`: the node as
+    /// last known, if known. Returns the node's stat with our bytes.
+    ///
+    /// Unlike Curator's, a write whose reply was lost is never resent blindly: if the first
+    /// send was applied, a resend overwrites every write that landed after it (another client's
+    /// increment, acknowledged to it, lost). After a lost reply we `sync` and re-read, as for a
+    /// conditional write: our bytes on the node → done (ours, or the same bytes written since:
+    /// the node holds the value either way); the node still as `before` (same version and
+    /// `czxid`, or still missing after a `create`) → certainly not applied, resent; anything else
+    /// → `OutcomeUnknown` (ours may have been applied and overwritten since).
+    pub(crate) async fn force_write(
+        &self,
+        value: C::Value,
+        before: Option<Known<()>>,
+        create: bool,
+    ) -> Result<Stat> {
+        let data = self.codec.encode(&value);
+        let start = Instant::now();
+        let mut resends = 0u32;
+        let mut made_parents = false;
+        let mut before = before;
+        // Whether the next send is a create (the node was missing last we looked).
+        let mut creating = create && matches!(before, Some(Known::Missing));
+        loop {
+            self.check_open()?;
+            // Waiting for a connection sends nothing: an error here is certain.
+            let s = match self.client.session().await {
+                Ok(s) => s,
+                Err(e) if e.is_retryable() => {
+                    self.backoff(&mut resends, start, e).await?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let sent = if creating {
+                s.create(&self.path, &data, CreateMode::Persistent)
+                    .await
+                    .map(|c| c.stat)
+            } else {
+                s.set_data(&self.path, &data, None).await
+            };
+            drop(s);
+            let err = match sent {
+                Ok(stat) => {
+                    self.remember(Known::Present {
+                        version: stat.version,
+                        czxid: stat.czxid,
+                        value,
+                    });
+                    return Ok(stat);
+                }
+                Err(Error::NoNode(_)) if create && !creating => {
+                    creating = true;
+                    before = Some(Known::Missing);
+                    continue;
+                }
+                Err(Error::NoNode(_)) if creating && !made_parents => {
+                    made_parents = true;
+                    self.client
+                        .ensure_path(path::parent(&self.path), Parents::Containers)
+                        .await?;
+                    continue;
+                }
+                Err(Error::NodeExists(_)) if creating => {
+                    // Made by someone else meanwhile: set it.
+                    creating = false;
+                    before = None;
+                    continue;
+                }
+                Err(e) if e.is_throttled() => {
+                    self.backoff(&mut resends, start, e).await?;
+                    continue;
+                }
+                Err(e) if e.is_refusal() => return Err(e),
+                Err(e) => e,
+            };
+            match self
+                .resolve_forced(before.as_ref(), creating, &data, &err)
+                .await?
+            {
+                Forced::Ours(stat) => {
+                    self.remember(Known::Present {
+                        version: stat.version,
+                        czxid: stat.czxid,
+                        value,
+                    });
+                    return Ok(stat);
+                }
+                Forced::MadeByAnother(stat) => {
+                    // Our create was not applied: someone else's was (version 0, other bytes).
+                    creating = false;
+                    before = Some(Known::Present {
+                        version: stat.version,
+                        czxid: stat.czxid,
+                        value: (),
+                    });
+                }
+                Forced::NotApplied => {
+                    let err = Error::ConnectionLoss(
+                        format!(
+                            "{} (the write to {} was not applied)",
+                            err.message(),
+                            self.path
+                        )
+                        .into(),
+                    );
+                    self.backoff(&mut resends, start, err).await?;
+                }
+            }
+        }
+    }
+
+    /// After a lost reply of [`force_write`](Self::force_write)'s send (a `create` if
+    /// `created`): what the node says of it, or `OutcomeUnknown`.
+    async fn resolve_forced(
+        &self,
+        before: Option<&Known<()>>,
+        created: bool,
+        data: &[u8],
+        cause: &Error,
+    ) -> Result<Forced> {
+        let unknown = |why: String| {
+            Error::OutcomeUnknown(
+                format!(
+                    "the write of {} to {} may or may not have been applied: {why}; not resent, \
+                     as a resend would overwrite any write that landed after it",
+                    fmt_bytes(data),
+                    self.path
+                )
+                .into(),
+            )
+        };
+        if self.client.is_closed() {
+            return Err(unknown(format!(
+                "the client was closed while it was in flight ({cause})"
+            )));
+        }
+        let path = self.path.as_str();
+        let got = self
+            .client
+            .retry(|s| async move {
+                let synced = s.sync(path);
+                let read = s.get_data(path);
+                let (synced, read) = tokio::join!(synced, read);
+                synced.map_err(read_error)?;
+                read.or_none().map_err(read_error)
+            })
+            .await
+            .map_err(|e| {
+                unknown(format!(
+                    "its reply was lost ({cause}) and the node could not be read again ({e})"
+                ))
+            })?;
+        match self.interpret(got.clone()) {
+            Ok(k) => self.remember(k),
+            Err(_) => self.forget(),
+        }
+        match (got, before) {
+            (Some((d, stat)), _) if d == data => Ok(Forced::Ours(stat)),
+            (None, _) if created => Ok(Forced::NotApplied),
+            (Some((_, stat)), _) if created && stat.version == 0 => Ok(Forced::MadeByAnother(stat)),
+            (Some((_, stat)), Some(Known::Present { version, czxid, .. }))
+                if !created && stat.version == *version && stat.czxid == *czxid =>
+            {
+                Ok(Forced::NotApplied)
+            }
+            (None, _) => Err(unknown(format!(
+                "its reply was lost ({cause}) and the node is gone"
+            ))),
+            (Some((_, stat)), _) => Err(unknown(format!(
+                "its reply was lost ({cause}) and the node moved on to version {} with other data",
+                stat.version
+            ))),
         }
     }
 

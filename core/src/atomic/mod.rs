@@ -58,10 +58,11 @@
 //!   fails with [`Error::OutcomeUnknown`], as it does when the node moved further on or
 //!   cannot be read again. Any other error from a write operation means its write was not
 //!   applied. (The full argument is in the comments of `atomic/engine.rs`.) The unconditional
-//!   writes (`force_set`, `SharedCount::set_count`, `SharedValue::set_value`) are the
-//!   exception, as in Curator: resent after a lost reply, they end with their bytes on the
-//!   node, but a write that landed between the first application and the resend is
-//!   overwritten (an observer may see our value, another, then ours again).
+//!   writes (`force_set`, `SharedCount::set_count`, `SharedValue::set_value`) re-read the same
+//!   way: our bytes on the node → done; the node unchanged → resent; other bytes →
+//!   `OutcomeUnknown`, for ours may have been applied and overwritten since. Curator resends
+//!   them blindly, which overwrites a write that landed after the first application (another
+//!   client's increment, acknowledged to it, lost).
 
 mod cached;
 mod combiner;

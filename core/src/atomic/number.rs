@@ -225,8 +225,10 @@ macro_rules! distributed_number {
             }
 
             /// Sets `value` unconditionally, creating the node if needed.
-            /// Like Curator's, it is resent after a lost reply: the node ends with `value`, but a
-            /// write that landed in between is overwritten (`try_set` never does that).
+            /// After a lost reply it is resent only if certainly not applied (the node
+            /// unchanged): `OutcomeUnknown` when the node holds other bytes by then, for ours
+            /// may have been applied and overwritten since (Curator resends it blindly, over
+            /// any write that landed after it).
             pub async fn force_set(&self, value: $t) -> Result<()> {
                 self.inner.force_set(value as i64).await
             }

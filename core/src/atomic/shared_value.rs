@@ -296,10 +296,20 @@ impl<C: Codec> Watched<C> {
         inner.life.check_started(op)?;
         let data = inner.engine.codec.encode(&value);
         path::validate_data(inner.path(), &data)?;
-        // An unconditional write, resent by the client's retrying set after a lost reply (as
-        // Curator's): the value ends as ours, though a write that landed between a first
-        // application and the resend is overwritten. `try_set` is the conditional one.
-        let stat = inner.client().set_data(inner.path(), &data, None).await?;
+        // An unconditional write; after a lost reply, resent only when certainly not applied
+        // (Curator's resends it blindly, overwriting any write that landed after the first).
+        let before = {
+            let st = inner.lock();
+            (st.czxid != 0).then_some(Known::Present {
+                version: st.current.version,
+                czxid: st.czxid,
+                value: (),
+            })
+        };
+        let stat = inner
+            .engine
+            .force_write(value.clone(), before, false)
+            .await?;
         inner.update(stat.version, stat.czxid, value);
         Ok(())
     }
@@ -539,6 +549,9 @@ impl SharedValue {
 
     /// Sets the value whatever it was (`InvalidArgument` before [`start`](Self::start),
     /// `Closed` after [`close`](Self::close), as every write).
+    /// After a lost reply it is resent only if certainly not applied (the node unchanged):
+    /// `OutcomeUnknown` when the node holds other bytes by then, for ours may have been applied
+    /// and overwritten since (Curator resends it blindly, over any write that landed after it).
     pub async fn set_value(&self, value: &[u8]) -> Result<()> {
         self.watched.set("set_value", value.to_vec()).await
     }

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use super::engine::{Bytes, Codec, Engine, Known, Written};
 use super::{AtomicStats, AtomicValue, PromotedToLock};
-use crate::client::{CreateMode, CreateOptions};
 use crate::lock::InterProcessMutex;
 use crate::retry::RetryPolicy;
 use crate::{path, runtime, Client, Error, Owner, Result};
@@ -156,39 +155,13 @@ impl<C: Codec> Atomic<C> {
     }
 
     /// Curator's `forceSet`: an unconditional write, creating the node (and its parents) if
-    /// needed.
+    /// needed; after a lost reply, resent only when certainly not applied (see
+    /// [`Engine::force_write`]).
     pub(crate) async fn force_set(&self, value: C::Value) -> Result<()> {
         let engine = &*self.engine;
         engine.check_open()?;
-        let client = &engine.client;
-        let data = engine.codec.encode(&value);
-        // An unconditional write: the client's retrying operations resend it after a lost
-        // reply, as Curator's do. The node ends with our bytes either way, but a write that
-        // landed between a first application and the resend is overwritten (see
-        // `force_set`'s docs: conditional writes are the ones that never are).
-        let stat = match client.set_data(&engine.path, &data, None).await {
-            Err(Error::NoNode(_)) => {
-                match client
-                    .create(
-                        &engine.path,
-                        &data,
-                        CreateOptions::new(CreateMode::Persistent).parents(),
-                    )
-                    .await
-                {
-                    Ok(created) => created.stat,
-                    Err(Error::NodeExists(_)) => client.set_data(&engine.path, &data, None).await?,
-                    Err(e) => return Err(e),
-                }
-            }
-            other => other?,
-        };
-        engine.remember(Known::Present {
-            version: stat.version,
-            czxid: stat.czxid,
-            value,
-        });
-        Ok(())
+        let before = engine.learned().map(|(k, _)| k.place());
+        engine.force_write(value, before, true).await.map(|_| ())
     }
 
     /// Curator's `initialize`: creates the node with `value` if it does not exist.
@@ -400,8 +373,9 @@ impl DistributedAtomicValue {
     }
 
     /// Sets `value` unconditionally, creating the node (and its parents) if needed.
-    /// Like Curator's, it is resent after a lost reply: the node ends with `value`, but a
-    /// write that landed in between is overwritten (`try_set` never does that).
+    /// After a lost reply it is resent only if certainly not applied (the node unchanged):
+    /// `OutcomeUnknown` when the node holds other bytes by then, for ours may have been applied
+    /// and overwritten since (Curator resends it blindly, over any write that landed after it).
     pub async fn force_set(&self, value: &[u8]) -> Result<()> {
         self.check_size(value)?;
         self.inner.force_set(value.to_vec()).await
