@@ -1162,7 +1162,7 @@ export declare class DistributedDoubleBarrier {
   readonly memberQty: number;
   /** This member's node name (a UUID). */
   readonly memberName: string;
-  /** True once `memberQty` members are in; false after `timeoutMs` (our node removed). */
+  /** True once `memberQty` members are in; false after `timeoutMs` (our node removed). A member already in stays in, whatever entering again answers. */
   enter(options?: { timeoutMs?: number }): Promise<boolean>;
   /** True once every member has left; false after `timeoutMs`. */
   leave(options?: { timeoutMs?: number }): Promise<boolean>;

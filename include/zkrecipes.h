@@ -2546,7 +2546,8 @@ zkr_status zkr_double_barrier_new(struct zkr_client *c, const char *path, uint32
 /**
  * Enters, waiting at most `timeout_ms` (-1: no limit) until `member_qty` members are in.
  * `*entered` is true once a read showed the barrier open; false on timeout (this member's node
- * is deleted again). Entering twice is the same membership.
+ * is deleted again). Entering twice is the same membership: a member already in stays in,
+ * whatever entering again answers (a timeout or an error does not take it out).
  */
 zkr_status zkr_double_barrier_enter(struct zkr_double_barrier *b, int64_t timeout_ms, bool *entered);
 

@@ -257,6 +257,55 @@ fn entering_again_is_idempotent_and_leave_honours_its_timeout() {
     assert!(children(&a, "/b/again").is_empty());
 }
 
+/// A member already in whose second enter fails (the connection is down until its timeout)
+/// stays in: its node is kept, and another member's leave still waits for it. Before, the
+/// failed re-enter deleted the node (as a first enter's must, CURATOR-80), so the member had
+/// left without knowing, and the other member's leave returned while it was still inside.
+#[test]
+fn a_member_already_in_whose_enter_again_fails_stays_in() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let a = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(30 * SECOND)
+        .connection_timeout(20 * SECOND)
+        .connect_blocking()
+        .unwrap();
+    let b = connect(&server.connect_string());
+    let first = Arc::new(DistributedDoubleBarrier::new(&a, "/b/reenter", 2).unwrap());
+    let second = DistributedDoubleBarrier::new(&b, "/b/reenter", 2).unwrap();
+    let name = first.member_name().to_string();
+    let t = {
+        let first = first.clone();
+        thread::spawn(move || first.enter_blocking(Some(30 * SECOND)).unwrap())
+    };
+    assert!(second.enter_blocking(Some(30 * SECOND)).unwrap());
+    assert!(t.join().unwrap(), "the first member entered");
+    // Entering again while the connection is down: no answer before its timeout.
+    proxy.cut();
+    let again = first.enter_blocking(Some(SECOND));
+    assert!(
+        !matches!(again, Ok(true)),
+        "the enter again answered with the connection down: {again:?}"
+    );
+    proxy.restore();
+    // The connection back (a read through it answers), our node must still be there.
+    a.get_children_blocking("/b/reenter")
+        .expect("the connection came back");
+    assert!(
+        children(&b, "/b/reenter").contains(&name),
+        "the failed enter again ({again:?}) took a member that was in out of the barrier"
+    );
+    // And the other member's leave waits for us.
+    assert!(
+        !second
+            .leave_blocking(Some(Duration::from_millis(500)))
+            .unwrap(),
+        "the other member left the barrier while this one was still in"
+    );
+    assert!(first.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert!(second.leave_blocking(Some(10 * SECOND)).unwrap());
+}
+
 #[test]
 fn a_waiter_whose_server_crashes_gets_a_connection_error() {
     let server = TestingServer::start();

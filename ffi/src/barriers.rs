@@ -91,7 +91,8 @@ pub extern "C" fn zkr_double_barrier_new(
 
 /// Enters, waiting at most `timeout_ms` (-1: no limit) until `member_qty` members are in.
 /// `*entered` is true once a read showed the barrier open; false on timeout (this member's node
-/// is deleted again). Entering twice is the same membership.
+/// is deleted again). Entering twice is the same membership: a member already in stays in,
+/// whatever entering again answers (a timeout or an error does not take it out).
 #[no_mangle]
 pub extern "C" fn zkr_double_barrier_enter(
     b: *mut zkr_double_barrier,

@@ -88,7 +88,8 @@ class DistributedDoubleBarrier:
 
     def enter(self, timeout: Optional[float] = None) -> bool:
         """Enters and waits at most ``timeout`` seconds (None: no limit) for the others. False on
-        timeout, with this member's node removed again."""
+        timeout, with this member's node removed again. A member already in stays in, whatever
+        entering again answers (leaving is :meth:`leave`'s)."""
         return bool(self._n.enter(timeout).wait())
 
     async def enter_async(self, timeout: Optional[float] = None) -> bool:

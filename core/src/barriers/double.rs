@@ -102,7 +102,8 @@ impl DistributedDoubleBarrier {
     /// `member_qty` members are in. `true` once a read shows the round's `ready` node (or shows
     /// enough members, after which this member makes `ready`); `false` on timeout, with this
     /// member's node deleted again. On an error the node is deleted too. Entering again is
-    /// idempotent.
+    /// idempotent: a member already in stays in whatever the second enter answers (a timeout
+    /// or an error does not take it out, or the others could leave without it).
     pub async fn enter(&self, timeout: Option<Duration>) -> Result<bool> {
         let deadline = Deadline::after(timeout);
         let dropped = self
@@ -127,10 +128,11 @@ impl DistributedDoubleBarrier {
         };
         let result = deadline.bounding(self.enter_until(deadline)).await;
         not_in.armed = false;
+        // A member that was in stays in whatever its enter again says: leaving is `leave`'s.
         match result {
-            Ok(false) => self.client.delete_ours(&self.our_path).await?,
-            Err(_) => self.client.delete_ours_in_background(&self.our_path),
-            Ok(true) => {}
+            Ok(false) if !already_in => self.client.delete_ours(&self.our_path).await?,
+            Err(_) if !already_in => self.client.delete_ours_in_background(&self.our_path),
+            _ => {}
         }
         result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
     }
