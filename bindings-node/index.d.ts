@@ -18,6 +18,13 @@
 // JS one at a time, in the order they happened, on the JS thread that made the object; a
 // listener may call any method, of that object too. They never keep the event loop alive, and
 // nothing is delivered once the object is closed or collected.
+//
+// Lifetime: a recipe whose start() succeeded (latch, selector, observer, caches, watcher,
+// PersistentNode, PersistentTtlNode, GroupMember, SharedCount, SharedValue, SetPartitioner,
+// QueueSharder, ServiceCache, ServiceProvider, a ServiceDiscovery once it registered) lives until
+// its close() (finish() for a partitioner) or its client's close(), whether or not your code
+// still references it: the garbage collector never stops it (as Curator's client keeps its
+// recipes). It does not keep the event loop alive either.
 
 /// <reference types="node" />
 

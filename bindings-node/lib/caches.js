@@ -11,6 +11,7 @@ const { native, nativeGetters } = require('./native');
 const args = require('./args');
 const { invalid } = require('./errors');
 const { Client } = require('./client');
+const alive = require('./alive');
 const { forwardTo, eventIterator } = require('./events');
 
 const words = native.cacheVocabulary();
@@ -41,6 +42,7 @@ class CacheBase extends EventEmitter {
   constructor(client, path, options, expectsInitialized, pathFilter) {
     super();
     const nc = Client._native(client);
+    alive.belongsTo(this, client);
     args.path('path', path);
     let seen;
     this.#sawInitialized = new Promise((resolve) => {
@@ -65,9 +67,12 @@ class CacheBase extends EventEmitter {
 
   #expectsInitialized;
 
-  /** Sets the watch and starts loading ('event' listeners added before hear the initial load). */
+  /**
+   * Sets the watch and starts loading ('event' listeners added before hear the initial load).
+   * A started cache lives until close() (or its client's), referenced or not.
+   */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /**
@@ -145,7 +150,7 @@ class CacheBase extends EventEmitter {
   /** Stops the cache: no event after this; `for await` loops end; the snapshot stays readable. */
   close() {
     this.#closed = true;
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
     for (const it of this.#iterators) it.end();
     this.#iterators.clear();
     // An awaitInitialized waiting for the INITIALIZED event, which close drops, ends.
@@ -251,6 +256,7 @@ class PersistentWatcher extends EventEmitter {
     args.path('path', path);
     const o = args.options('options', options, ['recursive']);
     const recursive = args.bool('recursive', o.recursive, false);
+    alive.belongsTo(this, client);
     const forward = forwardTo(this);
     const ref = new WeakRef(this);
     const emit = (name, payload, extra) => {
@@ -262,9 +268,9 @@ class PersistentWatcher extends EventEmitter {
     this.#native = new native.NativePersistentWatcher(nc, path, recursive, emit);
   }
 
-  /** Sets the watch; resolves once the server has it. Once only. */
+  /** Sets the watch; resolves once the server has it. Once only. Lives until close(), referenced or not. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** `for await (const ev of watcher)`: the events from now on; ends when closed. */
@@ -280,7 +286,7 @@ class PersistentWatcher extends EventEmitter {
   /** Removes the watch: no event after this; `for await` loops end. Idempotent. */
   close() {
     this.#closed = true;
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
     for (const it of this.#iterators) it.end();
     this.#iterators.clear();
   }

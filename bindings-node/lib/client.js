@@ -7,6 +7,7 @@ const { native, nativeGetters } = require('./native');
 const { ErrorCode } = require('./vocabulary');
 const { zkrError, invalid, describe } = require('./errors');
 const args = require('./args');
+const alive = require('./alive');
 const { RetryPolicy } = require('./retry');
 
 const PERMS = { READ: 1, WRITE: 2, CREATE: 4, DELETE: 8, ADMIN: 16, ALL: 31 };
@@ -235,6 +236,7 @@ class Client extends EventEmitter {
    * event loop alive afterwards. Closing twice is fine.
    */
   async close() {
+    alive.releaseClient(this);
     clearInterval(this.#keepAlive);
     keepAliveRegistry.unregister(this);
     await this.#native.close();

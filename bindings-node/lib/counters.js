@@ -11,6 +11,7 @@ const { registerNative, nativeOf } = require('./handles');
 const args = require('./args');
 const { Client, retryOption } = require('./client');
 const { forwardTo } = require('./events');
+const alive = require('./alive');
 
 function atomicOptions(options) {
   const o = args.options('options', options, ['retry', 'promotedToLock']);
@@ -138,6 +139,7 @@ class SharedCount extends EventEmitter {
     super();
     const nc = Client._native(client);
     args.path('path', path);
+    alive.belongsTo(this, client);
     const translate = (name, payload, extra) => (name === 'change' ? [payload, extra] : [payload]);
     const forward = forwardTo(this, translate);
     const ref = new WeakRef(this);
@@ -156,9 +158,9 @@ class SharedCount extends EventEmitter {
     else process.emitWarning(err.message, { code: ErrorCode.CORRUPTED_DATA });
   }
 
-  /** Creates the node with the seed if missing, reads it and starts watching. */
+  /** Creates the node with the seed if missing, reads it and starts watching (until close(), referenced or not). */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Curator's getCount(). */
@@ -186,7 +188,7 @@ class SharedCount extends EventEmitter {
 
   /** Stops watching (the node stays). */
   close() {
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
   }
 }
 
@@ -208,13 +210,14 @@ class SharedValue extends EventEmitter {
     super();
     const nc = Client._native(client);
     args.path('path', path);
+    alive.belongsTo(this, client);
     const translate = (name, payload, extra) => (name === 'change' ? [payload, extra] : [payload]);
     this.#native = new native.NativeSharedValue(nc, path, args.buffer('seed', seed) ?? Buffer.alloc(0), forwardTo(this, translate));
   }
 
-  /** Creates the node with the seed if missing, reads it and starts watching. */
+  /** Creates the node with the seed if missing, reads it and starts watching (until close(), referenced or not). */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Curator's getValue(): the bytes as last seen (the seed before start). */
@@ -250,7 +253,7 @@ class SharedValue extends EventEmitter {
 
   /** Stops watching (the node stays). */
   close() {
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
   }
 }
 

@@ -16,6 +16,7 @@ const args = require('./args');
 const { invalid, describe, zkrError } = require('./errors');
 const { Client } = require('./client');
 const { forwardTo, eventIterator } = require('./events');
+const alive = require('./alive');
 
 const words = native.discoveryVocabulary();
 const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, n])));
@@ -238,6 +239,7 @@ class ServiceDiscovery {
 
   constructor(client, basePath) {
     natives.set(this, new native.NativeServiceDiscovery(Client._native(client), args.path('basePath', basePath)));
+    alive.belongsTo(this, client);
   }
 
   /**
@@ -248,7 +250,10 @@ class ServiceDiscovery {
    * ended in a conflict: then it is registered afresh. A register that fails leaves no node.
    */
   register(instance) {
-    return args.rejecting(() => natives.get(this).register(toNative('instance', instance))).then((r) => new Registration(r));
+    // Its registrations are kept until close() (or the client's), referenced or not.
+    return alive
+      .whileStarted(this, () => args.rejecting(() => natives.get(this).register(toNative('instance', instance))))
+      .then((r) => new Registration(r));
   }
 
   /** The service names, sorted (none if the base path is missing). */
@@ -273,7 +278,7 @@ class ServiceDiscovery {
    * ZKR_CLOSED. Rejects with the first error an unregister met (the deletes go on).
    */
   close() {
-    return args.rejecting(() => natives.get(this).close());
+    return alive.closing(this, () => args.rejecting(() => natives.get(this).close()));
   }
 }
 
@@ -309,6 +314,7 @@ class ServiceCache extends EventEmitter {
   constructor(discovery, name) {
     super();
     const nd = nativeDiscovery(discovery);
+    alive.belongsWith(this, discovery);
     const forward = forwardTo(this, (_name, payload) => [toEvent(payload)]);
     const ref = new WeakRef(this);
     const emit = (n, payload, extra) => {
@@ -318,9 +324,9 @@ class ServiceCache extends EventEmitter {
     this.#native = new native.NativeServiceCache(nd, args.string('name', name), emit);
   }
 
-  /** Sets the watch and starts loading. */
+  /** Sets the watch and starts loading; the cache lives until close(), referenced or not. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Resolves to whether the initial load completed within `timeoutMs` (omitted: no limit). */
@@ -358,7 +364,7 @@ class ServiceCache extends EventEmitter {
   /** Stops the cache: no event after this; `for await` loops end. Idempotent. */
   close() {
     this.#closed = true;
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
     for (const it of this.#iterators) it.end();
     this.#iterators.clear();
   }
@@ -383,6 +389,7 @@ class ServiceProvider {
 
   constructor(discovery, name, options) {
     const nd = nativeDiscovery(discovery);
+    alive.belongsWith(this, discovery);
     const o = args.options('options', options, ['strategy', 'filter', 'downErrorThreshold', 'downTimeoutMs']);
     this.#filter = o.filter === undefined || o.filter === null ? undefined : args.func('filter', o.filter);
     this.#native = new native.NativeServiceProvider(nd, args.string('name', name), {
@@ -407,9 +414,9 @@ class ServiceProvider {
     return accepted;
   }
 
-  /** Starts the cache; resolves once it is loaded. */
+  /** Starts the cache (until close(), referenced or not); resolves once it is loaded. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** An instance by the strategy, or null when none is usable (no server call). */
@@ -429,7 +436,7 @@ class ServiceProvider {
 
   /** Stops the provider. Idempotent. */
   close() {
-    this.#native.close();
+    alive.closing(this, () => this.#native.close());
   }
 }
 

@@ -9,6 +9,7 @@ const { zkrError, invalid } = require('./errors');
 const args = require('./args');
 const { Client, constructing } = require('./client');
 const { forwardTo } = require('./events');
+const alive = require('./alive');
 
 // The `err.code` of a cancelled term's `ctx.signal.reason`: the core's error kind for the reason
 // (`ZKR_CONNECTION_LOSS`, `ZKR_SESSION_EXPIRED`, `ZKR_CLOSED`), or `ZKR_` + the reason for an
@@ -61,11 +62,12 @@ class LeaderLatch extends LeaderParticipant {
     const lostPolicy = args.optionalString('lostPolicy', o.lostPolicy);
     args.path('path', path);
     super((self) => new native.NativeLeaderLatch(nc, path, id, forwardTo(self), closeMode, lostPolicy));
+    alive.belongsTo(this, client);
   }
 
-  /** Joins the election (once). */
+  /** Joins the election (once); the latch takes part until close(), referenced or not. */
   start() {
-    return args.rejecting(() => natives.get(this).start());
+    return alive.whileStarted(this, () => args.rejecting(() => natives.get(this).start()));
   }
 
   /** Resolves to whether this participant leads, waiting without limit or at most `{ timeoutMs }`. */
@@ -82,7 +84,8 @@ class LeaderLatch extends LeaderParticipant {
   close(options) {
     return args.rejecting(() => {
       const o = args.options('options', options, ['closeMode']);
-      return natives.get(this).close(args.optionalString('closeMode', o.closeMode));
+      const closeMode = args.optionalString('closeMode', o.closeMode);
+      return alive.closing(this, () => natives.get(this).close(closeMode));
     });
   }
 }
@@ -145,6 +148,7 @@ class LeaderSelector extends LeaderParticipant {
       };
       return new native.NativeLeaderSelector(nc, path, id, take, lostPolicy);
     });
+    alive.belongsTo(this, client);
     if (autoRequeue) this.autoRequeue();
   }
 
@@ -154,9 +158,12 @@ class LeaderSelector extends LeaderParticipant {
     return this;
   }
 
-  /** Joins the queue (returns at once; leadership comes through takeLeadership). */
+  /**
+   * Joins the queue (returns at once; leadership comes through takeLeadership). The selector
+   * takes part until close(), referenced or not.
+   */
   start() {
-    natives.get(this).start();
+    alive.whileStarted(this, () => natives.get(this).start());
   }
 
   /** Queues again after a term; whether it was queued now. */
@@ -176,7 +183,7 @@ class LeaderSelector extends LeaderParticipant {
 
   /** Leaves for good; resolves once the current term (if any) has ended. */
   close() {
-    return args.rejecting(() => natives.get(this).close());
+    return alive.closing(this, () => args.rejecting(() => natives.get(this).close()));
   }
 }
 
@@ -222,14 +229,17 @@ class LeaderObserver extends EventEmitter {
   constructor(client, path) {
     super();
     this.#native = new native.NativeLeaderObserver(Client._native(client), args.path('path', path), forwardTo(this));
+    alive.belongsTo(this, client);
   }
 
-  /** Starts observing; resolves to this observer once the current leader is known. */
+  /** Starts observing (until close(), referenced or not); resolves to this observer once the current leader is known. */
   start() {
-    return args.rejecting(async () => {
-      await this.#native.start();
-      return this;
-    });
+    return alive.whileStarted(this, () =>
+      args.rejecting(async () => {
+        await this.#native.start();
+        return this;
+      }),
+    );
   }
 
   /**
@@ -243,7 +253,7 @@ class LeaderObserver extends EventEmitter {
 
   /** Stops observing (its watch is removed from the server). Idempotent. */
   close() {
-    return args.rejecting(() => this.#native.close());
+    return alive.closing(this, () => args.rejecting(() => this.#native.close()));
   }
 }
 

@@ -8,6 +8,7 @@ const { native, nativeGetters } = require('./native');
 const args = require('./args');
 const { Client } = require('./client');
 const { forwardTo } = require('./events');
+const alive = require('./alive');
 
 const natives = new WeakMap();
 
@@ -29,6 +30,7 @@ class PersistentNode extends EventEmitter {
     super();
     const nc = Client._native(client);
     const o = args.options('options', options, ['mode', 'data', 'protected', 'ttlMs']);
+    alive.belongsTo(this, client);
     natives.set(
       this,
       new native.NativePersistentNode(
@@ -43,9 +45,12 @@ class PersistentNode extends EventEmitter {
     );
   }
 
-  /** Starts keeping the node (in the background; see `waitForInitialCreate`). */
+  /**
+   * Starts keeping the node (in the background; see `waitForInitialCreate`), until close(),
+   * referenced or not.
+   */
   start() {
-    return args.rejecting(() => natives.get(this).start());
+    return alive.whileStarted(this, () => args.rejecting(() => natives.get(this).start()));
   }
 
   /** Resolves to whether the node was first created (waiting without limit or `{ timeoutMs }`). */
@@ -60,7 +65,7 @@ class PersistentNode extends EventEmitter {
 
   /** Stops keeping the node and deletes it (our own node only). */
   close() {
-    return args.rejecting(() => natives.get(this).close());
+    return alive.closing(this, () => args.rejecting(() => natives.get(this).close()));
   }
 }
 
@@ -81,12 +86,13 @@ class PersistentTtlNode {
   constructor(client, path, ttlMs, options) {
     const nc = Client._native(client);
     const o = args.options('options', options, ['data']);
+    alive.belongsTo(this, client);
     this.#native = new native.NativePersistentTtlNode(nc, args.path('path', path), args.requiredMs('ttlMs', ttlMs), args.buffer('data', o.data));
   }
 
-  /** Starts keeping the node and touching its child. */
+  /** Starts keeping the node and touching its child, until close(), referenced or not. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Resolves to whether the node was first created (waiting without limit or `{ timeoutMs }`). */
@@ -101,7 +107,7 @@ class PersistentTtlNode {
 
   /** Stops touching and keeping the node (it goes once its TTL passes). */
   close() {
-    return args.rejecting(() => this.#native.close());
+    return alive.closing(this, () => args.rejecting(() => this.#native.close()));
   }
 }
 
@@ -126,12 +132,13 @@ class GroupMember extends EventEmitter {
     super();
     const nc = Client._native(client);
     const forward = forwardTo(this, (_name, pairs) => [toMap(pairs)]);
+    alive.belongsTo(this, client);
     this.#native = new native.NativeGroupMember(nc, args.path('path', path), args.string('id', id), args.buffer('payload', payload), forward);
   }
 
-  /** Joins the group; resolves once registered. */
+  /** Joins the group (until close(), referenced or not); resolves once registered. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Every member id → payload (this member's own included), as a Map. */
@@ -146,7 +153,7 @@ class GroupMember extends EventEmitter {
 
   /** Leaves the group (deletes this member's node, ours only). */
   close() {
-    return args.rejecting(() => this.#native.close());
+    return alive.closing(this, () => args.rejecting(() => this.#native.close()));
   }
 
   /** Each new membership, as 'change' events (ends when the loop breaks). */

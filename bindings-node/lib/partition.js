@@ -10,6 +10,7 @@ const { native, nativeGetters } = require('./native');
 const args = require('./args');
 const { Client } = require('./client');
 const { forwardTo } = require('./events');
+const alive = require('./alive');
 const { invalid } = require('./errors');
 
 const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, n])));
@@ -53,12 +54,13 @@ class SetPartitioner extends EventEmitter {
       timeBoundaryMs: args.number('timeBoundaryMs', o.timeBoundaryMs) ?? 30000,
       maxReactionTimeMs: args.number('maxReactionTimeMs', o.maxReactionTimeMs) ?? 1000,
     };
+    alive.belongsTo(this, client);
     this.#native = new native.NativeSetPartitioner(nc, args.path('path', path), partitionNames(set), init, forwardTo(this));
   }
 
-  /** Joins the party and starts allocating; resolves once joined. */
+  /** Joins the party and starts allocating (until finish(), referenced or not); resolves once joined. */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   get failed() {
@@ -115,7 +117,7 @@ class SetPartitioner extends EventEmitter {
 
   /** kazoo's finish: FAILURE at once, then the locks released and the party left. */
   finish() {
-    return args.rejecting(() => this.#native.finish());
+    return alive.closing(this, () => args.rejecting(() => this.#native.finish()));
   }
 
   /** The same as finish(). */

@@ -9,6 +9,7 @@ const { native } = require('./native');
 const args = require('./args');
 const { Client } = require('./client');
 const { forwardTo } = require('./events');
+const alive = require('./alive');
 const { invalid, describe } = require('./errors');
 
 const data = (what, v) => args.buffer(what, v, { optional: false });
@@ -387,17 +388,18 @@ class QueueSharder {
         thresholdCheckMs: args.ms('thresholdCheckMs', o.thresholdCheckMs),
         maxQueues: args.uint32('maxQueues', o.maxQueues),
       });
+    alive.belongsTo(this, client);
     this.path = queuePath;
   }
 
-  /** Makes the path, takes up its shards (or adds the first), joins the election. */
+  /** Makes the path, takes up its shards (or adds the first), joins the election (until close(), referenced or not). */
   start() {
-    return args.rejecting(() => this.#native.start());
+    return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }
 
   /** Stops counting and leaves the election (shards and items stay); gives back items held. */
   close() {
-    return args.rejecting(() => this.#native.close());
+    return alive.closing(this, () => args.rejecting(() => this.#native.close()));
   }
 
   /** A shard for puts (Curator's getQueue: one under the threshold, at random). */
