@@ -15,16 +15,22 @@
 const started = new Map();
 /** Object -> its Client (weakly: an object never started can be collected). */
 const clientOf = new WeakMap();
+/** Object -> the object it was made on, whose close ends it too (a discovery's cache). */
+const madeOn = new WeakMap();
 
 /** Records that `object` works through `client` (call in the constructor). */
 function belongsTo(object, client) {
   clientOf.set(object, client);
 }
 
-/** Records that `object` works through the same client as `other` (a discovery's cache). */
+/**
+ * Records that `object` works through the same client as `other`, and ends with it (a
+ * discovery's cache and provider: the discovery's close closes them).
+ */
 function belongsWith(object, other) {
   const client = clientOf.get(other);
   if (client !== undefined) clientOf.set(object, client);
+  madeOn.set(object, other);
 }
 
 /** Keeps `object`; true if this call added it. */
@@ -41,12 +47,13 @@ function keep(object) {
   return true;
 }
 
-/** Lets `object` go (closed). */
+/** Lets `object` go (closed), and what was made on it. */
 function release(object) {
   const client = clientOf.get(object);
   const set = started.get(client);
   if (set === undefined) return;
   set.delete(object);
+  for (const o of set) if (madeOn.get(o) === object) set.delete(o);
   if (set.size === 0) started.delete(client);
 }
 

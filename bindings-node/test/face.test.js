@@ -320,9 +320,9 @@ test('a started recipe nothing references stays alive until closed or its client
   const { code, stdout, stderr } = await runFixture('gc-started-recipes.js', { nodeArgs: ['--expose-gc'], timeoutMs: 60000 });
   assert.equal(code, 0, `${stdout}\n${stderr}`);
   const report = JSON.parse(stdout.trim().split('\n').at(-1));
-  assert.deepEqual(report.whileOpen, ['closed'], 'only the closed recipe was collected while the client was open');
+  assert.deepEqual(report.whileOpen, ['closed', 'closedCache', 'closedDiscovery'], 'only the closed recipes were collected while the client was open');
   assert.deepEqual(report.kept, { node: true, latchNodes: 1, member: true, registered: true }, 'nodes, leadership, membership and registration kept');
-  assert.deepEqual(report.afterClose, ['cache', 'closed', 'count', 'discovery', 'latch', 'member', 'node'], 'all let go once the client closed');
+  assert.deepEqual(report.afterClose, ['cache', 'closed', 'closedCache', 'closedDiscovery', 'count', 'discovery', 'latch', 'member', 'node'], 'all let go once the client closed');
 });
 
 test('a queue item collected before done(), fail() or release() is given back; a completed one is not', async () => {

@@ -61,11 +61,16 @@ def test_a_failing_check_aborts_the_transaction_and_names_the_index(client: zkre
 
 
 def test_transactions_commit_from_asyncio(client: zkrecipes.Client, path: str) -> None:
+    # A transaction makes no parents: the node goes under a persistent one of the test's own
+    # (`/pytest` alone may not exist yet, or be an emptied container the server reaps).
+    client.create(path, b"", create_parents=True)
+    node = path + "/n"
+
     async def main() -> List[zkrecipes.OpResult]:
-        return await client.transaction().create(path, b"x", CreateMode.PERSISTENT).commit_async()
+        return await client.transaction().create(node, b"x", CreateMode.PERSISTENT).commit_async()
 
     results = asyncio.run(main())
-    assert results[0].type == "create" and results[0].path == path
+    assert results[0].type == "create" and results[0].path == node
 
 
 def test_ttl_modes_persistent_parents_and_compression(client: zkrecipes.Client, path: str) -> None:

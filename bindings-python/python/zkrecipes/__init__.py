@@ -16,6 +16,12 @@ or by an explicit ``zkrecipes.Owner()`` passed as ``owner=``. Every blocking cal
 GIL while it waits, can be interrupted with Ctrl-C (leaving no node behind), and has an
 ``*_async`` twin. All exceptions derive from :class:`ZkRecipesError`.
 
+Started recipes: a recipe whose ``start()`` succeeded stays alive until its ``close()`` (or
+``close_async()``), or until its client's ``close()``, even if no reference to it is kept (the
+package holds it meanwhile, then lets it go); dropping it does not close it. A registration
+(:meth:`ServiceDiscovery.register`) likewise lasts until it is unregistered or its discovery or
+client is closed. Locks have no start: release what you acquire.
+
 Callbacks (state listeners, watches, lost-lock and leadership listeners, count listeners) run
 on a library thread, never the caller's or the event loop's: those of one client or recipe one
 at a time, in the order of their events; they may block and may call the blocking API (not wait

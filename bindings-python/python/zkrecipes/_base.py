@@ -23,7 +23,13 @@ class Name(str, enum.Enum):
 
 
 class Lifecycle:
-    """``with x:`` starts and closes, ``async with x:`` the same through the ``*_async`` twins."""
+    """``with x:`` starts and closes, ``async with x:`` the same through the ``*_async`` twins.
+
+    A recipe whose :meth:`start` (or :meth:`start_async`) succeeded stays alive until its
+    :meth:`close` (or :meth:`close_async`), or until its client's ``close()``, even if no
+    reference to it is kept: the package holds it meanwhile (dropping it does not close it, as
+    with Curator, kazoo or a started :class:`threading.Thread`), then lets it go.
+    """
 
     def start(self) -> object:
         raise NotImplementedError

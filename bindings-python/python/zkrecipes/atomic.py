@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Tuple
 
-from . import _native
+from . import _alive, _native
 from ._base import Lifecycle
 from ._call import run
 from ._native import AtomicStats, AtomicValue, VersionedValue
@@ -224,6 +224,7 @@ class SharedCount(Lifecycle):
 
     def __init__(self, client: Client, path: str, seed: int = 0) -> None:
         self._n = _native.SharedCount(_native_client(client), path, seed)
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.SharedCount path={self.path!r} count={self.get_count()}>"
@@ -234,12 +235,16 @@ class SharedCount(Lifecycle):
         return str(self._n.path)
 
     def start(self) -> None:
-        """Creates the node with the seed if missing, reads it and starts watching."""
-        self._n.start().wait()
+        """Creates the node with the seed if missing, reads it and starts watching. Once
+        started it stays alive until :meth:`close` (or the client's close), even if no
+        reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def get_count(self) -> int:
         """The count as last seen (the seed before :meth:`start`);
@@ -305,7 +310,8 @@ class SharedCount(Lifecycle):
 
     def close(self) -> None:
         """Stops watching (no listener is called after this returns). The node stays."""
-        self._n.close()
+        with _alive.closing(self._client, self):
+            self._n.close()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""
@@ -323,6 +329,7 @@ class SharedValue(Lifecycle):
 
     def __init__(self, client: Client, path: str, seed: bytes = b"") -> None:
         self._n = _native.SharedValue(_native_client(client), path, seed)
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.SharedValue path={self.path!r} value={self.get_value()!r}>"
@@ -333,12 +340,16 @@ class SharedValue(Lifecycle):
         return str(self._n.path)
 
     def start(self) -> None:
-        """Creates the node with the seed if missing, reads it and starts watching."""
-        self._n.start().wait()
+        """Creates the node with the seed if missing, reads it and starts watching. Once
+        started it stays alive until :meth:`close` (or the client's close), even if no
+        reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def get_value(self) -> bytes:
         """The value as last seen (the seed before :meth:`start`); no server call."""
@@ -400,7 +411,8 @@ class SharedValue(Lifecycle):
 
     def close(self) -> None:
         """Stops watching (no listener is called after this returns). The node stays."""
-        self._n.close()
+        with _alive.closing(self._client, self):
+            self._n.close()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""

@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Iterator, List, Optional
 
-from . import _native
+from . import _alive, _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from ._native import ChildData
@@ -82,8 +82,9 @@ class _Cache(Lifecycle):
 
     _n: Any
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, client: Client, native: Any) -> None:
         self._n = native
+        self._client = client
         self._iterators: "weakref.WeakSet[EventIterator[CacheEvent]]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -95,12 +96,15 @@ class _Cache(Lifecycle):
         return str(self._n.path)
 
     def start(self) -> None:
-        """Sets the watch and starts loading (listeners added before hear the initial load)."""
-        self._n.start().wait()
+        """Sets the watch and starts loading (listeners added before hear the initial load).
+        Once started the cache stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def await_initialized(self, timeout: Optional[float] = None) -> bool:
         """Waits until the initial load is complete (True) or ``timeout`` seconds pass (False).
@@ -180,9 +184,10 @@ class _Cache(Lifecycle):
     def close(self) -> None:
         """Stops the cache; no listener is called after this returns; ``async for`` loops end.
         The last snapshot stays readable."""
-        self._n.close()
-        for it in list(self._iterators):
-            it.end()
+        with _alive.closing(self._client, self):
+            self._n.close()
+            for it in list(self._iterators):
+                it.end()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""
@@ -205,14 +210,14 @@ class CuratorCache(_Cache):
     ) -> None:
         if path_filter is not None and not callable(path_filter):
             raise TypeError("path_filter must be callable")
-        super().__init__(_native.Cache(_native_client(client), path, "curator", data, max_depth, path_filter))
+        super().__init__(client, _native.Cache(_native_client(client), path, "curator", data, max_depth, path_filter))
 
 
 class NodeCache(_Cache):
     """Curator's NodeCache: the one node at ``path``."""
 
     def __init__(self, client: Client, path: str) -> None:
-        super().__init__(_native.Cache(_native_client(client), path, "node"))
+        super().__init__(client, _native.Cache(_native_client(client), path, "node"))
 
     @property
     def current_data(self) -> Optional[ChildData]:
@@ -228,7 +233,9 @@ class PathChildrenCache(_Cache):
         self, client: Client, path: str, cache_data: bool = True, start_mode: StartMode = StartMode.NORMAL
     ) -> None:
         mode = StartMode(start_mode).value
-        super().__init__(_native.Cache(_native_client(client), path, "path_children", cache_data, None, None, mode))
+        super().__init__(
+            client, _native.Cache(_native_client(client), path, "path_children", cache_data, None, None, mode)
+        )
 
     @property
     def current_data(self) -> List[ChildData]:
@@ -240,4 +247,4 @@ class TreeCache(_Cache):
     """Curator's TreeCache: the subtree at ``path`` down to ``max_depth`` (0: the root alone)."""
 
     def __init__(self, client: Client, path: str, max_depth: Optional[int] = None) -> None:
-        super().__init__(_native.Cache(_native_client(client), path, "tree", True, max_depth))
+        super().__init__(client, _native.Cache(_native_client(client), path, "tree", True, max_depth))

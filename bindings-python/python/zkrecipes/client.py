@@ -9,7 +9,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Stat
@@ -403,12 +403,20 @@ class Client(Lifecycle):
         return self
 
     def close(self) -> None:
-        """Ends the session: its ephemeral nodes (locks, latches) vanish at once. Idempotent."""
-        self._native.close().wait()
+        """Ends the session: its ephemeral nodes (locks, latches) vanish at once. Idempotent.
+        The recipes started on this client and not closed end with it, and the package lets go
+        of them (it keeps every started recipe alive until its close or its client's)."""
+        try:
+            self._native.close().wait()
+        finally:
+            _alive.release_client(self)
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._native.close())
+        try:
+            await run(self._native.close())
+        finally:
+            _alive.release_client(self)
 
 
     # ---- state ----

@@ -15,6 +15,10 @@ for byte as Curator's ``JsonInstanceSerializer`` writes it)::
 A registration survives what its session goes through: a connection blip deletes and re-creates
 nothing, a new session after an expiry gets the instance back exactly once, and another live
 session's instance with the same id is never taken over (:class:`~zkrecipes.ConflictError`).
+A registration lasts until it is unregistered or its discovery or client is closed, whether or
+not its objects are kept: a discovery that registered is kept alive by the package until its
+:meth:`~ServiceDiscovery.close` (or its client's), and so is a started cache or provider until
+its own close (or its discovery's, or its client's).
 
 Listeners (:meth:`ServiceCache.listen`) run on a library thread (never the event loop's), one at
 a time per cache, in event order; they may block and may call this API (not wait for the next
@@ -29,7 +33,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, AsyncIterator, Callable, List, Mapping, Optional, Type, TypeVar, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from .client import Client, _native_client
@@ -361,10 +365,16 @@ class Registration(_Scoped):
 class ServiceDiscovery(_Scoped):
     """Curator's ``ServiceDiscovery`` over ``base_path``: register instances and query them.
     Nothing is written before a registration. ``with`` (or ``async with``) closes it at the end:
-    every instance it registered is unregistered, but PERMANENT ones."""
+    every instance it registered is unregistered, but PERMANENT ones. Once it registered an
+    instance it stays alive until :meth:`close` (or the client's close), even if no reference
+    to it (or to the registration) is kept."""
 
     def __init__(self, client: Client, base_path: str) -> None:
         self._n = _native.ServiceDiscovery(_native_client(client), base_path)
+        self._client = client
+        # The caches and providers made on it: its close closes them (the core's), and lets
+        # them go here too.
+        self._dependents: "weakref.WeakSet[Lifecycle]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
         return f"<zkrecipes.ServiceDiscovery base_path={self.base_path!r}>"
@@ -381,11 +391,15 @@ class ServiceDiscovery(_Scoped):
         conflict: the instance is then registered afresh. :class:`~zkrecipes.ConflictError`
         when another live session holds the id (its node is left untouched). A register that
         fails leaves no node behind."""
-        return Registration(self._n.register(_core_of(instance)).wait())
+        registration = Registration(self._n.register(_core_of(instance)).wait())
+        _alive.keep(self._client, self)
+        return registration
 
     async def register_async(self, instance: ServiceInstance) -> Registration:
         """:meth:`register` for asyncio."""
-        return Registration(await run(self._n.register(_core_of(instance))))
+        registration = Registration(await run(self._n.register(_core_of(instance))))
+        _alive.keep(self._client, self)
+        return registration
 
     def query_for_names(self) -> List[str]:
         """The service names (the children of the base path), sorted; none if it is missing."""
@@ -417,12 +431,24 @@ class ServiceDiscovery(_Scoped):
         """Unregisters every instance this discovery registered but the PERMANENT ones, all at
         once, and refuses further use (:class:`~zkrecipes.ClosedError`). Closing twice is fine.
         Raises the first error an unregister met (:class:`~zkrecipes.ConnectionLossError`: the
-        deletes go on in the background, see :meth:`Registration.unregister`)."""
-        self._n.close().wait()
+        deletes go on in the background, see :meth:`Registration.unregister`). The caches and
+        providers made on it are closed too."""
+        try:
+            self._n.close().wait()
+        finally:
+            self._release()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        try:
+            await run(self._n.close())
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        for dependent in list(self._dependents):
+            _alive.release(self._client, dependent)
+        _alive.release(self._client, self)
 
     def _end(self) -> None:
         self.close()
@@ -467,6 +493,8 @@ class ServiceCache(Lifecycle):
         if not isinstance(discovery, ServiceDiscovery):
             raise TypeError(f"discovery must be a zkrecipes.ServiceDiscovery, not {type(discovery).__name__}")
         self._n = _native.ServiceCache(discovery._n, name)
+        self._client = discovery._client
+        discovery._dependents.add(self)
         self._iterators: "weakref.WeakSet[EventIterator[ServiceCacheEvent]]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -478,12 +506,16 @@ class ServiceCache(Lifecycle):
         return self._n.name
 
     def start(self) -> None:
-        """Sets the watch and starts loading (listeners added before hear the initial load)."""
-        self._n.start().wait()
+        """Sets the watch and starts loading (listeners added before hear the initial load).
+        Once started the cache stays alive until :meth:`close` (or its discovery's or client's
+        close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def await_initialized(self, timeout: Optional[float] = None) -> bool:
         """Waits until the initial load is complete (True) or ``timeout`` seconds pass (False)."""
@@ -535,9 +567,10 @@ class ServiceCache(Lifecycle):
     def close(self) -> None:
         """Stops the cache; no listener is called after this returns; ``async for`` loops end.
         Idempotent."""
-        self._n.close()
-        for it in list(self._iterators):
-            it.end()
+        with _alive.closing(self._client, self):
+            self._n.close()
+            for it in list(self._iterators):
+                it.end()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""
@@ -579,6 +612,8 @@ class ServiceProvider(Lifecycle):
         self._n = _native.ServiceProvider(
             discovery._n, name, strategy, native_filter, down_error_threshold, float(down_timeout)
         )
+        self._client = discovery._client
+        discovery._dependents.add(self)
 
     def __repr__(self) -> str:
         return f"<zkrecipes.ServiceProvider name={self.name!r}>"
@@ -589,12 +624,16 @@ class ServiceProvider(Lifecycle):
         return self._n.name
 
     def start(self) -> None:
-        """Starts the provider's cache and waits for its initial load."""
-        self._n.start().wait()
+        """Starts the provider's cache and waits for its initial load. Once started the provider
+        stays alive until :meth:`close` (or its discovery's or client's close), even if no
+        reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def get_instance(self) -> Optional[ServiceInstance]:
         """An instance by the strategy, or None when none is usable (no server call)."""
@@ -614,7 +653,8 @@ class ServiceProvider(Lifecycle):
     def close(self) -> None:
         """Stops the provider; then every call but ``close`` is :class:`~zkrecipes.ClosedError`.
         Idempotent."""
-        self._n.close()
+        with _alive.closing(self._client, self):
+            self._n.close()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Awaitable, Callable, List, Optional, Protocol, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import Lifecycle, Name
 from ._call import run
 from ._native import Participant
@@ -144,18 +144,22 @@ class LeaderLatch(_Election):
         self._n = _native.LeaderLatch(
             _native_client(client), path, id, CloseMode(close_mode).value, LeadershipLostPolicy(lost_policy).value
         )
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.LeaderLatch path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
 
     def start(self) -> None:
         """Joins the election (returns once our node is created; it is retried in the
-        background if the first try fails: see :attr:`last_error`)."""
-        self._n.start().wait()
+        background if the first try fails: see :attr:`last_error`). Once started the latch
+        stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def await_leadership(self, timeout: Optional[float] = None) -> bool:
         """Waits until this participant leads (True), or ``timeout`` seconds pass (None or
@@ -202,11 +206,15 @@ class LeaderLatch(_Election):
     def close(self, close_mode: Optional[CloseMode] = None) -> None:
         """Leaves the election: leadership ends, then our node is deleted so the next participant
         takes over at once. Idempotent."""
-        self._n.close(None if close_mode is None else CloseMode(close_mode).value).wait()
+        mode = None if close_mode is None else CloseMode(close_mode).value
+        with _alive.closing(self._client, self):
+            self._n.close(mode).wait()
 
     async def close_async(self, close_mode: Optional[CloseMode] = None) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close(None if close_mode is None else CloseMode(close_mode).value))
+        mode = None if close_mode is None else CloseMode(close_mode).value
+        with _alive.closing(self._client, self):
+            await run(self._n.close(mode))
 
 
 
@@ -349,11 +357,12 @@ class LeaderSelector(_Election):
             raise TypeError("take_leadership must be callable")
         # The native selector keeps what runs take_leadership for as long as it lives: that must
         # not be this object (native objects are opaque to Python's collector, so the cycle
-        # would never be freed, and a selector dropped without close() would never close).
+        # would never be freed, and a selector never started, or closed, would never be).
         self._runner = _Runner(client, take_leadership)
         self._n = _native.LeaderSelector(
             _native_client(client), path, id, self._runner.run, LeadershipLostPolicy(lost_policy).value
         )
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.LeaderSelector path={self.path!r} id={self.id!r} state={self.state} leader={self.has_leadership()}>"
@@ -361,7 +370,8 @@ class LeaderSelector(_Election):
     _n: _native.LeaderSelector
 
     def start(self) -> None:
-        """Joins the queue for leadership (in the background; returns at once)."""
+        """Joins the queue for leadership (in the background; returns at once). Once started
+        the selector stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
         if self._runner.is_async:
             try:
                 self._runner.loop = asyncio.get_running_loop()
@@ -369,7 +379,8 @@ class LeaderSelector(_Election):
                 raise TypeError(
                     "an async take_leadership runs on the caller's event loop: call start() from a coroutine"
                 ) from None
-        self._n.start()
+        with _alive.starting(self._client, self):
+            self._n.start()
 
     def auto_requeue(self) -> None:
         """Curator's autoRequeue(): queue again after each leadership."""
@@ -398,11 +409,13 @@ class LeaderSelector(_Election):
         r = self._runner
         if r.is_async and r.loop is not None and _running_loop() is r.loop:
             raise RuntimeError("close() would block the event loop take_leadership runs on: use await close_async()")
-        self._n.close_blocking()
+        with _alive.closing(self._client, self):
+            self._n.close_blocking()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        with _alive.closing(self._client, self):
+            await run(self._n.close())
 
 
 class LeaderObserver(Lifecycle):
@@ -417,6 +430,7 @@ class LeaderObserver(Lifecycle):
 
     def __init__(self, client: Client, path: str) -> None:
         self._n = _native.LeaderObserver(_native_client(client), path)
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.LeaderObserver path={self.path!r}>"
@@ -428,13 +442,15 @@ class LeaderObserver(Lifecycle):
 
     def start(self) -> "LeaderObserver":
         """Starts observing; returns once the current leader is known (the path need not exist
-        yet). Returns the observer."""
-        self._n.start().wait()
+        yet). Returns the observer, which stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
         return self
 
     async def start_async(self) -> "LeaderObserver":
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
         return self
 
     @property
@@ -468,7 +484,8 @@ class LeaderObserver(Lifecycle):
     def close(self) -> None:
         """Stops observing (the watch is removed from the server); waiters and every later
         :meth:`wait_changed` or :meth:`start` get :class:`~zkrecipes.ClosedError`. Idempotent."""
-        self._n.close()
+        with _alive.closing(self._client, self):
+            self._n.close()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""

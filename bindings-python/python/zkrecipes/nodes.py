@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import Lifecycle, Name
 from ._call import run
 from .client import Client, CreateMode, _native_client, _seconds, _ttl
@@ -70,18 +70,20 @@ class PersistentNode(Lifecycle):
         self._n = _native.PersistentNode(
             _native_client(client), path, CreateMode(mode).value, data, protected, _ttl(ttl)
         )
+        self._client = client
         self._listener_ids: Dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"<zkrecipes.PersistentNode path={self.path!r} actual_path={self.actual_path!r}>"
 
     def start(self) -> None:
-        """Starts keeping the node, in the background."""
-        self._n.start()
+        """Starts keeping the node, in the background. Once started the node stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio (it does not wait either)."""
-        self._n.start()
+        self.start()
 
     def wait_for_initial_create(self, timeout: Optional[float] = None) -> bool:
         """Waits until the node was first created (True) or ``timeout`` seconds pass (False;
@@ -139,11 +141,13 @@ class PersistentNode(Lifecycle):
 
     def close(self) -> None:
         """Stops keeping the node and deletes it (our own node only)."""
-        self._n.close().wait()
+        with _alive.closing(self._client, self):
+            self._n.close().wait()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        with _alive.closing(self._client, self):
+            await run(self._n.close())
 
 
 class PersistentTtlNode(Lifecycle):
@@ -154,17 +158,19 @@ class PersistentTtlNode(Lifecycle):
 
     def __init__(self, client: Client, path: str, ttl: float, data: bytes = b"") -> None:
         self._n = _native.PersistentTtlNode(_native_client(client), path, _seconds("ttl", ttl), data)
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.PersistentTtlNode path={self.path!r}>"
 
     def start(self) -> None:
-        """Starts keeping the node and touching its child."""
-        self._n.start()
+        """Starts keeping the node and touching its child. Once started it stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        self._n.start()
+        self.start()
 
     def wait_for_initial_create(self, timeout: Optional[float] = None) -> bool:
         """As :meth:`PersistentNode.wait_for_initial_create`."""
@@ -190,11 +196,13 @@ class PersistentTtlNode(Lifecycle):
 
     def close(self) -> None:
         """Stops touching and keeping the node; it goes once its TTL passes."""
-        self._n.close().wait()
+        with _alive.closing(self._client, self):
+            self._n.close().wait()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        with _alive.closing(self._client, self):
+            await run(self._n.close())
 
 
 class GroupMember(Lifecycle):
@@ -208,6 +216,7 @@ class GroupMember(Lifecycle):
 
     def __init__(self, client: Client, path: str, member_id: str, payload: bytes = b"") -> None:
         self._n = _native.GroupMember(_native_client(client), path, member_id, payload)
+        self._client = client
         self._listener_ids: Dict[int, int] = {}
 
     def __repr__(self) -> str:
@@ -224,12 +233,14 @@ class GroupMember(Lifecycle):
         return self._n.id
 
     def start(self) -> None:
-        """Joins the group; returns once registered."""
-        self._n.start().wait()
+        """Joins the group; returns once registered. Once started the member stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def current_members(self) -> Dict[str, bytes]:
         """Every member id → payload, as last read (this member's own included)."""
@@ -256,8 +267,10 @@ class GroupMember(Lifecycle):
 
     def close(self) -> None:
         """Leaves the group (deletes this member's node, ours only)."""
-        self._n.close().wait()
+        with _alive.closing(self._client, self):
+            self._n.close().wait()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        with _alive.closing(self._client, self):
+            await run(self._n.close())

@@ -33,7 +33,7 @@ import threading
 from types import TracebackType
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import Name
 from ._call import run
 from .client import Client, _native_client, _seconds
@@ -133,6 +133,7 @@ class SetPartitioner:
             _seconds("time_boundary", time_boundary),
             _seconds("max_reaction_time", max_reaction_time),
         )
+        self._client = client
         self._listener_ids: Dict[int, int] = {}
         self._started = False
         self.state_change_event = state_change_event
@@ -149,13 +150,17 @@ class SetPartitioner:
         return f"<zkrecipes.SetPartitioner path={self.path!r} identifier={self.identifier!r} state={self.state}>"
 
     def start(self) -> None:
-        """Joins the party and starts allocating (done by the constructor unless ``start=False``)."""
-        self._p.start().wait()
+        """Joins the party and starts allocating (done by the constructor unless ``start=False``).
+        Once started the partitioner stays alive until :meth:`finish` (or the client's close),
+        even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._p.start().wait()
         self._started = True
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._p.start())
+        with _alive.starting(self._client, self):
+            await run(self._p.start())
         self._started = True
 
     @property
@@ -252,11 +257,13 @@ class SetPartitioner:
     def finish(self) -> None:
         """kazoo's ``finish``: :attr:`~PartitionState.FAILURE` at once, then the locks are
         released and the party left. Finishing twice is fine."""
-        self._p.finish().wait()
+        with _alive.closing(self._client, self):
+            self._p.finish().wait()
 
     async def finish_async(self) -> None:
         """:meth:`finish` for asyncio."""
-        await run(self._p.finish())
+        with _alive.closing(self._client, self):
+            await run(self._p.finish())
 
     close = finish
     close_async = finish_async

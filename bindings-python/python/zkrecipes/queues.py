@@ -36,7 +36,7 @@ import math
 from types import TracebackType
 from typing import AsyncIterator, Callable, Iterator, List, NamedTuple, Optional, Sequence, Type, TypeVar, Union
 
-from . import _native
+from . import _alive, _native
 from ._base import Lifecycle, Name
 from ._call import run
 from .client import Client, ConnectionState, _native_client
@@ -506,6 +506,7 @@ class QueueSharder(Lifecycle):
             _native_client(client), queue_path, leader_path, lock_path, mode, new_queue_threshold,
             threshold_check, max_queues,
         )
+        self._client = client
 
     def __repr__(self) -> str:
         return f"<zkrecipes.QueueSharder path={self.path!r} shards={self.shard_qty}>"
@@ -516,20 +517,25 @@ class QueueSharder(Lifecycle):
         return str(self._n.path)
 
     def start(self) -> None:
-        """Makes the path, takes up its shards (or adds the first), joins the election."""
-        self._n.start().wait()
+        """Makes the path, takes up its shards (or adds the first), joins the election. Once
+        started the sharder stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def close(self) -> None:
         """Stops counting and leaves the election; shards and items stay."""
-        self._n.close().wait()
+        with _alive.closing(self._client, self):
+            self._n.close().wait()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio."""
-        await run(self._n.close())
+        with _alive.closing(self._client, self):
+            await run(self._n.close())
 
     def get_queue(self) -> DistributedQueue:
         """A shard for puts (Curator's getQueue: one under the threshold, at random)."""

@@ -25,7 +25,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Optional
 
-from . import _native
+from . import _alive, _native
 from ._base import EventIterator, Lifecycle, Name
 from ._call import run
 from .client import Client, _native_client
@@ -75,6 +75,7 @@ class PersistentWatcher(Lifecycle):
         if not isinstance(recursive, bool):
             raise TypeError(f"recursive must be a bool, not {type(recursive).__name__}")
         self._n = _native.PersistentWatcher(_native_client(client), path, recursive)
+        self._client = client
         self._iterators: "weakref.WeakSet[EventIterator[WatcherEvent]]" = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -97,12 +98,15 @@ class PersistentWatcher(Lifecycle):
 
     def start(self) -> None:
         """Sets the watch; returns once the server has it. Once only (``InvalidArgumentError``
-        the second time, ``ClosedError`` after :meth:`close`)."""
-        self._n.start().wait()
+        the second time, ``ClosedError`` after :meth:`close`). Once started the watcher
+        stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        with _alive.starting(self._client, self):
+            self._n.start().wait()
 
     async def start_async(self) -> None:
         """:meth:`start` for asyncio."""
-        await run(self._n.start())
+        with _alive.starting(self._client, self):
+            await run(self._n.start())
 
     def listen(self, listener: Callable[[WatcherEvent], object]) -> int:
         """Calls ``listener(event)`` for every event from now on, on a library thread, one call
@@ -130,9 +134,10 @@ class PersistentWatcher(Lifecycle):
     def close(self) -> None:
         """Removes the watch; no listener is called after this returns; ``async for`` loops
         end. Idempotent."""
-        self._n.close()
-        for it in list(self._iterators):
-            it.end()
+        with _alive.closing(self._client, self):
+            self._n.close()
+            for it in list(self._iterators):
+                it.end()
 
     async def close_async(self) -> None:
         """:meth:`close` for asyncio (it returns at once either way)."""
