@@ -306,6 +306,37 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
     assert!(second.leave_blocking(Some(10 * SECOND)).unwrap());
 }
 
+/// A member whose leave timed out is out (its node went): an enter after it that times out
+/// takes its new node away again (CURATOR-80), as a first enter's does, though the member had
+/// entered before.
+#[test]
+fn an_enter_after_a_timed_out_leave_that_times_out_leaves_no_node() {
+    let server = TestingServer::start();
+    let a = connect(&server.connect_string());
+    let b = connect(&server.connect_string());
+    let first = Arc::new(DistributedDoubleBarrier::new(&a, "/b/after-leave", 2).unwrap());
+    let second = DistributedDoubleBarrier::new(&b, "/b/after-leave", 2).unwrap();
+    let t = {
+        let first = first.clone();
+        thread::spawn(move || first.enter_blocking(Some(30 * SECOND)).unwrap())
+    };
+    assert!(second.enter_blocking(Some(30 * SECOND)).unwrap());
+    assert!(t.join().unwrap());
+    assert!(!first
+        .leave_blocking(Some(Duration::from_millis(300)))
+        .unwrap());
+    assert!(second.leave_blocking(Some(10 * SECOND)).unwrap());
+    assert!(
+        !first.enter_blocking(Some(SECOND)).unwrap(),
+        "a lone member entered"
+    );
+    assert_eq!(
+        children(&a, "/b/after-leave"),
+        Vec::<String>::new(),
+        "the timed-out enter left its node: the next round would open one member short"
+    );
+}
+
 #[test]
 fn a_waiter_whose_server_crashes_gets_a_connection_error() {
     let server = TestingServer::start();

@@ -28,6 +28,10 @@ pub struct DistributedDoubleBarrier {
     /// only that one, never a later round's (members of the next round may have made theirs
     /// while a slow leaver of this one had not yet deleted).
     entered_through: std::sync::Mutex<Option<(i64, i64)>>,
+    /// The session on which an enter last answered `true`, until a leave begins: a member
+    /// still in on that session stays in whatever entering again answers. (Not
+    /// `entered_through`, which outlives a leave that timed out, and a session's end.)
+    in_on_session: std::sync::Mutex<Option<i64>>,
     /// The delete of our node left by an enter dropped before it answered: the next enter
     /// waits for it, and makes the node again rather than take one about to go.
     dropped_enter: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
@@ -79,6 +83,7 @@ impl DistributedDoubleBarrier {
             member_qty,
             our_name,
             entered_through: std::sync::Mutex::new(None),
+            in_on_session: std::sync::Mutex::new(None),
             dropped_enter: std::sync::Mutex::new(None),
         })
     }
@@ -117,11 +122,8 @@ impl DistributedDoubleBarrier {
         // Not in: a node left behind would count as a member (CURATOR-80) and open the barrier
         // one member short. Also when this call is dropped before it answers (a timeout around
         // it, a cancelled task), unless this member was in already (entering again).
-        let already_in = self
-            .entered_through
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some();
+        let already_in = *self.in_on_session.lock().unwrap_or_else(|e| e.into_inner())
+            == Some(self.client.session_id());
         let mut not_in = NotIn {
             barrier: self,
             armed: !already_in,
@@ -132,6 +134,10 @@ impl DistributedDoubleBarrier {
         match result {
             Ok(false) if !already_in => self.client.delete_ours(&self.our_path).await?,
             Err(_) if !already_in => self.client.delete_ours_in_background(&self.our_path),
+            Ok(true) => {
+                *self.in_on_session.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(self.client.session_id());
+            }
             _ => {}
         }
         result.map_err(|e| e.context(format!("enter double barrier {}", self.path)))
@@ -282,6 +288,8 @@ impl DistributedDoubleBarrier {
     /// until every member has left. `true` once a read shows no member (and then the round's
     /// `ready` node is deleted); `false` on timeout (our node is gone either way).
     pub async fn leave(&self, timeout: Option<Duration>) -> Result<bool> {
+        // On its way out: an enter from now on is a new membership.
+        *self.in_on_session.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let deadline = Deadline::after(timeout);
         deadline
             .bounding(self.leave_until(deadline))
