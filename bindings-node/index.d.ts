@@ -22,7 +22,7 @@
 // Lifetime: a recipe whose start() succeeded (latch, selector, observer, caches, watcher,
 // PersistentNode, PersistentTtlNode, GroupMember, SharedCount, SharedValue, SetPartitioner,
 // QueueSharder, ServiceCache, ServiceProvider, a ServiceDiscovery once it registered) lives until
-// its close() (finish() for a partitioner) or its client's close(), whether or not your code
+// its close() (finish() or FAILURE for a partitioner) or its client's close(), whether or not your code
 // still references it: the garbage collector never stops it (as Curator's client keeps its
 // recipes). It does not keep the event loop alive either.
 
@@ -778,7 +778,7 @@ declare abstract class Counter<T, In> {
   decrement(): Promise<AtomicValue<T>>;
   compareAndSet(expected: In, newValue: In): Promise<AtomicValue<T>>;
   trySet(value: In): Promise<AtomicValue<T>>;
-  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node holds other bytes by then (ours may have been applied and overwritten since; Curator resends it blindly). */
+  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node moved on further, is gone or cannot be read again (ours may have been applied and overwritten since; Curator resends it blindly). */
   forceSet(value: In): Promise<void>;
   initialize(value: In): Promise<boolean>;
   /** The new value, or a rejection (ZKR_TIMEOUT, ZKR_OUTCOME_UNKNOWN, ZKR_OVERFLOW; never "not succeeded"). */
@@ -821,7 +821,7 @@ export declare class SharedCount extends EventEmitter<SharedCountEvents> {
   start(): Promise<void>;
   getCount(): number;
   getVersionedValue(): VersionedValue;
-  /** Sets the count whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node holds other bytes by then (ours may have been applied and overwritten since; Curator resends it blindly). */
+  /** Sets the count whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node moved on further, is gone or cannot be read again (ours may have been applied and overwritten since; Curator resends it blindly). */
   setCount(count: number): Promise<void>;
   trySetCount(previous: VersionedValue, count: number): Promise<boolean>;
   close(): void;
@@ -846,7 +846,7 @@ export declare class SharedValue extends EventEmitter<SharedValueEvents> {
   /** The bytes as last seen (the seed before start). */
   getValue(): Buffer;
   getVersionedValue(): VersionedValue<Buffer>;
-  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node holds other bytes by then (ours may have been applied and overwritten since; Curator resends it blindly). */
+  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node moved on further, is gone or cannot be read again (ours may have been applied and overwritten since; Curator resends it blindly). */
   setValue(value: Bytes): Promise<void>;
   trySetValue(previous: VersionedValue<Bytes>, value: Bytes): Promise<boolean>;
   close(): void;
@@ -859,7 +859,7 @@ export declare class DistributedAtomicValue {
   get(): Promise<AtomicValue<Buffer | null>>;
   compareAndSet(expected: Bytes, newValue: Bytes): Promise<AtomicValue<Buffer | null>>;
   trySet(value: Bytes): Promise<AtomicValue<Buffer | null>>;
-  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node holds other bytes by then (ours may have been applied and overwritten since; Curator resends it blindly). */
+  /** Sets the value whatever it was. After a lost reply it is resent only if certainly not applied: a ZKR_OUTCOME_UNKNOWN rejection when the node moved on further, is gone or cannot be read again (ours may have been applied and overwritten since; Curator resends it blindly). */
   forceSet(value: Bytes): Promise<void>;
   initialize(value: Bytes): Promise<boolean>;
 }

@@ -2370,9 +2370,10 @@ zkr_status zkr_atomic_long_try_set(struct zkr_atomic_long *a, int64_t value, str
 
 /**
  * Sets `value` unconditionally, creating the node if needed.
- * After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
- * node holds other bytes by then (ours may have been applied and overwritten since; Curator
- * resends it blindly, over any write that landed after it).
+ * After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+ * write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+ * again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+ * write that landed after it).
  */
 zkr_status zkr_atomic_long_force_set(struct zkr_atomic_long *a, int64_t value);
 
@@ -2442,9 +2443,10 @@ zkr_status zkr_atomic_int_try_set(struct zkr_atomic_int *a, int32_t value, struc
 
 /**
  * Sets `value` unconditionally, creating the node if needed.
- * After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
- * node holds other bytes by then (ours may have been applied and overwritten since; Curator
- * resends it blindly, over any write that landed after it).
+ * After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+ * write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+ * again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+ * write that landed after it).
  */
 zkr_status zkr_atomic_int_force_set(struct zkr_atomic_int *a, int32_t value);
 
@@ -2488,9 +2490,10 @@ zkr_status zkr_shared_count_get_versioned_value(const struct zkr_shared_count *s
 
 /**
  * Sets the count whatever it was.
- * After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
- * node holds other bytes by then (ours may have been applied and overwritten since; Curator
- * resends it blindly, over any write that landed after it).
+ * After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+ * write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+ * again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+ * write that landed after it).
  */
 zkr_status zkr_shared_count_set_count(struct zkr_shared_count *sc, int32_t count);
 
@@ -4161,9 +4164,10 @@ zkr_status zkr_shared_value_get_value(const struct zkr_shared_value *sv, struct 
 /**
  * Sets the value to the `len` bytes of `data` whatever it was (ZKR_INVALID_ARGUMENT before
  * start, ZKR_CLOSED after close).
- * After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
- * node holds other bytes by then (ours may have been applied and overwritten since; Curator
- * resends it blindly, over any write that landed after it).
+ * After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+ * write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+ * again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+ * write that landed after it).
  */
 zkr_status zkr_shared_value_set_value(struct zkr_shared_value *sv, const uint8_t *data, size_t len);
 
@@ -4217,9 +4221,10 @@ zkr_status zkr_atomic_bytes_try_set(struct zkr_atomic_bytes *a, const uint8_t *d
 /**
  * Curator's forceSet: sets the `len` bytes of `data` whatever the value was, creating the node
  * if needed.
- * After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
- * node holds other bytes by then (ours may have been applied and overwritten since; Curator
- * resends it blindly, over any write that landed after it).
+ * After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+ * write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+ * again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+ * write that landed after it).
  */
 zkr_status zkr_atomic_bytes_force_set(struct zkr_atomic_bytes *a, const uint8_t *data, size_t len);
 

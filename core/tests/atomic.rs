@@ -631,6 +631,36 @@ fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
             result.is_ok(),
             "{which}: our bytes are on the node: {result:?}"
         );
+        // A write lost before it reached the server, with one other write landing meanwhile:
+        // certainly not applied (ours would be a later version), so resent, after that write.
+        proxy.blackhole();
+        let sent = proxy.client_bytes_read();
+        let writer = {
+            let (long, count, value) = (long.clone(), count.clone(), value.clone());
+            thread::spawn(move || match which {
+                "force_set" => long.force_set_blocking(9),
+                "set_count" => count.set_count_blocking(9),
+                _ => value.set_value_blocking(&9i32.to_be_bytes()),
+            })
+        };
+        wait_until("the third write sent (and dropped)", 30 * SECOND, || {
+            proxy.client_bytes_read() > sent
+        });
+        let (_, stat) = zkrecipes::runtime::block_on(observer.get_data(&path)).unwrap();
+        zkrecipes::runtime::block_on(observer.set_data(&path, &bytes(1), Some(stat.version)))
+            .expect("the other client's write");
+        proxy.cut();
+        proxy.restore();
+        let result = writer.join().unwrap();
+        assert!(
+            result.is_ok(),
+            "{which}: resent after one other write: {result:?}"
+        );
+        assert_eq!(
+            raw(&observer, &path),
+            bytes(9),
+            "{which}: ours, after the other's"
+        );
         count.close();
         value.close();
     }

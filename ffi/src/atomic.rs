@@ -276,9 +276,10 @@ pub extern "C" fn zkr_atomic_long_try_set(
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
-/// After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
-/// node holds other bytes by then (ours may have been applied and overwritten since; Curator
-/// resends it blindly, over any write that landed after it).
+/// After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+/// write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+/// again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+/// write that landed after it).
 #[no_mangle]
 pub extern "C" fn zkr_atomic_long_force_set(a: *mut zkr_atomic_long, value: i64) -> zkr_status {
     handle_call("zkr_atomic_long_force_set", a, |a| {
@@ -443,9 +444,10 @@ pub extern "C" fn zkr_atomic_int_try_set(
 }
 
 /// Sets `value` unconditionally, creating the node if needed.
-/// After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
-/// node holds other bytes by then (ours may have been applied and overwritten since; Curator
-/// resends it blindly, over any write that landed after it).
+/// After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+/// write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+/// again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+/// write that landed after it).
 #[no_mangle]
 pub extern "C" fn zkr_atomic_int_force_set(a: *mut zkr_atomic_int, value: i32) -> zkr_status {
     handle_call("zkr_atomic_int_force_set", a, |a| {
@@ -638,9 +640,10 @@ pub extern "C" fn zkr_shared_count_get_versioned_value(
 }
 
 /// Sets the count whatever it was.
-/// After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
-/// node holds other bytes by then (ours may have been applied and overwritten since; Curator
-/// resends it blindly, over any write that landed after it).
+/// After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+/// write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+/// again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+/// write that landed after it).
 #[no_mangle]
 pub extern "C" fn zkr_shared_count_set_count(sc: *mut zkr_shared_count, count: i32) -> zkr_status {
     handle_call("zkr_shared_count_set_count", sc, |sc| {

@@ -137,9 +137,10 @@ pub extern "C" fn zkr_shared_value_get_value(
 
 /// Sets the value to the `len` bytes of `data` whatever it was (ZKR_INVALID_ARGUMENT before
 /// start, ZKR_CLOSED after close).
-/// After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
-/// node holds other bytes by then (ours may have been applied and overwritten since; Curator
-/// resends it blindly, over any write that landed after it).
+/// After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+/// write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+/// again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+/// write that landed after it).
 #[no_mangle]
 pub extern "C" fn zkr_shared_value_set_value(
     sv: *mut zkr_shared_value,
@@ -318,9 +319,10 @@ pub extern "C" fn zkr_atomic_bytes_try_set(
 
 /// Curator's forceSet: sets the `len` bytes of `data` whatever the value was, creating the node
 /// if needed.
-/// After a lost reply it is resent only if certainly not applied: ZKR_OUTCOME_UNKNOWN when the
-/// node holds other bytes by then (ours may have been applied and overwritten since; Curator
-/// resends it blindly, over any write that landed after it).
+/// After a lost reply it is resent only if certainly not applied (the node unchanged, or one other
+/// write further): ZKR_OUTCOME_UNKNOWN when the node moved on further, is gone or cannot be read
+/// again (ours may have been applied and overwritten since; Curator resends it blindly, over any
+/// write that landed after it).
 #[no_mangle]
 pub extern "C" fn zkr_atomic_bytes_force_set(
     a: *mut zkr_atomic_bytes,

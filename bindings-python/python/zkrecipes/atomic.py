@@ -171,10 +171,10 @@ class _DistributedAtomicNumber:
     def force_set(self, value: int) -> None:
         """Sets ``value`` unconditionally.
 
-        After a lost reply it is resent only if certainly not applied:
-        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
-        have been applied and overwritten since; Curator resends it blindly, over any
-        write that landed after it).
+        After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+        other write further): :class:`~zkrecipes.OutcomeUnknownError` when the node moved on
+        further, is gone or cannot be read again (ours may have been applied and overwritten since;
+        Curator resends it blindly, over any write that landed after it).
         """
         self._op("force_set", value).wait()
 
@@ -259,10 +259,10 @@ class SharedCount(Lifecycle):
     def set_count(self, count: int) -> None:
         """Sets the count unconditionally.
 
-        After a lost reply it is resent only if certainly not applied:
-        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
-        have been applied and overwritten since; Curator resends it blindly, over any
-        write that landed after it).
+        After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+        other write further): :class:`~zkrecipes.OutcomeUnknownError` when the node moved on
+        further, is gone or cannot be read again (ours may have been applied and overwritten since;
+        Curator resends it blindly, over any write that landed after it).
         """
         self._n.set_count(count).wait()
 
@@ -363,10 +363,10 @@ class SharedValue(Lifecycle):
     def set_value(self, value: bytes) -> None:
         """Sets the value unconditionally.
 
-        After a lost reply it is resent only if certainly not applied:
-        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
-        have been applied and overwritten since; Curator resends it blindly, over any
-        write that landed after it).
+        After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+        other write further): :class:`~zkrecipes.OutcomeUnknownError` when the node moved on
+        further, is gone or cannot be read again (ours may have been applied and overwritten since;
+        Curator resends it blindly, over any write that landed after it).
         """
         self._n.set_value(value).wait()
 
@@ -480,10 +480,10 @@ class DistributedAtomicValue:
     def force_set(self, value: bytes) -> None:
         """Sets ``value`` unconditionally, creating the node if needed.
 
-        After a lost reply it is resent only if certainly not applied:
-        :class:`~zkrecipes.OutcomeUnknownError` when the node holds other bytes by then (ours may
-        have been applied and overwritten since; Curator resends it blindly, over any
-        write that landed after it).
+        After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+        other write further): :class:`~zkrecipes.OutcomeUnknownError` when the node moved on
+        further, is gone or cannot be read again (ours may have been applied and overwritten since;
+        Curator resends it blindly, over any write that landed after it).
         """
         self._n.force_set(value).wait()
 

@@ -170,6 +170,12 @@ enum Resolution {
     Unknown(String),
 }
 
+/// Whether `next` is the data version one write after `version`: `version + 1`, wrapping
+/// from `i32::MAX` to `i32::MIN`; from -2 also 0 (servers with ZOOKEEPER-4743 skip -1).
+fn is_next_version(version: i32, next: i32) -> bool {
+    next == version.wrapping_add(1) || (version == -2 && next == 0)
+}
+
 /// What a re-read after a lost reply says about a forced write.
 enum Forced {
     /// The node holds our bytes.
@@ -428,8 +434,9 @@ impl<C: Codec> Engine<C> {
     /// increment, acknowledged to it, lost). After a lost reply we `sync` and re-read, as for a
     /// conditional write: our bytes on the node → done (ours, or the same bytes written since:
     /// the node holds the value either way); the node still as `before` (same version and
-    /// `czxid`, or still missing after a `create`) → certainly not applied, resent; anything else
-    /// → `OutcomeUnknown` (ours may have been applied and overwritten since).
+    /// `czxid`, or still missing after a `create`), or one other write further → certainly not
+    /// applied, resent; anything else → `OutcomeUnknown` (ours may have been applied and
+    /// overwritten since). `before` unknown: the node is read first.
     pub(crate) async fn force_write(
         &self,
         value: C::Value,
@@ -440,9 +447,16 @@ impl<C: Codec> Engine<C> {
         let start = Instant::now();
         let mut resends = 0u32;
         let mut made_parents = false;
-        let mut before = before;
+        // Where the node is before we write: what a lost reply is judged against (read now if
+        // nothing is known; a read is safe to repeat).
+        let mut before = match before {
+            Some(b) => b,
+            None => self.place().await?,
+        };
         // Whether the next send is a create (the node was missing last we looked).
-        let mut creating = create && matches!(before, Some(Known::Missing));
+        let mut creating = create && before == Known::Missing;
+        // Creates and sets that met a node deleted or made meanwhile.
+        let mut flips = 0u32;
         loop {
             self.check_open()?;
             // Waiting for a connection sends nothing: an error here is certain.
@@ -472,8 +486,16 @@ impl<C: Codec> Engine<C> {
                     return Ok(stat);
                 }
                 Err(Error::NoNode(_)) if create && !creating => {
+                    // Deleted meanwhile: create it (after a pause once it happened before: a
+                    // node made and deleted again and again must not spin us).
+                    if flips > 0 {
+                        let e = format!("{} was deleted while it was written", self.path);
+                        self.backoff(&mut resends, start, Error::NoNode(e.into()))
+                            .await?;
+                    }
+                    flips += 1;
                     creating = true;
-                    before = Some(Known::Missing);
+                    before = Known::Missing;
                     continue;
                 }
                 Err(Error::NoNode(_)) if creating && !made_parents => {
@@ -485,8 +507,14 @@ impl<C: Codec> Engine<C> {
                 }
                 Err(Error::NodeExists(_)) if creating => {
                     // Made by someone else meanwhile: set it.
+                    if flips > 0 {
+                        let e = format!("{} was made while it was written", self.path);
+                        self.backoff(&mut resends, start, Error::NodeExists(e.into()))
+                            .await?;
+                    }
+                    flips += 1;
                     creating = false;
-                    before = None;
+                    before = self.place().await?;
                     continue;
                 }
                 Err(e) if e.is_throttled() => {
@@ -496,10 +524,7 @@ impl<C: Codec> Engine<C> {
                 Err(e) if e.is_refusal() => return Err(e),
                 Err(e) => e,
             };
-            match self
-                .resolve_forced(before.as_ref(), creating, &data, &err)
-                .await?
-            {
+            match self.resolve_forced(&before, creating, &data, &err).await? {
                 Forced::Ours(stat) => {
                     self.remember(Known::Present {
                         version: stat.version,
@@ -511,11 +536,11 @@ impl<C: Codec> Engine<C> {
                 Forced::MadeByAnother(stat) => {
                     // Our create was not applied: someone else's was (version 0, other bytes).
                     creating = false;
-                    before = Some(Known::Present {
+                    before = Known::Present {
                         version: stat.version,
                         czxid: stat.czxid,
                         value: (),
-                    });
+                    };
                 }
                 Forced::NotApplied => {
                     let err = Error::ConnectionLoss(
@@ -532,11 +557,29 @@ impl<C: Codec> Engine<C> {
         }
     }
 
+    /// Where the node is now (its version and `czxid`, or missing), whatever its bytes.
+    async fn place(&self) -> Result<Known<()>> {
+        self.check_open()?;
+        let path = self.path.as_str();
+        let stat = self
+            .client
+            .retry(|s| async move { s.exists(path).await.map_err(read_error) })
+            .await?;
+        Ok(match stat {
+            None => Known::Missing,
+            Some(st) => Known::Present {
+                version: st.version,
+                czxid: st.czxid,
+                value: (),
+            },
+        })
+    }
+
     /// After a lost reply of [`force_write`](Self::force_write)'s send (a `create` if
     /// `created`): what the node says of it, or `OutcomeUnknown`.
     async fn resolve_forced(
         &self,
-        before: Option<&Known<()>>,
+        before: &Known<()>,
         created: bool,
         data: &[u8],
         cause: &Error,
@@ -581,8 +624,12 @@ impl<C: Codec> Engine<C> {
             (Some((d, stat)), _) if d == data => Ok(Forced::Ours(stat)),
             (None, _) if created => Ok(Forced::NotApplied),
             (Some((_, stat)), _) if created && stat.version == 0 => Ok(Forced::MadeByAnother(stat)),
-            (Some((_, stat)), Some(Known::Present { version, czxid, .. }))
-                if !created && stat.version == *version && stat.czxid == *czxid =>
+            // Unchanged, or exactly one other write since (ours would have been a later version
+            // or left our bytes): not applied; a resend is ordered after that write.
+            (Some((_, stat)), Known::Present { version, czxid, .. })
+                if !created
+                    && stat.czxid == *czxid
+                    && (stat.version == *version || is_next_version(*version, stat.version)) =>
             {
                 Ok(Forced::NotApplied)
             }

@@ -59,8 +59,9 @@
 //!   cannot be read again. Any other error from a write operation means its write was not
 //!   applied. (The full argument is in the comments of `atomic/engine.rs`.) The unconditional
 //!   writes (`force_set`, `SharedCount::set_count`, `SharedValue::set_value`) re-read the same
-//!   way: our bytes on the node → done; the node unchanged → resent; other bytes →
-//!   `OutcomeUnknown`, for ours may have been applied and overwritten since. Curator resends
+//!   way: our bytes on the node → done; the node unchanged, or one other write further (ours
+//!   was not applied) → resent; moved on further, gone or unreadable → `OutcomeUnknown`, for
+//!   ours may have been applied and overwritten since. Curator resends
 //!   them blindly, which overwrites a write that landed after the first application (another
 //!   client's increment, acknowledged to it, lost).
 

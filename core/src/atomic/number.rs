@@ -226,9 +226,10 @@ macro_rules! distributed_number {
 
             /// Sets `value` unconditionally, creating the node if needed.
             /// After a lost reply it is resent only if certainly not applied (the node
-            /// unchanged): `OutcomeUnknown` when the node holds other bytes by then, for ours
-            /// may have been applied and overwritten since (Curator resends it blindly, over
-            /// any write that landed after it).
+            /// unchanged, or one other write further): `OutcomeUnknown` when the node moved on
+            /// further, is gone or cannot be read again, for ours may have been applied and
+            /// overwritten since (Curator resends it blindly, over any write that landed after
+            /// it).
             pub async fn force_set(&self, value: $t) -> Result<()> {
                 self.inner.force_set(value as i64).await
             }

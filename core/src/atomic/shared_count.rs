@@ -101,9 +101,10 @@ impl SharedCount {
     }
 
     /// Sets the count whatever it was.
-    /// After a lost reply it is resent only if certainly not applied (the node unchanged):
-    /// `OutcomeUnknown` when the node holds other bytes by then, for ours may have been applied
-    /// and overwritten since (Curator resends it blindly, over any write that landed after it).
+    /// After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+    /// other write further): `OutcomeUnknown` when the node moved on further, is gone or cannot be
+    /// read again, for ours may have been applied and overwritten since (Curator resends it
+    /// blindly, over any write that landed after it).
     pub async fn set_count(&self, count: i32) -> Result<()> {
         self.watched.set("set_count", count).await
     }

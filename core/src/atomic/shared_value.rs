@@ -549,9 +549,10 @@ impl SharedValue {
 
     /// Sets the value whatever it was (`InvalidArgument` before [`start`](Self::start),
     /// `Closed` after [`close`](Self::close), as every write).
-    /// After a lost reply it is resent only if certainly not applied (the node unchanged):
-    /// `OutcomeUnknown` when the node holds other bytes by then, for ours may have been applied
-    /// and overwritten since (Curator resends it blindly, over any write that landed after it).
+    /// After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+    /// other write further): `OutcomeUnknown` when the node moved on further, is gone or cannot be
+    /// read again, for ours may have been applied and overwritten since (Curator resends it
+    /// blindly, over any write that landed after it).
     pub async fn set_value(&self, value: &[u8]) -> Result<()> {
         self.watched.set("set_value", value.to_vec()).await
     }

@@ -373,9 +373,10 @@ impl DistributedAtomicValue {
     }
 
     /// Sets `value` unconditionally, creating the node (and its parents) if needed.
-    /// After a lost reply it is resent only if certainly not applied (the node unchanged):
-    /// `OutcomeUnknown` when the node holds other bytes by then, for ours may have been applied
-    /// and overwritten since (Curator resends it blindly, over any write that landed after it).
+    /// After a lost reply it is resent only if certainly not applied (the node unchanged, or one
+    /// other write further): `OutcomeUnknown` when the node moved on further, is gone or cannot be
+    /// read again, for ours may have been applied and overwritten since (Curator resends it
+    /// blindly, over any write that landed after it).
     pub async fn force_set(&self, value: &[u8]) -> Result<()> {
         self.check_size(value)?;
         self.inner.force_set(value.to_vec()).await
