@@ -867,15 +867,17 @@ async fn a_lease_resent_on_a_new_session_is_taken_again_under_the_semaphores_loc
         .unwrap()
         .expect("the first lease");
     let (old_session, password) = a.session_credentials().unwrap();
-    // Every request and reply is held back 1.5 s: the internal lock is taken, then the lease's
-    // create (the only request of `DATA` bytes or more) is on its way when the session ends.
-    proxy.delay(Duration::from_millis(1500));
+    // Every request and reply is held back 2 s: the internal lock is taken (some round trips:
+    // its container may have to be made again), then the lease's create (the only request of
+    // `DATA` bytes or more) is on its way when the session ends (2 s for the expiry to reach
+    // the server before it).
+    proxy.delay(Duration::from_secs(2));
     let sent = proxy.client_bytes_read();
     let acquiring = {
         let sem = InterProcessSemaphoreV2::with_data(&a, path, 1, vec![b'a'; DATA]).unwrap();
         tokio::spawn(async move { sem.acquire(1, Some(Duration::from_secs(120))).await })
     };
-    eventually("the lease's create sent", WAIT, || async {
+    eventually("the lease's create sent", 3 * WAIT, || async {
         proxy.client_bytes_read() >= sent + DATA as u64
     })
     .await;

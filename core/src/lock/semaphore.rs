@@ -255,6 +255,8 @@ enum One {
     Got(Lease),
     TimedOut,
     Missing,
+    /// A lease made outside the internal lock's session, given back: take both again at once.
+    Again,
 }
 
 impl InterProcessSemaphoreV2 {
@@ -374,8 +376,19 @@ impl InterProcessSemaphoreV2 {
         while leases.len() < qty {
             let start = Instant::now();
             let mut retries = 0;
+            // Leases given back at once (each needs a session that ended under the internal
+            // lock; a few in a row go through the retry policy's pauses as a missing lease does).
+            let mut again = 0;
             loop {
-                match deadline.bounding(self.acquire_one(deadline)).await {
+                let one = match deadline.bounding(self.acquire_one(deadline)).await {
+                    Ok(One::Again) if again < 3 => {
+                        again += 1;
+                        continue;
+                    }
+                    Ok(One::Again) => Ok(One::Missing),
+                    other => other,
+                };
+                match one {
                     Ok(One::Got(lease)) => {
                         // A lease taken earlier in this acquire on a session given up since
                         // went with that session (Curator keeps it, and its caller holds one
@@ -398,7 +411,7 @@ impl InterProcessSemaphoreV2 {
                     }
                     // Our lease node went with an expired session (or a request in flight when
                     // it expired failed): take another one on the new session.
-                    Ok(One::Missing) | Err(Error::SessionExpired(_)) => {
+                    Ok(One::Missing | One::Again) | Err(Error::SessionExpired(_)) => {
                         match s.client.retry_policy().next_sleep(retries, start.elapsed()) {
                             // Our lease node vanished (session loss): try again, as Curator does.
                             Some(sleep) => {
@@ -475,7 +488,7 @@ impl InterProcessSemaphoreV2 {
         if s.lock.held_session(owner) != Some(lease_session) {
             tracing::debug!(semaphore = %s.path, "a lease made outside the internal lock's session: taken again");
             let _ = guard.delete_now().await;
-            return Ok(One::Missing);
+            return Ok(One::Again);
         }
         // Subscribed before each listing: a change of a count-driven limit after the listing
         // wakes the wait below (Curator's count listener notifies the waiter).
