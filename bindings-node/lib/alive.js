@@ -47,13 +47,13 @@ function keep(object) {
   return true;
 }
 
-/** Lets `object` go (closed), and what was made on it. */
-function release(object) {
+/** Lets `object` go; `closed`: also what was made on it (a discovery's close ends them). */
+function release(object, closed = true) {
   const client = clientOf.get(object);
   const set = started.get(client);
   if (set === undefined) return;
   set.delete(object);
-  for (const o of set) if (madeOn.get(o) === object) set.delete(o);
+  if (closed) for (const o of set) if (madeOn.get(o) === object) set.delete(o);
   if (set.size === 0) started.delete(client);
 }
 
@@ -70,7 +70,7 @@ function releaseClient(client) {
 function whileStarted(object, start) {
   const added = keep(object);
   const undo = (err) => {
-    if (added) release(object);
+    if (added) release(object, false);
     throw err;
   };
   let result;
@@ -99,4 +99,4 @@ function keptFor(client) {
   return started.get(client)?.size ?? 0;
 }
 
-module.exports = { belongsTo, belongsWith, whileStarted, closing, release, releaseClient, keptFor };
+module.exports = { belongsTo, belongsWith, keep, whileStarted, closing, release, releaseClient, keptFor };

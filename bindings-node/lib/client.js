@@ -239,7 +239,12 @@ class Client extends EventEmitter {
     alive.releaseClient(this);
     clearInterval(this.#keepAlive);
     keepAliveRegistry.unregister(this);
-    await this.#native.close();
+    try {
+      await this.#native.close();
+    } finally {
+      // Again: a start() while the close waited for work in flight kept its recipe.
+      alive.releaseClient(this);
+    }
   }
 
   /** Lets the process exit while this client is open (like `socket.unref()`). */

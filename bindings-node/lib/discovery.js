@@ -250,10 +250,14 @@ class ServiceDiscovery {
    * ended in a conflict: then it is registered afresh. A register that fails leaves no node.
    */
   register(instance) {
-    // Its registrations are kept until close() (or the client's), referenced or not.
-    return alive
-      .whileStarted(this, () => args.rejecting(() => natives.get(this).register(toNative('instance', instance))))
-      .then((r) => new Registration(r));
+    // Once one is registered, the discovery (and so its registrations) is kept until close()
+    // (or the client's), referenced or not.
+    return args
+      .rejecting(() => natives.get(this).register(toNative('instance', instance)))
+      .then((r) => {
+        alive.keep(this);
+        return new Registration(r);
+      });
   }
 
   /** The service names, sorted (none if the base path is missing). */

@@ -55,10 +55,23 @@ class SetPartitioner extends EventEmitter {
       maxReactionTimeMs: args.number('maxReactionTimeMs', o.maxReactionTimeMs) ?? 1000,
     };
     alive.belongsTo(this, client);
-    this.#native = new native.NativeSetPartitioner(nc, args.path('path', path), partitionNames(set), init, forwardTo(this));
+    const forward = forwardTo(this);
+    const ref = new WeakRef(this);
+    const emit = (name, payload, extra) => {
+      // FAILURE is for good (kazoo's callers make a new partitioner): no longer kept.
+      if (name === 'state' && payload === 'FAILURE') {
+        const self = ref.deref();
+        if (self !== undefined) alive.release(self);
+      }
+      forward(name, payload, extra);
+    };
+    this.#native = new native.NativeSetPartitioner(nc, args.path('path', path), partitionNames(set), init, emit);
   }
 
-  /** Joins the party and starts allocating (until finish(), referenced or not); resolves once joined. */
+  /**
+   * Joins the party and starts allocating (until finish() or FAILURE, referenced or not);
+   * resolves once joined.
+   */
   start() {
     return alive.whileStarted(this, () => args.rejecting(() => this.#native.start()));
   }

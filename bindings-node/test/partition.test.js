@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 
 const { Client, PartitionState, SetPartitioner, NonBlockingLease, MultiNonBlockingLease } = require('..');
 const { useZooKeeper, uniquePath, waitFor } = require('./helpers');
+const { keptFor } = require('../lib/alive');
 
 let zk;
 let client;
@@ -56,6 +57,7 @@ test('members divide the set on kazoo\'s layout and divide it again when one lea
   const other = await Client.connect(zk.connectString);
   try {
     const a = new SetPartitioner(client, p, new Set(parts), { identifier: 'a', ...fast });
+    const kept = keptFor(client);
     const states = [];
     a.on('state', (s) => states.push(s));
     await a.start();
@@ -78,9 +80,12 @@ test('members divide the set on kazoo\'s layout and divide it again when one lea
     await waitFor(() => states.includes('RELEASE') && states.includes('ALLOCATING'), { what: "a's 'state' events" });
     assert.equal(states[0], 'ACQUIRED');
 
-    // The session expires: FAILURE for good.
+    // The session expires: FAILURE for good, and no longer kept alive (kazoo's callers make a
+    // new partitioner without finishing the failed one).
+    assert.equal(keptFor(client), kept + 1, 'a started partitioner is kept alive');
     await client._expireSessionForTesting();
     await waitFor(() => a.failed, { timeoutMs: 60000, what: 'FAILURE after expiry' });
+    await waitFor(() => keptFor(client) === kept, { what: 'the failed partitioner let go' });
     assert.equal(await a.waitForAcquire({ timeoutMs: 0 }), false);
     await a.close();
   } finally {

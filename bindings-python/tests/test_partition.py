@@ -114,8 +114,11 @@ def test_session_loss_is_failure(make_client: Callable[..., zkrecipes.Client], p
     client = make_client()
     p = SetPartitioner(client, path, ["x"], identifier="s", **FAST)
     assert p.wait_for_acquire(60)
+    assert zkrecipes._alive.kept(client) == 1, "kept alive while it works"
     client._expire_session_for_testing()
     wait_until(lambda: p.failed, 60, "FAILURE after the session expired")
+    # FAILURE is for good (kazoo's callers make a new one): no longer kept alive, finish() or not.
+    wait_until(lambda: zkrecipes._alive.kept(client) == 0, 10, "the failed partitioner let go")
     assert not p.wait_for_acquire(0) and list(p) == []
     p.finish()
 

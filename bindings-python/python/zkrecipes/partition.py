@@ -30,6 +30,7 @@ import datetime
 import os
 import socket
 import threading
+import weakref
 from types import TracebackType
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Type, Union
 
@@ -143,6 +144,15 @@ class SetPartitioner:
         self._seen = self._p.state
         if state_change_event is not None:
             self._p.add_listener(lambda _state: state_change_event.set())
+        # FAILURE is for good (kazoo's callers make a new partitioner): no longer kept alive.
+        me = weakref.ref(self)
+
+        def _on_state(state: str) -> None:
+            p = me()
+            if p is not None and state == PartitionState.FAILURE.value:
+                _alive.release(client, p)
+
+        self._p.add_listener(_on_state)
         if start:
             self.start()
 
