@@ -576,6 +576,15 @@ fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
                 _ => v.to_be_bytes().to_vec(),
             }
         };
+        // Our unconditional write of `v`, on a thread of its own.
+        let write = |v: i32| {
+            let (long, count, value) = (long.clone(), count.clone(), value.clone());
+            thread::spawn(move || match which {
+                "force_set" => long.force_set_blocking(i64::from(v)),
+                "set_count" => count.set_count_blocking(v),
+                _ => value.set_value_blocking(&v.to_be_bytes()),
+            })
+        };
         match which {
             "force_set" => long.force_set_blocking(5).unwrap(),
             "set_count" => count.start_blocking().unwrap(),
@@ -584,14 +593,7 @@ fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
         assert_eq!(raw(&observer, &path), bytes(5));
         // Requests pass at once, replies wait in the proxy.
         proxy.delay_replies(REPLY_HELD);
-        let writer = {
-            let (long, count, value) = (long.clone(), count.clone(), value.clone());
-            thread::spawn(move || match which {
-                "force_set" => long.force_set_blocking(0),
-                "set_count" => count.set_count_blocking(0),
-                _ => value.set_value_blocking(&0i32.to_be_bytes()),
-            })
-        };
+        let writer = write(0);
         wait_until("the write to be applied", 30 * SECOND, || {
             raw(&observer, &path) == bytes(0)
         });
@@ -613,14 +615,7 @@ fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
         assert!(e.message().contains(&path), "{which}: {e}");
         // A lost reply with nothing written after it: the node holds our bytes, done.
         proxy.delay_replies(REPLY_HELD);
-        let writer = {
-            let (long, count, value) = (long.clone(), count.clone(), value.clone());
-            thread::spawn(move || match which {
-                "force_set" => long.force_set_blocking(7),
-                "set_count" => count.set_count_blocking(7),
-                _ => value.set_value_blocking(&7i32.to_be_bytes()),
-            })
-        };
+        let writer = write(7);
         wait_until("the second write to be applied", 30 * SECOND, || {
             raw(&observer, &path) == bytes(7)
         });
@@ -635,14 +630,7 @@ fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
         // certainly not applied (ours would be a later version), so resent, after that write.
         proxy.blackhole();
         let sent = proxy.client_bytes_read();
-        let writer = {
-            let (long, count, value) = (long.clone(), count.clone(), value.clone());
-            thread::spawn(move || match which {
-                "force_set" => long.force_set_blocking(9),
-                "set_count" => count.set_count_blocking(9),
-                _ => value.set_value_blocking(&9i32.to_be_bytes()),
-            })
-        };
+        let writer = write(9);
         wait_until("the third write sent (and dropped)", 30 * SECOND, || {
             proxy.client_bytes_read() > sent
         });

@@ -600,22 +600,11 @@ impl<C: Codec> Engine<C> {
                 "the client was closed while it was in flight ({cause})"
             )));
         }
-        let path = self.path.as_str();
-        let got = self
-            .client
-            .retry(|s| async move {
-                let synced = s.sync(path);
-                let read = s.get_data(path);
-                let (synced, read) = tokio::join!(synced, read);
-                synced.map_err(read_error)?;
-                read.or_none().map_err(read_error)
-            })
-            .await
-            .map_err(|e| {
-                unknown(format!(
-                    "its reply was lost ({cause}) and the node could not be read again ({e})"
-                ))
-            })?;
+        let got = self.read_after_sync().await.map_err(|e| {
+            unknown(format!(
+                "its reply was lost ({cause}) and the node could not be read again ({e})"
+            ))
+        })?;
         match self.interpret(got.clone()) {
             Ok(k) => self.remember(k),
             Err(_) => self.forget(),
@@ -662,6 +651,22 @@ impl<C: Codec> Engine<C> {
         }
     }
 
+    /// `sync`, then the node (data and stat; `None` if missing), pipelined on one session: what
+    /// it shows is final for a write whose reply was lost (see the module notes).
+    async fn read_after_sync(&self) -> Result<Option<(Vec<u8>, Stat)>> {
+        let path = self.path.as_str();
+        self.client
+            .retry(|s| async move {
+                // Both requests are sent now, in this order; the session executes them in order.
+                let synced = s.sync(path);
+                let read = s.get_data(path);
+                let (synced, read) = tokio::join!(synced, read);
+                synced.map_err(read_error)?;
+                read.or_none().map_err(read_error)
+            })
+            .await
+    }
+
     /// After a lost reply: sync, re-read, and decide (see the module notes).
     async fn resolve(&self, base: &Known<C::Value>, data: &[u8], cause: &Error) -> Resolution {
         let unknown = |why: String| {
@@ -676,19 +681,7 @@ impl<C: Codec> Engine<C> {
                 "the client was closed while it was in flight ({cause})"
             ));
         }
-        let path = self.path.as_str();
-        let got = self
-            .client
-            .retry(|s| async move {
-                // Both requests are sent now, in this order; the session executes them in order.
-                let synced = s.sync(path);
-                let read = s.get_data(path);
-                let (synced, read) = tokio::join!(synced, read);
-                synced.map_err(read_error)?;
-                read.or_none().map_err(read_error)
-            })
-            .await;
-        let got = match got {
+        let got = match self.read_after_sync().await {
             Ok(got) => got,
             Err(e) => {
                 return unknown(format!(
