@@ -493,6 +493,16 @@ fn a_write_lost_before_reaching_the_server_is_resent_and_counts_once() {
     observer.close_blocking();
 }
 
+/// A client through `proxy` whose timeouts are well above [`REPLY_HELD`], so that it does not
+/// give up on its connection by itself while a reply is held.
+fn patient(proxy: &FaultProxy) -> Client {
+    ClientBuilder::new(proxy.connect_string())
+        .session_timeout(40 * SECOND)
+        .connection_timeout(30 * SECOND)
+        .connect_blocking()
+        .expect("connect")
+}
+
 /// How long the proxy holds each reply in the lost-reply test.
 const REPLY_HELD: Duration = Duration::from_secs(8);
 
@@ -500,13 +510,7 @@ const REPLY_HELD: Duration = Duration::from_secs(8);
 fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());
-    // Timeouts well above the replies' delay below, so that the client does not give up on
-    // its connection by itself while a reply is held.
-    let client = ClientBuilder::new(proxy.connect_string())
-        .session_timeout(40 * SECOND)
-        .connection_timeout(30 * SECOND)
-        .connect_blocking()
-        .expect("connect");
+    let client = patient(&proxy);
     let observer = connect(&server.connect_string());
     let counter = Arc::new(DistributedAtomicLong::new(&client, "/lost/reply", None, None).unwrap());
     assert_eq!(counter.add_and_get_blocking(1, None).unwrap(), 1);
@@ -559,11 +563,7 @@ fn a_write_whose_reply_is_lost_is_outcome_unknown_and_never_applied_twice() {
 fn a_forced_write_whose_reply_was_lost_never_overwrites_a_later_write() {
     let server = TestingServer::start();
     let proxy = FaultProxy::start(&server.connect_string());
-    let client = ClientBuilder::new(proxy.connect_string())
-        .session_timeout(40 * SECOND)
-        .connection_timeout(30 * SECOND)
-        .connect_blocking()
-        .expect("connect");
+    let client = patient(&proxy);
     let observer = connect(&server.connect_string());
     for which in ["force_set", "set_count", "set_value"] {
         let path = format!("/forced/{which}");

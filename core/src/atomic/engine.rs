@@ -46,7 +46,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{version_minus_one, Width};
-use crate::client::{OrNone, Parents};
+use crate::client::{OrNone, Parents, Session};
 use crate::{path, Client, CreateMode, Error, Result, Stat};
 
 /// How a value node's bytes become a value and back.
@@ -342,15 +342,8 @@ impl<C: Codec> Engine<C> {
         let mut resends = 0u32;
         let mut made_parents = false;
         loop {
-            self.check_open()?;
-            // Waiting for a connection sends nothing: an error here is certain.
-            let s = match self.client.session().await {
-                Ok(s) => s,
-                Err(e) if e.is_retryable() => {
-                    self.backoff(&mut resends, start, e).await?;
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let Some(s) = self.write_session(&mut resends, start).await? else {
+                continue;
             };
             if !wanted() {
                 return Ok(None);
@@ -458,15 +451,8 @@ impl<C: Codec> Engine<C> {
         // Creates and sets that met a node deleted or made meanwhile.
         let mut flips = 0u32;
         loop {
-            self.check_open()?;
-            // Waiting for a connection sends nothing: an error here is certain.
-            let s = match self.client.session().await {
-                Ok(s) => s,
-                Err(e) if e.is_retryable() => {
-                    self.backoff(&mut resends, start, e).await?;
-                    continue;
-                }
-                Err(e) => return Err(e),
+            let Some(s) = self.write_session(&mut resends, start).await? else {
+                continue;
             };
             let sent = if creating {
                 s.create(&self.path, &data, CreateMode::Persistent)
@@ -629,6 +615,20 @@ impl<C: Codec> Engine<C> {
                 "its reply was lost ({cause}) and the node moved on to version {} with other data",
                 stat.version
             ))),
+        }
+    }
+
+    /// A session to send a write on. Waiting for a connection sends nothing, so an error there is
+    /// certain: a retryable one is paused over under the retry policy (`None`: try again).
+    async fn write_session(&self, resends: &mut u32, start: Instant) -> Result<Option<Session>> {
+        self.check_open()?;
+        match self.client.session().await {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.is_retryable() => {
+                self.backoff(resends, start, e).await?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
         }
     }
 
