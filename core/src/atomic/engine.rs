@@ -403,14 +403,7 @@ impl<C: Codec> Engine<C> {
                 Resolution::Unknown(why) => return Err(Error::OutcomeUnknown(why.into())),
                 Resolution::Unchanged => {
                     // Certainly not applied: resend under the client's retry policy.
-                    let err = Error::ConnectionLoss(
-                        format!(
-                            "{} (the write to {} was not applied)",
-                            err.message(),
-                            self.path
-                        )
-                        .into(),
-                    );
+                    let err = self.not_applied(&err);
                     self.backoff(&mut resends, start, err).await?;
                 }
             }
@@ -529,14 +522,7 @@ impl<C: Codec> Engine<C> {
                     };
                 }
                 Forced::NotApplied => {
-                    let err = Error::ConnectionLoss(
-                        format!(
-                            "{} (the write to {} was not applied)",
-                            err.message(),
-                            self.path
-                        )
-                        .into(),
-                    );
+                    let err = self.not_applied(&err);
                     self.backoff(&mut resends, start, err).await?;
                 }
             }
@@ -616,6 +602,19 @@ impl<C: Codec> Engine<C> {
                 stat.version
             ))),
         }
+    }
+
+    /// The error of a write certainly not applied after `lost` (what the retry policy gives up
+    /// with).
+    fn not_applied(&self, lost: &Error) -> Error {
+        Error::ConnectionLoss(
+            format!(
+                "{} (the write to {} was not applied)",
+                lost.message(),
+                self.path
+            )
+            .into(),
+        )
     }
 
     /// A session to send a write on. Waiting for a connection sends nothing, so an error there is
