@@ -170,6 +170,15 @@ enum Resolution {
     Unknown(String),
 }
 
+/// The node's place (version and `czxid`) from its stat.
+fn place_of(stat: &Stat) -> Known<()> {
+    Known::Present {
+        version: stat.version,
+        czxid: stat.czxid,
+        value: (),
+    }
+}
+
 /// Whether `next` is the data version one write after `version`: `version + 1`, wrapping
 /// from `i32::MAX` to `i32::MIN`; from -2 also 0 (servers with ZOOKEEPER-4743 skip -1).
 fn is_next_version(version: i32, next: i32) -> bool {
@@ -443,7 +452,7 @@ impl<C: Codec> Engine<C> {
         let mut creating = create && before == Known::Missing;
         // Creates and sets that met a node deleted or made meanwhile.
         let mut flips = 0u32;
-        loop {
+        let stat = loop {
             let Some(s) = self.write_session(&mut resends, start).await? else {
                 continue;
             };
@@ -456,23 +465,11 @@ impl<C: Codec> Engine<C> {
             };
             drop(s);
             let err = match sent {
-                Ok(stat) => {
-                    self.remember(Known::Present {
-                        version: stat.version,
-                        czxid: stat.czxid,
-                        value,
-                    });
-                    return Ok(stat);
-                }
-                Err(Error::NoNode(_)) if create && !creating => {
-                    // Deleted meanwhile: create it (after a pause once it happened before: a
-                    // node made and deleted again and again must not spin us).
-                    if flips > 0 {
-                        let e = format!("{} was deleted while it was written", self.path);
-                        self.backoff(&mut resends, start, Error::NoNode(e.into()))
-                            .await?;
-                    }
-                    flips += 1;
+                Ok(stat) => break stat,
+                Err(e @ Error::NoNode(_)) if create && !creating => {
+                    // Deleted meanwhile: create it.
+                    self.pause_after_flip(&mut flips, &mut resends, start, e)
+                        .await?;
                     creating = true;
                     before = Known::Missing;
                     continue;
@@ -484,14 +481,10 @@ impl<C: Codec> Engine<C> {
                         .await?;
                     continue;
                 }
-                Err(Error::NodeExists(_)) if creating => {
+                Err(e @ Error::NodeExists(_)) if creating => {
                     // Made by someone else meanwhile: set it.
-                    if flips > 0 {
-                        let e = format!("{} was made while it was written", self.path);
-                        self.backoff(&mut resends, start, Error::NodeExists(e.into()))
-                            .await?;
-                    }
-                    flips += 1;
+                    self.pause_after_flip(&mut flips, &mut resends, start, e)
+                        .await?;
                     creating = false;
                     before = self.place().await?;
                     continue;
@@ -504,29 +497,41 @@ impl<C: Codec> Engine<C> {
                 Err(e) => e,
             };
             match self.resolve_forced(&before, creating, &data, &err).await? {
-                Forced::Ours(stat) => {
-                    self.remember(Known::Present {
-                        version: stat.version,
-                        czxid: stat.czxid,
-                        value,
-                    });
-                    return Ok(stat);
-                }
+                Forced::Ours(stat) => break stat,
                 Forced::MadeByAnother(stat) => {
                     // Our create was not applied: someone else's was (version 0, other bytes).
                     creating = false;
-                    before = Known::Present {
-                        version: stat.version,
-                        czxid: stat.czxid,
-                        value: (),
-                    };
+                    before = place_of(&stat);
                 }
                 Forced::NotApplied => {
                     let err = self.not_applied(&err);
                     self.backoff(&mut resends, start, err).await?;
                 }
             }
+        };
+        self.remember(Known::Present {
+            version: stat.version,
+            czxid: stat.czxid,
+            value,
+        });
+        Ok(stat)
+    }
+
+    /// Before the next send after a create met a node made, or a set met it deleted,
+    /// meanwhile: a pause under the retry policy from the second such meeting on (a node made
+    /// and deleted again and again must not spin us; `met` says what happened).
+    async fn pause_after_flip(
+        &self,
+        flips: &mut u32,
+        resends: &mut u32,
+        start: Instant,
+        met: Error,
+    ) -> Result<()> {
+        *flips += 1;
+        if *flips > 1 {
+            self.backoff(resends, start, met).await?;
         }
+        Ok(())
     }
 
     /// Where the node is now (its version and `czxid`, or missing), whatever its bytes.
@@ -537,14 +542,7 @@ impl<C: Codec> Engine<C> {
             .client
             .retry(|s| async move { s.exists(path).await.map_err(read_error) })
             .await?;
-        Ok(match stat {
-            None => Known::Missing,
-            Some(st) => Known::Present {
-                version: st.version,
-                czxid: st.czxid,
-                value: (),
-            },
-        })
+        Ok(stat.as_ref().map_or(Known::Missing, place_of))
     }
 
     /// After a lost reply of [`force_write`](Self::force_write)'s send (a `create` if
