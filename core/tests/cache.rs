@@ -986,3 +986,137 @@ async fn await_zxid_waits_for_reads_that_failed_ahead_of_it() {
     c.close().await;
     writer.close().await;
 }
+
+/// A tree of `n` children `k0..` under `root` (made by `writer`).
+async fn tree_of(writer: &Client, root: &str, n: usize) {
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create(root, b"", plain).await.unwrap();
+    for i in 0..n {
+        writer
+            .create(&format!("{root}/k{i}"), b"", plain)
+            .await
+            .unwrap();
+    }
+}
+
+/// A listing lost with the connection during the initial load is listed again. The load
+/// reads `/t` (stored), then lists its children; here that listing's reply is held by the
+/// proxy when the connection is cut. The walk after the reconnect read `/t` again, found it
+/// at the pzxid it had stored and took the cached children (none) for the listing: the cache
+/// said it was initialized with `/t` alone, and its ten children never came (no event would
+/// ever bring them, since none of them changed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_lost_with_the_connection_during_the_load_is_listed_again() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let writer = connect(&server.connect_string()).await;
+    tree_of(&writer, "/lost", 10).await;
+    let c = connect(&proxy.connect_string()).await;
+    proxy.delay_replies(Duration::from_secs(1));
+    let cache = CuratorCache::new(&c, "/lost").unwrap();
+    cache.start().await.unwrap();
+    // The root's read is applied: its listing is in flight, its reply held a second.
+    eventually("the root read", || cache.get("/lost").is_some()).await;
+    assert_eq!(cache.size(), 1, "the listing's reply is still held");
+    proxy.cut();
+    proxy.restore();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    assert_eq!(
+        cache.size(),
+        11,
+        "initialized without the children: {:?}",
+        cache.snapshot().iter().map(|d| d.path).collect::<Vec<_>>()
+    );
+    cache.close();
+    c.close().await;
+    writer.close().await;
+}
+
+/// A node read for a watch event during the load does not stand for its listing. `/b/a`
+/// changes right after the load starts (every reply held 300 ms): the event's read of `/b/a`
+/// comes back before the walk's own, and stored `/b/a` with its pzxid; the walk's read then
+/// found the same pzxid and took the cached children (none) for `/b/a`'s: its three children
+/// were never loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_read_for_an_event_during_the_load_is_still_listed() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let writer = connect(&server.connect_string()).await;
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create("/b", b"", plain).await.unwrap();
+    tree_of(&writer, "/b/a", 3).await;
+    let c = connect(&proxy.connect_string()).await;
+    proxy.delay_replies(Duration::from_millis(300));
+    let cache = CuratorCache::new(&c, "/b").unwrap();
+    cache.start().await.unwrap();
+    let stat = writer.set_data("/b/a", b"changed", None).await.unwrap();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    assert!(cache.await_zxid(stat.mzxid, Some(WAIT)).await.unwrap());
+    let paths: Vec<String> = cache.snapshot().iter().map(|d| d.path).collect();
+    assert_eq!(
+        paths,
+        ["/b", "/b/a", "/b/a/k0", "/b/a/k1", "/b/a/k2"],
+        "the load left out /b/a's children"
+    );
+    cache.close();
+    c.close().await;
+    writer.close().await;
+}
+
+/// Without initial events, the initial load tells nothing, its removals included. The load
+/// stored `/q/a` (quietly), the connection was cut while `/q/a`'s listing was in flight, and
+/// `/q/a` was deleted meanwhile: the walk after the reconnect removed it with a Deleted event
+/// for a node the listener never heard of (Curator's BUILD_INITIAL_CACHE tells nothing of the
+/// load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_initial_events_the_load_tells_no_removal() {
+    let server = TestingServer::start();
+    let proxy = FaultProxy::start(&server.connect_string());
+    let writer = connect(&server.connect_string()).await;
+    let plain = CreateOptions::new(CreateMode::Persistent);
+    writer.create("/q", b"", plain).await.unwrap();
+    tree_of(&writer, "/q/a", 2).await;
+    writer.create("/q/b", b"", plain).await.unwrap();
+    let c = connect(&proxy.connect_string()).await;
+    proxy.delay_replies(Duration::from_secs(1));
+    let opts = CacheOptions {
+        initial_events: false,
+        ..CacheOptions::default()
+    };
+    let cache = Cache::new(&c, "/q", opts).unwrap();
+    let heard = Recorder::on(&cache);
+    cache.start().await.unwrap();
+    eventually("/q/a read", || cache.get("/q/a").is_some()).await;
+    proxy.cut();
+    writer
+        .delete(
+            "/q/a",
+            DeleteOptions {
+                recursive: true,
+                ..DeleteOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    proxy.restore();
+    assert!(cache.await_initialized(Some(WAIT)).await.unwrap());
+    eventually("the Initialized event", || {
+        heard.count(CacheEventType::Initialized) == 1
+    })
+    .await;
+    assert!(cache.get("/q/a").is_none());
+    assert!(cache.get("/q/b").is_some());
+    let kinds: Vec<(CacheEventType, String)> = heard
+        .events()
+        .into_iter()
+        .map(|e| (e.kind, e.path))
+        .collect();
+    assert_eq!(
+        kinds,
+        [(CacheEventType::Initialized, "/q".to_string())],
+        "the quiet load told something"
+    );
+    cache.close();
+    c.close().await;
+    writer.close().await;
+}

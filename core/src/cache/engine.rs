@@ -2,7 +2,7 @@
 //! state; the snapshot it publishes is shared with the cache's readers (see the module notes
 //! of [`crate::cache`]).
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
@@ -141,10 +141,11 @@ enum Want {
         origin: Origin,
     },
     /// A walk lists a node's children (only nodes that have some, and only when the child set
-    /// may have changed).
+    /// may have changed). `pzxid`: the walk's read of the node found it so.
     Children {
         path: String,
         epoch: u64,
+        pzxid: i64,
     },
     Fence(Fence),
 }
@@ -159,11 +160,15 @@ enum Pending {
     Read {
         path: String,
         origin: Origin,
+        /// The engine's walk epoch when the read was sent: a reply to a read sent before the
+        /// current walk began may tell of the time before a disconnect.
+        sent: u64,
         fut: ReadFuture,
     },
     Children {
         path: String,
         epoch: u64,
+        pzxid: i64,
         fut: ChildrenFuture,
     },
     Fence(Fence),
@@ -174,6 +179,9 @@ struct Walk {
     resync: bool,
     seen: HashSet<String>,
     outstanding: usize,
+    /// The nodes whose children this walk listed (or found unchanged), at the pzxid its read of
+    /// the node found: once the walk is complete, the cache holds exactly those children.
+    listed: HashMap<String, i64>,
 }
 
 enum Step {
@@ -196,6 +204,12 @@ pub(crate) struct Engine {
     pending: VecDeque<Pending>,
     walk: Option<Walk>,
     epoch: u64,
+    /// The last complete walk's [`Walk::listed`]: a node read again at the same pzxid (the
+    /// zxid of the last change to its child set) has exactly the children the cache holds, and
+    /// is not listed again. Only a complete walk says so: a node's stat stored by a read that
+    /// listed nothing (a watch event's, or a walk's whose listing was lost with the
+    /// connection) says nothing of the children the cache holds.
+    listed: HashMap<String, i64>,
     initialized: bool,
     /// Fences to fence once there is a session: asked for without one, or their sync failed.
     fences_waiting: Vec<oneshot::Sender<()>>,
@@ -226,6 +240,7 @@ impl Engine {
             pending: VecDeque::new(),
             walk: None,
             epoch: 0,
+            listed: HashMap::new(),
             initialized: false,
             fences_waiting: Vec::new(),
             fences_after_walk: Vec::new(),
@@ -329,13 +344,19 @@ impl Engine {
                     if !self.drain(&mut watch) {
                         break;
                     }
-                    if let Some(Pending::Read { path, origin, .. }) = self.pending.pop_front() {
-                        self.apply(path, origin, r);
+                    if let Some(Pending::Read {
+                        path, origin, sent, ..
+                    }) = self.pending.pop_front()
+                    {
+                        self.apply(path, origin, sent, r);
                     }
                 }
                 Step::Children(r) => {
-                    if let Some(Pending::Children { path, epoch, .. }) = self.pending.pop_front() {
-                        self.apply_children(path, epoch, r);
+                    if let Some(Pending::Children {
+                        path, epoch, pzxid, ..
+                    }) = self.pending.pop_front()
+                    {
+                        self.apply_children(path, epoch, pzxid, r);
                     }
                 }
             }
@@ -458,6 +479,7 @@ impl Engine {
             resync: self.initialized,
             seen: HashSet::new(),
             outstanding: 1,
+            listed: HashMap::new(),
         });
         self.want.push_back(Want::Read {
             path: self.sh.root.clone(),
@@ -529,23 +551,37 @@ impl Engine {
                 Want::Read { path, origin } => {
                     // Data (or the stat) only: its stat says whether there are children to list.
                     let fut = Box::pin(s.read_node(&path, self.sh.opts.data));
-                    self.pending.push_back(Pending::Read { path, origin, fut });
+                    self.pending.push_back(Pending::Read {
+                        path,
+                        origin,
+                        sent: self.epoch,
+                        fut,
+                    });
                 }
-                Want::Children { path, epoch } => {
+                Want::Children { path, epoch, pzxid } => {
                     let fut = Box::pin(s.read_children(&path));
-                    self.pending
-                        .push_back(Pending::Children { path, epoch, fut });
+                    self.pending.push_back(Pending::Children {
+                        path,
+                        epoch,
+                        pzxid,
+                        fut,
+                    });
                 }
             }
         }
     }
 
-    fn apply(&mut self, path: String, origin: Origin, r: Result<Option<NodeRead>>) {
+    fn apply(&mut self, path: String, origin: Origin, sent: u64, r: Result<Option<NodeRead>>) {
         let current = match (origin, self.walk.as_ref()) {
             (Origin::Walk(e), Some(w)) => w.epoch == e,
             _ => false,
         };
         let resync = current && self.walk.as_ref().is_some_and(|w| w.resync);
+        // Only a read sent during the current walk tells the walk that the node is there: one
+        // sent before it (before the disconnect that called for it) may have been answered
+        // before the node was deleted, and the walk then keeps a node its parent's listing
+        // no longer has.
+        let this_walk = self.walk.as_ref().is_some_and(|w| w.epoch == sent);
         match r {
             Err(e @ (Error::ConnectionLoss(_) | Error::SessionExpired(_))) => {
                 tracing::debug!(path = %path, error = %e, "cache read failed; read again later");
@@ -555,7 +591,7 @@ impl Engine {
             Err(Error::Closed(_)) => return,
             Err(e) => {
                 tracing::warn!(path = %path, error = %e, "cache could not read a node; keeping what it had");
-                if let Some(w) = self.walk.as_mut() {
+                if let Some(w) = self.walk.as_mut().filter(|_| this_walk) {
                     let snap = self.sh.snapshot();
                     for (p, _) in subtree(&snap, &path) {
                         w.seen.insert(p.clone());
@@ -564,10 +600,9 @@ impl Engine {
             }
             Ok(None) => self.remove(&path, resync),
             Ok(Some(read)) => {
-                let old_pzxid = self.sh.snapshot().get(&path).map(|n| n.stat.pzxid);
                 let stat = read.stat;
                 self.put(&path, read.data, stat, resync);
-                if let Some(w) = self.walk.as_mut() {
+                if let Some(w) = self.walk.as_mut().filter(|_| this_walk) {
                     w.seen.insert(path.clone());
                 }
                 let deeper = self
@@ -577,9 +612,15 @@ impl Engine {
                     .map_or(true, |m| self.sh.depth(&path) < m);
                 if current && deeper && stat.num_children > 0 {
                     let epoch = self.epoch;
-                    if old_pzxid == Some(stat.pzxid) {
-                        // The same child set as cached (pzxid is the zxid of the last child
-                        // created or deleted): read the cached children, no listing needed.
+                    if self.listed.get(&path) == Some(&stat.pzxid) {
+                        // The child set the last complete walk listed, unchanged since (pzxid
+                        // is the zxid of the last child created or deleted); the cache has
+                        // followed those children since: read them, no listing needed.
+                        self.walk
+                            .as_mut()
+                            .expect("current walk")
+                            .listed
+                            .insert(path.clone(), stat.pzxid);
                         let snap = self.sh.snapshot();
                         let depth = self.sh.depth(&path) + 1;
                         let kids: Vec<String> = subtree(&snap, &path)
@@ -590,7 +631,11 @@ impl Engine {
                         self.walk_into(kids, epoch);
                     } else {
                         self.walk.as_mut().expect("current walk").outstanding += 1;
-                        self.want.push_back(Want::Children { path, epoch });
+                        self.want.push_back(Want::Children {
+                            path,
+                            epoch,
+                            pzxid: stat.pzxid,
+                        });
                     }
                 }
             }
@@ -622,7 +667,13 @@ impl Engine {
         }
     }
 
-    fn apply_children(&mut self, path: String, epoch: u64, r: Result<Option<Vec<String>>>) {
+    fn apply_children(
+        &mut self,
+        path: String,
+        epoch: u64,
+        pzxid: i64,
+        r: Result<Option<Vec<String>>>,
+    ) {
         let current = self.walk.as_ref().is_some_and(|w| w.epoch == epoch);
         if !current {
             return; // an older walk's listing: the current walk lists again
@@ -631,7 +682,7 @@ impl Engine {
         match r {
             Err(e @ (Error::ConnectionLoss(_) | Error::SessionExpired(_))) => {
                 tracing::debug!(path = %path, error = %e, "cache listing failed; list again later");
-                self.read_again(Want::Children { path, epoch });
+                self.read_again(Want::Children { path, epoch, pzxid });
                 return;
             }
             Err(Error::Closed(_)) => return,
@@ -646,6 +697,8 @@ impl Engine {
             Ok(None) => self.remove(&path, resync),
             Ok(Some(names)) => {
                 let kids = names.iter().map(|c| path::join(&path, c)).collect();
+                let w = self.walk.as_mut().expect("current walk");
+                w.listed.insert(path, pzxid);
                 self.walk_into(kids, epoch);
             }
         }
@@ -718,7 +771,6 @@ impl Engine {
         };
         self.stale = false;
         let was_initialized = self.initialized;
-        self.initialized = true;
         let root = self.sh.root.clone();
         let opts_initialized = self.sh.opts.initialized_event;
         // A node the walk did not find was not there when its parent was listed.
@@ -746,6 +798,11 @@ impl Engine {
                 });
             }
         });
+        // Only now: the first walk's removals (nodes it stored, gone when their parent was
+        // listed again after a disconnect) are part of the initial load, as quiet as its
+        // creations when initial events are off.
+        self.initialized = true;
+        self.listed = w.listed;
         self.sh.progress.send_modify(|p| {
             if was_initialized {
                 p.resyncs += 1;
