@@ -129,9 +129,9 @@ impl<E: Send + 'static> Dispatcher<E> {
     }
 
     /// Removes a listener; whether it was there (an id of ours removed before: `false`). It
-    /// hears no event dispatched after this returns; an event being dispatched as it is removed
-    /// (its listeners were taken before) may still reach it once. `InvalidArgument` for an id
-    /// this dispatcher never gave out (another client's or recipe's).
+    /// is not called after this returns (a call to it already running finishes), events
+    /// queued before included. `InvalidArgument` for an id this dispatcher never gave out
+    /// (another client's or recipe's).
     pub(crate) fn remove(&self, id: ListenerId) -> Result<bool> {
         self.check_id(id)?;
         let mut l = self.listeners.lock().unwrap_or_else(|e| e.into_inner());
@@ -145,7 +145,8 @@ impl<E: Send + 'static> Dispatcher<E> {
         self.ids.check(id)
     }
 
-    /// Removes every listener (a closed recipe).
+    /// Removes every listener (a closed recipe): none is called after this returns (a call
+    /// already running finishes), events queued before included.
     pub(crate) fn clear(&self) {
         self.listeners
             .lock()
@@ -167,6 +168,15 @@ impl<E: Send + 'static> Dispatcher<E> {
         if self.has_listeners() {
             self.push(Job::Event(event));
         }
+    }
+
+    /// Removes every listener once the jobs queued before have run (a recipe closed after
+    /// its last events, which its listeners still hear).
+    pub(crate) fn clear_in_turn(&self) {
+        let listeners = self.listeners.clone();
+        self.push(Job::Once(Box::new(move || {
+            listeners.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        })));
     }
 
     /// Queues a one-off call, in order with the events.
@@ -209,14 +219,20 @@ fn drain<E: Send + 'static>(listeners: &Listeners<E>, queue: &Mutex<Queue<E>>) {
         };
         match job {
             Job::Event(event) => {
-                let snapshot: Vec<Listener<E>> = listeners
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter()
-                    .map(|(_, l)| l.clone())
-                    .collect();
-                for l in snapshot {
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&event)));
+                let snapshot: Vec<(ListenerId, Listener<E>)> =
+                    listeners.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for (id, l) in snapshot {
+                    // One removed meanwhile (by an earlier listener, or a recipe closed while
+                    // one was running) is not called.
+                    let there = listeners
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .iter()
+                        .any(|(i, _)| *i == id);
+                    if there {
+                        let _ =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&event)));
+                    }
                 }
             }
             Job::Once(f) => {

@@ -127,6 +127,12 @@ impl Machine {
         self.first.take();
         self.core
             .set_leader(false, None, mode == CloseMode::NotifyLeader);
+        // A closed latch calls no listener again: after the NotLeader just queued, or at once.
+        if mode == CloseMode::NotifyLeader {
+            self.core.dispatcher.clear_in_turn();
+        } else {
+            self.core.dispatcher.clear();
+        }
         // The watch on our own node (a leader's) goes with the node: the delete fires it, and
         // a fired watch is dropped without a request. Dropped before the delete, it cost a
         // removeWatches request sent ahead of it (one more per failover).

@@ -55,12 +55,22 @@ pub(super) struct Core {
     last_error: Mutex<Option<Error>>,
     dispatcher: Dispatcher<LeadershipEvent>,
     events: broadcast::Sender<LeadershipEvent>,
+    /// Held while leadership changes and while the latch is closed: leadership taken is told
+    /// (listeners, events) only to a latch not closed (see `close_with`).
+    gate: Mutex<()>,
 }
 
 impl Core {
     /// The one place leadership changes. The epoch is published before leadership is, and
     /// withdrawn after it is gone, so a leader never reads a missing epoch.
     fn set_leader(&self, leader: bool, epoch: Option<i64>, notify: bool) {
+        let _gate = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        if leader && self.life.phase() == Phase::Closed {
+            // A check that found us first as close() began: a closed latch does not lead, and
+            // its listeners hear nothing more (Curator's close and checkLeadership take one
+            // lock).
+            return;
+        }
         if leader {
             self.epoch
                 .store(epoch.unwrap_or(NO_EPOCH), Ordering::SeqCst);
@@ -181,6 +191,7 @@ impl LeaderLatch {
                 last_error: Mutex::new(None),
                 dispatcher: Dispatcher::new(),
                 events: broadcast::channel(64).0,
+                gate: Mutex::new(()),
             }),
             cmds: Mutex::new(None),
         })
@@ -379,7 +390,8 @@ impl LeaderLatch {
     /// Adds a listener (Curator's `LeaderLatchListener`): `is_leader` when this participant
     /// becomes leader, `not_leader` when it stops. Listeners run one at a time, in order, on a
     /// thread of the latch (never on the caller's, never concurrently); they may block and may
-    /// call the blocking API.
+    /// call the blocking API. None is called with `is_leader` after [`close`](Self::close)
+    /// returned (see there).
     pub fn add_listener(
         &self,
         is_leader: impl Fn() + Send + Sync + 'static,
@@ -433,14 +445,29 @@ impl LeaderLatch {
     /// Leaves the election with the configured [`CloseMode`]: leadership ends first, then our
     /// node is deleted (so the next participant takes over at once). Closing again, or closing a
     /// latch that was never started, is a no-op.
+    ///
+    /// No listener is called with [`IsLeader`](LeadershipEvent::IsLeader) once this returns
+    /// (one already running finishes; one queued is dropped). With [`CloseMode::Silent`] the
+    /// listeners hear nothing more from the moment it is called; with
+    /// [`CloseMode::NotifyLeader`] a leader's listeners hear `NotLeader` last. Either way they
+    /// are then removed: a closed latch never calls them again.
     pub async fn close(&self) -> Result<()> {
         self.close_with(self.close_mode()).await
     }
 
     /// [`close`](Self::close) with an explicit mode (Curator's `close(CloseMode)`).
     pub async fn close_with(&self, mode: CloseMode) -> Result<()> {
-        // Closed first: has_leadership() is false before the node goes.
-        if self.core.life.close() != Phase::Started {
+        // Closed first: has_leadership() is false before the node goes. Under the gate: a
+        // leadership taken meanwhile is not told (see `set_leader`).
+        let was = {
+            let _gate = self.core.gate.lock().unwrap_or_else(|e| e.into_inner());
+            let was = self.core.life.close();
+            if was == Phase::Started && mode == CloseMode::Silent {
+                self.core.dispatcher.clear();
+            }
+            was
+        };
+        if was != Phase::Started {
             return Ok(());
         }
         let sender = self.cmds.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -566,5 +593,65 @@ impl LeadershipWatch {
                 r = self.phase.changed() => r.ok()?,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+    use std::sync::mpsc as std_mpsc;
+
+    /// `is_leader` never reaches a listener after `close` returned. Leadership is told to two
+    /// listeners; the first holds the event (a slow listener) while the latch is closed; once
+    /// it lets go, the second used to be called with `IsLeader` after the close (and, the
+    /// close being silent, never heard `NotLeader`: work started on `is_leader` ran on).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_is_leader_reaches_a_listener_after_close_returned() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect()
+            .await
+            .unwrap();
+        let latch = LeaderLatch::new(&client, "/latch-close", "a").unwrap();
+        let (held_tx, held_rx) = std_mpsc::channel();
+        let (go_tx, go_rx) = std_mpsc::channel::<()>();
+        let go_rx = Mutex::new(go_rx);
+        latch.add_event_listener(move |e| {
+            if e == LeadershipEvent::IsLeader {
+                let _ = held_tx.send(());
+                let _ = go_rx.lock().unwrap().recv();
+            }
+        });
+        let closed = Arc::new(AtomicBool::new(false));
+        let late = Arc::new(AtomicUsize::new(0));
+        latch.add_event_listener({
+            let (closed, late) = (closed.clone(), late.clone());
+            move |_| {
+                if closed.load(Ordering::SeqCst) {
+                    late.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        latch.start().await.unwrap();
+        tokio::task::spawn_blocking(move || held_rx.recv_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("the first listener holds IsLeader");
+        latch.close().await.unwrap();
+        closed.store(true, Ordering::SeqCst);
+        go_tx.send(()).unwrap();
+        // In turn after the held event: once this runs, the event is delivered.
+        let (done_tx, done_rx) = oneshot::channel();
+        latch.core.dispatcher.call(move || {
+            let _ = done_tx.send(());
+        });
+        done_rx.await.unwrap();
+        assert_eq!(
+            late.load(Ordering::SeqCst),
+            0,
+            "a listener was called with IsLeader after close returned"
+        );
+        client.close().await;
     }
 }
