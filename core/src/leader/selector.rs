@@ -310,8 +310,11 @@ impl LeaderSelector {
     /// [`CancelReason::Interrupted`]); the selector requeues afterwards only with
     /// [`auto_requeue`](Self::auto_requeue). Waiting participants are not affected.
     pub fn interrupt_leadership(&self) {
-        let current = self.shared.control().current.clone();
-        if let Some(ctx) = current {
+        // Under the control lock, as a term starts: the term cancelled is the one `leading`
+        // stands for (read before the lock, an ended term's context could be cancelled after
+        // the next term began, and `leading` cleared for that one).
+        let c = self.shared.control();
+        if let Some(ctx) = c.current.as_ref() {
             if ctx.cancel(CancelReason::Interrupted) {
                 self.shared.leading.store(false, Ordering::SeqCst);
             }
@@ -319,21 +322,27 @@ impl LeaderSelector {
     }
 
     /// Whether this participant leads now: its `take_leadership` runs and has not been
-    /// cancelled, and a server was heard from recently enough under the lost policy (checked at
-    /// call time, like [`InterProcessMutex::is_held_valid`]).
+    /// cancelled, its lock node belongs to the client's session now, and a server was heard
+    /// from recently enough under the lost policy (checked at call time, like
+    /// [`InterProcessMutex::is_held_valid`]).
     pub fn has_leadership(&self) -> bool {
-        self.shared.leading.load(Ordering::SeqCst)
+        let s = &self.shared;
+        s.leading.load(Ordering::SeqCst)
+            // The lock node's session still the client's (on a new one, before the selector
+            // has heard the old one is lost, another may lead).
+            && s.mutex.held_session(s.owner) == Some(s.client.session_id())
             && self
                 .shared
                 .client
                 .heard_recently(self.shared.control().policy)
     }
 
-    /// The fencing token of the current leadership, while leading.
+    /// The fencing token of the current leadership, while leading (as
+    /// [`has_leadership`](Self::has_leadership) says).
     pub fn leadership_epoch(&self) -> Option<i64> {
         let current = self.shared.control().current.clone();
         current
-            .filter(|c| !c.is_cancelled())
+            .filter(|c| !c.is_cancelled() && self.has_leadership())
             .and_then(|c| c.fencing_token())
     }
 

@@ -350,8 +350,7 @@ impl Machine {
                     self.core.set_leader(false, None, true);
                     self.need = Need::Idle;
                 } else if connected {
-                    let epoch = self.node.as_ref().map(|n| n.czxid);
-                    self.core.set_leader(true, epoch, true);
+                    self.core.set_leader(true, self.node.as_ref(), true);
                     *self
                         .core
                         .last_error

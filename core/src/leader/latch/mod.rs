@@ -51,6 +51,9 @@ pub(super) struct Core {
     /// Whether the state machine found us leading (leadership also needs the latch started).
     leader: watch::Sender<bool>,
     epoch: AtomicI64,
+    /// The session that owns our node while we lead (set before leadership is): leadership
+    /// holds only on that session.
+    session: AtomicI64,
     our_path: Mutex<Option<String>>,
     last_error: Mutex<Option<Error>>,
     dispatcher: Dispatcher<LeadershipEvent>,
@@ -63,7 +66,8 @@ pub(super) struct Core {
 impl Core {
     /// The one place leadership changes. The epoch is published before leadership is, and
     /// withdrawn after it is gone, so a leader never reads a missing epoch.
-    fn set_leader(&self, leader: bool, epoch: Option<i64>, notify: bool) {
+    fn set_leader(&self, leader: bool, node: Option<&OurNode>, notify: bool) {
+        let epoch = node.map(|n| n.czxid);
         let _gate = self.gate.lock().unwrap_or_else(|e| e.into_inner());
         if leader && self.life.phase() == Phase::Closed {
             // A check that found us first as close() began: a closed latch does not lead, and
@@ -74,6 +78,8 @@ impl Core {
         if leader {
             self.epoch
                 .store(epoch.unwrap_or(NO_EPOCH), Ordering::SeqCst);
+            self.session
+                .store(node.map_or(0, |n| n.owner), Ordering::SeqCst);
         }
         let changed = self.leader.send_if_modified(|l| {
             let changed = *l != leader;
@@ -187,6 +193,7 @@ impl LeaderLatch {
                 life: Lifecycle::new("LeaderLatch", path),
                 leader: watch::channel(false).0,
                 epoch: AtomicI64::new(NO_EPOCH),
+                session: AtomicI64::new(0),
                 our_path: Mutex::new(None),
                 last_error: Mutex::new(None),
                 dispatcher: Dispatcher::new(),
@@ -287,11 +294,15 @@ impl LeaderLatch {
         runtime::try_block_on(self.start())?
     }
 
-    /// Whether this participant leads now (no server round trip): the latch's state, and a
-    /// server heard from recently enough under the lost policy, checked at call time (a process
-    /// waking from a long pause gets `false` at once, before its client notices the silence).
+    /// Whether this participant leads now (no server round trip): the latch's state, our
+    /// node's session still the client's, and a server heard from recently enough under the
+    /// lost policy, checked at call time (a process waking from a long pause gets `false` at
+    /// once, before its client notices the silence; a client on a new session, before the latch
+    /// has heard the old one is lost).
     pub fn has_leadership(&self) -> bool {
-        self.core.has_leadership() && self.client.heard_recently(self.lost_policy())
+        self.core.has_leadership()
+            && self.core.session.load(Ordering::SeqCst) == self.client.session_id()
+            && self.client.heard_recently(self.lost_policy())
     }
 
     /// The leadership epoch while leading: our node's czxid, which strictly increases from one
