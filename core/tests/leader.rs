@@ -1330,6 +1330,63 @@ async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
     c2.close().await;
 }
 
+/// A waiting selector stays queued through a session expiry, whatever its client's retry
+/// policy has left: its lock node is made again on the new session. The acquire's retry
+/// budget spans the whole wait, so a selector that had waited longer than its policy allows
+/// (here: no retry at all) failed at the first expiry and left the queue for good, against
+/// `requeue`'s promise (and then never led).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_selector_stays_queued_through_an_expiry_its_retry_policy_does_not_cover() {
+    let path = group("selector-waits-on");
+    let c1 = connect().await;
+    let c2 = Client::builder(server().connect_string())
+        .session_timeout(Duration::from_secs(4))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 0,
+            sleep: Duration::from_millis(100),
+        })
+        .connect()
+        .await
+        .unwrap();
+    let a = LeaderSelector::new(&c1, &path, "a", |ctx: LeadershipContext| async move {
+        ctx.cancelled().await;
+    })
+    .unwrap();
+    let b_led = Arc::new(AtomicBool::new(false));
+    let bl = b_led.clone();
+    let b = LeaderSelector::new(&c2, &path, "b", move |ctx: LeadershipContext| {
+        let bl = bl.clone();
+        async move {
+            bl.store(true, Ordering::SeqCst);
+            ctx.cancelled().await;
+        }
+    })
+    .unwrap();
+    a.start().unwrap();
+    assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
+    b.start().unwrap();
+    assert!(eventually(Duration::from_secs(5), || c2.request_counts().create >= 1).await);
+    let old_session = c2.session_id();
+    zkrecipes_testing::expire_client_session(&c2).await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || c2.session_id() != old_session
+            && c2.request_counts().create >= 2)
+        .await,
+        "b did not queue again on its new session"
+    );
+    assert!(b.is_queued(), "b left the queue: {:?}", b.last_error());
+    a.close().await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || b_led.load(Ordering::SeqCst)).await,
+        "b never led after the leader closed (queued: {}, last error: {:?})",
+        b.is_queued(),
+        b.last_error()
+    );
+    b.close().await.unwrap();
+    c1.close().await;
+    c2.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_blocking_callback_sees_cancellation_and_may_close_from_inside() {
     let path = group("selector-blocking");

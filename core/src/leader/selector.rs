@@ -469,13 +469,18 @@ async fn work(s: Arc<Shared>) {
             Ok(false) => continue,
             Err(e) => {
                 let fatal = matches!(e, Error::Closed(_));
+                // Our lock node went (an expired session, or deleted) more often than the
+                // retry policy allows over the whole wait (the lock's budget spans it): a
+                // waiting selector stays queued through that (see `requeue`), and queues
+                // again after a pause.
+                let node_gone = matches!(e, Error::NoNode(_));
                 *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 if fatal {
                     // Out of the queue for good (Curator's doWork clears isQueued as it fails).
                     s.control().queued = false;
                     return;
                 }
-                {
+                if !node_gone {
                     // Curator's doWorkLoop: without auto requeue, a failed attempt leaves the queue.
                     let mut c = s.control();
                     if !c.auto_requeue {
