@@ -437,6 +437,8 @@ impl LeaderLatch {
     pub fn events(&self) -> LeadershipEvents {
         LeadershipEvents {
             rx: self.core.events.subscribe(),
+            last: None,
+            held: None,
         }
     }
 
@@ -509,16 +511,40 @@ fn latch_key(name: &str) -> &str {
 /// A stream of [`LeadershipEvent`]s.
 pub struct LeadershipEvents {
     rx: broadcast::Receiver<LeadershipEvent>,
+    /// The last event returned.
+    last: Option<LeadershipEvent>,
+    /// An event received, returned after the one a skip hid (see `next`).
+    held: Option<LeadershipEvent>,
 }
 
 impl LeadershipEvents {
-    /// The next event; `None` once the latch is gone. A receiver more than 64 events behind
-    /// skips to the oldest it still has.
+    /// The next event; `None` once the latch is gone. Events alternate: `IsLeader`, then
+    /// `NotLeader`, then `IsLeader`... A receiver more than 64 events behind skips to the
+    /// oldest it still has, and keeps the alternation: where the skip hid a change (the next
+    /// event the same as the last returned), that change is returned first — so a loss is
+    /// never hidden between two `IsLeader`.
     pub async fn next(&mut self) -> Option<LeadershipEvent> {
+        if let Some(e) = self.held.take() {
+            self.last = Some(e);
+            return Some(e);
+        }
+        let mut skipped = false;
         loop {
             match self.rx.recv().await {
-                Ok(e) => return Some(e),
-                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Ok(e) if skipped && self.last == Some(e) => {
+                    let hidden = match e {
+                        LeadershipEvent::IsLeader => LeadershipEvent::NotLeader,
+                        LeadershipEvent::NotLeader => LeadershipEvent::IsLeader,
+                    };
+                    self.held = Some(e);
+                    self.last = Some(hidden);
+                    return Some(hidden);
+                }
+                Ok(e) => {
+                    self.last = Some(e);
+                    return Some(e);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => skipped = true,
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
         }
@@ -663,6 +689,42 @@ mod tests {
             0,
             "a listener was called with IsLeader after close returned"
         );
+        client.close().await;
+    }
+
+    /// A stream that fell more than 64 events behind never shows two `IsLeader` in a row: the
+    /// skip used to hide the `NotLeader` between them (a lost leadership, unseen).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fell_behind_still_alternates() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect()
+            .await
+            .unwrap();
+        let latch = LeaderLatch::new(&client, "/latch-lag", "a").unwrap();
+        let mut events = latch.events();
+        let node = OurNode {
+            name: "n".into(),
+            czxid: 1,
+            owner: client.session_id(),
+        };
+        latch.core.set_leader(true, Some(&node), true);
+        assert_eq!(events.next().await, Some(LeadershipEvent::IsLeader));
+        // 101 changes: the receiver keeps the last 64, which start with a NotLeader... or an
+        // IsLeader right after the IsLeader it returned.
+        for i in 0..101 {
+            latch.core.set_leader(i % 2 == 1, Some(&node), true);
+        }
+        latch.core.set_leader(false, None, true);
+        let mut seen = vec![LeadershipEvent::IsLeader];
+        while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(0), events.next()).await
+        {
+            seen.push(e);
+        }
+        assert!(seen.len() > 2, "{seen:?}");
+        for pair in seen.windows(2) {
+            assert_ne!(pair[0], pair[1], "a change hidden: {seen:?}");
+        }
         client.close().await;
     }
 }
