@@ -767,3 +767,69 @@ async fn finish_during_start_leaves_no_party_member() {
     c.close().await;
     observer.close().await;
 }
+
+/// A start whose join failed leaves no party member behind. The join's create is applied, its
+/// reply is lost with the connection and the retry policy gives up: `start` fails, and the
+/// node it made stayed in the party for the session's life (30 s here), counted by every
+/// member (they gave it a share that nobody took). It is now deleted once the connection is
+/// back; a second start then joins again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_start_whose_join_failed_leaves_no_party_member() {
+    let server = TestingServer::start();
+    let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+    let c = ClientBuilder::new(proxy.connect_string())
+        .session_timeout(Duration::from_secs(30))
+        .retry_policy(zkrecipes::RetryPolicy::NTimes {
+            n: 0,
+            sleep: Duration::from_millis(100),
+        })
+        .connect()
+        .await
+        .expect("connect");
+    let observer = connect(&server.connect_string()).await;
+    let p = Arc::new(SetPartitioner::new(&c, "/phantom", &set(4), options("a")).unwrap());
+    proxy.delay_replies(Duration::from_secs(2));
+    let starting = {
+        let p = p.clone();
+        tokio::spawn(async move { p.start().await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let members = match observer.get_children("/phantom/party").await {
+            Ok(m) => m,
+            Err(Error::NoNode(_)) => Vec::new(),
+            Err(e) => panic!("{e}"),
+        };
+        if !members.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the join's create never came");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.cut();
+    let started = starting.await.unwrap();
+    assert!(started.is_err(), "the join's reply was lost: {started:?}");
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !observer
+        .get_children("/phantom/party")
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the failed start's party node stayed (the session lives on)"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    p.start().await.unwrap();
+    assert_eq!(
+        observer.get_children("/phantom/party").await.unwrap().len(),
+        1,
+        "the second start joined"
+    );
+    p.finish().await.unwrap();
+    c.close().await;
+    observer.close().await;
+}

@@ -9,9 +9,9 @@ use tokio::task::JoinHandle;
 
 use super::assign::partition_set;
 use super::kazoo_lock::{HeldLock, KazooLock};
-use crate::client::{CreateMode, Parents, Watch};
+use crate::client::{CreateMode, DeleteOptions, Parents, Watch};
 use crate::dispatch::{Dispatcher, ListenerId};
-use crate::lifecycle::Lifecycle;
+use crate::lifecycle::{Lifecycle, Phase};
 use crate::lock::internals::DeletedListener;
 use crate::wait::Deadline;
 use crate::{path, runtime, Client, ConnectionState, Error, Result};
@@ -129,6 +129,9 @@ struct Shared {
     /// The state id after every change (kazoo's `state_id`).
     changed: watch::Sender<u64>,
     dispatcher: Dispatcher<PartitionState>,
+    /// Held by a join's create, and by the removal of the node a failed start may have left
+    /// (`leave_after_failed_join`): that removal never deletes the node of a start after it.
+    join_gate: tokio::sync::Mutex<()>,
 }
 
 struct St {
@@ -265,6 +268,7 @@ impl SetPartitioner {
                 }),
                 changed: watch::channel(0).0,
                 dispatcher: Dispatcher::new(),
+                join_gate: tokio::sync::Mutex::new(()),
             }),
             tasks: Arc::default(),
         })
@@ -293,7 +297,10 @@ impl SetPartitioner {
         sh.client
             .ensure_path(&sh.party_path, Parents::Persistent)
             .await?;
-        sh.join().await?;
+        if let Err(e) = sh.join().await {
+            leave_after_failed_join(&sh);
+            return Err(e);
+        }
         let weak = Arc::downgrade(&sh);
         let states = sh.client.subscribe_events();
         let started = starting.finish(|| {
@@ -554,6 +561,7 @@ impl Shared {
     /// Creates our party node (EPHEMERAL, the identifier as data); one found is ours (its
     /// name has our uuid).
     async fn join(&self) -> Result<()> {
+        let _gate = self.join_gate.lock().await;
         let node = path::join(&self.party_path, &self.party_node);
         let data = self.identifier.as_bytes();
         match self
@@ -848,4 +856,48 @@ async fn follow_connection(
             PartitionState::Release,
         );
     }
+}
+
+/// A start whose join failed (the retry policy gave up on the connection) may have made our
+/// party node all the same (its reply lost): the other members would count a member that
+/// never takes its share (kazoo's too) until the session ends. Once connected again, it is
+/// deleted, unless the object was started again meanwhile (the new start's join adopts the
+/// node; the gate keeps the two apart) — also after the object is dropped.
+fn leave_after_failed_join(sh: &Arc<Shared>) {
+    let weak = Arc::downgrade(sh);
+    let client = sh.client.downgrade();
+    let node = path::join(&sh.party_path, &sh.party_node);
+    runtime::spawn(async move {
+        loop {
+            let Some(c) = client.upgrade() else {
+                return;
+            };
+            if c.is_closed() {
+                return;
+            }
+            if c.wait_for_state(Duration::from_secs(1), |s| s.is_connected())
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            let sh = weak.upgrade();
+            let _gate = match &sh {
+                Some(sh) => Some(sh.join_gate.lock().await),
+                None => None,
+            };
+            let again = sh
+                .as_ref()
+                .is_some_and(|sh| matches!(sh.life.phase(), Phase::Starting | Phase::Started));
+            if again {
+                return; // started again: the node (if any) is that start's
+            }
+            match c.delete(&node, DeleteOptions::default()).await {
+                Ok(()) | Err(Error::NoNode(_)) | Err(Error::Closed(_)) => return,
+                Err(e) => {
+                    tracing::debug!(node = %node, error = %e, "could not remove the party node of a failed start; trying again");
+                }
+            }
+        }
+    });
 }
