@@ -359,25 +359,34 @@ fn a_drained_queue_and_its_lock_path_outlive_the_container_reaper() {
         Some(&b"one"[..])
     );
     // A container emptied after both: once the server reaped it, it has looked at them too.
-    client
-        .create_blocking(
-            "/probe/child",
-            b"",
-            CreateOptions::new(CreateMode::Persistent).parents(),
-        )
-        .unwrap();
-    client
-        .delete_blocking("/probe/child", Default::default())
-        .unwrap();
-    wait_until("the reaper took the emptied container", 30 * SECOND, || {
-        client.exists_blocking("/probe").unwrap().is_none()
-    });
+    // One pass deletes its containers one request after another (rate-limited), in no set
+    // order: the probe's may go first. So the simple queue's path is waited for, and a second
+    // probe, emptied after it, makes sure that pass is over before the persistent paths are
+    // looked at (asserted at once, /kept/simple was found still there in one full run).
+    let reaper_pass = |probe: &str| {
+        client
+            .create_blocking(
+                &format!("{probe}/child"),
+                b"",
+                CreateOptions::new(CreateMode::Persistent).parents(),
+            )
+            .unwrap();
+        client
+            .delete_blocking(&format!("{probe}/child"), Default::default())
+            .unwrap();
+        wait_until("the reaper took the emptied container", 30 * SECOND, || {
+            client.exists_blocking(probe).unwrap().is_none()
+        });
+    };
+    reaper_pass("/probe");
+    wait_until(
+        "a simple queue's path is a container, as Curator's: reaped",
+        30 * SECOND,
+        || client.exists_blocking("/kept/simple").unwrap().is_none(),
+    );
+    reaper_pass("/probe2");
     assert!(client.exists_blocking("/kept/q").unwrap().is_some());
     assert!(client.exists_blocking("/kept/q-locks").unwrap().is_some());
-    assert!(
-        client.exists_blocking("/kept/simple").unwrap().is_none(),
-        "a simple queue's path is a container, as Curator's"
-    );
     // A Curator producer puts without making parents: it still can.
     client
         .create_blocking(
