@@ -129,8 +129,9 @@ impl<E: Send + 'static> Dispatcher<E> {
     }
 
     /// Removes a listener; whether it was there (an id of ours removed before: `false`). It
-    /// is not called after this returns (a call to it already running finishes), events
-    /// queued before included. `InvalidArgument` for an id this dispatcher never gave out
+    /// hears nothing more, events queued before included; a call to it already begun (running,
+    /// or handed to it an instant before) finishes: removing never waits for a listener, which
+    /// could be waiting for the caller. `InvalidArgument` for an id this dispatcher never gave out
     /// (another client's or recipe's).
     pub(crate) fn remove(&self, id: ListenerId) -> Result<bool> {
         self.check_id(id)?;
@@ -145,8 +146,8 @@ impl<E: Send + 'static> Dispatcher<E> {
         self.ids.check(id)
     }
 
-    /// Removes every listener (a closed recipe): none is called after this returns (a call
-    /// already running finishes), events queued before included.
+    /// Removes every listener (a closed recipe): none hears anything more, events queued
+    /// before included (a call already begun finishes, as for [`remove`](Self::remove)).
     pub(crate) fn clear(&self) {
         self.listeners
             .lock()
@@ -177,6 +178,23 @@ impl<E: Send + 'static> Dispatcher<E> {
         self.push(Job::Once(Box::new(move || {
             listeners.lock().unwrap_or_else(|e| e.into_inner()).clear();
         })));
+    }
+
+    /// Takes the events queued and not delivered yet out of the queue (one-off calls stay), in
+    /// order.
+    pub(crate) fn take_queued_events(&self) -> Vec<E> {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut events = Vec::new();
+        q.jobs.retain_mut(|job| match job {
+            Job::Event(_) => {
+                if let Job::Event(e) = std::mem::replace(job, Job::Once(Box::new(|| {}))) {
+                    events.push(e);
+                }
+                false
+            }
+            Job::Once(_) => true,
+        });
+        events
     }
 
     /// Queues a one-off call, in order with the events.

@@ -1012,10 +1012,10 @@ async fn a_listing_lost_with_the_connection_during_the_load_is_listed_again() {
     let writer = connect(&server.connect_string()).await;
     tree_of(&writer, "/lost", 10).await;
     let c = connect(&proxy.connect_string()).await;
-    proxy.delay_replies(Duration::from_secs(1));
+    proxy.delay_replies(Duration::from_secs(3));
     let cache = CuratorCache::new(&c, "/lost").unwrap();
     cache.start().await.unwrap();
-    // The root's read is applied: its listing is in flight, its reply held a second.
+    // The root's read is applied: its listing is in flight, its reply held 3 s.
     eventually("the root read", || cache.get("/lost").is_some()).await;
     assert_eq!(cache.size(), 1, "the listing's reply is still held");
     proxy.cut();
@@ -1078,7 +1078,7 @@ async fn without_initial_events_the_load_tells_no_removal() {
     tree_of(&writer, "/q/a", 2).await;
     writer.create("/q/b", b"", plain).await.unwrap();
     let c = connect(&proxy.connect_string()).await;
-    proxy.delay_replies(Duration::from_secs(1));
+    proxy.delay_replies(Duration::from_secs(3));
     let opts = CacheOptions {
         initial_events: false,
         ..CacheOptions::default()

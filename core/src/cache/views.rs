@@ -110,8 +110,8 @@ impl Cache {
         runtime::try_block_on(self.start())?
     }
 
-    /// Stops the cache: the engine ends, listeners hear nothing more (events already queued
-    /// are still delivered), waiters return. The snapshot stays readable. Idempotent.
+    /// Stops the cache: the engine ends, listeners hear nothing more (events queued are not
+    /// delivered; a call already begun finishes), waiters return. The snapshot stays readable. Idempotent.
     pub fn close(&self) {
         if self.life.close() != Phase::Closed {
             self.cmds.lock().unwrap_or_else(|e| e.into_inner()).take();

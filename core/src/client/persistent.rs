@@ -252,8 +252,8 @@ impl PersistentWatcher {
         self.life.is_started()
     }
 
-    /// Removes the watch: listeners hear nothing more (events already queued are still
-    /// delivered), streams end. Idempotent.
+    /// Removes the watch: listeners hear nothing more (events queued are not delivered; a call
+    /// already begun finishes), streams end. Idempotent.
     pub fn close(&self) {
         if self.life.close() != Phase::Closed {
             if let Some(stop) = self.stop.lock().unwrap_or_else(|e| e.into_inner()).take() {

@@ -300,7 +300,8 @@ impl LeaderSelector {
 
     /// Whether this selector is queued for leadership (waiting or leading). Without auto
     /// requeue it leaves the queue after a term, and after an acquire that failed (see
-    /// [`last_error`](Self::last_error)).
+    /// [`last_error`](Self::last_error)) — not for session expiries while it waits (see
+    /// [`requeue`](Self::requeue)).
     pub fn is_queued(&self) -> bool {
         let c = self.shared.control();
         self.shared.life.is_started() && c.queued
@@ -460,6 +461,7 @@ async fn work(s: Arc<Shared>) {
             }
         }
         // Dropping the acquire (on close) removes its node and watch.
+        let session = s.client.session_id();
         let acquired = tokio::select! {
             r = s.mutex.acquire(s.owner, None) => r,
             _ = closed.wait_for(|c| *c) => return,
@@ -469,11 +471,12 @@ async fn work(s: Arc<Shared>) {
             Ok(false) => continue,
             Err(e) => {
                 let fatal = matches!(e, Error::Closed(_));
-                // Our lock node went (an expired session, or deleted) more often than the
-                // retry policy allows over the whole wait (the lock's budget spans it): a
-                // waiting selector stays queued through that (see `requeue`), and queues
-                // again after a pause.
-                let node_gone = matches!(e, Error::NoNode(_));
+                // Our lock node went with an expired session more often than the retry policy
+                // allows over the whole wait (the lock's budget spans it): a waiting selector
+                // stays queued through expiries (see `requeue`), and queues again after a
+                // pause. Another NoNode (a node deleted by someone else, a parent that cannot
+                // be made) leaves the queue, as any failed attempt.
+                let node_gone = matches!(e, Error::NoNode(_)) && s.client.session_id() != session;
                 *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 if fatal {
                     // Out of the queue for good (Curator's doWork clears isQueued as it fails).

@@ -298,6 +298,7 @@ impl SetPartitioner {
             .ensure_path(&sh.party_path, Parents::Persistent)
             .await?;
         if let Err(e) = sh.join().await {
+            drop(starting); // not started: Latent again before the removal looks
             leave_after_failed_join(&sh);
             return Err(e);
         }
@@ -882,15 +883,26 @@ fn leave_after_failed_join(sh: &Arc<Shared>) {
                 continue;
             }
             let sh = weak.upgrade();
+            if let Some(sh) = &sh {
+                // A start under way: its end decides (started: the node, if any, is that
+                // start's; failed before its join, or closed: still ours to remove).
+                let mut phase = sh.life.subscribe();
+                let settled = *phase
+                    .wait_for(|p| *p != Phase::Starting)
+                    .await
+                    .expect("the lifecycle lives in `sh`");
+                if settled == Phase::Started {
+                    return;
+                }
+            }
             let _gate = match &sh {
                 Some(sh) => Some(sh.join_gate.lock().await),
                 None => None,
             };
-            let again = sh
-                .as_ref()
-                .is_some_and(|sh| matches!(sh.life.phase(), Phase::Starting | Phase::Started));
-            if again {
-                return; // started again: the node (if any) is that start's
+            match sh.as_ref().map(|sh| sh.life.phase()) {
+                Some(Phase::Started) => return,
+                Some(Phase::Starting) => continue, // another start began: wait for its end
+                _ => {}
             }
             match c.delete(&node, DeleteOptions::default()).await {
                 Ok(()) | Err(Error::NoNode(_)) | Err(Error::Closed(_)) => return,

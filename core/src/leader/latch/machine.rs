@@ -125,9 +125,10 @@ impl Machine {
             }
         };
         self.first.take();
+        // `close_with` has ended leadership and the listeners (a dropped latch's close has not:
+        // it is silent).
         self.core
             .set_leader(false, None, mode == CloseMode::NotifyLeader);
-        // A closed latch calls no listener again: after the NotLeader just queued, or at once.
         if mode == CloseMode::NotifyLeader {
             self.core.dispatcher.clear_in_turn();
         } else {

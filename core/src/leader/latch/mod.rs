@@ -67,13 +67,18 @@ impl Core {
     /// The one place leadership changes. The epoch is published before leadership is, and
     /// withdrawn after it is gone, so a leader never reads a missing epoch.
     fn set_leader(&self, leader: bool, node: Option<&OurNode>, notify: bool) {
-        let epoch = node.map(|n| n.czxid);
         let _gate = self.gate.lock().unwrap_or_else(|e| e.into_inner());
+        self.change_leader(leader, node, notify);
+    }
+
+    /// [`set_leader`](Self::set_leader) with the gate held; whether leadership changed.
+    fn change_leader(&self, leader: bool, node: Option<&OurNode>, notify: bool) -> bool {
+        let epoch = node.map(|n| n.czxid);
         if leader && self.life.phase() == Phase::Closed {
             // A check that found us first as close() began: a closed latch does not lead, and
             // its listeners hear nothing more (Curator's close and checkLeadership take one
             // lock).
-            return;
+            return false;
         }
         if leader {
             self.epoch
@@ -108,6 +113,7 @@ impl Core {
             self.dispatcher.emit(event);
             let _ = self.events.send(event);
         }
+        changed
     }
 
     fn has_leadership(&self) -> bool {
@@ -401,8 +407,8 @@ impl LeaderLatch {
     /// Adds a listener (Curator's `LeaderLatchListener`): `is_leader` when this participant
     /// becomes leader, `not_leader` when it stops. Listeners run one at a time, in order, on a
     /// thread of the latch (never on the caller's, never concurrently); they may block and may
-    /// call the blocking API. None is called with `is_leader` after [`close`](Self::close)
-    /// returned (see there).
+    /// call the blocking API. After [`close`](Self::close) they hear no `is_leader` still
+    /// queued (see there).
     pub fn add_listener(
         &self,
         is_leader: impl Fn() + Send + Sync + 'static,
@@ -443,7 +449,8 @@ impl LeaderLatch {
     }
 
     /// A watch of this latch's leadership (its state and the state machine's verdict, as
-    /// [`has_leadership`](Self::has_leadership) without the call-time silence check). Made
+    /// [`has_leadership`](Self::has_leadership) without its call-time checks: the silence,
+    /// and our node's session against the client's). Made
     /// while leading or not; see [`LeadershipWatch`] for what it reports.
     pub fn leadership_watch(&self) -> LeadershipWatch {
         let phase = self.core.life.subscribe();
@@ -459,11 +466,12 @@ impl LeaderLatch {
     /// node is deleted (so the next participant takes over at once). Closing again, or closing a
     /// latch that was never started, is a no-op.
     ///
-    /// No listener is called with [`IsLeader`](LeadershipEvent::IsLeader) once this returns
-    /// (one already running finishes; one queued is dropped). With [`CloseMode::Silent`] the
-    /// listeners hear nothing more from the moment it is called; with
-    /// [`CloseMode::NotifyLeader`] a leader's listeners hear `NotLeader` last. Either way they
-    /// are then removed: a closed latch never calls them again.
+    /// Listeners hear no event still queued when this is called, and no leadership found
+    /// after (a call already begun, running or handed to a listener an instant before,
+    /// finishes: close never waits for a listener). With [`CloseMode::Silent`] they hear
+    /// nothing more; with [`CloseMode::NotifyLeader`], listeners last told `IsLeader` hear
+    /// `NotLeader`, last. Either way they are then removed: a closed latch never calls them
+    /// again.
     pub async fn close(&self) -> Result<()> {
         self.close_with(self.close_mode()).await
     }
@@ -475,8 +483,8 @@ impl LeaderLatch {
         let was = {
             let _gate = self.core.gate.lock().unwrap_or_else(|e| e.into_inner());
             let was = self.core.life.close();
-            if was == Phase::Started && mode == CloseMode::Silent {
-                self.core.dispatcher.clear();
+            if was == Phase::Started {
+                self.end_listeners(mode);
             }
             was
         };
@@ -491,6 +499,33 @@ impl LeaderLatch {
             }
         }
         Ok(())
+    }
+
+    /// The listeners' part of a close (the gate held, the latch just closed): events still
+    /// queued are not delivered, leadership ends here, and with [`CloseMode::NotifyLeader`]
+    /// listeners that were last told `IsLeader` hear `NotLeader`; then they are removed.
+    fn end_listeners(&self, mode: CloseMode) {
+        let core = &self.core;
+        let queued = core.dispatcher.take_queued_events();
+        // What the listeners were last told: the opposite of the first event still queued
+        // (events alternate), or, with none queued, the leadership now.
+        let told_leader = match queued.first() {
+            Some(e) => *e == LeadershipEvent::NotLeader,
+            None => *core.leader.borrow(),
+        };
+        let was_leading = core.change_leader(false, None, false);
+        match mode {
+            CloseMode::Silent => core.dispatcher.clear(),
+            CloseMode::NotifyLeader => {
+                if told_leader {
+                    core.dispatcher.emit(LeadershipEvent::NotLeader);
+                }
+                if was_leading {
+                    let _ = core.events.send(LeadershipEvent::NotLeader);
+                }
+                core.dispatcher.clear_in_turn();
+            }
+        }
     }
 
     /// [`close`](Self::close) for the blocking face.
@@ -521,8 +556,10 @@ impl LeadershipEvents {
     /// The next event; `None` once the latch is gone. Events alternate: `IsLeader`, then
     /// `NotLeader`, then `IsLeader`... A receiver more than 64 events behind skips to the
     /// oldest it still has, and keeps the alternation: where the skip hid a change (the next
-    /// event the same as the last returned), that change is returned first — so a loss is
-    /// never hidden between two `IsLeader`.
+    /// event the same as the last returned), that change is returned first. So after
+    /// `IsLeader`, the next event is `NotLeader` whenever leadership was lost since, whatever
+    /// was skipped (a loss and a regain within the skip, followed by a loss, show as one
+    /// loss).
     pub async fn next(&mut self) -> Option<LeadershipEvent> {
         if let Some(e) = self.held.take() {
             self.last = Some(e);
@@ -688,6 +725,60 @@ mod tests {
             late.load(Ordering::SeqCst),
             0,
             "a listener was called with IsLeader after close returned"
+        );
+        client.close().await;
+    }
+
+    /// A NotifyLeader close: listeners do not hear the events still queued (a loss and a
+    /// leadership found again, queued behind a slow listener), and hear `NotLeader` last. They
+    /// used to hear the queued `IsLeader` after close returned, then `NotLeader`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_notify_leader_close_drops_the_queued_events_and_tells_not_leader_last() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect()
+            .await
+            .unwrap();
+        let latch = LeaderLatch::new(&client, "/latch-notify", "a").unwrap();
+        let (held_tx, held_rx) = std_mpsc::channel();
+        let (go_tx, go_rx) = std_mpsc::channel::<()>();
+        let go_rx = Mutex::new(go_rx);
+        let first = AtomicBool::new(true);
+        latch.add_event_listener(move |_| {
+            if first.swap(false, Ordering::SeqCst) {
+                let _ = held_tx.send(());
+                let _ = go_rx.lock().unwrap().recv();
+            }
+        });
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        latch.add_event_listener({
+            let heard = heard.clone();
+            move |e| heard.lock().unwrap().push(e)
+        });
+        latch.start().await.unwrap();
+        tokio::task::spawn_blocking(move || held_rx.recv_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("the first listener holds IsLeader");
+        // Lost and found again while the first IsLeader is held: both queued.
+        let node = OurNode {
+            name: "n".into(),
+            czxid: latch.leadership_epoch().unwrap(),
+            owner: client.session_id(),
+        };
+        latch.core.set_leader(false, None, true);
+        latch.core.set_leader(true, Some(&node), true);
+        latch.close_with(CloseMode::NotifyLeader).await.unwrap();
+        go_tx.send(()).unwrap();
+        let (done_tx, done_rx) = oneshot::channel();
+        latch.core.dispatcher.call(move || {
+            let _ = done_tx.send(());
+        });
+        done_rx.await.unwrap();
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [LeadershipEvent::IsLeader, LeadershipEvent::NotLeader],
+            "the held IsLeader, then NotLeader last"
         );
         client.close().await;
     }
