@@ -13,6 +13,9 @@
 //! * A panicking callback is caught and does not stop the ones after it.
 //! * Nothing is delivered after the dispatcher (its recipe or client) is dropped; events already
 //!   queued are still delivered.
+//! * A listener removed (or every listener, by a recipe's close) hears nothing more, events
+//!   already queued included; a call to it already begun finishes (removing never waits for a
+//!   listener).
 //!
 //! # Listener ids
 //!
