@@ -1261,6 +1261,22 @@ async fn selector_close_cancels_take_leadership_and_hands_over() {
     c2.close().await;
 }
 
+/// A selector (not started) that marks the flag returned when it leads, and leads until its
+/// leadership is cancelled.
+fn marking_selector(c: &Client, path: &str, id: &str) -> (LeaderSelector, Arc<AtomicBool>) {
+    let led = Arc::new(AtomicBool::new(false));
+    let flag = led.clone();
+    let s = LeaderSelector::new(c, path, id, move |ctx: LeadershipContext| {
+        let flag = flag.clone();
+        async move {
+            flag.store(true, Ordering::SeqCst);
+            ctx.cancelled().await;
+        }
+    })
+    .unwrap();
+    (s, led)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
     let path = group("selector-expire");
@@ -1277,16 +1293,7 @@ async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
         }
     })
     .unwrap();
-    let b_led = Arc::new(AtomicBool::new(false));
-    let bl = b_led.clone();
-    let b = LeaderSelector::new(&c2, &path, "b", move |ctx: LeadershipContext| {
-        let bl = bl.clone();
-        async move {
-            bl.store(true, Ordering::SeqCst);
-            ctx.cancelled().await;
-        }
-    })
-    .unwrap();
+    let (b, b_led) = marking_selector(&c2, &path, "b");
     a.start().unwrap();
     assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
     b.start().unwrap();
@@ -1352,16 +1359,7 @@ async fn a_waiting_selector_stays_queued_through_an_expiry_its_retry_policy_does
         ctx.cancelled().await;
     })
     .unwrap();
-    let b_led = Arc::new(AtomicBool::new(false));
-    let bl = b_led.clone();
-    let b = LeaderSelector::new(&c2, &path, "b", move |ctx: LeadershipContext| {
-        let bl = bl.clone();
-        async move {
-            bl.store(true, Ordering::SeqCst);
-            ctx.cancelled().await;
-        }
-    })
-    .unwrap();
+    let (b, b_led) = marking_selector(&c2, &path, "b");
     a.start().unwrap();
     assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
     b.start().unwrap();

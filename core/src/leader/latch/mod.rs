@@ -676,6 +676,54 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicUsize};
     use std::sync::mpsc as std_mpsc;
 
+    /// A client of `server` and a latch on `path` (not started).
+    async fn latch_on(
+        server: &zkrecipes_testing::TestingServer,
+        path: &str,
+    ) -> (Client, LeaderLatch) {
+        let client = crate::ClientBuilder::new(server.connect_string())
+            .connect()
+            .await
+            .unwrap();
+        let latch = LeaderLatch::new(&client, path, "a").unwrap();
+        (client, latch)
+    }
+
+    /// Adds a listener that holds the first event it hears (a slow listener) until told to go
+    /// by the sender returned; the receiver hears when it holds. Add it first: the listeners
+    /// after it hear that event only once it lets go.
+    fn hold_first_event(latch: &LeaderLatch) -> (std_mpsc::Receiver<()>, std_mpsc::Sender<()>) {
+        let (held_tx, held_rx) = std_mpsc::channel();
+        let (go_tx, go_rx) = std_mpsc::channel::<()>();
+        let go_rx = Mutex::new(go_rx);
+        let first = AtomicBool::new(true);
+        latch.add_event_listener(move |_| {
+            if first.swap(false, Ordering::SeqCst) {
+                let _ = held_tx.send(());
+                let _ = go_rx.lock().unwrap().recv();
+            }
+        });
+        (held_rx, go_tx)
+    }
+
+    /// Starts `latch` and waits until the first listener holds its IsLeader.
+    async fn start_and_hold(latch: &LeaderLatch, held: std_mpsc::Receiver<()>) {
+        latch.start().await.unwrap();
+        tokio::task::spawn_blocking(move || held.recv_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap()
+            .expect("the first listener holds IsLeader");
+    }
+
+    /// Returns once the dispatcher has run everything queued before (a call in turn).
+    async fn delivered(latch: &LeaderLatch) {
+        let (done_tx, done_rx) = oneshot::channel();
+        latch.core.dispatcher.call(move || {
+            let _ = done_tx.send(());
+        });
+        done_rx.await.unwrap();
+    }
+
     /// `is_leader` never reaches a listener after `close` returned. Leadership is told to two
     /// listeners; the first holds the event (a slow listener) while the latch is closed; once
     /// it lets go, the second used to be called with `IsLeader` after the close (and, the
@@ -683,20 +731,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_is_leader_reaches_a_listener_after_close_returned() {
         let server = zkrecipes_testing::TestingServer::start();
-        let client = crate::ClientBuilder::new(server.connect_string())
-            .connect()
-            .await
-            .unwrap();
-        let latch = LeaderLatch::new(&client, "/latch-close", "a").unwrap();
-        let (held_tx, held_rx) = std_mpsc::channel();
-        let (go_tx, go_rx) = std_mpsc::channel::<()>();
-        let go_rx = Mutex::new(go_rx);
-        latch.add_event_listener(move |e| {
-            if e == LeadershipEvent::IsLeader {
-                let _ = held_tx.send(());
-                let _ = go_rx.lock().unwrap().recv();
-            }
-        });
+        let (client, latch) = latch_on(&server, "/latch-close").await;
+        let (held, go) = hold_first_event(&latch);
         let closed = Arc::new(AtomicBool::new(false));
         let late = Arc::new(AtomicUsize::new(0));
         latch.add_event_listener({
@@ -707,20 +743,11 @@ mod tests {
                 }
             }
         });
-        latch.start().await.unwrap();
-        tokio::task::spawn_blocking(move || held_rx.recv_timeout(Duration::from_secs(30)))
-            .await
-            .unwrap()
-            .expect("the first listener holds IsLeader");
+        start_and_hold(&latch, held).await;
         latch.close().await.unwrap();
         closed.store(true, Ordering::SeqCst);
-        go_tx.send(()).unwrap();
-        // In turn after the held event: once this runs, the event is delivered.
-        let (done_tx, done_rx) = oneshot::channel();
-        latch.core.dispatcher.call(move || {
-            let _ = done_tx.send(());
-        });
-        done_rx.await.unwrap();
+        go.send(()).unwrap();
+        delivered(&latch).await;
         assert_eq!(
             late.load(Ordering::SeqCst),
             0,
@@ -735,31 +762,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_notify_leader_close_drops_the_queued_events_and_tells_not_leader_last() {
         let server = zkrecipes_testing::TestingServer::start();
-        let client = crate::ClientBuilder::new(server.connect_string())
-            .connect()
-            .await
-            .unwrap();
-        let latch = LeaderLatch::new(&client, "/latch-notify", "a").unwrap();
-        let (held_tx, held_rx) = std_mpsc::channel();
-        let (go_tx, go_rx) = std_mpsc::channel::<()>();
-        let go_rx = Mutex::new(go_rx);
-        let first = AtomicBool::new(true);
-        latch.add_event_listener(move |_| {
-            if first.swap(false, Ordering::SeqCst) {
-                let _ = held_tx.send(());
-                let _ = go_rx.lock().unwrap().recv();
-            }
-        });
+        let (client, latch) = latch_on(&server, "/latch-notify").await;
+        let (held, go) = hold_first_event(&latch);
         let heard = Arc::new(Mutex::new(Vec::new()));
         latch.add_event_listener({
             let heard = heard.clone();
             move |e| heard.lock().unwrap().push(e)
         });
-        latch.start().await.unwrap();
-        tokio::task::spawn_blocking(move || held_rx.recv_timeout(Duration::from_secs(30)))
-            .await
-            .unwrap()
-            .expect("the first listener holds IsLeader");
+        start_and_hold(&latch, held).await;
         // Lost and found again while the first IsLeader is held: both queued.
         let node = OurNode {
             name: "n".into(),
@@ -769,12 +779,8 @@ mod tests {
         latch.core.set_leader(false, None, true);
         latch.core.set_leader(true, Some(&node), true);
         latch.close_with(CloseMode::NotifyLeader).await.unwrap();
-        go_tx.send(()).unwrap();
-        let (done_tx, done_rx) = oneshot::channel();
-        latch.core.dispatcher.call(move || {
-            let _ = done_tx.send(());
-        });
-        done_rx.await.unwrap();
+        go.send(()).unwrap();
+        delivered(&latch).await;
         assert_eq!(
             *heard.lock().unwrap(),
             [LeadershipEvent::IsLeader, LeadershipEvent::NotLeader],
@@ -788,11 +794,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_that_fell_behind_still_alternates() {
         let server = zkrecipes_testing::TestingServer::start();
-        let client = crate::ClientBuilder::new(server.connect_string())
-            .connect()
-            .await
-            .unwrap();
-        let latch = LeaderLatch::new(&client, "/latch-lag", "a").unwrap();
+        let (client, latch) = latch_on(&server, "/latch-lag").await;
         let mut events = latch.events();
         let node = OurNode {
             name: "n".into(),
