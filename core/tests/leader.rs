@@ -23,11 +23,16 @@ fn group(name: &str) -> String {
 }
 
 async fn connect_to(connect: &str, session: Duration) -> Client {
+    connect_retrying(connect, session, 5).await
+}
+
+/// A client whose retry policy retries `n` times, 100 ms apart.
+async fn connect_retrying(connect: &str, session: Duration, n: u32) -> Client {
     Client::builder(connect)
         .session_timeout(session)
         .connection_timeout(Duration::from_secs(5))
         .retry_policy(zkrecipes::RetryPolicy::NTimes {
-            n: 5,
+            n,
             sleep: Duration::from_millis(100),
         })
         .connect()
@@ -642,12 +647,7 @@ async fn latch_hands_over_when_leader_session_expires() {
     let violations = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
-        let (old, c1, violations, stop) = (
-            Arc::clone(&old),
-            c1.clone(),
-            violations.clone(),
-            stop.clone(),
-        );
+        let (old, violations, stop) = (Arc::clone(&old), violations.clone(), stop.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 // The new leader leads throughout: the old one leads on no session, the new
@@ -1346,15 +1346,7 @@ async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
 async fn a_waiting_selector_stays_queued_through_an_expiry_its_retry_policy_does_not_cover() {
     let path = group("selector-waits-on");
     let c1 = connect().await;
-    let c2 = Client::builder(server().connect_string())
-        .session_timeout(Duration::from_secs(4))
-        .retry_policy(zkrecipes::RetryPolicy::NTimes {
-            n: 0,
-            sleep: Duration::from_millis(100),
-        })
-        .connect()
-        .await
-        .unwrap();
+    let c2 = connect_retrying(&server().connect_string(), Duration::from_secs(4), 0).await;
     let a = LeaderSelector::new(&c1, &path, "a", |ctx: LeadershipContext| async move {
         ctx.cancelled().await;
     })
