@@ -188,15 +188,12 @@ impl<E: Send + 'static> Dispatcher<E> {
     pub(crate) fn take_queued_events(&self) -> Vec<E> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         let mut events = Vec::new();
-        q.jobs.retain_mut(|job| match job {
-            Job::Event(_) => {
-                if let Job::Event(e) = std::mem::replace(job, Job::Once(Box::new(|| {}))) {
-                    events.push(e);
-                }
-                false
+        for job in std::mem::take(&mut q.jobs) {
+            match job {
+                Job::Event(e) => events.push(e),
+                once => q.jobs.push_back(once),
             }
-            Job::Once(_) => true,
-        });
+        }
         events
     }
 

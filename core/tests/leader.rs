@@ -1261,6 +1261,19 @@ async fn selector_close_cancels_take_leadership_and_hands_over() {
     c2.close().await;
 }
 
+/// Starts `a` until it leads, then `b` (on `b_client`) until its lock node is asked for: `b`
+/// waits behind `a`.
+async fn lead_then_queue(a: &LeaderSelector, b: &LeaderSelector, b_client: &Client) {
+    a.start().unwrap();
+    assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
+    b.start().unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || b_client.request_counts().create
+            >= 1)
+        .await
+    );
+}
+
 /// A selector (not started) that marks the flag returned when it leads, and leads until its
 /// leadership is cancelled.
 fn marking_selector(c: &Client, path: &str, id: &str) -> (LeaderSelector, Arc<AtomicBool>) {
@@ -1294,10 +1307,7 @@ async fn selector_cancels_when_the_leaders_session_expires_and_another_leads() {
     })
     .unwrap();
     let (b, b_led) = marking_selector(&c2, &path, "b");
-    a.start().unwrap();
-    assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
-    b.start().unwrap();
-    assert!(eventually(Duration::from_secs(5), || c2.request_counts().create >= 1).await);
+    lead_then_queue(&a, &b, &c2).await;
     zkrecipes_testing::expire_client_session(&c1).await.unwrap();
     let t = Instant::now();
     assert!(
@@ -1352,10 +1362,7 @@ async fn a_waiting_selector_stays_queued_through_an_expiry_its_retry_policy_does
     })
     .unwrap();
     let (b, b_led) = marking_selector(&c2, &path, "b");
-    a.start().unwrap();
-    assert!(eventually(Duration::from_secs(5), || a.has_leadership()).await);
-    b.start().unwrap();
-    assert!(eventually(Duration::from_secs(5), || c2.request_counts().create >= 1).await);
+    lead_then_queue(&a, &b, &c2).await;
     let old_session = c2.session_id();
     zkrecipes_testing::expire_client_session(&c2).await.unwrap();
     assert!(

@@ -332,10 +332,7 @@ impl LeaderSelector {
             // The lock node's session still the client's (on a new one, before the selector
             // has heard the old one is lost, another may lead).
             && s.mutex.held_session(s.owner) == Some(s.client.session_id())
-            && self
-                .shared
-                .client
-                .heard_recently(self.shared.control().policy)
+            && s.client.heard_recently(s.control().policy)
     }
 
     /// The fencing token of the current leadership, while leading (as
