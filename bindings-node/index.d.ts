@@ -1343,6 +1343,19 @@ export declare const ProviderStrategy: Readonly<{ ROUND_ROBIN: 'round_robin'; RA
 /** Any JSON value (a service instance's payload). */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
+/** The key of `ServiceInstance.readFrom`. */
+declare const serviceInstanceReadFrom: unique symbol;
+
+/**
+ * What an instance read from a node keeps beyond its fields: the node's JSON and the payload as
+ * first seen (its `JSON.stringify`). Fields a newer writer added and the payload's exact text
+ * are written back from it while unchanged.
+ */
+export interface ServiceInstanceReadFrom {
+  readonly node: Buffer;
+  readonly payload: string;
+}
+
 /**
  * One instance of a service (Curator's ServiceInstance), a plain object. Absent values are null;
  * `payloadClass` is the Java class Curator's Jackson records with the payload
@@ -1369,6 +1382,11 @@ export interface ServiceInstance {
   /** A UriSpec template. */
   uriSpec: string | null;
   enabled: boolean;
+  /**
+   * On an instance read from a node that holds more than these fields show (unknown fields, a
+   * payload's text): kept by a spread (`{ ...instance, port: 81 }`), written back while unchanged.
+   */
+  [serviceInstanceReadFrom]?: ServiceInstanceReadFrom;
 }
 
 /** What `register`, `update` and the ServiceInstance functions accept: `name` and any other field. */
@@ -1383,6 +1401,11 @@ export type ServiceInstanceInput = { name: string } & Partial<
 
 /** Makes and converts instances (Curator's ServiceInstanceBuilder and JsonInstanceSerializer). */
 export declare const ServiceInstance: {
+  /**
+   * The symbol under which a read instance keeps what its fields do not show (see
+   * ServiceInstanceReadFrom); `delete instance[ServiceInstance.readFrom]` writes the fields alone.
+   */
+  readonly readFrom: typeof serviceInstanceReadFrom;
   /** Every field: `id` a random UUID and `registrationTimeUTC` now unless given; checked. */
   create(name: string, options?: Omit<ServiceInstanceInput, 'name'>): ServiceInstance;
   /** Curator's JSON bytes; `enabled` only with `{ compatible: false }`. */

@@ -6,7 +6,9 @@
 // UriSpec, and ServiceInstance's functions. Instances are plain objects:
 //   { name, id, address, port, sslPort, payload, payloadClass, registrationTimeUTC, serviceType,
 //     uriSpec, enabled }
-// (absent values null; `payload` any JSON value). Every decision is the core's.
+// (absent values null; `payload` any JSON value); one read from a node also carries, under the
+// symbol ServiceInstance.readFrom, what those fields do not show (unknown fields, the payload's
+// text), written back while unchanged. Every decision is the core's.
 'use strict';
 
 const { EventEmitter } = require('node:events');
@@ -42,17 +44,36 @@ const FIELDS = [
   'enabled',
 ];
 
+// Where an instance read from a node keeps what its plain fields do not show (fields a newer
+// writer added, the payload's exact text): `{ node, payload }`, the node's JSON and the payload
+// as first seen (`JSON.stringify`). Enumerable, so `{ ...instance, port: 81 }` and
+// `Object.assign` keep it; a symbol key, so `JSON.stringify` and `Object.keys` never show it.
+// Only an instance that holds such text has it.
+const READ_FROM = Symbol('zkrecipes.ServiceInstance.readFrom');
+
+/** The read-from record of `instance` checked, or undefined. */
+function readFrom(what, instance) {
+  const from = instance[READ_FROM];
+  if (from === undefined) return undefined;
+  if (from === null || typeof from !== 'object' || !Buffer.isBuffer(from.node) || typeof from.payload !== 'string') {
+    throw invalid(`${what}: its ServiceInstance.readFrom record was replaced (${describe(from)}); delete it to write the fields alone`);
+  }
+  return from;
+}
+
 /** The native form of an instance object (types checked here, values by the core). */
 function toNative(what, instance) {
   if (instance === undefined || instance === null || typeof instance !== 'object' || Array.isArray(instance)) {
     throw invalid(`${what} must be a service instance object ({ name, address, port, ... }), got ${describe(instance)}`);
   }
   const o = args.options(what, instance, FIELDS);
+  const from = readFrom(what, instance);
   let payloadJson;
   // `payloadJson` given by the caller (an own enumerable property: a read instance's is hidden,
   // and may be stale once `payload` is changed): the payload's JSON text as is, for integers
   // past 2^53 that a JS number would round.
-  if (Object.prototype.propertyIsEnumerable.call(o, 'payloadJson') && o.payloadJson !== undefined) {
+  const explicitJson = Object.prototype.propertyIsEnumerable.call(o, 'payloadJson') && o.payloadJson !== undefined;
+  if (explicitJson) {
     if (o.payload !== undefined && o.payload !== null) {
       throw invalid(`${what}: give payload or payloadJson, not both`);
     }
@@ -64,6 +85,13 @@ function toNative(what, instance) {
       throw invalid(`payload must be a JSON value: ${err.message}`);
     }
     if (payloadJson === undefined) throw invalid(`payload must be a JSON value, got ${describe(o.payload)}`);
+  }
+  // The payload as read, unchanged: the node's text is written back (a JS number would round
+  // a Java long past 2^53, and 1.0E10 would become 10000000000).
+  let keepPayload;
+  if (from !== undefined && !explicitJson && (payloadJson ?? 'null') === from.payload) {
+    keepPayload = true;
+    payloadJson = undefined;
   }
   return {
     name: args.string('name', o.name),
@@ -77,6 +105,8 @@ function toNative(what, instance) {
     uriSpec: o.uriSpec instanceof UriSpec ? o.uriSpec.toString() : args.optionalString('uriSpec', o.uriSpec),
     enabled: args.bool('enabled', o.enabled, undefined),
     registrationTimeUTC: args.number('registrationTimeUTC', o.registrationTimeUTC),
+    node: from?.node,
+    keepPayload,
   };
 }
 
@@ -99,6 +129,7 @@ function fromNative(o) {
   // The payload's text as on the node (a Java `long` past 2^53 is exact there): not enumerable,
   // so the object compares, spreads and prints as before, and is not written back.
   Object.defineProperty(instance, 'payloadJson', { value: o.payloadJson, enumerable: false });
+  if (o.node) instance[READ_FROM] = Object.freeze({ node: o.node, payload: JSON.stringify(instance.payload) });
   return instance;
 }
 
@@ -139,6 +170,14 @@ class UriSpec {
  * ServiceInstanceBuilder and JsonInstanceSerializer).
  */
 const ServiceInstance = Object.freeze({
+  /**
+   * The symbol under which an instance read from a node keeps what its fields do not show
+   * (fields a newer writer added, the payload's exact text): written back while unchanged, so a
+   * read instance passed to `toJson`, `register` or `update` (spread and changed, or as is) keeps
+   * them. `delete instance[ServiceInstance.readFrom]` writes the fields alone.
+   */
+  readFrom: READ_FROM,
+
   /**
    * An instance of service `name` with every field: `id` a random UUID and
    * `registrationTimeUTC` now unless given, `serviceType` 'DYNAMIC', `enabled` true. Checked

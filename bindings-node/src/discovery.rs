@@ -74,11 +74,28 @@ pub struct InstanceIn {
     /// Milliseconds since the epoch.
     #[napi(js_name = "registrationTimeUTC")]
     pub registration_time_utc: Option<f64>,
+    /// The node's JSON an instance object was read from (`instance_out`'s `node`): the fields
+    /// above replace its own, what they do not show (unknown fields, a payload's text) stays.
+    pub node: Option<Buffer>,
+    /// With `node`: the payload was not changed, the node's is kept (exact past 2^53).
+    pub keep_payload: Option<bool>,
 }
 
 /// The core's instance of `i` (not validated: registering does that).
 fn core_instance(i: InstanceIn) -> CoreResult<ServiceInstance> {
-    let mut out = ServiceInstance::new(i.name);
+    let (mut out, keep_payload) = match &i.node {
+        Some(node) => (
+            ServiceInstance::from_json(node).map_err(|e| {
+                invalid(format!(
+                    "the node text an instance was read from is not an instance: {}",
+                    e.message()
+                ))
+            })?,
+            i.keep_payload.unwrap_or(false),
+        ),
+        None => (ServiceInstance::new(String::new()), false),
+    };
+    out.name = i.name;
     if let Some(id) = i.id {
         out.id = id;
     }
@@ -89,6 +106,7 @@ fn core_instance(i: InstanceIn) -> CoreResult<ServiceInstance> {
         .map(|p| args::i32_value("sslPort", p))
         .transpose()?;
     out.payload = match i.payload_json {
+        None if keep_payload => out.payload.take(),
         None => None,
         Some(text) => {
             let v: serde_json::Value = serde_json::from_str(&text)
@@ -119,11 +137,12 @@ fn core_instance(i: InstanceIn) -> CoreResult<ServiceInstance> {
 }
 
 /// An instance for JS: `{ name, id, address, port, sslPort, payloadJson, payloadClass,
-/// registrationTimeUTC, serviceType, uriSpec, enabled }` (absent values as null).
+/// registrationTimeUTC, serviceType, uriSpec, enabled }` (absent values as null), and `node`,
+/// its full JSON, when it holds text read from a node that a write-back keeps.
 fn instance_out(i: &ServiceInstance) -> Out {
     let text = |s: &Option<String>| s.clone().map_or(Out::Null, Out::Str);
     let port = |p: Option<i32>| p.map_or(Out::Null, |p| Out::Number(f64::from(p)));
-    Out::Object(vec![
+    let mut fields = vec![
         ("name", Out::Str(i.name.clone())),
         ("id", Out::Str(i.id.clone())),
         ("address", text(&i.address)),
@@ -148,7 +167,29 @@ fn instance_out(i: &ServiceInstance) -> Out {
                 .map_or(Out::Null, |s| Out::Str(s.to_string())),
         ),
         ("enabled", Out::Bool(i.enabled)),
-    ])
+    ];
+    if i.holds_read_text() || i.payload.as_ref().is_some_and(js_changes) {
+        fields.push(("node", Out::Bytes(i.to_json(false))));
+    }
+    Out::Object(fields)
+}
+
+/// Whether `JSON.stringify(JSON.parse(v))` writes a different value: a number JS holds as a
+/// double rounds an integer past 2^53 and drops a whole double's `.0` (read back as an integer).
+fn js_changes(v: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    const EXACT: u64 = 1 << 53;
+    match v {
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => u > EXACT,
+            (_, Some(i), _) => i.unsigned_abs() > EXACT,
+            (_, _, Some(f)) => f.fract() == 0.0,
+            _ => true,
+        },
+        Value::Array(items) => items.iter().any(js_changes),
+        Value::Object(fields) => fields.values().any(js_changes),
+        _ => false,
+    }
 }
 
 fn instances_out<'a>(all: impl IntoIterator<Item = &'a ServiceInstance>) -> Out {

@@ -115,6 +115,55 @@ test("an instance is Curator's JSON byte for byte, and reads back equal", () => 
   assert.throws(() => ServiceInstance.toJson({ name: 's', payloadJson: '{oops' }), { code: 'ZKR_INVALID_ARGUMENT' });
 });
 
+// A node as a newer Java writer leaves it: a field this version does not know, a double as
+// Java prints it, a long past 2^53 in the payload.
+const NEWER = (id, port) =>
+  `{"name":"s","id":"${id}","address":"10.0.0.1","port":${port},"sslPort":null,` +
+  '"payload":{"@class":"com.example.D","big":9007199254740993,"w":1.0E10},"registrationTimeUTC":5,' +
+  '"serviceType":"PERMANENT","uriSpec":null,"zone":{"rack":"r1","weight":2.50}}';
+
+test('a read instance keeps what its fields do not show: toJson, register and update write it back', async () => {
+  const read = ServiceInstance.fromJson(NEWER('x', 80));
+  const from = read[ServiceInstance.readFrom];
+  assert.ok(Buffer.isBuffer(from.node), 'a read instance with more than its fields carries the node');
+  assert.equal(Object.keys(read).includes('zone'), false, 'not one of its fields');
+  assert.equal(JSON.stringify(read).includes('zone'), false);
+  // Spread and changed, or as is: byte for byte but for the change.
+  assert.equal(ServiceInstance.toJson(read).toString(), NEWER('x', 80));
+  assert.equal(ServiceInstance.toJson({ ...read, port: 81 }).toString(), NEWER('x', 81));
+  // A changed payload is written as given, the unknown field stays.
+  const repaid = ServiceInstance.toJson({ ...read, payload: { big: 1 } }).toString();
+  assert.match(repaid, /"payload":\{"@class":"com\.example\.D","big":1\},/);
+  assert.match(repaid, /"zone":\{"rack":"r1","weight":2\.50\}\}$/);
+  // Deleted: the fields alone.
+  const bare = { ...read };
+  delete bare[ServiceInstance.readFrom];
+  assert.equal(ServiceInstance.toJson(bare).toString().includes('zone'), false);
+  // Nothing to keep, nothing carried.
+  assert.equal(ServiceInstance.create('s')[ServiceInstance.readFrom], undefined);
+  assert.equal(ServiceInstance.fromJson('{"name":"s","id":"i"}')[ServiceInstance.readFrom], undefined);
+  assert.throws(() => ServiceInstance.toJson({ ...read, [ServiceInstance.readFrom]: { node: 'x' } }), {
+    code: 'ZKR_INVALID_ARGUMENT',
+    message: /readFrom record was replaced/,
+  });
+
+  // Through a live registration: queried, registered under another id, updated.
+  const base = uniquePath('newer');
+  const c = await Client.connect(zk.connectString);
+  const d = new ServiceDiscovery(c, base);
+  try {
+    await client.create(`${base}/s/java`, NEWER('java', 80), { createParents: true });
+    const found = await d.queryForInstance('s', 'java');
+    const reg = await d.register({ ...found, id: 'copy' });
+    assert.equal((await client.getData(`${base}/s/copy`)).data.toString(), NEWER('copy', 80));
+    reg.update({ ...reg.instance, port: 82 });
+    await waitFor(async () => (await client.getData(`${base}/s/copy`)).data.toString() === NEWER('copy', 82), { what: 'the update written' });
+  } finally {
+    await d.close();
+    await c.close();
+  }
+});
+
 test('register, query, update, disable, unregister with every field and payload kind', async () => {
   const base = uniquePath('discovery');
   const c = await Client.connect(zk.connectString);

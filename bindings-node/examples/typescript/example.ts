@@ -196,6 +196,12 @@ async function main(hosts: string): Promise<void> {
   const nodeBytes: Buffer = zkrecipes.ServiceInstance.toJson(me);
   const services: string[] = await discovery.queryForNames();
   const found: zkrecipes.ServiceInstance | null = await discovery.queryForInstance('api', me.id);
+  if (found !== null) {
+    // A read instance, spread and changed, keeps what its fields do not show (a newer writer's).
+    const moved: zkrecipes.ServiceInstance = { ...found, port: 8082 };
+    const kept: zkrecipes.ServiceInstanceReadFrom | undefined = moved[zkrecipes.ServiceInstance.readFrom];
+    console.log('read from a node of', kept?.node.length ?? 0, 'bytes');
+  }
   const apiCache = new zkrecipes.ServiceCache(discovery, 'api');
   apiCache.on('event', (ev: zkrecipes.ServiceCacheEvent) => console.log('service', ev.kind, ev.instance?.id, ev.error?.code));
   await apiCache.start();

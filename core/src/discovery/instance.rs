@@ -143,6 +143,26 @@ impl ServiceInstance {
         }
     }
 
+    /// Whether writing this instance differs from writing its fields alone: it was read from a
+    /// node and holds unknown fields, or a payload's text that its value would be written as
+    /// otherwise (`2.50`, `1E10`), both written back byte for byte while unchanged. A face whose
+    /// instances cross as plain values carries `to_json(false)` along when this is true and
+    /// starts its write-back from [`from_json`](Self::from_json) of it, which restores them.
+    pub fn holds_read_text(&self) -> bool {
+        !self.raw.extra.is_empty()
+            || self
+                .raw
+                .payload
+                .as_ref()
+                .is_some_and(|(value, class, text)| {
+                    *value == self.payload && *class == self.payload_class && {
+                        let mut written = String::new();
+                        self.write_payload(&mut written);
+                        written != *text
+                    }
+                })
+    }
+
     /// What tells this registration from others sharing its id ([`InstanceKey`](super::InstanceKey)).
     pub fn key(&self) -> super::InstanceKey {
         super::InstanceKey::of(self)
@@ -712,6 +732,41 @@ mod tests {
         assert_eq!(i.payload_class, None);
         assert_eq!(i.payload, Some(serde_json::json!(["not a class", 1])));
         assert_eq!(i.service_type, ServiceType::Dynamic);
+    }
+
+    #[test]
+    fn read_text_survives_a_trip_through_the_full_json() {
+        // What the Node face carries with a plain instance object: `to_json(false)` of a read
+        // instance, read again, still writes the unknown fields and the payload as they were.
+        let node = br#"{"name":"n","id":"i","address":null,"port":1,"sslPort":null,"payload":{"@class":"com.example.D","big":9007199254740993,"w":1.0E10},"registrationTimeUTC":5,"serviceType":"DYNAMIC","uriSpec":null,"zone":{"rack":"r1","weight":2.50}}"#;
+        let read = ServiceInstance::from_json(node).unwrap();
+        assert!(read.holds_read_text());
+        let mut again = ServiceInstance::from_json(&read.to_json(false)).unwrap();
+        assert!(again.holds_read_text());
+        again.port = Some(2);
+        let written = String::from_utf8(again.to_json(true)).unwrap();
+        assert_eq!(
+            written,
+            String::from_utf8_lossy(node).replace(r#""port":1"#, r#""port":2"#)
+        );
+        assert!(!ServiceInstance::new("n").holds_read_text());
+        let mut fresh = ServiceInstance::new("n");
+        fresh.payload = Some(serde_json::json!({"a": 1}));
+        assert!(!fresh.holds_read_text(), "nothing read: nothing to carry");
+        for (payload, holds) in [
+            ("null", false),
+            (r#"{"a":1,"w":1.0E10}"#, false),
+            (r#"{"big":9007199254740993}"#, false),
+            (r#"{"w":2.50}"#, true),
+            (r#"{"w":1E10}"#, true),
+        ] {
+            let node = format!(r#"{{"name":"n","id":"i","payload":{payload}}}"#);
+            let read = ServiceInstance::from_json(node.as_bytes()).unwrap();
+            assert_eq!(read.holds_read_text(), holds, "{payload}");
+            let mut changed = read.clone();
+            changed.payload = Some(serde_json::json!({"w": 3}));
+            assert!(!changed.holds_read_text(), "{payload} changed");
+        }
     }
 
     #[test]
