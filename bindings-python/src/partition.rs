@@ -67,6 +67,7 @@ impl PySetPartitioner {
             identifier: identifier.map(String::from),
             time_boundary: positive(py, "time_boundary", time_boundary)?,
             max_reaction_time: positive(py, "max_reaction_time", max_reaction_time)?,
+            partition_func: None,
         };
         let set: Vec<String> = partitions.into_iter().map(String::from).collect();
         let p = SetPartitioner::new(&c, &path, &set, options).py_err(py)?;

@@ -1419,6 +1419,7 @@ fn partition(
             identifier: Some(id.to_string()),
             time_boundary: Duration::from_millis(200),
             max_reaction_time: Duration::from_millis(100),
+            partition_func: None,
         };
         let p = SetPartitioner::new(client, path, &PARTS, options).expect("partitioner");
         p.start_blocking().expect("start");

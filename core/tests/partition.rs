@@ -28,6 +28,7 @@ fn options(id: &str) -> PartitionerOptions {
         identifier: Some(id.to_string()),
         time_boundary: Duration::from_millis(300),
         max_reaction_time: Duration::from_millis(200),
+        partition_func: None,
     }
 }
 
@@ -44,6 +45,15 @@ async fn member(c: &Client, path: &str, id: &str, parts: &[String]) -> SetPartit
 /// Drives every member (release_set when told to) until all are ACQUIRED at once with the
 /// shares kazoo's function gives for exactly `ids`; checks the shares cover the set once.
 async fn settle(members: &[&SetPartitioner], ids: &[&str], parts: &[String]) {
+    settle_by(members, parts, |id| partition_set(id, ids, parts).unwrap()).await
+}
+
+/// [`settle`] with the shares `expected` gives each member's identifier.
+async fn settle_by(
+    members: &[&SetPartitioner],
+    parts: &[String],
+    expected: impl Fn(&str) -> Vec<String>,
+) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(Instant::now() < deadline, "the members never settled");
@@ -68,10 +78,7 @@ async fn settle(members: &[&SetPartitioner], ids: &[&str], parts: &[String]) {
             continue;
         }
         let shares: Vec<Vec<String>> = members.iter().map(|m| m.partitions()).collect();
-        let expected: Vec<Vec<String>> = members
-            .iter()
-            .map(|m| partition_set(m.identifier(), ids, parts).unwrap())
-            .collect();
+        let expected: Vec<Vec<String>> = members.iter().map(|m| expected(m.identifier())).collect();
         if shares != expected {
             // Acquired on an older view of the party: the next change comes.
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -415,6 +422,108 @@ async fn session_loss_is_failure_and_a_deleted_lock_is_release() {
     a.finish().await.unwrap();
     ca.close().await;
     cb.close().await;
+}
+
+/// Contiguous ranges: member `i` of `n` (identifiers sorted) takes the `i`-th run of the set
+/// (sorted), the larger runs first.
+fn ranges(identifier: &str, members: &[String], set: &[String]) -> Vec<String> {
+    let mut members = members.to_vec();
+    members.sort();
+    let mut set = set.to_vec();
+    set.sort();
+    let (n, i) = (
+        members.len(),
+        members.iter().position(|m| m == identifier).unwrap(),
+    );
+    let (each, extra) = (set.len() / n, set.len() % n);
+    let start = i * each + i.min(extra);
+    set[start..start + each + usize::from(i < extra)].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_function_divides_the_set_and_a_wrong_answer_is_failure() {
+    let server = TestingServer::start();
+    let (ca, cb, cc) = (
+        connect(&server.connect_string()).await,
+        connect(&server.connect_string()).await,
+        connect(&server.connect_string()).await,
+    );
+    let parts: Vec<String> = ["p3", "p0", "p5", "p1", "p4", "p2", "p6"]
+        .map(String::from)
+        .to_vec();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let custom = |id: &str| {
+        let calls = calls.clone();
+        options(id).partition_func(move |me, members, set| {
+            calls
+                .lock()
+                .unwrap()
+                .push((me.to_string(), members.to_vec(), set.to_vec()));
+            Ok(ranges(me, members, set))
+        })
+    };
+    let a = SetPartitioner::new(&ca, "/custom", &parts, custom("a")).unwrap();
+    let b = SetPartitioner::new(&cb, "/custom", &parts, custom("b")).unwrap();
+    a.start().await.unwrap();
+    b.start().await.unwrap();
+    let both = ["a", "b"].map(String::from);
+    settle_by(&[&a, &b], &parts, |id| ranges(id, &both, &parts)).await;
+    assert_eq!(a.partitions(), ["p0", "p1", "p2", "p3"]);
+    assert_eq!(b.partitions(), ["p4", "p5", "p6"]);
+    {
+        let calls = calls.lock().unwrap();
+        let (me, members, set) = calls.last().unwrap();
+        assert!(me == "a" || me == "b");
+        let mut members = members.clone();
+        members.sort();
+        assert_eq!(members, both, "the party's identifiers");
+        assert_eq!(set, &parts, "the set as given");
+    }
+
+    // A member whose function names a partition outside the set, one twice, or fails: FAILURE,
+    // and it leaves the party, so the others divide the set between themselves again.
+    type Wrong = fn(&str, &[String], &[String]) -> zkrecipes::Result<Vec<String>>;
+    let wrong: [(Wrong, &str); 3] = [
+        (|_, _, _| Ok(vec!["p9".to_string()]), "not in the set"),
+        (
+            |_, _, _| Ok(vec!["p1".to_string(), "p1".to_string()]),
+            "twice",
+        ),
+        (
+            |_, _, _| Err(Error::InvalidArgument("no answer".into())),
+            "no answer",
+        ),
+    ];
+    for (f, why) in wrong {
+        let c =
+            SetPartitioner::new(&cc, "/custom", &parts, options("c").partition_func(f)).unwrap();
+        c.start().await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while c.state() != PartitionState::Failure {
+            assert!(Instant::now() < deadline, "{why}: never FAILURE");
+            c.wait_for_change(c.state(), Some(Duration::from_secs(1)))
+                .await;
+        }
+        assert!(c.partitions().is_empty(), "{why}");
+        while cc
+            .get_children("/custom/party")
+            .await
+            .unwrap()
+            .iter()
+            .any(|n| n.ends_with("-c"))
+        {
+            assert!(Instant::now() < deadline, "{why}: c's party node stayed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        settle_by(&[&a, &b], &parts, |id| ranges(id, &both, &parts)).await;
+        c.finish().await.unwrap();
+    }
+    for p in [a, b] {
+        p.finish().await.unwrap();
+    }
+    for c in [ca, cb, cc] {
+        c.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,6 +131,7 @@ pub extern "C" fn zkr_set_partitioner_new(
             identifier: arg_opt_str(identifier, "identifier")?.map(str::to_string),
             time_boundary: duration_ms(time_boundary_ms, "time_boundary_ms")?,
             max_reaction_time: duration_ms(max_reaction_time_ms, "max_reaction_time_ms")?,
+            partition_func: None,
         };
         Ok(zkr_set_partitioner {
             partitioner: SetPartitioner::new(c, path, &parts, options)?,

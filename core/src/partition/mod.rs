@@ -28,7 +28,7 @@ mod partitioner;
 
 pub use self::assign::partition_set;
 pub use self::lease::{LeaseOptions, MultiNonBlockingLease, NonBlockingLease};
-pub use self::partitioner::{PartitionState, PartitionerOptions, SetPartitioner};
+pub use self::partitioner::{PartitionFunc, PartitionState, PartitionerOptions, SetPartitioner};
 
 /// This host's name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else `localhost`): the
 /// base of the default identifiers, as kazoo's `socket.gethostname()`.

@@ -66,8 +66,18 @@ impl std::fmt::Display for PartitionState {
     }
 }
 
+/// kazoo's `partition_func`: given this member's identifier, the party's identifiers (in the
+/// listing's order) and the whole set (in the order given), the partitions this member takes.
+/// Every member of a party must compute the same division, or members wait for locks another
+/// member keeps (never both holding one: each partition has one lock). Runs on a thread of the
+/// library's blocking pool once per allocation; an error, a partition not in the set or one
+/// named twice makes the partitioner [`Failure`](PartitionState::Failure) (logged with the
+/// reason).
+pub type PartitionFunc =
+    Arc<dyn Fn(&str, &[String], &[String]) -> Result<Vec<String>> + Send + Sync>;
+
 /// Options of a [`SetPartitioner`] (kazoo's keyword arguments and defaults).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct PartitionerOptions {
     /// This member's identifier in the party (it decides the member's share). Default:
     /// `<hostname>-<pid>` (kazoo: `<fqdn>-<pid>`). Must not be empty or contain `/`.
@@ -78,6 +88,20 @@ pub struct PartitionerOptions {
     /// How long one attempt at a partition's lock waits before checking whether the party
     /// changed meanwhile (kazoo's `max_reaction_time`, 1 s).
     pub max_reaction_time: Duration,
+    /// How the set is divided (kazoo's `partition_func`); `None`: kazoo's default,
+    /// [`partition_set`], which kazoo members compute too.
+    pub partition_func: Option<PartitionFunc>,
+}
+
+impl PartitionerOptions {
+    /// These options with `f` as the [`partition_func`](Self::partition_func).
+    pub fn partition_func(
+        mut self,
+        f: impl Fn(&str, &[String], &[String]) -> Result<Vec<String>> + Send + Sync + 'static,
+    ) -> Self {
+        self.partition_func = Some(Arc::new(f));
+        self
+    }
 }
 
 impl Default for PartitionerOptions {
@@ -86,7 +110,22 @@ impl Default for PartitionerOptions {
             identifier: None,
             time_boundary: Duration::from_secs(30),
             max_reaction_time: Duration::from_secs(1),
+            partition_func: None,
         }
+    }
+}
+
+impl std::fmt::Debug for PartitionerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionerOptions")
+            .field("identifier", &self.identifier)
+            .field("time_boundary", &self.time_boundary)
+            .field("max_reaction_time", &self.max_reaction_time)
+            .field(
+                "partition_func",
+                &self.partition_func.as_ref().map(|_| "<function>"),
+            )
+            .finish()
     }
 }
 
@@ -648,6 +687,31 @@ impl Shared {
         }
     }
 
+    /// This member's share from the user's partition function, run on the blocking pool (it
+    /// may be slow, or wait for another thread: a Python or JS function), checked against the set.
+    async fn custom_share(&self, f: PartitionFunc, members: &[&str]) -> Result<Vec<String>> {
+        let identifier = self.identifier.clone();
+        let members: Vec<String> = members.iter().map(|m| m.to_string()).collect();
+        let set = self.set.clone();
+        let share = runtime::spawn_callback(move || f(&identifier, &members, &set))
+            .await
+            .map_err(|e| Error::invalid(format!("the partition function panicked: {e}")))??;
+        let mut seen = HashSet::new();
+        for p in &share {
+            if !self.set.contains(p) {
+                return Err(Error::invalid(format!(
+                    "the partition function returned {p:?}, which is not in the set"
+                )));
+            }
+            if !seen.insert(p.as_str()) {
+                return Err(Error::invalid(format!(
+                    "the partition function returned {p:?} twice"
+                )));
+            }
+        }
+        Ok(share)
+    }
+
     /// One allocation (kazoo's `_allocate_transition`), begun in ALLOCATING at `id`.
     async fn allocate(self: &Arc<Self>, id: u64) -> Step {
         let (children, changed) = match self.patient_children(id).await {
@@ -681,8 +745,20 @@ impl Shared {
             tracing::warn!(path = %self.path, identifier = %self.identifier,
                 "partitioner: two members share this identifier; they get the same share and only one can hold it");
         }
-        let Some(share) = partition_set(&self.identifier, &members, &self.set) else {
-            return Step::Again;
+        let share = match &self.options.partition_func {
+            None => match partition_set(&self.identifier, &members, &self.set) {
+                Some(share) => share,
+                None => return Step::Again,
+            },
+            Some(f) => match self.custom_share(f.clone(), &members).await {
+                Ok(share) => share,
+                Err(e) => {
+                    tracing::warn!(path = %self.path, identifier = %self.identifier, error = %e,
+                        "partitioner: the partition function failed; FAILURE");
+                    self.fail_out().await;
+                    return Step::Exit;
+                }
+            },
         };
         let mut held: Vec<HeldLock> = Vec::with_capacity(share.len());
         let weak = Arc::downgrade(self);
