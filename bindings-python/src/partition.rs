@@ -51,8 +51,11 @@ fn positive(py: Python<'_>, what: &str, seconds: f64) -> PyResult<Duration> {
 
 #[pymethods]
 impl PySetPartitioner {
+    /// `partition_func`: kazoo's, `(identifier, members, set) -> list of str` (zkrecipes'
+    /// wrapper makes the answer a list), called with the GIL on the library's blocking pool.
     #[new]
-    #[pyo3(signature = (client, path, partitions, identifier, time_boundary, max_reaction_time))]
+    #[pyo3(signature = (client, path, partitions, identifier, time_boundary, max_reaction_time, partition_func = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         client: &PyClient,
@@ -61,14 +64,37 @@ impl PySetPartitioner {
         identifier: Option<Text>,
         time_boundary: f64,
         max_reaction_time: f64,
+        partition_func: Option<Py<PyAny>>,
     ) -> PyResult<PySetPartitioner> {
         let c = client.core(py)?;
-        let options = PartitionerOptions {
+        let mut options = PartitionerOptions {
             identifier: identifier.map(String::from),
             time_boundary: positive(py, "time_boundary", time_boundary)?,
             max_reaction_time: positive(py, "max_reaction_time", max_reaction_time)?,
             partition_func: None,
         };
+        if let Some(func) = partition_func {
+            options = options.partition_func(move |me, members, set| {
+                bridge::attach(|py| {
+                    let failed = |e: String| {
+                        zkrecipes::Error::InvalidArgument(
+                            format!("partition_func failed: {e}").into(),
+                        )
+                    };
+                    let answer = func
+                        .call1(py, (me, members.to_vec(), set.to_vec()))
+                        .map_err(|e| failed(e.to_string()))?;
+                    answer
+                        .extract::<Vec<String>>(py)
+                        .map_err(|e| failed(format!("expected a list of partition names ({e})")))
+                })
+                .unwrap_or_else(|| {
+                    Err(zkrecipes::Error::Closed(
+                        "partition_func: the Python interpreter is exiting".into(),
+                    ))
+                })
+            });
+        }
         let set: Vec<String> = partitions.into_iter().map(String::from).collect();
         let p = SetPartitioner::new(&c, &path, &set, options).py_err(py)?;
         Ok(PySetPartitioner {

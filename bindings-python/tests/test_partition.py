@@ -34,8 +34,23 @@ def expected(identifier: str, members: Sequence[str], partitions: Sequence[str])
     return sorted(partitions)[workers.index(identifier) :: len(workers)]
 
 
-def settle(members: Sequence[SetPartitioner], partitions: Sequence[str], timeout: float = 60.0) -> None:
-    """kazoo's loop for every member until all hold exactly kazoo's shares."""
+def ranges(identifier: str, members: Sequence[str], partitions: Sequence[str]) -> List[str]:
+    """A partition_func of contiguous runs: member i of n takes the i-th run of the sorted set."""
+    workers, parts = sorted(members), sorted(partitions)
+    i, n = workers.index(identifier), len(workers)
+    each, extra = divmod(len(parts), n)
+    start = i * each + min(i, extra)
+    return parts[start : start + each + (1 if i < extra else 0)]
+
+
+def settle(
+    members: Sequence[SetPartitioner],
+    partitions: Sequence[str],
+    timeout: float = 60.0,
+    share: Callable[[str, Sequence[str], Sequence[str]], List[str]] = expected,
+) -> None:
+    """kazoo's loop for every member until all hold exactly the shares ``share`` gives (kazoo's
+    default function's unless told)."""
     ids = [m.identifier for m in members]
     deadline = time.monotonic() + timeout
     while True:
@@ -50,7 +65,7 @@ def settle(members: Sequence[SetPartitioner], partitions: Sequence[str], timeout
             elif m.allocating:
                 m.wait_for_acquire(0.1)
                 done = False
-        if done and all(list(m) == expected(m.identifier, ids, partitions) for m in members):
+        if done and all(list(m) == share(m.identifier, ids, partitions) for m in members):
             union = sorted(p for m in members for p in m)
             assert union == sorted(partitions), "every partition to exactly one member"
             return
@@ -90,6 +105,40 @@ def test_kazoos_loop_divides_the_set_and_divides_it_again_when_a_member_comes_an
     assert heard[0] is PartitionState.ACQUIRED
     a.finish()
     assert children_left(c, path + "/party") == []
+
+
+def test_a_partition_function_divides_the_set_and_a_wrong_answer_is_failure(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    parts = [f"p{i}" for i in (3, 0, 5, 1, 4, 2, 6)]
+    calls: List[tuple] = []
+
+    def contiguous(identifier: str, members: List[str], partitions: List[str]) -> List[str]:
+        calls.append((identifier, sorted(members), partitions))
+        return ranges(identifier, members, partitions)
+
+    a = SetPartitioner(make_client(), path, parts, identifier="a", partition_func=contiguous, **FAST)
+    b = SetPartitioner(make_client(), path, parts, identifier="b", partition_func=contiguous, **FAST)
+    settle([a, b], parts, share=ranges)
+    assert list(a) == ["p0", "p1", "p2", "p3"] and list(b) == ["p4", "p5", "p6"]
+    assert calls[-1][1] == ["a", "b"] and calls[-1][2] == parts, "the party's identifiers, the set as given"
+
+    # Raising, a name outside the set, a name twice, a str: FAILURE, and it leaves the party.
+    def raises(*_: object) -> List[str]:
+        raise RuntimeError("no answer")
+
+    c = make_client()
+    for wrong in (raises, lambda *_: ["p9"], lambda *_: ("p1", "p1"), lambda *_: "p1"):
+        p = SetPartitioner(c, path, parts, identifier="c", partition_func=wrong, **FAST)
+        wait_until(lambda: p.failed, 60, "FAILURE after a wrong answer")
+        assert list(p) == []
+        wait_until(
+            lambda: not any(n.endswith("-c") for n in c.get_children(path + "/party")), 30, "c left the party"
+        )
+        settle([a, b], parts, share=ranges)
+        p.finish()
+    a.finish()
+    b.finish()
 
 
 def test_with_and_async(make_client: Callable[..., zkrecipes.Client], path: str) -> None:
@@ -132,6 +181,7 @@ def test_bad_input(client: zkrecipes.Client, path: str) -> None:
         (dict(set=["a"], identifier=""), InvalidArgumentError),
         (dict(set=["a"], time_boundary=0), InvalidArgumentError),
         (dict(set=["a"], max_reaction_time=-1), InvalidArgumentError),
+        (dict(set=["a"], partition_func="not callable"), TypeError),
     ]:
         with pytest.raises(err):
             SetPartitioner(client, path, **bad)  # type: ignore[arg-type]

@@ -90,6 +90,21 @@ def _partition_names(set: Iterable[str]) -> List[str]:
     return names
 
 
+def _share_of(
+    partition_func: Callable[[str, List[str], List[str]], Iterable[str]],
+) -> Callable[[str, List[str], List[str]], List[str]]:
+    """The user's ``partition_func`` with its answer made a list (a str is refused: its
+    characters are no partition names)."""
+
+    def share(identifier: str, members: List[str], set: List[str]) -> List[str]:
+        answer = partition_func(identifier, members, set)
+        if isinstance(answer, (str, bytes)):
+            raise TypeError(f"partition_func must return an iterable of partition names, not {type(answer).__name__}")
+        return list(answer)
+
+    return share
+
+
 class SetPartitioner:
     """kazoo's SetPartitioner: the members of a party at ``path`` divide ``set`` (partition names)
     among themselves, each partition to exactly one member, and divide it again when members
@@ -102,10 +117,17 @@ class SetPartitioner:
     the party must be unchanged before dividing) and ``max_reaction_time`` (seconds one attempt
     at a partition's lock waits before checking the party) default to kazoo's 30 and 1.
     ``state_change_event`` (a :class:`threading.Event`) is set on every state change, as
-    kazoo's: at the latest when this object first reads the new state. kazoo's
-    ``partition_func`` is not taken: every member must compute the same assignment, which is
-    kazoo's default function (members and partitions sorted, member ``i`` of ``n`` takes
-    ``sorted(set)[i::n]``).
+    kazoo's: at the latest when this object first reads the new state.
+
+    ``partition_func`` is kazoo's: ``partition_func(identifier, members, set)`` returns the
+    partitions this member takes (any iterable of names from ``set``), given the party's
+    identifiers (in the server's listing order) and the set as given. Every member of a party
+    must compute the same division (a kazoo member without one computes kazoo's default:
+    members and partitions sorted, member ``i`` of ``n`` takes ``sorted(set)[i::n]``); a member
+    that disagrees waits for locks another keeps, and no partition is ever held twice. It is
+    called on a library thread (with the GIL) once per division; if it raises, or returns a
+    name not in ``set`` or one twice, the partitioner becomes :attr:`~PartitionState.FAILURE`
+    and leaves the party (the reason is logged on the ``zkrecipes`` logger).
 
     Beyond kazoo: a held lock deleted by someone else makes it :attr:`~PartitionState.RELEASE`;
     a member whose party node was deleted joins again; a closed client is
@@ -123,9 +145,12 @@ class SetPartitioner:
         max_reaction_time: Seconds = 1,
         state_change_event: Optional[threading.Event] = None,
         start: bool = True,
+        partition_func: Optional[Callable[[str, List[str], List[str]], Iterable[str]]] = None,
     ) -> None:
         if identifier is None:
             identifier = f"{socket.getfqdn()}-{os.getpid()}"
+        if partition_func is not None and not callable(partition_func):
+            raise TypeError(f"partition_func must be callable, not {type(partition_func).__name__}")
         self._p = _native.SetPartitioner(
             _native_client(client),
             path,
@@ -133,6 +158,7 @@ class SetPartitioner:
             identifier,
             _seconds("time_boundary", time_boundary),
             _seconds("max_reaction_time", max_reaction_time),
+            None if partition_func is None else _share_of(partition_func),
         )
         self._client = client
         self._listener_ids: Dict[int, int] = {}
