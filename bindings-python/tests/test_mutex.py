@@ -213,6 +213,39 @@ def test_cancelled_async_acquire_leaves_no_node(client: zkrecipes.Client, path: 
     assert m.participant_nodes() == []
 
 
+def test_an_acquire_wrapped_in_another_task_is_the_callers(client: zkrecipes.Client, path: str) -> None:
+    """``asyncio.wait_for`` (a new Task on Python 3.11), ``create_task`` and ``gather`` run the
+    acquire's coroutine in a Task of their own: the hold is still the caller's, which releases
+    it (before, the wrapper Task owned it, nobody could release it, and it stayed held for the
+    session's life)."""
+    m = InterProcessMutex(client, path)
+
+    async def main() -> None:
+        for wrap in (
+            lambda c: asyncio.wait_for(c, 10),
+            lambda c: asyncio.get_running_loop().create_task(c),
+            lambda c: asyncio.gather(c),
+        ):
+            got = await wrap(m.acquire_async(timeout=10))
+            assert got in (True, [True])
+            assert m.is_owned_by(), "the caller owns it"
+            await asyncio.wait_for(m.release_async(), 10)
+            assert m.participant_nodes() == [], "released by the caller"
+        # A coroutine made outside the loop is resolved in the Task that runs it.
+        assert m.participant_nodes() == []
+
+    asyncio.run(main())
+    coro = m.acquire_async(timeout=10)
+
+    async def run_it() -> None:
+        assert await coro
+        assert m.is_owned_by()
+        await m.release_async()
+
+    asyncio.run(run_it())
+    assert m.participant_nodes() == []
+
+
 def test_lost_signal_fires_when_the_session_expires(client: zkrecipes.Client, path: str) -> None:
     m = InterProcessMutex(client, path)
     lost: List[int] = []

@@ -18,13 +18,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Callable, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, Coroutine, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import _native
 from ._base import Name
 from ._call import run
 from ._native import Lease, LeaseLost
-from ._owners import Owner, current_owner_id, owner_id
+from ._owners import Owner, _get_running_loop, current_owner_id, owner_id
 from .atomic import SharedCount
 from .client import Client, _seconds, _native_client
 from .errors import InvalidArgumentError, NotOwnerError, ZkRecipesError
@@ -112,6 +112,15 @@ def _cohort_spec(cohort: Union[CohortOptions, bool, None]) -> Optional[Tuple[int
 _L = TypeVar("_L", bound="_OwnedLock")
 
 
+def _caller(owner: Optional[Owner]) -> Optional[int]:
+    """The raw owner of an ``*_async`` call, resolved where it is called: the given owner, or the
+    calling Task. None when no loop runs in this thread (a coroutine made before ``asyncio.run``):
+    then its body resolves it, in the Task that runs it."""
+    if owner is None and _get_running_loop() is None:
+        return None
+    return owner_id(owner)
+
+
 class _OwnedLock:
     """Acquire/release with owners, ``with`` and ``async with``, over a native lock."""
 
@@ -123,19 +132,30 @@ class _OwnedLock:
         (reentrant locks)."""
         return self._n.acquire_wait(owner, timeout)
 
-    async def acquire_async(self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None) -> bool:
-        """:meth:`acquire` for asyncio; the default owner is the current Task. Cancelling the
-        awaiting task abandons the attempt and deletes its lock node."""
-        return await run(self._n.acquire(owner_id(owner), timeout))
+    def acquire_async(
+        self, timeout: Optional[float] = None, *, owner: Optional[Owner] = None
+    ) -> Coroutine[Any, Any, bool]:
+        """:meth:`acquire` for asyncio; the default owner is the Task that calls it (resolved at
+        the call, so ``asyncio.wait_for(lock.acquire_async(), 5)``, ``gather`` or
+        ``create_task`` acquire for the caller, not for the Task they wrap the coroutine in).
+        Cancelling the awaiting task abandons the attempt and deletes its lock node."""
+        return self._acquire_as(_caller(owner), timeout)
+
+    async def _acquire_as(self, raw: Optional[int], timeout: Optional[float]) -> bool:
+        return await run(self._n.acquire(owner_id(None) if raw is None else raw, timeout))
 
     def release(self, *, owner: Optional[Owner] = None) -> None:
         """Releases one acquire of the owner; the last one deletes the lock node.
         :class:`~zkrecipes.NotOwnerError` if the owner does not hold the lock."""
         self._n.release_wait(owner)
 
-    async def release_async(self, *, owner: Optional[Owner] = None) -> None:
-        """:meth:`release` for asyncio."""
-        await run(self._n.release(owner_id(owner)))
+    def release_async(self, *, owner: Optional[Owner] = None) -> Coroutine[Any, Any, None]:
+        """:meth:`release` for asyncio (the default owner resolved at the call, as
+        :meth:`acquire_async`'s)."""
+        return self._release_as(_caller(owner))
+
+    async def _release_as(self, raw: Optional[int]) -> None:
+        await run(self._n.release(owner_id(None) if raw is None else raw))
 
     def is_acquired_in_this_process(self) -> bool:
         """Whether the lock is held through this object (by any owner)."""
