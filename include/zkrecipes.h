@@ -1458,6 +1458,12 @@ typedef void (*zkr_take_leadership_callback)(struct zkr_leadership_context *ctx,
  * zkr_owner_new(), so that a hold can be acquired on one thread and released on another, or
  * several owners can share a thread. An owner whose `id` is 0 (a zeroed struct) is
  * ZKR_INVALID_ARGUMENT.
+ *
+ * Inside a callback (a listener, a lost-lock or leadership callback) each call is an owner of
+ * its own, not its thread's: the library's threads run the callbacks of every handle of the
+ * process one after another, so by thread a hold kept after one callback returned would let any
+ * later callback on that thread in as a re-entry. A plain call there must release in the same
+ * callback call; to keep a hold across callbacks, use the `_as` calls with a zkr_owner_new().
  */
 typedef struct zkr_owner {
     /**
@@ -1471,8 +1477,8 @@ typedef struct zkr_owner {
  * lost policy), the lock node was deleted by someone else (noticed once the hold has lasted
  * 100 ms: the holder's watch on its node is set then), or the client was closed. `owner` is
  * the owner whose hold was lost; it should stop trusting the lock and release it (the release
- * then succeeds). It runs on a library thread (never the acquiring thread, never one of the
- * library's async workers), one call at a time with this lock's other callbacks; any zkr_
+ * then succeeds). It runs on a library thread (never one of the library's async workers, and
+ * as an owner of its own: see zkr_owner), one call at a time with this lock's other callbacks; any zkr_
  * function may be called inside, including a release with zkr_mutex_release_as. It must not
  * throw (C++) or longjmp out.
  */
@@ -4121,7 +4127,7 @@ struct zkr_owner zkr_owner_new(void);
 
 /**
  * The calling OS thread's owner: the owner the plain (non-`_as`) lock calls use. The same value
- * for the thread's whole life.
+ * for the thread's whole life, except inside a callback, where it is that callback call's own.
  */
 struct zkr_owner zkr_owner_current_thread(void);
 

@@ -248,13 +248,16 @@ fn drain<E: Send + 'static>(listeners: &Listeners<E>, queue: &Mutex<Queue<E>>) {
                         .iter()
                         .any(|(i, _)| *i == id);
                     if there {
-                        let _ =
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(&event)));
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            crate::owner::as_own_owner(|| l(&event))
+                        }));
                     }
                 }
             }
             Job::Once(f) => {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::owner::as_own_owner(f)
+                }));
             }
         }
     }
@@ -263,6 +266,7 @@ fn drain<E: Send + 'static>(listeners: &Listeners<E>, queue: &Mutex<Queue<E>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::owner::Owner;
     use std::sync::mpsc as std_mpsc;
     use std::time::Duration;
 
@@ -309,6 +313,55 @@ mod tests {
         d.emit("3");
         d.call(move || tx.send("done".into()).unwrap());
         assert_eq!(next(), "done");
+    }
+
+    #[test]
+    fn each_callback_call_is_an_owner_of_its_own() {
+        // Two dispatchers' callbacks, and two calls of one, run on the same pool threads: by
+        // thread, a hold one took would let the others in as a re-entry.
+        let (a, b) = (Dispatcher::<u8>::new(), Dispatcher::<u8>::new());
+        let (tx, rx) = std_mpsc::channel();
+        let (gate_tx, gate_rx) = std_mpsc::channel::<()>();
+        let gate = Mutex::new(gate_rx);
+        let t = tx.clone();
+        a.add(move |&n| {
+            if n == 0 {
+                // Holds the drain, so that the next event queues behind it, for the same thread.
+                let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            }
+            t.send((n, Owner::current_thread(), std::thread::current().id()))
+                .unwrap();
+        });
+        let t = tx.clone();
+        b.add(move |&n| {
+            t.send((n, Owner::current_thread(), std::thread::current().id()))
+                .unwrap()
+        });
+        a.emit(0);
+        a.emit(1);
+        gate_tx.send(()).unwrap();
+        b.emit(2);
+        let mut got: Vec<_> = (0..3)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).expect("delivered"))
+            .collect();
+        got.sort_by_key(|(n, _, _)| *n);
+        assert_eq!(got[0].2, got[1].2, "one drain, one thread");
+        assert_ne!(got[0].1, got[1].1, "two calls of one listener");
+        assert_ne!(got[1].1, got[2].1, "two dispatchers");
+        let mine = Owner::current_thread();
+        assert!(got.iter().all(|(_, o, _)| *o != mine));
+        assert_eq!(
+            Owner::current_thread(),
+            mine,
+            "a plain thread keeps its owner"
+        );
+        let once = Dispatcher::<u8>::new();
+        once.call(move || {
+            tx.send((9, Owner::current_thread(), std::thread::current().id()))
+                .unwrap()
+        });
+        let (_, o, _) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(o != mine && o != got[2].1, "a one-off call too");
     }
 
     #[test]

@@ -745,7 +745,7 @@ where
 {
     runtime().handle().spawn_blocking(move || {
         CALLBACK_THREAD.with(|c| c.set(true));
-        let r = f();
+        let r = crate::owner::as_own_owner(f);
         CALLBACK_THREAD.with(|c| c.set(false));
         r
     })

@@ -90,8 +90,8 @@ pub(crate) fn lost_policy(policy: u32, what: &str) -> Result<LostPolicy> {
 /// lost policy), the lock node was deleted by someone else (noticed once the hold has lasted
 /// 100 ms: the holder's watch on its node is set then), or the client was closed. `owner` is
 /// the owner whose hold was lost; it should stop trusting the lock and release it (the release
-/// then succeeds). It runs on a library thread (never the acquiring thread, never one of the
-/// library's async workers), one call at a time with this lock's other callbacks; any zkr_
+/// then succeeds). It runs on a library thread (never one of the library's async workers, and
+/// as an owner of its own: see zkr_owner), one call at a time with this lock's other callbacks; any zkr_
 /// function may be called inside, including a release with zkr_mutex_release_as. It must not
 /// throw (C++) or longjmp out.
 pub type zkr_lock_lost_callback =

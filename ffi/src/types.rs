@@ -15,6 +15,12 @@ use crate::boundary::ffi_boundary;
 /// zkr_owner_new(), so that a hold can be acquired on one thread and released on another, or
 /// several owners can share a thread. An owner whose `id` is 0 (a zeroed struct) is
 /// ZKR_INVALID_ARGUMENT.
+///
+/// Inside a callback (a listener, a lost-lock or leadership callback) each call is an owner of
+/// its own, not its thread's: the library's threads run the callbacks of every handle of the
+/// process one after another, so by thread a hold kept after one callback returned would let any
+/// later callback on that thread in as a re-entry. A plain call there must release in the same
+/// callback call; to keep a hold across callbacks, use the `_as` calls with a zkr_owner_new().
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct zkr_owner {
@@ -55,7 +61,7 @@ pub extern "C" fn zkr_owner_new() -> zkr_owner {
 }
 
 /// The calling OS thread's owner: the owner the plain (non-`_as`) lock calls use. The same value
-/// for the thread's whole life.
+/// for the thread's whole life, except inside a callback, where it is that callback call's own.
 #[no_mangle]
 pub extern "C" fn zkr_owner_current_thread() -> zkr_owner {
     ffi_boundary("zkr_owner_current_thread", zkr_owner { id: 0 }, || {
