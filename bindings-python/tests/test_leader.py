@@ -146,6 +146,70 @@ def test_async_take_leadership_runs_on_the_callers_loop(client: zkrecipes.Client
     asyncio.run(main())
 
 
+def test_an_async_term_gives_leadership_up_only_once_its_coroutine_has_finished(
+    make_client: Callable[..., zkrecipes.Client], path: str
+) -> None:
+    """The cancelled coroutine's cleanup (it awaits after the CancelledError) still runs as the
+    leader: the next participant leads only after it (before, the lock node went at the
+    cancellation, and another process led while the cleanup ran: two leaders)."""
+    cleaned = threading.Event()
+    seen_by_b: List[bool] = []
+
+    def take_b(ctx: LeadershipContext) -> None:
+        seen_by_b.append(cleaned.is_set())
+
+    async def main() -> None:
+        led = asyncio.Event()
+
+        async def take_a(ctx: LeadershipContext) -> None:
+            led.set()
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.5)  # cleanup, still leading
+                cleaned.set()
+                raise
+
+        a = LeaderSelector(make_client(), path, take_a, "a")
+        a.start()
+        await asyncio.wait_for(led.wait(), 10)
+        with LeaderSelector(make_client(), path, take_b, "b"):
+            a.interrupt_leadership()
+            deadline = time.monotonic() + 20
+            while not seen_by_b:
+                assert time.monotonic() < deadline, "b never led"
+                await asyncio.sleep(0.01)
+        assert seen_by_b == [True], "b led while a's cleanup still ran"
+        await a.close_async()
+
+    asyncio.run(main())
+
+
+def test_an_async_selector_whose_loop_is_gone_leaves_the_election(client: zkrecipes.Client, path: str) -> None:
+    """Its loop closed without close(): no term can run, so it leaves rather than lead and
+    requeue in a busy loop (before: each term raised at once and requeued)."""
+    terms: List[int] = []
+
+    async def take(ctx: LeadershipContext) -> None:
+        terms.append(ctx.term)
+        await asyncio.sleep(60)
+
+    async def main() -> LeaderSelector:
+        selector = LeaderSelector(client, path, take, "gone")
+        selector.auto_requeue()
+        selector.start()
+        deadline = time.monotonic() + 10
+        while not terms:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        return selector
+
+    selector = asyncio.run(main())  # ends the term (cancelled) and closes the loop
+    wait_until(lambda: selector.state is LatchState.CLOSED, 20, "the selector to leave the election")
+    assert selector.get_participants() == []
+    assert selector.leadership_count <= 2, "no busy loop of terms"
+
+
 def test_async_take_leadership_needs_a_running_loop(client: zkrecipes.Client, path: str) -> None:
     async def take(ctx: LeadershipContext) -> None:
         pass

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 import time
+import weakref
 from typing import Any, Awaitable, Callable, List, Optional, Protocol, Union
 
 from . import _alive, _native
@@ -306,6 +308,10 @@ class LeadershipContext:
 TakeLeadership = Callable[[LeadershipContext], Union[None, Awaitable[None], Any]]
 
 
+# How long a cancelled async term waits for its stopped (not closed) loop to run it again.
+_STOPPED_LOOP_GRACE = 2.0
+
+
 class _Runner:
     """Runs a selector's ``take_leadership`` for the native selector, which keeps it (and not
     the :class:`LeaderSelector`, see there)."""
@@ -315,6 +321,9 @@ class _Runner:
         self.take = take
         self.is_async = inspect.iscoroutinefunction(take)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
+        # The selector, weakly (it keeps this runner through its native object): closed when
+        # the loop of an async take_leadership is gone, since no term can run any more.
+        self.selector: Optional["weakref.ref[LeaderSelector]"] = None
 
     def run(self, native_ctx: _native.LeadershipContext) -> None:
         ctx = LeadershipContext(native_ctx, self.client)
@@ -323,15 +332,51 @@ class _Runner:
             return
         loop = self.loop
         if loop is None or loop.is_closed():
-            raise RuntimeError("LeaderSelector: the event loop for the async take_leadership is gone")
+            self._loop_gone()
+            return
+        ended = threading.Event()
+        failure: List[BaseException] = []
         coro = self.take(ctx)
-        fut = asyncio.run_coroutine_threadsafe(coro, loop)  # type: ignore[arg-type]
+
+        async def term() -> None:
+            try:
+                await coro  # type: ignore[misc]
+            except asyncio.CancelledError:
+                pass
+            except BaseException as e:  # noqa: BLE001 - raised again on this thread
+                failure.append(e)
+            finally:
+                ended.set()
+
+        fut = asyncio.run_coroutine_threadsafe(term(), loop)
+        # Cancelling the concurrent future cancels the Task on its loop; the term ends when the
+        # coroutine has finished (its cleanup included), not when the cancellation is asked:
+        # leadership is given up only then, so no other participant leads while it still runs.
         native_ctx.on_cancel(lambda _reason: fut.cancel())
-        try:
-            fut.result()
-        except BaseException as e:  # noqa: BLE001 - a cancelled leadership ends quietly
-            if not fut.cancelled() and not isinstance(e, asyncio.CancelledError):
-                raise
+        stopped_since: Optional[float] = None
+        while not ended.wait(0.05):
+            if loop.is_closed():
+                # The loop went away with the Task in it: nothing will run it any more.
+                coro.close()  # type: ignore[union-attr]
+                break
+            # Cancelled while its loop is stopped (not closed): wait a while for it to run again.
+            stopped = fut.cancelled() and not loop.is_running()
+            stopped_since = (stopped_since or time.monotonic()) if stopped else None
+            if stopped_since is not None and time.monotonic() - stopped_since > _STOPPED_LOOP_GRACE:
+                break
+        if failure:
+            raise failure[0]
+
+    def _loop_gone(self) -> None:
+        """The loop of an async take_leadership is closed: every term would end at once and the
+        selector would lead and requeue in a busy loop, so it leaves the election."""
+        logging.getLogger("zkrecipes").warning(
+            "LeaderSelector: the event loop of its async take_leadership is closed; the selector leaves the election"
+        )
+        selector = None if self.selector is None else self.selector()
+        if selector is not None:
+            with _alive.closing(self.client, selector):
+                selector._n.close_blocking()  # from inside its term: does not wait for itself
 
 
 class LeaderSelector(_Election):
@@ -359,6 +404,7 @@ class LeaderSelector(_Election):
         # not be this object (native objects are opaque to Python's collector, so the cycle
         # would never be freed, and a selector never started, or closed, would never be).
         self._runner = _Runner(client, take_leadership)
+        self._runner.selector = weakref.ref(self)
         self._n = _native.LeaderSelector(
             _native_client(client), path, id, self._runner.run, LeadershipLostPolicy(lost_policy).value
         )
@@ -372,6 +418,7 @@ class LeaderSelector(_Election):
     def start(self) -> None:
         """Joins the queue for leadership (in the background; returns at once). Once started
         the selector stays alive until :meth:`close` (or the client's close), even if no reference to it is kept."""
+        previous = self._runner.loop
         if self._runner.is_async:
             try:
                 self._runner.loop = asyncio.get_running_loop()
@@ -379,8 +426,12 @@ class LeaderSelector(_Election):
                 raise TypeError(
                     "an async take_leadership runs on the caller's event loop: call start() from a coroutine"
                 ) from None
-        with _alive.starting(self._client, self):
-            self._n.start()
+        try:
+            with _alive.starting(self._client, self):
+                self._n.start()
+        except BaseException:
+            self._runner.loop = previous  # a refused start (started twice) leaves the loop in use
+            raise
 
     def auto_requeue(self) -> None:
         """Curator's autoRequeue(): queue again after each leadership."""
@@ -405,7 +456,8 @@ class LeaderSelector(_Election):
 
     def close(self) -> None:
         """Leaves for good: cancels the current leadership and waits until take_leadership has
-        returned (not when called from inside it). Idempotent."""
+        returned, an ``async def`` one's coroutine included, its cleanup after the cancellation
+        too (not when called from inside it). Idempotent."""
         r = self._runner
         if r.is_async and r.loop is not None and _running_loop() is r.loop:
             raise RuntimeError("close() would block the event loop take_leadership runs on: use await close_async()")
