@@ -123,6 +123,8 @@ pub struct Call {
     work: Mutex<Option<Work>>,
     /// Set when awaited: the undo of a result delivered to a task that was cancelled anyway.
     delivered: Arc<Mutex<Option<UndoNow>>>,
+    /// A cancelled awaiter stops waiting, and the operation goes on ([`Call::to_end`]).
+    to_end: bool,
 }
 
 impl Call {
@@ -176,10 +178,31 @@ impl Call {
         Call::new(fut, none)
     }
 
+    /// An operation that settles something (a release, a queue item's completion) and must
+    /// not stop half way: it runs as its own task, which a caller that stops waiting (a
+    /// cancelled Task, Ctrl-C in a blocking wait) leaves running. Aborted or dropped, a release
+    /// that never began left the lock held by a live session, and an item's completion dropped
+    /// in flight let the item go to another consumer after it was processed.
+    pub fn to_end<F>(fut: F) -> Call
+    where
+        F: Future<Output = zkrecipes::Result<()>> + Send + 'static,
+    {
+        let mut call = Call::unit(async move {
+            runtime::spawn(fut).await.unwrap_or_else(|e| {
+                Err(zkrecipes::Error::Internal(
+                    format!("the operation ended without a result: {e}").into(),
+                ))
+            })
+        });
+        call.to_end = true;
+        call
+    }
+
     fn from_work(work: Work) -> Call {
         Call {
             work: Mutex::new(Some(work)),
             delivered: Arc::default(),
+            to_end: false,
         }
     }
 
@@ -225,7 +248,7 @@ impl Call {
     fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let work = self.take(py)?;
         let event_loop = module(py, &ASYNCIO, "asyncio")?.call_method0("get_running_loop")?;
-        future(&event_loop, work, self.delivered.clone())?.call_method0("__await__")
+        future(&event_loop, work, self.delivered.clone(), !self.to_end)?.call_method0("__await__")
     }
 
     /// Called by `zkrecipes` when the task awaiting this call was cancelled: a result that had
@@ -368,13 +391,14 @@ fn panicked(py: Python<'_>) -> PyErr {
 /// Starts `work` on the core's runtime and returns an `asyncio.Future` of `event_loop` that is
 /// resolved with the converted result or the mapped exception: right after a turn of the loop's
 /// own thread if the task ends in one ([`turns`]), else through `loop.call_soon_threadsafe`.
-/// Cancelling the asyncio future aborts the core's future (dropping it cleans up); a success
-/// that arrives after the cancellation is undone. `delivered` keeps the undo of a delivered
+/// Cancelling the asyncio future aborts the core's future (dropping it cleans up), unless it is
+/// not `abortable` ([`Call::to_end`]); a success that arrives after the cancellation is undone. `delivered` keeps the undo of a delivered
 /// success, for [`Call::abandon`].
 fn future<'py>(
     event_loop: &Bound<'py, PyAny>,
     work: Work,
     delivered: Arc<Mutex<Option<UndoNow>>>,
+    abortable: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let afut = event_loop.call_method0("create_future")?;
     let afut_ref: Py<PyAny> = afut.clone().unbind();
@@ -398,10 +422,12 @@ fn future<'py>(
     } else {
         (runtime::spawn(task).abort_handle(), Vec::new())
     };
-    let canceller = Canceller {
-        abort: Mutex::new(Some(abort)),
-    };
-    afut.call_method1("add_done_callback", (canceller,))?;
+    if abortable {
+        let canceller = Canceller {
+            abort: Mutex::new(Some(abort)),
+        };
+        afut.call_method1("add_done_callback", (canceller,))?;
+    }
     turns::run_settles(event_loop.py(), settles);
     Ok(afut)
 }

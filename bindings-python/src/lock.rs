@@ -84,10 +84,10 @@ impl PyLock {
         ))
     }
 
-    /// Releases one acquire of `owner`.
+    /// Releases one acquire of `owner` (to its end, whether or not it is still awaited).
     fn release(&self, py: Python<'_>, owner: u64) -> PyResult<Call> {
         let lock = self.get(py)?;
-        Ok(Call::unit(async move {
+        Ok(Call::to_end(async move {
             lock.release(Owner::from_raw(owner)).await
         }))
     }

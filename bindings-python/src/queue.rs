@@ -368,26 +368,28 @@ impl PyQueueItem {
     }
 }
 
+/// Each settle runs to its end (`Call::to_end`): the item is out of this object once the call
+/// is made, so one stopped half way could neither finish nor be tried again.
 #[pymethods]
 impl PyQueueItem {
     fn done(&self, py: Python<'_>) -> PyResult<Call> {
         let item = self.taken(py)?;
-        Ok(Call::unit(async move { item.done().await }))
+        Ok(Call::to_end(async move { item.done().await }))
     }
 
     fn release(&self, py: Python<'_>) -> PyResult<Call> {
         let item = self.taken(py)?;
-        Ok(Call::unit(async move { item.release().await }))
+        Ok(Call::to_end(async move { item.release().await }))
     }
 
     fn fail(&self, py: Python<'_>) -> PyResult<Call> {
         let item = self.taken(py)?;
-        Ok(Call::unit(async move { item.fail().await }))
+        Ok(Call::to_end(async move { item.fail().await }))
     }
 
     fn give_back(&self, py: Python<'_>) -> PyResult<Call> {
         let item = self.taken(py)?;
-        Ok(Call::unit(async move { item.give_back().await }))
+        Ok(Call::to_end(async move { item.give_back().await }))
     }
 
     #[getter]

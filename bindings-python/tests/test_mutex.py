@@ -18,7 +18,7 @@ import pytest
 import zkrecipes
 from zkrecipes import InterProcessMutex, Owner
 
-from conftest import ZooKeeper, wait_until
+from conftest import ZooKeeper, run_python, wait_until
 
 
 def test_reentrant_per_thread_and_contended_by_other_threads(client: zkrecipes.Client, path: str) -> None:
@@ -244,6 +244,54 @@ def test_an_acquire_wrapped_in_another_task_is_the_callers(client: zkrecipes.Cli
 
     asyncio.run(run_it())
     assert m.participant_nodes() == []
+
+
+_CANCELLED_RELEASE_CHILD = """
+import asyncio, sys, threading, zkrecipes
+connect, path = sys.argv[1], sys.argv[2]
+client = zkrecipes.Client(connect)
+client.start()
+other = zkrecipes.Client(connect)
+other.start()
+# Another thread drives the runtime (a blocking acquire waiting on a lock someone else holds),
+# so an awaited call's task is queued for it rather than run in the awaiting thread's turn.
+blocker = zkrecipes.InterProcessMutex(other, path + "-blocker")
+blocker.acquire(owner=zkrecipes.Owner())
+waiting = zkrecipes.InterProcessMutex(client, path + "-blocker")
+threading.Thread(target=lambda: waiting.acquire(timeout=30), daemon=True).start()
+m = zkrecipes.InterProcessMutex(client, path)
+async def main():
+    for i in range(30):
+        owner = zkrecipes.Owner()
+        assert m.acquire(timeout=10, owner=owner)
+        task = asyncio.get_running_loop().create_task(m.release_async(owner=owner))
+        await asyncio.sleep(0)  # the release is awaited: its task is made
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        for _ in range(1000):
+            if not m.is_owned_by(owner):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            print("HELD", i, flush=True)
+            return
+    print("RELEASED", flush=True)
+asyncio.run(main())
+"""
+
+
+def test_a_release_whose_awaiter_is_cancelled_still_releases(
+    zk: ZooKeeper, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release is never stopped half way: cancelling the Task that awaits it only stops the
+    waiting (before, a release whose task had not yet run was aborted, and the lock stayed held
+    by a live session)."""
+    monkeypatch.setenv("ZKR_PYTHON_LOOP_TURNS", "0")
+    child = run_python(_CANCELLED_RELEASE_CHILD, zk.connect, path)
+    assert child.stdout == "RELEASED\n", child.stdout + child.stderr[-2000:]
 
 
 def test_lost_signal_fires_when_the_session_expires(client: zkrecipes.Client, path: str) -> None:

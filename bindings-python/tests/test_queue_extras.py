@@ -150,6 +150,42 @@ def test_an_exception_requeues_the_item_at_the_tail(client: zkrecipes.Client, pa
         q.error_mode = "RETRY"  # type: ignore[assignment]
 
 
+def test_a_stopped_consumer_gives_the_item_back_untouched(client: zkrecipes.Client, path: str) -> None:
+    """Ctrl-C, SystemExit or a cancelled Task inside ``with item:`` is a stop, not a failure:
+    the item stays where it was, even under ErrorMode.DELETE (before, it was failed: deleted,
+    or requeued at the tail)."""
+    q = DistributedQueue(client, path, lock_path=path + "-locks", error_mode=ErrorMode.DELETE)
+    q.put(b"a")
+    q.put(b"b")
+    for stop in (KeyboardInterrupt, SystemExit):
+        item = q.take(5)
+        assert item is not None and item.data == b"a"
+        with pytest.raises(stop):
+            with item:
+                raise stop()
+
+    async def cancelled() -> None:
+        item = await q.take_async(5)
+        assert item is not None and item.data == b"a"
+
+        async def consume() -> None:
+            async with item:
+                await asyncio.sleep(60)
+
+        task = asyncio.get_running_loop().create_task(consume())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    first, second = q.take(5), q.take(5)  # both kept: an item dropped unsettled is released
+    assert first is not None and second is not None
+    assert [first.data, second.data] == [b"a", b"b"], "still first, not deleted"
+    first.done()
+    second.done()
+
+
 def test_error_mode_option_and_its_rules(client: zkrecipes.Client, path: str) -> None:
     q = DistributedQueue(client, path, lock_path=path + "-locks", error_mode="DELETE")
     assert q.error_mode is ErrorMode.DELETE

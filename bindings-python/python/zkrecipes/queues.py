@@ -221,6 +221,11 @@ class QueueItem:
         await run(self._n.give_back())
 
     def __enter__(self) -> "QueueItem":
+        """``with item:`` completes it if the body returns (:meth:`done`), fails it if the body
+        raises an ``Exception`` (:meth:`fail`: the queue's :class:`ErrorMode`), and gives it back
+        untouched (:meth:`give_back`) if the consumer was stopped rather than failed
+        (``KeyboardInterrupt``, ``SystemExit``, a cancelled Task): a shutdown neither requeues
+        an item at the tail nor deletes it under ``ErrorMode.DELETE``."""
         return self
 
     def __exit__(
@@ -230,10 +235,13 @@ class QueueItem:
             return
         if exc_type is None:
             self.done()
-        else:
+        elif issubclass(exc_type, Exception):
             self.fail()
+        else:
+            self.give_back()
 
     async def __aenter__(self) -> "QueueItem":
+        """``async with item:``: as ``with item:`` (see :meth:`__enter__`)."""
         return self
 
     async def __aexit__(
@@ -243,8 +251,10 @@ class QueueItem:
             return
         if exc_type is None:
             await self.done_async()
-        else:
+        elif issubclass(exc_type, Exception):
             await self.fail_async()
+        else:
+            await self.give_back_async()
 
 
 _Q = TypeVar("_Q", bound="_QueueBase")
