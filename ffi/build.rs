@@ -100,7 +100,8 @@ const LISTENING: &[Listening] = &[
         close: "Leaves the election with the close mode: leadership ends first, then our node is deleted \
                 (so the next participant takes over at once). Closing again, or closing a latch never \
                 started, is ZKR_OK.",
-        free: "closes it silently if still open (its node is deleted before this returns). The latch \
+        free: "closes it silently if still open (its node is deleted before this returns while \
+               connected; when disconnected, after the reconnection or with the session). The latch \
                must not be in use by another thread",
     },
     Listening {
@@ -297,9 +298,11 @@ fn listener_exports() -> String {
         doc(
             &mut out,
             &format!(
-                "Frees a {}: removes its listeners (waiting for a running one to return, unless called \
-                 from inside it), {}, and releases the handle. NULL does nothing.",
-                l.noun, l.free
+                "Frees a {}: {}. No listener of it starts once this is called; a running one is waited \
+                 for (unless this is called from inside it), after what could end its waits is \
+                 closed; then the handle is released. No other thread may be using the handle: end \
+                 another thread's wait with {}_close first. NULL does nothing.",
+                l.noun, l.free, h
             ),
         );
         let _ = write!(

@@ -683,7 +683,8 @@ typedef void (*zkr_leadership_callback)(bool is_leader, void *user_data);
  */
 typedef struct zkr_participant {
     /**
-     * The participant id (its node's data as UTF-8; "" when nobody takes part).
+     * The participant id (its node's data as UTF-8, bytes that are not UTF-8 and NUL bytes as
+     * U+FFFD; "" when nobody takes part).
      */
     char *id;
     /**
@@ -1965,12 +1966,13 @@ zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t liste
 zkr_status zkr_client_close(struct zkr_client *c);
 
 /**
- * Frees a client: removes its listeners (waiting for a running one to return, unless called from
- * inside it), stops its watch callbacks, closes the session if still open. Recipe handles made
+ * Frees a client: stops its watch callbacks, closes the session if still open. Recipe handles made
  * from it stay valid (their calls return ZKR_CLOSED) and must still be freed. The client must not
  * be in use by another thread. A client already freed is detected in most cases (see
- * docs/C_API.md): nothing is done and zkr_last_error_message() says so, and releases the handle.
- * NULL does nothing.
+ * docs/C_API.md): nothing is done and zkr_last_error_message() says so. No listener of it starts
+ * once this is called; a running one is waited for (unless this is called from inside it), after
+ * what could end its waits is closed; then the handle is released. No other thread may be using
+ * the handle: end another thread's wait with zkr_client_close first. NULL does nothing.
  */
 void zkr_client_free(struct zkr_client *c);
 
@@ -1996,8 +1998,10 @@ zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_
 zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
 
 /**
- * Frees a count: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it, and releases the handle. NULL does nothing.
+ * Frees a count: closes it. No listener of it starts once this is called; a running one is waited
+ * for (unless this is called from inside it), after what could end its waits is closed; then the
+ * handle is released. No other thread may be using the handle: end another thread's wait with
+ * zkr_shared_count_close first. NULL does nothing.
  */
 void zkr_shared_count_free(struct zkr_shared_count *sc);
 
@@ -2023,8 +2027,10 @@ zkr_status zkr_shared_value_remove_listener(struct zkr_shared_value *sv, uint64_
 zkr_status zkr_shared_value_close(struct zkr_shared_value *sv);
 
 /**
- * Frees a value: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it, and releases the handle. NULL does nothing.
+ * Frees a value: closes it. No listener of it starts once this is called; a running one is waited
+ * for (unless this is called from inside it), after what could end its waits is closed; then the
+ * handle is released. No other thread may be using the handle: end another thread's wait with
+ * zkr_shared_value_close first. NULL does nothing.
  */
 void zkr_shared_value_free(struct zkr_shared_value *sv);
 
@@ -2053,9 +2059,12 @@ zkr_status zkr_leader_latch_remove_listener(struct zkr_leader_latch *l, uint64_t
 zkr_status zkr_leader_latch_close(struct zkr_leader_latch *l);
 
 /**
- * Frees a latch: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it silently if still open (its node is deleted before this returns). The
- * latch must not be in use by another thread, and releases the handle. NULL does nothing.
+ * Frees a latch: closes it silently if still open (its node is deleted before this returns while
+ * connected; when disconnected, after the reconnection or with the session). The latch must not be
+ * in use by another thread. No listener of it starts once this is called; a running one is waited
+ * for (unless this is called from inside it), after what could end its waits is closed; then the
+ * handle is released. No other thread may be using the handle: end another thread's wait with
+ * zkr_leader_latch_close first. NULL does nothing.
  */
 void zkr_leader_latch_free(struct zkr_leader_latch *l);
 
@@ -2082,8 +2091,10 @@ zkr_status zkr_leader_observer_remove_listener(struct zkr_leader_observer *o, ui
 zkr_status zkr_leader_observer_close(struct zkr_leader_observer *o);
 
 /**
- * Frees a observer: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it, and releases the handle. NULL does nothing.
+ * Frees a observer: closes it. No listener of it starts once this is called; a running one is
+ * waited for (unless this is called from inside it), after what could end its waits is closed;
+ * then the handle is released. No other thread may be using the handle: end another thread's wait
+ * with zkr_leader_observer_close first. NULL does nothing.
  */
 void zkr_leader_observer_free(struct zkr_leader_observer *o);
 
@@ -2110,9 +2121,11 @@ zkr_status zkr_persistent_node_remove_listener(struct zkr_persistent_node *n, ui
 zkr_status zkr_persistent_node_close(struct zkr_persistent_node *n);
 
 /**
- * Frees a node: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it if still open (its node is deleted before this returns), and releases the
- * handle. NULL does nothing.
+ * Frees a node: closes it if still open (its node is deleted before this returns). No listener of
+ * it starts once this is called; a running one is waited for (unless this is called from inside
+ * it), after what could end its waits is closed; then the handle is released. No other thread may
+ * be using the handle: end another thread's wait with zkr_persistent_node_close first. NULL does
+ * nothing.
  */
 void zkr_persistent_node_free(struct zkr_persistent_node *n);
 
@@ -2139,8 +2152,10 @@ zkr_status zkr_group_member_remove_listener(struct zkr_group_member *m, uint64_t
 zkr_status zkr_group_member_close(struct zkr_group_member *m);
 
 /**
- * Frees a member: removes its listeners (waiting for a running one to return, unless called from
- * inside it), leaves the group if still in it, and releases the handle. NULL does nothing.
+ * Frees a member: leaves the group if still in it. No listener of it starts once this is called; a
+ * running one is waited for (unless this is called from inside it), after what could end its waits
+ * is closed; then the handle is released. No other thread may be using the handle: end another
+ * thread's wait with zkr_group_member_close first. NULL does nothing.
  */
 void zkr_group_member_free(struct zkr_group_member *m);
 
@@ -2169,8 +2184,10 @@ zkr_status zkr_cache_remove_listener(struct zkr_cache *cache, uint64_t listener_
 zkr_status zkr_cache_close(struct zkr_cache *cache);
 
 /**
- * Frees a cache: removes its listeners (waiting for a running one to return, unless called from
- * inside it), closes it, and releases the handle. NULL does nothing.
+ * Frees a cache: closes it. No listener of it starts once this is called; a running one is waited
+ * for (unless this is called from inside it), after what could end its waits is closed; then the
+ * handle is released. No other thread may be using the handle: end another thread's wait with
+ * zkr_cache_close first. NULL does nothing.
  */
 void zkr_cache_free(struct zkr_cache *cache);
 
@@ -2197,8 +2214,10 @@ zkr_status zkr_watcher_remove_listener(struct zkr_watcher *watcher, uint64_t lis
 zkr_status zkr_watcher_close(struct zkr_watcher *watcher);
 
 /**
- * Frees a watcher: removes its listeners (waiting for a running one to return, unless called from
- * inside it), removes the watch, and releases the handle. NULL does nothing.
+ * Frees a watcher: removes the watch. No listener of it starts once this is called; a running one
+ * is waited for (unless this is called from inside it), after what could end its waits is closed;
+ * then the handle is released. No other thread may be using the handle: end another thread's wait
+ * with zkr_watcher_close first. NULL does nothing.
  */
 void zkr_watcher_free(struct zkr_watcher *watcher);
 
@@ -2225,9 +2244,10 @@ zkr_status zkr_queue_remove_listener(struct zkr_queue *q, uint64_t listener_id);
 zkr_status zkr_queue_close(struct zkr_queue *q);
 
 /**
- * Frees a queue: removes its listeners (waiting for a running one to return, unless called from
- * inside it), removes its put listeners (its items stay), and releases the handle. NULL does
- * nothing.
+ * Frees a queue: removes its put listeners (its items stay). No listener of it starts once this is
+ * called; a running one is waited for (unless this is called from inside it), after what could end
+ * its waits is closed; then the handle is released. No other thread may be using the handle: end
+ * another thread's wait with zkr_queue_close first. NULL does nothing.
  */
 void zkr_queue_free(struct zkr_queue *q);
 
@@ -2256,8 +2276,10 @@ zkr_status zkr_service_cache_remove_listener(struct zkr_service_cache *c, uint64
 zkr_status zkr_service_cache_close(struct zkr_service_cache *c);
 
 /**
- * Frees a service cache: removes its listeners (waiting for a running one to return, unless called
- * from inside it), closes it, and releases the handle. NULL does nothing.
+ * Frees a service cache: closes it. No listener of it starts once this is called; a running one is
+ * waited for (unless this is called from inside it), after what could end its waits is closed;
+ * then the handle is released. No other thread may be using the handle: end another thread's wait
+ * with zkr_service_cache_close first. NULL does nothing.
  */
 void zkr_service_cache_free(struct zkr_service_cache *c);
 
@@ -2283,9 +2305,11 @@ zkr_status zkr_set_partitioner_remove_listener(struct zkr_set_partitioner *p, ui
 zkr_status zkr_set_partitioner_close(struct zkr_set_partitioner *p);
 
 /**
- * Frees a partitioner: removes its listeners (waiting for a running one to return, unless called
- * from inside it), finishes it if not finished (its locks released, the party left, before this
- * returns), and releases the handle. NULL does nothing.
+ * Frees a partitioner: finishes it if not finished (its locks released, the party left, before
+ * this returns). No listener of it starts once this is called; a running one is waited for (unless
+ * this is called from inside it), after what could end its waits is closed; then the handle is
+ * released. No other thread may be using the handle: end another thread's wait with
+ * zkr_set_partitioner_close first. NULL does nothing.
  */
 void zkr_set_partitioner_free(struct zkr_set_partitioner *p);
 

@@ -84,10 +84,18 @@ impl Gate {
     /// Disables the gate and waits until a call running through it has returned (unless we
     /// are inside that call).
     pub(crate) fn disable(&self) {
-        self.enabled.store(false, Ordering::SeqCst);
+        self.shut();
         if RUNNING.with(|r| r.get()) != self.id() {
             drop(lock(&self.running));
         }
+    }
+
+    /// Disables the gate without waiting: no call starts through it any more, one running goes
+    /// on. A `_free` shuts its gates, closes what a running callback may be waiting for, and only
+    /// then waits ([`disable`](Self::disable)): waiting first, the free and a callback blocked in
+    /// a wait that only the close ends waited for each other for good.
+    pub(crate) fn shut(&self) {
+        self.enabled.store(false, Ordering::SeqCst);
     }
 
     fn id(&self) -> usize {
@@ -163,6 +171,11 @@ impl<F: Copy> CCallback<F> {
     pub(crate) fn disable(&self) {
         self.gate.disable();
     }
+
+    /// No call starts any more: see [`Gate::shut`].
+    pub(crate) fn shut(&self) {
+        self.gate.shut();
+    }
 }
 
 /// The C callbacks (of type `C`) registered on one handle as listeners of the core, by the
@@ -206,6 +219,14 @@ impl<C: CallbackType> Listeners<C> {
         unregister(id)?;
         callback.disable();
         Ok(())
+    }
+
+    /// Lets no registered callback start any more, without waiting for running ones (see
+    /// [`Gate::shut`]); [`clear`](Self::clear) then unregisters them and waits.
+    pub(crate) fn shut_all(&self) {
+        for callback in lock(&self.0).values() {
+            callback.shut();
+        }
     }
 
     /// Unregisters every callback (the handle is being freed or closed).
@@ -271,6 +292,11 @@ pub(crate) trait Listening: Handle {
     /// Unregisters every callback (the handle is being closed or freed).
     fn unregister_all(&self) {
         self.listeners().clear(|id| self.unregister(id));
+    }
+
+    /// Lets no callback start any more, without waiting (a `_free` before its close).
+    fn shut_all(&self) {
+        self.listeners().shut_all();
     }
 }
 

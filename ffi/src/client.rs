@@ -33,10 +33,15 @@ pub struct zkr_client {
     watches: Arc<Gate>,
 }
 
+// No callback starts once the free begins; the client is closed, and only then are running
+// callbacks waited for: one blocked in a wait that only the close ends (zkr_client_wait_for_state,
+// a recipe's -1 wait: ZKR_CLOSED) and the free would otherwise wait for each other for good.
 handle!(zkr_client, "client", |c| {
+    c.shut_all();
+    c.watches.shut();
+    c.client.close_blocking();
     c.unregister_all();
     c.watches.disable();
-    c.client.close_blocking();
 });
 
 impl Closing for zkr_client {

@@ -29,7 +29,8 @@ use crate::vocab::CList;
 /// zkr_participant_free (or as part of a zkr_participant_list).
 #[repr(C)]
 pub struct zkr_participant {
-    /// The participant id (its node's data as UTF-8; "" when nobody takes part).
+    /// The participant id (its node's data as UTF-8, bytes that are not UTF-8 and NUL bytes as
+    /// U+FFFD; "" when nobody takes part).
     pub id: *mut c_char,
     /// Whether this participant leads.
     pub is_leader: bool,
@@ -45,8 +46,14 @@ pub struct zkr_participant_list {
 }
 
 pub(crate) fn participant(p: &Participant) -> Result<zkr_participant> {
+    // Another process's data: a NUL in it is data, not a bug of ours (a C string cannot hold it).
+    let id = if p.id.contains('\0') {
+        c_string(&p.id.replace('\0', "\u{FFFD}"))?
+    } else {
+        c_string(&p.id)?
+    };
     Ok(zkr_participant {
-        id: c_string(&p.id)?,
+        id,
         is_leader: p.is_leader,
     })
 }
@@ -186,9 +193,13 @@ pub struct zkr_leader_latch {
     listeners: Listeners<zkr_leadership_callback>,
 }
 
+// No listener starts once the free begins; the latch is closed, and only then are running
+// listeners waited for (one blocked in zkr_leader_latch_await, which the close ends, would
+// otherwise hold the free for good).
 handle!(zkr_leader_latch, "latch", |l| {
-    l.unregister_all();
+    l.shut_all();
     let _ = wait(l.latch.close_with(CloseMode::Silent));
+    l.unregister_all();
 });
 
 impl Closing for zkr_leader_latch {

@@ -57,9 +57,12 @@ pub struct zkr_persistent_node {
     listeners: Listeners<zkr_node_callback>,
 }
 
+// As the latch's: no listener starts, the node is closed (ending waits such as
+// zkr_persistent_node_wait_for_initial_create), then running listeners are waited for.
 handle!(zkr_persistent_node, "node", |n| {
-    n.unregister_all();
+    n.shut_all();
     let _ = wait(n.node.close());
+    n.unregister_all();
 });
 
 impl Closing for zkr_persistent_node {
@@ -323,8 +326,9 @@ pub struct zkr_group_member {
 }
 
 handle!(zkr_group_member, "member", |m| {
-    m.unregister_all();
+    m.shut_all();
     let _ = wait(m.member.close());
+    m.unregister_all();
 });
 
 impl Closing for zkr_group_member {

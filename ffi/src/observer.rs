@@ -35,9 +35,13 @@ pub struct zkr_leader_observer {
     listeners: Listeners<zkr_leader_observer_callback>,
 }
 
+// No listener starts once the free begins; the observer is closed, and only then are running
+// listeners waited for (one blocked in zkr_leader_observer_wait_changed, which the close ends,
+// would otherwise hold the free for good).
 handle!(zkr_leader_observer, "observer", |o| {
-    o.unregister_all();
+    o.shut_all();
     lock(&o.observer).close();
+    o.unregister_all();
 });
 
 impl Closing for zkr_leader_observer {

@@ -65,9 +65,13 @@ pub struct zkr_set_partitioner {
     listeners: Listeners<zkr_partition_callback>,
 }
 
+// No listener starts once the free begins; the partitioner finishes, and only then are running
+// listeners waited for (one blocked in a zkr_set_partitioner_wait_for_*, which FAILURE ends,
+// would otherwise hold the free for good).
 handle!(zkr_set_partitioner, "p", |p| {
-    p.unregister_all();
+    p.shut_all();
     let _ = wait(p.partitioner.finish());
+    p.unregister_all();
 });
 
 impl Closing for zkr_set_partitioner {

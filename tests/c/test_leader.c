@@ -548,6 +548,102 @@ static void test_observer_follows_the_leader_without_joining(void) {
     zt_event_destroy(&o.event);
 }
 
+/* A listener that waits, inside its call, for the next change of leader: only the observer's
+ * close ends that wait. */
+typedef struct blocked_listener {
+    zkr_leader_observer *obs;
+    zt_event inside;   /* the listener is in its wait */
+    zt_event freed;    /* zkr_leader_observer_free returned */
+    zkr_status waited; /* what the wait returned */
+} blocked_listener;
+
+static void wait_inside_the_listener(const zkr_participant *leader, void *user_data) {
+    blocked_listener *b = (blocked_listener *)user_data;
+    if (!leader->is_leader || b->inside.count > 0) return;
+    /* The change not yet seen by a wait first (it would return at once), then the wait. */
+    zkr_participant *p = NULL;
+    (void)zkr_leader_observer_wait_changed(b->obs, 0, &p);
+    zkr_participant_free(p);
+    p = NULL;
+    zt_event_signal(&b->inside, 1);
+    b->waited = zkr_leader_observer_wait_changed(b->obs, -1, &p);
+    zkr_participant_free(p);
+}
+
+static void *free_the_observer(void *arg) {
+    blocked_listener *b = (blocked_listener *)arg;
+    zkr_leader_observer_free(b->obs);
+    zt_event_signal(&b->freed, 1);
+    return NULL;
+}
+
+static void test_free_ends_a_wait_its_own_listener_is_blocked_in(void) {
+    /* Before, free waited for the running listener first and closed after: the listener's wait
+     * (ended only by the close) and the free waited for each other for good. */
+    char path[128];
+    zt_path(path, sizeof path, "blocked");
+    zkr_client *c = NULL;
+    zkr_leader_latch *l = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    /* On the heap: if the free hangs, its threads keep using it (leaked then, on purpose). */
+    blocked_listener *b = calloc(1, sizeof *b);
+    CHECK(b != NULL);
+    zt_event_init(&b->inside);
+    zt_event_init(&b->freed);
+    CHECK_OK(zkr_leader_observer_start(c, path, &b->obs));
+    uint64_t id = 0;
+    CHECK_OK(zkr_leader_observer_add_listener(b->obs, wait_inside_the_listener, b, &id));
+    CHECK_OK(zkr_leader_latch_new(c, path, "someone", &l));
+    CHECK_OK(zkr_leader_latch_start(l));
+    CHECK_MSG(zt_event_wait(&b->inside, 1, 10000), "the listener never heard the leader");
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, free_the_observer, b) == 0);
+    if (!zt_event_wait(&b->freed, 1, 10000)) {
+        pthread_detach(t);
+        CHECK_MSG(false, "zkr_leader_observer_free hung behind its own blocked listener");
+    }
+    pthread_join(t, NULL);
+    /* ZKR_CLOSED; or, if the free began before the wait did, the freed handle refused. */
+    CHECK_MSG(b->waited == ZKR_CLOSED || b->waited == ZKR_INVALID_ARGUMENT,
+              "the listener's wait returned %d", (int)b->waited);
+    zkr_leader_latch_free(l);
+    zkr_client_free(c);
+    zt_event_destroy(&b->inside);
+    zt_event_destroy(&b->freed);
+    free(b);
+}
+
+static void test_a_participant_id_with_a_nul_byte_is_data(void) {
+    /* Another process's node data can hold a NUL byte, which a C string cannot: it comes as
+     * U+FFFD (before: ZKR_INTERNAL, "a bug in zkrecipes", and observers heard nothing). */
+    char path[128], node[160];
+    zt_path(path, sizeof path, "nul");
+    snprintf(node, sizeof node, "%s/latch-", path);
+    zkr_client *c = NULL;
+    zkr_leader_latch *l = NULL;
+    zkr_leader_observer *obs = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    const uint8_t data[] = {'a', 0, 'b'};
+    CHECK_OK(zkr_client_create(c, node, data, sizeof data, ZKR_EPHEMERAL_SEQUENTIAL, ZKR_CREATE_PARENTS, NULL));
+    CHECK_OK(zkr_leader_latch_new(c, path, "me", &l));
+    zkr_participant *p = NULL;
+    CHECK_OK(zkr_leader_latch_get_leader(l, &p));
+    CHECK_MSG(strcmp(p->id, "a\xEF\xBF\xBD" "b") == 0 && p->is_leader, "leader id %s", p->id);
+    zkr_participant_free(p);
+    zkr_participant_list *all = NULL;
+    CHECK_OK(zkr_leader_latch_get_participants(l, &all));
+    CHECK(all->len == 1 && strcmp(all->items[0].id, "a\xEF\xBF\xBD" "b") == 0);
+    zkr_participant_list_free(all);
+    CHECK_OK(zkr_leader_observer_start(c, path, &obs));
+    p = NULL;
+    CHECK_OK(zkr_leader_observer_wait_changed(obs, 10000, &p));
+    CHECK_MSG(p != NULL && strcmp(p->id, "a\xEF\xBF\xBD" "b") == 0, "the observer saw the leader");
+    zkr_participant_free(p);
+    zkr_leader_observer_free(obs);
+    zkr_leader_latch_free(l);
+    zkr_client_free(c);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_seed_10_clients_take_turns);
@@ -559,5 +655,7 @@ int main(int argc, char **argv) {
     RUN(test_selector_interrupt_requeue_and_close_cancel_the_leader);
     RUN(test_selector_free_waits_for_a_take_leadership_that_closed_it);
     RUN(test_observer_follows_the_leader_without_joining);
+    RUN(test_free_ends_a_wait_its_own_listener_is_blocked_in);
+    RUN(test_a_participant_id_with_a_nul_byte_is_data);
     return zt_end("test_leader");
 }
