@@ -1547,6 +1547,13 @@ export interface SetPartitionerOptions {
   timeBoundaryMs?: number;
   /** How long one attempt at a partition's lock waits before checking the party (default 1000). */
   maxReactionTimeMs?: number;
+  /**
+   * kazoo's `partition_func`: this member's partitions, from its identifier, the party's
+   * identifiers (the server's listing order) and the set as given. Every member must compute the
+   * same division (kazoo members without one use kazoo's default). Thrown, or a name not in the
+   * set or named twice: FAILURE, and the member leaves the party.
+   */
+  partitionFunc?: (identifier: string, members: string[], set: string[]) => Iterable<string>;
 }
 
 export interface SetPartitionerEvents {

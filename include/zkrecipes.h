@@ -1515,6 +1515,22 @@ typedef uint32_t zkr_log_level;
 typedef void (*zkr_log_callback)(zkr_log_level level, const char *target, const char *message, void *user_data);
 
 /**
+ * kazoo's `partition_func` (zkr_set_partitioner_new_with_func): decides which partitions this
+ * member takes. It gets this member's `identifier`, the party's identifiers (`members`, in the
+ * server's listing order) and the whole set as given at creation (`set`), and sets
+ * `take[i] = true` for each `set[i]` this member takes (`take` comes all false, `set_len`
+ * flags); it returns true, or false if it cannot answer. Every member of a party must compute
+ * the same division (a kazoo member without one computes kazoo's default, which
+ * zkr_set_partitioner_new uses): a member that disagrees waits for locks another keeps, and no
+ * partition is ever held twice. False makes the partitioner ZKR_PARTITION_FAILURE (it leaves
+ * the party). It is called once per division on a library thread (as its own lock owner, see
+ * zkr_owner), where any zkr_ function may be called; every pointer is valid during the call
+ * only. It is not called once zkr_set_partitioner_free has returned. It must not throw (C++)
+ * or longjmp out.
+ */
+typedef bool (*zkr_partition_func)(const char *identifier, const char *const *members, size_t members_len, const char *const *set, size_t set_len, bool *take, void *user_data);
+
+/**
  * Bytes passed in (and, in a zkr_queue_put_event, out for the length of a callback): `len`
  * bytes at `data` (NULL only with 0). The library never keeps the pointer.
  */
@@ -3574,6 +3590,14 @@ zkr_status zkr_client_options_init_sized(struct zkr_client_options *opts, size_t
  * server before zkr_set_partitioner_start. Free with zkr_set_partitioner_free.
  */
 zkr_status zkr_set_partitioner_new(struct zkr_client *c, const char *path, const char *const *set, size_t count, const char *identifier, int64_t time_boundary_ms, int64_t max_reaction_time_ms, struct zkr_set_partitioner **out);
+
+/**
+ * zkr_set_partitioner_new with a partition function (see zkr_partition_func) instead of
+ * kazoo's default: `func(identifier, members, members_len, set, set_len, take, user_data)`
+ * divides the set. `user_data` must stay valid until zkr_set_partitioner_free returns. NULL
+ * `func` is ZKR_INVALID_ARGUMENT.
+ */
+zkr_status zkr_set_partitioner_new_with_func(struct zkr_client *c, const char *path, const char *const *set, size_t count, const char *identifier, int64_t time_boundary_ms, int64_t max_reaction_time_ms, zkr_partition_func func, void *user_data, struct zkr_set_partitioner **out);
 
 /**
  * Joins the party and starts allocating in the background (state ZKR_PARTITION_ALLOCATING).

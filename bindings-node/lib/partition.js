@@ -11,7 +11,7 @@ const args = require('./args');
 const { Client } = require('./client');
 const { forwardTo } = require('./events');
 const alive = require('./alive');
-const { invalid } = require('./errors');
+const { invalid, describe } = require('./errors');
 
 const byName = (names) => Object.freeze(Object.fromEntries(names.map((n) => [n, n])));
 
@@ -28,10 +28,38 @@ function partitionNames(set) {
 }
 
 /**
+ * The native form of a user's `partitionFunc`: `{ share }`, or `{ error }` with what it threw or
+ * why its answer is not an iterable of strings (a string is not: its characters are no names).
+ */
+function shareOf(partitionFunc) {
+  return (identifier, members, set) => {
+    try {
+      const answer = partitionFunc(identifier, members, set);
+      if (typeof answer === 'string' || answer === null || answer === undefined || typeof answer[Symbol.iterator] !== 'function') {
+        return { error: `it must return an iterable of partition names, got ${describe(answer)}` };
+      }
+      const share = [...answer];
+      const bad = share.findIndex((p) => typeof p !== 'string');
+      if (bad >= 0) return { error: `its answer[${bad}] is ${describe(share[bad])}, not a partition name` };
+      return { share };
+    } catch (err) {
+      return { error: `it threw: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  };
+}
+
+/**
  * kazoo's SetPartitioner: the members of a party at `path` divide `set` (partition names) among
  * themselves, each partition to exactly one member, and divide it again when members come or go.
  * `await p.start()` joins. Emits `'state'` with each new state. Options: `identifier` (default
- * `<hostname>-<pid>`), `timeBoundaryMs` (30000, kazoo's), `maxReactionTimeMs` (1000).
+ * `<hostname>-<pid>`), `timeBoundaryMs` (30000, kazoo's), `maxReactionTimeMs` (1000), and
+ * `partitionFunc` (kazoo's `partition_func`): `(identifier, members, set) => partitions` returns
+ * this member's partitions from the party's identifiers (in the server's listing order) and the
+ * set as given. Every member must compute the same division (a kazoo member without one computes
+ * kazoo's default: members and partitions sorted, member i of n takes every n-th from the i-th);
+ * one that disagrees waits for locks another keeps, and no partition is ever held twice. It runs
+ * on the JS thread once per division; if it throws, or answers a name not in `set` or one twice,
+ * the partitioner becomes FAILURE and leaves the party (the reason is logged).
  *
  * kazoo's loop:
  *   if (p.failed) throw ...; else if (p.release) await p.releaseSet();
@@ -48,7 +76,10 @@ class SetPartitioner extends EventEmitter {
   constructor(client, path, set, options) {
     super();
     const nc = Client._native(client);
-    const o = args.options('options', options, ['identifier', 'timeBoundaryMs', 'maxReactionTimeMs']);
+    const o = args.options('options', options, ['identifier', 'timeBoundaryMs', 'maxReactionTimeMs', 'partitionFunc']);
+    if (o.partitionFunc !== undefined && o.partitionFunc !== null && typeof o.partitionFunc !== 'function') {
+      throw invalid(`partitionFunc must be a function, got ${describe(o.partitionFunc)}`);
+    }
     const init = {
       identifier: args.optionalString('identifier', o.identifier),
       timeBoundaryMs: args.number('timeBoundaryMs', o.timeBoundaryMs) ?? 30000,
@@ -65,7 +96,8 @@ class SetPartitioner extends EventEmitter {
       }
       forward(name, payload, extra);
     };
-    this.#native = new native.NativeSetPartitioner(nc, args.path('path', path), partitionNames(set), init, emit);
+    const share = typeof o.partitionFunc === 'function' ? shareOf(o.partitionFunc) : undefined;
+    this.#native = new native.NativeSetPartitioner(nc, args.path('path', path), partitionNames(set), init, emit, share);
   }
 
   /**

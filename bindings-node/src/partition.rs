@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use napi::bindgen_prelude::Object;
-use napi::Env;
+use napi::bindgen_prelude::{FnArgs, Function, Object};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Env, Status};
 use napi_derive::napi;
 use zkrecipes::partition::{
     LeaseOptions, MultiNonBlockingLease, NonBlockingLease, PartitionState, PartitionerOptions,
@@ -49,6 +50,68 @@ pub struct PartitionerInit {
     pub max_reaction_time_ms: f64,
 }
 
+/// What `lib/partition.js`'s wrapper of a user's `partitionFunc` answers: this member's
+/// partitions, or the message of what the function threw or why its answer is not a list of
+/// names.
+#[napi(object)]
+pub struct ShareAnswer {
+    /// The partitions this member takes.
+    pub share: Option<Vec<String>>,
+    /// What went wrong.
+    pub error: Option<String>,
+}
+
+/// The JS side of a partition function: `(identifier, members, set) => ShareAnswer`.
+pub type PartitionFn<'a> = Function<'a, FnArgs<(String, Vec<String>, Vec<String>)>, ShareAnswer>;
+
+type ShareArgs = (String, Vec<String>, Vec<String>);
+type PartitionTsfn =
+    ThreadsafeFunction<ShareArgs, ShareAnswer, FnArgs<ShareArgs>, Status, false, true>;
+
+/// How long a division waits for the JS thread to answer the partition function.
+const PARTITION_FUNC_WAIT: Duration = Duration::from_secs(30);
+
+/// The core's partition function: asks `tsfn` on the JS thread and waits for the answer (the
+/// core calls it on its blocking pool, never on the JS thread).
+fn ask_share(
+    tsfn: &PartitionTsfn,
+    identifier: &str,
+    members: &[String],
+    set: &[String],
+) -> zkrecipes::Result<Vec<String>> {
+    let failed = |why: String| {
+        zkrecipes::Error::InvalidArgument(format!("partitionFunc failed: {why}").into())
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let status = tsfn.call_with_return_value(
+        (identifier.to_string(), members.to_vec(), set.to_vec()),
+        ThreadsafeFunctionCallMode::NonBlocking,
+        move |answer, _env| {
+            let _ = tx.send(answer.map_err(|e| e.reason.clone()));
+            Ok(())
+        },
+    );
+    if status != Status::Ok {
+        return Err(zkrecipes::Error::Closed(
+            format!("partitionFunc cannot be called ({status}): is the environment exiting?")
+                .into(),
+        ));
+    }
+    let answer = rx
+        .recv_timeout(PARTITION_FUNC_WAIT)
+        .map_err(|_| {
+            failed(format!(
+                "no answer from the JS thread within {PARTITION_FUNC_WAIT:?}"
+            ))
+        })?
+        .map_err(failed)?;
+    match (answer.share, answer.error) {
+        (_, Some(e)) => Err(failed(e)),
+        (Some(share), None) => Ok(share),
+        (None, None) => Err(failed("no answer".into())),
+    }
+}
+
 /// kazoo's SetPartitioner; `emit` receives `'state'` with each new state.
 #[napi]
 pub struct NativeSetPartitioner {
@@ -66,16 +129,27 @@ impl NativeSetPartitioner {
         set: Vec<String>,
         init: PartitionerInit,
         emit: EmitFn<'_>,
+        partition_func: Option<PartitionFn<'_>>,
     ) -> napi::Result<Self> {
         sync(&env, || {
-            let options = PartitionerOptions {
+            let mut options = PartitionerOptions {
                 identifier: init.identifier,
                 time_boundary: args::positive_duration("timeBoundaryMs", init.time_boundary_ms)?,
                 max_reaction_time: args::positive_duration(
                     "maxReactionTimeMs",
                     init.max_reaction_time_ms,
                 )?,
+                partition_func: None,
             };
+            if let Some(f) = partition_func {
+                let tsfn: PartitionTsfn = f
+                    .build_threadsafe_function::<ShareArgs>()
+                    .weak::<true>()
+                    .callee_handled::<false>()
+                    .build_callback(|ctx| Ok(FnArgs::from(ctx.value)))?;
+                options = options
+                    .partition_func(move |me, members, set| ask_share(&tsfn, me, members, set));
+            }
             let p = SetPartitioner::new(&client.inner, &path, &set, options)?;
             let emitter = Emitter::new(emit)?;
             p.add_listener(move |s| emitter.emit(Event::new("state", Out::Str(s.name().into()))));

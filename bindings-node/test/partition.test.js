@@ -27,8 +27,20 @@ function expected(id, members, parts) {
   return [...parts].sort().filter((_, i) => i % workers.length === workers.indexOf(id));
 }
 
-// kazoo's loop for every member until all hold exactly kazoo's shares.
-async function settle(members, parts, timeoutMs = 60000) {
+// A partitionFunc of contiguous runs: member i of n takes the i-th run of the sorted set.
+function ranges(id, members, parts) {
+  const workers = [...members].sort();
+  const sorted = [...parts].sort();
+  const [i, n] = [workers.indexOf(id), workers.length];
+  const each = Math.floor(sorted.length / n);
+  const extra = sorted.length % n;
+  const start = i * each + Math.min(i, extra);
+  return sorted.slice(start, start + each + (i < extra ? 1 : 0));
+}
+
+// kazoo's loop for every member until all hold exactly the shares `share` gives (kazoo's
+// default function's unless told).
+async function settle(members, parts, timeoutMs = 60000, share = expected) {
   const ids = members.map((m) => m.identifier);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -44,12 +56,59 @@ async function settle(members, parts, timeoutMs = 60000) {
         done = false;
       }
     }
-    if (done && members.every((m) => JSON.stringify([...m]) === JSON.stringify(expected(m.identifier, ids, parts)))) {
+    if (done && members.every((m) => JSON.stringify([...m]) === JSON.stringify(share(m.identifier, ids, parts)))) {
       assert.deepEqual(members.flatMap((m) => m.partitions).sort(), [...parts].sort());
       return;
     }
   }
 }
+
+test('a partitionFunc divides the set, and a wrong answer is FAILURE', async () => {
+  const p = uniquePath('custom');
+  const parts = ['p3', 'p0', 'p5', 'p1', 'p4', 'p2', 'p6'];
+  const calls = [];
+  const contiguous = (id, members, set) => {
+    calls.push([id, [...members].sort(), set]);
+    return ranges(id, members, set);
+  };
+  const [ca, cb, cc] = await Promise.all([1, 2, 3].map(() => Client.connect(zk.connectString)));
+  try {
+    const a = new SetPartitioner(ca, p, parts, { identifier: 'a', partitionFunc: contiguous, ...fast });
+    const b = new SetPartitioner(cb, p, parts, { identifier: 'b', partitionFunc: contiguous, ...fast });
+    await a.start();
+    await b.start();
+    await settle([a, b], parts, 60000, ranges);
+    assert.deepEqual([a.partitions, b.partitions], [['p0', 'p1', 'p2', 'p3'], ['p4', 'p5', 'p6']]);
+    const [, members, set] = calls.at(-1);
+    assert.deepEqual([members, set], [['a', 'b'], parts], "the party's identifiers, the set as given");
+
+    // Throwing, a name outside the set, a name twice, a string: FAILURE, and it leaves the party.
+    for (const wrong of [
+      () => {
+        throw new Error('no answer');
+      },
+      () => ['p9'],
+      () => ['p1', 'p1'],
+      () => 'p1',
+    ]) {
+      const c = new SetPartitioner(cc, p, parts, { identifier: 'c', partitionFunc: wrong, ...fast });
+      await c.start();
+      await waitFor(() => c.failed, { timeoutMs: 60000, what: 'FAILURE after a wrong answer' });
+      assert.deepEqual(c.partitions, []);
+      await waitFor(async () => !(await ca.getChildren(`${p}/party`)).some((n) => n.endsWith('-c')), {
+        timeoutMs: 30000,
+        what: 'c to leave the party',
+      });
+      await settle([a, b], parts, 60000, ranges);
+      await c.finish();
+    }
+    assert.throws(() => new SetPartitioner(cc, p, parts, { partitionFunc: 'no' }), bad);
+    await a.finish();
+    await b.finish();
+  } finally {
+    await Promise.all([ca, cb, cc].map((c) => c.close()));
+  }
+});
 
 test('members divide the set on kazoo\'s layout and divide it again when one leaves', async () => {
   const p = uniquePath('partitioner');

@@ -142,6 +142,44 @@ impl<A1> CPredicate<A1> for unsafe extern "C" fn(A1, *mut c_void) -> bool {
     }
 }
 
+/// The C function a set partitioner divides its set with (`zkr_partition_func`).
+pub(crate) type ShareFn = unsafe extern "C" fn(
+    *const std::ffi::c_char,
+    *const *const std::ffi::c_char,
+    usize,
+    *const *const std::ffi::c_char,
+    usize,
+    *mut bool,
+    *mut c_void,
+) -> bool;
+
+/// Calls a set partitioner's partition function: marks `take` (one flag per partition of
+/// `set`) and answers whether it could. Under the same contract as [`CFn`]: made through its
+/// handle's [`Gate`], never after its `_free` returned.
+pub(crate) fn call_share(
+    f: ShareFn,
+    identifier: *const std::ffi::c_char,
+    members: &[*const std::ffi::c_char],
+    set: &[*const std::ffi::c_char],
+    take: &mut [bool],
+    user_data: *mut c_void,
+) -> bool {
+    debug_assert_eq!(set.len(), take.len());
+    // SAFETY: the C caller's contract 4 for a registered callback (see `CFn`); the arrays are
+    // ours, alive for the call, with the lengths given.
+    unsafe {
+        f(
+            identifier,
+            members.as_ptr(),
+            members.len(),
+            set.as_ptr(),
+            set.len(),
+            take.as_mut_ptr(),
+            user_data,
+        )
+    }
+}
+
 /// One registered C callback (`F` is its function pointer type) with its user data.
 pub(crate) struct CCallback<F> {
     function: F,

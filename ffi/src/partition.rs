@@ -1,7 +1,7 @@
 //! kazoo's recipes: SetPartitioner, NonBlockingLease and MultiNonBlockingLease (on kazoo's node
 //! layout, shared with kazoo processes; docs/PARTITIONER.md).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,10 +12,12 @@ use zkrecipes::partition::{
 use zkrecipes::{Error, ListenerId, Result};
 
 use crate::boundary::{
-    arg_opt_str, arg_out, arg_out_opt, arg_slice, arg_str, arg_timeout, handle_call, handle_out,
-    recipe_new, wait,
+    arg_callback, arg_opt_str, arg_out, arg_out_opt, arg_slice, arg_str, arg_timeout, handle_call,
+    handle_out, recipe_new, wait,
 };
-use crate::callback::{CCallback, CallbackType, Closing, Listeners, Listening};
+use crate::callback::{
+    call_share, CCallback, CallbackType, Closing, Gate, Listeners, Listening, ShareFn, UserData,
+};
 use crate::client::zkr_client;
 use crate::handle::handle;
 use crate::status::zkr_status;
@@ -57,12 +59,39 @@ pub type zkr_partition_callback =
 
 type PartitionFn = <zkr_partition_callback as CallbackType>::Fn;
 
+/// kazoo's `partition_func` (zkr_set_partitioner_new_with_func): decides which partitions this
+/// member takes. It gets this member's `identifier`, the party's identifiers (`members`, in the
+/// server's listing order) and the whole set as given at creation (`set`), and sets
+/// `take[i] = true` for each `set[i]` this member takes (`take` comes all false, `set_len`
+/// flags); it returns true, or false if it cannot answer. Every member of a party must compute
+/// the same division (a kazoo member without one computes kazoo's default, which
+/// zkr_set_partitioner_new uses): a member that disagrees waits for locks another keeps, and no
+/// partition is ever held twice. False makes the partitioner ZKR_PARTITION_FAILURE (it leaves
+/// the party). It is called once per division on a library thread (as its own lock owner, see
+/// zkr_owner), where any zkr_ function may be called; every pointer is valid during the call
+/// only. It is not called once zkr_set_partitioner_free has returned. It must not throw (C++)
+/// or longjmp out.
+pub type zkr_partition_func = Option<
+    unsafe extern "C" fn(
+        identifier: *const c_char,
+        members: *const *const c_char,
+        members_len: usize,
+        set: *const *const c_char,
+        set_len: usize,
+        take: *mut bool,
+        user_data: *mut c_void,
+    ) -> bool,
+>;
+
 /// kazoo's SetPartitioner: the members of a party divide a set of partitions among themselves,
 /// each partition to exactly one member, and divide it again when members come or go. kazoo
 /// processes on the same path take part. Thread-safe.
 pub struct zkr_set_partitioner {
     partitioner: SetPartitioner,
     listeners: Listeners<zkr_partition_callback>,
+    /// The partition function's gate (zkr_set_partitioner_new_with_func): shut and waited for
+    /// by free.
+    func: Option<Arc<Gate>>,
 }
 
 // No listener starts once the free begins; the partitioner finishes, and only then are running
@@ -70,8 +99,14 @@ pub struct zkr_set_partitioner {
 // would otherwise hold the free for good).
 handle!(zkr_set_partitioner, "p", |p| {
     p.shut_all();
+    if let Some(gate) = &p.func {
+        gate.shut();
+    }
     let _ = wait(p.partitioner.finish());
     p.unregister_all();
+    if let Some(gate) = &p.func {
+        gate.disable();
+    }
 });
 
 impl Closing for zkr_set_partitioner {
@@ -125,23 +160,128 @@ pub extern "C" fn zkr_set_partitioner_new(
     out: *mut *mut zkr_set_partitioner,
 ) -> zkr_status {
     recipe_new("zkr_set_partitioner_new", c, path, out, |c, path| {
-        // The slice first: it checks `count` before anything is sized by it.
-        let set = arg_slice(set, count, "set")?;
-        let mut parts = Vec::with_capacity(set.len());
-        for (i, p) in set.iter().enumerate() {
-            parts.push(arg_str(*p, &format!("set[{i}]"))?);
-        }
-        let options = PartitionerOptions {
-            identifier: arg_opt_str(identifier, "identifier")?.map(str::to_string),
-            time_boundary: duration_ms(time_boundary_ms, "time_boundary_ms")?,
-            max_reaction_time: duration_ms(max_reaction_time_ms, "max_reaction_time_ms")?,
-            partition_func: None,
-        };
+        let (parts, options) = partitioner_args(
+            set,
+            count,
+            identifier,
+            time_boundary_ms,
+            max_reaction_time_ms,
+        )?;
         Ok(zkr_set_partitioner {
             partitioner: SetPartitioner::new(c, path, &parts, options)?,
             listeners: Listeners::default(),
+            func: None,
         })
     })
+}
+
+/// zkr_set_partitioner_new with a partition function (see zkr_partition_func) instead of
+/// kazoo's default: `func(identifier, members, members_len, set, set_len, take, user_data)`
+/// divides the set. `user_data` must stay valid until zkr_set_partitioner_free returns. NULL
+/// `func` is ZKR_INVALID_ARGUMENT.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn zkr_set_partitioner_new_with_func(
+    c: *mut zkr_client,
+    path: *const c_char,
+    set: *const *const c_char,
+    count: usize,
+    identifier: *const c_char,
+    time_boundary_ms: i64,
+    max_reaction_time_ms: i64,
+    func: zkr_partition_func,
+    user_data: *mut c_void,
+    out: *mut *mut zkr_set_partitioner,
+) -> zkr_status {
+    recipe_new(
+        "zkr_set_partitioner_new_with_func",
+        c,
+        path,
+        out,
+        |c, path| {
+            let f: ShareFn = arg_callback(func, "func")?;
+            let (parts, options) = partitioner_args(
+                set,
+                count,
+                identifier,
+                time_boundary_ms,
+                max_reaction_time_ms,
+            )?;
+            let gate = Arc::new(Gate::new());
+            let open = gate.clone();
+            let ud = UserData(user_data);
+            let options = options.partition_func(move |me, members, set| {
+                let ud = ud;
+                let strings = |what: &str, all: &[String]| {
+                    all.iter()
+                        .map(|s| {
+                            CString::new(s.as_str()).map_err(|_| {
+                                Error::Internal(format!("a {what} name holds a NUL byte").into())
+                            })
+                        })
+                        .collect::<Result<Vec<CString>>>()
+                };
+                let me = CString::new(me)
+                    .map_err(|_| Error::Internal("the identifier holds a NUL byte".into()))?;
+                let (members_c, set_c) = (strings("member", members)?, strings("partition", set)?);
+                let member_ptrs: Vec<*const c_char> =
+                    members_c.iter().map(|s| s.as_ptr()).collect();
+                let set_ptrs: Vec<*const c_char> = set_c.iter().map(|s| s.as_ptr()).collect();
+                let mut take = vec![false; set.len()];
+                let mut answered = None;
+                open.run(|| {
+                    answered = Some(call_share(
+                        f,
+                        me.as_ptr(),
+                        &member_ptrs,
+                        &set_ptrs,
+                        &mut take,
+                        ud.0,
+                    ))
+                });
+                match answered {
+                    None => Err(Error::Closed("the set partitioner is being freed".into())),
+                    Some(false) => Err(Error::InvalidArgument(
+                        "the partition function answered false".into(),
+                    )),
+                    Some(true) => Ok(set
+                        .iter()
+                        .zip(&take)
+                        .filter(|(_, t)| **t)
+                        .map(|(p, _)| p.clone())
+                        .collect()),
+                }
+            });
+            Ok(zkr_set_partitioner {
+                partitioner: SetPartitioner::new(c, path, &parts, options)?,
+                listeners: Listeners::default(),
+                func: Some(gate),
+            })
+        },
+    )
+}
+
+/// The set and options of the two constructors, checked.
+fn partitioner_args<'a>(
+    set: *const *const c_char,
+    count: usize,
+    identifier: *const c_char,
+    time_boundary_ms: i64,
+    max_reaction_time_ms: i64,
+) -> Result<(Vec<&'a str>, PartitionerOptions)> {
+    // The slice first: it checks `count` before anything is sized by it.
+    let set = arg_slice(set, count, "set")?;
+    let mut parts = Vec::with_capacity(set.len());
+    for (i, p) in set.iter().enumerate() {
+        parts.push(arg_str(*p, &format!("set[{i}]"))?);
+    }
+    let options = PartitionerOptions {
+        identifier: arg_opt_str(identifier, "identifier")?.map(str::to_string),
+        time_boundary: duration_ms(time_boundary_ms, "time_boundary_ms")?,
+        max_reaction_time: duration_ms(max_reaction_time_ms, "max_reaction_time_ms")?,
+        partition_func: None,
+    };
+    Ok((parts, options))
 }
 
 /// Joins the party and starts allocating in the background (state ZKR_PARTITION_ALLOCATING).

@@ -107,6 +107,92 @@ static void test_two_members_divide_the_set_and_one_takes_it_all_when_the_other_
     zkr_client_free(cb);
 }
 
+/* A partition function of contiguous runs: member i of n (identifiers sorted) takes the i-th run
+ * of the set as given. `user_data` counts the calls; the member "refuses" answers false. */
+static int cmp_str(const void *x, const void *y) {
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static bool contiguous(const char *identifier, const char *const *members, size_t members_len,
+                       const char *const *set, size_t set_len, bool *take, void *user_data) {
+    zt_event_signal((zt_event *)user_data, (int)members_len);
+    if (strcmp(identifier, "refuses") == 0) return false;
+    const char *sorted[16];
+    if (members_len > 16) return false;
+    memcpy(sorted, members, members_len * sizeof *sorted);
+    qsort(sorted, members_len, sizeof *sorted, cmp_str);
+    size_t i = 0;
+    while (i < members_len && strcmp(sorted[i], identifier) != 0) i++;
+    size_t each = set_len / members_len, extra = set_len % members_len;
+    size_t start = i * each + (i < extra ? i : extra);
+    size_t len = each + (i < extra ? 1 : 0);
+    for (size_t k = start; k < start + len && k < set_len; k++) take[k] = true;
+    return true;
+}
+
+static bool holds_exactly(zkr_set_partitioner *p, const char *const *want, size_t n) {
+    zkr_string_list *l = NULL;
+    zkr_partition_state st;
+    if (zkr_set_partitioner_partitions(p, &st, &l) != ZKR_OK) return false;
+    bool same = st == ZKR_PARTITION_ACQUIRED && l->len == n;
+    for (size_t k = 0; same && k < n; k++) same = strcmp(l->items[k], want[k]) == 0;
+    zkr_string_list_free(l);
+    return same;
+}
+
+static void test_a_partition_function_divides_the_set_and_false_is_failure(void) {
+    char base[128];
+    zt_path(base, sizeof base, "custom");
+    zkr_client *ca, *cb, *cc;
+    CHECK_OK(zt_connect_client(&ca));
+    CHECK_OK(zt_connect_client(&cb));
+    CHECK_OK(zt_connect_client(&cc));
+    const char *set[] = {"p0", "p1", "p2", "p3", "p4"};
+    const char *want_a[] = {"p0", "p1", "p2"}, *want_b[] = {"p3", "p4"};
+    zt_event calls;
+    zt_event_init(&calls);
+    zkr_set_partitioner *a, *b, *c;
+    CHECK_OK(zkr_set_partitioner_new_with_func(ca, base, set, 5, "a", 300, 200, contiguous, &calls, &a));
+    CHECK_OK(zkr_set_partitioner_new_with_func(cb, base, set, 5, "b", 300, 200, contiguous, &calls, &b));
+    CHECK_OK(zkr_set_partitioner_start(a));
+    CHECK_OK(zkr_set_partitioner_start(b));
+    double deadline = zt_now_ms() + 60000;
+    bool settled = false;
+    while (!settled && zt_now_ms() < deadline) {
+        CHECK(drive_to_acquired(a, 60000));
+        CHECK(drive_to_acquired(b, 60000));
+        settled = holds_exactly(a, want_a, 3) && holds_exactly(b, want_b, 2);
+    }
+    CHECK_MSG(settled, "a and b never held their contiguous runs");
+    CHECK(calls.count >= 2 && calls.last == 2);
+
+    /* A member whose function answers false: FAILURE, and it leaves the party. */
+    CHECK_OK(zkr_set_partitioner_new_with_func(cc, base, set, 5, "refuses", 300, 200, contiguous, &calls, &c));
+    CHECK_OK(zkr_set_partitioner_start(c));
+    zkr_partition_state st = ZKR_PARTITION_ALLOCATING;
+    for (deadline = zt_now_ms() + 30000; st != ZKR_PARTITION_FAILURE && zt_now_ms() < deadline;) {
+        zkr_partition_state seen = st;
+        CHECK_OK(zkr_set_partitioner_wait_for_change(c, seen, 1000, &st));
+    }
+    CHECK_MSG(st == ZKR_PARTITION_FAILURE, "a false answer left it in state %u", st);
+    zkr_set_partitioner_free(c);
+    settled = false;
+    for (deadline = zt_now_ms() + 60000; !settled && zt_now_ms() < deadline;) {
+        CHECK(drive_to_acquired(a, 60000));
+        CHECK(drive_to_acquired(b, 60000));
+        settled = holds_exactly(a, want_a, 3) && holds_exactly(b, want_b, 2);
+    }
+    CHECK_MSG(settled, "a and b did not divide the set again without the failed member");
+    CHECK_STATUS(zkr_set_partitioner_new_with_func(cc, base, set, 5, "x", 300, 200, NULL, NULL, &c),
+                 ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new_with_func");
+    zkr_set_partitioner_free(a);
+    zkr_set_partitioner_free(b);
+    zkr_client_free(ca);
+    zkr_client_free(cb);
+    zkr_client_free(cc);
+    zt_event_destroy(&calls);
+}
+
 static void test_leases_are_held_until_their_end_and_at_most_count_are_given(void) {
     char base[128], multi[160], holder[200];
     zt_path(base, sizeof base, "lease");
@@ -198,6 +284,7 @@ static void test_bad_input_is_invalid_argument(void) {
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_two_members_divide_the_set_and_one_takes_it_all_when_the_other_leaves);
+    RUN(test_a_partition_function_divides_the_set_and_false_is_failure);
     RUN(test_leases_are_held_until_their_end_and_at_most_count_are_given);
     RUN(test_bad_input_is_invalid_argument);
     return zt_end("test_partition");
