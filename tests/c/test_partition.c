@@ -117,6 +117,7 @@ static bool contiguous(const char *identifier, const char *const *members, size_
                        const char *const *set, size_t set_len, bool *take, void *user_data) {
     zt_event_signal((zt_event *)user_data, (int)members_len);
     if (strcmp(identifier, "refuses") == 0) return false;
+    if (set_len != 5 || strcmp(set[0], "p0") != 0 || strcmp(set[4], "p4") != 0) return false; /* as given */
     const char *sorted[16];
     if (members_len > 16) return false;
     memcpy(sorted, members, members_len * sizeof *sorted);
