@@ -384,7 +384,10 @@ pub extern "C" fn zkr_leader_latch_our_path(
 
 /// What take_leadership gets: this leadership term's cancellation flag and fencing token. Valid
 /// only until take_leadership returns (it may be used from other threads until then; a call
-/// after that is ZKR_INVALID_ARGUMENT in most cases, like any freed handle).
+/// after that is ZKR_INVALID_ARGUMENT in most cases, like any freed handle). A term that ends by
+/// returning is not cancelled: a helper thread waiting in zkr_leadership_wait_cancelled is not
+/// woken by the return, so take_leadership must end such a wait (a timeout, or its own signal)
+/// and join the thread before it returns.
 pub struct zkr_leadership_context {
     ctx: LeadershipContext,
 }
