@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use zkrecipes::barriers::{DistributedBarrier, DistributedDoubleBarrier};
 
 use crate::args::{Int, Text, Timeout};
-use crate::bridge::Call;
+use crate::bridge::{self, Call};
 use crate::client::PyClient;
 use crate::errors::IntoPyResult;
 use crate::local::Local;
@@ -89,10 +89,24 @@ impl PyDoubleBarrier {
         })
     }
 
+    /// An entry delivered to a Task that was cancelled in the same instant is undone (the
+    /// member leaves at once): its `__aexit__` never runs, and the other members' `leave` would
+    /// wait for this member until its session ended.
     #[pyo3(signature = (timeout = Timeout(None)))]
     fn enter(&self, py: Python<'_>, timeout: Timeout) -> PyResult<Call> {
         let b = self.b(py)?;
-        Ok(Call::value(async move { b.enter(timeout.0).await }))
+        let undo_b = b.clone();
+        Ok(Call::undoable(
+            async move { b.enter(timeout.0).await },
+            bridge::to_obj(),
+            Box::new(move |entered| {
+                if entered {
+                    drop(zkrecipes::runtime::spawn(async move {
+                        let _ = undo_b.leave(Some(std::time::Duration::ZERO)).await;
+                    }));
+                }
+            }),
+        ))
     }
 
     #[pyo3(signature = (timeout = Timeout(None)))]

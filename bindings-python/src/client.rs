@@ -553,10 +553,12 @@ impl PyClient {
         )
     }
 
-    /// Ends the session (ephemeral nodes vanish at once). Idempotent.
+    /// Ends the session (ephemeral nodes vanish at once). Idempotent. Runs to its end even if
+    /// its caller stops waiting (a cancelled Task, Ctrl-C): this object is closed once the call
+    /// is made, so a close stopped half way could not be made again and the session lived on.
     fn close(&self) -> Call {
         let client = self.take_for_close();
-        Call::unit(async move {
+        Call::to_end(async move {
             if let Some(c) = client {
                 c.close().await;
             }

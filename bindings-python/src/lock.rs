@@ -119,6 +119,15 @@ impl PyLock {
         bridge::wait_for(py, Box::pin(async move { lock.release(owner).await }))
     }
 
+    /// `release(owner).wait()` for a raw owner (the one a `with` block entered as).
+    fn release_raw_wait(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
+        let lock = self.get(py)?;
+        bridge::wait_for(
+            py,
+            Box::pin(async move { lock.release(Owner::from_raw(owner)).await }),
+        )
+    }
+
     /// Starts a release in the background (for an abandoned acquire); errors are dropped.
     fn release_later(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
         release_later(self.get(py)?, Owner::from_raw(owner));

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Callable, List
+from typing import AsyncIterator, Callable, Iterator, List
 
 import pytest
 
@@ -292,6 +292,46 @@ def test_a_release_whose_awaiter_is_cancelled_still_releases(
     monkeypatch.setenv("ZKR_PYTHON_LOOP_TURNS", "0")
     child = run_python(_CANCELLED_RELEASE_CHILD, zk.connect, path)
     assert child.stdout == "RELEASED\n", child.stdout + child.stderr[-2000:]
+
+
+def test_a_with_block_closed_by_another_task_or_thread_releases_its_owners_hold(
+    client: zkrecipes.Client, path: str
+) -> None:
+    """A generator abandoned inside ``async with lock`` / ``with lock`` is closed by another Task
+    (the loop's async-generator finalizer) or thread: the block's exit releases the owner that
+    entered it (before, it released as the closer, NotOwnerError was swallowed, and the lock
+    stayed held for the session's life with nobody able to release it)."""
+    m = InterProcessMutex(client, path)
+
+    async def rows() -> "AsyncIterator[int]":
+        async with m:
+            for r in range(10):
+                yield r
+
+    async def main() -> None:
+        async for _ in rows():
+            break  # the generator is left inside the block; the loop closes it in a new Task
+        deadline = time.monotonic() + 10
+        while m.is_acquired_in_this_process():
+            assert time.monotonic() < deadline, "the abandoned generator's hold stayed"
+            await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert m.participant_nodes() == []
+
+    def gen() -> "Iterator[int]":
+        with m:
+            yield 1
+
+    g = gen()
+    next(g)
+    closer = threading.Thread(target=g.close)  # GeneratorExit in another thread: its exit
+    closer.start()
+    closer.join(10)
+    assert not m.is_acquired_in_this_process() and m.participant_nodes() == []
+    # No block entered: an exit is the caller's own release, NotOwnerError as before.
+    with pytest.raises(zkrecipes.NotOwnerError):
+        m.__exit__(None, None, None)
 
 
 def test_lost_signal_fires_when_the_session_expires(client: zkrecipes.Client, path: str) -> None:

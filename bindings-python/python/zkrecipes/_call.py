@@ -4,7 +4,6 @@ released, Ctrl-C honoured) and its ``*_async`` twin ``await run(call)``."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TypeVar
 
 from ._native import Call
@@ -20,6 +19,8 @@ async def run(call: "Call[T]") -> T:
     the same instant (an acquired lock) is undone, since nobody will see it."""
     try:
         return await call
-    except asyncio.CancelledError:
+    except BaseException:
+        # Cancelled, or the coroutine closed (GeneratorExit: a loop closed with the Task in it):
+        # a result delivered and never seen is undone. abandon() undoes nothing else.
         call.abandon()
         raise

@@ -15,6 +15,7 @@ fairness bound. Holders of one node share its czxid: fence with
 
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 from types import TracebackType
@@ -161,23 +162,49 @@ class _OwnedLock:
         """Whether the lock is held through this object (by any owner)."""
         return self._n.is_acquired_in_this_process()
 
+    # The owners inside a ``with`` / ``async with`` block of this object, one entry per block.
+    _with_owners: List[int]
+    _with_lock = threading.Lock()
+
+    def _entered(self, raw: int) -> None:
+        with self._with_lock:
+            if "_with_owners" not in self.__dict__:
+                self._with_owners = []
+            self._with_owners.append(raw)
+
+    def _exiting(self) -> int:
+        """The owner whose block ends: the caller's if it entered one; else, when exactly one
+        owner is inside a block, that one (an abandoned generator's ``with`` is closed by
+        another Task or thread: released by it, the lock stayed held with nobody to release
+        it); else the caller's, whose release then says NotOwnerError."""
+        me = current_owner_id()
+        with self._with_lock:
+            inside = self.__dict__.get("_with_owners", [])
+            if me not in inside and len(set(inside)) == 1:
+                me = inside[0]
+            if me in inside:
+                inside.remove(me)
+        return me
+
     def __enter__(self: _L) -> _L:
         self.acquire()
+        self._entered(current_owner_id())
         return self
 
     def __exit__(
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
-        self.release()
+        self._n.release_raw_wait(self._exiting())
 
     async def __aenter__(self: _L) -> _L:
         await self.acquire_async()
+        self._entered(current_owner_id())
         return self
 
     async def __aexit__(
         self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
     ) -> None:
-        await self.release_async()
+        await run(self._n.release(self._exiting()))
 
 
 class InterProcessMutex(_OwnedLock):
