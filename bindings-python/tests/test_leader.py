@@ -217,6 +217,17 @@ def test_async_take_leadership_needs_a_running_loop(client: zkrecipes.Client, pa
     with pytest.raises(TypeError, match="event loop"):
         LeaderSelector(client, path, take).start()
 
+    async def main() -> None:
+        selector = LeaderSelector(client, path, take)
+        # Its close must be awaited: a plain `with` is refused before it starts (before, it
+        # started, and the exit's close raised, leaving it running).
+        with pytest.raises(TypeError, match="async with"):
+            with selector:
+                pass
+        assert selector.state is LatchState.LATENT
+
+    asyncio.run(main())
+
 
 # A child interpreter that leaves a LeaderSelector leading at exit; its take_leadership waits
 # for the cancellation and says which one it got.

@@ -8,6 +8,9 @@
 //! `ZKR_INVALID_ARGUMENT` ("handle already freed or not a zkr_mutex") instead of memory
 //! corruption.
 //!
+//! After `fork()`, a handle the parent made is closed in the child: every call on it is
+//! `ZKR_CLOSED`, and its `_free` leaves it (the parent's session and holds are not touched).
+//!
 //! Limits: a freed block is not given back to the allocator at once. The last [`QUARANTINE`]
 //! freed blocks are kept (their value dropped, only the tag left), so misuse of any of them is
 //! always caught, under ASan and valgrind too. An older freed block has gone back to the
@@ -67,6 +70,10 @@ pub(crate) use handle;
 #[repr(C)]
 struct Block<T> {
     tag: AtomicU64,
+    /// The process that made it: after `fork()` the child's copy of a parent's handle is closed
+    /// to the child (a copied hold would look held and valid in both processes, and a copied
+    /// client would end the parent's session when closed or freed).
+    pid: u32,
     value: ManuallyDrop<T>,
 }
 
@@ -90,6 +97,7 @@ const fn tag_of(name: &str) -> u64 {
 pub(crate) fn new_handle<T: Handle>(value: T) -> *mut T {
     let block = Box::new(Block {
         tag: AtomicU64::new(T::TAG),
+        pid: zkrecipes::runtime::process_id(),
         value: ManuallyDrop::new(value),
     });
     Box::into_raw(block).cast()
@@ -118,7 +126,21 @@ pub(crate) fn handle_ref<'a, T: Handle>(ptr: *const T) -> Result<&'a T> {
     if block.tag.load(Ordering::Acquire) != T::TAG {
         return Err(stale::<T>());
     }
+    if block.pid != zkrecipes::runtime::process_id() {
+        return Err(forked::<T>());
+    }
     Ok(&block.value)
+}
+
+fn forked<T: Handle>() -> Error {
+    Error::Closed(
+        format!(
+            "this {} was made by the parent process before fork(): it is closed in the child \
+             (make a new client and recipes there)",
+            T::NAME
+        )
+        .into(),
+    )
 }
 
 /// `_free`: NULL does nothing; a freed or foreign handle records the error (for
@@ -139,6 +161,12 @@ pub(crate) fn free_handle<T: Handle>(function: &str, ptr: *mut T) {
                 "{function}: {} (ZKR_INVALID_ARGUMENT)",
                 stale::<T>().message()
             ));
+            return;
+        }
+        // SAFETY: as above; the block stays allocated.
+        if unsafe { block.as_ref().pid } != zkrecipes::runtime::process_id() {
+            // A forked child's copy of the parent's handle: nothing of it is torn down here
+            // (closing the copied client would end the parent's session); the copy is left.
             return;
         }
         // SAFETY: the live block of a `T`; winning the exchange makes this the only `_free`,

@@ -4,6 +4,9 @@
  * waiter woken by close. */
 #include "testutil.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 /* ---- seed: 100 threads on one mutex, never two inside at once ---- */
 
 #define SEED_THREADS 100
@@ -499,6 +502,47 @@ static void test_close_wakes_a_waiter_with_closed(void) {
     zt_event_destroy(&w.started);
 }
 
+/* A forked child's copies of the parent's client and mutex are closed: before, the copied hold
+ * looked held and valid in the child too (a re-entry there acquired at once: two processes in
+ * the critical section), and the child's free ended the parent's session. */
+static void test_a_forked_child_finds_the_parents_handles_closed(void) {
+    char path[128];
+    zt_path(path, sizeof path, "forked");
+    zkr_client *c = NULL;
+    zkr_mutex *m = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(zkr_mutex_new(c, path, &m));
+    bool ok = false;
+    CHECK_OK(zkr_mutex_acquire(m, 10000, &ok));
+    CHECK(ok);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        int code = 0;
+        bool again = false, valid = true;
+        if (zkr_mutex_acquire(m, 0, &again) != ZKR_CLOSED) code |= 1;
+        if (zkr_mutex_is_held_valid(m, &valid) != ZKR_CLOSED) code |= 2;
+        if (strstr(zkr_last_error_message(), "fork") == NULL) code |= 4;
+        zkr_mutex_free(m);
+        zkr_client_free(c);
+        _exit(code);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child saw the parent's handles open (%d)", status);
+    bool valid = false;
+    CHECK_OK(zkr_mutex_is_held_valid(m, &valid));
+    CHECK(valid);
+    zkr_string_list *nodes = NULL;
+    CHECK_OK(zkr_client_get_children(c, path, &nodes)); /* the parent's session answers */
+    CHECK_MSG(nodes->len == 1, "the lock node went with the child's free");
+    zkr_string_list_free(nodes);
+    CHECK_OK(zkr_mutex_release(m));
+    zkr_mutex_free(m);
+    zkr_client_free(c);
+}
+
 int main(int argc, char **argv) {
     zt_begin(argc, argv);
     RUN(test_seed_100_threads_never_overlap);
@@ -510,5 +554,6 @@ int main(int argc, char **argv) {
     RUN(test_oversized_request_fails_at_once_and_a_held_mutex_stays_valid);
     RUN(test_lock_node_deleted_by_another_client_is_a_lost_hold);
     RUN(test_close_wakes_a_waiter_with_closed);
+    RUN(test_a_forked_child_finds_the_parents_handles_closed);
     return zt_end("test_mutex");
 }

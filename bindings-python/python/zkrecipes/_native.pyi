@@ -307,7 +307,7 @@ class Lease:
     @property
     def returned(self) -> bool: ...
     def data(self) -> bytes: ...
-    def wait_lost(self, timeout: Optional[float] = None, lost_policy: str = "STANDARD") -> Optional[LeaseLost]:
+    def wait_lost(self, timeout: Optional[float] = None, lost_policy: Optional[str] = None) -> Optional[LeaseLost]:
         """Blocks (GIL released; Ctrl-C interrupts it on the main thread) until the lease can no
         longer be counted on, and says why; None once ``timeout`` seconds passed first (None or
         ``math.inf``: no limit; 0: looks once).
@@ -320,7 +320,7 @@ class Lease:
         and returning the lease during the wait does not end it. A lease already returned raises
         :class:`zkrecipes.ClosedError`; a bad ``lost_policy`` or ``timeout``
         :class:`zkrecipes.InvalidArgumentError`."""
-    def wait_lost_async(self, timeout: Optional[float] = None, lost_policy: str = "STANDARD") -> Call[Optional[LeaseLost]]:
+    def wait_lost_async(self, timeout: Optional[float] = None, lost_policy: Optional[str] = None) -> Call[Optional[LeaseLost]]:
         """:meth:`wait_lost` for asyncio: ``await lease.wait_lost_async()``. The connection is
         watched from this call on; cancelling the awaiting task ends the wait. Arguments are
         checked (and a returned lease refused) at the call, before anything is awaited."""

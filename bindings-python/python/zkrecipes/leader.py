@@ -279,9 +279,16 @@ class LeadershipContext:
 
     def wait_cancelled(self, timeout: Optional[float] = None) -> Optional[CancelReason]:
         """Blocks (GIL released) until leadership is cancelled (the reason) or ``timeout``
-        seconds pass (None)."""
-        r = self._n.wait_cancelled(timeout)
-        return None if r is None else CancelReason(r)
+        seconds pass (None). Ctrl-C interrupts it (it waits in slices, as the other blocking
+        calls do)."""
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while True:
+            left = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, max(deadline - time.monotonic(), 0.0))
+            r = self._n.wait_cancelled(left)
+            if r is not None:
+                return CancelReason(r)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
 
     @property
     def fencing_token(self) -> Optional[int]:
@@ -307,6 +314,9 @@ class LeadershipContext:
 
 TakeLeadership = Callable[[LeadershipContext], Union[None, Awaitable[None], Any]]
 
+
+# The slice of a blocking wait between two looks for Ctrl-C.
+_WAIT_SLICE = 0.1
 
 # How long a cancelled async term waits for its stopped (not closed) loop to run it again.
 _STOPPED_LOOP_GRACE = 2.0
@@ -432,6 +442,13 @@ class LeaderSelector(_Election):
         except BaseException:
             self._runner.loop = previous  # a refused start (started twice) leaves the loop in use
             raise
+
+    def __enter__(self) -> "LeaderSelector":
+        if self._runner.is_async:
+            # Its close must be awaited (a blocking close would stop the loop the term runs on).
+            raise TypeError("a LeaderSelector with an async take_leadership is used with `async with`")
+        self.start()
+        return self
 
     def auto_requeue(self) -> None:
         """Curator's autoRequeue(): queue again after each leadership."""
