@@ -159,20 +159,14 @@ pub extern "C" fn zkr_set_partitioner_new(
     max_reaction_time_ms: i64,
     out: *mut *mut zkr_set_partitioner,
 ) -> zkr_status {
-    recipe_new("zkr_set_partitioner_new", c, path, out, |c, path| {
-        let (parts, options) = partitioner_args(
-            set,
-            count,
-            identifier,
-            time_boundary_ms,
-            max_reaction_time_ms,
-        )?;
-        Ok(zkr_set_partitioner {
-            partitioner: SetPartitioner::new(c, path, &parts, options)?,
-            listeners: Listeners::default(),
-            func: None,
-        })
-    })
+    let args = (
+        set,
+        count,
+        identifier,
+        time_boundary_ms,
+        max_reaction_time_ms,
+    );
+    new_partitioner("zkr_set_partitioner_new", c, path, args, None, out)
 }
 
 /// zkr_set_partitioner_new with a partition function (see zkr_partition_func) instead of
@@ -193,72 +187,108 @@ pub extern "C" fn zkr_set_partitioner_new_with_func(
     user_data: *mut c_void,
     out: *mut *mut zkr_set_partitioner,
 ) -> zkr_status {
-    recipe_new(
+    let args = (
+        set,
+        count,
+        identifier,
+        time_boundary_ms,
+        max_reaction_time_ms,
+    );
+    let func = Some((func, UserData(user_data)));
+    new_partitioner(
         "zkr_set_partitioner_new_with_func",
         c,
         path,
+        args,
+        func,
         out,
-        |c, path| {
-            let f: ShareFn = arg_callback(func, "func")?;
-            let (parts, options) = partitioner_args(
-                set,
-                count,
-                identifier,
-                time_boundary_ms,
-                max_reaction_time_ms,
-            )?;
-            let gate = Arc::new(Gate::new());
-            let open = gate.clone();
-            let ud = UserData(user_data);
-            let options = options.partition_func(move |me, members, set| {
-                let ud = ud;
-                let strings = |what: &str, all: &[String]| {
-                    all.iter()
-                        .map(|s| {
-                            CString::new(s.as_str()).map_err(|_| {
-                                Error::Internal(format!("a {what} name holds a NUL byte").into())
-                            })
-                        })
-                        .collect::<Result<Vec<CString>>>()
-                };
-                let me = CString::new(me)
-                    .map_err(|_| Error::Internal("the identifier holds a NUL byte".into()))?;
-                let (members_c, set_c) = (strings("member", members)?, strings("partition", set)?);
-                let member_ptrs: Vec<*const c_char> =
-                    members_c.iter().map(|s| s.as_ptr()).collect();
-                let set_ptrs: Vec<*const c_char> = set_c.iter().map(|s| s.as_ptr()).collect();
-                let mut take = vec![false; set.len()];
-                let mut answered = None;
-                open.run(|| {
-                    answered = Some(call_share(
-                        f,
-                        me.as_ptr(),
-                        &member_ptrs,
-                        &set_ptrs,
-                        &mut take,
-                        ud.0,
-                    ))
-                });
-                match answered {
-                    None => Err(Error::Closed("the set partitioner is being freed".into())),
-                    Some(false) => Err(Error::InvalidArgument(
-                        "the partition function answered false".into(),
-                    )),
-                    Some(true) => Ok(set
-                        .iter()
-                        .zip(&take)
-                        .filter(|(_, t)| **t)
-                        .map(|(p, _)| p.clone())
-                        .collect()),
-                }
-            });
-            Ok(zkr_set_partitioner {
-                partitioner: SetPartitioner::new(c, path, &parts, options)?,
-                listeners: Listeners::default(),
-                func: Some(gate),
-            })
-        },
     )
+}
+
+/// The two constructors' arguments: set, count, identifier, time boundary, reaction time.
+type PartitionerArgs = (*const *const c_char, usize, *const c_char, i64, i64);
+
+/// The two constructors: `func` (with_func's, NULL refused) or kazoo's default.
+fn new_partitioner(
+    function: &str,
+    c: *mut zkr_client,
+    path: *const c_char,
+    (set, count, identifier, time_boundary_ms, max_reaction_time_ms): PartitionerArgs,
+    func: Option<(zkr_partition_func, UserData)>,
+    out: *mut *mut zkr_set_partitioner,
+) -> zkr_status {
+    recipe_new(function, c, path, out, |c, path| {
+        let func = match func {
+            Some((f, ud)) => Some((arg_callback(f, "func")?, ud)),
+            None => None,
+        };
+        let (parts, mut options) = partitioner_args(
+            set,
+            count,
+            identifier,
+            time_boundary_ms,
+            max_reaction_time_ms,
+        )?;
+        let gate = func.map(|(f, ud)| {
+            let gate = Arc::new(Gate::new());
+            options = std::mem::take(&mut options).partition_func(c_share(f, ud, gate.clone()));
+            gate
+        });
+        Ok(zkr_set_partitioner {
+            partitioner: SetPartitioner::new(c, path, &parts, options)?,
+            listeners: Listeners::default(),
+            func: gate,
+        })
+    })
+}
+
+/// The core's partition function over the C one, called through `open` (shut by free).
+fn c_share(
+    f: ShareFn,
+    ud: UserData,
+    open: Arc<Gate>,
+) -> impl Fn(&str, &[String], &[String]) -> Result<Vec<String>> + Send + Sync + 'static {
+    move |me, members, set| {
+        let ud = ud;
+        let strings = |what: &str, all: &[String]| {
+            all.iter()
+                .map(|s| {
+                    CString::new(s.as_str()).map_err(|_| {
+                        Error::Internal(format!("a {what} name holds a NUL byte").into())
+                    })
+                })
+                .collect::<Result<Vec<CString>>>()
+        };
+        let me = CString::new(me)
+            .map_err(|_| Error::Internal("the identifier holds a NUL byte".into()))?;
+        let (members_c, set_c) = (strings("member", members)?, strings("partition", set)?);
+        let member_ptrs: Vec<*const c_char> = members_c.iter().map(|s| s.as_ptr()).collect();
+        let set_ptrs: Vec<*const c_char> = set_c.iter().map(|s| s.as_ptr()).collect();
+        let mut take = vec![false; set.len()];
+        let mut answered = None;
+        open.run(|| {
+            answered = Some(call_share(
+                f,
+                me.as_ptr(),
+                &member_ptrs,
+                &set_ptrs,
+                &mut take,
+                ud.0,
+            ))
+        });
+        match answered {
+            None => Err(Error::Closed("the set partitioner is being freed".into())),
+            Some(false) => Err(Error::InvalidArgument(
+                "the partition function answered false".into(),
+            )),
+            Some(true) => Ok(set
+                .iter()
+                .zip(&take)
+                .filter(|(_, t)| **t)
+                .map(|(p, _)| p.clone())
+                .collect()),
+        }
+    }
 }
 
 /// The set and options of the two constructors, checked.

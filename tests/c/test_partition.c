@@ -34,6 +34,22 @@ static size_t held_count(zkr_set_partitioner *p, zkr_partition_state *state) {
     return n;
 }
 
+/* Drives both members (release_set when told to) until `settled(a, b)`; false after 60 s. */
+static bool drive_both_until(zkr_set_partitioner *a, zkr_set_partitioner *b,
+                             bool (*settled)(zkr_set_partitioner *, zkr_set_partitioner *)) {
+    for (double deadline = zt_now_ms() + 60000; zt_now_ms() < deadline;) {
+        if (!drive_to_acquired(a, 60000) || !drive_to_acquired(b, 60000)) return false;
+        if (settled(a, b)) return true;
+    }
+    return false;
+}
+
+static bool three_and_two(zkr_set_partitioner *a, zkr_set_partitioner *b) {
+    zkr_partition_state sa, sb;
+    size_t na = held_count(a, &sa), nb = held_count(b, &sb);
+    return sa == ZKR_PARTITION_ACQUIRED && sb == ZKR_PARTITION_ACQUIRED && na == 3 && nb == 2;
+}
+
 static void test_two_members_divide_the_set_and_one_takes_it_all_when_the_other_leaves(void) {
     char base[128], locks[160];
     zt_path(base, sizeof base, "partitioner");
@@ -50,16 +66,7 @@ static void test_two_members_divide_the_set_and_one_takes_it_all_when_the_other_
     CHECK_OK(zkr_set_partitioner_add_listener(a, on_state, &states, &id));
     CHECK_OK(zkr_set_partitioner_start(a));
     CHECK_OK(zkr_set_partitioner_start(b));
-    double deadline = zt_now_ms() + 60000;
-    bool settled = false;
-    while (!settled && zt_now_ms() < deadline) {
-        CHECK(drive_to_acquired(a, 60000));
-        CHECK(drive_to_acquired(b, 60000));
-        zkr_partition_state sa, sb;
-        size_t na = held_count(a, &sa), nb = held_count(b, &sb);
-        settled = sa == ZKR_PARTITION_ACQUIRED && sb == ZKR_PARTITION_ACQUIRED && na == 3 && nb == 2;
-    }
-    CHECK_MSG(settled, "alpha and beta never settled on 3 + 2 partitions");
+    CHECK_MSG(drive_both_until(a, b, three_and_two), "alpha and beta never settled on 3 + 2 partitions");
     zkr_string_list *mine = NULL;
     CHECK_OK(zkr_set_partitioner_partitions(a, NULL, &mine));
     CHECK(mine->len == 3 && strcmp(mine->items[0], "q1") == 0 && strcmp(mine->items[1], "q3") == 0 &&
@@ -89,7 +96,7 @@ static void test_two_members_divide_the_set_and_one_takes_it_all_when_the_other_
 
     /* The session expires: FAILURE, and it stays there. */
     CHECK_OK(zkr_client_expire_session_for_testing(ca));
-    deadline = zt_now_ms() + 60000;
+    double deadline = zt_now_ms() + 60000;
     do {
         CHECK_OK(zkr_set_partitioner_wait_for_change(a, st, 1000, &st));
     } while (st != ZKR_PARTITION_FAILURE && zt_now_ms() < deadline);
@@ -141,6 +148,11 @@ static bool holds_exactly(zkr_set_partitioner *p, const char *const *want, size_
     return same;
 }
 
+static bool contiguous_runs(zkr_set_partitioner *a, zkr_set_partitioner *b) {
+    static const char *const want_a[] = {"p0", "p1", "p2"}, *const want_b[] = {"p3", "p4"};
+    return holds_exactly(a, want_a, 3) && holds_exactly(b, want_b, 2);
+}
+
 static void test_a_partition_function_divides_the_set_and_false_is_failure(void) {
     char base[128];
     zt_path(base, sizeof base, "custom");
@@ -149,7 +161,6 @@ static void test_a_partition_function_divides_the_set_and_false_is_failure(void)
     CHECK_OK(zt_connect_client(&cb));
     CHECK_OK(zt_connect_client(&cc));
     const char *set[] = {"p0", "p1", "p2", "p3", "p4"};
-    const char *want_a[] = {"p0", "p1", "p2"}, *want_b[] = {"p3", "p4"};
     zt_event calls;
     zt_event_init(&calls);
     zkr_set_partitioner *a, *b, *c;
@@ -157,33 +168,20 @@ static void test_a_partition_function_divides_the_set_and_false_is_failure(void)
     CHECK_OK(zkr_set_partitioner_new_with_func(cb, base, set, 5, "b", 300, 200, contiguous, &calls, &b));
     CHECK_OK(zkr_set_partitioner_start(a));
     CHECK_OK(zkr_set_partitioner_start(b));
-    double deadline = zt_now_ms() + 60000;
-    bool settled = false;
-    while (!settled && zt_now_ms() < deadline) {
-        CHECK(drive_to_acquired(a, 60000));
-        CHECK(drive_to_acquired(b, 60000));
-        settled = holds_exactly(a, want_a, 3) && holds_exactly(b, want_b, 2);
-    }
-    CHECK_MSG(settled, "a and b never held their contiguous runs");
+    CHECK_MSG(drive_both_until(a, b, contiguous_runs), "a and b never held their contiguous runs");
     CHECK(calls.count >= 2 && calls.last == 2);
 
     /* A member whose function answers false: FAILURE, and it leaves the party. */
     CHECK_OK(zkr_set_partitioner_new_with_func(cc, base, set, 5, "refuses", 300, 200, contiguous, &calls, &c));
     CHECK_OK(zkr_set_partitioner_start(c));
     zkr_partition_state st = ZKR_PARTITION_ALLOCATING;
-    for (deadline = zt_now_ms() + 30000; st != ZKR_PARTITION_FAILURE && zt_now_ms() < deadline;) {
+    for (double deadline = zt_now_ms() + 30000; st != ZKR_PARTITION_FAILURE && zt_now_ms() < deadline;) {
         zkr_partition_state seen = st;
         CHECK_OK(zkr_set_partitioner_wait_for_change(c, seen, 1000, &st));
     }
     CHECK_MSG(st == ZKR_PARTITION_FAILURE, "a false answer left it in state %u", st);
     zkr_set_partitioner_free(c);
-    settled = false;
-    for (deadline = zt_now_ms() + 60000; !settled && zt_now_ms() < deadline;) {
-        CHECK(drive_to_acquired(a, 60000));
-        CHECK(drive_to_acquired(b, 60000));
-        settled = holds_exactly(a, want_a, 3) && holds_exactly(b, want_b, 2);
-    }
-    CHECK_MSG(settled, "a and b did not divide the set again without the failed member");
+    CHECK_MSG(drive_both_until(a, b, contiguous_runs), "a and b did not divide the set again without the failed member");
     CHECK_STATUS(zkr_set_partitioner_new_with_func(cc, base, set, 5, "x", 300, 200, NULL, NULL, &c),
                  ZKR_INVALID_ARGUMENT, "zkr_set_partitioner_new_with_func");
     zkr_set_partitioner_free(a);
