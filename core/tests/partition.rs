@@ -459,7 +459,9 @@ async fn a_partition_function_divides_the_set_and_a_wrong_answer_is_failure() {
                 .lock()
                 .unwrap()
                 .push((me.to_string(), members.to_vec(), set.to_vec()));
-            Ok(ranges(me, members, set))
+            let mut run = ranges(me, members, set);
+            run.reverse(); // any order: the share is kept sorted
+            Ok(run)
         })
     };
     let a = SetPartitioner::new(&ca, "/custom", &parts, custom("a")).unwrap();
@@ -495,8 +497,20 @@ async fn a_partition_function_divides_the_set_and_a_wrong_answer_is_failure() {
         ),
     ];
     for (f, why) in wrong {
-        let c =
-            SetPartitioner::new(&cc, "/custom", &parts, options("c").partition_func(f)).unwrap();
+        // What the function holds is let go at FAILURE (a face's function may hold the
+        // partitioner itself: a cycle otherwise).
+        let held = Arc::new(());
+        let token = held.clone();
+        let c = SetPartitioner::new(
+            &cc,
+            "/custom",
+            &parts,
+            options("c").partition_func(move |me, members, set| {
+                let _ = &token;
+                f(me, members, set)
+            }),
+        )
+        .unwrap();
         c.start().await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while c.state() != PartitionState::Failure {
@@ -505,6 +519,7 @@ async fn a_partition_function_divides_the_set_and_a_wrong_answer_is_failure() {
                 .await;
         }
         assert!(c.partitions().is_empty(), "{why}");
+        assert_eq!(Arc::strong_count(&held), 1, "{why}: the function is kept");
         while cc
             .get_children("/custom/party")
             .await

@@ -171,6 +171,10 @@ struct Shared {
     /// Held by a join's create, and by the removal of the node a failed start may have left
     /// (`leave_after_failed_join`): that removal never deletes the node of a start after it.
     join_gate: tokio::sync::Mutex<()>,
+    /// The user's partition function (taken out of `options`), dropped at FAILURE: a face's
+    /// function (a Python or JS one) may refer back to the partitioner that holds it, a cycle no
+    /// collector sees through native code.
+    partition_func: Mutex<Option<PartitionFunc>>,
 }
 
 struct St {
@@ -283,6 +287,8 @@ impl SetPartitioner {
                 )));
             }
         }
+        let mut options = options;
+        let partition_func = options.partition_func.take();
         if options.time_boundary.is_zero() || options.max_reaction_time.is_zero() {
             return Err(Error::invalid(
                 "time_boundary and max_reaction_time must be more than zero",
@@ -308,6 +314,7 @@ impl SetPartitioner {
                 changed: watch::channel(0).0,
                 dispatcher: Dispatcher::new(),
                 join_gate: tokio::sync::Mutex::new(()),
+                partition_func: Mutex::new(partition_func),
             }),
             tasks: Arc::default(),
         })
@@ -579,6 +586,12 @@ impl Shared {
         self.dispatcher.emit(state);
         match state {
             PartitionState::Failure => {
+                drop(
+                    self.partition_func
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take(),
+                );
                 tracing::warn!(path = %self.path, identifier = %self.identifier, "partitioner: FAILURE")
             }
             _ => {
@@ -709,6 +722,11 @@ impl Shared {
                 )));
             }
         }
+        // Sorted, as kazoo's default share is: `partitions` says so, and every member takes its
+        // locks in one order (two members whose functions disagree cannot each hold a lock the
+        // other waits for).
+        let mut share = share;
+        share.sort_unstable();
         Ok(share)
     }
 
@@ -745,12 +763,17 @@ impl Shared {
             tracing::warn!(path = %self.path, identifier = %self.identifier,
                 "partitioner: two members share this identifier; they get the same share and only one can hold it");
         }
-        let share = match &self.options.partition_func {
+        let custom = self
+            .partition_func
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let share = match custom {
             None => match partition_set(&self.identifier, &members, &self.set) {
                 Some(share) => share,
                 None => return Step::Again,
             },
-            Some(f) => match self.custom_share(f.clone(), &members).await {
+            Some(f) => match self.custom_share(f, &members).await {
                 Ok(share) => share,
                 Err(e) => {
                     tracing::warn!(path = %self.path, identifier = %self.identifier, error = %e,
