@@ -14,6 +14,9 @@ use crate::client::protected::{ProtectedCreate, ProtectedId};
 use crate::client::{sequence, NodeEvent, NodeEventKind, OrNone, Parents, Watch, WeakClient};
 use crate::leader::common::LostPolicy;
 use crate::wait::Deadline;
+
+/// How long a leader's close waits for the watch on its own node to fire after deleting it.
+const OWN_WATCH_FIRE: Duration = Duration::from_secs(2);
 use crate::{path, Client, ConnectionState, CreateMode, Error, Result};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
@@ -151,7 +154,14 @@ impl Machine {
                     .delete_ours_unless_disconnected(&path::join(&self.path, &node.name))
                     .await;
             }
-            drop(own_watch);
+            // The delete fired the watch, its event read before the delete's reply; the future
+            // may not have seen it yet (a loaded machine): awaited a moment, so that it drops
+            // fired rather than send a removeWatches for a watch the server no longer has.
+            if let Some(watch) = own_watch {
+                if client.state().is_connected() {
+                    let _ = tokio::time::timeout(OWN_WATCH_FIRE, watch).await;
+                }
+            }
             if let Some(cleanup) = self
                 .pending
                 .take()
