@@ -14,8 +14,8 @@
  *  - Strings, buffers and lists returned to you have their own _free.
  *  - Timeouts are in milliseconds: -1 waits forever, 0 tries once, other negative values are
  *    ZKR_INVALID_ARGUMENT.
- *  - Lock owners: the calling OS thread by default; each acquire/release has an _as twin taking a
- *    zkr_owner from zkr_owner_new().
+ *  - Lock owners: the calling OS thread by default (inside a callback, that call's own); each
+ *    acquire/release has an _as twin taking a zkr_owner from zkr_owner_new().
  *  - Callbacks (one guarantee for all): the callbacks of one client or recipe handle run one at
  *    a time, in the order of their events, on a library thread (never the registering thread,
  *    never one of the library's async workers), where every zkr_ call is allowed, blocking ones
@@ -24,6 +24,8 @@
  *    again. A callback waiting for the next event of its own handle waits forever.
  *  - Blocking calls must not be made from a thread of zkrecipes' internal runtime (C code never
  *    runs on one).
+ *  - After fork(), every handle the parent made is closed in the child (ZKR_CLOSED; its _free
+ *    leaves it): the child makes its own client and recipes.
  *  - Logging: zkr_set_logger(level, callback, user_data), one callback per process.
  *
  * SPDX-License-Identifier: Apache-2.0

@@ -154,19 +154,21 @@ pub(crate) type ShareFn = unsafe extern "C" fn(
 ) -> bool;
 
 /// Calls a set partitioner's partition function: marks `take` (one flag per partition of
-/// `set`) and answers whether it could. Under the same contract as [`CFn`]: made through its
-/// handle's [`Gate`], never after its `_free` returned.
+/// `set`, read as bytes: any non-zero byte C wrote is true) and answers whether it could. Under
+/// the same contract as [`CFn`]: made through its handle's [`Gate`], never after its `_free`
+/// returned.
 pub(crate) fn call_share(
     f: ShareFn,
     identifier: *const std::ffi::c_char,
     members: &[*const std::ffi::c_char],
     set: &[*const std::ffi::c_char],
-    take: &mut [bool],
+    take: &mut [u8],
     user_data: *mut c_void,
 ) -> bool {
     debug_assert_eq!(set.len(), take.len());
     // SAFETY: the C caller's contract 4 for a registered callback (see `CFn`); the arrays are
-    // ours, alive for the call, with the lengths given.
+    // ours, alive for the call, with the lengths given; C's bool is one byte, and the flags
+    // are bytes to us, so whatever byte C writes is read without undefined behaviour.
     unsafe {
         f(
             identifier,
@@ -174,7 +176,7 @@ pub(crate) fn call_share(
             members.len(),
             set.as_ptr(),
             set.len(),
-            take.as_mut_ptr(),
+            take.as_mut_ptr().cast::<bool>(),
             user_data,
         )
     }

@@ -145,8 +145,8 @@ fn forked<T: Handle>() -> Error {
 
 /// `_free`: NULL does nothing; a freed or foreign handle records the error (for
 /// zkr_last_error_message) and does nothing; otherwise the handle is torn down. By the header's
-/// rule for `_free`, no other call on the handle is running, except the callback this may be
-/// called from.
+/// rule for `_free`, no other call on the handle is running, except its callbacks: the one this
+/// may be called from, and running ones that `before_free` waits for after closing the handle.
 pub(crate) fn free_handle<T: Handle>(function: &str, ptr: *mut T) {
     ffi_boundary(function, (), || {
         let Some(p) = NonNull::new(ptr) else { return };
@@ -169,12 +169,14 @@ pub(crate) fn free_handle<T: Handle>(function: &str, ptr: *mut T) {
             // (closing the copied client would end the parent's session); the copy is left.
             return;
         }
-        // SAFETY: the live block of a `T`; winning the exchange makes this the only `_free`,
-        // and by the contract no other call uses the value now.
-        let value = unsafe { &mut (*block.as_ptr()).value };
+        // SAFETY: the live block of a `T`; winning the exchange makes this the only `_free`.
+        // A shared borrow: a callback of the handle may still be running, holding its own
+        // (`before_free` closes the handle, then waits for its callbacks to return).
+        let value = unsafe { &(*block.as_ptr()).value };
         value.before_free();
-        // SAFETY: dropped once (the tag is FREED now, so no call reaches it again).
-        unsafe { ManuallyDrop::drop(value) };
+        // SAFETY: every callback has returned and, by the contract, no other call uses the
+        // value now: the only borrow; dropped once (the tag is FREED, so no call reaches it).
+        unsafe { ManuallyDrop::drop(&mut (*block.as_ptr()).value) };
         quarantine(block);
     })
 }

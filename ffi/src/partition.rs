@@ -264,7 +264,7 @@ fn c_share(
         let (members_c, set_c) = (strings("member", members)?, strings("partition", set)?);
         let member_ptrs: Vec<*const c_char> = members_c.iter().map(|s| s.as_ptr()).collect();
         let set_ptrs: Vec<*const c_char> = set_c.iter().map(|s| s.as_ptr()).collect();
-        let mut take = vec![false; set.len()];
+        let mut take = vec![0u8; set.len()];
         let mut answered = None;
         open.run(|| {
             answered = Some(call_share(
@@ -284,7 +284,7 @@ fn c_share(
             Some(true) => Ok(set
                 .iter()
                 .zip(&take)
-                .filter(|(_, t)| **t)
+                .filter(|(_, t)| **t != 0)
                 .map(|(p, _)| p.clone())
                 .collect()),
         }
