@@ -58,8 +58,9 @@ function shareOf(partitionFunc) {
  * set as given. Every member must compute the same division (a kazoo member without one computes
  * kazoo's default: members and partitions sorted, member i of n takes every n-th from the i-th);
  * one that disagrees waits for locks another keeps, and no partition is ever held twice. It runs
- * on the JS thread once per division; if it throws, or answers a name not in `set` or one twice,
- * the partitioner becomes FAILURE and leaves the party (the reason is logged).
+ * on the JS thread once per division (a division waits at most 30 s for the JS thread to run it);
+ * if it throws, or answers a name not in `set` or one twice, the partitioner becomes FAILURE and
+ * leaves the party (the reason is logged). The share is kept sorted, whatever order it returns.
  *
  * kazoo's loop:
  *   if (p.failed) throw ...; else if (p.release) await p.releaseSet();

@@ -95,10 +95,13 @@ fn core_instance(i: InstanceIn) -> CoreResult<ServiceInstance> {
         ),
         None => (ServiceInstance::new(String::new()), false),
     };
+    // A field left out takes a new instance's default, read from a node or not (only what the
+    // fields do not show comes from the node).
+    let fresh = ServiceInstance::new(String::new());
     out.name = i.name;
-    if let Some(id) = i.id {
-        out.id = id;
-    }
+    out.id = i.id.unwrap_or(fresh.id);
+    out.registration_time_utc = fresh.registration_time_utc;
+    out.service_type = fresh.service_type;
     out.address = i.address;
     out.port = i.port.map(|p| args::i32_value("port", p)).transpose()?;
     out.ssl_port = i
@@ -168,7 +171,7 @@ fn instance_out(i: &ServiceInstance) -> Out {
         ),
         ("enabled", Out::Bool(i.enabled)),
     ];
-    if i.holds_read_text() || i.payload.as_ref().is_some_and(js_changes) {
+    if i.holds_read_text() || (i.read_from_node() && i.payload.as_ref().is_some_and(js_changes)) {
         fields.push(("node", Out::Bytes(i.to_json(false))));
     }
     Out::Object(fields)

@@ -135,6 +135,14 @@ test('a read instance keeps what its fields do not show: toJson, register and up
   const repaid = ServiceInstance.toJson({ ...read, payload: { big: 1 } }).toString();
   assert.match(repaid, /"payload":\{"@class":"com\.example\.D","big":1\},/);
   assert.match(repaid, /"zone":\{"rack":"r1","weight":2\.50\}\}$/);
+  // A field left out takes a new instance's default, not the node's.
+  const renewed = ServiceInstance.fromJson(ServiceInstance.toJson({ ...read, id: undefined, serviceType: undefined }));
+  assert.notEqual(renewed.id, 'x');
+  assert.equal(renewed.serviceType, 'DYNAMIC');
+  assert.equal(renewed[ServiceInstance.readFrom] !== undefined, true, 'the unknown field still kept');
+  // An instance made here with a number JS would write differently carries nothing: nothing
+  // was read.
+  assert.equal(ServiceInstance.create('s', { payload: { n: 1e21, w: 2 } })[ServiceInstance.readFrom], undefined);
   // Deleted: the fields alone.
   const bare = { ...read };
   delete bare[ServiceInstance.readFrom];

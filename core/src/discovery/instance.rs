@@ -163,6 +163,13 @@ impl ServiceInstance {
                 })
     }
 
+    /// Whether this instance was read from a node's bytes with a payload or unknown fields (so
+    /// it holds their text; [`holds_read_text`](Self::holds_read_text) says whether writing
+    /// the fields alone would differ).
+    pub fn read_from_node(&self) -> bool {
+        self.raw.payload.is_some() || !self.raw.extra.is_empty()
+    }
+
     /// What tells this registration from others sharing its id ([`InstanceKey`](super::InstanceKey)).
     pub fn key(&self) -> super::InstanceKey {
         super::InstanceKey::of(self)
