@@ -42,7 +42,8 @@ impl PyOwner {
     }
 }
 
-/// The owner id of the calling OS thread (one per thread, for the thread's whole life).
+/// The owner id of the calling OS thread (one per thread, for the thread's whole life; inside a
+/// callback the library runs, that call's own).
 #[pyfunction]
 pub fn thread_owner_id() -> u64 {
     zkrecipes::Owner::current_thread().as_raw()

@@ -207,7 +207,8 @@ def test_an_async_selector_whose_loop_is_gone_leaves_the_election(client: zkreci
     selector = asyncio.run(main())  # ends the term (cancelled) and closes the loop
     wait_until(lambda: selector.state is LatchState.CLOSED, 20, "the selector to leave the election")
     assert selector.get_participants() == []
-    assert selector.leadership_count <= 2, "no busy loop of terms"
+    # A term or two may begin before the loop closes; a busy loop would count hundreds.
+    assert selector.leadership_count <= 5, "no busy loop of terms"
 
 
 def test_async_take_leadership_needs_a_running_loop(client: zkrecipes.Client, path: str) -> None:

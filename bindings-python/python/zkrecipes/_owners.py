@@ -2,7 +2,9 @@
 explicit :class:`~zkrecipes.Owner` passed as ``owner=``.
 
 The core ties reentrancy to an opaque 64-bit owner; here each Python thread maps to its OS
-thread's owner and each asyncio Task gets one of its own (kept while the Task lives).
+thread's owner and each asyncio Task gets one of its own (kept while the Task lives). Inside a
+callback the library runs (a listener, a partition function) each call is an owner of its own,
+not its thread's: a hold meant to outlast the callback takes an explicit ``Owner``.
 """
 
 from __future__ import annotations

@@ -279,8 +279,8 @@ class LeadershipContext:
 
     def wait_cancelled(self, timeout: Optional[float] = None) -> Optional[CancelReason]:
         """Blocks (GIL released) until leadership is cancelled (the reason) or ``timeout``
-        seconds pass (None). Ctrl-C interrupts it (it waits in slices, as the other blocking
-        calls do)."""
+        seconds pass (None). On the main thread Ctrl-C interrupts it (it waits in slices, as
+        the other blocking calls do)."""
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         while True:
             left = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, max(deadline - time.monotonic(), 0.0))
@@ -353,6 +353,8 @@ class _Runner:
                 await coro  # type: ignore[misc]
             except asyncio.CancelledError:
                 pass
+            except (KeyboardInterrupt, SystemExit):
+                raise  # the loop's to handle, as for any Task
             except BaseException as e:  # noqa: BLE001 - raised again on this thread
                 failure.append(e)
             finally:
@@ -367,7 +369,10 @@ class _Runner:
         while not ended.wait(0.05):
             if loop.is_closed():
                 # The loop went away with the Task in it: nothing will run it any more.
-                coro.close()  # type: ignore[union-attr]
+                try:
+                    coro.close()  # type: ignore[union-attr]
+                except RuntimeError:
+                    pass  # its cleanup awaited: it cannot finish without a loop
                 break
             # Cancelled while its loop is stopped (not closed): wait a while for it to run again.
             stopped = fut.cancelled() and not loop.is_running()
