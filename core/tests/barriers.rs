@@ -264,6 +264,22 @@ fn entering_again_is_idempotent_and_leave_honours_its_timeout() {
 #[test]
 fn a_member_already_in_whose_enter_again_fails_stays_in() {
     let server = TestingServer::start();
+    // The property needs the member's session to outlive the outage. Twice, in full-suite runs
+    // on a loaded machine, the client declared its 30 s session expired during a 1 s cut (cause
+    // not found: the vendored client's reconnect loop): the node then goes with the session,
+    // as it must, and the attempt proves nothing. Such an attempt is made again; all three
+    // expiring fails the test.
+    for attempt in 0..3 {
+        if enter_again_while_cut(&server, attempt) {
+            return;
+        }
+    }
+    panic!("the member's session expired during each of 3 one-second outages");
+}
+
+/// One attempt of the test above; false if the member's session expired during the outage.
+fn enter_again_while_cut(server: &TestingServer, attempt: usize) -> bool {
+    let path = format!("/b/reenter-{attempt}");
     let proxy = FaultProxy::start(&server.connect_string());
     let a = ClientBuilder::new(proxy.connect_string())
         .session_timeout(30 * SECOND)
@@ -271,8 +287,8 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
         .connect_blocking()
         .unwrap();
     let b = connect(&server.connect_string());
-    let first = Arc::new(DistributedDoubleBarrier::new(&a, "/b/reenter", 2).unwrap());
-    let second = DistributedDoubleBarrier::new(&b, "/b/reenter", 2).unwrap();
+    let first = Arc::new(DistributedDoubleBarrier::new(&a, &path, 2).unwrap());
+    let second = DistributedDoubleBarrier::new(&b, &path, 2).unwrap();
     let name = first.member_name().to_string();
     let t = {
         let first = first.clone();
@@ -283,16 +299,22 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
     // Entering again while the connection is down: no answer before its timeout.
     proxy.cut();
     let again = first.enter_blocking(Some(SECOND));
+    if matches!(&again, Err(e) if e.kind() == ErrorKind::SessionExpired) {
+        proxy.restore();
+        eprintln!("attempt {attempt}: the session expired during the outage ({again:?})");
+        let _ = second.leave_blocking(Some(SECOND));
+        return false;
+    }
     assert!(
         !matches!(again, Ok(true)),
         "the enter again answered with the connection down: {again:?}"
     );
     proxy.restore();
     // The connection back (a read through it answers), our node must still be there.
-    a.get_children_blocking("/b/reenter")
+    a.get_children_blocking(&path)
         .expect("the connection came back");
     assert!(
-        children(&b, "/b/reenter").contains(&name),
+        children(&b, &path).contains(&name),
         "the failed enter again ({again:?}) took a member that was in out of the barrier"
     );
     // And the other member's leave waits for us.
@@ -304,6 +326,7 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
     );
     assert!(first.leave_blocking(Some(10 * SECOND)).unwrap());
     assert!(second.leave_blocking(Some(10 * SECOND)).unwrap());
+    true
 }
 
 /// A member whose leave timed out is out (its node went): an enter after it that times out
