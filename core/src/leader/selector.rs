@@ -473,7 +473,23 @@ async fn work(s: Arc<Shared>) {
                 // stays queued through expiries (see `requeue`), and queues again after a
                 // pause. Another NoNode (a node deleted by someone else, a parent that cannot
                 // be made) leaves the queue, as any failed attempt.
-                let node_gone = matches!(e, Error::NoNode(_)) && s.client.session_id() != session;
+                //
+                // A connection error (the wait's read lost with the connection the expiry
+                // dropped) is judged once the client is connected again: on a new session it is
+                // the same case as the NoNode above.
+                let connection = matches!(
+                    e,
+                    Error::ConnectionLoss(_) | Error::SessionExpired(_) | Error::Timeout(_)
+                );
+                if connection {
+                    let timeout = s.client.session_timeout() * 2;
+                    tokio::select! {
+                        _ = s.client.wait_for_state(timeout, |st| st.is_connected()) => {},
+                        _ = closed.wait_for(|c| *c) => return,
+                    }
+                }
+                let node_gone = (connection || matches!(e, Error::NoNode(_)))
+                    && s.client.session_id() != session;
                 *s.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                 if fatal {
                     // Out of the queue for good (Curator's doWork clears isQueued as it fails).
