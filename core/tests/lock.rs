@@ -1082,10 +1082,17 @@ async fn connection_loss_during_create_finds_the_protected_node_instead_of_makin
         .await
         .unwrap();
     let observer = connect().await;
+    // A persistent parent, not the container an acquire makes: the harness's server reaps an
+    // empty container within 250 ms, and a create whose parent was reaped while its replies
+    // are dropped never hears its NoNode, so it never makes the parent and the node.
+    observer
+        .create("/protected-recovery", b"", CreateOptions::default())
+        .await
+        .unwrap();
     let m = InterProcessMutex::new(&c, "/protected-recovery").unwrap();
     let probe = InterProcessMutex::new(&observer, "/protected-recovery").unwrap();
     let o = Owner::new();
-    assert!(m.acquire(o, None).await.unwrap()); // parents exist from here on
+    assert!(m.acquire(o, None).await.unwrap());
     m.release(o).await.unwrap();
     // The server applies the create, the client never hears back.
     proxy.drop_replies();
