@@ -861,4 +861,51 @@ mod tests {
         );
         client.close_blocking();
     }
+
+    /// A request handed to the wire client while it reconnects (one sent just as the
+    /// connection went, the client still looking connected to the recipe) fails with a
+    /// connection loss at the next failed connection attempt, as Java's client fails its
+    /// outgoing queue. It used to wait in the wire client's channel until a connection was
+    /// back or the session given up (7/5 of its timeout, then `SessionExpired`): far past the
+    /// deadline of the operation that sent it (a barrier's 1 s enter answered after 42 s, and
+    /// with an expiry the session did not have).
+    #[test]
+    fn a_request_queued_while_reconnecting_fails_at_the_next_failed_attempt() {
+        let server = zkrecipes_testing::TestingServer::start();
+        let proxy = zkrecipes_testing::FaultProxy::start(&server.connect_string());
+        let client = ClientBuilder::new(proxy.connect_string())
+            .session_timeout(Duration::from_secs(10))
+            .connection_timeout(Duration::from_secs(4))
+            .connect_blocking()
+            .unwrap();
+        let session = client.session_id();
+        let zk = client
+            .inner
+            .session
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("a wire client");
+        // Every connection attempt fails at once (accepted, then closed) until restored.
+        proxy.cut();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while client.state().is_connected() {
+            assert!(Instant::now() < deadline, "the client never saw the cut");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sent = Instant::now();
+        let r = runtime::block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), zk.get_data("/")).await
+        });
+        assert!(
+            matches!(r, Ok(Err(zk::Error::ConnectionLoss))),
+            "after {:?}: {r:?}",
+            sent.elapsed()
+        );
+        // Nothing else changed: the connection comes back on the same session.
+        proxy.restore();
+        client.exists_blocking("/").unwrap();
+        assert_eq!(client.session_id(), session);
+        client.close_blocking();
+    }
 }

@@ -1873,7 +1873,7 @@ impl Connector {
         }
         let mut buf = Vec::with_capacity(4096);
         let mut depot = Depot::new();
-        let conn = session.start(&mut endpoints, &mut buf, &mut depot).await?;
+        let conn = session.start(&mut endpoints, &mut buf, &mut depot, None).await?;
         let session_info = session.session.clone();
         let last_heard = session.last_heard.clone();
         let session_timeout = session.session_timeout;

@@ -6,6 +6,7 @@ mod types;
 mod watch;
 mod xid;
 
+use std::collections::VecDeque;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -180,6 +181,7 @@ impl Builder {
             authes: self.authes,
             state_sender,
             watch_manager,
+            deferred: VecDeque::new(),
         };
         let timeout = if self.session_timeout.is_zero() { DEFAULT_SESSION_TIMEOUT } else { self.session_timeout };
         session.reset_timeout(timeout);
@@ -255,6 +257,10 @@ pub struct Session {
     state_sender: sync::watch::Sender<SessionState>,
 
     watch_manager: WatchManager,
+
+    /// zkrecipes patch 25: requests other than a session operation (a watcher's removal, a
+    /// close) taken off the channel while reconnecting, kept for the next connection.
+    deferred: VecDeque<Request>,
 }
 
 impl Session {
@@ -295,7 +301,7 @@ impl Session {
             if let Some(servers) = self.next_servers.take() {
                 endpoints.replace(servers);
             }
-            let conn = match self.start(&mut endpoints, &mut buf, &mut depot).await {
+            let conn = match self.start(&mut endpoints, &mut buf, &mut depot, Some(&mut requester)).await {
                 Err(err) => {
                     warn!("fail to connect to cluster {:?} due to {}", endpoints.endpoints(), err);
                     self.resolve_start_error(&err);
@@ -307,6 +313,9 @@ impl Session {
             self.serve_once(conn, &mut endpoints, &mut buf, &mut depot, &mut requester).await;
         }
         let err = self.state_error();
+        for request in self.deferred.drain(..) {
+            request.into_responser().send(Err(err.clone()));
+        }
         Self::close_requester(requester, &err).await;
         depot.terminate(err);
     }
@@ -648,6 +657,13 @@ impl Session {
         let mut err = None;
         let mut channel_halted = false;
         depot.start();
+        // zkrecipes patch 25: what a reconnection kept for this connection goes first.
+        while !channel_halted {
+            let Some(request) = self.deferred.pop_front() else {
+                break;
+            };
+            channel_halted = self.take_request(Some(request), depot);
+        }
         let (mut reader, mut writer) = conn.split();
         while !(channel_halted && depot.is_empty()) {
             select! {
@@ -888,6 +904,7 @@ impl Session {
         endpoints: &mut IterableEndpoints,
         buf: &mut Vec<u8>,
         depot: &mut Depot,
+        mut requester: Option<&mut mpsc::UnboundedReceiver<Request>>,
     ) -> Result<Connection, Error> {
         endpoints.start();
         let session_timeout = if self.session.id.0 == 0 { self.session_timeout } else { self.session_expired_timeout };
@@ -903,6 +920,9 @@ impl Session {
             Ok(conn) => return Ok(conn),
         };
         while !last_error.is_terminated() {
+            if let Some(requester) = requester.as_deref_mut() {
+                self.fail_queued(requester);
+            }
             if deadline.elapsed() {
                 return Err(Error::Timeout);
             }
@@ -915,5 +935,28 @@ impl Session {
             };
         }
         Err(last_error)
+    }
+
+    /// zkrecipes patch 25: after a failed connection attempt, every session operation waiting
+    /// in the channel fails with `ConnectionLoss` (Java's `ClientCnxn.cleanup` does the same
+    /// with its outgoing queue); a watcher's removal and a close wait for the next connection.
+    /// Before, such a request (one submitted just as the connection dropped, the client still
+    /// looking connected) waited until a connection was established again or the client gave
+    /// the session up, 7/5 of its timeout later, and then failed with `SessionExpired`: far
+    /// past the deadline of the operation that sent it, and as an expiry the session may not
+    /// have had.
+    fn fail_queued(&mut self, requester: &mut mpsc::UnboundedReceiver<Request>) {
+        let mut failed = 0usize;
+        while let Ok(request) = requester.try_recv() {
+            if matches!(request, Request::Session(_)) {
+                failed += 1;
+                request.into_responser().send(Err(Error::ConnectionLoss));
+            } else {
+                self.deferred.push_back(request);
+            }
+        }
+        if failed > 0 {
+            debug!("failed {failed} request(s) queued while not connected with connection loss");
+        }
     }
 }
