@@ -53,7 +53,9 @@ const LISTENING: &[Listening] = &[
         add_more: "",
         close: "Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in \
                 recipes of this client return ZKR_CLOSED, and every later call on the client or its \
-                recipes returns ZKR_CLOSED. The handles stay valid, to be freed. Closing twice is ZKR_OK.",
+                recipes that needs the session returns ZKR_CLOSED; getters of what a handle holds in \
+                memory still answer, and listeners may still be added or removed (one added now hears \
+                nothing). The handles stay valid, to be freed. Closing twice is ZKR_OK.",
         free: "stops its watch callbacks, closes the session if still open. Recipe handles made from \
                it stay valid (their calls return ZKR_CLOSED) and must still be freed. The client must \
                not be in use by another thread. A client already freed is detected in most cases \
@@ -70,7 +72,8 @@ const LISTENING: &[Listening] = &[
         noun: "count",
         add_more: "",
         close: "Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later \
-                calls other than the getters return ZKR_CLOSED.",
+                calls other than the getters and the listener calls return ZKR_CLOSED (a listener added \
+                now hears nothing).",
         free: "closes it",
     },
     Listening {
@@ -84,7 +87,8 @@ const LISTENING: &[Listening] = &[
         noun: "value",
         add_more: "",
         close: "Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later \
-                calls other than zkr_shared_value_get_value return ZKR_CLOSED.",
+                calls other than zkr_shared_value_get_value and the listener calls return ZKR_CLOSED (a \
+                listener added now hears nothing).",
         free: "closes it",
     },
     Listening {

@@ -528,7 +528,8 @@ pub extern "C" fn zkr_mutex_make_revocable(
     user_data: *mut c_void,
 ) -> zkr_status {
     handle_call("zkr_mutex_make_revocable", m, |m| {
-        if callback.is_some() {
+        // A cohort handle refuses it whatever the callback (the core says why).
+        if callback.is_some() || m.mutex.cohort_options().is_some() {
             m.mutex.make_revocable(owner_listener(&m.revoke))?;
         }
         m.revoke.set(callback, UserData(user_data));
