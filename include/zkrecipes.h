@@ -1089,7 +1089,9 @@ typedef struct zkr_cache_options {
  * (several times per event: once per level below the root) on whichever thread drives the
  * library's runtime then: its zkrecipes-rt thread, or one of yours while it is inside a blocking
  * zkr_ call. So it must be thread-safe, must return quickly and must not call blocking zkr_
- * functions; `path` is valid during the call only. It is not called once zkr_cache_close or
+ * functions; `path` is valid during the call only. A zkr_ call it makes that fails records its
+ * message for the filter only: once the filter returns, the thread's last error (and the string
+ * zkr_last_error_message gave it) is what it was. It is not called once zkr_cache_close or
  * zkr_cache_free has returned.
  */
 typedef bool (*zkr_path_filter)(const char *path, void *user_data);
@@ -1981,8 +1983,10 @@ zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t liste
 
 /**
  * Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in recipes
- * of this client return ZKR_CLOSED, and every later call on the client or its recipes returns
- * ZKR_CLOSED. The handles stay valid, to be freed. Closing twice is ZKR_OK.
+ * of this client return ZKR_CLOSED, and every later call on the client or its recipes that needs
+ * the session returns ZKR_CLOSED; getters of what a handle holds in memory still answer, and
+ * listeners may still be added or removed (one added now hears nothing). The handles stay valid,
+ * to be freed. Closing twice is ZKR_OK.
  */
 zkr_status zkr_client_close(struct zkr_client *c);
 
@@ -2014,7 +2018,8 @@ zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_
 
 /**
  * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
- * other than the getters return ZKR_CLOSED.
+ * other than the getters and the listener calls return ZKR_CLOSED (a listener added now hears
+ * nothing).
  */
 zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
 
@@ -2043,7 +2048,8 @@ zkr_status zkr_shared_value_remove_listener(struct zkr_shared_value *sv, uint64_
 
 /**
  * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
- * other than zkr_shared_value_get_value return ZKR_CLOSED.
+ * other than zkr_shared_value_get_value and the listener calls return ZKR_CLOSED (a listener added
+ * now hears nothing).
  */
 zkr_status zkr_shared_value_close(struct zkr_shared_value *sv);
 

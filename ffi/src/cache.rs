@@ -17,7 +17,7 @@ use crate::callback::{
 };
 use crate::client::zkr_client;
 use crate::handle::handle;
-use crate::status::zkr_status;
+use crate::status::{keeping_last_error, zkr_status};
 use crate::types::{free_returned, give_array, take_array, zkr_stat};
 use crate::vocab::{c_enum_of, CList};
 
@@ -301,7 +301,9 @@ pub extern "C" fn zkr_cache_new(
 /// (several times per event: once per level below the root) on whichever thread drives the
 /// library's runtime then: its zkrecipes-rt thread, or one of yours while it is inside a blocking
 /// zkr_ call. So it must be thread-safe, must return quickly and must not call blocking zkr_
-/// functions; `path` is valid during the call only. It is not called once zkr_cache_close or
+/// functions; `path` is valid during the call only. A zkr_ call it makes that fails records its
+/// message for the filter only: once the filter returns, the thread's last error (and the string
+/// zkr_last_error_message gave it) is what it was. It is not called once zkr_cache_close or
 /// zkr_cache_free has returned.
 pub type zkr_path_filter =
     Option<unsafe extern "C" fn(path: *const c_char, user_data: *mut c_void) -> bool>;
@@ -336,7 +338,7 @@ pub extern "C" fn zkr_cache_new_filtered(
             };
             // Closed: the answer no longer matters (the cache is stopping).
             let mut keep = true;
-            open.run(|| keep = test.test(path.as_ptr(), ud.0));
+            open.run(|| keep = keeping_last_error(|| test.test(path.as_ptr(), ud.0)));
             keep
         });
         let mut handle = zkr_cache::new(Cache::new(c, p, o)?);

@@ -142,6 +142,21 @@ pub(crate) fn fail(function: &str, error: &Error) -> zkr_status {
     zkr_status::of(kind)
 }
 
+/// Runs `f`, a C callback that may run on a user's thread while it is inside a blocking zkr_
+/// call (a cache's path filter), keeping that thread's last error: what a failing zkr_ call of
+/// the callback records is dropped when it returns, and the message the thread had, at the
+/// address zkr_last_error_message gave out, is back.
+pub(crate) fn keeping_last_error<T>(f: impl FnOnce() -> T) -> T {
+    let saved = LAST_ERROR
+        .try_with(|slot| std::mem::take(&mut *slot.borrow_mut()))
+        .ok();
+    let result = f();
+    if let Some(saved) = saved {
+        let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = saved);
+    }
+    result
+}
+
 pub(crate) fn set_last_error(message: &str) {
     // A message with an interior NUL (from a path, say) is cut there rather than lost.
     let bytes = message.as_bytes();

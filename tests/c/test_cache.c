@@ -6,6 +6,8 @@
  */
 #include "testutil.h"
 
+#include <stdatomic.h>
+
 #define MAX_SEEN 64
 
 typedef struct seen {
@@ -246,6 +248,63 @@ static void test_a_session_expiry_is_resynced(void) {
     zkr_cache_free(cache);
     seen_destroy(&s);
     zkr_client_free(w);
+    zkr_client_free(c);
+}
+
+/* C audit F9: a path filter runs on whichever thread drives the runtime, this one too while it
+ * is inside a blocking zkr_ call. A zkr_ call of the filter that fails used to replace that
+ * thread's last error: the message of the caller's own failure changed under it, and the string
+ * zkr_last_error_message had returned was freed. */
+typedef struct filter_probe {
+    pthread_t caller;
+    atomic_int calls, on_caller;
+} filter_probe;
+
+static bool failing_filter(const char *path, void *user_data) {
+    (void)path;
+    filter_probe *p = (filter_probe *)user_data;
+    zkr_mutex *m = NULL;
+    (void)zkr_mutex_new(NULL, "/filter", &m); /* ZKR_INVALID_ARGUMENT, recorded on this thread */
+    atomic_fetch_add(&p->calls, 1);
+    if (pthread_equal(pthread_self(), p->caller)) atomic_fetch_add(&p->on_caller, 1);
+    return true;
+}
+
+static void test_a_filter_keeps_the_callers_last_error(void) {
+    char root[128];
+    zt_path(root, sizeof root, "filter-error");
+    zkr_client *c = NULL;
+    CHECK_OK(zt_connect_client(&c));
+    CHECK_OK(put(c, root, "", "r"));
+    filter_probe probe;
+    probe.caller = pthread_self();
+    atomic_init(&probe.calls, 0);
+    atomic_init(&probe.on_caller, 0);
+    zkr_cache *cache = NULL;
+    CHECK_OK(zkr_cache_new_filtered(c, root, NULL, failing_filter, &probe, &cache));
+    CHECK_OK(zkr_cache_start(cache));
+    bool ok = false;
+    CHECK_OK(zkr_cache_await_initialized(cache, 30000, &ok));
+    CHECK(ok);
+    for (int i = 0; i < 40; i++) {
+        zkr_mutex *m = NULL;
+        CHECK_STATUS(zkr_mutex_new(c, "no-slash", &m), ZKR_INVALID_ARGUMENT, "zkr_mutex_new");
+        const char *before = zkr_last_error_message();
+        char copy[512];
+        snprintf(copy, sizeof copy, "%s", before);
+        /* Blocking calls that make the cache work (the filter runs for each event). */
+        zkr_stat st;
+        CHECK_OK(zkr_client_set_data(c, root, (const uint8_t *)"x", 1, -1, &st));
+        CHECK_OK(zkr_cache_await_zxid(cache, st.mzxid, 30000, &ok));
+        CHECK(ok);
+        const char *after = zkr_last_error_message();
+        CHECK_MSG(after == before && strcmp(after, copy) == 0,
+                  "round %d: the last error changed under the caller: \"%s\" (%d of %d filter calls on this thread)",
+                  i, after, atomic_load(&probe.on_caller), atomic_load(&probe.calls));
+    }
+    CHECK_MSG(atomic_load(&probe.on_caller) > 0, "the filter never ran on this thread (%d calls)",
+              atomic_load(&probe.calls));
+    zkr_cache_free(cache);
     zkr_client_free(c);
 }
 
@@ -520,6 +579,7 @@ int main(int argc, char **argv) {
     RUN(test_a_session_expiry_is_resynced);
     RUN(test_persistent_watchers);
     RUN(test_filters_watch_removal_and_client_options);
+    RUN(test_a_filter_keeps_the_callers_last_error);
     RUN(test_bad_input);
     return zt_end("test_cache");
 }
