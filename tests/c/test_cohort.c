@@ -415,7 +415,7 @@ static void test_bad_arguments_are_invalid_argument(void) {
     CHECK(strstr(zkr_last_error_message(), "not revocable") != NULL);
     /* With a NULL callback too, as the header says (it answered ZKR_OK). */
     CHECK_STATUS(zkr_mutex_make_revocable(m, NULL, NULL), ZKR_INVALID_ARGUMENT,
-                 "zkr_mutex_make_revocable NULL");
+                 "zkr_mutex_make_revocable");
     CHECK(strstr(zkr_last_error_message(), "not revocable") != NULL);
 
     /* A freed cohort handle is refused like any other. */
