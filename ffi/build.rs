@@ -52,10 +52,11 @@ const LISTENING: &[Listening] = &[
         noun: "client",
         add_more: "",
         close: "Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in \
-                recipes of this client return ZKR_CLOSED, and every later call on the client or its \
-                recipes that needs the session returns ZKR_CLOSED; getters of what a handle holds in \
-                memory still answer, and listeners may still be added or removed (one added now hears \
-                nothing). The handles stay valid, to be freed. Closing twice is ZKR_OK.",
+                recipes of this client return ZKR_CLOSED, and every later call on the client returns \
+                ZKR_CLOSED (but zkr_client_remove_state_listener and zkr_client_max_request_bytes), as \
+                does every later call of its recipes that needs the session; a recipe's getters of \
+                what it holds in memory still answer. The handles stay valid, to be freed. Closing \
+                twice is ZKR_OK.",
         free: "stops its watch callbacks, closes the session if still open. Recipe handles made from \
                it stay valid (their calls return ZKR_CLOSED) and must still be freed. The client must \
                not be in use by another thread. A client already freed is detected in most cases \
@@ -72,8 +73,8 @@ const LISTENING: &[Listening] = &[
         noun: "count",
         add_more: "",
         close: "Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later \
-                calls other than the getters and the listener calls return ZKR_CLOSED (a listener added \
-                now hears nothing).",
+                calls other than the getters, the listener calls and zkr_shared_count_set_error_callback \
+                return ZKR_CLOSED (a listener or callback set now hears nothing).",
         free: "closes it",
     },
     Listening {

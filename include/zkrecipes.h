@@ -1983,10 +1983,10 @@ zkr_status zkr_client_remove_state_listener(struct zkr_client *c, uint64_t liste
 
 /**
  * Closes the session: ephemeral nodes (held locks, latch nodes) vanish at once, waiters in recipes
- * of this client return ZKR_CLOSED, and every later call on the client or its recipes that needs
- * the session returns ZKR_CLOSED; getters of what a handle holds in memory still answer, and
- * listeners may still be added or removed (one added now hears nothing). The handles stay valid,
- * to be freed. Closing twice is ZKR_OK.
+ * of this client return ZKR_CLOSED, and every later call on the client returns ZKR_CLOSED (but
+ * zkr_client_remove_state_listener and zkr_client_max_request_bytes), as does every later call of
+ * its recipes that needs the session; a recipe's getters of what it holds in memory still answer.
+ * The handles stay valid, to be freed. Closing twice is ZKR_OK.
  */
 zkr_status zkr_client_close(struct zkr_client *c);
 
@@ -2018,8 +2018,8 @@ zkr_status zkr_shared_count_remove_listener(struct zkr_shared_count *sc, uint64_
 
 /**
  * Stops watching and drops the listeners (the node stays). Closing twice is ZKR_OK; later calls
- * other than the getters and the listener calls return ZKR_CLOSED (a listener added now hears
- * nothing).
+ * other than the getters, the listener calls and zkr_shared_count_set_error_callback return
+ * ZKR_CLOSED (a listener or callback set now hears nothing).
  */
 zkr_status zkr_shared_count_close(struct zkr_shared_count *sc);
 

@@ -327,8 +327,9 @@ impl Client {
 
     /// zkrecipes patch 20: ends the session for every clone of this client, as the last
     /// clone's drop does: CloseSession goes after the requests queued before this call (once
-    /// connected, if the client is between connections), and every request after it fails
-    /// with `ClientClosed`. Clones held elsewhere (a cache's reads, a watch's remover) no
+    /// connected, if the client is between connections; such requests fail with
+    /// `ConnectionLoss` at a failed connection attempt, patch 25), and every request after it
+    /// fails with `ClientClosed`. Clones held elsewhere (a cache's reads, a watch's remover) no
     /// longer keep the session alive. Closing twice does nothing more.
     pub fn close(&self) {
         self.requester.unbounded_send(Request::Close).ignore();
