@@ -286,6 +286,7 @@ static void test_a_filter_keeps_the_callers_last_error(void) {
     bool ok = false;
     CHECK_OK(zkr_cache_await_initialized(cache, 30000, &ok));
     CHECK(ok);
+    atomic_store(&probe.on_caller, 0); /* count only the calls made inside the rounds below */
     for (int i = 0; i < 40; i++) {
         zkr_mutex *m = NULL;
         CHECK_STATUS(zkr_mutex_new(c, "no-slash", &m), ZKR_INVALID_ARGUMENT, "zkr_mutex_new");
