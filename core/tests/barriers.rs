@@ -275,8 +275,8 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
         .connect_blocking()
         .unwrap();
     let b = connect(&server.connect_string());
-    let first = Arc::new(DistributedDoubleBarrier::new(&a, &path, 2).unwrap());
-    let second = DistributedDoubleBarrier::new(&b, &path, 2).unwrap();
+    let first = Arc::new(DistributedDoubleBarrier::new(&a, path, 2).unwrap());
+    let second = DistributedDoubleBarrier::new(&b, path, 2).unwrap();
     let name = first.member_name().to_string();
     let t = {
         let first = first.clone();
@@ -299,10 +299,10 @@ fn a_member_already_in_whose_enter_again_fails_stays_in() {
     );
     proxy.restore();
     // The connection back (a read through it answers), our node must still be there.
-    a.get_children_blocking(&path)
+    a.get_children_blocking(path)
         .expect("the connection came back");
     assert!(
-        children(&b, &path).contains(&name),
+        children(&b, path).contains(&name),
         "the failed enter again ({again:?}) took a member that was in out of the barrier"
     );
     // And the other member's leave waits for us.
