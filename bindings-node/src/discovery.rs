@@ -84,24 +84,27 @@ pub struct InstanceIn {
 /// The core's instance of `i` (not validated: registering does that).
 fn core_instance(i: InstanceIn) -> CoreResult<ServiceInstance> {
     let (mut out, keep_payload) = match &i.node {
-        Some(node) => (
-            ServiceInstance::from_json(node).map_err(|e| {
+        Some(node) => {
+            let mut read = ServiceInstance::from_json(node).map_err(|e| {
                 invalid(format!(
                     "the node text an instance was read from is not an instance: {}",
                     e.message()
                 ))
-            })?,
-            i.keep_payload.unwrap_or(false),
-        ),
+            })?;
+            // A field left out takes a new instance's default, as without a node (only what
+            // the fields do not show comes from the node).
+            let fresh = ServiceInstance::new(String::new());
+            read.id = fresh.id;
+            read.registration_time_utc = fresh.registration_time_utc;
+            read.service_type = fresh.service_type;
+            (read, i.keep_payload.unwrap_or(false))
+        }
         None => (ServiceInstance::new(String::new()), false),
     };
-    // A field left out takes a new instance's default, read from a node or not (only what the
-    // fields do not show comes from the node).
-    let fresh = ServiceInstance::new(String::new());
     out.name = i.name;
-    out.id = i.id.unwrap_or(fresh.id);
-    out.registration_time_utc = fresh.registration_time_utc;
-    out.service_type = fresh.service_type;
+    if let Some(id) = i.id {
+        out.id = id;
+    }
     out.address = i.address;
     out.port = i.port.map(|p| args::i32_value("port", p)).transpose()?;
     out.ssl_port = i

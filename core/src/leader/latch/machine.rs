@@ -14,10 +14,10 @@ use crate::client::protected::{ProtectedCreate, ProtectedId};
 use crate::client::{sequence, NodeEvent, NodeEventKind, OrNone, Parents, Watch, WeakClient};
 use crate::leader::common::LostPolicy;
 use crate::wait::Deadline;
+use crate::{path, Client, ConnectionState, CreateMode, Error, Result};
 
 /// How long a leader's close waits for the watch on its own node to fire after deleting it.
 const OWN_WATCH_FIRE: Duration = Duration::from_secs(2);
-use crate::{path, Client, ConnectionState, CreateMode, Error, Result};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
